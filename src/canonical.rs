@@ -1,0 +1,194 @@
+//! Canonical JSON and SHA-256 digests.
+//!
+//! Implements the OpenTrustGraph hash contract (`opentrustgraph.md` §4.1, §4.3): object keys sorted
+//! recursively by UTF-8 byte order (equal to Unicode code-point order), array order kept, no
+//! insignificant whitespace, raw UTF-8 for non-ASCII, `\u00xx` lower-case escapes for other control
+//! characters, `null` values kept. The same bytes are used for everything warrant hashes or signs:
+//! chain records, packet content hashes and signed decision documents.
+//!
+//! Keys are sorted explicitly here, so the result does not depend on whether some dependency turns
+//! on serde_json's `preserve_order` feature.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::io::{self, Write};
+
+/// The `sha256:` prefix of every digest string warrant writes (OpenTrustGraph §4.1 step 5).
+pub const SHA256_PREFIX: &str = "sha256:";
+
+/// Writes `value` as canonical JSON into `out`.
+///
+/// # Errors
+/// Only the errors of `out` itself.
+pub fn write_canonical<W: Write + ?Sized>(value: &Value, out: &mut W) -> io::Result<()> {
+    match value {
+        Value::Object(map) => write_object(map, None, out),
+        Value::Array(items) => {
+            out.write_all(b"[")?;
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                write_canonical(item, out)?;
+            }
+            out.write_all(b"]")
+        }
+        // Scalars: serde_json writes strings with exactly the escapes the contract requires
+        // (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other C0 controls as lower-case `\u00xx`,
+        // everything else raw) and numbers in their shortest round-trip form.
+        scalar => serde_json::to_writer(&mut *out, scalar).map_err(io::Error::other),
+    }
+}
+
+/// Writes an object with its keys sorted, leaving out the top-level key `skip` if given.
+fn write_object<W: Write + ?Sized>(
+    map: &Map<String, Value>,
+    skip: Option<&str>,
+    out: &mut W,
+) -> io::Result<()> {
+    let mut keys: Vec<&String> = map.keys().filter(|k| Some(k.as_str()) != skip).collect();
+    // A BTreeMap-backed map is already sorted; sorting a sorted Vec is a cheap linear check.
+    keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    out.write_all(b"{")?;
+    for (i, key) in keys.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, key.as_str()).map_err(io::Error::other)?;
+        out.write_all(b":")?;
+        write_canonical(&map[key.as_str()], out)?;
+    }
+    out.write_all(b"}")
+}
+
+/// The canonical bytes of `value`.
+#[must_use]
+pub fn to_canonical_vec(value: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    // Writing into a Vec cannot fail.
+    let _ = write_canonical(value, &mut out);
+    out
+}
+
+/// The canonical bytes of `value` as a `String` (canonical JSON is always valid UTF-8).
+#[must_use]
+pub fn to_canonical_string(value: &Value) -> String {
+    String::from_utf8(to_canonical_vec(value)).unwrap_or_default()
+}
+
+/// An `io::Write` that feeds a SHA-256 hasher, so canonical bytes are hashed without a buffer.
+struct HashWriter(Sha256);
+
+impl Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// SHA-256 of the canonical bytes of `value`, as 32 raw bytes.
+#[must_use]
+pub fn canonical_digest(value: &Value) -> [u8; 32] {
+    let mut w = HashWriter(Sha256::new());
+    let _ = write_canonical(value, &mut w);
+    w.0.finalize().into()
+}
+
+/// SHA-256 of the canonical bytes of an object without its top-level key `skip`.
+///
+/// This is the `entry_hash` preimage rule of OpenTrustGraph §4.1 step 1 (`skip = "entry_hash"`),
+/// computed without cloning the record.
+#[must_use]
+pub fn canonical_digest_without(map: &Map<String, Value>, skip: &str) -> [u8; 32] {
+    let mut w = HashWriter(Sha256::new());
+    let _ = write_object(map, Some(skip), &mut w);
+    w.0.finalize().into()
+}
+
+/// Lower-case hex of `bytes`.
+#[must_use]
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 0x0f)] as char);
+    }
+    s
+}
+
+/// `"sha256:" + lower-case hex` of a 32-byte digest.
+#[must_use]
+pub fn prefixed(digest: &[u8; 32]) -> String {
+    let mut s = String::with_capacity(71);
+    s.push_str(SHA256_PREFIX);
+    s.push_str(&hex(digest));
+    s
+}
+
+/// `"sha256:" + hex(SHA-256(canonical(value)))`: the digest string used for content hashes.
+#[must_use]
+pub fn canonical_hash(value: &Value) -> String {
+    prefixed(&canonical_digest(value))
+}
+
+/// `"sha256:" + hex(SHA-256(bytes))` of raw bytes.
+#[must_use]
+pub fn sha256_prefixed(bytes: &[u8]) -> String {
+    prefixed(&Sha256::digest(bytes).into())
+}
+
+/// True when `s` is `sha256:` followed by exactly 64 lower-case hex digits.
+#[must_use]
+pub fn is_sha256_string(s: &str) -> bool {
+    s.strip_prefix(SHA256_PREFIX).is_some_and(|h| {
+        h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sorts_keys_at_every_depth_and_keeps_array_order() {
+        let v = json!({"z": [3, null, {"b": true, "a": "x"}], "a": 1});
+        assert_eq!(to_canonical_string(&v), r#"{"a":1,"z":[3,null,{"a":"x","b":true}]}"#);
+    }
+
+    #[test]
+    fn escapes_controls_lower_case_and_keeps_non_ascii_raw() {
+        let v = json!({"s": "\u{1}\u{1f}\n\"\\/é😀\u{2028}\u{7f}"});
+        assert_eq!(to_canonical_string(&v), "{\"s\":\"\\u0001\\u001f\\n\\\"\\\\/é😀\u{2028}\u{7f}\"}");
+    }
+
+    #[test]
+    fn astral_keys_sort_by_code_point_not_utf16() {
+        // U+FF61 sorts before U+1F600 by code point, after it in UTF-16 code units.
+        let v = json!({"\u{1F600}": 1, "\u{FF61}": 2});
+        assert_eq!(to_canonical_string(&v), "{\"\u{FF61}\":2,\"\u{1F600}\":1}");
+    }
+
+    #[test]
+    fn digest_without_skips_only_the_top_level_key() {
+        let v = json!({"entry_hash": "x", "metadata": {"entry_hash": "kept"}, "a": 1});
+        let Value::Object(map) = &v else { unreachable!() };
+        let expected = json!({"metadata": {"entry_hash": "kept"}, "a": 1});
+        assert_eq!(canonical_digest_without(map, "entry_hash"), canonical_digest(&expected));
+    }
+
+    #[test]
+    fn recognises_digest_strings() {
+        assert!(is_sha256_string(&sha256_prefixed(b"abc")));
+        assert!(!is_sha256_string("sha256:ABC"));
+        assert!(!is_sha256_string(&sha256_prefixed(b"abc").to_uppercase()));
+        assert_eq!(
+            sha256_prefixed(b"abc"),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

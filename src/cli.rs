@@ -1,0 +1,573 @@
+//! The `warrant` command line (`docs/cli.md`). `src/main.rs` calls [`main`].
+//!
+//! Exit codes: 0 success; 1 a verification failed or a request was refused by warrant (already
+//! decided, broken chain, unknown packet); 2 usage or I/O errors. `propose --wait` exits 0 when
+//! approved, 3 when refused and 4 on timeout.
+
+use crate::chain::{self, VerifyOptions, VerifyReport};
+use crate::config::{self, Config};
+use crate::decision::{self, Verdict};
+use crate::keys::{self, PinnedKeys, Principal};
+use crate::packet::{self, DecisionState};
+use crate::spool::{self, Scanner, Spool};
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Exit code: verification failed, or warrant refused the request.
+pub const EXIT_INVALID: u8 = 1;
+/// Exit code: usage or I/O error.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code of `propose --wait` when the principal refused.
+pub const EXIT_REFUSED: u8 = 3;
+/// Exit code of `propose --wait` when no decision came in time.
+pub const EXIT_TIMEOUT: u8 = 4;
+
+/// warrant: decide what AI agents may do.
+#[derive(Debug, Parser)]
+#[command(name = "warrant", version, about, long_about = None)]
+pub struct Cli {
+    /// The spool directory shared with agents [default: <data dir>/warrant/spool].
+    #[arg(long, global = true, env = spool::SPOOL_ENV, value_name = "DIR")]
+    pub spool: Option<PathBuf>,
+    /// What to do (default: `console`).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Open the console on the spool (the default).
+    Console {
+        /// Observe only: nothing can be signed.
+        #[arg(long)]
+        read_only: bool,
+        /// Theme name (`default`, `mono`) or a file in <config>/themes/.
+        #[arg(long)]
+        theme: Option<String>,
+    },
+    /// Open the console on a temporary spool with simulated agents publishing live.
+    Demo {
+        /// Observe only: nothing can be signed.
+        #[arg(long)]
+        read_only: bool,
+        /// Theme name.
+        #[arg(long)]
+        theme: Option<String>,
+        /// Seconds between the simulated agents' actions.
+        #[arg(long, default_value_t = 2.0)]
+        interval: f64,
+    },
+    /// Publish a portable v0.1 approval packet, and optionally wait for the decision.
+    Propose {
+        /// The action class, e.g. email.send.external.
+        #[arg(long = "class")]
+        class: String,
+        /// The proposing agent's id.
+        #[arg(long)]
+        agent: String,
+        /// One line for the principal.
+        #[arg(long)]
+        summary: String,
+        /// A JSON file with the exact proposed action (`-` for stdin); text is wrapped as {"text": …}.
+        #[arg(long, value_name = "FILE")]
+        payload: Option<PathBuf>,
+        /// The packet id [default: generated].
+        #[arg(long)]
+        id: Option<String>,
+        /// Wait up to SECONDS for the signed decision: exit 0 approved, 3 refused, 4 timed out.
+        #[arg(long, value_name = "SECONDS")]
+        wait: Option<f64>,
+    },
+    /// Sign an approval of a pending packet and append it to the chain.
+    Approve {
+        /// The packet id.
+        id: String,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Sign a refusal of a pending packet and append it to the chain.
+    Refuse {
+        /// The packet id.
+        id: String,
+        /// Why (required).
+        #[arg(long)]
+        reason: String,
+    },
+    /// List the spool's pending, decided and invalid packets.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify a spool, a chain.jsonl, or an opentrustgraph-chain/v0 export.
+    Verify {
+        /// The spool directory, chain file or export [default: the spool].
+        path: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the chain as an opentrustgraph-chain/v0 export.
+    Export,
+    /// Show, export, pin and unpin public keys.
+    Keys {
+        /// What to do (default: show).
+        #[command(subcommand)]
+        action: Option<KeysAction>,
+    },
+}
+
+/// `warrant keys` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum KeysAction {
+    /// Show the principal's key fingerprint and the pinned keys.
+    Show,
+    /// Print the principal's public key (SPKI PEM).
+    Export,
+    /// Pin a public key (SPKI PEM or base64 of the raw 32 bytes) for a principal.
+    Pin {
+        /// The principal the key speaks for.
+        #[arg(long)]
+        principal: String,
+        /// The key file (`-` for stdin).
+        file: PathBuf,
+    },
+    /// Remove a pinned key.
+    Unpin {
+        /// Its fingerprint (SHA256:…).
+        fingerprint: String,
+    },
+}
+
+/// An error with the exit code it maps to.
+#[derive(Debug)]
+pub struct Failure {
+    /// The exit code.
+    pub code: u8,
+    /// The message for stderr.
+    pub message: String,
+}
+
+impl Failure {
+    fn usage(message: impl Into<String>) -> Self {
+        Self { code: EXIT_USAGE, message: message.into() }
+    }
+    fn invalid(message: impl Into<String>) -> Self {
+        Self { code: EXIT_INVALID, message: message.into() }
+    }
+}
+
+impl<E: std::error::Error> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Self::usage(e.to_string())
+    }
+}
+
+/// Runs the command line and returns the process exit code.
+#[must_use]
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let _log = init_logging();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("warrant: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+/// Logs go to `<data dir>/warrant/warrant.log` (filter with `WARRANT_LOG`), never to the
+/// terminal.
+fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let dir = directories::BaseDirs::new()?.data_dir().join("warrant");
+    std::fs::create_dir_all(&dir).ok()?;
+    let appender = tracing_appender::rolling::never(&dir, "warrant.log");
+    let (writer, guard) = tracing_appender::non_blocking(appender);
+    let filter = tracing_subscriber::EnvFilter::try_from_env("WARRANT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_writer(writer).with_ansi(false).with_env_filter(filter).try_init().ok()?;
+    Some(guard)
+}
+
+/// The resolved spool: `--spool`/`WARRANT_SPOOL`, else `spool` in config.toml, else the default.
+fn resolve_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spool, Failure> {
+    arg.or_else(|| config.spool.clone())
+        .or_else(Spool::default_root)
+        .map(Spool::new)
+        .ok_or_else(|| Failure::usage("no spool directory: pass --spool or set WARRANT_SPOOL"))
+}
+
+/// Loads (creating on first use) the principal's key, telling the user when it was created.
+///
+/// # Errors
+/// Key errors, as usage errors.
+pub fn load_principal(config: &Config) -> Result<Principal, Failure> {
+    let dir = config::config_dir();
+    let (principal, created) = Principal::load_or_create(&dir, &config.principal_name())?;
+    if created {
+        eprintln!(
+            "warrant: created the principal key for {} in {} (fingerprint {})",
+            principal.name,
+            dir.display(),
+            principal.fingerprint()
+        );
+        tracing::info!(fingerprint = %principal.fingerprint(), "created principal key");
+    }
+    Ok(principal)
+}
+
+fn load_pinned() -> Result<PinnedKeys, Failure> {
+    Ok(PinnedKeys::load(&config::config_dir())?)
+}
+
+/// Runs a parsed command line.
+///
+/// # Errors
+/// A [`Failure`] with its exit code.
+pub fn run(cli: Cli) -> Result<u8, Failure> {
+    let config = Config::load().map_err(Failure::usage)?;
+    let spool_arg = cli.spool.clone();
+    match cli.command.unwrap_or(Command::Console { read_only: false, theme: None }) {
+        Command::Console { read_only, theme } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            run_console(spool, &config, read_only, theme, None)
+        }
+        Command::Demo { read_only, theme, interval } => {
+            let dir = tempfile::Builder::new().prefix("warrant-demo-").tempdir()?;
+            let spool = Spool::new(dir.path());
+            let code = run_console(spool, &config, read_only, theme, Some(interval.max(0.05)))?;
+            drop(dir);
+            Ok(code)
+        }
+        Command::Propose { class, agent, summary, payload, id, wait } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            propose(&spool, &class, &agent, &summary, payload.as_deref(), id, wait)
+        }
+        Command::Approve { id, reason } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            decide_cli(&spool, &config, &id, Verdict::Approve, reason.as_deref())
+        }
+        Command::Refuse { id, reason } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            decide_cli(&spool, &config, &id, Verdict::Refuse, Some(&reason))
+        }
+        Command::List { json } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            list(&spool, json)
+        }
+        Command::Verify { path, json } => {
+            let path = match path {
+                Some(p) => p,
+                None => resolve_spool(spool_arg, &config)?.root().to_owned(),
+            };
+            verify(&path, json)
+        }
+        Command::Export => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            let file = chain::read_chain(&spool.chain_path())?;
+            let pinned = load_pinned()?;
+            let envelope =
+                chain::export(file.records, VerifyOptions { pinned: Some(&pinned) }, &crate::clock::now_rfc3339());
+            print_json(&envelope)?;
+            Ok(0)
+        }
+        Command::Keys { action } => keys_cmd(&config, action.unwrap_or(KeysAction::Show)),
+    }
+}
+
+#[cfg(feature = "console")]
+fn run_console(
+    spool: Spool,
+    config: &Config,
+    read_only: bool,
+    theme: Option<String>,
+    demo_interval: Option<f64>,
+) -> Result<u8, Failure> {
+    let principal = if read_only { None } else { Some(load_principal(config)?) };
+    let options = crate::console::Options {
+        spool,
+        principal,
+        read_only,
+        theme: theme.or_else(|| config.theme.clone()),
+        rescan: Duration::from_secs(config.rescan_seconds.unwrap_or(5).max(1)),
+        demo_interval,
+    };
+    crate::console::run(options).map_err(|e| Failure::usage(format!("{e:?}")))?;
+    Ok(0)
+}
+
+#[cfg(not(feature = "console"))]
+fn run_console(
+    _spool: Spool,
+    _config: &Config,
+    _read_only: bool,
+    _theme: Option<String>,
+    _demo: Option<f64>,
+) -> Result<u8, Failure> {
+    Err(Failure::usage("this build has no console (built without the `console` feature)"))
+}
+
+fn print_json(v: &Value) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v).map_err(|e| Failure::usage(e.to_string()))?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Builds the portable v0.1 packet `warrant propose` publishes.
+#[must_use]
+pub fn build_packet(id: &str, class: &str, agent: &str, summary: &str, proposed: Value, created_at: &str) -> Value {
+    let (state, reason) = if class == "payment.initiate" {
+        (DecisionState::HumanOnly, "Only a human may move money; the packet records the request.")
+    } else {
+        (DecisionState::ReviewRequired, "Awaiting the principal's signed decision.")
+    };
+    json!({
+        "type": "trust_graduation_approval_packet",
+        "packet_id": id,
+        "agent": agent,
+        "summary": summary,
+        "action_class": class,
+        "proposed_action": proposed,
+        "decision": {"status": state.as_str(), "action_class": class, "reason": reason},
+        "external_actions": 0,
+        "required_approval": true,
+        "created_at": created_at,
+    })
+}
+
+fn propose(
+    spool: &Spool,
+    class: &str,
+    agent: &str,
+    summary: &str,
+    payload: Option<&Path>,
+    id: Option<String>,
+    wait: Option<f64>,
+) -> Result<u8, Failure> {
+    let class = crate::registry::normalize(class);
+    if !packet::is_class_id(&class) {
+        return Err(Failure::usage(format!("{class:?} is not an action class (like email.send.external)")));
+    }
+    let proposed = match payload {
+        None => json!({"summary": summary}),
+        Some(path) => {
+            let mut text = String::new();
+            if path == Path::new("-") {
+                std::io::stdin().read_to_string(&mut text)?;
+            } else {
+                text = std::fs::read_to_string(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+            }
+            serde_json::from_str(&text).unwrap_or_else(|_| json!({"text": text}))
+        }
+    };
+    let id = id.unwrap_or_else(|| format!("wp-{}", uuid::Uuid::now_v7().simple()));
+    if !packet::is_safe_id(&id) {
+        return Err(Failure::usage(format!("unsafe packet id {id:?}")));
+    }
+    let doc = build_packet(&id, &class, agent, summary, proposed, &crate::clock::now_rfc3339());
+    let content_hash = crate::canonical::canonical_hash(&doc);
+    spool.ensure()?;
+    let path = spool.publish(&spool.packets_dir(), &id, &doc)?;
+    println!("{id}");
+    tracing::info!(packet = %id, path = %path.display(), "published packet");
+    let Some(seconds) = wait else { return Ok(0) };
+    let pinned = load_pinned()?;
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
+    let decision_path = spool.decision_path(&id);
+    let mut rejected: Option<(std::time::SystemTime, u64)> = None;
+    loop {
+        if let Ok(meta) = std::fs::symlink_metadata(&decision_path) {
+            let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
+            if rejected != Some(stamp) {
+                let verdict = spool::read_limited(&decision_path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
+                    .and_then(|v| {
+                        decision::verify_decision_file(&v, &id, Some(&content_hash), &pinned).map_err(|e| e.to_string())
+                    });
+                match verdict {
+                    Ok(d) => {
+                        let reason = d.reason.map(|r| format!(": {r}")).unwrap_or_default();
+                        eprintln!("{} by {}{reason}", d.verdict.as_str(), d.principal);
+                        return Ok(if d.verdict == Verdict::Approve { 0 } else { EXIT_REFUSED });
+                    }
+                    Err(e) => {
+                        // A file that does not verify is not a decision: keep waiting for a genuine one.
+                        eprintln!("warrant: ignoring decision file {}: {e}", decision_path.display());
+                        rejected = Some(stamp);
+                    }
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            eprintln!("warrant: no decision on {id} within {seconds}s");
+            return Ok(EXIT_TIMEOUT);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason: Option<&str>) -> Result<u8, Failure> {
+    let principal = load_principal(config)?;
+    let pinned = load_pinned()?;
+    let snap = Scanner::new().scan(spool)?;
+    let Some(entry) = snap.packet(id) else {
+        if let Some(bad) = snap.invalid.iter().find(|f| f.name.trim_end_matches(".json") == id) {
+            return Err(Failure::invalid(format!("packet {id:?} is invalid: {}", bad.reason)));
+        }
+        return Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())));
+    };
+    let decided = spool::decide(spool, &principal, &pinned, &entry.packet, verdict, reason, &crate::clock::now_rfc3339())
+        .map_err(|e| Failure::invalid(e.to_string()))?;
+    println!(
+        "{} {id}: record {} {} signed by {} ({})",
+        if verdict == Verdict::Approve { "approved" } else { "refused" },
+        decided.appended.chain_index,
+        decided.appended.entry_hash,
+        principal.name,
+        principal.fingerprint()
+    );
+    Ok(0)
+}
+
+fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
+    let snap = Scanner::new().scan(spool)?;
+    let chain_file = chain::read_chain(&spool.chain_path())?;
+    let decided = spool::chain_decisions(&chain_file.records);
+    if as_json {
+        let packets: Vec<Value> = snap
+            .packets
+            .iter()
+            .map(|e| {
+                let p = &e.packet;
+                json!({
+                    "packet_id": p.id, "agent": p.agent, "action_class": p.action_class, "risk": p.risk,
+                    "state": p.state.map(DecisionState::as_str), "summary": p.summary, "content_hash": p.content_hash,
+                    "decision": decided.get(&p.id).map(|d| d.verdict.as_str()),
+                })
+            })
+            .collect();
+        let invalid: Vec<Value> =
+            snap.invalid.iter().map(|f| json!({"file": f.name, "kind": f.kind, "reason": f.reason.to_string()})).collect();
+        print_json(&json!({"packets": packets, "invalid": invalid}))?;
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    for e in &snap.packets {
+        let p = &e.packet;
+        let status = decided.get(&p.id).map_or("pending", |d| d.verdict.as_str());
+        writeln!(out, "{status:8} {:40} {:20} {:22} {}", p.id, p.agent, p.action_class, p.summary)?;
+    }
+    for f in &snap.invalid {
+        writeln!(out, "invalid  {:40} {}", f.name, f.reason)?;
+    }
+    Ok(0)
+}
+
+/// Reads PATH as a spool directory, a JSON-lines chain, or an export envelope, and verifies it.
+///
+/// # Errors
+/// I/O errors (exit 2).
+pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Failure> {
+    let opts = VerifyOptions { pinned: Some(pinned) };
+    let meta = std::fs::metadata(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+    if meta.is_dir() {
+        let chain_path = Spool::new(path).chain_path();
+        if !chain_path.exists() {
+            return Err(Failure::usage(format!("{}: no chain.jsonl in this directory", path.display())));
+        }
+        return Ok(chain::read_chain(&chain_path)?.verify(opts));
+    }
+    let bytes = std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+    if let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(&bytes) {
+        let is_record = v.get("schema").and_then(Value::as_str).is_some_and(|s| s.starts_with("opentrustgraph/"));
+        if !is_record {
+            return Ok(chain::verify_export(&v, opts));
+        }
+    }
+    Ok(chain::read_chain(path)?.verify(opts))
+}
+
+fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
+    let pinned = load_pinned()?;
+    let report = verify_path(path, &pinned)?;
+    let valid = report.is_valid();
+    if as_json {
+        print_json(&json!({
+            "valid": valid,
+            "total": report.total,
+            "root_hash": report.root_hash,
+            "signatures_verified": report.signatures_verified,
+            "first": report.first(),
+            "findings": report.findings,
+        }))?;
+    } else if valid {
+        println!(
+            "valid: {} records, root {}, {} signatures verified against pinned keys",
+            report.total,
+            report.root_hash.as_deref().unwrap_or("null"),
+            report.signatures_verified
+        );
+    } else {
+        let mut err = std::io::stderr().lock();
+        if let Some(first) = report.first() {
+            writeln!(err, "invalid: {first}")?;
+        }
+        for f in report.findings.iter().skip(1) {
+            writeln!(err, "  {f}")?;
+        }
+    }
+    Ok(if valid { 0 } else { EXIT_INVALID })
+}
+
+fn keys_cmd(config: &Config, action: KeysAction) -> Result<u8, Failure> {
+    let dir = config::config_dir();
+    match action {
+        KeysAction::Show => {
+            let principal = load_principal(config)?;
+            let pinned = load_pinned()?;
+            println!("principal  {}", principal.name);
+            println!("key        {}", principal.fingerprint());
+            println!("key file   {}", dir.join(keys::PRIVATE_KEY_FILE).display());
+            println!("pinned keys ({}):", pinned.len());
+            for k in pinned.iter() {
+                println!("  {}  {}", k.fingerprint, k.principal);
+            }
+        }
+        KeysAction::Export => {
+            let principal = load_principal(config)?;
+            print!("{}", principal.public_pem());
+        }
+        KeysAction::Pin { principal, file } => {
+            let mut text = String::new();
+            if file == Path::new("-") {
+                std::io::stdin().read_to_string(&mut text)?;
+            } else {
+                text = std::fs::read_to_string(&file).map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
+            }
+            let key = keys::parse_public_key(&text).map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
+            let mut pinned = load_pinned()?;
+            pinned.pin(&principal, key);
+            std::fs::create_dir_all(&dir)?;
+            pinned.save(&dir)?;
+            println!("pinned {} for {principal}", keys::fingerprint(&key));
+        }
+        KeysAction::Unpin { fingerprint } => {
+            let mut pinned = load_pinned()?;
+            if !pinned.unpin(&fingerprint) {
+                return Err(Failure::invalid(format!("no pinned key {fingerprint}")));
+            }
+            pinned.save(&dir)?;
+            println!("unpinned {fingerprint}");
+        }
+    }
+    Ok(0)
+}

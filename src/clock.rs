@@ -1,0 +1,84 @@
+//! RFC 3339 timestamps in the canonical form of the OpenTrustGraph producer profile
+//! (`opentrustgraph.md` §4.5): `YYYY-MM-DDTHH:MM:SS`, then `.` and the fraction with trailing zeros
+//! removed only when it is non-zero, then `Z`. warrant writes UTC at millisecond precision.
+
+use time::format_description::well_known::Rfc3339;
+use time::{OffsetDateTime, UtcOffset};
+
+/// Formats `t` (converted to UTC, truncated to milliseconds) in the canonical form, e.g.
+/// `2026-11-21T09:00:00Z` or `2026-11-21T09:00:00.12Z`.
+#[must_use]
+pub fn format_rfc3339(t: OffsetDateTime) -> String {
+    let t = t.to_offset(UtcOffset::UTC);
+    let mut s = format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    );
+    let millis = t.millisecond();
+    if millis != 0 {
+        let frac = format!("{millis:03}");
+        s.push('.');
+        s.push_str(frac.trim_end_matches('0'));
+    }
+    s.push('Z');
+    s
+}
+
+/// The current time in the canonical form.
+#[must_use]
+pub fn now_rfc3339() -> String {
+    format_rfc3339(OffsetDateTime::now_utc())
+}
+
+/// Parses an RFC 3339 timestamp (any offset, any fraction). `None` when it is not RFC 3339.
+#[must_use]
+pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &Rfc3339).ok()
+}
+
+/// Seconds since the Unix epoch of an RFC 3339 timestamp, with millisecond resolution.
+#[must_use]
+pub fn unix_seconds(s: &str) -> Option<f64> {
+    parse_rfc3339(s).map(|t| t.unix_timestamp_nanos() as f64 / 1e9)
+}
+
+/// A short human age such as `12s`, `5m`, `3h`, `2d` for `seconds` (negative ages read `0s`).
+#[must_use]
+pub fn human_age(seconds: f64) -> String {
+    let s = seconds.max(0.0) as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86_400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn trims_the_fraction_and_writes_z() {
+        assert_eq!(format_rfc3339(datetime!(2026-04-19 18:42:11 UTC)), "2026-04-19T18:42:11Z");
+        assert_eq!(format_rfc3339(datetime!(2026-04-19 18:42:11.120 UTC)), "2026-04-19T18:42:11.12Z");
+        assert_eq!(format_rfc3339(datetime!(2026-04-19 20:42:11.5 +02:00)), "2026-04-19T18:42:11.5Z");
+    }
+
+    #[test]
+    fn parses_and_ages() {
+        let a = unix_seconds("2026-04-19T18:42:11Z").unwrap_or_default();
+        let b = unix_seconds("2026-04-19T18:43:11.000+00:00").unwrap_or_default();
+        assert!((b - a - 60.0).abs() < 1e-9);
+        assert!(parse_rfc3339("yesterday").is_none());
+        assert_eq!(human_age(59.9), "59s");
+        assert_eq!(human_age(3600.0), "1h");
+        assert_eq!(human_age(-5.0), "0s");
+    }
+}

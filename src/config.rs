@@ -1,0 +1,71 @@
+//! Where warrant keeps its configuration and who the principal is.
+//!
+//! The config directory is `$WARRANT_CONFIG`, else `$XDG_CONFIG_HOME/warrant`, else
+//! `~/.config/warrant` (on Linux and macOS alike, as gitui, television and serie do), else the
+//! platform's config directory from `directories`. The principal's name is
+//! `$WARRANT_PRINCIPAL`, else `principal` in `config.toml`, else `$USER`, else `principal`.
+
+use std::path::PathBuf;
+
+/// Environment variable naming the config directory.
+pub const CONFIG_ENV: &str = "WARRANT_CONFIG";
+/// Environment variable naming the principal.
+pub const PRINCIPAL_ENV: &str = "WARRANT_PRINCIPAL";
+
+/// The config directory (see the module docs for the order).
+#[must_use]
+pub fn config_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(CONFIG_ENV).filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("warrant");
+    }
+    if let Some(base) = directories::BaseDirs::new() {
+        if cfg!(unix) {
+            return base.home_dir().join(".config").join("warrant");
+        }
+        return base.config_dir().join("warrant");
+    }
+    PathBuf::from(".warrant")
+}
+
+/// The user's `config.toml`, every key optional.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The principal's name, bound into every signature.
+    pub principal: Option<String>,
+    /// The spool directory.
+    pub spool: Option<PathBuf>,
+    /// The console theme (`default`, `mono`, or a file in `<config>/themes/`).
+    pub theme: Option<String>,
+    /// Seconds between full rescans of the spool (default 5).
+    pub rescan_seconds: Option<u64>,
+}
+
+impl Config {
+    /// Loads `<config dir>/config.toml`; a missing file is the default configuration.
+    ///
+    /// # Errors
+    /// A message naming the file and the parse error.
+    pub fn load() -> Result<Self, String> {
+        let path = config_dir().join("config.toml");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
+    }
+
+    /// The principal's name (see the module docs for the order).
+    #[must_use]
+    pub fn principal_name(&self) -> String {
+        std::env::var(PRINCIPAL_ENV)
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+            .or_else(|| self.principal.clone())
+            .or_else(|| std::env::var("USER").ok().filter(|s| !s.trim().is_empty()))
+            .unwrap_or_else(|| "principal".to_owned())
+    }
+}

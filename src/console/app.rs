@@ -1,0 +1,701 @@
+//! The console's state and its Elm-style `update`: terminal keys, watcher events, timer ticks
+//! and effect results all arrive as one [`Action`]; [`update`] changes the [`State`] and returns
+//! the [`Effect`]s for the runner to execute. Nothing here does I/O, so it is tested directly.
+
+use super::keymap::{Key, Keymap};
+use crate::chain::{Finding, VerifyReport};
+use crate::decision::Verdict;
+use crate::packet::{Packet, Receipt};
+use crate::spool::{ChainDecision, InvalidFile, PacketEntry, Snapshot};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Everything that can happen to the console.
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// A key press, already normalised.
+    Key(Key),
+    /// Text pasted into the terminal.
+    Paste(String),
+    /// The terminal was resized.
+    Resize,
+    /// The clock advanced (seconds since the epoch).
+    Tick(f64),
+    /// The watcher saw something change in the spool.
+    SpoolChanged {
+        /// `chain.jsonl` itself changed.
+        chain: bool,
+    },
+    /// A scan of `packets/` and `receipts/` finished.
+    Scanned(Snapshot),
+    /// A chain verification finished: the report and the decisions it records.
+    ChainVerified(Box<VerifyReport>, HashMap<String, ChainDecision>),
+    /// A signing effect finished.
+    Signed(Result<SignedSummary, String>),
+    /// Something failed in the runner (watcher, scan) — shown, never fatal.
+    Error(String),
+    /// Quit requested by a signal.
+    Quit,
+}
+
+/// What a successful signature reports back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedSummary {
+    /// The packet.
+    pub packet_id: String,
+    /// Approve or refuse.
+    pub verdict: Verdict,
+    /// The new record's index.
+    pub chain_index: u64,
+    /// The new record's hash.
+    pub entry_hash: String,
+}
+
+/// Work for the runner.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Rescan `packets/` and `receipts/`.
+    Scan,
+    /// Re-read and verify the chain.
+    VerifyChain,
+    /// Sign and append a decision.
+    Sign {
+        /// The packet as reviewed (its content hash is what gets signed).
+        packet: Arc<Packet>,
+        /// Approve or refuse.
+        verdict: Verdict,
+        /// The reason, if any.
+        reason: Option<String>,
+    },
+    /// Leave.
+    Quit,
+}
+
+/// The three lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    /// Packets without a decision.
+    Pending,
+    /// Packets with a decision in the chain.
+    Decided,
+    /// Files that are not valid packets or receipts.
+    Invalid,
+}
+
+impl Pane {
+    /// All panes in tab order.
+    pub const ALL: [Pane; 3] = [Pane::Pending, Pane::Decided, Pane::Invalid];
+
+    /// Title word.
+    #[must_use]
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Pending => "Pending",
+            Pane::Decided => "Decided",
+            Pane::Invalid => "Invalid",
+        }
+    }
+}
+
+/// Which button of the confirmation dialog has focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Button {
+    /// Cancel (the default).
+    Cancel,
+    /// Sign.
+    Sign,
+}
+
+/// A pending confirmation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirm {
+    /// The packet.
+    pub packet: Arc<Packet>,
+    /// Approve or refuse.
+    pub verdict: Verdict,
+    /// The reason, if any.
+    pub reason: Option<String>,
+    /// Focused button.
+    pub focus: Button,
+}
+
+/// What a text line is for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputPurpose {
+    /// The list filter.
+    Filter,
+    /// The reason for refusing this packet.
+    RefuseReason(Arc<Packet>),
+}
+
+/// The modal state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// Lists and detail.
+    Normal,
+    /// A text line is being edited.
+    Input {
+        /// What for.
+        purpose: InputPurpose,
+        /// The text so far.
+        text: String,
+    },
+    /// The sign/cancel dialog.
+    Confirm(Confirm),
+    /// The help overlay.
+    Help,
+    /// The broken-chain alert, which must be acknowledged.
+    ChainAlert,
+}
+
+/// The chain as last verified.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ChainState {
+    /// Not verified yet.
+    #[default]
+    Unknown,
+    /// Verified: all checks passed.
+    Valid {
+        /// Record count.
+        total: usize,
+        /// Head hash.
+        root: Option<String>,
+    },
+    /// A check failed.
+    Broken {
+        /// Record count.
+        total: usize,
+        /// The first finding.
+        first: Finding,
+        /// How many findings in all.
+        count: usize,
+    },
+}
+
+/// A transient message in the status line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flash {
+    /// The text.
+    pub text: String,
+    /// An error (stays until a key is pressed) rather than information.
+    pub error: bool,
+}
+
+/// A row of the decided list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecidedRow {
+    /// The packet id.
+    pub id: String,
+    /// The decision.
+    pub decision: ChainDecision,
+    /// The packet, if its file is still in the spool.
+    pub packet: Option<Arc<Packet>>,
+}
+
+/// The console's whole state. Rendering reads it and never changes it.
+#[derive(Debug, Clone)]
+pub struct State {
+    /// The spool path, for the status bar.
+    pub spool_path: String,
+    /// The principal's name (absent in read-only mode).
+    pub principal: Option<String>,
+    /// The signing key's fingerprint (absent in read-only mode).
+    pub fingerprint: Option<String>,
+    /// Observe only.
+    pub read_only: bool,
+    /// The current time, seconds since the epoch.
+    pub now: f64,
+    /// The keymap, for dispatch, hints and help.
+    pub keymap: Keymap,
+    /// The last scan.
+    pub snapshot: Snapshot,
+    /// Decisions recorded in the chain, by packet id.
+    pub decisions: HashMap<String, ChainDecision>,
+    /// The chain's verification state.
+    pub chain: ChainState,
+    /// The principal acknowledged the current broken-chain alert.
+    pub chain_alert_seen: bool,
+    /// The focused list.
+    pub pane: Pane,
+    /// Selection per pane (index into the filtered list).
+    pub selected: [usize; 3],
+    /// The packet detail is zoomed to the whole screen.
+    pub zoomed: bool,
+    /// The list filter (case-insensitive substring of id, agent, class, summary).
+    pub filter: String,
+    /// Modal state.
+    pub mode: Mode,
+    /// Status-line message.
+    pub flash: Option<Flash>,
+    /// A signature is being made.
+    pub signing: bool,
+    /// Leave at the next turn of the loop.
+    pub quit: bool,
+    /// Cached filtered lists (recomputed after every change of snapshot, decisions or filter).
+    pending: Vec<PacketEntry>,
+    decided: Vec<DecidedRow>,
+    invalid: Vec<InvalidFile>,
+    /// Packets per agent seen in receipts (for the detail's activity line).
+    receipts_by_class: HashMap<String, usize>,
+}
+
+impl State {
+    /// A fresh state.
+    #[must_use]
+    pub fn new(spool_path: String, principal: Option<String>, fingerprint: Option<String>, read_only: bool, keymap: Keymap, now: f64) -> Self {
+        Self {
+            spool_path,
+            principal,
+            fingerprint,
+            read_only,
+            now,
+            keymap,
+            snapshot: Snapshot::default(),
+            decisions: HashMap::new(),
+            chain: ChainState::Unknown,
+            chain_alert_seen: false,
+            pane: Pane::Pending,
+            selected: [0; 3],
+            zoomed: false,
+            filter: String::new(),
+            mode: Mode::Normal,
+            flash: None,
+            signing: false,
+            quit: false,
+            pending: Vec::new(),
+            decided: Vec::new(),
+            invalid: Vec::new(),
+            receipts_by_class: HashMap::new(),
+        }
+    }
+
+    /// Pending packets after the filter, newest first.
+    #[must_use]
+    pub fn pending(&self) -> &[PacketEntry] {
+        &self.pending
+    }
+    /// Decided packets after the filter, most recent decision first.
+    #[must_use]
+    pub fn decided(&self) -> &[DecidedRow] {
+        &self.decided
+    }
+    /// Invalid files after the filter.
+    #[must_use]
+    pub fn invalid(&self) -> &[InvalidFile] {
+        &self.invalid
+    }
+    /// Receipts seen for an action class.
+    #[must_use]
+    pub fn receipts_for(&self, class: &str) -> usize {
+        self.receipts_by_class.get(class).copied().unwrap_or(0)
+    }
+    /// All receipts, newest first.
+    #[must_use]
+    pub fn receipts(&self) -> &[Arc<Receipt>] {
+        &self.snapshot.receipts
+    }
+
+    /// Length of a pane's filtered list.
+    #[must_use]
+    pub fn len(&self, pane: Pane) -> usize {
+        match pane {
+            Pane::Pending => self.pending.len(),
+            Pane::Decided => self.decided.len(),
+            Pane::Invalid => self.invalid.len(),
+        }
+    }
+
+    /// The selected index of a pane, clamped to its list.
+    #[must_use]
+    pub fn selection(&self, pane: Pane) -> usize {
+        self.selected[pane as usize].min(self.len(pane).saturating_sub(1))
+    }
+
+    /// The packet under the cursor, if the focused pane shows packets.
+    #[must_use]
+    pub fn selected_packet(&self) -> Option<Arc<Packet>> {
+        let i = self.selection(self.pane);
+        match self.pane {
+            Pane::Pending => self.pending.get(i).map(|e| Arc::clone(&e.packet)),
+            Pane::Decided => self.decided.get(i).and_then(|r| r.packet.clone()),
+            Pane::Invalid => None,
+        }
+    }
+
+    /// True when signing is possible now (not read-only, chain verified and valid, nothing in
+    /// flight).
+    #[must_use]
+    pub fn can_sign(&self) -> Result<(), String> {
+        if self.read_only {
+            return Err("read-only console: nothing can be signed".into());
+        }
+        if self.signing {
+            return Err("a signature is already being made".into());
+        }
+        match &self.chain {
+            ChainState::Valid { .. } => Ok(()),
+            ChainState::Unknown => Err("the chain has not been verified yet".into()),
+            ChainState::Broken { first, .. } => Err(format!("signing refused: the chain is broken ({first})")),
+        }
+    }
+
+    fn matches(&self, hay: &[&str]) -> bool {
+        if self.filter.is_empty() {
+            return true;
+        }
+        let needle = self.filter.to_lowercase();
+        hay.iter().any(|h| h.to_lowercase().contains(&needle))
+    }
+
+    /// Recomputes the filtered lists, keeping the selection on the same item where possible.
+    fn refresh(&mut self) {
+        let keep: Vec<Option<String>> = Pane::ALL.iter().map(|p| self.selected_id(*p)).collect();
+        let pending: Vec<PacketEntry> = self
+            .snapshot
+            .packets
+            .iter()
+            .filter(|e| !self.decisions.contains_key(&e.packet.id))
+            .filter(|e| self.matches(&[&e.packet.id, &e.packet.agent, &e.packet.action_class, &e.packet.summary]))
+            .cloned()
+            .collect();
+        let by_id: HashMap<&str, &PacketEntry> = self.snapshot.packets.iter().map(|e| (e.packet.id.as_str(), e)).collect();
+        let mut decided: Vec<DecidedRow> = self
+            .decisions
+            .iter()
+            .map(|(id, d)| DecidedRow { id: id.clone(), decision: d.clone(), packet: by_id.get(id.as_str()).map(|e| Arc::clone(&e.packet)) })
+            .filter(|r| {
+                let p = r.packet.as_deref();
+                self.matches(&[&r.id, p.map_or("", |p| &p.agent), p.map_or("", |p| &p.action_class), p.map_or("", |p| &p.summary)])
+            })
+            .collect();
+        decided.sort_by(|a, b| b.decision.chain_index.cmp(&a.decision.chain_index));
+        let invalid: Vec<InvalidFile> = self
+            .snapshot
+            .invalid
+            .iter()
+            .filter(|f| {
+                let reason = f.reason.to_string();
+                self.matches(&[&f.name, &reason])
+            })
+            .cloned()
+            .collect();
+        self.pending = pending;
+        self.decided = decided;
+        self.invalid = invalid;
+        self.receipts_by_class.clear();
+        for r in &self.snapshot.receipts {
+            *self.receipts_by_class.entry(r.action_class.clone()).or_default() += 1;
+        }
+        for (pane, id) in Pane::ALL.iter().zip(keep) {
+            if let Some(id) = id {
+                if let Some(pos) = self.position_of(*pane, &id) {
+                    self.selected[*pane as usize] = pos;
+                }
+            }
+            self.selected[*pane as usize] = self.selection(*pane);
+        }
+    }
+
+    fn selected_id(&self, pane: Pane) -> Option<String> {
+        let i = self.selected[pane as usize];
+        match pane {
+            Pane::Pending => self.pending.get(i).map(|e| e.packet.id.clone()),
+            Pane::Decided => self.decided.get(i).map(|r| r.id.clone()),
+            Pane::Invalid => self.invalid.get(i).map(|f| f.name.clone()),
+        }
+    }
+
+    fn position_of(&self, pane: Pane, id: &str) -> Option<usize> {
+        match pane {
+            Pane::Pending => self.pending.iter().position(|e| e.packet.id == id),
+            Pane::Decided => self.decided.iter().position(|r| r.id == id),
+            Pane::Invalid => self.invalid.iter().position(|f| f.name == id),
+        }
+    }
+
+    fn move_selection(&mut self, delta: isize) {
+        let len = self.len(self.pane);
+        if len == 0 {
+            return;
+        }
+        let cur = self.selection(self.pane) as isize;
+        let next = (cur + delta).clamp(0, len as isize - 1);
+        self.selected[self.pane as usize] = next as usize;
+    }
+}
+
+/// Page size used by page up/down.
+const PAGE: isize = 10;
+
+/// Applies an action. Returns the effects to run.
+pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    match action {
+        Action::Key(key) => on_key(state, key),
+        Action::Paste(text) => {
+            if let Mode::Input { text: buf, .. } = &mut state.mode {
+                buf.extend(text.chars().filter(|c| !c.is_control()));
+            }
+            vec![]
+        }
+        Action::Resize => vec![],
+        Action::Tick(now) => {
+            state.now = now;
+            vec![]
+        }
+        Action::SpoolChanged { chain } => {
+            let mut fx = vec![Effect::Scan];
+            if chain {
+                fx.push(Effect::VerifyChain);
+            }
+            fx
+        }
+        Action::Scanned(snapshot) => {
+            state.snapshot = snapshot;
+            state.refresh();
+            vec![]
+        }
+        Action::ChainVerified(report, decisions) => {
+            state.chain = if report.is_valid() {
+                state.chain_alert_seen = false;
+                ChainState::Valid { total: report.total, root: report.root_hash.clone() }
+            } else {
+                let first = report.findings[0].clone();
+                let changed = !matches!(&state.chain, ChainState::Broken { first: f, .. } if *f == first);
+                if changed {
+                    state.chain_alert_seen = false;
+                    if state.mode == Mode::Normal {
+                        state.mode = Mode::ChainAlert;
+                    }
+                }
+                ChainState::Broken { total: report.total, first, count: report.findings.len() }
+            };
+            state.decisions = decisions;
+            state.refresh();
+            vec![]
+        }
+        Action::Signed(result) => {
+            state.signing = false;
+            match result {
+                Ok(s) => {
+                    let word = if s.verdict == Verdict::Approve { "✓ approved" } else { "✗ refused" };
+                    state.flash = Some(Flash {
+                        text: format!("{word} {} · record {} {}", s.packet_id, s.chain_index, short_hash(&s.entry_hash)),
+                        error: false,
+                    });
+                }
+                Err(e) => state.flash = Some(Flash { text: format!("signing failed: {e}"), error: true }),
+            }
+            vec![Effect::VerifyChain, Effect::Scan]
+        }
+        Action::Error(e) => {
+            state.flash = Some(Flash { text: e, error: true });
+            vec![]
+        }
+        Action::Quit => {
+            state.quit = true;
+            vec![Effect::Quit]
+        }
+    }
+}
+
+/// `sha256:1234abcd…` shortened for one line.
+#[must_use]
+pub fn short_hash(h: &str) -> String {
+    let body = h.strip_prefix("sha256:").unwrap_or(h);
+    format!("{}…", &body[..body.len().min(12)])
+}
+
+fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
+    // A key acknowledges an informational flash; errors stay until the next key too.
+    state.flash = None;
+    match state.mode.clone() {
+        Mode::Normal => on_normal(state, key),
+        Mode::Help => {
+            if state.keymap.command("help", &key).is_some() {
+                state.mode = Mode::Normal;
+            }
+            vec![]
+        }
+        Mode::ChainAlert => {
+            // Any key acknowledges, after which the alert does not return for this finding.
+            state.chain_alert_seen = true;
+            state.mode = Mode::Normal;
+            vec![]
+        }
+        Mode::Confirm(mut c) => match state.keymap.command("confirm", &key) {
+            Some("confirm") => sign(state, c),
+            Some("cancel") => {
+                state.mode = Mode::Normal;
+                state.flash = Some(Flash { text: "cancelled: nothing was signed".into(), error: false });
+                vec![]
+            }
+            Some("toggle") => {
+                c.focus = if c.focus == Button::Cancel { Button::Sign } else { Button::Cancel };
+                state.mode = Mode::Confirm(c);
+                vec![]
+            }
+            Some("activate") => {
+                if c.focus == Button::Sign {
+                    sign(state, c)
+                } else {
+                    state.mode = Mode::Normal;
+                    state.flash = Some(Flash { text: "cancelled: nothing was signed".into(), error: false });
+                    vec![]
+                }
+            }
+            _ => vec![],
+        },
+        Mode::Input { purpose, mut text } => {
+            match state.keymap.command("input", &key) {
+                Some("submit") => {
+                    state.mode = Mode::Normal;
+                    match purpose {
+                        InputPurpose::Filter => {
+                            state.filter = text;
+                            state.refresh();
+                        }
+                        InputPurpose::RefuseReason(packet) => {
+                            if text.trim().is_empty() {
+                                state.mode = Mode::Input { purpose: InputPurpose::RefuseReason(packet), text };
+                                state.flash = Some(Flash { text: "a refusal needs a reason".into(), error: true });
+                            } else {
+                                state.mode = Mode::Confirm(Confirm {
+                                    packet,
+                                    verdict: Verdict::Refuse,
+                                    reason: Some(text.trim().to_owned()),
+                                    focus: Button::Cancel,
+                                });
+                            }
+                        }
+                    }
+                    return vec![];
+                }
+                Some("cancel") => {
+                    if purpose == InputPurpose::Filter {
+                        state.filter.clear();
+                        state.refresh();
+                    }
+                    state.mode = Mode::Normal;
+                    return vec![];
+                }
+                Some("erase") => {
+                    text.pop();
+                }
+                Some("clear") => text.clear(),
+                _ => {
+                    if let ratatui::crossterm::event::KeyCode::Char(c) = key.code {
+                        if key.mods.is_empty() && !c.is_control() && text.chars().count() < 500 {
+                            text.push(c);
+                        }
+                    }
+                }
+            }
+            if purpose == InputPurpose::Filter {
+                // Live filtering as the principal types.
+                state.filter.clone_from(&text);
+                state.refresh();
+            }
+            state.mode = Mode::Input { purpose, text };
+            vec![]
+        }
+    }
+}
+
+fn on_normal(state: &mut State, key: Key) -> Vec<Effect> {
+    let Some(cmd) = state.keymap.command("normal", &key).map(str::to_owned) else { return vec![] };
+    match cmd.as_str() {
+        "down" => state.move_selection(1),
+        "up" => state.move_selection(-1),
+        "top" => state.selected[state.pane as usize] = 0,
+        "bottom" => state.selected[state.pane as usize] = state.len(state.pane).saturating_sub(1),
+        "page_down" => state.move_selection(PAGE),
+        "page_up" => state.move_selection(-PAGE),
+        "open" => {
+            if state.selected_packet().is_some() || state.pane == Pane::Invalid && state.len(Pane::Invalid) > 0 {
+                state.zoomed = true;
+            }
+        }
+        "back" => {
+            if state.zoomed {
+                state.zoomed = false;
+            } else if !state.filter.is_empty() {
+                state.filter.clear();
+                state.refresh();
+            }
+        }
+        "next_pane" | "prev_pane" => {
+            let i = Pane::ALL.iter().position(|p| *p == state.pane).unwrap_or(0);
+            let n = Pane::ALL.len();
+            state.pane = Pane::ALL[if cmd == "next_pane" { (i + 1) % n } else { (i + n - 1) % n }];
+        }
+        "pending" => state.pane = Pane::Pending,
+        "decided" => state.pane = Pane::Decided,
+        "invalid" => state.pane = Pane::Invalid,
+        "approve" | "refuse" => return start_decision(state, cmd == "approve"),
+        "filter" => {
+            state.mode = Mode::Input { purpose: InputPurpose::Filter, text: state.filter.clone() };
+        }
+        "chain" => {
+            if matches!(state.chain, ChainState::Broken { .. }) {
+                state.mode = Mode::ChainAlert;
+            } else {
+                state.flash = Some(Flash { text: chain_line(&state.chain), error: false });
+            }
+            return vec![Effect::VerifyChain];
+        }
+        "help" => state.mode = Mode::Help,
+        "quit" => {
+            state.quit = true;
+            return vec![Effect::Quit];
+        }
+        _ => {}
+    }
+    vec![]
+}
+
+/// One line describing the chain state.
+#[must_use]
+pub fn chain_line(chain: &ChainState) -> String {
+    match chain {
+        ChainState::Unknown => "chain: verifying…".into(),
+        ChainState::Valid { total, root } => {
+            format!("✓ chain verified: {total} records, head {}", root.as_deref().map_or("(empty)".into(), short_hash))
+        }
+        ChainState::Broken { first, count, .. } => format!("✗ CHAIN BROKEN: {first} ({count} findings)"),
+    }
+}
+
+fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
+    if state.pane != Pane::Pending {
+        state.flash = Some(Flash { text: "select a pending packet to decide (press 1)".into(), error: true });
+        return vec![];
+    }
+    let Some(packet) = state.selected_packet() else {
+        state.flash = Some(Flash { text: "no pending packet selected".into(), error: true });
+        return vec![];
+    };
+    if let Err(why) = state.can_sign() {
+        if matches!(state.chain, ChainState::Broken { .. }) && !state.chain_alert_seen {
+            state.mode = Mode::ChainAlert;
+        }
+        state.flash = Some(Flash { text: why, error: true });
+        return vec![];
+    }
+    state.mode = if approve {
+        Mode::Confirm(Confirm { packet, verdict: Verdict::Approve, reason: None, focus: Button::Cancel })
+    } else {
+        Mode::Input { purpose: InputPurpose::RefuseReason(packet), text: String::new() }
+    };
+    vec![]
+}
+
+fn sign(state: &mut State, c: Confirm) -> Vec<Effect> {
+    state.mode = Mode::Normal;
+    if let Err(why) = state.can_sign() {
+        state.flash = Some(Flash { text: why, error: true });
+        return vec![];
+    }
+    state.signing = true;
+    state.flash = Some(Flash { text: format!("signing {} {}…", c.verdict.as_str(), c.packet.id), error: false });
+    vec![Effect::Sign { packet: c.packet, verdict: c.verdict, reason: c.reason }]
+}

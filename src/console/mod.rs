@@ -1,0 +1,303 @@
+//! The terminal console (feature `console`).
+//!
+//! One tokio `current_thread` loop with one `select!` over the terminal's event stream, the spool
+//! watcher, a one-second tick, a periodic rescan, effect results and Unix signals. Each input
+//! becomes an [`app::Action`]; [`app::update`] changes the state and returns effects; the loop
+//! runs the effects (signing, scanning and verifying on blocking threads) and redraws only when
+//! something changed, at most once per 16 ms.
+
+pub mod app;
+pub mod keymap;
+pub mod theme;
+pub mod ui;
+mod watcher;
+
+use crate::chain::{self, VerifyOptions};
+use crate::config;
+use crate::keys::{PinnedKeys, Principal};
+use crate::spool::{self, Scanner, Spool};
+use app::{Action, Effect, SignedSummary, State};
+use color_eyre::eyre::{Result, WrapErr, eyre};
+use futures_util::StreamExt as _;
+use ratatui::crossterm::event::{Event, EventStream, KeyEventKind};
+use ratatui::crossterm::{execute, terminal};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// How the console was asked to run.
+pub struct Options {
+    /// The spool to watch.
+    pub spool: Spool,
+    /// The signing principal (`None` when read-only).
+    pub principal: Option<Principal>,
+    /// Observe only.
+    pub read_only: bool,
+    /// Theme name.
+    pub theme: Option<String>,
+    /// Period of the full rescan.
+    pub rescan: Duration,
+    /// For `warrant demo`: run simulated agents at this interval (seconds).
+    pub demo_interval: Option<f64>,
+}
+
+fn now_secs() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Restores the terminal when dropped (early return, error or panic unwinding).
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+fn restore_terminal() {
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(
+        std::io::stdout(),
+        ratatui::crossterm::event::DisableBracketedPaste,
+        terminal::LeaveAlternateScreen,
+        ratatui::crossterm::cursor::Show
+    );
+}
+
+/// Runs the console until the principal quits.
+///
+/// # Errors
+/// Terminal set-up failures, an unusable theme or keymap, or a spool that cannot be created.
+pub fn run(opts: Options) -> Result<()> {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let theme = theme::Theme::resolve(opts.theme.as_deref(), no_color).map_err(|e| eyre!(e))?;
+    if no_color {
+        // crossterm 0.29 turns colour codes into bare SGR resets under NO_COLOR, which cancels
+        // bold and reversed; the mono theme uses no colours, so force normal output.
+        ratatui::crossterm::style::force_color_output(true);
+    }
+    let keymap = keymap::Keymap::load().map_err(|e| eyre!(e))?;
+    opts.spool.ensure().wrap_err_with(|| format!("creating the spool at {}", opts.spool.root().display()))?;
+    let pinned = PinnedKeys::load(&config::config_dir())?;
+    let state = State::new(
+        opts.spool.root().display().to_string(),
+        opts.principal.as_ref().map(|p| p.name.clone()),
+        opts.principal.as_ref().map(Principal::fingerprint),
+        opts.read_only,
+        keymap,
+        now_secs(),
+    );
+    let demo = opts.demo_interval.map(|i| crate::demo::Demo::start(opts.spool.clone(), Duration::from_secs_f64(i)));
+
+    // Restore the terminal before any panic message is printed.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        previous(info);
+    }));
+    terminal::enable_raw_mode().wrap_err("enabling raw mode (is this a terminal?)")?;
+    let _guard = TerminalGuard;
+    execute!(std::io::stdout(), terminal::EnterAlternateScreen, ratatui::crossterm::event::EnableBracketedPaste)?;
+    execute!(std::io::stdout(), terminal::SetTitle(format!("warrant — {}", opts.spool.root().display())))?;
+    let backend = ratatui::backend::CrosstermBackend::new(std::io::stdout());
+    let mut terminal = ratatui::Terminal::new(backend)?;
+    terminal.clear()?;
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let result = rt.block_on(event_loop(&mut terminal, state, &theme, opts.spool, opts.principal, pinned, opts.rescan));
+    drop(demo);
+    result
+}
+
+struct Runner {
+    spool: Spool,
+    principal: Option<Arc<Principal>>,
+    pinned: Arc<PinnedKeys>,
+    scanner: Arc<Mutex<Scanner>>,
+    tx: mpsc::UnboundedSender<Action>,
+    scanning: bool,
+    scan_again: bool,
+    verifying: bool,
+    verify_again: bool,
+}
+
+impl Runner {
+    fn run(&mut self, effect: Effect) {
+        match effect {
+            Effect::Scan => {
+                if self.scanning {
+                    self.scan_again = true;
+                    return;
+                }
+                self.scanning = true;
+                let (spool, scanner, tx) = (self.spool.clone(), Arc::clone(&self.scanner), self.tx.clone());
+                tokio::task::spawn_blocking(move || {
+                    let result = scanner.lock().map_err(|_| "scanner poisoned".to_owned()).and_then(|mut s| s.scan(&spool).map_err(|e| e.to_string()));
+                    let _ = tx.send(match result {
+                        Ok(snap) => Action::Scanned(snap),
+                        Err(e) => Action::Error(format!("scanning the spool: {e}")),
+                    });
+                });
+            }
+            Effect::VerifyChain => {
+                if self.verifying {
+                    self.verify_again = true;
+                    return;
+                }
+                self.verifying = true;
+                let (path, pinned, tx) = (self.spool.chain_path(), Arc::clone(&self.pinned), self.tx.clone());
+                tokio::task::spawn_blocking(move || {
+                    let _ = tx.send(match chain::read_chain(&path) {
+                        Ok(file) => {
+                            let report = file.verify(VerifyOptions { pinned: Some(&pinned) });
+                            Action::ChainVerified(Box::new(report), spool::chain_decisions(&file.records))
+                        }
+                        Err(e) => Action::Error(format!("reading the chain: {e}")),
+                    });
+                });
+            }
+            Effect::Sign { packet, verdict, reason } => {
+                let Some(principal) = self.principal.clone() else {
+                    let _ = self.tx.send(Action::Signed(Err("read-only: no key".into())));
+                    return;
+                };
+                let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
+                tokio::task::spawn_blocking(move || {
+                    let at = crate::clock::now_rfc3339();
+                    let result = spool::decide(&spool, &principal, &pinned, &packet, verdict, reason.as_deref(), &at)
+                        .map(|d| SignedSummary {
+                            packet_id: packet.id.clone(),
+                            verdict,
+                            chain_index: d.appended.chain_index,
+                            entry_hash: d.appended.entry_hash,
+                        })
+                        .map_err(|e| e.to_string());
+                    match &result {
+                        Ok(s) => tracing::info!(packet = %s.packet_id, verdict = verdict.as_str(), index = s.chain_index, "signed"),
+                        Err(e) => tracing::warn!(packet = %packet.id, error = %e, "signing failed"),
+                    }
+                    let _ = tx.send(Action::Signed(result));
+                });
+            }
+            Effect::Quit => {}
+        }
+    }
+
+    /// Marks a finished background job and re-runs it if more changes came in meanwhile.
+    fn finished(&mut self, action: &Action) {
+        match action {
+            Action::Scanned(_) => {
+                self.scanning = false;
+                if std::mem::take(&mut self.scan_again) {
+                    self.run(Effect::Scan);
+                }
+            }
+            Action::ChainVerified(..) => {
+                self.verifying = false;
+                if std::mem::take(&mut self.verify_again) {
+                    self.run(Effect::VerifyChain);
+                }
+            }
+            Action::Error(_) => {
+                self.scanning = false;
+                self.verifying = false;
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn event_loop<B: ratatui::backend::Backend>(
+    terminal: &mut ratatui::Terminal<B>,
+    mut state: State,
+    theme: &theme::Theme,
+    spool: Spool,
+    principal: Option<Principal>,
+    pinned: PinnedKeys,
+    rescan: Duration,
+) -> Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
+    let _watcher = match watcher::SpoolWatcher::start(&spool, tx.clone()) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            state.flash = Some(app::Flash { text: format!("file watcher unavailable ({e}); rescanning every {}s", rescan.as_secs()), error: true });
+            None
+        }
+    };
+    let mut runner = Runner {
+        spool,
+        principal: principal.map(Arc::new),
+        pinned: Arc::new(pinned),
+        scanner: Arc::new(Mutex::new(Scanner::new())),
+        tx: tx.clone(),
+        scanning: false,
+        scan_again: false,
+        verifying: false,
+        verify_again: false,
+    };
+    runner.run(Effect::Scan);
+    runner.run(Effect::VerifyChain);
+
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut rescan_timer = tokio::time::interval(rescan);
+    rescan_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+
+    let mut dirty = true;
+    let mut last_draw = Instant::now() - Duration::from_secs(1);
+    loop {
+        if dirty {
+            // Coalesce bursts: at most one frame per 16 ms.
+            let since = last_draw.elapsed();
+            if since < Duration::from_millis(16) {
+                tokio::time::sleep(Duration::from_millis(16) - since).await;
+            }
+            terminal.draw(|f| ui::render(&state, theme, f))?;
+            last_draw = Instant::now();
+            dirty = false;
+        }
+        let first = tokio::select! {
+            ev = events.next() => match ev {
+                Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press => Some(Action::Key(keymap::Key::from_event(&k))),
+                Some(Ok(Event::Paste(s))) => Some(Action::Paste(s)),
+                Some(Ok(Event::Resize(..))) => Some(Action::Resize),
+                Some(Ok(_)) => None,
+                Some(Err(e)) => Some(Action::Error(format!("terminal: {e}"))),
+                None => Some(Action::Quit),
+            },
+            Some(a) = rx.recv() => Some(a),
+            _ = tick.tick() => Some(Action::Tick(now_secs())),
+            _ = rescan_timer.tick() => Some(Action::SpoolChanged { chain: true }),
+            _ = sigterm.recv() => Some(Action::Quit),
+            _ = sighup.recv() => Some(Action::Quit),
+        };
+        // Drain whatever else is already queued before drawing once.
+        let mut batch: Vec<Action> = first.into_iter().collect();
+        while let Ok(a) = rx.try_recv() {
+            batch.push(a);
+        }
+        for action in batch {
+            runner.finished(&action);
+            let is_tick = matches!(action, Action::Tick(_));
+            let effects = app::update(&mut state, action);
+            // A tick changes only ages: redraw when anything is listed.
+            dirty |= !is_tick || state.len(app::Pane::Pending) + state.len(app::Pane::Decided) > 0;
+            for effect in effects {
+                if effect == Effect::Quit {
+                    state.quit = true;
+                }
+                runner.run(effect);
+            }
+        }
+        if state.quit {
+            break;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,592 @@
+//! Rendering: pure functions from `&State` to a frame. Nothing here changes state.
+//!
+//! Text that comes from packets (summaries, bodies, recipients, reasons, file names) goes through
+//! [`inert`] first, so control characters, escape sequences and bidi overrides are shown as
+//! visible placeholders and never reach the terminal.
+
+use super::app::{Button, ChainState, InputPurpose, Mode, Pane, State, chain_line};
+use super::theme::Theme;
+use crate::clock;
+use crate::decision::Verdict;
+use crate::packet::{DecisionState, Packet};
+use ratatui::Frame;
+use ratatui::layout::{Alignment, Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span, Text};
+use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
+use serde_json::Value;
+
+/// Smallest usable terminal.
+pub const MIN_WIDTH: u16 = 40;
+/// Smallest usable terminal height.
+pub const MIN_HEIGHT: u16 = 10;
+
+/// Makes untrusted text safe to print: C0 controls become their Unicode control pictures
+/// (`␛` for ESC), DEL becomes `␡`, C1 controls and bidi/invisible formatting characters become
+/// `⟨U+XXXX⟩`, and the result is cut to `max` characters with `…`.
+#[must_use]
+pub fn inert(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max * 4));
+    let mut n = 0;
+    for c in s.chars() {
+        if n >= max {
+            out.push('…');
+            break;
+        }
+        let cp = c as u32;
+        match cp {
+            0x00..=0x1f => out.push(char::from_u32(0x2400 + cp).unwrap_or('?')),
+            0x7f => out.push('␡'),
+            0x80..=0x9f | 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2069 | 0xfeff | 0xfff9..=0xfffb => {
+                out.push_str(&format!("⟨U+{cp:04X}⟩"));
+            }
+            _ => out.push(c),
+        }
+        n += 1;
+    }
+    out
+}
+
+/// Glyph and word for a decision state (never colour alone).
+#[must_use]
+pub fn state_label(s: Option<DecisionState>) -> (&'static str, &'static str) {
+    match s {
+        Some(DecisionState::Allowed) => ("✓", "allowed"),
+        Some(DecisionState::AllowedWithConstraints) => ("≈", "constrained"),
+        Some(DecisionState::ReviewRequired) => ("●", "review"),
+        Some(DecisionState::Deferred) => ("◌", "deferred"),
+        Some(DecisionState::Blocked) => ("⊘", "blocked"),
+        Some(DecisionState::HumanOnly) => ("✋", "human only"),
+        None => ("?", "unknown"),
+    }
+}
+
+fn verdict_label(v: Verdict) -> (&'static str, &'static str, &'static str) {
+    match v {
+        Verdict::Approve => ("✓", "APPROVED", "approve"),
+        Verdict::Refuse => ("✗", "REFUSED", "refuse"),
+    }
+}
+
+fn risk_style(theme: &Theme, risk: Option<&str>) -> Style {
+    match risk {
+        Some("low") => theme.get("risk_low"),
+        Some("medium") => theme.get("risk_medium"),
+        Some("high") => theme.get("risk_high"),
+        Some("critical") => theme.get("risk_critical"),
+        _ => theme.get("muted"),
+    }
+}
+
+/// Draws the whole console.
+pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
+    let area = frame.area();
+    frame.render_widget(Block::default().style(theme.get("base")), area);
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let msg = format!("terminal too small: {}×{} (need {MIN_WIDTH}×{MIN_HEIGHT})", area.width, area.height);
+        frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }).style(theme.get("warn")), area);
+        return;
+    }
+    let [title, body, status, hints] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1), Constraint::Length(1)]).areas(area);
+    render_title(state, theme, frame, title);
+    if state.zoomed {
+        render_detail(state, theme, frame, body, true);
+    } else if body.width >= 120 {
+        let [list, detail] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
+        render_list(state, theme, frame, list);
+        render_detail(state, theme, frame, detail, false);
+    } else {
+        let list_h = (body.height * 2 / 5).max(5).min(body.height.saturating_sub(3));
+        let [list, detail] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(body);
+        render_list(state, theme, frame, list);
+        render_detail(state, theme, frame, detail, false);
+    }
+    render_status(state, theme, frame, status);
+    render_hints(state, theme, frame, hints);
+    match &state.mode {
+        Mode::Help => render_help(state, theme, frame, area),
+        Mode::Confirm(c) => render_confirm(state, theme, frame, area, c),
+        Mode::ChainAlert => render_chain_alert(state, theme, frame, area),
+        Mode::Input { purpose: InputPurpose::RefuseReason(p), text } => render_reason(theme, frame, area, p, text),
+        Mode::Input { purpose: InputPurpose::Filter, .. } | Mode::Normal => {}
+    }
+}
+
+fn render_title(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let mut spans = vec![
+        Span::styled(" warrant ", theme.get("title")),
+        Span::styled(format!(" {} pending ", state.len(Pane::Pending)), theme.get("pending")),
+        Span::styled(format!("· {} decided ", state.decisions.len()), theme.get("muted")),
+        Span::styled(format!("· {} receipts ", state.receipts().len()), theme.get("muted")),
+    ];
+    if !state.snapshot.invalid.is_empty() {
+        spans.push(Span::styled(format!("· ⚠ {} invalid ", state.snapshot.invalid.len()), theme.get("invalid")));
+    }
+    if state.read_only {
+        spans.push(Span::styled(" READ-ONLY ", theme.get("warn")));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn tabs_line(state: &State, theme: &Theme) -> Line<'static> {
+    let mut spans = Vec::new();
+    for (i, pane) in Pane::ALL.iter().enumerate() {
+        let label = format!(" {} {} ({}) ", i + 1, pane.title(), state.len(*pane));
+        let style = if *pane == state.pane { theme.get("selection") } else { theme.get("muted") };
+        spans.push(Span::styled(label, style));
+    }
+    if !state.filter.is_empty() || matches!(state.mode, Mode::Input { purpose: InputPurpose::Filter, .. }) {
+        spans.push(Span::styled(format!(" /{} ", inert(&state.filter, 40)), theme.get("accent")));
+    }
+    Line::from(spans)
+}
+
+/// First visible row so that `selected` is on screen in a window of `height` rows.
+fn window(selected: usize, len: usize, height: usize) -> (usize, usize) {
+    if height == 0 || len == 0 {
+        return (0, 0);
+    }
+    let offset = selected.saturating_sub(height - 1);
+    (offset, (offset + height).min(len))
+}
+
+fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(if state.zoomed { theme.get("border") } else { theme.get("border_focus") })
+        .title(tabs_line(state, theme));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let rows_h = inner.height.saturating_sub(1) as usize;
+    let sel = state.selection(state.pane);
+    let (from, to) = window(sel, state.len(state.pane), rows_h);
+    let wide = inner.width >= 90;
+    let (header, widths, rows): (Vec<&str>, Vec<Constraint>, Vec<Row<'_>>) = match state.pane {
+        Pane::Pending => {
+            let rows = state.pending()[from..to]
+                .iter()
+                .map(|e| {
+                    let p = &e.packet;
+                    let (g, w) = state_label(p.state);
+                    let mut cells = vec![
+                        Cell::from(clock::human_age(state.now - e.created())),
+                        Cell::from(inert(&p.agent, 24)),
+                        Cell::from(inert(&p.action_class, 32)),
+                        Cell::from(p.risk.clone().unwrap_or_else(|| "?".into())).style(risk_style(theme, p.risk.as_deref())),
+                        Cell::from(format!("{g} {w}")).style(theme.get("pending")),
+                    ];
+                    if wide {
+                        cells.push(Cell::from(inert(&p.summary, 200)));
+                    }
+                    Row::new(cells)
+                })
+                .collect();
+            let mut widths = vec![Constraint::Length(4), Constraint::Length(14), Constraint::Length(20), Constraint::Length(8), Constraint::Length(12)];
+            let mut header = vec!["AGE", "AGENT", "ACTION CLASS", "RISK", "STATE"];
+            if wide {
+                widths.push(Constraint::Min(10));
+                header.push("SUMMARY");
+            }
+            (header, widths, rows)
+        }
+        Pane::Decided => {
+            let rows = state.decided()[from..to]
+                .iter()
+                .map(|r| {
+                    let (g, w, role) = verdict_label(r.decision.verdict);
+                    let age = clock::unix_seconds(&r.decision.decided_at).map_or("?".into(), |t| clock::human_age(state.now - t));
+                    let p = r.packet.as_deref();
+                    Row::new(vec![
+                        Cell::from(age),
+                        Cell::from(format!("{g} {w}")).style(theme.get(role)),
+                        Cell::from(inert(&r.id, 40)),
+                        Cell::from(inert(p.map_or("?", |p| &p.agent), 24)),
+                        Cell::from(inert(p.map_or("?", |p| &p.action_class), 32)),
+                        Cell::from(inert(&r.decision.principal, 24)),
+                    ])
+                })
+                .collect();
+            (
+                vec!["AGE", "DECISION", "PACKET", "AGENT", "ACTION CLASS", "BY"],
+                vec![Constraint::Length(4), Constraint::Length(10), Constraint::Min(12), Constraint::Length(14), Constraint::Length(20), Constraint::Length(10)],
+                rows,
+            )
+        }
+        Pane::Invalid => {
+            let rows = state.invalid()[from..to]
+                .iter()
+                .map(|f| {
+                    let kind = match f.kind {
+                        crate::spool::FileKind::Packet => "packet",
+                        crate::spool::FileKind::Receipt => "receipt",
+                    };
+                    Row::new(vec![
+                        Cell::from(format!("⚠ {kind}")).style(theme.get("invalid")),
+                        Cell::from(inert(&f.name, 60)),
+                        Cell::from(inert(&f.reason.to_string(), 300)),
+                    ])
+                })
+                .collect();
+            (vec!["KIND", "FILE", "REASON"], vec![Constraint::Length(9), Constraint::Length(28), Constraint::Min(10)], rows)
+        }
+    };
+    if state.len(state.pane) == 0 {
+        let msg = match (state.pane, state.filter.is_empty()) {
+            (_, false) => "nothing matches the filter (esc clears it)",
+            (Pane::Pending, true) => "no pending packets: agents publish them in packets/",
+            (Pane::Decided, true) => "no decisions yet",
+            (Pane::Invalid, true) => "no invalid files",
+        };
+        frame.render_widget(Paragraph::new(msg).style(theme.get("muted")), inner);
+        return;
+    }
+    let rows: Vec<Row<'_>> = rows
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| if from + i == sel { r.style(theme.get("selection")) } else { r })
+        .collect();
+    let table = Table::new(rows, widths)
+        .header(Row::new(header).style(theme.get("header")))
+        .column_spacing(1);
+    frame.render_widget(table, inner);
+}
+
+fn kv<'a>(theme: &Theme, k: &'a str, v: impl Into<Span<'a>>) -> Line<'a> {
+    Line::from(vec![Span::styled(format!("{k:>10}  "), theme.get("muted")), v.into()])
+}
+
+/// A JSON value as indented, inert text lines.
+fn json_lines(v: &Value, width: usize, max_lines: usize) -> Vec<String> {
+    let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
+    let mut out = Vec::new();
+    for line in pretty.lines() {
+        if out.len() >= max_lines {
+            out.push("…".into());
+            break;
+        }
+        out.push(inert(line, width.max(8)));
+    }
+    out
+}
+
+/// Strings of a JSON object as `key: value` lines, multi-line strings split and made inert;
+/// other values as compact JSON.
+fn field_lines(v: &Value, width: usize, max_lines: usize) -> Vec<String> {
+    let Value::Object(map) = v else { return json_lines(v, width, max_lines) };
+    let mut out = Vec::new();
+    for (k, val) in map {
+        match val {
+            Value::String(s) => {
+                let mut parts = s.split('\n');
+                out.push(format!("{}: {}", inert(k, 30), inert(parts.next().unwrap_or(""), width)));
+                for more in parts {
+                    out.push(format!("  {}", inert(more, width)));
+                }
+            }
+            other => out.push(format!("{}: {}", inert(k, 30), inert(&other.to_string(), width))),
+        }
+        if out.len() >= max_lines {
+            out.truncate(max_lines);
+            out.push("…".into());
+            break;
+        }
+    }
+    out
+}
+
+fn evidence_summary(v: &Value) -> String {
+    match v {
+        Value::Array(rows) => {
+            let mut by: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+            for r in rows {
+                let label = r.get("label").or_else(|| r.get("type")).and_then(Value::as_str).unwrap_or("?");
+                *by.entry(label.to_owned()).or_default() += 1;
+            }
+            let parts: Vec<String> = by.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            format!("{} rows: {}", rows.len(), parts.join(", "))
+        }
+        Value::Object(m) => {
+            let keys = ["approvals", "edits", "rejections", "held", "receipts", "trustIssues", "positive", "negative"];
+            let parts: Vec<String> = keys.iter().filter_map(|k| m.get(*k).and_then(Value::as_u64).map(|n| format!("{k} {n}"))).collect();
+            if parts.is_empty() { "summary object".into() } else { parts.join(" · ") }
+        }
+        Value::Null => "none supplied".into(),
+        _ => "unrecognised".into(),
+    }
+}
+
+fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, zoomed: bool) -> Vec<Line<'a>> {
+    let (g, w) = state_label(p.state);
+    let mut lines = vec![
+        Line::from(Span::styled(inert(&p.summary, width), theme.get("title"))),
+        kv(theme, "packet", inert(&p.id, width)),
+        kv(theme, "agent", inert(&p.agent, width)),
+        kv(
+            theme,
+            "class",
+            format!(
+                "{}{}",
+                inert(&p.action_class, 60),
+                crate::registry::lookup(&p.action_class).map_or(" (not a canonical class)".into(), |c| format!(" ({})", c.kind))
+            ),
+        ),
+        kv(theme, "risk", Span::styled(p.risk.clone().unwrap_or_else(|| "unknown".into()), risk_style(theme, p.risk.as_deref()))),
+        kv(theme, "state", Span::styled(format!("{g} {w}"), theme.get("pending"))),
+    ];
+    if let Some(r) = &p.reason {
+        lines.push(kv(theme, "reason", inert(r, width)));
+    }
+    if let Some(c) = &p.created_at {
+        let age = clock::unix_seconds(c).map_or(String::new(), |t| format!(" ({} ago)", clock::human_age(state.now - t)));
+        lines.push(kv(theme, "created", format!("{}{age}", inert(c, 40))));
+    }
+    if let Some(e) = &p.expires_at {
+        lines.push(kv(theme, "expires", inert(e, 40)));
+    }
+    lines.push(kv(theme, "hash", Span::styled(p.content_hash.clone(), theme.get("accent"))));
+    lines.push(kv(
+        theme,
+        "evidence",
+        format!("{} · {} receipts for this class", evidence_summary(&p.evidence), state.receipts_for(&p.action_class)),
+    ));
+    if let Some(d) = state.decisions.get(&p.id) {
+        let (g, w, role) = verdict_label(d.verdict);
+        lines.push(kv(
+            theme,
+            "decision",
+            Span::styled(format!("{g} {w} by {} at {}", inert(&d.principal, 30), inert(&d.decided_at, 30)), theme.get(role)),
+        ));
+        if let Some(r) = &d.reason {
+            lines.push(kv(theme, "because", inert(r, width)));
+        }
+        lines.push(kv(theme, "record", format!("#{} {}", d.chain_index, d.entry_hash)));
+        if d.packet_hash != p.content_hash {
+            lines.push(Line::from(Span::styled(
+                "⚠ the packet file changed after this decision was signed",
+                theme.get("error"),
+            )));
+        }
+    }
+    let budget = if zoomed { 400 } else { 60 };
+    lines.push(Line::from(Span::styled("proposed action", theme.get("header"))));
+    lines.extend(field_lines(&p.proposed_action, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
+    if !p.context.is_null() && p.context != p.proposed_action {
+        lines.push(Line::from(Span::styled("context", theme.get("header"))));
+        lines.extend(field_lines(&p.context, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
+    }
+    lines
+}
+
+fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, zoomed: bool) {
+    let title = if zoomed { " Packet (esc: back) " } else { " Packet " };
+    let block = Block::default().borders(Borders::ALL).border_style(theme.get("border")).title(Span::styled(title, theme.get("title")));
+    let inner = block.inner(area);
+    let width = inner.width.saturating_sub(14) as usize;
+    let lines: Vec<Line<'_>> = match state.pane {
+        Pane::Invalid => match state.invalid().get(state.selection(Pane::Invalid)) {
+            Some(f) => vec![
+                kv(theme, "file", inert(&f.name, width)),
+                kv(theme, "in", if f.kind == crate::spool::FileKind::Packet { "packets/" } else { "receipts/" }),
+                kv(theme, "problem", Span::styled(inert(&f.reason.to_string(), 1000), theme.get("invalid"))),
+                Line::from(""),
+                Line::from(Span::styled("The file is left as the agent wrote it; fix or remove it there.", theme.get("muted"))),
+            ],
+            None => vec![],
+        },
+        _ => match state.selected_packet() {
+            Some(p) => packet_lines(state, theme, &p, width, zoomed).into_iter().map(own_line).collect(),
+            None => match state.decided().get(state.selection(Pane::Decided)) {
+                Some(r) if state.pane == Pane::Decided => {
+                    let (g, w, role) = verdict_label(r.decision.verdict);
+                    vec![
+                        kv(theme, "packet", inert(&r.id, width)),
+                        kv(theme, "decision", Span::styled(format!("{g} {w} by {}", inert(&r.decision.principal, 30)), theme.get(role))),
+                        kv(theme, "record", format!("#{} {}", r.decision.chain_index, r.decision.entry_hash)),
+                        Line::from(Span::styled("the packet file is no longer in the spool", theme.get("muted"))),
+                    ]
+                }
+                _ => vec![],
+            },
+        },
+    };
+    frame.render_widget(Paragraph::new(Text::from(lines)).block(block).wrap(Wrap { trim: false }), area);
+}
+
+fn own_line(l: Line<'_>) -> Line<'static> {
+    Line::from(l.spans.into_iter().map(|s| Span::styled(s.content.into_owned(), s.style)).collect::<Vec<_>>())
+}
+
+fn render_status(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let chain = match &state.chain {
+        ChainState::Broken { first, .. } => Span::styled(
+            format!(" ✗ CHAIN BROKEN: record {} [{}] ", first.index.map_or("-".into(), |i| i.to_string()), first.check.as_str()),
+            theme.get("error"),
+        ),
+        ChainState::Valid { total, .. } => Span::styled(format!(" ✓ chain ok · {total} records "), theme.get("ok")),
+        ChainState::Unknown => Span::styled(" … verifying chain ", theme.get("muted")),
+    };
+    let key = match (&state.fingerprint, state.read_only) {
+        (_, true) => Span::styled(" read-only ", theme.get("warn")),
+        (Some(fp), false) => Span::styled(
+            format!(" key {} {} ", inert(state.principal.as_deref().unwrap_or(""), 20), fp.get(..19).unwrap_or(fp)),
+            theme.get("accent"),
+        ),
+        (None, false) => Span::styled(" no key ", theme.get("warn")),
+    };
+    let spool = Span::styled(format!(" {} ", inert(&state.spool_path, 60)), theme.get("muted"));
+    frame.render_widget(Paragraph::new(Line::from(vec![chain, key, spool])), area);
+}
+
+fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    if let Some(f) = &state.flash {
+        let style = if f.error { theme.get("error") } else { theme.get("accent") };
+        frame.render_widget(Paragraph::new(Span::styled(format!(" {} ", inert(&f.text, 400)), style)), area);
+        return;
+    }
+    let km = &state.keymap;
+    let (mode, commands): (&str, &[&str]) = match &state.mode {
+        Mode::Input { .. } => ("input", &["submit", "cancel"]),
+        Mode::Confirm(_) => ("confirm", &["confirm", "cancel", "toggle"]),
+        Mode::Help => ("help", &["close"]),
+        Mode::ChainAlert => ("help", &[]),
+        Mode::Normal if state.read_only => ("normal", &["down", "up", "open", "next_pane", "filter", "help", "quit"]),
+        Mode::Normal => ("normal", &["down", "up", "open", "approve", "refuse", "next_pane", "filter", "help", "quit"]),
+    };
+    let mut spans = Vec::new();
+    if let Mode::Input { purpose: InputPurpose::Filter, text } = &state.mode {
+        spans.push(Span::styled(format!(" filter: {}▏ ", inert(text, 60)), theme.get("accent")));
+    }
+    for c in commands {
+        let Some(key) = km.first_key(mode, c) else { continue };
+        let desc = km.bindings(mode).iter().find(|b| b.command == *c).map_or("", |b| b.desc.as_str());
+        spans.push(Span::styled(format!(" {key}"), theme.get("key_hint")));
+        spans.push(Span::styled(format!(" {desc} "), theme.get("muted")));
+    }
+    if matches!(state.mode, Mode::ChainAlert) {
+        spans.push(Span::styled(" any key: acknowledge ", theme.get("key_hint")));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+}
+
+fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let mut lines = Vec::new();
+    for (mode, title) in [("normal", "Lists"), ("confirm", "Confirmation"), ("input", "Text line"), ("help", "Help")] {
+        lines.push(Line::from(Span::styled(title, theme.get("header"))));
+        for b in state.keymap.bindings(mode) {
+            let keys: Vec<String> = b.keys.iter().map(super::keymap::Key::label).collect();
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {:<18}", keys.join(" ")), theme.get("key_hint")),
+                Span::raw(b.desc.clone()),
+            ]));
+        }
+    }
+    let rect = centered(area, 60, area.height.saturating_sub(2));
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).border_style(theme.get("border_focus")).title(" Help: keys ")),
+        rect,
+    );
+}
+
+fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, c: &super::app::Confirm) {
+    let (g, w, role) = verdict_label(c.verdict);
+    let p = &c.packet;
+    let mut lines = vec![
+        Line::from(Span::styled(format!("{g} {w} this packet?"), theme.get(role))),
+        Line::from(""),
+        kv(theme, "packet", inert(&p.id, 60)),
+        kv(theme, "agent", inert(&p.agent, 40)),
+        kv(theme, "class", Span::styled(inert(&p.action_class, 60), theme.get("title"))),
+        kv(theme, "payload", Span::styled(p.content_hash.clone(), theme.get("accent"))),
+        kv(theme, "key", state.fingerprint.clone().unwrap_or_default()),
+        kv(theme, "principal", inert(state.principal.as_deref().unwrap_or(""), 40)),
+    ];
+    if let Some(r) = &c.reason {
+        lines.push(kv(theme, "reason", inert(r, 60)));
+    }
+    lines.push(Line::from(""));
+    let button = |label: &str, b: Button| {
+        Span::styled(format!("[ {label} ]"), if c.focus == b { theme.get("button_focus") } else { theme.get("button") })
+    };
+    lines.push(
+        Line::from(vec![button("Cancel", Button::Cancel), Span::raw("   "), button(if c.verdict == Verdict::Approve { "Sign approval" } else { "Sign refusal" }, Button::Sign)])
+            .alignment(Alignment::Center),
+    );
+    lines.push(Line::from(Span::styled("y sign · n/esc cancel · tab move · enter press", theme.get("muted"))).alignment(Alignment::Center));
+    let rect = centered(area, 96, lines.len() as u16 + 2);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::default().borders(Borders::ALL).border_style(theme.get(role)).title(Span::styled(format!(" Confirm: {} ", c.verdict.as_str()), theme.get(role))),
+        ),
+        rect,
+    );
+}
+
+fn render_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, p: &Packet, text: &str) {
+    let lines = vec![
+        kv(theme, "refuse", inert(&p.id, 60)),
+        kv(theme, "class", inert(&p.action_class, 60)),
+        Line::from(""),
+        Line::from(vec![Span::styled("reason: ", theme.get("header")), Span::raw(inert(text, 200)), Span::styled("▏", theme.get("accent"))]),
+        Line::from(""),
+        Line::from(Span::styled("enter continue · esc cancel", theme.get("muted"))),
+    ];
+    let rect = centered(area, 80, lines.len() as u16 + 2);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(Block::default().borders(Borders::ALL).border_style(theme.get("refuse")).title(" Refuse: why? ")),
+        rect,
+    );
+}
+
+fn render_chain_alert(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let lines = vec![
+        Line::from(Span::styled(chain_line(&state.chain), theme.get("error"))),
+        Line::from(""),
+        Line::from("The chain of decisions in this spool does not verify. Something edited, removed or"),
+        Line::from("reordered records, or a signature is not from a pinned key. Signing is refused"),
+        Line::from("until the chain verifies again. Examine it with `warrant verify --json`."),
+        Line::from(""),
+        Line::from(Span::styled(inert(&state.spool_path, 80), theme.get("muted"))),
+        Line::from(""),
+        Line::from(Span::styled("press any key to acknowledge", theme.get("key_hint"))).alignment(Alignment::Center),
+    ];
+    let rect = centered(area, 92, lines.len() as u16 + 2);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(Block::default().borders(Borders::ALL).border_style(theme.get("error")).title(Span::styled(" ✗ Chain broken ", theme.get("error")))),
+        rect,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inert_neutralises_escapes_controls_and_bidi() {
+        let s = inert("a\u{1b}[31mred\u{7}\u{202e}evil\u{9b}\tz", 100);
+        assert!(!s.chars().any(|c| c.is_control()), "{s:?}");
+        assert!(s.contains("␛[31m") && s.contains("⟨U+202E⟩") && s.contains("⟨U+009B⟩") && s.contains('␉'));
+        assert_eq!(inert("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn window_keeps_the_selection_visible() {
+        assert_eq!(window(0, 100, 10), (0, 10));
+        assert_eq!(window(15, 100, 10), (6, 16));
+        assert_eq!(window(99, 100, 10), (90, 100));
+        assert_eq!(window(3, 5, 10), (0, 5));
+        assert_eq!(window(0, 0, 10), (0, 0));
+    }
+}

@@ -1,0 +1,369 @@
+//! Signed decisions: the principal's approve or refuse over one approval packet.
+//!
+//! The signing rule follows Lodestar's signed side channel (`lodestar-and-tiers.md` §A7.4):
+//! the signed *document* is canonicalised (sorted keys, no whitespace, no floats), its SHA-256 is
+//! written as 64 lower-case hex characters (`payload_hash`), and the Ed25519 signature is over
+//! those 64 ASCII bytes. The document binds the domain, packet id, packet content hash, action
+//! class, agent, decision, principal, key fingerprint, time and (only when given) the reason, so
+//! a signature cannot be moved to another packet, flipped between approve and refuse, or claimed
+//! by another principal. `docs/spool.md` gives the exact bytes and a test vector.
+
+use crate::canonical;
+use crate::chain::{self, Appended};
+use crate::keys::{PinnedKey, PinnedKeys, Principal};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use ed25519_dalek::Signature;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+/// The domain string of a decision document; it separates decision signatures from any other
+/// document warrant signs.
+pub const DECISION_DOMAIN: &str = "warrant.decision/v1";
+/// The `type` of a decision file in `decisions/`.
+pub const DECISION_FILE_TYPE: &str = "warrant_decision";
+/// The only signature algorithm warrant writes or accepts.
+pub const ALGORITHM: &str = "ed25519";
+
+/// Approve or refuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The principal allows this exact packet once.
+    Approve,
+    /// The principal refuses it.
+    Refuse,
+}
+
+impl Verdict {
+    /// `"approve"` or `"refuse"`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Approve => "approve",
+            Verdict::Refuse => "refuse",
+        }
+    }
+
+    /// Parses `"approve"` or `"refuse"`.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "approve" => Some(Verdict::Approve),
+            "refuse" => Some(Verdict::Refuse),
+            _ => None,
+        }
+    }
+
+    /// The OpenTrustGraph `outcome` of the chain record: `success` or `denied`.
+    #[must_use]
+    pub fn outcome(self) -> &'static str {
+        match self {
+            Verdict::Approve => "success",
+            Verdict::Refuse => "denied",
+        }
+    }
+}
+
+/// What the principal decides about one packet, before signing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionInput<'a> {
+    /// The packet id.
+    pub packet_id: &'a str,
+    /// The packet's content hash (`sha256:<hex>` of its canonical JSON).
+    pub packet_hash: &'a str,
+    /// The packet's canonical action class.
+    pub action_class: &'a str,
+    /// The agent that proposed it.
+    pub agent: &'a str,
+    /// The trace id to record (the packet's own, else `warrant:<packet id>`).
+    pub trace_id: &'a str,
+    /// Approve or refuse.
+    pub verdict: Verdict,
+    /// Optional reason (required for refusals by the CLI and console, not by the format).
+    pub reason: Option<&'a str>,
+    /// Decision time, RFC 3339 UTC as written by [`crate::clock::format_rfc3339`].
+    pub decided_at: &'a str,
+}
+
+/// The canonical document that is signed for a decision.
+#[must_use]
+pub fn decision_document(input: &DecisionInput<'_>, principal: &str, key_fingerprint: &str) -> Value {
+    let mut doc = json!({
+        "domain": DECISION_DOMAIN,
+        "packet_id": input.packet_id,
+        "packet_hash": input.packet_hash,
+        "action_class": input.action_class,
+        "agent": input.agent,
+        "decision": input.verdict.as_str(),
+        "principal": principal,
+        "key": key_fingerprint,
+        "decided_at": input.decided_at,
+    });
+    if let (Some(reason), Value::Object(map)) = (input.reason, &mut doc) {
+        map.insert("reason".into(), json!(reason));
+    }
+    doc
+}
+
+/// Lower-case hex SHA-256 of a document's canonical bytes: the 64 ASCII bytes that are signed.
+#[must_use]
+pub fn payload_hash(doc: &Value) -> String {
+    canonical::hex(&canonical::canonical_digest(doc))
+}
+
+/// Signs a document: returns the detached signature object
+/// `{algorithm, signer, key_fingerprint, payload_hash, signature}` (signature in standard
+/// base64 with padding, 88 characters).
+#[must_use]
+pub fn sign_document(principal: &Principal, doc: &Value) -> Value {
+    let hash = payload_hash(doc);
+    let sig = principal.sign(hash.as_bytes());
+    json!({
+        "algorithm": ALGORITHM,
+        "signer": principal.name,
+        "key_fingerprint": principal.fingerprint(),
+        "payload_hash": hash,
+        "signature": STANDARD.encode(sig.to_bytes()),
+    })
+}
+
+/// Verifies a detached signature object over `doc` against the pinned keys, in Lodestar's
+/// reject order (§A7.6): payload hash, signer, algorithm, pinned key, Ed25519 (`verify_strict`).
+///
+/// # Errors
+/// A sentence naming the first failed check.
+pub fn verify_document<'p>(doc: &Value, sig: &Value, pinned: &'p PinnedKeys) -> Result<&'p PinnedKey, String> {
+    let field = |k: &str| sig.get(k).and_then(Value::as_str);
+    let claimed = field("payload_hash").ok_or("signature has no payload_hash")?;
+    let actual = payload_hash(doc);
+    if claimed != actual {
+        return Err(format!(
+            "payload hash mismatch: the signed document was edited (signed {claimed}, now {actual})"
+        ));
+    }
+    let signer = field("signer").ok_or("signature has no signer")?;
+    let principal = doc.get("principal").and_then(Value::as_str);
+    if Some(signer) != principal {
+        return Err(format!("signer {signer:?} is not the document's principal {principal:?}"));
+    }
+    if field("algorithm") != Some(ALGORITHM) {
+        return Err(format!("unsupported signature algorithm {:?}", field("algorithm")));
+    }
+    let fp = field("key_fingerprint").ok_or("signature has no key_fingerprint")?;
+    if doc.get("key").and_then(Value::as_str).is_some_and(|k| k != fp) {
+        return Err("signature key differs from the key named in the document".into());
+    }
+    let pin = pinned.get(fp).ok_or_else(|| format!("key {fp} is not pinned"))?;
+    if pin.principal != signer {
+        return Err(format!("key {fp} is pinned for {:?}, not {signer:?}", pin.principal));
+    }
+    let raw = STANDARD
+        .decode(field("signature").ok_or("signature has no signature bytes")?)
+        .map_err(|e| format!("signature is not base64: {e}"))?;
+    let bytes: [u8; 64] = raw.try_into().map_err(|_| "signature is not 64 bytes".to_owned())?;
+    pin.key
+        .verify_strict(actual.as_bytes(), &Signature::from_bytes(&bytes))
+        .map_err(|_| format!("Ed25519 signature does not verify under pinned key {fp} (forged)"))?;
+    Ok(pin)
+}
+
+/// A decision signed by the principal: the document and its detached signature.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SignedDecision {
+    /// The canonical document.
+    pub document: Value,
+    /// The detached signature object.
+    pub signature: Value,
+}
+
+/// Signs a decision.
+#[must_use]
+pub fn sign_decision(principal: &Principal, input: &DecisionInput<'_>) -> SignedDecision {
+    let document = decision_document(input, &principal.name, &principal.fingerprint());
+    let signature = sign_document(principal, &document);
+    SignedDecision { document, signature }
+}
+
+/// The chain record body for a signed decision: `action` = the action class, `approver` = the
+/// principal, `outcome` `success` (approve) or `denied` (refuse), `autonomy_tier`
+/// `act_with_approval`, and `metadata.approval` carrying the signature (OpenTrustGraph §2.4),
+/// plus `metadata.warrant_decision` with the signed document.
+#[must_use]
+pub fn record_body(input: &DecisionInput<'_>, signed: &SignedDecision) -> Map<String, Value> {
+    let principal = signed.document["principal"].as_str().unwrap_or_default();
+    let mut sig = signed.signature.clone();
+    if let Value::Object(m) = &mut sig {
+        m.insert("reviewer".into(), json!(principal));
+        m.insert("signed_at".into(), json!(input.decided_at));
+    }
+    let mut meta = Map::new();
+    meta.insert(
+        "approval".into(),
+        json!({"required": true, "quorum": 1, "signatures": [sig], "decision": input.verdict.as_str()}),
+    );
+    meta.insert("warrant_decision".into(), signed.document.clone());
+    if let Some(reason) = input.reason {
+        meta.insert("reason".into(), json!(reason));
+    }
+    chain::new_record_body(
+        input.agent,
+        input.action_class,
+        Some(principal),
+        input.verdict.outcome(),
+        input.trace_id,
+        "act_with_approval",
+        input.decided_at,
+        meta,
+    )
+}
+
+/// Checks the signature of a chain record that carries `metadata.warrant_decision`.
+///
+/// Returns `Ok(false)` for records without one (foreign records, whose signatures are opaque to
+/// OpenTrustGraph), `Ok(true)` when the signature verifies under a pinned key and the record
+/// agrees with the signed document (action class, agent, approver, outcome, time).
+///
+/// # Errors
+/// A sentence naming what failed.
+pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Result<bool, String> {
+    let Some(meta) = rec.get("metadata").and_then(Value::as_object) else { return Ok(false) };
+    let Some(doc) = meta.get("warrant_decision") else { return Ok(false) };
+    if doc.get("domain").and_then(Value::as_str) != Some(DECISION_DOMAIN) {
+        return Err(format!("warrant_decision has an unknown domain {:?}", doc.get("domain")));
+    }
+    let sig = meta
+        .get("approval")
+        .and_then(|a| a.get("signatures"))
+        .and_then(Value::as_array)
+        .and_then(|s| s.first())
+        .ok_or("warrant_decision without a signature in metadata.approval")?;
+    verify_document(doc, sig, pinned)?;
+    let d = |k: &str| doc.get(k).and_then(Value::as_str);
+    let r = |k: &str| rec.get(k).and_then(Value::as_str);
+    let verdict = d("decision").and_then(Verdict::parse).ok_or("signed decision is neither approve nor refuse")?;
+    let mismatches = [
+        ("outcome", r("outcome") == Some(verdict.outcome())),
+        ("action", r("action") == d("action_class")),
+        ("agent", r("agent") == d("agent")),
+        ("approver", r("approver") == d("principal")),
+        ("reviewer", sig.get("reviewer").and_then(Value::as_str) == d("principal")),
+        ("signed_at", sig.get("signed_at").and_then(Value::as_str) == d("decided_at")),
+    ];
+    if let Some((field, _)) = mismatches.iter().find(|(_, ok)| !ok) {
+        return Err(format!("record field `{field}` disagrees with the signed decision"));
+    }
+    Ok(true)
+}
+
+/// The decision file written to `decisions/<packet id>.json` for the agent.
+#[must_use]
+pub fn decision_file(signed: &SignedDecision, appended: &Appended) -> Value {
+    json!({
+        "type": DECISION_FILE_TYPE,
+        "version": 1,
+        "packet_id": signed.document["packet_id"],
+        "decision": signed.document["decision"],
+        "document": signed.document,
+        "signature": signed.signature,
+        "chain": {"chain_index": appended.chain_index, "entry_hash": appended.entry_hash},
+    })
+}
+
+/// A decision file that verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedDecision {
+    /// Approve or refuse.
+    pub verdict: Verdict,
+    /// The principal that signed.
+    pub principal: String,
+    /// The reason, if any.
+    pub reason: Option<String>,
+    /// When it was decided.
+    pub decided_at: String,
+    /// The chain record's `entry_hash`, as the file states it.
+    pub entry_hash: Option<String>,
+}
+
+/// Why a decision file was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecisionError {
+    /// Not a decision file.
+    #[error("not a warrant decision file: {0}")]
+    Malformed(String),
+    /// The file is for another packet (a replayed decision).
+    #[error("decision is for packet {found:?}, not {expected:?} (replayed)")]
+    WrongPacket {
+        /// The packet waited for.
+        expected: String,
+        /// The packet named in the signed document.
+        found: String,
+    },
+    /// The packet's content changed after the decision was signed.
+    #[error("decision was signed over packet content {signed}, but the packet is now {actual}")]
+    PacketChanged {
+        /// The hash in the signed document.
+        signed: String,
+        /// The hash of the packet as it is now.
+        actual: String,
+    },
+    /// The signature does not verify.
+    #[error("signature rejected: {0}")]
+    Signature(String),
+}
+
+/// Verifies a decision file for `packet_id` against the pinned keys. With `packet_hash`, also
+/// checks that the decision was signed over that exact packet content.
+///
+/// # Errors
+/// [`DecisionError`] naming the first failed check.
+pub fn verify_decision_file(
+    file: &Value,
+    packet_id: &str,
+    packet_hash: Option<&str>,
+    pinned: &PinnedKeys,
+) -> Result<VerifiedDecision, DecisionError> {
+    if file.get("type").and_then(Value::as_str) != Some(DECISION_FILE_TYPE) {
+        return Err(DecisionError::Malformed("`type` is not warrant_decision".into()));
+    }
+    let doc = file.get("document").filter(|d| d.is_object()).ok_or_else(|| DecisionError::Malformed("no document".into()))?;
+    let sig = file.get("signature").filter(|d| d.is_object()).ok_or_else(|| DecisionError::Malformed("no signature".into()))?;
+    verify_document(doc, sig, pinned).map_err(DecisionError::Signature)?;
+    let d = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
+    if d("domain").as_deref() != Some(DECISION_DOMAIN) {
+        return Err(DecisionError::Malformed("unknown document domain".into()));
+    }
+    let found = d("packet_id").unwrap_or_default();
+    if found != packet_id {
+        return Err(DecisionError::WrongPacket { expected: packet_id.to_owned(), found });
+    }
+    if let Some(actual) = packet_hash {
+        let signed = d("packet_hash").unwrap_or_default();
+        if signed != actual {
+            return Err(DecisionError::PacketChanged { signed, actual: actual.to_owned() });
+        }
+    }
+    let verdict = d("decision")
+        .as_deref()
+        .and_then(Verdict::parse)
+        .ok_or_else(|| DecisionError::Malformed("decision is neither approve nor refuse".into()))?;
+    // The unsigned summary fields must agree with the signed document.
+    if file.get("decision").and_then(Value::as_str) != Some(verdict.as_str())
+        || file.get("packet_id").and_then(Value::as_str) != Some(packet_id)
+    {
+        return Err(DecisionError::Signature("file summary disagrees with the signed document".into()));
+    }
+    Ok(VerifiedDecision {
+        verdict,
+        principal: d("principal").unwrap_or_default(),
+        reason: d("reason"),
+        decided_at: d("decided_at").unwrap_or_default(),
+        entry_hash: file.get("chain").and_then(|c| c.get("entry_hash")).and_then(Value::as_str).map(str::to_owned),
+    })
+}
+
+/// SHA-256 hex of raw bytes (used by tests and docs to show the signed message).
+#[must_use]
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    canonical::hex(&Sha256::digest(bytes))
+}

@@ -1,0 +1,400 @@
+//! The principal's Ed25519 key and the set of pinned public keys.
+//!
+//! Key material follows Lodestar's conventions (`lodestar-and-tiers.md` §A7.2, §A7.3): the private
+//! key is PKCS#8 PEM in a file of mode 0600, created through a temporary file and a rename so it is
+//! never readable by others, and refused (as ssh does) when its mode lets group or others read
+//! it. Verification trusts only keys listed in `pinned_keys.toml`; a key is named by its
+//! fingerprint `SHA256:<base64 of SHA-256(raw 32-byte public key), unpadded>` (the ssh form).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
+use ed25519_dalek::{SigningKey, VerifyingKey};
+use sha2::{Digest, Sha256};
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// File name of the private key inside the config directory.
+pub const PRIVATE_KEY_FILE: &str = "principal.key";
+/// File name of the principal's public key (SPKI PEM) inside the config directory.
+pub const PUBLIC_KEY_FILE: &str = "principal.pub";
+/// File name of the pinned keys inside the config directory.
+pub const PINNED_FILE: &str = "pinned_keys.toml";
+
+/// Errors of loading, creating or pinning keys.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// A key file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The private key file is readable by group or others.
+    #[error("{path}: private key is accessible by group or others (mode {mode:o}); run `chmod 600 {path}`")]
+    LoosePermissions {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A key file does not hold a valid Ed25519 key.
+    #[error("{path}: not a valid Ed25519 key: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The pinned-keys file does not parse.
+    #[error("{path}: {message}")]
+    Pinned {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The ssh-style fingerprint `SHA256:<unpadded base64>` of a public key (43 base64 characters).
+#[must_use]
+pub fn fingerprint(key: &VerifyingKey) -> String {
+    format!("SHA256:{}", STANDARD_NO_PAD.encode(Sha256::digest(key.as_bytes())))
+}
+
+/// The principal: a name and the signing key that speaks for it.
+pub struct Principal {
+    /// The principal's name, bound into every signed decision.
+    pub name: String,
+    key: SigningKey,
+}
+
+impl std::fmt::Debug for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print key material.
+        f.debug_struct("Principal")
+            .field("name", &self.name)
+            .field("fingerprint", &self.fingerprint())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Principal {
+    /// A principal from a raw 32-byte secret seed (tests and test vectors).
+    #[must_use]
+    pub fn from_seed(name: &str, seed: &[u8; 32]) -> Self {
+        Self { name: name.to_owned(), key: SigningKey::from_bytes(seed) }
+    }
+
+    /// The public key.
+    #[must_use]
+    pub fn verifying_key(&self) -> VerifyingKey {
+        self.key.verifying_key()
+    }
+
+    /// The public key's fingerprint.
+    #[must_use]
+    pub fn fingerprint(&self) -> String {
+        fingerprint(&self.verifying_key())
+    }
+
+    /// Signs `message` (pure Ed25519, no prehash).
+    #[must_use]
+    pub fn sign(&self, message: &[u8]) -> ed25519_dalek::Signature {
+        use ed25519_dalek::Signer as _;
+        self.key.sign(message)
+    }
+
+    /// Loads the principal's key from `dir`, creating it (and pinning it) on first use.
+    /// Returns the principal and whether the key was created now.
+    ///
+    /// # Errors
+    /// I/O errors, a key file with loose permissions, or a file that is not an Ed25519 key.
+    pub fn load_or_create(dir: &Path, name: &str) -> Result<(Self, bool), KeyError> {
+        let path = dir.join(PRIVATE_KEY_FILE);
+        match Self::load(&path, name) {
+            Ok(p) => return Ok((p, false)),
+            Err(KeyError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        fs::create_dir_all(dir).map_err(|source| KeyError::Io { path: dir.to_owned(), source })?;
+        let key = SigningKey::generate(&mut rand_core::OsRng);
+        let pem = key
+            .to_pkcs8_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
+            .map_err(|e| KeyError::Invalid { path: path.clone(), message: e.to_string() })?;
+        let io_err = |source| KeyError::Io { path: path.clone(), source };
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".principal.key.")
+            .permissions(fs::Permissions::from_mode(0o600))
+            .tempfile_in(dir)
+            .map_err(io_err)?;
+        tmp.write_all(pem.as_bytes()).map_err(io_err)?;
+        tmp.as_file().sync_all().map_err(io_err)?;
+        if let Err(e) = tmp.persist_noclobber(&path) {
+            // Another process created the key first: use theirs.
+            if path.exists() {
+                return Self::load(&path, name).map(|p| (p, false));
+            }
+            return Err(io_err(e.error));
+        }
+        let principal = Self { name: name.to_owned(), key };
+        let public = principal.public_pem();
+        write_atomic(&dir.join(PUBLIC_KEY_FILE), public.as_bytes(), 0o644)
+            .map_err(|source| KeyError::Io { path: dir.join(PUBLIC_KEY_FILE), source })?;
+        let mut pinned = PinnedKeys::load(dir)?;
+        pinned.pin(name, principal.verifying_key());
+        pinned.save(dir)?;
+        Ok((principal, true))
+    }
+
+    /// Loads a private key file, refusing one readable by group or others.
+    ///
+    /// # Errors
+    /// As [`Principal::load_or_create`].
+    pub fn load(path: &Path, name: &str) -> Result<Self, KeyError> {
+        let io_err = |source| KeyError::Io { path: path.to_owned(), source };
+        let meta = fs::metadata(path).map_err(io_err)?;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(KeyError::LoosePermissions { path: path.to_owned(), mode });
+        }
+        let pem = fs::read_to_string(path).map_err(io_err)?;
+        let key = SigningKey::from_pkcs8_pem(&pem)
+            .map_err(|e| KeyError::Invalid { path: path.to_owned(), message: e.to_string() })?;
+        Ok(Self { name: name.to_owned(), key })
+    }
+
+    /// The public key as SPKI PEM (what `warrant keys export` prints).
+    #[must_use]
+    pub fn public_pem(&self) -> String {
+        public_pem(&self.verifying_key())
+    }
+}
+
+/// A public key as SPKI PEM.
+#[must_use]
+pub fn public_pem(key: &VerifyingKey) -> String {
+    key.to_public_key_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF).unwrap_or_default()
+}
+
+/// Parses a public key from SPKI PEM, or from standard base64 of the raw 32 bytes.
+///
+/// # Errors
+/// A message saying why the text is not an Ed25519 public key.
+pub fn parse_public_key(text: &str) -> Result<VerifyingKey, String> {
+    let text = text.trim();
+    if text.starts_with("-----BEGIN") {
+        return VerifyingKey::from_public_key_pem(text).map_err(|e| e.to_string());
+    }
+    let raw = STANDARD.decode(text).map_err(|e| format!("not PEM or base64: {e}"))?;
+    let bytes: [u8; 32] = raw.try_into().map_err(|_| "raw key must be 32 bytes".to_owned())?;
+    VerifyingKey::from_bytes(&bytes).map_err(|e| e.to_string())
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, with
+/// mode `mode`, syncing the file before the rename.
+///
+/// # Errors
+/// I/O errors.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".warrant.")
+        .suffix(".tmp")
+        .permissions(fs::Permissions::from_mode(mode))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// One pinned key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinnedKey {
+    /// The principal this key speaks for.
+    pub principal: String,
+    /// The key.
+    pub key: VerifyingKey,
+    /// Its fingerprint.
+    pub fingerprint: String,
+}
+
+/// The public keys verification accepts, keyed by fingerprint.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PinnedKeys {
+    keys: Vec<PinnedKey>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+struct PinnedFile {
+    #[serde(default, rename = "key")]
+    keys: Vec<PinnedEntry>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PinnedEntry {
+    principal: String,
+    /// Standard base64 of the raw 32-byte key.
+    public_key: String,
+    /// Informational; recomputed on load.
+    #[serde(default)]
+    fingerprint: String,
+}
+
+impl PinnedKeys {
+    /// Loads `pinned_keys.toml` from `dir`; a missing file is an empty set.
+    ///
+    /// # Errors
+    /// I/O errors, or a file that does not parse or holds an invalid key (a broken pin would
+    /// otherwise look exactly like a forgery, §A7.3).
+    pub fn load(dir: &Path) -> Result<Self, KeyError> {
+        let path = dir.join(PINNED_FILE);
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => return Err(KeyError::Io { path, source }),
+        };
+        let file: PinnedFile = toml::from_str(&text)
+            .map_err(|e| KeyError::Pinned { path: path.clone(), message: e.to_string() })?;
+        let mut out = Self::default();
+        for entry in file.keys {
+            let key = parse_public_key(&entry.public_key).map_err(|m| KeyError::Pinned {
+                path: path.clone(),
+                message: format!("pin for {:?}: {m}", entry.principal),
+            })?;
+            out.pin(&entry.principal, key);
+        }
+        Ok(out)
+    }
+
+    /// Writes the set to `pinned_keys.toml` in `dir`, atomically.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn save(&self, dir: &Path) -> Result<(), KeyError> {
+        let path = dir.join(PINNED_FILE);
+        let file = PinnedFile {
+            keys: self
+                .keys
+                .iter()
+                .map(|k| PinnedEntry {
+                    principal: k.principal.clone(),
+                    public_key: STANDARD.encode(k.key.as_bytes()),
+                    fingerprint: k.fingerprint.clone(),
+                })
+                .collect(),
+        };
+        let text = format!(
+            "# Public keys whose signatures warrant accepts. Edit with `warrant keys pin|unpin`.\n{}",
+            toml::to_string(&file).unwrap_or_default()
+        );
+        write_atomic(&path, text.as_bytes(), 0o644).map_err(|source| KeyError::Io { path, source })
+    }
+
+    /// Adds (or re-binds) a key for `principal`.
+    pub fn pin(&mut self, principal: &str, key: VerifyingKey) {
+        let fp = fingerprint(&key);
+        self.keys.retain(|k| k.fingerprint != fp);
+        self.keys.push(PinnedKey { principal: principal.to_owned(), key, fingerprint: fp });
+    }
+
+    /// Removes the key with this fingerprint; true if one was removed.
+    pub fn unpin(&mut self, fingerprint: &str) -> bool {
+        let before = self.keys.len();
+        self.keys.retain(|k| k.fingerprint != fingerprint);
+        before != self.keys.len()
+    }
+
+    /// The pinned key with this fingerprint.
+    #[must_use]
+    pub fn get(&self, fingerprint: &str) -> Option<&PinnedKey> {
+        self.keys.iter().find(|k| k.fingerprint == fingerprint)
+    }
+
+    /// Every pinned key.
+    #[must_use]
+    pub fn iter(&self) -> std::slice::Iter<'_, PinnedKey> {
+        self.keys.iter()
+    }
+
+    /// Number of pinned keys.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when no key is pinned.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc8032_seed_gives_the_lodestar_public_key() {
+        let seed: [u8; 32] = [
+            0x9d, 0x61, 0xb1, 0x9d, 0xef, 0xfd, 0x5a, 0x60, 0xba, 0x84, 0x4a, 0xf4, 0x92, 0xec,
+            0x2c, 0xc4, 0x44, 0x49, 0xc5, 0x69, 0x7b, 0x32, 0x69, 0x19, 0x70, 0x3b, 0xac, 0x03,
+            0x1c, 0xae, 0x7f, 0x60,
+        ];
+        let p = Principal::from_seed("operator", &seed);
+        assert_eq!(
+            crate::canonical::hex(p.verifying_key().as_bytes()),
+            "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
+        );
+        assert!(p.public_pem().contains("MCowBQYDK2VwAyEA11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="));
+    }
+
+    #[test]
+    fn creates_a_0600_key_pins_it_and_reloads_the_same_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (p1, created) = Principal::load_or_create(dir.path(), "alice").expect("create");
+        assert!(created);
+        let mode = fs::metadata(dir.path().join(PRIVATE_KEY_FILE)).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let (p2, created) = Principal::load_or_create(dir.path(), "alice").expect("load");
+        assert!(!created);
+        assert_eq!(p1.fingerprint(), p2.fingerprint());
+        let pinned = PinnedKeys::load(dir.path()).expect("pins");
+        assert_eq!(pinned.get(&p1.fingerprint()).map(|k| k.principal.as_str()), Some("alice"));
+        assert!(!format!("{p1:?}").contains("PRIVATE"));
+    }
+
+    #[test]
+    fn refuses_a_key_readable_by_others() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (_p, _) = Principal::load_or_create(dir.path(), "alice").expect("create");
+        let path = dir.path().join(PRIVATE_KEY_FILE);
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).expect("chmod");
+        let err = Principal::load(&path, "alice").expect_err("loose key must be refused");
+        assert!(matches!(err, KeyError::LoosePermissions { mode: 0o640, .. }), "{err}");
+    }
+
+    #[test]
+    fn pinned_keys_round_trip_and_unpin() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = Principal::from_seed("a", &[1; 32]);
+        let b = Principal::from_seed("b", &[2; 32]);
+        let mut pins = PinnedKeys::default();
+        pins.pin("a", a.verifying_key());
+        pins.pin("b", b.verifying_key());
+        pins.save(dir.path()).expect("save");
+        let mut loaded = PinnedKeys::load(dir.path()).expect("load");
+        assert_eq!(loaded, pins);
+        assert!(loaded.unpin(&a.fingerprint()));
+        assert!(!loaded.unpin(&a.fingerprint()));
+        assert!(loaded.get(&a.fingerprint()).is_none());
+        assert_eq!(loaded.len(), 1);
+    }
+}

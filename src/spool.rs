@@ -1,0 +1,479 @@
+//! The spool: the directory agents and the console share (`docs/spool.md`).
+//!
+//! ```text
+//! <spool>/packets/<name>.json      approval packets, published by agents (tmp + rename)
+//! <spool>/receipts/<name>.json     receipts, published by agents
+//! <spool>/decisions/<id>.json      signed decisions for agents to pick up (written atomically)
+//! <spool>/chain.jsonl              the OpenTrustGraph chain, append-only, the source of truth
+//! ```
+//!
+//! Scanning never deletes or rewrites what an agent wrote. Files that are symlinks, not regular,
+//! over 1 MiB, not JSON, fail their schema, or carry unsafe or duplicate ids are listed as
+//! invalid with the reason, beside the valid ones.
+
+use crate::chain::{self, ChainError, VerifyOptions};
+use crate::decision::{self, DecisionInput, SignedDecision, Verdict};
+use crate::keys::{PinnedKeys, Principal, write_atomic};
+use crate::packet::{self, InvalidReason, MAX_FILE_BYTES, Packet, Receipt};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Environment variable that overrides the default spool directory.
+pub const SPOOL_ENV: &str = "WARRANT_SPOOL";
+
+/// Paths of one spool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spool {
+    root: PathBuf,
+}
+
+impl Spool {
+    /// A spool rooted at `root` (nothing is created until [`Spool::ensure`]).
+    #[must_use]
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// `<data dir>/warrant/spool` from the platform's data directory.
+    #[must_use]
+    pub fn default_root() -> Option<PathBuf> {
+        directories::BaseDirs::new().map(|d| d.data_dir().join("warrant").join("spool"))
+    }
+
+    /// The spool directory.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    /// `packets/`.
+    #[must_use]
+    pub fn packets_dir(&self) -> PathBuf {
+        self.root.join("packets")
+    }
+    /// `receipts/`.
+    #[must_use]
+    pub fn receipts_dir(&self) -> PathBuf {
+        self.root.join("receipts")
+    }
+    /// `decisions/`.
+    #[must_use]
+    pub fn decisions_dir(&self) -> PathBuf {
+        self.root.join("decisions")
+    }
+    /// `chain.jsonl`.
+    #[must_use]
+    pub fn chain_path(&self) -> PathBuf {
+        self.root.join("chain.jsonl")
+    }
+    /// `decisions/<id>.json` (the id must be safe; see [`packet::is_safe_id`]).
+    #[must_use]
+    pub fn decision_path(&self, packet_id: &str) -> PathBuf {
+        self.decisions_dir().join(format!("{packet_id}.json"))
+    }
+
+    /// Creates the spool's directories if missing.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn ensure(&self) -> io::Result<()> {
+        for dir in [self.packets_dir(), self.receipts_dir(), self.decisions_dir()] {
+            fs::create_dir_all(dir)?;
+        }
+        Ok(())
+    }
+
+    /// Publishes a JSON document as `<dir>/<id>.json` the way agents must: written to a
+    /// temporary dot-file in the same directory, synced, then renamed into place.
+    ///
+    /// # Errors
+    /// An unsafe id, or I/O errors.
+    pub fn publish(&self, dir: &Path, id: &str, doc: &Value) -> io::Result<PathBuf> {
+        if !packet::is_safe_id(id) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unsafe id {id:?}")));
+        }
+        fs::create_dir_all(dir)?;
+        let path = dir.join(format!("{id}.json"));
+        let mut bytes = serde_json::to_vec_pretty(doc).map_err(io::Error::other)?;
+        bytes.push(b'\n');
+        write_atomic(&path, &bytes, 0o644)?;
+        Ok(path)
+    }
+}
+
+/// Reads a spool file safely: regular files only (symlinks refused, and `O_NOFOLLOW` against a
+/// swap between the check and the open), at most [`MAX_FILE_BYTES`].
+///
+/// # Errors
+/// [`InvalidReason::NotRegular`], [`InvalidReason::TooLarge`] or [`InvalidReason::Io`].
+pub fn read_limited(path: &Path) -> Result<Vec<u8>, InvalidReason> {
+    let meta = fs::symlink_metadata(path).map_err(|e| InvalidReason::Io(e.to_string()))?;
+    if !meta.file_type().is_file() {
+        return Err(InvalidReason::NotRegular);
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(InvalidReason::TooLarge(meta.len()));
+    }
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| InvalidReason::Io(e.to_string()))?;
+    if !file.metadata().map_err(|e| InvalidReason::Io(e.to_string()))?.file_type().is_file() {
+        return Err(InvalidReason::NotRegular);
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf).map_err(|e| InvalidReason::Io(e.to_string()))?;
+    if buf.len() as u64 > MAX_FILE_BYTES {
+        return Err(InvalidReason::TooLarge(buf.len() as u64));
+    }
+    Ok(buf)
+}
+
+/// Which spool directory a file was found in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    /// `packets/`.
+    Packet,
+    /// `receipts/`.
+    Receipt,
+}
+
+/// A file that is not a valid packet or receipt, with the reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvalidFile {
+    /// Where it was found.
+    pub kind: FileKind,
+    /// The file name.
+    pub name: String,
+    /// Why it is invalid.
+    pub reason: InvalidReason,
+    /// Modification time, seconds since the epoch (0 if unknown).
+    pub modified: f64,
+}
+
+/// A valid packet with its file's name and modification time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacketEntry {
+    /// The file name in `packets/`.
+    pub file: String,
+    /// Modification time, seconds since the epoch: the arrival time when the packet has no
+    /// `created_at`.
+    pub modified: f64,
+    /// The parsed packet.
+    pub packet: Arc<Packet>,
+}
+
+impl PacketEntry {
+    /// Seconds since the epoch the packet was created (its own `created_at`, else the file's
+    /// modification time).
+    #[must_use]
+    pub fn created(&self) -> f64 {
+        self.packet.created_at.as_deref().and_then(crate::clock::unix_seconds).unwrap_or(self.modified)
+    }
+}
+
+/// What a scan of the spool found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// Valid packets, newest first.
+    pub packets: Vec<PacketEntry>,
+    /// Valid receipts, newest first.
+    pub receipts: Vec<Arc<Receipt>>,
+    /// Invalid files, by name.
+    pub invalid: Vec<InvalidFile>,
+}
+
+impl Snapshot {
+    /// The packet with this id.
+    #[must_use]
+    pub fn packet(&self, id: &str) -> Option<&PacketEntry> {
+        self.packets.iter().find(|p| p.packet.id == id)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    mtime_ns: i128,
+    ino: u64,
+}
+
+enum Parsed {
+    Packet(Arc<Packet>),
+    Receipt(Arc<Receipt>),
+    Invalid(InvalidReason),
+}
+
+/// Scans a spool incrementally: a file is parsed again only when its size, modification time or
+/// inode changed, so a rescan of an unchanged spool of many packets costs one `readdir` and one
+/// `lstat` per file.
+#[derive(Default)]
+pub struct Scanner {
+    cache: HashMap<(FileKind, String), (Stamp, f64, Parsed)>,
+}
+
+impl Scanner {
+    /// A scanner with an empty cache.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Scans `packets/` and `receipts/`. Missing directories read as empty.
+    ///
+    /// # Errors
+    /// Only when a directory exists but cannot be listed.
+    pub fn scan(&mut self, spool: &Spool) -> io::Result<Snapshot> {
+        let mut seen: Vec<(FileKind, String)> = Vec::new();
+        for (kind, dir) in [(FileKind::Packet, spool.packets_dir()), (FileKind::Receipt, spool.receipts_dir())] {
+            let entries = match fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            for entry in entries {
+                let Ok(entry) = entry else { continue };
+                let name = entry.file_name().to_string_lossy().into_owned();
+                // Temporary and hidden files are work in progress, not publications.
+                if name.starts_with('.') || !name.ends_with(".json") {
+                    continue;
+                }
+                let path = entry.path();
+                let Ok(meta) = fs::symlink_metadata(&path) else { continue };
+                let stamp = Stamp { len: meta.len(), mtime_ns: mtime_ns(&meta), ino: meta.ino() };
+                let key = (kind, name.clone());
+                let fresh = self.cache.get(&key).is_some_and(|(s, _, _)| *s == stamp);
+                if !fresh {
+                    let stem = name.trim_end_matches(".json");
+                    let parsed = match read_limited(&path) {
+                        Err(reason) => Parsed::Invalid(reason),
+                        Ok(bytes) => match kind {
+                            FileKind::Packet => match packet::parse_packet(&bytes, stem) {
+                                Ok(p) => Parsed::Packet(Arc::new(p)),
+                                Err(r) => Parsed::Invalid(r),
+                            },
+                            FileKind::Receipt => match packet::parse_receipt(&bytes) {
+                                Ok(r) => Parsed::Receipt(Arc::new(r)),
+                                Err(r) => Parsed::Invalid(r),
+                            },
+                        },
+                    };
+                    self.cache.insert(key.clone(), (stamp, stamp.mtime_ns as f64 / 1e9, parsed));
+                }
+                seen.push(key);
+            }
+        }
+        let live: std::collections::HashSet<&(FileKind, String)> = seen.iter().collect();
+        self.cache.retain(|k, _| live.contains(k));
+        Ok(self.snapshot(&seen))
+    }
+
+    fn snapshot(&self, seen: &[(FileKind, String)]) -> Snapshot {
+        let mut keys: Vec<&(FileKind, String)> = seen.iter().collect();
+        keys.sort_by(|a, b| a.1.cmp(&b.1));
+        let mut snap = Snapshot::default();
+        let mut ids: HashMap<&str, &str> = HashMap::new();
+        for key in keys {
+            let Some((_, modified, parsed)) = self.cache.get(key) else { continue };
+            let (kind, name) = key;
+            match parsed {
+                Parsed::Packet(p) => {
+                    if let Some(first) = ids.get(p.id.as_str()) {
+                        snap.invalid.push(InvalidFile {
+                            kind: *kind,
+                            name: name.clone(),
+                            reason: InvalidReason::Schema(format!("duplicate packet id {:?} (also in {first})", p.id)),
+                            modified: *modified,
+                        });
+                    } else {
+                        ids.insert(&p.id, name);
+                        snap.packets.push(PacketEntry { file: name.clone(), modified: *modified, packet: Arc::clone(p) });
+                    }
+                }
+                Parsed::Receipt(r) => snap.receipts.push(Arc::clone(r)),
+                Parsed::Invalid(reason) => snap.invalid.push(InvalidFile {
+                    kind: *kind,
+                    name: name.clone(),
+                    reason: reason.clone(),
+                    modified: *modified,
+                }),
+            }
+        }
+        snap.packets.sort_by(|a, b| b.created().total_cmp(&a.created()).then_with(|| a.packet.id.cmp(&b.packet.id)));
+        snap.receipts.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        snap
+    }
+}
+
+fn mtime_ns(meta: &fs::Metadata) -> i128 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+/// A decision as the chain records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainDecision {
+    /// Approve or refuse.
+    pub verdict: Verdict,
+    /// Who decided.
+    pub principal: String,
+    /// The reason, if given.
+    pub reason: Option<String>,
+    /// When.
+    pub decided_at: String,
+    /// The packet content hash that was signed.
+    pub packet_hash: String,
+    /// The record's `chain_index`.
+    pub chain_index: u64,
+    /// The record's `entry_hash`.
+    pub entry_hash: String,
+}
+
+/// The decisions recorded in a chain, by packet id (the last one wins).
+#[must_use]
+pub fn chain_decisions(records: &[Value]) -> HashMap<String, ChainDecision> {
+    let mut out = HashMap::new();
+    for rec in records {
+        let Some(doc) = rec.get("metadata").and_then(|m| m.get("warrant_decision")) else { continue };
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let (Some(id), Some(verdict)) = (s(doc, "packet_id"), s(doc, "decision").as_deref().and_then(Verdict::parse)) else {
+            continue;
+        };
+        out.insert(
+            id,
+            ChainDecision {
+                verdict,
+                principal: s(doc, "principal").unwrap_or_default(),
+                reason: s(doc, "reason"),
+                decided_at: s(doc, "decided_at").unwrap_or_default(),
+                packet_hash: s(doc, "packet_hash").unwrap_or_default(),
+                chain_index: rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0),
+                entry_hash: s(rec, "entry_hash").unwrap_or_default(),
+            },
+        );
+    }
+    out
+}
+
+/// Why a decision could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    /// No valid packet with that id is in the spool.
+    #[error("no valid packet {0:?} in the spool")]
+    UnknownPacket(String),
+    /// The packet already has a decision in the chain.
+    #[error("packet {id:?} was already decided: {verdict} by {principal} at {at}")]
+    AlreadyDecided {
+        /// The packet.
+        id: String,
+        /// What was decided.
+        verdict: &'static str,
+        /// By whom.
+        principal: String,
+        /// When.
+        at: String,
+    },
+    /// The chain does not verify; nothing is signed onto a broken chain.
+    #[error("the chain does not verify ({0}); refusing to sign until it is examined (`warrant verify`)")]
+    ChainBroken(String),
+    /// A refusal needs a reason.
+    #[error("a refusal needs a reason")]
+    ReasonRequired,
+    /// Appending failed.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+    /// Scanning the spool or writing the decision file failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// The outcome of a successful decision.
+#[derive(Debug, Clone)]
+pub struct Decided {
+    /// The signed document and signature.
+    pub signed: SignedDecision,
+    /// The chain record written.
+    pub appended: chain::Appended,
+    /// The decision file written for the agent.
+    pub decision_file: PathBuf,
+}
+
+/// Signs a decision on `packet` and records it: under the chain's lock, re-reads and verifies
+/// the whole chain (refusing a broken one, and a packet that is already decided), appends the
+/// signed record durably, then writes `decisions/<id>.json` atomically.
+///
+/// # Errors
+/// [`DecideError`].
+pub fn decide(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    packet: &Packet,
+    verdict: Verdict,
+    reason: Option<&str>,
+    decided_at: &str,
+) -> Result<Decided, DecideError> {
+    if verdict == Verdict::Refuse && reason.is_none_or(|r| r.trim().is_empty()) {
+        return Err(DecideError::ReasonRequired);
+    }
+    spool.ensure()?;
+    let trace = packet.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", packet.id));
+    let action_class = crate::registry::normalize(&packet.action_class);
+    let input = DecisionInput {
+        packet_id: &packet.id,
+        packet_hash: &packet.content_hash,
+        action_class: &action_class,
+        agent: &packet.agent,
+        trace_id: &trace,
+        verdict,
+        reason: reason.map(str::trim).filter(|r| !r.is_empty()),
+        decided_at,
+    };
+    let signed = decision::sign_decision(principal, &input);
+    let chain_path = spool.chain_path();
+    let mut refusal: Option<DecideError> = None;
+    let appended = chain::append(&chain_path, |_head| {
+        let file = match chain::read_chain(&chain_path) {
+            Ok(f) => f,
+            Err(e) => {
+                let msg = e.to_string();
+                refusal = Some(DecideError::Chain(e));
+                return Err(msg);
+            }
+        };
+        let report = file.verify(VerifyOptions { pinned: Some(pinned) });
+        if let Some(first) = report.first() {
+            refusal = Some(DecideError::ChainBroken(first.to_string()));
+            return Err("chain broken".into());
+        }
+        if let Some(prior) = chain_decisions(&file.records).remove(&packet.id) {
+            refusal = Some(DecideError::AlreadyDecided {
+                id: packet.id.clone(),
+                verdict: prior.verdict.as_str(),
+                principal: prior.principal,
+                at: prior.decided_at,
+            });
+            return Err("already decided".into());
+        }
+        Ok(decision::record_body(&input, &signed))
+    });
+    let appended = match appended {
+        Ok(a) => a,
+        Err(e) => return Err(refusal.unwrap_or(DecideError::Chain(e))),
+    };
+    let file = decision::decision_file(&signed, &appended);
+    let path = spool.decision_path(&packet.id);
+    let mut bytes = serde_json::to_vec_pretty(&file).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    write_atomic(&path, &bytes, 0o644)?;
+    Ok(Decided { signed, appended, decision_file: path })
+}
