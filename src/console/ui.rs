@@ -56,7 +56,7 @@ pub fn state_label(s: Option<DecisionState>) -> (&'static str, &'static str) {
         Some(DecisionState::ReviewRequired) => ("●", "review"),
         Some(DecisionState::Deferred) => ("◌", "deferred"),
         Some(DecisionState::Blocked) => ("⊘", "blocked"),
-        Some(DecisionState::HumanOnly) => ("✋", "human only"),
+        Some(DecisionState::HumanOnly) => ("◆", "human only"),
         None => ("?", "unknown"),
     }
 }
@@ -344,7 +344,12 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
     if let Some(e) = &p.expires_at {
         lines.push(kv(theme, "expires", inert(e, 40)));
     }
-    lines.push(kv(theme, "hash", Span::styled(p.content_hash.clone(), theme.get("accent"))));
+    let hash = if p.content_hash.len() <= width || zoomed {
+        p.content_hash.clone()
+    } else {
+        format!("{}…", &p.content_hash[..width.saturating_sub(1).clamp(16, p.content_hash.len())])
+    };
+    lines.push(kv(theme, "hash", Span::styled(hash, theme.get("accent"))));
     lines.push(kv(
         theme,
         "evidence",
@@ -496,10 +501,13 @@ fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
 }
 
 fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, c: &super::app::Confirm) {
-    let (g, w, role) = verdict_label(c.verdict);
+    let (g, _, role) = verdict_label(c.verdict);
     let p = &c.packet;
     let mut lines = vec![
-        Line::from(Span::styled(format!("{g} {w} this packet?"), theme.get(role))),
+        Line::from(Span::styled(
+            format!("{g} Sign {} this packet?", if c.verdict == Verdict::Approve { "an APPROVAL of" } else { "a REFUSAL of" }),
+            theme.get(role),
+        )),
         Line::from(""),
         kv(theme, "packet", inert(&p.id, 60)),
         kv(theme, "agent", inert(&p.agent, 40)),

@@ -1,0 +1,257 @@
+//! End to end: the real `warrant` binary in a real terminal (tmux), a real spool on disk, the
+//! real inotify watcher and real Ed25519 keys. Requires tmux (`.ci/run` installs it).
+#![cfg(feature = "console")]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_warrant");
+
+fn conformance(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance").join(rel)
+}
+
+/// A private tmux server and session running one command; killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str, env: &[(&str, String)], args: &[&str]) -> Self {
+        let version = Command::new("tmux").arg("-V").output();
+        assert!(
+            version.is_ok_and(|o| o.status.success()),
+            "tmux is required for the end-to-end tests (apt-get install -y tmux)"
+        );
+        let socket = format!("warrant-e2e-{name}-{}", std::process::id());
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "110", "-y", "32"]);
+        for (k, v) in env {
+            cmd.args(["-e", &format!("{k}={v}")]);
+        }
+        cmd.arg(BIN).args(args);
+        let status = cmd.status().expect("run tmux");
+        assert!(status.success(), "tmux new-session failed");
+        Self { socket }
+    }
+
+    fn send(&self, keys: &[&str]) {
+        for k in keys {
+            let status = Command::new("tmux").args(["-L", &self.socket, "send-keys", "-t", "t", k]).status().expect("send-keys");
+            assert!(status.success());
+            std::thread::sleep(Duration::from_millis(40));
+        }
+    }
+
+    /// Types literal text.
+    fn type_text(&self, text: &str) {
+        let status = Command::new("tmux").args(["-L", &self.socket, "send-keys", "-t", "t", "-l", text]).status().expect("send-keys");
+        assert!(status.success());
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux").args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"]).output().expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn alive(&self) -> bool {
+        Command::new("tmux").args(["-L", &self.socket, "has-session", "-t", "t"]).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    }
+
+    /// Waits until the screen satisfies `pred`; returns the screen and the time it took.
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> (String, Duration) {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return (s, start.elapsed());
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {what}; screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).stderr(Stdio::null()).status();
+    }
+}
+
+/// A temporary config dir and spool, and the environment that points warrant at them.
+struct World {
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> Self {
+        Self { dir: tempfile::tempdir().expect("tempdir") }
+    }
+    fn spool(&self) -> PathBuf {
+        self.dir.path().join("spool")
+    }
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("WARRANT_CONFIG", self.dir.path().join("config").display().to_string()),
+            ("WARRANT_SPOOL", self.spool().display().to_string()),
+            ("WARRANT_PRINCIPAL", "e2e-principal".into()),
+            ("XDG_DATA_HOME", self.dir.path().join("data").display().to_string()),
+            ("TERM", "xterm-256color".into()),
+        ]
+    }
+    fn cli(&self, args: &[&str]) -> std::process::Output {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args);
+        for (k, v) in self.env() {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("run warrant")
+    }
+    /// Publishes bytes as an agent must: a temporary dot-file, then a rename.
+    fn publish(&self, name: &str, bytes: &[u8]) -> Instant {
+        let dir = self.spool().join("packets");
+        std::fs::create_dir_all(&dir).expect("packets dir");
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, bytes).expect("write");
+        let at = Instant::now();
+        std::fs::rename(&tmp, dir.join(name)).expect("rename");
+        at
+    }
+    fn chain(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.spool().join("chain.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("chain line"))
+            .collect()
+    }
+}
+
+fn wait_file(path: &Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+// Publish a real js-reference packet, see it appear, approve it with a, y: the decision file
+// verifies, the chain gained one signed record, and `warrant verify` exits 0.
+#[test]
+fn approve_a_real_packet_from_the_console() {
+    let w = World::new();
+    let tmux = Tmux::start("approve", &w.env(), &["console"]);
+    tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
+    let bytes = std::fs::read(conformance("trust-graduation/packets/js-reference/01-email-send-external.packet.json")).expect("fixture");
+    let published = w.publish("quote.json", &bytes);
+    let (_, _) = tmux.wait_for("the packet", |s| s.contains("agent-scribe") && s.contains("email.send.external"));
+    eprintln!("rename → on screen: {:?}", published.elapsed());
+    tmux.send(&["a"]);
+    tmux.wait_for("the confirmation", |s| s.contains("Confirm: approve") && s.contains("[ Cancel ]"));
+    tmux.send(&["y"]);
+    tmux.wait_for("the approval", |s| s.contains("approved tg_20261120090000_email-send-external"));
+
+    let id = "tg_20261120090000_email-send-external";
+    let decision_path = w.spool().join("decisions").join(format!("{id}.json"));
+    wait_file(&decision_path);
+    let file: Value = serde_json::from_slice(&std::fs::read(&decision_path).expect("decision")).expect("json");
+    let pinned = warrant::keys::PinnedKeys::load(&w.dir.path().join("config")).expect("pins");
+    let packet = warrant::packet::parse_packet(&bytes, "quote").expect("packet");
+    let verified = warrant::decision::verify_decision_file(&file, id, Some(&packet.content_hash), &pinned).expect("decision verifies");
+    assert_eq!(verified.verdict, warrant::decision::Verdict::Approve);
+    assert_eq!(verified.principal, "e2e-principal");
+
+    let chain = w.chain();
+    assert_eq!(chain.len(), 1);
+    assert_eq!(chain[0]["outcome"], "success");
+    assert_eq!(chain[0]["autonomy_tier"], "act_with_approval");
+    assert_eq!(chain[0]["approver"], "e2e-principal");
+    assert_eq!(chain[0]["metadata"]["approval"]["signatures"].as_array().map(Vec::len), Some(1));
+    let out = w.cli(&["verify", &w.spool().display().to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 signatures verified"));
+    tmux.send(&["q"]);
+    let start = Instant::now();
+    while tmux.alive() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!tmux.alive(), "q did not quit the console");
+}
+
+// An agent waits with `propose --wait`; the principal refuses with a reason in the console;
+// the agent exits 3 and the chain records a signed refusal with the reason.
+#[test]
+fn refuse_with_a_reason_while_the_agent_waits() {
+    let w = World::new();
+    // The agent's key side: the same config, so the principal's key is pinned for the agent too.
+    let tmux = Tmux::start("refuse", &w.env(), &["console"]);
+    tmux.wait_for("the console", |s| s.contains("chain ok"));
+    let mut agent = Command::new(BIN);
+    agent.args(["propose", "--class", "social.post.public", "--agent", "agent-herald", "--summary", "Announce the v2 launch", "--id", "post-1", "--wait", "30"]);
+    for (k, v) in w.env() {
+        agent.env(k, v);
+    }
+    let agent = agent.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("propose");
+    tmux.wait_for("the packet", |s| s.contains("agent-herald") && s.contains("Announce the v2 launch"));
+    tmux.send(&["r"]);
+    tmux.wait_for("the reason prompt", |s| s.contains("Refuse: why?"));
+    tmux.type_text("not before the launch review");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the confirmation", |s| s.contains("Confirm: refuse") && s.contains("not before the launch review"));
+    tmux.send(&["y"]);
+    let out = agent.wait_with_output().expect("agent");
+    assert_eq!(out.status.code(), Some(3), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not before the launch review"));
+    let chain = w.chain();
+    assert_eq!(chain.len(), 1);
+    assert_eq!(chain[0]["outcome"], "denied");
+    assert_eq!(chain[0]["metadata"]["reason"], "not before the launch review");
+    assert_eq!(chain[0]["metadata"]["warrant_decision"]["decision"], "refuse");
+    let out = w.cli(&["verify", &w.spool().display().to_string(), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(report["valid"], true);
+    assert_eq!(report["signatures_verified"], 1);
+    tmux.wait_for("the refused flash", |s| s.contains("refused post-1"));
+}
+
+// Malformed files never crash the console nor hide valid packets: each is listed with its reason.
+// Runs with NO_COLOR=1 (the mono theme).
+#[test]
+fn malformed_files_are_listed_and_valid_packets_still_show() {
+    let w = World::new();
+    let mut env = w.env();
+    env.push(("NO_COLOR", "1".into()));
+    let tmux = Tmux::start("malformed", &env, &["console"]);
+    tmux.wait_for("the console", |s| s.contains("chain ok"));
+    let first = std::fs::read(conformance("trust-graduation/packets/js-reference/04-calendar-create.packet.json")).expect("fixture");
+    w.publish("a-calendar.json", &first);
+    w.publish("b-notjson.json", b"{\"type\": \"trust_graduation_approval_packet\",");
+    w.publish("c-binary.json", b"\xff\xfe\x00garbage");
+    w.publish("d-schema.json", br#"{"type":"trust_graduation_approval_packet","action_class":"Email","proposed_action":{},"decision":{"status":"allowed","action_class":"a.b","reason":""},"external_actions":0}"#);
+    w.publish("e-pathid.json", br#"{"type":"trust_graduation_approval_packet","packet_id":"../../etc/passwd","action_class":"a.b","proposed_action":{},"decision":{"status":"allowed","action_class":"a.b","reason":""},"external_actions":0}"#);
+    let mut big = b"{\"pad\":\"".to_vec();
+    big.resize(1 << 21, b'x');
+    big.extend_from_slice(b"\"}");
+    w.publish("f-huge.json", &big);
+    std::os::unix::fs::symlink("/etc/hostname", w.spool().join("packets").join("g-link.json")).expect("symlink");
+    let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    w.publish("h-deep.json", nested.as_bytes());
+    let second = std::fs::read(conformance("trust-graduation/packets/js-reference/13-draft-response.packet.json")).expect("fixture");
+    w.publish("z-draft.json", &second);
+    let (screen, _) = tmux.wait_for("valid packets and invalid count", |s| s.contains("2 pending") && s.contains("7 invalid"));
+    assert!(screen.contains("calendar.create") && screen.contains("draft.response"), "{screen}");
+    tmux.send(&["3"]);
+    let (screen, _) = tmux.wait_for("the invalid list", |s| s.contains("Invalid (7)") && s.contains("c-binary.json"));
+    for reason in ["not JSON", "not a regular file", "over the 1 MiB limit", "unsafe id", "class-id pattern"] {
+        assert!(screen.contains(reason), "missing {reason:?}:\n{screen}");
+    }
+    // Nothing an agent wrote was deleted or rewritten.
+    let names: Vec<String> = std::fs::read_dir(w.spool().join("packets")).expect("dir").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names.len(), 9, "{names:?}");
+    assert_eq!(std::fs::read(w.spool().join("packets/b-notjson.json")).expect("kept"), b"{\"type\": \"trust_graduation_approval_packet\",");
+    assert!(tmux.alive(), "the console died");
+    tmux.send(&["1", "j"]);
+    tmux.wait_for("the pending list again", |s| s.contains("Pending (2)"));
+}
