@@ -1,1 +1,90 @@
-fn main(){}
+//! Criterion benchmarks of the protocol core: canonical hashing of a record, chain
+//! verification, packet parsing, and decision signing and verification.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use std::hint::black_box;
+use warrant::chain::{self, ChainHead, VerifyOptions};
+use warrant::decision::{self, DecisionInput, Verdict};
+use warrant::keys::{PinnedKeys, Principal};
+
+fn input(i: u64, id: &str, hash: &str) -> DecisionInput<'static> {
+    // Leak small strings: benchmark set-up only.
+    let id: &'static str = Box::leak(id.to_owned().into_boxed_str());
+    let hash: &'static str = Box::leak(hash.to_owned().into_boxed_str());
+    DecisionInput {
+        packet_id: id,
+        packet_hash: hash,
+        action_class: "email.send.external",
+        agent: "agent-bench",
+        trace_id: id,
+        verdict: if i % 2 == 0 { Verdict::Approve } else { Verdict::Refuse },
+        reason: Some("benchmark"),
+        decided_at: "2026-11-21T09:00:00Z",
+    }
+}
+
+fn build_chain(principal: &Principal, n: u64) -> Vec<Value> {
+    let mut head = ChainHead { last_index: 0, last_hash: None };
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let id = format!("bench-{i}");
+        let inp = input(i, &id, &warrant::canonical::sha256_prefixed(id.as_bytes()));
+        let signed = decision::sign_decision(principal, &inp);
+        let a = chain::seal(decision::record_body(&inp, &signed), &head);
+        head = ChainHead { last_index: a.chain_index, last_hash: Some(a.entry_hash) };
+        out.push(a.record);
+    }
+    out
+}
+
+fn benches(c: &mut Criterion) {
+    let principal = Principal::from_seed("bench", &[9; 32]);
+    let mut pins = PinnedKeys::default();
+    pins.pin("bench", principal.verifying_key());
+    let records = build_chain(&principal, 1000);
+
+    let Value::Object(rec) = &records[10] else { unreachable!() };
+    let bytes = warrant::canonical::to_canonical_vec(&records[10]).len() as u64;
+    let mut g = c.benchmark_group("canonical");
+    g.throughput(Throughput::Bytes(bytes));
+    g.bench_function("entry_hash of one decision record", |b| b.iter(|| warrant::canonical::canonical_digest_without(black_box(rec), "entry_hash")));
+    g.finish();
+
+    let mut g = c.benchmark_group("chain");
+    g.throughput(Throughput::Elements(records.len() as u64));
+    g.bench_function("verify 1000 records, hashes only", |b| b.iter(|| chain::verify_records(black_box(&records), VerifyOptions::default())));
+    g.bench_function("verify 1000 records with signatures", |b| b.iter(|| chain::verify_records(black_box(&records), VerifyOptions { pinned: Some(&pins) })));
+    let text: String = records.iter().map(|r| warrant::canonical::to_canonical_string(r) + "\n").collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chain.jsonl");
+    std::fs::write(&path, &text).expect("write");
+    g.throughput(Throughput::Bytes(text.len() as u64));
+    g.bench_function("read and verify chain.jsonl of 1000 records", |b| {
+        b.iter(|| chain::read_chain(black_box(&path)).expect("read").verify(VerifyOptions { pinned: Some(&pins) }))
+    });
+    g.finish();
+
+    let packet = serde_json::to_vec(&json!({
+        "type": "trust_graduation_approval_packet", "packet_id": "p-1", "agent": "scribe", "summary": "Quote",
+        "action_class": "email.send.external",
+        "proposed_action": {"to": "dana@northwind.example", "subject": "Quote", "body": "Hi Dana,\nAttached is the quote."},
+        "decision": {"status": "review_required", "action_class": "email.send.external", "reason": "needs approval"},
+        "external_actions": 0, "created_at": "2026-11-21T09:00:00Z"
+    }))
+    .expect("json");
+    let mut g = c.benchmark_group("packet");
+    g.throughput(Throughput::Bytes(packet.len() as u64));
+    g.bench_function("parse and validate a portable packet", |b| b.iter(|| warrant::packet::parse_packet(black_box(&packet), "p-1")));
+    g.finish();
+
+    let inp = input(0, "p-1", &warrant::canonical::sha256_prefixed(b"p-1"));
+    let signed = decision::sign_decision(&principal, &inp);
+    let mut g = c.benchmark_group("decision");
+    g.bench_function("sign", |b| b.iter(|| decision::sign_decision(black_box(&principal), black_box(&inp))));
+    g.bench_function("verify against pinned keys", |b| b.iter(|| decision::verify_document(black_box(&signed.document), &signed.signature, &pins)));
+    g.finish();
+}
+
+criterion_group!(protocol, benches);
+criterion_main!(protocol);

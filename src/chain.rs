@@ -695,22 +695,30 @@ where
     }
     let result = (|| {
         let head = read_head(path, &mut file)?;
-        let mut rec = build(&head).map_err(ChainError::Build)?;
-        let index = head.last_index + 1;
-        rec.insert("chain_index".into(), json!(index));
-        rec.insert("previous_hash".into(), head.last_hash.map_or(Value::Null, Value::String));
-        rec.remove("entry_hash");
-        let entry_hash = canonical::prefixed(&canonical::canonical_digest_without(&rec, "entry_hash"));
-        rec.insert("entry_hash".into(), Value::String(entry_hash.clone()));
-        let record = Value::Object(rec);
-        let mut line = canonical::to_canonical_vec(&record);
+        let rec = build(&head).map_err(ChainError::Build)?;
+        let appended = seal(rec, &head);
+        let mut line = canonical::to_canonical_vec(&appended.record);
         line.push(b'\n');
         file.write_all(&line).map_err(io_err)?;
         file.sync_data().map_err(io_err)?;
-        Ok(Appended { chain_index: index, entry_hash, record })
+        Ok(appended)
     })();
     let _ = file.unlock();
     result
+}
+
+/// Links a record body after `head`: sets `chain_index` and `previous_hash`, then computes
+/// `entry_hash` by the hash contract (§4.1). Pure; [`append`] uses it under the lock, and
+/// generators of large test chains use it directly.
+#[must_use]
+pub fn seal(mut rec: Map<String, Value>, head: &ChainHead) -> Appended {
+    let index = head.last_index + 1;
+    rec.insert("chain_index".into(), json!(index));
+    rec.insert("previous_hash".into(), head.last_hash.clone().map_or(Value::Null, Value::String));
+    rec.remove("entry_hash");
+    let entry_hash = canonical::prefixed(&canonical::canonical_digest_without(&rec, "entry_hash"));
+    rec.insert("entry_hash".into(), Value::String(entry_hash.clone()));
+    Appended { chain_index: index, entry_hash, record: Value::Object(rec) }
 }
 
 fn sync_parent(path: &Path) -> io::Result<()> {

@@ -38,6 +38,11 @@ pub fn now_rfc3339() -> String {
 /// Parses an RFC 3339 timestamp (any offset, any fraction). `None` when it is not RFC 3339.
 #[must_use]
 pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
+    // RFC 3339 (and JSON Schema `date-time`) allow only `T` or `t` between date and time; the
+    // time crate accepts any byte there.
+    if !matches!(s.as_bytes().get(10), Some(b'T' | b't')) {
+        return None;
+    }
     OffsetDateTime::parse(s, &Rfc3339).ok()
 }
 
@@ -77,6 +82,9 @@ mod tests {
         let b = unix_seconds("2026-04-19T18:43:11.000+00:00").unwrap_or_default();
         assert!((b - a - 60.0).abs() < 1e-9);
         assert!(parse_rfc3339("yesterday").is_none());
+        assert!(parse_rfc3339("2026-04-19 18:42:11Z").is_none());
+        assert!(parse_rfc3339("2026-04-19x18:42:11Z").is_none());
+        assert!(parse_rfc3339("2026-04-19t18:42:11z").is_some());
         assert_eq!(human_age(59.9), "59s");
         assert_eq!(human_age(3600.0), "1h");
         assert_eq!(human_age(-5.0), "0s");

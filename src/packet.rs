@@ -273,6 +273,7 @@ fn parse_portable(m: &Map<String, Value>, stem: &str) -> Result<Packet, InvalidR
     check_type(d, "graduationPath", Value::is_object, "an object")?;
     check_type(d, "constraints", Value::is_object, "an object")?;
     check_type(d, "observed", Value::is_object, "an object")?;
+    check_decision_members(d)?;
     match m.get("external_actions") {
         Some(v) if v.as_i64() == Some(0) && v.is_i64() => {}
         Some(v) if v.as_u64() == Some(0) => {}
@@ -314,6 +315,53 @@ fn parse_portable(m: &Map<String, Value>, stem: &str) -> Result<Packet, InvalidR
         content_hash: String::new(),
         raw: Value::Null,
     })
+}
+
+/// The members of `decision.graduationPath` and `decision.constraints` as `decision.schema.json`
+/// types them (both objects stay open to other members).
+fn check_decision_members(d: &Map<String, Value>) -> Result<(), InvalidReason> {
+    let prefixed = |obj: &str, e: InvalidReason| match e {
+        InvalidReason::Schema(m) => schema_err(format!("decision.{obj}: {m}")),
+        other => other,
+    };
+    let non_negative = |v: &Value| v.as_f64().is_some_and(|x| x >= 0.0);
+    let strings = |v: &Value| v.as_array().is_some_and(|a| a.iter().all(Value::is_string));
+    if let Some(Value::Object(g)) = d.get("graduationPath") {
+        let check = || -> Result<(), InvalidReason> {
+            check_type(g, "needed", non_negative, "a number >= 0")?;
+            check_type(g, "current", non_negative, "a number >= 0")?;
+            const NEXT: [&str; 6] =
+                ["prepareApprovalPacket", "request_principal_approval", "run_dry_run", "collect_receipt", "reduce_scope", "stop"];
+            check_type(g, "next_best_action", |v| v.as_str().is_some_and(|s| NEXT.contains(&s)), "one of the six next actions")?;
+            check_type(g, "safe_fallback_action_class", |v| v.as_str().is_some_and(is_class_id), "a class id")?;
+            check_type(g, "required_evidence", strings, "an array of strings")
+        };
+        check().map_err(|e| prefixed("graduationPath", e))?;
+    }
+    if let Some(Value::Object(c)) = d.get("constraints") {
+        let check = || -> Result<(), InvalidReason> {
+            for k in ["internal_only", "staging_only", "dry_run_only", "requires_witness"] {
+                check_type(c, k, Value::is_boolean, "a boolean")?;
+            }
+            check_type(c, "max_amount", non_negative, "a number >= 0")?;
+            for k in ["recipient_allowlist", "domain_allowlist", "redaction_rules"] {
+                check_type(c, k, strings, "an array of strings")?;
+            }
+            check_type(
+                c,
+                "rate_limit",
+                |v| {
+                    v.get("count").and_then(Value::as_u64).is_some_and(|n| n >= 1)
+                        && v.get("count").is_some_and(|n| n.is_u64())
+                        && v.get("window").is_some_and(Value::is_string)
+                },
+                "an object with an integer `count` >= 1 and a string `window`",
+            )?;
+            check_datetime(c, "expires_at").map(|_| ())
+        };
+        check().map_err(|e| prefixed("constraints", e))?;
+    }
+    Ok(())
 }
 
 /// Keys the runtime packet schema allows (`additionalProperties: false`).

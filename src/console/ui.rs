@@ -512,7 +512,8 @@ fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rec
         kv(theme, "packet", inert(&p.id, 60)),
         kv(theme, "agent", inert(&p.agent, 40)),
         kv(theme, "class", Span::styled(inert(&p.action_class, 60), theme.get("title"))),
-        kv(theme, "payload", Span::styled(p.content_hash.clone(), theme.get("accent"))),
+        kv(theme, "payload", "SHA-256 of the packet's canonical JSON:"),
+        Line::from(Span::styled(format!("  {}", p.content_hash), theme.get("accent"))),
         kv(theme, "key", state.fingerprint.clone().unwrap_or_default()),
         kv(theme, "principal", inert(state.principal.as_deref().unwrap_or(""), 40)),
     ];
