@@ -150,38 +150,131 @@ pub struct VerifyOptions<'a> {
     pub pinned: Option<&'a PinnedKeys>,
 }
 
-/// Verifies a sequence of records: the record contract, `chain_index`, `entry_hash`,
+/// One line of a chain as read: a JSON object, or why the line is not one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line<R> {
+    /// A parsed record (owned, or borrowed from a slice).
+    Record(R),
+    /// The line is not a JSON object (or is a torn final line): the message says why.
+    Unparsable(String),
+}
+
+/// Lineage facts kept per record for the v0.1 checks (§5.2): only what children need.
+#[derive(Default)]
+struct Lineage {
+    /// Every `record_id` seen, with the parent-relevant parts of records that have any.
+    seen: HashMap<String, Option<(Vec<Value>, Option<Value>)>>,
+}
+
+/// Records per signature batch handed to a worker thread.
+const SIGNATURE_BATCH: usize = 512;
+
+/// Verifies a stream of records: the record contract, `chain_index`, `entry_hash`,
 /// `previous_hash` linkage against the *recorded* prior hash, the approval rule, the v0.1
-/// lineage checks, and (with `opts.pinned`) warrant's signatures.
-#[must_use]
-pub fn verify_records(records: &[Value], opts: VerifyOptions<'_>) -> VerifyReport {
-    let mut report = VerifyReport { total: records.len(), ..VerifyReport::default() };
-    let mut previous: Option<&str> = None;
-    let mut seen: HashMap<&str, &Map<String, Value>> = HashMap::new();
-    for (i, value) in records.iter().enumerate() {
-        let Value::Object(rec) = value else {
-            report.push(Some(i), Check::RecordSchema, "record is not a JSON object");
-            previous = None;
-            continue;
-        };
-        check_record_shape(i, rec, &mut report);
-        check_linkage(i, rec, previous, &mut report);
-        check_approval(i, rec, &mut report);
-        check_lineage(i, rec, &seen, &mut report);
+/// lineage checks, and (with `opts.pinned`) warrant's Ed25519 signatures.
+///
+/// Memory stays flat: each record is dropped once checked, except for the record ids (and the
+/// lineage metadata of records that carry any). Signatures are checked on worker threads, one
+/// per available core, while this thread parses and hashes. `on_record` sees each valid-shaped
+/// record once, in order (the console and `decide` use it to collect decisions).
+pub fn verify_stream<R, I, F>(lines: I, opts: VerifyOptions<'_>, mut on_record: F) -> VerifyReport
+where
+    R: std::borrow::Borrow<Value> + Send,
+    I: IntoIterator<Item = Line<R>>,
+    F: FnMut(usize, &Map<String, Value>),
+{
+    let mut report = VerifyReport::default();
+    let mut previous: Option<String> = None;
+    let mut lineage = Lineage::default();
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).clamp(1, 8);
+    std::thread::scope(|scope| {
+        let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<Vec<(usize, R)>>(workers * 2);
+        let job_rx = std::sync::Arc::new(std::sync::Mutex::new(job_rx));
+        let (res_tx, res_rx) = std::sync::mpsc::channel::<(usize, Vec<Finding>)>();
         if let Some(pinned) = opts.pinned {
-            match crate::decision::check_record_signature(rec, pinned) {
-                Ok(true) => report.signatures_verified += 1,
-                Ok(false) => {}
-                Err(message) => report.push(Some(i), Check::Signature, message),
+            for _ in 0..workers {
+                let (rx, tx) = (std::sync::Arc::clone(&job_rx), res_tx.clone());
+                scope.spawn(move || {
+                    loop {
+                        let batch = match rx.lock() {
+                            Ok(guard) => guard.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok(batch) = batch else { return };
+                        let (mut ok, mut found) = (0, Vec::new());
+                        for (i, rec) in &batch {
+                            let Value::Object(map) = rec.borrow() else { continue };
+                            match crate::decision::check_record_signature(map, pinned) {
+                                Ok(true) => ok += 1,
+                                Ok(false) => {}
+                                Err(message) => found.push(Finding { index: Some(*i), check: Check::Signature, message }),
+                            }
+                        }
+                        if tx.send((ok, found)).is_err() {
+                            return;
+                        }
+                    }
+                });
             }
         }
-        previous = rec.get("entry_hash").and_then(Value::as_str);
-        if let Some(id) = rec.get("record_id").and_then(Value::as_str) {
-            seen.insert(id, rec);
+        drop(res_tx);
+        let mut batch: Vec<(usize, R)> = Vec::new();
+        for (i, line) in lines.into_iter().enumerate() {
+            report.total = i + 1;
+            let rec = match line {
+                Line::Unparsable(message) => {
+                    report.push(Some(i), Check::Parse, message);
+                    previous = None;
+                    continue;
+                }
+                Line::Record(r) => r,
+            };
+            let Value::Object(map) = rec.borrow() else {
+                report.push(Some(i), Check::RecordSchema, "record is not a JSON object");
+                previous = None;
+                continue;
+            };
+            check_record_shape(i, map, &mut report);
+            check_linkage(i, map, previous.as_deref(), &mut report);
+            check_approval(i, map, &mut report);
+            check_lineage(i, map, &lineage, &mut report);
+            on_record(i, map);
+            previous = map.get("entry_hash").and_then(Value::as_str).map(str::to_owned);
+            if let Some(id) = map.get("record_id").and_then(Value::as_str) {
+                let meta = map.get("metadata").and_then(Value::as_object);
+                let grant = effects(meta.and_then(|m| m.get("effects_grant")));
+                let actor = meta.and_then(|m| m.get("actor_chain")).cloned();
+                let facts = (!grant.is_empty() || actor.is_some()).then_some((grant, actor));
+                lineage.seen.insert(id.to_owned(), facts);
+            }
+            let signed = opts.pinned.is_some()
+                && map.get("metadata").and_then(|m| m.get("warrant_decision")).is_some();
+            if signed {
+                batch.push((i, rec));
+                if batch.len() >= SIGNATURE_BATCH {
+                    let _ = job_tx.send(std::mem::take(&mut batch));
+                }
+            }
         }
-    }
-    report.root_hash = previous.map(str::to_owned);
+        if !batch.is_empty() {
+            let _ = job_tx.send(batch);
+        }
+        drop(job_tx);
+        for (ok, found) in res_rx {
+            report.signatures_verified += ok;
+            report.findings.extend(found);
+        }
+    });
+    // Worker findings arrive out of order: order by record, keeping check order within one.
+    report.findings.sort_by_key(|f| f.index.unwrap_or(usize::MAX));
+    report.root_hash = previous;
     report
+}
+
+/// Verifies records held in memory (see [`verify_stream`]).
+#[must_use]
+pub fn verify_records(records: &[Value], opts: VerifyOptions<'_>) -> VerifyReport {
+    verify_stream(records.iter().map(Line::Record), opts, |_, _| {})
 }
 
 fn nonempty_str(rec: &Map<String, Value>, key: &str) -> bool {
@@ -337,37 +430,27 @@ fn check_approval(i: usize, rec: &Map<String, Value>, report: &mut VerifyReport)
 
 /// The v0.1 lineage checks (§5.2), as Harn implements them: a parent must appear earlier;
 /// malformed effect lists count as empty; only actor subjects are compared.
-fn check_lineage(
-    i: usize,
-    rec: &Map<String, Value>,
-    seen: &HashMap<&str, &Map<String, Value>>,
-    report: &mut VerifyReport,
-) {
+fn check_lineage(i: usize, rec: &Map<String, Value>, lineage: &Lineage, report: &mut VerifyReport) {
     let Some(meta) = rec.get("metadata").and_then(Value::as_object) else { return };
     let Some(parent_id) = meta.get("parent_record_id").and_then(Value::as_str) else { return };
     let used = effects(meta.get("effects_used"));
     let actor = meta.get("actor_chain");
-    let Some(parent) = seen.get(parent_id) else {
+    let Some(parent) = lineage.seen.get(parent_id) else {
         if !used.is_empty() || actor.is_some() {
-            report.push(
-                Some(i),
-                Check::Lineage,
-                format!("parent_record_id {parent_id:?} not found in chain"),
-            );
+            report.push(Some(i), Check::Lineage, format!("parent_record_id {parent_id:?} not found in chain"));
         }
         return;
     };
-    let parent_meta = parent.get("metadata").and_then(Value::as_object);
-    let grant = effects(parent_meta.and_then(|m| m.get("effects_grant")));
+    let (grant, parent_actor) = match parent {
+        Some((g, a)) => (g.as_slice(), a.as_ref()),
+        None => (&[][..], None),
+    };
     for effect in &used {
         if !grant.iter().any(|g| g == effect) {
             report.push(
                 Some(i),
                 Check::Lineage,
-                format!(
-                    "effects_used escaped grant: {} not in parent {parent_id:?}",
-                    canonical::to_canonical_string(effect)
-                ),
+                format!("effects_used escaped grant: {} not in parent {parent_id:?}", canonical::to_canonical_string(effect)),
             );
         }
     }
@@ -376,12 +459,8 @@ fn check_lineage(
             report.push(Some(i), Check::Lineage, "actor_chain invalid: `sub` must be a string");
             return;
         };
-        let Some(parent_actor) = parent_meta.and_then(|m| m.get("actor_chain")) else {
-            report.push(
-                Some(i),
-                Check::Lineage,
-                format!("actor_chain parent {parent_id:?} missing actor_chain"),
-            );
+        let Some(parent_actor) = parent_actor else {
+            report.push(Some(i), Check::Lineage, format!("actor_chain parent {parent_id:?} missing actor_chain"));
             return;
         };
         let Some(par) = actor_subjects(parent_actor) else {
@@ -578,76 +657,123 @@ pub struct ChainFile {
 }
 
 impl ChainFile {
-    /// Verifies the records and merges the parse findings in.
+    /// Verifies the records, reporting each unparsable line once as a parse finding.
     #[must_use]
     pub fn verify(&self, opts: VerifyOptions<'_>) -> VerifyReport {
-        let mut report = verify_records(&self.records, opts);
-        if !self.parse_findings.is_empty() {
-            // A line that did not parse reports only its parse error, not the shape errors of Null.
-            let bad: Vec<usize> = self.parse_findings.iter().filter_map(|f| f.index).collect();
-            report.findings.retain(|f| {
-                !(f.index.is_some_and(|i| bad.contains(&i)) && f.check == Check::RecordSchema)
-            });
-            report.findings.extend(self.parse_findings.iter().cloned());
-            report.findings.sort_by_key(|f| f.index.unwrap_or(usize::MAX));
+        let mut problems: HashMap<usize, &str> = HashMap::new();
+        for f in &self.parse_findings {
+            if let Some(i) = f.index {
+                problems.insert(i, &f.message);
+            }
         }
-        report
+        let lines = self.records.iter().enumerate().map(|(i, r)| match problems.get(&i) {
+            Some(m) => Line::Unparsable((*m).to_owned()),
+            None => Line::Record(r),
+        });
+        verify_stream(lines, opts, |_, _| {})
     }
 }
 
-/// Reads a JSON-lines chain. A missing file is an empty chain.
+/// Reads `chain.jsonl` line by line. A line that is not a JSON object, and a final line without
+/// a newline (a torn append), come out as [`Line::Unparsable`]; an I/O error ends the iteration
+/// and is kept in [`ChainReader::error`].
+pub struct ChainReader<B> {
+    reader: B,
+    buf: Vec<u8>,
+    done: bool,
+    /// The I/O error that ended the iteration, if any.
+    pub error: Option<io::Error>,
+}
+
+impl<B: BufRead> ChainReader<B> {
+    /// Wraps a buffered reader.
+    pub fn new(reader: B) -> Self {
+        Self { reader, buf: Vec::with_capacity(4096), done: false, error: None }
+    }
+}
+
+impl<B: BufRead> Iterator for ChainReader<B> {
+    type Item = Line<Value>;
+
+    fn next(&mut self) -> Option<Line<Value>> {
+        if self.done {
+            return None;
+        }
+        self.buf.clear();
+        match self.reader.read_until(b'\n', &mut self.buf) {
+            Ok(0) => {
+                self.done = true;
+                None
+            }
+            Ok(_) => {
+                if self.buf.last() != Some(&b'\n') {
+                    self.done = true;
+                    return Some(Line::Unparsable(format!(
+                        "torn final line: {} bytes without a newline",
+                        self.buf.len()
+                    )));
+                }
+                let body = &self.buf[..self.buf.len() - 1];
+                Some(match serde_json::from_slice::<Value>(body) {
+                    Ok(v @ Value::Object(_)) => Line::Record(v),
+                    Ok(_) => Line::Unparsable("line is not a JSON object".into()),
+                    Err(e) => Line::Unparsable(format!("line is not JSON: {e}")),
+                })
+            }
+            Err(e) => {
+                self.done = true;
+                self.error = Some(e);
+                None
+            }
+        }
+    }
+}
+
+fn open_chain(path: &Path) -> Result<Option<ChainReader<BufReader<File>>>, ChainError> {
+    match File::open(path) {
+        Ok(f) => Ok(Some(ChainReader::new(BufReader::with_capacity(1 << 20, f)))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ChainError::Io { path: path.to_owned(), source }),
+    }
+}
+
+/// Verifies `chain.jsonl` as a stream (see [`verify_stream`]); a missing file is an empty,
+/// valid chain.
+///
+/// # Errors
+/// I/O errors while reading.
+pub fn verify_file<F>(path: &Path, opts: VerifyOptions<'_>, on_record: F) -> Result<VerifyReport, ChainError>
+where
+    F: FnMut(usize, &Map<String, Value>),
+{
+    let Some(mut lines) = open_chain(path)? else { return Ok(VerifyReport::default()) };
+    let report = verify_stream(&mut lines, opts, on_record);
+    match lines.error {
+        Some(source) => Err(ChainError::Io { path: path.to_owned(), source }),
+        None => Ok(report),
+    }
+}
+
+/// Reads a JSON-lines chain whole. A missing file is an empty chain.
 ///
 /// # Errors
 /// I/O errors other than "not found".
 pub fn read_chain(path: &Path) -> Result<ChainFile, ChainError> {
-    let io_err = |source| ChainError::Io { path: path.to_owned(), source };
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(ChainFile::default()),
-        Err(e) => return Err(io_err(e)),
-    };
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let Some(mut lines) = open_chain(path)? else { return Ok(ChainFile::default()) };
     let mut out = ChainFile::default();
-    let mut line = Vec::with_capacity(2048);
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(io_err)?;
-        if n == 0 {
-            break;
-        }
-        let index = out.records.len();
-        let complete = line.last() == Some(&b'\n');
-        let body = if complete { &line[..line.len() - 1] } else { &line[..] };
-        if !complete {
-            out.parse_findings.push(Finding {
-                index: Some(index),
-                check: Check::Parse,
-                message: format!("torn final line: {} bytes without a newline", body.len()),
-            });
-            out.records.push(Value::Null);
-            break;
-        }
-        match serde_json::from_slice::<Value>(body) {
-            Ok(v @ Value::Object(_)) => out.records.push(v),
-            Ok(_) => {
-                out.parse_findings.push(Finding {
-                    index: Some(index),
-                    check: Check::Parse,
-                    message: "line is not a JSON object".into(),
-                });
-                out.records.push(Value::Null);
-            }
-            Err(e) => {
-                out.parse_findings.push(Finding {
-                    index: Some(index),
-                    check: Check::Parse,
-                    message: format!("line is not JSON: {e}"),
-                });
+    for (index, line) in (&mut lines).enumerate() {
+        match line {
+            Line::Record(v) => out.records.push(v),
+            Line::Unparsable(message) => {
+                out.parse_findings.push(Finding { index: Some(index), check: Check::Parse, message });
                 out.records.push(Value::Null);
             }
         }
     }
-    Ok(out)
+    match lines.error {
+        Some(source) => Err(ChainError::Io { path: path.to_owned(), source }),
+        None => Ok(out),
+    }
 }
 
 /// The head of a chain as an append sees it under the lock.

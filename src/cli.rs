@@ -440,8 +440,7 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
 
 fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     let snap = Scanner::new().scan(spool)?;
-    let chain_file = chain::read_chain(&spool.chain_path())?;
-    let decided = spool::chain_decisions(&chain_file.records);
+    let (_, decided) = spool::verify_chain(spool, &load_pinned()?)?;
     if as_json {
         let packets: Vec<Value> = snap
             .packets
@@ -484,7 +483,7 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
         if !chain_path.exists() {
             return Err(Failure::usage(format!("{}: no chain.jsonl in this directory", path.display())));
         }
-        return Ok(chain::read_chain(&chain_path)?.verify(opts));
+        return Ok(chain::verify_file(&chain_path, opts, |_, _| {})?);
     }
     let bytes = std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
     if let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(&bytes) {
@@ -493,7 +492,7 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
             return Ok(chain::verify_export(&v, opts));
         }
     }
-    Ok(chain::read_chain(path)?.verify(opts))
+    Ok(chain::verify_file(path, opts, |_, _| {})?)
 }
 
 fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {

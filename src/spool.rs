@@ -15,7 +15,7 @@ use crate::chain::{self, ChainError, VerifyOptions};
 use crate::decision::{self, DecisionInput, SignedDecision, Verdict};
 use crate::keys::{PinnedKeys, Principal, write_atomic};
 use crate::packet::{self, InvalidReason, MAX_FILE_BYTES, Packet, Receipt};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read};
@@ -338,30 +338,46 @@ pub struct ChainDecision {
     pub entry_hash: String,
 }
 
+/// The decision a chain record carries, if it is a warrant decision record.
+#[must_use]
+pub fn chain_decision_of(rec: &Map<String, Value>) -> Option<(String, ChainDecision)> {
+    let doc = rec.get("metadata").and_then(|m| m.get("warrant_decision"))?;
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let id = s(doc, "packet_id")?;
+    let verdict = s(doc, "decision").as_deref().and_then(Verdict::parse)?;
+    let entry_hash = rec.get("entry_hash").and_then(Value::as_str).unwrap_or_default().to_owned();
+    Some((
+        id,
+        ChainDecision {
+            verdict,
+            principal: s(doc, "principal").unwrap_or_default(),
+            reason: s(doc, "reason"),
+            decided_at: s(doc, "decided_at").unwrap_or_default(),
+            packet_hash: s(doc, "packet_hash").unwrap_or_default(),
+            chain_index: rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0),
+            entry_hash,
+        },
+    ))
+}
+
 /// The decisions recorded in a chain, by packet id (the last one wins).
 #[must_use]
 pub fn chain_decisions(records: &[Value]) -> HashMap<String, ChainDecision> {
-    let mut out = HashMap::new();
-    for rec in records {
-        let Some(doc) = rec.get("metadata").and_then(|m| m.get("warrant_decision")) else { continue };
-        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-        let (Some(id), Some(verdict)) = (s(doc, "packet_id"), s(doc, "decision").as_deref().and_then(Verdict::parse)) else {
-            continue;
-        };
-        out.insert(
-            id,
-            ChainDecision {
-                verdict,
-                principal: s(doc, "principal").unwrap_or_default(),
-                reason: s(doc, "reason"),
-                decided_at: s(doc, "decided_at").unwrap_or_default(),
-                packet_hash: s(doc, "packet_hash").unwrap_or_default(),
-                chain_index: rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0),
-                entry_hash: s(rec, "entry_hash").unwrap_or_default(),
-            },
-        );
-    }
-    out
+    records.iter().filter_map(Value::as_object).filter_map(chain_decision_of).collect()
+}
+
+/// Verifies a spool's chain as a stream and collects its decisions on the way.
+///
+/// # Errors
+/// I/O errors while reading the chain.
+pub fn verify_chain(spool: &Spool, pinned: &PinnedKeys) -> Result<(chain::VerifyReport, HashMap<String, ChainDecision>), ChainError> {
+    let mut decisions = HashMap::new();
+    let report = chain::verify_file(&spool.chain_path(), VerifyOptions { pinned: Some(pinned) }, |_, rec| {
+        if let Some((id, d)) = chain_decision_of(rec) {
+            decisions.insert(id, d);
+        }
+    })?;
+    Ok((report, decisions))
 }
 
 /// Why a decision could not be made.
@@ -442,20 +458,19 @@ pub fn decide(
     let chain_path = spool.chain_path();
     let mut refusal: Option<DecideError> = None;
     let appended = chain::append(&chain_path, |_head| {
-        let file = match chain::read_chain(&chain_path) {
-            Ok(f) => f,
+        let (report, mut decisions) = match verify_chain(spool, pinned) {
+            Ok(r) => r,
             Err(e) => {
                 let msg = e.to_string();
                 refusal = Some(DecideError::Chain(e));
                 return Err(msg);
             }
         };
-        let report = file.verify(VerifyOptions { pinned: Some(pinned) });
         if let Some(first) = report.first() {
             refusal = Some(DecideError::ChainBroken(first.to_string()));
             return Err("chain broken".into());
         }
-        if let Some(prior) = chain_decisions(&file.records).remove(&packet.id) {
+        if let Some(prior) = decisions.remove(&packet.id) {
             refusal = Some(DecideError::AlreadyDecided {
                 id: packet.id.clone(),
                 verdict: prior.verdict.as_str(),

@@ -12,7 +12,6 @@ pub mod theme;
 pub mod ui;
 mod watcher;
 
-use crate::chain::{self, VerifyOptions};
 use crate::config;
 use crate::keys::{PinnedKeys, Principal};
 use crate::spool::{self, Scanner, Spool};
@@ -145,13 +144,10 @@ impl Runner {
                     return;
                 }
                 self.verifying = true;
-                let (path, pinned, tx) = (self.spool.chain_path(), Arc::clone(&self.pinned), self.tx.clone());
+                let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
                 tokio::task::spawn_blocking(move || {
-                    let _ = tx.send(match chain::read_chain(&path) {
-                        Ok(file) => {
-                            let report = file.verify(VerifyOptions { pinned: Some(&pinned) });
-                            Action::ChainVerified(Box::new(report), spool::chain_decisions(&file.records))
-                        }
+                    let _ = tx.send(match spool::verify_chain(&spool, &pinned) {
+                        Ok((report, decisions)) => Action::ChainVerified(Box::new(report), decisions),
                         Err(e) => Action::Error(format!("reading the chain: {e}")),
                     });
                 });
