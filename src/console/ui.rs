@@ -152,16 +152,26 @@ fn window(selected: usize, len: usize, height: usize) -> (usize, usize) {
 }
 
 fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
-    let block = Block::default()
+    // The selection stays on the packet under review when newer ones arrive above it, so rows
+    // hidden above or below the window are always announced.
+    let rows_h = area.height.saturating_sub(3) as usize;
+    let sel = state.selection(state.pane);
+    let len = state.len(state.pane);
+    let (from, to) = window(sel, len, rows_h);
+    let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(if state.zoomed { theme.get("border") } else { theme.get("border_focus") })
         .title(tabs_line(state, theme));
+    if from > 0 {
+        block = block.title_top(Line::from(Span::styled(format!(" ↑ {from} newer "), theme.get("warn"))).right_aligned());
+    }
+    if to < len {
+        block = block.title_bottom(Line::from(Span::styled(format!(" ↓ {} more ", len - to), theme.get("muted"))).right_aligned());
+    }
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let rows_h = inner.height.saturating_sub(1) as usize;
-    let sel = state.selection(state.pane);
-    let (from, to) = window(sel, state.len(state.pane), rows_h);
-    let wide = inner.width >= 90;
+    // The fixed columns take 63 cells with spacing; show summaries when at least 10 more fit.
+    let wide = inner.width >= 74;
     let (header, widths, rows): (Vec<&str>, Vec<Constraint>, Vec<Row<'_>>) = match state.pane {
         Pane::Pending => {
             let rows = state.pending()[from..to]
