@@ -71,6 +71,11 @@ pub fn to_canonical_vec(value: &Value) -> Vec<u8> {
 }
 
 /// The canonical bytes of `value` as a `String` (canonical JSON is always valid UTF-8).
+///
+/// ```
+/// let v = serde_json::json!({"z": [3, null, {"b": true, "a": "é"}], "a": 1});
+/// assert_eq!(warrant::canonical::to_canonical_string(&v), r#"{"a":1,"z":[3,null,{"a":"é","b":true}]}"#);
+/// ```
 #[must_use]
 pub fn to_canonical_string(value: &Value) -> String {
     String::from_utf8(to_canonical_vec(value)).unwrap_or_default()
@@ -136,6 +141,13 @@ pub fn canonical_hash(value: &Value) -> String {
 }
 
 /// `"sha256:" + hex(SHA-256(bytes))` of raw bytes.
+///
+/// ```
+/// assert_eq!(
+///     warrant::canonical::sha256_prefixed(b"abc"),
+///     "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+/// );
+/// ```
 #[must_use]
 pub fn sha256_prefixed(bytes: &[u8]) -> String {
     prefixed(&Sha256::digest(bytes).into())

@@ -271,6 +271,22 @@ where
     report
 }
 
+/// Checks one record before it is appended: its shape, the approval rule and (with `pinned`) its
+/// signature. Linkage is not checked here (it is set by [`seal`]). An append that would leave
+/// the chain failing verification is refused by its callers, so no input can poison the chain.
+#[must_use]
+pub fn check_new_record(rec: &Map<String, Value>, pinned: Option<&PinnedKeys>) -> Vec<Finding> {
+    let mut report = VerifyReport::default();
+    check_record_shape(0, rec, &mut report);
+    check_approval(0, rec, &mut report);
+    if let Some(pinned) = pinned {
+        if let Err(message) = crate::decision::check_record_signature(rec, pinned) {
+            report.push(Some(0), Check::Signature, message);
+        }
+    }
+    report.findings
+}
+
 /// Verifies records held in memory (see [`verify_stream`]).
 #[must_use]
 pub fn verify_records(records: &[Value], opts: VerifyOptions<'_>) -> VerifyReport {
@@ -517,6 +533,11 @@ pub fn verify_export(envelope: &Value, opts: VerifyOptions<'_>) -> VerifyReport 
     }
     if records.is_none() {
         bad("`records` must be an array".into());
+    }
+    if let Some(map) = envelope.as_object() {
+        for key in map.keys().filter(|k| !["schema", "chain", "records"].contains(&k.as_str())) {
+            bad(format!("unknown envelope field `{key}`"));
+        }
     }
     let chain = envelope.get("chain").and_then(Value::as_object);
     match chain {

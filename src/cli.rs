@@ -220,7 +220,25 @@ pub fn load_principal(config: &Config) -> Result<Principal, Failure> {
         );
         tracing::info!(fingerprint = %principal.fingerprint(), "created principal key");
     }
-    Ok(principal)
+    // A signature verifies only under a key pinned for the signing principal; catch a renamed
+    // principal or an unpinned own key here rather than at the first signature.
+    let pinned = load_pinned()?;
+    match pinned.get(&principal.fingerprint()) {
+        Some(pin) if pin.principal == principal.name => Ok(principal),
+        Some(pin) => Err(Failure::usage(format!(
+            "the key {} is pinned for principal {:?}, not {:?}; set WARRANT_PRINCIPAL={:?} (or `principal` in config.toml), or re-pin it with `warrant keys export | warrant keys pin --principal {:?} -`",
+            principal.fingerprint(),
+            pin.principal,
+            principal.name,
+            pin.principal,
+            principal.name
+        ))),
+        None => Err(Failure::usage(format!(
+            "the principal key {} is not pinned, so its signatures would not verify; pin it with `warrant keys export | warrant keys pin --principal {:?} -`",
+            principal.fingerprint(),
+            principal.name
+        ))),
+    }
 }
 
 fn load_pinned() -> Result<PinnedKeys, Failure> {
@@ -240,8 +258,9 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             run_console(spool, &config, read_only, theme, None)
         }
         Command::Demo { read_only, theme, interval } => {
+            // A temporary spool unless one is named explicitly.
             let dir = tempfile::Builder::new().prefix("warrant-demo-").tempdir()?;
-            let spool = Spool::new(dir.path());
+            let spool = Spool::new(spool_arg.unwrap_or_else(|| dir.path().to_owned()));
             let code = run_console(spool, &config, read_only, theme, Some(interval.max(0.05)))?;
             drop(dir);
             Ok(code)
@@ -299,7 +318,7 @@ fn run_console(
         rescan: Duration::from_secs(config.rescan_seconds.unwrap_or(5).max(1)),
         demo_interval,
     };
-    crate::console::run(options).map_err(|e| Failure::usage(format!("{e:?}")))?;
+    crate::console::run(options).map_err(|e| Failure::usage(format!("{e:#}")))?;
     Ok(0)
 }
 
@@ -426,7 +445,10 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
         return Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())));
     };
     let decided = spool::decide(spool, &principal, &pinned, &entry.packet, verdict, reason, &crate::clock::now_rfc3339())
-        .map_err(|e| Failure::invalid(e.to_string()))?;
+        .map_err(|e| match e {
+            spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
+            _ => Failure::invalid(e.to_string()),
+        })?;
     println!(
         "{} {id}: record {} {} signed by {} ({})",
         if verdict == Verdict::Approve { "approved" } else { "refused" },
@@ -479,10 +501,8 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
     let opts = VerifyOptions { pinned: Some(pinned) };
     let meta = std::fs::metadata(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
     if meta.is_dir() {
+        // A spool without chain.jsonl has an empty chain, which is valid (as `export` says).
         let chain_path = Spool::new(path).chain_path();
-        if !chain_path.exists() {
-            return Err(Failure::usage(format!("{}: no chain.jsonl in this directory", path.display())));
-        }
         return Ok(chain::verify_file(&chain_path, opts, |_, _| {})?);
     }
     let bytes = std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;

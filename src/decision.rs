@@ -87,6 +87,19 @@ pub struct DecisionInput<'a> {
 }
 
 /// The canonical document that is signed for a decision.
+///
+/// ```
+/// use warrant::decision::{decision_document, DecisionInput, Verdict};
+/// let input = DecisionInput {
+///     packet_id: "p-1", packet_hash: "sha256:00", action_class: "email.send.external",
+///     agent: "scribe", trace_id: "t", verdict: Verdict::Refuse, reason: Some("not now"),
+///     decided_at: "2026-11-21T09:00:00Z",
+/// };
+/// let doc = decision_document(&input, "alice", "SHA256:k");
+/// assert_eq!(doc["decision"], "refuse");
+/// assert_eq!(doc["domain"], "warrant.decision/v1");
+/// assert_eq!(doc["reason"], "not now");
+/// ```
 #[must_use]
 pub fn decision_document(input: &DecisionInput<'_>, principal: &str, key_fingerprint: &str) -> Value {
     let mut doc = json!({
@@ -249,6 +262,11 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
         ("approver", r("approver") == d("principal")),
         ("reviewer", sig.get("reviewer").and_then(Value::as_str) == d("principal")),
         ("signed_at", sig.get("signed_at").and_then(Value::as_str) == d("decided_at")),
+        ("metadata.reason", meta.get("reason").and_then(Value::as_str) == d("reason") && meta.get("reason").is_none_or(Value::is_string)),
+        (
+            "metadata.approval.decision",
+            meta.get("approval").and_then(|a| a.get("decision")).is_none_or(|v| v.as_str() == d("decision")),
+        ),
     ];
     if let Some((field, _)) = mismatches.iter().find(|(_, ok)| !ok) {
         return Err(format!("record field `{field}` disagrees with the signed decision"));

@@ -211,7 +211,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    // Make the rename itself durable.
+    fs::File::open(dir)?.sync_all()
 }
 
 /// One pinned key.

@@ -73,6 +73,12 @@ impl fmt::Display for DecisionState {
 }
 
 /// True when `s` matches the class-id pattern `^[a-z][a-z0-9]*(\.[a-z][a-z0-9]*)+$`.
+///
+/// ```
+/// use warrant::packet::is_class_id;
+/// assert!(is_class_id("email.send.external"));
+/// assert!(!is_class_id("email_send") && !is_class_id("Email.send"));
+/// ```
 #[must_use]
 pub fn is_class_id(s: &str) -> bool {
     let mut segments = 0;
@@ -219,6 +225,15 @@ fn check_datetime(m: &Map<String, Value>, k: &str) -> Result<Option<String>, Inv
     }
 }
 
+/// The four risk classes.
+const RISKS: [&str; 4] = ["low", "medium", "high", "critical"];
+
+/// An agent name for the chain: the given one trimmed, or `unknown` when absent or blank (a
+/// chain record's `agent` must be non-empty).
+fn nonblank(agent: Option<&str>) -> String {
+    agent.map(str::trim).filter(|a| !a.is_empty()).unwrap_or("unknown").to_owned()
+}
+
 fn first_line(s: &str, max: usize) -> String {
     let line = s.lines().next().unwrap_or("").trim();
     if line.chars().count() > max { line.chars().take(max).collect() } else { line.to_owned() }
@@ -284,19 +299,20 @@ fn parse_portable(m: &Map<String, Value>, stem: &str) -> Result<Packet, InvalidR
     check_type(m, "required_approval", Value::is_boolean, "a boolean")?;
     check_type(m, "receipt_preview", Value::is_object, "an object")?;
     let id = opt_str(m, "packet_id")?.unwrap_or(stem).to_owned();
-    let agent = opt_str(m, "agent")?
-        .or(opt_str(m, "requested_by")?)
-        .or_else(|| proposed.get("requested_by").and_then(Value::as_str))
-        .unwrap_or("unknown")
-        .to_owned();
+    let agent = nonblank(
+        opt_str(m, "agent")?
+            .or(opt_str(m, "requested_by")?)
+            .or_else(|| proposed.get("requested_by").and_then(Value::as_str)),
+    );
     let summary = opt_str(m, "summary")?
         .map(|s| first_line(s, 200))
         .or_else(|| summary_from(proposed, &["summary", "subject", "title", "description"]))
         .unwrap_or_else(|| first_line(reason, 200));
-    let risk = opt_str(m, "risk")?
-        .or(opt_str(m, "risk_class")?)
-        .map(str::to_owned)
-        .or_else(|| crate::registry::risk_of(action_class).map(str::to_owned));
+    let risk = match opt_str(m, "risk")?.or(opt_str(m, "risk_class")?) {
+        Some(r) if RISKS.contains(&r) => Some(r.to_owned()),
+        Some(r) => return Err(schema_err(format!("risk {r:?} is not low, medium, high or critical"))),
+        None => crate::registry::risk_of(action_class).map(str::to_owned),
+    };
     Ok(Packet {
         id,
         form: PacketForm::Portable,
@@ -311,7 +327,7 @@ fn parse_portable(m: &Map<String, Value>, stem: &str) -> Result<Packet, InvalidR
         evidence: m.get("evidence").cloned().unwrap_or(Value::Null),
         created_at: check_datetime(m, "created_at")?,
         expires_at: check_datetime(m, "expires_at")?,
-        trace_id: opt_str(m, "trace_id")?.map(str::to_owned),
+        trace_id: opt_str(m, "trace_id")?.filter(|t| !t.trim().is_empty()).map(str::to_owned),
         content_hash: String::new(),
         raw: Value::Null,
     })
@@ -381,8 +397,13 @@ fn parse_runtime(m: &Map<String, Value>) -> Result<Packet, InvalidReason> {
     req_str(m, "version")?;
     let id = req_str(m, "packetId")?;
     let action_class = req_str(m, "actionClass")?;
+    // The runtime schema gives `actionClass` no pattern; warrant gates by class, so an action
+    // that cannot be classified is not a packet it can decide on.
+    if !is_class_id(&crate::registry::normalize(action_class)) {
+        return Err(schema_err(format!("`actionClass` {action_class:?} is not an action class (like email.send.external)")));
+    }
     let risk = req_str(m, "riskClass")?;
-    if !["low", "medium", "high", "critical"].contains(&risk) {
+    if !RISKS.contains(&risk) {
         return Err(schema_err(format!("`riskClass` {risk:?} is not low, medium, high or critical")));
     }
     let approval_required = m
@@ -425,7 +446,7 @@ fn parse_runtime(m: &Map<String, Value>) -> Result<Packet, InvalidReason> {
         id: id.to_owned(),
         form: PacketForm::Runtime,
         action_class: action_class.to_owned(),
-        agent: opt_str(m, "requestedBy")?.unwrap_or("unknown").to_owned(),
+        agent: nonblank(opt_str(m, "requestedBy")?),
         summary,
         risk: Some(risk.to_owned()),
         // The runtime emits a packet only for a decision that asked for review (§3.2 rules b, d,
@@ -437,7 +458,7 @@ fn parse_runtime(m: &Map<String, Value>) -> Result<Packet, InvalidReason> {
         evidence: m.get("evidence").cloned().unwrap_or(Value::Null),
         created_at: check_datetime(m, "createdAt")?,
         expires_at: check_datetime(m, "expiresAt")?,
-        trace_id: opt_str(m, "decisionId")?.map(str::to_owned),
+        trace_id: opt_str(m, "decisionId")?.filter(|t| !t.trim().is_empty()).map(str::to_owned),
         content_hash: String::new(),
         raw: Value::Null,
     })

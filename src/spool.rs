@@ -14,7 +14,7 @@
 use crate::chain::{self, ChainError, VerifyOptions};
 use crate::decision::{self, DecisionInput, SignedDecision, Verdict};
 use crate::keys::{PinnedKeys, Principal, write_atomic};
-use crate::packet::{self, InvalidReason, MAX_FILE_BYTES, Packet, Receipt};
+use crate::packet::{self, DecisionState, InvalidReason, MAX_FILE_BYTES, Packet, Receipt};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fs;
@@ -398,9 +398,21 @@ pub enum DecideError {
         /// When.
         at: String,
     },
+    /// The packet's decision state forbids execution even with approval.
+    #[error("packet {id:?} is {state}: an agent may not execute it even with approval; refuse it (and act yourself if it must be done)")]
+    NotApprovable {
+        /// The packet.
+        id: String,
+        /// Its decision state.
+        state: DecisionState,
+    },
     /// The chain does not verify; nothing is signed onto a broken chain.
     #[error("the chain does not verify ({0}); refusing to sign until it is examined (`warrant verify`)")]
     ChainBroken(String),
+    /// The record that would be appended does not pass verification itself (for example a key
+    /// that is not pinned for this principal): nothing was appended.
+    #[error("refusing to append a record that would not verify: {0}")]
+    WouldNotVerify(String),
     /// A refusal needs a reason.
     #[error("a refusal needs a reason")]
     ReasonRequired,
@@ -423,12 +435,52 @@ pub struct Decided {
     pub decision_file: PathBuf,
 }
 
-/// Signs a decision on `packet` and records it: under the chain's lock, re-reads and verifies
-/// the whole chain (refusing a broken one, and a packet that is already decided), appends the
-/// signed record durably, then writes `decisions/<id>.json` atomically.
+/// Rebuilds `decisions/<id>.json` from a decision record in the chain (used when an earlier
+/// write of the file was lost after its record was appended).
 ///
 /// # Errors
-/// [`DecideError`].
+/// I/O errors; a record that is not a warrant decision is ignored.
+pub fn restore_decision_file(spool: &Spool, rec: &Map<String, Value>) -> io::Result<bool> {
+    let Some(meta) = rec.get("metadata") else { return Ok(false) };
+    let (Some(doc), Some(sig)) = (
+        meta.get("warrant_decision"),
+        meta.get("approval").and_then(|a| a.get("signatures")).and_then(|s| s.get(0)),
+    ) else {
+        return Ok(false);
+    };
+    let Some(id) = doc.get("packet_id").and_then(Value::as_str).filter(|id| packet::is_safe_id(id)) else { return Ok(false) };
+    let mut signature = sig.clone();
+    if let Value::Object(m) = &mut signature {
+        m.remove("reviewer");
+        m.remove("signed_at");
+    }
+    let signed = SignedDecision { document: doc.clone(), signature };
+    let appended = chain::Appended {
+        chain_index: rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0),
+        entry_hash: rec.get("entry_hash").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        record: Value::Null,
+    };
+    write_decision_file(spool, id, &decision::decision_file(&signed, &appended))?;
+    Ok(true)
+}
+
+fn write_decision_file(spool: &Spool, id: &str, file: &Value) -> io::Result<PathBuf> {
+    fs::create_dir_all(spool.decisions_dir())?;
+    let path = spool.decision_path(id);
+    let mut bytes = serde_json::to_vec_pretty(file).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    write_atomic(&path, &bytes, 0o644)?;
+    Ok(path)
+}
+
+/// Signs a decision on `packet` and records it: under the chain's lock, re-reads and verifies
+/// the whole chain (refusing a broken one, and a packet that is already decided), checks that
+/// the new record would itself verify, appends it durably, then writes
+/// `decisions/<id>.json` atomically. Decision files missing for earlier records are restored
+/// from the chain on the way.
+///
+/// # Errors
+/// [`DecideError`]; on any error nothing was appended.
 pub fn decide(
     spool: &Spool,
     principal: &Principal,
@@ -440,6 +492,11 @@ pub fn decide(
 ) -> Result<Decided, DecideError> {
     if verdict == Verdict::Refuse && reason.is_none_or(|r| r.trim().is_empty()) {
         return Err(DecideError::ReasonRequired);
+    }
+    if verdict == Verdict::Approve {
+        if let Some(state @ (DecisionState::Blocked | DecisionState::HumanOnly)) = packet.state {
+            return Err(DecideError::NotApprovable { id: packet.id.clone(), state });
+        }
     }
     spool.ensure()?;
     let trace = packet.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", packet.id));
@@ -457,8 +514,18 @@ pub fn decide(
     let signed = decision::sign_decision(principal, &input);
     let chain_path = spool.chain_path();
     let mut refusal: Option<DecideError> = None;
-    let appended = chain::append(&chain_path, |_head| {
-        let (report, mut decisions) = match verify_chain(spool, pinned) {
+    let mut to_restore: Vec<Map<String, Value>> = Vec::new();
+    let appended = chain::append(&chain_path, |head| {
+        let mut decisions = HashMap::new();
+        let verified = chain::verify_file(&chain_path, VerifyOptions { pinned: Some(pinned) }, |_, rec| {
+            if let Some((id, d)) = chain_decision_of(rec) {
+                if packet::is_safe_id(&id) && !spool.decision_path(&id).exists() {
+                    to_restore.push(rec.clone());
+                }
+                decisions.insert(id, d);
+            }
+        });
+        let report = match verified {
             Ok(r) => r,
             Err(e) => {
                 let msg = e.to_string();
@@ -479,16 +546,24 @@ pub fn decide(
             });
             return Err("already decided".into());
         }
-        Ok(decision::record_body(&input, &signed))
+        let body = decision::record_body(&input, &signed);
+        let sealed = chain::seal(body.clone(), head);
+        let problems = sealed.record.as_object().map(|r| chain::check_new_record(r, Some(pinned))).unwrap_or_default();
+        if let Some(first) = problems.first() {
+            refusal = Some(DecideError::WouldNotVerify(format!("[{}] {}", first.check.as_str(), first.message)));
+            return Err("would not verify".into());
+        }
+        Ok(body)
     });
+    for rec in &to_restore {
+        if let Err(e) = restore_decision_file(spool, rec) {
+            tracing::warn!(error = %e, "could not restore a decision file");
+        }
+    }
     let appended = match appended {
         Ok(a) => a,
         Err(e) => return Err(refusal.unwrap_or(DecideError::Chain(e))),
     };
-    let file = decision::decision_file(&signed, &appended);
-    let path = spool.decision_path(&packet.id);
-    let mut bytes = serde_json::to_vec_pretty(&file).map_err(io::Error::other)?;
-    bytes.push(b'\n');
-    write_atomic(&path, &bytes, 0o644)?;
+    let path = write_decision_file(spool, &packet.id, &decision::decision_file(&signed, &appended))?;
     Ok(Decided { signed, appended, decision_file: path })
 }

@@ -172,6 +172,19 @@ fn refuse_needs_a_reason_then_confirms() {
     assert!(matches!(fx.as_slice(), [Effect::Sign { verdict: Verdict::Refuse, reason: Some(r), .. }] if r == "too soon"));
 }
 
+// Approving a human-only packet is refused before any dialog; refusing it is allowed.
+#[test]
+fn human_only_packets_cannot_be_approved() {
+    let mut s = state(false);
+    press(&mut s, &["G"]);
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-pay"));
+    assert!(press(&mut s, &["a"]).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("human_only")), "{:?}", s.flash);
+    press(&mut s, &["r", "x", "enter"]);
+    assert!(matches!(&s.mode, Mode::Confirm(c) if c.verdict == Verdict::Refuse));
+}
+
 // A read-only console never produces a Sign effect.
 #[test]
 fn read_only_cannot_sign() {
@@ -249,6 +262,14 @@ fn help_overlay_comes_from_the_keymap() {
         assert!(h.contains(&b.desc), "help lacks {:?}", b.desc);
     }
     insta::assert_snapshot!("help_160x48", h);
+    // At 80×24 the sections flow into columns: every binding of every mode is still shown.
+    let small = screen(&s, 80, 24);
+    for mode in ["normal", "confirm", "input", "help"] {
+        for b in s.keymap.bindings(mode) {
+            assert!(small.contains(&b.desc), "80×24 help lacks {:?}:\n{small}", b.desc);
+        }
+    }
+    insta::assert_snapshot!("help_80x24", small);
     press(&mut s, &["esc"]);
     assert_eq!(s.mode, Mode::Normal);
 }

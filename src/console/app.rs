@@ -681,6 +681,15 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
         state.flash = Some(Flash { text: why, error: true });
         return vec![];
     }
+    if approve {
+        if let Some(s @ (crate::packet::DecisionState::Blocked | crate::packet::DecisionState::HumanOnly)) = packet.state {
+            state.flash = Some(Flash {
+                text: format!("{} is {s}: an agent may not execute it even with approval; refuse it with r", packet.id),
+                error: true,
+            });
+            return vec![];
+        }
+    }
     state.mode = if approve {
         Mode::Confirm(Confirm { packet, verdict: Verdict::Approve, reason: None, focus: Button::Cancel })
     } else {

@@ -220,7 +220,8 @@ impl Keymap {
         let path = crate::config::config_dir().join("keymap.toml");
         match std::fs::read_to_string(&path) {
             Ok(text) => Self::parse(&text, Some(&base)).map_err(|e| format!("{}: {e}", path.display())),
-            Err(_) => Ok(base),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(base),
+            Err(e) => Err(format!("{}: {e}", path.display())),
         }
     }
 

@@ -491,23 +491,33 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 }
 
 fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
-    let mut lines = Vec::new();
+    // Sections flow into as many columns as the height requires, so nothing is cut off.
+    let mut lines: Vec<Line<'_>> = Vec::new();
     for (mode, title) in [("normal", "Lists"), ("confirm", "Confirmation"), ("input", "Text line"), ("help", "Help")] {
+        if !lines.is_empty() {
+            lines.push(Line::from(""));
+        }
         lines.push(Line::from(Span::styled(title, theme.get("header"))));
         for b in state.keymap.bindings(mode) {
             let keys: Vec<String> = b.keys.iter().map(super::keymap::Key::label).collect();
             lines.push(Line::from(vec![
-                Span::styled(format!("  {:<18}", keys.join(" ")), theme.get("key_hint")),
+                Span::styled(format!(" {:<15} ", keys.join(" ")), theme.get("key_hint")),
                 Span::raw(b.desc.clone()),
             ]));
         }
     }
-    let rect = centered(area, 60, area.height.saturating_sub(2));
+    const COLUMN: u16 = 38;
+    let height = area.height.saturating_sub(4).max(1) as usize;
+    let columns = lines.len().div_ceil(height).max(1) as u16;
+    let rect = centered(area, (COLUMN * columns + 2).min(area.width), (lines.len().min(height) + 2) as u16);
     frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).border_style(theme.get("border_focus")).title(" Help: keys ")),
-        rect,
-    );
+    let block = Block::default().borders(Borders::ALL).border_style(theme.get("border_focus")).title(" Help: keys (esc closes) ");
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let areas = Layout::horizontal(vec![Constraint::Length(COLUMN); columns as usize]).split(inner);
+    for (chunk, col) in lines.chunks(height).zip(areas.iter()) {
+        frame.render_widget(Paragraph::new(chunk.to_vec()), *col);
+    }
 }
 
 fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, c: &super::app::Confirm) {

@@ -1,0 +1,187 @@
+//! The `warrant` binary's commands and exit codes, on temporary spools and config dirs.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_warrant");
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Self { dir: tempfile::tempdir().expect("tempdir") }
+    }
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("config")
+    }
+    fn spool(&self) -> PathBuf {
+        self.dir.path().join("spool")
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .env("WARRANT_CONFIG", self.config())
+            .env("WARRANT_SPOOL", self.spool())
+            .env("WARRANT_PRINCIPAL", "alice")
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
+            .stdin(Stdio::null());
+        c
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run warrant")
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!("stdout: {}\nstderr: {}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn fixture(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/opentrustgraph/fixtures").join(rel).display().to_string()
+}
+
+// verify exits 0 for valid fixtures, 1 naming the first bad record and check for invalid ones,
+// and 2 for a missing path.
+#[test]
+fn verify_exit_codes_and_first_finding() {
+    let e = Env::new();
+    for f in ["valid/decision-chain.json", "valid/tier-transition.json", "valid/effect-inheritance-chain.json"] {
+        let o = e.run(&["verify", &fixture(f)]);
+        assert_eq!(o.status.code(), Some(0), "{f}: {}", text(&o));
+    }
+    for (f, index, check) in [
+        ("invalid/tampered-chain.json", 1, "previous_hash"),
+        ("invalid/missing-approval.json", 0, "approval"),
+        ("invalid/actor-chain-parentage.json", 1, "lineage"),
+    ] {
+        let o = e.run(&["verify", &fixture(f), "--json"]);
+        assert_eq!(o.status.code(), Some(1), "{f}: {}", text(&o));
+        let report: Value = serde_json::from_slice(&o.stdout).expect("json");
+        assert_eq!(report["valid"], false);
+        assert_eq!(report["first"]["index"], index, "{f}");
+        assert_eq!(report["first"]["check"], check, "{f}");
+        let o = e.run(&["verify", &fixture(f)]);
+        assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("record {index}: [{check}]")), "{}", text(&o));
+    }
+    let o = e.run(&["verify", "/nonexistent/chain.jsonl"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // A spool with no chain yet is an empty, valid chain.
+    std::fs::create_dir_all(e.spool()).expect("spool");
+    assert_eq!(e.run(&["verify"]).status.code(), Some(0));
+}
+
+// propose, approve, refuse, list, export and verify work together; the key is created on first
+// use with mode 0600 and its fingerprint is shown.
+#[test]
+fn propose_decide_list_export_verify() {
+    let e = Env::new();
+    let o = e.run(&["propose", "--class", "email.send.external", "--agent", "scribe", "--summary", "Quote", "--id", "p1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "p1");
+    let packet: Value = serde_json::from_slice(&std::fs::read(e.spool().join("packets/p1.json")).expect("packet")).expect("json");
+    assert_eq!(packet["packet_id"], "p1");
+    assert_eq!(packet["external_actions"], 0);
+    let o = e.run(&["approve", "p1", "--reason", "ok"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("created the principal key for alice"), "{}", text(&o));
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(e.config().join("principal.key")).expect("key").permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(e.run(&["approve", "p1"]).status.code(), Some(1), "a second decision is refused");
+    assert_eq!(e.run(&["approve", "missing"]).status.code(), Some(1));
+    e.run(&["propose", "--class", "social.post.public", "--agent", "herald", "--summary", "Post", "--id", "p2"]);
+    assert_ne!(e.run(&["refuse", "p2"]).status.code(), Some(0), "refuse needs --reason");
+    assert_eq!(e.run(&["refuse", "p2", "--reason", "not now"]).status.code(), Some(0));
+    let list: Value = serde_json::from_slice(&e.run(&["list", "--json"]).stdout).expect("list json");
+    let decisions: Vec<&str> = list["packets"].as_array().expect("packets").iter().filter_map(|p| p["decision"].as_str()).collect();
+    assert_eq!(decisions.len(), 2, "{list}");
+    let export = e.run(&["export"]);
+    let env: Value = serde_json::from_slice(&export.stdout).expect("export json");
+    assert_eq!(env["schema"], "opentrustgraph-chain/v0");
+    assert_eq!(env["chain"]["total"], 2);
+    assert_eq!(env["chain"]["verified"], true);
+    let path = e.dir.path().join("export.json");
+    std::fs::write(&path, &export.stdout).expect("write export");
+    let o = e.run(&["verify", &path.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 signatures verified"));
+}
+
+// A principal name that does not match the pinned key is refused before anything is signed.
+#[test]
+fn a_renamed_principal_is_refused_before_signing() {
+    let e = Env::new();
+    e.run(&["keys"]);
+    e.run(&["propose", "--class", "draft.compose", "--agent", "a", "--summary", "s", "--id", "p"]);
+    let o = e.cmd(&["approve", "p"]).env("WARRANT_PRINCIPAL", "bob").output().expect("run");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("pinned for principal \"alice\""), "{}", text(&o));
+    assert!(!e.spool().join("chain.jsonl").exists());
+}
+
+// keys export prints a PEM that pin accepts; unpin removes it; verification then rejects the
+// signatures it no longer trusts.
+#[test]
+fn keys_export_pin_unpin_changes_what_verifies() {
+    let e = Env::new();
+    e.run(&["propose", "--class", "draft.compose", "--agent", "a", "--summary", "s", "--id", "p"]);
+    assert_eq!(e.run(&["approve", "p"]).status.code(), Some(0));
+    let pem = e.run(&["keys", "export"]);
+    assert!(String::from_utf8_lossy(&pem.stdout).starts_with("-----BEGIN PUBLIC KEY-----"));
+    let show = String::from_utf8_lossy(&e.run(&["keys"]).stdout).into_owned();
+    let fp = show.lines().find_map(|l| l.strip_prefix("key        ")).expect("fingerprint line").trim().to_owned();
+    assert_eq!(e.run(&["keys", "unpin", &fp]).status.code(), Some(0));
+    let o = e.run(&["verify", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let report: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(report["first"]["check"], "signature");
+    assert!(report["first"]["message"].as_str().is_some_and(|m| m.contains("not pinned")));
+    let pem_path = e.dir.path().join("alice.pub");
+    std::fs::write(&pem_path, &pem.stdout).expect("pem");
+    assert_eq!(e.run(&["keys", "pin", "--principal", "alice", &pem_path.display().to_string()]).status.code(), Some(0));
+    assert_eq!(e.run(&["verify"]).status.code(), Some(0));
+}
+
+// propose --wait: 4 on timeout; a forged decision file is ignored; the genuine approval exits 0.
+#[test]
+fn propose_wait_verifies_the_decision_before_trusting_it() {
+    let e = Env::new();
+    e.run(&["keys"]);
+    let o = e.run(&["propose", "--class", "draft.compose", "--agent", "a", "--summary", "s", "--id", "late", "--wait", "0.3"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+
+    let mut agent = e.cmd(&["propose", "--class", "email.send.external", "--agent", "a", "--summary", "s", "--id", "w", "--wait", "20"]);
+    let agent = agent.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let packet = e.spool().join("packets/w.json");
+    while !packet.exists() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // A forger with their own key writes an approval for this packet.
+    let forger = warrant::keys::Principal::from_seed("alice", &[66; 32]);
+    let bytes = std::fs::read(&packet).expect("packet");
+    let p = warrant::packet::parse_packet(&bytes, "w").expect("parse");
+    let input = warrant::decision::DecisionInput {
+        packet_id: "w",
+        packet_hash: &p.content_hash,
+        action_class: "email.send.external",
+        agent: "a",
+        trace_id: "t",
+        verdict: warrant::decision::Verdict::Approve,
+        reason: None,
+        decided_at: "2026-11-21T09:00:00Z",
+    };
+    let signed = warrant::decision::sign_decision(&forger, &input);
+    let fake = warrant::chain::Appended { chain_index: 1, entry_hash: "sha256:00".into(), record: Value::Null };
+    std::fs::create_dir_all(e.spool().join("decisions")).expect("dir");
+    std::fs::write(e.spool().join("decisions/w.json"), serde_json::to_vec(&warrant::decision::decision_file(&signed, &fake)).expect("json")).expect("forge");
+    std::thread::sleep(Duration::from_millis(300));
+    // The genuine decision.
+    assert_eq!(e.run(&["approve", "w"]).status.code(), Some(0));
+    let out = agent.wait_with_output().expect("agent");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ignoring decision file") && err.contains("not pinned"), "{err}");
+}

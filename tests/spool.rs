@@ -1,0 +1,192 @@
+//! Deciding on real files: the spool scan, `decide`, and what it refuses so the chain stays
+//! verifiable whatever agents publish.
+
+use serde_json::{Value, json};
+use warrant::chain::{self, Check, VerifyOptions};
+use warrant::decision::Verdict;
+use warrant::keys::{PinnedKeys, Principal};
+use warrant::packet::DecisionState;
+use warrant::spool::{self, DecideError, Scanner, Spool};
+
+const AT: &str = "2026-11-21T09:00:00Z";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    spool: Spool,
+    principal: Principal,
+    pinned: PinnedKeys,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spool = Spool::new(dir.path().join("spool"));
+    spool.ensure().expect("spool");
+    let principal = Principal::from_seed("alice", &[5; 32]);
+    let mut pinned = PinnedKeys::default();
+    pinned.pin("alice", principal.verifying_key());
+    Fixture { _dir: dir, spool, principal, pinned }
+}
+
+fn portable(id: &str, agent: &str, class: &str, status: &str) -> Value {
+    json!({
+        "type": "trust_graduation_approval_packet", "packet_id": id, "agent": agent, "action_class": class,
+        "proposed_action": {"text": "hello"},
+        "decision": {"status": status, "action_class": class, "reason": "test"},
+        "external_actions": 0
+    })
+}
+
+impl Fixture {
+    fn publish(&self, id: &str, doc: &Value) {
+        self.spool.publish(&self.spool.packets_dir(), id, doc).expect("publish");
+    }
+    fn packet(&self, id: &str) -> std::sync::Arc<warrant::packet::Packet> {
+        let snap = Scanner::new().scan(&self.spool).expect("scan");
+        std::sync::Arc::clone(&snap.packet(id).unwrap_or_else(|| panic!("no packet {id}: {:?}", snap.invalid)).packet)
+    }
+    fn decide(&self, id: &str, verdict: Verdict, reason: Option<&str>) -> Result<spool::Decided, DecideError> {
+        spool::decide(&self.spool, &self.principal, &self.pinned, &self.packet(id), verdict, reason, AT)
+    }
+    fn verify(&self) -> chain::VerifyReport {
+        spool::verify_chain(&self.spool, &self.pinned).expect("verify").0
+    }
+}
+
+// A packet with a blank agent or blank trace id is decided with agent `unknown`, and the chain
+// still verifies: no packet can poison the chain.
+#[test]
+fn blank_agent_and_trace_cannot_poison_the_chain() {
+    let f = fixture();
+    let mut doc = portable("blank", "   ", "draft.compose", "review_required");
+    doc["trace_id"] = json!("");
+    f.publish("blank", &doc);
+    let d = f.decide("blank", Verdict::Approve, None).expect("decide");
+    assert_eq!(d.appended.record["agent"], "unknown");
+    assert_eq!(d.appended.record["trace_id"], "warrant:blank");
+    let report = f.verify();
+    assert!(report.is_valid(), "{:?}", report.findings);
+    // And the next decision still goes through.
+    f.publish("next", &portable("next", "agent-a", "draft.compose", "review_required"));
+    f.decide("next", Verdict::Refuse, Some("no")).expect("second decision");
+    assert_eq!(f.verify().total, 2);
+}
+
+// Runtime packets whose actionClass is not a class id are invalid rather than decidable.
+#[test]
+fn runtime_packets_need_a_classifiable_action() {
+    let f = fixture();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/trust-graduation/packets/js-reference/01-email-send-external.packet.json");
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
+    doc["actionClass"] = json!("  ");
+    f.publish("blank-class", &doc);
+    let snap = Scanner::new().scan(&f.spool).expect("scan");
+    assert!(snap.packets.is_empty());
+    assert!(snap.invalid[0].reason.to_string().contains("actionClass"), "{}", snap.invalid[0].reason);
+}
+
+// A key pinned for another principal (a renamed principal) is caught before anything is
+// appended.
+#[test]
+fn a_record_that_would_not_verify_is_not_appended() {
+    let f = fixture();
+    f.publish("p", &portable("p", "agent-a", "draft.compose", "review_required"));
+    let bob = Principal::from_seed("bob", &[5; 32]); // alice's key, bob's name
+    let err = spool::decide(&f.spool, &bob, &f.pinned, &f.packet("p"), Verdict::Approve, None, AT).expect_err("must refuse");
+    assert!(matches!(err, DecideError::WouldNotVerify(ref m) if m.contains("pinned for")), "{err}");
+    assert!(!f.spool.chain_path().exists() || std::fs::read(f.spool.chain_path()).expect("chain").is_empty());
+    assert!(!f.spool.decision_path("p").exists());
+}
+
+// Human-only and blocked packets cannot be approved; they can be refused.
+#[test]
+fn human_only_and_blocked_cannot_be_approved() {
+    let f = fixture();
+    for (id, status) in [("pay", "human_only"), ("stop", "blocked")] {
+        f.publish(id, &portable(id, "agent-b", "payment.initiate", status));
+        let err = f.decide(id, Verdict::Approve, None).expect_err("approval must be refused");
+        assert!(matches!(err, DecideError::NotApprovable { state, .. } if state == DecisionState::parse(status).expect("state")), "{err}");
+        f.decide(id, Verdict::Refuse, Some("do it by hand")).expect("refusal is fine");
+    }
+    assert_eq!(f.verify().total, 2);
+}
+
+// Deciding twice is refused; a refusal needs a reason; an unparsable chain refuses signing.
+#[test]
+fn double_decisions_reasonless_refusals_and_broken_chains_are_refused() {
+    let f = fixture();
+    f.publish("p", &portable("p", "agent-a", "draft.compose", "review_required"));
+    assert!(matches!(f.decide("p", Verdict::Refuse, Some("  ")), Err(DecideError::ReasonRequired)));
+    f.decide("p", Verdict::Approve, Some("fine")).expect("first");
+    assert!(matches!(f.decide("p", Verdict::Refuse, Some("changed my mind")), Err(DecideError::AlreadyDecided { .. })));
+    f.publish("q", &portable("q", "agent-a", "draft.compose", "review_required"));
+    let mut text = std::fs::read_to_string(f.spool.chain_path()).expect("chain");
+    text = text.replacen("\"fine\"", "\"FINE\"", 1);
+    std::fs::write(f.spool.chain_path(), text).expect("tamper");
+    let err = f.decide("q", Verdict::Approve, None).expect_err("broken chain");
+    assert!(matches!(err, DecideError::ChainBroken(_)), "{err}");
+    let lines = std::fs::read_to_string(f.spool.chain_path()).expect("chain").lines().count();
+    assert_eq!(lines, 1, "nothing was appended to the broken chain");
+}
+
+// A decision file lost after its record was appended is restored from the chain by the next
+// decision, and it verifies.
+#[test]
+fn lost_decision_files_are_restored_from_the_chain() {
+    let f = fixture();
+    f.publish("a", &portable("a", "agent-a", "draft.compose", "review_required"));
+    f.publish("b", &portable("b", "agent-a", "draft.compose", "review_required"));
+    let first = f.decide("a", Verdict::Approve, Some("ok")).expect("a");
+    let original: Value = serde_json::from_slice(&std::fs::read(&first.decision_file).expect("file")).expect("json");
+    std::fs::remove_file(&first.decision_file).expect("lose it");
+    f.decide("b", Verdict::Approve, None).expect("b");
+    let restored: Value = serde_json::from_slice(&std::fs::read(&first.decision_file).expect("restored")).expect("json");
+    assert_eq!(restored, original);
+    let packet = f.packet("a");
+    let v = warrant::decision::verify_decision_file(&restored, "a", Some(&packet.content_hash), &f.pinned).expect("verifies");
+    assert_eq!(v.reason.as_deref(), Some("ok"));
+}
+
+// Unsigned copies of the reason and decision in a record must agree with the signed document.
+#[test]
+fn unsigned_metadata_must_match_the_signed_document() {
+    let f = fixture();
+    f.publish("p", &portable("p", "agent-a", "draft.compose", "review_required"));
+    let d = f.decide("p", Verdict::Approve, Some("fine")).expect("decide");
+    let Value::Object(rec) = d.appended.record else { panic!("record") };
+    assert_eq!(warrant::decision::check_record_signature(&rec, &f.pinned), Ok(true));
+    for (path, value) in [("reason", json!("something else")), ("decision", json!("refuse"))] {
+        let mut bad = rec.clone();
+        let meta = bad.get_mut("metadata").and_then(Value::as_object_mut).expect("metadata");
+        if path == "reason" {
+            meta.insert("reason".into(), value);
+        } else {
+            meta.get_mut("approval").and_then(Value::as_object_mut).expect("approval").insert("decision".into(), value);
+        }
+        let err = warrant::decision::check_record_signature(&bad, &f.pinned).expect_err(path);
+        assert!(err.contains("disagrees with the signed decision"), "{err}");
+        let findings = chain::check_new_record(&bad, Some(&f.pinned));
+        assert!(findings.iter().any(|x| x.check == Check::Signature));
+    }
+}
+
+// The scanner parses a file again only when it changed, and reports deletions.
+#[test]
+fn scanner_is_incremental_and_sees_changes() {
+    let f = fixture();
+    let mut scanner = Scanner::new();
+    f.publish("p", &portable("p", "agent-a", "draft.compose", "review_required"));
+    assert_eq!(scanner.scan(&f.spool).expect("scan").packets.len(), 1);
+    f.publish("p", &portable("p", "agent-z", "draft.compose", "review_required"));
+    let snap = scanner.scan(&f.spool).expect("scan");
+    assert_eq!(snap.packets[0].packet.agent, "agent-z");
+    std::fs::remove_file(f.spool.packets_dir().join("p.json")).expect("rm");
+    assert!(scanner.scan(&f.spool).expect("scan").packets.is_empty());
+    // Dot-files and non-JSON names are work in progress, never read.
+    std::fs::write(f.spool.packets_dir().join(".p.json.tmp"), b"{").expect("tmp");
+    std::fs::write(f.spool.packets_dir().join("notes.txt"), b"x").expect("txt");
+    let snap = scanner.scan(&f.spool).expect("scan");
+    assert!(snap.packets.is_empty() && snap.invalid.is_empty());
+    // The verified chain of an empty spool is valid and empty.
+    let report = chain::verify_file(&f.spool.chain_path(), VerifyOptions { pinned: Some(&f.pinned) }, |_, _| {}).expect("verify");
+    assert!(report.is_valid() && report.total == 0);
+}
