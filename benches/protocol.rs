@@ -1,3 +1,4 @@
+#![allow(missing_docs)] // criterion_group! generates an undocumented function.
 //! Criterion benchmarks of the protocol core: canonical hashing of a record, chain
 //! verification, packet parsing, and decision signing and verification.
 
@@ -18,7 +19,7 @@ fn input(i: u64, id: &str, hash: &str) -> DecisionInput<'static> {
         action_class: "email.send.external",
         agent: "agent-bench",
         trace_id: id,
-        verdict: if i % 2 == 0 { Verdict::Approve } else { Verdict::Refuse },
+        verdict: if i.is_multiple_of(2) { Verdict::Approve } else { Verdict::Refuse },
         reason: Some("benchmark"),
         decided_at: "2026-11-21T09:00:00Z",
     }
@@ -48,13 +49,19 @@ fn benches(c: &mut Criterion) {
     let bytes = warrant::canonical::to_canonical_vec(&records[10]).len() as u64;
     let mut g = c.benchmark_group("canonical");
     g.throughput(Throughput::Bytes(bytes));
-    g.bench_function("entry_hash of one decision record", |b| b.iter(|| warrant::canonical::canonical_digest_without(black_box(rec), "entry_hash")));
+    g.bench_function("entry_hash of one decision record", |b| {
+        b.iter(|| warrant::canonical::canonical_digest_without(black_box(rec), "entry_hash"))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("chain");
     g.throughput(Throughput::Elements(records.len() as u64));
-    g.bench_function("verify 1000 records, hashes only", |b| b.iter(|| chain::verify_records(black_box(&records), VerifyOptions::default())));
-    g.bench_function("verify 1000 records with signatures", |b| b.iter(|| chain::verify_records(black_box(&records), VerifyOptions { pinned: Some(&pins) })));
+    g.bench_function("verify 1000 records, hashes only", |b| {
+        b.iter(|| chain::verify_records(black_box(&records), VerifyOptions::default()))
+    });
+    g.bench_function("verify 1000 records with signatures", |b| {
+        b.iter(|| chain::verify_records(black_box(&records), VerifyOptions { pinned: Some(&pins) }))
+    });
     let text: String = records.iter().map(|r| warrant::canonical::to_canonical_string(r) + "\n").collect();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("chain.jsonl");
@@ -75,14 +82,18 @@ fn benches(c: &mut Criterion) {
     .expect("json");
     let mut g = c.benchmark_group("packet");
     g.throughput(Throughput::Bytes(packet.len() as u64));
-    g.bench_function("parse and validate a portable packet", |b| b.iter(|| warrant::packet::parse_packet(black_box(&packet), "p-1")));
+    g.bench_function("parse and validate a portable packet", |b| {
+        b.iter(|| warrant::packet::parse_packet(black_box(&packet), "p-1"))
+    });
     g.finish();
 
     let inp = input(0, "p-1", &warrant::canonical::sha256_prefixed(b"p-1"));
     let signed = decision::sign_decision(&principal, &inp);
     let mut g = c.benchmark_group("decision");
     g.bench_function("sign", |b| b.iter(|| decision::sign_decision(black_box(&principal), black_box(&inp))));
-    g.bench_function("verify against pinned keys", |b| b.iter(|| decision::verify_document(black_box(&signed.document), &signed.signature, &pins)));
+    g.bench_function("verify against pinned keys", |b| {
+        b.iter(|| decision::verify_document(black_box(&signed.document), &signed.signature, &pins))
+    });
     g.finish();
 }
 

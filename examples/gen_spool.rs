@@ -15,7 +15,9 @@ use warrant::spool::Spool;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (Some(dir), Some(n), Some(m)) = (args.get(1), args.get(2).and_then(|s| s.parse::<u64>().ok()), args.get(3).and_then(|s| s.parse::<u64>().ok())) else {
+    let (Some(dir), Some(n), Some(m)) =
+        (args.get(1), args.get(2).and_then(|s| s.parse::<u64>().ok()), args.get(3).and_then(|s| s.parse::<u64>().ok()))
+    else {
         eprintln!("usage: gen_spool <DIR> <N records> <M packets>");
         std::process::exit(2);
     };
@@ -54,7 +56,14 @@ fn main() {
     out.flush().expect("flush");
     for j in 0..m {
         let id = format!("pending-{j:08}");
-        let doc = warrant::cli::build_packet(&id, "email.send.external", "agent-scale", &format!("Scale packet {j}"), json!({"to": "x@example.com", "body": "hello"}), "2026-11-21T09:00:00Z");
+        let doc = warrant::cli::build_packet(
+            &id,
+            "email.send.external",
+            "agent-scale",
+            &format!("Scale packet {j}"),
+            json!({"to": "x@example.com", "body": "hello"}),
+            "2026-11-21T09:00:00Z",
+        );
         spool.publish(&spool.packets_dir(), &id, &doc).expect("packet");
     }
     eprintln!("wrote {n} records and {m} packets under {}", root.display());

@@ -41,7 +41,14 @@ fn main() {
     let mut samples = Vec::with_capacity(n);
     for k in 0..n {
         let token = format!("latency-token-{k:04}");
-        let doc = warrant::cli::build_packet(&token, "draft.compose", "agent-latency", &token, serde_json::json!({}), &warrant::clock::now_rfc3339());
+        let doc = warrant::cli::build_packet(
+            &token,
+            "draft.compose",
+            "agent-latency",
+            &token,
+            serde_json::json!({}),
+            &warrant::clock::now_rfc3339(),
+        );
         let tmp = packets.join(format!(".{token}.tmp"));
         std::fs::write(&tmp, serde_json::to_vec(&doc).expect("json")).expect("write");
         let t0 = Instant::now();

@@ -41,11 +41,7 @@ pub fn write_canonical<W: Write + ?Sized>(value: &Value, out: &mut W) -> io::Res
 }
 
 /// Writes an object with its keys sorted, leaving out the top-level key `skip` if given.
-fn write_object<W: Write + ?Sized>(
-    map: &Map<String, Value>,
-    skip: Option<&str>,
-    out: &mut W,
-) -> io::Result<()> {
+fn write_object<W: Write + ?Sized>(map: &Map<String, Value>, skip: Option<&str>, out: &mut W) -> io::Result<()> {
     let mut keys: Vec<&String> = map.keys().filter(|k| Some(k.as_str()) != skip).collect();
     // A BTreeMap-backed map is already sorted; sorting a sorted Vec is a cheap linear check.
     keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
@@ -156,9 +152,8 @@ pub fn sha256_prefixed(bytes: &[u8]) -> String {
 /// True when `s` is `sha256:` followed by exactly 64 lower-case hex digits.
 #[must_use]
 pub fn is_sha256_string(s: &str) -> bool {
-    s.strip_prefix(SHA256_PREFIX).is_some_and(|h| {
-        h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
+    s.strip_prefix(SHA256_PREFIX)
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
 #[cfg(test)]
@@ -198,9 +193,6 @@ mod tests {
         assert!(is_sha256_string(&sha256_prefixed(b"abc")));
         assert!(!is_sha256_string("sha256:ABC"));
         assert!(!is_sha256_string(&sha256_prefixed(b"abc").to_uppercase()));
-        assert_eq!(
-            sha256_prefixed(b"abc"),
-            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(sha256_prefixed(b"abc"), "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

@@ -159,11 +159,14 @@ pub enum Line<R> {
     Unparsable(String),
 }
 
+/// What a child needs of its parent for the v0.1 checks: its `effects_grant` and `actor_chain`.
+type ParentFacts = (Vec<Value>, Option<Value>);
+
 /// Lineage facts kept per record for the v0.1 checks (§5.2): only what children need.
 #[derive(Default)]
 struct Lineage {
     /// Every `record_id` seen, with the parent-relevant parts of records that have any.
-    seen: HashMap<String, Option<(Vec<Value>, Option<Value>)>>,
+    seen: HashMap<String, Option<ParentFacts>>,
 }
 
 /// Records per signature batch handed to a worker thread.
@@ -207,7 +210,9 @@ where
                             match crate::decision::check_record_signature(map, pinned) {
                                 Ok(true) => ok += 1,
                                 Ok(false) => {}
-                                Err(message) => found.push(Finding { index: Some(*i), check: Check::Signature, message }),
+                                Err(message) => {
+                                    found.push(Finding { index: Some(*i), check: Check::Signature, message })
+                                }
                             }
                         }
                         if tx.send((ok, found)).is_err() {
@@ -247,8 +252,7 @@ where
                 let facts = (!grant.is_empty() || actor.is_some()).then_some((grant, actor));
                 lineage.seen.insert(id.to_owned(), facts);
             }
-            let signed = opts.pinned.is_some()
-                && map.get("metadata").and_then(|m| m.get("warrant_decision")).is_some();
+            let signed = opts.pinned.is_some() && map.get("metadata").and_then(|m| m.get("warrant_decision")).is_some();
             if signed {
                 batch.push((i, rec));
                 if batch.len() >= SIGNATURE_BATCH {
@@ -279,10 +283,10 @@ pub fn check_new_record(rec: &Map<String, Value>, pinned: Option<&PinnedKeys>) -
     let mut report = VerifyReport::default();
     check_record_shape(0, rec, &mut report);
     check_approval(0, rec, &mut report);
-    if let Some(pinned) = pinned {
-        if let Err(message) = crate::decision::check_record_signature(rec, pinned) {
-            report.push(Some(0), Check::Signature, message);
-        }
+    if let Some(pinned) = pinned
+        && let Err(message) = crate::decision::check_record_signature(rec, pinned)
+    {
+        report.push(Some(0), Check::Signature, message);
     }
     report.findings
 }
@@ -321,11 +325,7 @@ fn check_record_shape(i: usize, rec: &Map<String, Value>, report: &mut VerifyRep
     if !rec.get("autonomy_tier").and_then(Value::as_str).is_some_and(|s| TIERS.contains(&s)) {
         bad(format!("`autonomy_tier` must be one of {TIERS:?}"));
     }
-    if !rec
-        .get("timestamp")
-        .and_then(Value::as_str)
-        .is_some_and(|s| crate::clock::parse_rfc3339(s).is_some())
-    {
+    if rec.get("timestamp").and_then(Value::as_str).is_none_or(|s| crate::clock::parse_rfc3339(s).is_none()) {
         bad("`timestamp` must be an RFC 3339 date-time".into());
     }
     match rec.get("cost_usd") {
@@ -333,7 +333,7 @@ fn check_record_shape(i: usize, rec: &Map<String, Value>, report: &mut VerifyRep
         Some(Value::Number(n)) if n.as_f64().is_some_and(|x| x >= 0.0) => {}
         Some(_) => bad("`cost_usd` must be null or a number >= 0".into()),
     }
-    if !rec.get("chain_index").and_then(Value::as_u64).is_some_and(|n| n >= 1) {
+    if rec.get("chain_index").and_then(Value::as_u64).is_none_or(|n| n < 1) {
         bad("`chain_index` must be an integer >= 1".into());
     }
     match rec.get("previous_hash") {
@@ -355,12 +355,7 @@ fn check_record_shape(i: usize, rec: &Map<String, Value>, report: &mut VerifyRep
     }
 }
 
-fn check_linkage(
-    i: usize,
-    rec: &Map<String, Value>,
-    previous: Option<&str>,
-    report: &mut VerifyReport,
-) {
+fn check_linkage(i: usize, rec: &Map<String, Value>, previous: Option<&str>, report: &mut VerifyReport) {
     let expected_index = i as u64 + 1;
     match rec.get("chain_index").and_then(Value::as_u64) {
         Some(n) if n == expected_index => {}
@@ -375,11 +370,7 @@ fn check_linkage(
         report.push(
             Some(i),
             Check::PreviousHash,
-            format!(
-                "previous_hash mismatch; expected {}, found {}",
-                show_opt(previous),
-                show_opt(recorded_prev)
-            ),
+            format!("previous_hash mismatch; expected {}, found {}", show_opt(previous), show_opt(recorded_prev)),
         );
     }
     let computed = canonical::prefixed(&canonical::canonical_digest_without(rec, "entry_hash"));
@@ -411,11 +402,11 @@ fn check_approval(i: usize, rec: &Map<String, Value>, report: &mut VerifyReport)
     if !fires {
         return;
     }
-    if !rec.get("approver").and_then(Value::as_str).is_some_and(|s| !s.trim().is_empty()) {
+    if rec.get("approver").and_then(Value::as_str).is_none_or(|s| s.trim().is_empty()) {
         report.push(Some(i), Check::Approval, "approval required but approver is empty");
     }
     let approval = approval.unwrap_or(&Value::Null);
-    if !approval.get("quorum").and_then(Value::as_u64).is_some_and(|q| q >= 1) {
+    if approval.get("quorum").and_then(Value::as_u64).is_none_or(|q| q < 1) {
         report.push(Some(i), Check::Approval, "approval required but quorum is missing or < 1");
     }
     let sigs = approval.get("signatures").and_then(Value::as_array);
@@ -433,9 +424,7 @@ fn check_approval(i: usize, rec: &Map<String, Value>, report: &mut VerifyReport)
                     report.push(
                         Some(i),
                         Check::Approval,
-                        format!(
-                            "approval signature {k} lacks reviewer, signed_at (RFC 3339) or signature"
-                        ),
+                        format!("approval signature {k} lacks reviewer, signed_at (RFC 3339) or signature"),
                     );
                 }
             }
@@ -466,7 +455,10 @@ fn check_lineage(i: usize, rec: &Map<String, Value>, lineage: &Lineage, report: 
             report.push(
                 Some(i),
                 Check::Lineage,
-                format!("effects_used escaped grant: {} not in parent {parent_id:?}", canonical::to_canonical_string(effect)),
+                format!(
+                    "effects_used escaped grant: {} not in parent {parent_id:?}",
+                    canonical::to_canonical_string(effect)
+                ),
             );
         }
     }
@@ -544,25 +536,20 @@ pub fn verify_export(envelope: &Value, opts: VerifyOptions<'_>) -> VerifyReport 
         None => bad("`chain` must be an object".into()),
         Some(c) => {
             for key in c.keys() {
-                if !["topic", "total", "root_hash", "verified", "generated_at", "producer"]
-                    .contains(&key.as_str())
-                {
+                if !["topic", "total", "root_hash", "verified", "generated_at", "producer"].contains(&key.as_str()) {
                     bad(format!("unknown chain field `{key}`"));
                 }
             }
             if !nonempty_str(c, "topic") {
                 bad("`chain.topic` must be a non-empty string".into());
             }
-            if !c
-                .get("generated_at")
-                .and_then(Value::as_str)
-                .is_some_and(|s| crate::clock::parse_rfc3339(s).is_some())
-            {
+            if c.get("generated_at").and_then(Value::as_str).is_none_or(|s| crate::clock::parse_rfc3339(s).is_none()) {
                 bad("`chain.generated_at` must be an RFC 3339 date-time".into());
             }
-            let producer_ok = c.get("producer").and_then(Value::as_object).is_some_and(|p| {
-                nonempty_str(p, "name") && nonempty_str(p, "version") && p.len() == 2
-            });
+            let producer_ok = c
+                .get("producer")
+                .and_then(Value::as_object)
+                .is_some_and(|p| nonempty_str(p, "name") && nonempty_str(p, "version") && p.len() == 2);
             if !producer_ok {
                 bad("`chain.producer` must be {name, version}, both non-empty".into());
             }
@@ -834,8 +821,7 @@ where
 {
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
     let existed = path.exists();
-    let mut file =
-        OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io_err)?;
+    let mut file = OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io_err)?;
     file.lock().map_err(io_err)?;
     if !existed {
         sync_parent(path).map_err(io_err)?;

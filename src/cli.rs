@@ -444,11 +444,12 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
         }
         return Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())));
     };
-    let decided = spool::decide(spool, &principal, &pinned, &entry.packet, verdict, reason, &crate::clock::now_rfc3339())
-        .map_err(|e| match e {
-            spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
-            _ => Failure::invalid(e.to_string()),
-        })?;
+    let decided =
+        spool::decide(spool, &principal, &pinned, &entry.packet, verdict, reason, &crate::clock::now_rfc3339())
+            .map_err(|e| match e {
+                spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
+                _ => Failure::invalid(e.to_string()),
+            })?;
     println!(
         "{} {id}: record {} {} signed by {} ({})",
         if verdict == Verdict::Approve { "approved" } else { "refused" },
@@ -476,8 +477,11 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
                 })
             })
             .collect();
-        let invalid: Vec<Value> =
-            snap.invalid.iter().map(|f| json!({"file": f.name, "kind": f.kind, "reason": f.reason.to_string()})).collect();
+        let invalid: Vec<Value> = snap
+            .invalid
+            .iter()
+            .map(|f| json!({"file": f.name, "kind": f.kind, "reason": f.reason.to_string()}))
+            .collect();
         print_json(&json!({"packets": packets, "invalid": invalid}))?;
         return Ok(0);
     }
@@ -570,7 +574,8 @@ fn keys_cmd(config: &Config, action: KeysAction) -> Result<u8, Failure> {
             if file == Path::new("-") {
                 std::io::stdin().read_to_string(&mut text)?;
             } else {
-                text = std::fs::read_to_string(&file).map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
+                text =
+                    std::fs::read_to_string(&file).map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
             }
             let key = keys::parse_public_key(&text).map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
             let mut pinned = load_pinned()?;

@@ -151,9 +151,7 @@ pub fn verify_document<'p>(doc: &Value, sig: &Value, pinned: &'p PinnedKeys) -> 
     let claimed = field("payload_hash").ok_or("signature has no payload_hash")?;
     let actual = payload_hash(doc);
     if claimed != actual {
-        return Err(format!(
-            "payload hash mismatch: the signed document was edited (signed {claimed}, now {actual})"
-        ));
+        return Err(format!("payload hash mismatch: the signed document was edited (signed {claimed}, now {actual})"));
     }
     let signer = field("signer").ok_or("signature has no signer")?;
     let principal = doc.get("principal").and_then(Value::as_str);
@@ -262,7 +260,11 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
         ("approver", r("approver") == d("principal")),
         ("reviewer", sig.get("reviewer").and_then(Value::as_str) == d("principal")),
         ("signed_at", sig.get("signed_at").and_then(Value::as_str) == d("decided_at")),
-        ("metadata.reason", meta.get("reason").and_then(Value::as_str) == d("reason") && meta.get("reason").is_none_or(Value::is_string)),
+        (
+            "metadata.reason",
+            meta.get("reason").and_then(Value::as_str) == d("reason")
+                && meta.get("reason").is_none_or(Value::is_string),
+        ),
         (
             "metadata.approval.decision",
             meta.get("approval").and_then(|a| a.get("decision")).is_none_or(|v| v.as_str() == d("decision")),
@@ -344,8 +346,12 @@ pub fn verify_decision_file(
     if file.get("type").and_then(Value::as_str) != Some(DECISION_FILE_TYPE) {
         return Err(DecisionError::Malformed("`type` is not warrant_decision".into()));
     }
-    let doc = file.get("document").filter(|d| d.is_object()).ok_or_else(|| DecisionError::Malformed("no document".into()))?;
-    let sig = file.get("signature").filter(|d| d.is_object()).ok_or_else(|| DecisionError::Malformed("no signature".into()))?;
+    let doc =
+        file.get("document").filter(|d| d.is_object()).ok_or_else(|| DecisionError::Malformed("no document".into()))?;
+    let sig = file
+        .get("signature")
+        .filter(|d| d.is_object())
+        .ok_or_else(|| DecisionError::Malformed("no signature".into()))?;
     verify_document(doc, sig, pinned).map_err(DecisionError::Signature)?;
     let d = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
     if d("domain").as_deref() != Some(DECISION_DOMAIN) {

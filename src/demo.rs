@@ -33,20 +33,48 @@ impl Rng {
 /// One thing a simulated agent may ask for: (agent, action class, summary, proposed action).
 fn proposals() -> Vec<(&'static str, &'static str, &'static str, Value)> {
     vec![
-        ("agent-scribe", "email.send.external", "Quote for 40 units to Dana at Northwind",
-         json!({"to": "dana@northwind.example", "subject": "Quote for 40 units", "body": "Hi Dana,\nAttached is the quote we discussed: 40 units at $18.50.\nBest, Sam"})),
-        ("agent-scribe", "email.send.internal", "Weekly status to the ops list",
-         json!({"to": "ops@acme.example", "subject": "Weekly status", "body": "Shipped: invoicing v2. Blocked: vendor SSO."})),
-        ("agent-planner", "calendar.create", "Kick-off with Northwind, Tue 10:00",
-         json!({"title": "Northwind kick-off", "start": "2026-11-24T10:00:00Z", "duration_minutes": 45, "invitees": ["dana@northwind.example", "sam@acme.example"]})),
-        ("agent-herald", "social.post.public", "Announce the v2 release on the company feed",
-         json!({"channel": "company-feed", "text": "Invoicing v2 is live: faster exports, fewer clicks."})),
-        ("agent-clerk", "proposal.submit", "Submit the city parks maintenance bid",
-         json!({"portal": "procurement.city.example", "reference": "RFP-2026-114", "amount_usd": 84200})),
-        ("agent-bursar", "payment.initiate", "Pay invoice INV-3312 to Acme Paper",
-         json!({"payee": "Acme Paper", "invoice": "INV-3312", "amount_usd": 1250})),
-        ("agent-helper", "draft.response", "Reply to a customer asking about refunds",
-         json!({"thread": "support-9921", "body": "Thanks for asking — refunds take 5 business days."})),
+        (
+            "agent-scribe",
+            "email.send.external",
+            "Quote for 40 units to Dana at Northwind",
+            json!({"to": "dana@northwind.example", "subject": "Quote for 40 units", "body": "Hi Dana,\nAttached is the quote we discussed: 40 units at $18.50.\nBest, Sam"}),
+        ),
+        (
+            "agent-scribe",
+            "email.send.internal",
+            "Weekly status to the ops list",
+            json!({"to": "ops@acme.example", "subject": "Weekly status", "body": "Shipped: invoicing v2. Blocked: vendor SSO."}),
+        ),
+        (
+            "agent-planner",
+            "calendar.create",
+            "Kick-off with Northwind, Tue 10:00",
+            json!({"title": "Northwind kick-off", "start": "2026-11-24T10:00:00Z", "duration_minutes": 45, "invitees": ["dana@northwind.example", "sam@acme.example"]}),
+        ),
+        (
+            "agent-herald",
+            "social.post.public",
+            "Announce the v2 release on the company feed",
+            json!({"channel": "company-feed", "text": "Invoicing v2 is live: faster exports, fewer clicks."}),
+        ),
+        (
+            "agent-clerk",
+            "proposal.submit",
+            "Submit the city parks maintenance bid",
+            json!({"portal": "procurement.city.example", "reference": "RFP-2026-114", "amount_usd": 84200}),
+        ),
+        (
+            "agent-bursar",
+            "payment.initiate",
+            "Pay invoice INV-3312 to Acme Paper",
+            json!({"payee": "Acme Paper", "invoice": "INV-3312", "amount_usd": 1250}),
+        ),
+        (
+            "agent-helper",
+            "draft.response",
+            "Reply to a customer asking about refunds",
+            json!({"thread": "support-9921", "body": "Thanks for asking — refunds take 5 business days."}),
+        ),
     ]
 }
 
@@ -136,7 +164,7 @@ impl Demo {
                         break;
                     }
                     seq += 1;
-                    let _ = if rng.next() % 3 == 0 { publish_receipt(&spool, &mut rng, seq) } else { publish_packet(&spool, &mut rng, seq) };
+                    let _ = if rng.next().is_multiple_of(3) { publish_receipt(&spool, &mut rng, seq) } else { publish_packet(&spool, &mut rng, seq) };
                 }
             })
             .ok();

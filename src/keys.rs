@@ -262,8 +262,8 @@ impl PinnedKeys {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(source) => return Err(KeyError::Io { path, source }),
         };
-        let file: PinnedFile = toml::from_str(&text)
-            .map_err(|e| KeyError::Pinned { path: path.clone(), message: e.to_string() })?;
+        let file: PinnedFile =
+            toml::from_str(&text).map_err(|e| KeyError::Pinned { path: path.clone(), message: e.to_string() })?;
         let mut out = Self::default();
         for entry in file.keys {
             let key = parse_public_key(&entry.public_key).map_err(|m| KeyError::Pinned {
@@ -320,7 +320,6 @@ impl PinnedKeys {
     }
 
     /// Every pinned key.
-    #[must_use]
     pub fn iter(&self) -> std::slice::Iter<'_, PinnedKey> {
         self.keys.iter()
     }
@@ -345,9 +344,8 @@ mod tests {
     #[test]
     fn rfc8032_seed_gives_the_lodestar_public_key() {
         let seed: [u8; 32] = [
-            0x9d, 0x61, 0xb1, 0x9d, 0xef, 0xfd, 0x5a, 0x60, 0xba, 0x84, 0x4a, 0xf4, 0x92, 0xec,
-            0x2c, 0xc4, 0x44, 0x49, 0xc5, 0x69, 0x7b, 0x32, 0x69, 0x19, 0x70, 0x3b, 0xac, 0x03,
-            0x1c, 0xae, 0x7f, 0x60,
+            0x9d, 0x61, 0xb1, 0x9d, 0xef, 0xfd, 0x5a, 0x60, 0xba, 0x84, 0x4a, 0xf4, 0x92, 0xec, 0x2c, 0xc4, 0x44, 0x49,
+            0xc5, 0x69, 0x7b, 0x32, 0x69, 0x19, 0x70, 0x3b, 0xac, 0x03, 0x1c, 0xae, 0x7f, 0x60,
         ];
         let p = Principal::from_seed("operator", &seed);
         assert_eq!(

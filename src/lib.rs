@@ -14,15 +14,15 @@
 
 pub mod canonical;
 pub mod chain;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod decision;
+pub mod demo;
 pub mod keys;
 pub mod packet;
 pub mod registry;
 pub mod spool;
-pub mod cli;
-pub mod demo;
 
 #[cfg(feature = "console")]
 pub mod console;

@@ -279,7 +279,8 @@ fn parse_portable(m: &Map<String, Value>, stem: &str) -> Result<Packet, InvalidR
     let decision = m.get("decision").ok_or_else(|| schema_err("missing required field `decision`"))?;
     let Value::Object(d) = decision else { return Err(schema_err("`decision` must be an object")) };
     let status = req_str(d, "status").map_err(|e| schema_err(format!("decision: {e}")))?;
-    let state = DecisionState::parse(status).ok_or_else(|| schema_err(format!("decision.status {status:?} is not a decision state")))?;
+    let state = DecisionState::parse(status)
+        .ok_or_else(|| schema_err(format!("decision.status {status:?} is not a decision state")))?;
     let d_class = req_str(d, "action_class").map_err(|e| schema_err(format!("decision: {e}")))?;
     if !is_class_id(d_class) {
         return Err(schema_err("decision.action_class does not match the class-id pattern"));
@@ -346,9 +347,20 @@ fn check_decision_members(d: &Map<String, Value>) -> Result<(), InvalidReason> {
         let check = || -> Result<(), InvalidReason> {
             check_type(g, "needed", non_negative, "a number >= 0")?;
             check_type(g, "current", non_negative, "a number >= 0")?;
-            const NEXT: [&str; 6] =
-                ["prepareApprovalPacket", "request_principal_approval", "run_dry_run", "collect_receipt", "reduce_scope", "stop"];
-            check_type(g, "next_best_action", |v| v.as_str().is_some_and(|s| NEXT.contains(&s)), "one of the six next actions")?;
+            const NEXT: [&str; 6] = [
+                "prepareApprovalPacket",
+                "request_principal_approval",
+                "run_dry_run",
+                "collect_receipt",
+                "reduce_scope",
+                "stop",
+            ];
+            check_type(
+                g,
+                "next_best_action",
+                |v| v.as_str().is_some_and(|s| NEXT.contains(&s)),
+                "one of the six next actions",
+            )?;
             check_type(g, "safe_fallback_action_class", |v| v.as_str().is_some_and(is_class_id), "a class id")?;
             check_type(g, "required_evidence", strings, "an array of strings")
         };
@@ -382,9 +394,27 @@ fn check_decision_members(d: &Map<String, Value>) -> Result<(), InvalidReason> {
 
 /// Keys the runtime packet schema allows (`additionalProperties: false`).
 const RUNTIME_KEYS: [&str; 22] = [
-    "protocol", "version", "packetId", "decisionId", "workspace", "scope", "requestedBy", "principal",
-    "actionClass", "riskClass", "externalSideEffects", "approvalRequired", "receiptRequired", "reason",
-    "requestedAction", "constraints", "actionBinding", "context", "evidence", "decisions", "createdAt",
+    "protocol",
+    "version",
+    "packetId",
+    "decisionId",
+    "workspace",
+    "scope",
+    "requestedBy",
+    "principal",
+    "actionClass",
+    "riskClass",
+    "externalSideEffects",
+    "approvalRequired",
+    "receiptRequired",
+    "reason",
+    "requestedAction",
+    "constraints",
+    "actionBinding",
+    "context",
+    "evidence",
+    "decisions",
+    "createdAt",
     "expiresAt",
 ];
 
@@ -400,7 +430,9 @@ fn parse_runtime(m: &Map<String, Value>) -> Result<Packet, InvalidReason> {
     // The runtime schema gives `actionClass` no pattern; warrant gates by class, so an action
     // that cannot be classified is not a packet it can decide on.
     if !is_class_id(&crate::registry::normalize(action_class)) {
-        return Err(schema_err(format!("`actionClass` {action_class:?} is not an action class (like email.send.external)")));
+        return Err(schema_err(format!(
+            "`actionClass` {action_class:?} is not an action class (like email.send.external)"
+        )));
     }
     let risk = req_str(m, "riskClass")?;
     if !RISKS.contains(&risk) {
@@ -493,13 +525,32 @@ pub fn parse_receipt(bytes: &[u8]) -> Result<Receipt, InvalidReason> {
     let portable = m.get("type").and_then(Value::as_str) == Some("trust_graduation_receipt");
     let runtime = m.get("protocol").and_then(Value::as_str) == Some("trust-graduation");
     let (id_k, class_k, created_k, ext_k, human_k, prev_k, content_k, red_k) = if portable {
-        ("receipt_id", "action_class", "created_at", "external_action_executed", "human_approved", "prev_hash", "content_hash", "redacted_for")
+        (
+            "receipt_id",
+            "action_class",
+            "created_at",
+            "external_action_executed",
+            "human_approved",
+            "prev_hash",
+            "content_hash",
+            "redacted_for",
+        )
     } else if runtime {
         req_str(&m, "version")?;
-        ("receiptId", "actionClass", "createdAt", "externalActionExecuted", "humanApproved", "prevHash", "contentHash", "redactedFor")
+        (
+            "receiptId",
+            "actionClass",
+            "createdAt",
+            "externalActionExecuted",
+            "humanApproved",
+            "prevHash",
+            "contentHash",
+            "redactedFor",
+        )
     } else {
         return Err(InvalidReason::UnknownForm(
-            "expected `type: trust_graduation_receipt` (portable v0.1) or `protocol: trust-graduation` (runtime)".into(),
+            "expected `type: trust_graduation_receipt` (portable v0.1) or `protocol: trust-graduation` (runtime)"
+                .into(),
         ));
     };
     let id = req_str(&m, id_k)?;
@@ -511,7 +562,8 @@ pub fn parse_receipt(bytes: &[u8]) -> Result<Receipt, InvalidReason> {
         return Err(schema_err(format!("`{class_k}` {class:?} does not match the class-id pattern")));
     }
     let outcome = req_str(&m, "outcome")?;
-    let created = check_datetime(&m, created_k)?.ok_or_else(|| schema_err(format!("missing required field `{created_k}`")))?;
+    let created =
+        check_datetime(&m, created_k)?.ok_or_else(|| schema_err(format!("missing required field `{created_k}`")))?;
     check_type(&m, ext_k, Value::is_boolean, "a boolean")?;
     check_type(&m, human_k, Value::is_boolean, "a boolean")?;
     for k in [prev_k, content_k, red_k] {
@@ -520,7 +572,10 @@ pub fn parse_receipt(bytes: &[u8]) -> Result<Receipt, InvalidReason> {
     if !is_safe_id(id) {
         return Err(InvalidReason::UnsafeId(id.to_owned()));
     }
-    let agent = ["agent", "requested_by", "requestedBy"].iter().find_map(|k| m.get(*k).and_then(Value::as_str)).map(str::to_owned);
+    let agent = ["agent", "requested_by", "requestedBy"]
+        .iter()
+        .find_map(|k| m.get(*k).and_then(Value::as_str))
+        .map(str::to_owned);
     let packet_id = ["packet_id", "packetId"].iter().find_map(|k| m.get(*k).and_then(Value::as_str)).map(str::to_owned);
     Ok(Receipt {
         id: id.to_owned(),

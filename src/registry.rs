@@ -20,12 +20,32 @@ pub const CANONICAL: [ActionClass; 10] = [
     ActionClass { id: "draft.compose", kind: "internal", risk: "low", description: "Compose a local draft." },
     ActionClass { id: "draft.response", kind: "internal", risk: "medium", description: "Draft a response for review." },
     ActionClass { id: "tool.call.local", kind: "internal", risk: "low", description: "Call a local tool." },
-    ActionClass { id: "email.send.internal", kind: "external controlled", risk: "medium", description: "Send an email inside the workspace." },
-    ActionClass { id: "email.send.external", kind: "external", risk: "high", description: "Send an email or message outside the local workspace." },
-    ActionClass { id: "calendar.create", kind: "external controlled", risk: "high", description: "Create a calendar event or invite." },
+    ActionClass {
+        id: "email.send.internal",
+        kind: "external controlled",
+        risk: "medium",
+        description: "Send an email inside the workspace.",
+    },
+    ActionClass {
+        id: "email.send.external",
+        kind: "external",
+        risk: "high",
+        description: "Send an email or message outside the local workspace.",
+    },
+    ActionClass {
+        id: "calendar.create",
+        kind: "external controlled",
+        risk: "high",
+        description: "Create a calendar event or invite.",
+    },
     ActionClass { id: "social.post.public", kind: "external", risk: "high", description: "Post publicly." },
     ActionClass { id: "payment.initiate", kind: "human-only", risk: "critical", description: "Move money." },
-    ActionClass { id: "proposal.submit", kind: "external", risk: "high", description: "Submit a proposal to an outside party." },
+    ActionClass {
+        id: "proposal.submit",
+        kind: "external",
+        risk: "high",
+        description: "Submit a proposal to an outside party.",
+    },
 ];
 
 /// Legacy ids and their canonical class (the reference runtime's fifteen, a superset of the
@@ -76,17 +96,29 @@ pub fn risk_of(id: &str) -> Option<&'static str> {
     }
     let n = normalize(id);
     let has = |words: &[&str]| words.iter().any(|w| n.contains(w));
-    Some(if has(&["payment", "spend", "legal", "contract", "policy", "permission", "authority", "delete", "irreversible"]) {
-        "critical"
-    } else if has(&["send", "external", "post", "publish", "submit", "invite", "dm", "comment", "public"]) {
-        "high"
-    } else if has(&["draft", "stage", "preview", "recommend", "rank", "route", "local"]) {
-        "medium"
-    } else if has(&["read", "observe", "summarize", "score"]) {
-        "low"
-    } else {
-        "medium"
-    })
+    Some(
+        if has(&[
+            "payment",
+            "spend",
+            "legal",
+            "contract",
+            "policy",
+            "permission",
+            "authority",
+            "delete",
+            "irreversible",
+        ]) {
+            "critical"
+        } else if has(&["send", "external", "post", "publish", "submit", "invite", "dm", "comment", "public"]) {
+            "high"
+        } else if has(&["draft", "stage", "preview", "recommend", "rank", "route", "local"]) {
+            "medium"
+        } else if has(&["read", "observe", "summarize", "score"]) {
+            "low"
+        } else {
+            "medium"
+        },
+    )
 }
 
 #[cfg(test)]

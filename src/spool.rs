@@ -294,7 +294,11 @@ impl Scanner {
                         });
                     } else {
                         ids.insert(&p.id, name);
-                        snap.packets.push(PacketEntry { file: name.clone(), modified: *modified, packet: Arc::clone(p) });
+                        snap.packets.push(PacketEntry {
+                            file: name.clone(),
+                            modified: *modified,
+                            packet: Arc::clone(p),
+                        });
                     }
                 }
                 Parsed::Receipt(r) => snap.receipts.push(Arc::clone(r)),
@@ -313,10 +317,7 @@ impl Scanner {
 }
 
 fn mtime_ns(meta: &fs::Metadata) -> i128 {
-    meta.modified()
-        .ok()
-        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as i128)
+    meta.modified().ok().and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as i128)
 }
 
 /// A decision as the chain records it.
@@ -370,7 +371,10 @@ pub fn chain_decisions(records: &[Value]) -> HashMap<String, ChainDecision> {
 ///
 /// # Errors
 /// I/O errors while reading the chain.
-pub fn verify_chain(spool: &Spool, pinned: &PinnedKeys) -> Result<(chain::VerifyReport, HashMap<String, ChainDecision>), ChainError> {
+pub fn verify_chain(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+) -> Result<(chain::VerifyReport, HashMap<String, ChainDecision>), ChainError> {
     let mut decisions = HashMap::new();
     let report = chain::verify_file(&spool.chain_path(), VerifyOptions { pinned: Some(pinned) }, |_, rec| {
         if let Some((id, d)) = chain_decision_of(rec) {
@@ -399,7 +403,9 @@ pub enum DecideError {
         at: String,
     },
     /// The packet's decision state forbids execution even with approval.
-    #[error("packet {id:?} is {state}: an agent may not execute it even with approval; refuse it (and act yourself if it must be done)")]
+    #[error(
+        "packet {id:?} is {state}: an agent may not execute it even with approval; refuse it (and act yourself if it must be done)"
+    )]
     NotApprovable {
         /// The packet.
         id: String,
@@ -442,13 +448,14 @@ pub struct Decided {
 /// I/O errors; a record that is not a warrant decision is ignored.
 pub fn restore_decision_file(spool: &Spool, rec: &Map<String, Value>) -> io::Result<bool> {
     let Some(meta) = rec.get("metadata") else { return Ok(false) };
-    let (Some(doc), Some(sig)) = (
-        meta.get("warrant_decision"),
-        meta.get("approval").and_then(|a| a.get("signatures")).and_then(|s| s.get(0)),
-    ) else {
+    let (Some(doc), Some(sig)) =
+        (meta.get("warrant_decision"), meta.get("approval").and_then(|a| a.get("signatures")).and_then(|s| s.get(0)))
+    else {
         return Ok(false);
     };
-    let Some(id) = doc.get("packet_id").and_then(Value::as_str).filter(|id| packet::is_safe_id(id)) else { return Ok(false) };
+    let Some(id) = doc.get("packet_id").and_then(Value::as_str).filter(|id| packet::is_safe_id(id)) else {
+        return Ok(false);
+    };
     let mut signature = sig.clone();
     if let Value::Object(m) = &mut signature {
         m.remove("reviewer");
@@ -493,10 +500,10 @@ pub fn decide(
     if verdict == Verdict::Refuse && reason.is_none_or(|r| r.trim().is_empty()) {
         return Err(DecideError::ReasonRequired);
     }
-    if verdict == Verdict::Approve {
-        if let Some(state @ (DecisionState::Blocked | DecisionState::HumanOnly)) = packet.state {
-            return Err(DecideError::NotApprovable { id: packet.id.clone(), state });
-        }
+    if verdict == Verdict::Approve
+        && let Some(state @ (DecisionState::Blocked | DecisionState::HumanOnly)) = packet.state
+    {
+        return Err(DecideError::NotApprovable { id: packet.id.clone(), state });
     }
     spool.ensure()?;
     let trace = packet.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", packet.id));

@@ -41,7 +41,11 @@ fn text(o: &Output) -> String {
 }
 
 fn fixture(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/opentrustgraph/fixtures").join(rel).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/conformance/opentrustgraph/fixtures")
+        .join(rel)
+        .display()
+        .to_string()
 }
 
 // verify exits 0 for valid fixtures, 1 naming the first bad record and check for invalid ones,
@@ -79,16 +83,20 @@ fn verify_exit_codes_and_first_finding() {
 #[test]
 fn propose_decide_list_export_verify() {
     let e = Env::new();
-    let o = e.run(&["propose", "--class", "email.send.external", "--agent", "scribe", "--summary", "Quote", "--id", "p1"]);
+    let o =
+        e.run(&["propose", "--class", "email.send.external", "--agent", "scribe", "--summary", "Quote", "--id", "p1"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "p1");
-    let packet: Value = serde_json::from_slice(&std::fs::read(e.spool().join("packets/p1.json")).expect("packet")).expect("json");
+    let packet: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("packets/p1.json")).expect("packet")).expect("json");
     assert_eq!(packet["packet_id"], "p1");
     assert_eq!(packet["external_actions"], 0);
     let o = e.run(&["approve", "p1", "--reason", "ok"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("created the principal key for alice"), "{}", text(&o));
-    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(e.config().join("principal.key")).expect("key").permissions());
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(e.config().join("principal.key")).expect("key").permissions(),
+    );
     assert_eq!(mode & 0o777, 0o600);
     assert_eq!(e.run(&["approve", "p1"]).status.code(), Some(1), "a second decision is refused");
     assert_eq!(e.run(&["approve", "missing"]).status.code(), Some(1));
@@ -96,7 +104,8 @@ fn propose_decide_list_export_verify() {
     assert_ne!(e.run(&["refuse", "p2"]).status.code(), Some(0), "refuse needs --reason");
     assert_eq!(e.run(&["refuse", "p2", "--reason", "not now"]).status.code(), Some(0));
     let list: Value = serde_json::from_slice(&e.run(&["list", "--json"]).stdout).expect("list json");
-    let decisions: Vec<&str> = list["packets"].as_array().expect("packets").iter().filter_map(|p| p["decision"].as_str()).collect();
+    let decisions: Vec<&str> =
+        list["packets"].as_array().expect("packets").iter().filter_map(|p| p["decision"].as_str()).collect();
     assert_eq!(decisions.len(), 2, "{list}");
     let export = e.run(&["export"]);
     let env: Value = serde_json::from_slice(&export.stdout).expect("export json");
@@ -150,10 +159,34 @@ fn keys_export_pin_unpin_changes_what_verifies() {
 fn propose_wait_verifies_the_decision_before_trusting_it() {
     let e = Env::new();
     e.run(&["keys"]);
-    let o = e.run(&["propose", "--class", "draft.compose", "--agent", "a", "--summary", "s", "--id", "late", "--wait", "0.3"]);
+    let o = e.run(&[
+        "propose",
+        "--class",
+        "draft.compose",
+        "--agent",
+        "a",
+        "--summary",
+        "s",
+        "--id",
+        "late",
+        "--wait",
+        "0.3",
+    ]);
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
 
-    let mut agent = e.cmd(&["propose", "--class", "email.send.external", "--agent", "a", "--summary", "s", "--id", "w", "--wait", "20"]);
+    let mut agent = e.cmd(&[
+        "propose",
+        "--class",
+        "email.send.external",
+        "--agent",
+        "a",
+        "--summary",
+        "s",
+        "--id",
+        "w",
+        "--wait",
+        "20",
+    ]);
     let agent = agent.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
     let packet = e.spool().join("packets/w.json");
     while !packet.exists() {
@@ -176,7 +209,11 @@ fn propose_wait_verifies_the_decision_before_trusting_it() {
     let signed = warrant::decision::sign_decision(&forger, &input);
     let fake = warrant::chain::Appended { chain_index: 1, entry_hash: "sha256:00".into(), record: Value::Null };
     std::fs::create_dir_all(e.spool().join("decisions")).expect("dir");
-    std::fs::write(e.spool().join("decisions/w.json"), serde_json::to_vec(&warrant::decision::decision_file(&signed, &fake)).expect("json")).expect("forge");
+    std::fs::write(
+        e.spool().join("decisions/w.json"),
+        serde_json::to_vec(&warrant::decision::decision_file(&signed, &fake)).expect("json"),
+    )
+    .expect("forge");
     std::thread::sleep(Duration::from_millis(300));
     // The genuine decision.
     assert_eq!(e.run(&["approve", "w"]).status.code(), Some(0));

@@ -43,16 +43,39 @@ fn packet(id: &str, agent: &str, class: &str, summary: &str, minutes_ago: i64, e
 fn snapshot() -> Snapshot {
     Snapshot {
         packets: vec![
-            packet("p-quote", "agent-scribe", "email.send.external", "Quote for 40 units to Dana", 2, json!({"to": "dana@northwind.example", "subject": "Quote for 40 units", "body": "Hi Dana,\nAttached is the quote.\nBest, Sam"})),
-            packet("p-kickoff", "agent-planner", "calendar.create", "Kick-off with Northwind", 15, json!({"title": "Kick-off", "start": "2026-11-24T10:00:00Z"})),
-            packet("p-pay", "agent-bursar", "payment.initiate", "Pay invoice INV-3312", 90, json!({"payee": "Acme Paper", "amount_usd": 1250})),
+            packet(
+                "p-quote",
+                "agent-scribe",
+                "email.send.external",
+                "Quote for 40 units to Dana",
+                2,
+                json!({"to": "dana@northwind.example", "subject": "Quote for 40 units", "body": "Hi Dana,\nAttached is the quote.\nBest, Sam"}),
+            ),
+            packet(
+                "p-kickoff",
+                "agent-planner",
+                "calendar.create",
+                "Kick-off with Northwind",
+                15,
+                json!({"title": "Kick-off", "start": "2026-11-24T10:00:00Z"}),
+            ),
+            packet(
+                "p-pay",
+                "agent-bursar",
+                "payment.initiate",
+                "Pay invoice INV-3312",
+                90,
+                json!({"payee": "Acme Paper", "amount_usd": 1250}),
+            ),
             packet("p-post", "agent-herald", "social.post.public", "Announce v2", 300, json!({"text": "v2 is live"})),
         ],
         receipts: vec![],
         invalid: vec![InvalidFile {
             kind: FileKind::Packet,
             name: "broken.json".into(),
-            reason: warrant::packet::InvalidReason::Schema("`external_actions` must be the integer 0: packets are prepare-only".into()),
+            reason: warrant::packet::InvalidReason::Schema(
+                "`external_actions` must be the integer 0: packets are prepare-only".into(),
+            ),
             modified: NOW,
         }],
     }
@@ -74,7 +97,12 @@ fn decided_post() -> HashMap<String, ChainDecision> {
 }
 
 fn valid_report(total: usize) -> Box<VerifyReport> {
-    Box::new(VerifyReport { total, root_hash: Some(format!("sha256:{}", "cd".repeat(32))), signatures_verified: total, findings: vec![] })
+    Box::new(VerifyReport {
+        total,
+        root_hash: Some(format!("sha256:{}", "cd".repeat(32))),
+        signatures_verified: total,
+        findings: vec![],
+    })
 }
 
 fn state(read_only: bool) -> State {
@@ -137,7 +165,10 @@ fn approve_goes_through_a_confirmation_focused_on_cancel() {
     assert!(press(&mut s, &["enter"]).is_empty());
     assert_eq!(s.mode, Mode::Normal);
     let fx = press(&mut s, &["a", "y"]);
-    assert!(matches!(fx.as_slice(), [Effect::Sign { verdict: Verdict::Approve, packet, reason: None }] if packet.id == "p-quote"), "{fx:?}");
+    assert!(
+        matches!(fx.as_slice(), [Effect::Sign { verdict: Verdict::Approve, packet, reason: None }] if packet.id == "p-quote"),
+        "{fx:?}"
+    );
     assert!(s.signing);
     // Nothing else can be signed while one signature is in flight.
     assert!(press(&mut s, &["j", "a"]).is_empty());
@@ -167,9 +198,14 @@ fn refuse_needs_a_reason_then_confirms() {
     assert!(matches!(s.mode, Mode::Input { .. }), "empty reason must be refused");
     press(&mut s, &["t", "o", "o", "space", "s", "o", "o", "n", "enter"]);
     let Mode::Confirm(c) = &s.mode else { panic!("{:?}", s.mode) };
-    assert_eq!((c.verdict, c.reason.as_deref(), c.packet.id.as_str()), (Verdict::Refuse, Some("too soon"), "p-kickoff"));
+    assert_eq!(
+        (c.verdict, c.reason.as_deref(), c.packet.id.as_str()),
+        (Verdict::Refuse, Some("too soon"), "p-kickoff")
+    );
     let fx = press(&mut s, &["y"]);
-    assert!(matches!(fx.as_slice(), [Effect::Sign { verdict: Verdict::Refuse, reason: Some(r), .. }] if r == "too soon"));
+    assert!(
+        matches!(fx.as_slice(), [Effect::Sign { verdict: Verdict::Refuse, reason: Some(r), .. }] if r == "too soon")
+    );
 }
 
 // Approving a human-only packet is refused before any dialog; refusing it is allowed.
@@ -203,7 +239,11 @@ fn broken_chain_alerts_and_refuses_signing() {
         total: 7,
         root_hash: None,
         signatures_verified: 3,
-        findings: vec![Finding { index: Some(3), check: Check::EntryHash, message: "entry_hash mismatch; recomputed sha256:…, stored sha256:…".into() }],
+        findings: vec![Finding {
+            index: Some(3),
+            check: Check::EntryHash,
+            message: "entry_hash mismatch; recomputed sha256:…, stored sha256:…".into(),
+        }],
     };
     app::update(&mut s, Action::ChainVerified(Box::new(report), decided_post()));
     assert_eq!(s.mode, Mode::ChainAlert);
@@ -331,13 +371,29 @@ fn signed_result_flashes_and_rescans() {
     press(&mut s, &["a", "y"]);
     let fx = app::update(
         &mut s,
-        Action::Signed(Ok(app::SignedSummary { packet_id: "p-quote".into(), verdict: Verdict::Approve, chain_index: 8, entry_hash: format!("sha256:{}", "ef".repeat(32)) })),
+        Action::Signed(Ok(app::SignedSummary {
+            packet_id: "p-quote".into(),
+            verdict: Verdict::Approve,
+            chain_index: 8,
+            entry_hash: format!("sha256:{}", "ef".repeat(32)),
+        })),
     );
     assert_eq!(fx, vec![Effect::VerifyChain, Effect::Scan]);
     assert!(!s.signing);
     assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("approved p-quote")));
     let mut decided = decided_post();
-    decided.insert("p-quote".into(), ChainDecision { verdict: Verdict::Approve, principal: "alice".into(), reason: None, decided_at: "2026-11-21T09:00:00Z".into(), packet_hash: String::new(), chain_index: 8, entry_hash: String::new() });
+    decided.insert(
+        "p-quote".into(),
+        ChainDecision {
+            verdict: Verdict::Approve,
+            principal: "alice".into(),
+            reason: None,
+            decided_at: "2026-11-21T09:00:00Z".into(),
+            packet_hash: String::new(),
+            chain_index: 8,
+            entry_hash: String::new(),
+        },
+    );
     app::update(&mut s, Action::ChainVerified(valid_report(8), decided));
     assert!(s.pending().iter().all(|e| e.packet.id != "p-quote"));
     assert_eq!(s.decided().len(), 2);

@@ -39,7 +39,8 @@ impl Tmux {
 
     fn send(&self, keys: &[&str]) {
         for k in keys {
-            let status = Command::new("tmux").args(["-L", &self.socket, "send-keys", "-t", "t", k]).status().expect("send-keys");
+            let status =
+                Command::new("tmux").args(["-L", &self.socket, "send-keys", "-t", "t", k]).status().expect("send-keys");
             assert!(status.success());
             std::thread::sleep(Duration::from_millis(40));
         }
@@ -47,17 +48,27 @@ impl Tmux {
 
     /// Types literal text.
     fn type_text(&self, text: &str) {
-        let status = Command::new("tmux").args(["-L", &self.socket, "send-keys", "-t", "t", "-l", text]).status().expect("send-keys");
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-t", "t", "-l", text])
+            .status()
+            .expect("send-keys");
         assert!(status.success());
     }
 
     fn screen(&self) -> String {
-        let out = Command::new("tmux").args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"]).output().expect("capture-pane");
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"])
+            .output()
+            .expect("capture-pane");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     fn alive(&self) -> bool {
-        Command::new("tmux").args(["-L", &self.socket, "has-session", "-t", "t"]).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+        Command::new("tmux")
+            .args(["-L", &self.socket, "has-session", "-t", "t"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
     }
 
     /// Waits until the screen satisfies `pred`; returns the screen and the time it took.
@@ -143,7 +154,8 @@ fn approve_a_real_packet_from_the_console() {
     let w = World::new();
     let tmux = Tmux::start("approve", &w.env(), &["console"]);
     tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
-    let bytes = std::fs::read(conformance("trust-graduation/packets/js-reference/01-email-send-external.packet.json")).expect("fixture");
+    let bytes = std::fs::read(conformance("trust-graduation/packets/js-reference/01-email-send-external.packet.json"))
+        .expect("fixture");
     let published = w.publish("quote.json", &bytes);
     let (_, _) = tmux.wait_for("the packet", |s| s.contains("agent-scribe") && s.contains("email.send.external"));
     eprintln!("rename → on screen: {:?}", published.elapsed());
@@ -158,7 +170,8 @@ fn approve_a_real_packet_from_the_console() {
     let file: Value = serde_json::from_slice(&std::fs::read(&decision_path).expect("decision")).expect("json");
     let pinned = warrant::keys::PinnedKeys::load(&w.dir.path().join("config")).expect("pins");
     let packet = warrant::packet::parse_packet(&bytes, "quote").expect("packet");
-    let verified = warrant::decision::verify_decision_file(&file, id, Some(&packet.content_hash), &pinned).expect("decision verifies");
+    let verified = warrant::decision::verify_decision_file(&file, id, Some(&packet.content_hash), &pinned)
+        .expect("decision verifies");
     assert_eq!(verified.verdict, warrant::decision::Verdict::Approve);
     assert_eq!(verified.principal, "e2e-principal");
 
@@ -188,7 +201,19 @@ fn refuse_with_a_reason_while_the_agent_waits() {
     let tmux = Tmux::start("refuse", &w.env(), &["console"]);
     tmux.wait_for("the console", |s| s.contains("chain ok"));
     let mut agent = Command::new(BIN);
-    agent.args(["propose", "--class", "social.post.public", "--agent", "agent-herald", "--summary", "Announce the v2 launch", "--id", "post-1", "--wait", "30"]);
+    agent.args([
+        "propose",
+        "--class",
+        "social.post.public",
+        "--agent",
+        "agent-herald",
+        "--summary",
+        "Announce the v2 launch",
+        "--id",
+        "post-1",
+        "--wait",
+        "30",
+    ]);
     for (k, v) in w.env() {
         agent.env(k, v);
     }
@@ -225,7 +250,8 @@ fn malformed_files_are_listed_and_valid_packets_still_show() {
     env.push(("NO_COLOR", "1".into()));
     let tmux = Tmux::start("malformed", &env, &["console"]);
     tmux.wait_for("the console", |s| s.contains("chain ok"));
-    let first = std::fs::read(conformance("trust-graduation/packets/js-reference/04-calendar-create.packet.json")).expect("fixture");
+    let first = std::fs::read(conformance("trust-graduation/packets/js-reference/04-calendar-create.packet.json"))
+        .expect("fixture");
     w.publish("a-calendar.json", &first);
     w.publish("b-notjson.json", b"{\"type\": \"trust_graduation_approval_packet\",");
     w.publish("c-binary.json", b"\xff\xfe\x00garbage");
@@ -238,9 +264,11 @@ fn malformed_files_are_listed_and_valid_packets_still_show() {
     std::os::unix::fs::symlink("/etc/hostname", w.spool().join("packets").join("g-link.json")).expect("symlink");
     let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     w.publish("h-deep.json", nested.as_bytes());
-    let second = std::fs::read(conformance("trust-graduation/packets/js-reference/13-draft-response.packet.json")).expect("fixture");
+    let second = std::fs::read(conformance("trust-graduation/packets/js-reference/13-draft-response.packet.json"))
+        .expect("fixture");
     w.publish("z-draft.json", &second);
-    let (screen, _) = tmux.wait_for("valid packets and invalid count", |s| s.contains("2 pending") && s.contains("7 invalid"));
+    let (screen, _) =
+        tmux.wait_for("valid packets and invalid count", |s| s.contains("2 pending") && s.contains("7 invalid"));
     assert!(screen.contains("calendar.create") && screen.contains("draft.response"), "{screen}");
     tmux.send(&["3"]);
     let (screen, _) = tmux.wait_for("the invalid list", |s| s.contains("Invalid (7)") && s.contains("c-binary.json"));
@@ -248,9 +276,15 @@ fn malformed_files_are_listed_and_valid_packets_still_show() {
         assert!(screen.contains(reason), "missing {reason:?}:\n{screen}");
     }
     // Nothing an agent wrote was deleted or rewritten.
-    let names: Vec<String> = std::fs::read_dir(w.spool().join("packets")).expect("dir").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(w.spool().join("packets"))
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names.len(), 9, "{names:?}");
-    assert_eq!(std::fs::read(w.spool().join("packets/b-notjson.json")).expect("kept"), b"{\"type\": \"trust_graduation_approval_packet\",");
+    assert_eq!(
+        std::fs::read(w.spool().join("packets/b-notjson.json")).expect("kept"),
+        b"{\"type\": \"trust_graduation_approval_packet\","
+    );
     assert!(tmux.alive(), "the console died");
     tmux.send(&["1", "j"]);
     tmux.wait_for("the pending list again", |s| s.contains("Pending (2)"));

@@ -71,10 +71,9 @@ fn valid_fixture_roots_are_the_documented_ones() {
 #[test]
 fn every_fixture_record_hash_recomputes() {
     let mut n = 0;
-    for (kind, names) in [
-        ("valid", VALID),
-        ("invalid", ["tampered-chain", "missing-approval", "actor-chain-parentage"]),
-    ] {
+    for (kind, names) in
+        [("valid", VALID), ("invalid", ["tampered-chain", "missing-approval", "actor-chain-parentage"])]
+    {
         for name in names {
             for rec in records(&fixture(kind, name)) {
                 let computed = canonical::sha256_prefixed(&preimage(rec));
@@ -240,8 +239,7 @@ fn appending_the_valid_fixtures_reproduces_their_hashes() {
         assert!(verify(&exported).is_valid(), "{name} re-export");
         // Each line on disk is the record's canonical JSON followed by a newline.
         let text = std::fs::read_to_string(&path).expect("read");
-        let expected: String =
-            records(&env).iter().map(|r| canonical::to_canonical_string(r) + "\n").collect();
+        let expected: String = records(&env).iter().map(|r| canonical::to_canonical_string(r) + "\n").collect();
         assert_eq!(text, expected, "{name}");
     }
 }

@@ -40,7 +40,13 @@ fn spec() -> impl Strategy<Value = Spec> {
         0..CANONICAL.len(),
         any::<[u8; 32]>(),
     )
-        .prop_map(|(agent, reason, approve, class, packet_hash)| Spec { agent, reason, approve, class, packet_hash })
+        .prop_map(|(agent, reason, approve, class, packet_hash)| Spec {
+            agent,
+            reason,
+            approve,
+            class,
+            packet_hash,
+        })
 }
 
 /// Appends one signed decision record per spec to `path` with `chain::append`.

@@ -229,9 +229,13 @@ fn chain_schema_ref_does_not_resolve_by_id() {
 #[test]
 fn fixtures_against_the_schemas_match_section_7() {
     let v = chain_validator();
-    for name in ["valid/decision-chain", "valid/tier-transition", "valid/effect-inheritance-chain",
-        "invalid/tampered-chain", "invalid/actor-chain-parentage"]
-    {
+    for name in [
+        "valid/decision-chain",
+        "valid/tier-transition",
+        "valid/effect-inheritance-chain",
+        "invalid/tampered-chain",
+        "invalid/actor-chain-parentage",
+    ] {
         assert_valid(&v, &load(&format!("opentrustgraph/fixtures/{name}.json")), name);
     }
     assert!(!v.is_valid(&load("opentrustgraph/fixtures/invalid/missing-approval.json")));
@@ -247,8 +251,8 @@ fn js_reference_packets_load_and_validate() {
     assert_eq!(packets.len(), 15, "16 requests, the payment has no packet");
     for (name, v) in &packets {
         assert_valid(&strict, v, name);
-        let p = packet::parse_packet(&bytes(v), name.trim_end_matches(".json"))
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let p =
+            packet::parse_packet(&bytes(v), name.trim_end_matches(".json")).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(p.form, PacketForm::Runtime, "{name}");
         assert_eq!(Some(p.id.as_str()), v["packetId"].as_str(), "{name}");
         assert_eq!(Some(p.action_class.as_str()), v["actionClass"].as_str(), "{name}");
@@ -310,29 +314,41 @@ use Expect::{Agree, Stricter};
 fn portable_packet_cross_check() {
     let cases: &[Mutation] = &[
         // Accepted variants.
-        ("minimal", |v| {
-            *v = json!({"type": "trust_graduation_approval_packet", "action_class": "a.b", "proposed_action": null,
+        (
+            "minimal",
+            |v| {
+                *v = json!({"type": "trust_graduation_approval_packet", "action_class": "a.b", "proposed_action": null,
                 "decision": {"status": "blocked", "action_class": "a.b", "reason": ""}, "external_actions": 0});
-        }, Agree(true)),
+            },
+            Agree(true),
+        ),
         ("proposed_action string", |v| v["proposed_action"] = json!("rm -rf build/"), Agree(true)),
         ("proposed_action array", |v| v["proposed_action"] = json!([1, 2]), Agree(true)),
         ("unknown top-level key", |v| v["x_vendor"] = json!({"a": 1}), Agree(true)),
         ("unknown decision key", |v| v["decision"]["x"] = json!(1), Agree(true)),
         ("pattern-valid unknown class", |v| v["action_class"] = json!("crm.record.delete"), Agree(true)),
         ("status allowed", |v| v["decision"]["status"] = json!("allowed"), Agree(true)),
-        ("status allowed_with_constraints", |v| v["decision"]["status"] = json!("allowed_with_constraints"), Agree(true)),
+        (
+            "status allowed_with_constraints",
+            |v| v["decision"]["status"] = json!("allowed_with_constraints"),
+            Agree(true),
+        ),
         ("status deferred", |v| v["decision"]["status"] = json!("deferred"), Agree(true)),
         ("status blocked", |v| v["decision"]["status"] = json!("blocked"), Agree(true)),
         ("status human_only", |v| v["decision"]["status"] = json!("human_only"), Agree(true)),
         ("no packet_id (file stem used)", |v| remove(v, &["packet_id"]), Agree(true)),
-        ("no optional fields", |v| {
-            for k in ["evidence", "required_approval", "receipt_preview", "created_at", "agent"] {
-                remove(v, &[k]);
-            }
-            for k in ["graduationPath", "constraints", "observed"] {
-                remove(v, &["decision", k]);
-            }
-        }, Agree(true)),
+        (
+            "no optional fields",
+            |v| {
+                for k in ["evidence", "required_approval", "receipt_preview", "created_at", "agent"] {
+                    remove(v, &[k]);
+                }
+                for k in ["graduationPath", "constraints", "observed"] {
+                    remove(v, &["decision", k]);
+                }
+            },
+            Agree(true),
+        ),
         // Missing required fields.
         ("missing type", |v| remove(v, &["type"]), Agree(false)),
         ("missing action_class", |v| remove(v, &["action_class"]), Agree(false)),
@@ -402,14 +418,42 @@ fn portable_packet_nested_decision_members_cross_check() {
     let cases: &[Mutation] = &[
         ("graduationPath.needed negative", |v| v["decision"]["graduationPath"]["needed"] = json!(-1), Agree(false)),
         ("graduationPath.current string", |v| v["decision"]["graduationPath"]["current"] = json!("1"), Agree(false)),
-        ("graduationPath.next_best_action unknown", |v| v["decision"]["graduationPath"]["next_best_action"] = json!("fly"), Agree(false)),
-        ("graduationPath.safe_fallback bad class", |v| v["decision"]["graduationPath"]["safe_fallback_action_class"] = json!("Draft"), Agree(false)),
-        ("graduationPath.required_evidence numbers", |v| v["decision"]["graduationPath"]["required_evidence"] = json!([1]), Agree(false)),
+        (
+            "graduationPath.next_best_action unknown",
+            |v| v["decision"]["graduationPath"]["next_best_action"] = json!("fly"),
+            Agree(false),
+        ),
+        (
+            "graduationPath.safe_fallback bad class",
+            |v| v["decision"]["graduationPath"]["safe_fallback_action_class"] = json!("Draft"),
+            Agree(false),
+        ),
+        (
+            "graduationPath.required_evidence numbers",
+            |v| v["decision"]["graduationPath"]["required_evidence"] = json!([1]),
+            Agree(false),
+        ),
         ("constraints.max_amount negative", |v| v["decision"]["constraints"]["max_amount"] = json!(-5), Agree(false)),
-        ("constraints.internal_only string", |v| v["decision"]["constraints"]["internal_only"] = json!("yes"), Agree(false)),
-        ("constraints.rate_limit count 0", |v| v["decision"]["constraints"]["rate_limit"]["count"] = json!(0), Agree(false)),
-        ("constraints.rate_limit no window", |v| remove(v, &["decision", "constraints", "rate_limit", "window"]), Agree(false)),
-        ("constraints.recipient_allowlist string", |v| v["decision"]["constraints"]["recipient_allowlist"] = json!("a@b.c"), Agree(false)),
+        (
+            "constraints.internal_only string",
+            |v| v["decision"]["constraints"]["internal_only"] = json!("yes"),
+            Agree(false),
+        ),
+        (
+            "constraints.rate_limit count 0",
+            |v| v["decision"]["constraints"]["rate_limit"]["count"] = json!(0),
+            Agree(false),
+        ),
+        (
+            "constraints.rate_limit no window",
+            |v| remove(v, &["decision", "constraints", "rate_limit", "window"]),
+            Agree(false),
+        ),
+        (
+            "constraints.recipient_allowlist string",
+            |v| v["decision"]["constraints"]["recipient_allowlist"] = json!("a@b.c"),
+            Agree(false),
+        ),
         ("graduationPath extra member", |v| v["decision"]["graduationPath"]["x"] = json!(1), Agree(true)),
         ("constraints extra member", |v| v["decision"]["constraints"]["x"] = json!(1), Agree(true)),
     ];
@@ -422,16 +466,32 @@ fn runtime_packet_cross_check() {
     let base = js_reference_packets().into_iter().next().expect("a js-reference packet").1;
     let cases: &[Mutation] = &[
         // Accepted variants.
-        ("minimal", |v| {
-            for k in ["decisionId", "workspace", "scope", "requestedBy", "principal", "externalSideEffects",
-                "receiptRequired", "reason", "requestedAction", "constraints", "actionBinding", "evidence",
-                "createdAt", "expiresAt"]
-            {
-                if let Some(m) = v.as_object_mut() {
-                    m.remove(k);
+        (
+            "minimal",
+            |v| {
+                for k in [
+                    "decisionId",
+                    "workspace",
+                    "scope",
+                    "requestedBy",
+                    "principal",
+                    "externalSideEffects",
+                    "receiptRequired",
+                    "reason",
+                    "requestedAction",
+                    "constraints",
+                    "actionBinding",
+                    "evidence",
+                    "createdAt",
+                    "expiresAt",
+                ] {
+                    if let Some(m) = v.as_object_mut() {
+                        m.remove(k);
+                    }
                 }
-            }
-        }, Agree(true)),
+            },
+            Agree(true),
+        ),
         ("no decisions offered", |v| v["decisions"] = json!([]), Agree(true)),
         ("class without pattern", |v| v["actionClass"] = json!("Anything_Goes"), Agree(true)),
         ("risk low", |v| v["riskClass"] = json!("low"), Agree(true)),
@@ -560,14 +620,22 @@ fn verifier_record_checks_match_the_record_schema() {
     let cases: &[Mutation] = &[
         ("offset timestamp", |r| r["timestamp"] = json!("2026-04-19T21:01:00+02:00"), Agree(true)),
         ("v0.1 discriminator", |r| r["schema"] = json!("opentrustgraph/v0.1"), Agree(true)),
-        ("no approver key, approval not required", |r| {
-            r["metadata"]["approval"]["required"] = json!(false);
-            remove(r, &["approver"]);
-        }, Agree(true)),
-        ("denied without approver", |r| {
-            r["outcome"] = json!("denied");
-            r["approver"] = Value::Null;
-        }, Agree(true)),
+        (
+            "no approver key, approval not required",
+            |r| {
+                r["metadata"]["approval"]["required"] = json!(false);
+                remove(r, &["approver"]);
+            },
+            Agree(true),
+        ),
+        (
+            "denied without approver",
+            |r| {
+                r["outcome"] = json!("denied");
+                r["approver"] = Value::Null;
+            },
+            Agree(true),
+        ),
         ("integer cost", |r| r["cost_usd"] = json!(3), Agree(true)),
         ("unknown metadata key", |r| r["metadata"]["x_vendor"] = json!([1]), Agree(true)),
         ("unknown schema", |r| r["schema"] = json!("opentrustgraph/v1"), Agree(false)),
@@ -585,16 +653,32 @@ fn verifier_record_checks_match_the_record_schema() {
         ("chain_index 0", |r| r["chain_index"] = json!(0), Agree(false)),
         ("chain_index fraction", |r| r["chain_index"] = json!(1.5), Agree(false)),
         ("missing previous_hash", |r| remove(r, &["previous_hash"]), Agree(false)),
-        ("previous_hash upper case", |r| r["previous_hash"] = json!(format!("sha256:{}", "AB".repeat(32))), Agree(false)),
+        (
+            "previous_hash upper case",
+            |r| r["previous_hash"] = json!(format!("sha256:{}", "AB".repeat(32))),
+            Agree(false),
+        ),
         ("entry_hash short", |r| r["entry_hash"] = json!("sha256:abc"), Agree(false)),
         ("metadata array", |r| r["metadata"] = json!([]), Agree(false)),
         ("extra top-level key", |r| r["extra"] = json!(1), Agree(false)),
         ("quorum 0", |r| r["metadata"]["approval"]["quorum"] = json!(0), Agree(false)),
         ("quorum string", |r| r["metadata"]["approval"]["quorum"] = json!("1"), Agree(false)),
         ("no signatures", |r| r["metadata"]["approval"]["signatures"] = json!([]), Agree(false)),
-        ("signature without reviewer", |r| remove(r, &["metadata", "approval", "signatures", "0", "reviewer"]), Agree(false)),
-        ("signed_at garbage", |r| r["metadata"]["approval"]["signatures"][0]["signed_at"] = json!("soon"), Agree(false)),
-        ("signed_at space separator", |r| r["metadata"]["approval"]["signatures"][0]["signed_at"] = json!("2026-04-19 19:00:59Z"), Agree(false)),
+        (
+            "signature without reviewer",
+            |r| remove(r, &["metadata", "approval", "signatures", "0", "reviewer"]),
+            Agree(false),
+        ),
+        (
+            "signed_at garbage",
+            |r| r["metadata"]["approval"]["signatures"][0]["signed_at"] = json!("soon"),
+            Agree(false),
+        ),
+        (
+            "signed_at space separator",
+            |r| r["metadata"]["approval"]["signatures"][0]["signed_at"] = json!("2026-04-19 19:00:59Z"),
+            Agree(false),
+        ),
         // Deliberately stricter (Harn's fixture validator, §5.3): identifiers must be non-empty after
         // trimming, and so must the approver when approval is required.
         ("blank record_id", |r| r["record_id"] = json!("   "), Stricter),

@@ -75,7 +75,10 @@ fn blank_agent_and_trace_cannot_poison_the_chain() {
 #[test]
 fn runtime_packets_need_a_classifiable_action() {
     let f = fixture();
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/trust-graduation/packets/js-reference/01-email-send-external.packet.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/conformance/trust-graduation/packets/js-reference/01-email-send-external.packet.json"
+    );
     let mut doc: Value = serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
     doc["actionClass"] = json!("  ");
     f.publish("blank-class", &doc);
@@ -91,7 +94,8 @@ fn a_record_that_would_not_verify_is_not_appended() {
     let f = fixture();
     f.publish("p", &portable("p", "agent-a", "draft.compose", "review_required"));
     let bob = Principal::from_seed("bob", &[5; 32]); // alice's key, bob's name
-    let err = spool::decide(&f.spool, &bob, &f.pinned, &f.packet("p"), Verdict::Approve, None, AT).expect_err("must refuse");
+    let err =
+        spool::decide(&f.spool, &bob, &f.pinned, &f.packet("p"), Verdict::Approve, None, AT).expect_err("must refuse");
     assert!(matches!(err, DecideError::WouldNotVerify(ref m) if m.contains("pinned for")), "{err}");
     assert!(!f.spool.chain_path().exists() || std::fs::read(f.spool.chain_path()).expect("chain").is_empty());
     assert!(!f.spool.decision_path("p").exists());
@@ -104,7 +108,10 @@ fn human_only_and_blocked_cannot_be_approved() {
     for (id, status) in [("pay", "human_only"), ("stop", "blocked")] {
         f.publish(id, &portable(id, "agent-b", "payment.initiate", status));
         let err = f.decide(id, Verdict::Approve, None).expect_err("approval must be refused");
-        assert!(matches!(err, DecideError::NotApprovable { state, .. } if state == DecisionState::parse(status).expect("state")), "{err}");
+        assert!(
+            matches!(err, DecideError::NotApprovable { state, .. } if state == DecisionState::parse(status).expect("state")),
+            "{err}"
+        );
         f.decide(id, Verdict::Refuse, Some("do it by hand")).expect("refusal is fine");
     }
     assert_eq!(f.verify().total, 2);
@@ -139,10 +146,12 @@ fn lost_decision_files_are_restored_from_the_chain() {
     let original: Value = serde_json::from_slice(&std::fs::read(&first.decision_file).expect("file")).expect("json");
     std::fs::remove_file(&first.decision_file).expect("lose it");
     f.decide("b", Verdict::Approve, None).expect("b");
-    let restored: Value = serde_json::from_slice(&std::fs::read(&first.decision_file).expect("restored")).expect("json");
+    let restored: Value =
+        serde_json::from_slice(&std::fs::read(&first.decision_file).expect("restored")).expect("json");
     assert_eq!(restored, original);
     let packet = f.packet("a");
-    let v = warrant::decision::verify_decision_file(&restored, "a", Some(&packet.content_hash), &f.pinned).expect("verifies");
+    let v = warrant::decision::verify_decision_file(&restored, "a", Some(&packet.content_hash), &f.pinned)
+        .expect("verifies");
     assert_eq!(v.reason.as_deref(), Some("ok"));
 }
 
@@ -187,6 +196,7 @@ fn scanner_is_incremental_and_sees_changes() {
     let snap = scanner.scan(&f.spool).expect("scan");
     assert!(snap.packets.is_empty() && snap.invalid.is_empty());
     // The verified chain of an empty spool is valid and empty.
-    let report = chain::verify_file(&f.spool.chain_path(), VerifyOptions { pinned: Some(&f.pinned) }, |_, _| {}).expect("verify");
+    let report = chain::verify_file(&f.spool.chain_path(), VerifyOptions { pinned: Some(&f.pinned) }, |_, _| {})
+        .expect("verify");
     assert!(report.is_valid() && report.total == 0);
 }

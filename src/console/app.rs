@@ -242,7 +242,14 @@ pub struct State {
 impl State {
     /// A fresh state.
     #[must_use]
-    pub fn new(spool_path: String, principal: Option<String>, fingerprint: Option<String>, read_only: bool, keymap: Keymap, now: f64) -> Self {
+    pub fn new(
+        spool_path: String,
+        principal: Option<String>,
+        fingerprint: Option<String>,
+        read_only: bool,
+        keymap: Keymap,
+        now: f64,
+    ) -> Self {
         Self {
             spool_path,
             principal,
@@ -324,7 +331,9 @@ impl State {
 
     /// True when signing is possible now (not read-only, chain verified and valid, nothing in
     /// flight).
-    #[must_use]
+    ///
+    /// # Errors
+    /// Why signing is not possible now, for the status line.
     pub fn can_sign(&self) -> Result<(), String> {
         if self.read_only {
             return Err("read-only console: nothing can be signed".into());
@@ -358,17 +367,27 @@ impl State {
             .filter(|e| self.matches(&[&e.packet.id, &e.packet.agent, &e.packet.action_class, &e.packet.summary]))
             .cloned()
             .collect();
-        let by_id: HashMap<&str, &PacketEntry> = self.snapshot.packets.iter().map(|e| (e.packet.id.as_str(), e)).collect();
+        let by_id: HashMap<&str, &PacketEntry> =
+            self.snapshot.packets.iter().map(|e| (e.packet.id.as_str(), e)).collect();
         let mut decided: Vec<DecidedRow> = self
             .decisions
             .iter()
-            .map(|(id, d)| DecidedRow { id: id.clone(), decision: d.clone(), packet: by_id.get(id.as_str()).map(|e| Arc::clone(&e.packet)) })
+            .map(|(id, d)| DecidedRow {
+                id: id.clone(),
+                decision: d.clone(),
+                packet: by_id.get(id.as_str()).map(|e| Arc::clone(&e.packet)),
+            })
             .filter(|r| {
                 let p = r.packet.as_deref();
-                self.matches(&[&r.id, p.map_or("", |p| &p.agent), p.map_or("", |p| &p.action_class), p.map_or("", |p| &p.summary)])
+                self.matches(&[
+                    &r.id,
+                    p.map_or("", |p| &p.agent),
+                    p.map_or("", |p| &p.action_class),
+                    p.map_or("", |p| &p.summary),
+                ])
             })
             .collect();
-        decided.sort_by(|a, b| b.decision.chain_index.cmp(&a.decision.chain_index));
+        decided.sort_by_key(|r| std::cmp::Reverse(r.decision.chain_index));
         let invalid: Vec<InvalidFile> = self
             .snapshot
             .invalid
@@ -387,10 +406,10 @@ impl State {
             *self.receipts_by_class.entry(r.action_class.clone()).or_default() += 1;
         }
         for (pane, id) in Pane::ALL.iter().zip(keep) {
-            if let Some(id) = id {
-                if let Some(pos) = self.position_of(*pane, &id) {
-                    self.selected[*pane as usize] = pos;
-                }
+            if let Some(id) = id
+                && let Some(pos) = self.position_of(*pane, &id)
+            {
+                self.selected[*pane as usize] = pos;
             }
             self.selected[*pane as usize] = self.selection(*pane);
         }
@@ -479,7 +498,12 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                 Ok(s) => {
                     let word = if s.verdict == Verdict::Approve { "✓ approved" } else { "✗ refused" };
                     state.flash = Some(Flash {
-                        text: format!("{word} {} · record {} {}", s.packet_id, s.chain_index, short_hash(&s.entry_hash)),
+                        text: format!(
+                            "{word} {} · record {} {}",
+                            s.packet_id,
+                            s.chain_index,
+                            short_hash(&s.entry_hash)
+                        ),
                         error: false,
                     });
                 }
@@ -583,10 +607,12 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
                 }
                 Some("clear") => text.clear(),
                 _ => {
-                    if let ratatui::crossterm::event::KeyCode::Char(c) = key.code {
-                        if key.mods.is_empty() && !c.is_control() && text.chars().count() < 500 {
-                            text.push(c);
-                        }
+                    if let ratatui::crossterm::event::KeyCode::Char(c) = key.code
+                        && key.mods.is_empty()
+                        && !c.is_control()
+                        && text.chars().count() < 500
+                    {
+                        text.push(c);
                     }
                 }
             }
@@ -610,10 +636,10 @@ fn on_normal(state: &mut State, key: Key) -> Vec<Effect> {
         "bottom" => state.selected[state.pane as usize] = state.len(state.pane).saturating_sub(1),
         "page_down" => state.move_selection(PAGE),
         "page_up" => state.move_selection(-PAGE),
-        "open" => {
-            if state.selected_packet().is_some() || state.pane == Pane::Invalid && state.len(Pane::Invalid) > 0 {
-                state.zoomed = true;
-            }
+        "open"
+            if (state.selected_packet().is_some() || state.pane == Pane::Invalid && state.len(Pane::Invalid) > 0) =>
+        {
+            state.zoomed = true;
         }
         "back" => {
             if state.zoomed {
@@ -681,14 +707,15 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
         state.flash = Some(Flash { text: why, error: true });
         return vec![];
     }
-    if approve {
-        if let Some(s @ (crate::packet::DecisionState::Blocked | crate::packet::DecisionState::HumanOnly)) = packet.state {
-            state.flash = Some(Flash {
-                text: format!("{} is {s}: an agent may not execute it even with approval; refuse it with r", packet.id),
-                error: true,
-            });
-            return vec![];
-        }
+    if approve
+        && let Some(s @ (crate::packet::DecisionState::Blocked | crate::packet::DecisionState::HumanOnly)) =
+            packet.state
+    {
+        state.flash = Some(Flash {
+            text: format!("{} is {s}: an agent may not execute it even with approval; refuse it with r", packet.id),
+            error: true,
+        });
+        return vec![];
     }
     state.mode = if approve {
         Mode::Confirm(Confirm { packet, verdict: Verdict::Approve, reason: None, focus: Button::Cancel })

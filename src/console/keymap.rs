@@ -139,8 +139,25 @@ pub struct Keymap {
 pub fn known_commands(mode: &str) -> &'static [&'static str] {
     match mode {
         "normal" => &[
-            "down", "up", "top", "bottom", "page_down", "page_up", "open", "back", "next_pane", "prev_pane",
-            "pending", "decided", "invalid", "approve", "refuse", "filter", "chain", "help", "quit",
+            "down",
+            "up",
+            "top",
+            "bottom",
+            "page_down",
+            "page_up",
+            "open",
+            "back",
+            "next_pane",
+            "prev_pane",
+            "pending",
+            "decided",
+            "invalid",
+            "approve",
+            "refuse",
+            "filter",
+            "chain",
+            "help",
+            "quit",
         ],
         "confirm" => &["confirm", "cancel", "toggle", "activate"],
         "input" => &["submit", "cancel", "erase", "clear"],
@@ -166,11 +183,11 @@ impl Keymap {
     /// Unknown modes, commands or keys, and a key bound to two commands in one mode.
     pub fn parse(text: &str, base: Option<&Keymap>) -> Result<Self, String> {
         let file: BTreeMap<String, BTreeMap<String, Spec>> = toml::from_str(text).map_err(|e| e.to_string())?;
-        let mut bindings: BTreeMap<String, Vec<Binding>> = base
-            .map(|b| b.modes.iter().map(|(m, (list, _))| (m.clone(), list.clone())).collect())
-            .unwrap_or_default();
+        let mut bindings: BTreeMap<String, Vec<Binding>> =
+            base.map(|b| b.modes.iter().map(|(m, (list, _))| (m.clone(), list.clone())).collect()).unwrap_or_default();
         // Keep the default file's order for display.
-        let order = |mode: &str, command: &str| known_commands(mode).iter().position(|c| *c == command).unwrap_or(usize::MAX);
+        let order =
+            |mode: &str, command: &str| known_commands(mode).iter().position(|c| *c == command).unwrap_or(usize::MAX);
         for (mode, table) in file {
             if !MODES.contains(&mode.as_str()) {
                 return Err(format!("unknown keymap mode [{mode}]"));
@@ -180,7 +197,11 @@ impl Keymap {
                 if !known_commands(&mode).contains(&command.as_str()) {
                     return Err(format!("[{mode}] unknown command {command:?}"));
                 }
-                let keys = spec.keys.iter().map(|k| Key::parse(k).map_err(|e| format!("[{mode}] {command}: {e}"))).collect::<Result<Vec<_>, _>>()?;
+                let keys = spec
+                    .keys
+                    .iter()
+                    .map(|k| Key::parse(k).map_err(|e| format!("[{mode}] {command}: {e}")))
+                    .collect::<Result<Vec<_>, _>>()?;
                 let desc = spec.desc.clone();
                 match list.iter_mut().find(|b| b.command == command) {
                     Some(b) => {
@@ -189,7 +210,9 @@ impl Keymap {
                             b.desc = d;
                         }
                     }
-                    None => list.push(Binding { desc: desc.unwrap_or_else(|| command.replace('_', " ")), command, keys }),
+                    None => {
+                        list.push(Binding { desc: desc.unwrap_or_else(|| command.replace('_', " ")), command, keys })
+                    }
                 }
             }
             list.sort_by_key(|b| order(&mode, &b.command));
@@ -199,10 +222,14 @@ impl Keymap {
             let mut table = HashMap::new();
             for b in &list {
                 for k in &b.keys {
-                    if let Some(prev) = table.insert(*k, b.command.clone()) {
-                        if prev != b.command {
-                            return Err(format!("[{mode}] key {} is bound to both {prev:?} and {:?}", k.label(), b.command));
-                        }
+                    if let Some(prev) = table.insert(*k, b.command.clone())
+                        && prev != b.command
+                    {
+                        return Err(format!(
+                            "[{mode}] key {} is bound to both {prev:?} and {:?}",
+                            k.label(),
+                            b.command
+                        ));
                     }
                 }
             }

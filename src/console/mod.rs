@@ -131,7 +131,10 @@ impl Runner {
                 self.scanning = true;
                 let (spool, scanner, tx) = (self.spool.clone(), Arc::clone(&self.scanner), self.tx.clone());
                 tokio::task::spawn_blocking(move || {
-                    let result = scanner.lock().map_err(|_| "scanner poisoned".to_owned()).and_then(|mut s| s.scan(&spool).map_err(|e| e.to_string()));
+                    let result = scanner
+                        .lock()
+                        .map_err(|_| "scanner poisoned".to_owned())
+                        .and_then(|mut s| s.scan(&spool).map_err(|e| e.to_string()));
                     let _ = tx.send(match result {
                         Ok(snap) => Action::Scanned(snap),
                         Err(e) => Action::Error(format!("scanning the spool: {e}")),
@@ -169,7 +172,9 @@ impl Runner {
                         })
                         .map_err(|e| e.to_string());
                     match &result {
-                        Ok(s) => tracing::info!(packet = %s.packet_id, verdict = verdict.as_str(), index = s.chain_index, "signed"),
+                        Ok(s) => {
+                            tracing::info!(packet = %s.packet_id, verdict = verdict.as_str(), index = s.chain_index, "signed")
+                        }
                         Err(e) => tracing::warn!(packet = %packet.id, error = %e, "signing failed"),
                     }
                     let _ = tx.send(Action::Signed(result));
@@ -219,7 +224,10 @@ where
     let _watcher = match watcher::SpoolWatcher::start(&spool, tx.clone()) {
         Ok(w) => Some(w),
         Err(e) => {
-            state.flash = Some(app::Flash { text: format!("file watcher unavailable ({e}); rescanning every {}s", rescan.as_secs()), error: true });
+            state.flash = Some(app::Flash {
+                text: format!("file watcher unavailable ({e}); rescanning every {}s", rescan.as_secs()),
+                error: true,
+            });
             None
         }
     };

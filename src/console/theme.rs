@@ -5,16 +5,33 @@ use ratatui::style::{Color, Modifier, Style};
 use std::collections::BTreeMap;
 
 /// Built-in themes, by name.
-pub const BUILTIN: [(&str, &str); 2] = [
-    ("default", include_str!("../../themes/default.toml")),
-    ("mono", include_str!("../../themes/mono.toml")),
-];
+pub const BUILTIN: [(&str, &str); 2] =
+    [("default", include_str!("../../themes/default.toml")), ("mono", include_str!("../../themes/mono.toml"))];
 
 /// Every role a theme defines.
 pub const ROLES: [&str; 22] = [
-    "base", "muted", "border", "border_focus", "title", "header", "selection", "accent", "approve", "refuse",
-    "pending", "warn", "error", "ok", "invalid", "risk_low", "risk_medium", "risk_high", "risk_critical",
-    "key_hint", "button", "button_focus",
+    "base",
+    "muted",
+    "border",
+    "border_focus",
+    "title",
+    "header",
+    "selection",
+    "accent",
+    "approve",
+    "refuse",
+    "pending",
+    "warn",
+    "error",
+    "ok",
+    "invalid",
+    "risk_low",
+    "risk_medium",
+    "risk_high",
+    "risk_critical",
+    "key_hint",
+    "button",
+    "button_focus",
 ];
 
 #[derive(Debug, Clone, Default, serde::Deserialize)]
@@ -52,10 +69,10 @@ pub struct Theme {
 
 fn parse_color(s: &str) -> Result<Color, String> {
     if let Some(hex) = s.strip_prefix('#') {
-        if hex.len() == 6 {
-            if let Ok(v) = u32::from_str_radix(hex, 16) {
-                return Ok(Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8));
-            }
+        if hex.len() == 6
+            && let Ok(v) = u32::from_str_radix(hex, 16)
+        {
+            return Ok(Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8));
         }
         return Err(format!("bad colour {s:?}: use #rrggbb"));
     }

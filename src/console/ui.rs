@@ -27,8 +27,7 @@ pub const MIN_HEIGHT: u16 = 10;
 #[must_use]
 pub fn inert(s: &str, max: usize) -> String {
     let mut out = String::with_capacity(s.len().min(max * 4));
-    let mut n = 0;
-    for c in s.chars() {
+    for (n, c) in s.chars().enumerate() {
         if n >= max {
             out.push('…');
             break;
@@ -42,7 +41,6 @@ pub fn inert(s: &str, max: usize) -> String {
             }
             _ => out.push(c),
         }
-        n += 1;
     }
     out
 }
@@ -88,7 +86,8 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
         return;
     }
     let [title, body, status, hints] =
-        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1), Constraint::Length(1)]).areas(area);
+        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1), Constraint::Length(1)])
+            .areas(area);
     render_title(state, theme, frame, title);
     if state.zoomed {
         render_detail(state, theme, frame, body, true);
@@ -163,10 +162,13 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
         .border_style(if state.zoomed { theme.get("border") } else { theme.get("border_focus") })
         .title(tabs_line(state, theme));
     if from > 0 {
-        block = block.title_top(Line::from(Span::styled(format!(" ↑ {from} newer "), theme.get("warn"))).right_aligned());
+        block =
+            block.title_top(Line::from(Span::styled(format!(" ↑ {from} newer "), theme.get("warn"))).right_aligned());
     }
     if to < len {
-        block = block.title_bottom(Line::from(Span::styled(format!(" ↓ {} more ", len - to), theme.get("muted"))).right_aligned());
+        block = block.title_bottom(
+            Line::from(Span::styled(format!(" ↓ {} more ", len - to), theme.get("muted"))).right_aligned(),
+        );
     }
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -183,7 +185,8 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                         Cell::from(clock::human_age(state.now - e.created())),
                         Cell::from(inert(&p.agent, 24)),
                         Cell::from(inert(&p.action_class, 32)),
-                        Cell::from(p.risk.clone().unwrap_or_else(|| "?".into())).style(risk_style(theme, p.risk.as_deref())),
+                        Cell::from(p.risk.clone().unwrap_or_else(|| "?".into()))
+                            .style(risk_style(theme, p.risk.as_deref())),
                         Cell::from(format!("{g} {w}")).style(theme.get("pending")),
                     ];
                     if wide {
@@ -192,7 +195,13 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                     Row::new(cells)
                 })
                 .collect();
-            let mut widths = vec![Constraint::Length(4), Constraint::Length(14), Constraint::Length(20), Constraint::Length(8), Constraint::Length(12)];
+            let mut widths = vec![
+                Constraint::Length(4),
+                Constraint::Length(14),
+                Constraint::Length(20),
+                Constraint::Length(8),
+                Constraint::Length(12),
+            ];
             let mut header = vec!["AGE", "AGENT", "ACTION CLASS", "RISK", "STATE"];
             if wide {
                 widths.push(Constraint::Min(10));
@@ -205,7 +214,8 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                 .iter()
                 .map(|r| {
                     let (g, w, role) = verdict_label(r.decision.verdict);
-                    let age = clock::unix_seconds(&r.decision.decided_at).map_or("?".into(), |t| clock::human_age(state.now - t));
+                    let age = clock::unix_seconds(&r.decision.decided_at)
+                        .map_or("?".into(), |t| clock::human_age(state.now - t));
                     let p = r.packet.as_deref();
                     Row::new(vec![
                         Cell::from(age),
@@ -219,7 +229,14 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                 .collect();
             (
                 vec!["AGE", "DECISION", "PACKET", "AGENT", "ACTION CLASS", "BY"],
-                vec![Constraint::Length(4), Constraint::Length(10), Constraint::Min(12), Constraint::Length(14), Constraint::Length(20), Constraint::Length(10)],
+                vec![
+                    Constraint::Length(4),
+                    Constraint::Length(10),
+                    Constraint::Min(12),
+                    Constraint::Length(14),
+                    Constraint::Length(20),
+                    Constraint::Length(10),
+                ],
                 rows,
             )
         }
@@ -238,7 +255,11 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                     ])
                 })
                 .collect();
-            (vec!["KIND", "FILE", "REASON"], vec![Constraint::Length(9), Constraint::Length(28), Constraint::Min(10)], rows)
+            (
+                vec!["KIND", "FILE", "REASON"],
+                vec![Constraint::Length(9), Constraint::Length(28), Constraint::Min(10)],
+                rows,
+            )
         }
     };
     if state.len(state.pane) == 0 {
@@ -256,9 +277,7 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
         .enumerate()
         .map(|(i, r)| if from + i == sel { r.style(theme.get("selection")) } else { r })
         .collect();
-    let table = Table::new(rows, widths)
-        .header(Row::new(header).style(theme.get("header")))
-        .column_spacing(1);
+    let table = Table::new(rows, widths).header(Row::new(header).style(theme.get("header"))).column_spacing(1);
     frame.render_widget(table, inner);
 }
 
@@ -318,7 +337,8 @@ fn evidence_summary(v: &Value) -> String {
         }
         Value::Object(m) => {
             let keys = ["approvals", "edits", "rejections", "held", "receipts", "trustIssues", "positive", "negative"];
-            let parts: Vec<String> = keys.iter().filter_map(|k| m.get(*k).and_then(Value::as_u64).map(|n| format!("{k} {n}"))).collect();
+            let parts: Vec<String> =
+                keys.iter().filter_map(|k| m.get(*k).and_then(Value::as_u64).map(|n| format!("{k} {n}"))).collect();
             if parts.is_empty() { "summary object".into() } else { parts.join(" · ") }
         }
         Value::Null => "none supplied".into(),
@@ -338,17 +358,23 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             format!(
                 "{}{}",
                 inert(&p.action_class, 60),
-                crate::registry::lookup(&p.action_class).map_or(" (not a canonical class)".into(), |c| format!(" ({})", c.kind))
+                crate::registry::lookup(&p.action_class)
+                    .map_or(" (not a canonical class)".into(), |c| format!(" ({})", c.kind))
             ),
         ),
-        kv(theme, "risk", Span::styled(p.risk.clone().unwrap_or_else(|| "unknown".into()), risk_style(theme, p.risk.as_deref()))),
+        kv(
+            theme,
+            "risk",
+            Span::styled(p.risk.clone().unwrap_or_else(|| "unknown".into()), risk_style(theme, p.risk.as_deref())),
+        ),
         kv(theme, "state", Span::styled(format!("{g} {w}"), theme.get("pending"))),
     ];
     if let Some(r) = &p.reason {
         lines.push(kv(theme, "reason", inert(r, width)));
     }
     if let Some(c) = &p.created_at {
-        let age = clock::unix_seconds(c).map_or(String::new(), |t| format!(" ({} ago)", clock::human_age(state.now - t)));
+        let age =
+            clock::unix_seconds(c).map_or(String::new(), |t| format!(" ({} ago)", clock::human_age(state.now - t)));
         lines.push(kv(theme, "created", format!("{}{age}", inert(c, 40))));
     }
     if let Some(e) = &p.expires_at {
@@ -370,7 +396,10 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         lines.push(kv(
             theme,
             "decision",
-            Span::styled(format!("{g} {w} by {} at {}", inert(&d.principal, 30), inert(&d.decided_at, 30)), theme.get(role)),
+            Span::styled(
+                format!("{g} {w} by {} at {}", inert(&d.principal, 30), inert(&d.decided_at, 30)),
+                theme.get(role),
+            ),
         ));
         if let Some(r) = &d.reason {
             lines.push(kv(theme, "because", inert(r, width)));
@@ -395,7 +424,10 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
 
 fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, zoomed: bool) {
     let title = if zoomed { " Packet (esc: back) " } else { " Packet " };
-    let block = Block::default().borders(Borders::ALL).border_style(theme.get("border")).title(Span::styled(title, theme.get("title")));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.get("border"))
+        .title(Span::styled(title, theme.get("title")));
     let inner = block.inner(area);
     let width = inner.width.saturating_sub(14) as usize;
     let lines: Vec<Line<'_>> = match state.pane {
@@ -405,7 +437,10 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
                 kv(theme, "in", if f.kind == crate::spool::FileKind::Packet { "packets/" } else { "receipts/" }),
                 kv(theme, "problem", Span::styled(inert(&f.reason.to_string(), 1000), theme.get("invalid"))),
                 Line::from(""),
-                Line::from(Span::styled("The file is left as the agent wrote it; fix or remove it there.", theme.get("muted"))),
+                Line::from(Span::styled(
+                    "The file is left as the agent wrote it; fix or remove it there.",
+                    theme.get("muted"),
+                )),
             ],
             None => vec![],
         },
@@ -416,7 +451,11 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
                     let (g, w, role) = verdict_label(r.decision.verdict);
                     vec![
                         kv(theme, "packet", inert(&r.id, width)),
-                        kv(theme, "decision", Span::styled(format!("{g} {w} by {}", inert(&r.decision.principal, 30)), theme.get(role))),
+                        kv(
+                            theme,
+                            "decision",
+                            Span::styled(format!("{g} {w} by {}", inert(&r.decision.principal, 30)), theme.get(role)),
+                        ),
                         kv(theme, "record", format!("#{} {}", r.decision.chain_index, r.decision.entry_hash)),
                         Line::from(Span::styled("the packet file is no longer in the spool", theme.get("muted"))),
                     ]
@@ -435,7 +474,11 @@ fn own_line(l: Line<'_>) -> Line<'static> {
 fn render_status(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
     let chain = match &state.chain {
         ChainState::Broken { first, .. } => Span::styled(
-            format!(" ✗ CHAIN BROKEN: record {} [{}] ", first.index.map_or("-".into(), |i| i.to_string()), first.check.as_str()),
+            format!(
+                " ✗ CHAIN BROKEN: record {} [{}] ",
+                first.index.map_or("-".into(), |i| i.to_string()),
+                first.check.as_str()
+            ),
             theme.get("error"),
         ),
         ChainState::Valid { total, .. } => Span::styled(format!(" ✓ chain ok · {total} records "), theme.get("ok")),
@@ -511,7 +554,10 @@ fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
     let columns = lines.len().div_ceil(height).max(1) as u16;
     let rect = centered(area, (COLUMN * columns + 2).min(area.width), (lines.len().min(height) + 2) as u16);
     frame.render_widget(Clear, rect);
-    let block = Block::default().borders(Borders::ALL).border_style(theme.get("border_focus")).title(" Help: keys (esc closes) ");
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.get("border_focus"))
+        .title(" Help: keys (esc closes) ");
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
     let areas = Layout::horizontal(vec![Constraint::Length(COLUMN); columns as usize]).split(inner);
@@ -525,7 +571,10 @@ fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rec
     let p = &c.packet;
     let mut lines = vec![
         Line::from(Span::styled(
-            format!("{g} Sign {} this packet?", if c.verdict == Verdict::Approve { "an APPROVAL of" } else { "a REFUSAL of" }),
+            format!(
+                "{g} Sign {} this packet?",
+                if c.verdict == Verdict::Approve { "an APPROVAL of" } else { "a REFUSAL of" }
+            ),
             theme.get(role),
         )),
         Line::from(""),
@@ -545,15 +594,25 @@ fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rec
         Span::styled(format!("[ {label} ]"), if c.focus == b { theme.get("button_focus") } else { theme.get("button") })
     };
     lines.push(
-        Line::from(vec![button("Cancel", Button::Cancel), Span::raw("   "), button(if c.verdict == Verdict::Approve { "Sign approval" } else { "Sign refusal" }, Button::Sign)])
+        Line::from(vec![
+            button("Cancel", Button::Cancel),
+            Span::raw("   "),
+            button(if c.verdict == Verdict::Approve { "Sign approval" } else { "Sign refusal" }, Button::Sign),
+        ])
+        .alignment(Alignment::Center),
+    );
+    lines.push(
+        Line::from(Span::styled("y sign · n/esc cancel · tab move · enter press", theme.get("muted")))
             .alignment(Alignment::Center),
     );
-    lines.push(Line::from(Span::styled("y sign · n/esc cancel · tab move · enter press", theme.get("muted"))).alignment(Alignment::Center));
     let rect = centered(area, 96, lines.len() as u16 + 2);
     frame.render_widget(Clear, rect);
     frame.render_widget(
         Paragraph::new(lines).block(
-            Block::default().borders(Borders::ALL).border_style(theme.get(role)).title(Span::styled(format!(" Confirm: {} ", c.verdict.as_str()), theme.get(role))),
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.get(role))
+                .title(Span::styled(format!(" Confirm: {} ", c.verdict.as_str()), theme.get(role))),
         ),
         rect,
     );
@@ -564,14 +623,20 @@ fn render_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, p: &Packet, t
         kv(theme, "refuse", inert(&p.id, 60)),
         kv(theme, "class", inert(&p.action_class, 60)),
         Line::from(""),
-        Line::from(vec![Span::styled("reason: ", theme.get("header")), Span::raw(inert(text, 200)), Span::styled("▏", theme.get("accent"))]),
+        Line::from(vec![
+            Span::styled("reason: ", theme.get("header")),
+            Span::raw(inert(text, 200)),
+            Span::styled("▏", theme.get("accent")),
+        ]),
         Line::from(""),
         Line::from(Span::styled("enter continue · esc cancel", theme.get("muted"))),
     ];
     let rect = centered(area, 80, lines.len() as u16 + 2);
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(Block::default().borders(Borders::ALL).border_style(theme.get("refuse")).title(" Refuse: why? ")),
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(Block::default().borders(Borders::ALL).border_style(theme.get("refuse")).title(" Refuse: why? ")),
         rect,
     );
 }
@@ -591,9 +656,12 @@ fn render_chain_alert(state: &State, theme: &Theme, frame: &mut Frame<'_>, area:
     let rect = centered(area, 92, lines.len() as u16 + 2);
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(Block::default().borders(Borders::ALL).border_style(theme.get("error")).title(Span::styled(" ✗ Chain broken ", theme.get("error")))),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.get("error"))
+                .title(Span::styled(" ✗ Chain broken ", theme.get("error"))),
+        ),
         rect,
     );
 }
