@@ -145,6 +145,24 @@ fn invalid_fixture_claiming_verified_is_flagged() {
     }
 }
 
+// The envelope allows no extra keys (schema `additionalProperties: false`), at the top level or
+// inside `chain`; the records alone would still verify.
+#[test]
+fn extra_envelope_fields_are_findings() {
+    for (path, key) in [("", "extra"), ("chain", "comment")] {
+        let mut env = fixture("valid", "decision-chain");
+        let target = if path.is_empty() { &mut env } else { &mut env[path] };
+        target.as_object_mut().expect("object").insert(key.into(), Value::from(1));
+        let report = verify(&env);
+        assert!(
+            report.findings.iter().any(|x| x.index.is_none() && x.check == Check::Envelope && x.message.contains(key)),
+            "{path}.{key}:\n{}",
+            show(&report.findings)
+        );
+        assert!(report.findings.iter().all(|x| x.index.is_none()), "{}", show(&report.findings));
+    }
+}
+
 // §4.4 test vector 1: decision-chain record 0's exact canonical bytes and hash.
 #[test]
 fn test_vector_1_decision_chain_record_0() {

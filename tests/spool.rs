@@ -200,3 +200,33 @@ fn scanner_is_incremental_and_sees_changes() {
         .expect("verify");
     assert!(report.is_valid() && report.total == 0);
 }
+
+// Conformance choices (docs/conformance.md): runtime packets read as review_required when they
+// demand approval; calendar.create is high risk as in the reference runtime; duplicate ids keep
+// the first file name and list the others as invalid.
+#[test]
+fn runtime_status_risk_and_duplicate_ids() {
+    let f = fixture();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/trust-graduation/packets/js-reference/");
+    let runtime: Value =
+        serde_json::from_slice(&std::fs::read(format!("{dir}04-calendar-create.packet.json")).expect("fixture"))
+            .expect("json");
+    assert_eq!(runtime["approvalRequired"], true);
+    let mut not_required = runtime.clone();
+    not_required["approvalRequired"] = json!(false);
+    not_required["packetId"] = json!("tg_not_required");
+    f.publish("b-runtime", &runtime);
+    f.publish("a-runtime-copy", &runtime);
+    f.publish("c-not-required", &not_required);
+    f.publish("d-calendar", &portable("cal", "agent-p", "calendar.create", "review_required"));
+    let snap = Scanner::new().scan(&f.spool).expect("scan");
+    let id = runtime["packetId"].as_str().expect("id");
+    let entry = snap.packet(id).expect("runtime packet");
+    assert_eq!(entry.file, "a-runtime-copy.json", "the first file name wins");
+    assert_eq!(entry.packet.state, Some(DecisionState::ReviewRequired));
+    assert_eq!(snap.packet("tg_not_required").and_then(|p| p.packet.state), Some(DecisionState::Deferred));
+    assert_eq!(snap.packet("cal").and_then(|p| p.packet.risk.clone()).as_deref(), Some("high"));
+    assert_eq!(snap.invalid.len(), 1);
+    assert_eq!(snap.invalid[0].name, "b-runtime.json");
+    assert!(snap.invalid[0].reason.to_string().contains("also in a-runtime-copy.json"), "{}", snap.invalid[0].reason);
+}
