@@ -121,6 +121,82 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// Parses JSON text like `serde_json::from_slice`, but rejects an object with a duplicate key
+/// (which parsers resolve differently: first or last wins), so what warrant hashes, shows and
+/// signs is the only reading of the text. serde_json's nesting limit (128) applies.
+///
+/// # Errors
+/// A message naming the parse error or the duplicate key.
+///
+/// ```
+/// assert!(warrant::canonical::parse_strict(br#"{"a":1,"b":[{"c":2}]}"#).is_ok());
+/// assert!(warrant::canonical::parse_strict(br#"{"to":"a@x","to":"b@y"}"#).unwrap_err().contains("duplicate key"));
+/// ```
+pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde::Deserialize::deserialize(&mut de).map(|StrictValue(v)| v).map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(value)
+}
+
+/// A JSON value whose objects have no duplicate keys.
+struct StrictValue(Value);
+
+impl<'de> serde::Deserialize<'de> for StrictValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(StrictValue)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
+        serde_json::Number::from_f64(v).map(Value::Number).ok_or_else(|| E::custom("non-finite number"))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+        while let Some(StrictValue(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            let StrictValue(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
 /// `"sha256:" + lower-case hex` of a 32-byte digest.
 #[must_use]
 pub fn prefixed(digest: &[u8; 32]) -> String {

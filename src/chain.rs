@@ -148,6 +148,10 @@ pub struct VerifyOptions<'a> {
     /// Pinned principal keys. `Some`: every warrant signature must verify under a pinned key.
     /// `None`: signatures are not checked (the OpenTrustGraph checks alone).
     pub pinned: Option<&'a PinnedKeys>,
+    /// Every approval signature must be a warrant signature that verifies (a spool's own
+    /// `chain.jsonl`, which only warrant writes). Without it, signatures of foreign records stay
+    /// opaque, as OpenTrustGraph treats them (exports from other producers).
+    pub strict_signatures: bool,
 }
 
 /// One line of a chain as read: a JSON object, or why the line is not one.
@@ -243,6 +247,25 @@ where
             check_linkage(i, map, previous.as_deref(), &mut report);
             check_approval(i, map, &mut report);
             check_lineage(i, map, &lineage, &mut report);
+            let meta = map.get("metadata");
+            let warrant_signed = meta.and_then(|m| m.get("warrant_decision")).is_some();
+            let has_signatures = meta
+                .and_then(|m| m.get("approval"))
+                .and_then(|a| a.get("signatures"))
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty());
+            if opts.strict_signatures && has_signatures && !warrant_signed {
+                report.push(
+                    Some(i),
+                    Check::Signature,
+                    "approval signatures that are not warrant decisions cannot be verified against pinned keys",
+                );
+            }
+            if let Some(id) = map.get("record_id").and_then(Value::as_str) {
+                if lineage.seen.contains_key(id) {
+                    report.push(Some(i), Check::RecordSchema, format!("duplicate record_id {id:?}"));
+                }
+            }
             on_record(i, map);
             previous = map.get("entry_hash").and_then(Value::as_str).map(str::to_owned);
             if let Some(id) = map.get("record_id").and_then(Value::as_str) {
@@ -652,6 +675,51 @@ pub enum ChainError {
     /// The caller's record builder refused.
     #[error("{0}")]
     Build(String),
+    /// Another process holds the chain's lock beyond the deadline.
+    #[error("chain {path}: locked by another process for more than {seconds} s")]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// How long warrant waited.
+        seconds: u64,
+    },
+    /// The chain (or its lock) is not a regular file: a symlink, FIFO, device or directory.
+    #[error("chain {path}: not a regular file (symlinks, FIFOs and devices are refused)")]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+    },
+    /// `chain.jsonl` was replaced by another file while it was locked for an append.
+    #[error("chain {path}: the file was replaced during the append; nothing was written")]
+    Replaced {
+        /// The chain file.
+        path: PathBuf,
+    },
+}
+
+/// Longest chain line warrant reads (1 MiB); a longer line is reported, never buffered whole.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// How long an append waits for the chain's lock.
+pub const LOCK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Opens a chain file for reading without blocking on a FIFO, refusing anything that is not a
+/// regular file. With `no_follow`, a symlink is refused too (a spool's own chain).
+///
+/// # Errors
+/// [`ChainError::NotRegular`] or I/O errors (`NotFound` included).
+pub fn open_regular(path: &Path, no_follow: bool) -> Result<File, ChainError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let flags = libc::O_NONBLOCK | if no_follow { libc::O_NOFOLLOW } else { 0 };
+    let file = OpenOptions::new().read(true).custom_flags(flags).open(path).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => ChainError::NotRegular { path: path.to_owned() },
+        _ => ChainError::Io { path: path.to_owned(), source: e },
+    })?;
+    let meta = file.metadata().map_err(|source| ChainError::Io { path: path.to_owned(), source })?;
+    if !meta.file_type().is_file() {
+        return Err(ChainError::NotRegular { path: path.to_owned() });
+    }
+    Ok(file)
 }
 
 /// A chain file read whole: the records that parsed and a finding for each line that did not.
@@ -708,10 +776,36 @@ impl<B: BufRead> Iterator for ChainReader<B> {
             return None;
         }
         self.buf.clear();
-        match self.reader.read_until(b'\n', &mut self.buf) {
+        let limit = MAX_LINE_BYTES as u64 + 1;
+        match (&mut self.reader).take(limit).read_until(b'\n', &mut self.buf) {
             Ok(0) => {
                 self.done = true;
                 None
+            }
+            Ok(n) if n as u64 == limit && self.buf.last() != Some(&b'\n') => {
+                // Skip the rest of an over-long line without buffering it.
+                loop {
+                    let (found, used) = match self.reader.fill_buf() {
+                        Ok([]) => {
+                            self.done = true;
+                            break;
+                        }
+                        Ok(chunk) => match chunk.iter().position(|&b| b == b'\n') {
+                            Some(p) => (true, p + 1),
+                            None => (false, chunk.len()),
+                        },
+                        Err(e) => {
+                            self.done = true;
+                            self.error = Some(e);
+                            return None;
+                        }
+                    };
+                    self.reader.consume(used);
+                    if found {
+                        break;
+                    }
+                }
+                Some(Line::Unparsable(format!("line longer than {MAX_LINE_BYTES} bytes")))
             }
             Ok(_) => {
                 if self.buf.last() != Some(&b'\n') {
@@ -722,7 +816,7 @@ impl<B: BufRead> Iterator for ChainReader<B> {
                     )));
                 }
                 let body = &self.buf[..self.buf.len() - 1];
-                Some(match serde_json::from_slice::<Value>(body) {
+                Some(match canonical::parse_strict(body) {
                     Ok(v @ Value::Object(_)) => Line::Record(v),
                     Ok(_) => Line::Unparsable("line is not a JSON object".into()),
                     Err(e) => Line::Unparsable(format!("line is not JSON: {e}")),
@@ -737,24 +831,40 @@ impl<B: BufRead> Iterator for ChainReader<B> {
     }
 }
 
-fn open_chain(path: &Path) -> Result<Option<ChainReader<BufReader<File>>>, ChainError> {
-    match File::open(path) {
+fn open_chain(path: &Path, no_follow: bool) -> Result<Option<ChainReader<BufReader<File>>>, ChainError> {
+    match open_regular(path, no_follow) {
         Ok(f) => Ok(Some(ChainReader::new(BufReader::with_capacity(1 << 20, f)))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ChainError::Io { path: path.to_owned(), source }),
+        Err(ChainError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
 /// Verifies `chain.jsonl` as a stream (see [`verify_stream`]); a missing file is an empty,
-/// valid chain.
+/// valid chain. The file must be a regular file (symlinks are followed; FIFOs never block).
 ///
 /// # Errors
-/// I/O errors while reading.
+/// I/O errors while reading; [`ChainError::NotRegular`].
 pub fn verify_file<F>(path: &Path, opts: VerifyOptions<'_>, on_record: F) -> Result<VerifyReport, ChainError>
 where
     F: FnMut(usize, &Map<String, Value>),
 {
-    let Some(mut lines) = open_chain(path)? else { return Ok(VerifyReport::default()) };
+    verify_file_with(path, false, opts, on_record)
+}
+
+/// As [`verify_file`]; with `no_follow`, a symlink is refused (a spool's own chain).
+///
+/// # Errors
+/// As [`verify_file`].
+pub fn verify_file_with<F>(
+    path: &Path,
+    no_follow: bool,
+    opts: VerifyOptions<'_>,
+    on_record: F,
+) -> Result<VerifyReport, ChainError>
+where
+    F: FnMut(usize, &Map<String, Value>),
+{
+    let Some(mut lines) = open_chain(path, no_follow)? else { return Ok(VerifyReport::default()) };
     let report = verify_stream(&mut lines, opts, on_record);
     match lines.error {
         Some(source) => Err(ChainError::Io { path: path.to_owned(), source }),
@@ -767,7 +877,7 @@ where
 /// # Errors
 /// I/O errors other than "not found".
 pub fn read_chain(path: &Path) -> Result<ChainFile, ChainError> {
-    let Some(mut lines) = open_chain(path)? else { return Ok(ChainFile::default()) };
+    let Some(mut lines) = open_chain(path, false)? else { return Ok(ChainFile::default()) };
     let mut out = ChainFile::default();
     for (index, line) in (&mut lines).enumerate() {
         match line {
@@ -806,37 +916,92 @@ pub struct Appended {
 
 /// Appends one record to `path` durably.
 ///
-/// Under an exclusive advisory lock on the chain file it reads the head, calls `build` with it
-/// (the builder returns the record body: every field but `chain_index`, `previous_hash` and
-/// `entry_hash`, which are set here), computes `entry_hash` by the hash contract, writes the line
-/// with `O_APPEND`, and `fsync`s before returning. The parent directory is synced when the file is
-/// created.
+/// Takes the exclusive lock on `.chain.lock` beside the chain (a private file, mode 0600, so
+/// processes that may only read the chain cannot hold the lock), waiting at most
+/// [`LOCK_DEADLINE`]. Then it opens the chain without following symlinks (a regular file
+/// only), reads the head, calls `build` with it (the builder returns the record body: every field
+/// but `chain_index`, `previous_hash` and `entry_hash`, which are set here), computes
+/// `entry_hash` by the hash contract, checks that the path still names the file it locked,
+/// writes the line with `O_APPEND` and `fsync`s before returning. A failed write is truncated
+/// back, so a full disk never leaves a torn line. The directory is synced when a file is created.
 ///
 /// # Errors
-/// I/O failures, a torn or unparsable tail ([`ChainError::TornTail`], [`ChainError::BadTail`]),
-/// or the builder's own refusal ([`ChainError::Build`]). On error nothing was written.
+/// I/O failures, [`ChainError::Locked`], [`ChainError::NotRegular`], [`ChainError::Replaced`],
+/// a torn or unparsable tail ([`ChainError::TornTail`], [`ChainError::BadTail`]), or the
+/// builder's own refusal ([`ChainError::Build`]). On error nothing was written.
 pub fn append<F>(path: &Path, build: F) -> Result<Appended, ChainError>
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
 {
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
-    let existed = path.exists();
-    let mut file = OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io_err)?;
-    file.lock().map_err(io_err)?;
-    if !existed {
-        sync_parent(path).map_err(io_err)?;
+    let lock_path = path.with_file_name(".chain.lock");
+    let lock = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&lock_path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => ChainError::NotRegular { path: lock_path.clone() },
+            _ => ChainError::Io { path: lock_path.clone(), source: e },
+        })?;
+    if !lock.metadata().map_err(io_err)?.file_type().is_file() {
+        return Err(ChainError::NotRegular { path: lock_path });
+    }
+    let start = std::time::Instant::now();
+    loop {
+        match lock.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_DEADLINE => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(ChainError::Locked { path: lock_path, seconds: LOCK_DEADLINE.as_secs() });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
+        }
     }
     let result = (|| {
+        let existed = path.symlink_metadata().is_ok();
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => ChainError::NotRegular { path: path.to_owned() },
+                _ => io_err(e),
+            })?;
+        let meta = file.metadata().map_err(io_err)?;
+        if !meta.file_type().is_file() {
+            return Err(ChainError::NotRegular { path: path.to_owned() });
+        }
+        if !existed {
+            sync_parent(path).map_err(io_err)?;
+        }
         let head = read_head(path, &mut file)?;
         let rec = build(&head).map_err(ChainError::Build)?;
         let appended = seal(rec, &head);
         let mut line = canonical::to_canonical_vec(&appended.record);
         line.push(b'\n');
-        file.write_all(&line).map_err(io_err)?;
-        file.sync_data().map_err(io_err)?;
+        // The builder read the chain by path: it must still be the file this append holds.
+        let now = path.symlink_metadata().map_err(io_err)?;
+        if now.ino() != meta.ino() || now.dev() != meta.dev() {
+            return Err(ChainError::Replaced { path: path.to_owned() });
+        }
+        let len = file.metadata().map_err(io_err)?.len();
+        if let Err(e) = file.write_all(&line).and_then(|()| file.sync_data()) {
+            let _ = file.set_len(len);
+            let _ = file.sync_data();
+            return Err(io_err(e));
+        }
         Ok(appended)
     })();
-    let _ = file.unlock();
+    let _ = lock.unlock();
     result
 }
 
@@ -886,13 +1051,19 @@ fn read_head(path: &Path, file: &mut File) -> Result<ChainHead, ChainError> {
         if start == 0 {
             return parse_head(path, body);
         }
+        if chunk > MAX_LINE_BYTES as u64 {
+            return Err(ChainError::BadTail {
+                path: path.to_owned(),
+                message: format!("the last line is longer than {MAX_LINE_BYTES} bytes"),
+            });
+        }
         chunk *= 4;
     }
 }
 
 fn parse_head(path: &Path, line: &[u8]) -> Result<ChainHead, ChainError> {
     let bad = |message: String| ChainError::BadTail { path: path.to_owned(), message };
-    let v: Value = serde_json::from_slice(line).map_err(|e| bad(e.to_string()))?;
+    let v: Value = canonical::parse_strict(line).map_err(bad)?;
     let last_index = v.get("chain_index").and_then(Value::as_u64).ok_or_else(|| bad("no chain_index".into()))?;
     let last_hash = v
         .get("entry_hash")

@@ -177,7 +177,8 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("warrant: {}", f.message);
+            // Messages can quote agent-written text: never let it drive the terminal.
+            eprintln!("warrant: {}", crate::text::inert(&f.message, 4000));
             ExitCode::from(f.code)
         }
     }
@@ -292,8 +293,11 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             let spool = resolve_spool(spool_arg, &config)?;
             let file = chain::read_chain(&spool.chain_path())?;
             let pinned = load_pinned()?;
-            let envelope =
-                chain::export(file.records, VerifyOptions { pinned: Some(&pinned) }, &crate::clock::now_rfc3339());
+            let envelope = chain::export(
+                file.records,
+                VerifyOptions { pinned: Some(&pinned), strict_signatures: true },
+                &crate::clock::now_rfc3339(),
+            );
             print_json(&envelope)?;
             Ok(0)
         }
@@ -371,6 +375,15 @@ fn propose(
     id: Option<String>,
     wait: Option<f64>,
 ) -> Result<u8, Failure> {
+    let wait_for = match wait {
+        Some(s) => Some(
+            Duration::try_from_secs_f64(s)
+                .ok()
+                .filter(|d| *d <= Duration::from_secs(366 * 86_400))
+                .ok_or_else(|| Failure::usage(format!("--wait {s}: give a number of seconds from 0 to a year")))?,
+        ),
+        None => None,
+    };
     let class = crate::registry::normalize(class);
     if !packet::is_class_id(&class) {
         return Err(Failure::usage(format!("{class:?} is not an action class (like email.send.external)")));
@@ -397,9 +410,9 @@ fn propose(
     let path = spool.publish(&spool.packets_dir(), &id, &doc)?;
     println!("{id}");
     tracing::info!(packet = %id, path = %path.display(), "published packet");
-    let Some(seconds) = wait else { return Ok(0) };
+    let (Some(seconds), Some(wait_for)) = (wait, wait_for) else { return Ok(0) };
     let pinned = load_pinned()?;
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
+    let deadline = Instant::now() + wait_for;
     let decision_path = spool.decision_path(&id);
     let mut rejected: Option<(std::time::SystemTime, u64)> = None;
     loop {
@@ -439,7 +452,7 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
     let pinned = load_pinned()?;
     let snap = Scanner::new().scan(spool)?;
     let Some(entry) = snap.packet(id) else {
-        if let Some(bad) = snap.invalid.iter().find(|f| f.name.trim_end_matches(".json") == id) {
+        if let Some(bad) = snap.invalid.iter().find(|f| f.name.strip_suffix(".json") == Some(id)) {
             return Err(Failure::invalid(format!("packet {id:?} is invalid: {}", bad.reason)));
         }
         return Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())));
@@ -458,12 +471,21 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
         principal.name,
         principal.fingerprint()
     );
+    if let Some(e) = &decided.file_error {
+        eprintln!("warrant: the decision is recorded in the chain, but its decision file was not written: {e}");
+    }
     Ok(0)
 }
 
 fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     let snap = Scanner::new().scan(spool)?;
-    let (_, decided) = spool::verify_chain(spool, &load_pinned()?)?;
+    let (report, decided) = spool::verify_chain(spool, &load_pinned()?)?;
+    if let Some(first) = report.first() {
+        eprintln!(
+            "warrant: the chain does not verify ({}); decisions from failing records are not shown",
+            crate::text::inert(&first.to_string(), 400)
+        );
+    }
     if as_json {
         let packets: Vec<Value> = snap
             .packets
@@ -489,34 +511,78 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     for e in &snap.packets {
         let p = &e.packet;
         let status = decided.get(&p.id).map_or("pending", |d| d.verdict.as_str());
-        writeln!(out, "{status:8} {:40} {:20} {:22} {}", p.id, p.agent, p.action_class, p.summary)?;
+        let t = |s: &str, n: usize| crate::text::inert(s, n);
+        writeln!(
+            out,
+            "{status:8} {:40} {:20} {:22} {}",
+            p.id,
+            t(&p.agent, 40),
+            t(&p.action_class, 60),
+            t(&p.summary, 200)
+        )?;
     }
     for f in &snap.invalid {
-        writeln!(out, "invalid  {:40} {}", f.name, f.reason)?;
+        writeln!(
+            out,
+            "invalid  {:40} {}",
+            crate::text::inert(&f.name, 200),
+            crate::text::inert(&f.reason.to_string(), 400)
+        )?;
     }
     Ok(0)
 }
 
 /// Reads PATH as a spool directory, a JSON-lines chain, or an export envelope, and verifies it.
 ///
+/// A spool's chain and a `.jsonl` chain are warrant's own, so every approval signature in them
+/// must be a warrant signature under a pinned key; an export from another producer keeps its
+/// foreign signatures opaque (OpenTrustGraph). A directory that is neither a spool (no
+/// `chain.jsonl`, `packets/` or `decisions/`) nor readable is a usage error.
+///
 /// # Errors
-/// I/O errors (exit 2).
+/// I/O errors and non-spool directories (exit 2).
 pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Failure> {
-    let opts = VerifyOptions { pinned: Some(pinned) };
+    let own = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
     let meta = std::fs::metadata(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
     if meta.is_dir() {
+        let spool = Spool::new(path);
+        let looks_like_spool =
+            [spool.chain_path(), spool.packets_dir(), spool.decisions_dir()].iter().any(|p| p.exists());
+        if !looks_like_spool {
+            return Err(Failure::usage(format!(
+                "{}: not a spool (no chain.jsonl, packets/ or decisions/)",
+                path.display()
+            )));
+        }
         // A spool without chain.jsonl has an empty chain, which is valid (as `export` says).
-        let chain_path = Spool::new(path).chain_path();
-        return Ok(chain::verify_file(&chain_path, opts, |_, _| {})?);
+        return Ok(chain::verify_file(&spool.chain_path(), own, |_, _| {})?);
+    }
+    // A JSON-lines chain starts with a record line; anything else is read as an export envelope.
+    let file = chain::open_regular(path, false)?;
+    let mut first = Vec::new();
+    std::io::BufRead::read_until(
+        &mut std::io::BufReader::new(&file).take(chain::MAX_LINE_BYTES as u64),
+        b'\n',
+        &mut first,
+    )
+    .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+    let first_is_record = crate::canonical::parse_strict(first.trim_ascii())
+        .ok()
+        .and_then(|v| v.get("schema").and_then(Value::as_str).map(|s| s.starts_with("opentrustgraph/")))
+        .unwrap_or(false);
+    if first_is_record {
+        return Ok(chain::verify_file(path, own, |_, _| {})?);
     }
     let bytes = std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
-    if let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(&bytes) {
-        let is_record = v.get("schema").and_then(Value::as_str).is_some_and(|s| s.starts_with("opentrustgraph/"));
-        if !is_record {
-            return Ok(chain::verify_export(&v, opts));
+    match crate::canonical::parse_strict(&bytes) {
+        Ok(v @ Value::Object(_)) => {
+            let foreign = VerifyOptions { pinned: Some(pinned), strict_signatures: false };
+            Ok(chain::verify_export(&v, foreign))
         }
+        // Neither an export nor a chain that starts well: verify as JSON lines, which reports
+        // the first bad line.
+        _ => Ok(chain::verify_file(path, own, |_, _| {})?),
     }
-    Ok(chain::verify_file(path, opts, |_, _| {})?)
 }
 
 fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
@@ -542,10 +608,10 @@ fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
     } else {
         let mut err = std::io::stderr().lock();
         if let Some(first) = report.first() {
-            writeln!(err, "invalid: {first}")?;
+            writeln!(err, "invalid: {}", crate::text::inert(&first.to_string(), 4000))?;
         }
         for f in report.findings.iter().skip(1) {
-            writeln!(err, "  {f}")?;
+            writeln!(err, "  {}", crate::text::inert(&f.to_string(), 4000))?;
         }
     }
     Ok(if valid { 0 } else { EXIT_INVALID })

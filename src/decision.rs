@@ -260,6 +260,7 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
         ("approver", r("approver") == d("principal")),
         ("reviewer", sig.get("reviewer").and_then(Value::as_str) == d("principal")),
         ("signed_at", sig.get("signed_at").and_then(Value::as_str) == d("decided_at")),
+        ("timestamp", r("timestamp") == d("decided_at")),
         (
             "metadata.reason",
             meta.get("reason").and_then(Value::as_str) == d("reason")

@@ -8,6 +8,7 @@
 //! - [`packet`]: approval packets and receipts in both Trust Graduation forms;
 //! - [`registry`]: the ten canonical action classes;
 //! - [`spool`]: the shared directory, scanning and deciding;
+//! - [`text`]: untrusted text made inert for the terminal;
 //! - [`clock`] and [`config`]: timestamps and configuration.
 //!
 //! The terminal console lives in `console` behind the default `console` feature.
@@ -23,6 +24,7 @@ pub mod keys;
 pub mod packet;
 pub mod registry;
 pub mod spool;
+pub mod text;
 
 #[cfg(feature = "console")]
 pub mod console;

@@ -191,10 +191,10 @@ fn schema_err(msg: impl Into<String>) -> InvalidReason {
 /// [`InvalidReason::NotJson`] or [`InvalidReason::NotObject`].
 pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, InvalidReason> {
     let text = std::str::from_utf8(bytes).map_err(|e| InvalidReason::NotJson(format!("not UTF-8: {e}")))?;
-    match serde_json::from_str::<Value>(text) {
+    match canonical::parse_strict(text.as_bytes()) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(InvalidReason::NotObject),
-        Err(e) => Err(InvalidReason::NotJson(e.to_string())),
+        Err(e) => Err(InvalidReason::NotJson(e)),
     }
 }
 
@@ -264,6 +264,11 @@ pub fn parse_packet(bytes: &[u8], file_stem: &str) -> Result<Packet, InvalidReas
     };
     if !is_safe_id(&packet.id) {
         return Err(InvalidReason::UnsafeId(packet.id));
+    }
+    // The registry's human-only classes are human-only whatever the packet declares
+    // (trust-graduation.md §3.2 rule a): an agent cannot talk its way out of the gate.
+    if crate::registry::lookup(&packet.action_class).is_some_and(|c| c.kind == "human-only") {
+        packet.state = Some(DecisionState::HumanOnly);
     }
     packet.content_hash = canonical::canonical_hash(&raw);
     packet.raw = raw;

@@ -88,6 +88,42 @@ impl Spool {
         Ok(())
     }
 
+    /// Checks that the parts of the spool only warrant writes are the principal's alone: the
+    /// spool directory and `decisions/` are real directories (not symlinks), and they and
+    /// `chain.jsonl` are owned by this user and not writable by group or others. Agents publish
+    /// into `packets/` and `receipts/` only (see `docs/spool.md`, "Trust boundary").
+    ///
+    /// # Errors
+    /// A sentence naming the first unsafe path.
+    pub fn check_private(&self) -> Result<(), String> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let me = current_uid();
+        let checks = [(self.root.clone(), true), (self.decisions_dir(), true), (self.chain_path(), false)];
+        for (path, dir) in checks {
+            let meta = match fs::symlink_metadata(&path) {
+                Ok(m) => m,
+                Err(e) if e.kind() == io::ErrorKind::NotFound && !dir => continue,
+                Err(e) => return Err(format!("{}: {e}", path.display())),
+            };
+            let kind_ok = if dir { meta.file_type().is_dir() } else { meta.file_type().is_file() };
+            if !kind_ok {
+                let want = if dir { "a directory" } else { "a regular file" };
+                return Err(format!("{} is not {want} (symlinks are refused)", path.display()));
+            }
+            if meta.uid() != me {
+                return Err(format!("{} is owned by uid {}, not by this user ({me})", path.display(), meta.uid()));
+            }
+            if meta.permissions().mode() & 0o022 != 0 {
+                return Err(format!(
+                    "{} is writable by group or others (mode {:o}); only packets/ and receipts/ may be",
+                    path.display(),
+                    meta.permissions().mode() & 0o7777
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Publishes a JSON document as `<dir>/<id>.json` the way agents must: written to a
     /// temporary dot-file in the same directory, synced, then renamed into place.
     ///
@@ -171,11 +207,16 @@ pub struct PacketEntry {
 }
 
 impl PacketEntry {
-    /// Seconds since the epoch the packet was created (its own `created_at`, else the file's
-    /// modification time).
+    /// Seconds since the epoch the packet was created: its own `created_at`, but never later
+    /// than the file's modification time (an agent cannot pin a packet to the top of the list
+    /// with a future date), else the modification time.
     #[must_use]
     pub fn created(&self) -> f64 {
-        self.packet.created_at.as_deref().and_then(crate::clock::unix_seconds).unwrap_or(self.modified)
+        self.packet
+            .created_at
+            .as_deref()
+            .and_then(crate::clock::unix_seconds)
+            .map_or(self.modified, |c| c.min(self.modified))
     }
 }
 
@@ -202,6 +243,7 @@ impl Snapshot {
 struct Stamp {
     len: u64,
     mtime_ns: i128,
+    ctime: (i64, i64),
     ino: u64,
 }
 
@@ -247,11 +289,16 @@ impl Scanner {
                 }
                 let path = entry.path();
                 let Ok(meta) = fs::symlink_metadata(&path) else { continue };
-                let stamp = Stamp { len: meta.len(), mtime_ns: mtime_ns(&meta), ino: meta.ino() };
+                let stamp = Stamp {
+                    len: meta.len(),
+                    mtime_ns: mtime_ns(&meta),
+                    ctime: (meta.ctime(), meta.ctime_nsec()),
+                    ino: meta.ino(),
+                };
                 let key = (kind, name.clone());
                 let fresh = self.cache.get(&key).is_some_and(|(s, _, _)| *s == stamp);
                 if !fresh {
-                    let stem = name.trim_end_matches(".json");
+                    let stem = name.strip_suffix(".json").unwrap_or(&name);
                     let parsed = match read_limited(&path) {
                         Err(reason) => Parsed::Invalid(reason),
                         Ok(bytes) => match kind {
@@ -316,6 +363,12 @@ impl Scanner {
     }
 }
 
+/// The effective uid of this process: the owner of a directory it has just created (the crate
+/// forbids `unsafe`, so no `geteuid` FFI call).
+fn current_uid() -> u32 {
+    tempfile::tempdir().ok().and_then(|d| fs::metadata(d.path()).ok()).map_or(u32::MAX, |m| m.uid())
+}
+
 fn mtime_ns(meta: &fs::Metadata) -> i128 {
     meta.modified().ok().and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as i128)
 }
@@ -367,21 +420,43 @@ pub fn chain_decisions(records: &[Value]) -> HashMap<String, ChainDecision> {
     records.iter().filter_map(Value::as_object).filter_map(chain_decision_of).collect()
 }
 
-/// Verifies a spool's chain as a stream and collects its decisions on the way.
+/// Verifies a spool's own chain strictly (a symlinked chain is refused, and every approval
+/// signature must be a warrant signature under a pinned key) and returns the decisions of the
+/// records that passed every check. A record that failed any check decides nothing: a forged
+/// record cannot move a packet out of the pending list.
 ///
 /// # Errors
-/// I/O errors while reading the chain.
+/// I/O errors while reading the chain; a chain that is not a regular file.
 pub fn verify_chain(
     spool: &Spool,
     pinned: &PinnedKeys,
 ) -> Result<(chain::VerifyReport, HashMap<String, ChainDecision>), ChainError> {
-    let mut decisions = HashMap::new();
-    let report = chain::verify_file(&spool.chain_path(), VerifyOptions { pinned: Some(pinned) }, |_, rec| {
+    let (report, found) = verify_chain_records(spool, pinned, |_| false)?;
+    Ok((report, found.into_iter().map(|(_, id, d, _)| (id, d)).collect()))
+}
+
+/// A decision found in the chain: line index, packet id, the decision, and the record when the
+/// caller asked to keep it.
+type FoundDecision = (usize, String, ChainDecision, Option<Map<String, Value>>);
+
+/// Verifies the chain and returns the decisions of records without findings; `keep` says for
+/// which packet ids the whole record is kept (to restore a decision file from it).
+fn verify_chain_records(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    keep: impl Fn(&str) -> bool,
+) -> Result<(chain::VerifyReport, Vec<FoundDecision>), ChainError> {
+    let mut found: Vec<FoundDecision> = Vec::new();
+    let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
+    let report = chain::verify_file_with(&spool.chain_path(), true, opts, |i, rec| {
         if let Some((id, d)) = chain_decision_of(rec) {
-            decisions.insert(id, d);
+            let kept = keep(&id).then(|| rec.clone());
+            found.push((i, id, d, kept));
         }
     })?;
-    Ok((report, decisions))
+    let bad: std::collections::HashSet<usize> = report.findings.iter().filter_map(|f| f.index).collect();
+    found.retain(|(i, ..)| !bad.contains(i));
+    Ok((report, found))
 }
 
 /// Why a decision could not be made.
@@ -419,6 +494,17 @@ pub enum DecideError {
     /// that is not pinned for this principal): nothing was appended.
     #[error("refusing to append a record that would not verify: {0}")]
     WouldNotVerify(String),
+    /// The packet expired before the decision.
+    #[error("packet {id:?} expired at {expires_at}; an expired packet can only be refused")]
+    Expired {
+        /// The packet.
+        id: String,
+        /// Its `expires_at`.
+        expires_at: String,
+    },
+    /// The spool is not safe to sign into (see [`Spool::check_private`]).
+    #[error("unsafe spool: {0}")]
+    UnsafeSpool(String),
     /// A refusal needs a reason.
     #[error("a refusal needs a reason")]
     ReasonRequired,
@@ -439,6 +525,9 @@ pub struct Decided {
     pub appended: chain::Appended,
     /// The decision file written for the agent.
     pub decision_file: PathBuf,
+    /// Set when the decision is recorded in the chain but its decision file could not be
+    /// written (the chain is the source of truth; the next decision restores the file).
+    pub file_error: Option<String>,
 }
 
 /// Rebuilds `decisions/<id>.json` from a decision record in the chain (used when an earlier
@@ -505,7 +594,19 @@ pub fn decide(
     {
         return Err(DecideError::NotApprovable { id: packet.id.clone(), state });
     }
+    if verdict == Verdict::Approve
+        && let Some(expires_at) = &packet.expires_at
+    {
+        let expired = match (crate::clock::unix_seconds(expires_at), crate::clock::unix_seconds(decided_at)) {
+            (Some(e), Some(now)) => e <= now,
+            _ => true,
+        };
+        if expired {
+            return Err(DecideError::Expired { id: packet.id.clone(), expires_at: expires_at.clone() });
+        }
+    }
     spool.ensure()?;
+    spool.check_private().map_err(DecideError::UnsafeSpool)?;
     let trace = packet.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", packet.id));
     let action_class = crate::registry::normalize(&packet.action_class);
     let input = DecisionInput {
@@ -523,16 +624,8 @@ pub fn decide(
     let mut refusal: Option<DecideError> = None;
     let mut to_restore: Vec<Map<String, Value>> = Vec::new();
     let appended = chain::append(&chain_path, |head| {
-        let mut decisions = HashMap::new();
-        let verified = chain::verify_file(&chain_path, VerifyOptions { pinned: Some(pinned) }, |_, rec| {
-            if let Some((id, d)) = chain_decision_of(rec) {
-                if packet::is_safe_id(&id) && !spool.decision_path(&id).exists() {
-                    to_restore.push(rec.clone());
-                }
-                decisions.insert(id, d);
-            }
-        });
-        let report = match verified {
+        let missing = |id: &str| packet::is_safe_id(id) && !spool.decision_path(id).exists();
+        let (report, found) = match verify_chain_records(spool, pinned, missing) {
             Ok(r) => r,
             Err(e) => {
                 let msg = e.to_string();
@@ -543,6 +636,11 @@ pub fn decide(
         if let Some(first) = report.first() {
             refusal = Some(DecideError::ChainBroken(first.to_string()));
             return Err("chain broken".into());
+        }
+        let mut decisions = HashMap::new();
+        for (_, id, d, rec) in found {
+            to_restore.extend(rec);
+            decisions.insert(id, d);
         }
         if let Some(prior) = decisions.remove(&packet.id) {
             refusal = Some(DecideError::AlreadyDecided {
@@ -571,6 +669,12 @@ pub fn decide(
         Ok(a) => a,
         Err(e) => return Err(refusal.unwrap_or(DecideError::Chain(e))),
     };
-    let path = write_decision_file(spool, &packet.id, &decision::decision_file(&signed, &appended))?;
-    Ok(Decided { signed, appended, decision_file: path })
+    let path = spool.decision_path(&packet.id);
+    let file_error = write_decision_file(spool, &packet.id, &decision::decision_file(&signed, &appended))
+        .err()
+        .map(|e| format!("{}: {e}", path.display()));
+    if let Some(e) = &file_error {
+        tracing::warn!(error = %e, "decision recorded in the chain, but its decision file was not written");
+    }
+    Ok(Decided { signed, appended, decision_file: path, file_error })
 }

@@ -73,8 +73,11 @@ fn verify_exit_codes_and_first_finding() {
     }
     let o = e.run(&["verify", "/nonexistent/chain.jsonl"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    // A spool with no chain yet is an empty, valid chain.
+    // A directory that is not a spool (a mistyped path) is a usage error, not a valid chain;
+    // a spool with no chain yet is an empty, valid chain.
     std::fs::create_dir_all(e.spool()).expect("spool");
+    assert_eq!(e.run(&["verify"]).status.code(), Some(2));
+    std::fs::create_dir_all(e.spool().join("packets")).expect("packets");
     assert_eq!(e.run(&["verify"]).status.code(), Some(0));
 }
 

@@ -378,7 +378,7 @@ fn signed_result_flashes_and_rescans() {
             entry_hash: format!("sha256:{}", "ef".repeat(32)),
         })),
     );
-    assert_eq!(fx, vec![Effect::VerifyChain, Effect::Scan]);
+    assert_eq!(fx, vec![Effect::VerifyChain { force: false }, Effect::Scan]);
     assert!(!s.signing);
     assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("approved p-quote")));
     let mut decided = decided_post();
@@ -397,4 +397,102 @@ fn signed_result_flashes_and_rescans() {
     app::update(&mut s, Action::ChainVerified(valid_report(8), decided));
     assert!(s.pending().iter().all(|e| e.packet.id != "p-quote"));
     assert_eq!(s.decided().len(), 2);
+}
+
+// Zoomed, the whole packet is readable: long values are not cut, every top-level field is shown,
+// and j/k/G scroll to the end; "more" markers say what is off screen.
+#[test]
+fn zoomed_view_shows_everything_and_scrolls() {
+    let mut s = state(false);
+    let mut action = serde_json::Map::new();
+    for k in 0..30 {
+        action.insert(format!("k{k:02}"), json!("benign"));
+    }
+    action.insert("to".into(), json!(format!("dana@northwind.example{}, attacker@evil.example", " ".repeat(150))));
+    action.insert("zz_wire".into(), json!({"iban": "XX00EVIL"}));
+    let mut long = packet("p-long", "agent-x", "email.send.external", "Innocent", 0, Value::Object(action));
+    let mut raw = long.packet.raw.clone();
+    raw["receipt_preview"] = json!({"hidden": "look here"});
+    let reparsed = warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-long").expect("packet");
+    long.packet = Arc::new(reparsed);
+    let mut snap = snapshot();
+    snap.packets.insert(0, long);
+    app::update(&mut s, Action::Scanned(snap));
+    press(&mut s, &["g", "enter"]);
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-long"));
+    let top = screen(&s, 80, 24);
+    assert!(top.contains("more lines"), "{top}");
+    press(&mut s, &["G"]);
+    let bottom = screen(&s, 80, 24);
+    assert!(bottom.contains("attacker@evil.example"), "{bottom}");
+    assert!(
+        bottom.contains("XX00EVIL") && bottom.contains("receipt_preview") && bottom.contains("look here"),
+        "{bottom}"
+    );
+    assert!(bottom.contains("lines") && bottom.contains('↑'), "{bottom}");
+    insta::assert_snapshot!("zoomed_bottom_80x24", bottom);
+    // The selection does not move while the zoomed view scrolls.
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-long"));
+    press(&mut s, &["esc", "j"]);
+    assert_eq!(s.detail_scroll, 0);
+}
+
+// If the packet changes (or disappears) while the dialog is open, the dialog closes and nothing
+// is signed; a packet that just changed cannot be decided until it has settled.
+#[test]
+fn a_packet_changing_under_the_dialog_cancels_it() {
+    let mut s = state(false);
+    press(&mut s, &["a"]);
+    assert!(matches!(s.mode, Mode::Confirm(_)));
+    let mut snap = snapshot();
+    snap.packets[0] = packet(
+        "p-quote",
+        "agent-scribe",
+        "email.send.external",
+        "Quote for 40 units to Dana",
+        2,
+        json!({"to": "mallory@evil.example"}),
+    );
+    app::update(&mut s, Action::Scanned(snap.clone()));
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(
+        s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("changed while you were confirming")),
+        "{:?}",
+        s.flash
+    );
+    assert!(screen(&s, 160, 48).contains("CHANGED"));
+    // Too soon: refused; after the settle time: allowed.
+    assert!(press(&mut s, &["a"]).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("just changed")), "{:?}", s.flash);
+    app::update(&mut s, Action::Tick(NOW + app::SETTLE_SECONDS + 0.5));
+    press(&mut s, &["a"]);
+    let Mode::Confirm(c) = &s.mode else { panic!("{:?}", s.mode) };
+    assert_eq!(c.packet.content_hash, snap.packets[0].packet.content_hash);
+    // A packet that disappears under the dialog cancels it too.
+    snap.packets.remove(0);
+    app::update(&mut s, Action::Scanned(snap));
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("disappeared")));
+}
+
+// An expired packet can be refused but not approved.
+#[test]
+fn expired_packets_can_only_be_refused() {
+    let mut s = state(false);
+    let mut e = packet("p-old", "agent-x", "draft.compose", "Old", 0, json!({}));
+    let mut raw = e.packet.raw.clone();
+    raw["expires_at"] = json!("2026-11-21T08:00:00Z");
+    e.packet =
+        Arc::new(warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-old").expect("packet"));
+    let mut snap = snapshot();
+    snap.packets.insert(0, e);
+    app::update(&mut s, Action::Scanned(snap));
+    press(&mut s, &["g"]);
+    assert!(press(&mut s, &["a"]).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("expired")), "{:?}", s.flash);
+    assert!(screen(&s, 160, 48).contains("EXPIRED"));
+    press(&mut s, &["r", "x", "enter"]);
+    assert!(matches!(&s.mode, Mode::Confirm(c) if c.verdict == Verdict::Refuse));
 }

@@ -89,7 +89,7 @@ fn line_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
 fn verify_bytes(dir: &Path, bytes: &[u8], pinned: Option<&PinnedKeys>) -> VerifyReport {
     let path = dir.join("mutated.jsonl");
     std::fs::write(&path, bytes).expect("write");
-    chain::read_chain(&path).expect("read").verify(VerifyOptions { pinned })
+    chain::read_chain(&path).expect("read").verify(VerifyOptions { pinned, strict_signatures: true })
 }
 
 fn show(r: &VerifyReport) -> String {

@@ -169,7 +169,7 @@ fn decision_records_validate_against_the_v0_1_record_schema() {
         assert_eq!(rec["schema"], json!(chain::RECORD_SCHEMA));
     }
     // And the chain they form verifies, signatures included.
-    let report = chain::verify_records(&records, VerifyOptions { pinned: Some(&pinned) });
+    let report = chain::verify_records(&records, VerifyOptions { pinned: Some(&pinned), strict_signatures: true });
     assert!(report.is_valid(), "{:?}", report.findings);
     assert_eq!(report.signatures_verified, records.len());
 }
@@ -198,10 +198,10 @@ fn export_envelope_validates_against_the_chain_schema() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (records, pinned) = decided_chain(dir.path());
     let v = chain_validator();
-    let env = chain::export(records, VerifyOptions { pinned: Some(&pinned) }, "2026-11-21T09:05:00Z");
+    let env = chain::export(records, VerifyOptions { pinned: Some(&pinned), strict_signatures: true }, "2026-11-21T09:05:00Z");
     assert_valid(&v, &env, "export envelope");
     assert_eq!(env["chain"]["verified"], json!(true));
-    assert!(chain::verify_export(&env, VerifyOptions { pinned: Some(&pinned) }).is_valid());
+    assert!(chain::verify_export(&env, VerifyOptions { pinned: Some(&pinned), strict_signatures: true }).is_valid());
 
     let empty = chain::export(Vec::new(), VerifyOptions::default(), "2026-11-21T09:05:00Z");
     assert_valid(&v, &empty, "empty export");

@@ -196,7 +196,7 @@ fn scanner_is_incremental_and_sees_changes() {
     let snap = scanner.scan(&f.spool).expect("scan");
     assert!(snap.packets.is_empty() && snap.invalid.is_empty());
     // The verified chain of an empty spool is valid and empty.
-    let report = chain::verify_file(&f.spool.chain_path(), VerifyOptions { pinned: Some(&f.pinned) }, |_, _| {})
+    let report = chain::verify_file(&f.spool.chain_path(), VerifyOptions { pinned: Some(&f.pinned), strict_signatures: true }, |_, _| {})
         .expect("verify");
     assert!(report.is_valid() && report.total == 0);
 }

@@ -32,7 +32,11 @@ pub enum Action {
     ChainVerified(Box<VerifyReport>, HashMap<String, ChainDecision>),
     /// A signing effect finished.
     Signed(Result<SignedSummary, String>),
-    /// Something failed in the runner (watcher, scan) — shown, never fatal.
+    /// A scan of the spool failed — shown, never fatal.
+    ScanFailed(String),
+    /// Reading the chain failed — shown, never fatal; signing stays refused.
+    VerifyFailed(String),
+    /// Something else failed (the terminal) — shown, never fatal.
     Error(String),
     /// Quit requested by a signal.
     Quit,
@@ -56,8 +60,12 @@ pub struct SignedSummary {
 pub enum Effect {
     /// Rescan `packets/` and `receipts/`.
     Scan,
-    /// Re-read and verify the chain.
-    VerifyChain,
+    /// Re-read and verify the chain (skipped by the runner when the file is unchanged since the
+    /// last verification, unless `force`).
+    VerifyChain {
+        /// Verify even if `chain.jsonl` looks unchanged.
+        force: bool,
+    },
     /// Sign and append a decision.
     Sign {
         /// The packet as reviewed (its content hash is what gets signed).
@@ -235,9 +243,19 @@ pub struct State {
     pending: Vec<PacketEntry>,
     decided: Vec<DecidedRow>,
     invalid: Vec<InvalidFile>,
-    /// Packets per agent seen in receipts (for the detail's activity line).
+    /// Receipts seen per action class (for the detail's evidence line).
     receipts_by_class: HashMap<String, usize>,
+    /// The content hash each packet id had at the last scan.
+    last_hash: HashMap<String, String>,
+    /// When a packet's content last changed under the same id (seconds since the epoch).
+    changed_at: HashMap<String, f64>,
+    /// First line of the zoomed packet view.
+    pub detail_scroll: u16,
 }
+
+/// Seconds a packet must stay unchanged before it can be decided, so what was read is what is
+/// signed.
+pub const SETTLE_SECONDS: f64 = 3.0;
 
 impl State {
     /// A fresh state.
@@ -273,7 +291,16 @@ impl State {
             decided: Vec::new(),
             invalid: Vec::new(),
             receipts_by_class: HashMap::new(),
+            last_hash: HashMap::new(),
+            changed_at: HashMap::new(),
+            detail_scroll: 0,
         }
+    }
+
+    /// When the packet `id` last changed content under the same id, if it ever did.
+    #[must_use]
+    pub fn changed_at(&self, id: &str) -> Option<f64> {
+        self.changed_at.get(id).copied()
     }
 
     /// Pending packets after the filter, newest first.
@@ -401,6 +428,14 @@ impl State {
         self.pending = pending;
         self.decided = decided;
         self.invalid = invalid;
+        for e in &self.snapshot.packets {
+            let p = &e.packet;
+            if let Some(old) = self.last_hash.insert(p.id.clone(), p.content_hash.clone()) {
+                if old != p.content_hash {
+                    self.changed_at.insert(p.id.clone(), self.now);
+                }
+            }
+        }
         self.receipts_by_class.clear();
         for r in &self.snapshot.receipts {
             *self.receipts_by_class.entry(r.action_class.clone()).or_default() += 1;
@@ -464,13 +499,29 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         Action::SpoolChanged { chain } => {
             let mut fx = vec![Effect::Scan];
             if chain {
-                fx.push(Effect::VerifyChain);
+                fx.push(Effect::VerifyChain { force: false });
             }
             fx
         }
         Action::Scanned(snapshot) => {
             state.snapshot = snapshot;
             state.refresh();
+            // The dialog signs the packet as it was shown: if the file changed or went away
+            // meanwhile, cancel rather than sign something the principal is no longer looking at.
+            if let Mode::Confirm(c) = &state.mode {
+                let now = state.snapshot.packet(&c.packet.id).map(|e| e.packet.content_hash.clone());
+                if now.as_deref() != Some(c.packet.content_hash.as_str()) {
+                    let what = if now.is_some() { "changed" } else { "disappeared" };
+                    state.flash = Some(Flash {
+                        text: format!(
+                            "{} {what} while you were confirming: nothing was signed; review it again",
+                            c.packet.id
+                        ),
+                        error: true,
+                    });
+                    state.mode = Mode::Normal;
+                }
+            }
             vec![]
         }
         Action::ChainVerified(report, decisions) => {
@@ -509,10 +560,16 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                 }
                 Err(e) => state.flash = Some(Flash { text: format!("signing failed: {e}"), error: true }),
             }
-            vec![Effect::VerifyChain, Effect::Scan]
+            vec![Effect::VerifyChain { force: false }, Effect::Scan]
         }
-        Action::Error(e) => {
+        Action::ScanFailed(e) | Action::Error(e) => {
             state.flash = Some(Flash { text: e, error: true });
+            vec![]
+        }
+        Action::VerifyFailed(e) => {
+            state.chain = ChainState::Unknown;
+            state.flash =
+                Some(Flash { text: format!("{e}; signing is refused until the chain can be verified"), error: true });
             vec![]
         }
         Action::Quit => {
@@ -629,7 +686,32 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
 
 fn on_normal(state: &mut State, key: Key) -> Vec<Effect> {
     let Some(cmd) = state.keymap.command("normal", &key).map(str::to_owned) else { return vec![] };
-    match cmd.as_str() {
+    // In the zoomed packet view the movement keys scroll the packet instead of the list.
+    if state.zoomed {
+        let step = match cmd.as_str() {
+            "down" => Some(1),
+            "up" => Some(-1),
+            "page_down" => Some(10),
+            "page_up" => Some(-10),
+            "top" => Some(-60_000),
+            "bottom" => Some(60_000),
+            _ => None,
+        };
+        if let Some(d) = step {
+            state.detail_scroll = (i32::from(state.detail_scroll) + d).clamp(0, 60_000) as u16;
+            return vec![];
+        }
+    }
+    let before = (state.pane, state.selection(state.pane));
+    let fx = on_normal_command(state, &cmd);
+    if (state.pane, state.selection(state.pane)) != before {
+        state.detail_scroll = 0;
+    }
+    fx
+}
+
+fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
+    match cmd {
         "down" => state.move_selection(1),
         "up" => state.move_selection(-1),
         "top" => state.selected[state.pane as usize] = 0,
@@ -667,7 +749,7 @@ fn on_normal(state: &mut State, key: Key) -> Vec<Effect> {
             } else {
                 state.flash = Some(Flash { text: chain_line(&state.chain), error: false });
             }
-            return vec![Effect::VerifyChain];
+            return vec![Effect::VerifyChain { force: true }];
         }
         "help" => state.mode = Mode::Help,
         "quit" => {
@@ -705,6 +787,22 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
             state.mode = Mode::ChainAlert;
         }
         state.flash = Some(Flash { text: why, error: true });
+        return vec![];
+    }
+    if let Some(t) = state.changed_at(&packet.id).filter(|t| state.now - t < SETTLE_SECONDS) {
+        let wait = (SETTLE_SECONDS - (state.now - t)).ceil();
+        state.flash = Some(Flash {
+            text: format!("{} just changed: read it again (decisions open in {wait:.0}s)", packet.id),
+            error: true,
+        });
+        return vec![];
+    }
+    if approve
+        && let Some(expires) = packet.expires_at.as_deref()
+        && crate::clock::unix_seconds(expires).is_none_or(|t| t <= state.now)
+    {
+        state.flash =
+            Some(Flash { text: format!("{} expired at {expires}: it can only be refused", packet.id), error: true });
         return vec![];
     }
     if approve

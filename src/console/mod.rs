@@ -104,6 +104,10 @@ pub fn run(opts: Options) -> Result<()> {
 
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let result = rt.block_on(event_loop(&mut terminal, state, &theme, opts.spool, opts.principal, pinned, opts.rescan));
+    // Give the terminal back first: a blocking job (a signature waiting for the chain's lock)
+    // must not keep the principal's terminal in raw mode.
+    restore_terminal();
+    rt.shutdown_timeout(Duration::from_millis(500));
     drop(demo);
     result
 }
@@ -118,6 +122,17 @@ struct Runner {
     scan_again: bool,
     verifying: bool,
     verify_again: bool,
+    /// `chain.jsonl`'s metadata when its last verification started.
+    verified_stamp: Option<ChainStamp>,
+}
+
+/// Length, modification time, change time and inode of `chain.jsonl`.
+type ChainStamp = (u64, std::time::SystemTime, i64, i64, u64);
+
+fn chain_stamp(spool: &Spool) -> Option<ChainStamp> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::symlink_metadata(spool.chain_path()).ok()?;
+    Some((m.len(), m.modified().ok()?, m.ctime(), m.ctime_nsec(), m.ino()))
 }
 
 impl Runner {
@@ -137,21 +152,27 @@ impl Runner {
                         .and_then(|mut s| s.scan(&spool).map_err(|e| e.to_string()));
                     let _ = tx.send(match result {
                         Ok(snap) => Action::Scanned(snap),
-                        Err(e) => Action::Error(format!("scanning the spool: {e}")),
+                        Err(e) => Action::ScanFailed(format!("scanning the spool: {e}")),
                     });
                 });
             }
-            Effect::VerifyChain => {
+            Effect::VerifyChain { force } => {
+                // A rescan asks every few seconds; verify again only when the file changed.
+                let stamp = chain_stamp(&self.spool);
+                if !force && stamp.is_some() && stamp == self.verified_stamp {
+                    return;
+                }
                 if self.verifying {
                     self.verify_again = true;
                     return;
                 }
                 self.verifying = true;
+                self.verified_stamp = stamp;
                 let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
                 tokio::task::spawn_blocking(move || {
                     let _ = tx.send(match spool::verify_chain(&spool, &pinned) {
                         Ok((report, decisions)) => Action::ChainVerified(Box::new(report), decisions),
-                        Err(e) => Action::Error(format!("reading the chain: {e}")),
+                        Err(e) => Action::VerifyFailed(format!("reading the chain: {e}")),
                     });
                 });
             }
@@ -196,12 +217,13 @@ impl Runner {
             Action::ChainVerified(..) => {
                 self.verifying = false;
                 if std::mem::take(&mut self.verify_again) {
-                    self.run(Effect::VerifyChain);
+                    self.run(Effect::VerifyChain { force: true });
                 }
             }
-            Action::Error(_) => {
-                self.scanning = false;
+            Action::ScanFailed(_) => self.scanning = false,
+            Action::VerifyFailed(_) => {
                 self.verifying = false;
+                self.verified_stamp = None;
             }
             _ => {}
         }
@@ -241,9 +263,10 @@ where
         scan_again: false,
         verifying: false,
         verify_again: false,
+        verified_stamp: None,
     };
     runner.run(Effect::Scan);
-    runner.run(Effect::VerifyChain);
+    runner.run(Effect::VerifyChain { force: true });
 
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));

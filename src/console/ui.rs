@@ -9,6 +9,7 @@ use super::theme::Theme;
 use crate::clock;
 use crate::decision::Verdict;
 use crate::packet::{DecisionState, Packet};
+pub use crate::text::inert;
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -20,30 +21,6 @@ use serde_json::Value;
 pub const MIN_WIDTH: u16 = 40;
 /// Smallest usable terminal height.
 pub const MIN_HEIGHT: u16 = 10;
-
-/// Makes untrusted text safe to print: C0 controls become their Unicode control pictures
-/// (`␛` for ESC), DEL becomes `␡`, C1 controls and bidi/invisible formatting characters become
-/// `⟨U+XXXX⟩`, and the result is cut to `max` characters with `…`.
-#[must_use]
-pub fn inert(s: &str, max: usize) -> String {
-    let mut out = String::with_capacity(s.len().min(max * 4));
-    for (n, c) in s.chars().enumerate() {
-        if n >= max {
-            out.push('…');
-            break;
-        }
-        let cp = c as u32;
-        match cp {
-            0x00..=0x1f => out.push(char::from_u32(0x2400 + cp).unwrap_or('?')),
-            0x7f => out.push('␡'),
-            0x80..=0x9f | 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2069 | 0xfeff | 0xfff9..=0xfffb => {
-                out.push_str(&format!("⟨U+{cp:04X}⟩"));
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
 
 /// Glyph and word for a decision state (never colour alone).
 #[must_use]
@@ -308,12 +285,12 @@ fn field_lines(v: &Value, width: usize, max_lines: usize) -> Vec<String> {
         match val {
             Value::String(s) => {
                 let mut parts = s.split('\n');
-                out.push(format!("{}: {}", inert(k, 30), inert(parts.next().unwrap_or(""), width)));
+                out.push(format!("{}: {}", inert(k, width), inert(parts.next().unwrap_or(""), width)));
                 for more in parts {
                     out.push(format!("  {}", inert(more, width)));
                 }
             }
-            other => out.push(format!("{}: {}", inert(k, 30), inert(&other.to_string(), width))),
+            other => out.push(format!("{}: {}", inert(k, width), inert(&other.to_string(), width))),
         }
         if out.len() >= max_lines {
             out.truncate(max_lines);
@@ -378,7 +355,25 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         lines.push(kv(theme, "created", format!("{}{age}", inert(c, 40))));
     }
     if let Some(e) = &p.expires_at {
-        lines.push(kv(theme, "expires", inert(e, 40)));
+        let expired = clock::unix_seconds(e).is_none_or(|t| t <= state.now);
+        if expired {
+            lines.push(kv(
+                theme,
+                "expires",
+                Span::styled(format!("{} ⚠ EXPIRED: refuse only", inert(e, 40)), theme.get("warn")),
+            ));
+        } else {
+            lines.push(kv(theme, "expires", inert(e, 40)));
+        }
+    }
+    if let Some(t) = state.changed_at(&p.id) {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "⚠ CHANGED {} ago: the agent rewrote this packet after it first appeared",
+                clock::human_age(state.now - t)
+            ),
+            theme.get("error"),
+        )));
     }
     let hash = if p.content_hash.len() <= width || zoomed {
         p.content_hash.clone()
@@ -412,21 +407,75 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             )));
         }
     }
-    let budget = if zoomed { 400 } else { 60 };
+    // Zoomed, nothing is cut: every field of the packet, every character, wrapped and scrolled.
+    let (width, budget) = if zoomed { (usize::MAX, usize::MAX) } else { (width, 60) };
     lines.push(Line::from(Span::styled("proposed action", theme.get("header"))));
     lines.extend(field_lines(&p.proposed_action, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
     if !p.context.is_null() && p.context != p.proposed_action {
         lines.push(Line::from(Span::styled("context", theme.get("header"))));
         lines.extend(field_lines(&p.context, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
     }
+    let others = other_fields(p);
+    if !others.is_empty() {
+        lines.push(Line::from(Span::styled("other fields", theme.get("header"))));
+        let rest = Value::Object(others);
+        lines.extend(field_lines(&rest, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
+    }
     lines
 }
 
+/// Top-level fields of a packet that the sections above do not show: nothing an agent writes
+/// is hidden from the principal.
+fn other_fields(p: &Packet) -> serde_json::Map<String, Value> {
+    const SHOWN: [&str; 24] = [
+        "type",
+        "packet_id",
+        "agent",
+        "requested_by",
+        "summary",
+        "action_class",
+        "proposed_action",
+        "context",
+        "evidence",
+        "created_at",
+        "expires_at",
+        "trace_id",
+        "external_actions",
+        "risk",
+        "risk_class",
+        "protocol",
+        "packetId",
+        "requestedBy",
+        "actionClass",
+        "riskClass",
+        "requestedAction",
+        "createdAt",
+        "expiresAt",
+        "decisionId",
+    ];
+    let Value::Object(map) = &p.raw else { return serde_json::Map::new() };
+    let mut out: serde_json::Map<String, Value> =
+        map.iter().filter(|(k, _)| !SHOWN.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    // The portable decision's status and reason are shown above; keep whatever else it carries.
+    if let Some(Value::Object(d)) = out.get_mut("decision") {
+        d.remove("status");
+        d.remove("reason");
+        if d.get("action_class").and_then(Value::as_str) == Some(p.action_class.as_str()) {
+            d.remove("action_class");
+        }
+        if d.is_empty() {
+            out.remove("decision");
+        }
+    }
+    out
+}
+
 fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, zoomed: bool) {
-    let title = if zoomed { " Packet (esc: back) " } else { " Packet " };
+    let title =
+        if zoomed { " Packet: the whole file (j/k scroll · esc back) " } else { " Packet (enter: read it whole) " };
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_style(theme.get("border"))
+        .border_style(if zoomed { theme.get("border_focus") } else { theme.get("border") })
         .title(Span::styled(title, theme.get("title")));
     let inner = block.inner(area);
     let width = inner.width.saturating_sub(14) as usize;
@@ -464,7 +513,23 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
             },
         },
     };
-    frame.render_widget(Paragraph::new(Text::from(lines)).block(block).wrap(Wrap { trim: false }), area);
+    let para = Paragraph::new(Text::from(lines)).wrap(Wrap { trim: false });
+    let total = para.line_count(inner.width);
+    let height = usize::from(inner.height);
+    let max_scroll = total.saturating_sub(height);
+    let scroll = if zoomed { usize::from(state.detail_scroll).min(max_scroll) } else { 0 };
+    let mut block = block;
+    if scroll > 0 {
+        block = block
+            .title_top(Line::from(Span::styled(format!(" ↑ {scroll} lines "), theme.get("muted"))).right_aligned());
+    }
+    let below = total.saturating_sub(scroll + height);
+    if below > 0 {
+        let hint =
+            if zoomed { format!(" ↓ {below} more lines ") } else { format!(" ↓ {below} more lines: enter ") };
+        block = block.title_bottom(Line::from(Span::styled(hint, theme.get("warn"))).right_aligned());
+    }
+    frame.render_widget(para.block(block).scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0)), area);
 }
 
 fn own_line(l: Line<'_>) -> Line<'static> {
@@ -512,6 +577,22 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
         Mode::Normal => ("normal", &["down", "up", "open", "approve", "refuse", "next_pane", "filter", "help", "quit"]),
     };
     let mut spans = Vec::new();
+    if state.zoomed && state.mode == Mode::Normal {
+        let k = |c: &str| km.first_key("normal", c).unwrap_or_default();
+        for (keys, desc) in [
+            (format!("{}/{}", k("down"), k("up")), "scroll"),
+            (format!("{}/{}", k("top"), k("bottom")), "top/end"),
+            (k("back"), "back"),
+            (k("approve"), "approve"),
+            (k("refuse"), "refuse"),
+            (k("help"), "help"),
+        ] {
+            spans.push(Span::styled(format!(" {keys}"), theme.get("key_hint")));
+            spans.push(Span::styled(format!(" {desc} "), theme.get("muted")));
+        }
+        frame.render_widget(Paragraph::new(Line::from(spans)), area);
+        return;
+    }
     if let Mode::Input { purpose: InputPurpose::Filter, text } = &state.mode {
         spans.push(Span::styled(format!(" filter: {}▏ ", inert(text, 60)), theme.get("accent")));
     }
@@ -589,6 +670,11 @@ fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rec
     if let Some(r) = &c.reason {
         lines.push(kv(theme, "reason", inert(r, 60)));
     }
+    // What is being signed, in brief: the first fields of the proposed action.
+    let preview = field_lines(&p.proposed_action, usize::from(area.width.saturating_sub(20)).clamp(20, 80), 6);
+    lines.push(kv(theme, "action", ""));
+    lines.extend(preview.into_iter().map(|l| Line::from(format!("    {l}"))));
+    lines.push(Line::from(Span::styled("    (the whole packet: esc, then enter)", theme.get("muted"))));
     lines.push(Line::from(""));
     let button = |label: &str, b: Button| {
         Span::styled(format!("[ {label} ]"), if c.focus == b { theme.get("button_focus") } else { theme.get("button") })
@@ -669,14 +755,6 @@ fn render_chain_alert(state: &State, theme: &Theme, frame: &mut Frame<'_>, area:
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn inert_neutralises_escapes_controls_and_bidi() {
-        let s = inert("a\u{1b}[31mred\u{7}\u{202e}evil\u{9b}\tz", 100);
-        assert!(!s.chars().any(|c| c.is_control()), "{s:?}");
-        assert!(s.contains("␛[31m") && s.contains("⟨U+202E⟩") && s.contains("⟨U+009B⟩") && s.contains('␉'));
-        assert_eq!(inert("abcdef", 3), "abc…");
-    }
 
     #[test]
     fn window_keeps_the_selection_visible() {
