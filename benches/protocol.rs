@@ -60,7 +60,9 @@ fn benches(c: &mut Criterion) {
         b.iter(|| chain::verify_records(black_box(&records), VerifyOptions::default()))
     });
     g.bench_function("verify 1000 records with signatures", |b| {
-        b.iter(|| chain::verify_records(black_box(&records), VerifyOptions { pinned: Some(&pins), strict_signatures: true }))
+        b.iter(|| {
+            chain::verify_records(black_box(&records), VerifyOptions { pinned: Some(&pins), strict_signatures: true })
+        })
     });
     let text: String = records.iter().map(|r| warrant::canonical::to_canonical_string(r) + "\n").collect();
     let dir = tempfile::tempdir().expect("tempdir");
@@ -68,7 +70,11 @@ fn benches(c: &mut Criterion) {
     std::fs::write(&path, &text).expect("write");
     g.throughput(Throughput::Bytes(text.len() as u64));
     g.bench_function("read and verify chain.jsonl of 1000 records", |b| {
-        b.iter(|| chain::read_chain(black_box(&path)).expect("read").verify(VerifyOptions { pinned: Some(&pins), strict_signatures: true }))
+        b.iter(|| {
+            chain::read_chain(black_box(&path))
+                .expect("read")
+                .verify(VerifyOptions { pinned: Some(&pins), strict_signatures: true })
+        })
     });
     g.finish();
 

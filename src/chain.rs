@@ -2,10 +2,12 @@
 //! appends to `chain.jsonl`.
 //!
 //! Spec: `opentrustgraph.md` §2 (records), §3 (envelope), §4 (hash contract), §5 (verification).
-//! Verification hashes each record *as received* (the Python reference's rule, §4.5 option (a)):
-//! the parsed JSON minus its top-level `entry_hash`, canonicalised by [`crate::canonical`].
-//! warrant's own records follow the producer profile of §4.5, so both reference verifiers agree
-//! on them.
+//! Verification hashes each record as parsed (the Python reference's rule, §4.5 option (a)):
+//! the JSON minus its top-level `entry_hash`, canonicalised by [`crate::canonical`], without
+//! Harn's typed re-serialisation. Number *text* is not kept: serde_json re-prints numbers, which
+//! matches Python for integers within `u64`/`i64` and floats in 1e-4 ≤ |x| < 1e16 (the range the
+//! producer profile allows), and differs outside it (`docs/conformance.md`). warrant's own records
+//! follow the producer profile of §4.5, so both reference verifiers agree on them.
 
 use crate::canonical::{self, is_sha256_string};
 use crate::keys::PinnedKeys;
@@ -261,10 +263,10 @@ where
                     "approval signatures that are not warrant decisions cannot be verified against pinned keys",
                 );
             }
-            if let Some(id) = map.get("record_id").and_then(Value::as_str) {
-                if lineage.seen.contains_key(id) {
-                    report.push(Some(i), Check::RecordSchema, format!("duplicate record_id {id:?}"));
-                }
+            if let Some(id) = map.get("record_id").and_then(Value::as_str)
+                && lineage.seen.contains_key(id)
+            {
+                report.push(Some(i), Check::RecordSchema, format!("duplicate record_id {id:?}"));
             }
             on_record(i, map);
             previous = map.get("entry_hash").and_then(Value::as_str).map(str::to_owned);
@@ -933,6 +935,17 @@ pub fn append<F>(path: &Path, build: F) -> Result<Appended, ChainError>
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
 {
+    append_with_deadline(path, LOCK_DEADLINE, build)
+}
+
+/// As [`append`], waiting at most `deadline` for the lock.
+///
+/// # Errors
+/// As [`append`].
+pub fn append_with_deadline<F>(path: &Path, deadline: std::time::Duration, build: F) -> Result<Appended, ChainError>
+where
+    F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
+{
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
     let lock_path = path.with_file_name(".chain.lock");
@@ -954,11 +967,11 @@ where
     loop {
         match lock.try_lock() {
             Ok(()) => break,
-            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_DEADLINE => {
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(ChainError::Locked { path: lock_path, seconds: LOCK_DEADLINE.as_secs() });
+                return Err(ChainError::Locked { path: lock_path, seconds: deadline.as_secs() });
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
         }

@@ -29,7 +29,8 @@ pub const ALGORITHM: &str = "ed25519";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// The principal allows this exact packet once.
+    /// The principal approves this exact packet content (binding it to one execution is the
+    /// executor's job: it consumes the decision file).
     Approve,
     /// The principal refuses it.
     Refuse,

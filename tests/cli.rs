@@ -225,3 +225,44 @@ fn propose_wait_verifies_the_decision_before_trusting_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ignoring decision file") && err.contains("not pinned"), "{err}");
 }
+
+// Agent text never reaches the terminal raw through the CLI; `--wait` rejects non-finite
+// durations before publishing; a decision whose file cannot be written is still recorded and
+// reported as such (exit 0 with a warning), never as a failure.
+#[test]
+fn cli_robustness() {
+    let e = Env::new();
+    e.run(&["keys"]);
+    let o = e.run(&[
+        "propose",
+        "--class",
+        "draft.compose",
+        "--agent",
+        "a",
+        "--summary",
+        "s",
+        "--id",
+        "inf",
+        "--wait",
+        "inf",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!e.spool().join("packets/inf.json").exists(), "nothing published for a bad --wait");
+
+    let evil = "agent\u{1b}]0;TITLE\u{7}\u{1b}[2J";
+    assert_eq!(
+        e.run(&["propose", "--class", "draft.compose", "--agent", evil, "--summary", "s", "--id", "ev"]).status.code(),
+        Some(0)
+    );
+    let out = e.run(&["list"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(!listed.contains('\u{1b}') && !listed.contains('\u{7}'), "{listed:?}");
+    assert!(listed.contains("␛]0;TITLE␇"), "{listed}");
+
+    std::fs::create_dir_all(e.spool().join("decisions/ev.json")).expect("a directory where the file goes");
+    let o = e.run(&["approve", "ev"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("decision file was not written"), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain").lines().count(), 1);
+    assert_eq!(e.run(&["verify"]).status.code(), Some(0));
+}

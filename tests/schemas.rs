@@ -198,7 +198,11 @@ fn export_envelope_validates_against_the_chain_schema() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (records, pinned) = decided_chain(dir.path());
     let v = chain_validator();
-    let env = chain::export(records, VerifyOptions { pinned: Some(&pinned), strict_signatures: true }, "2026-11-21T09:05:00Z");
+    let env = chain::export(
+        records,
+        VerifyOptions { pinned: Some(&pinned), strict_signatures: true },
+        "2026-11-21T09:05:00Z",
+    );
     assert_valid(&v, &env, "export envelope");
     assert_eq!(env["chain"]["verified"], json!(true));
     assert!(chain::verify_export(&env, VerifyOptions { pinned: Some(&pinned), strict_signatures: true }).is_valid());

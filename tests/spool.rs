@@ -105,16 +105,19 @@ fn a_record_that_would_not_verify_is_not_appended() {
 #[test]
 fn human_only_and_blocked_cannot_be_approved() {
     let f = fixture();
-    for (id, status) in [("pay", "human_only"), ("stop", "blocked")] {
-        f.publish(id, &portable(id, "agent-b", "payment.initiate", status));
+    // The third case declares review_required for an alias of payment.initiate: the registry's
+    // human-only class wins over what the agent declares (trust-graduation.md §3.2 rule a).
+    for (id, class, status, effective) in [
+        ("pay", "payment.initiate", "human_only", DecisionState::HumanOnly),
+        ("stop", "tool.call.local", "blocked", DecisionState::Blocked),
+        ("spend", "payment.spend", "review_required", DecisionState::HumanOnly),
+    ] {
+        f.publish(id, &portable(id, "agent-b", class, status));
         let err = f.decide(id, Verdict::Approve, None).expect_err("approval must be refused");
-        assert!(
-            matches!(err, DecideError::NotApprovable { state, .. } if state == DecisionState::parse(status).expect("state")),
-            "{err}"
-        );
+        assert!(matches!(err, DecideError::NotApprovable { state, .. } if state == effective), "{id}: {err}");
         f.decide(id, Verdict::Refuse, Some("do it by hand")).expect("refusal is fine");
     }
-    assert_eq!(f.verify().total, 2);
+    assert_eq!(f.verify().total, 3);
 }
 
 // Deciding twice is refused; a refusal needs a reason; an unparsable chain refuses signing.
@@ -196,8 +199,12 @@ fn scanner_is_incremental_and_sees_changes() {
     let snap = scanner.scan(&f.spool).expect("scan");
     assert!(snap.packets.is_empty() && snap.invalid.is_empty());
     // The verified chain of an empty spool is valid and empty.
-    let report = chain::verify_file(&f.spool.chain_path(), VerifyOptions { pinned: Some(&f.pinned), strict_signatures: true }, |_, _| {})
-        .expect("verify");
+    let report = chain::verify_file(
+        &f.spool.chain_path(),
+        VerifyOptions { pinned: Some(&f.pinned), strict_signatures: true },
+        |_, _| {},
+    )
+    .expect("verify");
     assert!(report.is_valid() && report.total == 0);
 }
 
@@ -229,4 +236,120 @@ fn runtime_status_risk_and_duplicate_ids() {
     assert_eq!(snap.invalid.len(), 1);
     assert_eq!(snap.invalid[0].name, "b-runtime.json");
     assert!(snap.invalid[0].reason.to_string().contains("also in a-runtime-copy.json"), "{}", snap.invalid[0].reason);
+}
+
+// The parts of the spool only warrant writes must be the principal's: a symlinked chain or
+// decisions directory, or a group-writable spool, refuses signing before anything is written.
+#[test]
+fn an_unsafe_spool_refuses_signing() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let f = fixture();
+    f.publish("p", &portable("p", "agent-a", "draft.compose", "review_required"));
+    let outside = tempfile::tempdir().expect("outside");
+    // chain.jsonl as a symlink to a file outside the spool (which must not be created).
+    let target = outside.path().join("profile");
+    std::os::unix::fs::symlink(&target, f.spool.chain_path()).expect("symlink");
+    let err = f.decide("p", Verdict::Approve, None).expect_err("symlinked chain");
+    assert!(matches!(err, DecideError::UnsafeSpool(ref m) if m.contains("symlinks are refused")), "{err}");
+    assert!(!target.exists(), "warrant wrote through the symlink");
+    std::fs::remove_file(f.spool.chain_path()).expect("rm");
+    // decisions/ as a symlink to another directory.
+    std::fs::remove_dir(f.spool.decisions_dir()).expect("rmdir");
+    std::os::unix::fs::symlink(outside.path(), f.spool.decisions_dir()).expect("symlink");
+    assert!(matches!(f.decide("p", Verdict::Approve, None), Err(DecideError::UnsafeSpool(_))));
+    assert!(std::fs::read_dir(outside.path()).expect("dir").next().is_none(), "wrote into the symlinked dir");
+    std::fs::remove_file(f.spool.decisions_dir()).expect("rm");
+    std::fs::create_dir(f.spool.decisions_dir()).expect("mkdir");
+    // A spool root writable by others.
+    std::fs::set_permissions(f.spool.root(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    assert!(
+        matches!(f.decide("p", Verdict::Approve, None), Err(DecideError::UnsafeSpool(ref m)) if m.contains("writable"))
+    );
+    std::fs::set_permissions(f.spool.root(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    f.decide("p", Verdict::Approve, None).expect("a private spool signs");
+}
+
+// A FIFO in place of the chain never blocks verification: it is refused as not a regular file.
+#[test]
+fn a_fifo_chain_is_refused_without_blocking() {
+    let f = fixture();
+    let status = std::process::Command::new("mkfifo").arg(f.spool.chain_path()).status().expect("mkfifo");
+    assert!(status.success());
+    let err = spool::verify_chain(&f.spool, &f.pinned).expect_err("fifo");
+    assert!(matches!(err, chain::ChainError::NotRegular { .. }), "{err}");
+    let err = chain::verify_file(&f.spool.chain_path(), VerifyOptions::default(), |_, _| {}).expect_err("fifo");
+    assert!(matches!(err, chain::ChainError::NotRegular { .. }), "{err}");
+}
+
+// A record appended by someone else, correctly linked but with a bad signature, decides nothing:
+// the packet stays pending, and strict verification of the spool's chain reports it.
+#[test]
+fn forged_records_decide_nothing() {
+    let f = fixture();
+    f.publish("victim", &portable("victim", "agent-a", "draft.compose", "review_required"));
+    let mallory = Principal::from_seed("alice", &[99; 32]);
+    let packet = f.packet("victim");
+    let input = warrant::decision::DecisionInput {
+        packet_id: "victim",
+        packet_hash: &packet.content_hash,
+        action_class: "draft.compose",
+        agent: "agent-a",
+        trace_id: "t",
+        verdict: Verdict::Approve,
+        reason: None,
+        decided_at: AT,
+    };
+    let signed = warrant::decision::sign_decision(&mallory, &input);
+    chain::append(&f.spool.chain_path(), |_| Ok(warrant::decision::record_body(&input, &signed))).expect("append");
+    let (report, decisions) = spool::verify_chain(&f.spool, &f.pinned).expect("verify");
+    assert!(!report.is_valid());
+    assert!(report.findings.iter().any(|x| x.check == Check::Signature && x.message.contains("not pinned")));
+    assert!(decisions.is_empty(), "a forged record must not count as a decision");
+    // A foreign approval signature (not a warrant decision) in the spool's own chain is a
+    // finding too: only pinned keys are accepted there.
+    let g = fixture();
+    chain::append(&g.spool.chain_path(), |_| {
+        let mut meta = serde_json::Map::new();
+        meta.insert(
+            "approval".into(),
+            json!({"required": true, "quorum": 1, "signatures": [{"reviewer": "alice", "signed_at": AT, "signature": "Zm9yZ2Vk"}]}),
+        );
+        Ok(chain::new_record_body("agent-a", "payment.initiate", Some("alice"), "success", "t", "act_with_approval", AT, meta))
+    })
+    .expect("append");
+    let (report, _) = spool::verify_chain(&g.spool, &g.pinned).expect("verify");
+    assert!(report.findings.iter().any(|x| x.check == Check::Signature), "{:?}", report.findings);
+}
+
+// Duplicate keys make a packet invalid: no reader can see a different value than the one shown.
+#[test]
+fn duplicate_keys_are_invalid() {
+    let f = fixture();
+    let text = r#"{"type":"trust_graduation_approval_packet","packet_id":"d","action_class":"email.send.external","proposed_action":{"to":"dana@example.com","to":"mallory@evil.example"},"decision":{"status":"review_required","action_class":"email.send.external","reason":"r"},"external_actions":0}"#;
+    std::fs::write(f.spool.packets_dir().join("d.json"), text).expect("write");
+    let snap = Scanner::new().scan(&f.spool).expect("scan");
+    assert!(snap.packets.is_empty());
+    assert!(snap.invalid[0].reason.to_string().contains("duplicate key \"to\""), "{}", snap.invalid[0].reason);
+}
+
+// An append waits for the private lock file and fails after the deadline instead of hanging.
+#[test]
+fn a_held_lock_times_out_instead_of_hanging() {
+    let f = fixture();
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(f.spool.root().join(".chain.lock"))
+        .expect("lock file");
+    lock.lock().expect("hold the lock");
+    let start = std::time::Instant::now();
+    let err = chain::append_with_deadline(&f.spool.chain_path(), std::time::Duration::from_millis(200), |_| {
+        Ok(serde_json::Map::new())
+    })
+    .expect_err("locked");
+    assert!(matches!(err, chain::ChainError::Locked { .. }), "{err}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    lock.unlock().expect("unlock");
 }

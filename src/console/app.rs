@@ -430,10 +430,10 @@ impl State {
         self.invalid = invalid;
         for e in &self.snapshot.packets {
             let p = &e.packet;
-            if let Some(old) = self.last_hash.insert(p.id.clone(), p.content_hash.clone()) {
-                if old != p.content_hash {
-                    self.changed_at.insert(p.id.clone(), self.now);
-                }
+            if let Some(old) = self.last_hash.insert(p.id.clone(), p.content_hash.clone())
+                && old != p.content_hash
+            {
+                self.changed_at.insert(p.id.clone(), self.now);
             }
         }
         self.receipts_by_class.clear();

@@ -89,10 +89,16 @@ pub fn run(opts: Options) -> Result<()> {
     let demo = opts.demo_interval.map(|i| crate::demo::Demo::start(opts.spool.clone(), Duration::from_secs_f64(i)));
 
     // Restore the terminal before any panic message is printed.
+    // A panic on the UI thread gives the terminal back before the message is printed; one in a
+    // background job is logged (printing would garble the screen) and reported by `spawn_job`.
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        restore_terminal();
-        previous(info);
+        if std::thread::current().name() == Some("main") {
+            restore_terminal();
+            previous(info);
+        } else {
+            tracing::error!(panic = %info, "background job panicked");
+        }
     }));
     terminal::enable_raw_mode().wrap_err("enabling raw mode (is this a terminal?)")?;
     let _guard = TerminalGuard;
@@ -110,6 +116,15 @@ pub fn run(opts: Options) -> Result<()> {
     rt.shutdown_timeout(Duration::from_millis(500));
     drop(demo);
     result
+}
+
+/// Runs `job` on the blocking pool and sends its action; a panic in the job sends `on_panic`
+/// instead (and is logged), so the console never waits forever for a job that died.
+fn spawn_job(tx: mpsc::UnboundedSender<Action>, on_panic: Action, job: impl FnOnce() -> Action + Send + 'static) {
+    tokio::task::spawn_blocking(move || {
+        let action = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).unwrap_or(on_panic);
+        let _ = tx.send(action);
+    });
 }
 
 struct Runner {
@@ -145,16 +160,20 @@ impl Runner {
                 }
                 self.scanning = true;
                 let (spool, scanner, tx) = (self.spool.clone(), Arc::clone(&self.scanner), self.tx.clone());
-                tokio::task::spawn_blocking(move || {
-                    let result = scanner
-                        .lock()
-                        .map_err(|_| "scanner poisoned".to_owned())
-                        .and_then(|mut s| s.scan(&spool).map_err(|e| e.to_string()));
-                    let _ = tx.send(match result {
-                        Ok(snap) => Action::Scanned(snap),
-                        Err(e) => Action::ScanFailed(format!("scanning the spool: {e}")),
-                    });
-                });
+                spawn_job(
+                    tx.clone(),
+                    Action::ScanFailed("internal error while scanning (see the log)".into()),
+                    move || {
+                        let result = scanner
+                            .lock()
+                            .map_err(|_| "scanner poisoned".to_owned())
+                            .and_then(|mut s| s.scan(&spool).map_err(|e| e.to_string()));
+                        match result {
+                            Ok(snap) => Action::Scanned(snap),
+                            Err(e) => Action::ScanFailed(format!("scanning the spool: {e}")),
+                        }
+                    },
+                );
             }
             Effect::VerifyChain { force } => {
                 // A rescan asks every few seconds; verify again only when the file changed.
@@ -169,11 +188,11 @@ impl Runner {
                 self.verifying = true;
                 self.verified_stamp = stamp;
                 let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
-                tokio::task::spawn_blocking(move || {
-                    let _ = tx.send(match spool::verify_chain(&spool, &pinned) {
+                spawn_job(tx, Action::VerifyFailed("internal error while verifying (see the log)".into()), move || {
+                    match spool::verify_chain(&spool, &pinned) {
                         Ok((report, decisions)) => Action::ChainVerified(Box::new(report), decisions),
                         Err(e) => Action::VerifyFailed(format!("reading the chain: {e}")),
-                    });
+                    }
                 });
             }
             Effect::Sign { packet, verdict, reason } => {
@@ -182,7 +201,7 @@ impl Runner {
                     return;
                 };
                 let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
-                tokio::task::spawn_blocking(move || {
+                spawn_job(tx, Action::Signed(Err("internal error while signing (see the log)".into())), move || {
                     let at = crate::clock::now_rfc3339();
                     let result = spool::decide(&spool, &principal, &pinned, &packet, verdict, reason.as_deref(), &at)
                         .map(|d| SignedSummary {
@@ -198,7 +217,7 @@ impl Runner {
                         }
                         Err(e) => tracing::warn!(packet = %packet.id, error = %e, "signing failed"),
                     }
-                    let _ = tx.send(Action::Signed(result));
+                    Action::Signed(result)
                 });
             }
             Effect::Quit => {}

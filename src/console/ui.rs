@@ -729,7 +729,7 @@ fn render_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, p: &Packet, t
 
 fn render_chain_alert(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
     let lines = vec![
-        Line::from(Span::styled(chain_line(&state.chain), theme.get("error"))),
+        Line::from(Span::styled(inert(&chain_line(&state.chain), 2000), theme.get("error"))),
         Line::from(""),
         Line::from("The chain of decisions in this spool does not verify. Something edited, removed or"),
         Line::from("reordered records, or a signature is not from a pinned key. Signing is refused"),
