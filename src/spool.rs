@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -81,8 +81,23 @@ impl Spool {
     ///
     /// # Errors
     /// I/O errors.
+    ///
+    /// The spool directory and `decisions/` are created with mode 0755 whatever the umask (a
+    /// umask of 002 would otherwise make them group-writable, which [`Spool::check_private`]
+    /// refuses); `packets/` and `receipts/` follow the umask, and the principal opens them to the
+    /// agents' group (see `docs/spool.md`, "Trust boundary").
     pub fn ensure(&self) -> io::Result<()> {
-        for dir in [self.packets_dir(), self.receipts_dir(), self.decisions_dir()] {
+        use std::os::unix::fs::DirBuilderExt as _;
+        let mut private = fs::DirBuilder::new();
+        private.recursive(true).mode(0o755);
+        for dir in [&self.root, &self.decisions_dir()] {
+            if !dir.exists() {
+                private.create(dir)?;
+                // `mode` is masked by the umask: set it exactly on what was just created.
+                fs::set_permissions(dir, fs::Permissions::from_mode(0o755))?;
+            }
+        }
+        for dir in [self.packets_dir(), self.receipts_dir()] {
             fs::create_dir_all(dir)?;
         }
         Ok(())

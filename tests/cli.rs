@@ -34,6 +34,12 @@ impl Env {
     fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().expect("run warrant")
     }
+    /// `warrant propose` with a class, agent and id, the summary "s", and `extra` flags.
+    fn propose(&self, class: &str, agent: &str, id: &str, extra: &[&str]) -> Output {
+        let mut args = vec!["propose", "--class", class, "--agent", agent, "--summary", "s", "--id", id];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
 }
 
 fn text(o: &Output) -> String {
@@ -127,7 +133,7 @@ fn propose_decide_list_export_verify() {
 fn a_renamed_principal_is_refused_before_signing() {
     let e = Env::new();
     e.run(&["keys"]);
-    e.run(&["propose", "--class", "draft.compose", "--agent", "a", "--summary", "s", "--id", "p"]);
+    e.propose("draft.compose", "a", "p", &[]);
     let o = e.cmd(&["approve", "p"]).env("WARRANT_PRINCIPAL", "bob").output().expect("run");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("pinned for principal \"alice\""), "{}", text(&o));
@@ -139,7 +145,7 @@ fn a_renamed_principal_is_refused_before_signing() {
 #[test]
 fn keys_export_pin_unpin_changes_what_verifies() {
     let e = Env::new();
-    e.run(&["propose", "--class", "draft.compose", "--agent", "a", "--summary", "s", "--id", "p"]);
+    e.propose("draft.compose", "a", "p", &[]);
     assert_eq!(e.run(&["approve", "p"]).status.code(), Some(0));
     let pem = e.run(&["keys", "export"]);
     assert!(String::from_utf8_lossy(&pem.stdout).starts_with("-----BEGIN PUBLIC KEY-----"));
@@ -162,19 +168,7 @@ fn keys_export_pin_unpin_changes_what_verifies() {
 fn propose_wait_verifies_the_decision_before_trusting_it() {
     let e = Env::new();
     e.run(&["keys"]);
-    let o = e.run(&[
-        "propose",
-        "--class",
-        "draft.compose",
-        "--agent",
-        "a",
-        "--summary",
-        "s",
-        "--id",
-        "late",
-        "--wait",
-        "0.3",
-    ]);
+    let o = e.propose("draft.compose", "a", "late", &["--wait", "0.3"]);
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
 
     let mut agent = e.cmd(&[
@@ -233,27 +227,12 @@ fn propose_wait_verifies_the_decision_before_trusting_it() {
 fn cli_robustness() {
     let e = Env::new();
     e.run(&["keys"]);
-    let o = e.run(&[
-        "propose",
-        "--class",
-        "draft.compose",
-        "--agent",
-        "a",
-        "--summary",
-        "s",
-        "--id",
-        "inf",
-        "--wait",
-        "inf",
-    ]);
+    let o = e.propose("draft.compose", "a", "inf", &["--wait", "inf"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(!e.spool().join("packets/inf.json").exists(), "nothing published for a bad --wait");
 
     let evil = "agent\u{1b}]0;TITLE\u{7}\u{1b}[2J";
-    assert_eq!(
-        e.run(&["propose", "--class", "draft.compose", "--agent", evil, "--summary", "s", "--id", "ev"]).status.code(),
-        Some(0)
-    );
+    assert_eq!(e.propose("draft.compose", evil, "ev", &[]).status.code(), Some(0));
     let out = e.run(&["list"]);
     let listed = String::from_utf8_lossy(&out.stdout);
     assert!(!listed.contains('\u{1b}') && !listed.contains('\u{7}'), "{listed:?}");
@@ -265,4 +244,29 @@ fn cli_robustness() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("decision file was not written"), "{}", text(&o));
     assert_eq!(std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain").lines().count(), 1);
     assert_eq!(e.run(&["verify"]).status.code(), Some(0));
+}
+
+// Under a permissive umask (002, common with per-user groups) warrant still creates its own
+// spool directories private, so signing is not refused as "unsafe spool".
+#[test]
+fn a_permissive_umask_still_gives_a_private_spool() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let e = Env::new();
+    let script =
+        format!("umask 002 && {BIN} propose --class draft.compose --agent a --summary s --id u && {BIN} approve u");
+    let o = Command::new("sh")
+        .args(["-c", &script])
+        .env("WARRANT_CONFIG", e.config())
+        .env("WARRANT_SPOOL", e.spool())
+        .env("WARRANT_PRINCIPAL", "alice")
+        .env("XDG_DATA_HOME", e.dir.path().join("data"))
+        .output()
+        .expect("sh");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for (path, mode) in
+        [(e.spool(), 0o755), (e.spool().join("decisions"), 0o755), (e.spool().join("chain.jsonl"), 0o644)]
+    {
+        let m = std::fs::metadata(&path).expect("exists").permissions().mode() & 0o777;
+        assert_eq!(m, mode, "{}: {m:o}", path.display());
+    }
 }
