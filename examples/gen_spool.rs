@@ -56,7 +56,7 @@ fn main() {
     out.flush().expect("flush");
     for j in 0..m {
         let id = format!("pending-{j:08}");
-        let doc = warrant::cli::build_packet(
+        let doc = warrant::packet::portable_packet(
             &id,
             "email.send.external",
             "agent-scale",

@@ -41,7 +41,7 @@ fn main() {
     let mut samples = Vec::with_capacity(n);
     for k in 0..n {
         let token = format!("latency-token-{k:04}");
-        let doc = warrant::cli::build_packet(
+        let doc = warrant::packet::portable_packet(
             &token,
             "draft.compose",
             "agent-latency",

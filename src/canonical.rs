@@ -212,6 +212,12 @@ pub fn canonical_hash(value: &Value) -> String {
     prefixed(&canonical_digest(value))
 }
 
+/// Lower-case hex of SHA-256(bytes), without a prefix (the form Lodestar signs).
+#[must_use]
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 /// `"sha256:" + hex(SHA-256(bytes))` of raw bytes.
 ///
 /// ```

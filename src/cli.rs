@@ -205,11 +205,12 @@ fn resolve_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spool, Failure
         .ok_or_else(|| Failure::usage("no spool directory: pass --spool or set WARRANT_SPOOL"))
 }
 
-/// Loads (creating on first use) the principal's key, telling the user when it was created.
+/// Loads (creating on first use) the principal's key, telling the user when it was created, and
+/// the pinned keys, which must pin that key for the principal's name.
 ///
 /// # Errors
-/// Key errors, as usage errors.
-pub fn load_principal(config: &Config) -> Result<Principal, Failure> {
+/// Key errors, and a key that is not pinned for this principal, as usage errors.
+pub fn load_principal(config: &Config) -> Result<(Principal, PinnedKeys), Failure> {
     let dir = config::config_dir();
     let (principal, created) = Principal::load_or_create(&dir, &config.principal_name())?;
     if created {
@@ -225,7 +226,7 @@ pub fn load_principal(config: &Config) -> Result<Principal, Failure> {
     // principal or an unpinned own key here rather than at the first signature.
     let pinned = load_pinned()?;
     match pinned.get(&principal.fingerprint()) {
-        Some(pin) if pin.principal == principal.name => Ok(principal),
+        Some(pin) if pin.principal == principal.name => Ok((principal, pinned)),
         Some(pin) => Err(Failure::usage(format!(
             "the key {} is pinned for principal {:?}, not {:?}; set WARRANT_PRINCIPAL={:?} (or `principal` in config.toml), or re-pin it with `warrant keys export | warrant keys pin --principal {:?} -`",
             principal.fingerprint(),
@@ -313,7 +314,7 @@ fn run_console(
     theme: Option<String>,
     demo_interval: Option<f64>,
 ) -> Result<u8, Failure> {
-    let principal = if read_only { None } else { Some(load_principal(config)?) };
+    let principal = if read_only { None } else { Some(load_principal(config)?.0) };
     let options = crate::console::Options {
         spool,
         principal,
@@ -342,28 +343,6 @@ fn print_json(v: &Value) -> Result<(), Failure> {
     serde_json::to_writer_pretty(&mut out, v).map_err(|e| Failure::usage(e.to_string()))?;
     writeln!(out)?;
     Ok(())
-}
-
-/// Builds the portable v0.1 packet `warrant propose` publishes.
-#[must_use]
-pub fn build_packet(id: &str, class: &str, agent: &str, summary: &str, proposed: Value, created_at: &str) -> Value {
-    let (state, reason) = if class == "payment.initiate" {
-        (DecisionState::HumanOnly, "Only a human may move money; the packet records the request.")
-    } else {
-        (DecisionState::ReviewRequired, "Awaiting the principal's signed decision.")
-    };
-    json!({
-        "type": "trust_graduation_approval_packet",
-        "packet_id": id,
-        "agent": agent,
-        "summary": summary,
-        "action_class": class,
-        "proposed_action": proposed,
-        "decision": {"status": state.as_str(), "action_class": class, "reason": reason},
-        "external_actions": 0,
-        "required_approval": true,
-        "created_at": created_at,
-    })
 }
 
 fn propose(
@@ -404,7 +383,7 @@ fn propose(
     if !packet::is_safe_id(&id) {
         return Err(Failure::usage(format!("unsafe packet id {id:?}")));
     }
-    let doc = build_packet(&id, &class, agent, summary, proposed, &crate::clock::now_rfc3339());
+    let doc = packet::portable_packet(&id, &class, agent, summary, proposed, &crate::clock::now_rfc3339());
     let content_hash = crate::canonical::canonical_hash(&doc);
     spool.ensure()?;
     let path = spool.publish(&spool.packets_dir(), &id, &doc)?;
@@ -448,8 +427,7 @@ fn propose(
 }
 
 fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason: Option<&str>) -> Result<u8, Failure> {
-    let principal = load_principal(config)?;
-    let pinned = load_pinned()?;
+    let (principal, pinned) = load_principal(config)?;
     let snap = Scanner::new().scan(spool)?;
     let Some(entry) = snap.packet(id) else {
         if let Some(bad) = snap.invalid.iter().find(|f| f.name.strip_suffix(".json") == Some(id)) {
@@ -621,8 +599,7 @@ fn keys_cmd(config: &Config, action: KeysAction) -> Result<u8, Failure> {
     let dir = config::config_dir();
     match action {
         KeysAction::Show => {
-            let principal = load_principal(config)?;
-            let pinned = load_pinned()?;
+            let (principal, pinned) = load_principal(config)?;
             println!("principal  {}", principal.name);
             println!("key        {}", principal.fingerprint());
             println!("key file   {}", dir.join(keys::PRIVATE_KEY_FILE).display());
@@ -632,7 +609,7 @@ fn keys_cmd(config: &Config, action: KeysAction) -> Result<u8, Failure> {
             }
         }
         KeysAction::Export => {
-            let principal = load_principal(config)?;
+            let (principal, _) = load_principal(config)?;
             print!("{}", principal.public_pem());
         }
         KeysAction::Pin { principal, file } => {

@@ -15,7 +15,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::Signature;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 /// The domain string of a decision document; it separates decision signatures from any other
 /// document warrant signs.
@@ -386,10 +385,4 @@ pub fn verify_decision_file(
         decided_at: d("decided_at").unwrap_or_default(),
         entry_hash: file.get("chain").and_then(|c| c.get("entry_hash")).and_then(Value::as_str).map(str::to_owned),
     })
-}
-
-/// SHA-256 hex of raw bytes (used by tests and docs to show the signed message).
-#[must_use]
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    canonical::hex(&Sha256::digest(bytes))
 }

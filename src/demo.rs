@@ -85,7 +85,7 @@ fn publish_packet(spool: &Spool, rng: &mut Rng, seq: u64) -> std::io::Result<()>
     let start = rng.0 % all.len() as u64;
     let (agent, class, summary, action) = &all[((start + seq) % all.len() as u64) as usize];
     let id = format!("demo-{seq:04}-{}", class.replace('.', "-"));
-    let doc = crate::cli::build_packet(&id, class, agent, summary, action.clone(), &crate::clock::now_rfc3339());
+    let doc = crate::packet::portable_packet(&id, class, agent, summary, action.clone(), &crate::clock::now_rfc3339());
     spool.publish(&spool.packets_dir(), &id, &doc).map(|_| ())
 }
 

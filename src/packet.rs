@@ -501,6 +501,32 @@ fn parse_runtime(m: &Map<String, Value>) -> Result<Packet, InvalidReason> {
     })
 }
 
+/// Builds a portable v0.1 approval packet (`approval-packet.schema.json`), as `warrant propose`
+/// and the demo agents publish it: `external_actions: 0`, the `packet_id` warrant adds, and a
+/// decision that is `human_only` for the registry's human-only classes and `review_required`
+/// otherwise. `created_at` is RFC 3339.
+#[must_use]
+pub fn portable_packet(id: &str, class: &str, agent: &str, summary: &str, proposed: Value, created_at: &str) -> Value {
+    let human_only = crate::registry::lookup(class).is_some_and(|c| c.kind == "human-only");
+    let (state, reason) = if human_only {
+        (DecisionState::HumanOnly, "Only a human may do this; the packet records the request.")
+    } else {
+        (DecisionState::ReviewRequired, "Awaiting the principal's signed decision.")
+    };
+    serde_json::json!({
+        "type": "trust_graduation_approval_packet",
+        "packet_id": id,
+        "agent": agent,
+        "summary": summary,
+        "action_class": class,
+        "proposed_action": proposed,
+        "decision": {"status": state.as_str(), "action_class": class, "reason": reason},
+        "external_actions": 0,
+        "required_approval": true,
+        "created_at": created_at,
+    })
+}
+
 /// A receipt that parsed (portable v0.1 or runtime form).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Receipt {

@@ -112,7 +112,7 @@ impl Spool {
     /// A sentence naming the first unsafe path.
     pub fn check_private(&self) -> Result<(), String> {
         use std::os::unix::fs::PermissionsExt as _;
-        let me = current_uid();
+        let me = rustix::process::geteuid().as_raw();
         let checks = [(self.root.clone(), true), (self.decisions_dir(), true), (self.chain_path(), false)];
         for (path, dir) in checks {
             let meta = match fs::symlink_metadata(&path) {
@@ -378,12 +378,6 @@ impl Scanner {
     }
 }
 
-/// The effective uid of this process: the owner of a directory it has just created (the crate
-/// forbids `unsafe`, so no `geteuid` FFI call).
-fn current_uid() -> u32 {
-    tempfile::tempdir().ok().and_then(|d| fs::metadata(d.path()).ok()).map_or(u32::MAX, |m| m.uid())
-}
-
 fn mtime_ns(meta: &fs::Metadata) -> i128 {
     meta.modified().ok().and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as i128)
 }
@@ -427,12 +421,6 @@ pub fn chain_decision_of(rec: &Map<String, Value>) -> Option<(String, ChainDecis
             entry_hash,
         },
     ))
-}
-
-/// The decisions recorded in a chain, by packet id (the last one wins).
-#[must_use]
-pub fn chain_decisions(records: &[Value]) -> HashMap<String, ChainDecision> {
-    records.iter().filter_map(Value::as_object).filter_map(chain_decision_of).collect()
 }
 
 /// Verifies a spool's own chain strictly (a symlinked chain is refused, and every approval

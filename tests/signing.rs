@@ -96,7 +96,7 @@ fn lodestar_a7_8_vectors_reproduce() {
     for (doc, canon, hash, sig) in rows {
         assert_eq!(canonical::to_canonical_string(doc), canon);
         assert_eq!(decision::payload_hash(doc), hash);
-        assert_eq!(decision::sha256_hex(canon.as_bytes()), hash);
+        assert_eq!(warrant::canonical::sha256_hex(canon.as_bytes()), hash);
         // The message signed is the 64 ASCII bytes of the hex hash.
         let signature = operator.sign(hash.as_bytes());
         assert_eq!(STANDARD.encode(signature.to_bytes()), sig);
@@ -124,7 +124,7 @@ fn warrant_decision_vector() {
     assert_eq!(canonical::to_canonical_string(&signed.document), DOCUMENT);
     assert_eq!(signed.document, decision_document(&vector_input(PACKET_HASH), "alice", FINGERPRINT));
     assert_eq!(decision::payload_hash(&signed.document), PAYLOAD_HASH);
-    assert_eq!(decision::sha256_hex(DOCUMENT.as_bytes()), PAYLOAD_HASH);
+    assert_eq!(warrant::canonical::sha256_hex(DOCUMENT.as_bytes()), PAYLOAD_HASH);
     assert_eq!(
         signed.signature,
         json!({

@@ -375,23 +375,37 @@ impl State {
         }
     }
 
-    fn matches(&self, hay: &[&str]) -> bool {
-        if self.filter.is_empty() {
-            return true;
+    /// Takes a new scan: notes packets whose content changed under the same id, counts receipts
+    /// per class, and refreshes the lists.
+    fn take_snapshot(&mut self, snapshot: Snapshot) {
+        self.snapshot = snapshot;
+        for e in &self.snapshot.packets {
+            let p = &e.packet;
+            if let Some(old) = self.last_hash.insert(p.id.clone(), p.content_hash.clone())
+                && old != p.content_hash
+            {
+                self.changed_at.insert(p.id.clone(), self.now);
+            }
         }
-        let needle = self.filter.to_lowercase();
-        hay.iter().any(|h| h.to_lowercase().contains(&needle))
+        self.receipts_by_class.clear();
+        for r in &self.snapshot.receipts {
+            *self.receipts_by_class.entry(r.action_class.clone()).or_default() += 1;
+        }
+        self.refresh();
     }
 
     /// Recomputes the filtered lists, keeping the selection on the same item where possible.
     fn refresh(&mut self) {
         let keep: Vec<Option<String>> = Pane::ALL.iter().map(|p| self.selected_id(*p)).collect();
+        // Case-insensitive substring match; the needle is lowered once per refresh.
+        let needle = self.filter.to_lowercase();
+        let matches = |hay: &[&str]| needle.is_empty() || hay.iter().any(|h| h.to_lowercase().contains(&needle));
         let pending: Vec<PacketEntry> = self
             .snapshot
             .packets
             .iter()
             .filter(|e| !self.decisions.contains_key(&e.packet.id))
-            .filter(|e| self.matches(&[&e.packet.id, &e.packet.agent, &e.packet.action_class, &e.packet.summary]))
+            .filter(|e| matches(&[&e.packet.id, &e.packet.agent, &e.packet.action_class, &e.packet.summary]))
             .cloned()
             .collect();
         let by_id: HashMap<&str, &PacketEntry> =
@@ -406,7 +420,7 @@ impl State {
             })
             .filter(|r| {
                 let p = r.packet.as_deref();
-                self.matches(&[
+                matches(&[
                     &r.id,
                     p.map_or("", |p| &p.agent),
                     p.map_or("", |p| &p.action_class),
@@ -421,25 +435,13 @@ impl State {
             .iter()
             .filter(|f| {
                 let reason = f.reason.to_string();
-                self.matches(&[&f.name, &reason])
+                matches(&[&f.name, &reason])
             })
             .cloned()
             .collect();
         self.pending = pending;
         self.decided = decided;
         self.invalid = invalid;
-        for e in &self.snapshot.packets {
-            let p = &e.packet;
-            if let Some(old) = self.last_hash.insert(p.id.clone(), p.content_hash.clone())
-                && old != p.content_hash
-            {
-                self.changed_at.insert(p.id.clone(), self.now);
-            }
-        }
-        self.receipts_by_class.clear();
-        for r in &self.snapshot.receipts {
-            *self.receipts_by_class.entry(r.action_class.clone()).or_default() += 1;
-        }
         for (pane, id) in Pane::ALL.iter().zip(keep) {
             if let Some(id) = id
                 && let Some(pos) = self.position_of(*pane, &id)
@@ -504,8 +506,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             fx
         }
         Action::Scanned(snapshot) => {
-            state.snapshot = snapshot;
-            state.refresh();
+            state.take_snapshot(snapshot);
             // The dialog signs the packet as it was shown: if the file changed or went away
             // meanwhile, cancel rather than sign something the principal is no longer looking at.
             if let Mode::Confirm(c) = &state.mode {
