@@ -7,6 +7,7 @@
 //! - [`decision`]: signed approve/refuse decisions and their chain records;
 //! - [`packet`]: approval packets and receipts in both Trust Graduation forms;
 //! - [`registry`]: the ten canonical action classes;
+//! - [`graduation`]: Trust Graduation v0.1: the gate, evidence, posteriors, packets, receipts;
 //! - [`spool`]: the shared directory, scanning and deciding;
 //! - [`text`]: untrusted text made inert for the terminal;
 //! - [`clock`] and [`config`]: timestamps and configuration.
@@ -20,6 +21,7 @@ pub mod clock;
 pub mod config;
 pub mod decision;
 pub mod demo;
+pub mod graduation;
 pub mod keys;
 pub mod packet;
 pub mod registry;

@@ -1,0 +1,305 @@
+//! Exact-action authority (A2A extension v1, `trust-graduation.md` §1.4, §3.5, §3.6): the
+//! `ActionBinding` that commits to one exact action with SHA-256 digests, the single-use
+//! `ApprovalGrant` made from it, and grant validation with the reference's reason codes.
+//!
+//! Digests are `sha256:` + lower-case hex of the SHA-256 of canonical JSON ([`crate::canonical`]),
+//! the repository's convention. All functions are pure: time is an input.
+
+use crate::canonical;
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+
+/// `protocol` of a binding.
+pub const BINDING_PROTOCOL: &str = "trust-graduation-action-binding";
+/// `protocol` of a grant.
+pub const GRANT_PROTOCOL: &str = "trust-graduation-authorization";
+/// `version` of both.
+pub const VERSION: &str = "1.0";
+/// Default lifetime of a binding without an explicit expiry (10 minutes, §3.5).
+pub const DEFAULT_TTL: time::Duration = time::Duration::minutes(10);
+
+/// A timestamp as JavaScript's `Date.toISOString` writes it: UTC, always three fraction digits,
+/// e.g. `2026-05-30T12:00:00.000Z`.
+#[must_use]
+pub fn js_iso(t: OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    )
+}
+
+/// `sha256:<hex>` of a value's canonical JSON.
+#[must_use]
+pub fn digest(v: &Value) -> String {
+    canonical::canonical_hash(v)
+}
+
+/// What a binding commits to (§3.5). Strings may be empty; `expires_at` and `nonce` are omitted
+/// from the binding when empty, as the reference does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BindingInput<'a> {
+    /// Canonical action class.
+    pub action_class: &'a str,
+    /// Workspace.
+    pub workspace: &'a str,
+    /// Principal on whose behalf the action runs.
+    pub principal: &'a str,
+    /// The requesting agent.
+    pub requested_by: &'a str,
+    /// Tenant.
+    pub tenant: &'a str,
+    /// Target (recipient, destination).
+    pub target: &'a str,
+    /// The exact provider input; its digest is `inputHash`.
+    pub input: &'a Value,
+    /// Constraints.
+    pub constraints: &'a Value,
+    /// Expiry (JS ISO form), or empty.
+    pub expires_at: &'a str,
+    /// Nonce, or empty.
+    pub nonce: &'a str,
+}
+
+/// Builds an `ActionBinding` with its `inputHash` and `actionHash`.
+#[must_use]
+pub fn bind_action(b: &BindingInput<'_>) -> Value {
+    let mut m = Map::new();
+    m.insert("protocol".into(), json!(BINDING_PROTOCOL));
+    m.insert("version".into(), json!(VERSION));
+    m.insert("actionClass".into(), json!(b.action_class));
+    m.insert("workspace".into(), json!(b.workspace));
+    m.insert("principal".into(), json!(b.principal));
+    m.insert("requestedBy".into(), json!(b.requested_by));
+    m.insert("tenant".into(), json!(b.tenant));
+    m.insert("target".into(), json!(b.target));
+    m.insert("inputHash".into(), json!(digest(b.input)));
+    m.insert("constraints".into(), b.constraints.clone());
+    if !b.expires_at.is_empty() {
+        m.insert("expiresAt".into(), json!(b.expires_at));
+    }
+    if !b.nonce.is_empty() {
+        m.insert("nonce".into(), json!(b.nonce));
+    }
+    let hash = canonical::prefixed(&canonical::canonical_digest_without(&m, "actionHash"));
+    m.insert("actionHash".into(), json!(hash));
+    Value::Object(m)
+}
+
+/// Builds the single-use grant for a binding (`approval-grant.schema.json`): state `approved`,
+/// scope `once`, `maxExecutions` 1, `executionCount` 0, revocable, expiring with the binding.
+///
+/// # Errors
+/// `binding.nonce is required` (the reference's message) when the binding has no nonce, and
+/// `binding.expiresAt is required` when it has no expiry.
+pub fn create_grant(binding: &Value, grant_id: &str, issuer: &str, issued_at: &str) -> Result<Value, String> {
+    let s = |k: &str| binding.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    if s("nonce").is_empty() {
+        return Err("binding.nonce is required".into());
+    }
+    if s("expiresAt").is_empty() {
+        return Err("binding.expiresAt is required".into());
+    }
+    Ok(json!({
+        "protocol": GRANT_PROTOCOL,
+        "version": VERSION,
+        "state": "approved",
+        "grantId": grant_id,
+        "issuer": issuer,
+        "principal": s("principal"),
+        "requestedBy": s("requestedBy"),
+        "workspace": s("workspace"),
+        "tenant": s("tenant"),
+        "actionClass": s("actionClass"),
+        "target": s("target"),
+        "inputHash": s("inputHash"),
+        "actionHash": s("actionHash"),
+        "nonce": s("nonce"),
+        "scope": "once",
+        "maxExecutions": 1,
+        "executionCount": 0,
+        "issuedAt": issued_at,
+        "expiresAt": s("expiresAt"),
+        "revocable": true,
+    }))
+}
+
+/// The success code of [`validate_grant`].
+pub const GRANT_ELIGIBLE: &str = "eligible_exact_action_pending_atomic_consumption";
+
+/// Validates a presented approval against a binding at `now`, in the reference's order (§3.6);
+/// the first failure wins.
+///
+/// # Errors
+/// The reference's reason code, e.g. `approval_missing_action_hash`, `action_hash_mismatch`,
+/// `grant_expired`.
+pub fn validate_grant(
+    binding: &Value,
+    approval: Option<&Value>,
+    now: OffsetDateTime,
+) -> Result<&'static str, &'static str> {
+    let Some(b) = binding.as_object() else { return Err("missing_action_binding") };
+    let bs = |k: &str| b.get(k).and_then(Value::as_str);
+    if bs("protocol") != Some(BINDING_PROTOCOL) || bs("version") != Some(VERSION) {
+        return Err("action_binding_protocol_invalid");
+    }
+    if bs("actionHash") != Some(canonical::prefixed(&canonical::canonical_digest_without(b, "actionHash")).as_str()) {
+        return Err("action_binding_integrity_failed");
+    }
+    if bs("nonce").is_none_or(str::is_empty) {
+        return Err("action_binding_nonce_missing");
+    }
+    if bs("expiresAt").is_none_or(str::is_empty) {
+        return Err("action_binding_expiry_missing");
+    }
+    let Some(a) =
+        approval.and_then(Value::as_object).filter(|a| a.get("state").and_then(Value::as_str) == Some("approved"))
+    else {
+        return Err("approval_not_approved");
+    };
+    let gs = |k: &str| a.get(k).and_then(Value::as_str);
+    if gs("actionHash").is_none_or(str::is_empty) {
+        return Err("approval_missing_action_hash");
+    }
+    if gs("protocol") != Some(GRANT_PROTOCOL) || gs("version") != Some(VERSION) {
+        return Err("approval_protocol_invalid");
+    }
+    for (key, code) in [
+        ("actionHash", "action_hash_mismatch"),
+        ("inputHash", "input_hash_mismatch"),
+        ("actionClass", "action_class_mismatch"),
+        ("principal", "principal_mismatch"),
+        ("requestedBy", "requesting_agent_mismatch"),
+        ("workspace", "workspace_mismatch"),
+        ("tenant", "tenant_mismatch"),
+        ("target", "target_mismatch"),
+        ("nonce", "nonce_mismatch"),
+    ] {
+        if gs(key) != bs(key) {
+            return Err(code);
+        }
+    }
+    if gs("grantId").is_none_or(|s| s.trim().is_empty()) || gs("issuer").is_none_or(|s| s.trim().is_empty()) {
+        return Err("grant_identity_missing");
+    }
+    let max = a.get("maxExecutions").and_then(Value::as_u64);
+    if gs("scope") != Some("once") || max != Some(1) {
+        return Err("grant_not_single_use");
+    }
+    let Some(count) = a.get("executionCount").and_then(Value::as_u64) else {
+        return Err("grant_execution_count_invalid");
+    };
+    if count >= 1 {
+        return Err("grant_already_consumed");
+    }
+    if a.get("revocable") != Some(&Value::Bool(true)) {
+        return Err("grant_not_revocable");
+    }
+    if a.get("revokedAt").is_some_and(|v| !v.is_null()) {
+        return Err("grant_revoked");
+    }
+    let Some(expires) = gs("expiresAt").filter(|s| !s.is_empty()) else { return Err("grant_missing_expiry") };
+    if Some(expires) != bs("expiresAt") {
+        return Err("grant_expiry_mismatch");
+    }
+    let (Some(issued), Some(expires)) =
+        (gs("issuedAt").and_then(crate::clock::parse_rfc3339), crate::clock::parse_rfc3339(expires))
+    else {
+        return Err("invalid_grant_time");
+    };
+    if issued > now {
+        return Err("grant_not_yet_valid");
+    }
+    if expires <= now {
+        return Err("grant_expired");
+    }
+    Ok(GRANT_ELIGIBLE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn binding() -> Value {
+        let input = json!({"to": "buyer@example.com", "subject": "Hello", "body": "Exact body"});
+        bind_action(&BindingInput {
+            action_class: "email.send.external",
+            workspace: "workspace-1",
+            principal: "principal-1",
+            requested_by: "mail-agent",
+            tenant: "tenant-1",
+            target: "buyer@example.com",
+            input: &input,
+            constraints: &json!({"scope": "once"}),
+            expires_at: "2026-08-16T12:05:00.000Z",
+            nonce: "nonce-1",
+        })
+    }
+
+    fn grant(b: &Value) -> Value {
+        create_grant(b, "grant-1", "principal:principal-1", "2026-08-16T12:00:00.000Z").expect("grant")
+    }
+
+    #[test]
+    fn reference_grant_checks() {
+        let b = binding();
+        let at = |m: u8| datetime!(2026-08-16 12:00 UTC) + time::Duration::minutes(i64::from(m));
+        assert_eq!(validate_grant(&b, Some(&grant(&b)), at(1)), Ok(GRANT_ELIGIBLE));
+        assert_eq!(validate_grant(&b, Some(&grant(&b)), at(5)), Err("grant_expired"));
+        let mut g = grant(&b);
+        g["revokedAt"] = json!("2026-08-16T12:00:30.000Z");
+        assert_eq!(validate_grant(&b, Some(&g), at(1)), Err("grant_revoked"));
+        let mut g = grant(&b);
+        g["executionCount"] = json!(1);
+        assert_eq!(validate_grant(&b, Some(&g), at(1)), Err("grant_already_consumed"));
+        g["executionCount"] = json!("0");
+        assert_eq!(validate_grant(&b, Some(&g), at(1)), Err("grant_execution_count_invalid"));
+        let mut g = grant(&b);
+        g["expiresAt"] = json!("2026-08-16T13:05:00.000Z");
+        assert_eq!(validate_grant(&b, Some(&g), at(1)), Err("grant_expiry_mismatch"));
+        let mut g = grant(&b);
+        g["issuedAt"] = json!("2026-08-16T12:02:00.000Z");
+        assert_eq!(validate_grant(&b, Some(&g), at(1)), Err("grant_not_yet_valid"));
+        let mut tampered = b.clone();
+        tampered["target"] = json!("other@example.com");
+        assert_eq!(validate_grant(&tampered, Some(&grant(&b)), at(1)), Err("action_binding_integrity_failed"));
+        let mut g = grant(&b);
+        g["protocol"] = json!("unknown");
+        assert_eq!(validate_grant(&b, Some(&g), at(1)), Err("approval_protocol_invalid"));
+        let plain = json!({"state": "approved", "scope": "once"});
+        assert_eq!(validate_grant(&b, Some(&plain), at(1)), Err("approval_missing_action_hash"));
+        assert_eq!(validate_grant(&b, None, at(1)), Err("approval_not_approved"));
+        let mut no_nonce = b.clone();
+        no_nonce.as_object_mut().map(|m| m.remove("nonce"));
+        assert!(create_grant(&no_nonce, "g", "i", "t").is_err());
+    }
+
+    #[test]
+    fn a_mutated_input_is_a_different_action() {
+        let b = binding();
+        let input = json!({"to": "buyer@example.com", "subject": "Hello", "body": "Mutated body"});
+        let other = bind_action(&BindingInput {
+            action_class: "email.send.external",
+            workspace: "workspace-1",
+            principal: "principal-1",
+            requested_by: "mail-agent",
+            tenant: "tenant-1",
+            target: "buyer@example.com",
+            input: &input,
+            constraints: &json!({"scope": "once"}),
+            expires_at: "2026-08-16T12:05:00.000Z",
+            nonce: "nonce-1",
+        });
+        assert_eq!(
+            validate_grant(&other, Some(&grant(&b)), datetime!(2026-08-16 12:01 UTC)),
+            Err("action_hash_mismatch")
+        );
+    }
+}
