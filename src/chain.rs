@@ -896,6 +896,51 @@ pub fn read_chain(path: &Path) -> Result<ChainFile, ChainError> {
     }
 }
 
+/// Scans a chain backwards from its last line and returns the first `Some` that `f` gives for a
+/// record, reading 64 KiB at a time, so that finding something near the tail costs little
+/// whatever the chain's length. Lines that do not parse are skipped. A missing file gives `None`.
+///
+/// # Errors
+/// I/O errors; [`ChainError::NotRegular`] (symlinks are refused).
+pub fn find_last<T>(path: &Path, mut f: impl FnMut(&Map<String, Value>) -> Option<T>) -> Result<Option<T>, ChainError> {
+    let io_err = |source| ChainError::Io { path: path.to_owned(), source };
+    let mut file = match open_regular(path, true) {
+        Ok(file) => file,
+        Err(ChainError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut pos = file.metadata().map_err(io_err)?.len();
+    let mut tail: Vec<u8> = Vec::new();
+    let mut check = |line: &[u8]| match canonical::parse_strict(line) {
+        Ok(Value::Object(rec)) => f(&rec),
+        _ => None,
+    };
+    const CHUNK: u64 = 64 * 1024;
+    while pos > 0 {
+        let start = pos.saturating_sub(CHUNK);
+        file.seek(SeekFrom::Start(start)).map_err(io_err)?;
+        let mut buf = Vec::with_capacity((pos - start) as usize + tail.len());
+        Read::by_ref(&mut file).take(pos - start).read_to_end(&mut buf).map_err(io_err)?;
+        buf.extend_from_slice(&tail);
+        tail = buf;
+        pos = start;
+        loop {
+            let end = if tail.last() == Some(&b'\n') { tail.len() - 1 } else { tail.len() };
+            let Some(nl) = tail[..end].iter().rposition(|&b| b == b'\n') else { break };
+            if let Some(found) = check(&tail[nl + 1..end]) {
+                return Ok(Some(found));
+            }
+            tail.truncate(nl + 1);
+        }
+        if tail.len() > MAX_LINE_BYTES + 1 {
+            // One line longer than any line warrant writes: skip it rather than buffer it.
+            tail.clear();
+        }
+    }
+    let end = if tail.last() == Some(&b'\n') { tail.len() - 1 } else { tail.len() };
+    Ok(if end > 0 { check(&tail[..end]) } else { None })
+}
+
 /// The head of a chain as an append sees it under the lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChainHead {

@@ -7,12 +7,13 @@
 use crate::chain::{self, VerifyOptions, VerifyReport};
 use crate::config::{self, Config};
 use crate::decision::{self, Verdict};
+use crate::graduation::{PolicySet, SourceType, receipt::ReceiptOutcome};
 use crate::keys::{self, PinnedKeys, Principal};
 use crate::packet::{self, DecisionState};
 use crate::spool::{self, Scanner, Spool};
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
-use std::io::{Read as _, Write as _};
+use std::io::{self, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -115,6 +116,32 @@ pub enum Command {
     },
     /// Print the chain as an opentrustgraph-chain/v0 export.
     Export,
+    /// Serve the gates as JSON lines: one request per line on stdin, one response per line on
+    /// stdout (docs/eval.md).
+    Eval,
+    /// Record a Trust Graduation receipt in the chain, for agents that shell out.
+    Receipt {
+        /// The action class, e.g. email.send.external.
+        #[arg(long = "class")]
+        class: String,
+        /// What happened.
+        #[arg(long, value_parser = ["approve", "refuse", "correct", "execute"])]
+        outcome: String,
+        /// The agent the receipt is about.
+        #[arg(long)]
+        agent: String,
+        /// The packet it concerns.
+        #[arg(long)]
+        packet: Option<String>,
+        /// Where the evidence comes from (weights 1.0, 1.0, 0.3, 0.1).
+        #[arg(long, value_parser = ["receipt", "principal", "connector", "model_inferred"])]
+        source_type: Option<String>,
+        /// A note kept in the receipt.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Print this host's /.well-known/trust-graduation discovery document.
+    WellKnown,
     /// Show, export, pin and unpin public keys.
     Keys {
         /// What to do (default: show).
@@ -303,7 +330,50 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Keys { action } => keys_cmd(&config, action.unwrap_or(KeysAction::Show)),
+        Command::Eval => {
+            let policies = load_policies(resolve_spool(spool_arg, &config).ok().as_ref())?;
+            let evaluator = crate::eval::Evaluator::new(policies);
+            match crate::eval::run(&evaluator, io::stdin().lock(), io::stdout().lock()) {
+                Ok(()) => Ok(0),
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+                Err(e) => Err(e.into()),
+            }
+        }
+        Command::Receipt { class, outcome, agent, packet, source_type, note } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            let req = spool::ReceiptRequest {
+                action_class: &class,
+                outcome: ReceiptOutcome::parse(&outcome).ok_or_else(|| Failure::usage("unknown outcome"))?,
+                agent: &agent,
+                packet_id: packet.as_deref(),
+                source_type: source_type.as_deref().and_then(SourceType::parse),
+                note: note.as_deref(),
+            };
+            let (receipt, appended) =
+                spool::record_receipt(&spool, &req, &crate::clock::now_rfc3339()).map_err(|e| match e {
+                    spool::ReceiptError::Invalid(m) => Failure::usage(m),
+                    other => Failure::from(other),
+                })?;
+            print_json(&serde_json::json!({
+                "receipt": receipt,
+                "chain": {"chain_index": appended.chain_index, "entry_hash": appended.entry_hash},
+            }))?;
+            Ok(0)
+        }
+        Command::WellKnown => {
+            let policies = load_policies(resolve_spool(spool_arg, &config).ok().as_ref())?;
+            print_json(&crate::graduation::discovery_document(&policies))?;
+            Ok(0)
+        }
     }
+}
+
+/// The policy set: built-in classes plus `<config>/policy.toml` and the spool's `policy.toml`.
+///
+/// # Errors
+/// A usage failure naming the file and what is wrong with it.
+pub fn load_policies(spool: Option<&Spool>) -> Result<PolicySet, Failure> {
+    PolicySet::load(&config::config_dir(), spool.map(Spool::root)).map_err(|e| Failure::usage(e.to_string()))
 }
 
 #[cfg(feature = "console")]
@@ -457,7 +527,7 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
 
 fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     let snap = Scanner::new().scan(spool)?;
-    let (report, decided) = spool::verify_chain(spool, &load_pinned()?)?;
+    let spool::ChainView { report, decisions: decided, .. } = spool::verify_chain(spool, &load_pinned()?)?;
     if let Some(first) = report.first() {
         eprintln!(
             "warrant: the chain does not verify ({}); decisions from failing records are not shown",

@@ -9,6 +9,7 @@
 //! - [`registry`]: the ten canonical action classes;
 //! - [`graduation`]: Trust Graduation v0.1: the gate, evidence, posteriors, packets, receipts;
 //! - [`spool`]: the shared directory, scanning and deciding;
+//! - [`eval`]: the JSON-lines evaluator behind `warrant eval`;
 //! - [`text`]: untrusted text made inert for the terminal;
 //! - [`clock`] and [`config`]: timestamps and configuration.
 //!
@@ -21,6 +22,7 @@ pub mod clock;
 pub mod config;
 pub mod decision;
 pub mod demo;
+pub mod eval;
 pub mod graduation;
 pub mod keys;
 pub mod packet;

@@ -13,6 +13,8 @@
 
 use crate::chain::{self, ChainError, VerifyOptions};
 use crate::decision::{self, DecisionInput, SignedDecision, Verdict};
+use crate::graduation::evidence::{EvidenceRow, SourceType};
+use crate::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt, receipt_evidence};
 use crate::keys::{PinnedKeys, Principal, write_atomic};
 use crate::packet::{self, DecisionState, InvalidReason, MAX_FILE_BYTES, Packet, Receipt};
 use serde_json::{Map, Value};
@@ -423,43 +425,98 @@ pub fn chain_decision_of(rec: &Map<String, Value>) -> Option<(String, ChainDecis
     ))
 }
 
+/// What a verified chain says: the report, the decisions and evidence of the records that
+/// passed every check, and the `content_hash` of its last receipt.
+#[derive(Debug, Clone, Default)]
+pub struct ChainView {
+    /// The verification report.
+    pub report: chain::VerifyReport,
+    /// Decisions by packet id.
+    pub decisions: HashMap<String, ChainDecision>,
+    /// Evidence rows, in chain order: the principal's signed decisions (`principal`) and the
+    /// receipts recorded in the chain (their declared `source_type`).
+    pub evidence: Vec<EvidenceRow>,
+    /// The `content_hash` of the last receipt in the chain (a decision carries one too).
+    pub last_receipt_hash: Option<String>,
+}
+
+/// The evidence row a chain record stands for: a warrant decision (from its signed document:
+/// approve → `approved`, refuse → `rejected`, provenance `principal`) or a receipt recorded with
+/// [`record_receipt`] (its outcome's label and declared provenance). Call only on records that
+/// verified.
+#[must_use]
+pub fn chain_evidence_of(rec: &Map<String, Value>) -> Option<EvidenceRow> {
+    let meta = rec.get("metadata")?;
+    if let Some(doc) = meta.get("warrant_decision") {
+        let s = |k: &str| doc.get(k).and_then(Value::as_str);
+        let outcome = match Verdict::parse(s("decision")?)? {
+            Verdict::Approve => ReceiptOutcome::Approve,
+            Verdict::Refuse => ReceiptOutcome::Refuse,
+        };
+        let at = s("decided_at")?;
+        let mut row = EvidenceRow::new(
+            s("action_class")?,
+            outcome.label(),
+            Some(SourceType::Principal),
+            Some(at.get(..10)?.to_owned()),
+        );
+        row.receipt_id = s("packet_id").map(|p| format!("decision:{p}"));
+        row.recorded_at = Some(at.to_owned());
+        row.source = Some("principal".into());
+        return Some(row);
+    }
+    receipt_evidence(meta.get("tg_receipt")?, None)
+}
+
+fn receipt_hash_of(rec: &Map<String, Value>) -> Option<String> {
+    rec.get("metadata")?.get("tg_receipt")?.get("content_hash")?.as_str().map(str::to_owned)
+}
+
 /// Verifies a spool's own chain strictly (a symlinked chain is refused, and every approval
-/// signature must be a warrant signature under a pinned key) and returns the decisions of the
-/// records that passed every check. A record that failed any check decides nothing: a forged
-/// record cannot move a packet out of the pending list.
+/// signature must be a warrant signature under a pinned key) and returns what the records that
+/// passed every check say. A record that failed any check decides nothing and is no evidence: a
+/// forged record cannot move a packet out of the pending list or graduate a class.
 ///
 /// # Errors
 /// I/O errors while reading the chain; a chain that is not a regular file.
-pub fn verify_chain(
-    spool: &Spool,
-    pinned: &PinnedKeys,
-) -> Result<(chain::VerifyReport, HashMap<String, ChainDecision>), ChainError> {
-    let (report, found) = verify_chain_records(spool, pinned, |_| false)?;
-    Ok((report, found.into_iter().map(|(_, id, d, _)| (id, d)).collect()))
+pub fn verify_chain(spool: &Spool, pinned: &PinnedKeys) -> Result<ChainView, ChainError> {
+    verify_chain_records(spool, pinned, |_| false).map(|(view, _)| view)
 }
 
-/// A decision found in the chain: line index, packet id, the decision, and the record when the
-/// caller asked to keep it.
-type FoundDecision = (usize, String, ChainDecision, Option<Map<String, Value>>);
-
-/// Verifies the chain and returns the decisions of records without findings; `keep` says for
-/// which packet ids the whole record is kept (to restore a decision file from it).
+/// Verifies the chain; `keep` says for which packet ids the whole decision record is kept (to
+/// restore a decision file from it).
 fn verify_chain_records(
     spool: &Spool,
     pinned: &PinnedKeys,
     keep: impl Fn(&str) -> bool,
-) -> Result<(chain::VerifyReport, Vec<FoundDecision>), ChainError> {
-    let mut found: Vec<FoundDecision> = Vec::new();
+) -> Result<(ChainView, Vec<Map<String, Value>>), ChainError> {
+    let mut found: Vec<(usize, String, ChainDecision, Option<Map<String, Value>>)> = Vec::new();
+    let mut evidence: Vec<(usize, EvidenceRow)> = Vec::new();
+    let mut last_receipt_hash = None;
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
     let report = chain::verify_file_with(&spool.chain_path(), true, opts, |i, rec| {
         if let Some((id, d)) = chain_decision_of(rec) {
             let kept = keep(&id).then(|| rec.clone());
             found.push((i, id, d, kept));
         }
+        if let Some(row) = chain_evidence_of(rec) {
+            evidence.push((i, row));
+        }
+        if let Some(h) = receipt_hash_of(rec) {
+            last_receipt_hash = Some(h);
+        }
     })?;
     let bad: std::collections::HashSet<usize> = report.findings.iter().filter_map(|f| f.index).collect();
-    found.retain(|(i, ..)| !bad.contains(i));
-    Ok((report, found))
+    let mut view = ChainView { report, last_receipt_hash, ..ChainView::default() };
+    let mut kept = Vec::new();
+    for (i, id, d, rec) in found {
+        if !bad.contains(&i) {
+            kept.extend(rec);
+            view.decisions.insert(id, d);
+        }
+    }
+    view.evidence = evidence.into_iter().filter(|(i, _)| !bad.contains(i)).map(|(_, r)| r).collect();
+    Ok((view, kept))
 }
 
 /// Why a decision could not be made.
@@ -572,6 +629,114 @@ fn write_decision_file(spool: &Spool, id: &str, file: &Value) -> io::Result<Path
     Ok(path)
 }
 
+/// Why a receipt could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiptError {
+    /// The class, agent or packet id is not acceptable.
+    #[error("{0}")]
+    Invalid(String),
+    /// The spool is not safe to write into (see [`Spool::check_private`]).
+    #[error("unsafe spool: {0}")]
+    UnsafeSpool(String),
+    /// The record would not verify: nothing was appended.
+    #[error("refusing to append a record that would not verify: {0}")]
+    WouldNotVerify(String),
+    /// Appending failed.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+    /// Creating the spool failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// What [`record_receipt`] records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptRequest<'a> {
+    /// The action class (normalized and checked against the class-id pattern).
+    pub action_class: &'a str,
+    /// The outcome.
+    pub outcome: ReceiptOutcome,
+    /// The agent.
+    pub agent: &'a str,
+    /// The packet it concerns, if any (a safe id).
+    pub packet_id: Option<&'a str>,
+    /// Declared provenance.
+    pub source_type: Option<SourceType>,
+    /// A note.
+    pub note: Option<&'a str>,
+}
+
+/// Records a portable v0.1 receipt in the chain (`record_receipt`): under the chain's lock,
+/// finds the last receipt's `content_hash` (scanning back from the tail), builds the receipt with
+/// it as `prev_hash`, and appends an OpenTrustGraph record carrying it in `metadata.tg_receipt`
+/// (outcome `denied` for a refusal, else `success`; autonomy tier `suggest`; no approval). The
+/// whole chain is not re-verified (receipts are unsigned agent reports; `warrant verify` and the
+/// console check it), but the new record must verify on its own.
+///
+/// # Errors
+/// [`ReceiptError`]; on any error nothing was appended.
+pub fn record_receipt(
+    spool: &Spool,
+    req: &ReceiptRequest<'_>,
+    created_at: &str,
+) -> Result<(Value, chain::Appended), ReceiptError> {
+    let class = crate::registry::normalize(req.action_class);
+    if !packet::is_class_id(&class) {
+        return Err(ReceiptError::Invalid(format!(
+            "{:?} is not an action class (like email.send.external)",
+            req.action_class
+        )));
+    }
+    let agent = req.agent.trim();
+    if agent.is_empty() {
+        return Err(ReceiptError::Invalid("the agent must not be blank".into()));
+    }
+    if let Some(p) = req.packet_id
+        && !packet::is_safe_id(p)
+    {
+        return Err(ReceiptError::Invalid(format!("unsafe packet id {p:?}")));
+    }
+    spool.ensure()?;
+    spool.check_private().map_err(ReceiptError::UnsafeSpool)?;
+    let receipt_id = format!("rcpt-{}", uuid::Uuid::now_v7());
+    let path = spool.chain_path();
+    let mut refusal = None;
+    let mut receipt = Value::Null;
+    let appended = chain::append(&path, |head| {
+        let prev = match chain::find_last(&path, receipt_hash_of) {
+            Ok(p) => p,
+            Err(e) => return Err(e.to_string()),
+        };
+        receipt = build_receipt(&ReceiptInput {
+            receipt_id: &receipt_id,
+            action_class: &class,
+            outcome: req.outcome,
+            agent,
+            packet_id: req.packet_id,
+            source_type: req.source_type,
+            created_at,
+            prev_hash: prev.as_deref(),
+            note: req.note,
+        });
+        let mut meta = Map::new();
+        meta.insert("tg_receipt".into(), receipt.clone());
+        let trace = req.packet_id.map_or_else(|| format!("warrant:receipt:{receipt_id}"), |p| format!("warrant:{p}"));
+        let body =
+            chain::new_record_body(agent, &class, None, req.outcome.otg_outcome(), &trace, "suggest", created_at, meta);
+        let sealed = chain::seal(body.clone(), head);
+        let problems = sealed.record.as_object().map(|r| chain::check_new_record(r, None)).unwrap_or_default();
+        if let Some(first) = problems.first() {
+            refusal = Some(format!("[{}] {}", first.check.as_str(), first.message));
+            return Err("would not verify".into());
+        }
+        Ok(body)
+    });
+    match appended {
+        Ok(a) => Ok((receipt, a)),
+        Err(e) => Err(refusal.map_or(ReceiptError::Chain(e), ReceiptError::WouldNotVerify)),
+    }
+}
+
 /// Signs a decision on `packet` and records it: under the chain's lock, re-reads and verifies
 /// the whole chain (refusing a broken one, and a packet that is already decided), checks that
 /// the new record would itself verify, appends it durably, then writes
@@ -628,7 +793,7 @@ pub fn decide(
     let mut to_restore: Vec<Map<String, Value>> = Vec::new();
     let appended = chain::append(&chain_path, |head| {
         let missing = |id: &str| packet::is_safe_id(id) && !spool.decision_path(id).exists();
-        let (report, found) = match verify_chain_records(spool, pinned, missing) {
+        let (view, kept) = match verify_chain_records(spool, pinned, missing) {
             Ok(r) => r,
             Err(e) => {
                 let msg = e.to_string();
@@ -636,16 +801,12 @@ pub fn decide(
                 return Err(msg);
             }
         };
-        if let Some(first) = report.first() {
+        if let Some(first) = view.report.first() {
             refusal = Some(DecideError::ChainBroken(first.to_string()));
             return Err("chain broken".into());
         }
-        let mut decisions = HashMap::new();
-        for (_, id, d, rec) in found {
-            to_restore.extend(rec);
-            decisions.insert(id, d);
-        }
-        if let Some(prior) = decisions.remove(&packet.id) {
+        to_restore = kept;
+        if let Some(prior) = view.decisions.get(&packet.id).cloned() {
             refusal = Some(DecideError::AlreadyDecided {
                 id: packet.id.clone(),
                 verdict: prior.verdict.as_str(),
@@ -654,7 +815,25 @@ pub fn decide(
             });
             return Err("already decided".into());
         }
-        let body = decision::record_body(&input, &signed);
+        let mut body = decision::record_body(&input, &signed);
+        let receipt_id = format!("decision:{}", packet.id);
+        let receipt = build_receipt(&ReceiptInput {
+            receipt_id: &receipt_id,
+            action_class: &action_class,
+            outcome: match verdict {
+                Verdict::Approve => ReceiptOutcome::Approve,
+                Verdict::Refuse => ReceiptOutcome::Refuse,
+            },
+            agent: &packet.agent,
+            packet_id: Some(&packet.id),
+            source_type: Some(SourceType::Principal),
+            created_at: decided_at,
+            prev_hash: view.last_receipt_hash.as_deref(),
+            note: None,
+        });
+        if let Some(Value::Object(meta)) = body.get_mut("metadata") {
+            meta.insert("tg_receipt".into(), receipt);
+        }
         let sealed = chain::seal(body.clone(), head);
         let problems = sealed.record.as_object().map(|r| chain::check_new_record(r, Some(pinned))).unwrap_or_default();
         if let Some(first) = problems.first() {

@@ -5,7 +5,7 @@
 //! - [`evidence`]: evidence rows, weights and the count-based tier;
 //! - [`posterior`]: the Beta(2,2) posterior with its exact 95% credible interval;
 //! - [`binding`]: exact-action bindings and single-use grants (A2A extension v1);
-//! - [`gate`]: `can_execute`;
+//! - [`gate`]: the gate itself, `can_execute`;
 //! - [`receipt`]: approval packets and receipts.
 //!
 //! Everything here is a pure function over values; the spool and the chain are I/O at the edges

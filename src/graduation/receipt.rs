@@ -116,7 +116,11 @@ pub fn build_receipt(r: &ReceiptInput<'_>) -> Value {
     m.insert("action_class".into(), json!(r.action_class));
     m.insert("outcome".into(), json!(r.outcome.as_str()));
     m.insert("external_action_executed".into(), json!(r.outcome == ReceiptOutcome::Execute));
-    m.insert("human_approved".into(), json!(r.outcome == ReceiptOutcome::Approve));
+    match r.outcome {
+        ReceiptOutcome::Approve => m.insert("human_approved".into(), json!(true)),
+        ReceiptOutcome::Refuse => m.insert("human_approved".into(), json!(false)),
+        _ => None,
+    };
     m.insert("created_at".into(), json!(r.created_at));
     m.insert("agent".into(), json!(r.agent));
     m.insert("label".into(), json!(r.outcome.label()));
