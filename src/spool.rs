@@ -483,6 +483,10 @@ pub fn verify_chain(spool: &Spool, pinned: &PinnedKeys) -> Result<ChainView, Cha
     verify_chain_records(spool, pinned, |_| false).map(|(view, _)| view)
 }
 
+/// A decision found in the chain: line index, packet id, the decision, and the record when the
+/// caller asked to keep it.
+type FoundDecision = (usize, String, ChainDecision, Option<Map<String, Value>>);
+
 /// Verifies the chain; `keep` says for which packet ids the whole decision record is kept (to
 /// restore a decision file from it).
 fn verify_chain_records(
@@ -490,7 +494,7 @@ fn verify_chain_records(
     pinned: &PinnedKeys,
     keep: impl Fn(&str) -> bool,
 ) -> Result<(ChainView, Vec<Map<String, Value>>), ChainError> {
-    let mut found: Vec<(usize, String, ChainDecision, Option<Map<String, Value>>)> = Vec::new();
+    let mut found: Vec<FoundDecision> = Vec::new();
     let mut evidence: Vec<(usize, EvidenceRow)> = Vec::new();
     let mut last_receipt_hash = None;
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };

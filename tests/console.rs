@@ -13,7 +13,7 @@ use warrant::console::keymap::{Key, Keymap};
 use warrant::console::theme::Theme;
 use warrant::console::ui;
 use warrant::decision::Verdict;
-use warrant::spool::{ChainDecision, FileKind, InvalidFile, PacketEntry, Snapshot};
+use warrant::spool::{ChainDecision, ChainView, FileKind, InvalidFile, PacketEntry, Snapshot};
 
 /// 2026-11-21T09:00:00Z.
 const NOW: f64 = 1_795_251_600.0;
@@ -96,6 +96,10 @@ fn decided_post() -> HashMap<String, ChainDecision> {
     )])
 }
 
+fn view(report: VerifyReport, decisions: HashMap<String, ChainDecision>) -> Box<ChainView> {
+    Box::new(ChainView { report, decisions, ..ChainView::default() })
+}
+
 fn valid_report(total: usize) -> Box<VerifyReport> {
     Box::new(VerifyReport {
         total,
@@ -115,7 +119,7 @@ fn state(read_only: bool) -> State {
         NOW,
     );
     app::update(&mut s, Action::Scanned(snapshot()));
-    app::update(&mut s, Action::ChainVerified(valid_report(7), decided_post()));
+    app::update(&mut s, Action::ChainVerified(view(*valid_report(7), decided_post())));
     s
 }
 
@@ -245,7 +249,7 @@ fn broken_chain_alerts_and_refuses_signing() {
             message: "entry_hash mismatch; recomputed sha256:…, stored sha256:…".into(),
         }],
     };
-    app::update(&mut s, Action::ChainVerified(Box::new(report), decided_post()));
+    app::update(&mut s, Action::ChainVerified(view(report, decided_post())));
     assert_eq!(s.mode, Mode::ChainAlert);
     insta::assert_snapshot!("chain_broken_80x24", screen(&s, 80, 24));
     press(&mut s, &["enter"]);
@@ -394,7 +398,7 @@ fn signed_result_flashes_and_rescans() {
             entry_hash: String::new(),
         },
     );
-    app::update(&mut s, Action::ChainVerified(valid_report(8), decided));
+    app::update(&mut s, Action::ChainVerified(view(*valid_report(8), decided)));
     assert!(s.pending().iter().all(|e| e.packet.id != "p-quote"));
     assert_eq!(s.decided().len(), 2);
 }
@@ -495,4 +499,75 @@ fn expired_packets_can_only_be_refused() {
     assert!(screen(&s, 160, 48).contains("EXPIRED"));
     press(&mut s, &["r", "x", "enter"]);
     assert!(matches!(&s.mode, Mode::Confirm(c) if c.verdict == Verdict::Refuse));
+}
+
+fn posterior_of<'a>(s: &'a State, class: &str) -> &'a warrant::graduation::Posterior {
+    s.posteriors().iter().find(|p| p.action_class == class).map(AsRef::as_ref).expect("posterior row")
+}
+
+// Pane 4 lists one posterior per action class, with the interval band and numbers; chain
+// evidence moves them, and the packet detail shows the gate's decision and the evidence rows.
+#[test]
+fn posteriors_pane_shows_intervals_from_chain_evidence() {
+    use warrant::graduation::{EvidenceRow, SourceType};
+    let mut s = state(false);
+    assert_eq!(posterior_of(&s, "draft.compose").samples, 0);
+    let mut evidence: Vec<EvidenceRow> =
+        (0..12).map(|_| EvidenceRow::new("draft.compose", "approved", Some(SourceType::Principal), None)).collect();
+    evidence.push(EvidenceRow::new("email.send.external", "rejected", Some(SourceType::Principal), None));
+    let view =
+        Box::new(ChainView { report: *valid_report(20), decisions: decided_post(), evidence, ..ChainView::default() });
+    app::update(&mut s, Action::ChainVerified(view));
+    let p = posterior_of(&s, "draft.compose").clone();
+    assert_eq!((p.samples, p.beta), (12, 2.0));
+    assert!((p.alpha - (2.0 + 12.0 * 0.85)).abs() < 1e-9);
+    assert!(p.ci_low < p.mean && p.mean < p.ci_high);
+    press(&mut s, &["4"]);
+    assert_eq!(s.pane, Pane::Posteriors);
+    let screen_text = screen(&s, 160, 48);
+    assert!(screen_text.contains(&format!("{:.2} [{:.2}–{:.2}]", p.mean, p.ci_low, p.ci_high)), "{screen_text}");
+    assert!(screen_text.contains("━") && screen_text.contains("●"));
+    insta::assert_snapshot!("posteriors_160x48", screen_text);
+    // The detail of the selected class lists its evidence rows with their provenance.
+    let row = s.posteriors().iter().position(|p| p.action_class == "draft.compose").expect("row");
+    s.selected[Pane::Posteriors as usize] = row;
+    let detail = screen(&s, 160, 48);
+    assert!(detail.contains("evidence rows for draft.compose (12)") && detail.contains("principal"), "{detail}");
+    // The pending email packet's gate decision says why it waits, with its graduation path.
+    press(&mut s, &["1"]);
+    let d = s.gate_decision("p-quote").expect("gate decision");
+    assert_eq!((d.status.as_str(), d.mode.as_str()), ("review_required", "approval_required"));
+    let zoomed = {
+        press(&mut s, &["enter"]);
+        let mut all = String::new();
+        for _ in 0..6 {
+            all.push_str(&screen(&s, 100, 60));
+            press(&mut s, &["pagedown"]);
+        }
+        all
+    };
+    assert!(
+        zoomed.contains("prepareApprovalPacket") && zoomed.contains("evidence rows for email.send.external (1)"),
+        "{zoomed}"
+    );
+}
+
+// The principal's own signature is a receipt: the posterior moves as soon as it is signed.
+#[test]
+fn a_signed_approval_moves_the_posterior_at_once() {
+    let mut s = state(false);
+    let before = posterior_of(&s, "email.send.external").clone();
+    app::update(
+        &mut s,
+        Action::Signed(Ok(app::SignedSummary {
+            packet_id: "p-quote".into(),
+            verdict: Verdict::Approve,
+            chain_index: 9,
+            entry_hash: format!("sha256:{}", "0".repeat(64)),
+        })),
+    );
+    let after = posterior_of(&s, "email.send.external");
+    assert_eq!(after.samples, before.samples + 1);
+    assert!(after.mean > before.mean);
+    assert!(after.approvals_to_graduate() < before.approvals_to_graduate());
 }

@@ -48,7 +48,7 @@ impl Fixture {
         spool::decide(&self.spool, &self.principal, &self.pinned, &self.packet(id), verdict, reason, AT)
     }
     fn verify(&self) -> chain::VerifyReport {
-        spool::verify_chain(&self.spool, &self.pinned).expect("verify").0
+        spool::verify_chain(&self.spool, &self.pinned).expect("verify").report
     }
 }
 
@@ -301,7 +301,7 @@ fn forged_records_decide_nothing() {
     };
     let signed = warrant::decision::sign_decision(&mallory, &input);
     chain::append(&f.spool.chain_path(), |_| Ok(warrant::decision::record_body(&input, &signed))).expect("append");
-    let (report, decisions) = spool::verify_chain(&f.spool, &f.pinned).expect("verify");
+    let spool::ChainView { report, decisions, .. } = spool::verify_chain(&f.spool, &f.pinned).expect("verify");
     assert!(!report.is_valid());
     assert!(report.findings.iter().any(|x| x.check == Check::Signature && x.message.contains("not pinned")));
     assert!(decisions.is_empty(), "a forged record must not count as a decision");
@@ -317,7 +317,7 @@ fn forged_records_decide_nothing() {
         Ok(chain::new_record_body("agent-a", "payment.initiate", Some("alice"), "success", "t", "act_with_approval", AT, meta))
     })
     .expect("append");
-    let (report, _) = spool::verify_chain(&g.spool, &g.pinned).expect("verify");
+    let report = spool::verify_chain(&g.spool, &g.pinned).expect("verify").report;
     assert!(report.findings.iter().any(|x| x.check == Check::Signature), "{:?}", report.findings);
 }
 

@@ -3,10 +3,15 @@
 //! the [`Effect`]s for the runner to execute. Nothing here does I/O, so it is tested directly.
 
 use super::keymap::{Key, Keymap};
-use crate::chain::{Finding, VerifyReport};
+use crate::chain::Finding;
 use crate::decision::Verdict;
+use crate::graduation::evidence::{EvidenceRow, SourceType};
+use crate::graduation::gate::{AgentStanding, Decision, GateRequest, can_execute};
+use crate::graduation::policy::PolicySet;
+use crate::graduation::posterior::Posterior;
+use crate::graduation::receipt::receipt_evidence;
 use crate::packet::{Packet, Receipt};
-use crate::spool::{ChainDecision, InvalidFile, PacketEntry, Snapshot};
+use crate::spool::{ChainDecision, ChainView, InvalidFile, PacketEntry, Snapshot};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -28,8 +33,9 @@ pub enum Action {
     },
     /// A scan of `packets/` and `receipts/` finished.
     Scanned(Snapshot),
-    /// A chain verification finished: the report and the decisions it records.
-    ChainVerified(Box<VerifyReport>, HashMap<String, ChainDecision>),
+    /// A chain verification finished: the report, and the decisions and evidence of the records
+    /// that verified.
+    ChainVerified(Box<ChainView>),
     /// A signing effect finished.
     Signed(Result<SignedSummary, String>),
     /// A scan of the spool failed — shown, never fatal.
@@ -79,7 +85,7 @@ pub enum Effect {
     Quit,
 }
 
-/// The three lists.
+/// The four lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
     /// Packets without a decision.
@@ -88,11 +94,13 @@ pub enum Pane {
     Decided,
     /// Files that are not valid packets or receipts.
     Invalid,
+    /// One row per action class: the posterior and its credible interval.
+    Posteriors,
 }
 
 impl Pane {
     /// All panes in tab order.
-    pub const ALL: [Pane; 3] = [Pane::Pending, Pane::Decided, Pane::Invalid];
+    pub const ALL: [Pane; 4] = [Pane::Pending, Pane::Decided, Pane::Invalid, Pane::Posteriors];
 
     /// Title word.
     #[must_use]
@@ -101,6 +109,7 @@ impl Pane {
             Pane::Pending => "Pending",
             Pane::Decided => "Decided",
             Pane::Invalid => "Invalid",
+            Pane::Posteriors => "Posteriors",
         }
     }
 }
@@ -226,7 +235,7 @@ pub struct State {
     /// The focused list.
     pub pane: Pane,
     /// Selection per pane (index into the filtered list).
-    pub selected: [usize; 3],
+    pub selected: [usize; 4],
     /// The packet detail is zoomed to the whole screen.
     pub zoomed: bool,
     /// The list filter (case-insensitive substring of id, agent, class, summary).
@@ -239,6 +248,8 @@ pub struct State {
     pub signing: bool,
     /// Leave at the next turn of the loop.
     pub quit: bool,
+    /// Every class's posterior, unfiltered.
+    all_posteriors: Vec<Arc<Posterior>>,
     /// Cached filtered lists (recomputed after every change of snapshot, decisions or filter).
     pending: Vec<PacketEntry>,
     decided: Vec<DecidedRow>,
@@ -251,6 +262,16 @@ pub struct State {
     changed_at: HashMap<String, f64>,
     /// First line of the zoomed packet view.
     pub detail_scroll: u16,
+    /// The registry and policies the gate consults.
+    pub policies: Arc<PolicySet>,
+    /// Evidence rows from the verified chain (the principal's decisions and recorded receipts).
+    chain_evidence: Vec<EvidenceRow>,
+    /// All evidence: the chain's, then receipt files in the spool (at most connector-grade).
+    evidence: Vec<EvidenceRow>,
+    /// One posterior per action class (registered classes, then others seen), filtered.
+    posteriors: Vec<Arc<Posterior>>,
+    /// The gate's decision for each pending packet, by packet id.
+    gate: HashMap<String, Arc<Decision>>,
 }
 
 /// Seconds a packet must stay unchanged before it can be decided, so what was read is what is
@@ -280,7 +301,7 @@ impl State {
             chain: ChainState::Unknown,
             chain_alert_seen: false,
             pane: Pane::Pending,
-            selected: [0; 3],
+            selected: [0; 4],
             zoomed: false,
             filter: String::new(),
             mode: Mode::Normal,
@@ -294,7 +315,100 @@ impl State {
             last_hash: HashMap::new(),
             changed_at: HashMap::new(),
             detail_scroll: 0,
+            policies: Arc::new(PolicySet::builtin()),
+            all_posteriors: Vec::new(),
+            chain_evidence: Vec::new(),
+            evidence: Vec::new(),
+            posteriors: Vec::new(),
+            gate: HashMap::new(),
         }
+    }
+
+    /// Uses `policies` (built-in classes plus `policy.toml`) for the gate and the posteriors.
+    #[must_use]
+    pub fn with_policies(mut self, policies: Arc<PolicySet>) -> Self {
+        self.policies = policies;
+        self.recompute_graduation();
+        self
+    }
+
+    /// The gate's decision for a packet (pending packets only).
+    #[must_use]
+    pub fn gate_decision(&self, packet_id: &str) -> Option<&Decision> {
+        self.gate.get(packet_id).map(Arc::as_ref)
+    }
+
+    /// Posteriors, one per action class, after the filter.
+    #[must_use]
+    pub fn posteriors(&self) -> &[Arc<Posterior>] {
+        &self.posteriors
+    }
+
+    /// Evidence rows of a canonical class, in chain order then spool receipts.
+    pub fn evidence_for<'a>(&'a self, class: &'a str) -> impl Iterator<Item = &'a EvidenceRow> + 'a {
+        self.evidence.iter().filter(move |r| r.action_class == class)
+    }
+
+    /// The posterior of the class under the cursor in the posteriors pane.
+    #[must_use]
+    pub fn selected_posterior(&self) -> Option<&Posterior> {
+        if self.pane != Pane::Posteriors {
+            return None;
+        }
+        self.posteriors.get(self.selection(Pane::Posteriors)).map(Arc::as_ref)
+    }
+
+    /// Recomputes the evidence, the posteriors and the pending packets' gate decisions from the
+    /// chain's evidence and the spool's receipts. Called when either changes, never per key.
+    fn recompute_graduation(&mut self) {
+        let mut evidence = self.chain_evidence.clone();
+        evidence.extend(
+            self.snapshot.receipts.iter().filter_map(|r| receipt_evidence(&r.raw, Some(SourceType::Connector))),
+        );
+        self.evidence = evidence;
+        let today =
+            time::OffsetDateTime::from_unix_timestamp(self.now as i64).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+        let chain_intact = matches!(self.chain, ChainState::Valid { .. });
+        let mut gate = HashMap::new();
+        for e in &self.snapshot.packets {
+            let p = &e.packet;
+            if self.decisions.contains_key(&p.id) {
+                continue;
+            }
+            let context = match &p.context {
+                serde_json::Value::Object(_) => p.context.clone(),
+                _ => serde_json::json!({"requestedBy": p.agent, "requestedAction": p.proposed_action}),
+            };
+            let req = GateRequest {
+                action_class: &p.action_class,
+                context: &context,
+                approval: None,
+                evidence: &self.evidence,
+                workspace: self.principal.as_deref().unwrap_or("local"),
+                now: today,
+                agent: AgentStanding::Active,
+                chain_intact,
+            };
+            gate.insert(p.id.clone(), Arc::new(can_execute(&self.policies, &req)));
+        }
+        self.gate = gate;
+        let mut classes: Vec<String> = self.policies.classes().map(|c| c.id.clone()).collect();
+        let mut extra: Vec<String> = self
+            .evidence
+            .iter()
+            .map(|r| r.action_class.clone())
+            .chain(self.snapshot.packets.iter().map(|e| self.policies.normalize(&e.packet.action_class)))
+            .filter(|c| crate::packet::is_class_id(c) && !classes.contains(c))
+            .collect();
+        extra.sort();
+        extra.dedup();
+        classes.extend(extra);
+        let today = today.date();
+        self.all_posteriors = classes
+            .iter()
+            .map(|c| Arc::new(Posterior::of(c, &self.evidence, self.policies.threshold(c), today)))
+            .collect();
+        self.refresh();
     }
 
     /// When the packet `id` last changed content under the same id, if it ever did.
@@ -336,6 +450,7 @@ impl State {
             Pane::Pending => self.pending.len(),
             Pane::Decided => self.decided.len(),
             Pane::Invalid => self.invalid.len(),
+            Pane::Posteriors => self.posteriors.len(),
         }
     }
 
@@ -352,7 +467,7 @@ impl State {
         match self.pane {
             Pane::Pending => self.pending.get(i).map(|e| Arc::clone(&e.packet)),
             Pane::Decided => self.decided.get(i).and_then(|r| r.packet.clone()),
-            Pane::Invalid => None,
+            Pane::Invalid | Pane::Posteriors => None,
         }
     }
 
@@ -391,7 +506,7 @@ impl State {
         for r in &self.snapshot.receipts {
             *self.receipts_by_class.entry(r.action_class.clone()).or_default() += 1;
         }
-        self.refresh();
+        self.recompute_graduation();
     }
 
     /// Recomputes the filtered lists, keeping the selection on the same item where possible.
@@ -439,6 +554,8 @@ impl State {
             })
             .cloned()
             .collect();
+        self.posteriors =
+            self.all_posteriors.iter().filter(|p| matches(&[&p.action_class, p.tier.as_str()])).cloned().collect();
         self.pending = pending;
         self.decided = decided;
         self.invalid = invalid;
@@ -458,6 +575,7 @@ impl State {
             Pane::Pending => self.pending.get(i).map(|e| e.packet.id.clone()),
             Pane::Decided => self.decided.get(i).map(|r| r.id.clone()),
             Pane::Invalid => self.invalid.get(i).map(|f| f.name.clone()),
+            Pane::Posteriors => self.posteriors.get(i).map(|p| p.action_class.clone()),
         }
     }
 
@@ -466,6 +584,7 @@ impl State {
             Pane::Pending => self.pending.iter().position(|e| e.packet.id == id),
             Pane::Decided => self.decided.iter().position(|r| r.id == id),
             Pane::Invalid => self.invalid.iter().position(|f| f.name == id),
+            Pane::Posteriors => self.posteriors.iter().position(|p| p.action_class == id),
         }
     }
 
@@ -525,7 +644,8 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
-        Action::ChainVerified(report, decisions) => {
+        Action::ChainVerified(view) => {
+            let ChainView { report, decisions, evidence, .. } = *view;
             state.chain = if report.is_valid() {
                 state.chain_alert_seen = false;
                 ChainState::Valid { total: report.total, root: report.root_hash.clone() }
@@ -541,13 +661,28 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                 ChainState::Broken { total: report.total, first, count: report.findings.len() }
             };
             state.decisions = decisions;
-            state.refresh();
+            state.chain_evidence = evidence;
+            state.recompute_graduation();
             vec![]
         }
         Action::Signed(result) => {
             state.signing = false;
             match result {
                 Ok(s) => {
+                    // The principal's decision is a receipt: it moves the posterior at once (the
+                    // chain's next verification replaces this row with the same one from the chain).
+                    if let Some(e) = state.snapshot.packet(&s.packet_id) {
+                        let label = if s.verdict == Verdict::Approve { "approved" } else { "rejected" };
+                        let date = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
+                            .map(|t| t.date().to_string())
+                            .ok();
+                        let class = state.policies.normalize(&e.packet.action_class);
+                        let mut row = EvidenceRow::new(&class, label, Some(SourceType::Principal), date);
+                        row.receipt_id = Some(format!("decision:{}", s.packet_id));
+                        row.source = Some("principal".into());
+                        state.chain_evidence.push(row);
+                        state.recompute_graduation();
+                    }
                     let word = if s.verdict == Verdict::Approve { "✓ approved" } else { "✗ refused" };
                     state.flash = Some(Flash {
                         text: format!(
@@ -740,6 +875,7 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         "pending" => state.pane = Pane::Pending,
         "decided" => state.pane = Pane::Decided,
         "invalid" => state.pane = Pane::Invalid,
+        "posteriors" => state.pane = Pane::Posteriors,
         "approve" | "refuse" => return start_decision(state, cmd == "approve"),
         "filter" => {
             state.mode = Mode::Input { purpose: InputPurpose::Filter, text: state.filter.clone() };
@@ -806,9 +942,12 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
             Some(Flash { text: format!("{} expired at {expires}: it can only be refused", packet.id), error: true });
         return vec![];
     }
+    let gate_state = state.gate_decision(&packet.id).map(|d| d.status);
     if approve
-        && let Some(s @ (crate::packet::DecisionState::Blocked | crate::packet::DecisionState::HumanOnly)) =
-            packet.state
+        && let Some(s @ (crate::packet::DecisionState::Blocked | crate::packet::DecisionState::HumanOnly)) = packet
+            .state
+            .filter(|s| matches!(s, crate::packet::DecisionState::Blocked | crate::packet::DecisionState::HumanOnly))
+            .or(gate_state)
     {
         state.flash = Some(Flash {
             text: format!("{} is {s}: an agent may not execute it even with approval; refuse it with r", packet.id),

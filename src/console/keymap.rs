@@ -152,6 +152,7 @@ pub fn known_commands(mode: &str) -> &'static [&'static str] {
             "pending",
             "decided",
             "invalid",
+            "posteriors",
             "approve",
             "refuse",
             "filter",

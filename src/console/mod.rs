@@ -85,7 +85,10 @@ pub fn run(opts: Options) -> Result<()> {
         opts.read_only,
         keymap,
         now_secs(),
-    );
+    )
+    .with_policies(Arc::new(
+        crate::graduation::PolicySet::load(&config::config_dir(), Some(opts.spool.root())).map_err(|e| eyre!("{e}"))?,
+    ));
     let demo = opts.demo_interval.map(|i| crate::demo::Demo::start(opts.spool.clone(), Duration::from_secs_f64(i)));
 
     // Restore the terminal before any panic message is printed.
@@ -190,7 +193,7 @@ impl Runner {
                 let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
                 spawn_job(tx, Action::VerifyFailed("internal error while verifying (see the log)".into()), move || {
                     match spool::verify_chain(&spool, &pinned) {
-                        Ok((report, decisions)) => Action::ChainVerified(Box::new(report), decisions),
+                        Ok(view) => Action::ChainVerified(Box::new(view)),
                         Err(e) => Action::VerifyFailed(format!("reading the chain: {e}")),
                     }
                 });

@@ -217,6 +217,47 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                 rows,
             )
         }
+        Pane::Posteriors => {
+            let bar_w = if inner.width >= 100 { 24 } else { 12 };
+            let rows = state.posteriors()[from..to]
+                .iter()
+                .map(|p| {
+                    let human_only = state.policies.policy(&p.action_class).is_human_only();
+                    let ready = match (human_only, p.graduation_ready()) {
+                        (true, _) => ("◆ human", "muted"),
+                        (false, true) => ("✓ ready", "ok"),
+                        (false, false) => ("· not yet", "muted"),
+                    };
+                    let more = match p.approvals_to_graduate() {
+                        Some(0) => "—".to_owned(),
+                        Some(n) => format!("+{n}"),
+                        None => "never".to_owned(),
+                    };
+                    Row::new(vec![
+                        Cell::from(inert(&p.action_class, 32)),
+                        Cell::from(interval_bar(theme, p.mean, p.ci_low, p.ci_high, bar_w)),
+                        Cell::from(format!("{:.2} [{:.2}–{:.2}]", p.mean, p.ci_low, p.ci_high)),
+                        Cell::from(format!("{}", p.samples)),
+                        Cell::from(p.tier.as_str()).style(tier_style(theme, p.tier)),
+                        Cell::from(ready.0).style(theme.get(ready.1)),
+                        Cell::from(more),
+                    ])
+                })
+                .collect();
+            (
+                vec!["ACTION CLASS", "95% INTERVAL", "MEAN [LOW–HIGH]", "N", "TIER", "GRADUATION", "TO GO"],
+                vec![
+                    Constraint::Length(20),
+                    Constraint::Length(bar_w as u16),
+                    Constraint::Length(17),
+                    Constraint::Length(4),
+                    Constraint::Length(11),
+                    Constraint::Length(10),
+                    Constraint::Length(6),
+                ],
+                rows,
+            )
+        }
         Pane::Invalid => {
             let rows = state.invalid()[from..to]
                 .iter()
@@ -245,6 +286,7 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
             (Pane::Pending, true) => "no pending packets: agents publish them in packets/",
             (Pane::Decided, true) => "no decisions yet",
             (Pane::Invalid, true) => "no invalid files",
+            (Pane::Posteriors, true) => "no action classes",
         };
         frame.render_widget(Paragraph::new(msg).style(theme.get("muted")), inner);
         return;
@@ -256,6 +298,177 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
         .collect();
     let table = Table::new(rows, widths).header(Row::new(header).style(theme.get("header"))).column_spacing(1);
     frame.render_widget(table, inner);
+}
+
+/// The posterior mean as a marker on a band for the 95% interval, `width` cells over [0, 1]:
+/// `·` outside the interval, `━` inside it, `●` at the mean (shape, not only colour).
+fn interval_bar(theme: &Theme, mean: f64, low: f64, high: f64, width: usize) -> Line<'static> {
+    let cell = |x: f64| ((x.clamp(0.0, 1.0) * width as f64).floor() as usize).min(width.saturating_sub(1));
+    let (lo, hi, m) = (cell(low), cell(high), cell(mean));
+    let spans: Vec<Span<'static>> = (0..width)
+        .map(|i| {
+            if i == m {
+                Span::styled("●", theme.get("title"))
+            } else if (lo..=hi).contains(&i) {
+                Span::styled("━", theme.get("accent"))
+            } else {
+                Span::styled("·", theme.get("muted"))
+            }
+        })
+        .collect();
+    Line::from(spans)
+}
+
+fn tier_style(theme: &Theme, tier: crate::graduation::Tier) -> Style {
+    match tier {
+        crate::graduation::Tier::Review => theme.get("warn"),
+        crate::graduation::Tier::Gated => theme.get("muted"),
+        crate::graduation::Tier::Supervised => theme.get("pending"),
+        crate::graduation::Tier::AutoCapped => theme.get("ok"),
+    }
+}
+
+/// Evidence rows as lines: date, label, provenance, weight, where from. The last `max` rows.
+fn evidence_lines(state: &State, theme: &Theme, class: &str, max: usize) -> Vec<Line<'static>> {
+    let rows: Vec<&crate::graduation::EvidenceRow> = state.evidence_for(class).collect();
+    let mut out = vec![Line::from(Span::styled(
+        format!("evidence rows for {} ({})", inert(class, 60), rows.len()),
+        theme.get("header"),
+    ))];
+    if rows.is_empty() {
+        out.push(Line::from(Span::styled(
+            "  none yet: approvals, refusals and receipts become evidence",
+            theme.get("muted"),
+        )));
+    }
+    let skip = rows.len().saturating_sub(max);
+    if skip > 0 {
+        out.push(Line::from(Span::styled(format!("  … {skip} earlier rows (enter shows all)"), theme.get("muted"))));
+    }
+    for r in rows.iter().skip(skip) {
+        let role = if r.evidence_weight > 0.0 {
+            "approve"
+        } else if r.evidence_weight < 0.0 {
+            "refuse"
+        } else {
+            "muted"
+        };
+        out.push(Line::from(vec![
+            Span::styled(format!("  {} ", r.date.as_deref().unwrap_or("????-??-??")), theme.get("muted")),
+            Span::styled(format!("{:<14}", inert(&r.label, 14)), theme.get(role)),
+            Span::raw(format!(
+                " {:<14} {:>+7.4}  {}",
+                r.source_type.map_or("(unknown)", |t| t.as_str()),
+                r.evidence_weight,
+                inert(r.source.as_deref().unwrap_or(""), 12)
+            )),
+        ]));
+    }
+    out
+}
+
+/// The gate's decision on a packet: state, mode, reason, graduationPath, constraints.
+fn gate_lines(theme: &Theme, d: &crate::graduation::Decision, width: usize) -> Vec<Line<'static>> {
+    let (g, w) = state_label(Some(d.status));
+    let style = if d.allowed { theme.get("ok") } else { theme.get("pending") };
+    let mut out = vec![
+        Line::from(Span::styled("warrant's gate (Trust Graduation)", theme.get("header"))),
+        kv(
+            theme,
+            "decision",
+            Span::styled(format!("{g} {} · mode {} · tier {} (level {})", w, d.mode, d.tier, d.autonomy_level), style),
+        ),
+        kv(theme, "because", inert(&d.reason, width)),
+    ];
+    if let Some(gp) = &d.graduation_path {
+        out.push(kv(
+            theme,
+            "path",
+            format!(
+                "level {} of {} needed · next: {} · fallback: {}",
+                gp.current,
+                gp.needed,
+                gp.next_best_action.as_str(),
+                gp.safe_fallback_action_class
+            ),
+        ));
+        out.push(kv(theme, "needs", gp.required_evidence.join("; ")));
+    }
+    if !d.constraints.is_empty() {
+        out.push(kv(theme, "limits", inert(&serde_json::Value::Object(d.constraints.clone()).to_string(), width)));
+    }
+    out.into_iter().map(own_line).collect()
+}
+
+fn posterior_lines(state: &State, theme: &Theme, p: &crate::graduation::Posterior, zoomed: bool) -> Vec<Line<'static>> {
+    let policy = state.policies.policy(&p.action_class);
+    let ready = if p.graduation_ready() {
+        "✓ graduation ready (a recommendation: the gate still decides)"
+    } else {
+        "· not ready"
+    };
+    let more = match p.approvals_to_graduate() {
+        Some(0) => "none".to_owned(),
+        Some(n) => format!("{n} more receipt-grade approvals (0.85 each), if nothing else changes"),
+        None => "no number of approvals: a recent trust violation must be cleared first".to_owned(),
+    };
+    let mut lines = vec![
+        Line::from(Span::styled(inert(&p.action_class, 80), theme.get("title"))),
+        kv(
+            theme,
+            "type",
+            format!(
+                "{} · risk {} · minimum level {}{}",
+                policy.kind,
+                policy.risk.as_str(),
+                policy.minimum_level,
+                if policy.approval_required() { " · always needs approval" } else { "" }
+            ),
+        ),
+        kv(theme, "posterior", format!("Beta(α {:.4}, β {:.4}) from prior Beta(2, 2)", p.alpha, p.beta)),
+        kv(theme, "mean", format!("{:.4}", p.mean)),
+        kv(
+            theme,
+            "95% CI",
+            format!("[{:.4}, {:.4}] width {:.4} (exact, equal-tailed)", p.ci_low, p.ci_high, p.ci_width()),
+        ),
+        Line::from(
+            std::iter::once(Span::raw(" ".repeat(12)))
+                .chain(interval_bar(theme, p.mean, p.ci_low, p.ci_high, 40).spans)
+                .collect::<Vec<_>>(),
+        ),
+        kv(theme, "samples", format!("{} (+{} −{} ·{} neutral)", p.samples, p.positive, p.negative, p.neutral)),
+        kv(
+            theme,
+            "quality",
+            format!(
+                "strong {} · partial {} · ambiguous {} · weak {} · neutral {}",
+                p.quality.strong, p.quality.partial, p.quality.ambiguous, p.quality.weak, p.quality.neutral
+            ),
+        ),
+        kv(theme, "tier", Span::styled(p.tier.as_str().to_owned(), tier_style(theme, p.tier))),
+        kv(
+            theme,
+            "threshold",
+            format!("ci_low ≥ {:.2} and samples ≥ {}", p.threshold.ci_low_min, p.threshold.samples_min),
+        ),
+        kv(
+            theme,
+            "graduation",
+            Span::styled(ready, if p.graduation_ready() { theme.get("ok") } else { theme.get("muted") }),
+        ),
+        kv(theme, "to go", more),
+    ];
+    if p.needs_more_evidence() {
+        lines.push(kv(theme, "note", "needs more evidence (fewer than 10 samples or an interval wider than 0.35)"));
+    }
+    if p.trust_violation_recent {
+        lines
+            .push(Line::from(Span::styled("⚠ a trust violation in the last 30 days forces review", theme.get("warn"))));
+    }
+    lines.push(Line::from(""));
+    lines.extend(evidence_lines(state, theme, &p.action_class, if zoomed { usize::MAX } else { 12 }));
+    lines.into_iter().map(own_line).collect()
 }
 
 fn kv<'a>(theme: &Theme, k: &'a str, v: impl Into<Span<'a>>) -> Line<'a> {
@@ -415,6 +628,11 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         lines.push(Line::from(Span::styled("context", theme.get("header"))));
         lines.extend(field_lines(&p.context, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
     }
+    if let Some(d) = state.gate_decision(&p.id) {
+        lines.extend(gate_lines(theme, d, width));
+        let class = state.policies.normalize(&p.action_class);
+        lines.extend(evidence_lines(state, theme, &class, if zoomed { usize::MAX } else { 5 }));
+    }
     let others = other_fields(p);
     if !others.is_empty() {
         lines.push(Line::from(Span::styled("other fields", theme.get("header"))));
@@ -491,6 +709,10 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
                     theme.get("muted"),
                 )),
             ],
+            None => vec![],
+        },
+        Pane::Posteriors => match state.selected_posterior() {
+            Some(p) => posterior_lines(state, theme, p, zoomed),
             None => vec![],
         },
         _ => match state.selected_packet() {
