@@ -320,6 +320,19 @@ mod tests {
     }
 
     #[test]
+    fn hostile_rows_and_constraints_fail_closed() {
+        let e = Evaluator::default();
+        let row = r#"{"op":"tg.evidence_weight","row":{"action_class":"a.b","label":"x","recorded_at":"2026-11-2é"}}"#;
+        assert_eq!(ask(&e, row)["error"]["code"], "invalid_evidence");
+        let row = r#"{"op":"tg.evidence_weight","row":{"action_class":"a.b","label":"x","recorded_at":"yesterday"}}"#;
+        assert_eq!(ask(&e, row)["error"]["code"], "invalid_evidence");
+        let c = r#"{"op":"tg.can_execute","action_class":"draft.compose","context":{"constraints":{"max_amount":-5}}}"#;
+        let d = ask(&e, c);
+        assert_eq!((d["status"].as_str(), d["allowed"].as_bool()), (Some("blocked"), Some(false)));
+        assert_eq!(d["constraints"], json!({}));
+    }
+
+    #[test]
     fn requests_can_tighten_but_not_loosen() {
         let strict = Evaluator::new(PolicySet::from_toml("strict = true").expect("policy"));
         let lax = r#"{"op":"tg.can_execute","action_class":"widget.thing","strict":false}"#;

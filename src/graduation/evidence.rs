@@ -285,7 +285,8 @@ fn num_field(m: &Map<String, Value>, keys: &[&str], field: &'static str) -> Resu
     }
 }
 
-fn is_date(s: &str) -> bool {
+/// True for a valid `YYYY-MM-DD` calendar date.
+pub(crate) fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 10
         && b[4] == b'-'
@@ -354,6 +355,14 @@ impl EvidenceRow {
             None => None,
         };
         let recorded_at = str_field(m, &["recorded_at", "recordedAt", "createdAt", "created_at"], "recorded_at")?;
+        if let Some(r) = recorded_at
+            && crate::clock::parse_rfc3339(r).is_none()
+        {
+            return Err(EvidenceError::Invalid {
+                field: "recorded_at",
+                message: format!("{r:?} is not an RFC 3339 date-time"),
+            });
+        }
         let edit_distance = num_field(m, &["edit_distance", "editDistance"], "edit_distance")?;
         if let Some(e) = edit_distance
             && e < 0.0
@@ -376,7 +385,7 @@ impl EvidenceRow {
             None => round4(row.decision_weight * row.provenance_weight),
         };
         if row.date.is_none() {
-            row.date = recorded_at.filter(|r| r.len() >= 10 && is_date(&r[..10])).map(|r| r[..10].to_owned());
+            row.date = recorded_at.and_then(|r| r.get(..10)).filter(|d| is_date(d)).map(str::to_owned);
         }
         row.recorded_at = recorded_at.map(str::to_owned);
         row.edit_distance = edit_distance;

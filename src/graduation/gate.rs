@@ -395,6 +395,31 @@ pub fn merge_constraints(policy: &Map<String, Value>, context: &Map<String, Valu
     out
 }
 
+/// Checks the vocabulary members of a constraints object against `decision.schema.json`.
+///
+/// # Errors
+/// The first malformed member.
+pub fn check_constraints(c: &Map<String, Value>) -> Result<(), String> {
+    let strings = |v: &Value| v.as_array().is_some_and(|a| a.iter().all(Value::is_string));
+    for (k, v) in c {
+        let ok = match k.as_str() {
+            "internal_only" | "staging_only" | "dry_run_only" | "requires_witness" => v.is_boolean(),
+            "max_amount" => v.as_f64().is_some_and(|x| x >= 0.0),
+            "recipient_allowlist" | "domain_allowlist" | "redaction_rules" => strings(v),
+            "rate_limit" => {
+                v.get("count").is_some_and(|n| n.is_u64() && n.as_u64().is_some_and(|n| n >= 1))
+                    && v.get("window").is_some_and(Value::is_string)
+            }
+            "expires_at" => v.as_str().and_then(crate::clock::parse_rfc3339).is_some(),
+            _ => true,
+        };
+        if !ok {
+            return Err(format!("constraints.{k} is malformed ({v})"));
+        }
+    }
+    Ok(())
+}
+
 fn str_of<'a>(ctx: &'a Value, keys: &[&str]) -> Option<&'a str> {
     keys.iter().find_map(|k| ctx.get(*k).and_then(Value::as_str))
 }
@@ -463,7 +488,7 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
     let ctx = if req.context.is_object() { req.context } else { &Value::Null };
     let created_at = binding::js_iso(req.now);
     let constraints = match ctx.get("constraints") {
-        Some(Value::Object(c)) => merge_constraints(&policy.constraints, c),
+        Some(Value::Object(c)) if check_constraints(c).is_ok() => merge_constraints(&policy.constraints, c),
         _ => policy.constraints.clone(),
     };
     let requested_action = match ctx.get("requestedAction") {
@@ -540,6 +565,10 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
             "{:?} is not an action class (like email.send.external); the gate fails closed.",
             req.action_class
         ))
+    } else if let Some(Value::Object(c)) = ctx.get("constraints")
+        && let Err(why) = check_constraints(c)
+    {
+        Outcome::blocked(format!("The request's {why}; the gate fails closed."))
     } else if !req.chain_intact {
         Outcome::blocked("The evidence chain does not verify; nothing runs until the principal examines it.".into())
     } else if req.agent == AgentStanding::Killed {

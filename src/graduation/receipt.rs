@@ -160,7 +160,7 @@ pub fn receipt_evidence(receipt: &Value, max_provenance: Option<SourceType>) -> 
         (d, _) => d,
     };
     let created = first(receipt, &["created_at", "createdAt"]);
-    let date = created.filter(|c| c.len() >= 10).map(|c| c[..10].to_owned());
+    let date = created.and_then(|c| c.get(..10)).filter(|d| super::evidence::is_date(d)).map(str::to_owned);
     let mut row = EvidenceRow::new(class, label, source_type, date);
     row.receipt_id = first(receipt, &["receipt_id", "receiptId"]).map(str::to_owned);
     row.recorded_at = created.map(str::to_owned);

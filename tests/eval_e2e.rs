@@ -1,0 +1,456 @@
+//! `warrant eval` end to end through the real binary: a file of requests (every op, plus
+//! malformed lines) piped through it gives one response per non-empty line, in order, with error
+//! codes for what cannot be served and exit status 0; responses come back one at a time to an
+//! interactive client (the evaluator flushes per answer); a policy.toml in the config directory
+//! is honoured.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_warrant");
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn fixture(rel: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/opentrustgraph/fixtures").join(rel);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Empty config and spool directories in a temp dir.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for d in ["config", "spool", "data"] {
+            std::fs::create_dir(dir.path().join(d)).expect("mkdir");
+        }
+        Self { dir }
+    }
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("config")
+    }
+    fn eval(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.arg("eval")
+            .env("WARRANT_CONFIG", self.config())
+            .env("WARRANT_SPOOL", self.dir.path().join("spool"))
+            .env("WARRANT_PRINCIPAL", "alice")
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
+            .env("XDG_CONFIG_HOME", self.dir.path().join("data"))
+            .env_remove("RUST_BACKTRACE");
+        c
+    }
+    /// Pipes `input` (written to a file first) through `warrant eval`; returns the exit code, the
+    /// response lines, and stderr.
+    fn pipe(&self, input: &[u8]) -> (Option<i32>, Vec<Value>, String) {
+        let path = self.dir.path().join("requests.jsonl");
+        std::fs::write(&path, input).expect("write requests");
+        let out = self
+            .eval()
+            .stdin(Stdio::from(std::fs::File::open(&path).expect("open requests")))
+            .output()
+            .expect("run warrant eval");
+        let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
+        assert!(stdout.is_empty() || stdout.ends_with('\n'), "last response is newline-terminated");
+        let lines = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("response is not JSON ({e}): {l}")))
+            .collect();
+        (out.status.code(), lines, String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+const NOW: &str = "2026-05-30T12:00:00Z";
+
+/// What one non-empty request line must produce.
+struct Expect {
+    /// The echoed id (`None`: the response has no `id`).
+    id: Option<Value>,
+    /// The error code, or `None` for a success.
+    error: Option<&'static str>,
+}
+
+fn ok(id: Value) -> Expect {
+    Expect { id: Some(id), error: None }
+}
+
+fn err(id: Option<Value>, code: &'static str) -> Expect {
+    Expect { id, error: Some(code) }
+}
+
+fn line(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec(v).expect("serialise");
+    b.push(b'\n');
+    b
+}
+
+fn approved_rows(class: &str, n: usize) -> Value {
+    json!(
+        (0..n)
+            .map(|i| json!({"action_class": class, "label": "approved", "source_type": "receipt",
+                        "date": format!("2026-05-{:02}", i + 1)}))
+            .collect::<Vec<_>>()
+    )
+}
+
+// A file of valid requests for every op and malformed lines: one response per non-empty line, in order, errors with string codes, exit 0.
+#[test]
+fn a_request_file_is_answered_line_by_line_in_order() {
+    let env = Env::new();
+    let chain = fixture("valid/decision-chain.json");
+    let tampered = fixture("invalid/tampered-chain.json");
+    let record = chain["records"][1].clone();
+    let mut input: Vec<u8> = Vec::new();
+    let mut expect: Vec<Expect> = Vec::new();
+    let mut push = |bytes: Vec<u8>, e: Option<Expect>| {
+        input.extend_from_slice(&bytes);
+        expect.extend(e);
+    };
+
+    push(line(&json!({"op": "ops", "id": "ops"})), Some(ok(json!("ops"))));
+    push(
+        line(&json!({"op": "tg.can_execute", "id": "pay", "action_class": "payment.spend", "now": NOW})),
+        Some(ok(json!("pay"))),
+    );
+    push(
+        line(&json!({"op": "tg.can_execute", "id": "email", "action_class": "email.send.external", "now": NOW,
+                     "context": {"requestedBy": "scribe", "target": "buyer@example.com",
+                                 "requestedAction": {"to": "buyer@example.com", "body": "Quote — Grüße"}},
+                     "evidence": approved_rows("email.send.external", 20)})),
+        Some(ok(json!("email"))),
+    );
+    push(
+        line(&json!({"op": "tg.can_execute", "id": 3, "action_class": "read.context", "now": NOW})),
+        Some(ok(json!(3))),
+    );
+    push(
+        line(&json!({"op": "tg.can_execute", "id": {"n": 4}, "action_class": "draft.compose", "now": NOW,
+                     "agent_status": "quarantined"})),
+        Some(ok(json!({"n": 4}))),
+    );
+    push(
+        line(&json!({"op": "tg.posterior", "id": "post", "action_class": "draft_compose", "now": NOW,
+                     "evidence": approved_rows("draft.compose", 12)})),
+        Some(ok(json!("post"))),
+    );
+    push(
+        line(&json!({"op": "tg.evidence_weight", "id": "w", "now": NOW,
+                     "row": {"actionClass": "draft.response", "type": "approved", "sourceType": "connector"}})),
+        Some(ok(json!("w"))),
+    );
+    push(
+        line(&json!({"op": "tg.prepare_approval_packet", "id": "packet", "action_class": "email.send.external",
+                     "now": NOW, "agent": "scribe", "summary": "Send the quote",
+                     "context": {"requestedAction": {"to": "buyer@example.com"}}})),
+        Some(ok(json!("packet"))),
+    );
+    push(line(&json!({"op": "otg.entry_hash", "id": "hash", "record": record})), Some(ok(json!("hash"))));
+    push(line(&json!({"op": "otg.verify", "id": "verify", "export": chain})), Some(ok(json!("verify"))));
+    push(line(&json!({"op": "otg.verify", "id": "tampered", "export": tampered})), Some(ok(json!("tampered"))));
+    // Malformed lines.
+    push(b"{\"op\": \"ops\", \"id\": \"cut\"\n".to_vec(), Some(err(None, "parse_error")));
+    push(b"[{\"op\": \"ops\", \"id\": \"arr\"}]\n".to_vec(), Some(err(None, "invalid_request")));
+    push(b"\n".to_vec(), None);
+    push(line(&json!({"op": "tg.nope", "id": "unknown"})), Some(err(Some(json!("unknown")), "unknown_op")));
+    push(
+        line(&json!({"op": "tg.can_execute", "id": "noclass", "now": NOW})),
+        Some(err(Some(json!("noclass")), "invalid_request")),
+    );
+    push(
+        line(&json!({"op": "tg.can_execute", "id": "badclass", "action_class": "Not A Class!"})),
+        Some(err(Some(json!("badclass")), "invalid_action_class")),
+    );
+    push(
+        line(&json!({"op": "tg.can_execute", "id": "badrow", "action_class": "draft.compose",
+                     "evidence": [{"action_class": "draft.compose", "label": "approved"}, {"label": "approved"}]})),
+        Some(err(Some(json!("badrow")), "invalid_evidence")),
+    );
+    push(
+        line(&json!({"op": "tg.evidence_weight", "id": "baddate",
+                     "row": {"action_class": "a.b", "label": "x", "date": "2026-13-01"}})),
+        Some(err(Some(json!("baddate")), "invalid_evidence")),
+    );
+    push(b"   \t  \n".to_vec(), None);
+    push(b"{\"op\": \"ops\", \"id\": \"\xff\xfe\"}\n".to_vec(), Some(err(None, "parse_error")));
+    push(b"\xc3\x28\xa0\xa1\n".to_vec(), Some(err(None, "parse_error")));
+    push(b"{\"op\": \"ops\", \"op\": \"ops\", \"id\": \"dup\"}\n".to_vec(), Some(err(None, "parse_error")));
+    push(line(&json!({"id": "noop"})), Some(err(Some(json!("noop")), "invalid_request")));
+    push(
+        line(&json!({"op": "tg.can_execute", "id": "badnow", "action_class": "draft.compose", "now": "noon"})),
+        Some(err(Some(json!("badnow")), "invalid_request")),
+    );
+    push(b"{\"op\": \"ops\", \"id\": \"crlf\"}\r\n".to_vec(), Some(ok(json!("crlf"))));
+    // The last request has no newline.
+    push(b"{\"op\": \"ops\", \"id\": \"eof\"}".to_vec(), Some(ok(json!("eof"))));
+
+    let (code, responses, stderr) = env.pipe(&input);
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert_eq!(responses.len(), expect.len(), "one response per non-empty line:\n{responses:#?}");
+    for (i, (r, e)) in responses.iter().zip(&expect).enumerate() {
+        assert_eq!(r.get("id"), e.id.as_ref(), "response {i} is out of order or lost its id: {r}");
+        match e.error {
+            Some(code) => {
+                assert_eq!(r["error"]["code"], code, "response {i}: {r}");
+                assert!(r["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "response {i}: {r}");
+            }
+            None => assert!(r.get("error").is_none(), "response {i} is an error: {r}"),
+        }
+    }
+    let by_id = |id: Value| responses.iter().find(|r| r.get("id") == Some(&id)).expect("response with id");
+
+    let ops = by_id(json!("ops"));
+    let mut names: Vec<&str> = ops["ops"].as_array().expect("ops").iter().filter_map(Value::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "ops",
+            "otg.entry_hash",
+            "otg.verify",
+            "tg.can_execute",
+            "tg.evidence_weight",
+            "tg.posterior",
+            "tg.prepare_approval_packet"
+        ]
+    );
+    assert_eq!(ops["protocol_version"], "0.1");
+
+    let pay = by_id(json!("pay"));
+    assert_eq!(pay["status"], "human_only", "{pay}");
+    assert_eq!((pay["action_class"].as_str(), pay["allowed"].as_bool()), (Some("payment.initiate"), Some(false)));
+    assert_eq!(pay["observed"]["requested_action_class"], "payment.spend");
+
+    let email = by_id(json!("email"));
+    assert_eq!(
+        (email["status"].as_str(), email["mode"].as_str()),
+        (Some("review_required"), Some("approval_required"))
+    );
+    assert_eq!(email["allowed"], false, "20 approvals do not graduate an external class");
+    assert_eq!(email["tier"], "auto_capped");
+    assert_eq!(email["action_binding"]["actionClass"], "email.send.external");
+    assert_eq!(email["action_binding"]["target"], "buyer@example.com");
+    assert_eq!(email["created_at"], "2026-05-30T12:00:00.000Z");
+
+    let read = by_id(json!(3));
+    assert_eq!((read["status"].as_str(), read["allowed"].as_bool()), (Some("allowed"), Some(true)));
+    let quarantined = by_id(json!({"n": 4}));
+    assert_eq!((quarantined["status"].as_str(), quarantined["mode"].as_str()), (Some("blocked"), Some("denied")));
+
+    let post = by_id(json!("post"));
+    assert_eq!(post["action_class"], "draft.compose");
+    assert_eq!((post["samples"].as_u64(), post["positive"].as_u64()), (Some(12), Some(12)));
+    assert!((post["alpha"].as_f64().expect("alpha") - (2.0 + 12.0 * 0.85)).abs() < 1e-9, "{post}");
+    let (lo, mean, hi) = (post["ci_low"].as_f64(), post["mean"].as_f64(), post["ci_high"].as_f64());
+    assert!(lo < mean && mean < hi, "{post}");
+    assert_eq!(post["protocol_version"], "0.1");
+
+    let w = by_id(json!("w"));
+    assert_eq!((w["evidence_weight"].as_f64(), w["provenance_weight"].as_f64()), (Some(0.255), Some(0.3)));
+    assert_eq!((w["action_class"].as_str(), w["date"].as_str()), (Some("draft.response"), Some("2026-05-30")));
+
+    let packet = by_id(json!("packet"));
+    assert_eq!(packet["type"], "trust_graduation_approval_packet");
+    assert_eq!(packet["external_actions"], 0);
+    assert_eq!(packet["agent"], "scribe");
+    assert_eq!(packet["summary"], "Send the quote");
+    assert_eq!(packet["decision"]["status"], "review_required");
+    assert_eq!(packet["proposed_action"], json!({"to": "buyer@example.com"}));
+
+    let hash = by_id(json!("hash"));
+    assert_eq!(hash["matches"], true, "{hash}");
+    assert_eq!(hash["entry_hash"], chain["records"][1]["entry_hash"]);
+
+    assert_eq!(by_id(json!("verify"))["valid"], true, "{}", by_id(json!("verify")));
+    assert_eq!(by_id(json!("tampered"))["valid"], false);
+}
+
+// Every valid OpenTrustGraph fixture verifies through eval, every invalid one does not, and each record's entry_hash recomputes.
+#[test]
+fn otg_fixtures_through_eval() {
+    let env = Env::new();
+    let names = [
+        ("valid/decision-chain.json", true),
+        ("valid/tier-transition.json", true),
+        ("valid/effect-inheritance-chain.json", true),
+        ("invalid/tampered-chain.json", false),
+        ("invalid/missing-approval.json", false),
+        ("invalid/actor-chain-parentage.json", false),
+    ];
+    let mut input = Vec::new();
+    let mut expected_hashes = 0;
+    for (name, _) in names {
+        let export = fixture(name);
+        input.extend(line(&json!({"op": "otg.verify", "id": name, "export": export})));
+        if name.starts_with("valid/") {
+            for rec in export["records"].as_array().expect("records") {
+                input.extend(line(&json!({"op": "otg.entry_hash", "id": "h", "record": rec})));
+                expected_hashes += 1;
+            }
+        }
+    }
+    let (code, responses, stderr) = env.pipe(&input);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(responses.len(), names.len() + expected_hashes);
+    for (name, valid) in names {
+        let r = responses.iter().find(|r| r["id"] == name).expect("verify response");
+        assert_eq!(r["valid"], valid, "{name}: {r}");
+    }
+    let hashes: Vec<&Value> = responses.iter().filter(|r| r["id"] == "h").collect();
+    assert_eq!(hashes.len(), expected_hashes);
+    assert!(hashes.iter().all(|h| h["matches"] == true), "{hashes:#?}");
+}
+
+// A long pipeline (1,000 requests and an overlong line) is answered completely and in order.
+#[test]
+fn a_long_pipeline_keeps_order_and_skips_an_overlong_line() {
+    let env = Env::new();
+    let mut input = Vec::new();
+    for i in 0..500 {
+        input.extend(line(&json!({"op": "tg.can_execute", "id": i, "action_class": "draft.compose", "now": NOW})));
+    }
+    // 1 MiB + of one string: answered with line_too_long, without an id, and skipped.
+    input.extend(b"{\"op\": \"ops\", \"id\": \"long\", \"pad\": \"");
+    input.extend(std::iter::repeat_n(b'x', (1 << 20) + 10));
+    input.extend(b"\"}\n");
+    for i in 500..1000 {
+        input.extend(line(&json!({"op": "otg.entry_hash", "id": i, "record": {"n": i}})));
+    }
+    let (code, responses, stderr) = env.pipe(&input);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(responses.len(), 1001);
+    assert_eq!(responses[500]["error"]["code"], "line_too_long");
+    assert!(responses[500].get("id").is_none());
+    let ids: Vec<Option<i64>> =
+        responses.iter().enumerate().filter(|(i, _)| *i != 500).map(|(_, r)| r["id"].as_i64()).collect();
+    assert_eq!(ids, (0..1000).map(Some).collect::<Vec<_>>());
+    assert!(responses[..500].iter().all(|r| r["status"] == "allowed"));
+    let hashes: std::collections::BTreeSet<&str> =
+        responses[501..].iter().filter_map(|r| r["entry_hash"].as_str()).collect();
+    assert_eq!(hashes.len(), 500, "distinct records get distinct hashes");
+}
+
+/// A child process that is killed if the test panics before it exits.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+// Interactive use: each response arrives before the next request is written (the evaluator flushes per answer), and closing stdin ends the process with 0.
+#[test]
+fn responses_come_back_interactively() {
+    let env = Env::new();
+    let child = env
+        .eval()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn warrant eval");
+    let mut child = Running(child);
+    let mut stdin = child.0.stdin.take().expect("stdin");
+    let stdout = child.0.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let requests = [
+        json!({"op": "ops", "id": 0}),
+        json!({"op": "tg.can_execute", "id": 1, "action_class": "payment.spend", "now": NOW}),
+        json!({"op": "tg.nope", "id": 2}),
+        json!({"op": "tg.posterior", "id": 3, "action_class": "draft.compose", "now": NOW}),
+        json!({"op": "tg.can_execute", "id": 4, "action_class": "email.send.external", "now": NOW,
+               "context": {"asynchronousApproval": true}}),
+    ];
+    for (i, req) in requests.iter().enumerate() {
+        stdin.write_all(&line(req)).expect("write request");
+        stdin.flush().expect("flush request");
+        let answer = rx
+            .recv_timeout(TIMEOUT)
+            .unwrap_or_else(|e| panic!("no response to request {i} within {TIMEOUT:?} ({e}): not flushed per answer?"));
+        let v: Value = serde_json::from_str(&answer).expect("response JSON");
+        assert_eq!(v["id"], i, "{v}");
+        match i {
+            1 => assert_eq!(v["status"], "human_only"),
+            2 => assert_eq!(v["error"]["code"], "unknown_op"),
+            4 => assert_eq!(v["status"], "deferred"),
+            _ => assert!(v.get("error").is_none(), "{v}"),
+        }
+        // Nothing else is pending.
+        assert!(rx.try_recv().is_err(), "an extra response after request {i}");
+    }
+    // An empty line gets no answer: the next answer is for the next request.
+    stdin.write_all(b"\n{\"op\": \"ops\", \"id\": \"after-empty\"}\n").expect("write");
+    stdin.flush().expect("flush");
+    let v: Value = serde_json::from_str(&rx.recv_timeout(TIMEOUT).expect("response")).expect("json");
+    assert_eq!(v["id"], "after-empty");
+
+    drop(stdin);
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(s) = child.0.try_wait().expect("try_wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "warrant eval did not exit after stdin closed");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    reader.join().expect("reader thread");
+    assert!(rx.try_recv().is_err(), "no output after the last answer");
+}
+
+// A policy.toml in WARRANT_CONFIG is honoured: strict mode blocks unknown classes and a local external class needs approval; a request cannot relax strict mode.
+#[test]
+fn eval_reads_policy_toml_from_the_config_dir() {
+    let env = Env::new();
+    std::fs::write(
+        env.config().join("policy.toml"),
+        "strict = true\n\n[[class]]\nid = \"vendor.order.place\"\ntype = \"external\"\nrisk = \"low\"\n\
+         minimum_level = 0\nrequires_approval = false\n",
+    )
+    .expect("write policy");
+    let mut input = Vec::new();
+    for (id, class, extra) in [
+        ("unknown", "widget.frobnicate", json!({})),
+        ("lax", "widget.frobnicate", json!({"strict": false})),
+        ("local", "vendor.order.place", json!({})),
+        ("known", "read.context", json!({})),
+    ] {
+        let mut req = json!({"op": "tg.can_execute", "id": id, "action_class": class, "now": NOW});
+        for (k, v) in extra.as_object().expect("object") {
+            req[k] = v.clone();
+        }
+        input.extend(line(&req));
+    }
+    let (code, r, stderr) = env.pipe(&input);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(r.len(), 4);
+    assert_eq!((r[0]["id"].as_str(), r[0]["status"].as_str()), (Some("unknown"), Some("blocked")));
+    assert_eq!((r[1]["id"].as_str(), r[1]["status"].as_str()), (Some("lax"), Some("blocked")));
+    assert_eq!((r[2]["status"].as_str(), r[2]["mode"].as_str()), (Some("review_required"), Some("approval_required")));
+    assert_eq!(r[2]["allowed"], false);
+    assert_eq!((r[3]["status"].as_str(), r[3]["allowed"].as_bool()), (Some("allowed"), Some(true)));
+
+    // Without the policy file the unknown class is not blocked (so the file is what blocked it).
+    let plain = Env::new();
+    let (_, r, _) =
+        plain.pipe(&line(&json!({"op": "tg.can_execute", "action_class": "widget.frobnicate", "now": NOW})));
+    assert_ne!(r[0]["status"], "blocked", "{}", r[0]);
+}
