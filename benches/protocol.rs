@@ -103,5 +103,47 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(protocol, benches);
+fn graduation(c: &mut Criterion) {
+    use warrant::graduation::evidence::{EvidenceRow, SourceType};
+    use warrant::graduation::gate::{AgentStanding, GateRequest, can_execute};
+    use warrant::graduation::policy::PolicySet;
+    use warrant::graduation::posterior::Posterior;
+    let policies = PolicySet::builtin();
+    let rows: Vec<EvidenceRow> =
+        (0..40).map(|_| EvidenceRow::new("draft.response", "approved", Some(SourceType::Receipt), None)).collect();
+    let context = serde_json::json!({"requestedBy": "scribe"});
+    let now = time::macros::datetime!(2026-11-21 09:00 UTC);
+    for class in ["draft.response", "email.send.external"] {
+        c.bench_function(&format!("can_execute {class}, 40 evidence rows"), |b| {
+            b.iter(|| {
+                let req = GateRequest {
+                    action_class: class,
+                    context: &context,
+                    approval: None,
+                    evidence: std::hint::black_box(&rows),
+                    workspace: "local",
+                    now,
+                    agent: AgentStanding::Active,
+                    chain_intact: true,
+                };
+                can_execute(&policies, &req)
+            });
+        });
+    }
+    c.bench_function("posterior with exact 95% interval, 40 rows", |b| {
+        b.iter(|| {
+            Posterior::of(
+                "draft.response",
+                std::hint::black_box(&rows),
+                policies.threshold("draft.response"),
+                now.date(),
+            )
+        });
+    });
+    let eval = warrant::eval::Evaluator::default();
+    let line = br#"{"op":"tg.can_execute","id":1,"action_class":"draft.response","now":"2026-11-21T09:00:00Z"}"#;
+    c.bench_function("eval line tg.can_execute (parse, gate, serialize)", |b| b.iter(|| eval.handle_line(line)));
+}
+
+criterion_group!(protocol, benches, graduation);
 criterion_main!(protocol);
