@@ -240,19 +240,12 @@ fn junk() -> impl Strategy<Value = Value> {
     ]
 }
 
-const VOCABULARY: [&str; 11] = [
-    "internal_only",
-    "staging_only",
-    "dry_run_only",
-    "requires_witness",
-    "max_amount",
-    "rate_limit",
-    "recipient_allowlist",
-    "domain_allowlist",
-    "redaction_rules",
-    "expires_at",
-    "scope",
-];
+/// The ten vocabulary keys and one key outside the vocabulary.
+fn vocabulary() -> Vec<&'static str> {
+    let mut keys = warrant::graduation::gate::CONSTRAINT_VOCABULARY.to_vec();
+    keys.push("scope");
+    keys
+}
 
 /// Context constraints with a malformed vocabulary member make the gate fail closed (`blocked`).
 fn malformed_constraints(context: &Value) -> bool {
@@ -263,7 +256,7 @@ fn malformed_constraints(context: &Value) -> bool {
 }
 
 fn constraints() -> impl Strategy<Value = Value> {
-    proptest::collection::btree_map(select(VOCABULARY.to_vec()), junk(), 0..5).prop_map(|m| {
+    proptest::collection::btree_map(select(vocabulary()), junk(), 0..5).prop_map(|m| {
         let mut out: Map<String, Value> = m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
         if let Some(Value::String(_)) = out.get("expires_at") {
             // Sometimes a real date-time, in the future or the past.

@@ -228,7 +228,11 @@ mod tests {
     use time::macros::datetime;
 
     fn binding() -> Value {
-        let input = json!({"to": "buyer@example.com", "subject": "Hello", "body": "Exact body"});
+        binding_of("Exact body")
+    }
+
+    fn binding_of(body: &str) -> Value {
+        let input = json!({"to": "buyer@example.com", "subject": "Hello", "body": body});
         bind_action(&BindingInput {
             action_class: "email.send.external",
             workspace: "workspace-1",
@@ -284,19 +288,7 @@ mod tests {
     #[test]
     fn a_mutated_input_is_a_different_action() {
         let b = binding();
-        let input = json!({"to": "buyer@example.com", "subject": "Hello", "body": "Mutated body"});
-        let other = bind_action(&BindingInput {
-            action_class: "email.send.external",
-            workspace: "workspace-1",
-            principal: "principal-1",
-            requested_by: "mail-agent",
-            tenant: "tenant-1",
-            target: "buyer@example.com",
-            input: &input,
-            constraints: &json!({"scope": "once"}),
-            expires_at: "2026-08-16T12:05:00.000Z",
-            nonce: "nonce-1",
-        });
+        let other = binding_of("Mutated body");
         assert_eq!(
             validate_grant(&other, Some(&grant(&b)), datetime!(2026-08-16 12:01 UTC)),
             Err("action_hash_mismatch")
