@@ -372,27 +372,7 @@ fn check_decision_members(d: &Map<String, Value>) -> Result<(), InvalidReason> {
         check().map_err(|e| prefixed("graduationPath", e))?;
     }
     if let Some(Value::Object(c)) = d.get("constraints") {
-        let check = || -> Result<(), InvalidReason> {
-            for k in ["internal_only", "staging_only", "dry_run_only", "requires_witness"] {
-                check_type(c, k, Value::is_boolean, "a boolean")?;
-            }
-            check_type(c, "max_amount", non_negative, "a number >= 0")?;
-            for k in ["recipient_allowlist", "domain_allowlist", "redaction_rules"] {
-                check_type(c, k, strings, "an array of strings")?;
-            }
-            check_type(
-                c,
-                "rate_limit",
-                |v| {
-                    v.get("count").and_then(Value::as_u64).is_some_and(|n| n >= 1)
-                        && v.get("count").is_some_and(|n| n.is_u64())
-                        && v.get("window").is_some_and(Value::is_string)
-                },
-                "an object with an integer `count` >= 1 and a string `window`",
-            )?;
-            check_datetime(c, "expires_at").map(|_| ())
-        };
-        check().map_err(|e| prefixed("constraints", e))?;
+        crate::graduation::gate::check_constraints(c).map_err(|m| schema_err(format!("decision.{m}")))?;
     }
     Ok(())
 }

@@ -449,23 +449,32 @@ pub fn chain_evidence_of(rec: &Map<String, Value>) -> Option<EvidenceRow> {
     let meta = rec.get("metadata")?;
     if let Some(doc) = meta.get("warrant_decision") {
         let s = |k: &str| doc.get(k).and_then(Value::as_str);
-        let outcome = match Verdict::parse(s("decision")?)? {
-            Verdict::Approve => ReceiptOutcome::Approve,
-            Verdict::Refuse => ReceiptOutcome::Refuse,
-        };
-        let at = s("decided_at")?;
-        let mut row = EvidenceRow::new(
+        return decision_evidence(
             s("action_class")?,
-            outcome.label(),
-            Some(SourceType::Principal),
-            Some(at.get(..10)?.to_owned()),
+            Verdict::parse(s("decision")?)?,
+            s("decided_at")?,
+            s("packet_id"),
         );
-        row.receipt_id = s("packet_id").map(|p| format!("decision:{p}"));
-        row.recorded_at = Some(at.to_owned());
-        row.source = Some("principal".into());
-        return Some(row);
     }
     receipt_evidence(meta.get("tg_receipt")?, None)
+}
+
+/// The evidence row of one principal decision: approve → `approved`, refuse → `rejected`,
+/// provenance `principal`, dated by `decided_at` (RFC 3339). `None` when `decided_at` has no date.
+#[must_use]
+pub fn decision_evidence(
+    class: &str,
+    verdict: Verdict,
+    decided_at: &str,
+    packet_id: Option<&str>,
+) -> Option<EvidenceRow> {
+    let date = decided_at.get(..10).filter(|d| crate::graduation::evidence::is_date(d))?;
+    let label = ReceiptOutcome::from(verdict).label();
+    let mut row = EvidenceRow::new(class, label, Some(SourceType::Principal), Some(date.to_owned()));
+    row.receipt_id = packet_id.map(|p| format!("decision:{p}"));
+    row.recorded_at = Some(decided_at.to_owned());
+    row.source = Some("principal".into());
+    Some(row)
 }
 
 fn receipt_hash_of(rec: &Map<String, Value>) -> Option<String> {
@@ -824,10 +833,7 @@ pub fn decide(
         let receipt = build_receipt(&ReceiptInput {
             receipt_id: &receipt_id,
             action_class: &action_class,
-            outcome: match verdict {
-                Verdict::Approve => ReceiptOutcome::Approve,
-                Verdict::Refuse => ReceiptOutcome::Refuse,
-            },
+            outcome: verdict.into(),
             agent: &packet.agent,
             packet_id: Some(&packet.id),
             source_type: Some(SourceType::Principal),

@@ -502,7 +502,7 @@ fn expired_packets_can_only_be_refused() {
 }
 
 fn posterior_of<'a>(s: &'a State, class: &str) -> &'a warrant::graduation::Posterior {
-    s.posteriors().iter().find(|p| p.action_class == class).map(AsRef::as_ref).expect("posterior row")
+    s.posteriors().iter().find(|p| p.action_class == class).map(|p| &p.posterior).expect("posterior row")
 }
 
 // Pane 4 lists one posterior per action class, with the interval band and numbers; chain

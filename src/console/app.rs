@@ -249,7 +249,7 @@ pub struct State {
     /// Leave at the next turn of the loop.
     pub quit: bool,
     /// Every class's posterior, unfiltered.
-    all_posteriors: Vec<Arc<Posterior>>,
+    all_posteriors: Vec<Arc<ClassPosterior>>,
     /// Cached filtered lists (recomputed after every change of snapshot, decisions or filter).
     pending: Vec<PacketEntry>,
     decided: Vec<DecidedRow>,
@@ -269,9 +269,32 @@ pub struct State {
     /// All evidence: the chain's, then receipt files in the spool (at most connector-grade).
     evidence: Vec<EvidenceRow>,
     /// One posterior per action class (registered classes, then others seen), filtered.
-    posteriors: Vec<Arc<Posterior>>,
+    posteriors: Vec<Arc<ClassPosterior>>,
     /// The gate's decision for each pending packet, by packet id.
     gate: HashMap<String, Arc<Decision>>,
+}
+
+/// A class's posterior with what rendering needs and should not recompute per frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassPosterior {
+    /// The posterior.
+    pub posterior: Posterior,
+    /// [`Posterior::approvals_to_graduate`], computed once.
+    pub to_graduate: Option<u32>,
+}
+
+impl ClassPosterior {
+    fn new(posterior: Posterior) -> Self {
+        let to_graduate = posterior.approvals_to_graduate();
+        Self { posterior, to_graduate }
+    }
+}
+
+impl std::ops::Deref for ClassPosterior {
+    type Target = Posterior;
+    fn deref(&self) -> &Posterior {
+        &self.posterior
+    }
 }
 
 /// Seconds a packet must stay unchanged before it can be decided, so what was read is what is
@@ -340,7 +363,7 @@ impl State {
 
     /// Posteriors, one per action class, after the filter.
     #[must_use]
-    pub fn posteriors(&self) -> &[Arc<Posterior>] {
+    pub fn posteriors(&self) -> &[Arc<ClassPosterior>] {
         &self.posteriors
     }
 
@@ -351,7 +374,7 @@ impl State {
 
     /// The posterior of the class under the cursor in the posteriors pane.
     #[must_use]
-    pub fn selected_posterior(&self) -> Option<&Posterior> {
+    pub fn selected_posterior(&self) -> Option<&ClassPosterior> {
         if self.pane != Pane::Posteriors {
             return None;
         }
@@ -406,7 +429,7 @@ impl State {
         let today = today.date();
         self.all_posteriors = classes
             .iter()
-            .map(|c| Arc::new(Posterior::of(c, &self.evidence, self.policies.threshold(c), today)))
+            .map(|c| Arc::new(ClassPosterior::new(Posterior::of(c, &self.evidence, self.policies.threshold(c), today))))
             .collect();
         self.refresh();
     }
@@ -671,15 +694,12 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                 Ok(s) => {
                     // The principal's decision is a receipt: it moves the posterior at once (the
                     // chain's next verification replaces this row with the same one from the chain).
-                    if let Some(e) = state.snapshot.packet(&s.packet_id) {
-                        let label = if s.verdict == Verdict::Approve { "approved" } else { "rejected" };
-                        let date = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
-                            .map(|t| t.date().to_string())
-                            .ok();
+                    let decided_at = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
+                        .map_or_else(|_| String::new(), crate::clock::format_rfc3339);
+                    if let Some(row) = state.snapshot.packet(&s.packet_id).and_then(|e| {
                         let class = state.policies.normalize(&e.packet.action_class);
-                        let mut row = EvidenceRow::new(&class, label, Some(SourceType::Principal), date);
-                        row.receipt_id = Some(format!("decision:{}", s.packet_id));
-                        row.source = Some("principal".into());
+                        crate::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
+                    }) {
                         state.chain_evidence.push(row);
                         state.recompute_graduation();
                     }

@@ -228,7 +228,7 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                         (false, true) => ("✓ ready", "ok"),
                         (false, false) => ("· not yet", "muted"),
                     };
-                    let more = match p.approvals_to_graduate() {
+                    let more = match p.to_graduate {
                         Some(0) => "—".to_owned(),
                         Some(n) => format!("+{n}"),
                         None => "never".to_owned(),
@@ -400,14 +400,14 @@ fn gate_lines(theme: &Theme, d: &crate::graduation::Decision, width: usize) -> V
     out.into_iter().map(own_line).collect()
 }
 
-fn posterior_lines(state: &State, theme: &Theme, p: &crate::graduation::Posterior, zoomed: bool) -> Vec<Line<'static>> {
+fn posterior_lines(state: &State, theme: &Theme, p: &super::app::ClassPosterior, zoomed: bool) -> Vec<Line<'static>> {
     let policy = state.policies.policy(&p.action_class);
     let ready = if p.graduation_ready() {
         "✓ graduation ready (a recommendation: the gate still decides)"
     } else {
         "· not ready"
     };
-    let more = match p.approvals_to_graduate() {
+    let more = match p.to_graduate {
         Some(0) => "none".to_owned(),
         Some(n) => format!("{n} more receipt-grade approvals (0.85 each), if nothing else changes"),
         None => "no number of approvals: a recent trust violation must be cleared first".to_owned(),

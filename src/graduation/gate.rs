@@ -487,8 +487,12 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
     let level = tier.autonomy_level();
     let ctx = if req.context.is_object() { req.context } else { &Value::Null };
     let created_at = binding::js_iso(req.now);
+    let malformed_constraints = match ctx.get("constraints") {
+        Some(Value::Object(c)) => check_constraints(c).err(),
+        _ => None,
+    };
     let constraints = match ctx.get("constraints") {
-        Some(Value::Object(c)) if check_constraints(c).is_ok() => merge_constraints(&policy.constraints, c),
+        Some(Value::Object(c)) if malformed_constraints.is_none() => merge_constraints(&policy.constraints, c),
         _ => policy.constraints.clone(),
     };
     let requested_action = match ctx.get("requestedAction") {
@@ -565,9 +569,7 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
             "{:?} is not an action class (like email.send.external); the gate fails closed.",
             req.action_class
         ))
-    } else if let Some(Value::Object(c)) = ctx.get("constraints")
-        && let Err(why) = check_constraints(c)
-    {
+    } else if let Some(why) = malformed_constraints {
         Outcome::blocked(format!("The request's {why}; the gate fails closed."))
     } else if !req.chain_intact {
         Outcome::blocked("The evidence chain does not verify; nothing runs until the principal examines it.".into())

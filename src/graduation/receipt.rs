@@ -69,6 +69,15 @@ impl ReceiptOutcome {
     }
 }
 
+impl From<crate::decision::Verdict> for ReceiptOutcome {
+    fn from(v: crate::decision::Verdict) -> Self {
+        match v {
+            crate::decision::Verdict::Approve => ReceiptOutcome::Approve,
+            crate::decision::Verdict::Refuse => ReceiptOutcome::Refuse,
+        }
+    }
+}
+
 impl fmt::Display for ReceiptOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
