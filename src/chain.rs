@@ -250,7 +250,7 @@ where
             check_approval(i, map, &mut report);
             check_lineage(i, map, &lineage, &mut report);
             let meta = map.get("metadata");
-            let warrant_signed = meta.and_then(|m| m.get("warrant_decision")).is_some();
+            let warrant_signed = crate::decision::is_warrant_signed(meta);
             let has_signatures = meta
                 .and_then(|m| m.get("approval"))
                 .and_then(|a| a.get("signatures"))
@@ -277,7 +277,7 @@ where
                 let facts = (!grant.is_empty() || actor.is_some()).then_some((grant, actor));
                 lineage.seen.insert(id.to_owned(), facts);
             }
-            let signed = opts.pinned.is_some() && map.get("metadata").and_then(|m| m.get("warrant_decision")).is_some();
+            let signed = opts.pinned.is_some() && warrant_signed;
             if signed {
                 batch.push((i, rec));
                 if batch.len() >= SIGNATURE_BATCH {

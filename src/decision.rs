@@ -229,7 +229,8 @@ pub fn record_body(input: &DecisionInput<'_>, signed: &SignedDecision) -> Map<St
     )
 }
 
-/// Checks the signature of a chain record that carries `metadata.warrant_decision`.
+/// Checks the signature of a chain record that carries `metadata.warrant_decision` (or
+/// `metadata.warrant_control`, checked by [`crate::control::check_record_signature`]).
 ///
 /// Returns `Ok(false)` for records without one (foreign records, whose signatures are opaque to
 /// OpenTrustGraph), `Ok(true)` when the signature verifies under a pinned key and the record
@@ -239,6 +240,9 @@ pub fn record_body(input: &DecisionInput<'_>, signed: &SignedDecision) -> Map<St
 /// A sentence naming what failed.
 pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Result<bool, String> {
     let Some(meta) = rec.get("metadata").and_then(Value::as_object) else { return Ok(false) };
+    if meta.contains_key("warrant_control") {
+        return crate::control::check_record_signature(rec, pinned);
+    }
     let Some(doc) = meta.get("warrant_decision") else { return Ok(false) };
     if doc.get("domain").and_then(Value::as_str) != Some(DECISION_DOMAIN) {
         return Err(format!("warrant_decision has an unknown domain {:?}", doc.get("domain")));
@@ -275,6 +279,12 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
         return Err(format!("record field `{field}` disagrees with the signed decision"));
     }
     Ok(true)
+}
+
+/// True when a record's metadata carries a warrant-signed document (a decision or a control).
+#[must_use]
+pub fn is_warrant_signed(meta: Option<&Value>) -> bool {
+    meta.is_some_and(|m| m.get("warrant_decision").is_some() || m.get("warrant_control").is_some())
 }
 
 /// The decision file written to `decisions/<packet id>.json` for the agent.

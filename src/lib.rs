@@ -5,6 +5,7 @@
 //! - [`chain`]: OpenTrustGraph records, verification, export and durable appends;
 //! - [`keys`]: the principal's Ed25519 key and the pinned public keys;
 //! - [`decision`]: signed approve/refuse decisions and their chain records;
+//! - [`control`]: the principal's signed controls (notebook trust, quarantine, kill, elevation);
 //! - [`packet`]: approval packets and receipts in both Trust Graduation forms;
 //! - [`registry`]: the ten canonical action classes;
 //! - [`graduation`]: Trust Graduation v0.1: the gate, evidence, posteriors, packets, receipts;
@@ -20,6 +21,7 @@ pub mod chain;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod control;
 pub mod decision;
 pub mod demo;
 pub mod eval;
@@ -29,6 +31,7 @@ pub mod packet;
 pub mod registry;
 pub mod spool;
 pub mod text;
+pub mod tiers;
 
 #[cfg(feature = "console")]
 pub mod console;

@@ -13,6 +13,7 @@
 
 use crate::chain::{self, ChainError, VerifyOptions};
 use crate::decision::{self, DecisionInput, SignedDecision, Verdict};
+use crate::control::{ControlEvent, ControlInput, ControlState};
 use crate::graduation::evidence::{EvidenceRow, SourceType};
 use crate::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt, receipt_evidence};
 use crate::keys::{PinnedKeys, Principal, write_atomic};
@@ -438,6 +439,9 @@ pub struct ChainView {
     pub evidence: Vec<EvidenceRow>,
     /// The `content_hash` of the last receipt in the chain (a decision carries one too).
     pub last_receipt_hash: Option<String>,
+    /// The principal's controls (notebook levels, agent standings and elevations), folded in
+    /// chain order over the control records that passed every check.
+    pub controls: ControlState,
 }
 
 /// The evidence row a chain record stands for: a warrant decision (from its signed document:
@@ -505,6 +509,7 @@ fn verify_chain_records(
 ) -> Result<(ChainView, Vec<Map<String, Value>>), ChainError> {
     let mut found: Vec<FoundDecision> = Vec::new();
     let mut evidence: Vec<(usize, EvidenceRow)> = Vec::new();
+    let mut controls: Vec<(usize, ControlEvent)> = Vec::new();
     let mut last_receipt_hash = None;
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
     let report = chain::verify_file_with(&spool.chain_path(), true, opts, |i, rec| {
@@ -518,6 +523,9 @@ fn verify_chain_records(
         if let Some(h) = receipt_hash_of(rec) {
             last_receipt_hash = Some(h);
         }
+        if let Some(c) = ControlEvent::of_record(rec) {
+            controls.push((i, c));
+        }
     })?;
     let bad: std::collections::HashSet<usize> = report.findings.iter().filter_map(|f| f.index).collect();
     let mut view = ChainView { report, last_receipt_hash, ..ChainView::default() };
@@ -529,6 +537,9 @@ fn verify_chain_records(
         }
     }
     view.evidence = evidence.into_iter().filter(|(i, _)| !bad.contains(i)).map(|(_, r)| r).collect();
+    for (_, c) in controls.iter().filter(|(i, _)| !bad.contains(i)) {
+        view.controls.apply(c);
+    }
     Ok((view, kept))
 }
 
@@ -869,4 +880,54 @@ pub fn decide(
         tracing::warn!(error = %e, "decision recorded in the chain, but its decision file was not written");
     }
     Ok(Decided { signed, appended, decision_file: path, file_error })
+}
+
+/// Signs a control and records it (the principal's notebook-trust change, quarantine, release,
+/// kill or elevation): under the chain's lock, verifies the whole chain (refusing a broken one),
+/// checks that the new record would itself verify, and appends it durably. The control applies
+/// from the next gate call: every view folds the chain ([`ChainView::controls`]).
+///
+/// # Errors
+/// [`DecideError`]: an unsafe spool, a broken chain, a record that would not verify, I/O; on any
+/// error nothing was appended.
+pub fn append_control(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    input: &ControlInput,
+) -> Result<(SignedDecision, chain::Appended), DecideError> {
+    if !packet::is_safe_id(&input.subject) {
+        return Err(DecideError::WouldNotVerify(format!("{:?} is not a safe notebook or agent id", input.subject)));
+    }
+    spool.ensure()?;
+    spool.check_private().map_err(DecideError::UnsafeSpool)?;
+    let signed = crate::control::sign_control(principal, input);
+    let mut refusal: Option<DecideError> = None;
+    let appended = chain::append(&spool.chain_path(), |head| {
+        match verify_chain_records(spool, pinned, |_| false) {
+            Ok((view, _)) => {
+                if let Some(first) = view.report.first() {
+                    refusal = Some(DecideError::ChainBroken(first.to_string()));
+                    return Err("chain broken".into());
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                refusal = Some(DecideError::Chain(e));
+                return Err(msg);
+            }
+        }
+        let body = crate::control::record_body(input, &signed);
+        let sealed = chain::seal(body.clone(), head);
+        let problems = sealed.record.as_object().map(|r| chain::check_new_record(r, Some(pinned))).unwrap_or_default();
+        if let Some(first) = problems.first() {
+            refusal = Some(DecideError::WouldNotVerify(format!("[{}] {}", first.check.as_str(), first.message)));
+            return Err("would not verify".into());
+        }
+        Ok(body)
+    });
+    match appended {
+        Ok(a) => Ok((signed, a)),
+        Err(e) => Err(refusal.unwrap_or(DecideError::Chain(e))),
+    }
 }

@@ -42,6 +42,16 @@ pub enum AgentStanding {
 }
 
 impl AgentStanding {
+    /// `active`, `quarantined` or `killed`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Quarantined => "quarantined",
+            Self::Killed => "killed",
+        }
+    }
+
     /// Parses `active`, `quarantined` or `killed`.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
