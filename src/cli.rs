@@ -6,11 +6,13 @@
 
 use crate::chain::{self, VerifyOptions, VerifyReport};
 use crate::config::{self, Config};
+use crate::control::{ControlInput, ControlKind};
 use crate::decision::{self, Verdict};
 use crate::graduation::{PolicySet, SourceType, receipt::ReceiptOutcome};
 use crate::keys::{self, PinnedKeys, Principal};
 use crate::packet::{self, DecisionState};
 use crate::spool::{self, Scanner, Spool};
+use crate::tiers::NotebookTrust;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use std::io::{self, Read as _, Write as _};
@@ -142,11 +144,103 @@ pub enum Command {
     },
     /// Print this host's /.well-known/trust-graduation discovery document.
     WellKnown,
+    /// Re-check an approved packet's preconditions against the world now (two-phase
+    /// execution): exit 0 when all still hold, 1 with `precondition_failed` when one changed,
+    /// 3 when the packet was refused.
+    CheckPreconditions {
+        /// The packet id.
+        packet: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show or set a notebook's trust level (tool tiers × notebook trust); each change is a
+    /// signed chain record.
+    Trust {
+        /// What to do (default: show).
+        #[command(subcommand)]
+        action: Option<TrustAction>,
+    },
+    /// Quarantine, release, kill or elevate an agent; each is a signed chain record.
+    Agent {
+        /// What to do.
+        #[command(subcommand)]
+        action: AgentAction,
+    },
     /// Show, export, pin and unpin public keys.
     Keys {
         /// What to do (default: show).
         #[command(subcommand)]
         action: Option<KeysAction>,
+    },
+}
+
+/// `warrant trust` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TrustAction {
+    /// Show each notebook's level and the tool tiers from policy.toml.
+    Show {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a notebook's level: cautious, trusted or autonomous. Raising to autonomous needs the
+    /// notebook's name typed again (`--confirm NOTEBOOK`, or at the prompt on a terminal).
+    Set {
+        /// The notebook id.
+        notebook: String,
+        /// cautious | trusted | autonomous.
+        level: String,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+        /// The notebook's name again: the typed confirmation that raising to autonomous needs.
+        #[arg(long, value_name = "NOTEBOOK")]
+        confirm: Option<String>,
+    },
+}
+
+/// `warrant agent` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum AgentAction {
+    /// Quarantine an agent: demoted to Ring 3, and every packet it sends is blocked until released.
+    Quarantine {
+        /// The agent id.
+        agent: String,
+        /// Why (required).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Release a quarantined or killed agent.
+    Release {
+        /// The agent id.
+        agent: String,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Kill an agent: signal it to stop (spool/signals/<agent>.json), record the kill switch's
+    /// result, and block every packet it sends until released.
+    Kill {
+        /// The agent id.
+        agent: String,
+        /// Why (required).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Elevate an agent to Ring 2 or Ring 1 for a bounded time (Ring 0 is never granted).
+    Elevate {
+        /// The agent id.
+        agent: String,
+        /// The target ring: 1 or 2.
+        #[arg(long)]
+        ring: u8,
+        /// Seconds (default 300, at most 3600).
+        #[arg(long, default_value_t = 0)]
+        ttl: i64,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
     },
 }
 
@@ -330,6 +424,14 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Keys { action } => keys_cmd(&config, action.unwrap_or(KeysAction::Show)),
+        Command::Trust { action } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            trust_cmd(&spool, &config, action.unwrap_or(TrustAction::Show { json: false }))
+        }
+        Command::Agent { action } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            agent_cmd(&spool, &config, action)
+        }
         Command::Eval => {
             let policies = load_policies(resolve_spool(spool_arg, &config).ok().as_ref())?;
             let evaluator = crate::eval::Evaluator::new(policies);
@@ -359,6 +461,10 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                 "chain": {"chain_index": appended.chain_index, "entry_hash": appended.entry_hash},
             }))?;
             Ok(0)
+        }
+        Command::CheckPreconditions { packet, json } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            check_preconditions(&spool, &packet, json)
         }
         Command::WellKnown => {
             let policies = load_policies(resolve_spool(spool_arg, &config).ok().as_ref())?;
@@ -505,6 +611,35 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
         }
         return Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())));
     };
+    if verdict == Verdict::Approve {
+        let view = spool::verify_chain(spool, &pinned)?;
+        let policies = load_policies(Some(spool))?;
+        let ctx = crate::verdict::VerdictContext {
+            policies: &policies,
+            controls: &view.controls,
+            now: crate::clock::unix_seconds(&crate::clock::now_rfc3339()).map_or(0.0, |t| t as f64),
+        };
+        let a = crate::monitor::assess(
+            &ctx,
+            &snap.packets,
+            &snap.receipts,
+            &view.decisions,
+            &view.evidence,
+            view.report.is_valid(),
+            &principal.name,
+        );
+        if let Some(v) =
+            a.verdicts.get(id).filter(|v| matches!(v.state, DecisionState::Blocked | DecisionState::HumanOnly))
+        {
+            let why = v.models.iter().find(|m| m.model == v.decisive).map_or("", |m| m.reason.as_str());
+            return Err(Failure::invalid(format!(
+                "packet {id:?} is {} by {} ({}); it can only be refused",
+                v.state,
+                v.decisive.as_str(),
+                crate::text::inert(why, 300)
+            )));
+        }
+    }
     let decided =
         spool::decide(spool, &principal, &pinned, &entry.packet, verdict, reason, &crate::clock::now_rfc3339())
             .map_err(|e| match e {
@@ -707,4 +842,216 @@ fn keys_cmd(config: &Config, action: KeysAction) -> Result<u8, Failure> {
         }
     }
     Ok(0)
+}
+
+/// Appends a signed control and prints what was recorded.
+fn control_cli(spool: &Spool, config: &Config, input: &ControlInput) -> Result<u8, Failure> {
+    let (principal, pinned) = load_principal(config)?;
+    let (_, appended) = spool::append_control(spool, &principal, &pinned, input).map_err(|e| match e {
+        spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
+        _ => Failure::invalid(e.to_string()),
+    })?;
+    println!(
+        "{} {}: record {} {} signed by {} ({})",
+        input.kind.as_str(),
+        input.subject,
+        appended.chain_index,
+        appended.entry_hash,
+        principal.name,
+        principal.fingerprint()
+    );
+    Ok(0)
+}
+
+fn control_input(kind: ControlKind, subject: &str, reason: Option<String>) -> Result<ControlInput, Failure> {
+    if !packet::is_safe_id(subject) {
+        return Err(Failure::usage(format!("{subject:?} is not a safe id (letters, digits, . _ - :)")));
+    }
+    Ok(ControlInput {
+        kind,
+        subject: subject.to_owned(),
+        fields: serde_json::Map::new(),
+        reason: reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()),
+        decided_at: crate::clock::now_rfc3339(),
+    })
+}
+
+fn trust_cmd(spool: &Spool, config: &Config, action: TrustAction) -> Result<u8, Failure> {
+    let view = spool::verify_chain(spool, &load_pinned()?)?;
+    if let Some(first) = view.report.first() {
+        eprintln!("warrant: the chain does not verify ({}); levels from failing records are not used", first);
+    }
+    match action {
+        TrustAction::Show { json: as_json } => {
+            let policies = load_policies(Some(spool))?;
+            let notebooks: serde_json::Map<String, Value> = view
+                .controls
+                .notebooks
+                .iter()
+                .map(|(id, n)| {
+                    (id.clone(), json!({"level": n.level.as_str(), "set_by": n.principal, "set_at": n.set_at}))
+                })
+                .collect();
+            let tools: serde_json::Map<String, Value> =
+                policies.tools().map(|(id, t)| (id.to_owned(), json!(t.tier.as_str()))).collect();
+            if as_json {
+                print_json(
+                    &json!({"default_level": NotebookTrust::default().as_str(), "notebooks": notebooks, "tools": tools}),
+                )?;
+            } else {
+                println!("notebooks (any other notebook is {}):", NotebookTrust::default().as_str());
+                for (id, n) in &view.controls.notebooks {
+                    println!(
+                        "  {:<24} {:<10} set by {} at {}",
+                        crate::text::inert(id, 64),
+                        n.level.as_str(),
+                        n.principal,
+                        n.set_at
+                    );
+                }
+                println!("tools (tier from policy.toml; any other tool is unknown and gates to confirm):");
+                for (id, t) in policies.tools() {
+                    println!("  {:<24} {}", crate::text::inert(id, 64), t.tier.as_str());
+                }
+            }
+            Ok(0)
+        }
+        TrustAction::Set { notebook, level, reason, confirm } => {
+            let to = NotebookTrust::parse(&level).ok_or_else(|| {
+                Failure::usage(format!("{level:?} is not a trust level: cautious, trusted or autonomous"))
+            })?;
+            let from = view.controls.notebook_trust(&notebook);
+            if from == to {
+                println!("{notebook} is already {}; nothing recorded", to.as_str());
+                return Ok(0);
+            }
+            if NotebookTrust::requires_typed_confirmation(from, to) {
+                let typed = match confirm {
+                    Some(c) => c,
+                    None if io::IsTerminal::is_terminal(&io::stdin()) => {
+                        eprint!(
+                            "Raising {notebook} to autonomous lets destructive tools run without confirmation.\nType the notebook name to confirm: "
+                        );
+                        let mut line = String::new();
+                        io::stdin().read_line(&mut line)?;
+                        line.trim().to_owned()
+                    }
+                    None => String::new(),
+                };
+                if typed != notebook {
+                    return Err(Failure::invalid(format!(
+                        "raising {notebook} to autonomous needs the typed confirmation `--confirm {notebook}`; nothing recorded"
+                    )));
+                }
+            }
+            let mut input = control_input(ControlKind::TrustSet, &notebook, reason)?;
+            input.fields.insert("level".into(), json!(to.as_str()));
+            input.fields.insert("previous".into(), json!(from.as_str()));
+            control_cli(spool, config, &input)
+        }
+    }
+}
+
+fn agent_cmd(spool: &Spool, config: &Config, action: AgentAction) -> Result<u8, Failure> {
+    match action {
+        AgentAction::Quarantine { agent, reason } => {
+            control_cli(spool, config, &control_input(ControlKind::Quarantine, &agent, Some(reason))?)
+        }
+        AgentAction::Release { agent, reason } => {
+            control_cli(spool, config, &control_input(ControlKind::Release, &agent, reason)?)
+        }
+        AgentAction::Kill { agent, reason } => {
+            let mut input = control_input(ControlKind::Kill, &agent, Some(reason))?;
+            let snap = Scanner::new().scan(spool)?;
+            let view = spool::verify_chain(spool, &load_pinned()?)?;
+            input.fields.extend(spool::kill_agent(spool, &snap, &view, &input));
+            control_cli(spool, config, &input)
+        }
+        AgentAction::Elevate { agent, ring, ttl, reason } => {
+            let mut input = control_input(ControlKind::Elevate, &agent, reason)?;
+            let snap = Scanner::new().scan(spool)?;
+            let view = spool::verify_chain(spool, &load_pinned()?)?;
+            let fields = spool::elevation_fields(
+                &snap,
+                &view,
+                &load_policies(Some(spool))?,
+                &agent,
+                ring,
+                ttl,
+                &input.decided_at,
+            )
+            .map_err(Failure::invalid)?;
+            input.fields.extend(fields);
+            control_cli(spool, config, &input)
+        }
+    }
+}
+
+fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Failure> {
+    use crate::ladder::{ActionPrecondition, revalidate};
+    if !packet::is_safe_id(id) {
+        return Err(Failure::usage(format!("{id:?} is not a packet id")));
+    }
+    let pinned = load_pinned()?;
+    let snap = Scanner::new().scan(spool)?;
+    let entry = snap.packet(id);
+    let decision_path = spool.decision_path(id);
+    let (phase, preconditions): (&str, Vec<ActionPrecondition>) = match std::fs::read(&decision_path) {
+        Ok(bytes) => {
+            let file: Value = serde_json::from_slice(&bytes)
+                .map_err(|e| Failure::invalid(format!("{}: {e}", decision_path.display())))?;
+            let hash = entry.map(|e| e.packet.content_hash.as_str());
+            let d = decision::verify_decision_file(&file, id, hash, &pinned)
+                .map_err(|e| Failure::invalid(e.to_string()))?;
+            if d.verdict == Verdict::Refuse {
+                println!("{id} was refused by {}; nothing may execute", d.principal);
+                return Ok(EXIT_REFUSED);
+            }
+            let recorded = d
+                .preconditions
+                .iter()
+                .map(|p| {
+                    Ok(ActionPrecondition {
+                        check_id: p.get("check_id").and_then(Value::as_str).ok_or("no check_id")?.to_owned(),
+                        parameters: p.get("parameters").cloned().unwrap_or(Value::Null),
+                        expected_at_approval: p.get("expected_at_approval").cloned().unwrap_or(Value::Null),
+                        must_revalidate_at_execution: true,
+                    })
+                })
+                .collect::<Result<Vec<_>, &str>>()
+                .map_err(|e| Failure::invalid(format!("recorded precondition: {e}")))?;
+            ("approved", recorded)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let entry = entry.ok_or_else(|| Failure::invalid(format!("no packet or decision {id:?} in the spool")))?;
+            let contract = crate::verdict::Governance::of_packet(&entry.packet).and_then(|g| g.contract);
+            let preconditions = match contract {
+                Some(Ok(c)) => c.preconditions,
+                Some(Err(e)) => return Err(Failure::invalid(format!("{id}: invalid action contract: {e}"))),
+                None => Vec::new(),
+            };
+            ("pending", preconditions)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let rv = revalidate(&preconditions, |p| crate::preconditions::observe(&p.check_id, &p.parameters));
+    if as_json {
+        print_json(&json!({"packet_id": id, "phase": phase, "revalidation": rv}))?;
+    } else {
+        println!("{id} ({phase}): {} precondition(s) to re-check", rv.checks.len());
+        for c in &rv.checks {
+            let now = c.observed.as_ref().map_or_else(|| c.error.clone().unwrap_or_default(), Value::to_string);
+            println!(
+                "  {} {:<22} expected {}  now {}",
+                if c.holds { "✓" } else { "✗" },
+                crate::text::inert(&c.check_id, 64),
+                crate::text::inert(&c.expected.to_string(), 120),
+                crate::text::inert(&now, 120)
+            );
+        }
+        if let Some(f) = &rv.failure {
+            println!("precondition_failed: {}", crate::text::inert(&f.detail, 400));
+        }
+    }
+    Ok(if rv.ok { 0 } else { EXIT_INVALID })
 }

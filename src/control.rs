@@ -233,8 +233,11 @@ impl ControlEvent {
     /// level, ring or expiry.
     pub fn from_document(doc: &Value) -> Result<Self, String> {
         let s = |k: &str| doc.get(k).and_then(Value::as_str);
-        let kind = s("control").and_then(ControlKind::parse).ok_or_else(|| format!("unknown control {:?}", doc.get("control")))?;
-        let subject = s("subject").filter(|x| crate::packet::is_safe_id(x)).ok_or("control subject is not a safe id")?;
+        let kind = s("control")
+            .and_then(ControlKind::parse)
+            .ok_or_else(|| format!("unknown control {:?}", doc.get("control")))?;
+        let subject =
+            s("subject").filter(|x| crate::packet::is_safe_id(x)).ok_or("control subject is not a safe id")?;
         let mut event = ControlEvent {
             kind,
             subject: subject.to_owned(),
@@ -355,6 +358,54 @@ impl ControlState {
                 }
             }
         }
+    }
+
+    /// Builds a state from JSON (the `warrant eval` form): `{"notebooks": {"<id>": "<level>"},
+    /// "agents": {"<id>": {"standing": "active|quarantined|killed", "elevation": {"ring": 1|2,
+    /// "expires_at": "<RFC 3339>"}}}}`; `null` is the empty state.
+    ///
+    /// # Errors
+    /// A sentence naming the malformed member.
+    pub fn from_json(v: &Value) -> Result<Self, String> {
+        let mut state = ControlState::default();
+        let obj = |v: Option<&Value>, what: &str| -> Result<Map<String, Value>, String> {
+            match v {
+                None | Some(Value::Null) => Ok(Map::new()),
+                Some(Value::Object(m)) => Ok(m.clone()),
+                Some(_) => Err(format!("`{what}` must be an object")),
+            }
+        };
+        if !(v.is_null() || v.is_object()) {
+            return Err("`controls` must be an object".into());
+        }
+        for (id, level) in obj(v.get("notebooks"), "controls.notebooks")? {
+            let level = level
+                .as_str()
+                .and_then(NotebookTrust::parse)
+                .ok_or_else(|| format!("controls.notebooks.{id} must be cautious, trusted or autonomous"))?;
+            state.notebooks.insert(id, NotebookLevel { level, principal: String::new(), set_at: String::new() });
+        }
+        for (id, a) in obj(v.get("agents"), "controls.agents")? {
+            let mut control = AgentControl::default();
+            if let Some(s) = a.get("standing") {
+                control.standing = s
+                    .as_str()
+                    .and_then(AgentStanding::parse)
+                    .ok_or_else(|| format!("controls.agents.{id}.standing must be active, quarantined or killed"))?;
+            }
+            if let Some(e) = a.get("elevation").filter(|e| !e.is_null()) {
+                let ring = e.get("ring").and_then(Value::as_u64).filter(|r| (1..=2).contains(r));
+                let expires =
+                    e.get("expires_at").and_then(Value::as_str).filter(|x| crate::clock::unix_seconds(x).is_some());
+                let (Some(ring), Some(expires)) = (ring, expires) else {
+                    return Err(format!("controls.agents.{id}.elevation needs ring 1 or 2 and an RFC 3339 expires_at"));
+                };
+                control.elevation =
+                    Some(Elevation { ring: ring as u8, granted_at: String::new(), expires_at: expires.to_owned() });
+            }
+            state.agents.insert(id, control);
+        }
+        Ok(state)
     }
 
     /// A notebook's current level: `cautious` unless the principal set one.

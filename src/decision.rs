@@ -191,7 +191,23 @@ pub struct SignedDecision {
 /// Signs a decision.
 #[must_use]
 pub fn sign_decision(principal: &Principal, input: &DecisionInput<'_>) -> SignedDecision {
-    let document = decision_document(input, &principal.name, &principal.fingerprint());
+    sign_decision_with_preconditions(principal, input, None)
+}
+
+/// Signs a decision that records the preconditions observed at approval (two-phase execution,
+/// lodestar-and-tiers.md §A3): `preconditions` is an array of `{check_id, parameters,
+/// expected_at_approval}` added to the signed document, so the agent (and `warrant
+/// check-preconditions`) re-checks exactly what the principal approved against.
+#[must_use]
+pub fn sign_decision_with_preconditions(
+    principal: &Principal,
+    input: &DecisionInput<'_>,
+    preconditions: Option<Value>,
+) -> SignedDecision {
+    let mut document = decision_document(input, &principal.name, &principal.fingerprint());
+    if let (Some(p), Value::Object(m)) = (preconditions, &mut document) {
+        m.insert("preconditions".into(), p);
+    }
     let signature = sign_document(principal, &document);
     SignedDecision { document, signature }
 }
@@ -314,6 +330,9 @@ pub struct VerifiedDecision {
     pub decided_at: String,
     /// The chain record's `entry_hash`, as the file states it.
     pub entry_hash: Option<String>,
+    /// The preconditions recorded at approval (`[{check_id, parameters, expected_at_approval}]`),
+    /// empty when none.
+    pub preconditions: Vec<Value>,
 }
 
 /// Why a decision file was rejected.
@@ -394,5 +413,6 @@ pub fn verify_decision_file(
         reason: d("reason"),
         decided_at: d("decided_at").unwrap_or_default(),
         entry_hash: file.get("chain").and_then(|c| c.get("entry_hash")).and_then(Value::as_str).map(str::to_owned),
+        preconditions: doc.get("preconditions").and_then(Value::as_array).cloned().unwrap_or_default(),
     })
 }

@@ -8,7 +8,9 @@
 //! evaluator waits, and a pipeline of requests is answered in large writes.
 //!
 //! Ops: `tg.can_execute`, `tg.prepare_approval_packet`, `tg.posterior`, `tg.evidence_weight`,
-//! `otg.verify`, `otg.entry_hash`, and `ops` (the list).
+//! `otg.verify`, `otg.entry_hash`; the Agent Hypervisor's `rings.*` (stateful for the life of the
+//! process, each taking `now`); `tiers.gate`; `ladder.gate`, `ladder.revalidate`; `verdict` (every
+//! model on one packet, composed); and `ops` (the list).
 
 use crate::chain::{self, VerifyOptions};
 use crate::graduation::evidence::{EvidenceRow, rows_from_json};
@@ -16,8 +18,10 @@ use crate::graduation::gate::{AgentStanding, GateRequest, can_execute};
 use crate::graduation::policy::{PolicySet, Threshold};
 use crate::graduation::posterior::Posterior;
 use crate::graduation::receipt::prepare_approval_packet;
+use crate::rings::wire::RingsSession;
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use time::OffsetDateTime;
 
@@ -25,13 +29,29 @@ use time::OffsetDateTime;
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// The ops this evaluator serves.
-pub const OPS: [&str; 7] = [
+pub const OPS: [&str; 23] = [
     "tg.can_execute",
     "tg.prepare_approval_packet",
     "tg.posterior",
     "tg.evidence_weight",
     "otg.verify",
     "otg.entry_hash",
+    "rings.assign",
+    "rings.required",
+    "rings.check",
+    "rings.constraints",
+    "rings.elevate",
+    "rings.tick",
+    "rings.rate_check",
+    "rings.kill",
+    "rings.quarantine",
+    "rings.session_validate",
+    "rings.path_check",
+    "rings.saga",
+    "tiers.gate",
+    "ladder.gate",
+    "ladder.revalidate",
+    "verdict",
     "ops",
 ];
 
@@ -49,17 +69,26 @@ fn bad(code: &'static str, message: impl Into<String>) -> EvalError {
     EvalError { code, message: message.into() }
 }
 
-/// Serves requests against a policy set (built-in classes plus `policy.toml`).
-#[derive(Debug, Clone, Default)]
+/// Serves requests against a policy set (built-in classes plus `policy.toml`). The stateful
+/// ring ops (elevation, rate limits, kill switch, quarantine, sagas) keep their state here for
+/// the life of the evaluator: one `warrant eval` process.
+#[derive(Default)]
 pub struct Evaluator {
     policies: PolicySet,
+    rings: RefCell<RingsSession>,
+}
+
+impl std::fmt::Debug for Evaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Evaluator").field("policies", &self.policies).finish_non_exhaustive()
+    }
 }
 
 impl Evaluator {
     /// An evaluator over `policies`.
     #[must_use]
     pub fn new(policies: PolicySet) -> Self {
-        Self { policies }
+        Self { policies, rings: RefCell::default() }
     }
 
     /// Answers one request line (without its newline). Never panics on input.
@@ -119,6 +148,11 @@ impl Evaluator {
                 }
                 Ok(v)
             }
+            "tiers.gate" => crate::tiers::eval_tiers_gate(r),
+            "ladder.gate" => crate::ladder::eval_ladder_gate(r),
+            "ladder.revalidate" => crate::ladder::eval_ladder_revalidate(r),
+            "verdict" => self.verdict(r),
+            op if op.starts_with("rings.") => self.rings.borrow_mut().handle(op, r),
             "ops" => Ok(json!({"ops": OPS, "protocol_version": crate::graduation::PROTOCOL_VERSION})),
             other => Err(bad("unknown_op", format!("unknown op {other:?}; known: {}", OPS.join(", ")))),
         }
@@ -227,6 +261,81 @@ impl Evaluator {
                 .ok_or_else(|| bad("invalid_request", "`threshold` must be {ci_low_min in [0,1], samples_min}"))?,
         };
         Ok(Posterior::of(&canonical, &evidence, threshold, now_of(r)?.date()).to_json())
+    }
+}
+
+impl Evaluator {
+    /// `verdict`: every model that applies to a packet, composed (docs/eval.md).
+    fn verdict(&self, r: &Map<String, Value>) -> Result<Value, EvalError> {
+        let raw = r
+            .get("packet")
+            .filter(|p| p.is_object())
+            .ok_or_else(|| bad("invalid_request", "missing `packet` (an object)"))?;
+        let bytes = serde_json::to_vec(raw).map_err(|e| bad("invalid_request", e.to_string()))?;
+        let packet = crate::packet::parse_packet(&bytes, "packet").map_err(|e| bad("invalid_packet", e.to_string()))?;
+        let mut policies = self.policies_for(r)?.into_owned();
+        if let Some(tools) = r.get("tools") {
+            let Value::Object(tools) = tools else { return Err(bad("invalid_policy", "`tools` must be an object")) };
+            for (key, def) in tools {
+                policies.add_tool(key, def).map_err(|e| bad("invalid_policy", e))?;
+            }
+        }
+        if let Some(c) = r.get("ladder_ceiling") {
+            let c = c
+                .as_u64()
+                .filter(|c| *c <= 3)
+                .ok_or_else(|| bad("invalid_policy", "`ladder_ceiling` must be 0..=3"))?;
+            // A request can lower the host's ceiling, never raise it.
+            policies.ladder_ceiling = policies.ladder_ceiling.min(c as u8);
+        }
+        let controls = crate::control::ControlState::from_json(r.get("controls").unwrap_or(&Value::Null))
+            .map_err(|e| bad("invalid_request", e))?;
+        let now = now_of(r)?;
+        let ctx = crate::verdict::VerdictContext {
+            policies: &policies,
+            controls: &controls,
+            now: now.unix_timestamp() as f64 + f64::from(now.nanosecond()) / 1e9,
+        };
+        let evidence = evidence_of(r)?;
+        let chain_intact = match r.get("chain_intact") {
+            None => true,
+            Some(v) => v.as_bool().ok_or_else(|| bad("invalid_request", "`chain_intact` must be a boolean"))?,
+        };
+        let tg = crate::verdict::packet_gate(&ctx, &packet, &evidence, "local", chain_intact);
+        let rate = match r.get("rate_limited") {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(limited)) => {
+                let g = crate::verdict::Governance::of_packet(&packet);
+                let ring = crate::verdict::packet_ring(&ctx, &packet, g.as_ref());
+                let burst = crate::rings::RateLimiter::default().limits(ring).burst;
+                Some(crate::verdict::RateOutcome {
+                    allowed: !limited,
+                    ring,
+                    tokens: if *limited { 0.0 } else { burst - 1.0 },
+                    capacity: burst,
+                })
+            }
+            Some(_) => return Err(bad("invalid_request", "`rate_limited` must be a boolean")),
+        };
+        let revalidation = match r.get("observed") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(observed)) => {
+                crate::verdict::Governance::of_packet(&packet).and_then(|g| g.contract).and_then(Result::ok).map(|c| {
+                    crate::ladder::revalidate(&c.preconditions, |p| {
+                        observed
+                            .get(&p.check_id)
+                            .cloned()
+                            .ok_or_else(|| format!("no observed value for {}", p.check_id))
+                    })
+                })
+            }
+            Some(_) => return Err(bad("invalid_request", "`observed` must be an object")),
+        };
+        let verdict = crate::verdict::evaluate(&ctx, &packet, &tg, rate.as_ref(), revalidation.as_ref());
+        let mut v = verdict.to_json();
+        v["packet_id"] = json!(packet.id);
+        v["trust_graduation"] = tg.to_json();
+        Ok(v)
     }
 }
 

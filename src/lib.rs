@@ -27,11 +27,16 @@ pub mod demo;
 pub mod eval;
 pub mod graduation;
 pub mod keys;
+pub mod ladder;
+pub mod monitor;
 pub mod packet;
+pub mod preconditions;
 pub mod registry;
+pub mod rings;
 pub mod spool;
 pub mod text;
 pub mod tiers;
+pub mod verdict;
 
 #[cfg(feature = "console")]
 pub mod console;

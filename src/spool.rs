@@ -12,8 +12,8 @@
 //! invalid with the reason, beside the valid ones.
 
 use crate::chain::{self, ChainError, VerifyOptions};
-use crate::decision::{self, DecisionInput, SignedDecision, Verdict};
 use crate::control::{ControlEvent, ControlInput, ControlState};
+use crate::decision::{self, DecisionInput, SignedDecision, Verdict};
 use crate::graduation::evidence::{EvidenceRow, SourceType};
 use crate::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt, receipt_evidence};
 use crate::keys::{PinnedKeys, Principal, write_atomic};
@@ -73,6 +73,12 @@ impl Spool {
     #[must_use]
     pub fn chain_path(&self) -> PathBuf {
         self.root.join("chain.jsonl")
+    }
+    /// `signals/`: where warrant tells agents to stop (`signals/<agent>.json`, written by the
+    /// kill switch).
+    #[must_use]
+    pub fn signals_dir(&self) -> PathBuf {
+        self.root.join("signals")
     }
     /// `decisions/<id>.json` (the id must be safe; see [`packet::is_safe_id`]).
     #[must_use]
@@ -592,6 +598,18 @@ pub enum DecideError {
     /// A refusal needs a reason.
     #[error("a refusal needs a reason")]
     ReasonRequired,
+    /// A precondition of the packet's contract does not hold now (two-phase execution): the
+    /// world changed since the agent proposed, so there is nothing sound to approve.
+    #[error("precondition_failed: {0}; refuse the packet, or let the agent propose again")]
+    PreconditionFailed(String),
+    /// The packet's `governance.contract` is malformed, so its preconditions cannot be recorded.
+    #[error("packet {id:?} has an invalid action contract ({reason}); it can only be refused")]
+    InvalidContract {
+        /// The packet.
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Appending failed.
     #[error(transparent)]
     Chain(#[from] ChainError),
@@ -811,7 +829,8 @@ pub fn decide(
         reason: reason.map(str::trim).filter(|r| !r.is_empty()),
         decided_at,
     };
-    let signed = decision::sign_decision(principal, &input);
+    let preconditions = if verdict == Verdict::Approve { record_preconditions(packet)? } else { None };
+    let signed = decision::sign_decision_with_preconditions(principal, &input, preconditions);
     let chain_path = spool.chain_path();
     let mut refusal: Option<DecideError> = None;
     let mut to_restore: Vec<Map<String, Value>> = Vec::new();
@@ -930,4 +949,128 @@ pub fn append_control(
         Ok(a) => Ok((signed, a)),
         Err(e) => Err(refusal.unwrap_or(DecideError::Chain(e))),
     }
+}
+
+/// Runs the kill switch on `agent` (agent-hypervisor.md §2.11): its termination callback writes
+/// the stop signal `signals/<agent>.json` (atomically; the agent is expected to watch it), its
+/// pending packets are the in-flight steps (compensated: warrant has no substitute agents), and
+/// the result, recorded whatever the callback did, is returned as the control's `kill` field.
+/// `terminated` is false when the signal could not be written within the callback timeout.
+#[must_use]
+pub fn kill_agent(spool: &Spool, snap: &Snapshot, view: &ChainView, input: &ControlInput) -> Map<String, Value> {
+    use crate::rings::kill::{InFlightStep, KillReason, KillSwitch};
+    let agent = input.subject.clone();
+    let now = crate::clock::unix_seconds(&input.decided_at).map_or(0.0, |t| t as f64);
+    let steps: Vec<InFlightStep> = snap
+        .packets
+        .iter()
+        .filter(|e| e.packet.agent == agent && !view.decisions.contains_key(&e.packet.id))
+        .map(|e| InFlightStep { step_id: e.packet.id.clone(), saga_id: String::new() })
+        .collect();
+    let signal = serde_json::json!({
+        "type": "warrant_stop", "agent": agent, "reason": input.reason, "at": input.decided_at,
+    });
+    let dir = spool.signals_dir();
+    let path = dir.join(format!("{agent}.json"));
+    let mut switch = KillSwitch::default();
+    switch.register_agent(
+        &agent,
+        Some(Box::new(move || {
+            fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            let mut bytes = serde_json::to_vec_pretty(&signal).map_err(|e| e.to_string())?;
+            bytes.push(b'\n');
+            write_atomic(&path, &bytes, 0o644).map_err(|e| e.to_string())
+        })),
+    );
+    let details = input.reason.clone().unwrap_or_default();
+    let result = switch.kill(&agent, "spool", KillReason::Manual, &steps, &details, now);
+    let mut fields = Map::new();
+    fields.insert("kill".into(), serde_json::to_value(&result).unwrap_or(Value::Null));
+    fields
+}
+
+/// Checks an elevation the principal asks for against the Agent Hypervisor's rules
+/// (agent-hypervisor.md §2.7) and returns the control's fields (`ring`, `ttl_seconds`,
+/// `expires_at`, `original_ring`, `trust_score`). The agent's current ring and score come from
+/// its packets (see [`crate::monitor`]); the principal's signature is the sponsorship a Ring 1
+/// elevation needs.
+///
+/// # Errors
+/// A sentence naming the denial (`invalid_target`, `ring_0_forbidden`, `duplicate_elevation`,
+/// `insufficient_trust`), or an agent that is quarantined or killed.
+pub fn elevation_fields(
+    snap: &Snapshot,
+    view: &ChainView,
+    policies: &crate::graduation::PolicySet,
+    agent: &str,
+    ring: u8,
+    ttl_seconds: i64,
+    decided_at: &str,
+) -> Result<Map<String, Value>, String> {
+    use crate::rings::Ring;
+    use crate::rings::elevation::{ElevationManager, ElevationRequest};
+    let now = crate::clock::unix_seconds(decided_at).map_or(0.0, |t| t as f64);
+    let ctx = crate::verdict::VerdictContext { policies, controls: &view.controls, now };
+    let standing = view.controls.standing(agent);
+    if standing != crate::graduation::gate::AgentStanding::Active {
+        return Err(format!("{agent} is {}: release it before elevating it", standing.as_str()));
+    }
+    if view.controls.active_elevation(agent, now).is_some() {
+        return Err(format!("duplicate_elevation: {agent} already has an active elevation"));
+    }
+    let mon = crate::monitor::observe(&ctx, &snap.packets, &snap.receipts, &view.decisions);
+    let eff = mon.agents.get(agent).map_or(0.0, |a| a.eff_score);
+    let (current, _) = crate::verdict::agent_ring(&ctx, agent, eff, false);
+    let target = Ring::from_value(i64::from(ring)).ok_or_else(|| format!("ring {ring} is not 0-3"))?;
+    let mut req = ElevationRequest::new(agent, "spool", current, target);
+    req.ttl_seconds = ttl_seconds;
+    req.trust_score = Some(eff);
+    req.attestation = Some("principal");
+    let granted = ElevationManager::default().request(&req, now).map_err(|e| e.to_string())?;
+    let mut fields = Map::new();
+    fields.insert("ring".into(), serde_json::json!(target.value()));
+    fields.insert("original_ring".into(), serde_json::json!(current.value()));
+    fields.insert("ttl_seconds".into(), serde_json::json!((granted.expires_at - granted.granted_at) as i64));
+    fields.insert(
+        "expires_at".into(),
+        serde_json::json!(
+            time::OffsetDateTime::from_unix_timestamp(granted.expires_at as i64)
+                .map_or_else(|_| String::new(), crate::clock::format_rfc3339)
+        ),
+    );
+    fields.insert("trust_score".into(), serde_json::json!(format!("{eff:.4}")));
+    Ok(fields)
+}
+
+/// The preconditions to record when approving `packet` (lodestar-and-tiers.md §A3): each of its
+/// contract's preconditions marked `must_revalidate_at_execution`, observed now
+/// ([`crate::preconditions::observe`]). A precondition whose `expected_at_approval` is set must
+/// hold now; one without is recorded with what is observed. `None` when the packet has no
+/// contract or nothing to re-check.
+///
+/// # Errors
+/// [`DecideError::PreconditionFailed`] when one does not hold or cannot be observed;
+/// [`DecideError::InvalidContract`] for a malformed contract.
+pub fn record_preconditions(packet: &Packet) -> Result<Option<Value>, DecideError> {
+    let Some(g) = crate::verdict::Governance::of_packet(packet) else { return Ok(None) };
+    let contract = match g.contract {
+        None => return Ok(None),
+        Some(Err(reason)) => return Err(DecideError::InvalidContract { id: packet.id.clone(), reason }),
+        Some(Ok(c)) => c,
+    };
+    let mut recorded = Vec::new();
+    for p in contract.preconditions.iter().filter(|p| p.must_revalidate_at_execution) {
+        let observed = crate::preconditions::observe(&p.check_id, &p.parameters)
+            .map_err(|e| DecideError::PreconditionFailed(format!("{:?} cannot be observed: {e}", p.check_id)))?;
+        if !p.expected_at_approval.is_null() && p.expected_at_approval != observed {
+            return Err(DecideError::PreconditionFailed(format!(
+                "{:?} expected {} but observed {observed}",
+                p.check_id, p.expected_at_approval
+            )));
+        }
+        recorded.push(serde_json::json!({
+            "check_id": p.check_id, "parameters": p.parameters, "expected_at_approval": observed,
+        }));
+    }
+    Ok((!recorded.is_empty()).then_some(Value::Array(recorded)))
 }

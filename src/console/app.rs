@@ -4,14 +4,16 @@
 
 use super::keymap::{Key, Keymap};
 use crate::chain::Finding;
+use crate::control::ControlState;
 use crate::decision::Verdict;
 use crate::graduation::evidence::{EvidenceRow, SourceType};
-use crate::graduation::gate::{AgentStanding, Decision, GateRequest, can_execute};
+use crate::graduation::gate::Decision;
 use crate::graduation::policy::PolicySet;
 use crate::graduation::posterior::Posterior;
 use crate::graduation::receipt::receipt_evidence;
 use crate::packet::{Packet, Receipt};
 use crate::spool::{ChainDecision, ChainView, InvalidFile, PacketEntry, Snapshot};
+use crate::verdict::{VerdictContext, packet_gate};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -266,6 +268,8 @@ pub struct State {
     pub policies: Arc<PolicySet>,
     /// Evidence rows from the verified chain (the principal's decisions and recorded receipts).
     chain_evidence: Vec<EvidenceRow>,
+    /// The principal's controls (notebook levels, agent standings, elevations) from the chain.
+    controls: ControlState,
     /// All evidence: the chain's, then receipt files in the spool (at most connector-grade).
     evidence: Vec<EvidenceRow>,
     /// One posterior per action class (registered classes, then others seen), filtered.
@@ -341,6 +345,7 @@ impl State {
             policies: Arc::new(PolicySet::builtin()),
             all_posteriors: Vec::new(),
             chain_evidence: Vec::new(),
+            controls: ControlState::default(),
             evidence: Vec::new(),
             posteriors: Vec::new(),
             gate: HashMap::new(),
@@ -392,27 +397,15 @@ impl State {
         let today =
             time::OffsetDateTime::from_unix_timestamp(self.now as i64).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
         let chain_intact = matches!(self.chain, ChainState::Valid { .. });
+        let ctx = VerdictContext { policies: &self.policies, controls: &self.controls, now: self.now };
+        let workspace = self.principal.as_deref().unwrap_or("local");
         let mut gate = HashMap::new();
         for e in &self.snapshot.packets {
             let p = &e.packet;
             if self.decisions.contains_key(&p.id) {
                 continue;
             }
-            let context = match &p.context {
-                serde_json::Value::Object(_) => p.context.clone(),
-                _ => serde_json::json!({"requestedBy": p.agent, "requestedAction": p.proposed_action}),
-            };
-            let req = GateRequest {
-                action_class: &p.action_class,
-                context: &context,
-                approval: None,
-                evidence: &self.evidence,
-                workspace: self.principal.as_deref().unwrap_or("local"),
-                now: today,
-                agent: AgentStanding::Active,
-                chain_intact,
-            };
-            gate.insert(p.id.clone(), Arc::new(can_execute(&self.policies, &req)));
+            gate.insert(p.id.clone(), Arc::new(packet_gate(&ctx, p, &self.evidence, workspace, chain_intact)));
         }
         self.gate = gate;
         let mut classes: Vec<String> = self.policies.classes().map(|c| c.id.clone()).collect();
@@ -668,7 +661,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             vec![]
         }
         Action::ChainVerified(view) => {
-            let ChainView { report, decisions, evidence, .. } = *view;
+            let ChainView { report, decisions, evidence, controls, .. } = *view;
             state.chain = if report.is_valid() {
                 state.chain_alert_seen = false;
                 ChainState::Valid { total: report.total, root: report.root_hash.clone() }
@@ -685,6 +678,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             };
             state.decisions = decisions;
             state.chain_evidence = evidence;
+            state.controls = controls;
             state.recompute_graduation();
             vec![]
         }

@@ -22,12 +22,25 @@
 //! [thresholds."crm.record.update"]
 //! ci_low_min = 0.85
 //! samples_min = 15
+//!
+//! # Tools, the trust ladder and agents (issue 4's models)
+//! [tools."corrections.merge"]
+//! tier = "destructive"             # safe | mutating | destructive (tool tiers × notebook trust)
+//! required_trust_level = 4         # the tool's Lodestar floor, 0..5 (optional)
+//!
+//! [ladder]
+//! auto_approve_up_to = 2           # 0..3; default 2; two files: the lower wins
+//!
+//! [agents."agent-rogue"]
+//! max_score = 0.5                  # cap on the eff_score its packets may claim
 //! ```
 
 use crate::packet::is_class_id;
 use crate::registry::{self, CANONICAL};
+use crate::tiers::ToolTier;
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -299,7 +312,46 @@ struct PolicyFile {
     classes: Vec<ClassDef>,
     #[serde(default)]
     thresholds: HashMap<String, Threshold>,
+    #[serde(default)]
+    tools: BTreeMap<String, ToolDef>,
+    #[serde(default)]
+    ladder: Option<LadderDef>,
+    #[serde(default)]
+    agents: BTreeMap<String, AgentDef>,
 }
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolDef {
+    tier: String,
+    #[serde(default)]
+    required_trust_level: Option<u8>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LadderDef {
+    auto_approve_up_to: u8,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentDef {
+    max_score: f64,
+}
+
+/// A tool registered in `policy.toml` (`[tools."<key>"]`): its workbench tier and its Lodestar
+/// floor (`lodestar-and-tiers.md` §B2, §A1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolPolicy {
+    /// The tool's tier; fixed by the principal, never by the packet.
+    pub tier: ToolTier,
+    /// The lowest `required_level` a contract for this tool may declare (0..=5), if set.
+    pub required_trust_level: Option<u8>,
+}
+
+/// The Lodestar auto-approve ceiling when `policy.toml` sets none (the CLI and proxy default, §A4).
+pub const DEFAULT_LADDER_CEILING: u8 = 2;
 
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -331,6 +383,11 @@ pub struct PolicySet {
     /// Unknown classes are `blocked` instead of inferred.
     pub strict: bool,
     thresholds: HashMap<String, Threshold>,
+    tools: BTreeMap<String, ToolPolicy>,
+    /// `auto_approve_up_to` of the trust ladder's ceiling policy (0..=3).
+    pub ladder_ceiling: u8,
+    /// Caps on the effective score an agent's packets may claim (`[agents."<id>"] max_score`).
+    agent_caps: BTreeMap<String, f64>,
 }
 
 impl Default for PolicySet {
@@ -348,6 +405,9 @@ impl PolicySet {
             aliases: registry::ALIASES.iter().map(|(a, c)| ((*a).to_owned(), (*c).to_owned())).collect(),
             strict: false,
             thresholds: builtin_thresholds(),
+            tools: BTreeMap::new(),
+            ladder_ceiling: DEFAULT_LADDER_CEILING,
+            agent_caps: BTreeMap::new(),
         }
     }
 
@@ -406,7 +466,78 @@ impl PolicySet {
             }
             self.thresholds.entry(class).or_insert(t);
         }
+        for (key, def) in file.tools {
+            let bad = |message: String| PolicyError::Class { id: format!("tools.{key}"), message };
+            let tier = ToolTier::parse(&def.tier)
+                .ok_or_else(|| bad(format!("tier {:?} is not safe, mutating or destructive", def.tier)))?;
+            if def.required_trust_level.is_some_and(|l| l > 5) {
+                return Err(bad("required_trust_level must be 0..=5".into()));
+            }
+            self.tools.entry(key).or_insert(ToolPolicy { tier, required_trust_level: def.required_trust_level });
+        }
+        if let Some(ladder) = file.ladder {
+            if ladder.auto_approve_up_to > 3 {
+                return Err(PolicyError::Class {
+                    id: "ladder".into(),
+                    message: "auto_approve_up_to must be 0..=3 (L4 always needs approval)".into(),
+                });
+            }
+            // Two files: the stricter ceiling wins.
+            self.ladder_ceiling = self.ladder_ceiling.min(ladder.auto_approve_up_to);
+        }
+        for (agent, def) in file.agents {
+            if !(0.0..=1.0).contains(&def.max_score) {
+                return Err(PolicyError::Class {
+                    id: format!("agents.{agent}"),
+                    message: "max_score must be in [0, 1]".into(),
+                });
+            }
+            let cap = self.agent_caps.entry(agent).or_insert(def.max_score);
+            *cap = cap.min(def.max_score);
+        }
         Ok(())
+    }
+
+    /// Registers (or replaces) a tool from JSON `{"tier", "required_trust_level"?}` (the
+    /// `warrant eval` form of `[tools."<key>"]`).
+    ///
+    /// # Errors
+    /// A sentence for an unknown tier or a level outside 0..=5.
+    pub fn add_tool(&mut self, key: &str, def: &Value) -> Result<(), String> {
+        let tier = def
+            .get("tier")
+            .and_then(Value::as_str)
+            .and_then(ToolTier::parse)
+            .ok_or_else(|| format!("tools.{key}.tier must be safe, mutating or destructive"))?;
+        let level = match def.get("required_trust_level") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .filter(|l| *l <= 5)
+                    .ok_or_else(|| format!("tools.{key}.required_trust_level must be 0..=5"))? as u8,
+            ),
+        };
+        self.tools.insert(key.to_owned(), ToolPolicy { tier, required_trust_level: level });
+        Ok(())
+    }
+
+    /// The tools registered in `policy.toml`, by key.
+    pub fn tools(&self) -> impl Iterator<Item = (&str, &ToolPolicy)> {
+        self.tools.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// A registered tool.
+    #[must_use]
+    pub fn tool(&self, key: &str) -> Option<&ToolPolicy> {
+        self.tools.get(key)
+    }
+
+    /// The effective score an agent may claim: its claim (NaN and values outside [0, 1] read as
+    /// 0, fail closed) capped by `[agents."<id>"] max_score`.
+    #[must_use]
+    pub fn effective_score(&self, agent: &str, claimed: f64) -> f64 {
+        let claimed = if (0.0..=1.0).contains(&claimed) { claimed } else { 0.0 };
+        self.agent_caps.get(agent).map_or(claimed, |cap| claimed.min(*cap))
     }
 
     /// Adds custom policies in the reference runtime's camelCase form (`actionClass`,

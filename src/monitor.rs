@@ -1,0 +1,216 @@
+//! Live monitoring of agents: per-agent rings, scores, counts, activity and rate-limit buckets,
+//! computed as a pure function of the spool snapshot, the chain's decisions and controls, and the
+//! time.
+//!
+//! Rate limits are replayed: every packet file in the spool is an arrival at its file's
+//! modification time (the rename into `packets/`), fed in time order into one token bucket per
+//! agent at the agent's ring (agent-hypervisor.md §2.8, session `spool`). A packet that arrived
+//! with the bucket empty is over the limit, and its verdict is `blocked`. Because the replay
+//! depends only on the files, the console and the CLI agree on it.
+
+use crate::graduation::gate::AgentStanding;
+use crate::packet::Receipt;
+use crate::rings::{RateLimiter, Ring};
+use crate::spool::{ChainDecision, PacketEntry};
+use crate::verdict::{Governance, RateOutcome, VerdictContext, packet_ring};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// The rate limiter's session for spool arrivals.
+pub const RATE_SESSION: &str = "spool";
+/// Minutes of activity kept per agent (one bucket per minute, oldest first).
+pub const ACTIVITY_MINUTES: usize = 30;
+
+/// One agent as the console's agents view shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentSummary {
+    /// The agent id.
+    pub agent: String,
+    /// Its ring now (score, standing and elevation applied).
+    pub ring: Ring,
+    /// Its effective score: the last score its packets claimed, capped by policy (0 when none).
+    pub eff_score: f64,
+    /// Active, quarantined or killed.
+    pub standing: AgentStanding,
+    /// Why it is quarantined or killed.
+    pub standing_reason: Option<String>,
+    /// Packets without a decision.
+    pub pending: usize,
+    /// Packets with a decision in the chain.
+    pub decided: usize,
+    /// Receipt files naming it.
+    pub receipts: usize,
+    /// Packets and receipts per minute over the last [`ACTIVITY_MINUTES`] minutes, oldest first.
+    pub activity: [u64; ACTIVITY_MINUTES],
+    /// The ring of the principal's elevation in force, and the seconds it has left.
+    pub elevation: Option<(u8, f64)>,
+    /// Rate-limit tokens left now, and the bucket's capacity.
+    pub tokens: f64,
+    /// The bucket's capacity.
+    pub capacity: f64,
+    /// Arrivals over the rate limit.
+    pub rate_rejections: u64,
+    /// The latest arrival, unix seconds.
+    pub last_seen: f64,
+}
+
+/// What monitoring computed: each packet's rate outcome and each agent's summary.
+#[derive(Debug, Clone, Default)]
+pub struct Monitor {
+    /// Rate outcome of each packet, by packet id.
+    pub rates: HashMap<String, RateOutcome>,
+    /// Agents by id.
+    pub agents: BTreeMap<String, AgentSummary>,
+}
+
+/// Replays arrivals and summarises agents (see the module docs). `now` is unix seconds.
+#[must_use]
+pub fn observe(
+    ctx: &VerdictContext<'_>,
+    packets: &[PacketEntry],
+    receipts: &[Arc<Receipt>],
+    decisions: &HashMap<String, ChainDecision>,
+) -> Monitor {
+    let mut order: Vec<&PacketEntry> = packets.iter().collect();
+    order.sort_by(|a, b| a.modified.total_cmp(&b.modified).then_with(|| a.packet.id.cmp(&b.packet.id)));
+    let mut limiter = RateLimiter::default();
+    let mut mon = Monitor::default();
+    let minute_of = |t: f64| -> Option<usize> {
+        let age = ((ctx.now - t) / 60.0).floor();
+        (0.0..ACTIVITY_MINUTES as f64).contains(&age).then(|| ACTIVITY_MINUTES - 1 - age as usize)
+    };
+    for e in order {
+        let p = &e.packet;
+        let governance = Governance::of_packet(p);
+        let ring = packet_ring(ctx, p, governance.as_ref());
+        let summary = mon.agents.entry(p.agent.clone()).or_insert_with(|| new_summary(ctx, &p.agent));
+        if let Some(score) = governance.as_ref().and_then(|g| g.eff_score) {
+            summary.eff_score = ctx.policies.effective_score(&p.agent, score);
+        }
+        // The bucket is created at the agent's ring; a ring change replaces it (§2.8 update_ring).
+        if limiter.stats(&p.agent, RATE_SESSION, e.modified).is_some_and(|s| s.ring != ring) {
+            limiter.update_ring(&p.agent, RATE_SESSION, ring, e.modified);
+        }
+        let allowed = limiter.try_check(&p.agent, RATE_SESSION, ring, 1.0, e.modified);
+        let stats = limiter.stats(&p.agent, RATE_SESSION, e.modified);
+        let (tokens, capacity) = stats.as_ref().map_or((0.0, 0.0), |s| (s.tokens_available, s.capacity));
+        mon.rates.insert(p.id.clone(), RateOutcome { allowed, ring, tokens, capacity });
+        if decisions.contains_key(&p.id) {
+            summary.decided += 1;
+        } else {
+            summary.pending += 1;
+        }
+        summary.rate_rejections += u64::from(!allowed);
+        summary.last_seen = summary.last_seen.max(e.modified);
+        if let Some(m) = minute_of(e.modified) {
+            summary.activity[m] += 1;
+        }
+    }
+    for r in receipts {
+        let Some(agent) = r.agent.as_deref().filter(|a| crate::packet::is_safe_id(a)) else { continue };
+        let summary = mon.agents.entry(agent.to_owned()).or_insert_with(|| new_summary(ctx, agent));
+        summary.receipts += 1;
+        if let Some(t) = crate::clock::unix_seconds(&r.created_at).map(|t| t as f64) {
+            summary.last_seen = summary.last_seen.max(t.min(ctx.now));
+            if let Some(m) = minute_of(t) {
+                summary.activity[m] += 1;
+            }
+        }
+    }
+    for agent in ctx.controls.agents.keys() {
+        mon.agents.entry(agent.clone()).or_insert_with(|| new_summary(ctx, agent));
+    }
+    for s in mon.agents.values_mut() {
+        let (ring, _) = crate::verdict::agent_ring(ctx, &s.agent, s.eff_score, false);
+        s.ring = ring;
+        let limits = limiter.limits(ring);
+        match limiter.stats(&s.agent, RATE_SESSION, ctx.now) {
+            Some(st) => (s.tokens, s.capacity) = (st.tokens_available, st.capacity),
+            None => (s.tokens, s.capacity) = (limits.burst, limits.burst),
+        }
+    }
+    mon
+}
+
+fn new_summary(ctx: &VerdictContext<'_>, agent: &str) -> AgentSummary {
+    let control = ctx.controls.agents.get(agent);
+    AgentSummary {
+        agent: agent.to_owned(),
+        ring: Ring::Sandbox,
+        eff_score: 0.0,
+        standing: ctx.controls.standing(agent),
+        standing_reason: control.and_then(|c| c.reason.clone()),
+        pending: 0,
+        decided: 0,
+        receipts: 0,
+        activity: [0; ACTIVITY_MINUTES],
+        elevation: ctx.controls.active_elevation(agent, ctx.now).map(|e| (e.ring, e.remaining_seconds(ctx.now))),
+        tokens: 0.0,
+        capacity: 0.0,
+        rate_rejections: 0,
+        last_seen: 0.0,
+    }
+}
+
+/// Everything the gates say about a spool at one moment: the evidence, the monitoring, and for
+/// each pending packet the Trust Graduation decision, the precondition re-check and the composed
+/// verdict. The console and the CLI both use it, so they agree.
+#[derive(Debug, Clone, Default)]
+pub struct Assessment {
+    /// Evidence rows: the chain's, then the spool's receipt files (capped at `connector`).
+    pub evidence: Vec<crate::graduation::evidence::EvidenceRow>,
+    /// Rates and agent summaries.
+    pub monitor: Monitor,
+    /// The Trust Graduation gate's decision per pending packet.
+    pub gate: HashMap<String, Arc<crate::graduation::gate::Decision>>,
+    /// The precondition re-check per pending packet that has a contract with any.
+    pub preconditions: HashMap<String, Arc<crate::ladder::Revalidation>>,
+    /// The composed verdict per pending packet.
+    pub verdicts: HashMap<String, Arc<crate::verdict::PacketVerdict>>,
+}
+
+/// Assesses every pending packet of `packets` (those without a decision in `decisions`).
+/// Observing preconditions reads the files and repositories they name (the only I/O).
+#[must_use]
+pub fn assess(
+    ctx: &VerdictContext<'_>,
+    packets: &[PacketEntry],
+    receipts: &[Arc<Receipt>],
+    decisions: &HashMap<String, ChainDecision>,
+    chain_evidence: &[crate::graduation::evidence::EvidenceRow],
+    chain_intact: bool,
+    workspace: &str,
+) -> Assessment {
+    use crate::graduation::evidence::SourceType;
+    let mut evidence = chain_evidence.to_vec();
+    evidence.extend(
+        receipts
+            .iter()
+            .filter_map(|r| crate::graduation::receipt::receipt_evidence(&r.raw, Some(SourceType::Connector))),
+    );
+    let monitor = observe(ctx, packets, receipts, decisions);
+    let mut a = Assessment { monitor, ..Assessment::default() };
+    for e in packets.iter().filter(|e| !decisions.contains_key(&e.packet.id)) {
+        let p = &e.packet;
+        let tg = crate::verdict::packet_gate(ctx, p, &evidence, workspace, chain_intact);
+        let rv = Governance::of_packet(p).and_then(|g| g.contract).and_then(Result::ok).and_then(|c| {
+            c.preconditions.iter().any(|x| x.must_revalidate_at_execution).then(|| {
+                crate::ladder::revalidate(&c.preconditions, |x| {
+                    // A precondition without an expected value is recorded at approval; now it
+                    // can only be shown, so it holds against itself.
+                    let observed = crate::preconditions::observe(&x.check_id, &x.parameters)?;
+                    Ok(if x.expected_at_approval.is_null() { Value::Null } else { observed })
+                })
+            })
+        });
+        let verdict = crate::verdict::evaluate(ctx, p, &tg, a.monitor.rates.get(&p.id), rv.as_ref());
+        a.gate.insert(p.id.clone(), Arc::new(tg));
+        if let Some(rv) = rv {
+            a.preconditions.insert(p.id.clone(), Arc::new(rv));
+        }
+        a.verdicts.insert(p.id.clone(), Arc::new(verdict));
+    }
+    a.evidence = evidence;
+    a
+}

@@ -1,0 +1,442 @@
+//! One verdict per packet: every gating model that applies, composed (issue 4).
+//!
+//! A packet always has a Trust Graduation action class; it may also carry a `governance` object
+//! (top level in a portable packet, `context.governance` in a runtime packet, whose schema
+//! forbids extra top-level keys):
+//!
+//! ```json
+//! "governance": {
+//!   "tool": "corrections.merge",       // tool key: its tier and ladder floor come from policy.toml
+//!   "notebook": "nb-sales",            // the notebook whose trust level applies
+//!   "action": { "action_id": "merge-1", "name": "Merge", "execute_api": "/merge",
+//!               "reversibility": "partial", "is_read_only": false, "is_admin": false },
+//!   "eff_score": 0.72, "has_consensus": false,
+//!   "contract": { "required_level": 3, "blast_radius": "project", "reversibility": "reversible",
+//!                 "scope": {"level": "repo", "identifier": "acme/web"},
+//!                 "data_sensitivity": "private", "preconditions": [] }
+//! }
+//! ```
+//!
+//! Each model that applies gives a [`ModelVerdict`] in its own words and mapped into the six
+//! decision states; the strictest state wins ([`compose`]). The mapping and the strictness order
+//! are the table in `docs/conformance.md` ("One verdict"):
+//!
+//! | model | its verdict | decision state |
+//! | --- | --- | --- |
+//! | Trust Graduation | the gate's status | itself |
+//! | tool tiers × notebook trust | auto / gated / confirm | allowed / deferred / review_required |
+//! | execution rings | allowed / witness required / denied | allowed / human_only / blocked |
+//! | rate limit | within / exceeded | allowed / blocked |
+//! | trust ladder | allow / hold / deny | allowed / review_required / blocked |
+//! | preconditions | hold / changed | allowed / blocked |
+//!
+//! Strictness: allowed < allowed_with_constraints < deferred < review_required < human_only <
+//! blocked. A model whose input is malformed is `blocked` with the reason (fail closed); a model
+//! that does not apply is left out. Ring, tier and ladder verdicts can only make a packet
+//! stricter: the Trust Graduation gate always applies, so an agent that claims a high score
+//! gains nothing the gate does not already allow.
+
+use crate::control::ControlState;
+use crate::graduation::evidence::EvidenceRow;
+use crate::graduation::gate::{AgentStanding, Decision, GateRequest, can_execute};
+use crate::graduation::policy::PolicySet;
+use crate::ladder::{self, ActionContract, Revalidation, TrustLevel};
+use crate::packet::{DecisionState, Packet};
+use crate::rings::{self, ActionDescriptor, Ring};
+use crate::tiers::{self, TierAction};
+use serde_json::{Value, json};
+
+/// The gating models warrant composes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Model {
+    /// Trust Graduation v0.1: the action class gate.
+    TrustGraduation,
+    /// Tool tiers × notebook trust.
+    Tiers,
+    /// Execution rings: the agent's ring against the action's required ring.
+    Rings,
+    /// Per-ring token-bucket rate limits.
+    RateLimit,
+    /// Lodestar's trust ladder with the auto-approve ceiling.
+    Ladder,
+    /// Two-phase execution: the contract's preconditions against the world now.
+    Preconditions,
+}
+
+impl Model {
+    /// The wire spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Model::TrustGraduation => "trust_graduation",
+            Model::Tiers => "tiers",
+            Model::Rings => "rings",
+            Model::RateLimit => "rate_limit",
+            Model::Ladder => "ladder",
+            Model::Preconditions => "preconditions",
+        }
+    }
+}
+
+/// One model's verdict on a packet.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ModelVerdict {
+    /// Which model.
+    pub model: Model,
+    /// The model's own word (`auto`, `hold`, `allowed`, `review_required`, …).
+    pub verdict: String,
+    /// Mapped into the six decision states.
+    pub state: DecisionState,
+    /// Why, in a sentence.
+    pub reason: String,
+}
+
+impl ModelVerdict {
+    fn new(model: Model, verdict: &str, state: DecisionState, reason: impl Into<String>) -> Self {
+        Self { model, verdict: verdict.to_owned(), state, reason: reason.into() }
+    }
+
+    fn malformed(model: Model, reason: impl std::fmt::Display) -> Self {
+        Self::new(model, "invalid", DecisionState::Blocked, format!("fail closed: {reason}"))
+    }
+}
+
+/// How strict a decision state is: allowed 0 … blocked 5 (the composition order).
+#[must_use]
+pub fn strictness(state: DecisionState) -> u8 {
+    match state {
+        DecisionState::Allowed => 0,
+        DecisionState::AllowedWithConstraints => 1,
+        DecisionState::Deferred => 2,
+        DecisionState::ReviewRequired => 3,
+        DecisionState::HumanOnly => 4,
+        DecisionState::Blocked => 5,
+    }
+}
+
+/// The composed verdict: the strictest model's state, and every model's verdict side by side.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PacketVerdict {
+    /// The strictest state.
+    pub state: DecisionState,
+    /// The model that decided it (the first of the strictest, in evaluation order).
+    pub decisive: Model,
+    /// Each model that applied, in evaluation order.
+    pub models: Vec<ModelVerdict>,
+}
+
+/// Composes model verdicts: the strictest state wins; ties go to the earlier model. An empty
+/// list is `blocked` (nothing vouched for the packet).
+#[must_use]
+pub fn compose(models: Vec<ModelVerdict>) -> PacketVerdict {
+    let decisive = models.iter().fold(None::<&ModelVerdict>, |best, m| match best {
+        Some(b) if strictness(b.state) >= strictness(m.state) => Some(b),
+        _ => Some(m),
+    });
+    let (state, model) = decisive.map_or((DecisionState::Blocked, Model::TrustGraduation), |m| (m.state, m.model));
+    PacketVerdict { state, decisive: model, models }
+}
+
+/// The Trust Graduation gate's decision as a model verdict.
+#[must_use]
+pub fn trust_graduation(d: &Decision) -> ModelVerdict {
+    ModelVerdict::new(Model::TrustGraduation, d.status.as_str(), d.status, d.reason.clone())
+}
+
+/// Tool tiers × notebook trust: `auto` → allowed, `gated` → deferred, `confirm` →
+/// review_required. An unregistered tool or an unnamed notebook fails closed to `confirm`.
+#[must_use]
+pub fn tiers(
+    tool: Option<&str>,
+    tier: Option<tiers::ToolTier>,
+    notebook: Option<&str>,
+    trust: Option<tiers::NotebookTrust>,
+) -> ModelVerdict {
+    let action = tiers::gate_action(tier, trust);
+    let state = match action {
+        TierAction::Auto => DecisionState::Allowed,
+        TierAction::Gated => DecisionState::Deferred,
+        TierAction::Confirm => DecisionState::ReviewRequired,
+    };
+    let tier_text = match (tool, tier) {
+        (Some(t), Some(tier)) => format!("tool {t} is {tier}"),
+        (Some(t), None) => format!("tool {t} has no tier in policy.toml (unknown: fail closed)"),
+        (None, _) => "no tool named (unknown tier: fail closed)".to_owned(),
+    };
+    let trust_text = match (notebook, trust) {
+        (Some(n), Some(trust)) => format!("notebook {n} is {trust}"),
+        _ => "no notebook named (unknown trust: fail closed)".to_owned(),
+    };
+    ModelVerdict::new(Model::Tiers, action.as_str(), state, format!("{tier_text}; {trust_text} → {action}"))
+}
+
+/// The ring check as a model verdict: allowed → allowed; an action needing Ring 0 → human_only
+/// (an SRE witness, a human, must attest); insufficient ring or an invalid descriptor → blocked.
+#[must_use]
+pub fn rings_verdict(r: &rings::RingCheckResult) -> ModelVerdict {
+    if r.allowed {
+        ModelVerdict::new(Model::Rings, "allowed", DecisionState::Allowed, r.reason.clone())
+    } else if r.requires_sre_witness {
+        ModelVerdict::new(Model::Rings, "requires_sre_witness", DecisionState::HumanOnly, r.reason.clone())
+    } else {
+        ModelVerdict::new(Model::Rings, "denied", DecisionState::Blocked, r.reason.clone())
+    }
+}
+
+/// The trust ladder's decision as a model verdict: allow → allowed, hold → review_required,
+/// deny → blocked.
+#[must_use]
+pub fn ladder_verdict(d: &ladder::LadderDecision) -> ModelVerdict {
+    let (word, state) = match d.verdict {
+        ladder::Verdict::Allow => ("allow", DecisionState::Allowed),
+        ladder::Verdict::Hold => ("hold", DecisionState::ReviewRequired),
+        ladder::Verdict::Deny => ("deny", DecisionState::Blocked),
+    };
+    ModelVerdict::new(Model::Ladder, word, state, d.reason.clone())
+}
+
+/// The `governance` object of a packet, parsed. Each part is `None` when absent and `Err` with a
+/// reason when present but malformed.
+#[derive(Debug, Clone, Default)]
+pub struct Governance {
+    /// The tool key.
+    pub tool: Option<String>,
+    /// The notebook id.
+    pub notebook: Option<String>,
+    /// The Agent Hypervisor action descriptor.
+    pub action: Option<Result<ActionDescriptor, String>>,
+    /// The agent's claimed effective score (`eff_score`), before policy caps.
+    pub eff_score: Option<f64>,
+    /// The agent's claimed consensus (`has_consensus`).
+    pub has_consensus: bool,
+    /// The Lodestar action contract.
+    pub contract: Option<Result<ActionContract, String>>,
+    /// Set when the object itself (or a scalar field) is malformed.
+    pub error: Option<String>,
+}
+
+impl Governance {
+    /// The packet's `governance` object (portable: top level; runtime: `context.governance`).
+    #[must_use]
+    pub fn of_packet(p: &Packet) -> Option<Self> {
+        let raw = p.raw.get("governance").or_else(|| p.context.get("governance"))?;
+        Some(Self::from_json(raw))
+    }
+
+    /// Parses a governance object; never fails: problems are recorded per part.
+    #[must_use]
+    pub fn from_json(v: &Value) -> Self {
+        let Value::Object(m) = v else {
+            return Governance { error: Some("`governance` must be an object".into()), ..Self::default() };
+        };
+        let mut g = Governance::default();
+        let mut errors = Vec::new();
+        let mut text = |key: &str| match m.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if crate::packet::is_safe_id(s) => Some(s.clone()),
+            Some(_) => {
+                errors.push(format!("`governance.{key}` must be a safe id"));
+                None
+            }
+        };
+        g.tool = text("tool");
+        g.notebook = text("notebook");
+        match m.get("eff_score") {
+            None | Some(Value::Null) => {}
+            Some(Value::Number(n)) => g.eff_score = n.as_f64(),
+            Some(_) => errors.push("`governance.eff_score` must be a number".into()),
+        }
+        match m.get("has_consensus") {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(b)) => g.has_consensus = *b,
+            Some(_) => errors.push("`governance.has_consensus` must be a boolean".into()),
+        }
+        g.action = m.get("action").map(|a| ActionDescriptor::from_json(a).map_err(|e| e.to_string()));
+        g.contract = m.get("contract").map(|c| ActionContract::from_json(c).map_err(|e| e.to_string()));
+        let known = ["tool", "notebook", "action", "eff_score", "has_consensus", "contract", "session_id"];
+        if let Some(k) = m.keys().find(|k| !known.contains(&k.as_str())) {
+            errors.push(format!("unknown field `governance.{k}`"));
+        }
+        if !errors.is_empty() {
+            g.error = Some(errors.join("; "));
+        }
+        g
+    }
+}
+
+/// What the composition reads besides the packet: the policies, the principal's controls, the
+/// time and what the edges observed (rate limits, preconditions).
+#[derive(Debug, Clone, Copy)]
+pub struct VerdictContext<'a> {
+    /// Policies (tools, ladder ceiling, agent score caps).
+    pub policies: &'a PolicySet,
+    /// Notebook levels, agent standings and elevations from the chain.
+    pub controls: &'a ControlState,
+    /// Now, unix seconds (elevation expiry).
+    pub now: f64,
+}
+
+/// An agent's ring at `now`: from its effective score (claimed, capped by policy), Ring 3 when
+/// quarantined or killed, and the principal's unexpired elevation when it is more privileged.
+#[must_use]
+pub fn agent_ring(ctx: &VerdictContext<'_>, agent: &str, claimed: f64, has_consensus: bool) -> (Ring, f64) {
+    let eff = ctx.policies.effective_score(agent, claimed);
+    if ctx.controls.standing(agent) != AgentStanding::Active {
+        return (Ring::Sandbox, eff);
+    }
+    let base = rings::from_eff_score(eff, has_consensus);
+    let elevated = ctx.controls.active_elevation(agent, ctx.now).and_then(|e| Ring::from_value(i64::from(e.ring)));
+    (elevated.filter(|e| e.value() < base.value()).unwrap_or(base), eff)
+}
+
+/// The ring an agent's packet puts it in: from the packet's governance score (0 when absent).
+#[must_use]
+pub fn packet_ring(ctx: &VerdictContext<'_>, packet: &Packet, governance: Option<&Governance>) -> Ring {
+    let (claimed, consensus) = governance.map_or((0.0, false), |g| (g.eff_score.unwrap_or(0.0), g.has_consensus));
+    agent_ring(ctx, &packet.agent, claimed, consensus).0
+}
+
+/// Evaluates every model that applies to `packet` and composes them. `tg` is the Trust
+/// Graduation gate's decision (computed by the caller with the agent's standing), `rate` the rate
+/// limiter's answer for this packet's arrival (`None` when not tracked), `preconditions` the
+/// re-check of the contract's preconditions against the world now (`None` when not observed).
+#[must_use]
+pub fn evaluate(
+    ctx: &VerdictContext<'_>,
+    packet: &Packet,
+    tg: &Decision,
+    rate: Option<&RateOutcome>,
+    preconditions: Option<&Revalidation>,
+) -> PacketVerdict {
+    let mut models = vec![trust_graduation(tg)];
+    let governance = Governance::of_packet(packet);
+    if let Some(r) = rate {
+        models.push(if r.allowed {
+            ModelVerdict::new(
+                Model::RateLimit,
+                "within",
+                DecisionState::Allowed,
+                format!("{:.1} of {} tokens left at ring {}", r.tokens, r.capacity, r.ring.value()),
+            )
+        } else {
+            ModelVerdict::new(
+                Model::RateLimit,
+                "exceeded",
+                DecisionState::Blocked,
+                format!("{} exceeded the rate limit for ring {} (burst {})", packet.agent, r.ring.value(), r.capacity),
+            )
+        });
+    }
+    let Some(g) = governance else { return compose(models) };
+    if let Some(e) = &g.error {
+        models.push(ModelVerdict::malformed(Model::TrustGraduation, e));
+    }
+    if g.tool.is_some() || g.notebook.is_some() {
+        let tier = g.tool.as_deref().and_then(|t| ctx.policies.tool(t)).map(|t| t.tier);
+        let trust = g.notebook.as_deref().map(|n| ctx.controls.notebook_trust(n));
+        models.push(tiers(g.tool.as_deref(), tier, g.notebook.as_deref(), trust));
+    }
+    match &g.action {
+        None => {}
+        Some(Err(e)) => models.push(ModelVerdict::malformed(Model::Rings, format!("invalid action descriptor: {e}"))),
+        Some(Ok(action)) => {
+            let (ring, eff) = agent_ring(ctx, &packet.agent, g.eff_score.unwrap_or(0.0), g.has_consensus);
+            models.push(rings_verdict(&rings::check(ring, action, eff, g.has_consensus, false)));
+        }
+    }
+    match &g.contract {
+        None => {}
+        Some(Err(e)) => models.push(ModelVerdict::malformed(Model::Ladder, format!("invalid action contract: {e}"))),
+        Some(Ok(contract)) => {
+            let tool = g.tool.as_deref().unwrap_or("");
+            // A registered tool without a floor has none; an unregistered one gets Lodestar's
+            // conservative defaults (L3).
+            let floor = match ctx.policies.tool(tool) {
+                Some(t) => Some(t.required_trust_level.and_then(TrustLevel::new).unwrap_or(TrustLevel::L0)),
+                None => None,
+            };
+            models.push(match ladder::auto_approve_policy(i64::from(ctx.policies.ladder_ceiling), "warrant") {
+                Ok(policy) => ladder_verdict(&ladder::gate_with_tool_floor(&policy, tool, contract, floor)),
+                Err(e) => ModelVerdict::malformed(Model::Ladder, e),
+            });
+            if let Some(rv) = preconditions {
+                models.push(preconditions_verdict(rv));
+            }
+        }
+    }
+    compose(models)
+}
+
+/// The precondition re-check as a model verdict: all hold → allowed; any changed or
+/// unobservable → blocked (`precondition_failed`).
+#[must_use]
+pub fn preconditions_verdict(rv: &Revalidation) -> ModelVerdict {
+    match &rv.failure {
+        None => ModelVerdict::new(
+            Model::Preconditions,
+            "hold",
+            DecisionState::Allowed,
+            format!("{} precondition(s) hold", rv.checks.len()),
+        ),
+        Some(f) => {
+            ModelVerdict::new(Model::Preconditions, "precondition_failed", DecisionState::Blocked, f.detail.clone())
+        }
+    }
+}
+
+/// The rate limiter's answer for one packet's arrival.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateOutcome {
+    /// Within the bucket.
+    pub allowed: bool,
+    /// The ring whose limits applied.
+    pub ring: Ring,
+    /// Tokens left after this arrival.
+    pub tokens: f64,
+    /// The bucket's capacity (the ring's burst).
+    pub capacity: f64,
+}
+
+impl PacketVerdict {
+    /// The verdict as JSON: `{"state", "decisive", "models": [{"model", "verdict", "state", "reason"}]}`.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        json!({
+            "state": self.state.as_str(),
+            "decisive": self.decisive.as_str(),
+            "models": self.models.iter().map(|m| json!({
+                "model": m.model.as_str(), "verdict": m.verdict, "state": m.state.as_str(), "reason": m.reason,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// The Trust Graduation gate's decision on a packet: its class, its context (or, for a packet
+/// without one, `{requestedBy, requestedAction}`), no presented approval, the agent's standing
+/// from the principal's controls, and the chain's evidence.
+#[must_use]
+pub fn packet_gate(
+    ctx: &VerdictContext<'_>,
+    packet: &Packet,
+    evidence: &[EvidenceRow],
+    workspace: &str,
+    chain_intact: bool,
+) -> Decision {
+    let context = match &packet.context {
+        Value::Object(_) => packet.context.clone(),
+        _ => json!({"requestedBy": packet.agent, "requestedAction": packet.proposed_action}),
+    };
+    let now = time::OffsetDateTime::from_unix_timestamp(ctx.now as i64).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let req = GateRequest {
+        action_class: &packet.action_class,
+        context: &context,
+        approval: None,
+        evidence,
+        workspace,
+        now,
+        agent: ctx.controls.standing(&packet.agent),
+        chain_intact,
+    };
+    can_execute(ctx.policies, &req)
+}
