@@ -988,7 +988,7 @@ fn agent_cmd(spool: &Spool, config: &Config, action: AgentAction) -> Result<u8, 
 }
 
 fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Failure> {
-    use crate::ladder::{ActionPrecondition, revalidate};
+    use crate::ladder::ActionPrecondition;
     if !packet::is_safe_id(id) {
         return Err(Failure::usage(format!("{id:?} is not a packet id")));
     }
@@ -1034,7 +1034,11 @@ fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Fai
         }
         Err(e) => return Err(e.into()),
     };
-    let rv = revalidate(&preconditions, |p| crate::preconditions::observe(&p.check_id, &p.parameters));
+    let rv = if phase == "pending" {
+        crate::preconditions::recheck_pending(&preconditions)
+    } else {
+        crate::preconditions::recheck(&preconditions)
+    };
     if as_json {
         print_json(&json!({"packet_id": id, "phase": phase, "revalidation": rv}))?;
     } else {

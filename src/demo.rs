@@ -1,6 +1,12 @@
 //! Simulated agents for `warrant demo`: they publish realistic approval packets (both forms) and
 //! receipts into a spool the way real agents must (temporary file, then rename), plus one
 //! malformed packet so the invalid list has something to show.
+//!
+//! The demo spool also gets a `policy.toml` registering the agents' tools (tiers and ladder
+//! floors), packets carry `governance` blocks (tool, notebook, action descriptor, score, ladder
+//! contract), one packet has a precondition on a file the demo later edits (so the console shows
+//! the world drifting under a pending approval), and one agent misbehaves: `agent-rogue` bursts
+//! past its Ring 3 rate limit and asks for Ring 0 (an admin action).
 
 use crate::spool::Spool;
 use serde_json::{Value, json};
@@ -78,6 +84,73 @@ fn proposals() -> Vec<(&'static str, &'static str, &'static str, Value)> {
     ]
 }
 
+/// The demo spool's `policy.toml`: the tools the simulated agents use, with their tiers and
+/// ladder floors.
+pub const DEMO_POLICY: &str = r#"# Written by `warrant demo`: the simulated agents' tools.
+[tools."mail.send"]
+tier = "mutating"
+required_trust_level = 4
+
+[tools."calendar.write"]
+tier = "mutating"
+required_trust_level = 3
+
+[tools."feed.post"]
+tier = "destructive"
+required_trust_level = 4
+
+[tools."ledger.pay"]
+tier = "destructive"
+required_trust_level = 4
+
+[tools."drafts.write"]
+tier = "safe"
+required_trust_level = 1
+
+[tools."reports.publish"]
+tier = "mutating"
+required_trust_level = 3
+
+[ladder]
+auto_approve_up_to = 2
+
+[agents."agent-rogue"]
+max_score = 0.5
+"#;
+
+/// The governance block an agent attaches: (tool, notebook, score, reversibility, ladder level,
+/// blast radius) by agent.
+fn governance_of(agent: &str, class: &str, seq: u64) -> Value {
+    let (tool, notebook, score, reversibility, level, radius) = match agent {
+        "agent-scribe" if class == "email.send.internal" => ("mail.send", "nb-ops", 0.82, "full", 3, "project"),
+        "agent-scribe" => ("mail.send", "nb-sales", 0.82, "none", 4, "external"),
+        "agent-planner" => ("calendar.write", "nb-ops", 0.9, "full", 3, "project"),
+        "agent-herald" => ("feed.post", "nb-marketing", 0.66, "none", 4, "external"),
+        "agent-bursar" => ("ledger.pay", "nb-finance", 0.97, "none", 4, "external"),
+        "agent-helper" => ("drafts.write", "nb-support", 0.7, "full", 1, "self"),
+        _ => ("reports.publish", "nb-ops", 0.55, "partial", 3, "project"),
+    };
+    json!({
+        "tool": tool,
+        "notebook": notebook,
+        "eff_score": score,
+        "has_consensus": false,
+        "action": {
+            "action_id": format!("act-{seq}"), "name": class, "execute_api": format!("/{}", tool.replace('.', "/")),
+            "undo_api": if reversibility == "none" { Value::Null } else { json!(format!("/{}/undo", tool.replace('.', "/"))) },
+            "reversibility": reversibility, "undo_window_seconds": if reversibility == "none" { 0 } else { 3600 },
+            "is_read_only": false, "is_admin": false,
+        },
+        "contract": {
+            "required_level": level, "blast_radius": radius,
+            "reversibility": match reversibility { "full" => "reversible", "partial" => "compensable", _ => "irreversible" },
+            "scope": {"level": "project", "identifier": "acme"},
+            "data_sensitivity": if radius == "external" { "private" } else { "public" },
+            "preconditions": [],
+        },
+    })
+}
+
 /// Publishes one portable v0.1 packet.
 fn publish_packet(spool: &Spool, rng: &mut Rng, seq: u64) -> std::io::Result<()> {
     let all = proposals();
@@ -85,8 +158,68 @@ fn publish_packet(spool: &Spool, rng: &mut Rng, seq: u64) -> std::io::Result<()>
     let start = rng.0 % all.len() as u64;
     let (agent, class, summary, action) = &all[((start + seq) % all.len() as u64) as usize];
     let id = format!("demo-{seq:04}-{}", class.replace('.', "-"));
-    let doc = crate::packet::portable_packet(&id, class, agent, summary, action.clone(), &crate::clock::now_rfc3339());
+    let mut doc =
+        crate::packet::portable_packet(&id, class, agent, summary, action.clone(), &crate::clock::now_rfc3339());
+    doc["governance"] = governance_of(agent, class, seq);
     spool.publish(&spool.packets_dir(), &id, &doc).map(|_| ())
+}
+
+/// The world file the precondition packet depends on.
+fn world_file(spool: &Spool) -> std::path::PathBuf {
+    spool.root().join("world").join("q3-report.csv")
+}
+
+/// A packet whose contract has a precondition on the world file's hash: approving it records the
+/// hash, and the demo edits the file later, so the drift shows in the console.
+fn publish_precondition_packet(spool: &Spool) -> std::io::Result<()> {
+    let path = world_file(spool);
+    std::fs::create_dir_all(path.parent().unwrap_or(spool.root()))?;
+    std::fs::write(&path, "region,revenue\nnorth,118000\nsouth,97000\n")?;
+    let params = json!({"path": path.to_string_lossy()});
+    let expected = crate::preconditions::observe("file.sha256", &params).unwrap_or(Value::Null);
+    let id = "demo-report-publish";
+    let mut doc = crate::packet::portable_packet(
+        id,
+        "document.publish.internal",
+        "agent-analyst",
+        "Publish the Q3 revenue report to the intranet",
+        json!({"file": path.to_string_lossy(), "destination": "intranet/reports/q3"}),
+        &crate::clock::now_rfc3339(),
+    );
+    let mut g = governance_of("agent-analyst", "document.publish.internal", 0);
+    g["contract"]["preconditions"] = json!([{
+        "check_id": "file.sha256", "parameters": params, "expected_at_approval": expected,
+        "must_revalidate_at_execution": true,
+    }]);
+    doc["governance"] = g;
+    spool.publish(&spool.packets_dir(), id, &doc).map(|_| ())
+}
+
+/// The misbehaving agent: a burst of packets past its Ring 3 rate limit (burst 10), and a request
+/// for an admin (Ring 0) action.
+fn publish_rogue_burst(spool: &Spool, seq: u64) -> std::io::Result<()> {
+    for i in 0..14 {
+        let id = format!("demo-rogue-{seq:04}-{i:02}");
+        let mut doc = crate::packet::portable_packet(
+            &id,
+            "data.export",
+            "agent-rogue",
+            &format!("Export the customer table, part {}", i + 1),
+            json!({"table": "customers", "part": i + 1, "destination": "s3://rogue-bucket/dump"}),
+            &crate::clock::now_rfc3339(),
+        );
+        let mut g = governance_of("agent-rogue", "data.export", seq * 100 + i);
+        // It claims a score it does not have (policy.toml caps it at 0.5).
+        g["eff_score"] = json!(0.99);
+        if i == 0 {
+            g["action"]["is_admin"] = json!(true);
+            g["action"]["name"] = json!("Grant itself database admin");
+            doc["summary"] = json!("Grant itself database admin (asks for Ring 0)");
+        }
+        doc["governance"] = g;
+        spool.publish(&spool.packets_dir(), &id, &doc)?;
+    }
+    Ok(())
 }
 
 /// Publishes one receipt from an agent that executed an earlier approved action.
@@ -137,6 +270,11 @@ impl Demo {
             .name("warrant-demo".into())
             .spawn(move || {
                 let _ = spool.ensure();
+                let policy = spool.root().join("policy.toml");
+                if !policy.exists() {
+                    let _ = std::fs::write(&policy, DEMO_POLICY);
+                }
+                let _ = publish_precondition_packet(&spool);
                 let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1;
                 let mut rng = Rng(seed);
                 let mut seq = 0_u64;
@@ -166,7 +304,14 @@ impl Demo {
                         break;
                     }
                     seq += 1;
-                    let _ = if rng.next().is_multiple_of(3) { publish_receipt(&spool, &mut rng, seq) } else { publish_packet(&spool, &mut rng, seq) };
+                    let _ = match seq % 40 {
+                        // The rogue agent bursts early and then now and then.
+                        8 => publish_rogue_burst(&spool, seq),
+                        // The world changes under the pending report.
+                        12 => std::fs::write(world_file(&spool), "region,revenue\nnorth,118000\nsouth,79000\n"),
+                        _ if rng.next().is_multiple_of(3) => publish_receipt(&spool, &mut rng, seq),
+                        _ => publish_packet(&spool, &mut rng, seq),
+                    };
                 }
             })
             .ok();
@@ -194,8 +339,8 @@ mod tests {
         let demo = Demo::start(spool.clone(), Duration::from_millis(10));
         let mut scanner = crate::spool::Scanner::new();
         let mut snap = scanner.scan(&spool).expect("scan");
-        for _ in 0..200 {
-            if snap.packets.len() >= 6 && !snap.receipts.is_empty() {
+        for _ in 0..400 {
+            if snap.packets.len() >= 24 && !snap.receipts.is_empty() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -207,5 +352,28 @@ mod tests {
         assert!(snap.packets.iter().any(|p| p.packet.form == crate::packet::PacketForm::Runtime));
         assert_eq!(snap.invalid.len(), 1, "{:?}", snap.invalid);
         assert!(snap.invalid[0].reason.to_string().contains("external_actions"));
+        // The misbehaving agent: over its rate limit, and asking for Ring 0.
+        let policies = crate::graduation::PolicySet::load(dir.path(), Some(dir.path())).expect("demo policy");
+        assert!(policies.tool("feed.post").is_some());
+        let controls = crate::control::ControlState::default();
+        let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).map_or(0.0, |t| t as f64);
+        let ctx = crate::verdict::VerdictContext { policies: &policies, controls: &controls, now };
+        let a = crate::monitor::assess(&ctx, &snap.packets, &snap.receipts, &Default::default(), &[], true, "demo");
+        let rogue = &a.monitor.agents["agent-rogue"];
+        assert!(rogue.rate_rejections >= 4, "14 packets against a burst of 10: {rogue:?}");
+        assert!((rogue.eff_score - 0.5).abs() < 1e-9, "its claimed 0.99 is capped by policy");
+        let admin =
+            a.verdicts.iter().find(|(id, _)| id.ends_with("-00") && id.starts_with("demo-rogue")).expect("admin");
+        assert!(matches!(
+            admin.1.state,
+            crate::packet::DecisionState::Blocked | crate::packet::DecisionState::HumanOnly
+        ));
+        assert!(
+            a.verdicts.values().any(|v| v
+                .models
+                .iter()
+                .any(|m| m.model == crate::verdict::Model::RateLimit && m.verdict == "exceeded"))
+        );
+        assert!(a.preconditions.contains_key("demo-report-publish"));
     }
 }

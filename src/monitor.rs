@@ -13,7 +13,6 @@ use crate::packet::Receipt;
 use crate::rings::{RateLimiter, Ring};
 use crate::spool::{ChainDecision, PacketEntry};
 use crate::verdict::{Governance, RateOutcome, VerdictContext, packet_ring};
-use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -195,14 +194,10 @@ pub fn assess(
         let p = &e.packet;
         let tg = crate::verdict::packet_gate(ctx, p, &evidence, workspace, chain_intact);
         let rv = Governance::of_packet(p).and_then(|g| g.contract).and_then(Result::ok).and_then(|c| {
-            c.preconditions.iter().any(|x| x.must_revalidate_at_execution).then(|| {
-                crate::ladder::revalidate(&c.preconditions, |x| {
-                    // A precondition without an expected value is recorded at approval; now it
-                    // can only be shown, so it holds against itself.
-                    let observed = crate::preconditions::observe(&x.check_id, &x.parameters)?;
-                    Ok(if x.expected_at_approval.is_null() { Value::Null } else { observed })
-                })
-            })
+            c.preconditions
+                .iter()
+                .any(|x| x.must_revalidate_at_execution)
+                .then(|| crate::preconditions::recheck_pending(&c.preconditions))
         });
         let verdict = crate::verdict::evaluate(ctx, p, &tg, a.monitor.rates.get(&p.id), rv.as_ref());
         a.gate.insert(p.id.clone(), Arc::new(tg));

@@ -11,6 +11,7 @@
 //! Paths must be absolute (a precondition must not depend on the working directory). Any other
 //! `check_id` cannot be observed, which fails the precondition closed.
 
+use crate::ladder::{ActionPrecondition, Revalidation, revalidate};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::io::Read;
@@ -79,6 +80,33 @@ fn git_head(repo: &Path) -> Result<String, String> {
         .find(|(_, name)| *name == reference)
         .map(|(hash, _)| hash.to_owned())
         .ok_or_else(|| format!("{reference} does not resolve"))
+}
+
+/// Re-checks preconditions against the world now ([`crate::ladder::revalidate`] with
+/// [`observe`]): the execution-time check of an approved action.
+#[must_use]
+pub fn recheck(preconditions: &[ActionPrecondition]) -> Revalidation {
+    revalidate(preconditions, |p| observe(&p.check_id, &p.parameters))
+}
+
+/// The review-time check of a pending packet: a precondition the agent gave a value for must hold
+/// now; one without a value will be recorded at approval, so it is shown with what is observed
+/// now as its expected value (it fails only when it cannot be observed).
+#[must_use]
+pub fn recheck_pending(preconditions: &[ActionPrecondition]) -> Revalidation {
+    let filled: Vec<ActionPrecondition> = preconditions
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            if p.expected_at_approval.is_null()
+                && let Ok(now) = observe(&p.check_id, &p.parameters)
+            {
+                p.expected_at_approval = now;
+            }
+            p
+        })
+        .collect();
+    recheck(&filled)
 }
 
 #[cfg(test)]

@@ -1026,7 +1026,9 @@ pub fn elevation_fields(
     req.ttl_seconds = ttl_seconds;
     req.trust_score = Some(eff);
     req.attestation = Some("principal");
-    let granted = ElevationManager::default().request(&req, now).map_err(|e| e.to_string())?;
+    let granted = ElevationManager::default()
+        .request(&req, now)
+        .map_err(|e| e.to_string().lines().map(str::trim).collect::<Vec<_>>().join("; "))?;
     let mut fields = Map::new();
     fields.insert("ring".into(), serde_json::json!(target.value()));
     fields.insert("original_ring".into(), serde_json::json!(current.value()));

@@ -270,3 +270,157 @@ fn a_permissive_umask_still_gives_a_private_spool() {
         assert_eq!(m, mode, "{}: {m:o}", path.display());
     }
 }
+
+/// Writes a portable packet with a `governance` block straight into the spool's `packets/`.
+fn publish_governed(e: &Env, id: &str, agent: &str, governance: Value) {
+    let mut doc = warrant::packet::portable_packet(
+        id,
+        "draft.compose",
+        agent,
+        "s",
+        serde_json::json!({"text": "x"}),
+        "2026-11-21T09:00:00Z",
+    );
+    doc["governance"] = governance;
+    let dir = e.spool().join("packets");
+    std::fs::create_dir_all(&dir).expect("packets dir");
+    std::fs::write(dir.join(format!("{id}.json")), serde_json::to_vec(&doc).expect("json")).expect("write");
+}
+
+// `trust set` records a signed level change (raising to autonomous only with the typed
+// confirmation), `trust show` reads it back from the chain, the chain verifies, and the change
+// applies to the next gate call: a destructive tool in that notebook moves from confirm to auto.
+#[test]
+fn trust_set_is_signed_confirmed_and_applies_to_the_next_gate_call() {
+    let e = Env::new();
+    assert_eq!(e.propose("draft.compose", "agent-a", "p-0", &[]).status.code(), Some(0));
+    std::fs::write(e.spool().join("policy.toml"), "[tools.\"corrections.merge\"]\ntier = \"destructive\"\n")
+        .expect("policy");
+    let o = e.run(&["trust", "set", "nb-1", "autonomous"]);
+    assert_eq!(o.status.code(), Some(1), "no typed confirmation: {}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--confirm nb-1"), "{}", text(&o));
+    let o = e.run(&["trust", "set", "nb-1", "autonomous", "--confirm", "nb-2"]);
+    assert_eq!(o.status.code(), Some(1), "wrong name: {}", text(&o));
+    let o = e.run(&["trust", "set", "nb-1", "trusted", "--reason", "weekly review"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = e.run(&["trust", "set", "nb-1", "autonomous", "--confirm", "nb-1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = e.run(&["trust", "show", "--json"]);
+    let shown: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(shown["notebooks"]["nb-1"]["level"], "autonomous", "{shown}");
+    assert_eq!(shown["notebooks"]["nb-1"]["set_by"], "alice");
+    assert_eq!(shown["tools"]["corrections.merge"], "destructive");
+    assert_eq!(e.run(&["verify"]).status.code(), Some(0));
+    let chain = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");
+    let last: Value = serde_json::from_str(chain.lines().last().expect("a record")).expect("record");
+    assert_eq!(last["action"], "warrant.control.notebook.trust_set");
+    assert_eq!(last["metadata"]["warrant_control"]["previous"], "trusted");
+    // Lowering needs no confirmation; the tiers verdict follows the chain.
+    publish_governed(&e, "p-merge", "agent-a", serde_json::json!({"tool": "corrections.merge", "notebook": "nb-1"}));
+    let o = e.run(&["approve", "p-merge"]);
+    assert_eq!(o.status.code(), Some(0), "autonomous: destructive runs auto, approvable: {}", text(&o));
+    assert_eq!(e.run(&["trust", "set", "nb-1", "cautious"]).status.code(), Some(0));
+    let shown: Value = serde_json::from_slice(&e.run(&["trust", "show", "--json"]).stdout).expect("json");
+    assert_eq!(shown["notebooks"]["nb-1"]["level"], "cautious");
+}
+
+// Quarantine and kill are signed chain records; packets from a quarantined or killed agent are
+// blocked (approval refused), release restores it, and the kill switch signals the agent and
+// records its result even though no agent process is there to confirm.
+#[test]
+fn quarantine_kill_and_release_block_and_unblock_an_agents_packets() {
+    let e = Env::new();
+    assert_eq!(e.propose("draft.compose", "agent-q", "p-1", &[]).status.code(), Some(0));
+    assert_eq!(e.propose("draft.compose", "agent-q", "p-2", &[]).status.code(), Some(0));
+    let o = e.run(&["agent", "quarantine", "agent-q", "--reason", "sent 40 emails in a minute"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = e.run(&["approve", "p-1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("blocked"), "{}", text(&o));
+    assert_eq!(e.run(&["refuse", "p-1", "--reason", "quarantined"]).status.code(), Some(0), "refusal still works");
+    assert_eq!(e.run(&["agent", "release", "agent-q"]).status.code(), Some(0));
+    let o = e.run(&["approve", "p-2"]);
+    assert_eq!(o.status.code(), Some(0), "released: {}", text(&o));
+    assert_eq!(e.propose("draft.compose", "agent-q", "p-3", &[]).status.code(), Some(0));
+    let o = e.run(&["agent", "kill", "agent-q", "--reason", "runaway"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let signal: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("signals/agent-q.json")).expect("stop signal"))
+            .expect("json");
+    assert_eq!(signal["type"], "warrant_stop");
+    let chain = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");
+    let kill: Value = serde_json::from_str(chain.lines().last().expect("record")).expect("json");
+    let result = &kill["metadata"]["warrant_control"]["kill"];
+    assert_eq!(result["terminated"], true, "{result}");
+    assert_eq!(result["handoffs"][0]["step_id"], "p-3");
+    assert_eq!(result["handoffs"][0]["status"], "compensated");
+    assert_eq!(result["compensation_triggered"], true);
+    assert_eq!(e.run(&["approve", "p-3"]).status.code(), Some(1), "killed: blocked");
+    assert_eq!(e.run(&["agent", "quarantine", "../x", "--reason", "r"]).status.code(), Some(2), "unsafe id");
+    assert_eq!(e.run(&["verify"]).status.code(), Some(0));
+}
+
+// Elevation: Ring 0 is never granted, a low score cannot be elevated, and an eligible agent gets
+// a bounded, signed elevation (TTL capped at 3600 s) that a second request cannot duplicate.
+#[test]
+fn elevation_follows_the_hypervisor_rules() {
+    let e = Env::new();
+    assert_eq!(e.propose("draft.compose", "agent-a", "p-0", &[]).status.code(), Some(0));
+    publish_governed(&e, "p-score", "agent-e", serde_json::json!({"eff_score": 0.55}));
+    let o = e.run(&["agent", "elevate", "agent-e", "--ring", "0"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ring_0_forbidden"), "{}", text(&o));
+    let o = e.run(&["agent", "elevate", "agent-e", "--ring", "1"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("insufficient_trust"), "0.55 < 0.85: {}", text(&o));
+    let o = e.run(&["agent", "elevate", "agent-e", "--ring", "2", "--ttl", "99999"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let chain = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");
+    let rec: Value = serde_json::from_str(chain.lines().last().expect("record")).expect("json");
+    assert_eq!(rec["metadata"]["warrant_control"]["ttl_seconds"], 3600);
+    assert_eq!(rec["metadata"]["warrant_control"]["original_ring"], 3);
+    let o = e.run(&["agent", "elevate", "agent-e", "--ring", "2"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("duplicate_elevation"), "{}", text(&o));
+}
+
+// Two-phase execution: approving records the precondition's value in the signed decision;
+// check-preconditions exits 0 while the world is unchanged and 1 (precondition_failed) once the
+// file changes; a packet whose expectation is already stale cannot be approved.
+#[test]
+fn preconditions_are_recorded_at_approval_and_rechecked_at_execution() {
+    let e = Env::new();
+    assert_eq!(e.propose("draft.compose", "agent-a", "p-0", &[]).status.code(), Some(0));
+    let file = e.dir.path().join("report.csv");
+    std::fs::write(&file, "a,b\n1,2\n").expect("write");
+    let contract = |expected: Value| {
+        serde_json::json!({"contract": {
+            "required_level": 4, "blast_radius": "external", "reversibility": "irreversible",
+            "scope": {"level": "project", "identifier": "acme"}, "data_sensitivity": "private",
+            "preconditions": [{"check_id": "file.sha256", "parameters": {"path": file.to_str()},
+                               "expected_at_approval": expected, "must_revalidate_at_execution": true}]}})
+    };
+    publish_governed(&e, "p-pre", "agent-a", contract(Value::Null));
+    publish_governed(&e, "p-stale", "agent-a", contract(serde_json::json!("sha256:00")));
+    let o = e.run(&["check-preconditions", "p-pre", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "pending, nothing expected yet: {}", text(&o));
+    let o = e.run(&["approve", "p-stale"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("precondition"), "{}", text(&o));
+    let o = e.run(&["approve", "p-pre"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let decision: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("decisions/p-pre.json")).expect("decision"))
+            .expect("json");
+    let recorded = &decision["document"]["preconditions"][0];
+    assert_eq!(recorded["check_id"], "file.sha256");
+    assert!(recorded["expected_at_approval"].as_str().is_some_and(|h| h.starts_with("sha256:")), "{recorded}");
+    let o = e.run(&["check-preconditions", "p-pre"]);
+    assert_eq!(o.status.code(), Some(0), "unchanged world: {}", text(&o));
+    std::fs::write(&file, "a,b\n1,3\n").expect("edit");
+    let o = e.run(&["check-preconditions", "p-pre", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "changed world: {}", text(&o));
+    let out: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(out["revalidation"]["failure"]["kind"], "precondition_failed");
+    assert_eq!(out["revalidation"]["failure"]["check_id"], "file.sha256");
+    assert_eq!(e.run(&["refuse", "p-stale", "--reason", "stale"]).status.code(), Some(0));
+    assert_eq!(e.run(&["check-preconditions", "p-stale"]).status.code(), Some(3), "refused");
+}
