@@ -18,7 +18,7 @@
 use crate::eval::EvalError;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::fmt;
 
 // ---------------------------------------------------------------------------------------------
@@ -106,7 +106,6 @@ impl<'de> Deserialize<'de> for TrustLevel {
 /// A JSON number with an integral value that fits an `i64` exactly (a float only up to 2^53).
 fn json_integer(v: &Value) -> Option<i64> {
     const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-    #[allow(clippy::cast_possible_truncation)]
     v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= EXACT).map(|f| f as i64))
 }
 
@@ -1028,6 +1027,7 @@ pub fn eval_ladder_revalidate(req: &Map<String, Value>) -> Result<Value, EvalErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// Every example in `docs/eval-ladder.md`: a ```json request block followed by a ```json
     /// response block, answered through [`EVAL_OPS`].
@@ -1050,6 +1050,7 @@ mod tests {
                 Err(e) => json!({"error": {"code": e.code, "message": e.message}}),
             };
             assert_eq!(got, pair[1], "example for {op}");
+
             seen.push(op);
         }
         for (op, _) in EVAL_OPS {

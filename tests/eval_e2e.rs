@@ -177,6 +177,30 @@ fn a_request_file_is_answered_line_by_line_in_order() {
                      "row": {"action_class": "a.b", "label": "x", "date": "2026-13-01"}})),
         Some(err(Some(json!("baddate")), "invalid_evidence")),
     );
+    // The ring, tier and ladder ops (their semantics are tested in their own suites).
+    for (id, req) in [
+        ("assign", json!({"op": "rings.assign", "eff_score": 0.97, "has_consensus": true})),
+        ("required", json!({"op": "rings.required", "action": {"action_id": "a", "name": "n", "execute_api": "/x"}})),
+        ("constraints", json!({"op": "rings.constraints", "ring": 3})),
+        ("tiers", json!({"op": "tiers.gate", "tool_tier": "destructive", "notebook_trust": "trusted"})),
+        (
+            "ladder",
+            json!({"op": "ladder.gate", "tool": "git.push", "auto_approve_up_to": 3,
+                          "contract": {"required_level": 4, "blast_radius": "external", "reversibility": "irreversible",
+                                       "scope": {"level": "repo", "identifier": "r"}, "data_sensitivity": "public",
+                                       "preconditions": []}}),
+        ),
+    ] {
+        let mut req = req;
+        req["id"] = json!(id);
+        push(line(&req), Some(ok(json!(id))));
+    }
+    push(
+        line(
+            &json!({"op": "rings.required", "id": "baddesc", "action": {"action_id": "../x", "name": "n", "execute_api": "/x"}}),
+        ),
+        Some(err(Some(json!("baddesc")), "invalid_descriptor")),
+    );
     push(b"   \t  \n".to_vec(), None);
     push(b"{\"op\": \"ops\", \"id\": \"\xff\xfe\"}\n".to_vec(), Some(err(None, "parse_error")));
     push(b"\xc3\x28\xa0\xa1\n".to_vec(), Some(err(None, "parse_error")));
@@ -208,18 +232,14 @@ fn a_request_file_is_answered_line_by_line_in_order() {
     let ops = by_id(json!("ops"));
     let mut names: Vec<&str> = ops["ops"].as_array().expect("ops").iter().filter_map(Value::as_str).collect();
     names.sort_unstable();
-    assert_eq!(
-        names,
-        [
-            "ops",
-            "otg.entry_hash",
-            "otg.verify",
-            "tg.can_execute",
-            "tg.evidence_weight",
-            "tg.posterior",
-            "tg.prepare_approval_packet"
-        ]
-    );
+    let mut all = warrant::eval::OPS.to_vec();
+    all.sort_unstable();
+    assert_eq!(names, all);
+    assert!(names.contains(&"verdict") && names.contains(&"rings.saga") && names.contains(&"ladder.revalidate"));
+    assert_eq!(by_id(json!("assign"))["ring"], 1, "{}", by_id(json!("assign")));
+    assert_eq!(by_id(json!("required"))["required_ring"], 1, "a bare descriptor requires Ring 1");
+    assert_eq!(by_id(json!("tiers"))["action"], "confirm");
+    assert_eq!(by_id(json!("ladder"))["verdict"], "hold", "L4 is always held");
     assert_eq!(ops["protocol_version"], "0.1");
 
     let pay = by_id(json!("pay"));
@@ -453,4 +473,112 @@ fn eval_reads_policy_toml_from_the_config_dir() {
     let (_, r, _) =
         plain.pipe(&line(&json!({"op": "tg.can_execute", "action_class": "widget.frobnicate", "now": NOW})));
     assert_ne!(r[0]["status"], "blocked", "{}", r[0]);
+}
+
+// The stateful ring ops keep their state for the life of one `warrant eval` process, with the
+// time as an input: a Ring 3 bucket gives exactly its burst of 10 then refuses, refills after
+// time passes; an elevation is granted once and a second request is a duplicate until it
+// expires; a kill with a failing callback is still recorded. A second process starts fresh.
+#[test]
+fn ring_ops_keep_state_for_the_life_of_the_process() {
+    let env = Env::new();
+    let t0 = 1_795_251_600.0_f64;
+    let mut input = Vec::new();
+    for i in 0..11 {
+        input.extend(line(&json!({"op": "rings.rate_check", "id": i, "agent_did": "a", "session_id": "s",
+                                   "ring": 3, "now": t0})));
+    }
+    input.extend(line(&json!({"op": "rings.rate_check", "id": "later", "agent_did": "a", "session_id": "s",
+                              "ring": 3, "now": t0 + 1.0})));
+    let elevate = |id: &str, now: f64| {
+        json!({"op": "rings.elevate", "id": id, "agent_did": "b", "session_id": "s", "current_ring": 3,
+               "target_ring": 2, "trust_score": 0.5, "ttl_seconds": 60, "now": now})
+    };
+    input.extend(line(&elevate("e1", t0)));
+    input.extend(line(&elevate("e2", t0 + 30.0)));
+    input.extend(line(&elevate("e3", t0 + 60.0)));
+    input.extend(line(&json!({"op": "rings.kill", "id": "k", "agent_did": "c", "session_id": "s",
+                              "callback": "fail", "in_flight_steps": [{"step_id": "s1", "saga_id": "g"}], "now": t0})));
+    let (code, r, stderr) = env.pipe(&input);
+    assert_eq!(code, Some(0), "{stderr}");
+    let allowed: Vec<bool> = r[..11].iter().map(|v| v["allowed"].as_bool().unwrap_or(true)).collect();
+    assert_eq!(allowed, [[true; 10].as_slice(), &[false]].concat(), "{:?}", &r[..11]);
+    assert_eq!(r[10]["stats"]["rejected_requests"], 1, "{}", r[10]);
+    assert_eq!(r[11]["allowed"], true, "5 tokens/s refilled: {}", r[11]);
+    assert!(r[12].get("error").is_none() && r[12].to_string().contains("elev:"), "granted: {}", r[12]);
+    assert!(r[13].to_string().contains("duplicate_elevation"), "{}", r[13]);
+    assert!(
+        r[14].get("error").is_none() && r[14].to_string().contains("elev:"),
+        "expired, so granted again: {}",
+        r[14]
+    );
+    assert_eq!(r[15]["terminated"], false, "{}", r[15]);
+    assert_eq!(r[15]["handoffs"][0]["status"], "compensated");
+    assert_eq!(r[15]["total_kills"], 1);
+    // A new process has a full bucket again.
+    let (_, r, _) =
+        env.pipe(&line(&json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s", "ring": 3, "now": t0})));
+    assert_eq!(r[0]["allowed"], true);
+}
+
+// `verdict` composes every model that applies on one packet, and fails closed on bad input.
+#[test]
+fn verdict_composes_the_models_through_eval() {
+    let env = Env::new();
+    let packet = |agent: &str, governance: Value| {
+        json!({"type": "trust_graduation_approval_packet", "packet_id": "p-1", "agent": agent,
+               "action_class": "draft.compose", "proposed_action": {"t": 1},
+               "decision": {"status": "review_required", "action_class": "draft.compose", "reason": "r"},
+               "external_actions": 0, "governance": governance})
+    };
+    let tools = json!({"corrections.merge": {"tier": "destructive"}});
+    let mut input = Vec::new();
+    for (id, agent, governance, controls) in [
+        (
+            "auto",
+            "a",
+            json!({"tool": "corrections.merge", "notebook": "nb"}),
+            json!({"notebooks": {"nb": "autonomous"}}),
+        ),
+        (
+            "confirm",
+            "a",
+            json!({"tool": "corrections.merge", "notebook": "nb"}),
+            json!({"notebooks": {"nb": "trusted"}}),
+        ),
+        (
+            "witness",
+            "a",
+            json!({"action": {"action_id": "x", "name": "n", "execute_api": "/x", "is_admin": true}}),
+            json!({}),
+        ),
+        ("quarantined", "a", json!({}), json!({"agents": {"a": {"standing": "quarantined"}}})),
+        (
+            "hold",
+            "a",
+            json!({"tool": "corrections.merge", "contract": {"required_level": 4, "blast_radius": "external",
+            "reversibility": "irreversible", "scope": {"level": "global", "identifier": "*"},
+            "data_sensitivity": "secret", "preconditions": []}}),
+            json!({}),
+        ),
+    ] {
+        input.extend(line(&json!({"op": "verdict", "id": id, "now": NOW, "packet": packet(agent, governance),
+                                  "tools": tools, "controls": controls})));
+    }
+    input.extend(line(&json!({"op": "verdict", "id": "bad", "packet": {"type": "nope"}})));
+    input.extend(line(
+        &json!({"op": "verdict", "id": "ceiling", "packet": packet("a", json!({})), "ladder_ceiling": 4}),
+    ));
+    let (code, r, stderr) = env.pipe(&input);
+    assert_eq!(code, Some(0), "{stderr}");
+    let state = |i: usize| r[i]["state"].as_str().unwrap_or("?").to_owned();
+    let tiers = |i: usize| r[i]["models"].as_array().and_then(|m| m.iter().find(|m| m["model"] == "tiers")).cloned();
+    assert_eq!(tiers(0).map(|t| t["verdict"].clone()), Some(json!("auto")), "{}", r[0]);
+    assert_eq!(tiers(1).map(|t| t["verdict"].clone()), Some(json!("confirm")), "{}", r[1]);
+    assert_eq!(state(1), "review_required");
+    assert_eq!((state(2), r[2]["decisive"].as_str()), ("human_only".into(), Some("rings")), "{}", r[2]);
+    assert_eq!(state(3), "blocked", "{}", r[3]);
+    assert_eq!((state(4), r[4]["decisive"].as_str()), ("review_required".into(), Some("tiers")), "{}", r[4]);
+    assert_eq!(r[5]["error"]["code"], "invalid_packet");
+    assert_eq!(r[6]["error"]["code"], "invalid_policy");
 }
