@@ -8,6 +8,8 @@
 //! - [`packet`]: approval packets and receipts in both Trust Graduation forms;
 //! - [`registry`]: the ten canonical action classes;
 //! - [`graduation`]: Trust Graduation v0.1: the gate, evidence, posteriors, packets, receipts;
+//! - [`ladder`]: the Lodestar trust ladder L0–L5, action contracts and the three-valued policy gate;
+//! - [`tiers`]: workbench tool tiers × notebook trust → auto / gated / confirm;
 //! - [`spool`]: the shared directory, scanning and deciding;
 //! - [`eval`]: the JSON-lines evaluator behind `warrant eval`;
 //! - [`text`]: untrusted text made inert for the terminal;
@@ -25,10 +27,12 @@ pub mod demo;
 pub mod eval;
 pub mod graduation;
 pub mod keys;
+pub mod ladder;
 pub mod packet;
 pub mod registry;
 pub mod spool;
 pub mod text;
+pub mod tiers;
 
 #[cfg(feature = "console")]
 pub mod console;
