@@ -13,7 +13,7 @@
 //!   (`docs/eval-ladder.md`); [`EVAL_OPS`] lists them with `tiers.gate`.
 //!
 //! Everything here is a pure function of its arguments. Choices where the spec is silent are in
-//! `docs/conformance-ladder.md`.
+//! `docs/conformance.md, "Trust ladder and tool tiers"`.
 
 use crate::eval::EvalError;
 use serde::de::DeserializeOwned;
@@ -278,7 +278,7 @@ pub enum LadderError {
         /// What is wrong.
         message: String,
     },
-    /// An auto-approve ceiling that is not an integer in [0,3] (§A4).
+    /// An auto-approve ceiling that is not an integer in `[0,3]` (§A4).
     #[error("auto_approve_up_to must be an integer in [0,3], got {got}")]
     Ceiling {
         /// The value as given.
@@ -439,8 +439,9 @@ pub struct RuleApproval {
 /// resolver.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RequiredAuthority {
-    /// The approver's `trust_baseline` must be at least this, in [0,1].
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The approver's `trust_baseline` must be at least this, in `[0,1]`. Written as JavaScript
+    /// writes it (`1`, not `1.0`), so [`policy_hash`] agrees with Lodestar's.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "js_number")]
     pub min_trust_baseline: Option<f64>,
     /// The approver's clearance must be at least this.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -454,7 +455,7 @@ impl Policy {
     /// Parses a policy document strictly: `{id, version, rules}`, each rule `{match, effect,
     /// approval?, reason}` with the six match fields of §A4. `approval` is refused on rules that
     /// are not `require_approval`. `signature` and `signed_by` are refused: warrant does not
-    /// verify policy signatures (`docs/conformance-ladder.md`).
+    /// verify policy signatures (`docs/conformance.md, "Trust ladder and tool tiers"`).
     ///
     /// # Errors
     /// [`LadderError`] naming the field by path, e.g. `policy.rules[2].match.max_blast_radius`.
@@ -528,6 +529,15 @@ impl RequiredAuthority {
                 .ok_or_else(|| invalid(p, format!("expected a number in [0,1], got {v}")))
         })?;
         Ok(Self { min_trust_baseline, sensitivity_clearance: f.opt("sensitivity_clearance")?, scope: f.opt("scope")? })
+    }
+}
+
+/// An `f64` as JavaScript's `JSON.stringify` writes it in `[0,1]`: integral values without `.0`.
+fn js_number<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(b) if b.fract() == 0.0 && b.abs() <= 1.0 => s.serialize_i8(if *b > 0.0 { 1 } else { 0 }),
+        Some(b) => s.serialize_f64(*b),
+        None => s.serialize_none(),
     }
 }
 
@@ -1065,6 +1075,22 @@ mod tests {
         }
         assert_eq!(serde_json::to_value(BlastRadius::SelfOnly).ok(), Some(json!("self")));
         assert_eq!(serde_json::to_value(Effect::RequireApproval).ok(), Some(json!("require_approval")));
+    }
+
+    #[test]
+    fn integral_trust_baselines_hash_as_javascript_writes_them() {
+        let doc = |b: Value| {
+            json!({"id": "p", "version": "1", "rules": [{"match": {}, "effect": "require_approval",
+                   "approval": {"required_authority": {"min_trust_baseline": b}}, "reason": "r"}]})
+        };
+        for (given, written) in
+            [(json!(1), json!(1)), (json!(1.0), json!(1)), (json!(0.0), json!(0)), (json!(0.8), json!(0.8))]
+        {
+            let p = Policy::from_json(&doc(given.clone())).expect("policy");
+            assert_eq!(serde_json::to_value(&p).ok(), Some(doc(written.clone())), "{given}");
+            let expected = crate::canonical::hex(&crate::canonical::canonical_digest(&doc(written)));
+            assert_eq!(policy_hash(&p), expected);
+        }
     }
 
     #[test]

@@ -9,6 +9,13 @@
 //! - [`packet`]: approval packets and receipts in both Trust Graduation forms;
 //! - [`registry`]: the ten canonical action classes;
 //! - [`graduation`]: Trust Graduation v0.1: the gate, evidence, posteriors, packets, receipts;
+//! - [`ladder`]: the Lodestar trust ladder L0–L5, action contracts and the three-valued policy gate;
+//! - [`tiers`]: workbench tool tiers × notebook trust → auto / gated / confirm;
+//! - [`rings`]: the Agent Hypervisor's execution rings (enforcer, elevation, rate limits, kill
+//!   switch, quarantine, isolation, sagas), with time as an input;
+//! - [`verdict`]: one verdict per packet, every applicable model composed (strictest wins);
+//! - [`monitor`]: rate-limit replay, agent summaries and the assessment of pending packets;
+//! - [`preconditions`]: observing the world for two-phase execution;
 //! - [`spool`]: the shared directory, scanning and deciding;
 //! - [`eval`]: the JSON-lines evaluator behind `warrant eval`;
 //! - [`text`]: untrusted text made inert for the terminal;

@@ -9,7 +9,7 @@
 //! | mutating | confirm | auto | auto |
 //! | destructive | confirm | confirm | auto |
 //!
-//! Choices where the docs are silent or contradict each other (`docs/conformance-ladder.md`):
+//! Choices where the docs are silent or contradict each other (`docs/conformance.md, "Trust ladder and tool tiers"`):
 //! - an unknown tier or trust level fails closed to `confirm`, never `auto` (§B4);
 //! - parsing is exact and case-sensitive: `"Safe"`, `" safe"` and `""` are unknown, not `safe`
 //!   (a gate must not guess what a misspelt level meant; the fail-closed answer covers the typo);
