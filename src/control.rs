@@ -136,16 +136,7 @@ pub fn sign_control(principal: &Principal, input: &ControlInput) -> SignedDecisi
 #[must_use]
 pub fn record_body(input: &ControlInput, signed: &SignedDecision) -> Map<String, Value> {
     let principal = signed.document["principal"].as_str().unwrap_or_default();
-    let mut sig = signed.signature.clone();
-    if let Value::Object(m) = &mut sig {
-        m.insert("reviewer".into(), json!(principal));
-        m.insert("signed_at".into(), json!(input.decided_at));
-    }
-    let mut meta = Map::new();
-    meta.insert(
-        "approval".into(),
-        json!({"required": true, "quorum": 1, "signatures": [sig], "decision": input.kind.as_str()}),
-    );
+    let mut meta = crate::decision::approval_metadata(signed, &input.decided_at, input.kind.as_str());
     meta.insert("warrant_control".into(), signed.document.clone());
     chain::new_record_body(
         &input.kind.record_agent(&input.subject),

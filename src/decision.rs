@@ -219,16 +219,7 @@ pub fn sign_decision_with_preconditions(
 #[must_use]
 pub fn record_body(input: &DecisionInput<'_>, signed: &SignedDecision) -> Map<String, Value> {
     let principal = signed.document["principal"].as_str().unwrap_or_default();
-    let mut sig = signed.signature.clone();
-    if let Value::Object(m) = &mut sig {
-        m.insert("reviewer".into(), json!(principal));
-        m.insert("signed_at".into(), json!(input.decided_at));
-    }
-    let mut meta = Map::new();
-    meta.insert(
-        "approval".into(),
-        json!({"required": true, "quorum": 1, "signatures": [sig], "decision": input.verdict.as_str()}),
-    );
+    let mut meta = approval_metadata(signed, input.decided_at, input.verdict.as_str());
     meta.insert("warrant_decision".into(), signed.document.clone());
     if let Some(reason) = input.reason {
         meta.insert("reason".into(), json!(reason));
@@ -243,6 +234,22 @@ pub fn record_body(input: &DecisionInput<'_>, signed: &SignedDecision) -> Map<St
         input.decided_at,
         meta,
     )
+}
+
+/// The metadata of a record signed by the principal: `approval` = `{required: true, quorum: 1,
+/// signatures: [the signature with reviewer and signed_at], decision}` (OpenTrustGraph §2.4).
+/// The caller adds the signed document under its own key.
+#[must_use]
+pub fn approval_metadata(signed: &SignedDecision, signed_at: &str, decision: &str) -> Map<String, Value> {
+    let principal = signed.document["principal"].as_str().unwrap_or_default();
+    let mut sig = signed.signature.clone();
+    if let Value::Object(m) = &mut sig {
+        m.insert("reviewer".into(), json!(principal));
+        m.insert("signed_at".into(), json!(signed_at));
+    }
+    let mut meta = Map::new();
+    meta.insert("approval".into(), json!({"required": true, "quorum": 1, "signatures": [sig], "decision": decision}));
+    meta
 }
 
 /// Checks the signature of a chain record that carries `metadata.warrant_decision` (or

@@ -765,10 +765,8 @@ pub fn record_receipt(
         let trace = req.packet_id.map_or_else(|| format!("warrant:receipt:{receipt_id}"), |p| format!("warrant:{p}"));
         let body =
             chain::new_record_body(agent, &class, None, req.outcome.otg_outcome(), &trace, "suggest", created_at, meta);
-        let sealed = chain::seal(body.clone(), head);
-        let problems = sealed.record.as_object().map(|r| chain::check_new_record(r, None)).unwrap_or_default();
-        if let Some(first) = problems.first() {
-            refusal = Some(format!("[{}] {}", first.check.as_str(), first.message));
+        if let Some(problem) = first_problem(&body, head, None) {
+            refusal = Some(problem);
             return Err("would not verify".into());
         }
         Ok(body)
@@ -777,6 +775,14 @@ pub fn record_receipt(
         Ok(a) => Ok((receipt, a)),
         Err(e) => Err(refusal.map_or(ReceiptError::Chain(e), ReceiptError::WouldNotVerify)),
     }
+}
+
+/// The first reason the record `body` would not verify once sealed onto `head` (shape, approval
+/// rule, and with `pinned` its signature), as `[check] message`.
+fn first_problem(body: &Map<String, Value>, head: &chain::ChainHead, pinned: Option<&PinnedKeys>) -> Option<String> {
+    let sealed = chain::seal(body.clone(), head);
+    let problems = sealed.record.as_object().map(|r| chain::check_new_record(r, pinned)).unwrap_or_default();
+    problems.first().map(|f| format!("[{}] {}", f.check.as_str(), f.message))
 }
 
 /// Signs a decision on `packet` and records it: under the chain's lock, re-reads and verifies
@@ -874,10 +880,8 @@ pub fn decide(
         if let Some(Value::Object(meta)) = body.get_mut("metadata") {
             meta.insert("tg_receipt".into(), receipt);
         }
-        let sealed = chain::seal(body.clone(), head);
-        let problems = sealed.record.as_object().map(|r| chain::check_new_record(r, Some(pinned))).unwrap_or_default();
-        if let Some(first) = problems.first() {
-            refusal = Some(DecideError::WouldNotVerify(format!("[{}] {}", first.check.as_str(), first.message)));
+        if let Some(problem) = first_problem(&body, head, Some(pinned)) {
+            refusal = Some(DecideError::WouldNotVerify(problem));
             return Err("would not verify".into());
         }
         Ok(body)
@@ -937,10 +941,8 @@ pub fn append_control(
             }
         }
         let body = crate::control::record_body(input, &signed);
-        let sealed = chain::seal(body.clone(), head);
-        let problems = sealed.record.as_object().map(|r| chain::check_new_record(r, Some(pinned))).unwrap_or_default();
-        if let Some(first) = problems.first() {
-            refusal = Some(DecideError::WouldNotVerify(format!("[{}] {}", first.check.as_str(), first.message)));
+        if let Some(problem) = first_problem(&body, head, Some(pinned)) {
+            refusal = Some(DecideError::WouldNotVerify(problem));
             return Err("would not verify".into());
         }
         Ok(body)
