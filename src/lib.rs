@@ -8,6 +8,7 @@
 //! - [`packet`]: approval packets and receipts in both Trust Graduation forms;
 //! - [`registry`]: the ten canonical action classes;
 //! - [`graduation`]: Trust Graduation v0.1: the gate, evidence, posteriors, packets, receipts;
+//! - [`rings`]: the Agent Hypervisor execution-ring model: rings, elevation, rate limits, kill switch, sagas;
 //! - [`spool`]: the shared directory, scanning and deciding;
 //! - [`eval`]: the JSON-lines evaluator behind `warrant eval`;
 //! - [`text`]: untrusted text made inert for the terminal;
@@ -27,6 +28,7 @@ pub mod graduation;
 pub mod keys;
 pub mod packet;
 pub mod registry;
+pub mod rings;
 pub mod spool;
 pub mod text;
 
