@@ -622,7 +622,7 @@ mod tests {
     #[test]
     fn documented_examples_are_real_outputs() {
         let blocks = json_blocks(DOC);
-        assert!(blocks.len() >= 2 * OPS.len() && blocks.len() % 2 == 0, "request/response pairs");
+        assert!(blocks.len() >= 2 * OPS.len() && blocks.len().is_multiple_of(2), "request/response pairs");
         let mut session = RingsSession::default();
         let mut seen = BTreeSet::new();
         for pair in blocks.chunks(2) {
