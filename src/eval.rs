@@ -28,32 +28,27 @@ use time::OffsetDateTime;
 /// Longest request line (1 MiB); longer lines are answered with `line_too_long` and skipped.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
-/// The ops this evaluator serves.
-pub const OPS: [&str; 23] = [
+/// The Trust Graduation, OpenTrustGraph and composition ops this module serves itself; the
+/// tier and ladder ops are [`crate::ladder::EVAL_OPS`], the ring ops [`crate::rings::wire::OPS`].
+const OWN_OPS: [&str; 8] = [
     "tg.can_execute",
     "tg.prepare_approval_packet",
     "tg.posterior",
     "tg.evidence_weight",
     "otg.verify",
     "otg.entry_hash",
-    "rings.assign",
-    "rings.required",
-    "rings.check",
-    "rings.constraints",
-    "rings.elevate",
-    "rings.tick",
-    "rings.rate_check",
-    "rings.kill",
-    "rings.quarantine",
-    "rings.session_validate",
-    "rings.path_check",
-    "rings.saga",
-    "tiers.gate",
-    "ladder.gate",
-    "ladder.revalidate",
     "verdict",
     "ops",
 ];
+
+/// Every op this evaluator serves (23).
+#[must_use]
+pub fn ops() -> Vec<&'static str> {
+    let mut all = OWN_OPS.to_vec();
+    all.extend(crate::ladder::EVAL_OPS.iter().map(|(name, _)| *name));
+    all.extend(crate::rings::wire::OPS);
+    all
+}
 
 /// An error response: a stable `code` and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,13 +143,13 @@ impl Evaluator {
                 }
                 Ok(v)
             }
-            "tiers.gate" => crate::tiers::eval_tiers_gate(r),
-            "ladder.gate" => crate::ladder::eval_ladder_gate(r),
-            "ladder.revalidate" => crate::ladder::eval_ladder_revalidate(r),
             "verdict" => self.verdict(r),
-            op if op.starts_with("rings.") => self.rings.borrow_mut().handle(op, r),
-            "ops" => Ok(json!({"ops": OPS, "protocol_version": crate::graduation::PROTOCOL_VERSION})),
-            other => Err(bad("unknown_op", format!("unknown op {other:?}; known: {}", OPS.join(", ")))),
+            "ops" => Ok(json!({"ops": ops(), "protocol_version": crate::graduation::PROTOCOL_VERSION})),
+            op if crate::rings::wire::OPS.contains(&op) => self.rings.borrow_mut().handle(op, r),
+            op => match crate::ladder::EVAL_OPS.iter().find(|(name, _)| *name == op) {
+                Some((_, serve)) => serve(r),
+                None => Err(bad("unknown_op", format!("unknown op {op:?}; known: {}", ops().join(", ")))),
+            },
         }
     }
 

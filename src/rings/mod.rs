@@ -19,7 +19,7 @@
 //! Nothing here reads the clock: every time-dependent operation takes the time as a
 //! [`UnixSeconds`] argument. The only I/O is path canonicalisation in [`isolation`] and the
 //! termination-callback thread in [`kill`]. Where the Python reference fails open, warrant fails
-//! closed; every such choice is listed in `docs/conformance-rings.md`.
+//! closed; every such choice is listed in `docs/conformance.md, "Execution rings"`.
 
 pub mod action;
 pub mod delta;

@@ -171,25 +171,15 @@ impl RateLimiter {
     ) -> Result<(), RateLimitExceeded> {
         let key = (agent_did.to_owned(), session_id.to_owned());
         if !self.entries.contains_key(&key) {
-            if self.entries.len() >= self.max_buckets {
-                if let Some(oldest) = self.order.pop_front() {
-                    self.entries.remove(&oldest);
-                }
+            if self.entries.len() >= self.max_buckets
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.entries.remove(&oldest);
             }
-            let bucket = TokenBucket::full(self.limits(ring), now);
-            let stats = RateStats {
-                agent_did: agent_did.to_owned(),
-                ring,
-                total_requests: 0,
-                rejected_requests: 0,
-                tokens_available: 0.0,
-                capacity: 0.0,
-            };
-            self.order.push_back(key.clone());
-            self.entries.insert(key.clone(), Entry { bucket, stats });
+            self.insert_full(key.clone(), ring, now);
         }
         let Some(entry) = self.entries.get_mut(&key) else {
-            // The entry was inserted just above (the cap evicts before inserting).
+            // Unreachable: the entry exists or was inserted just above. Refuse rather than panic.
             return Err(RateLimitExceeded {
                 agent_did: agent_did.into(),
                 session_id: session_id.into(),
@@ -227,19 +217,22 @@ impl RateLimiter {
                 entry.bucket = bucket;
                 entry.stats.ring = new_ring;
             }
-            None => {
-                let stats = RateStats {
-                    agent_did: agent_did.to_owned(),
-                    ring: new_ring,
-                    total_requests: 0,
-                    rejected_requests: 0,
-                    tokens_available: 0.0,
-                    capacity: 0.0,
-                };
-                self.order.push_back(key.clone());
-                self.entries.insert(key, Entry { bucket, stats });
-            }
+            None => self.insert_full(key, new_ring, now),
         }
+    }
+
+    /// Inserts a full bucket at `ring`'s limits with fresh stats, at the back of the eviction order.
+    fn insert_full(&mut self, key: Key, ring: Ring, now: UnixSeconds) {
+        let stats = RateStats {
+            agent_did: key.0.clone(),
+            ring,
+            total_requests: 0,
+            rejected_requests: 0,
+            tokens_available: 0.0,
+            capacity: 0.0,
+        };
+        self.order.push_back(key.clone());
+        self.entries.insert(key, Entry { bucket: TokenBucket::full(self.limits(ring), now), stats });
     }
 
     /// The stats of (agent, session) with tokens refreshed at `now`, or `None` if unknown.

@@ -176,7 +176,7 @@ impl SessionParticipant {
                 .and_then(Ring::from_value)
                 .ok_or_else(|| ValidationError::Value("ring must be a valid ExecutionRing (0-3)".into()))?,
         };
-        let mut score = |field: &str| -> Result<f64, ValidationError> {
+        let score = |field: &str| -> Result<f64, ValidationError> {
             let v = m.get(field).map_or(Ok(0.0), |v| json_number(field, v))?;
             score_range(field, v)?;
             Ok(v)

@@ -584,3 +584,126 @@ fn session_validate(r: &Req) -> Result<Value, EvalError> {
     }
     Ok(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    const DOC: &str = include_str!("../../docs/eval-rings.md");
+
+    /// The fenced ```json blocks of a markdown text, parsed, in order.
+    fn json_blocks(md: &str) -> Vec<Value> {
+        let mut blocks = Vec::new();
+        let mut current: Option<String> = None;
+        for line in md.lines() {
+            match (current.as_mut(), line.trim_end()) {
+                (None, "```json") => current = Some(String::new()),
+                (Some(b), "```") => {
+                    blocks.push(serde_json::from_str(b).unwrap_or_else(|e| panic!("doc JSON: {e}\n{b}")));
+                    current = None;
+                }
+                (Some(b), l) => {
+                    b.push_str(l);
+                    b.push('\n');
+                }
+                (None, _) => {}
+            }
+        }
+        blocks
+    }
+
+    fn answer(s: &mut RingsSession, req: &Value) -> Value {
+        let r = req.as_object().expect("request object");
+        let op = r.get("op").and_then(Value::as_str).expect("op");
+        s.handle(op, r).unwrap_or_else(|e| json!({"error": {"code": e.code, "message": e.message}}))
+    }
+
+    #[test]
+    fn documented_examples_are_real_outputs() {
+        let blocks = json_blocks(DOC);
+        assert!(blocks.len() >= 2 * OPS.len() && blocks.len().is_multiple_of(2), "request/response pairs");
+        let mut session = RingsSession::default();
+        let mut seen = BTreeSet::new();
+        for pair in blocks.chunks(2) {
+            seen.insert(pair[0]["op"].as_str().expect("op").to_owned());
+            assert_eq!(answer(&mut session, &pair[0]), pair[1], "request {}", pair[0]);
+        }
+        assert_eq!(seen, OPS.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>(), "one example per op");
+    }
+
+    #[test]
+    fn ill_formed_requests_are_errors() {
+        let mut s = RingsSession::default();
+        let cases = [
+            (json!({"op": "rings.tick"}), "invalid_request"),
+            (json!({"op": "rings.tick", "now": "yesterday"}), "invalid_request"),
+            (json!({"op": "rings.assign"}), "invalid_request"),
+            (json!({"op": "rings.assign", "eff_score": "0.9"}), "invalid_request"),
+            (json!({"op": "rings.assign", "eff_score": 0.9, "has_consensus": 1}), "invalid_request"),
+            (json!({"op": "rings.check", "agent_ring": 4, "action": {}}), "invalid_request"),
+            (json!({"op": "rings.check", "agent_ring": true, "action": {}}), "invalid_request"),
+            (json!({"op": "rings.check", "agent_ring": 1, "action": {"action_id": "a"}}), "invalid_descriptor"),
+            (json!({"op": "rings.constraints", "ring": 1, "resource": "gpu"}), "invalid_request"),
+            (json!({"op": "rings.elevate", "action": "grant", "now": 0}), "invalid_request"),
+            (json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s", "ring": 3}), "invalid_request"),
+            (
+                json!({"op": "rings.kill", "agent_did": "a", "session_id": "s", "callback": "maybe", "now": 0}),
+                "invalid_request",
+            ),
+            (
+                json!({"op": "rings.kill", "agent_did": "a", "session_id": "s", "timeout_seconds": 0, "now": 0}),
+                "invalid_request",
+            ),
+            (
+                json!({"op": "rings.quarantine", "agent_did": "a", "session_id": "s", "duration_seconds": -1, "now": 0}),
+                "invalid_request",
+            ),
+            (json!({"op": "rings.session_validate"}), "invalid_request"),
+            (
+                json!({"op": "rings.path_check", "session_id": "/etc", "path": "/etc/x", "base_path": "/"}),
+                "invalid_scope",
+            ),
+            (json!({"op": "rings.path_check", "session_id": "s", "path": "/x", "base_path": "rel"}), "invalid_scope"),
+            (
+                json!({"op": "rings.saga", "session_id": "s", "now": 0, "steps": [{"action_id": "a"}]}),
+                "invalid_request",
+            ),
+            (json!({"op": "rings.nope"}), "unknown_op"),
+        ];
+        for (req, code) in cases {
+            assert_eq!(answer(&mut s, &req)["error"]["code"], code, "{req}");
+        }
+    }
+
+    #[test]
+    fn stateful_ops_keep_state_across_requests() {
+        let mut s = RingsSession::default();
+        let rate = json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s", "ring": 3, "now": 100});
+        for _ in 0..10 {
+            assert_eq!(answer(&mut s, &rate)["allowed"], true);
+        }
+        assert_eq!(answer(&mut s, &rate)["allowed"], false);
+        let later = json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s", "ring": 3, "now": 100.2});
+        assert_eq!(answer(&mut s, &later)["allowed"], true);
+        let scope = json!({"op": "rings.path_check", "action": "create_scope", "session_id": "s1", "isolation_level": "read_committed"});
+        assert_eq!(answer(&mut s, &scope)["isolation_level"], "read_committed");
+        let grant = json!({"op": "rings.path_check", "action": "grant", "session_id": "s1", "target_session_id": "s2"});
+        assert_eq!(answer(&mut s, &grant)["granted"], true);
+        let check = json!({"op": "rings.path_check", "session_id": "s1", "path": "/var/agt/sessions/s2/f"});
+        assert_eq!(answer(&mut s, &check)["allowed"], true);
+        let q = json!({"op": "rings.quarantine", "agent_did": "a", "session_id": "s", "now": 0});
+        assert_eq!(answer(&mut s, &q)["record"]["expires_at"], 300.0);
+        let status = json!({"op": "rings.quarantine", "action": "status", "agent_did": "a", "now": 299});
+        assert_eq!(answer(&mut s, &status)["quarantined"], true);
+        let tick = json!({"op": "rings.tick", "now": 300});
+        assert_eq!(answer(&mut s, &tick)["expired_quarantines"].as_array().map(Vec::len), Some(1));
+        let kill = json!({"op": "rings.kill", "agent_did": "k", "session_id": "s", "callback": "ok", "now": 0});
+        assert_eq!(answer(&mut s, &kill)["terminated"], true);
+        let again = json!({"op": "rings.kill", "agent_did": "k", "session_id": "s", "now": 0});
+        let again = answer(&mut s, &again);
+        assert_eq!((again["terminated"].as_bool(), again["total_kills"].as_u64()), (Some(false), Some(2)));
+        let timeout = json!({"op": "rings.kill", "agent_did": "t", "session_id": "s", "callback": "timeout", "timeout_seconds": 0.01, "now": 0});
+        assert_eq!(answer(&mut s, &timeout)["terminated"], false);
+    }
+}
