@@ -617,7 +617,7 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
         let ctx = crate::verdict::VerdictContext {
             policies: &policies,
             controls: &view.controls,
-            now: crate::clock::unix_seconds(&crate::clock::now_rfc3339()).map_or(0.0, |t| t as f64),
+            now: crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0),
         };
         let a = crate::monitor::assess(
             &ctx,

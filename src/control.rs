@@ -278,7 +278,7 @@ impl Elevation {
     /// agent-hypervisor.md §2.7).
     #[must_use]
     pub fn remaining_seconds(&self, now: f64) -> f64 {
-        crate::clock::unix_seconds(&self.expires_at).map_or(0.0, |e| (e as f64 - now).max(0.0))
+        crate::clock::unix_seconds(&self.expires_at).map_or(0.0, |e| (e - now).max(0.0))
     }
 }
 
@@ -486,7 +486,7 @@ mod tests {
         };
         state.apply(&ev(ControlKind::TrustSet, "nb-sales", json!({"level": "autonomous"})).expect("valid"));
         assert_eq!(state.notebook_trust("nb-sales"), NotebookTrust::Autonomous);
-        let now = crate::clock::unix_seconds("2026-11-21T09:00:00Z").expect("date") as f64;
+        let now = crate::clock::unix_seconds("2026-11-21T09:00:00Z").expect("date");
         state.apply(
             &ev(ControlKind::Elevate, "agent-a", json!({"ring": 2, "expires_at": "2026-11-21T09:05:00Z"})).expect("ok"),
         );

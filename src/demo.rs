@@ -356,7 +356,7 @@ mod tests {
         let policies = crate::graduation::PolicySet::load(dir.path(), Some(dir.path())).expect("demo policy");
         assert!(policies.tool("feed.post").is_some());
         let controls = crate::control::ControlState::default();
-        let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).map_or(0.0, |t| t as f64);
+        let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0);
         let ctx = crate::verdict::VerdictContext { policies: &policies, controls: &controls, now };
         let a = crate::monitor::assess(&ctx, &snap.packets, &snap.receipts, &Default::default(), &[], true, "demo");
         let rogue = &a.monitor.agents["agent-rogue"];

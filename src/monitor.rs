@@ -110,7 +110,7 @@ pub fn observe(
         let Some(agent) = r.agent.as_deref().filter(|a| crate::packet::is_safe_id(a)) else { continue };
         let summary = mon.agents.entry(agent.to_owned()).or_insert_with(|| new_summary(ctx, agent));
         summary.receipts += 1;
-        if let Some(t) = crate::clock::unix_seconds(&r.created_at).map(|t| t as f64) {
+        if let Some(t) = crate::clock::unix_seconds(&r.created_at) {
             summary.last_seen = summary.last_seen.max(t.min(ctx.now));
             if let Some(m) = minute_of(t) {
                 summary.activity[m] += 1;

@@ -962,7 +962,7 @@ pub fn append_control(
 pub fn kill_agent(spool: &Spool, snap: &Snapshot, view: &ChainView, input: &ControlInput) -> Map<String, Value> {
     use crate::rings::kill::{InFlightStep, KillReason, KillSwitch};
     let agent = input.subject.clone();
-    let now = crate::clock::unix_seconds(&input.decided_at).map_or(0.0, |t| t as f64);
+    let now = crate::clock::unix_seconds(&input.decided_at).unwrap_or(0.0);
     let steps: Vec<InFlightStep> = snap
         .packets
         .iter()
@@ -1011,7 +1011,7 @@ pub fn elevation_fields(
 ) -> Result<Map<String, Value>, String> {
     use crate::rings::Ring;
     use crate::rings::elevation::{ElevationManager, ElevationRequest};
-    let now = crate::clock::unix_seconds(decided_at).map_or(0.0, |t| t as f64);
+    let now = crate::clock::unix_seconds(decided_at).unwrap_or(0.0);
     let ctx = crate::verdict::VerdictContext { policies, controls: &view.controls, now };
     let standing = view.controls.standing(agent);
     if standing != crate::graduation::gate::AgentStanding::Active {

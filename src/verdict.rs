@@ -352,10 +352,10 @@ pub fn evaluate(
             let tool = g.tool.as_deref().unwrap_or("");
             // A registered tool without a floor has none; an unregistered one gets Lodestar's
             // conservative defaults (L3).
-            let floor = match ctx.policies.tool(tool) {
-                Some(t) => Some(t.required_trust_level.and_then(TrustLevel::new).unwrap_or(TrustLevel::L0)),
-                None => None,
-            };
+            let floor = ctx
+                .policies
+                .tool(tool)
+                .map(|t| t.required_trust_level.and_then(TrustLevel::new).unwrap_or(TrustLevel::L0));
             models.push(match ladder::auto_approve_policy(i64::from(ctx.policies.ladder_ceiling), "warrant") {
                 Ok(policy) => ladder_verdict(&ladder::gate_with_tool_floor(&policy, tool, contract, floor)),
                 Err(e) => ModelVerdict::malformed(Model::Ladder, e),

@@ -94,7 +94,7 @@ fn verdict_of(p: &Packet, policies: &PolicySet, controls: &ControlState) -> warr
     evaluate(&ctx, p, &tg, None, None)
 }
 
-fn model<'a>(v: &'a warrant::verdict::PacketVerdict, m: Model) -> &'a ModelVerdict {
+fn model(v: &warrant::verdict::PacketVerdict, m: Model) -> &ModelVerdict {
     v.models.iter().find(|x| x.model == m).unwrap_or_else(|| panic!("no {m:?} in {v:?}"))
 }
 
@@ -145,8 +145,11 @@ fn tiers_model_reads_policy_tiers_and_chain_levels() {
     assert_eq!(model(&v, Model::Tiers).verdict, "confirm");
 }
 
-/// (claimed score, consensus, descriptor (reversibility, read-only, admin), expected rings word).
-const RING_CASES: [(f64, bool, (&str, bool, bool), &str); 10] = [
+/// A descriptor's (reversibility, read-only, admin).
+type Descriptor = (&'static str, bool, bool);
+
+/// (claimed score, consensus, descriptor, expected rings word).
+const RING_CASES: [(f64, bool, Descriptor, &str); 10] = [
     (0.61, false, ("full", false, false), "allowed"),
     (0.60, false, ("full", false, false), "denied"),
     (0.40, false, ("full", true, false), "allowed"),
