@@ -145,5 +145,37 @@ fn graduation(c: &mut Criterion) {
     c.bench_function("eval line tg.can_execute (parse, gate, serialize)", |b| b.iter(|| eval.handle_line(line)));
 }
 
-criterion_group!(protocol, benches, graduation);
+fn verdict(c: &mut Criterion) {
+    use warrant::control::ControlState;
+    use warrant::graduation::policy::PolicySet;
+    use warrant::verdict::{VerdictContext, evaluate, packet_gate};
+    let policies =
+        PolicySet::from_toml("[tools.\"corrections.merge\"]\ntier = \"destructive\"\nrequired_trust_level = 3\n")
+            .expect("policy");
+    let controls = ControlState::default();
+    let mut doc = warrant::packet::portable_packet(
+        "p-1",
+        "draft.compose",
+        "agent-a",
+        "s",
+        json!({"x": 1}),
+        "2026-11-21T09:00:00Z",
+    );
+    doc["governance"] = json!({
+        "tool": "corrections.merge", "notebook": "nb", "eff_score": 0.72,
+        "action": {"action_id": "a-1", "name": "Merge", "execute_api": "/merge", "reversibility": "partial"},
+        "contract": {"required_level": 3, "blast_radius": "project", "reversibility": "reversible",
+                     "scope": {"level": "repo", "identifier": "acme"}, "data_sensitivity": "private", "preconditions": []},
+    });
+    let packet = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "p-1").expect("packet");
+    let ctx = VerdictContext { policies: &policies, controls: &controls, now: 1_795_251_600.0 };
+    c.bench_function("verdict: gate + tiers + rings + ladder, composed", |b| {
+        b.iter(|| {
+            let tg = packet_gate(&ctx, black_box(&packet), &[], "local", true);
+            evaluate(&ctx, &packet, &tg, None, None)
+        })
+    });
+}
+
+criterion_group!(protocol, benches, graduation, verdict);
 criterion_main!(protocol);
