@@ -278,3 +278,27 @@ mod tests {
         assert_eq!(sha256_prefixed(b"abc"), "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }
+
+#[cfg(test)]
+mod float_tests {
+    /// Every float warrant writes must read back as the same float, or a record's hash would
+    /// change between writing and verifying (serde_json's `float_roundtrip`).
+    #[test]
+    fn floats_survive_a_write_and_read_back() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let f = f64::from_bits(x);
+            if !f.is_finite() {
+                continue;
+            }
+            let v = serde_json::json!({"t": f});
+            let text = super::to_canonical_string(&v);
+            let back: serde_json::Value = serde_json::from_str(&text).expect("parses");
+            assert_eq!(back["t"].as_f64(), Some(f), "{text}");
+            assert_eq!(super::to_canonical_string(&back), text);
+        }
+    }
+}

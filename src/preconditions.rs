@@ -37,11 +37,7 @@ pub fn observe(check_id: &str, parameters: &Value) -> Result<Value, String> {
     match check_id {
         "file.sha256" => {
             let path = abs_path(parameters, "path")?;
-            let mut file = match std::fs::File::open(&path) {
-                Ok(f) => f,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Null),
-                Err(e) => return Err(format!("{}: {e}", path.display())),
-            };
+            let Some(mut file) = open_regular(&path, MAX_HASHED_BYTES)? else { return Ok(Value::Null) };
             let mut hasher = Sha256::new();
             let mut buf = vec![0u8; 1 << 16];
             loop {
@@ -59,18 +55,48 @@ pub fn observe(check_id: &str, parameters: &Value) -> Result<Value, String> {
     }
 }
 
+/// Largest file `file.sha256` hashes (64 MiB): a precondition must not stall the console.
+pub const MAX_HASHED_BYTES: u64 = 64 << 20;
+
+/// Opens `path` for reading only if it is a regular file of at most `limit` bytes (a FIFO, a
+/// device or a directory named by a packet could otherwise hang or flood the reader). The open
+/// does not block on a FIFO. `Ok(None)` when it does not exist.
+fn open_regular(path: &Path, limit: u64) -> Result<Option<std::fs::File>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let meta = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    if meta.len() > limit {
+        return Err(format!("{} is over {limit} bytes", path.display()));
+    }
+    Ok(Some(file))
+}
+
 /// The commit `HEAD` of the repository at `repo` resolves to, read from `.git` directly (a
 /// detached hash, a loose ref, or `packed-refs`).
 fn git_head(repo: &Path) -> Result<String, String> {
     let git = repo.join(".git");
-    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let read = |p: &Path| -> Result<String, String> {
+        let mut text = String::new();
+        open_regular(p, 1 << 20)?
+            .ok_or_else(|| format!("{}: not found", p.display()))?
+            .read_to_string(&mut text)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        Ok(text)
+    };
     let head = read(&git.join("HEAD"))?;
     let head = head.trim();
     let Some(reference) = head.strip_prefix("ref: ") else { return Ok(head.to_owned()) };
     if reference.split('/').any(|c| c == ".." || c.is_empty()) {
         return Err(format!("unsafe ref {reference:?}"));
     }
-    if let Ok(hash) = std::fs::read_to_string(git.join(reference)) {
+    if let Ok(hash) = read(&git.join(reference)) {
         return Ok(hash.trim().to_owned());
     }
     let packed = read(&git.join("packed-refs"))?;
@@ -137,5 +163,13 @@ mod tests {
         std::fs::remove_file(git.join("main")).expect("rm");
         std::fs::write(dir.path().join(".git/packed-refs"), "2222 refs/heads/main\n").expect("write");
         assert_eq!(observe("git.head", &repo), Ok(json!("2222")));
+        // A FIFO or a directory is refused at once, never read (a named pipe would hang).
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+        assert!(made, "mkfifo");
+        let r = observe("file.sha256", &json!({"path": fifo.to_str()}));
+        assert!(r.as_ref().is_err_and(|e| e.contains("not a regular file")), "{r:?}");
+        let r = observe("file.sha256", &json!({"path": dir.path().to_str()}));
+        assert!(r.is_err(), "a directory: {r:?}");
     }
 }

@@ -782,7 +782,18 @@ pub fn record_receipt(
 fn first_problem(body: &Map<String, Value>, head: &chain::ChainHead, pinned: Option<&PinnedKeys>) -> Option<String> {
     let sealed = chain::seal(body.clone(), head);
     let problems = sealed.record.as_object().map(|r| chain::check_new_record(r, pinned)).unwrap_or_default();
-    problems.first().map(|f| format!("[{}] {}", f.check.as_str(), f.message))
+    if let Some(f) = problems.first() {
+        return Some(format!("[{}] {}", f.check.as_str(), f.message));
+    }
+    // The line as written must hash the same once read back (a float whose text does not
+    // round-trip would break the chain for every verifier).
+    let reread: Option<Map<String, Value>> =
+        serde_json::from_slice(&crate::canonical::to_canonical_vec(&sealed.record)).ok();
+    let rehashed =
+        reread.map(|r| crate::canonical::prefixed(&crate::canonical::canonical_digest_without(&r, "entry_hash")));
+    (rehashed.as_deref() != Some(sealed.entry_hash.as_str())).then(|| {
+        "[entry_hash] the record would not hash the same once read back (a number that does not round-trip)".to_owned()
+    })
 }
 
 /// Signs a decision on `packet` and records it: under the chain's lock, re-reads and verifies
@@ -974,10 +985,15 @@ pub fn kill_agent(spool: &Spool, snap: &Snapshot, view: &ChainView, input: &Cont
     });
     let dir = spool.signals_dir();
     let path = dir.join(format!("{agent}.json"));
+    let safe = packet::is_safe_id(&agent) && spool.check_private().is_ok();
     let mut switch = KillSwitch::default();
     switch.register_agent(
         &agent,
         Some(Box::new(move || {
+            // Never write through an unsafe name or into a spool others can write to.
+            if !safe {
+                return Err("unsafe agent id or spool".to_owned());
+            }
             fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
             let mut bytes = serde_json::to_vec_pretty(&signal).map_err(|e| e.to_string())?;
             bytes.push(b'\n');
@@ -986,8 +1002,11 @@ pub fn kill_agent(spool: &Spool, snap: &Snapshot, view: &ChainView, input: &Cont
     );
     let details = input.reason.clone().unwrap_or_default();
     let result = switch.kill(&agent, "spool", KillReason::Manual, &steps, &details, now);
+    let mut kill = serde_json::to_value(&result).unwrap_or(Value::Null);
+    // Records carry no floats (the producer profile): the time is the control's own RFC 3339.
+    kill["timestamp"] = Value::String(input.decided_at.clone());
     let mut fields = Map::new();
-    fields.insert("kill".into(), serde_json::to_value(&result).unwrap_or(Value::Null));
+    fields.insert("kill".into(), kill);
     fields
 }
 

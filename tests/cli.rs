@@ -357,7 +357,8 @@ fn quarantine_kill_and_release_block_and_unblock_an_agents_packets() {
     assert_eq!(result["compensation_triggered"], true);
     assert_eq!(e.run(&["approve", "p-3"]).status.code(), Some(1), "killed: blocked");
     assert_eq!(e.run(&["agent", "quarantine", "../x", "--reason", "r"]).status.code(), Some(2), "unsafe id");
-    assert_eq!(e.run(&["verify"]).status.code(), Some(0));
+    let o = e.run(&["verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
 // Elevation: Ring 0 is never granted, a low score cannot be elevated, and an eligible agent gets
