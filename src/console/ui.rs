@@ -1629,7 +1629,7 @@ fn control_effect_lines(state: &State, input: &ControlInput) -> Vec<String> {
         }
         ControlKind::Release => vec![format!("{subject} is active again, at the ring its score earns")],
         ControlKind::Elevate => vec![format!(
-            "ring {} → {} for {} s, until {} (ends by itself)",
+            "ring {} → {} for {} s from the signature (about until {}); it ends by itself",
             field("original_ring").unwrap_or_else(|| "?".into()),
             field("ring").unwrap_or_else(|| "?".into()),
             field("ttl_seconds").unwrap_or_else(|| "?".into()),
