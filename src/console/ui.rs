@@ -1629,7 +1629,7 @@ fn control_effect_lines(state: &State, input: &ControlInput) -> Vec<String> {
         }
         ControlKind::Release => vec![format!("{subject} is active again, at the ring its score earns")],
         ControlKind::Elevate => vec![format!(
-            "ring {} → {} for {} s from the signature (about until {}); it ends by itself",
+            "ring {} → {} for {} s from the signature (about until {}), then back",
             field("original_ring").unwrap_or_else(|| "?".into()),
             field("ring").unwrap_or_else(|| "?".into()),
             field("ttl_seconds").unwrap_or_else(|| "?".into()),
@@ -1706,10 +1706,13 @@ fn render_control_confirm(
             );
         }
     }
-    let rect = centered(area, 96, lines.len() as u16 + 2);
+    // Tall enough for the wrapped text, so the buttons are never cut off.
+    let para = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let height = para.line_count(96.min(area.width).saturating_sub(2));
+    let rect = centered(area, 96, u16::try_from(height + 2).unwrap_or(u16::MAX));
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+        para.block(
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(theme.get(role))
