@@ -510,7 +510,7 @@ impl State {
     /// Whether a clock tick changes what is on screen (ages, countdowns).
     #[must_use]
     pub fn tick_changes_screen(&self) -> bool {
-        self.len(Pane::Pending) + self.len(Pane::Decided) > 0 || self.elevation_active()
+        self.len(Pane::Pending) + self.len(Pane::Decided) > 0 || self.elevation_active() || self.assessed_at == self.now
     }
 
     fn elevation_active(&self) -> bool {
@@ -1202,27 +1202,8 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
             Some(Flash { text: format!("{} expired at {expires}: it can only be refused", packet.id), error: true });
         return vec![];
     }
-    // What the packet declares, then the composed verdict of every model (strictest wins): either
-    // saying blocked or human_only refuses an approval before any dialog.
-    let forbidden = |s: &DecisionState| matches!(s, DecisionState::Blocked | DecisionState::HumanOnly);
-    if approve && let Some(s) = packet.state.filter(forbidden) {
-        state.flash = Some(Flash {
-            text: format!("{} is {s}: an agent may not execute it even with approval; refuse it with r", packet.id),
-            error: true,
-        });
-        return vec![];
-    }
-    if approve && let Some(v) = state.verdict(&packet.id).filter(|v| forbidden(&v.state)) {
-        let why = v.models.iter().find(|m| m.model == v.decisive).map_or("", |m| m.reason.as_str());
-        state.flash = Some(Flash {
-            text: format!(
-                "{} is {} by {} ({why}): an agent may not execute it even with approval; refuse it with r",
-                packet.id,
-                v.state,
-                v.decisive.as_str()
-            ),
-            error: true,
-        });
+    if approve && let Some(text) = approval_forbidden(state, &packet) {
+        state.flash = Some(Flash { text, error: true });
         return vec![];
     }
     state.mode = if approve {
@@ -1233,10 +1214,36 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
     vec![]
 }
 
+/// Why an approval of `packet` is refused, if it is: what the packet declares, then the composed
+/// verdict of every model (strictest wins), saying blocked or human_only. The decisive model's
+/// reason is given.
+fn approval_forbidden(state: &State, packet: &Packet) -> Option<String> {
+    let forbidden = |s: &DecisionState| matches!(s, DecisionState::Blocked | DecisionState::HumanOnly);
+    if let Some(s) = packet.state.filter(forbidden) {
+        return Some(format!("{} is {s}: an agent may not execute it even with approval; refuse it with r", packet.id));
+    }
+    let v = state.verdict(&packet.id).filter(|v| forbidden(&v.state))?;
+    let why = v.models.iter().find(|m| m.model == v.decisive).map_or("", |m| m.reason.as_str());
+    Some(format!(
+        "{} is {} by {} ({why}): an agent may not execute it even with approval; refuse it with r",
+        packet.id,
+        v.state,
+        v.decisive.as_str()
+    ))
+}
+
 fn sign(state: &mut State, c: Confirm) -> Vec<Effect> {
     state.mode = Mode::Normal;
     if let Err(why) = state.can_sign() {
         state.flash = Some(Flash { text: why, error: true });
+        return vec![];
+    }
+    // The verdict may have changed while the dialog was open (the agent was quarantined, an
+    // elevation expired, a precondition changed): check it again at the moment of signing.
+    if c.verdict == Verdict::Approve
+        && let Some(text) = approval_forbidden(state, &c.packet)
+    {
+        state.flash = Some(Flash { text: format!("nothing was signed: {text}"), error: true });
         return vec![];
     }
     state.signing = true;

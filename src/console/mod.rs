@@ -131,7 +131,7 @@ fn spawn_job(tx: mpsc::UnboundedSender<Action>, on_panic: Action, job: impl FnOn
 }
 
 /// Signs and appends one of the principal's controls, as the console's [`Effect::Control`] asks:
-/// stamps `decided_at` now, and against the spool and chain as they are now
+/// stamps `decided_at` now (whole seconds), and against the spool and chain as they are now
 ///
 /// - a notebook trust change is refused when the chain no longer has the notebook at the level
 ///   the principal saw (`previous`);
@@ -152,7 +152,11 @@ pub fn execute_control(
     mut input: crate::control::ControlInput,
 ) -> std::result::Result<ControlSummary, String> {
     use crate::control::ControlKind;
-    input.decided_at = crate::clock::now_rfc3339();
+    // Whole seconds: the kill switch's result carries the time as a JSON number, and a fraction
+    // such as 1795268789.9750001 does not survive serde_json's (non-`float_roundtrip`) parsing,
+    // so the record would not verify once read back.
+    let now = time::OffsetDateTime::now_utc();
+    input.decided_at = crate::clock::format_rfc3339(now.replace_nanosecond(0).unwrap_or(now));
     let view = || spool::verify_chain(spool, pinned).map_err(|e| format!("reading the chain: {e}"));
     let scan = || Scanner::new().scan(spool).map_err(|e| format!("scanning the spool: {e}"));
     match input.kind {
