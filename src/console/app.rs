@@ -1,6 +1,9 @@
 //! The console's state and its Elm-style `update`: terminal keys, watcher events, timer ticks
 //! and effect results all arrive as one [`Action`]; [`update`] changes the [`State`] and returns
-//! the [`Effect`]s for the runner to execute. Nothing here does I/O, so it is tested directly.
+//! the [`Effect`]s for the runner to execute. Nothing here does I/O, so it is tested directly,
+//! with one exception: the assessment ([`crate::monitor::assess`], run when the snapshot, the
+//! chain view or the minute changes, or once a second while an elevation counts down) observes
+//! the preconditions of pending packets' contracts, reading the files and repositories they name.
 
 use super::keymap::{Key, Keymap};
 use crate::chain::Finding;
