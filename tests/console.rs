@@ -426,13 +426,16 @@ fn zoomed_view_shows_everything_and_scrolls() {
     assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-long"));
     let top = screen(&s, 80, 24);
     assert!(top.contains("more lines"), "{top}");
-    press(&mut s, &["G"]);
+    // Page by page, every line of the packet comes by.
+    let mut all = top.clone();
+    for _ in 0..8 {
+        press(&mut s, &["pagedown"]);
+        all.push_str(&screen(&s, 80, 24));
+    }
+    assert!(all.contains("attacker@evil.example") && all.contains("XX00EVIL"), "{all}");
+    press(&mut s, &["g", "G"]);
     let bottom = screen(&s, 80, 24);
-    assert!(bottom.contains("attacker@evil.example"), "{bottom}");
-    assert!(
-        bottom.contains("XX00EVIL") && bottom.contains("receipt_preview") && bottom.contains("look here"),
-        "{bottom}"
-    );
+    assert!(bottom.contains("receipt_preview") && bottom.contains("look here"), "{bottom}");
     assert!(bottom.contains("lines") && bottom.contains('↑'), "{bottom}");
     insta::assert_snapshot!("zoomed_bottom_80x24", bottom);
     // The selection does not move while the zoomed view scrolls.
@@ -570,4 +573,531 @@ fn a_signed_approval_moves_the_posterior_at_once() {
     assert_eq!(after.samples, before.samples + 1);
     assert!(after.mean > before.mean);
     assert!(after.approvals_to_graduate() < before.approvals_to_graduate());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 4: one assessment, the verdict block, the matrices and agents views, signed controls.
+
+use warrant::control::{CONTROL_DOMAIN, ControlEvent, ControlKind, ControlState};
+use warrant::graduation::PolicySet;
+use warrant::tiers::NotebookTrust;
+
+/// Tools and their tiers, as `policy.toml` registers them.
+const GOVERNED_POLICY: &str = r#"
+[tools."notes.append"]
+tier = "safe"
+[tools."corrections.merge"]
+tier = "mutating"
+[tools."records.purge"]
+tier = "destructive"
+"#;
+
+/// A packet carrying a top-level `governance` object, which arrived `minutes_ago`.
+fn governed(id: &str, agent: &str, summary: &str, minutes_ago: i64, governance: Value, class: &str) -> PacketEntry {
+    let mut e = packet(id, agent, class, summary, minutes_ago, json!({"text": summary}));
+    let mut raw = e.packet.raw.clone();
+    raw["governance"] = governance;
+    e.packet = Arc::new(warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), id).expect("packet"));
+    e.modified = NOW - (minutes_ago * 60) as f64;
+    e
+}
+
+fn governed_snapshot() -> Snapshot {
+    let merge = json!({
+        "tool": "corrections.merge", "notebook": "nb-sales", "eff_score": 0.72,
+        "action": {"action_id": "merge-1", "name": "Merge corrections", "execute_api": "/merge",
+                   "reversibility": "partial"},
+        "contract": {"required_level": 2, "blast_radius": "project", "reversibility": "reversible",
+                     "scope": {"level": "repo", "identifier": "acme/web"}, "data_sensitivity": "private",
+                     "preconditions": [{"check_id": "file.exists",
+                                        "parameters": {"path": "/nonexistent/warrant-console-test"},
+                                        "expected_at_approval": false, "must_revalidate_at_execution": true}]}
+    });
+    let note = |notebook: &str, score: f64| json!({"tool": "notes.append", "notebook": notebook, "eff_score": score});
+    let purge = json!({
+        "tool": "records.purge", "notebook": "nb-ops", "eff_score": 0.55,
+        "action": {"action_id": "purge-1", "name": "Purge records", "execute_api": "/purge", "reversibility": "none"}
+    });
+    Snapshot {
+        packets: vec![
+            governed("p-merge", "agent-scribe", "Merge 14 corrections", 1, merge, "email.send.external"),
+            governed("p-exfil", "agent-rogue", "Copy the payroll notes", 2, note("nb-sales", 0.9), "draft.compose"),
+            governed("p-purge", "agent-planner", "Purge stale records", 4, purge, "draft.compose"),
+            governed("p-note", "agent-herald", "Append the meeting notes", 9, note("nb-lab", 0.55), "draft.compose"),
+            governed("p-note2", "agent-scribe", "Append a summary", 12, note("nb-sales", 0.72), "draft.compose"),
+            governed("p-note3", "agent-scribe", "Append a correction", 12, note("nb-sales", 0.72), "draft.compose"),
+        ],
+        receipts: vec![],
+        invalid: vec![],
+    }
+}
+
+fn control_event(kind: ControlKind, subject: &str, at: &str, extra: Value) -> ControlEvent {
+    let mut doc = json!({"domain": CONTROL_DOMAIN, "control": kind.as_str(), "subject": subject,
+                         "principal": "alice", "decided_at": at});
+    if let (Value::Object(d), Value::Object(x)) = (&mut doc, extra) {
+        d.extend(x);
+    }
+    ControlEvent::from_document(&doc).expect("control")
+}
+
+/// The chain's controls: nb-sales raised to trusted, agent-rogue quarantined, agent-planner
+/// elevated to ring 2 until 09:04:30 (4 min 30 s after `NOW`).
+fn governed_controls() -> ControlState {
+    let mut c = ControlState::default();
+    c.apply(&control_event(ControlKind::TrustSet, "nb-sales", "2026-11-21T08:00:00Z", json!({"level": "trusted"})));
+    c.apply(&control_event(
+        ControlKind::Quarantine,
+        "agent-rogue",
+        "2026-11-21T08:40:00Z",
+        json!({"reason": "tried to reach the payroll API"}),
+    ));
+    c.apply(&control_event(
+        ControlKind::Elevate,
+        "agent-planner",
+        "2026-11-21T09:00:00Z",
+        json!({"ring": 2, "expires_at": "2026-11-21T09:04:30Z"}),
+    ));
+    c
+}
+
+fn governed_state(read_only: bool) -> State {
+    let policies = PolicySet::from_toml(GOVERNED_POLICY).expect("policy");
+    let mut s = State::new(
+        "/tmp/spool".into(),
+        (!read_only).then(|| "alice".to_owned()),
+        (!read_only).then(|| "SHA256:S1I+LnIehTKTATEWkIjfe40E1haIYEbCmd6nU3nMHAQ".to_owned()),
+        read_only,
+        Keymap::default_map(),
+        NOW,
+    )
+    .with_policies(Arc::new(policies));
+    app::update(&mut s, Action::Scanned(governed_snapshot()));
+    let view = ChainView { report: *valid_report(3), controls: governed_controls(), ..ChainView::default() };
+    app::update(&mut s, Action::ChainVerified(Box::new(view)));
+    s
+}
+
+fn select_pending(s: &mut State, id: &str) {
+    press(s, &["1", "g"]);
+    let i = s.pending().iter().position(|e| e.packet.id == id).expect("pending packet");
+    s.selected[Pane::Pending as usize] = i;
+}
+
+fn select_in(s: &mut State, pane: Pane, pos: Option<usize>) {
+    s.selected[pane as usize] = pos.expect("row");
+}
+
+fn select_notebook(s: &mut State, id: &str) {
+    press(s, &["5"]);
+    let pos = s.notebooks().iter().position(|n| n.id == id);
+    select_in(s, Pane::Matrices, pos);
+}
+
+fn select_agent(s: &mut State, id: &str) {
+    press(s, &["6"]);
+    let pos = s.agents().iter().position(|a| a.agent == id);
+    select_in(s, Pane::Agents, pos);
+}
+
+fn typed(s: &mut State, text: &str) {
+    for c in text.chars() {
+        let name = if c == ' ' { "space".to_owned() } else { c.to_string() };
+        app::update(s, key(&name));
+    }
+}
+
+// One assessment: every pending packet has a composed verdict; the pending list's state column
+// shows it (a quarantined agent's packet is blocked, whatever it declares).
+#[test]
+fn the_pending_list_shows_the_composed_verdict() {
+    let s = governed_state(false);
+    let state_of = |id: &str| s.verdict(id).map(|v| v.state.as_str());
+    assert_eq!(state_of("p-exfil"), Some("blocked"), "agent-rogue is quarantined");
+    assert_eq!(state_of("p-purge"), Some("blocked"), "ring 2 may not run an irreversible action");
+    assert_eq!(s.verdict("p-purge").map(|v| v.decisive.as_str()), Some("rings"));
+    let screen_text = screen(&s, 160, 48);
+    let row = screen_text.lines().find(|l| l.contains("agent-rogue")).expect("row");
+    assert!(row.contains("⊘ blocked"), "{row}");
+    insta::assert_snapshot!("governed_main_160x48", screen_text);
+}
+
+// The packet detail shows every model's verdict side by side, and the preconditions observed now.
+#[test]
+fn the_packet_detail_shows_each_models_verdict() {
+    let mut s = governed_state(false);
+    select_pending(&mut s, "p-merge");
+    let v = s.verdict("p-merge").expect("verdict").clone();
+    let models: Vec<&str> = v.models.iter().map(|m| m.model.as_str()).collect();
+    assert_eq!(models, ["trust_graduation", "rate_limit", "tiers", "rings", "ladder", "preconditions"]);
+    let words: Vec<&str> = v.models.iter().map(|m| m.verdict.as_str()).collect();
+    assert_eq!(words[1..], ["within", "auto", "allowed", "allow", "hold"]);
+    press(&mut s, &["enter"]);
+    let mut all = String::new();
+    for _ in 0..4 {
+        all.push_str(&screen(&s, 160, 48));
+        press(&mut s, &["pagedown"]);
+    }
+    for m in &v.models {
+        let row = all.lines().find(|l| l.contains(m.model.as_str()) && l.contains(m.verdict.as_str()));
+        assert!(row.is_some(), "no row for {:?} in\n{all}", m.model);
+    }
+    assert!(all.contains(&format!("decisive: {}", v.decisive.as_str())), "{all}");
+    assert!(all.contains("✓ holds") && all.contains("file.exists"), "{all}");
+    press(&mut s, &["g"]);
+    insta::assert_snapshot!("verdict_detail_160x48", screen(&s, 160, 48));
+}
+
+// Approval is refused when the composed verdict is blocked, with the decisive model's reason.
+#[test]
+fn approving_a_packet_whose_composed_verdict_is_blocked_is_refused() {
+    let mut s = governed_state(false);
+    select_pending(&mut s, "p-exfil");
+    assert!(press(&mut s, &["a"]).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    let v = s.verdict("p-exfil").expect("verdict");
+    let reason = &v.models.iter().find(|m| m.model == v.decisive).expect("decisive").reason;
+    let flash = s.flash.as_ref().expect("flash");
+    assert!(flash.error && flash.text.contains("blocked") && flash.text.contains(reason.as_str()), "{flash:?}");
+    // Refusing it is allowed.
+    press(&mut s, &["r", "x", "enter"]);
+    assert!(matches!(&s.mode, Mode::Confirm(c) if c.verdict == Verdict::Refuse));
+    // An approval dialog opened before the agent was quarantined signs nothing once it is.
+    press(&mut s, &["esc"]);
+    select_pending(&mut s, "p-note");
+    press(&mut s, &["a"]);
+    assert!(matches!(&s.mode, Mode::Confirm(c) if c.verdict == Verdict::Approve), "{:?}", s.mode);
+    let mut controls = governed_controls();
+    controls.apply(&control_event(ControlKind::Quarantine, "agent-herald", "2026-11-21T09:00:00Z", json!({})));
+    app::update(
+        &mut s,
+        Action::ChainVerified(Box::new(ChainView { report: *valid_report(4), controls, ..ChainView::default() })),
+    );
+    assert!(press(&mut s, &["y"]).is_empty());
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("nothing was signed")), "{:?}", s.flash);
+}
+
+// Pane 5: the ring matrix (what each ring may touch, who is in it) and the tier × trust matrix
+// with the notebooks, the selected notebook's column highlighted.
+#[test]
+fn matrices_view() {
+    let mut s = governed_state(false);
+    press(&mut s, &["5"]);
+    assert_eq!(s.pane, Pane::Matrices);
+    let ids: Vec<(&str, NotebookTrust)> = s.notebooks().iter().map(|n| (n.id.as_str(), n.level)).collect();
+    assert_eq!(
+        ids,
+        [
+            ("nb-lab", NotebookTrust::Cautious),
+            ("nb-ops", NotebookTrust::Cautious),
+            ("nb-sales", NotebookTrust::Trusted)
+        ]
+    );
+    select_notebook(&mut s, "nb-sales");
+    let wide = screen(&s, 160, 48);
+    for want in ["0 root", "3 sandbox", "100/s 200", "agent-rogue 0.90", "▾trusted", "corrections.merge", "alice"] {
+        assert!(wide.contains(want), "missing {want:?}:\n{wide}");
+    }
+    insta::assert_snapshot!("matrices_160x48", wide);
+    let small = screen(&s, 80, 24);
+    assert!(small.contains("nb-sales") && small.contains("● confirm"), "{small}");
+    insta::assert_snapshot!("matrices_80x24", small);
+}
+
+// Pane 6: one row per agent with ring, score, standing, counts, sparkline, tokens and the
+// elevation's countdown.
+#[test]
+fn agents_view() {
+    let mut s = governed_state(false);
+    press(&mut s, &["6"]);
+    assert_eq!(s.pane, Pane::Agents);
+    let agents: Vec<&str> = s.agents().iter().map(|a| a.agent.as_str()).collect();
+    assert_eq!(agents, ["agent-herald", "agent-planner", "agent-rogue", "agent-scribe"]);
+    let wide = screen(&s, 160, 48);
+    let row = |name: &str| wide.lines().find(|l| l.contains(name)).unwrap_or_default().to_owned();
+    assert!(row("agent-planner").contains("↑2 04:30"), "{wide}");
+    assert!(row("agent-rogue").contains("⊘ quarantined"), "{wide}");
+    assert!(row("agent-scribe").contains('▄') || row("agent-scribe").contains('█'), "{wide}");
+    insta::assert_snapshot!("agents_160x48", wide);
+    // The countdown moves with the clock (one recompute per tick while an elevation is active).
+    app::update(&mut s, Action::Tick(NOW + 30.0));
+    assert!(screen(&s, 160, 48).contains("↑2 04:00"));
+    insta::assert_snapshot!("agents_80x24", screen(&s, 80, 24));
+}
+
+// Without an elevation, a tick within the same minute recomputes nothing; a new minute does; an
+// expiring elevation changes the agent's ring and the verdicts.
+#[test]
+fn ticks_reassess_only_when_time_matters() {
+    let mut s = governed_state(false);
+    let before: *const warrant::monitor::Assessment = s.assessment();
+    app::update(&mut s, Action::Tick(NOW + 0.5));
+    assert!(std::ptr::eq(before, s.assessment()), "no elevation moved and the minute is the same: no recompute");
+    app::update(&mut s, Action::Tick(NOW + 1.5));
+    assert!(!std::ptr::eq(before, s.assessment()), "an elevation counts down: recomputed");
+    let planner = |s: &State| s.assessment().monitor.agents["agent-planner"].clone();
+    assert_eq!((planner(&s).ring.value(), planner(&s).elevation.map(|e| e.0)), (2, Some(2)));
+    app::update(&mut s, Action::Tick(NOW + 271.0));
+    assert_eq!((planner(&s).ring.value(), planner(&s).elevation), (3, None), "the elevation expired");
+    let rings = s.verdict("p-purge").and_then(|v| v.models.iter().find(|m| m.model.as_str() == "rings").cloned());
+    assert!(rings.is_some_and(|m| m.reason.contains("ring 3")), "the verdict follows the ring");
+    let quiet: *const warrant::monitor::Assessment = s.assessment();
+    app::update(&mut s, Action::Tick(NOW + 272.0));
+    assert!(std::ptr::eq(quiet, s.assessment()), "nothing counts down any more");
+    app::update(&mut s, Action::Tick(NOW + 300.0));
+    assert!(!std::ptr::eq(quiet, s.assessment()), "a new minute moves the sparklines");
+}
+
+fn control_effect(fx: &[Effect]) -> &warrant::control::ControlInput {
+    match fx {
+        [Effect::Control(input)] => input,
+        other => panic!("expected one control effect, got {other:?}"),
+    }
+}
+
+// `+` on a notebook opens a dialog previewing the control; `y` asks for a signed TrustSet.
+#[test]
+fn raising_a_notebook_signs_a_trust_set_control() {
+    let mut s = governed_state(false);
+    select_notebook(&mut s, "nb-ops");
+    assert!(press(&mut s, &["+"]).is_empty());
+    assert!(matches!(&s.mode, Mode::ControlConfirm(c) if c.focus == Button::Cancel), "{:?}", s.mode);
+    let dialog = screen(&s, 80, 24);
+    assert!(dialog.contains("notebook.trust_set") && dialog.contains("mutating tools: confirm → auto"), "{dialog}");
+    insta::assert_snapshot!("trust_set_confirm_80x24", dialog);
+    let fx = press(&mut s, &["y"]);
+    let input = control_effect(&fx);
+    assert_eq!((input.kind, input.subject.as_str()), (ControlKind::TrustSet, "nb-ops"));
+    assert_eq!(
+        (input.fields["level"].as_str(), input.fields["previous"].as_str()),
+        (Some("trusted"), Some("cautious"))
+    );
+    assert!(s.signing);
+    // The result comes back, the chain is verified again, and the scan refreshed.
+    let fx = app::update(
+        &mut s,
+        Action::ControlSigned(Ok(app::ControlSummary {
+            kind: ControlKind::TrustSet,
+            subject: "nb-ops".into(),
+            chain_index: 4,
+            entry_hash: format!("sha256:{}", "12".repeat(32)),
+        })),
+    );
+    assert_eq!(fx, vec![Effect::VerifyChain { force: false }, Effect::Scan]);
+    assert!(!s.signing && s.flash.as_ref().is_some_and(|f| f.text.contains("recorded notebook.trust_set nb-ops")));
+    // `-` lowers; nothing goes below cautious.
+    select_notebook(&mut s, "nb-lab");
+    assert!(press(&mut s, &["-"]).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("already cautious")), "{:?}", s.flash);
+}
+
+// Raising to autonomous needs the notebook's name typed: anything else cancels.
+#[test]
+fn raising_to_autonomous_needs_the_typed_name() {
+    let mut s = governed_state(false);
+    select_notebook(&mut s, "nb-sales");
+    press(&mut s, &["+"]);
+    assert!(matches!(&s.mode, Mode::Input { purpose: app::InputPurpose::TypedConfirm(_), .. }), "{:?}", s.mode);
+    insta::assert_snapshot!("typed_confirm_80x24", screen(&s, 80, 24));
+    // `y` is text here, not "sign".
+    assert!(press(&mut s, &["y"]).is_empty());
+    typed(&mut s, "nb-sale");
+    let fx = press(&mut s, &["enter"]);
+    assert!(fx.is_empty(), "{fx:?}");
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("nothing was signed")), "{:?}", s.flash);
+    // Esc cancels too.
+    press(&mut s, &["+"]);
+    typed(&mut s, "nb-sales");
+    assert!(press(&mut s, &["esc"]).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    press(&mut s, &["+"]);
+    typed(&mut s, "nb-sales");
+    let fx = press(&mut s, &["enter"]);
+    let input = control_effect(&fx);
+    assert_eq!(input.subject, "nb-sales");
+    assert_eq!(
+        (input.fields["level"].as_str(), input.fields["previous"].as_str()),
+        (Some("autonomous"), Some("trusted"))
+    );
+}
+
+// `Q` asks for a reason (required), then a dialog; `y` asks for a signed quarantine.
+#[test]
+fn quarantine_needs_a_reason_and_a_confirmation() {
+    let mut s = governed_state(false);
+    select_agent(&mut s, "agent-scribe");
+    press(&mut s, &["Q"]);
+    assert!(matches!(&s.mode, Mode::Input { purpose: app::InputPurpose::ControlReason(_), .. }), "{:?}", s.mode);
+    assert!(press(&mut s, &["enter"]).is_empty());
+    assert!(matches!(s.mode, Mode::Input { .. }), "an empty reason is refused");
+    typed(&mut s, "odd merges");
+    press(&mut s, &["enter"]);
+    let Mode::ControlConfirm(c) = &s.mode else { panic!("{:?}", s.mode) };
+    assert_eq!((c.input.kind, c.input.reason.as_deref()), (ControlKind::Quarantine, Some("odd merges")));
+    insta::assert_snapshot!("quarantine_confirm_160x48", screen(&s, 160, 48));
+    // Cancel signs nothing; then confirm.
+    assert!(press(&mut s, &["n"]).is_empty());
+    let fx = press(&mut s, &["Q", "x", "enter", "y"]);
+    let input = control_effect(&fx);
+    assert_eq!(
+        (input.kind, input.subject.as_str(), input.reason.as_deref()),
+        (ControlKind::Quarantine, "agent-scribe", Some("x"))
+    );
+    // Release and kill on the quarantined agent: release needs no reason, kill does.
+    let mut s = governed_state(false);
+    select_agent(&mut s, "agent-rogue");
+    assert!(press(&mut s, &["Q"]).is_empty());
+    assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("already quarantined")), "{:?}", s.flash);
+    let fx = press(&mut s, &["R", "enter", "y"]);
+    assert_eq!(control_effect(&fx).kind, ControlKind::Release);
+    s.signing = false;
+    let fx = press(&mut s, &["K", "enter"]);
+    assert!(fx.is_empty() && matches!(s.mode, Mode::Input { .. }), "a kill needs a reason");
+    let fx = press(&mut s, &["z", "enter", "y"]);
+    assert_eq!(control_effect(&fx).kind, ControlKind::Kill);
+}
+
+// `E` asks for the ring and TTL; the Agent Hypervisor's rules are checked before the dialog.
+#[test]
+fn elevation_is_checked_then_confirmed() {
+    let mut s = governed_state(false);
+    select_agent(&mut s, "agent-scribe");
+    // Ring 2 already: elevating to ring 2 is not an elevation.
+    press(&mut s, &["E"]);
+    assert!(
+        matches!(&s.mode, Mode::Input { purpose: app::InputPurpose::Elevation(a), text } if a == "agent-scribe" && text == "2 300")
+    );
+    assert!(press(&mut s, &["enter"]).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("invalid_target")), "{:?}", s.flash);
+    // agent-herald (score 0.55, ring 3) may be elevated to ring 2.
+    select_agent(&mut s, "agent-herald");
+    press(&mut s, &["E", "enter"]);
+    let Mode::ControlConfirm(c) = &s.mode else { panic!("{:?} {:?}", s.mode, s.flash) };
+    assert_eq!(c.input.fields["ring"], json!(2));
+    assert_eq!(c.input.fields["ttl_seconds"], json!(300));
+    assert_eq!(c.input.fields["expires_at"], json!("2026-11-21T09:05:00Z"));
+    insta::assert_snapshot!("elevate_confirm_80x24", screen(&s, 80, 24));
+    let fx = press(&mut s, &["y"]);
+    assert_eq!(control_effect(&fx).kind, ControlKind::Elevate);
+    // An agent with an elevation in force cannot get another.
+    let mut s = governed_state(false);
+    select_agent(&mut s, "agent-planner");
+    assert!(press(&mut s, &["E"]).is_empty());
+    assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("already has an elevation")), "{:?}", s.flash);
+}
+
+// Read-only: no control can start, whatever the keys.
+#[test]
+fn read_only_refuses_controls() {
+    let mut s = governed_state(true);
+    let mut fx = Vec::new();
+    for (pane, k) in [("5", "+"), ("5", "-"), ("6", "Q"), ("6", "R"), ("6", "K"), ("6", "E")] {
+        fx.extend(press(&mut s, &[pane, k]));
+        assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("read-only")), "{k}: {:?}", s.flash);
+        assert_eq!(s.mode, Mode::Normal);
+        fx.extend(press(&mut s, &["x", "enter", "y"]));
+    }
+    assert!(fx.is_empty(), "{fx:?}");
+}
+
+// The chain moving under an open control dialog cancels it: nothing is signed on stale grounds.
+#[test]
+fn a_chain_change_cancels_an_open_control_dialog() {
+    let mut s = governed_state(false);
+    select_notebook(&mut s, "nb-ops");
+    press(&mut s, &["+"]);
+    assert!(matches!(s.mode, Mode::ControlConfirm(_)));
+    let mut controls = governed_controls();
+    controls.apply(&control_event(
+        ControlKind::TrustSet,
+        "nb-ops",
+        "2026-11-21T09:00:00Z",
+        json!({"level": "trusted"}),
+    ));
+    let view = ChainView { report: *valid_report(4), controls, ..ChainView::default() };
+    app::update(&mut s, Action::ChainVerified(Box::new(view)));
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("nb-ops changed")), "{:?}", s.flash);
+    assert!(press(&mut s, &["y"]).is_empty());
+}
+
+/// A spool in a temp dir with alice's key pinned.
+fn real_spool() -> (tempfile::TempDir, warrant::spool::Spool, warrant::keys::Principal, warrant::keys::PinnedKeys) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spool = warrant::spool::Spool::new(dir.path().join("spool"));
+    spool.ensure().expect("spool");
+    let principal = warrant::keys::Principal::from_seed("alice", &[5; 32]);
+    let mut pinned = warrant::keys::PinnedKeys::default();
+    pinned.pin("alice", principal.verifying_key());
+    (dir, spool, principal, pinned)
+}
+
+// The control effect as the runner executes it, against a real spool and key: the chain then
+// holds a verified control, the notebook's level changed, and the next assessment uses it.
+#[test]
+fn the_control_effect_appends_a_verified_control() {
+    let (_dir, spool, principal, pinned) = real_spool();
+    let policies = PolicySet::from_toml(GOVERNED_POLICY).expect("policy");
+    let mut s = governed_state(false);
+    select_notebook(&mut s, "nb-ops");
+    let fx = press(&mut s, &["+", "y"]);
+    let input = control_effect(&fx).clone();
+    let before = s.verdict("p-purge").and_then(|v| v.models.iter().find(|m| m.model.as_str() == "tiers").cloned());
+    assert_eq!(before.map(|m| m.verdict), Some("confirm".to_owned()));
+    let summary = warrant::console::execute_control(&spool, &principal, &pinned, &policies, input).expect("signed");
+    assert_eq!((summary.kind, summary.subject.as_str()), (ControlKind::TrustSet, "nb-ops"));
+    let view = warrant::spool::verify_chain(&spool, &pinned).expect("verify");
+    assert!(view.report.is_valid(), "{:?}", view.report.findings);
+    assert_eq!(view.report.signatures_verified, 1);
+    assert_eq!(view.controls.notebook_trust("nb-ops"), NotebookTrust::Trusted);
+    assert_eq!(view.controls.notebooks["nb-ops"].principal, "alice");
+    // Back in the console: the result, then the re-verified chain; the tiers verdict follows.
+    app::update(&mut s, Action::ControlSigned(Ok(summary)));
+    app::update(&mut s, Action::ChainVerified(Box::new(view)));
+    assert_eq!(s.notebooks().iter().find(|n| n.id == "nb-ops").map(|n| n.level), Some(NotebookTrust::Trusted));
+    let after = s.verdict("p-purge").and_then(|v| v.models.iter().find(|m| m.model.as_str() == "tiers").cloned());
+    assert!(after.is_some_and(|m| m.reason.contains("nb-ops is trusted")), "the next gate call uses the new level");
+    // A second raise from a stale `previous` is refused and appends nothing.
+    let mut stale = warrant::control::ControlInput {
+        kind: ControlKind::TrustSet,
+        subject: "nb-ops".into(),
+        fields: serde_json::Map::new(),
+        reason: None,
+        decided_at: String::new(),
+    };
+    stale.fields.insert("level".into(), json!("trusted"));
+    stale.fields.insert("previous".into(), json!("cautious"));
+    let err = warrant::console::execute_control(&spool, &principal, &pinned, &policies, stale).expect_err("stale");
+    assert!(err.contains("look again"), "{err}");
+    assert_eq!(warrant::spool::verify_chain(&spool, &pinned).expect("verify").report.total, 1);
+}
+
+// A kill executed for real writes the stop signal and records the kill switch's result; the
+// record verifies whatever the millisecond it was signed at (the kill result carries the time as
+// a number, so the console signs controls at whole seconds).
+#[test]
+fn the_kill_effect_runs_the_kill_switch_and_records_it() {
+    for _ in 0..20 {
+        kill_once();
+    }
+}
+
+fn kill_once() {
+    let (_dir, spool, principal, pinned) = real_spool();
+    let policies = PolicySet::from_toml(GOVERNED_POLICY).expect("policy");
+    let input = warrant::control::ControlInput {
+        kind: ControlKind::Kill,
+        subject: "agent-rogue".into(),
+        fields: serde_json::Map::new(),
+        reason: Some("exfiltration".into()),
+        decided_at: String::new(),
+    };
+    warrant::console::execute_control(&spool, &principal, &pinned, &policies, input).expect("killed");
+    let view = warrant::spool::verify_chain(&spool, &pinned).expect("verify");
+    assert!(view.report.is_valid(), "{:?}", view.report.findings);
+    assert_eq!(view.controls.standing("agent-rogue"), warrant::graduation::gate::AgentStanding::Killed);
+    assert!(spool.signals_dir().join("agent-rogue.json").exists(), "the stop signal");
 }

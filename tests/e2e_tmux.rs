@@ -289,3 +289,57 @@ fn malformed_files_are_listed_and_valid_packets_still_show() {
     tmux.send(&["1", "j"]);
     tmux.wait_for("the pending list again", |s| s.contains("Pending (2)"));
 }
+
+// Issue 4 in the real console: the agents view quarantines an agent (a reason, a dialog, a signed
+// control appended in the background), its packet turns blocked; the matrices view raises a
+// notebook's trust; the CLI reads both back from the verified chain.
+#[test]
+fn quarantine_an_agent_and_raise_a_notebook_from_the_console() {
+    let w = World::new();
+    let tmux = Tmux::start("controls", &w.env(), &["console"]);
+    tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
+    let packet = serde_json::json!({
+        "type": "trust_graduation_approval_packet", "packet_id": "gov-1", "agent": "agent-e2e",
+        "action_class": "draft.compose", "summary": "Append the notes", "proposed_action": {"text": "notes"},
+        "decision": {"status": "review_required", "action_class": "draft.compose", "reason": "test"},
+        "external_actions": 0,
+        "governance": {"tool": "notes.append", "notebook": "nb-e2e", "eff_score": 0.7}
+    });
+    w.publish("gov-1.json", &serde_json::to_vec(&packet).expect("json"));
+    tmux.wait_for("the packet", |s| s.contains("agent-e2e") && s.contains("Append the notes"));
+    tmux.send(&["6"]);
+    tmux.wait_for("the agents view", |s| s.contains("Agents (1)") && s.contains("✓ active"));
+    tmux.send(&["Q"]);
+    tmux.wait_for("the reason prompt", |s| s.contains("agent.quarantine: why?"));
+    tmux.type_text("e2e drill");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the confirmation", |s| s.contains("Confirm: agent.quarantine") && s.contains("e2e drill"));
+    tmux.send(&["y"]);
+    tmux.wait_for("the recorded flash", |s| s.contains("recorded agent.quarantine agent-e2e"));
+    tmux.send(&["6"]);
+    tmux.wait_for("the quarantined agent", |s| s.contains("⊘ quarantined"));
+    tmux.send(&["1"]);
+    tmux.wait_for("the blocked packet", |s| s.contains("⊘ blocked") && s.contains("Append the notes"));
+    tmux.send(&["5"]);
+    tmux.wait_for("the matrices view", |s| s.contains("Tool tiers × notebook trust") && s.contains("nb-e2e"));
+    tmux.send(&["+"]);
+    tmux.wait_for("the trust dialog", |s| {
+        s.contains("Confirm: notebook.trust_set") && s.contains("cautious → trusted")
+    });
+    tmux.send(&["y"]);
+    tmux.wait_for("the recorded flash", |s| s.contains("recorded notebook.trust_set nb-e2e"));
+
+    let chain = w.chain();
+    assert_eq!(chain.len(), 2);
+    assert_eq!(chain[0]["action"], "warrant.control.agent.quarantine");
+    assert_eq!(chain[0]["metadata"]["warrant_control"]["reason"], "e2e drill");
+    assert_eq!(chain[1]["metadata"]["warrant_control"]["level"], "trusted");
+    assert_eq!(chain[1]["metadata"]["warrant_control"]["previous"], "cautious");
+    let out = w.cli(&["verify", &w.spool().display().to_string(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(report["signatures_verified"], 2);
+    let out = w.cli(&["trust", "show", "--json"]);
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(shown["notebooks"]["nb-e2e"]["level"], "trusted", "{shown}");
+}

@@ -1,20 +1,25 @@
 //! The console's state and its Elm-style `update`: terminal keys, watcher events, timer ticks
 //! and effect results all arrive as one [`Action`]; [`update`] changes the [`State`] and returns
-//! the [`Effect`]s for the runner to execute. Nothing here does I/O, so it is tested directly.
+//! the [`Effect`]s for the runner to execute. Nothing here does I/O, so it is tested directly,
+//! with one exception: the assessment ([`crate::monitor::assess`], run when the snapshot, the
+//! chain view or the minute changes, or once a second while an elevation counts down) observes
+//! the preconditions of pending packets' contracts, reading the files and repositories they name.
 
 use super::keymap::{Key, Keymap};
 use crate::chain::Finding;
-use crate::control::ControlState;
+use crate::control::{ControlInput, ControlKind, ControlState};
 use crate::decision::Verdict;
-use crate::graduation::evidence::{EvidenceRow, SourceType};
-use crate::graduation::gate::Decision;
+use crate::graduation::evidence::EvidenceRow;
+use crate::graduation::gate::{AgentStanding, Decision};
 use crate::graduation::policy::PolicySet;
 use crate::graduation::posterior::Posterior;
-use crate::graduation::receipt::receipt_evidence;
-use crate::packet::{Packet, Receipt};
+use crate::ladder::Revalidation;
+use crate::monitor::{AgentSummary, Assessment};
+use crate::packet::{DecisionState, Packet, Receipt};
 use crate::spool::{ChainDecision, ChainView, InvalidFile, PacketEntry, Snapshot};
-use crate::verdict::{VerdictContext, packet_gate};
-use std::collections::HashMap;
+use crate::tiers::NotebookTrust;
+use crate::verdict::{Governance, PacketVerdict, VerdictContext};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// Everything that can happen to the console.
@@ -40,6 +45,8 @@ pub enum Action {
     ChainVerified(Box<ChainView>),
     /// A signing effect finished.
     Signed(Result<SignedSummary, String>),
+    /// A control effect finished (the control appended to the chain, or why not).
+    ControlSigned(Result<ControlSummary, String>),
     /// A scan of the spool failed — shown, never fatal.
     ScanFailed(String),
     /// Reading the chain failed — shown, never fatal; signing stays refused.
@@ -57,6 +64,19 @@ pub struct SignedSummary {
     pub packet_id: String,
     /// Approve or refuse.
     pub verdict: Verdict,
+    /// The new record's index.
+    pub chain_index: u64,
+    /// The new record's hash.
+    pub entry_hash: String,
+}
+
+/// What a successfully appended control reports back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlSummary {
+    /// What it did.
+    pub kind: ControlKind,
+    /// The notebook or agent.
+    pub subject: String,
     /// The new record's index.
     pub chain_index: u64,
     /// The new record's hash.
@@ -83,11 +103,16 @@ pub enum Effect {
         /// The reason, if any.
         reason: Option<String>,
     },
+    /// Sign and append one of the principal's controls (notebook trust, quarantine, release,
+    /// kill, elevation) in the background. The runner stamps `decided_at` when it signs; a kill
+    /// runs the kill switch for its result fields and an elevation is checked again against the
+    /// spool and chain as they are then (see [`super::execute_control`]).
+    Control(ControlInput),
     /// Leave.
     Quit,
 }
 
-/// The four lists.
+/// The lists and views.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
     /// Packets without a decision.
@@ -98,11 +123,17 @@ pub enum Pane {
     Invalid,
     /// One row per action class: the posterior and its credible interval.
     Posteriors,
+    /// The ring matrix and the tool tier × notebook trust matrix, with the notebooks (one row
+    /// per notebook: its level, editable).
+    Matrices,
+    /// One row per agent: ring, score, standing, counts, activity, rate limit, elevation.
+    Agents,
 }
 
 impl Pane {
     /// All panes in tab order.
-    pub const ALL: [Pane; 4] = [Pane::Pending, Pane::Decided, Pane::Invalid, Pane::Posteriors];
+    pub const ALL: [Pane; 6] =
+        [Pane::Pending, Pane::Decided, Pane::Invalid, Pane::Posteriors, Pane::Matrices, Pane::Agents];
 
     /// Title word.
     #[must_use]
@@ -112,6 +143,8 @@ impl Pane {
             Pane::Decided => "Decided",
             Pane::Invalid => "Invalid",
             Pane::Posteriors => "Posteriors",
+            Pane::Matrices => "Matrices",
+            Pane::Agents => "Agents",
         }
     }
 }
@@ -138,6 +171,15 @@ pub struct Confirm {
     pub focus: Button,
 }
 
+/// A pending confirmation of one of the principal's controls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControlConfirm {
+    /// The control as it will be signed (`decided_at` is stamped when it is signed).
+    pub input: ControlInput,
+    /// Focused button.
+    pub focus: Button,
+}
+
 /// What a text line is for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InputPurpose {
@@ -145,6 +187,13 @@ pub enum InputPurpose {
     Filter,
     /// The reason for refusing this packet.
     RefuseReason(Arc<Packet>),
+    /// The reason for a control on an agent (required to quarantine or kill, optional to release).
+    ControlReason(ControlInput),
+    /// The typed confirmation of a control: the notebook's name, to raise it to `autonomous`.
+    /// Anything else cancels.
+    TypedConfirm(ControlInput),
+    /// The ring (1 or 2) and the TTL in seconds of an elevation of this agent, e.g. `2 300`.
+    Elevation(String),
 }
 
 /// The modal state.
@@ -159,8 +208,10 @@ pub enum Mode {
         /// The text so far.
         text: String,
     },
-    /// The sign/cancel dialog.
+    /// The sign/cancel dialog for a decision.
     Confirm(Confirm),
+    /// The sign/cancel dialog for a control.
+    ControlConfirm(ControlConfirm),
     /// The help overlay.
     Help,
     /// The broken-chain alert, which must be acknowledged.
@@ -211,6 +262,21 @@ pub struct DecidedRow {
     pub packet: Option<Arc<Packet>>,
 }
 
+/// A notebook as the matrices view lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotebookRow {
+    /// The notebook id.
+    pub id: String,
+    /// Its level now (`cautious` unless the chain set one).
+    pub level: NotebookTrust,
+    /// Who set it, when the chain set it.
+    pub set_by: Option<String>,
+    /// When (RFC 3339), when the chain set it.
+    pub set_at: Option<String>,
+    /// Pending packets naming it in their governance.
+    pub pending: usize,
+}
+
 /// The console's whole state. Rendering reads it and never changes it.
 #[derive(Debug, Clone)]
 pub struct State {
@@ -237,7 +303,7 @@ pub struct State {
     /// The focused list.
     pub pane: Pane,
     /// Selection per pane (index into the filtered list).
-    pub selected: [usize; 4],
+    pub selected: [usize; 6],
     /// The packet detail is zoomed to the whole screen.
     pub zoomed: bool,
     /// The list filter (case-insensitive substring of id, agent, class, summary).
@@ -270,12 +336,20 @@ pub struct State {
     chain_evidence: Vec<EvidenceRow>,
     /// The principal's controls (notebook levels, agent standings, elevations) from the chain.
     controls: ControlState,
-    /// All evidence: the chain's, then receipt files in the spool (at most connector-grade).
-    evidence: Vec<EvidenceRow>,
     /// One posterior per action class (registered classes, then others seen), filtered.
     posteriors: Vec<Arc<ClassPosterior>>,
-    /// The gate's decision for each pending packet, by packet id.
-    gate: HashMap<String, Arc<Decision>>,
+    /// What every model says now ([`crate::monitor::assess`]): the evidence (the chain's, then
+    /// receipt files at most connector-grade), the agents, and for each pending packet the gate's
+    /// decision, the precondition re-check and the composed verdict.
+    assessment: Arc<Assessment>,
+    /// `now` when the assessment was made.
+    assessed_at: f64,
+    /// Every notebook seen in packets' governance or with a level in the chain, by id.
+    all_notebooks: Vec<NotebookRow>,
+    /// Notebooks after the filter.
+    notebooks: Vec<NotebookRow>,
+    /// Agents after the filter, by id.
+    agents: Vec<AgentSummary>,
 }
 
 /// A class's posterior with what rendering needs and should not recompute per frame.
@@ -328,7 +402,7 @@ impl State {
             chain: ChainState::Unknown,
             chain_alert_seen: false,
             pane: Pane::Pending,
-            selected: [0; 4],
+            selected: [0; 6],
             zoomed: false,
             filter: String::new(),
             mode: Mode::Normal,
@@ -346,9 +420,12 @@ impl State {
             all_posteriors: Vec::new(),
             chain_evidence: Vec::new(),
             controls: ControlState::default(),
-            evidence: Vec::new(),
             posteriors: Vec::new(),
-            gate: HashMap::new(),
+            assessment: Arc::new(Assessment::default()),
+            assessed_at: now,
+            all_notebooks: Vec::new(),
+            notebooks: Vec::new(),
+            agents: Vec::new(),
         }
     }
 
@@ -363,7 +440,84 @@ impl State {
     /// The gate's decision for a packet (pending packets only).
     #[must_use]
     pub fn gate_decision(&self, packet_id: &str) -> Option<&Decision> {
-        self.gate.get(packet_id).map(Arc::as_ref)
+        self.assessment.gate.get(packet_id).map(Arc::as_ref)
+    }
+
+    /// The composed verdict on a packet: every model side by side, strictest wins (pending
+    /// packets only).
+    #[must_use]
+    pub fn verdict(&self, packet_id: &str) -> Option<&PacketVerdict> {
+        self.assessment.verdicts.get(packet_id).map(Arc::as_ref)
+    }
+
+    /// The re-check of a pending packet's contract preconditions, when it has any.
+    #[must_use]
+    pub fn preconditions(&self, packet_id: &str) -> Option<&Revalidation> {
+        self.assessment.preconditions.get(packet_id).map(Arc::as_ref)
+    }
+
+    /// The packet's state as shown: the composed verdict when assessed, else what it declares.
+    #[must_use]
+    pub fn shown_state(&self, p: &Packet) -> Option<DecisionState> {
+        self.verdict(&p.id).map(|v| v.state).or(p.state)
+    }
+
+    /// The whole assessment.
+    #[must_use]
+    pub fn assessment(&self) -> &Assessment {
+        &self.assessment
+    }
+
+    /// The principal's controls as folded from the verified chain.
+    #[must_use]
+    pub fn controls(&self) -> &ControlState {
+        &self.controls
+    }
+
+    /// Notebooks after the filter.
+    #[must_use]
+    pub fn notebooks(&self) -> &[NotebookRow] {
+        &self.notebooks
+    }
+
+    /// Agents after the filter.
+    #[must_use]
+    pub fn agents(&self) -> &[AgentSummary] {
+        &self.agents
+    }
+
+    /// The notebook under the cursor in the matrices view.
+    #[must_use]
+    pub fn selected_notebook(&self) -> Option<&NotebookRow> {
+        if self.pane != Pane::Matrices {
+            return None;
+        }
+        self.notebooks.get(self.selection(Pane::Matrices))
+    }
+
+    /// The agent under the cursor in the agents view.
+    #[must_use]
+    pub fn selected_agent(&self) -> Option<&AgentSummary> {
+        if self.pane != Pane::Agents {
+            return None;
+        }
+        self.agents.get(self.selection(Pane::Agents))
+    }
+
+    /// Seconds an agent's elevation has left now (the assessment's figure, less the time since).
+    #[must_use]
+    pub fn elevation_left(&self, a: &AgentSummary) -> Option<(u8, f64)> {
+        a.elevation.map(|(ring, left)| (ring, (left - (self.now - self.assessed_at)).max(0.0)))
+    }
+
+    /// Whether a clock tick changes what is on screen (ages, countdowns).
+    #[must_use]
+    pub fn tick_changes_screen(&self) -> bool {
+        self.len(Pane::Pending) + self.len(Pane::Decided) > 0 || self.elevation_active() || self.assessed_at == self.now
+    }
+
+    fn elevation_active(&self) -> bool {
+        self.assessment.monitor.agents.values().any(|a| a.elevation.is_some())
     }
 
     /// Posteriors, one per action class, after the filter.
@@ -374,7 +528,7 @@ impl State {
 
     /// Evidence rows of a canonical class, in chain order then spool receipts.
     pub fn evidence_for<'a>(&'a self, class: &'a str) -> impl Iterator<Item = &'a EvidenceRow> + 'a {
-        self.evidence.iter().filter(move |r| r.action_class == class)
+        self.assessment.evidence.iter().filter(move |r| r.action_class == class)
     }
 
     /// The posterior of the class under the cursor in the posteriors pane.
@@ -386,31 +540,86 @@ impl State {
         self.posteriors.get(self.selection(Pane::Posteriors)).map(Arc::as_ref)
     }
 
-    /// Recomputes the evidence, the posteriors and the pending packets' gate decisions from the
-    /// chain's evidence and the spool's receipts. Called when either changes, never per key.
+    /// Recomputes the assessment (evidence, agents, every pending packet's gate decision and
+    /// composed verdict), the posteriors and the lists. Called when the snapshot, the chain view
+    /// or the policies change, never per key or per frame.
     fn recompute_graduation(&mut self) {
-        let mut evidence = self.chain_evidence.clone();
-        evidence.extend(
-            self.snapshot.receipts.iter().filter_map(|r| receipt_evidence(&r.raw, Some(SourceType::Connector))),
-        );
-        self.evidence = evidence;
-        let today =
-            time::OffsetDateTime::from_unix_timestamp(self.now as i64).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+        self.assess();
+        self.recompute_posteriors();
+        self.refresh();
+    }
+
+    /// The clock moved: re-assess when the minute changed (activity, ages) or, at most once a
+    /// second, while an elevation counts down (its expiry changes rings and verdicts). Otherwise
+    /// nothing is recomputed, so an idle console stays idle.
+    fn on_tick(&mut self, now: f64) {
+        let minute = |t: f64| (t / 60.0).floor() as i64;
+        let day = |t: f64| (t / 86_400.0).floor() as i64;
+        let before = self.assessed_at;
+        self.now = now;
+        let elevated = self.elevation_active() && (now - before).abs() >= 1.0;
+        if minute(now) == minute(before) && !elevated {
+            return;
+        }
+        self.assess();
+        if day(now) != day(before) {
+            self.recompute_posteriors();
+        }
+        self.refresh();
+    }
+
+    /// One [`crate::monitor::assess`] of the spool as scanned and the chain as verified, and the
+    /// notebooks it names.
+    fn assess(&mut self) {
         let chain_intact = matches!(self.chain, ChainState::Valid { .. });
         let ctx = VerdictContext { policies: &self.policies, controls: &self.controls, now: self.now };
         let workspace = self.principal.as_deref().unwrap_or("local");
-        let mut gate = HashMap::new();
+        self.assessment = Arc::new(crate::monitor::assess(
+            &ctx,
+            &self.snapshot.packets,
+            &self.snapshot.receipts,
+            &self.decisions,
+            &self.chain_evidence,
+            chain_intact,
+            workspace,
+        ));
+        self.assessed_at = self.now;
+        let mut notebooks: BTreeMap<String, NotebookRow> = self
+            .controls
+            .notebooks
+            .iter()
+            .map(|(id, n)| {
+                let row = NotebookRow {
+                    id: id.clone(),
+                    level: n.level,
+                    set_by: Some(n.principal.clone()).filter(|p| !p.is_empty()),
+                    set_at: Some(n.set_at.clone()).filter(|t| !t.is_empty()),
+                    pending: 0,
+                };
+                (id.clone(), row)
+            })
+            .collect();
         for e in &self.snapshot.packets {
-            let p = &e.packet;
-            if self.decisions.contains_key(&p.id) {
-                continue;
-            }
-            gate.insert(p.id.clone(), Arc::new(packet_gate(&ctx, p, &self.evidence, workspace, chain_intact)));
+            let Some(id) = Governance::of_packet(&e.packet).and_then(|g| g.notebook) else { continue };
+            let row = notebooks.entry(id.clone()).or_insert_with(|| NotebookRow {
+                level: self.controls.notebook_trust(&id),
+                id,
+                set_by: None,
+                set_at: None,
+                pending: 0,
+            });
+            row.pending += usize::from(!self.decisions.contains_key(&e.packet.id));
         }
-        self.gate = gate;
+        self.all_notebooks = notebooks.into_values().collect();
+    }
+
+    /// One posterior per action class (registered classes, then others seen) from the evidence.
+    fn recompute_posteriors(&mut self) {
+        let today =
+            time::OffsetDateTime::from_unix_timestamp(self.now as i64).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+        let evidence = &self.assessment.evidence;
         let mut classes: Vec<String> = self.policies.classes().map(|c| c.id.clone()).collect();
-        let mut extra: Vec<String> = self
-            .evidence
+        let mut extra: Vec<String> = evidence
             .iter()
             .map(|r| r.action_class.clone())
             .chain(self.snapshot.packets.iter().map(|e| self.policies.normalize(&e.packet.action_class)))
@@ -422,9 +631,8 @@ impl State {
         let today = today.date();
         self.all_posteriors = classes
             .iter()
-            .map(|c| Arc::new(ClassPosterior::new(Posterior::of(c, &self.evidence, self.policies.threshold(c), today))))
+            .map(|c| Arc::new(ClassPosterior::new(Posterior::of(c, evidence, self.policies.threshold(c), today))))
             .collect();
-        self.refresh();
     }
 
     /// When the packet `id` last changed content under the same id, if it ever did.
@@ -467,6 +675,8 @@ impl State {
             Pane::Decided => self.decided.len(),
             Pane::Invalid => self.invalid.len(),
             Pane::Posteriors => self.posteriors.len(),
+            Pane::Matrices => self.notebooks.len(),
+            Pane::Agents => self.agents.len(),
         }
     }
 
@@ -483,7 +693,7 @@ impl State {
         match self.pane {
             Pane::Pending => self.pending.get(i).map(|e| Arc::clone(&e.packet)),
             Pane::Decided => self.decided.get(i).and_then(|r| r.packet.clone()),
-            Pane::Invalid | Pane::Posteriors => None,
+            Pane::Invalid | Pane::Posteriors | Pane::Matrices | Pane::Agents => None,
         }
     }
 
@@ -572,6 +782,15 @@ impl State {
             .collect();
         self.posteriors =
             self.all_posteriors.iter().filter(|p| matches(&[&p.action_class, p.tier.as_str()])).cloned().collect();
+        self.notebooks = self.all_notebooks.iter().filter(|n| matches(&[&n.id, n.level.as_str()])).cloned().collect();
+        self.agents = self
+            .assessment
+            .monitor
+            .agents
+            .values()
+            .filter(|a| matches(&[&a.agent, a.standing.as_str()]))
+            .cloned()
+            .collect();
         self.pending = pending;
         self.decided = decided;
         self.invalid = invalid;
@@ -592,6 +811,8 @@ impl State {
             Pane::Decided => self.decided.get(i).map(|r| r.id.clone()),
             Pane::Invalid => self.invalid.get(i).map(|f| f.name.clone()),
             Pane::Posteriors => self.posteriors.get(i).map(|p| p.action_class.clone()),
+            Pane::Matrices => self.notebooks.get(i).map(|n| n.id.clone()),
+            Pane::Agents => self.agents.get(i).map(|a| a.agent.clone()),
         }
     }
 
@@ -601,6 +822,8 @@ impl State {
             Pane::Decided => self.decided.iter().position(|r| r.id == id),
             Pane::Invalid => self.invalid.iter().position(|f| f.name == id),
             Pane::Posteriors => self.posteriors.iter().position(|p| p.action_class == id),
+            Pane::Matrices => self.notebooks.iter().position(|n| n.id == id),
+            Pane::Agents => self.agents.iter().position(|a| a.agent == id),
         }
     }
 
@@ -630,7 +853,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Resize => vec![],
         Action::Tick(now) => {
-            state.now = now;
+            state.on_tick(now);
             vec![]
         }
         Action::SpoolChanged { chain } => {
@@ -680,6 +903,23 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.chain_evidence = evidence;
             state.controls = controls;
             state.recompute_graduation();
+            // A control dialog confirms a change from what the chain said: if the chain now says
+            // otherwise (another signature moved the notebook or the agent), sign nothing.
+            let open = match &state.mode {
+                Mode::ControlConfirm(c) => Some(&c.input),
+                Mode::Input { purpose: InputPurpose::ControlReason(i) | InputPurpose::TypedConfirm(i), .. } => Some(i),
+                _ => None,
+            };
+            if let Some(i) = open.filter(|i| !control_applies(&state.controls, i, state.now)) {
+                state.flash = Some(Flash {
+                    text: format!(
+                        "{} changed in the chain while you were confirming: nothing was signed; look again",
+                        i.subject
+                    ),
+                    error: true,
+                });
+                state.mode = Mode::Normal;
+            }
             vec![]
         }
         Action::Signed(result) => {
@@ -710,6 +950,23 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                 }
                 Err(e) => state.flash = Some(Flash { text: format!("signing failed: {e}"), error: true }),
             }
+            vec![Effect::VerifyChain { force: false }, Effect::Scan]
+        }
+        Action::ControlSigned(result) => {
+            state.signing = false;
+            state.flash = Some(match result {
+                Ok(s) => Flash {
+                    text: format!(
+                        "✓ recorded {} {} · record {} {} · applies from the next gate call",
+                        s.kind.as_str(),
+                        s.subject,
+                        s.chain_index,
+                        short_hash(&s.entry_hash)
+                    ),
+                    error: false,
+                },
+                Err(e) => Flash { text: format!("control not recorded: {e}"), error: true },
+            });
             vec![Effect::VerifyChain { force: false }, Effect::Scan]
         }
         Action::ScanFailed(e) | Action::Error(e) => {
@@ -753,60 +1010,40 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
             state.mode = Mode::Normal;
             vec![]
         }
-        Mode::Confirm(mut c) => match state.keymap.command("confirm", &key) {
-            Some("confirm") => sign(state, c),
-            Some("cancel") => {
-                state.mode = Mode::Normal;
-                state.flash = Some(Flash { text: "cancelled: nothing was signed".into(), error: false });
-                vec![]
-            }
-            Some("toggle") => {
-                c.focus = if c.focus == Button::Cancel { Button::Sign } else { Button::Cancel };
+        Mode::Confirm(mut c) => match dialog_key(state, &key, &mut c.focus) {
+            Some(true) => sign(state, c),
+            Some(false) => cancelled(state),
+            None => {
                 state.mode = Mode::Confirm(c);
                 vec![]
             }
-            Some("activate") => {
-                if c.focus == Button::Sign {
-                    sign(state, c)
-                } else {
-                    state.mode = Mode::Normal;
-                    state.flash = Some(Flash { text: "cancelled: nothing was signed".into(), error: false });
-                    vec![]
-                }
+        },
+        Mode::ControlConfirm(mut c) => match dialog_key(state, &key, &mut c.focus) {
+            Some(true) => sign_control(state, c.input),
+            Some(false) => cancelled(state),
+            None => {
+                state.mode = Mode::ControlConfirm(c);
+                vec![]
             }
-            _ => vec![],
         },
         Mode::Input { purpose, mut text } => {
             match state.keymap.command("input", &key) {
                 Some("submit") => {
                     state.mode = Mode::Normal;
-                    match purpose {
-                        InputPurpose::Filter => {
-                            state.filter = text;
-                            state.refresh();
-                        }
-                        InputPurpose::RefuseReason(packet) => {
-                            if text.trim().is_empty() {
-                                state.mode = Mode::Input { purpose: InputPurpose::RefuseReason(packet), text };
-                                state.flash = Some(Flash { text: "a refusal needs a reason".into(), error: true });
-                            } else {
-                                state.mode = Mode::Confirm(Confirm {
-                                    packet,
-                                    verdict: Verdict::Refuse,
-                                    reason: Some(text.trim().to_owned()),
-                                    focus: Button::Cancel,
-                                });
-                            }
-                        }
-                    }
-                    return vec![];
+                    return submit(state, purpose, text);
                 }
                 Some("cancel") => {
-                    if purpose == InputPurpose::Filter {
-                        state.filter.clear();
-                        state.refresh();
-                    }
                     state.mode = Mode::Normal;
+                    match purpose {
+                        InputPurpose::Filter => {
+                            state.filter.clear();
+                            state.refresh();
+                        }
+                        InputPurpose::RefuseReason(_) => {}
+                        InputPurpose::ControlReason(_) | InputPurpose::TypedConfirm(_) | InputPurpose::Elevation(_) => {
+                            return cancelled(state);
+                        }
+                    }
                     return vec![];
                 }
                 Some("erase") => {
@@ -885,12 +1122,24 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
             let i = Pane::ALL.iter().position(|p| *p == state.pane).unwrap_or(0);
             let n = Pane::ALL.len();
             state.pane = Pane::ALL[if cmd == "next_pane" { (i + 1) % n } else { (i + n - 1) % n }];
+            if matches!(state.pane, Pane::Matrices | Pane::Agents) {
+                state.zoomed = false;
+            }
         }
         "pending" => state.pane = Pane::Pending,
         "decided" => state.pane = Pane::Decided,
         "invalid" => state.pane = Pane::Invalid,
         "posteriors" => state.pane = Pane::Posteriors,
+        "matrices" | "agents" => {
+            state.pane = if cmd == "matrices" { Pane::Matrices } else { Pane::Agents };
+            state.zoomed = false;
+        }
         "approve" | "refuse" => return start_decision(state, cmd == "approve"),
+        "raise" | "lower" => return start_trust_change(state, cmd == "raise"),
+        "quarantine" => return start_agent_control(state, ControlKind::Quarantine),
+        "release" => return start_agent_control(state, ControlKind::Release),
+        "kill" => return start_agent_control(state, ControlKind::Kill),
+        "elevate" => return start_agent_control(state, ControlKind::Elevate),
         "filter" => {
             state.mode = Mode::Input { purpose: InputPurpose::Filter, text: state.filter.clone() };
         }
@@ -956,17 +1205,8 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
             Some(Flash { text: format!("{} expired at {expires}: it can only be refused", packet.id), error: true });
         return vec![];
     }
-    let gate_state = state.gate_decision(&packet.id).map(|d| d.status);
-    if approve
-        && let Some(s @ (crate::packet::DecisionState::Blocked | crate::packet::DecisionState::HumanOnly)) = packet
-            .state
-            .filter(|s| matches!(s, crate::packet::DecisionState::Blocked | crate::packet::DecisionState::HumanOnly))
-            .or(gate_state)
-    {
-        state.flash = Some(Flash {
-            text: format!("{} is {s}: an agent may not execute it even with approval; refuse it with r", packet.id),
-            error: true,
-        });
+    if approve && let Some(text) = approval_forbidden(state, &packet) {
+        state.flash = Some(Flash { text, error: true });
         return vec![];
     }
     state.mode = if approve {
@@ -977,13 +1217,254 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
     vec![]
 }
 
+/// Why an approval of `packet` is refused, if it is: what the packet declares, then the composed
+/// verdict of every model (strictest wins), saying blocked or human_only. The decisive model's
+/// reason is given.
+fn approval_forbidden(state: &State, packet: &Packet) -> Option<String> {
+    let forbidden = |s: &DecisionState| matches!(s, DecisionState::Blocked | DecisionState::HumanOnly);
+    if let Some(s) = packet.state.filter(forbidden) {
+        return Some(format!("{} is {s}: an agent may not execute it even with approval; refuse it with r", packet.id));
+    }
+    let v = state.verdict(&packet.id).filter(|v| forbidden(&v.state))?;
+    let why = v.models.iter().find(|m| m.model == v.decisive).map_or("", |m| m.reason.as_str());
+    Some(format!(
+        "{} is {} by {} ({why}): an agent may not execute it even with approval; refuse it with r",
+        packet.id,
+        v.state,
+        v.decisive.as_str()
+    ))
+}
+
 fn sign(state: &mut State, c: Confirm) -> Vec<Effect> {
     state.mode = Mode::Normal;
     if let Err(why) = state.can_sign() {
         state.flash = Some(Flash { text: why, error: true });
         return vec![];
     }
+    // The verdict may have changed while the dialog was open (the agent was quarantined, an
+    // elevation expired, a precondition changed): check it again at the moment of signing.
+    if c.verdict == Verdict::Approve
+        && let Some(text) = approval_forbidden(state, &c.packet)
+    {
+        state.flash = Some(Flash { text: format!("nothing was signed: {text}"), error: true });
+        return vec![];
+    }
     state.signing = true;
     state.flash = Some(Flash { text: format!("signing {} {}…", c.verdict.as_str(), c.packet.id), error: false });
     vec![Effect::Sign { packet: c.packet, verdict: c.verdict, reason: c.reason }]
+}
+
+/// A key in a sign/cancel dialog: `Some(true)` signs, `Some(false)` cancels, `None` stays (the
+/// focus may have moved).
+fn dialog_key(state: &State, key: &Key, focus: &mut Button) -> Option<bool> {
+    match state.keymap.command("confirm", key) {
+        Some("confirm") => Some(true),
+        Some("cancel") => Some(false),
+        Some("toggle") => {
+            *focus = if *focus == Button::Cancel { Button::Sign } else { Button::Cancel };
+            None
+        }
+        Some("activate") => Some(*focus == Button::Sign),
+        _ => None,
+    }
+}
+
+fn cancelled(state: &mut State) -> Vec<Effect> {
+    state.mode = Mode::Normal;
+    state.flash = Some(Flash { text: "cancelled: nothing was signed".into(), error: false });
+    vec![]
+}
+
+/// A submitted text line (the mode is already back to normal).
+fn submit(state: &mut State, purpose: InputPurpose, text: String) -> Vec<Effect> {
+    match purpose {
+        InputPurpose::Filter => {
+            state.filter = text;
+            state.refresh();
+        }
+        InputPurpose::RefuseReason(packet) => {
+            if text.trim().is_empty() {
+                state.mode = Mode::Input { purpose: InputPurpose::RefuseReason(packet), text };
+                state.flash = Some(Flash { text: "a refusal needs a reason".into(), error: true });
+            } else {
+                state.mode = Mode::Confirm(Confirm {
+                    packet,
+                    verdict: Verdict::Refuse,
+                    reason: Some(text.trim().to_owned()),
+                    focus: Button::Cancel,
+                });
+            }
+        }
+        InputPurpose::ControlReason(mut input) => {
+            let reason = text.trim();
+            if reason.is_empty() && matches!(input.kind, ControlKind::Quarantine | ControlKind::Kill) {
+                let what = if input.kind == ControlKind::Kill { "a kill" } else { "a quarantine" };
+                state.flash = Some(Flash { text: format!("{what} needs a reason"), error: true });
+                state.mode = Mode::Input { purpose: InputPurpose::ControlReason(input), text };
+            } else {
+                input.reason = Some(reason.to_owned()).filter(|r| !r.is_empty());
+                state.mode = Mode::ControlConfirm(ControlConfirm { input, focus: Button::Cancel });
+            }
+        }
+        InputPurpose::TypedConfirm(input) => {
+            if text.trim() == input.subject {
+                return sign_control(state, input);
+            }
+            state.flash = Some(Flash {
+                text: format!("the typed name is not {}: nothing was signed", input.subject),
+                error: true,
+            });
+        }
+        InputPurpose::Elevation(agent) => {
+            let mut parts = text.split_whitespace();
+            let ring = parts.next().and_then(|r| r.parse::<u8>().ok()).filter(|r| (1..=2).contains(r));
+            let ttl = parts.next().and_then(|t| t.parse::<i64>().ok()).filter(|t| *t > 0);
+            let (Some(ring), Some(ttl), None) = (ring, ttl, parts.next()) else {
+                state.flash = Some(Flash {
+                    text: "type the ring (1 or 2) and the TTL in seconds, e.g. `2 300`".into(),
+                    error: true,
+                });
+                state.mode = Mode::Input { purpose: InputPurpose::Elevation(agent), text };
+                return vec![];
+            };
+            let mut input = state.control_input(ControlKind::Elevate, &agent);
+            // The Agent Hypervisor's rules, checked now against what the console shows; the
+            // runner checks again against the spool and chain when it signs.
+            let view = ChainView {
+                decisions: state.decisions.clone(),
+                controls: state.controls.clone(),
+                ..ChainView::default()
+            };
+            match crate::spool::elevation_fields(
+                &state.snapshot,
+                &view,
+                &state.policies,
+                &agent,
+                ring,
+                ttl,
+                &input.decided_at,
+            ) {
+                Ok(fields) => {
+                    input.fields = fields;
+                    state.mode = Mode::ControlConfirm(ControlConfirm { input, focus: Button::Cancel });
+                }
+                Err(e) => state.flash = Some(Flash { text: format!("elevation denied: {e}"), error: true }),
+            }
+        }
+    }
+    vec![]
+}
+
+impl State {
+    /// A control on `subject` dated now (the runner re-stamps it when it signs).
+    fn control_input(&self, kind: ControlKind, subject: &str) -> ControlInput {
+        let decided_at = time::OffsetDateTime::from_unix_timestamp(self.now as i64)
+            .map_or_else(|_| String::new(), crate::clock::format_rfc3339);
+        ControlInput { kind, subject: subject.to_owned(), fields: serde_json::Map::new(), reason: None, decided_at }
+    }
+}
+
+/// Whether a control still changes something given the chain's controls now: the notebook is
+/// still at the level the dialog showed as `previous`, the agent is not already in the standing
+/// asked for, an elevated agent is active without an elevation in force.
+#[must_use]
+pub fn control_applies(controls: &ControlState, input: &ControlInput, now: f64) -> bool {
+    let standing = controls.standing(&input.subject);
+    match input.kind {
+        ControlKind::TrustSet => {
+            input.fields.get("previous").and_then(serde_json::Value::as_str)
+                == Some(controls.notebook_trust(&input.subject).as_str())
+        }
+        ControlKind::Quarantine => standing != AgentStanding::Quarantined,
+        ControlKind::Kill => standing != AgentStanding::Killed,
+        ControlKind::Release => standing != AgentStanding::Active,
+        ControlKind::Elevate => {
+            standing == AgentStanding::Active && controls.active_elevation(&input.subject, now).is_none()
+        }
+    }
+}
+
+/// `+`/`-` on a notebook in the matrices view: one level up or down, confirmed by a dialog, or by
+/// typing the notebook's name to raise it to `autonomous`.
+fn start_trust_change(state: &mut State, raise: bool) -> Vec<Effect> {
+    if state.pane != Pane::Matrices {
+        state.flash = Some(Flash { text: "select a notebook in the matrices view (press 5)".into(), error: true });
+        return vec![];
+    }
+    let Some(id) = state.selected_notebook().map(|n| n.id.clone()) else {
+        state.flash = Some(Flash {
+            text: "no notebook: packets name one in governance.notebook, or the chain sets a level".into(),
+            error: true,
+        });
+        return vec![];
+    };
+    if let Err(why) = state.can_sign() {
+        state.flash = Some(Flash { text: why, error: true });
+        return vec![];
+    }
+    let from = state.controls.notebook_trust(&id);
+    let i = NotebookTrust::ALL.iter().position(|l| *l == from).unwrap_or(0);
+    let to =
+        if raise { NotebookTrust::ALL.get(i + 1) } else { i.checked_sub(1).and_then(|j| NotebookTrust::ALL.get(j)) };
+    let Some(&to) = to else {
+        let word = if raise { "raise" } else { "lower" };
+        state.flash = Some(Flash { text: format!("{id} is already {from}: nothing to {word}"), error: true });
+        return vec![];
+    };
+    let mut input = state.control_input(ControlKind::TrustSet, &id);
+    input.fields.insert("level".into(), serde_json::json!(to.as_str()));
+    input.fields.insert("previous".into(), serde_json::json!(from.as_str()));
+    state.mode = if NotebookTrust::requires_typed_confirmation(from, to) {
+        Mode::Input { purpose: InputPurpose::TypedConfirm(input), text: String::new() }
+    } else {
+        Mode::ControlConfirm(ControlConfirm { input, focus: Button::Cancel })
+    };
+    vec![]
+}
+
+/// `Q`/`R`/`K`/`E` on an agent in the agents view: a reason (or the elevation's ring and TTL)
+/// first, then the dialog.
+fn start_agent_control(state: &mut State, kind: ControlKind) -> Vec<Effect> {
+    if state.pane != Pane::Agents {
+        state.flash = Some(Flash { text: "select an agent in the agents view (press 6)".into(), error: true });
+        return vec![];
+    }
+    let Some(agent) = state.selected_agent().map(|a| a.agent.clone()) else {
+        state.flash = Some(Flash { text: "no agent selected".into(), error: true });
+        return vec![];
+    };
+    if let Err(why) = state.can_sign() {
+        state.flash = Some(Flash { text: why, error: true });
+        return vec![];
+    }
+    let input = state.control_input(kind, &agent);
+    if !control_applies(&state.controls, &input, state.now) {
+        let standing = state.controls.standing(&agent);
+        let text = match kind {
+            ControlKind::Elevate if standing == AgentStanding::Active => {
+                format!("{agent} already has an elevation in force")
+            }
+            ControlKind::Elevate => format!("{agent} is {}: release it before elevating it", standing.as_str()),
+            _ => format!("{agent} is already {}: nothing to change", standing.as_str()),
+        };
+        state.flash = Some(Flash { text, error: true });
+        return vec![];
+    }
+    state.mode = if kind == ControlKind::Elevate {
+        Mode::Input { purpose: InputPurpose::Elevation(agent), text: "2 300".into() }
+    } else {
+        Mode::Input { purpose: InputPurpose::ControlReason(input), text: String::new() }
+    };
+    vec![]
+}
+
+fn sign_control(state: &mut State, input: ControlInput) -> Vec<Effect> {
+    state.mode = Mode::Normal;
+    if let Err(why) = state.can_sign() {
+        state.flash = Some(Flash { text: why, error: true });
+        return vec![];
+    }
+    state.signing = true;
+    state.flash = Some(Flash { text: format!("signing {} {}…", input.kind.as_str(), input.subject), error: false });
+    vec![Effect::Control(input)]
 }

@@ -153,8 +153,16 @@ pub fn known_commands(mode: &str) -> &'static [&'static str] {
             "decided",
             "invalid",
             "posteriors",
+            "matrices",
+            "agents",
             "approve",
             "refuse",
+            "raise",
+            "lower",
+            "quarantine",
+            "release",
+            "kill",
+            "elevate",
             "filter",
             "chain",
             "help",
@@ -290,6 +298,13 @@ mod tests {
         assert_eq!(km.command("confirm", &k("y")), Some("confirm"));
         assert_eq!(km.command("confirm", &k("esc")), Some("cancel"));
         assert_eq!(km.command("normal", &k("ctrl-c")), Some("quit"));
+        assert_eq!(km.command("normal", &k("5")), Some("matrices"));
+        assert_eq!(km.command("normal", &k("6")), Some("agents"));
+        assert_eq!(km.command("normal", &k("+")), Some("raise"));
+        assert_eq!(km.command("normal", &k("-")), Some("lower"));
+        for (key, command) in [("Q", "quarantine"), ("R", "release"), ("K", "kill"), ("E", "elevate")] {
+            assert_eq!(km.command("normal", &k(key)), Some(command));
+        }
     }
 
     #[test]

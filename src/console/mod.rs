@@ -15,7 +15,7 @@ mod watcher;
 use crate::config;
 use crate::keys::{PinnedKeys, Principal};
 use crate::spool::{self, Scanner, Spool};
-use app::{Action, Effect, SignedSummary, State};
+use app::{Action, ControlSummary, Effect, SignedSummary, State};
 use color_eyre::eyre::{Result, WrapErr, eyre};
 use futures_util::StreamExt as _;
 use ratatui::crossterm::event::{Event, EventStream, KeyEventKind};
@@ -130,10 +130,78 @@ fn spawn_job(tx: mpsc::UnboundedSender<Action>, on_panic: Action, job: impl FnOn
     });
 }
 
+/// Signs and appends one of the principal's controls, as the console's [`Effect::Control`] asks:
+/// stamps `decided_at` now (whole seconds), and against the spool and chain as they are now
+///
+/// - a notebook trust change is refused when the chain no longer has the notebook at the level
+///   the principal saw (`previous`);
+/// - a kill runs the kill switch ([`spool::kill_agent`]: the stop signal, the in-flight packets)
+///   and records its result;
+/// - an elevation is checked again ([`spool::elevation_fields`]) with the ring and TTL asked for.
+///
+/// Then [`spool::append_control`] verifies the chain under its lock and appends the signed record.
+/// Blocking: the console runs it on a background thread.
+///
+/// # Errors
+/// A sentence for the status line; nothing was appended.
+pub fn execute_control(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    policies: &crate::graduation::PolicySet,
+    mut input: crate::control::ControlInput,
+) -> std::result::Result<ControlSummary, String> {
+    use crate::control::ControlKind;
+    // Whole seconds: the kill switch's result carries the time as a JSON number, and a fraction
+    // such as 1795268789.9750001 does not survive serde_json's (non-`float_roundtrip`) parsing,
+    // so the record would not verify once read back.
+    let now = time::OffsetDateTime::now_utc();
+    input.decided_at = crate::clock::format_rfc3339(now.replace_nanosecond(0).unwrap_or(now));
+    let view = || spool::verify_chain(spool, pinned).map_err(|e| format!("reading the chain: {e}"));
+    let scan = || Scanner::new().scan(spool).map_err(|e| format!("scanning the spool: {e}"));
+    match input.kind {
+        ControlKind::TrustSet => {
+            let view = view()?;
+            let now = crate::clock::unix_seconds(&input.decided_at).unwrap_or(0.0);
+            if !app::control_applies(&view.controls, &input, now) {
+                return Err(format!(
+                    "{} is now {} in the chain, not what you confirmed; look again",
+                    input.subject,
+                    view.controls.notebook_trust(&input.subject)
+                ));
+            }
+        }
+        ControlKind::Kill => {
+            let (snap, view) = (scan()?, view()?);
+            input.fields.extend(spool::kill_agent(spool, &snap, &view, &input));
+        }
+        ControlKind::Elevate => {
+            let ring = input.fields.get("ring").and_then(serde_json::Value::as_u64).and_then(|r| u8::try_from(r).ok());
+            let ttl = input.fields.get("ttl_seconds").and_then(serde_json::Value::as_i64);
+            let (Some(ring), Some(ttl)) = (ring, ttl) else {
+                return Err("an elevation needs a ring and a TTL".into());
+            };
+            let (snap, view) = (scan()?, view()?);
+            input.fields =
+                spool::elevation_fields(&snap, &view, policies, &input.subject, ring, ttl, &input.decided_at)
+                    .map_err(|e| format!("elevation denied: {e}"))?;
+        }
+        ControlKind::Quarantine | ControlKind::Release => {}
+    }
+    let (_, appended) = spool::append_control(spool, principal, pinned, &input).map_err(|e| e.to_string())?;
+    Ok(ControlSummary {
+        kind: input.kind,
+        subject: input.subject,
+        chain_index: appended.chain_index,
+        entry_hash: appended.entry_hash,
+    })
+}
+
 struct Runner {
     spool: Spool,
     principal: Option<Arc<Principal>>,
     pinned: Arc<PinnedKeys>,
+    policies: Arc<crate::graduation::PolicySet>,
     scanner: Arc<Mutex<Scanner>>,
     tx: mpsc::UnboundedSender<Action>,
     scanning: bool,
@@ -223,6 +291,26 @@ impl Runner {
                     Action::Signed(result)
                 });
             }
+            Effect::Control(input) => {
+                let Some(principal) = self.principal.clone() else {
+                    let _ = self.tx.send(Action::ControlSigned(Err("read-only: no key".into())));
+                    return;
+                };
+                let (spool, pinned, policies) =
+                    (self.spool.clone(), Arc::clone(&self.pinned), Arc::clone(&self.policies));
+                let on_panic = Action::ControlSigned(Err("internal error while signing (see the log)".into()));
+                spawn_job(self.tx.clone(), on_panic, move || {
+                    let (kind, subject) = (input.kind, input.subject.clone());
+                    let result = execute_control(&spool, &principal, &pinned, &policies, input);
+                    match &result {
+                        Ok(s) => {
+                            tracing::info!(control = kind.as_str(), %subject, index = s.chain_index, "control signed")
+                        }
+                        Err(e) => tracing::warn!(control = kind.as_str(), %subject, error = %e, "control failed"),
+                    }
+                    Action::ControlSigned(result)
+                });
+            }
             Effect::Quit => {}
         }
     }
@@ -279,6 +367,7 @@ where
         spool,
         principal: principal.map(Arc::new),
         pinned: Arc::new(pinned),
+        policies: Arc::clone(&state.policies),
         scanner: Arc::new(Mutex::new(Scanner::new())),
         tx: tx.clone(),
         scanning: false,
@@ -335,8 +424,8 @@ where
             runner.finished(&action);
             let is_tick = matches!(action, Action::Tick(_));
             let effects = app::update(&mut state, action);
-            // A tick changes only ages: redraw when anything is listed.
-            dirty |= !is_tick || state.len(app::Pane::Pending) + state.len(app::Pane::Decided) > 0;
+            // A tick changes only ages and countdowns: redraw when any is shown.
+            dirty |= !is_tick || state.tick_changes_screen();
             for effect in effects {
                 if effect == Effect::Quit {
                     state.quit = true;

@@ -7,9 +7,14 @@
 use super::app::{Button, ChainState, InputPurpose, Mode, Pane, State, chain_line};
 use super::theme::Theme;
 use crate::clock;
+use crate::control::{ControlInput, ControlKind};
 use crate::decision::Verdict;
+use crate::graduation::gate::AgentStanding;
+use crate::monitor::AgentSummary;
 use crate::packet::{DecisionState, Packet};
+use crate::rings::Ring;
 pub use crate::text::inert;
+use crate::tiers::{NotebookTrust, TierAction, ToolTier};
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -66,7 +71,11 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
         Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1), Constraint::Length(1)])
             .areas(area);
     render_title(state, theme, frame, title);
-    if state.zoomed {
+    if state.pane == Pane::Matrices {
+        render_matrices(state, theme, frame, body);
+    } else if state.pane == Pane::Agents {
+        render_agents(state, theme, frame, body);
+    } else if state.zoomed {
         render_detail(state, theme, frame, body, true);
     } else if body.width >= 120 {
         let [list, detail] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
@@ -85,6 +94,16 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
         Mode::Confirm(c) => render_confirm(state, theme, frame, area, c),
         Mode::ChainAlert => render_chain_alert(state, theme, frame, area),
         Mode::Input { purpose: InputPurpose::RefuseReason(p), text } => render_reason(theme, frame, area, p, text),
+        Mode::ControlConfirm(c) => render_control_confirm(state, theme, frame, area, &c.input, Some(c.focus), None),
+        Mode::Input { purpose: InputPurpose::TypedConfirm(input), text } => {
+            render_control_confirm(state, theme, frame, area, input, None, Some(text));
+        }
+        Mode::Input { purpose: InputPurpose::ControlReason(input), text } => {
+            render_control_reason(theme, frame, area, input, text);
+        }
+        Mode::Input { purpose: InputPurpose::Elevation(agent), text } => {
+            render_elevation_input(state, theme, frame, area, agent, text);
+        }
         Mode::Input { purpose: InputPurpose::Filter, .. } | Mode::Normal => {}
     }
 }
@@ -105,17 +124,54 @@ fn render_title(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-fn tabs_line(state: &State, theme: &Theme) -> Line<'static> {
-    let mut spans = Vec::new();
-    for (i, pane) in Pane::ALL.iter().enumerate() {
-        let label = format!(" {} {} ({}) ", i + 1, pane.title(), state.len(*pane));
-        let style = if *pane == state.pane { theme.get("selection") } else { theme.get("muted") };
-        spans.push(Span::styled(label, style));
-    }
-    if !state.filter.is_empty() || matches!(state.mode, Mode::Input { purpose: InputPurpose::Filter, .. }) {
-        spans.push(Span::styled(format!(" /{} ", inert(&state.filter, 40)), theme.get("accent")));
+/// The pane tabs for a block title `width` cells wide: every pane with its count when that fits,
+/// else counts only for the packet lists, else none, else only numbers (the focused pane always
+/// shows its count).
+fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
+    let filter = (!state.filter.is_empty() || matches!(state.mode, Mode::Input { purpose: InputPurpose::Filter, .. }))
+        .then(|| format!(" /{} ", inert(&state.filter, 40)));
+    let room = usize::from(width.saturating_sub(2)).saturating_sub(filter.as_ref().map_or(0, |f| f.chars().count()));
+    let labels = |detail: u8| -> Vec<String> {
+        Pane::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, pane)| match detail {
+                _ if *pane == state.pane => format!(" {} {} ({}) ", i + 1, pane.title(), state.len(*pane)),
+                3 => format!(" {} {} ({}) ", i + 1, pane.title(), state.len(*pane)),
+                2 if matches!(pane, Pane::Pending | Pane::Decided | Pane::Invalid) => {
+                    format!(" {} {} ({}) ", i + 1, pane.title(), state.len(*pane))
+                }
+                1 | 2 => format!(" {} {} ", i + 1, pane.title()),
+                _ => format!(" {} ", i + 1),
+            })
+            .collect()
+    };
+    let chosen = [3, 2, 1, 0]
+        .into_iter()
+        .map(labels)
+        .find(|l| l.iter().map(|s| s.chars().count()).sum::<usize>() <= room)
+        .unwrap_or_else(|| labels(0));
+    let mut spans: Vec<Span<'static>> = Pane::ALL
+        .iter()
+        .zip(chosen)
+        .map(|(pane, label)| {
+            Span::styled(label, if *pane == state.pane { theme.get("selection") } else { theme.get("muted") })
+        })
+        .collect();
+    if let Some(f) = filter {
+        spans.push(Span::styled(f, theme.get("accent")));
     }
     Line::from(spans)
+}
+
+/// The style of a decision state: never the only signal (glyphs and words go with it).
+fn state_style(theme: &Theme, s: Option<DecisionState>) -> Style {
+    match s {
+        Some(DecisionState::Allowed | DecisionState::AllowedWithConstraints) => theme.get("ok"),
+        Some(DecisionState::Blocked) => theme.get("refuse"),
+        Some(DecisionState::HumanOnly) => theme.get("warn"),
+        _ => theme.get("pending"),
+    }
 }
 
 /// First visible row so that `selected` is on screen in a window of `height` rows.
@@ -137,7 +193,7 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
     let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(if state.zoomed { theme.get("border") } else { theme.get("border_focus") })
-        .title(tabs_line(state, theme));
+        .title(tabs_line(state, theme, area.width));
     if from > 0 {
         block =
             block.title_top(Line::from(Span::styled(format!(" ↑ {from} newer "), theme.get("warn"))).right_aligned());
@@ -157,14 +213,16 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                 .iter()
                 .map(|e| {
                     let p = &e.packet;
-                    let (g, w) = state_label(p.state);
+                    // The composed verdict of every model, not only what the packet declares.
+                    let shown = state.shown_state(p);
+                    let (g, w) = state_label(shown);
                     let mut cells = vec![
                         Cell::from(clock::human_age(state.now - e.created())),
                         Cell::from(inert(&p.agent, 24)),
                         Cell::from(inert(&p.action_class, 32)),
                         Cell::from(p.risk.clone().unwrap_or_else(|| "?".into()))
                             .style(risk_style(theme, p.risk.as_deref())),
-                        Cell::from(format!("{g} {w}")).style(theme.get("pending")),
+                        Cell::from(format!("{g} {w}")).style(state_style(theme, shown)),
                     ];
                     if wide {
                         cells.push(Cell::from(inert(&p.summary, 200)));
@@ -279,6 +337,8 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                 rows,
             )
         }
+        // Drawn by their own views.
+        Pane::Matrices | Pane::Agents => (vec![], vec![], vec![]),
     };
     if state.len(state.pane) == 0 {
         let msg = match (state.pane, state.filter.is_empty()) {
@@ -287,6 +347,8 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
             (Pane::Decided, true) => "no decisions yet",
             (Pane::Invalid, true) => "no invalid files",
             (Pane::Posteriors, true) => "no action classes",
+            (Pane::Matrices, true) => "no notebooks",
+            (Pane::Agents, true) => "no agents",
         };
         frame.render_widget(Paragraph::new(msg).style(theme.get("muted")), inner);
         return;
@@ -536,8 +598,77 @@ fn evidence_summary(v: &Value) -> String {
     }
 }
 
+/// The composed verdict: its state and decisive model, each model's verdict side by side (its
+/// own word, the state it maps to, why), then the contract's preconditions as observed now.
+/// `row` is the width available; `max` caps each text (unlimited when zoomed).
+fn verdict_lines(state: &State, theme: &Theme, id: &str, row: usize, max: usize) -> Vec<Line<'static>> {
+    let Some(v) = state.verdict(id) else { return vec![] };
+    let (g, w) = state_label(Some(v.state));
+    let mut out = vec![
+        Line::from(Span::styled("Verdict (every model that applies; the strictest wins)", theme.get("header"))),
+        kv(
+            theme,
+            "composed",
+            Span::styled(format!("{g} {w} · decisive: {}", v.decisive.as_str()), state_style(theme, Some(v.state))),
+        ),
+    ];
+    let decisive = v.models.iter().position(|m| m.model == v.decisive && m.state == v.state);
+    let model_w = v.models.iter().map(|m| m.model.as_str().len()).max().unwrap_or(0);
+    let verdict_w = v.models.iter().map(|m| inert(&m.verdict, 24).chars().count()).max().unwrap_or(0);
+    // Model, its word and the state fit on one row; the reason follows on the same row when the
+    // view is wide enough, else on the next, indented.
+    let fixed = 4 + model_w + 1 + verdict_w + 1 + 13;
+    let one_row = row >= fixed + 40;
+    for (i, m) in v.models.iter().enumerate() {
+        let (g, w) = state_label(Some(m.state));
+        let mut spans = vec![
+            Span::styled(if Some(i) == decisive { "  ▶ " } else { "    " }, theme.get("title")),
+            Span::raw(format!("{:<model_w$} {:<verdict_w$} ", m.model.as_str(), inert(&m.verdict, 24))),
+            Span::styled(format!("{g} {w:<11}"), state_style(theme, Some(m.state))),
+        ];
+        if one_row {
+            spans.push(Span::raw(inert(&m.reason, max)));
+            out.push(Line::from(spans));
+        } else {
+            out.push(Line::from(spans));
+            out.push(Line::from(Span::styled(format!("      {}", inert(&m.reason, max)), theme.get("muted"))));
+        }
+    }
+    if let Some(rv) = state.preconditions(id) {
+        out.push(Line::from(Span::styled(
+            format!("preconditions ({} re-checked now)", rv.checks.len()),
+            theme.get("header"),
+        )));
+        for c in &rv.checks {
+            let now = match (&c.observed, &c.error) {
+                (Some(o), _) => o.to_string(),
+                (None, Some(e)) => format!("cannot observe: {e}"),
+                (None, None) => "?".to_owned(),
+            };
+            let (mark, role) = if c.holds { ("✓ holds  ", "ok") } else { ("✗ changed", "refuse") };
+            out.push(Line::from(vec![
+                Span::styled(format!("  {mark} "), theme.get(role)),
+                Span::raw(format!(
+                    "{}  expected {}  now {}",
+                    inert(&c.check_id, 40),
+                    inert(&c.expected.to_string(), max),
+                    inert(&now, max)
+                )),
+            ]));
+        }
+    }
+    out
+}
+
 fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, zoomed: bool) -> Vec<Line<'a>> {
-    let (g, w) = state_label(p.state);
+    let shown = state.shown_state(p);
+    let (g, w) = state_label(shown);
+    let row = width + 14;
+    let declared = match (state.verdict(&p.id), p.state) {
+        (Some(v), Some(d)) if v.state != d => format!(" (composed; the packet declares {})", state_label(Some(d)).1),
+        (Some(_), _) => " (composed)".to_owned(),
+        _ => String::new(),
+    };
     let mut lines = vec![
         Line::from(Span::styled(inert(&p.summary, width), theme.get("title"))),
         kv(theme, "packet", inert(&p.id, width)),
@@ -557,7 +688,7 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             "risk",
             Span::styled(p.risk.clone().unwrap_or_else(|| "unknown".into()), risk_style(theme, p.risk.as_deref())),
         ),
-        kv(theme, "state", Span::styled(format!("{g} {w}"), theme.get("pending"))),
+        kv(theme, "state", Span::styled(format!("{g} {w}{declared}"), state_style(theme, shown))),
     ];
     if let Some(r) = &p.reason {
         lines.push(kv(theme, "reason", inert(r, width)));
@@ -628,6 +759,7 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         lines.push(Line::from(Span::styled("context", theme.get("header"))));
         lines.extend(field_lines(&p.context, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
     }
+    lines.extend(verdict_lines(state, theme, &p.id, row, if zoomed { usize::MAX } else { row * 2 }));
     if let Some(d) = state.gate_decision(&p.id) {
         lines.extend(gate_lines(theme, d, width));
         let class = state.policies.normalize(&p.action_class);
@@ -792,10 +924,16 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
     let km = &state.keymap;
     let (mode, commands): (&str, &[&str]) = match &state.mode {
         Mode::Input { .. } => ("input", &["submit", "cancel"]),
-        Mode::Confirm(_) => ("confirm", &["confirm", "cancel", "toggle"]),
+        Mode::Confirm(_) | Mode::ControlConfirm(_) => ("confirm", &["confirm", "cancel", "toggle"]),
         Mode::Help => ("help", &["close"]),
         Mode::ChainAlert => ("help", &[]),
         Mode::Normal if state.read_only => ("normal", &["down", "up", "open", "next_pane", "filter", "help", "quit"]),
+        Mode::Normal if state.pane == Pane::Matrices => {
+            ("normal", &["raise", "lower", "down", "up", "next_pane", "filter", "help", "quit"])
+        }
+        Mode::Normal if state.pane == Pane::Agents => {
+            ("normal", &["quarantine", "release", "kill", "elevate", "next_pane", "help", "quit"])
+        }
         Mode::Normal => ("normal", &["down", "up", "open", "approve", "refuse", "next_pane", "filter", "help", "quit"]),
     };
     let mut spans = Vec::new();
@@ -837,23 +975,34 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 }
 
 fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
-    // Sections flow into as many columns as the height requires, so nothing is cut off.
-    let mut lines: Vec<Line<'_>> = Vec::new();
-    for (mode, title) in [("normal", "Lists"), ("confirm", "Confirmation"), ("input", "Text line"), ("help", "Help")] {
-        if !lines.is_empty() {
-            lines.push(Line::from(""));
-        }
-        lines.push(Line::from(Span::styled(title, theme.get("header"))));
-        for b in state.keymap.bindings(mode) {
-            let keys: Vec<String> = b.keys.iter().map(super::keymap::Key::label).collect();
-            lines.push(Line::from(vec![
-                Span::styled(format!(" {:<15} ", keys.join(" ")), theme.get("key_hint")),
-                Span::raw(b.desc.clone()),
-            ]));
-        }
-    }
+    // Sections flow into as many columns as the height requires, so nothing is cut off; when the
+    // columns would not fit across, the blank lines between sections go first.
     const COLUMN: u16 = 38;
-    let height = area.height.saturating_sub(4).max(1) as usize;
+    let height = area.height.saturating_sub(2).max(1) as usize;
+    let fit = usize::from(area.width.saturating_sub(2) / COLUMN).max(1) * height;
+    let sections = |gaps: bool| {
+        let mut lines: Vec<Line<'_>> = Vec::new();
+        for (mode, title) in
+            [("normal", "Lists"), ("confirm", "Confirmation"), ("input", "Text line"), ("help", "Help")]
+        {
+            if gaps && !lines.is_empty() {
+                lines.push(Line::from(""));
+            }
+            lines.push(Line::from(Span::styled(title, theme.get("header"))));
+            for b in state.keymap.bindings(mode) {
+                let keys: Vec<String> = b.keys.iter().map(super::keymap::Key::label).collect();
+                lines.push(Line::from(vec![
+                    Span::styled(format!(" {:<15} ", keys.join(" ")), theme.get("key_hint")),
+                    Span::raw(b.desc.clone()),
+                ]));
+            }
+        }
+        lines
+    };
+    let mut lines = sections(true);
+    if lines.len() > fit {
+        lines = sections(false);
+    }
     let columns = lines.len().div_ceil(height).max(1) as u16;
     let rect = centered(area, (COLUMN * columns + 2).min(area.width), (lines.len().min(height) + 2) as u16);
     frame.render_widget(Clear, rect);
@@ -969,6 +1118,657 @@ fn render_chain_alert(state: &State, theme: &Theme, frame: &mut Frame<'_>, area:
                 .borders(Borders::ALL)
                 .border_style(theme.get("error"))
                 .title(Span::styled(" ✗ Chain broken ", theme.get("error"))),
+        ),
+        rect,
+    );
+}
+
+/// Glyph, word and style role of an agent's standing.
+fn standing_label(s: AgentStanding) -> (&'static str, &'static str) {
+    match s {
+        AgentStanding::Active => ("✓ active", "ok"),
+        AgentStanding::Quarantined => ("⊘ quarantined", "warn"),
+        AgentStanding::Killed => ("✗ killed", "refuse"),
+    }
+}
+
+/// Glyph and style role of a tier × trust cell.
+fn tier_action_label(a: TierAction) -> (&'static str, &'static str) {
+    match a {
+        TierAction::Auto => ("✓ auto", "ok"),
+        TierAction::Gated => ("◌ gated", "pending"),
+        TierAction::Confirm => ("● confirm", "warn"),
+    }
+}
+
+fn trust_style(theme: &Theme, t: NotebookTrust) -> Style {
+    match t {
+        NotebookTrust::Cautious => theme.get("pending"),
+        NotebookTrust::Trusted => theme.get("ok"),
+        NotebookTrust::Autonomous => theme.get("warn"),
+    }
+}
+
+/// What a ring may touch, as cells: network, filesystem, subprocess, tools, rate.
+fn ring_cells(ring: Ring) -> [String; 5] {
+    let c = crate::rings::constraints(ring);
+    let limits = crate::rings::rate::default_limits(ring);
+    let scope = serde_json::to_value(c.filesystem_scope).ok().and_then(|v| v.as_str().map(str::to_owned));
+    let scope = scope.unwrap_or_else(|| "?".into());
+    [
+        match (c.network_allowed, c.network_allowlist.len()) {
+            (false, _) => "✗ none".into(),
+            (true, 0) => "✓ any".into(),
+            (true, n) => format!("✓ {n} hosts"),
+        },
+        match (scope.as_str(), c.filesystem_writable) {
+            ("none", _) => "✗ none".into(),
+            (s, true) => format!("✓ {s} rw"),
+            (s, false) => format!("✓ {s} ro"),
+        },
+        if c.subprocess_allowed { "✓ yes".into() } else { "✗ no".into() },
+        c.max_concurrent_tools.to_string(),
+        format!("{}/s {}", limits.rate, limits.burst),
+    ]
+}
+
+fn ring_name(ring: Ring) -> &'static str {
+    match ring {
+        Ring::Root => "0 root",
+        Ring::Privileged => "1 privileged",
+        Ring::Standard => "2 standard",
+        Ring::Sandbox => "3 sandbox",
+    }
+}
+
+/// The matrices view: what each ring may touch (and who is in it), the tool tier × notebook
+/// trust matrix with the selected notebook's column highlighted, and the notebooks.
+fn render_matrices(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.get("border_focus"))
+        .title(tabs_line(state, theme, area.width));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    // Blank lines between the sections when there is room for them.
+    let gap = u16::from(inner.height >= 26 || inner.width >= 110);
+    let [rings_area, _, rest] =
+        Layout::vertical([Constraint::Length(6), Constraint::Length(gap), Constraint::Min(3)]).areas(inner);
+    render_ring_matrix(state, theme, frame, rings_area);
+    let (tiers_area, notebooks_area) = if rest.width >= 110 {
+        let [a, b] = Layout::horizontal([Constraint::Length(50), Constraint::Min(30)]).spacing(2).areas(rest);
+        (a, b)
+    } else {
+        let tools = tools_line(state);
+        let tools_h = u16::try_from(tools.chars().count().div_ceil(usize::from(rest.width.max(1)))).unwrap_or(1);
+        let [a, _, b] =
+            Layout::vertical([Constraint::Length(5 + tools_h), Constraint::Length(gap), Constraint::Min(2)])
+                .areas(rest);
+        (a, b)
+    };
+    render_tier_matrix(state, theme, frame, tiers_area);
+    render_notebooks(state, theme, frame, notebooks_area);
+}
+
+fn render_ring_matrix(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let [title, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+    frame.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled("Rings: what each may touch", theme.get("header")),
+            Span::styled("  (agents in it now, by effective score)", theme.get("muted")),
+        ])),
+        title,
+    );
+    // The fixed columns take 51 cells and 6 spaces; the agents get the rest, with "+N" for
+    // those that do not fit.
+    let agents_w = usize::from(table.width).saturating_sub(57).max(10);
+    let rows: Vec<Row<'_>> = Ring::ALL
+        .into_iter()
+        .map(|ring| {
+            let [net, fs, sub, tools, rate] = ring_cells(ring);
+            let members: Vec<&AgentSummary> =
+                state.assessment().monitor.agents.values().filter(|a| a.ring == ring).collect();
+            let mut agents: Vec<Span<'_>> = Vec::new();
+            let mut used = 0;
+            for (i, a) in members.iter().enumerate() {
+                let text = format!("{} {:.2}", inert(&a.agent, 24), a.eff_score);
+                let sep = if i > 0 { 2 } else { 0 };
+                let more = members.len() - i - 1;
+                let suffix = if more > 0 { 1 + format!("+{more}").len() } else { 0 };
+                if i > 0 && used + sep + text.chars().count() + suffix > agents_w {
+                    agents.push(Span::styled(format!(" +{}", members.len() - i), theme.get("muted")));
+                    break;
+                }
+                if i > 0 {
+                    agents.push(Span::raw(", "));
+                }
+                let role = if a.standing == AgentStanding::Active { "base" } else { standing_label(a.standing).1 };
+                used += sep + text.chars().count();
+                agents.push(Span::styled(text, theme.get(role)));
+            }
+            let agents = if agents.is_empty() {
+                Line::from(Span::styled("—", theme.get("muted")))
+            } else {
+                Line::from(agents)
+            };
+            let role = |s: &str| if s.starts_with('✗') { theme.get("muted") } else { theme.get("base") };
+            Row::new(vec![
+                Cell::from(ring_name(ring)).style(theme.get("title")),
+                Cell::from(net.clone()).style(role(&net)),
+                Cell::from(fs.clone()).style(role(&fs)),
+                Cell::from(sub.clone()).style(role(&sub)),
+                Cell::from(tools),
+                Cell::from(rate),
+                Cell::from(agents),
+            ])
+        })
+        .collect();
+    let widths = [
+        Constraint::Length(12),
+        Constraint::Length(7),
+        Constraint::Length(11),
+        Constraint::Length(7),
+        Constraint::Length(5),
+        Constraint::Length(9),
+        Constraint::Min(10),
+    ];
+    let header = Row::new(vec!["RING", "NETWORK", "FILESYSTEM", "SUBPROC", "TOOLS", "RATE", "AGENTS NOW"])
+        .style(theme.get("header"));
+    frame.render_widget(Table::new(rows, widths).header(header).column_spacing(1), table);
+}
+
+fn render_tier_matrix(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let highlight = state.selected_notebook().map(|n| n.level);
+    let mut lines = vec![Line::from(Span::styled("Tool tiers × notebook trust", theme.get("header")))];
+    let mut head = vec![Span::raw(format!("{:<13}", ""))];
+    for t in NotebookTrust::ALL {
+        let (label, style) = if Some(t) == highlight {
+            (format!("▾{:<11}", t.as_str()), theme.get("selection"))
+        } else {
+            (format!(" {:<11}", t.as_str()), theme.get("header"))
+        };
+        head.push(Span::styled(label, style));
+    }
+    lines.push(Line::from(head));
+    for tier in ToolTier::ALL {
+        let mut row = vec![Span::styled(format!("{:<13}", tier.as_str()), theme.get("header"))];
+        for t in NotebookTrust::ALL {
+            let (label, role) = tier_action_label(crate::tiers::gate_action(Some(tier), Some(t)));
+            let mut style = theme.get(role);
+            if Some(t) == highlight {
+                style = style.patch(theme.get("selection"));
+            }
+            row.push(Span::styled(format!(" {label:<11}"), style));
+        }
+        lines.push(Line::from(row));
+    }
+    lines.push(Line::from(Span::styled(tools_line(state), theme.get("muted"))));
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+}
+
+/// The tools `policy.toml` registers, by tier, in one line.
+fn tools_line(state: &State) -> String {
+    let mut by_tier: Vec<String> = Vec::new();
+    for tier in ToolTier::ALL {
+        let tools: Vec<String> =
+            state.policies.tools().filter(|(_, t)| t.tier == tier).map(|(k, _)| inert(k, 32)).collect();
+        if !tools.is_empty() {
+            by_tier.push(format!("{tier}: {}", tools.join(", ")));
+        }
+    }
+    if by_tier.is_empty() {
+        "no tools in policy.toml: an unregistered tool gates to confirm".to_owned()
+    } else {
+        format!("tools · {}", by_tier.join(" · "))
+    }
+}
+
+fn render_notebooks(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let [title, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+    let km = &state.keymap;
+    let len = state.notebooks().len();
+    let sel = state.selection(Pane::Matrices);
+    let (from, to) = window(sel, len, usize::from(table.height.saturating_sub(1)));
+    let mut spans = vec![Span::styled("Notebooks", theme.get("header"))];
+    if from > 0 || to < len {
+        spans.push(Span::styled(format!(" {}–{} of {len}", from + 1, to), theme.get("warn")));
+    }
+    if !state.read_only {
+        let k = |c: &str| km.first_key("normal", c).unwrap_or_default();
+        spans.push(Span::styled(format!("  {} raise · {} lower", k("raise"), k("lower")), theme.get("muted")));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), title);
+    if state.notebooks().is_empty() {
+        let msg = if state.filter.is_empty() {
+            "no notebooks yet: packets name one in governance.notebook; any other notebook is cautious"
+        } else {
+            "nothing matches the filter (esc clears it)"
+        };
+        frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }).style(theme.get("muted")), table);
+        return;
+    }
+    let wide = table.width >= 60;
+    let rows: Vec<Row<'_>> = state.notebooks()[from..to]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut cells = vec![
+                Cell::from(inert(&n.id, 40)),
+                Cell::from(n.level.as_str()).style(trust_style(theme, n.level)),
+                Cell::from(n.pending.to_string()),
+                Cell::from(n.set_by.as_deref().map_or_else(|| "(default)".into(), |p| inert(p, 20))),
+            ];
+            if wide {
+                cells.push(Cell::from(inert(n.set_at.as_deref().unwrap_or(""), 24)));
+            }
+            let row = Row::new(cells);
+            if from + i == sel { row.style(theme.get("selection")) } else { row }
+        })
+        .collect();
+    let mut widths = vec![Constraint::Min(10), Constraint::Length(10), Constraint::Length(7), Constraint::Length(10)];
+    let mut header = vec!["NOTEBOOK", "LEVEL", "PENDING", "SET BY"];
+    if wide {
+        widths.push(Constraint::Length(20));
+        header.push("SET AT");
+    }
+    frame.render_widget(
+        Table::new(rows, widths).header(Row::new(header).style(theme.get("header"))).column_spacing(1),
+        table,
+    );
+}
+
+/// The last `width` minutes of activity as a sparkline: `·` for an idle minute, else ▁…█ scaled
+/// to the busiest minute shown.
+fn sparkline(activity: &[u64], width: usize) -> String {
+    const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let shown = &activity[activity.len().saturating_sub(width)..];
+    let max = shown.iter().copied().max().unwrap_or(0).max(1);
+    shown.iter().map(|&v| if v == 0 { '·' } else { BLOCKS[((v * 8).div_ceil(max) as usize).clamp(1, 8) - 1] }).collect()
+}
+
+/// `mm:ss`.
+fn countdown(seconds: f64) -> String {
+    let s = seconds.max(0.0).ceil() as u64;
+    format!("{:02}:{:02}", s / 60, s % 60)
+}
+
+/// The agents view: one row per agent seen in packets, receipts or controls, and the selected
+/// agent's detail below.
+fn render_agents(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let len = state.agents().len();
+    let detail_h = if area.height >= 18 { 9 } else { 0 };
+    // The detail: standing, ring, what it may touch, elevation, rate, counts, keys.
+    let [list_area, detail_area] = Layout::vertical([Constraint::Min(4), Constraint::Length(detail_h)]).areas(area);
+    let rows_h = usize::from(list_area.height.saturating_sub(3));
+    let sel = state.selection(Pane::Agents);
+    let (from, to) = window(sel, len, rows_h);
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.get("border_focus"))
+        .title(tabs_line(state, theme, area.width));
+    if to < len {
+        block = block.title_bottom(
+            Line::from(Span::styled(format!(" ↓ {} more ", len - to), theme.get("muted"))).right_aligned(),
+        );
+    }
+    let inner = block.inner(list_area);
+    frame.render_widget(block, list_area);
+    if len == 0 {
+        let msg = if state.filter.is_empty() {
+            "no agents yet: agents appear with their packets, receipts or the principal's controls"
+        } else {
+            "nothing matches the filter (esc clears it)"
+        };
+        frame.render_widget(Paragraph::new(msg).style(theme.get("muted")), inner);
+    } else {
+        let wide = inner.width >= 110;
+        let spark_w = if wide { crate::monitor::ACTIVITY_MINUTES } else { 12 };
+        let rows: Vec<Row<'_>> = state.agents()[from..to]
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let (standing, role) = standing_label(a.standing);
+                let mut tokens = vec![Span::raw(if wide {
+                    format!("{:.1}/{:.0}", a.tokens, a.capacity)
+                } else {
+                    format!("{:.0}/{:.0}", a.tokens.floor(), a.capacity)
+                })];
+                if a.rate_rejections > 0 {
+                    tokens.push(Span::styled(format!(" ✗{}", a.rate_rejections), theme.get("warn")));
+                }
+                let elevation = match state.elevation_left(a) {
+                    Some((ring, left)) => Span::styled(format!("↑{ring} {}", countdown(left)), theme.get("accent")),
+                    None => Span::styled("—", theme.get("muted")),
+                };
+                let mut cells = vec![
+                    Cell::from(inert(&a.agent, 40)),
+                    Cell::from(a.ring.value().to_string()),
+                    Cell::from(format!("{:.2}", a.eff_score)),
+                    Cell::from(standing).style(theme.get(role)),
+                ];
+                if wide {
+                    cells.push(Cell::from(a.pending.to_string()));
+                    cells.push(Cell::from(a.decided.to_string()));
+                } else {
+                    cells.push(Cell::from(format!("{}/{}", a.pending, a.decided)));
+                }
+                cells.push(Cell::from(sparkline(&a.activity, spark_w)).style(theme.get("accent")));
+                cells.push(Cell::from(Line::from(tokens)));
+                cells.push(Cell::from(elevation));
+                if wide {
+                    let seen = if a.last_seen > 0.0 { clock::human_age(state.now - a.last_seen) } else { "—".into() };
+                    cells.push(Cell::from(seen));
+                }
+                let row = Row::new(cells);
+                if from + i == sel { row.style(theme.get("selection")) } else { row }
+            })
+            .collect();
+        let (header, widths): (Vec<&str>, Vec<Constraint>) = if wide {
+            (
+                vec![
+                    "AGENT",
+                    "RING",
+                    "SCORE",
+                    "STANDING",
+                    "PEND",
+                    "DONE",
+                    "ACTIVITY (30 MIN)",
+                    "TOKENS",
+                    "ELEVATED",
+                    "SEEN",
+                ],
+                vec![
+                    Constraint::Min(14),
+                    Constraint::Length(4),
+                    Constraint::Length(5),
+                    Constraint::Length(13),
+                    Constraint::Length(4),
+                    Constraint::Length(4),
+                    Constraint::Length(spark_w as u16),
+                    Constraint::Length(13),
+                    Constraint::Length(9),
+                    Constraint::Length(5),
+                ],
+            )
+        } else {
+            (
+                vec!["AGENT", "R", "SCORE", "STANDING", "P/D", "LAST 12 MIN", "TOKENS", "ELEVATED"],
+                vec![
+                    Constraint::Min(10),
+                    Constraint::Length(1),
+                    Constraint::Length(5),
+                    Constraint::Length(13),
+                    Constraint::Length(5),
+                    Constraint::Length(spark_w as u16),
+                    Constraint::Length(8),
+                    Constraint::Length(8),
+                ],
+            )
+        };
+        frame.render_widget(
+            Table::new(rows, widths).header(Row::new(header).style(theme.get("header"))).column_spacing(1),
+            inner,
+        );
+    }
+    if detail_h > 0 {
+        render_agent_detail(state, theme, frame, detail_area);
+    }
+}
+
+fn render_agent_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let Some(a) = state.selected_agent() else {
+        frame.render_widget(Block::default().borders(Borders::ALL).border_style(theme.get("border")), area);
+        return;
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.get("border"))
+        .title(Span::styled(format!(" Agent {} ", inert(&a.agent, 60)), theme.get("title")));
+    let lines = agent_lines(state, theme, a);
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(block), area);
+}
+
+fn agent_lines(state: &State, theme: &Theme, a: &AgentSummary) -> Vec<Line<'static>> {
+    let (standing, role) = standing_label(a.standing);
+    let control = state.controls().agents.get(&a.agent);
+    let mut standing_text = standing.to_owned();
+    if a.standing != AgentStanding::Active {
+        if let Some(since) = control.and_then(|c| c.since.as_deref()) {
+            standing_text.push_str(&format!(" since {}", inert(since, 30)));
+        }
+        if let Some(r) = &a.standing_reason {
+            standing_text.push_str(&format!(": {}", inert(r, 200)));
+        }
+        standing_text.push_str(" · everything it asks is blocked");
+    }
+    let [net, fs, sub, tools, rate] = ring_cells(a.ring);
+    let rate = rate.replacen(' ', " burst ", 1);
+    let elevation = match (state.elevation_left(a), control.and_then(|c| c.elevation.as_ref())) {
+        (Some((ring, left)), Some(e)) => {
+            format!("ring {ring} until {} ({} left; ends by itself)", inert(&e.expires_at, 30), countdown(left))
+        }
+        (Some((ring, left)), None) => format!("ring {ring} ({} left)", countdown(left)),
+        _ => "none".to_owned(),
+    };
+    let seen =
+        if a.last_seen > 0.0 { format!("{} ago", clock::human_age(state.now - a.last_seen)) } else { "never".into() };
+    let mut lines = vec![
+        kv(theme, "standing", Span::styled(standing_text, theme.get(role))),
+        kv(theme, "ring", format!("{} · effective score {:.2}", a.ring.label(), a.eff_score)),
+        kv(theme, "may touch", format!("net {net} · fs {fs} · proc {sub} · {tools} tools · {rate}")),
+        kv(theme, "elevation", elevation),
+        kv(
+            theme,
+            "rate",
+            format!("{:.1} of {:.0} tokens · {} over the limit (blocked)", a.tokens, a.capacity, a.rate_rejections),
+        ),
+        kv(
+            theme,
+            "activity",
+            format!("pending {} · decided {} · receipts {} · last seen {seen}", a.pending, a.decided, a.receipts),
+        ),
+    ];
+    let km = &state.keymap;
+    if !state.read_only {
+        let k = |c: &str| km.first_key("normal", c).unwrap_or_default();
+        lines.push(Line::from(Span::styled(
+            format!(
+                "{} quarantine · {} release · {} kill · {} elevate (signed after confirming)",
+                k("quarantine"),
+                k("release"),
+                k("kill"),
+                k("elevate")
+            ),
+            theme.get("key_hint"),
+        )));
+    }
+    lines.into_iter().map(own_line).collect()
+}
+
+/// What a control will do, in a sentence per line, for the dialog.
+fn control_effect_lines(state: &State, input: &ControlInput) -> Vec<String> {
+    let field = |k: &str| input.fields.get(k).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+    let subject = inert(&input.subject, 60);
+    match input.kind {
+        ControlKind::TrustSet => {
+            let to = field("level").as_deref().and_then(NotebookTrust::parse);
+            let from = field("previous").as_deref().and_then(NotebookTrust::parse);
+            let mut out = vec![format!(
+                "{subject}: {} → {}",
+                from.map_or("?", NotebookTrust::as_str),
+                to.map_or("?", NotebookTrust::as_str)
+            )];
+            for tier in ToolTier::ALL {
+                let before = crate::tiers::gate_action(Some(tier), from);
+                let after = crate::tiers::gate_action(Some(tier), to);
+                if before != after {
+                    out.push(format!("{tier} tools: {before} → {after}"));
+                }
+            }
+            if to == Some(NotebookTrust::Autonomous) {
+                out.push("destructive tools will run without any confirmation".into());
+            }
+            out
+        }
+        ControlKind::Quarantine => {
+            vec![format!("everything {subject} asks is blocked until released; it drops to ring 3")]
+        }
+        ControlKind::Kill => {
+            let pending = state
+                .snapshot
+                .packets
+                .iter()
+                .filter(|e| e.packet.agent == input.subject && !state.decisions.contains_key(&e.packet.id))
+                .count();
+            vec![
+                format!("the kill switch writes signals/{subject}.json (the stop signal)"),
+                format!(
+                    "its {pending} pending packet(s) are compensated; everything it asks is blocked until released"
+                ),
+            ]
+        }
+        ControlKind::Release => vec![format!("{subject} is active again, at the ring its score earns")],
+        ControlKind::Elevate => vec![format!(
+            "ring {} → {} for {} s from the signature (about until {}), then back",
+            field("original_ring").unwrap_or_else(|| "?".into()),
+            field("ring").unwrap_or_else(|| "?".into()),
+            field("ttl_seconds").unwrap_or_else(|| "?".into()),
+            field("expires_at").unwrap_or_else(|| "?".into()),
+        )],
+    }
+}
+
+/// The dialog previewing a control before it is signed: buttons, or (`typed`) the line where
+/// the notebook's name must be typed.
+fn render_control_confirm(
+    state: &State,
+    theme: &Theme,
+    frame: &mut Frame<'_>,
+    area: Rect,
+    input: &ControlInput,
+    focus: Option<Button>,
+    typed: Option<&str>,
+) {
+    let role = match input.kind {
+        ControlKind::Kill | ControlKind::Quarantine => "refuse",
+        ControlKind::Release => "approve",
+        ControlKind::TrustSet | ControlKind::Elevate => "warn",
+    };
+    let mut lines = vec![
+        Line::from(Span::styled(format!("Sign this control: {}?", input.kind.as_str()), theme.get(role))),
+        Line::from(""),
+        kv(theme, "control", input.kind.as_str()),
+        kv(theme, "subject", inert(&input.subject, 60)),
+    ];
+    for (k, v) in &input.fields {
+        let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+        lines.push(kv(theme, "", format!("{} = {}", inert(k, 20), inert(&v, 60))));
+    }
+    if let Some(r) = &input.reason {
+        lines.push(kv(theme, "reason", inert(r, 60)));
+    }
+    lines.push(kv(theme, "principal", inert(state.principal.as_deref().unwrap_or(""), 40)));
+    lines.push(kv(theme, "key", state.fingerprint.clone().unwrap_or_default()));
+    lines.push(kv(theme, "record", format!("{} (dated when signed)", input.kind.record_action())));
+    lines.push(Line::from(""));
+    for l in control_effect_lines(state, input) {
+        lines.push(Line::from(Span::styled(format!("  {l}"), theme.get(role))));
+    }
+    lines.push(Line::from(""));
+    match (typed, focus) {
+        (Some(text), _) => {
+            lines.push(Line::from(vec![
+                Span::styled(format!("type {} to confirm: ", inert(&input.subject, 40)), theme.get("header")),
+                Span::raw(inert(text, 60)),
+                Span::styled("▏", theme.get("accent")),
+            ]));
+            lines.push(
+                Line::from(Span::styled("enter sign · esc cancel · anything else cancels", theme.get("muted")))
+                    .alignment(Alignment::Center),
+            );
+        }
+        (None, focus) => {
+            let button = |label: &str, b: Button| {
+                let style = if focus == Some(b) { theme.get("button_focus") } else { theme.get("button") };
+                Span::styled(format!("[ {label} ]"), style)
+            };
+            lines.push(
+                Line::from(vec![
+                    button("Cancel", Button::Cancel),
+                    Span::raw("   "),
+                    button("Sign control", Button::Sign),
+                ])
+                .alignment(Alignment::Center),
+            );
+            lines.push(
+                Line::from(Span::styled("y sign · n/esc cancel · tab move · enter press", theme.get("muted")))
+                    .alignment(Alignment::Center),
+            );
+        }
+    }
+    // Tall enough for the wrapped text, so the buttons are never cut off.
+    let para = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let height = para.line_count(96.min(area.width).saturating_sub(2));
+    let rect = centered(area, 96, u16::try_from(height + 2).unwrap_or(u16::MAX));
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        para.block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.get(role))
+                .title(Span::styled(format!(" Confirm: {} ", input.kind.as_str()), theme.get(role))),
+        ),
+        rect,
+    );
+}
+
+fn render_control_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, input: &ControlInput, text: &str) {
+    let required = matches!(input.kind, ControlKind::Quarantine | ControlKind::Kill);
+    let lines = vec![
+        kv(theme, "control", input.kind.as_str()),
+        kv(theme, "agent", inert(&input.subject, 60)),
+        Line::from(""),
+        Line::from(vec![
+            Span::styled(if required { "reason: " } else { "reason (optional): " }, theme.get("header")),
+            Span::raw(inert(text, 200)),
+            Span::styled("▏", theme.get("accent")),
+        ]),
+        Line::from(""),
+        Line::from(Span::styled("enter continue · esc cancel", theme.get("muted"))),
+    ];
+    let rect = centered(area, 80, lines.len() as u16 + 2);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.get("refuse"))
+                .title(format!(" {}: why? ", input.kind.as_str())),
+        ),
+        rect,
+    );
+}
+
+fn render_elevation_input(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, agent: &str, text: &str) {
+    let ring = state.assessment().monitor.agents.get(agent).map_or(Ring::Sandbox, |a| a.ring);
+    let lines = vec![
+        kv(theme, "elevate", inert(agent, 60)),
+        kv(theme, "now", ring.label()),
+        Line::from(""),
+        Line::from(vec![
+            Span::styled("ring (1 or 2) and TTL in seconds: ", theme.get("header")),
+            Span::raw(inert(text, 40)),
+            Span::styled("▏", theme.get("accent")),
+        ]),
+        Line::from(Span::styled("e.g. `2 300`: ring 2 for five minutes; `1 300`: ring 1", theme.get("muted"))),
+        Line::from(""),
+        Line::from(Span::styled("enter continue · esc cancel", theme.get("muted"))),
+    ];
+    let rect = centered(area, 80, lines.len() as u16 + 2);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::default().borders(Borders::ALL).border_style(theme.get("warn")).title(" Elevate: ring and TTL "),
         ),
         rect,
     );
