@@ -112,7 +112,7 @@ tier = "mutating"
 required_trust_level = 3
 
 [ladder]
-auto_approve_up_to = 2
+auto_approve_up_to = 3
 
 [agents."agent-rogue"]
 max_score = 0.5
@@ -264,16 +264,17 @@ impl Demo {
     /// Starts the simulated agents on `spool`, acting every `interval`.
     #[must_use]
     pub fn start(spool: Spool, interval: Duration) -> Self {
+        // The tools' policy is in place before the console loads its policies.
+        let _ = spool.ensure();
+        let policy = spool.root().join("policy.toml");
+        if !policy.exists() {
+            let _ = std::fs::write(&policy, DEMO_POLICY);
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name("warrant-demo".into())
             .spawn(move || {
-                let _ = spool.ensure();
-                let policy = spool.root().join("policy.toml");
-                if !policy.exists() {
-                    let _ = std::fs::write(&policy, DEMO_POLICY);
-                }
                 let _ = publish_precondition_packet(&spool);
                 let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1;
                 let mut rng = Rng(seed);

@@ -78,6 +78,8 @@ pub fn run(opts: Options) -> Result<()> {
     let keymap = keymap::Keymap::load().map_err(|e| eyre!(e))?;
     opts.spool.ensure().wrap_err_with(|| format!("creating the spool at {}", opts.spool.root().display()))?;
     let pinned = PinnedKeys::load(&config::config_dir())?;
+    // The demo writes its policy.toml before the policies are loaded.
+    let demo = opts.demo_interval.map(|i| crate::demo::Demo::start(opts.spool.clone(), Duration::from_secs_f64(i)));
     let state = State::new(
         opts.spool.root().display().to_string(),
         opts.principal.as_ref().map(|p| p.name.clone()),
@@ -89,7 +91,6 @@ pub fn run(opts: Options) -> Result<()> {
     .with_policies(Arc::new(
         crate::graduation::PolicySet::load(&config::config_dir(), Some(opts.spool.root())).map_err(|e| eyre!("{e}"))?,
     ));
-    let demo = opts.demo_interval.map(|i| crate::demo::Demo::start(opts.spool.clone(), Duration::from_secs_f64(i)));
 
     // Restore the terminal before any panic message is printed.
     // A panic on the UI thread gives the terminal back before the message is printed; one in a
