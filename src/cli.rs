@@ -611,9 +611,12 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
         }
         return Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())));
     };
-    if verdict == Verdict::Approve {
-        let view = spool::verify_chain(spool, &pinned)?;
-        let policies = load_policies(Some(spool))?;
+    // An approval must pass the composed verdict, checked on the chain verified under the lock.
+    let policies = load_policies(Some(spool))?;
+    let admit = |view: &spool::ChainView| -> Result<(), String> {
+        if verdict == Verdict::Refuse {
+            return Ok(());
+        }
         let ctx = crate::verdict::VerdictContext {
             policies: &policies,
             controls: &view.controls,
@@ -628,24 +631,33 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
             view.report.is_valid(),
             &principal.name,
         );
-        if let Some(v) =
-            a.verdicts.get(id).filter(|v| matches!(v.state, DecisionState::Blocked | DecisionState::HumanOnly))
-        {
-            let why = v.models.iter().find(|m| m.model == v.decisive).map_or("", |m| m.reason.as_str());
-            return Err(Failure::invalid(format!(
-                "packet {id:?} is {} by {} ({}); it can only be refused",
-                v.state,
-                v.decisive.as_str(),
-                crate::text::inert(why, 300)
-            )));
+        match a.verdicts.get(id).filter(|v| matches!(v.state, DecisionState::Blocked | DecisionState::HumanOnly)) {
+            None => Ok(()),
+            Some(v) => {
+                let why = v.models.iter().find(|m| m.model == v.decisive).map_or("", |m| m.reason.as_str());
+                Err(format!(
+                    "packet {id:?} is {} by {} ({}); it can only be refused",
+                    v.state,
+                    v.decisive.as_str(),
+                    crate::text::inert(why, 300)
+                ))
+            }
         }
-    }
-    let decided =
-        spool::decide(spool, &principal, &pinned, &entry.packet, verdict, reason, &crate::clock::now_rfc3339())
-            .map_err(|e| match e {
-                spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
-                _ => Failure::invalid(e.to_string()),
-            })?;
+    };
+    let decided = spool::decide_with(
+        spool,
+        &principal,
+        &pinned,
+        &entry.packet,
+        verdict,
+        reason,
+        &crate::clock::now_rfc3339(),
+        admit,
+    )
+    .map_err(|e| match e {
+        spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
+        _ => Failure::invalid(e.to_string()),
+    })?;
     println!(
         "{} {id}: record {} {} signed by {} ({})",
         if verdict == Verdict::Approve { "approved" } else { "refused" },
@@ -844,13 +856,16 @@ fn keys_cmd(config: &Config, action: KeysAction) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// Appends a signed control and prints what was recorded.
-fn control_cli(spool: &Spool, config: &Config, input: &ControlInput) -> Result<u8, Failure> {
+/// Appends a signed control (checked against the chain under its lock) and prints what was
+/// recorded.
+fn control_cli(spool: &Spool, config: &Config, input: ControlInput) -> Result<u8, Failure> {
     let (principal, pinned) = load_principal(config)?;
-    let (_, appended) = spool::append_control(spool, &principal, &pinned, input).map_err(|e| match e {
-        spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
-        _ => Failure::invalid(e.to_string()),
-    })?;
+    let policies = load_policies(Some(spool))?;
+    let (input, appended) =
+        spool::append_control(spool, &principal, &pinned, &policies, input).map_err(|e| match e {
+            spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
+            _ => Failure::invalid(e.to_string()),
+        })?;
     println!(
         "{} {}: record {} {} signed by {} ({})",
         input.kind.as_str(),
@@ -947,7 +962,7 @@ fn trust_cmd(spool: &Spool, config: &Config, action: TrustAction) -> Result<u8, 
             let mut input = control_input(ControlKind::TrustSet, &notebook, reason)?;
             input.fields.insert("level".into(), json!(to.as_str()));
             input.fields.insert("previous".into(), json!(from.as_str()));
-            control_cli(spool, config, &input)
+            control_cli(spool, config, input)
         }
     }
 }
@@ -955,34 +970,19 @@ fn trust_cmd(spool: &Spool, config: &Config, action: TrustAction) -> Result<u8, 
 fn agent_cmd(spool: &Spool, config: &Config, action: AgentAction) -> Result<u8, Failure> {
     match action {
         AgentAction::Quarantine { agent, reason } => {
-            control_cli(spool, config, &control_input(ControlKind::Quarantine, &agent, Some(reason))?)
+            control_cli(spool, config, control_input(ControlKind::Quarantine, &agent, Some(reason))?)
         }
         AgentAction::Release { agent, reason } => {
-            control_cli(spool, config, &control_input(ControlKind::Release, &agent, reason)?)
+            control_cli(spool, config, control_input(ControlKind::Release, &agent, reason)?)
         }
         AgentAction::Kill { agent, reason } => {
-            let mut input = control_input(ControlKind::Kill, &agent, Some(reason))?;
-            let snap = Scanner::new().scan(spool)?;
-            let view = spool::verify_chain(spool, &load_pinned()?)?;
-            input.fields.extend(spool::kill_agent(spool, &snap, &view, &input));
-            control_cli(spool, config, &input)
+            control_cli(spool, config, control_input(ControlKind::Kill, &agent, Some(reason))?)
         }
         AgentAction::Elevate { agent, ring, ttl, reason } => {
             let mut input = control_input(ControlKind::Elevate, &agent, reason)?;
-            let snap = Scanner::new().scan(spool)?;
-            let view = spool::verify_chain(spool, &load_pinned()?)?;
-            let fields = spool::elevation_fields(
-                &snap,
-                &view,
-                &load_policies(Some(spool))?,
-                &agent,
-                ring,
-                ttl,
-                &input.decided_at,
-            )
-            .map_err(Failure::invalid)?;
-            input.fields.extend(fields);
-            control_cli(spool, config, &input)
+            input.fields.insert("ring".into(), json!(ring));
+            input.fields.insert("ttl_seconds".into(), json!(ttl));
+            control_cli(spool, config, input)
         }
     }
 }

@@ -399,6 +399,26 @@ impl ControlState {
         Ok(state)
     }
 
+    /// Whether `input` still changes something given these controls at `now` (unix seconds): the
+    /// notebook is still at the level the principal saw as `previous`, the agent is not already
+    /// in the standing asked for, an agent to elevate is active without an elevation in force.
+    #[must_use]
+    pub fn admits(&self, input: &ControlInput, now: f64) -> bool {
+        let standing = self.standing(&input.subject);
+        match input.kind {
+            ControlKind::TrustSet => {
+                input.fields.get("previous").and_then(Value::as_str)
+                    == Some(self.notebook_trust(&input.subject).as_str())
+            }
+            ControlKind::Quarantine => standing != AgentStanding::Quarantined,
+            ControlKind::Kill => standing != AgentStanding::Killed,
+            ControlKind::Release => standing != AgentStanding::Active,
+            ControlKind::Elevate => {
+                standing == AgentStanding::Active && self.active_elevation(&input.subject, now).is_none()
+            }
+        }
+    }
+
     /// A notebook's current level: `cautious` unless the principal set one.
     #[must_use]
     pub fn notebook_trust(&self, notebook: &str) -> NotebookTrust {

@@ -602,6 +602,11 @@ pub enum DecideError {
     /// world changed since the agent proposed, so there is nothing sound to approve.
     #[error("precondition_failed: {0}; refuse the packet, or let the agent propose again")]
     PreconditionFailed(String),
+    /// The chain as verified under the lock refuses it: a control it no longer admits (it
+    /// changed since the principal looked), an elevation the hypervisor's rules deny, an approval
+    /// the caller's check forbids (see [`decide_with`]).
+    #[error("{0}")]
+    Refused(String),
     /// The packet's `governance.contract` is malformed, so its preconditions cannot be recorded.
     #[error("packet {id:?} has an invalid action contract ({reason}); it can only be refused")]
     InvalidContract {
@@ -813,6 +818,27 @@ pub fn decide(
     reason: Option<&str>,
     decided_at: &str,
 ) -> Result<Decided, DecideError> {
+    decide_with(spool, principal, pinned, packet, verdict, reason, decided_at, |_| Ok(()))
+}
+
+/// [`decide`], with `admit` run on the chain as verified under the lock, just before signing: an
+/// `Err` refuses the decision ([`DecideError::Refused`]) and nothing is appended. The CLI checks
+/// the composed verdict here, so the chain is verified once and the principal's controls cannot
+/// change between the check and the signature.
+///
+/// # Errors
+/// As [`decide`], and [`DecideError::Refused`].
+#[allow(clippy::too_many_arguments)]
+pub fn decide_with(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    packet: &Packet,
+    verdict: Verdict,
+    reason: Option<&str>,
+    decided_at: &str,
+    admit: impl FnOnce(&ChainView) -> Result<(), String>,
+) -> Result<Decided, DecideError> {
     if verdict == Verdict::Refuse && reason.is_none_or(|r| r.trim().is_empty()) {
         return Err(DecideError::ReasonRequired);
     }
@@ -875,6 +901,10 @@ pub fn decide(
             });
             return Err("already decided".into());
         }
+        if let Err(why) = admit(&view) {
+            refusal = Some(DecideError::Refused(why));
+            return Err("refused".into());
+        }
         let mut body = decision::record_body(&input, &signed);
         let receipt_id = format!("decision:{}", packet.id);
         let receipt = build_receipt(&ReceiptInput {
@@ -918,40 +948,47 @@ pub fn decide(
 
 /// Signs a control and records it (the principal's notebook-trust change, quarantine, release,
 /// kill or elevation): under the chain's lock, verifies the whole chain (refusing a broken one),
-/// checks that the new record would itself verify, and appends it durably. The control applies
-/// from the next gate call: every view folds the chain ([`ChainView::controls`]).
+/// prepares the control against that verified view ([`prepare_control`]: a trust change must
+/// still start from its `previous` level, a kill runs the kill switch, an elevation is checked by
+/// the hypervisor's rules), signs it, checks that the new record would itself verify, and appends
+/// it durably. The control applies from the next gate call: every view folds the chain
+/// ([`ChainView::controls`]). Returns the control as signed and the record written.
 ///
 /// # Errors
-/// [`DecideError`]: an unsafe spool, a broken chain, a record that would not verify, I/O; on any
-/// error nothing was appended.
+/// [`DecideError`]: an unsafe spool, a broken chain, a control the chain no longer admits or the
+/// hypervisor denies ([`DecideError::Refused`]), a record that would not verify, I/O; on
+/// any error nothing was appended.
 pub fn append_control(
     spool: &Spool,
     principal: &Principal,
     pinned: &PinnedKeys,
-    input: &ControlInput,
-) -> Result<(SignedDecision, chain::Appended), DecideError> {
+    policies: &crate::graduation::PolicySet,
+    mut input: ControlInput,
+) -> Result<(ControlInput, chain::Appended), DecideError> {
     if !packet::is_safe_id(&input.subject) {
         return Err(DecideError::WouldNotVerify(format!("{:?} is not a safe notebook or agent id", input.subject)));
     }
     spool.ensure()?;
     spool.check_private().map_err(DecideError::UnsafeSpool)?;
-    let signed = crate::control::sign_control(principal, input);
     let mut refusal: Option<DecideError> = None;
     let appended = chain::append(&spool.chain_path(), |head| {
-        match verify_chain_records(spool, pinned, |_| false) {
-            Ok((view, _)) => {
-                if let Some(first) = view.report.first() {
-                    refusal = Some(DecideError::ChainBroken(first.to_string()));
-                    return Err("chain broken".into());
-                }
-            }
+        let view = match verify_chain_records(spool, pinned, |_| false) {
+            Ok((view, _)) => view,
             Err(e) => {
                 let msg = e.to_string();
                 refusal = Some(DecideError::Chain(e));
                 return Err(msg);
             }
+        };
+        if let Some(first) = view.report.first() {
+            refusal = Some(DecideError::ChainBroken(first.to_string()));
+            return Err("chain broken".into());
         }
-        let body = crate::control::record_body(input, &signed);
+        if let Err(e) = prepare_control(spool, policies, &view, &mut input) {
+            refusal = Some(e);
+            return Err("control refused".into());
+        }
+        let body = crate::control::record_body(&input, &crate::control::sign_control(principal, &input));
         if let Some(problem) = first_problem(&body, head, Some(pinned)) {
             refusal = Some(DecideError::WouldNotVerify(problem));
             return Err("would not verify".into());
@@ -959,9 +996,55 @@ pub fn append_control(
         Ok(body)
     });
     match appended {
-        Ok(a) => Ok((signed, a)),
+        Ok(a) => Ok((input, a)),
         Err(e) => Err(refusal.unwrap_or(DecideError::Chain(e))),
     }
+}
+
+/// The control-specific part of [`append_control`], against the chain as verified under the
+/// lock: a trust change must start from the level it names as `previous` (nobody changed it
+/// since the principal looked); a kill runs the kill switch ([`kill_agent`]) and adds its result;
+/// an elevation's `ring` and `ttl_seconds` are checked by the hypervisor's rules and replaced by
+/// the granted fields ([`elevation_fields`]).
+///
+/// # Errors
+/// [`DecideError::Refused`] with the reason; I/O errors scanning the spool.
+fn prepare_control(
+    spool: &Spool,
+    policies: &crate::graduation::PolicySet,
+    view: &ChainView,
+    input: &mut ControlInput,
+) -> Result<(), DecideError> {
+    use crate::control::ControlKind;
+    match input.kind {
+        ControlKind::TrustSet => {
+            let now = crate::clock::unix_seconds(&input.decided_at).unwrap_or(0.0);
+            if !view.controls.admits(input, now) {
+                return Err(DecideError::Refused(format!(
+                    "{} is now {} in the chain, not the level this change starts from; look again",
+                    input.subject,
+                    view.controls.notebook_trust(&input.subject)
+                )));
+            }
+        }
+        ControlKind::Kill => {
+            let snap = Scanner::new().scan(spool)?;
+            let fields = kill_agent(spool, &snap, view, input);
+            input.fields.extend(fields);
+        }
+        ControlKind::Elevate => {
+            let ring = input.fields.get("ring").and_then(Value::as_u64).and_then(|r| u8::try_from(r).ok());
+            let ttl = input.fields.get("ttl_seconds").and_then(Value::as_i64);
+            let (Some(ring), Some(ttl)) = (ring, ttl) else {
+                return Err(DecideError::Refused("an elevation needs a ring and a TTL".into()));
+            };
+            let snap = Scanner::new().scan(spool)?;
+            input.fields = elevation_fields(&snap, view, policies, &input.subject, ring, ttl, &input.decided_at)
+                .map_err(|e| DecideError::Refused(format!("elevation denied: {e}")))?;
+        }
+        ControlKind::Quarantine | ControlKind::Release => {}
+    }
+    Ok(())
 }
 
 /// Runs the kill switch on `agent` (agent-hypervisor.md §2.11): its termination callback writes
@@ -970,7 +1053,7 @@ pub fn append_control(
 /// the result, recorded whatever the callback did, is returned as the control's `kill` field.
 /// `terminated` is false when the signal could not be written within the callback timeout.
 #[must_use]
-pub fn kill_agent(spool: &Spool, snap: &Snapshot, view: &ChainView, input: &ControlInput) -> Map<String, Value> {
+fn kill_agent(spool: &Spool, snap: &Snapshot, view: &ChainView, input: &ControlInput) -> Map<String, Value> {
     use crate::rings::kill::{InFlightStep, KillReason, KillSwitch};
     let agent = input.subject.clone();
     let now = crate::clock::unix_seconds(&input.decided_at).unwrap_or(0.0);

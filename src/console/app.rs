@@ -910,7 +910,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                 Mode::Input { purpose: InputPurpose::ControlReason(i) | InputPurpose::TypedConfirm(i), .. } => Some(i),
                 _ => None,
             };
-            if let Some(i) = open.filter(|i| !control_applies(&state.controls, i, state.now)) {
+            if let Some(i) = open.filter(|i| !state.controls.admits(i, state.now)) {
                 state.flash = Some(Flash {
                     text: format!(
                         "{} changed in the chain while you were confirming: nothing was signed; look again",
@@ -1364,26 +1364,6 @@ impl State {
     }
 }
 
-/// Whether a control still changes something given the chain's controls now: the notebook is
-/// still at the level the dialog showed as `previous`, the agent is not already in the standing
-/// asked for, an elevated agent is active without an elevation in force.
-#[must_use]
-pub fn control_applies(controls: &ControlState, input: &ControlInput, now: f64) -> bool {
-    let standing = controls.standing(&input.subject);
-    match input.kind {
-        ControlKind::TrustSet => {
-            input.fields.get("previous").and_then(serde_json::Value::as_str)
-                == Some(controls.notebook_trust(&input.subject).as_str())
-        }
-        ControlKind::Quarantine => standing != AgentStanding::Quarantined,
-        ControlKind::Kill => standing != AgentStanding::Killed,
-        ControlKind::Release => standing != AgentStanding::Active,
-        ControlKind::Elevate => {
-            standing == AgentStanding::Active && controls.active_elevation(&input.subject, now).is_none()
-        }
-    }
-}
-
 /// `+`/`-` on a notebook in the matrices view: one level up or down, confirmed by a dialog, or by
 /// typing the notebook's name to raise it to `autonomous`.
 fn start_trust_change(state: &mut State, raise: bool) -> Vec<Effect> {
@@ -1438,7 +1418,7 @@ fn start_agent_control(state: &mut State, kind: ControlKind) -> Vec<Effect> {
         return vec![];
     }
     let input = state.control_input(kind, &agent);
-    if !control_applies(&state.controls, &input, state.now) {
+    if !state.controls.admits(&input, state.now) {
         let standing = state.controls.standing(&agent);
         let text = match kind {
             ControlKind::Elevate if standing == AgentStanding::Active => {

@@ -132,16 +132,10 @@ fn spawn_job(tx: mpsc::UnboundedSender<Action>, on_panic: Action, job: impl FnOn
 }
 
 /// Signs and appends one of the principal's controls, as the console's [`Effect::Control`] asks:
-/// stamps `decided_at` now (whole seconds), and against the spool and chain as they are now
-///
-/// - a notebook trust change is refused when the chain no longer has the notebook at the level
-///   the principal saw (`previous`);
-/// - a kill runs the kill switch ([`spool::kill_agent`]: the stop signal, the in-flight packets)
-///   and records its result;
-/// - an elevation is checked again ([`spool::elevation_fields`]) with the ring and TTL asked for.
-///
-/// Then [`spool::append_control`] verifies the chain under its lock and appends the signed record.
-/// Blocking: the console runs it on a background thread.
+/// stamps `decided_at` now and hands it to [`spool::append_control`], which checks it against the
+/// chain verified under its lock (a trust change still starts from the level the principal saw,
+/// a kill runs the kill switch, an elevation passes the hypervisor's rules) and appends the signed
+/// record. Blocking: the console runs it on a background thread.
 ///
 /// # Errors
 /// A sentence for the status line; nothing was appended.
@@ -152,44 +146,9 @@ pub fn execute_control(
     policies: &crate::graduation::PolicySet,
     mut input: crate::control::ControlInput,
 ) -> std::result::Result<ControlSummary, String> {
-    use crate::control::ControlKind;
-    // Whole seconds: the kill switch's result carries the time as a JSON number, and a fraction
-    // such as 1795268789.9750001 does not survive serde_json's (non-`float_roundtrip`) parsing,
-    // so the record would not verify once read back.
-    let now = time::OffsetDateTime::now_utc();
-    input.decided_at = crate::clock::format_rfc3339(now.replace_nanosecond(0).unwrap_or(now));
-    let view = || spool::verify_chain(spool, pinned).map_err(|e| format!("reading the chain: {e}"));
-    let scan = || Scanner::new().scan(spool).map_err(|e| format!("scanning the spool: {e}"));
-    match input.kind {
-        ControlKind::TrustSet => {
-            let view = view()?;
-            let now = crate::clock::unix_seconds(&input.decided_at).unwrap_or(0.0);
-            if !app::control_applies(&view.controls, &input, now) {
-                return Err(format!(
-                    "{} is now {} in the chain, not what you confirmed; look again",
-                    input.subject,
-                    view.controls.notebook_trust(&input.subject)
-                ));
-            }
-        }
-        ControlKind::Kill => {
-            let (snap, view) = (scan()?, view()?);
-            input.fields.extend(spool::kill_agent(spool, &snap, &view, &input));
-        }
-        ControlKind::Elevate => {
-            let ring = input.fields.get("ring").and_then(serde_json::Value::as_u64).and_then(|r| u8::try_from(r).ok());
-            let ttl = input.fields.get("ttl_seconds").and_then(serde_json::Value::as_i64);
-            let (Some(ring), Some(ttl)) = (ring, ttl) else {
-                return Err("an elevation needs a ring and a TTL".into());
-            };
-            let (snap, view) = (scan()?, view()?);
-            input.fields =
-                spool::elevation_fields(&snap, &view, policies, &input.subject, ring, ttl, &input.decided_at)
-                    .map_err(|e| format!("elevation denied: {e}"))?;
-        }
-        ControlKind::Quarantine | ControlKind::Release => {}
-    }
-    let (_, appended) = spool::append_control(spool, principal, pinned, &input).map_err(|e| e.to_string())?;
+    input.decided_at = crate::clock::now_rfc3339();
+    let (input, appended) =
+        spool::append_control(spool, principal, pinned, policies, input).map_err(|e| e.to_string())?;
     Ok(ControlSummary {
         kind: input.kind,
         subject: input.subject,
