@@ -9,6 +9,8 @@
 //! Keys are sorted explicitly here, so the result does not depend on whether some dependency turns
 //! on serde_json's `preserve_order` feature.
 
+pub mod scan;
+
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::io::{self, Write};

@@ -124,6 +124,11 @@ pub struct VerifyReport {
     pub signatures_verified: usize,
     /// Every failed check, in record order.
     pub findings: Vec<Finding>,
+    /// Length in bytes of a torn final line (an append interrupted before its newline): not a
+    /// record and not a finding, but reported (`warrant verify` names it; the next append moves
+    /// it to a side file, see [`recover_torn_tail`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub torn_tail: Option<u64>,
 }
 
 impl VerifyReport {
@@ -168,136 +173,531 @@ pub enum Line<R> {
 /// What a child needs of its parent for the v0.1 checks: its `effects_grant` and `actor_chain`.
 type ParentFacts = (Vec<Value>, Option<Value>);
 
-/// Lineage facts kept per record for the v0.1 checks (§5.2): only what children need.
+/// What the sequential checks remember of the records seen so far: a 128-bit key per
+/// `record_id` (for duplicates and parent lookups: two SipHash-1-3 digests with per-process
+/// random keys, so no input can be crafted to collide), and the lineage facts of the few records
+/// that carry any (§5.2). 1,000,000 records cost about 40 MB.
 #[derive(Default)]
 struct Lineage {
-    /// Every `record_id` seen, with the parent-relevant parts of records that have any.
-    seen: HashMap<String, Option<ParentFacts>>,
+    keys: (std::collections::hash_map::RandomState, std::collections::hash_map::RandomState),
+    seen: std::collections::HashSet<u128>,
+    facts: HashMap<u128, ParentFacts>,
 }
 
-/// Records per signature batch handed to a worker thread.
-const SIGNATURE_BATCH: usize = 512;
+impl Lineage {
+    fn key(&self, id: &str) -> u128 {
+        use std::hash::BuildHasher as _;
+        (u128::from(self.keys.0.hash_one(id)) << 64) | u128::from(self.keys.1.hash_one(id))
+    }
 
-/// Verifies a stream of records: the record contract, `chain_index`, `entry_hash`,
+    /// `Some(facts)` when a record with this id was seen (facts empty when it had none).
+    fn parent(&self, id: &str) -> Option<(&[Value], Option<&Value>)> {
+        let key = self.key(id);
+        if !self.seen.contains(&key) {
+            return None;
+        }
+        Some(self.facts.get(&key).map_or((&[][..], None), |(g, a)| (g.as_slice(), a.as_ref())))
+    }
+}
+
+/// The findings of one record that need no other record, in the order reports list them
+/// around the sequential checks (previous_hash, lineage, duplicates).
+#[derive(Default)]
+struct Local {
+    /// Shape, then chain_index.
+    head: Vec<Finding>,
+    /// entry_hash, then the approval rule.
+    mid: Vec<Finding>,
+    /// The strict-signature rule.
+    strict: Option<Finding>,
+    /// The Ed25519 signature.
+    signature: Option<Finding>,
+    /// The signature was checked and verified.
+    signed_ok: bool,
+}
+
+/// Every check of record `i` that needs no other record. `computed` is its recomputed
+/// `entry_hash` digest (from the canonical bytes or from the parsed value); `full` is the whole
+/// parsed record, needed when its metadata has a member the checks read (`None` means it has
+/// none: no approval rule, no signature).
+fn check_local(
+    i: usize,
+    rec: &impl Fields,
+    full: Option<&Map<String, Value>>,
+    computed: &[u8; 32],
+    opts: VerifyOptions<'_>,
+) -> Local {
+    let mut local = Local::default();
+    let mut report = VerifyReport::default();
+    check_record_shape(i, rec, &mut report);
+    let expected_index = i as u64 + 1;
+    match rec.field("chain_index").and_then(|f| f.as_u64()) {
+        Some(n) if n == expected_index => {}
+        found => report.push(
+            Some(i),
+            Check::ChainIndex,
+            format!("expected chain_index {expected_index}, found {}", show_u64(found)),
+        ),
+    }
+    local.head = std::mem::take(&mut report.findings);
+    let recorded = rec.str_field("entry_hash");
+    let mut hex = [0u8; 71];
+    hex[..7].copy_from_slice(canonical::SHA256_PREFIX.as_bytes());
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (k, b) in computed.iter().enumerate() {
+        hex[7 + 2 * k] = DIGITS[usize::from(b >> 4)];
+        hex[8 + 2 * k] = DIGITS[usize::from(b & 0x0f)];
+    }
+    if recorded.as_deref().map(str::as_bytes) != Some(&hex[..]) {
+        report.push(
+            Some(i),
+            Check::EntryHash,
+            format!(
+                "entry_hash mismatch; recomputed {}, stored {}",
+                canonical::prefixed(computed),
+                show_opt(recorded.as_deref())
+            ),
+        );
+    }
+    let Some(full) = full else {
+        local.mid = report.findings;
+        return local;
+    };
+    check_approval(i, full, &mut report);
+    local.mid = report.findings;
+    let meta = full.get("metadata");
+    let warrant_signed = crate::decision::is_warrant_signed(meta);
+    let has_signatures = meta
+        .and_then(|m| m.get("approval"))
+        .and_then(|a| a.get("signatures"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if opts.strict_signatures && has_signatures && !warrant_signed {
+        local.strict = Some(Finding {
+            index: Some(i),
+            check: Check::Signature,
+            message: "approval signatures that are not warrant decisions cannot be verified against pinned keys".into(),
+        });
+    }
+    if let Some(pinned) = opts.pinned.filter(|_| warrant_signed) {
+        match crate::decision::check_record_signature(full, pinned) {
+            Ok(ok) => local.signed_ok = ok,
+            Err(message) => local.signature = Some(Finding { index: Some(i), check: Check::Signature, message }),
+        }
+    }
+    local
+}
+
+/// The checks that run in record order: `previous_hash` against the prior record's recorded
+/// `entry_hash`, lineage, duplicate `record_id`s.
+#[derive(Default)]
+struct Sequencer {
+    report: VerifyReport,
+    previous: Option<String>,
+    lineage: Lineage,
+}
+
+impl Sequencer {
+    fn unparsable(&mut self, i: usize, message: String) {
+        self.report.total = i + 1;
+        self.report.push(Some(i), Check::Parse, message);
+        self.previous = None;
+    }
+
+    /// Record `i`: its fields, the whole record when its metadata matters (see
+    /// [`check_local`]), and its local findings.
+    fn record(&mut self, i: usize, rec: &impl Fields, full: Option<&Map<String, Value>>, local: Local) {
+        let report = &mut self.report;
+        report.total = i + 1;
+        report.findings.extend(local.head);
+        let recorded_prev = rec.str_field("previous_hash");
+        if recorded_prev.as_deref() != self.previous.as_deref() {
+            report.push(
+                Some(i),
+                Check::PreviousHash,
+                format!(
+                    "previous_hash mismatch; expected {}, found {}",
+                    show_opt(self.previous.as_deref()),
+                    show_opt(recorded_prev.as_deref())
+                ),
+            );
+        }
+        report.findings.extend(local.mid);
+        if let Some(full) = full {
+            check_lineage(i, full, &self.lineage, report);
+        }
+        report.findings.extend(local.strict);
+        if let Some(id) = rec.str_field("record_id") {
+            let key = self.lineage.key(&id);
+            if !self.lineage.seen.insert(key) {
+                report.push(Some(i), Check::RecordSchema, format!("duplicate record_id {id:?}"));
+            }
+            let meta = full.and_then(|f| f.get("metadata")).and_then(Value::as_object);
+            let grant = effects(meta.and_then(|m| m.get("effects_grant")));
+            let actor = meta.and_then(|m| m.get("actor_chain")).cloned();
+            if !grant.is_empty() || actor.is_some() {
+                self.lineage.facts.insert(key, (grant, actor));
+            }
+        }
+        report.findings.extend(local.signature);
+        report.signatures_verified += usize::from(local.signed_ok);
+        self.previous = rec.str_field("entry_hash").map(std::borrow::Cow::into_owned);
+    }
+
+    fn finish(mut self) -> VerifyReport {
+        self.report.root_hash = self.previous;
+        self.report
+    }
+}
+
+/// Verifies a stream of parsed records: the record contract, `chain_index`, `entry_hash`,
 /// `previous_hash` linkage against the *recorded* prior hash, the approval rule, the v0.1
-/// lineage checks, and (with `opts.pinned`) warrant's Ed25519 signatures.
+/// lineage checks, and (with `opts.pinned`) warrant's Ed25519 signatures. One thread; chains in
+/// files go through the parallel [`verify_reader`] instead.
 ///
-/// Memory stays flat: each record is dropped once checked, except for the record ids (and the
-/// lineage metadata of records that carry any). Signatures are checked on worker threads, one
-/// per available core, while this thread parses and hashes. `on_record` sees each valid-shaped
-/// record once, in order (the console and `decide` use it to collect decisions).
+/// Memory stays flat: each record is dropped once checked, except for a 128-bit key per
+/// `record_id` and the lineage metadata of records that carry any. `on_record` sees each
+/// object record once, in order.
 pub fn verify_stream<R, I, F>(lines: I, opts: VerifyOptions<'_>, mut on_record: F) -> VerifyReport
 where
-    R: std::borrow::Borrow<Value> + Send,
+    R: std::borrow::Borrow<Value>,
     I: IntoIterator<Item = Line<R>>,
     F: FnMut(usize, &Map<String, Value>),
 {
-    let mut report = VerifyReport::default();
-    let mut previous: Option<String> = None;
-    let mut lineage = Lineage::default();
+    let mut seq = Sequencer::default();
+    for (i, line) in lines.into_iter().enumerate() {
+        let rec = match line {
+            Line::Unparsable(message) => {
+                seq.unparsable(i, message);
+                continue;
+            }
+            Line::Record(r) => r,
+        };
+        let Value::Object(map) = rec.borrow() else {
+            seq.report.total = i + 1;
+            seq.report.push(Some(i), Check::RecordSchema, "record is not a JSON object");
+            seq.previous = None;
+            continue;
+        };
+        let local = check_local(i, map, Some(map), &canonical::canonical_digest_without(map, "entry_hash"), opts);
+        seq.record(i, map, Some(map), local);
+        on_record(i, map);
+    }
+    seq.finish()
+}
+
+/// Metadata members the checks read (approval rule, signatures, lineage): a record whose
+/// metadata has any of them is parsed whole.
+const CHECKED_METADATA: [&str; 8] = [
+    "approval",
+    "warrant_decision",
+    "warrant_control",
+    "reason",
+    "parent_record_id",
+    "effects_used",
+    "effects_grant",
+    "actor_chain",
+];
+
+/// One line of a chain file as the reader hands it to a worker.
+enum RawLine {
+    /// The line's bytes (without the newline) within the block.
+    Bytes(std::ops::Range<usize>),
+    /// A line longer than [`MAX_LINE_BYTES`], skipped.
+    TooLong,
+}
+
+/// A block of whole lines read from a chain file.
+struct Block {
+    seq: usize,
+    first_index: usize,
+    data: Vec<u8>,
+    lines: Vec<RawLine>,
+}
+
+/// A record checked on a worker.
+enum Checked {
+    /// A parsed record: the whole record when its metadata matters or it is not canonical,
+    /// else (when the caller wants records) its top-level fields and the kept metadata members.
+    Parsed { map: Map<String, Value>, full: bool, local: Local },
+    /// A canonical record checked from its bytes: where its `previous_hash`, `entry_hash` and
+    /// `record_id` values are in the block (what the sequential checks read).
+    Raw { ids: [Option<std::ops::Range<usize>>; 3], local: Local },
+    /// Why the line is not a record.
+    Unparsable(String),
+}
+
+/// A partial record from a canonical line: every top-level field, with only the `keep`
+/// members of its metadata.
+fn partial_map(line: &[u8], scan: &canonical::scan::Scan, keep: &[&str]) -> Result<Map<String, Value>, String> {
+    let mut map = Map::new();
+    for (k, m) in scan.members.iter().enumerate() {
+        let key = String::from_utf8_lossy(&line[m.key.clone()]).into_owned();
+        let value = if key == "metadata" {
+            let mut meta = Map::new();
+            for c in scan.children(k) {
+                let name = &line[c.key.clone()];
+                if keep.iter().any(|w| w.as_bytes() == name) {
+                    let v = canonical::parse_strict(&line[c.value.clone()])?;
+                    meta.insert(String::from_utf8_lossy(name).into_owned(), v);
+                }
+            }
+            Value::Object(meta)
+        } else {
+            canonical::parse_strict(&line[m.value.clone()])?
+        };
+        map.insert(key, value);
+    }
+    Ok(map)
+}
+
+/// Checks line `i` (the bytes at `range` of `data`). A canonical line (warrant's own) is hashed
+/// from its bytes, and unless its metadata has a member the checks read, it is checked without
+/// being parsed; with `keep`, its top-level fields and the `keep` members of its metadata are
+/// parsed for the caller. Anything else is parsed whole and re-serialised (§4.1).
+fn check_line(
+    i: usize,
+    data: &[u8],
+    range: std::ops::Range<usize>,
+    scan: &mut canonical::scan::Scan,
+    keep: Option<&[&str]>,
+    opts: VerifyOptions<'_>,
+) -> Checked {
+    let line = &data[range.clone()];
+    if canonical::scan::scan_object(line, scan) {
+        let digest = match scan.member(line, "entry_hash") {
+            Some((k, _)) => scan.digest_without(line, k),
+            None => sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(line)).into(),
+        };
+        let plain_metadata = scan.member(line, "metadata").is_some_and(|(m, text)| {
+            text.first() == Some(&b'{')
+                && !scan.children(m).any(|c| CHECKED_METADATA.iter().any(|k| k.as_bytes() == &line[c.key.clone()]))
+        });
+        if plain_metadata {
+            let local = check_local(i, &RawFields::new(line, scan), None, &digest, opts);
+            return match keep {
+                None => {
+                    let at = |key: &str| {
+                        scan.member(line, key).map(|(k, _)| {
+                            let v = &scan.members[k].value;
+                            range.start + v.start..range.start + v.end
+                        })
+                    };
+                    Checked::Raw { ids: [at("previous_hash"), at("entry_hash"), at("record_id")], local }
+                }
+                Some(keep) => match partial_map(line, scan, keep) {
+                    Ok(map) => Checked::Parsed { map, full: false, local },
+                    Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
+                },
+            };
+        }
+        return match canonical::parse_strict(line) {
+            Ok(Value::Object(map)) => {
+                let local = check_local(i, &map, Some(&map), &digest, opts);
+                Checked::Parsed { map, full: true, local }
+            }
+            Ok(_) => Checked::Unparsable("line is not a JSON object".into()),
+            Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
+        };
+    }
+    match canonical::parse_strict(line) {
+        Ok(Value::Object(map)) => {
+            let digest = canonical::canonical_digest_without(&map, "entry_hash");
+            let local = check_local(i, &map, Some(&map), &digest, opts);
+            Checked::Parsed { map, full: true, local }
+        }
+        Ok(_) => Checked::Unparsable("line is not a JSON object".into()),
+        Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
+    }
+}
+
+/// Bytes read per block handed to a worker.
+const BLOCK_BYTES: usize = 1 << 20;
+
+/// Reads `reader` into blocks of whole lines. Returns the length of a torn final line (bytes
+/// after the last newline), if any.
+fn read_blocks<R: Read>(
+    mut reader: R,
+    tx: &std::sync::mpsc::SyncSender<Block>,
+    window: &std::sync::mpsc::Receiver<()>,
+    progress: &std::sync::atomic::AtomicU64,
+) -> io::Result<Option<u64>> {
+    let mut carry: Vec<u8> = Vec::new();
+    let (mut seq, mut index, mut skipping) = (0, 0, false);
+    loop {
+        let mut data = std::mem::take(&mut carry);
+        let start = data.len();
+        data.resize(start + BLOCK_BYTES, 0);
+        let n = loop {
+            match reader.read(&mut data[start..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        data.truncate(start + n);
+        progress.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        if n == 0 {
+            if skipping {
+                // An over-long final line without a newline was already reported.
+                return Ok(None);
+            }
+            return Ok((!data.is_empty()).then_some(data.len() as u64));
+        }
+        let mut lines = Vec::new();
+        let mut line_start = 0;
+        for end in memchr::memchr_iter(b'\n', &data) {
+            if skipping {
+                skipping = false;
+            } else if end - line_start > MAX_LINE_BYTES {
+                lines.push(RawLine::TooLong);
+            } else {
+                lines.push(RawLine::Bytes(line_start..end));
+            }
+            line_start = end + 1;
+        }
+        let rest = data.len() - line_start;
+        if skipping || rest > MAX_LINE_BYTES {
+            if !skipping {
+                lines.push(RawLine::TooLong);
+                skipping = true;
+            }
+        } else {
+            carry = data[line_start..].to_vec();
+        }
+        data.truncate(line_start);
+        if !lines.is_empty() {
+            let count = lines.len();
+            // At most a window of blocks between this reader and the sequencer, however unevenly
+            // the workers progress: memory stays flat.
+            if window.recv().is_err() || tx.send(Block { seq, first_index: index, data, lines }).is_err() {
+                return Ok(None);
+            }
+            seq += 1;
+            index += count;
+        }
+    }
+}
+
+/// Verifies a chain read from `reader` (JSON lines) with the checks of [`verify_stream`], in
+/// parallel (see [`verify_reader_with`]), reporting nothing per record.
+///
+/// # Errors
+/// I/O errors of `reader`.
+pub fn verify_reader<R: Read + Send>(
+    reader: R,
+    opts: VerifyOptions<'_>,
+    progress: &std::sync::atomic::AtomicU64,
+) -> io::Result<VerifyReport> {
+    verify_blocks::<R, fn(usize, &Map<String, Value>)>(reader, opts, progress, None)
+}
+
+/// Verifies a chain read from `reader` (JSON lines) with the checks of [`verify_stream`], in
+/// parallel: one thread reads blocks of lines, one worker per core (at most 8) checks records
+/// (canonical lines are hashed straight from their bytes, see [`canonical::scan`]), and this
+/// thread runs the sequential checks and `on_record` in order. `on_record` sees every record;
+/// records whose metadata the checks do not read come with only the `keep` members of their
+/// metadata parsed. `progress` counts the bytes read so far (for a progress bar).
+///
+/// A final line without a newline is a torn append, not a record: its length is returned in
+/// [`VerifyReport::torn_tail`] and it makes no finding.
+///
+/// # Errors
+/// I/O errors of `reader`.
+pub fn verify_reader_with<R, F>(
+    reader: R,
+    opts: VerifyOptions<'_>,
+    keep: &[&str],
+    progress: &std::sync::atomic::AtomicU64,
+    on_record: F,
+) -> io::Result<VerifyReport>
+where
+    R: Read + Send,
+    F: FnMut(usize, &Map<String, Value>),
+{
+    verify_blocks(reader, opts, progress, Some((keep, on_record)))
+}
+
+fn verify_blocks<R, F>(
+    reader: R,
+    opts: VerifyOptions<'_>,
+    progress: &std::sync::atomic::AtomicU64,
+    mut sink: Option<(&[&str], F)>,
+) -> io::Result<VerifyReport>
+where
+    R: Read + Send,
+    F: FnMut(usize, &Map<String, Value>),
+{
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).clamp(1, 8);
-    std::thread::scope(|scope| {
-        let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<Vec<(usize, R)>>(workers * 2);
-        let job_rx = std::sync::Arc::new(std::sync::Mutex::new(job_rx));
-        let (res_tx, res_rx) = std::sync::mpsc::channel::<(usize, Vec<Finding>)>();
-        if let Some(pinned) = opts.pinned {
-            for _ in 0..workers {
-                let (rx, tx) = (std::sync::Arc::clone(&job_rx), res_tx.clone());
-                scope.spawn(move || {
-                    loop {
-                        let batch = match rx.lock() {
-                            Ok(guard) => guard.recv(),
-                            Err(_) => return,
-                        };
-                        let Ok(batch) = batch else { return };
-                        let (mut ok, mut found) = (0, Vec::new());
-                        for (i, rec) in &batch {
-                            let Value::Object(map) = rec.borrow() else { continue };
-                            match crate::decision::check_record_signature(map, pinned) {
-                                Ok(true) => ok += 1,
-                                Ok(false) => {}
-                                Err(message) => {
-                                    found.push(Finding { index: Some(*i), check: Check::Signature, message })
-                                }
+    let keep = sink.as_ref().map(|(k, _)| *k);
+    let mut seq = Sequencer::default();
+    let torn = std::thread::scope(|scope| {
+        let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
+        let block_rx = std::sync::Arc::new(std::sync::Mutex::new(block_rx));
+        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>, Vec<Checked>)>(workers * 2);
+        for _ in 0..workers {
+            let (rx, tx) = (std::sync::Arc::clone(&block_rx), done_tx.clone());
+            scope.spawn(move || {
+                let mut scan = canonical::scan::Scan::default();
+                loop {
+                    let block = match rx.lock() {
+                        Ok(guard) => guard.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(block) = block else { return };
+                    let checked = block
+                        .lines
+                        .iter()
+                        .enumerate()
+                        .map(|(k, line)| match line {
+                            RawLine::TooLong => Checked::Unparsable(format!("line longer than {MAX_LINE_BYTES} bytes")),
+                            RawLine::Bytes(r) => {
+                                check_line(block.first_index + k, &block.data, r.clone(), &mut scan, keep, opts)
+                            }
+                        })
+                        .collect();
+                    if tx.send((block.seq, block.data, checked)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let (window_tx, window_rx) = std::sync::mpsc::sync_channel::<()>(workers * 4);
+        for _ in 0..workers * 4 {
+            let _ = window_tx.send(());
+        }
+        let reader_thread = scope.spawn(move || read_blocks(reader, &block_tx, &window_rx, progress));
+        let mut pending = std::collections::BTreeMap::new();
+        let (mut next, mut index) = (0, 0);
+        for (block_seq, data, checked) in done_rx {
+            pending.insert(block_seq, (data, checked));
+            while let Some((data, checked)) = pending.remove(&next) {
+                for c in checked {
+                    match c {
+                        Checked::Unparsable(message) => seq.unparsable(index, message),
+                        Checked::Parsed { map, full, local } => {
+                            seq.record(index, &map, full.then_some(&map), local);
+                            if let Some((_, on_record)) = &mut sink {
+                                on_record(index, &map);
                             }
                         }
-                        if tx.send((ok, found)).is_err() {
-                            return;
+                        Checked::Raw { ids, local } => {
+                            seq.record(index, &IdFields { data: &data, ids }, None, local);
                         }
                     }
-                });
-            }
-        }
-        drop(res_tx);
-        let mut batch: Vec<(usize, R)> = Vec::new();
-        for (i, line) in lines.into_iter().enumerate() {
-            report.total = i + 1;
-            let rec = match line {
-                Line::Unparsable(message) => {
-                    report.push(Some(i), Check::Parse, message);
-                    previous = None;
-                    continue;
+                    index += 1;
                 }
-                Line::Record(r) => r,
-            };
-            let Value::Object(map) = rec.borrow() else {
-                report.push(Some(i), Check::RecordSchema, "record is not a JSON object");
-                previous = None;
-                continue;
-            };
-            check_record_shape(i, map, &mut report);
-            check_linkage(i, map, previous.as_deref(), &mut report);
-            check_approval(i, map, &mut report);
-            check_lineage(i, map, &lineage, &mut report);
-            let meta = map.get("metadata");
-            let warrant_signed = crate::decision::is_warrant_signed(meta);
-            let has_signatures = meta
-                .and_then(|m| m.get("approval"))
-                .and_then(|a| a.get("signatures"))
-                .and_then(Value::as_array)
-                .is_some_and(|a| !a.is_empty());
-            if opts.strict_signatures && has_signatures && !warrant_signed {
-                report.push(
-                    Some(i),
-                    Check::Signature,
-                    "approval signatures that are not warrant decisions cannot be verified against pinned keys",
-                );
-            }
-            if let Some(id) = map.get("record_id").and_then(Value::as_str)
-                && lineage.seen.contains_key(id)
-            {
-                report.push(Some(i), Check::RecordSchema, format!("duplicate record_id {id:?}"));
-            }
-            on_record(i, map);
-            previous = map.get("entry_hash").and_then(Value::as_str).map(str::to_owned);
-            if let Some(id) = map.get("record_id").and_then(Value::as_str) {
-                let meta = map.get("metadata").and_then(Value::as_object);
-                let grant = effects(meta.and_then(|m| m.get("effects_grant")));
-                let actor = meta.and_then(|m| m.get("actor_chain")).cloned();
-                let facts = (!grant.is_empty() || actor.is_some()).then_some((grant, actor));
-                lineage.seen.insert(id.to_owned(), facts);
-            }
-            let signed = opts.pinned.is_some() && warrant_signed;
-            if signed {
-                batch.push((i, rec));
-                if batch.len() >= SIGNATURE_BATCH {
-                    let _ = job_tx.send(std::mem::take(&mut batch));
-                }
+                next += 1;
+                let _ = window_tx.send(());
             }
         }
-        if !batch.is_empty() {
-            let _ = job_tx.send(batch);
-        }
-        drop(job_tx);
-        for (ok, found) in res_rx {
-            report.signatures_verified += ok;
-            report.findings.extend(found);
-        }
-    });
-    // Worker findings arrive out of order: order by record, keeping check order within one.
-    report.findings.sort_by_key(|f| f.index.unwrap_or(usize::MAX));
-    report.root_hash = previous;
-    report
+        drop(window_tx);
+        reader_thread.join().unwrap_or_else(|_| Err(io::Error::other("the chain reader panicked")))
+    })?;
+    let mut report = seq.finish();
+    report.torn_tail = torn;
+    Ok(report)
 }
 
 /// Checks one record before it is appended: its shape, the approval rule and (with `pinned`) its
@@ -326,86 +726,187 @@ fn nonempty_str(rec: &Map<String, Value>, key: &str) -> bool {
     rec.get(key).and_then(Value::as_str).is_some_and(|s| !s.trim().is_empty())
 }
 
-/// The v0.1 record schema as explicit checks (§2.1), so reports name the field.
-fn check_record_shape(i: usize, rec: &Map<String, Value>, report: &mut VerifyReport) {
-    let mut bad = |msg: String| report.push(Some(i), Check::RecordSchema, msg);
-    match rec.get("schema").and_then(Value::as_str) {
-        Some(s) if ACCEPTED_RECORD_SCHEMAS.contains(&s) => {}
-        Some(s) => bad(format!("unsupported record schema {s:?}")),
-        None => bad("missing string field `schema`".into()),
-    }
-    for key in ["record_id", "agent", "action", "trace_id"] {
-        if !nonempty_str(rec, key) {
-            bad(format!("`{key}` must be a non-empty string"));
-        }
-    }
-    match rec.get("approver") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) if !s.is_empty() => {}
-        Some(_) => bad("`approver` must be null or a non-empty string".into()),
-    }
-    if !rec.get("outcome").and_then(Value::as_str).is_some_and(|s| OUTCOMES.contains(&s)) {
-        bad(format!("`outcome` must be one of {OUTCOMES:?}"));
-    }
-    if !rec.get("autonomy_tier").and_then(Value::as_str).is_some_and(|s| TIERS.contains(&s)) {
-        bad(format!("`autonomy_tier` must be one of {TIERS:?}"));
-    }
-    if rec.get("timestamp").and_then(Value::as_str).is_none_or(|s| crate::clock::parse_rfc3339(s).is_none()) {
-        bad("`timestamp` must be an RFC 3339 date-time".into());
-    }
-    match rec.get("cost_usd") {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(n)) if n.as_f64().is_some_and(|x| x >= 0.0) => {}
-        Some(_) => bad("`cost_usd` must be null or a number >= 0".into()),
-    }
-    if rec.get("chain_index").and_then(Value::as_u64).is_none_or(|n| n < 1) {
-        bad("`chain_index` must be an integer >= 1".into());
-    }
-    match rec.get("previous_hash") {
-        Some(Value::Null) => {}
-        Some(Value::String(s)) if is_sha256_string(s) => {}
-        Some(_) => bad("`previous_hash` must be null or sha256:<64 hex>".into()),
-        None => bad("missing field `previous_hash`".into()),
-    }
-    if !rec.get("entry_hash").and_then(Value::as_str).is_some_and(is_sha256_string) {
-        bad("`entry_hash` must be sha256:<64 lower-case hex>".into());
-    }
-    if !rec.get("metadata").is_some_and(Value::is_object) {
-        bad("`metadata` must be an object".into());
-    }
-    for key in rec.keys() {
-        if !RECORD_KEYS.contains(&key.as_str()) {
-            bad(format!("unknown top-level field `{key}`"));
+/// A top-level field of a record as the shape checks read it.
+enum FieldRef<'a> {
+    /// A JSON string.
+    Str(std::borrow::Cow<'a, str>),
+    /// `null`.
+    Null,
+    /// A non-negative integer within `u64`.
+    U64(u64),
+    /// Any other number.
+    Number(f64),
+    /// An object.
+    Object,
+    /// Anything else (boolean, array, unparsable text).
+    Other,
+}
+
+impl FieldRef<'_> {
+    fn as_u64(&self) -> Option<u64> {
+        match self {
+            FieldRef::U64(n) => Some(*n),
+            _ => None,
         }
     }
 }
 
-fn check_linkage(i: usize, rec: &Map<String, Value>, previous: Option<&str>, report: &mut VerifyReport) {
-    let expected_index = i as u64 + 1;
-    match rec.get("chain_index").and_then(Value::as_u64) {
-        Some(n) if n == expected_index => {}
-        found => report.push(
-            Some(i),
-            Check::ChainIndex,
-            format!("expected chain_index {expected_index}, found {}", show_u64(found)),
-        ),
+/// The top-level fields of a record, parsed (a `Map`) or straight from canonical bytes
+/// ([`RawFields`]).
+trait Fields {
+    /// The field `key`, or `None` when it is missing.
+    fn field(&self, key: &str) -> Option<FieldRef<'_>>;
+    /// The top-level keys that are not among [`RECORD_KEYS`], in order.
+    fn unknown_keys(&self) -> Vec<String>;
+
+    fn str_field(&self, key: &str) -> Option<std::borrow::Cow<'_, str>> {
+        match self.field(key)? {
+            FieldRef::Str(s) => Some(s),
+            _ => None,
+        }
     }
-    let recorded_prev = rec.get("previous_hash").and_then(Value::as_str);
-    if recorded_prev != previous {
-        report.push(
-            Some(i),
-            Check::PreviousHash,
-            format!("previous_hash mismatch; expected {}, found {}", show_opt(previous), show_opt(recorded_prev)),
-        );
+}
+
+impl Fields for Map<String, Value> {
+    fn field(&self, key: &str) -> Option<FieldRef<'_>> {
+        Some(match self.get(key)? {
+            Value::String(s) => FieldRef::Str(std::borrow::Cow::Borrowed(s)),
+            Value::Null => FieldRef::Null,
+            Value::Number(n) => {
+                n.as_u64().map_or_else(|| FieldRef::Number(n.as_f64().unwrap_or(f64::NAN)), FieldRef::U64)
+            }
+            Value::Object(_) => FieldRef::Object,
+            _ => FieldRef::Other,
+        })
     }
-    let computed = canonical::prefixed(&canonical::canonical_digest_without(rec, "entry_hash"));
-    let recorded = rec.get("entry_hash").and_then(Value::as_str);
-    if recorded != Some(computed.as_str()) {
-        report.push(
-            Some(i),
-            Check::EntryHash,
-            format!("entry_hash mismatch; recomputed {computed}, stored {}", show_opt(recorded)),
-        );
+
+    fn unknown_keys(&self) -> Vec<String> {
+        self.keys().filter(|k| !RECORD_KEYS.contains(&k.as_str())).cloned().collect()
+    }
+}
+
+/// The top-level fields of a canonical line, read from its bytes without building a `Map`:
+/// the value range of each of the [`RECORD_KEYS`] present.
+struct RawFields<'a> {
+    line: &'a [u8],
+    at: [Option<std::ops::Range<usize>>; 14],
+    unknown: Vec<String>,
+}
+
+impl<'a> RawFields<'a> {
+    fn new(line: &'a [u8], scan: &canonical::scan::Scan) -> Self {
+        let mut at: [Option<std::ops::Range<usize>>; 14] = Default::default();
+        let mut unknown = Vec::new();
+        for m in &scan.members {
+            let key = &line[m.key.clone()];
+            match RECORD_KEYS.iter().position(|k| k.as_bytes() == key) {
+                Some(k) => at[k] = Some(m.value.clone()),
+                None => unknown.push(String::from_utf8_lossy(key).into_owned()),
+            }
+        }
+        Self { line, at, unknown }
+    }
+}
+
+/// A field's value from its canonical JSON text.
+fn raw_field(text: &[u8]) -> FieldRef<'_> {
+    match text.first() {
+        Some(b'"') if !text.contains(&b'\\') => std::str::from_utf8(&text[1..text.len() - 1])
+            .map_or(FieldRef::Other, |s| FieldRef::Str(std::borrow::Cow::Borrowed(s))),
+        Some(b'"') => match canonical::parse_strict(text) {
+            Ok(Value::String(s)) => FieldRef::Str(std::borrow::Cow::Owned(s)),
+            _ => FieldRef::Other,
+        },
+        Some(b'n') => FieldRef::Null,
+        Some(b'{') => FieldRef::Object,
+        Some(b'0'..=b'9') if text.iter().all(u8::is_ascii_digit) => {
+            std::str::from_utf8(text).ok().and_then(|t| t.parse().ok()).map_or(FieldRef::Other, FieldRef::U64)
+        }
+        Some(b'-' | b'0'..=b'9') => {
+            std::str::from_utf8(text).ok().and_then(|t| t.parse::<f64>().ok()).map_or(FieldRef::Other, FieldRef::Number)
+        }
+        _ => FieldRef::Other,
+    }
+}
+
+impl Fields for RawFields<'_> {
+    fn field(&self, key: &str) -> Option<FieldRef<'_>> {
+        let k = RECORD_KEYS.iter().position(|n| *n == key)?;
+        self.at[k].clone().map(|r| raw_field(&self.line[r]))
+    }
+
+    fn unknown_keys(&self) -> Vec<String> {
+        self.unknown.clone()
+    }
+}
+
+/// The three fields the sequential checks read of a canonical record, by their value ranges in
+/// a block: `previous_hash`, `entry_hash`, `record_id`.
+struct IdFields<'a> {
+    data: &'a [u8],
+    ids: [Option<std::ops::Range<usize>>; 3],
+}
+
+impl Fields for IdFields<'_> {
+    fn field(&self, key: &str) -> Option<FieldRef<'_>> {
+        let k = ["previous_hash", "entry_hash", "record_id"].iter().position(|n| *n == key)?;
+        self.ids[k].clone().map(|r| raw_field(&self.data[r]))
+    }
+
+    fn unknown_keys(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The v0.1 record schema as explicit checks (§2.1), so reports name the field.
+fn check_record_shape(i: usize, rec: &impl Fields, report: &mut VerifyReport) {
+    let mut bad = |msg: String| report.push(Some(i), Check::RecordSchema, msg);
+    match rec.str_field("schema") {
+        Some(s) if ACCEPTED_RECORD_SCHEMAS.contains(&&*s) => {}
+        Some(s) => bad(format!("unsupported record schema {s:?}")),
+        None => bad("missing string field `schema`".into()),
+    }
+    for key in ["record_id", "agent", "action", "trace_id"] {
+        if rec.str_field(key).is_none_or(|s| s.trim().is_empty()) {
+            bad(format!("`{key}` must be a non-empty string"));
+        }
+    }
+    match rec.field("approver") {
+        None | Some(FieldRef::Null) => {}
+        Some(FieldRef::Str(s)) if !s.is_empty() => {}
+        Some(_) => bad("`approver` must be null or a non-empty string".into()),
+    }
+    if !rec.str_field("outcome").is_some_and(|s| OUTCOMES.contains(&&*s)) {
+        bad(format!("`outcome` must be one of {OUTCOMES:?}"));
+    }
+    if !rec.str_field("autonomy_tier").is_some_and(|s| TIERS.contains(&&*s)) {
+        bad(format!("`autonomy_tier` must be one of {TIERS:?}"));
+    }
+    if rec.str_field("timestamp").is_none_or(|s| crate::clock::parse_rfc3339(&s).is_none()) {
+        bad("`timestamp` must be an RFC 3339 date-time".into());
+    }
+    match rec.field("cost_usd") {
+        None | Some(FieldRef::Null | FieldRef::U64(_)) => {}
+        Some(FieldRef::Number(x)) if x >= 0.0 => {}
+        Some(_) => bad("`cost_usd` must be null or a number >= 0".into()),
+    }
+    if rec.field("chain_index").and_then(|f| f.as_u64()).is_none_or(|n| n < 1) {
+        bad("`chain_index` must be an integer >= 1".into());
+    }
+    match rec.field("previous_hash") {
+        Some(FieldRef::Null) => {}
+        Some(FieldRef::Str(s)) if is_sha256_string(&s) => {}
+        Some(_) => bad("`previous_hash` must be null or sha256:<64 hex>".into()),
+        None => bad("missing field `previous_hash`".into()),
+    }
+    if !rec.str_field("entry_hash").is_some_and(|s| is_sha256_string(&s)) {
+        bad("`entry_hash` must be sha256:<64 lower-case hex>".into());
+    }
+    if !matches!(rec.field("metadata"), Some(FieldRef::Object)) {
+        bad("`metadata` must be an object".into());
+    }
+    for key in rec.unknown_keys() {
+        bad(format!("unknown top-level field `{key}`"));
     }
 }
 
@@ -465,15 +966,11 @@ fn check_lineage(i: usize, rec: &Map<String, Value>, lineage: &Lineage, report: 
     let Some(parent_id) = meta.get("parent_record_id").and_then(Value::as_str) else { return };
     let used = effects(meta.get("effects_used"));
     let actor = meta.get("actor_chain");
-    let Some(parent) = lineage.seen.get(parent_id) else {
+    let Some((grant, parent_actor)) = lineage.parent(parent_id) else {
         if !used.is_empty() || actor.is_some() {
             report.push(Some(i), Check::Lineage, format!("parent_record_id {parent_id:?} not found in chain"));
         }
         return;
-    };
-    let (grant, parent_actor) = match parent {
-        Some((g, a)) => (g.as_slice(), a.as_ref()),
-        None => (&[][..], None),
     };
     for effect in &used {
         if !grant.iter().any(|g| g == effect) {
@@ -730,8 +1227,10 @@ pub struct ChainFile {
     /// Every line, parsed (a line that does not parse is kept as `Value::Null`, so indexes stay
     /// line numbers).
     pub records: Vec<Value>,
-    /// Lines that are not JSON objects, and a torn final line.
+    /// Lines that are not JSON objects.
     pub parse_findings: Vec<Finding>,
+    /// Length of a torn final line, which is not among the records.
+    pub torn_tail: Option<u64>,
 }
 
 impl ChainFile {
@@ -748,25 +1247,29 @@ impl ChainFile {
             Some(m) => Line::Unparsable((*m).to_owned()),
             None => Line::Record(r),
         });
-        verify_stream(lines, opts, |_, _| {})
+        let mut report = verify_stream(lines, opts, |_, _| {});
+        report.torn_tail = self.torn_tail;
+        report
     }
 }
 
-/// Reads `chain.jsonl` line by line. A line that is not a JSON object, and a final line without
-/// a newline (a torn append), come out as [`Line::Unparsable`]; an I/O error ends the iteration
-/// and is kept in [`ChainReader::error`].
+/// Reads `chain.jsonl` line by line. A line that is not a JSON object comes out as
+/// [`Line::Unparsable`]; a final line without a newline (a torn append) ends the iteration and is
+/// kept in [`ChainReader::torn_tail`]; an I/O error ends it and is kept in [`ChainReader::error`].
 pub struct ChainReader<B> {
     reader: B,
     buf: Vec<u8>,
     done: bool,
     /// The I/O error that ended the iteration, if any.
     pub error: Option<io::Error>,
+    /// Length of a torn final line (bytes after the last newline), once the iteration ended.
+    pub torn_tail: Option<u64>,
 }
 
 impl<B: BufRead> ChainReader<B> {
     /// Wraps a buffered reader.
     pub fn new(reader: B) -> Self {
-        Self { reader, buf: Vec::with_capacity(4096), done: false, error: None }
+        Self { reader, buf: Vec::with_capacity(4096), done: false, error: None, torn_tail: None }
     }
 }
 
@@ -812,10 +1315,8 @@ impl<B: BufRead> Iterator for ChainReader<B> {
             Ok(_) => {
                 if self.buf.last() != Some(&b'\n') {
                     self.done = true;
-                    return Some(Line::Unparsable(format!(
-                        "torn final line: {} bytes without a newline",
-                        self.buf.len()
-                    )));
+                    self.torn_tail = Some(self.buf.len() as u64);
+                    return None;
                 }
                 let body = &self.buf[..self.buf.len() - 1];
                 Some(match canonical::parse_strict(body) {
@@ -841,7 +1342,7 @@ fn open_chain(path: &Path, no_follow: bool) -> Result<Option<ChainReader<BufRead
     }
 }
 
-/// Verifies `chain.jsonl` as a stream (see [`verify_stream`]); a missing file is an empty,
+/// Verifies `chain.jsonl` in parallel (see [`verify_reader`]); a missing file is an empty,
 /// valid chain. The file must be a regular file (symlinks are followed; FIFOs never block).
 ///
 /// # Errors
@@ -850,10 +1351,11 @@ pub fn verify_file<F>(path: &Path, opts: VerifyOptions<'_>, on_record: F) -> Res
 where
     F: FnMut(usize, &Map<String, Value>),
 {
-    verify_file_with(path, false, opts, on_record)
+    verify_file_with(path, false, opts, &[], &std::sync::atomic::AtomicU64::new(0), on_record)
 }
 
-/// As [`verify_file`]; with `no_follow`, a symlink is refused (a spool's own chain).
+/// As [`verify_file`]; with `no_follow`, a symlink is refused (a spool's own chain). `keep` and
+/// `progress` are those of [`verify_reader`].
 ///
 /// # Errors
 /// As [`verify_file`].
@@ -861,17 +1363,22 @@ pub fn verify_file_with<F>(
     path: &Path,
     no_follow: bool,
     opts: VerifyOptions<'_>,
+    keep: &[&str],
+    progress: &std::sync::atomic::AtomicU64,
     on_record: F,
 ) -> Result<VerifyReport, ChainError>
 where
     F: FnMut(usize, &Map<String, Value>),
 {
-    let Some(mut lines) = open_chain(path, no_follow)? else { return Ok(VerifyReport::default()) };
-    let report = verify_stream(&mut lines, opts, on_record);
-    match lines.error {
-        Some(source) => Err(ChainError::Io { path: path.to_owned(), source }),
-        None => Ok(report),
-    }
+    let file = match open_regular(path, no_follow) {
+        Ok(f) => f,
+        Err(ChainError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Ok(VerifyReport::default());
+        }
+        Err(e) => return Err(e),
+    };
+    verify_reader_with(file, opts, keep, progress, on_record)
+        .map_err(|source| ChainError::Io { path: path.to_owned(), source })
 }
 
 /// Reads a JSON-lines chain whole. A missing file is an empty chain.
@@ -890,6 +1397,7 @@ pub fn read_chain(path: &Path) -> Result<ChainFile, ChainError> {
             }
         }
     }
+    out.torn_tail = lines.torn_tail;
     match lines.error {
         Some(source) => Err(ChainError::Io { path: path.to_owned(), source }),
         None => Ok(out),

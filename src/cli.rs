@@ -167,6 +167,23 @@ pub enum Command {
         #[command(subcommand)]
         action: AgentAction,
     },
+    /// Generate a spool for the scale runs: a chain of N records (mostly receipts, one signed
+    /// decision every K) and M pending packets (docs/performance.md). The spool must have no
+    /// chain yet; decisions are signed with the principal's key.
+    GenerateSpool {
+        /// Chain records to write.
+        #[arg(long, default_value_t = 10_000)]
+        records: u64,
+        /// Pending packets to publish.
+        #[arg(long, default_value_t = 100)]
+        pending: u64,
+        /// One signed decision every K records (0: none).
+        #[arg(long, value_name = "K", default_value_t = 50)]
+        decision_every: u64,
+        /// Agents the records and packets are spread over.
+        #[arg(long, default_value_t = 16)]
+        agents: u64,
+    },
     /// Show, export, pin and unpin public keys.
     Keys {
         /// What to do (default: show).
@@ -421,6 +438,25 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                 &crate::clock::now_rfc3339(),
             );
             print_json(&envelope)?;
+            Ok(0)
+        }
+        Command::GenerateSpool { records, pending, decision_every, agents } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            let (principal, _) = load_principal(&config)?;
+            let spec = crate::scale::GenerateSpec { records, pending, decision_every, agents };
+            let started = Instant::now();
+            let made = crate::scale::generate(&spool, &principal, &spec, time::OffsetDateTime::now_utc())
+                .map_err(|e| Failure::usage(format!("{}: {e}", spool.root().display())))?;
+            println!(
+                "{}: {} records ({} signed decisions, {} bytes), {} pending packets, head {} in {:.1} s",
+                spool.root().display(),
+                made.records,
+                made.decisions,
+                made.bytes,
+                made.pending,
+                made.head.as_deref().unwrap_or("null"),
+                started.elapsed().as_secs_f64()
+            );
             Ok(0)
         }
         Command::Keys { action } => keys_cmd(&config, action.unwrap_or(KeysAction::Show)),

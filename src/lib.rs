@@ -17,6 +17,7 @@
 //! - [`monitor`]: rate-limit replay, agent summaries and the assessment of pending packets;
 //! - [`preconditions`]: observing the world for two-phase execution;
 //! - [`spool`]: the shared directory, scanning and deciding;
+//! - [`scale`]: synthetic spools for the scale runs;
 //! - [`eval`]: the JSON-lines evaluator behind `warrant eval`;
 //! - [`text`]: untrusted text made inert for the terminal;
 //! - [`clock`] and [`config`]: timestamps and configuration.
@@ -40,6 +41,7 @@ pub mod packet;
 pub mod preconditions;
 pub mod registry;
 pub mod rings;
+pub mod scale;
 pub mod spool;
 pub mod text;
 pub mod tiers;

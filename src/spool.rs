@@ -518,7 +518,8 @@ fn verify_chain_records(
     let mut controls: Vec<(usize, ControlEvent)> = Vec::new();
     let mut last_receipt_hash = None;
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
-    let report = chain::verify_file_with(&spool.chain_path(), true, opts, |i, rec| {
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let report = chain::verify_file_with(&spool.chain_path(), true, opts, &["tg_receipt"], &progress, |i, rec| {
         if let Some((id, d)) = chain_decision_of(rec) {
             let kept = keep(&id).then(|| rec.clone());
             found.push((i, id, d, kept));

@@ -8,6 +8,8 @@ use serde_json::Value;
 use std::path::Path;
 use warrant::chain::{self, Check, VerifyOptions, VerifyReport};
 use warrant::decision::{self, DecisionError, DecisionInput, Verdict};
+use warrant::graduation::SourceType;
+use warrant::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt};
 use warrant::keys::{PinnedKeys, Principal};
 use warrant::registry::CANONICAL;
 
@@ -29,6 +31,8 @@ struct Spec {
     approve: bool,
     class: usize,
     packet_hash: [u8; 32],
+    /// A receipt record (unsigned, checked from its bytes) instead of a signed decision.
+    receipt: bool,
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
@@ -39,13 +43,15 @@ fn spec() -> impl Strategy<Value = Spec> {
         any::<bool>(),
         0..CANONICAL.len(),
         any::<[u8; 32]>(),
+        any::<bool>(),
     )
-        .prop_map(|(agent, reason, approve, class, packet_hash)| Spec {
+        .prop_map(|(agent, reason, approve, class, packet_hash, receipt)| Spec {
             agent,
             reason,
             approve,
             class,
             packet_hash,
+            receipt,
         })
 }
 
@@ -67,6 +73,25 @@ fn build_chain(path: &Path, specs: &[Spec]) {
             reason: s.reason.as_deref(),
             decided_at: &at,
         };
+        if s.receipt {
+            let receipt = build_receipt(&ReceiptInput {
+                receipt_id: &format!("r-{i}"),
+                action_class: CANONICAL[s.class].id,
+                outcome: if s.approve { ReceiptOutcome::Execute } else { ReceiptOutcome::Correct },
+                agent: &s.agent,
+                packet_id: None,
+                source_type: Some(SourceType::Receipt),
+                created_at: &at,
+                prev_hash: None,
+                note: s.reason.as_deref(),
+            });
+            let mut meta = serde_json::Map::new();
+            meta.insert("tg_receipt".into(), receipt);
+            let body =
+                chain::new_record_body(&s.agent, CANONICAL[s.class].id, None, "success", &trace, "suggest", &at, meta);
+            chain::append(path, |_| Ok(body)).expect("append");
+            continue;
+        }
         let signed = decision::sign_decision(&p, &input);
         chain::append(path, |_| Ok(decision::record_body(&input, &signed))).expect("append");
     }
@@ -86,10 +111,17 @@ fn line_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
     spans
 }
 
+/// Verifies `bytes` as a chain file both ways: parsed record by record (`read_chain`, the path
+/// exports take) and by the parallel reader that hashes canonical lines from their bytes
+/// (`verify_file`, the path `warrant verify` and the console take). The two must agree exactly.
 fn verify_bytes(dir: &Path, bytes: &[u8], pinned: Option<&PinnedKeys>) -> VerifyReport {
     let path = dir.join("mutated.jsonl");
     std::fs::write(&path, bytes).expect("write");
-    chain::read_chain(&path).expect("read").verify(VerifyOptions { pinned, strict_signatures: true })
+    let opts = VerifyOptions { pinned, strict_signatures: true };
+    let parsed = chain::read_chain(&path).expect("read").verify(opts);
+    let fast = chain::verify_file(&path, opts, |_, _| {}).expect("verify_file");
+    assert_eq!(parsed, fast, "the parsed and the byte-level verification disagree");
+    parsed
 }
 
 fn show(r: &VerifyReport) -> String {
@@ -107,7 +139,7 @@ fn fresh_chain(specs: &[Spec]) -> (tempfile::TempDir, Vec<u8>, Vec<(usize, usize
     let pinned = pins();
     let report = verify_bytes(dir.path(), &bytes, Some(&pinned));
     assert!(report.is_valid(), "fresh chain must verify:\n{}", show(&report));
-    assert_eq!(report.signatures_verified, specs.len());
+    assert_eq!(report.signatures_verified, specs.iter().filter(|s| !s.receipt).count());
     (dir, bytes, spans)
 }
 
@@ -310,6 +342,75 @@ proptest! {
             forged["decision"] = doc["decision"].clone();
             let res = decision::verify_decision_file(&forged, v.packet_id, Some(v.packet_hash), &pinned);
             prop_assert!(matches!(res, Err(DecisionError::Signature(_))), "rewritten file accepted: {:?}", res);
+        }
+    }
+}
+
+/// Any JSON value: strings with controls, escapes and astral characters, integers across the
+/// whole i64/u64 range, floats, nesting.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        "(?s).{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            proptest::collection::btree_map("(?s).{0,6}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+    // The byte-level fast path is sound: the canonical text of any object is recognised and its
+    // digest without `entry_hash` equals the parsed one; and any text it recognises (here,
+    // canonical texts with one byte changed) is exactly the canonical form of what it parses to.
+    #[test]
+    fn canonical_scan_accepts_exactly_canonical_text(
+        members in proptest::collection::btree_map("(?s).{0,8}", json_value(), 0..8),
+        with_hash in any::<bool>(),
+        at in any::<Index>(),
+        delta in 1..=255u8,
+    ) {
+        use warrant::canonical::{self, scan};
+        let mut map: serde_json::Map<String, Value> = members.into_iter().collect();
+        if with_hash {
+            map.insert("entry_hash".into(), Value::String(canonical::sha256_prefixed(b"x")));
+        }
+        let text = canonical::to_canonical_vec(&Value::Object(map.clone()));
+        let mut s = scan::Scan::default();
+        fn escaped_key(v: &Value) -> bool {
+            match v {
+                Value::Object(m) => m.iter().any(|(k, v)| k.chars().any(|c| c < ' ' || c == '"' || c == '\\') || escaped_key(v)),
+                Value::Array(a) => a.iter().any(escaped_key),
+                _ => false,
+            }
+        }
+        let escaped_key = escaped_key(&Value::Object(map.clone()));
+        let deep = text.iter().filter(|&&b| b == b'[' || b == b'{').count() > scan::MAX_DEPTH;
+        if !escaped_key && !deep {
+            prop_assert!(scan::scan_object(&text, &mut s), "{}", String::from_utf8_lossy(&text));
+            let digest = match s.member(&text, "entry_hash") {
+                Some((k, _)) => s.digest_without(&text, k),
+                None => canonical::canonical_digest(&Value::Object(map.clone())),
+            };
+            prop_assert_eq!(digest, canonical::canonical_digest_without(&map, "entry_hash"));
+        }
+        let mut mutated = text.clone();
+        let i = at.index(mutated.len());
+        mutated[i] = mutated[i].wrapping_add(delta);
+        if scan::scan_object(&mutated, &mut s) {
+            let parsed = canonical::parse_strict(&mutated);
+            prop_assert!(parsed.is_ok(), "accepted text that does not parse: {}", String::from_utf8_lossy(&mutated));
+            let again = canonical::to_canonical_vec(&parsed.unwrap_or_default());
+            prop_assert_eq!(again, mutated);
         }
     }
 }

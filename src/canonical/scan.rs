@@ -1,0 +1,324 @@
+//! Recognising canonical JSON without parsing it: the fast path of chain verification.
+//!
+//! warrant writes every chain line in canonical form ([`super::write_canonical`]), so for those
+//! lines the `entry_hash` preimage (§4.1 step 1: the canonical record without its top-level
+//! `entry_hash`) is the line itself with that one member cut out. [`scan_object`] checks, in one
+//! pass over the bytes and without allocating per value, that a line is exactly what
+//! [`super::write_canonical`] would print for the value it denotes; then [`Scan::digest_without`]
+//! hashes the line minus one member. A line that is valid JSON but not canonical (a foreign
+//! producer's spacing, a float spelled differently, an escaped key, nesting deeper than
+//! [`MAX_DEPTH`]) is not an error here: the caller falls back to parsing and re-serialising.
+//!
+//! "Canonical" is decided conservatively: [`scan_object`] accepts only texts for which
+//! `to_canonical_vec(parse(text)) == text` (property-tested in `tests/properties.rs`).
+
+use sha2::{Digest, Sha256};
+use std::ops::Range;
+
+/// Deepest nesting the scanner follows; deeper texts go to the parser, whose own limit (128)
+/// then decides.
+pub const MAX_DEPTH: usize = 100;
+
+/// One member of a scanned object: byte ranges of its key (without quotes, never containing an
+/// escape) and of its value (the value's whole JSON text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// The key's bytes, without the quotes.
+    pub key: Range<usize>,
+    /// The value's JSON text.
+    pub value: Range<usize>,
+}
+
+/// The members of a scanned canonical object: the top level, and one level below for members
+/// whose value is itself an object (as `(parent index, member)`).
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    /// Top-level members in text (= sorted) order.
+    pub members: Vec<Member>,
+    /// Members of top-level members' object values: `(index into members, member)`.
+    pub nested: Vec<(usize, Member)>,
+}
+
+impl Scan {
+    /// The top-level member named `key` in `text`.
+    #[must_use]
+    pub fn member<'t>(&self, text: &'t [u8], key: &str) -> Option<(usize, &'t [u8])> {
+        self.members
+            .iter()
+            .position(|m| &text[m.key.clone()] == key.as_bytes())
+            .map(|i| (i, &text[self.members[i].value.clone()]))
+    }
+
+    /// The members of the object that is top-level member `parent`'s value.
+    pub fn children(&self, parent: usize) -> impl Iterator<Item = &Member> {
+        self.nested.iter().filter(move |(p, _)| *p == parent).map(|(_, m)| m)
+    }
+
+    /// SHA-256 of `text` with top-level member `index` (and the comma that joins it) cut out:
+    /// the canonical bytes of the object without that key.
+    #[must_use]
+    pub fn digest_without(&self, text: &[u8], index: usize) -> [u8; 32] {
+        let m = &self.members[index];
+        let start = m.key.start - 1; // the key's opening quote
+        let (cut_start, cut_end) = if index > 0 {
+            (self.members[index - 1].value.end, m.value.end) // the comma before it, and it
+        } else if self.members.len() > 1 {
+            (start, m.value.end + 1) // it, and the comma after it
+        } else {
+            (start, m.value.end)
+        };
+        let mut h = Sha256::new();
+        h.update(&text[..cut_start]);
+        h.update(&text[cut_end..]);
+        h.finalize().into()
+    }
+}
+
+/// Scans `text` and fills `out` if it is exactly the canonical form of a JSON object (keys
+/// without escapes, strictly increasing by bytes; no whitespace; strings with serde_json's
+/// escapes only; integers within `i64`/`u64` without a sign on zero; floats as serde_json prints
+/// them; nesting at most [`MAX_DEPTH`]; valid UTF-8). Returns false otherwise, which means only
+/// "not recognised as canonical": the text may still be valid JSON.
+pub fn scan_object(text: &[u8], out: &mut Scan) -> bool {
+    out.members.clear();
+    out.nested.clear();
+    // Canonical text has no raw control byte anywhere (no whitespace between tokens, controls
+    // escaped inside strings): one vectorised pass rules them out for the string scanner.
+    let controls = text.iter().fold(0u8, |acc, &c| acc | u8::from(c < 0x20));
+    if text.first() != Some(&b'{') || controls != 0 || std::str::from_utf8(text).is_err() {
+        return false;
+    }
+    let mut s = Scanner { b: text, i: 0 };
+    s.object(1, Some(out), None) == Some(()) && s.i == text.len()
+}
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Scanner<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.i += 1)
+    }
+
+    fn value(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'{' => self.object(depth + 1, None, None),
+            b'[' => self.array(depth + 1),
+            b'"' => self.string().map(|_| ()),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    /// An object at `depth`. With `record`, its members are recorded: as top-level members when
+    /// `parent` is `None` (and then the members of each object value too, one level down), else
+    /// as nested members of top-level member `parent`.
+    fn object(&mut self, depth: usize, mut record: Option<&mut Scan>, parent: Option<usize>) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.eat(b'{')?;
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        let mut prev: Option<Range<usize>> = None;
+        loop {
+            let key = self.string()?;
+            if self.b[key.clone()].contains(&b'\\') {
+                return None; // escaped keys are left to the parser
+            }
+            if let Some(p) = &prev
+                && self.b[p.clone()] >= self.b[key.clone()]
+            {
+                return None; // not strictly increasing: unsorted or duplicate
+            }
+            self.eat(b':')?;
+            let start = self.i;
+            match (&mut record, parent) {
+                (Some(scan), None) if self.peek() == Some(b'{') => {
+                    let index = scan.members.len();
+                    self.object(depth + 1, Some(scan), Some(index))?;
+                }
+                _ => self.value(depth)?,
+            }
+            if let Some(scan) = &mut record {
+                let m = Member { key: key.clone(), value: start..self.i };
+                match parent {
+                    None => scan.members.push(m),
+                    Some(p) => scan.nested.push((p, m)),
+                }
+            }
+            prev = Some(key);
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.eat(b'[')?;
+        if self.eat(b']').is_some() {
+            return Some(());
+        }
+        loop {
+            self.value(depth)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string with serde_json's escapes only; returns the range inside the quotes.
+    fn string(&mut self) -> Option<Range<usize>> {
+        self.eat(b'"')?;
+        let start = self.i;
+        loop {
+            // Skip plain bytes quickly (raw controls were ruled out for the whole text).
+            self.i += memchr::memchr2(b'"', b'\\', &self.b[self.i..])?;
+            match self.b[self.i] {
+                b'"' => {
+                    self.i += 1;
+                    return Some(start..self.i - 1);
+                }
+                b'\\' => {
+                    let esc = *self.b.get(self.i + 1)?;
+                    match esc {
+                        b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 2,
+                        b'u' => {
+                            let hex = self.b.get(self.i + 2..self.i + 6)?;
+                            let lower = |c: &u8| c.is_ascii_digit() || (b'a'..=b'f').contains(c);
+                            if &hex[..2] != b"00" || !hex[2..].iter().all(lower) {
+                                return None;
+                            }
+                            let v = u8::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()?;
+                            // serde_json writes \b \t \n \f \r in their short forms.
+                            if v >= 0x20 || matches!(v, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                                return None;
+                            }
+                            self.i += 6;
+                        }
+                        _ => return None,
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        (self.b.get(self.i..self.i + word.len())? == word).then(|| self.i += word.len())
+    }
+
+    fn number(&mut self) -> Option<()> {
+        let start = self.i;
+        let end = start
+            + self.b[start..].iter().position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))?;
+        let text = std::str::from_utf8(&self.b[start..end]).ok()?;
+        self.i = end;
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        let integer = !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit());
+        if integer {
+            // serde_json prints integers within i64/u64 as written; "-0", leading zeros and
+            // anything larger are not what it prints.
+            let minimal = digits == "0" && !text.starts_with('-') || !digits.starts_with('0');
+            let fits = if text.starts_with('-') { text.parse::<i64>().is_ok() } else { text.parse::<u64>().is_ok() };
+            return (minimal && fits).then_some(());
+        }
+        // A float: canonical when it prints back as the same text.
+        let f: f64 = text.parse().ok()?;
+        let n = serde_json::Number::from_f64(f)?;
+        (n.to_string() == text).then_some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn scanned(v: &Value) -> (Vec<u8>, Scan) {
+        let text = super::super::to_canonical_vec(v);
+        let mut scan = Scan::default();
+        assert!(scan_object(&text, &mut scan), "{}", String::from_utf8_lossy(&text));
+        (text, scan)
+    }
+
+    #[test]
+    fn digest_without_matches_the_canonical_digest() {
+        for v in [
+            json!({"a": 1, "entry_hash": "x", "z": [1, {"q": null}]}),
+            json!({"entry_hash": "x", "z": 2}),
+            json!({"a": "é\n\u{1}", "entry_hash": "x"}),
+            json!({"entry_hash": "x"}),
+        ] {
+            let (text, scan) = scanned(&v);
+            let (i, _) = scan.member(&text, "entry_hash").expect("member");
+            let Value::Object(map) = &v else { unreachable!() };
+            assert_eq!(scan.digest_without(&text, i), super::super::canonical_digest_without(map, "entry_hash"));
+        }
+    }
+
+    #[test]
+    fn records_top_level_and_nested_members() {
+        let (text, scan) = scanned(&json!({"a": 1, "metadata": {"tg_receipt": {"x": [1]}, "b": "c"}, "z": null}));
+        let keys: Vec<&[u8]> = scan.members.iter().map(|m| &text[m.key.clone()]).collect();
+        assert_eq!(keys, [&b"a"[..], b"metadata", b"z"]);
+        let (meta, _) = scan.member(&text, "metadata").expect("metadata");
+        let nested: Vec<(&[u8], &[u8])> =
+            scan.children(meta).map(|m| (&text[m.key.clone()], &text[m.value.clone()])).collect();
+        assert_eq!(nested, [(&b"b"[..], &b"\"c\""[..]), (b"tg_receipt", br#"{"x":[1]}"#)]);
+    }
+
+    #[test]
+    fn refuses_what_is_not_canonical() {
+        for text in [
+            &br#"{"b":1,"a":2}"#[..],
+            br#"{"a":1,"a":2}"#,
+            br#"{ "a":1}"#,
+            br#"{"a":01}"#,
+            br#"{"a":-0}"#,
+            br#"{"a":1e2}"#,
+            br#"{"a":1.50}"#,
+            br#"{"a":18446744073709551616}"#,
+            br#"{"a":"\/"}"#,
+            br#"{"a":"\u0041"}"#,
+            br#"{"a":"\u000A"}"#,
+            br#"{"a":"\u000a"}"#,
+            br#"{"\u0061":1}"#,
+            b"{\"a\":\"\x01\"}",
+            br#"{"a":1}x"#,
+            br#"[1]"#,
+            br#"{"a":tru}"#,
+            b"{\"a\":\"\xff\"}",
+        ] {
+            assert!(!scan_object(text, &mut Scan::default()), "{}", String::from_utf8_lossy(text));
+        }
+        for text in [&br#"{"a":1.5,"b":-3,"c":"\u0001\n","d":[],"e":{}}"#[..], br#"{}"#] {
+            assert!(scan_object(text, &mut Scan::default()), "{}", String::from_utf8_lossy(text));
+        }
+        let deep = format!("{{\"a\":{}1{}}}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(!scan_object(deep.as_bytes(), &mut Scan::default()));
+    }
+}
