@@ -71,6 +71,9 @@ pub enum Check {
     /// A warrant Ed25519 signature (unknown key, bad signature, or a document that does not
     /// match its record).
     Signature,
+    /// The chain is shorter than, or differs at, the principal's last signed checkpoint
+    /// ([`crate::checkpoint`]).
+    Checkpoint,
 }
 
 impl Check {
@@ -88,6 +91,7 @@ impl Check {
             Check::Approval => "approval",
             Check::Lineage => "lineage",
             Check::Signature => "signature",
+            Check::Checkpoint => "checkpoint",
         }
     }
 }
@@ -1155,7 +1159,7 @@ pub enum ChainError {
         #[source]
         source: io::Error,
     },
-    /// The last line has no terminating newline: an append was torn. Nothing is appended after it.
+    /// The last line has no terminating newline (an append was torn) and could not be set aside.
     #[error("chain {path}: the final line is torn ({bytes} bytes without a newline); refusing to append")]
     TornTail {
         /// The chain file.
@@ -1499,36 +1503,23 @@ pub fn append_with_deadline<F>(path: &Path, deadline: std::time::Duration, build
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
 {
+    append_then(path, deadline, build, |_, _| {})
+}
+
+/// As [`append_with_deadline`], then, still under the lock and after the record is durable,
+/// calls `after` with what was appended and the chain's length in bytes now (the principal's
+/// checkpoint is signed and written there, so checkpoints follow the chain's order).
+///
+/// # Errors
+/// As [`append`].
+pub fn append_then<F, A>(path: &Path, deadline: std::time::Duration, build: F, after: A) -> Result<Appended, ChainError>
+where
+    F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
+    A: FnOnce(&Appended, u64),
+{
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
-    let lock_path = path.with_file_name(".chain.lock");
-    let lock = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&lock_path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => ChainError::NotRegular { path: lock_path.clone() },
-            _ => ChainError::Io { path: lock_path.clone(), source: e },
-        })?;
-    if !lock.metadata().map_err(io_err)?.file_type().is_file() {
-        return Err(ChainError::NotRegular { path: lock_path });
-    }
-    let start = std::time::Instant::now();
-    loop {
-        match lock.try_lock() {
-            Ok(()) => break,
-            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(ChainError::Locked { path: lock_path, seconds: deadline.as_secs() });
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
-        }
-    }
+    let lock = lock_chain(path, deadline)?;
     let result = (|| {
         let existed = path.symlink_metadata().is_ok();
         let mut file = OpenOptions::new()
@@ -1549,6 +1540,9 @@ where
         if !existed {
             sync_parent(path).map_err(io_err)?;
         }
+        if let Some(aside) = set_aside_torn_tail(path, &mut file)? {
+            tracing::warn!(side_file = %aside.side_file.display(), bytes = aside.bytes, "{}", aside.message());
+        }
         let head = read_head(path, &mut file)?;
         let rec = build(&head).map_err(ChainError::Build)?;
         let appended = seal(rec, &head);
@@ -1565,7 +1559,155 @@ where
             let _ = file.sync_data();
             return Err(io_err(e));
         }
+        after(&appended, len + line.len() as u64);
         Ok(appended)
+    })();
+    let _ = lock.unlock();
+    result
+}
+
+/// Takes the exclusive lock on `.chain.lock` beside `path` (a private file, mode 0600, never a
+/// symlink, FIFO or device), waiting at most `deadline`. The lock is released when the returned
+/// file is dropped.
+fn lock_chain(path: &Path, deadline: std::time::Duration) -> Result<File, ChainError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let lock_path = path.with_file_name(".chain.lock");
+    let lock = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&lock_path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => ChainError::NotRegular { path: lock_path.clone() },
+            _ => ChainError::Io { path: lock_path.clone(), source: e },
+        })?;
+    let io_err = |source| ChainError::Io { path: lock_path.clone(), source };
+    if !lock.metadata().map_err(io_err)?.file_type().is_file() {
+        return Err(ChainError::NotRegular { path: lock_path });
+    }
+    let start = std::time::Instant::now();
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(lock),
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(ChainError::Locked { path: lock_path, seconds: deadline.as_secs() });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
+        }
+    }
+}
+
+/// A torn final line that was moved out of the chain into a side file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetAside {
+    /// The side file now holding the fragment, beside the chain:
+    /// `<chain>.torn-<offset>-<unix nanoseconds>`, mode 0600.
+    pub side_file: PathBuf,
+    /// The fragment's length in bytes.
+    pub bytes: u64,
+    /// Where the fragment started in the chain (the chain's length now).
+    pub offset: u64,
+}
+
+impl SetAside {
+    /// One sentence for the principal.
+    #[must_use]
+    pub fn message(&self) -> String {
+        format!(
+            "the chain ended in a torn line ({} bytes after byte {}: an append interrupted before it finished, which \
+             never reported success); it was moved to {} and is not part of the chain",
+            self.bytes,
+            self.offset,
+            self.side_file.display()
+        )
+    }
+}
+
+/// Under the chain's lock: if `file` (the chain, open for reading and appending) ends in a line
+/// without a newline, copies those bytes to a new side file (synced, and its directory), then
+/// cuts them off the chain (synced). Nothing is dropped: the fragment is kept, byte for byte,
+/// and a crash between the two steps leaves at worst a second copy.
+fn set_aside_torn_tail(path: &Path, file: &mut File) -> Result<Option<SetAside>, ChainError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let io_err = |source| ChainError::Io { path: path.to_owned(), source };
+    let len = file.metadata().map_err(io_err)?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1)).map_err(io_err)?;
+    file.read_exact(&mut last).map_err(io_err)?;
+    if last[0] == b'\n' {
+        return Ok(None);
+    }
+    // Find the start of the fragment: the byte after the last newline.
+    let mut offset = len;
+    let mut buf = vec![0u8; 64 * 1024];
+    while offset > 0 {
+        let start = offset.saturating_sub(buf.len() as u64);
+        let n = (offset - start) as usize;
+        file.seek(SeekFrom::Start(start)).map_err(io_err)?;
+        file.read_exact(&mut buf[..n]).map_err(io_err)?;
+        if let Some(p) = memchr::memrchr(b'\n', &buf[..n]) {
+            offset = start + p as u64 + 1;
+            break;
+        }
+        offset = start;
+    }
+    let bytes = len - offset;
+    let mut fragment = Vec::with_capacity(usize::try_from(bytes).unwrap_or(0));
+    file.seek(SeekFrom::Start(offset)).map_err(io_err)?;
+    Read::by_ref(file).take(bytes).read_to_end(&mut fragment).map_err(io_err)?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let name = path.file_name().map_or_else(|| "chain.jsonl".into(), |n| n.to_string_lossy().into_owned());
+    let side_file = path.with_file_name(format!("{name}.torn-{offset}-{nanos}"));
+    let side_err = |source| ChainError::Io { path: side_file.clone(), source };
+    let mut side = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&side_file)
+        .map_err(side_err)?;
+    side.write_all(&fragment).and_then(|()| side.sync_all()).map_err(side_err)?;
+    sync_parent(&side_file).map_err(side_err)?;
+    file.set_len(offset).and_then(|()| file.sync_all()).map_err(io_err)?;
+    Ok(Some(SetAside { side_file, bytes, offset }))
+}
+
+/// Checks the chain at `path` for a torn final line (an append that was interrupted before its
+/// newline, by a crash or `SIGKILL`) and, under the chain's lock, moves it to a side file (see
+/// [`SetAside`]). Every append does this too; commands and the console call it on open so the
+/// principal is told. A missing chain has nothing torn.
+///
+/// # Errors
+/// I/O errors, [`ChainError::Locked`], [`ChainError::NotRegular`].
+pub fn recover_torn_tail(path: &Path) -> Result<Option<SetAside>, ChainError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let lock = lock_chain(path, LOCK_DEADLINE)?;
+    let result = (|| {
+        let mut file = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(ChainError::NotRegular { path: path.to_owned() });
+            }
+            Err(source) => return Err(ChainError::Io { path: path.to_owned(), source }),
+        };
+        if !file.metadata().map_err(|source| ChainError::Io { path: path.to_owned(), source })?.file_type().is_file() {
+            return Err(ChainError::NotRegular { path: path.to_owned() });
+        }
+        set_aside_torn_tail(path, &mut file)
     })();
     let _ = lock.unlock();
     result

@@ -336,10 +336,31 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
 }
 
 /// The resolved spool: `--spool`/`WARRANT_SPOOL`, else `spool` in config.toml, else the default.
+/// The spool at `root`, with the principal's copies of its checkpoints in
+/// `<config dir>/checkpoints`.
+fn spool_at(root: PathBuf) -> Spool {
+    Spool::new(root).with_checkpoint_copies(config::config_dir().join("checkpoints"))
+}
+
+/// Moves a torn final line of the spool's chain to a side file (an append interrupted by a
+/// crash), telling the principal where it went.
+///
+/// # Errors
+/// The chain's lock or I/O errors.
+fn set_aside_torn_tail(spool: &Spool) -> Result<(), Failure> {
+    if spool.chain_path().symlink_metadata().is_err() {
+        return Ok(());
+    }
+    if let Some(aside) = chain::recover_torn_tail(&spool.chain_path())? {
+        eprintln!("warrant: {}", aside.message());
+    }
+    Ok(())
+}
+
 fn resolve_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spool, Failure> {
     arg.or_else(|| config.spool.clone())
         .or_else(Spool::default_root)
-        .map(Spool::new)
+        .map(spool_at)
         .ok_or_else(|| Failure::usage("no spool directory: pass --spool or set WARRANT_SPOOL"))
 }
 
@@ -400,7 +421,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Demo { read_only, theme, interval } => {
             // A temporary spool unless one is named explicitly.
             let dir = tempfile::Builder::new().prefix("warrant-demo-").tempdir()?;
-            let spool = Spool::new(spool_arg.unwrap_or_else(|| dir.path().to_owned()));
+            let spool = spool_at(spool_arg.unwrap_or_else(|| dir.path().to_owned()));
             let code = run_console(spool, &config, read_only, theme, Some(interval.max(0.05)))?;
             drop(dir);
             Ok(code)
@@ -411,10 +432,12 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Approve { id, reason } => {
             let spool = resolve_spool(spool_arg, &config)?;
+            set_aside_torn_tail(&spool)?;
             decide_cli(&spool, &config, &id, Verdict::Approve, reason.as_deref())
         }
         Command::Refuse { id, reason } => {
             let spool = resolve_spool(spool_arg, &config)?;
+            set_aside_torn_tail(&spool)?;
             decide_cli(&spool, &config, &id, Verdict::Refuse, Some(&reason))
         }
         Command::List { json } => {
@@ -466,6 +489,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Agent { action } => {
             let spool = resolve_spool(spool_arg, &config)?;
+            set_aside_torn_tail(&spool)?;
             agent_cmd(&spool, &config, action)
         }
         Command::Eval => {
@@ -776,7 +800,7 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
     let own = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
     let meta = std::fs::metadata(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
     if meta.is_dir() {
-        let spool = Spool::new(path);
+        let spool = spool_at(path.to_owned());
         let looks_like_spool =
             [spool.chain_path(), spool.packets_dir(), spool.decisions_dir()].iter().any(|p| p.exists());
         if !looks_like_spool {
@@ -786,7 +810,23 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
             )));
         }
         // A spool without chain.jsonl has an empty chain, which is valid (as `export` says).
-        return Ok(chain::verify_file(&spool.chain_path(), own, |_, _| {})?);
+        let chain_path = spool.chain_path();
+        let mut report = match chain::open_regular(&chain_path, true) {
+            Ok(file) => chain::verify_reader(file, own, &std::sync::atomic::AtomicU64::new(0))
+                .map_err(|source| chain::ChainError::Io { path: chain_path.clone(), source })?,
+            Err(chain::ChainError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                VerifyReport::default()
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let (checkpoint, notes) = crate::checkpoint::latest(&spool, pinned);
+        for note in notes {
+            eprintln!("warrant: {}", crate::text::inert(&note, 4000));
+        }
+        if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint::check(&spool.chain_path(), &cp, &report)) {
+            report.findings.push(f);
+        }
+        return Ok(report);
     }
     // A JSON-lines chain starts with a record line; anything else is read as an export envelope.
     let file = chain::open_regular(path, false)?;
@@ -828,6 +868,7 @@ fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
             "signatures_verified": report.signatures_verified,
             "first": report.first(),
             "findings": report.findings,
+            "torn_tail_bytes": report.torn_tail,
         }))?;
     } else if valid {
         println!(
@@ -844,6 +885,12 @@ fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
         for f in report.findings.iter().skip(1) {
             writeln!(err, "  {}", crate::text::inert(&f.to_string(), 4000))?;
         }
+    }
+    if let Some(bytes) = report.torn_tail.filter(|_| !as_json) {
+        eprintln!(
+            "note: the chain ends in a torn line of {bytes} bytes (an append interrupted before it finished, which never \
+             reported success); it is not a record, and the next append or the console moves it to a side file"
+        );
     }
     Ok(if valid { 0 } else { EXIT_INVALID })
 }

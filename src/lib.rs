@@ -3,6 +3,7 @@
 //! The library holds the protocol, as pure functions over values where it can be:
 //! - [`canonical`]: canonical JSON and SHA-256 digests (the OpenTrustGraph hash contract);
 //! - [`chain`]: OpenTrustGraph records, verification, export and durable appends;
+//! - [`checkpoint`]: the principal's signed checkpoints, against truncation;
 //! - [`keys`]: the principal's Ed25519 key and the pinned public keys;
 //! - [`decision`]: signed approve/refuse decisions and their chain records;
 //! - [`control`]: the principal's signed controls (notebook trust, quarantine, kill, elevation);
@@ -26,6 +27,7 @@
 
 pub mod canonical;
 pub mod chain;
+pub mod checkpoint;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -34,13 +34,29 @@ pub const SPOOL_ENV: &str = "WARRANT_SPOOL";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spool {
     root: PathBuf,
+    checkpoint_copies: Option<PathBuf>,
 }
 
 impl Spool {
     /// A spool rooted at `root` (nothing is created until [`Spool::ensure`]).
     #[must_use]
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self { root: root.into(), checkpoint_copies: None }
+    }
+
+    /// The same spool, with the principal's own copies of its checkpoints kept in `dir` (a
+    /// directory agents cannot write: the CLI and the console use `<config dir>/checkpoints`),
+    /// see [`crate::checkpoint`].
+    #[must_use]
+    pub fn with_checkpoint_copies(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.checkpoint_copies = Some(dir.into());
+        self
+    }
+
+    /// Where the principal's copies of checkpoints are kept, if anywhere.
+    #[must_use]
+    pub fn checkpoint_copies(&self) -> Option<&Path> {
+        self.checkpoint_copies.as_deref()
     }
 
     /// `<data dir>/warrant/spool` from the platform's data directory.
@@ -534,6 +550,11 @@ fn verify_chain_records(
             controls.push((i, c));
         }
     })?;
+    let mut report = report;
+    let (checkpoint, _) = crate::checkpoint::latest(spool, pinned);
+    if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint::check(&spool.chain_path(), &cp, &report)) {
+        report.findings.push(f);
+    }
     let bad: std::collections::HashSet<usize> = report.findings.iter().filter_map(|f| f.index).collect();
     let mut view = ChainView { report, last_receipt_hash, ..ChainView::default() };
     let mut kept = Vec::new();
@@ -878,56 +899,69 @@ pub fn decide_with(
     let chain_path = spool.chain_path();
     let mut refusal: Option<DecideError> = None;
     let mut to_restore: Vec<Map<String, Value>> = Vec::new();
-    let appended = chain::append(&chain_path, |head| {
-        let missing = |id: &str| packet::is_safe_id(id) && !spool.decision_path(id).exists();
-        let (view, kept) = match verify_chain_records(spool, pinned, missing) {
-            Ok(r) => r,
-            Err(e) => {
-                let msg = e.to_string();
-                refusal = Some(DecideError::Chain(e));
-                return Err(msg);
+    let mut checkpoint = Value::Null;
+    let sign_checkpoint = |a: &chain::Appended, bytes: u64| {
+        let cp = crate::checkpoint::sign(principal, a.chain_index, &a.entry_hash, bytes, decided_at);
+        if let Err(e) = crate::checkpoint::write(spool, &cp) {
+            tracing::warn!(error = %e, "could not write the checkpoint");
+        }
+        cp
+    };
+    let appended = chain::append_then(
+        &chain_path,
+        chain::LOCK_DEADLINE,
+        |head| {
+            let missing = |id: &str| packet::is_safe_id(id) && !spool.decision_path(id).exists();
+            let (view, kept) = match verify_chain_records(spool, pinned, missing) {
+                Ok(r) => r,
+                Err(e) => {
+                    let msg = e.to_string();
+                    refusal = Some(DecideError::Chain(e));
+                    return Err(msg);
+                }
+            };
+            if let Some(first) = view.report.first() {
+                refusal = Some(DecideError::ChainBroken(first.to_string()));
+                return Err("chain broken".into());
             }
-        };
-        if let Some(first) = view.report.first() {
-            refusal = Some(DecideError::ChainBroken(first.to_string()));
-            return Err("chain broken".into());
-        }
-        to_restore = kept;
-        if let Some(prior) = view.decisions.get(&packet.id).cloned() {
-            refusal = Some(DecideError::AlreadyDecided {
-                id: packet.id.clone(),
-                verdict: prior.verdict.as_str(),
-                principal: prior.principal,
-                at: prior.decided_at,
+            to_restore = kept;
+            if let Some(prior) = view.decisions.get(&packet.id).cloned() {
+                refusal = Some(DecideError::AlreadyDecided {
+                    id: packet.id.clone(),
+                    verdict: prior.verdict.as_str(),
+                    principal: prior.principal,
+                    at: prior.decided_at,
+                });
+                return Err("already decided".into());
+            }
+            if let Err(why) = admit(&view) {
+                refusal = Some(DecideError::Refused(why));
+                return Err("refused".into());
+            }
+            let mut body = decision::record_body(&input, &signed);
+            let receipt_id = format!("decision:{}", packet.id);
+            let receipt = build_receipt(&ReceiptInput {
+                receipt_id: &receipt_id,
+                action_class: &action_class,
+                outcome: verdict.into(),
+                agent: &packet.agent,
+                packet_id: Some(&packet.id),
+                source_type: Some(SourceType::Principal),
+                created_at: decided_at,
+                prev_hash: view.last_receipt_hash.as_deref(),
+                note: None,
             });
-            return Err("already decided".into());
-        }
-        if let Err(why) = admit(&view) {
-            refusal = Some(DecideError::Refused(why));
-            return Err("refused".into());
-        }
-        let mut body = decision::record_body(&input, &signed);
-        let receipt_id = format!("decision:{}", packet.id);
-        let receipt = build_receipt(&ReceiptInput {
-            receipt_id: &receipt_id,
-            action_class: &action_class,
-            outcome: verdict.into(),
-            agent: &packet.agent,
-            packet_id: Some(&packet.id),
-            source_type: Some(SourceType::Principal),
-            created_at: decided_at,
-            prev_hash: view.last_receipt_hash.as_deref(),
-            note: None,
-        });
-        if let Some(Value::Object(meta)) = body.get_mut("metadata") {
-            meta.insert("tg_receipt".into(), receipt);
-        }
-        if let Some(problem) = first_problem(&body, head, Some(pinned)) {
-            refusal = Some(DecideError::WouldNotVerify(problem));
-            return Err("would not verify".into());
-        }
-        Ok(body)
-    });
+            if let Some(Value::Object(meta)) = body.get_mut("metadata") {
+                meta.insert("tg_receipt".into(), receipt);
+            }
+            if let Some(problem) = first_problem(&body, head, Some(pinned)) {
+                refusal = Some(DecideError::WouldNotVerify(problem));
+                return Err("would not verify".into());
+            }
+            Ok(body)
+        },
+        |a, bytes| checkpoint = sign_checkpoint(a, bytes),
+    );
     for rec in &to_restore {
         if let Err(e) = restore_decision_file(spool, rec) {
             tracing::warn!(error = %e, "could not restore a decision file");
@@ -938,9 +972,11 @@ pub fn decide_with(
         Err(e) => return Err(refusal.unwrap_or(DecideError::Chain(e))),
     };
     let path = spool.decision_path(&packet.id);
-    let file_error = write_decision_file(spool, &packet.id, &decision::decision_file(&signed, &appended))
-        .err()
-        .map(|e| format!("{}: {e}", path.display()));
+    let mut file = decision::decision_file(&signed, &appended);
+    if let Value::Object(m) = &mut file {
+        m.insert("checkpoint".into(), checkpoint);
+    }
+    let file_error = write_decision_file(spool, &packet.id, &file).err().map(|e| format!("{}: {e}", path.display()));
     if let Some(e) = &file_error {
         tracing::warn!(error = %e, "decision recorded in the chain, but its decision file was not written");
     }
@@ -972,30 +1008,41 @@ pub fn append_control(
     spool.ensure()?;
     spool.check_private().map_err(DecideError::UnsafeSpool)?;
     let mut refusal: Option<DecideError> = None;
-    let appended = chain::append(&spool.chain_path(), |head| {
-        let view = match verify_chain_records(spool, pinned, |_| false) {
-            Ok((view, _)) => view,
-            Err(e) => {
-                let msg = e.to_string();
-                refusal = Some(DecideError::Chain(e));
-                return Err(msg);
+    let signed_at = input.decided_at.clone();
+    let appended = chain::append_then(
+        &spool.chain_path(),
+        chain::LOCK_DEADLINE,
+        |head| {
+            let view = match verify_chain_records(spool, pinned, |_| false) {
+                Ok((view, _)) => view,
+                Err(e) => {
+                    let msg = e.to_string();
+                    refusal = Some(DecideError::Chain(e));
+                    return Err(msg);
+                }
+            };
+            if let Some(first) = view.report.first() {
+                refusal = Some(DecideError::ChainBroken(first.to_string()));
+                return Err("chain broken".into());
             }
-        };
-        if let Some(first) = view.report.first() {
-            refusal = Some(DecideError::ChainBroken(first.to_string()));
-            return Err("chain broken".into());
-        }
-        if let Err(e) = prepare_control(spool, policies, &view, &mut input) {
-            refusal = Some(e);
-            return Err("control refused".into());
-        }
-        let body = crate::control::record_body(&input, &crate::control::sign_control(principal, &input));
-        if let Some(problem) = first_problem(&body, head, Some(pinned)) {
-            refusal = Some(DecideError::WouldNotVerify(problem));
-            return Err("would not verify".into());
-        }
-        Ok(body)
-    });
+            if let Err(e) = prepare_control(spool, policies, &view, &mut input) {
+                refusal = Some(e);
+                return Err("control refused".into());
+            }
+            let body = crate::control::record_body(&input, &crate::control::sign_control(principal, &input));
+            if let Some(problem) = first_problem(&body, head, Some(pinned)) {
+                refusal = Some(DecideError::WouldNotVerify(problem));
+                return Err("would not verify".into());
+            }
+            Ok(body)
+        },
+        |a, bytes| {
+            let cp = crate::checkpoint::sign(principal, a.chain_index, &a.entry_hash, bytes, &signed_at);
+            if let Err(e) = crate::checkpoint::write(spool, &cp) {
+                tracing::warn!(error = %e, "could not write the checkpoint");
+            }
+        },
+    );
     match appended {
         Ok(a) => Ok((input, a)),
         Err(e) => Err(refusal.unwrap_or(DecideError::Chain(e))),

@@ -78,6 +78,13 @@ pub fn run(opts: Options) -> Result<()> {
     let keymap = keymap::Keymap::load().map_err(|e| eyre!(e))?;
     opts.spool.ensure().wrap_err_with(|| format!("creating the spool at {}", opts.spool.root().display()))?;
     let pinned = PinnedKeys::load(&config::config_dir())?;
+    // An append interrupted by a crash leaves a torn final line: set it aside on open (not in
+    // observe-only mode, which writes nothing) and tell the principal where it went.
+    let set_aside = if opts.read_only {
+        None
+    } else {
+        crate::chain::recover_torn_tail(&opts.spool.chain_path()).wrap_err("checking the chain's last line")?
+    };
     // The demo writes its policy.toml before the policies are loaded.
     let demo = opts.demo_interval.map(|i| crate::demo::Demo::start(opts.spool.clone(), Duration::from_secs_f64(i)));
     let state = State::new(
@@ -91,6 +98,10 @@ pub fn run(opts: Options) -> Result<()> {
     .with_policies(Arc::new(
         crate::graduation::PolicySet::load(&config::config_dir(), Some(opts.spool.root())).map_err(|e| eyre!("{e}"))?,
     ));
+    let mut state = state;
+    if let Some(aside) = set_aside {
+        state.flash = Some(app::Flash { text: aside.message(), error: true });
+    }
 
     // Restore the terminal before any panic message is printed.
     // A panic on the UI thread gives the terminal back before the message is printed; one in a

@@ -1,0 +1,228 @@
+//! Signed checkpoints: the principal's statement "this chain had `records` records ending in
+//! `head_hash`, `bytes` long", signed with every decision and control, so cutting records off the
+//! end of a chain is detected (`docs/spool.md`, Checkpoints).
+//!
+//! A hash chain alone cannot tell a chain from its own prefix: removing the last records leaves a
+//! shorter chain that verifies. The checkpoint is written, under the chain's lock and right after
+//! the record it follows, to `checkpoint.json` in the spool, to the principal's own copy
+//! (`<config dir>/checkpoints/<spool id>.json` for the CLI and the console, out of the agents'
+//! reach; see [`Spool::with_checkpoint_copies`]), and into the decision file each agent receives. [`latest`] takes the longest valid one of all of them, and
+//! [`check`] reports a chain shorter than it, or one whose record at the checkpoint is not the
+//! one signed.
+
+use crate::chain::{Check, Finding, VerifyReport};
+use crate::keys::{PinnedKeys, Principal};
+use crate::spool::Spool;
+use serde_json::{Value, json};
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// The domain of a checkpoint document.
+pub const CHECKPOINT_DOMAIN: &str = "warrant.checkpoint/v1";
+/// The spool's checkpoint file.
+pub const CHECKPOINT_FILE: &str = "checkpoint.json";
+
+/// A checkpoint whose signature verified under a pinned key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// Records in the chain at the checkpoint (the last one's `chain_index`).
+    pub records: u64,
+    /// The `entry_hash` of record `records`.
+    pub head_hash: String,
+    /// The chain's length in bytes through that record's newline.
+    pub bytes: u64,
+    /// Who signed it.
+    pub principal: String,
+    /// When (RFC 3339).
+    pub signed_at: String,
+    /// Where it was found.
+    pub source: String,
+}
+
+/// Signs a checkpoint: `{"document": {domain, records, head_hash, bytes, principal, key,
+/// signed_at}, "signature": {…}}` (the signature as for decisions, over the canonical document).
+#[must_use]
+pub fn sign(principal: &Principal, records: u64, head_hash: &str, bytes: u64, signed_at: &str) -> Value {
+    let document = json!({
+        "domain": CHECKPOINT_DOMAIN,
+        "records": records,
+        "head_hash": head_hash,
+        "bytes": bytes,
+        "principal": principal.name,
+        "key": principal.fingerprint(),
+        "signed_at": signed_at,
+    });
+    let signature = crate::decision::sign_document(principal, &document);
+    json!({"document": document, "signature": signature})
+}
+
+/// Verifies a signed checkpoint against the pinned keys.
+///
+/// # Errors
+/// A sentence naming what is wrong: shape, domain, or signature.
+pub fn verify(signed: &Value, pinned: &PinnedKeys, source: &str) -> Result<Checkpoint, String> {
+    let doc = signed.get("document").filter(|d| d.is_object()).ok_or("a checkpoint needs a document")?;
+    let sig = signed.get("signature").filter(|d| d.is_object()).ok_or("a checkpoint needs a signature")?;
+    if doc.get("domain").and_then(Value::as_str) != Some(CHECKPOINT_DOMAIN) {
+        return Err("not a warrant checkpoint".into());
+    }
+    crate::decision::verify_document(doc, sig, pinned)?;
+    let s = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
+    let n = |k: &str| doc.get(k).and_then(Value::as_u64);
+    match (n("records"), s("head_hash"), n("bytes")) {
+        (Some(records), Some(head_hash), Some(bytes))
+            if records >= 1 && crate::canonical::is_sha256_string(&head_hash) =>
+        {
+            Ok(Checkpoint {
+                records,
+                head_hash,
+                bytes,
+                principal: s("principal").unwrap_or_default(),
+                signed_at: s("signed_at").unwrap_or_default(),
+                source: source.to_owned(),
+            })
+        }
+        _ => Err("a checkpoint needs records >= 1, a sha256 head_hash and bytes".into()),
+    }
+}
+
+/// The principal's own copy of a spool's checkpoint: `<copies dir>/<sha256 of the spool's
+/// canonical path>.json`, or `None` when the spool keeps no copies or its path cannot be resolved.
+#[must_use]
+pub fn local_copy(spool: &Spool) -> Option<PathBuf> {
+    let dir = spool.checkpoint_copies()?;
+    let canonical = std::fs::canonicalize(spool.root()).ok()?;
+    let id = crate::canonical::sha256_hex(canonical.as_os_str().as_encoded_bytes());
+    Some(dir.join(format!("{id}.json")))
+}
+
+/// Writes a signed checkpoint to the spool's `checkpoint.json` and to the principal's copy (if
+/// the spool keeps one),
+/// each atomically, unless the file already holds a longer one.
+///
+/// # Errors
+/// I/O errors of the spool's file (the local copy's errors are logged, not returned).
+pub fn write(spool: &Spool, signed: &Value) -> std::io::Result<()> {
+    let records = signed.pointer("/document/records").and_then(Value::as_u64).unwrap_or(0);
+    let mut bytes = serde_json::to_vec_pretty(signed).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    let write_one = |path: &Path| -> std::io::Result<()> {
+        let held = std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v.pointer("/document/records").and_then(Value::as_u64));
+        if held.is_some_and(|h| h > records) {
+            return Ok(());
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        crate::keys::write_atomic(path, &bytes, 0o644)
+    };
+    if let Some(local) = local_copy(spool)
+        && let Err(e) = write_one(&local)
+    {
+        tracing::warn!(path = %local.display(), error = %e, "could not write the principal's copy of the checkpoint");
+    }
+    write_one(&spool.root().join(CHECKPOINT_FILE))
+}
+
+/// The longest checkpoint that verifies among the spool's `checkpoint.json`, the principal's
+/// copy and the `checkpoint` member of every decision file, with a note for each candidate that
+/// did not verify (a forged or damaged checkpoint is reported, never trusted).
+#[must_use]
+pub fn latest(spool: &Spool, pinned: &PinnedKeys) -> (Option<Checkpoint>, Vec<String>) {
+    let mut candidates: Vec<(String, Value)> = Vec::new();
+    let mut read = |path: &Path, member: Option<&str>| {
+        let Ok(bytes) = crate::spool::read_limited(path) else { return };
+        let Ok(v) = serde_json::from_slice::<Value>(&bytes) else { return };
+        let v = match member {
+            Some(m) => match v.get(m) {
+                Some(c) => c.clone(),
+                None => return,
+            },
+            None => v,
+        };
+        candidates.push((path.display().to_string(), v));
+    };
+    read(&spool.root().join(CHECKPOINT_FILE), None);
+    if let Some(local) = local_copy(spool) {
+        read(&local, None);
+    }
+    if let Ok(entries) = std::fs::read_dir(spool.decisions_dir()) {
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.extension().is_some_and(|x| x == "json") {
+                read(&path, Some("checkpoint"));
+            }
+        }
+    }
+    // Verify from the longest down: the first that verifies is the answer.
+    candidates.sort_by_key(|(_, v)| std::cmp::Reverse(v.pointer("/document/records").and_then(Value::as_u64)));
+    let mut notes = Vec::new();
+    for (source, v) in &candidates {
+        match verify(v, pinned, source) {
+            Ok(cp) => return (Some(cp), notes),
+            Err(e) => notes.push(format!("{source}: checkpoint ignored: {e}")),
+        }
+    }
+    (None, notes)
+}
+
+/// Checks a verified chain against a checkpoint: a chain with fewer records is truncated; the
+/// line that ends at the checkpoint's byte offset must be record `records` with `head_hash`
+/// (read from `chain`, at most one line). Returns the finding, if any.
+///
+/// # Errors
+/// None: I/O trouble reading the line is itself reported as a finding.
+#[must_use]
+pub fn check(chain: &Path, cp: &Checkpoint, report: &VerifyReport) -> Option<Finding> {
+    let finding = |index: Option<usize>, message: String| Some(Finding { index, check: Check::Checkpoint, message });
+    if (report.total as u64) < cp.records {
+        return finding(
+            None,
+            format!(
+                "the chain has {} records, fewer than the {} of the checkpoint {} signed at {} ({}): records were cut off its end",
+                report.total, cp.records, cp.principal, cp.signed_at, cp.source
+            ),
+        );
+    }
+    let index = usize::try_from(cp.records - 1).unwrap_or(usize::MAX);
+    match record_ending_at(chain, cp.bytes) {
+        Ok(Some(rec))
+            if rec.get("chain_index").and_then(Value::as_u64) == Some(cp.records)
+                && rec.get("entry_hash").and_then(Value::as_str) == Some(cp.head_hash.as_str()) =>
+        {
+            None
+        }
+        _ => finding(
+            Some(index),
+            format!(
+                "record {} is not the one of the checkpoint {} signed at {} (entry_hash {}, {} bytes into the chain): the chain was rewritten",
+                cp.records, cp.principal, cp.signed_at, cp.head_hash, cp.bytes
+            ),
+        ),
+    }
+}
+
+/// The record on the line that ends (with its newline) at byte `end` of `chain`.
+fn record_ending_at(chain: &Path, end: u64) -> std::io::Result<Option<Value>> {
+    if end == 0 {
+        return Ok(None);
+    }
+    let mut file = std::fs::File::open(chain)?;
+    let start = end.saturating_sub(crate::chain::MAX_LINE_BYTES as u64 + 1);
+    file.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::new();
+    file.take(end - start).read_to_end(&mut buf)?;
+    if buf.len() as u64 != end - start || buf.last() != Some(&b'\n') {
+        return Ok(None);
+    }
+    let body = &buf[..buf.len() - 1];
+    let line = match memchr::memrchr(b'\n', body) {
+        Some(p) => &body[p + 1..],
+        None if start == 0 => body,
+        None => return Ok(None),
+    };
+    Ok(crate::canonical::parse_strict(line).ok())
+}
