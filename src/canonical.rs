@@ -123,7 +123,8 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Parses JSON text like `serde_json::from_slice`, but rejects an object with a duplicate key
 /// (which parsers resolve differently: first or last wins), so what warrant hashes, shows and
-/// signs is the only reading of the text. serde_json's nesting limit (128) applies.
+/// signs is the only reading of the text. serde_json's recursion limit applies: at most 127
+/// nested arrays and objects.
 ///
 /// # Errors
 /// A message naming the parse error or the duplicate key.
@@ -143,7 +144,7 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
 /// [`parse_strict`], and also refuses an integer literal outside the 64-bit range (such as
 /// `2^70`), which serde_json would silently turn into a nearby float, so two different texts
 /// would hash, display and sign as the same value. `1e400`, `NaN`, `Infinity` and nesting
-/// deeper than 128 are refused by [`parse_strict`] already.
+/// of 128 levels or more are refused by [`parse_strict`] already.
 ///
 /// # Errors
 /// A message naming the parse error, the duplicate key or the integer.

@@ -763,6 +763,7 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
                     "packet_id": p.id, "agent": p.agent, "action_class": p.action_class, "risk": p.risk,
                     "state": p.state.map(DecisionState::as_str), "summary": p.summary, "content_hash": p.content_hash,
                     "decision": decided.get(&p.id).map(|d| d.verdict.as_str()),
+                    "changed_since_decision": decided.get(&p.id).is_some_and(|d| d.packet_hash != p.content_hash),
                 })
             })
             .collect();
@@ -777,7 +778,12 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     let mut out = std::io::stdout().lock();
     for e in &snap.packets {
         let p = &e.packet;
-        let status = decided.get(&p.id).map_or("pending", |d| d.verdict.as_str());
+        // A packet rewritten after its decision: the decision binds the content that was signed.
+        let status = match decided.get(&p.id) {
+            None => "pending",
+            Some(d) if d.packet_hash != p.content_hash => "changed",
+            Some(d) => d.verdict.as_str(),
+        };
         let t = |s: &str, n: usize| crate::text::inert(s, n);
         writeln!(
             out,

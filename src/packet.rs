@@ -186,7 +186,7 @@ fn schema_err(msg: impl Into<String>) -> InvalidReason {
 }
 
 /// Parses JSON bytes into an object ([`canonical::parse_untrusted`]: UTF-8, no duplicate keys,
-/// nesting at most 128 deep, no `NaN`/`Infinity`, no number beyond `f64` or integer beyond 64
+/// nesting at most 127 levels deep, no `NaN`/`Infinity`, no number beyond `f64` or integer beyond 64
 /// bits).
 ///
 /// # Errors

@@ -752,6 +752,33 @@ fn propose_wait_keeps_waiting_past_hostile_decision_files() {
     assert_eq!(cases.len(), 13);
 }
 
+// A packet rewritten after its approval is not approved: the decision binds the content that was
+// signed. Checking the decision against the packet as it is now (`check-preconditions`, what an
+// executor runs) fails naming the change, `list` shows `changed`, and it cannot be decided again.
+#[test]
+fn a_packet_edited_after_approval_is_not_approved() {
+    let e = Env::new();
+    e.principal();
+    let o = e.run(&["propose", "--class", "email.send.external", "--agent", "a", "--summary", "s", "--id", "p-edit"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(e.run(&["approve", "p-edit"]).status.code(), Some(0));
+    assert_eq!(e.run(&["check-preconditions", "p-edit"]).status.code(), Some(0), "approved as published");
+    let path = e.spool().join("packets/p-edit.json");
+    let mut packet: Value = serde_json::from_slice(&std::fs::read(&path).expect("packet")).expect("json");
+    packet["proposed_action"] = json!({"summary": "s", "to": "attacker@evil.example"});
+    std::fs::write(&path, serde_json::to_vec(&packet).expect("json")).expect("rewrite");
+    let o = e.run(&["check-preconditions", "p-edit"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("signed over packet content"), "{}", text(&o));
+    let listed = String::from_utf8_lossy(&e.run(&["list"]).stdout).into_owned();
+    assert!(listed.lines().any(|l| l.starts_with("changed") && l.contains("p-edit")), "{listed}");
+    let json: Value = serde_json::from_slice(&e.run(&["list", "--json"]).stdout).expect("json");
+    assert_eq!(json["packets"][0]["changed_since_decision"], true, "{json}");
+    let o = e.run(&["approve", "p-edit"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already decided"), "{}", text(&o));
+}
+
 // ---- 2. files: packets and receipts in the spool ---------------------------------------------------
 
 /// What to put at a file name in `packets/` or `receipts/`.
@@ -819,6 +846,8 @@ fn hostile_spool_files_are_listed_invalid_and_never_block_valid_ones() {
         (name("latin1.json"), Put::Bytes(latin1_packet()), "not UTF-8"),
         (name("deep-100000.json"), Put::Bytes(vec![b'['; 100_000]), "recursion limit"),
         (name("deep-200.json"), Put::Bytes(nested_packet("deep-200", 200)), "recursion limit"),
+        // The packet object and 127 arrays: 128 levels, one too many.
+        (name("deep-128.json"), Put::Bytes(nested_packet("deep-128", 127)), "recursion limit"),
         (
             name("dup-top.json"),
             Put::Bytes(packet_with_raw("dup-top", "packet_id", "\"other\"")),
@@ -872,6 +901,8 @@ fn hostile_spool_files_are_listed_invalid_and_never_block_valid_ones() {
     }
     f.publish("valid");
     put(&packets, std::ffi::OsStr::new("at-limit.json"), &Put::Bytes(at_limit));
+    // 127 levels, the deepest that loads.
+    put(&packets, std::ffi::OsStr::new("deep-127.json"), &Put::Bytes(nested_packet("deep-127", 126)));
     // The same hostility in receipts/, beside a valid receipt.
     let receipts = f.spool.receipts_dir();
     let receipt = json!({"type": "trust_graduation_receipt", "receipt_id": "r-1", "action_class": "draft.compose",
@@ -897,8 +928,8 @@ fn hostile_spool_files_are_listed_invalid_and_never_block_valid_ones() {
 
     let snap = Scanner::new().scan(&f.spool).expect("scan");
     let ids: Vec<&str> = snap.packets.iter().map(|p| p.packet.id.as_str()).collect();
-    assert_eq!(ids.len(), 2, "only the valid packets load: {ids:?}");
-    assert!(ids.contains(&"valid") && ids.contains(&"at-limit"), "{ids:?}");
+    assert_eq!(ids.len(), 3, "only the valid packets load: {ids:?}");
+    assert!(ids.contains(&"valid") && ids.contains(&"at-limit") && ids.contains(&"deep-127"), "{ids:?}");
     assert_eq!(snap.receipts.len(), 1);
     assert_eq!(snap.receipts[0].id, "r-1");
     let reason_of = |kind: spool::FileKind, n: &str| {
@@ -923,7 +954,7 @@ fn hostile_spool_files_are_listed_invalid_and_never_block_valid_ones() {
     assert!(f.view().report.is_valid());
     assert_eq!(std::fs::read_link(packets.join("symlink.json")).expect("link"), outside);
     assert_eq!(std::fs::read(packets.join("empty.json")).expect("file").len(), 0);
-    assert_eq!(cases.len(), 34);
+    assert_eq!(cases.len(), 35);
     assert_eq!(receipt_cases.len(), 6);
 }
 
@@ -1145,7 +1176,7 @@ fn hostile_config_files_stop_the_command_naming_the_file() {
             assert!(o.stdout.is_empty(), "{file}, {case}: {}", text(&o));
         }
     }
-    assert!(runs >= 20, "{runs}");
+    assert_eq!(runs, if cfg!(feature = "console") { 31 } else { 17 });
 }
 
 // ---- 2. files: `warrant eval` request lines --------------------------------------------------------
