@@ -125,7 +125,8 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Parses JSON text like `serde_json::from_slice`, but rejects an object with a duplicate key
 /// (which parsers resolve differently: first or last wins), so what warrant hashes, shows and
-/// signs is the only reading of the text. serde_json's nesting limit (128) applies.
+/// signs is the only reading of the text. serde_json's recursion limit applies: at most 127
+/// nested arrays and objects.
 ///
 /// # Errors
 /// A message naming the parse error or the duplicate key.
@@ -139,6 +140,66 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
     let value = serde::Deserialize::deserialize(&mut de).map(|StrictValue(v)| v).map_err(|e| e.to_string())?;
     de.end().map_err(|e| e.to_string())?;
     Ok(value)
+}
+
+/// Parses JSON that agents wrote (packets, receipts, decision files, `warrant eval` requests):
+/// [`parse_strict`], and also refuses an integer literal outside the 64-bit range (such as
+/// `2^70`), which serde_json would silently turn into a nearby float, so two different texts
+/// would hash, display and sign as the same value. `1e400`, `NaN`, `Infinity` and nesting
+/// of 128 levels or more are refused by [`parse_strict`] already.
+///
+/// # Errors
+/// A message naming the parse error, the duplicate key or the integer.
+///
+/// ```
+/// use warrant::canonical::parse_untrusted;
+/// assert!(parse_untrusted(br#"{"n":18446744073709551615,"m":-9223372036854775808,"f":1.5e300}"#).is_ok());
+/// let err = parse_untrusted(br#"{"n":1180591620717411303424}"#).unwrap_err();
+/// assert!(err.contains("1180591620717411303424") && err.contains("64-bit"), "{err}");
+/// assert!(parse_untrusted(b"[1e400]").is_err() && parse_untrusted(b"[NaN]").is_err());
+/// ```
+pub fn parse_untrusted(bytes: &[u8]) -> Result<Value, String> {
+    let value = parse_strict(bytes)?;
+    check_integer_literals(bytes)?;
+    Ok(value)
+}
+
+/// Checks every integer literal (a number without fraction or exponent) outside strings of a
+/// JSON text that already parsed: it must fit `i64` or `u64`.
+fn check_integer_literals(bytes: &[u8]) -> Result<(), String> {
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                // Skip the string, honouring backslash escapes.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len() && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    i += 1;
+                }
+                let token = &bytes[start..i];
+                let integer = !token.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
+                if integer {
+                    let text = std::str::from_utf8(token).unwrap_or_default();
+                    if text.parse::<i64>().is_err() && text.parse::<u64>().is_err() {
+                        let shown: String = text.chars().take(40).collect();
+                        let more = if text.len() > 40 { "…" } else { "" };
+                        return Err(format!(
+                            "integer {shown}{more} is outside the 64-bit range (it would be read as an approximate float)"
+                        ));
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(())
 }
 
 /// A JSON value whose objects have no duplicate keys.

@@ -574,11 +574,78 @@ fn run_console(
     Err(Failure::usage("this build has no console (built without the `console` feature)"))
 }
 
+/// Prints `v` as pretty JSON in which every [`crate::text::is_unsafe`] character inside a
+/// string (C1 controls, bidi overrides, zero-width characters, …) is written as a `\uXXXX`
+/// escape, like the C0 controls serde_json already escapes: the same JSON value for programs,
+/// inert text on a terminal.
 fn print_json(v: &Value) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, v).map_err(|e| Failure::usage(e.to_string()))?;
+    write_json_inert(&mut out, v).map_err(|e| Failure::usage(e.to_string()))?;
     writeln!(out)?;
     Ok(())
+}
+
+/// Writes `v` as pretty JSON with every [`crate::text::is_unsafe`] character escaped (see
+/// [`print_json`]); the text parses back to exactly `v`.
+///
+/// # Errors
+/// The writer's errors.
+///
+/// ```
+/// let v = serde_json::json!({"agent": "a\u{202e}b\u{9b}c\u{1b}"});
+/// let mut out = Vec::new();
+/// warrant::cli::write_json_inert(&mut out, &v).unwrap();
+/// let text = String::from_utf8(out).unwrap();
+/// assert!(text.contains(r"a\u202eb\u009bc\u001b"), "{text}");
+/// assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), v);
+/// ```
+pub fn write_json_inert<W: io::Write>(out: &mut W, v: &Value) -> io::Result<()> {
+    struct Inert<'a>(serde_json::ser::PrettyFormatter<'a>);
+    impl serde_json::ser::Formatter for Inert<'_> {
+        fn write_string_fragment<W: ?Sized + io::Write>(&mut self, w: &mut W, fragment: &str) -> io::Result<()> {
+            let mut start = 0;
+            for (i, c) in fragment.char_indices() {
+                if crate::text::is_unsafe(c) {
+                    w.write_all(&fragment.as_bytes()[start..i])?;
+                    let mut units = [0u16; 2];
+                    for unit in c.encode_utf16(&mut units) {
+                        write!(w, "\\u{unit:04x}")?;
+                    }
+                    start = i + c.len_utf8();
+                }
+            }
+            w.write_all(&fragment.as_bytes()[start..])
+        }
+        fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            self.0.begin_array(w)
+        }
+        fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            self.0.end_array(w)
+        }
+        fn begin_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+            self.0.begin_array_value(w, first)
+        }
+        fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            self.0.end_array_value(w)
+        }
+        fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            self.0.begin_object(w)
+        }
+        fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            self.0.end_object(w)
+        }
+        fn begin_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+            self.0.begin_object_key(w, first)
+        }
+        fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            self.0.begin_object_value(w)
+        }
+        fn end_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            self.0.end_object_value(w)
+        }
+    }
+    let mut ser = serde_json::Serializer::with_formatter(out, Inert(serde_json::ser::PrettyFormatter::new()));
+    serde::Serialize::serialize(v, &mut ser).map_err(io::Error::other)
 }
 
 fn propose(
@@ -636,19 +703,24 @@ fn propose(
             if rejected != Some(stamp) {
                 let verdict = spool::read_limited(&decision_path)
                     .map_err(|e| e.to_string())
-                    .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
+                    .and_then(|b| crate::canonical::parse_untrusted(&b).map_err(|e| format!("not JSON: {e}")))
                     .and_then(|v| {
                         decision::verify_decision_file(&v, &id, Some(&content_hash), &pinned).map_err(|e| e.to_string())
                     });
                 match verdict {
                     Ok(d) => {
-                        let reason = d.reason.map(|r| format!(": {r}")).unwrap_or_default();
-                        eprintln!("{} by {}{reason}", d.verdict.as_str(), d.principal);
+                        let reason =
+                            d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
+                        eprintln!("{} by {}{reason}", d.verdict.as_str(), crate::text::inert(&d.principal, 200));
                         return Ok(if d.verdict == Verdict::Approve { 0 } else { EXIT_REFUSED });
                     }
                     Err(e) => {
                         // A file that does not verify is not a decision: keep waiting for a genuine one.
-                        eprintln!("warrant: ignoring decision file {}: {e}", decision_path.display());
+                        eprintln!(
+                            "warrant: ignoring decision file {}: {}",
+                            decision_path.display(),
+                            crate::text::inert(&e, 2000)
+                        );
                         rejected = Some(stamp);
                     }
                 }
@@ -751,6 +823,7 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
                     "packet_id": p.id, "agent": p.agent, "action_class": p.action_class, "risk": p.risk,
                     "state": p.state.map(DecisionState::as_str), "summary": p.summary, "content_hash": p.content_hash,
                     "decision": decided.get(&p.id).map(|d| d.verdict.as_str()),
+                    "changed_since_decision": decided.get(&p.id).is_some_and(|d| d.packet_hash != p.content_hash),
                 })
             })
             .collect();
@@ -765,7 +838,12 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     let mut out = std::io::stdout().lock();
     for e in &snap.packets {
         let p = &e.packet;
-        let status = decided.get(&p.id).map_or("pending", |d| d.verdict.as_str());
+        // A packet rewritten after its decision: the decision binds the content that was signed.
+        let status = match decided.get(&p.id) {
+            None => "pending",
+            Some(d) if d.packet_hash != p.content_hash => "changed",
+            Some(d) => d.verdict.as_str(),
+        };
         let t = |s: &str, n: usize| crate::text::inert(s, n);
         writeln!(
             out,
@@ -905,7 +983,7 @@ fn keys_cmd(config: &Config, action: KeysAction) -> Result<u8, Failure> {
             println!("key file   {}", dir.join(keys::PRIVATE_KEY_FILE).display());
             println!("pinned keys ({}):", pinned.len());
             for k in pinned.iter() {
-                println!("  {}  {}", k.fingerprint, k.principal);
+                println!("  {}  {}", k.fingerprint, crate::text::inert(&k.principal, 200));
             }
         }
         KeysAction::Export => {
@@ -977,7 +1055,10 @@ fn control_input(kind: ControlKind, subject: &str, reason: Option<String>) -> Re
 fn trust_cmd(spool: &Spool, config: &Config, action: TrustAction) -> Result<u8, Failure> {
     let view = spool::verify_chain(spool, &load_pinned()?)?;
     if let Some(first) = view.report.first() {
-        eprintln!("warrant: the chain does not verify ({}); levels from failing records are not used", first);
+        eprintln!(
+            "warrant: the chain does not verify ({}); levels from failing records are not used",
+            crate::text::inert(&first.to_string(), 400)
+        );
     }
     match action {
         TrustAction::Show { json: as_json } => {
@@ -1003,8 +1084,8 @@ fn trust_cmd(spool: &Spool, config: &Config, action: TrustAction) -> Result<u8, 
                         "  {:<24} {:<10} set by {} at {}",
                         crate::text::inert(id, 64),
                         n.level.as_str(),
-                        n.principal,
-                        n.set_at
+                        crate::text::inert(&n.principal, 64),
+                        crate::text::inert(&n.set_at, 40)
                     );
                 }
                 println!("tools (tier from policy.toml; any other tool is unknown and gates to confirm):");
@@ -1079,10 +1160,15 @@ fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Fai
     let snap = Scanner::new().scan(spool)?;
     let entry = snap.packet(id);
     let decision_path = spool.decision_path(id);
-    let (phase, preconditions): (&str, Vec<ActionPrecondition>) = match std::fs::read(&decision_path) {
+    let read = match std::fs::symlink_metadata(&decision_path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(e),
+        _ => Ok(spool::read_limited(&decision_path)
+            .map_err(|e| Failure::invalid(format!("{}: {e}", decision_path.display())))?),
+    };
+    let (phase, preconditions): (&str, Vec<ActionPrecondition>) = match read {
         Ok(bytes) => {
-            let file: Value = serde_json::from_slice(&bytes)
-                .map_err(|e| Failure::invalid(format!("{}: {e}", decision_path.display())))?;
+            let file: Value = crate::canonical::parse_untrusted(&bytes)
+                .map_err(|e| Failure::invalid(format!("{}: not JSON: {e}", decision_path.display())))?;
             let hash = entry.map(|e| e.packet.content_hash.as_str());
             let d = decision::verify_decision_file(&file, id, hash, &pinned)
                 .map_err(|e| Failure::invalid(e.to_string()))?;

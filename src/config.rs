@@ -5,7 +5,9 @@
 //! platform's config directory from `directories`. The principal's name is
 //! `$WARRANT_PRINCIPAL`, else `principal` in `config.toml`, else `$USER`, else `principal`.
 
-use std::path::PathBuf;
+use std::io::{self, Read as _};
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
 
 /// Environment variable naming the config directory.
 pub const CONFIG_ENV: &str = "WARRANT_CONFIG";
@@ -30,6 +32,39 @@ pub fn config_dir() -> PathBuf {
     PathBuf::from(".warrant")
 }
 
+/// Largest configuration file warrant reads (`config.toml`, `policy.toml`, `pinned_keys.toml`,
+/// `keymap.toml`, a theme): 1 MiB.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads a configuration file as text without ever blocking or reading without bound: the file
+/// is opened non-blocking (a FIFO cannot hang warrant), must then be a regular file (a symlink
+/// to one is fine: dotfile managers use them), at most `max` bytes, and UTF-8.
+///
+/// # Errors
+/// `NotFound` when the file does not exist (callers treat it as absent); `InvalidInput` for a
+/// directory, FIFO or device; `InvalidData` for a file over `max` bytes or not UTF-8; other I/O
+/// errors as they come. Messages say what is wrong, not where: callers add the path.
+pub fn read_text_file(path: &Path, max: u64) -> io::Result<String> {
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    if meta.len() > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} bytes, over the {max} byte limit", meta.len()),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("over the {max} byte limit")));
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not UTF-8: {}", e.utf8_error())))
+}
+
 /// The user's `config.toml`, every key optional.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -51,7 +86,7 @@ impl Config {
     /// A message naming the file and the parse error.
     pub fn load() -> Result<Self, String> {
         let path = config_dir().join("config.toml");
-        match std::fs::read_to_string(&path) {
+        match read_text_file(&path, MAX_CONFIG_BYTES) {
             Ok(text) => toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(format!("{}: {e}", path.display())),

@@ -43,6 +43,12 @@ pub enum KeyError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The private key path is a directory, FIFO or device, not a regular file.
+    #[error("{path}: not a regular file (the private key must be a file of its own)")]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+    },
     /// A key file does not hold a valid Ed25519 key.
     #[error("{path}: not a valid Ed25519 key: {message}")]
     Invalid {
@@ -152,18 +158,34 @@ impl Principal {
         Ok((principal, true))
     }
 
-    /// Loads a private key file, refusing one readable by group or others.
+    /// Loads a private key file, refusing one that group or others may read, write or execute
+    /// (any of the mode bits `0o077`, as ssh refuses an unprotected key), and anything but a
+    /// regular file of at most 64 KiB. The mode is checked on the opened file itself (no window
+    /// between the check and the read), and the file is opened non-blocking, so a FIFO in its
+    /// place cannot hang warrant.
     ///
     /// # Errors
     /// As [`Principal::load_or_create`].
     pub fn load(path: &Path, name: &str) -> Result<Self, KeyError> {
+        use std::io::Read as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        const MAX_KEY_BYTES: u64 = 64 << 10;
         let io_err = |source| KeyError::Io { path: path.to_owned(), source };
-        let meta = fs::metadata(path).map_err(io_err)?;
+        let invalid = |message: &str| KeyError::Invalid { path: path.to_owned(), message: message.to_owned() };
+        let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io_err)?;
+        let meta = file.metadata().map_err(io_err)?;
+        if !meta.is_file() {
+            return Err(KeyError::NotRegular { path: path.to_owned() });
+        }
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
             return Err(KeyError::LoosePermissions { path: path.to_owned(), mode });
         }
-        let pem = fs::read_to_string(path).map_err(io_err)?;
+        if meta.len() > MAX_KEY_BYTES {
+            return Err(invalid("file is too large to be a key"));
+        }
+        let mut pem = String::new();
+        file.take(MAX_KEY_BYTES).read_to_string(&mut pem).map_err(io_err)?;
         let key = SigningKey::from_pkcs8_pem(&pem)
             .map_err(|e| KeyError::Invalid { path: path.to_owned(), message: e.to_string() })?;
         Ok(Self { name: name.to_owned(), key })
@@ -233,6 +255,7 @@ pub struct PinnedKeys {
 }
 
 #[derive(serde::Serialize, serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 struct PinnedFile {
     #[serde(default, rename = "key")]
     keys: Vec<PinnedEntry>,
@@ -257,7 +280,7 @@ impl PinnedKeys {
     /// otherwise look exactly like a forgery, §A7.3).
     pub fn load(dir: &Path) -> Result<Self, KeyError> {
         let path = dir.join(PINNED_FILE);
-        let text = match fs::read_to_string(&path) {
+        let text = match crate::config::read_text_file(&path, crate::config::MAX_CONFIG_BYTES) {
             Ok(t) => t,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(source) => return Err(KeyError::Io { path, source }),

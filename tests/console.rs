@@ -1101,3 +1101,195 @@ fn kill_once() {
     assert_eq!(view.controls.standing("agent-rogue"), warrant::graduation::gate::AgentStanding::Killed);
     assert!(spool.signals_dir().join("agent-rogue.json").exists(), "the stop signal");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 5: hostile text on every screen.
+
+/// Escape sequences (OSC 52 clipboard, OSC 8 hyperlink, CSI, 8-bit CSI, a terminal title), C0
+/// and C1 controls, bidi overrides and isolates, zero-width, BOM and tag characters.
+const EVIL: &str = "\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{1b}]8;;https://evil.example\u{1b}\\link\u{1b}]8;;\u{1b}\\\u{1b}[2J\u{1b}]0;pwned\u{7}\u{9b}31m\u{0}\u{8}\u{85}\u{202e}txt.exe\u{2066}\u{2069}\u{200b}\u{200d}\u{feff}\u{e0041}\u{2028}end";
+
+/// The rendered buffer of a state.
+fn buffer(s: &State, w: u16, h: u16) -> ratatui::buffer::Buffer {
+    let theme = Theme::builtin("default").expect("theme");
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    term.draw(|f| ui::render(s, &theme, f)).expect("draw");
+    term.backend().buffer().clone()
+}
+
+/// No cell holds a character a terminal could interpret or that would hide itself, and no cell
+/// stacks more than `MAX_MARKS` combining marks on its character.
+fn assert_cells_inert(what: &str, buf: &ratatui::buffer::Buffer) {
+    for (i, cell) in buf.content().iter().enumerate() {
+        let sym = cell.symbol();
+        assert!(!sym.chars().any(warrant::text::is_unsafe), "{what}: cell {i} holds {sym:?}:\n{}", buffer_text(buf));
+        assert!(
+            sym.chars().count() <= 1 + warrant::text::MAX_MARKS,
+            "{what}: cell {i} stacks {} characters",
+            sym.chars().count()
+        );
+    }
+}
+
+fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
+    let area = buf.area;
+    (0..area.height)
+        .map(|y| (0..area.width).map(|x| buf[(x, y)].symbol().to_owned()).collect::<String>().trim_end().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A packet with hostile text in every field an agent controls, a combining-mark flood and a
+/// 1,000,000-character line.
+fn hostile_entry() -> PacketEntry {
+    let zalgo = format!("z{}", "\u{301}\u{36f}".repeat(50_000));
+    let mut action = serde_json::Map::new();
+    action.insert("to".into(), json!(format!("dana@northwind.example{EVIL}")));
+    action.insert(format!("key{EVIL}"), json!(EVIL));
+    action.insert("body".into(), json!(format!("line 1\n{EVIL}\n{zalgo}\nlast line")));
+    action.insert("long".into(), json!(format!("{}END-OF-LONG", "A".repeat(1_000_000))));
+    action.insert("nested".into(), json!({"deeper": [EVIL, {"k": EVIL}]}));
+    let mut e = packet(
+        "p-evil",
+        &format!("agent{EVIL}"),
+        "email.send.external",
+        &format!("Pay{EVIL}{zalgo}"),
+        0,
+        Value::Object(action),
+    );
+    let mut raw = e.packet.raw.clone();
+    raw["decision"]["reason"] = json!(format!("because{EVIL}"));
+    raw["note"] = json!(EVIL);
+    e.packet =
+        Arc::new(warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-evil").expect("packet"));
+    e
+}
+
+fn hostile_state() -> State {
+    let mut s = state(false);
+    let mut snap = snapshot();
+    snap.packets.insert(0, hostile_entry());
+    // The oldest pending packet: a quarantined agent's, with a malformed contract quoting hostile text.
+    // It also carries a hostile context and evidence rows with hostile labels.
+    // Its governance names a hostile tool and notebook (not safe ids: that model fails closed).
+    let contract = json!({"tool": format!("tool{EVIL}"), "notebook": format!("nb{EVIL}"),
+                          "contract": {"required_level": 2, "preconditions": [{"check_id": EVIL}]}});
+    let mut q = governed("p-q", "agent-q", "From a quarantined agent", 500, contract, "draft.compose");
+    let mut raw = q.packet.raw.clone();
+    raw["evidence"] = json!([{"label": EVIL, "type": "x"}, {"label": "approved"}]);
+    raw["context"] = json!({"recipient": EVIL});
+    q.packet =
+        Arc::new(warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-q").expect("packet"));
+    snap.packets.push(q);
+    snap.invalid.push(InvalidFile {
+        kind: FileKind::Packet,
+        name: format!("n{EVIL}.json"),
+        reason: warrant::packet::InvalidReason::Schema(format!("`summary` {EVIL:?} and raw {EVIL}")),
+        modified: NOW,
+    });
+    snap.invalid.push(InvalidFile {
+        kind: FileKind::Receipt,
+        name: format!("r{EVIL}.json"),
+        reason: warrant::packet::InvalidReason::UnsafeId(EVIL.to_owned()),
+        modified: NOW,
+    });
+    app::update(&mut s, Action::Scanned(snap));
+    let mut decided = decided_post();
+    if let Some(d) = decided.get_mut("p-post") {
+        d.reason = Some(format!("refused{EVIL}"));
+    }
+    let mut controls = ControlState::default();
+    controls.apply(&control_event(
+        ControlKind::Quarantine,
+        "agent-q",
+        "2026-11-21T08:40:00Z",
+        json!({"reason": format!("why{EVIL}")}),
+    ));
+    let view = ChainView { report: *valid_report(7), decisions: decided, controls, ..ChainView::default() };
+    app::update(&mut s, Action::ChainVerified(Box::new(view)));
+    s
+}
+
+// Every screen, dialog and pane that shows agent-written text, at two sizes: no cell holds an
+// escape, a C0/C1 control, a bidi or invisible character, or a stack of combining marks; the
+// hostile text is visible as pictures (`␛]52;…`) and `⟨U+XXXX⟩`. The 1,000,000-character line is
+// cut in the split view and wrapped whole in the zoomed view.
+#[test]
+fn hostile_text_never_reaches_a_cell_on_any_screen() {
+    let mut s = hostile_state();
+    press(&mut s, &["1", "g"]);
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-evil"));
+    let mut screens: Vec<(String, State)> = Vec::new();
+    screens.push(("pending".into(), s.clone()));
+    let mut z = s.clone();
+    press(&mut z, &["enter"]);
+    screens.push(("zoomed top".into(), z.clone()));
+    press(&mut z, &["G"]);
+    screens.push(("zoomed bottom".into(), z.clone()));
+    let mut c = s.clone();
+    press(&mut c, &["a"]);
+    assert!(matches!(c.mode, Mode::Confirm(_)), "{:?} {:?}", c.mode, c.flash);
+    screens.push(("confirm".into(), c));
+    let mut r = s.clone();
+    press(&mut r, &["r"]);
+    app::update(&mut r, Action::Paste(format!("pasted{EVIL}")));
+    screens.push(("refuse reason".into(), r.clone()));
+    let Mode::Input { text, .. } = &r.mode else { panic!("no reason line: {:?}", r.mode) };
+    assert!(!text.chars().any(warrant::text::is_unsafe), "a pasted reason keeps no unsafe character: {text:?}");
+    press(&mut r, &["enter"]);
+    assert!(matches!(r.mode, Mode::Confirm(_)), "{:?}", r.mode);
+    screens.push(("confirm refusal".into(), r));
+    for (pane, key) in
+        [("pending", "1"), ("decided", "2"), ("invalid", "3"), ("posteriors", "4"), ("matrices", "5"), ("agents", "6")]
+    {
+        let mut p = s.clone();
+        press(&mut p, &[key, "g"]);
+        screens.push((pane.into(), p.clone()));
+        press(&mut p, &["G"]);
+        screens.push((format!("{pane}, last row"), p));
+    }
+    for (name, st) in &screens {
+        for (w, h) in [(80, 24), (160, 48)] {
+            let buf = buffer(st, w, h);
+            assert_cells_inert(&format!("{name} at {w}×{h}"), &buf);
+        }
+    }
+    // The hostile text is there, visible.
+    let pending = buffer_text(&buffer(&screens[0].1, 160, 48));
+    assert!(
+        pending.contains("agent␛]52;c;cm0gLX") && pending.contains("␛]8;;https://evil.example␛\\link"),
+        "{pending}"
+    );
+    assert!(pending.contains("⟨+52 marks⟩…"), "the combining flood is collapsed and cut: {pending}");
+    let whole = buffer_text(&buffer(&screens[1].1, 160, 48));
+    for shown in
+        ["␛[2J␛]0;pwned␇⟨U+009B⟩31m␀␈⟨U+0085⟩⟨U+202E⟩txt.exe", "⟨U+2066⟩⟨U+2069⟩⟨U+200B⟩⟨U+200D⟩", "⟨+99997 marks⟩"]
+    {
+        assert!(whole.contains(shown), "zoomed: {shown}: {whole}");
+    }
+    // The split view cuts the long line and says how much more there is; the zoomed view has
+    // all of it (about 1,000,000 / 76 rows).
+    assert!(!pending.contains("END-OF-LONG"), "{pending}");
+    let zoomed = buffer_text(&buffer(&screens[1].1, 80, 24));
+    let more: usize = zoomed
+        .split("↓ ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no ↓ marker: {zoomed}"));
+    assert!(more > 1_000_000 / 80, "{more} more lines");
+    // Scrolled to the end, then back a screen at a time: the end of the long line comes by.
+    let mut pos = screens[1].1.clone();
+    pos.detail_scroll = u16::try_from(more).expect("fits");
+    let found = (0..30).any(|_| {
+        let t = buffer_text(&buffer(&pos, 80, 24));
+        pos.detail_scroll = pos.detail_scroll.saturating_sub(20);
+        t.contains("END-OF-LONG")
+    });
+    assert!(found, "the end of the long line is reachable in the zoomed view");
+    insta::assert_snapshot!("hostile_zoomed_top_100x40", buffer_text(&buffer(&screens[1].1, 100, 40)));
+    insta::assert_snapshot!(
+        "hostile_invalid_120x20",
+        buffer_text(&buffer(&screens.iter().find(|(n, _)| n == "invalid").expect("invalid").1, 120, 20))
+    );
+}

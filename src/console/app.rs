@@ -847,7 +847,9 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         Action::Key(key) => on_key(state, key),
         Action::Paste(text) => {
             if let Mode::Input { text: buf, .. } = &mut state.mode {
-                buf.extend(text.chars().filter(|c| !c.is_control()));
+                // Pasted text may be copied from an agent's packet: no controls, bidi or
+                // invisible characters go into a reason the principal signs.
+                buf.extend(text.chars().filter(|c| !crate::text::is_unsafe(*c)));
             }
             vec![]
         }

@@ -254,7 +254,7 @@ impl Keymap {
     pub fn load() -> Result<Self, String> {
         let base = Self::parse(DEFAULT_KEYMAP, None)?;
         let path = crate::config::config_dir().join("keymap.toml");
-        match std::fs::read_to_string(&path) {
+        match crate::config::read_text_file(&path, crate::config::MAX_CONFIG_BYTES) {
             Ok(text) => Self::parse(&text, Some(&base)).map_err(|e| format!("{}: {e}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(base),
             Err(e) => Err(format!("{}: {e}", path.display())),

@@ -163,7 +163,8 @@ impl Theme {
             return Ok(t);
         }
         let path = crate::config::config_dir().join("themes").join(format!("{name}.toml"));
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("theme {name:?}: {}: {e}", path.display()))?;
+        let text = crate::config::read_text_file(&path, crate::config::MAX_CONFIG_BYTES)
+            .map_err(|e| format!("theme {name:?}: {}: {e}", path.display()))?;
         Self::parse(&text, Some(&default)).map_err(|e| format!("{}: {e}", path.display()))
     }
 

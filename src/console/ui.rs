@@ -416,7 +416,7 @@ fn evidence_lines(state: &State, theme: &Theme, class: &str, max: usize) -> Vec<
             "muted"
         };
         out.push(Line::from(vec![
-            Span::styled(format!("  {} ", r.date.as_deref().unwrap_or("????-??-??")), theme.get("muted")),
+            Span::styled(format!("  {} ", inert(r.date.as_deref().unwrap_or("????-??-??"), 10)), theme.get("muted")),
             Span::styled(format!("{:<14}", inert(&r.label, 14)), theme.get(role)),
             Span::raw(format!(
                 " {:<14} {:>+7.4}  {}",
@@ -451,10 +451,10 @@ fn gate_lines(theme: &Theme, d: &crate::graduation::Decision, width: usize) -> V
                 gp.current,
                 gp.needed,
                 gp.next_best_action.as_str(),
-                gp.safe_fallback_action_class
+                inert(gp.safe_fallback_action_class, 60)
             ),
         ));
-        out.push(kv(theme, "needs", gp.required_evidence.join("; ")));
+        out.push(kv(theme, "needs", inert(&gp.required_evidence.join("; "), 2000)));
     }
     if !d.constraints.is_empty() {
         out.push(kv(theme, "limits", inert(&serde_json::Value::Object(d.constraints.clone()).to_string(), width)));
@@ -561,7 +561,8 @@ fn field_lines(v: &Value, width: usize, max_lines: usize) -> Vec<String> {
             Value::String(s) => {
                 let mut parts = s.split('\n');
                 out.push(format!("{}: {}", inert(k, width), inert(parts.next().unwrap_or(""), width)));
-                for more in parts {
+                // Stop at the budget: a body of a million short lines costs no more than it shows.
+                for more in parts.take(max_lines.saturating_sub(out.len())) {
                     out.push(format!("  {}", inert(more, width)));
                 }
             }
@@ -584,8 +585,10 @@ fn evidence_summary(v: &Value) -> String {
                 let label = r.get("label").or_else(|| r.get("type")).and_then(Value::as_str).unwrap_or("?");
                 *by.entry(label.to_owned()).or_default() += 1;
             }
-            let parts: Vec<String> = by.iter().map(|(k, n)| format!("{n} {k}")).collect();
-            format!("{} rows: {}", rows.len(), parts.join(", "))
+            // Labels are the agent's words: inert, and cut so a packet cannot flood the line.
+            let parts: Vec<String> = by.iter().take(8).map(|(k, n)| format!("{n} {}", inert(k, 24))).collect();
+            let more = if by.len() > 8 { format!(", {} more labels", by.len() - 8) } else { String::new() };
+            format!("{} rows: {}{more}", rows.len(), parts.join(", "))
         }
         Value::Object(m) => {
             let keys = ["approvals", "edits", "rejections", "held", "receipts", "trustIssues", "positive", "negative"];
@@ -669,10 +672,12 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         (Some(_), _) => " (composed)".to_owned(),
         _ => String::new(),
     };
+    // What the agent wrote is cut to the pane in the split view, and shown whole when zoomed.
+    let text_w = if zoomed { usize::MAX } else { width };
     let mut lines = vec![
-        Line::from(Span::styled(inert(&p.summary, width), theme.get("title"))),
-        kv(theme, "packet", inert(&p.id, width)),
-        kv(theme, "agent", inert(&p.agent, width)),
+        Line::from(Span::styled(inert(&p.summary, text_w), theme.get("title"))),
+        kv(theme, "packet", inert(&p.id, text_w)),
+        kv(theme, "agent", inert(&p.agent, text_w)),
         kv(
             theme,
             "class",
@@ -691,7 +696,7 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         kv(theme, "state", Span::styled(format!("{g} {w}{declared}"), state_style(theme, shown))),
     ];
     if let Some(r) = &p.reason {
-        lines.push(kv(theme, "reason", inert(r, width)));
+        lines.push(kv(theme, "reason", inert(r, text_w)));
     }
     if let Some(c) = &p.created_at {
         let age =
@@ -741,7 +746,7 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             ),
         ));
         if let Some(r) = &d.reason {
-            lines.push(kv(theme, "because", inert(r, width)));
+            lines.push(kv(theme, "because", inert(r, text_w)));
         }
         lines.push(kv(theme, "record", format!("#{} {}", d.chain_index, d.entry_hash)));
         if d.packet_hash != p.content_hash {
@@ -993,7 +998,7 @@ fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                 let keys: Vec<String> = b.keys.iter().map(super::keymap::Key::label).collect();
                 lines.push(Line::from(vec![
                     Span::styled(format!(" {:<15} ", keys.join(" ")), theme.get("key_hint")),
-                    Span::raw(b.desc.clone()),
+                    Span::raw(inert(&b.desc, 60)),
                 ]));
             }
         }

@@ -421,14 +421,18 @@ impl PolicySet {
         let mut files = vec![config_dir.join("policy.toml")];
         files.extend(spool_root.map(|r| r.join("policy.toml")));
         for path in files {
-            let text = match std::fs::read_to_string(&path) {
+            let text = match crate::config::read_text_file(&path, crate::config::MAX_CONFIG_BYTES) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(PolicyError::Io { path, source }),
             };
             let file: PolicyFile =
                 toml::from_str(&text).map_err(|e| PolicyError::Parse { path: path.clone(), message: e.to_string() })?;
-            set.merge_file(file)?;
+            // Name the file in every error, not only in parse errors.
+            set.merge_file(file).map_err(|e| match e {
+                PolicyError::Class { .. } => PolicyError::Parse { path: path.clone(), message: e.to_string() },
+                other => other,
+            })?;
         }
         Ok(set)
     }
