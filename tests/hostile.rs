@@ -1070,7 +1070,7 @@ fn hostile_chain_lines_are_findings_not_crashes() {
         let err = spool::verify_chain(&f.spool, &f.pinned).expect_err(case);
         assert!(matches!(err, chain::ChainError::NotRegular { .. }), "{case}: {err}");
     }
-    assert_eq!(cases.len(), 11);
+    assert_eq!(cases.len(), 10);
 }
 
 // ---- 2. files: policy.toml, config.toml, pinned_keys.toml, keymap and theme files ------------------
