@@ -106,6 +106,7 @@ fn valid_report(total: usize) -> Box<VerifyReport> {
         root_hash: Some(format!("sha256:{}", "cd".repeat(32))),
         signatures_verified: total,
         findings: vec![],
+        torn_tail: None,
     })
 }
 
@@ -248,6 +249,7 @@ fn broken_chain_alerts_and_refuses_signing() {
             check: Check::EntryHash,
             message: "entry_hash mismatch; recomputed sha256:…, stored sha256:…".into(),
         }],
+        torn_tail: None,
     };
     app::update(&mut s, Action::ChainVerified(view(report, decided_post())));
     assert_eq!(s.mode, Mode::ChainAlert);
