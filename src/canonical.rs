@@ -111,16 +111,30 @@ pub fn canonical_digest_without(map: &Map<String, Value>, skip: &str) -> [u8; 32
     w.0.finalize().into()
 }
 
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
 /// Lower-case hex of `bytes`.
 #[must_use]
 pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 0x0f)] as char);
+        s.push(HEX_DIGITS[usize::from(b >> 4)] as char);
+        s.push(HEX_DIGITS[usize::from(b & 0x0f)] as char);
     }
     s
+}
+
+/// `"sha256:" + lower-case hex` of a 32-byte digest as 71 ASCII bytes, without allocating (the
+/// verifier compares every record's `entry_hash` with it).
+#[must_use]
+pub fn prefixed_bytes(digest: &[u8; 32]) -> [u8; 71] {
+    let mut out = [0u8; 71];
+    out[..SHA256_PREFIX.len()].copy_from_slice(SHA256_PREFIX.as_bytes());
+    for (k, b) in digest.iter().enumerate() {
+        out[7 + 2 * k] = HEX_DIGITS[usize::from(b >> 4)];
+        out[8 + 2 * k] = HEX_DIGITS[usize::from(b & 0x0f)];
+    }
+    out
 }
 
 /// Parses JSON text like `serde_json::from_slice`, but rejects an object with a duplicate key
@@ -263,10 +277,7 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
 /// `"sha256:" + lower-case hex` of a 32-byte digest.
 #[must_use]
 pub fn prefixed(digest: &[u8; 32]) -> String {
-    let mut s = String::with_capacity(71);
-    s.push_str(SHA256_PREFIX);
-    s.push_str(&hex(digest));
-    s
+    String::from_utf8_lossy(&prefixed_bytes(digest)).into_owned()
 }
 
 /// `"sha256:" + hex(SHA-256(canonical(value)))`: the digest string used for content hashes.

@@ -245,14 +245,7 @@ fn check_local(
     }
     local.head = std::mem::take(&mut report.findings);
     let recorded = rec.str_field("entry_hash");
-    let mut hex = [0u8; 71];
-    hex[..7].copy_from_slice(canonical::SHA256_PREFIX.as_bytes());
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (k, b) in computed.iter().enumerate() {
-        hex[7 + 2 * k] = DIGITS[usize::from(b >> 4)];
-        hex[8 + 2 * k] = DIGITS[usize::from(b & 0x0f)];
-    }
-    if recorded.as_deref().map(str::as_bytes) != Some(&hex[..]) {
+    if recorded.as_deref().map(str::as_bytes) != Some(&canonical::prefixed_bytes(computed)[..]) {
         report.push(
             Some(i),
             Check::EntryHash,

@@ -127,9 +127,10 @@ pub fn write(spool: &Spool, signed: &Value) -> std::io::Result<()> {
     write_one(&spool.root().join(CHECKPOINT_FILE))
 }
 
-/// The longest checkpoint that verifies among the spool's `checkpoint.json`, the principal's
-/// copy and the `checkpoint` member of every decision file, with a note for each candidate that
-/// did not verify (a forged or damaged checkpoint is reported, never trusted).
+/// The longest checkpoint that verifies among the spool's `checkpoint.json` and the principal's
+/// copy (or, when there is no copy, the `checkpoint` member of every decision file), with a note
+/// for each candidate that did not verify (a forged or damaged checkpoint is reported, never
+/// trusted).
 #[must_use]
 pub fn latest(spool: &Spool, pinned: &PinnedKeys) -> (Option<Checkpoint>, Vec<String>) {
     let mut candidates: Vec<(String, Value)> = Vec::new();
@@ -146,10 +147,15 @@ pub fn latest(spool: &Spool, pinned: &PinnedKeys) -> (Option<Checkpoint>, Vec<St
         candidates.push((path.display().to_string(), v));
     };
     read(&spool.root().join(CHECKPOINT_FILE), None);
-    if let Some(local) = local_copy(spool) {
-        read(&local, None);
+    let local = local_copy(spool).filter(|p| p.is_file());
+    if let Some(local) = &local {
+        read(local, None);
     }
-    if let Ok(entries) = std::fs::read_dir(spool.decisions_dir()) {
+    // The principal's own copy is the newest this machine signed; without one, the decision
+    // files agents hold are the other witnesses (read only then: the console verifies often).
+    if local.is_none()
+        && let Ok(entries) = std::fs::read_dir(spool.decisions_dir())
+    {
         for e in entries.flatten() {
             let path = e.path();
             if path.extension().is_some_and(|x| x == "json") {

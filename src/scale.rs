@@ -13,7 +13,7 @@ use crate::graduation::SourceType;
 use crate::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt};
 use crate::keys::Principal;
 use crate::spool::Spool;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::fs::OpenOptions;
 use std::io::{self, BufWriter, Write as _};
 use time::OffsetDateTime;
@@ -99,24 +99,7 @@ pub fn generate(
                 decided_at: &at,
             };
             let signed = decision::sign_decision(principal, &input);
-            let mut body = decision::record_body(&input, &signed);
-            let receipt_id = format!("decision:{packet_id}");
-            let receipt = build_receipt(&ReceiptInput {
-                receipt_id: &receipt_id,
-                action_class: class,
-                outcome: verdict.into(),
-                agent: &agent,
-                packet_id: Some(&packet_id),
-                source_type: Some(SourceType::Principal),
-                created_at: &at,
-                prev_hash: prev_receipt.as_deref(),
-                note: None,
-            });
-            prev_receipt = receipt.get("content_hash").and_then(Value::as_str).map(str::to_owned);
-            if let Some(Value::Object(meta)) = body.get_mut("metadata") {
-                meta.insert("tg_receipt".into(), receipt);
-            }
-            body
+            crate::spool::decision_record_body(&input, &signed, prev_receipt.as_deref())
         } else {
             let outcome = match i % 50 {
                 0..=34 => ReceiptOutcome::Approve,
@@ -137,12 +120,14 @@ pub fn generate(
                 prev_hash: prev_receipt.as_deref(),
                 note: None,
             });
-            prev_receipt = receipt.get("content_hash").and_then(Value::as_str).map(str::to_owned);
-            let mut meta = Map::new();
-            meta.insert("tg_receipt".into(), receipt);
-            let trace = format!("warrant:receipt:{receipt_id}");
-            chain::new_record_body(&agent, class, None, outcome.otg_outcome(), &trace, "suggest", &at, meta)
+            crate::spool::receipt_record_body(&receipt, outcome, None)
         };
+        // Each receipt links to the one before it, the principal's receipts included.
+        prev_receipt = body
+            .get("metadata")
+            .and_then(|m| m.pointer("/tg_receipt/content_hash"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let sealed = chain::seal(body, &head);
         line.clear();
         crate::canonical::write_canonical(&sealed.record, &mut line)?;

@@ -787,11 +787,7 @@ pub fn record_receipt(
             prev_hash: prev.as_deref(),
             note: req.note,
         });
-        let mut meta = Map::new();
-        meta.insert("tg_receipt".into(), receipt.clone());
-        let trace = req.packet_id.map_or_else(|| format!("warrant:receipt:{receipt_id}"), |p| format!("warrant:{p}"));
-        let body =
-            chain::new_record_body(agent, &class, None, req.outcome.otg_outcome(), &trace, "suggest", created_at, meta);
+        let body = receipt_record_body(&receipt, req.outcome, req.packet_id);
         if let Some(problem) = first_problem(&body, head, None) {
             refusal = Some(problem);
             return Err("would not verify".into());
@@ -821,6 +817,83 @@ fn first_problem(body: &Map<String, Value>, head: &chain::ChainHead, pinned: Opt
     (rehashed.as_deref() != Some(sealed.entry_hash.as_str())).then(|| {
         "[entry_hash] the record would not hash the same once read back (a number that does not round-trip)".to_owned()
     })
+}
+
+/// The chain record of an agent's receipt (built by `build_receipt`): the receipt in
+/// `metadata.tg_receipt`, outcome `denied` for a refusal else `success`, autonomy tier
+/// `suggest`, no approver, trace `warrant:<packet id>` or `warrant:receipt:<receipt id>`.
+#[must_use]
+pub fn receipt_record_body(receipt: &Value, outcome: ReceiptOutcome, packet_id: Option<&str>) -> Map<String, Value> {
+    let s = |k: &str| receipt.get(k).and_then(Value::as_str).unwrap_or_default();
+    let trace = packet_id.map_or_else(|| format!("warrant:receipt:{}", s("receipt_id")), |p| format!("warrant:{p}"));
+    let mut meta = Map::new();
+    meta.insert("tg_receipt".into(), receipt.clone());
+    chain::new_record_body(
+        s("agent"),
+        s("action_class"),
+        None,
+        outcome.otg_outcome(),
+        &trace,
+        "suggest",
+        s("created_at"),
+        meta,
+    )
+}
+
+/// The chain record of a signed decision ([`decision::record_body`]) with the principal's own
+/// receipt (`decision:<packet id>`, provenance `principal`, linked to `prev_receipt`) in
+/// `metadata.tg_receipt`.
+#[must_use]
+pub fn decision_record_body(
+    input: &DecisionInput<'_>,
+    signed: &SignedDecision,
+    prev_receipt: Option<&str>,
+) -> Map<String, Value> {
+    let mut body = decision::record_body(input, signed);
+    let receipt_id = format!("decision:{}", input.packet_id);
+    let receipt = build_receipt(&ReceiptInput {
+        receipt_id: &receipt_id,
+        action_class: input.action_class,
+        outcome: input.verdict.into(),
+        agent: input.agent,
+        packet_id: Some(input.packet_id),
+        source_type: Some(SourceType::Principal),
+        created_at: input.decided_at,
+        prev_hash: prev_receipt,
+        note: None,
+    });
+    if let Some(Value::Object(meta)) = body.get_mut("metadata") {
+        meta.insert("tg_receipt".into(), receipt);
+    }
+    body
+}
+
+/// The chain as verified under the append lock, refusing one that does not verify: what a
+/// decision or a control is signed onto. `keep` is as for [`verify_chain_records`].
+///
+/// # Errors
+/// [`DecideError::Chain`] for I/O, [`DecideError::ChainBroken`] with the first finding.
+fn verified_view(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    keep: impl Fn(&str) -> bool,
+) -> Result<(ChainView, Vec<Map<String, Value>>), DecideError> {
+    let (view, kept) = verify_chain_records(spool, pinned, keep)?;
+    match view.report.first() {
+        Some(first) => Err(DecideError::ChainBroken(first.to_string())),
+        None => Ok((view, kept)),
+    }
+}
+
+/// Signs the checkpoint that follows an appended decision or control (`bytes`: the chain's length
+/// now) and writes it ([`crate::checkpoint::write`]); a failed write is logged, the decision
+/// stands. Returns the signed checkpoint for the decision file.
+fn sign_checkpoint(spool: &Spool, principal: &Principal, a: &chain::Appended, bytes: u64, at: &str) -> Value {
+    let cp = crate::checkpoint::sign(principal, a.chain_index, &a.entry_hash, bytes, at);
+    if let Err(e) = crate::checkpoint::write(spool, &cp) {
+        tracing::warn!(error = %e, "could not write the checkpoint");
+    }
+    cp
 }
 
 /// Signs a decision on `packet` and records it: under the chain's lock, re-reads and verifies
@@ -900,30 +973,19 @@ pub fn decide_with(
     let mut refusal: Option<DecideError> = None;
     let mut to_restore: Vec<Map<String, Value>> = Vec::new();
     let mut checkpoint = Value::Null;
-    let sign_checkpoint = |a: &chain::Appended, bytes: u64| {
-        let cp = crate::checkpoint::sign(principal, a.chain_index, &a.entry_hash, bytes, decided_at);
-        if let Err(e) = crate::checkpoint::write(spool, &cp) {
-            tracing::warn!(error = %e, "could not write the checkpoint");
-        }
-        cp
-    };
     let appended = chain::append_then(
         &chain_path,
         chain::LOCK_DEADLINE,
         |head| {
             let missing = |id: &str| packet::is_safe_id(id) && !spool.decision_path(id).exists();
-            let (view, kept) = match verify_chain_records(spool, pinned, missing) {
+            let (view, kept) = match verified_view(spool, pinned, missing) {
                 Ok(r) => r,
                 Err(e) => {
                     let msg = e.to_string();
-                    refusal = Some(DecideError::Chain(e));
+                    refusal = Some(e);
                     return Err(msg);
                 }
             };
-            if let Some(first) = view.report.first() {
-                refusal = Some(DecideError::ChainBroken(first.to_string()));
-                return Err("chain broken".into());
-            }
             to_restore = kept;
             if let Some(prior) = view.decisions.get(&packet.id).cloned() {
                 refusal = Some(DecideError::AlreadyDecided {
@@ -938,29 +1000,14 @@ pub fn decide_with(
                 refusal = Some(DecideError::Refused(why));
                 return Err("refused".into());
             }
-            let mut body = decision::record_body(&input, &signed);
-            let receipt_id = format!("decision:{}", packet.id);
-            let receipt = build_receipt(&ReceiptInput {
-                receipt_id: &receipt_id,
-                action_class: &action_class,
-                outcome: verdict.into(),
-                agent: &packet.agent,
-                packet_id: Some(&packet.id),
-                source_type: Some(SourceType::Principal),
-                created_at: decided_at,
-                prev_hash: view.last_receipt_hash.as_deref(),
-                note: None,
-            });
-            if let Some(Value::Object(meta)) = body.get_mut("metadata") {
-                meta.insert("tg_receipt".into(), receipt);
-            }
+            let body = decision_record_body(&input, &signed, view.last_receipt_hash.as_deref());
             if let Some(problem) = first_problem(&body, head, Some(pinned)) {
                 refusal = Some(DecideError::WouldNotVerify(problem));
                 return Err("would not verify".into());
             }
             Ok(body)
         },
-        |a, bytes| checkpoint = sign_checkpoint(a, bytes),
+        |a, bytes| checkpoint = sign_checkpoint(spool, principal, a, bytes, decided_at),
     );
     for rec in &to_restore {
         if let Err(e) = restore_decision_file(spool, rec) {
@@ -1013,18 +1060,14 @@ pub fn append_control(
         &spool.chain_path(),
         chain::LOCK_DEADLINE,
         |head| {
-            let view = match verify_chain_records(spool, pinned, |_| false) {
+            let view = match verified_view(spool, pinned, |_| false) {
                 Ok((view, _)) => view,
                 Err(e) => {
                     let msg = e.to_string();
-                    refusal = Some(DecideError::Chain(e));
+                    refusal = Some(e);
                     return Err(msg);
                 }
             };
-            if let Some(first) = view.report.first() {
-                refusal = Some(DecideError::ChainBroken(first.to_string()));
-                return Err("chain broken".into());
-            }
             if let Err(e) = prepare_control(spool, policies, &view, &mut input) {
                 refusal = Some(e);
                 return Err("control refused".into());
@@ -1037,10 +1080,7 @@ pub fn append_control(
             Ok(body)
         },
         |a, bytes| {
-            let cp = crate::checkpoint::sign(principal, a.chain_index, &a.entry_hash, bytes, &signed_at);
-            if let Err(e) = crate::checkpoint::write(spool, &cp) {
-                tracing::warn!(error = %e, "could not write the checkpoint");
-            }
+            sign_checkpoint(spool, principal, a, bytes, &signed_at);
         },
     );
     match appended {
