@@ -139,8 +139,35 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
     Ok(value)
 }
 
-/// A JSON value whose objects have no duplicate keys.
-struct StrictValue(Value);
+/// A JSON string, borrowed from the input when it has no escapes (serde's own `Cow<str>`
+/// always copies).
+pub(crate) struct Text<'de>(pub(crate) std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A JSON value whose objects have no duplicate keys (what [`parse_strict`] reads), for
+/// deserializers that read part of a document strictly.
+pub(crate) struct StrictValue(pub(crate) Value);
 
 impl<'de> serde::Deserialize<'de> for StrictValue {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -148,7 +175,7 @@ impl<'de> serde::Deserialize<'de> for StrictValue {
     }
 }
 
-struct StrictVisitor;
+pub(crate) struct StrictVisitor;
 
 impl<'de> serde::de::Visitor<'de> for StrictVisitor {
     type Value = Value;

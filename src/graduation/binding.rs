@@ -70,6 +70,12 @@ pub struct BindingInput<'a> {
 /// Builds an `ActionBinding` with its `inputHash` and `actionHash`.
 #[must_use]
 pub fn bind_action(b: &BindingInput<'_>) -> Value {
+    bind_action_with_input_hash(b, digest(b.input))
+}
+
+/// [`bind_action`] with `inputHash` already computed (`digest(b.input)`), for callers that
+/// needed it first (the gate derives nonces from it).
+pub(crate) fn bind_action_with_input_hash(b: &BindingInput<'_>, input_hash: String) -> Value {
     let mut m = Map::new();
     m.insert("protocol".into(), json!(BINDING_PROTOCOL));
     m.insert("version".into(), json!(VERSION));
@@ -79,7 +85,7 @@ pub fn bind_action(b: &BindingInput<'_>) -> Value {
     m.insert("requestedBy".into(), json!(b.requested_by));
     m.insert("tenant".into(), json!(b.tenant));
     m.insert("target".into(), json!(b.target));
-    m.insert("inputHash".into(), json!(digest(b.input)));
+    m.insert("inputHash".into(), Value::String(input_hash));
     m.insert("constraints".into(), b.constraints.clone());
     if !b.expires_at.is_empty() {
         m.insert("expiresAt".into(), json!(b.expires_at));

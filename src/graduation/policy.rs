@@ -560,6 +560,21 @@ impl PolicySet {
     /// Normalizes an id as the reference does, using this set's alias table too.
     #[must_use]
     pub fn normalize(&self, id: &str) -> String {
+        self.normalize_cow(id).into_owned()
+    }
+
+    /// [`PolicySet::normalize`] without allocating in the common case: an id already made only of
+    /// `[a-z0-9.]` is borrowed (or its alias target, borrowed from this set); anything else is
+    /// trimmed, lower-cased and dotted as `normalize` does.
+    #[must_use]
+    pub fn normalize_cow<'a>(&'a self, id: &'a str) -> Cow<'a, str> {
+        if id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.') {
+            return Cow::Borrowed(self.aliases.get(id).map_or(id, String::as_str));
+        }
+        Cow::Owned(self.normalize_slow(id))
+    }
+
+    fn normalize_slow(&self, id: &str) -> String {
         let raw = id.trim().to_lowercase();
         if let Some(c) = self.aliases.get(&raw) {
             return c.clone();
