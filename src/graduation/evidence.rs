@@ -926,6 +926,10 @@ impl EvidenceIndex {
     /// The summary of a canonical class: all zero when no row names it.
     #[must_use]
     pub fn summary(&self, action_class: &str) -> EvidenceSummary {
+        if self.classes.len() <= 8 {
+            // A few classes: comparing them beats hashing the key.
+            return self.classes.iter().find(|(c, _)| c == action_class).map(|(_, s)| *s).unwrap_or_default();
+        }
         self.positions.get(action_class).map(|&i| self.classes[i].1).unwrap_or_default()
     }
 

@@ -362,7 +362,12 @@ impl Decision<'_> {
     /// `tgd_<YYYYMMDDhhmmss>_<slug of the requested class>`.
     #[must_use]
     pub fn decision_id(&self) -> String {
-        format!("tgd_{}_{}", stamp14(&self.created_at()), slug(&self.requested_class))
+        self.decision_id_at(&self.created_at())
+    }
+
+    /// [`Decision::decision_id`] from an already formatted `created_at`.
+    fn decision_id_at(&self, created_at: &str) -> String {
+        format!("tgd_{}_{}", stamp14(created_at), slug(&self.requested_class))
     }
 
     /// The exact-action binding (`ActionBinding`, §3.5) for classes that need approval, built on
@@ -471,8 +476,9 @@ impl serde::Serialize for DecisionWire<'_, '_> {
         m.serialize_entry("approval_packet_required", &d.approval_packet_required)?;
         m.serialize_entry("autonomy_level", &d.autonomy_level)?;
         m.serialize_entry("constraints", d.constraints.as_ref())?;
-        m.serialize_entry("created_at", &d.created_at())?;
-        m.serialize_entry("decision_id", &d.decision_id())?;
+        let created_at = d.created_at();
+        m.serialize_entry("created_at", &created_at)?;
+        m.serialize_entry("decision_id", &d.decision_id_at(&created_at))?;
         if let Some(g) = &d.graduation_path {
             m.serialize_entry("graduationPath", &PathWire(g))?;
         }
@@ -564,6 +570,34 @@ const EVIDENCE_RECEIPT: &[&str] = &["approval or correction receipt for the same
 /// characters, `action` when empty.
 #[must_use]
 pub fn slug(s: &str) -> String {
+    if s.is_ascii() {
+        // ASCII lower-cases byte by byte: the same result without the per-char Unicode pass.
+        let mut out = String::with_capacity(s.len().min(60));
+        let mut dash = false;
+        for b in s.bytes().map(|b| b.to_ascii_lowercase()) {
+            if b.is_ascii_lowercase() || b.is_ascii_digit() {
+                if dash && !out.is_empty() {
+                    out.push('-');
+                    if out.len() == 60 {
+                        break;
+                    }
+                }
+                dash = false;
+                out.push(char::from(b));
+                if out.len() == 60 {
+                    break;
+                }
+            } else {
+                dash = true;
+            }
+        }
+        return if out.is_empty() { "action".into() } else { out };
+    }
+    slug_chars(s)
+}
+
+/// [`slug`] for any text, character by character.
+fn slug_chars(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars().flat_map(char::to_lowercase) {
         if c.is_ascii_lowercase() || c.is_ascii_digit() {
@@ -683,8 +717,55 @@ pub fn check_constraints(c: &Map<String, Value>) -> Result<(), String> {
     Ok(())
 }
 
-fn str_of<'a>(ctx: &'a Value, keys: &[&str]) -> Option<&'a str> {
-    keys.iter().find_map(|k| ctx.get(*k).and_then(Value::as_str))
+/// The context members the gate reads, found in one pass over the context object (instead of a
+/// map lookup per member).
+#[derive(Default)]
+struct ContextView<'a> {
+    principal: Option<&'a Value>,
+    requested_by: Option<&'a Value>,
+    requested_by_snake: Option<&'a Value>,
+    tenant: Option<&'a Value>,
+    target: Option<&'a Value>,
+    recipient: Option<&'a Value>,
+    input: Option<&'a Value>,
+    requested_action: Option<&'a Value>,
+    constraints: Option<&'a Value>,
+    expires_at: Option<&'a Value>,
+    nonce: Option<&'a Value>,
+    asynchronous_approval: Option<&'a Value>,
+    approval_state: Option<&'a Value>,
+}
+
+impl<'a> ContextView<'a> {
+    fn of(ctx: &'a Value) -> Self {
+        let mut v = ContextView::default();
+        let Value::Object(m) = ctx else { return v };
+        for (k, value) in m {
+            let slot = match k.as_str() {
+                "principal" => &mut v.principal,
+                "requestedBy" => &mut v.requested_by,
+                "requested_by" => &mut v.requested_by_snake,
+                "tenant" => &mut v.tenant,
+                "target" => &mut v.target,
+                "recipient" => &mut v.recipient,
+                "input" => &mut v.input,
+                "requestedAction" => &mut v.requested_action,
+                "constraints" => &mut v.constraints,
+                "expiresAt" => &mut v.expires_at,
+                "nonce" => &mut v.nonce,
+                "asynchronousApproval" => &mut v.asynchronous_approval,
+                "approvalState" => &mut v.approval_state,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        v
+    }
+}
+
+/// The first of `members` that is a string (as `ctx.get(k).and_then(Value::as_str)` in order).
+fn str_of<'a>(members: &[Option<&'a Value>]) -> Option<&'a str> {
+    members.iter().find_map(|m| m.and_then(Value::as_str))
 }
 
 /// A nonce derived from the request (UUID-shaped), for requests that bring none: the same exact
@@ -761,7 +842,8 @@ pub fn can_execute<'a>(policies: &'a PolicySet, req: &GateRequest<'a>) -> Decisi
     let tier = summary.tier();
     let level = tier.autonomy_level();
     let ctx: &'a Value = if req.context.is_object() { req.context } else { &NULL };
-    let ctx_constraints = match ctx.get("constraints") {
+    let view = ContextView::of(ctx);
+    let ctx_constraints = match view.constraints {
         Some(Value::Object(c)) => Some(c),
         _ => None,
     };
@@ -776,33 +858,33 @@ pub fn can_execute<'a>(policies: &'a PolicySet, req: &GateRequest<'a>) -> Decisi
         }
         (_, Cow::Owned(p)) => Cow::Owned(p.constraints.clone()),
     };
-    let requested_action: Cow<'a, Value> = match ctx.get("requestedAction") {
+    let requested_action: Cow<'a, Value> = match view.requested_action {
         Some(v @ Value::Object(_)) => Cow::Borrowed(v),
         _ if ctx.is_object() => Cow::Borrowed(ctx),
         _ => Cow::Owned(Value::Object(Map::new())),
     };
-    let asynchronous = truthy(ctx.get("asynchronousApproval"));
+    let asynchronous = truthy(view.asynchronous_approval);
     let approval_presented = req.approval.and_then(|a| a.get("state")).and_then(Value::as_str) == Some("approved")
-        || ctx.get("approvalState").and_then(Value::as_str) == Some("approved");
+        || view.approval_state.and_then(Value::as_str) == Some("approved");
     let approval_required = policy.approval_required();
 
     let mut binding = None;
     let mut approval_check = None;
     if approval_required && !policy.is_human_only() && class_ok {
-        let expires_at = str_of(ctx, &["expiresAt"])
+        let expires_at = str_of(&[view.expires_at])
             .map(Cow::Borrowed)
             .or_else(|| constraints.get("expires_at").and_then(Value::as_str).map(|e| Cow::Owned(e.to_owned())))
             .or_else(|| req.approval.and_then(|a| a.get("expiresAt")).and_then(Value::as_str).map(Cow::Borrowed));
-        let nonce = str_of(ctx, &["nonce"])
+        let nonce = str_of(&[view.nonce])
             .or_else(|| req.approval.and_then(|a| a.get("nonce")).and_then(Value::as_str))
             .map(Cow::Borrowed);
         let b = ActionBinding {
             workspace: Cow::Borrowed(req.workspace),
-            principal: Cow::Borrowed(str_of(ctx, &["principal"]).unwrap_or(req.workspace)),
-            requested_by: Cow::Borrowed(str_of(ctx, &["requestedBy", "requested_by"]).unwrap_or("agent")),
-            tenant: Cow::Borrowed(str_of(ctx, &["tenant"]).unwrap_or("")),
-            target: Cow::Borrowed(str_of(ctx, &["target", "recipient"]).unwrap_or("")),
-            input: ctx.get("input").map_or_else(|| requested_action.clone(), Cow::Borrowed),
+            principal: Cow::Borrowed(str_of(&[view.principal]).unwrap_or(req.workspace)),
+            requested_by: Cow::Borrowed(str_of(&[view.requested_by, view.requested_by_snake]).unwrap_or("agent")),
+            tenant: Cow::Borrowed(str_of(&[view.tenant]).unwrap_or("")),
+            target: Cow::Borrowed(str_of(&[view.target, view.recipient]).unwrap_or("")),
+            input: view.input.map_or_else(|| requested_action.clone(), Cow::Borrowed),
             expires_at,
             nonce,
             value: OnceLock::new(),
@@ -944,6 +1026,27 @@ mod tests {
         assert_eq!(slug("--A__b--"), "a-b");
         assert_eq!(slug("..."), "action");
         assert_eq!(slug(&"x".repeat(80)).len(), 60);
+        let long = format!("{}..yy", "x".repeat(59));
+        for s in [
+            "email.send.external",
+            "--A__b--",
+            "...",
+            "",
+            "Draft_Response",
+            "a",
+            "-a-",
+            "a--b",
+            &long,
+            &long[1..],
+            &"ab.".repeat(30),
+            "İx",
+            "\u{212a}elvin",
+            "ÉMAIL.send",
+            "x\u{0}y",
+        ] {
+            assert_eq!(slug(s), slug_chars(s), "{s:?}");
+        }
+        assert!(slug(&long).ends_with('-'));
     }
 
     #[test]
