@@ -161,7 +161,7 @@ fn cases() -> Vec<Case> {
             out.push(flag);
             // A valid exact grant for the binding the gate makes for this very request.
             if let Some(b) = base("").decide().action_binding() {
-                let grant = binding::create_grant(&b, "grant-1", "principal:local", "2026-05-30T11:59:00.000Z")
+                let grant = binding::create_grant(b, "grant-1", "principal:local", "2026-05-30T11:59:00.000Z")
                     .expect("grant for the gate's binding");
                 let mut g = base("valid exact grant");
                 g.approval = Some(grant);
