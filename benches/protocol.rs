@@ -104,45 +104,88 @@ fn benches(c: &mut Criterion) {
 }
 
 fn graduation(c: &mut Criterion) {
-    use warrant::graduation::evidence::{EvidenceRow, SourceType};
+    use warrant::graduation::evidence::{EvidenceIndex, EvidenceRow, SourceType};
     use warrant::graduation::gate::{AgentStanding, GateRequest, can_execute};
     use warrant::graduation::policy::PolicySet;
     use warrant::graduation::posterior::Posterior;
     let policies = PolicySet::builtin();
-    let rows: Vec<EvidenceRow> =
-        (0..40).map(|_| EvidenceRow::new("draft.response", "approved", Some(SourceType::Receipt), None)).collect();
+    // 40 rows for each of the two classes decided below (approvals with receipts, dated).
+    let rows: Vec<EvidenceRow> = ["draft.response", "email.send.external"]
+        .into_iter()
+        .flat_map(|class| {
+            (0..40).map(move |i| {
+                let date = format!("2026-11-{:02}", 1 + i % 20);
+                EvidenceRow::new(class, "approved", Some(SourceType::Receipt), Some(date))
+            })
+        })
+        .collect();
+    let index = EvidenceIndex::new(&rows);
     let context = serde_json::json!({"requestedBy": "scribe"});
     let now = time::macros::datetime!(2026-11-21 09:00 UTC);
+    fn request<'a>(class: &'a str, context: &'a serde_json::Value, evidence: &'a EvidenceIndex) -> GateRequest<'a> {
+        GateRequest {
+            action_class: class,
+            context,
+            approval: None,
+            evidence,
+            workspace: "local",
+            now: time::macros::datetime!(2026-11-21 09:00 UTC),
+            agent: AgentStanding::Active,
+            chain_intact: true,
+        }
+    }
+    let mut g = c.benchmark_group("gate");
+    g.throughput(Throughput::Elements(1));
     for class in ["draft.response", "email.send.external"] {
-        c.bench_function(&format!("can_execute {class}, 40 evidence rows"), |b| {
-            b.iter(|| {
-                let req = GateRequest {
-                    action_class: class,
-                    context: &context,
-                    approval: None,
-                    evidence: std::hint::black_box(&rows),
-                    workspace: "local",
-                    now,
-                    agent: AgentStanding::Active,
-                    chain_intact: true,
-                };
-                can_execute(&policies, &req)
-            });
+        g.bench_function(format!("can_execute {class}, 40 evidence rows"), |b| {
+            b.iter(|| can_execute(black_box(&policies), &request(black_box(class), &context, black_box(&index))))
         });
     }
-    c.bench_function("posterior with exact 95% interval, 40 rows", |b| {
+    g.bench_function("can_execute email.send.external, 40 evidence rows, with its action binding", |b| {
         b.iter(|| {
-            Posterior::of(
-                "draft.response",
-                std::hint::black_box(&rows),
-                policies.threshold("draft.response"),
-                now.date(),
-            )
-        });
+            let d = can_execute(
+                black_box(&policies),
+                &request(black_box("email.send.external"), &context, black_box(&index)),
+            );
+            d.action_binding().map(|v| v.as_object().map(serde_json::Map::len))
+        })
+    });
+    g.bench_function("index 80 rows, then can_execute draft.response", |b| {
+        b.iter(|| {
+            let index = EvidenceIndex::new(black_box(&rows));
+            can_execute(&policies, &request(black_box("draft.response"), &context, &index)).allowed
+        })
+    });
+    g.finish();
+    c.bench_function("posterior with exact 95% interval, 40 rows", |b| {
+        b.iter(|| Posterior::of("draft.response", black_box(&rows), policies.threshold("draft.response"), now.date()));
     });
     let eval = warrant::eval::Evaluator::default();
+    let mut g = c.benchmark_group("eval");
+    g.throughput(Throughput::Elements(1));
     let line = br#"{"op":"tg.can_execute","id":1,"action_class":"draft.response","now":"2026-11-21T09:00:00Z"}"#;
-    c.bench_function("eval line tg.can_execute (parse, gate, serialize)", |b| b.iter(|| eval.handle_line(line)));
+    g.bench_function("eval line tg.can_execute (parse, gate, serialize)", |b| b.iter(|| eval.handle_line(line)));
+    let mut out = Vec::with_capacity(4096);
+    g.bench_function("eval respond tg.can_execute", |b| {
+        b.iter(|| {
+            out.clear();
+            eval.respond(black_box(line), &mut out);
+            out.len()
+        })
+    });
+    let inline: Vec<serde_json::Value> = rows[..40].iter().map(|r| r.to_json("2026-11-21")).collect();
+    let line40 = serde_json::to_vec(&serde_json::json!({"op": "tg.can_execute", "id": 1,
+        "action_class": "draft.response", "now": "2026-11-21T09:00:00Z", "evidence": inline}))
+    .expect("json");
+    g.throughput(Throughput::Bytes(line40.len() as u64));
+    g.bench_function("eval respond tg.can_execute, 40 inline evidence rows", |b| {
+        b.iter(|| {
+            out.clear();
+            eval.respond(black_box(&line40), &mut out);
+            out.len()
+        })
+    });
+    g.finish();
 }
 
 fn verdict(c: &mut Criterion) {
@@ -169,9 +212,10 @@ fn verdict(c: &mut Criterion) {
     });
     let packet = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "p-1").expect("packet");
     let ctx = VerdictContext { policies: &policies, controls: &controls, now: 1_795_251_600.0 };
+    let evidence = warrant::graduation::evidence::EvidenceIndex::default();
     c.bench_function("verdict: gate + tiers + rings + ladder, composed", |b| {
         b.iter(|| {
-            let tg = packet_gate(&ctx, black_box(&packet), &[], "local", true);
+            let tg = packet_gate(&ctx, black_box(&packet), &evidence, "local", true);
             evaluate(&ctx, &packet, &tg, None, None)
         })
     });

@@ -180,7 +180,7 @@ pub fn parse_untrusted(bytes: &[u8]) -> Result<Value, String> {
 
 /// Checks every integer literal (a number without fraction or exponent) outside strings of a
 /// JSON text that already parsed: it must fit `i64` or `u64`.
-fn check_integer_literals(bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn check_integer_literals(bytes: &[u8]) -> Result<(), String> {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
@@ -216,8 +216,35 @@ fn check_integer_literals(bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// A JSON value whose objects have no duplicate keys.
-struct StrictValue(Value);
+/// A JSON string, borrowed from the input when it has no escapes (serde's own `Cow<str>`
+/// always copies).
+pub(crate) struct Text<'de>(pub(crate) std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A JSON value whose objects have no duplicate keys (what [`parse_strict`] reads), for
+/// deserializers that read part of a document strictly.
+pub(crate) struct StrictValue(pub(crate) Value);
 
 impl<'de> serde::Deserialize<'de> for StrictValue {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -225,7 +252,7 @@ impl<'de> serde::Deserialize<'de> for StrictValue {
     }
 }
 
-struct StrictVisitor;
+pub(crate) struct StrictVisitor;
 
 impl<'de> serde::de::Visitor<'de> for StrictVisitor {
     type Value = Value;

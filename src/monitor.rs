@@ -162,7 +162,7 @@ pub struct Assessment {
     /// Rates and agent summaries.
     pub monitor: Monitor,
     /// The Trust Graduation gate's decision per pending packet.
-    pub gate: HashMap<String, Arc<crate::graduation::gate::Decision>>,
+    pub gate: HashMap<String, Arc<crate::graduation::gate::Decision<'static>>>,
     /// The precondition re-check per pending packet that has a contract with any.
     pub preconditions: HashMap<String, Arc<crate::ladder::Revalidation>>,
     /// The composed verdict per pending packet.
@@ -188,11 +188,12 @@ pub fn assess(
             .iter()
             .filter_map(|r| crate::graduation::receipt::receipt_evidence(&r.raw, Some(SourceType::Connector))),
     );
+    let index = crate::graduation::evidence::EvidenceIndex::new(&evidence);
     let monitor = observe(ctx, packets, receipts, decisions);
     let mut a = Assessment { monitor, ..Assessment::default() };
     for e in packets.iter().filter(|e| !decisions.contains_key(&e.packet.id)) {
         let p = &e.packet;
-        let tg = crate::verdict::packet_gate(ctx, p, &evidence, workspace, chain_intact);
+        let tg = crate::verdict::packet_gate(ctx, p, &index, workspace, chain_intact);
         let rv = Governance::of_packet(p).and_then(|g| g.contract).and_then(Result::ok).and_then(|c| {
             c.preconditions
                 .iter()
@@ -200,7 +201,7 @@ pub fn assess(
                 .then(|| crate::preconditions::recheck_pending(&c.preconditions))
         });
         let verdict = crate::verdict::evaluate(ctx, p, &tg, a.monitor.rates.get(&p.id), rv.as_ref());
-        a.gate.insert(p.id.clone(), Arc::new(tg));
+        a.gate.insert(p.id.clone(), Arc::new(tg.into_owned()));
         if let Some(rv) = rv {
             a.preconditions.insert(p.id.clone(), Arc::new(rv));
         }

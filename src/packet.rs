@@ -81,18 +81,24 @@ impl fmt::Display for DecisionState {
 /// ```
 #[must_use]
 pub fn is_class_id(s: &str) -> bool {
+    // One pass over the bytes: every `.`-separated segment starts with [a-z], goes on with
+    // [a-z0-9], and is not empty; at least two segments.
     let mut segments = 0;
-    for seg in s.split('.') {
-        let mut bytes = seg.bytes();
-        if !bytes.next().is_some_and(|b| b.is_ascii_lowercase()) {
+    let mut at_start = true;
+    for b in s.bytes() {
+        if at_start {
+            if !b.is_ascii_lowercase() {
+                return false;
+            }
+            at_start = false;
+            segments += 1;
+        } else if b == b'.' {
+            at_start = true;
+        } else if !(b.is_ascii_lowercase() || b.is_ascii_digit()) {
             return false;
         }
-        if !bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
-            return false;
-        }
-        segments += 1;
     }
-    segments >= 2
+    !at_start && segments >= 2
 }
 
 /// True when `s` is usable as a packet or receipt id and as a file name: 1 to 128 characters
@@ -627,7 +633,20 @@ mod tests {
         for ok in ["email.send.external", "a.b", "a1.b2c"] {
             assert!(is_class_id(ok), "{ok}");
         }
-        for bad in ["email", "Email.send", "email..send", "email.send_x", "1a.b", "a.", ".a", "a.b-c"] {
+        for bad in [
+            "email",
+            "Email.send",
+            "email..send",
+            "email.send_x",
+            "1a.b",
+            "a.",
+            ".a",
+            "a.b-c",
+            "",
+            "a.b.",
+            "é.b",
+            "a.1b",
+        ] {
             assert!(!is_class_id(bad), "{bad}");
         }
     }

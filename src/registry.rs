@@ -72,6 +72,10 @@ pub const ALIASES: [(&str, &str); 15] = [
 /// alias table on the raw string and on the dotted form.
 #[must_use]
 pub fn normalize(id: &str) -> String {
+    if id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.') {
+        // Already trimmed, lower-case and dotted: only the alias table can change it.
+        return ALIASES.iter().find(|(alias, _)| *alias == id).map_or(id, |(_, canonical)| canonical).to_owned();
+    }
     let raw = id.trim().to_lowercase();
     let dotted = raw.replace('_', ".");
     ALIASES

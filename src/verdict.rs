@@ -37,7 +37,7 @@
 //! gains nothing the gate does not already allow.
 
 use crate::control::ControlState;
-use crate::graduation::evidence::EvidenceRow;
+use crate::graduation::evidence::EvidenceIndex;
 use crate::graduation::gate::{AgentStanding, Decision, GateRequest, can_execute};
 use crate::graduation::policy::PolicySet;
 use crate::ladder::{self, ActionContract, Revalidation, TrustLevel};
@@ -414,20 +414,32 @@ impl PacketVerdict {
 
 /// The Trust Graduation gate's decision on a packet: its class, its context (or, for a packet
 /// without one, `{requestedBy, requestedAction}`), no presented approval, the agent's standing
-/// from the principal's controls, and the chain's evidence.
+/// from the principal's controls, and the chain's evidence (indexed once with
+/// [`EvidenceIndex::new`] for all the packets assessed against it).
 #[must_use]
-pub fn packet_gate(
-    ctx: &VerdictContext<'_>,
-    packet: &Packet,
-    evidence: &[EvidenceRow],
-    workspace: &str,
+pub fn packet_gate<'a>(
+    ctx: &VerdictContext<'a>,
+    packet: &'a Packet,
+    evidence: &'a EvidenceIndex,
+    workspace: &'a str,
     chain_intact: bool,
-) -> Decision {
-    let context = match &packet.context {
-        Value::Object(_) => packet.context.clone(),
-        _ => json!({"requestedBy": packet.agent, "requestedAction": packet.proposed_action}),
-    };
+) -> Decision<'a> {
     let now = time::OffsetDateTime::from_unix_timestamp(ctx.now as i64).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let agent = ctx.controls.standing(&packet.agent);
+    if packet.context.is_object() {
+        let req = GateRequest {
+            action_class: &packet.action_class,
+            context: &packet.context,
+            approval: None,
+            evidence,
+            workspace,
+            now,
+            agent,
+            chain_intact,
+        };
+        return can_execute(ctx.policies, &req);
+    }
+    let context = json!({"requestedBy": packet.agent, "requestedAction": packet.proposed_action});
     let req = GateRequest {
         action_class: &packet.action_class,
         context: &context,
@@ -435,8 +447,8 @@ pub fn packet_gate(
         evidence,
         workspace,
         now,
-        agent: ctx.controls.standing(&packet.agent),
+        agent,
         chain_intact,
     };
-    can_execute(ctx.policies, &req)
+    can_execute(ctx.policies, &req).into_owned()
 }

@@ -1,7 +1,8 @@
 //! `warrant eval` end to end through the real binary: a file of requests (every op, plus
 //! malformed lines) piped through it gives one response per non-empty line, in order, with error
 //! codes for what cannot be served and exit status 0; responses come back one at a time to an
-//! interactive client (the evaluator flushes per answer); a policy.toml in the config directory
+//! interactive client (the evaluator flushes whenever no further request is buffered, also after a
+//! batch written at once); a policy.toml in the config directory
 //! is honoured.
 
 use serde_json::{Value, json};
@@ -415,6 +416,18 @@ fn responses_come_back_interactively() {
         }
         // Nothing else is pending.
         assert!(rx.try_recv().is_err(), "an extra response after request {i}");
+    }
+    // Several requests in one write: every answer comes back while stdin stays open.
+    let mut batch = Vec::new();
+    for id in ["b1", "b2", "b3"] {
+        batch.extend(line(&json!({"op": "tg.can_execute", "id": id, "action_class": "draft.response", "now": NOW})));
+    }
+    stdin.write_all(&batch).expect("write batch");
+    stdin.flush().expect("flush batch");
+    for id in ["b1", "b2", "b3"] {
+        let answer = rx.recv_timeout(TIMEOUT).unwrap_or_else(|e| panic!("no response to {id} ({e}): held back?"));
+        let v: Value = serde_json::from_str(&answer).expect("response JSON");
+        assert_eq!((v["id"].as_str(), v["status"].as_str()), (Some(id), Some("allowed")), "{v}");
     }
     // An empty line gets no answer: the next answer is for the next request.
     stdin.write_all(b"\n{\"op\": \"ops\", \"id\": \"after-empty\"}\n").expect("write");

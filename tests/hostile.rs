@@ -1203,6 +1203,13 @@ fn hostile_eval_lines_get_errors_and_the_next_line_still_works() {
             "parse_error",
             "64-bit",
         ),
+        (
+            "an integer beyond 64 bits in a gate request",
+            format!(r#"{{"op":"tg.can_execute","actionClass":"draft.response","context":{{"n":{HUGE_INT}}}}}"#)
+                .into_bytes(),
+            "parse_error",
+            "64-bit",
+        ),
         ("NaN", br#"{"op":"tg.posterior","alpha":NaN}"#.to_vec(), "parse_error", ""),
         ("Infinity", br#"{"op":"tg.posterior","alpha":Infinity}"#.to_vec(), "parse_error", ""),
         ("not an object", b"[\"tg.can_execute\"]".to_vec(), "invalid_request", "JSON object"),
@@ -1251,7 +1258,7 @@ fn hostile_eval_lines_get_errors_and_the_next_line_still_works() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let lines: Vec<&[u8]> = out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
     assert_eq!(lines.len(), cases.len() * 2);
-    assert_eq!(cases.len(), 11);
+    assert_eq!(cases.len(), 12);
 }
 
 // ---- 2. files: the principal's private key ----------------------------------------------------------

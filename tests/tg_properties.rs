@@ -14,7 +14,7 @@ use statrs::function::beta::beta_reg;
 use time::OffsetDateTime;
 use time::macros::date;
 use warrant::graduation::binding;
-use warrant::graduation::evidence::{EvidenceRow, SourceType};
+use warrant::graduation::evidence::{EvidenceIndex, EvidenceRow, EvidenceSummary, SourceType};
 use warrant::graduation::gate::{AgentStanding, Decision, GateRequest, Mode, can_execute};
 use warrant::graduation::policy::{PolicySet, Threshold};
 use warrant::graduation::posterior::Posterior;
@@ -395,18 +395,19 @@ fn gate_input(classes: &'static [&'static str]) -> impl Strategy<Value = GateInp
         })
 }
 
-fn decide(set: &PolicySet, g: &GateInput, approval: Option<&Value>) -> Decision {
+fn decide(set: &PolicySet, g: &GateInput, approval: Option<&Value>) -> Decision<'static> {
+    let index = EvidenceIndex::new(&g.evidence);
     let req = GateRequest {
         action_class: &g.class,
         context: &g.context,
         approval,
-        evidence: &g.evidence,
+        evidence: &index,
         workspace: "local",
         now: g.now,
         agent: g.agent,
         chain_intact: g.chain_intact,
     };
-    can_execute(set, &req)
+    can_execute(set, &req).into_owned()
 }
 
 /// The approval the input presents; grants are made from the binding of the same request
@@ -420,10 +421,10 @@ fn approval_of(set: &PolicySet, g: &GateInput) -> Option<Value> {
         Presented::Nothing => None,
         Presented::Flag(f) => Some(f.clone()),
         Presented::ValidGrant => {
-            decide(set, g, None).action_binding.as_ref().and_then(grant).or(Some(json!({"state": "approved"})))
+            decide(set, g, None).action_binding().and_then(grant).or(Some(json!({"state": "approved"})))
         }
         Presented::TamperedGrant(k, v) => {
-            let mut a = decide(set, g, None).action_binding.as_ref().and_then(grant)?;
+            let mut a = decide(set, g, None).action_binding().and_then(grant)?;
             a[*k] = v.clone();
             Some(a)
         }
@@ -467,10 +468,10 @@ proptest! {
             prop_assert_eq!(d.status, DecisionState::Blocked);
         } else if d.action_class == "payment.initiate" {
             prop_assert_eq!(d.status, DecisionState::HumanOnly);
-            prop_assert!(d.action_binding.is_none());
+            prop_assert!(d.action_binding().is_none());
         } else {
             // Every other external class is approval-gated and bound to the exact action.
-            prop_assert!(d.action_binding.is_some(), "{j:#}");
+            prop_assert!(d.action_binding().is_some(), "{j:#}");
             let valid = d.approval_check.is_some_and(|c| c.is_ok());
             if valid {
                 prop_assert_eq!(d.status, DecisionState::Deferred);
@@ -525,6 +526,29 @@ proptest! {
             prepare_approval_packet(&a, &g.evidence, "scribe", "s"),
             prepare_approval_packet(&b, &g.evidence, "scribe", "s")
         );
+    }
+
+    // The streamed JSON of a decision (`write_json`, what `warrant eval` writes) is byte for byte the serialized `to_json`, with an echoed `id` in its sorted place; the evidence index gives every class exactly the summary a scan of the rows gives (floating-point sums included).
+    #[test]
+    fn streamed_decisions_and_indexed_evidence_match_the_plain_forms(
+        g in gate_input(&ANY_CLASSES),
+        id in prop_oneof![Just(None), Just(Some(json!(7))), Just(Some(json!("a\"b\u{e9}"))), Just(Some(json!({"k": [1.5]})))],
+    ) {
+        let set = policies(g.strict);
+        let approval = approval_of(&set, &g);
+        let d = decide(&set, &g, approval.as_ref());
+        let mut want = d.to_json();
+        if let Some(id) = &id {
+            want["id"] = id.clone();
+        }
+        let mut got = Vec::new();
+        d.write_json(id.as_ref(), &mut got).expect("write into a Vec");
+        prop_assert_eq!(String::from_utf8(got).expect("UTF-8"), serde_json::to_string(&want).expect("JSON"));
+        let index = EvidenceIndex::new(&g.evidence);
+        prop_assert_eq!(index.len(), g.evidence.len());
+        for class in ANY_CLASSES {
+            prop_assert_eq!(index.summary(class), EvidenceSummary::of(class, &g.evidence), "{}", class);
+        }
     }
 }
 

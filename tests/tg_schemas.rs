@@ -14,7 +14,7 @@ use time::OffsetDateTime;
 use time::macros::{date, datetime};
 use warrant::graduation::binding;
 use warrant::graduation::discovery_document;
-use warrant::graduation::evidence::{EvidenceRow, SourceType};
+use warrant::graduation::evidence::{EvidenceIndex, EvidenceRow, SourceType};
 use warrant::graduation::gate::{AgentStanding, Decision, GateRequest, can_execute};
 use warrant::graduation::policy::PolicySet;
 use warrant::graduation::posterior::Posterior;
@@ -107,18 +107,19 @@ impl Case {
         }
     }
 
-    fn decide(&self) -> Decision {
+    fn decide(&self) -> Decision<'static> {
+        let index = EvidenceIndex::new(&self.evidence);
         let req = GateRequest {
             action_class: &self.class,
             context: &self.context,
             approval: self.approval.as_ref(),
-            evidence: &self.evidence,
+            evidence: &index,
             workspace: "local",
             now: now(),
             agent: self.agent,
             chain_intact: self.chain_intact,
         };
-        can_execute(&self.policies, &req)
+        can_execute(&self.policies, &req).into_owned()
     }
 }
 
@@ -159,8 +160,8 @@ fn cases() -> Vec<Case> {
             flag.approval = Some(json!({"state": "approved"}));
             out.push(flag);
             // A valid exact grant for the binding the gate makes for this very request.
-            if let Some(b) = base("").decide().action_binding {
-                let grant = binding::create_grant(&b, "grant-1", "principal:local", "2026-05-30T11:59:00.000Z")
+            if let Some(b) = base("").decide().action_binding() {
+                let grant = binding::create_grant(b, "grant-1", "principal:local", "2026-05-30T11:59:00.000Z")
                     .expect("grant for the gate's binding");
                 let mut g = base("valid exact grant");
                 g.approval = Some(grant);

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use warrant::graduation::binding::{self, BindingInput};
-use warrant::graduation::evidence::{EvidenceRow, EvidenceSummary, SourceType};
+use warrant::graduation::evidence::{EvidenceIndex, EvidenceRow, EvidenceSummary, SourceType};
 use warrant::graduation::gate::{AgentStanding, GateRequest, can_execute};
 use warrant::graduation::policy::{DEFAULT_THRESHOLD, PolicySet, Threshold};
 use warrant::graduation::posterior::Posterior;
@@ -42,6 +42,7 @@ fn run_vector(fixed: &Value, input: &Value) -> Value {
         Some(p) => PolicySet::builtin().with_custom(p).expect("custom policies"),
         None => PolicySet::builtin(),
     };
+    let index = EvidenceIndex::new(&rows);
     let workspace = fixed["workspace"].as_str().unwrap_or_default();
     let class = input["actionClass"].as_str().unwrap_or_default();
     let request = |approval: Option<&Value>| {
@@ -49,19 +50,19 @@ fn run_vector(fixed: &Value, input: &Value) -> Value {
             action_class: class,
             context: &context,
             approval,
-            evidence: &rows,
+            evidence: &index,
             workspace,
             now: now(),
             agent: AgentStanding::Active,
             chain_intact: true,
         };
-        can_execute(&policies, &req)
+        can_execute(&policies, &req).into_owned()
     };
     let approval = match input["approval"].as_str() {
         Some("plain") => Some(fixed["approval_kinds"]["plain"].clone()),
         Some("exact") => {
             let first = request(None);
-            first.action_binding.as_ref().map(|b| {
+            first.action_binding().map(|b| {
                 binding::create_grant(b, "grant-1", "principal:user-123", &binding::js_iso(now())).expect("grant")
             })
         }
@@ -79,7 +80,7 @@ fn run_vector(fixed: &Value, input: &Value) -> Value {
         "requiresAtomicConsumption": if d.requires_atomic_consumption { json!(true) } else { Value::Null },
         "constraints": d.constraints,
         "graduationPath": d.graduation_path.as_ref().map_or(Value::Null, |g| g.to_json()),
-        "decisionId": d.decision_id,
+        "decisionId": d.decision_id(),
         "reason": d.reason,
     })
 }

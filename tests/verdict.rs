@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 use warrant::control::{ControlState, Elevation, NotebookLevel};
 use warrant::graduation::PolicySet;
+use warrant::graduation::evidence::EvidenceIndex;
 use warrant::graduation::gate::AgentStanding;
 use warrant::packet::{DecisionState, Packet, parse_packet};
 use warrant::verdict::{Model, ModelVerdict, VerdictContext, compose, evaluate, packet_gate, strictness};
@@ -90,7 +91,8 @@ max_score = 0.5
 
 fn verdict_of(p: &Packet, policies: &PolicySet, controls: &ControlState) -> warrant::verdict::PacketVerdict {
     let ctx = VerdictContext { policies, controls, now: NOW };
-    let tg = packet_gate(&ctx, p, &[], "local", true);
+    let none = EvidenceIndex::default();
+    let tg = packet_gate(&ctx, p, &none, "local", true);
     evaluate(&ctx, p, &tg, None, None)
 }
 
@@ -192,7 +194,7 @@ fn rings_model_uses_scores_descriptors_and_controls() {
     assert_eq!(model(&v, Model::Rings).verdict, "allowed", "elevated");
     let ctx = VerdictContext { policies: &policies, controls: &elevated, now: NOW + 301.0 };
     let p = packet("agent-capped", "draft.compose", Some(g));
-    let v = evaluate(&ctx, &p, &packet_gate(&ctx, &p, &[], "local", true), None, None);
+    let v = evaluate(&ctx, &p, &packet_gate(&ctx, &p, &EvidenceIndex::default(), "local", true), None, None);
     assert_eq!(model(&v, Model::Rings).verdict, "denied", "expired");
 }
 

@@ -439,7 +439,7 @@ impl State {
 
     /// The gate's decision for a packet (pending packets only).
     #[must_use]
-    pub fn gate_decision(&self, packet_id: &str) -> Option<&Decision> {
+    pub fn gate_decision(&self, packet_id: &str) -> Option<&Decision<'static>> {
         self.assessment.gate.get(packet_id).map(Arc::as_ref)
     }
 

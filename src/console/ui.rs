@@ -457,7 +457,7 @@ fn gate_lines(theme: &Theme, d: &crate::graduation::Decision, width: usize) -> V
         out.push(kv(theme, "needs", inert(&gp.required_evidence.join("; "), 2000)));
     }
     if !d.constraints.is_empty() {
-        out.push(kv(theme, "limits", inert(&serde_json::Value::Object(d.constraints.clone()).to_string(), width)));
+        out.push(kv(theme, "limits", inert(&serde_json::to_string(&d.constraints).unwrap_or_default(), width)));
     }
     out.into_iter().map(own_line).collect()
 }

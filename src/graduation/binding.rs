@@ -23,6 +23,26 @@ pub const DEFAULT_TTL: time::Duration = time::Duration::minutes(10);
 #[must_use]
 pub fn js_iso(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
+    if let Ok(year) = u16::try_from(t.year())
+        && year <= 9999
+    {
+        // Four-digit years: write the digits directly (what the format below gives).
+        let mut b = *b"0000-00-00T00:00:00.000Z";
+        let mut put = |at: usize, width: usize, mut n: u32| {
+            for i in (at..at + width).rev() {
+                b[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+            }
+        };
+        put(0, 4, u32::from(year));
+        put(5, 2, u32::from(u8::from(t.month())));
+        put(8, 2, u32::from(t.day()));
+        put(11, 2, u32::from(t.hour()));
+        put(14, 2, u32::from(t.minute()));
+        put(17, 2, u32::from(t.second()));
+        put(20, 3, u32::from(t.millisecond()));
+        return b.iter().map(|&c| char::from(c)).collect();
+    }
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
         t.year(),
@@ -70,6 +90,12 @@ pub struct BindingInput<'a> {
 /// Builds an `ActionBinding` with its `inputHash` and `actionHash`.
 #[must_use]
 pub fn bind_action(b: &BindingInput<'_>) -> Value {
+    bind_action_with_input_hash(b, digest(b.input))
+}
+
+/// [`bind_action`] with `inputHash` already computed (`digest(b.input)`), for callers that
+/// needed it first (the gate derives nonces from it).
+pub(crate) fn bind_action_with_input_hash(b: &BindingInput<'_>, input_hash: String) -> Value {
     let mut m = Map::new();
     m.insert("protocol".into(), json!(BINDING_PROTOCOL));
     m.insert("version".into(), json!(VERSION));
@@ -79,7 +105,7 @@ pub fn bind_action(b: &BindingInput<'_>) -> Value {
     m.insert("requestedBy".into(), json!(b.requested_by));
     m.insert("tenant".into(), json!(b.tenant));
     m.insert("target".into(), json!(b.target));
-    m.insert("inputHash".into(), json!(digest(b.input)));
+    m.insert("inputHash".into(), Value::String(input_hash));
     m.insert("constraints".into(), b.constraints.clone());
     if !b.expires_at.is_empty() {
         m.insert("expiresAt".into(), json!(b.expires_at));
@@ -249,6 +275,15 @@ mod tests {
 
     fn grant(b: &Value) -> Value {
         create_grant(b, "grant-1", "principal:principal-1", "2026-08-16T12:00:00.000Z").expect("grant")
+    }
+
+    #[test]
+    fn js_iso_writes_three_fraction_digits() {
+        use time::macros::datetime;
+        assert_eq!(js_iso(datetime!(2026-05-30 12:00 UTC)), "2026-05-30T12:00:00.000Z");
+        assert_eq!(js_iso(datetime!(0007-01-02 03:04:05.0609 +02:00)), "0007-01-02T01:04:05.060Z");
+        assert_eq!(js_iso(datetime!(9999-12-31 23:59:59.999 UTC)), "9999-12-31T23:59:59.999Z");
+        assert_eq!(js_iso(datetime!(-0001-12-31 23:59:59.999 UTC)), "-001-12-31T23:59:59.999Z");
     }
 
     #[test]

@@ -164,9 +164,19 @@ const TRUST_VIOLATION: [&str; 7] =
 /// misfiled negatives mapped to the canonical label (`refused` → `rejected`, `execute` → `sent`).
 #[must_use]
 pub fn normalize_label(label: &str) -> String {
-    let lower: String =
-        label.trim().chars().map(|c| if matches!(c, ' ' | '-' | '.') { '_' } else { c.to_ascii_lowercase() }).collect();
-    LABELS.iter().find(|(l, ..)| *l == lower).map_or(lower, |(_, canonical, ..)| (*canonical).to_owned())
+    // A label already made of `[a-z0-9_]` is its own normal form: skip the per-character pass.
+    let lower: std::borrow::Cow<'_, str> = if label
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        std::borrow::Cow::Borrowed(label)
+    } else {
+        label.trim().chars().map(|c| if matches!(c, ' ' | '-' | '.') { '_' } else { c.to_ascii_lowercase() }).collect()
+    };
+    LABELS
+        .iter()
+        .find(|(l, ..)| *l == lower)
+        .map_or_else(|| lower.into_owned(), |(_, canonical, ..)| (*canonical).to_owned())
 }
 
 /// Weight, bucket and trust-violation flag of a normalized label. Labels outside the table are
@@ -259,29 +269,57 @@ pub enum EvidenceError {
     },
 }
 
-fn first<'a>(m: &'a Map<String, Value>, keys: &[&str]) -> Option<(&'a Value, String)> {
-    keys.iter().find_map(|k| m.get(*k).filter(|v| !v.is_null()).map(|v| (v, (*k).to_owned())))
+/// A member of a row as the parser sees it: a string, a number (as `f64`), or anything else.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Field<'v> {
+    /// A string.
+    Str(&'v str),
+    /// A number, as `Value::as_f64` reads it.
+    Num(f64),
+    /// A boolean, array or object.
+    Other,
 }
 
-fn str_field<'a>(
-    m: &'a Map<String, Value>,
+/// Where a row's members come from: a parsed JSON object, or members read straight off the
+/// wire (`warrant eval`). `field` is `None` for a missing or `null` member.
+pub(crate) trait RowSource {
+    /// The member `key`, unless missing or `null`.
+    fn field(&self, key: &str) -> Option<Field<'_>>;
+}
+
+impl RowSource for Map<String, Value> {
+    fn field(&self, key: &str) -> Option<Field<'_>> {
+        self.get(key).and_then(|v| match v {
+            Value::Null => None,
+            Value::String(s) => Some(Field::Str(s)),
+            Value::Number(n) => Some(Field::Num(n.as_f64().unwrap_or(f64::NAN))),
+            _ => Some(Field::Other),
+        })
+    }
+}
+
+/// The first of `keys` present with a non-null value.
+fn first<'a, S: RowSource + ?Sized>(m: &'a S, keys: &[&str]) -> Option<Field<'a>> {
+    keys.iter().find_map(|k| m.field(k))
+}
+
+fn str_field<'a, S: RowSource + ?Sized>(
+    m: &'a S,
     keys: &[&str],
     field: &'static str,
 ) -> Result<Option<&'a str>, EvidenceError> {
     match first(m, keys) {
         None => Ok(None),
-        Some((Value::String(s), _)) => Ok(Some(s)),
+        Some(Field::Str(s)) => Ok(Some(s)),
         Some(_) => Err(EvidenceError::Invalid { field, message: "must be a string".into() }),
     }
 }
 
-fn num_field(m: &Map<String, Value>, keys: &[&str], field: &'static str) -> Result<Option<f64>, EvidenceError> {
+fn num_field<S: RowSource + ?Sized>(m: &S, keys: &[&str], field: &'static str) -> Result<Option<f64>, EvidenceError> {
     match first(m, keys) {
         None => Ok(None),
-        Some((v, _)) => match v.as_f64() {
-            Some(x) if x.is_finite() => Ok(Some(x)),
-            _ => Err(EvidenceError::Invalid { field, message: "must be a finite number".into() }),
-        },
+        Some(Field::Num(x)) if x.is_finite() => Ok(Some(x)),
+        Some(_) => Err(EvidenceError::Invalid { field, message: "must be a finite number".into() }),
     }
 }
 
@@ -292,18 +330,31 @@ pub(crate) fn is_date(s: &str) -> bool {
         && b[4] == b'-'
         && b[7] == b'-'
         && b.iter().enumerate().all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
-        && time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]")).is_ok()
+        && {
+            // Four, two and two ASCII digits: a real calendar date (what `[year]-[month]-[day]`
+            // parses), checked without a format description.
+            let n = |r: std::ops::Range<usize>| b[r].iter().fold(0u16, |a, d| a * 10 + u16::from(d - b'0'));
+            let (year, month, day) = (n(0..4), n(5..7), n(8..10));
+            u8::try_from(month).ok().and_then(|m| time::Month::try_from(m).ok()).is_some_and(|m| {
+                u8::try_from(day).is_ok_and(|d| time::Date::from_calendar_date(i32::from(year), m, d).is_ok())
+            })
+        }
 }
 
 impl EvidenceRow {
     /// Builds a row from a label and a source type, with the weights of the tables.
     #[must_use]
     pub fn new(action_class: &str, label: &str, source_type: Option<SourceType>, date: Option<String>) -> Self {
+        Self::with_class(crate::registry::normalize(action_class), label, source_type, date)
+    }
+
+    /// [`EvidenceRow::new`] for a class already normalized.
+    fn with_class(action_class: String, label: &str, source_type: Option<SourceType>, date: Option<String>) -> Self {
         let label = normalize_label(label);
         let info = label_info(&label);
         let provenance = source_type.map_or(UNKNOWN_PROVENANCE_WEIGHT, SourceType::weight);
         EvidenceRow {
-            action_class: crate::registry::normalize(action_class),
+            action_class,
             label,
             date,
             source: None,
@@ -331,6 +382,12 @@ impl EvidenceRow {
     /// field of the wrong type (non-finite numbers, a malformed `date`).
     pub fn from_json(v: &Value) -> Result<Self, EvidenceError> {
         let Value::Object(m) = v else { return Err(EvidenceError::NotObject) };
+        Self::from_source(m)
+    }
+
+    /// [`EvidenceRow::from_json`] over any source of members (the one definition of how a row
+    /// is read and weighted).
+    pub(crate) fn from_source<S: RowSource + ?Sized>(m: &S) -> Result<Self, EvidenceError> {
         let class = str_field(m, &["action_class", "actionClass"], "action_class")?
             .ok_or(EvidenceError::Missing("action_class"))?;
         let normalized = crate::registry::normalize(class);
@@ -369,7 +426,7 @@ impl EvidenceRow {
         {
             return Err(EvidenceError::Invalid { field: "edit_distance", message: "must be >= 0".into() });
         }
-        let mut row = EvidenceRow::new(&normalized, label, source_type, date);
+        let mut row = EvidenceRow::with_class(normalized, label, source_type, date);
         let cap = match source_type {
             None | Some(SourceType::ModelInferred) => UNKNOWN_PROVENANCE_WEIGHT,
             Some(_) => 1.0,
@@ -435,6 +492,185 @@ pub fn rows_from_json(v: &Value) -> Result<Vec<EvidenceRow>, (usize, EvidenceErr
             items.iter().enumerate().map(|(i, r)| EvidenceRow::from_json(r).map_err(|e| (i, e))).collect()
         }
         _ => Err((0, EvidenceError::Invalid { field: "evidence", message: "must be an array of rows".into() })),
+    }
+}
+
+/// The members [`EvidenceRow::from_json`] reads, each with its own slot in [`WireRow`].
+const ROW_KEYS: usize = 29;
+
+fn row_key(key: &str) -> Option<usize> {
+    Some(match key {
+        "action_class" => 0,
+        "actionClass" => 1,
+        "label" => 2,
+        "type" => 3,
+        "eventType" => 4,
+        "event_type" => 5,
+        "decision" => 6,
+        "source_type" => 7,
+        "sourceType" => 8,
+        "provenance_type" => 9,
+        "provenanceType" => 10,
+        "date" => 11,
+        "recorded_at" => 12,
+        "recordedAt" => 13,
+        "createdAt" => 14,
+        "created_at" => 15,
+        "edit_distance" => 16,
+        "editDistance" => 17,
+        "decision_weight" => 18,
+        "decisionWeight" => 19,
+        "provenance_weight" => 20,
+        "provenanceWeight" => 21,
+        "evidence_weight" => 22,
+        "evidenceWeight" => 23,
+        "source" => 24,
+        "evidenceSource" => 25,
+        "evidence_source" => 26,
+        "receipt_id" => 27,
+        "receiptId" => 28,
+        _ => return None,
+    })
+}
+
+/// One member of a row read off the wire.
+enum Slot<'de> {
+    Str(std::borrow::Cow<'de, str>),
+    Num(f64),
+    Other,
+}
+
+/// A row's members read straight from JSON text, strictly (a duplicate key anywhere is an
+/// error, as in [`crate::canonical::parse_strict`]), without building a `Value`.
+#[derive(Default)]
+struct WireRow<'de> {
+    slots: [Option<Slot<'de>>; ROW_KEYS],
+}
+
+impl RowSource for WireRow<'_> {
+    fn field(&self, key: &str) -> Option<Field<'_>> {
+        self.slots[row_key(key)?].as_ref().map(|s| match s {
+            Slot::Str(s) => Field::Str(s),
+            Slot::Num(x) => Field::Num(*x),
+            Slot::Other => Field::Other,
+        })
+    }
+}
+
+/// A slot's value: strings and numbers kept, `null` dropped, anything else read strictly and
+/// kept as [`Slot::Other`].
+struct SlotValue<'de>(Option<Slot<'de>>);
+
+impl<'de> serde::Deserialize<'de> for SlotValue<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = SlotValue<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<SlotValue<'de>, E> {
+                Ok(SlotValue(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<SlotValue<'de>, E> {
+                Ok(SlotValue(Some(Slot::Other)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<SlotValue<'de>, E> {
+                Ok(SlotValue(Some(Slot::Num(v as f64))))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<SlotValue<'de>, E> {
+                Ok(SlotValue(Some(Slot::Num(v as f64))))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<SlotValue<'de>, E> {
+                crate::canonical::StrictVisitor.visit_f64(v).map(|_| SlotValue(Some(Slot::Num(v))))
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<SlotValue<'de>, E> {
+                Ok(SlotValue(Some(Slot::Str(std::borrow::Cow::Borrowed(v)))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<SlotValue<'de>, E> {
+                Ok(SlotValue(Some(Slot::Str(std::borrow::Cow::Owned(v.to_owned())))))
+            }
+            fn visit_string<E>(self, v: String) -> Result<SlotValue<'de>, E> {
+                Ok(SlotValue(Some(Slot::Str(std::borrow::Cow::Owned(v)))))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<SlotValue<'de>, A::Error> {
+                crate::canonical::StrictVisitor.visit_seq(seq).map(|_| SlotValue(Some(Slot::Other)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<SlotValue<'de>, A::Error> {
+                crate::canonical::StrictVisitor.visit_map(map).map(|_| SlotValue(Some(Slot::Other)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One row read off the wire and weighted ([`EvidenceRow::from_source`]); a row that is not an
+/// object or that [`EvidenceRow::from_json`] would refuse is a deserialization error.
+struct WireEvidenceRow(EvidenceRow);
+
+impl<'de> serde::Deserialize<'de> for WireEvidenceRow {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = WireEvidenceRow;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an evidence row object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<WireEvidenceRow, A::Error> {
+                use serde::de::Error as _;
+                let mut row = WireRow::default();
+                let mut seen = 0u32;
+                let mut others: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+                while let Some(crate::canonical::Text(key)) = map.next_key()? {
+                    match row_key(&key) {
+                        Some(i) => {
+                            if seen & (1 << i) != 0 {
+                                return Err(A::Error::custom("duplicate key"));
+                            }
+                            seen |= 1 << i;
+                            row.slots[i] = map.next_value::<SlotValue<'de>>()?.0;
+                        }
+                        None => {
+                            if others.contains(&key) {
+                                return Err(A::Error::custom("duplicate key"));
+                            }
+                            let crate::canonical::StrictValue(_) = map.next_value()?;
+                            others.push(key);
+                        }
+                    }
+                }
+                EvidenceRow::from_source(&row).map(WireEvidenceRow).map_err(A::Error::custom)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The `evidence` member of a request read straight from JSON text: `null` or an array of rows,
+/// each read and weighted as [`rows_from_json`] does. Any row it would refuse, and any duplicate
+/// key, is a deserialization error (callers then take the general path, which reports it).
+pub(crate) struct WireRows(pub(crate) Vec<EvidenceRow>);
+
+impl<'de> serde::Deserialize<'de> for WireRows {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = WireRows;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("null or an array of evidence rows")
+            }
+            fn visit_unit<E>(self) -> Result<WireRows, E> {
+                Ok(WireRows(Vec::new()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<WireRows, A::Error> {
+                let mut rows = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+                while let Some(WireEvidenceRow(row)) = seq.next_element()? {
+                    rows.push(row);
+                }
+                Ok(WireRows(rows))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -585,6 +821,13 @@ impl EvidenceSummary {
         }
     }
 
+    /// A serializable view of [`EvidenceSummary::to_json`]: the same members in the same
+    /// (sorted) order, written without building the object.
+    #[must_use]
+    pub fn wire(&self) -> impl serde::Serialize + '_ {
+        SummaryWire(self)
+    }
+
     /// The summary as JSON (snake_case), for a decision's `observed.evidence`.
     #[must_use]
     pub fn to_json(&self) -> Value {
@@ -593,6 +836,118 @@ impl EvidenceSummary {
             m.insert("rejection_rate".into(), json!((self.rejection_rate() * 1000.0).round() / 1000.0));
         }
         v
+    }
+}
+
+struct SummaryWire<'s>(&'s EvidenceSummary);
+
+impl serde::Serialize for SummaryWire<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let x = self.0;
+        let mut m = s.serialize_map(Some(17))?;
+        m.serialize_entry("approvals", &x.approvals)?;
+        m.serialize_entry("decisions", &x.decisions)?;
+        m.serialize_entry("edits", &x.edits)?;
+        m.serialize_entry("graduation_approvals", &x.graduation_approvals)?;
+        m.serialize_entry("graduation_positive", &x.graduation_positive)?;
+        m.serialize_entry("held", &x.held)?;
+        m.serialize_entry("max_edit_distance", &x.max_edit_distance)?;
+        m.serialize_entry("negative", &x.negative)?;
+        m.serialize_entry("outcomes", &x.outcomes)?;
+        m.serialize_entry("positive", &x.positive)?;
+        m.serialize_entry("receipts", &x.receipts)?;
+        m.serialize_entry("rejection_rate", &((x.rejection_rate() * 1000.0).round() / 1000.0))?;
+        m.serialize_entry("rejections", &x.rejections)?;
+        m.serialize_entry("rollbacks", &x.rollbacks)?;
+        m.serialize_entry("trust_issues", &x.trust_issues)?;
+        m.serialize_entry("weighted_negative", &x.weighted_negative)?;
+        m.serialize_entry("weighted_positive", &x.weighted_positive)?;
+        m.end()
+    }
+}
+
+/// Evidence rows prepared once for many gate decisions (§4.4): the count-based summary of every
+/// canonical class among the rows, so that a decision looks its class up (one hash lookup)
+/// instead of scanning and comparing every row.
+///
+/// Each class's summary is accumulated in row order, so it is bit for bit the
+/// [`EvidenceSummary::of`] of the same rows (floating-point sums included). Building the index is
+/// O(rows); a class without rows has the empty summary (tier `gated`). Pure: no I/O.
+///
+/// ```
+/// use warrant::graduation::evidence::{EvidenceIndex, EvidenceRow, EvidenceSummary, SourceType};
+/// let rows: Vec<EvidenceRow> =
+///     (0..40).map(|_| EvidenceRow::new("draft.response", "approved", Some(SourceType::Receipt), None)).collect();
+/// let index = EvidenceIndex::new(&rows);
+/// assert_eq!(index.summary("draft.response"), EvidenceSummary::of("draft.response", &rows));
+/// assert_eq!(index.summary("email.send.external").positive, 0);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EvidenceIndex {
+    /// Each class with its summary, in order of first appearance.
+    classes: Vec<(String, EvidenceSummary)>,
+    /// Position of each class in `classes`.
+    positions: std::collections::HashMap<String, usize>,
+    rows: usize,
+}
+
+impl EvidenceIndex {
+    /// Indexes `rows` (any classes; each row counts for its own canonical `action_class`).
+    #[must_use]
+    pub fn new<'a>(rows: impl IntoIterator<Item = &'a EvidenceRow>) -> Self {
+        let mut index = Self::default();
+        for row in rows {
+            index.add(row);
+        }
+        index
+    }
+
+    /// Adds one row to its class's summary (rows of one class in a run cost no hash lookup).
+    pub fn add(&mut self, row: &EvidenceRow) {
+        self.rows += 1;
+        if let Some((class, s)) = self.classes.last_mut()
+            && *class == row.action_class
+        {
+            s.add(row);
+            return;
+        }
+        match self.positions.get(row.action_class.as_str()) {
+            Some(&i) => self.classes[i].1.add(row),
+            None => {
+                let mut s = EvidenceSummary::default();
+                s.add(row);
+                self.positions.insert(row.action_class.clone(), self.classes.len());
+                self.classes.push((row.action_class.clone(), s));
+            }
+        }
+    }
+
+    /// The summary of a canonical class: all zero when no row names it.
+    #[must_use]
+    pub fn summary(&self, action_class: &str) -> EvidenceSummary {
+        if self.classes.len() <= 8 {
+            // A few classes: comparing them beats hashing the key.
+            return self.classes.iter().find(|(c, _)| c == action_class).map(|(_, s)| *s).unwrap_or_default();
+        }
+        self.positions.get(action_class).map(|&i| self.classes[i].1).unwrap_or_default()
+    }
+
+    /// The classes with at least one row, with their summaries, in order of first appearance.
+    pub fn classes(&self) -> impl Iterator<Item = (&str, &EvidenceSummary)> {
+        self.classes.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// How many rows were indexed (all classes).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// True when no row was indexed.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
     }
 }
 
@@ -678,6 +1033,31 @@ mod tests {
             let s = EvidenceSummary::of("a.b", [&row]);
             assert_eq!((s.positive, s.negative), (0, 1), "{label}");
         }
+    }
+
+    #[test]
+    fn dates_are_real_calendar_dates() {
+        let format = time::macros::format_description!("[year]-[month]-[day]");
+        for d in [
+            "2024-02-29",
+            "2023-02-29",
+            "0000-01-01",
+            "9999-12-31",
+            "2026-00-10",
+            "2026-13-01",
+            "2026-04-31",
+            "2026-04-30",
+            "2026-1-011",
+            "2026/01/01",
+            "+026-01-01",
+            "2026-01-00",
+            "2026-12-32",
+            "1900-02-29",
+            "2000-02-29",
+        ] {
+            assert_eq!(is_date(d), time::Date::parse(d, format).is_ok(), "{d}");
+        }
+        assert!(is_date("2024-02-29") && !is_date("2023-02-29") && !is_date("2026-04-31"));
     }
 
     #[test]

@@ -21,11 +21,13 @@
 //! A decision is a pure function of its inputs: no I/O, no clock, no randomness.
 
 use super::binding::{self, BindingInput};
-use super::evidence::{EvidenceRow, EvidenceSummary, Tier};
+use super::evidence::{EvidenceIndex, EvidenceSummary, Tier};
 use super::policy::{ClassPolicy, PolicySet};
 use crate::packet::{DecisionState, is_class_id};
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 use std::fmt;
+use std::sync::OnceLock;
 use time::OffsetDateTime;
 
 /// An agent's standing, from the principal's controls (kill switch, quarantine).
@@ -75,8 +77,9 @@ pub struct GateRequest<'a> {
     pub context: &'a Value,
     /// A presented approval: a plain `{state: "approved"}` flag or an exact `ApprovalGrant`.
     pub approval: Option<&'a Value>,
-    /// Evidence rows (any classes; the gate uses those of the requested class).
-    pub evidence: &'a [EvidenceRow],
+    /// The evidence, prepared once with [`EvidenceIndex::new`] (rows of any classes; the gate
+    /// reads the summary of the requested class, §4.4).
+    pub evidence: &'a EvidenceIndex,
     /// The workspace (default principal and binding workspace).
     pub workspace: &'a str,
     /// The decision time.
@@ -193,18 +196,131 @@ impl GraduationPath {
     }
 }
 
+/// What a decision's exact-action binding commits to (§3.5, A2A extension v1), kept unhashed
+/// until it is read: [`Decision::action_binding`] builds the `ActionBinding` object (its
+/// `inputHash` and `actionHash` SHA-256 digests) once and keeps it. The class, the constraints
+/// and the decision time come from the decision itself.
+#[derive(Debug, Clone)]
+pub struct ActionBinding<'a> {
+    /// `workspace`.
+    pub workspace: Cow<'a, str>,
+    /// `principal` (the context's, else the workspace).
+    pub principal: Cow<'a, str>,
+    /// `requestedBy` (the context's `requestedBy`/`requested_by`, else `agent`).
+    pub requested_by: Cow<'a, str>,
+    /// `tenant` (may be empty).
+    pub tenant: Cow<'a, str>,
+    /// `target` (the context's `target`/`recipient`; may be empty).
+    pub target: Cow<'a, str>,
+    /// The exact provider input: the context's `input`, else the requested action.
+    pub input: Cow<'a, Value>,
+    /// The expiry as given (context `expiresAt`, else constraints `expires_at`, else the
+    /// approval's `expiresAt`); `None`: the decision time plus [`binding::DEFAULT_TTL`].
+    pub expires_at: Option<Cow<'a, str>>,
+    /// The nonce as given (context, else approval); `None`: derived from the request.
+    pub nonce: Option<Cow<'a, str>>,
+    value: OnceLock<Value>,
+}
+
+impl PartialEq for ActionBinding<'_> {
+    /// Compares what the binding commits to (not whether it was hashed yet).
+    fn eq(&self, other: &Self) -> bool {
+        self.workspace == other.workspace
+            && self.principal == other.principal
+            && self.requested_by == other.requested_by
+            && self.tenant == other.tenant
+            && self.target == other.target
+            && self.input == other.input
+            && self.expires_at == other.expires_at
+            && self.nonce == other.nonce
+    }
+}
+
+impl ActionBinding<'_> {
+    /// Detaches the binding from the request it borrows from.
+    #[must_use]
+    pub fn into_owned(self) -> ActionBinding<'static> {
+        ActionBinding {
+            workspace: Cow::Owned(self.workspace.into_owned()),
+            principal: Cow::Owned(self.principal.into_owned()),
+            requested_by: Cow::Owned(self.requested_by.into_owned()),
+            tenant: Cow::Owned(self.tenant.into_owned()),
+            target: Cow::Owned(self.target.into_owned()),
+            input: Cow::Owned(self.input.into_owned()),
+            expires_at: self.expires_at.map(|e| Cow::Owned(e.into_owned())),
+            nonce: self.nonce.map(|n| Cow::Owned(n.into_owned())),
+            value: self.value,
+        }
+    }
+
+    /// The `ActionBinding` object for `action_class` (canonical) under `constraints`, decided at
+    /// `now`: the nonce is derived and the expiry defaulted here when the request gave none.
+    fn build(&self, action_class: &str, constraints: &Map<String, Value>, now: OffsetDateTime) -> Value {
+        let default_expiry;
+        let expires_at = match &self.expires_at {
+            Some(e) => e.as_ref(),
+            None => {
+                default_expiry = binding::js_iso(now + binding::DEFAULT_TTL);
+                &default_expiry
+            }
+        };
+        let input_hash = binding::digest(&self.input);
+        let derived;
+        let nonce = match &self.nonce {
+            Some(n) => n.as_ref(),
+            None => {
+                derived = derived_nonce(&[
+                    action_class,
+                    &self.workspace,
+                    &self.principal,
+                    &self.requested_by,
+                    &self.tenant,
+                    &self.target,
+                    &input_hash,
+                    &binding::js_iso(now),
+                ]);
+                &derived
+            }
+        };
+        let constraints_value = Value::Object(constraints.clone());
+        binding::bind_action_with_input_hash(
+            &BindingInput {
+                action_class,
+                workspace: &self.workspace,
+                principal: &self.principal,
+                requested_by: &self.requested_by,
+                tenant: &self.tenant,
+                target: &self.target,
+                input: &self.input,
+                constraints: &constraints_value,
+                expires_at,
+                nonce,
+            },
+            input_hash,
+        )
+    }
+}
+
 /// A gate decision (`decision.schema.json`, plus the reference's `mode`, `tier`,
 /// `autonomy_level`, `allowed`, `needs_approval` and identifiers).
+///
+/// It borrows what it can from the request and the policy set (`'a`);
+/// [`Decision::into_owned`] detaches it. `created_at`, `decision_id` and the exact-action
+/// binding are derived on demand ([`Decision::created_at`], [`Decision::decision_id`],
+/// [`Decision::action_binding`]), so deciding allocates nothing in the common case; the
+/// binding's SHA-256 digests are computed when it is first read, or at decision time when a
+/// presented approval had to be checked against it. [`Decision::to_json`] and
+/// [`Decision::write_json`] give the same JSON.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
+pub struct Decision<'a> {
     /// One of the six states.
     pub status: DecisionState,
     /// The canonical class.
-    pub action_class: String,
+    pub action_class: Cow<'a, str>,
     /// The class as requested.
-    pub requested_class: String,
+    pub requested_class: Cow<'a, str>,
     /// A fixed English sentence (the reference's, for its rules).
-    pub reason: String,
+    pub reason: Cow<'static, str>,
     /// The mode.
     pub mode: Mode,
     /// The count-based tier of the class's evidence.
@@ -215,29 +331,79 @@ pub struct Decision {
     pub allowed: bool,
     /// Does the principal need to act?
     pub needs_approval: bool,
-    /// The constraints that apply.
-    pub constraints: Map<String, Value>,
+    /// The constraints that apply (the policy's, narrowed by the context's).
+    pub constraints: Cow<'a, Map<String, Value>>,
     /// How the class could graduate; absent when allowed or pending consumption.
     pub graduation_path: Option<GraduationPath>,
     /// A valid grant must be consumed atomically before execution.
     pub requires_atomic_consumption: bool,
     /// The agent should prepare an approval packet (the reference's `packet`).
     pub approval_packet_required: bool,
-    /// `tgd_<YYYYMMDDhhmmss>_<slug of the requested class>`.
-    pub decision_id: String,
-    /// The decision time, JS ISO form.
-    pub created_at: String,
-    /// The exact-action binding, for classes that need approval.
-    pub action_binding: Option<Value>,
+    /// The decision time (the request's `now`).
+    pub now: OffsetDateTime,
+    /// What the exact-action binding commits to, for classes that need approval
+    /// ([`Decision::action_binding`] gives the object).
+    pub binding: Option<ActionBinding<'a>>,
     /// The presented approval's check result, when one was presented.
     pub approval_check: Option<Result<&'static str, &'static str>>,
     /// The evidence summary of the class.
     pub summary: EvidenceSummary,
     /// The requested action (`context.requestedAction`, else the context).
-    pub requested_action: Value,
+    pub requested_action: Cow<'a, Value>,
 }
 
-impl Decision {
+impl Decision<'_> {
+    /// The decision time, JS ISO form (`2026-05-30T12:00:00.000Z`).
+    #[must_use]
+    pub fn created_at(&self) -> String {
+        binding::js_iso(self.now)
+    }
+
+    /// `tgd_<YYYYMMDDhhmmss>_<slug of the requested class>`.
+    #[must_use]
+    pub fn decision_id(&self) -> String {
+        self.decision_id_at(&self.created_at())
+    }
+
+    /// [`Decision::decision_id`] from an already formatted `created_at`.
+    fn decision_id_at(&self, created_at: &str) -> String {
+        format!("tgd_{}_{}", stamp14(created_at), slug(&self.requested_class))
+    }
+
+    /// The exact-action binding (`ActionBinding`, §3.5) for classes that need approval, built on
+    /// first use: `inputHash` and `actionHash` are `sha256:` digests of canonical JSON, the
+    /// nonce is derived from the request when it gave none, the expiry defaults to the decision
+    /// time plus 10 minutes.
+    #[must_use]
+    pub fn action_binding(&self) -> Option<&Value> {
+        self.binding.as_ref().map(|b| b.value.get_or_init(|| b.build(&self.action_class, &self.constraints, self.now)))
+    }
+
+    /// Detaches the decision from the request and policy set it borrows from.
+    #[must_use]
+    pub fn into_owned(self) -> Decision<'static> {
+        Decision {
+            status: self.status,
+            action_class: Cow::Owned(self.action_class.into_owned()),
+            requested_class: Cow::Owned(self.requested_class.into_owned()),
+            reason: self.reason,
+            mode: self.mode,
+            tier: self.tier,
+            autonomy_level: self.autonomy_level,
+            allowed: self.allowed,
+            needs_approval: self.needs_approval,
+            constraints: Cow::Owned(self.constraints.into_owned()),
+            graduation_path: self.graduation_path,
+            requires_atomic_consumption: self.requires_atomic_consumption,
+            approval_packet_required: self.approval_packet_required,
+            now: self.now,
+            binding: self.binding.map(ActionBinding::into_owned),
+            approval_check: self.approval_check,
+            summary: self.summary,
+            requested_action: Cow::Owned(self.requested_action.into_owned()),
+        }
+    }
+
     /// The decision as a portable v0.1 decision object (`decision.schema.json`; its
     /// `additionalProperties: true` admits the extra members).
     #[must_use]
@@ -251,7 +417,7 @@ impl Decision {
         m.insert("autonomy_level".into(), json!(self.autonomy_level));
         m.insert("allowed".into(), json!(self.allowed));
         m.insert("needs_approval".into(), json!(self.needs_approval));
-        m.insert("constraints".into(), Value::Object(self.constraints.clone()));
+        m.insert("constraints".into(), Value::Object(self.constraints.clone().into_owned()));
         if let Some(g) = &self.graduation_path {
             m.insert("graduationPath".into(), g.to_json());
         }
@@ -259,9 +425,9 @@ impl Decision {
             m.insert("requires_atomic_consumption".into(), json!(true));
         }
         m.insert("approval_packet_required".into(), json!(self.approval_packet_required));
-        m.insert("decision_id".into(), json!(self.decision_id));
-        m.insert("created_at".into(), json!(self.created_at));
-        if let Some(b) = &self.action_binding {
+        m.insert("decision_id".into(), json!(self.decision_id()));
+        m.insert("created_at".into(), json!(self.created_at()));
+        if let Some(b) = self.action_binding() {
             m.insert("action_binding".into(), b.clone());
         }
         let mut observed = Map::new();
@@ -279,6 +445,99 @@ impl Decision {
         m.insert("observed".into(), Value::Object(observed));
         Value::Object(m)
     }
+
+    /// Appends [`Decision::to_json`]'s compact serialization to `out` without building it: the
+    /// same bytes (members in the same sorted order), plus an `id` member in its sorted place
+    /// when `id` is given (how `warrant eval` echoes a request id).
+    ///
+    /// # Errors
+    /// Only those of writing into `out` through serde_json (none for a `Vec`).
+    pub fn write_json(&self, id: Option<&Value>, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        serde_json::to_writer(out, &DecisionWire { d: self, id })
+    }
+}
+
+/// The wire form of a decision, members in `BTreeMap` order (as `to_json` serializes).
+struct DecisionWire<'d, 'a> {
+    d: &'d Decision<'a>,
+    id: Option<&'d Value>,
+}
+
+impl serde::Serialize for DecisionWire<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let d = self.d;
+        let mut m = s.serialize_map(None)?;
+        if let Some(b) = d.action_binding() {
+            m.serialize_entry("action_binding", b)?;
+        }
+        m.serialize_entry("action_class", d.action_class.as_ref())?;
+        m.serialize_entry("allowed", &d.allowed)?;
+        m.serialize_entry("approval_packet_required", &d.approval_packet_required)?;
+        m.serialize_entry("autonomy_level", &d.autonomy_level)?;
+        m.serialize_entry("constraints", d.constraints.as_ref())?;
+        let created_at = d.created_at();
+        m.serialize_entry("created_at", &created_at)?;
+        m.serialize_entry("decision_id", &d.decision_id_at(&created_at))?;
+        if let Some(g) = &d.graduation_path {
+            m.serialize_entry("graduationPath", &PathWire(g))?;
+        }
+        if let Some(id) = self.id {
+            m.serialize_entry("id", id)?;
+        }
+        m.serialize_entry("mode", d.mode.as_str())?;
+        m.serialize_entry("needs_approval", &d.needs_approval)?;
+        m.serialize_entry("observed", &ObservedWire(d))?;
+        m.serialize_entry("reason", d.reason.as_ref())?;
+        if d.requires_atomic_consumption {
+            m.serialize_entry("requires_atomic_consumption", &true)?;
+        }
+        m.serialize_entry("status", d.status.as_str())?;
+        m.serialize_entry("tier", d.tier.as_str())?;
+        m.end()
+    }
+}
+
+struct PathWire<'g>(&'g GraduationPath);
+
+impl serde::Serialize for PathWire<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let g = self.0;
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("current", &g.current)?;
+        m.serialize_entry("needed", &g.needed)?;
+        m.serialize_entry("next_best_action", g.next_best_action.as_str())?;
+        m.serialize_entry("required_evidence", g.required_evidence)?;
+        m.serialize_entry("safe_fallback_action_class", g.safe_fallback_action_class)?;
+        m.end()
+    }
+}
+
+struct ObservedWire<'d, 'a>(&'d Decision<'a>);
+
+impl serde::Serialize for ObservedWire<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let d = self.0;
+        let mut m = s.serialize_map(None)?;
+        if let Some(check) = d.approval_check {
+            let (valid, code) = match check {
+                Ok(code) => (true, code),
+                Err(code) => (false, code),
+            };
+            m.serialize_entry("approval", &ApprovalWire { valid, code })?;
+        }
+        m.serialize_entry("evidence", &d.summary.wire())?;
+        m.serialize_entry("requested_action_class", d.requested_class.as_ref())?;
+        m.end()
+    }
+}
+
+#[derive(serde::Serialize)]
+struct ApprovalWire {
+    code: &'static str,
+    valid: bool,
 }
 
 /// The constraint vocabulary of `decision.schema.json` (ten keys).
@@ -311,6 +570,34 @@ const EVIDENCE_RECEIPT: &[&str] = &["approval or correction receipt for the same
 /// characters, `action` when empty.
 #[must_use]
 pub fn slug(s: &str) -> String {
+    if s.is_ascii() {
+        // ASCII lower-cases byte by byte: the same result without the per-char Unicode pass.
+        let mut out = String::with_capacity(s.len().min(60));
+        let mut dash = false;
+        for b in s.bytes().map(|b| b.to_ascii_lowercase()) {
+            if b.is_ascii_lowercase() || b.is_ascii_digit() {
+                if dash && !out.is_empty() {
+                    out.push('-');
+                    if out.len() == 60 {
+                        break;
+                    }
+                }
+                dash = false;
+                out.push(char::from(b));
+                if out.len() == 60 {
+                    break;
+                }
+            } else {
+                dash = true;
+            }
+        }
+        return if out.is_empty() { "action".into() } else { out };
+    }
+    slug_chars(s)
+}
+
+/// [`slug`] for any text, character by character.
+fn slug_chars(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars().flat_map(char::to_lowercase) {
         if c.is_ascii_lowercase() || c.is_ascii_digit() {
@@ -430,8 +717,55 @@ pub fn check_constraints(c: &Map<String, Value>) -> Result<(), String> {
     Ok(())
 }
 
-fn str_of<'a>(ctx: &'a Value, keys: &[&str]) -> Option<&'a str> {
-    keys.iter().find_map(|k| ctx.get(*k).and_then(Value::as_str))
+/// The context members the gate reads, found in one pass over the context object (instead of a
+/// map lookup per member).
+#[derive(Default)]
+struct ContextView<'a> {
+    principal: Option<&'a Value>,
+    requested_by: Option<&'a Value>,
+    requested_by_snake: Option<&'a Value>,
+    tenant: Option<&'a Value>,
+    target: Option<&'a Value>,
+    recipient: Option<&'a Value>,
+    input: Option<&'a Value>,
+    requested_action: Option<&'a Value>,
+    constraints: Option<&'a Value>,
+    expires_at: Option<&'a Value>,
+    nonce: Option<&'a Value>,
+    asynchronous_approval: Option<&'a Value>,
+    approval_state: Option<&'a Value>,
+}
+
+impl<'a> ContextView<'a> {
+    fn of(ctx: &'a Value) -> Self {
+        let mut v = ContextView::default();
+        let Value::Object(m) = ctx else { return v };
+        for (k, value) in m {
+            let slot = match k.as_str() {
+                "principal" => &mut v.principal,
+                "requestedBy" => &mut v.requested_by,
+                "requested_by" => &mut v.requested_by_snake,
+                "tenant" => &mut v.tenant,
+                "target" => &mut v.target,
+                "recipient" => &mut v.recipient,
+                "input" => &mut v.input,
+                "requestedAction" => &mut v.requested_action,
+                "constraints" => &mut v.constraints,
+                "expiresAt" => &mut v.expires_at,
+                "nonce" => &mut v.nonce,
+                "asynchronousApproval" => &mut v.asynchronous_approval,
+                "approvalState" => &mut v.approval_state,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        v
+    }
+}
+
+/// The first of `members` that is a string (as `ctx.get(k).and_then(Value::as_str)` in order).
+fn str_of<'a>(members: &[Option<&'a Value>]) -> Option<&'a str> {
+    members.iter().find_map(|m| m.and_then(Value::as_str))
 }
 
 /// A nonce derived from the request (UUID-shaped), for requests that bring none: the same exact
@@ -452,7 +786,7 @@ fn derived_nonce(parts: &[&str]) -> String {
 struct Outcome {
     status: DecisionState,
     mode: Mode,
-    reason: String,
+    reason: Cow<'static, str>,
     allowed: bool,
     needs_approval: bool,
     packet: bool,
@@ -460,7 +794,13 @@ struct Outcome {
 }
 
 impl Outcome {
-    fn review(asynchronous: bool, mode: Mode, reason: String, next: NextAction, fallback: &'static str) -> Self {
+    fn review(
+        asynchronous: bool,
+        mode: Mode,
+        reason: Cow<'static, str>,
+        next: NextAction,
+        fallback: &'static str,
+    ) -> Self {
         Outcome {
             status: if asynchronous { DecisionState::Deferred } else { DecisionState::ReviewRequired },
             mode,
@@ -472,7 +812,7 @@ impl Outcome {
         }
     }
 
-    fn blocked(reason: String) -> Self {
+    fn blocked(reason: Cow<'static, str>) -> Self {
         Outcome {
             status: DecisionState::Blocked,
             mode: Mode::Denied,
@@ -488,116 +828,103 @@ impl Outcome {
 /// Decides whether `req.action_class` may execute now (§3.2, with warrant's fail-closed
 /// `blocked` rules first). Never fails: anything the gate cannot establish ends in a state
 /// where `allowed` is false.
+///
+/// The class's evidence is read from the prepared [`EvidenceIndex`] (one lookup), and nothing is
+/// hashed unless a presented approval must be checked against the exact-action binding; the
+/// binding is otherwise built when [`Decision::action_binding`] is first called.
 #[must_use]
-pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
-    let canonical = policies.normalize(req.action_class);
-    let policy: std::borrow::Cow<'_, ClassPolicy> = policies.policy(&canonical);
-    let summary = EvidenceSummary::of(&canonical, req.evidence);
+pub fn can_execute<'a>(policies: &'a PolicySet, req: &GateRequest<'a>) -> Decision<'a> {
+    static NULL: Value = Value::Null;
+    let canonical = policies.normalize_cow(req.action_class);
+    let class_ok = is_class_id(&canonical);
+    let policy: Cow<'a, ClassPolicy> = policies.policy(&canonical);
+    let summary = req.evidence.summary(&canonical);
     let tier = summary.tier();
     let level = tier.autonomy_level();
-    let ctx = if req.context.is_object() { req.context } else { &Value::Null };
-    let created_at = binding::js_iso(req.now);
-    let malformed_constraints = match ctx.get("constraints") {
-        Some(Value::Object(c)) => check_constraints(c).err(),
+    let ctx: &'a Value = if req.context.is_object() { req.context } else { &NULL };
+    let view = ContextView::of(ctx);
+    let ctx_constraints = match view.constraints {
+        Some(Value::Object(c)) => Some(c),
         _ => None,
     };
-    let constraints = match ctx.get("constraints") {
-        Some(Value::Object(c)) if malformed_constraints.is_none() => merge_constraints(&policy.constraints, c),
-        _ => policy.constraints.clone(),
+    let malformed_constraints = ctx_constraints.and_then(|c| check_constraints(c).err());
+    let constraints: Cow<'a, Map<String, Value>> = match (ctx_constraints, &policy) {
+        (Some(c), _) if malformed_constraints.is_none() && !c.is_empty() => {
+            Cow::Owned(merge_constraints(&policy.constraints, c))
+        }
+        (_, Cow::Borrowed(p)) => {
+            let p: &'a ClassPolicy = p;
+            Cow::Borrowed(&p.constraints)
+        }
+        (_, Cow::Owned(p)) => Cow::Owned(p.constraints.clone()),
     };
-    let requested_action = match ctx.get("requestedAction") {
-        Some(v @ Value::Object(_)) => v.clone(),
-        _ if ctx.is_object() => ctx.clone(),
-        _ => json!({}),
+    let requested_action: Cow<'a, Value> = match view.requested_action {
+        Some(v @ Value::Object(_)) => Cow::Borrowed(v),
+        _ if ctx.is_object() => Cow::Borrowed(ctx),
+        _ => Cow::Owned(Value::Object(Map::new())),
     };
-    let asynchronous = truthy(ctx.get("asynchronousApproval"));
+    let asynchronous = truthy(view.asynchronous_approval);
     let approval_presented = req.approval.and_then(|a| a.get("state")).and_then(Value::as_str) == Some("approved")
-        || ctx.get("approvalState").and_then(Value::as_str) == Some("approved");
+        || view.approval_state.and_then(Value::as_str) == Some("approved");
     let approval_required = policy.approval_required();
 
-    let mut action_binding = None;
+    let mut binding = None;
     let mut approval_check = None;
-    if approval_required && !policy.is_human_only() && is_class_id(&canonical) {
-        let principal = str_of(ctx, &["principal"]).unwrap_or(req.workspace);
-        let requested_by = str_of(ctx, &["requestedBy", "requested_by"]).unwrap_or("agent");
-        let tenant = str_of(ctx, &["tenant"]).unwrap_or("");
-        let target = str_of(ctx, &["target", "recipient"]).unwrap_or("");
-        let input = ctx.get("input").unwrap_or(&requested_action);
-        let default_expiry;
-        let expires_at = match str_of(ctx, &["expiresAt"])
-            .or_else(|| constraints.get("expires_at").and_then(Value::as_str))
-            .or_else(|| req.approval.and_then(|a| a.get("expiresAt")).and_then(Value::as_str))
-        {
-            Some(e) => e,
-            None => {
-                default_expiry = binding::js_iso(req.now + binding::DEFAULT_TTL);
-                &default_expiry
-            }
-        };
-        let input_hash = binding::digest(input);
-        let derived;
-        let nonce = match str_of(ctx, &["nonce"])
+    if approval_required && !policy.is_human_only() && class_ok {
+        let expires_at = str_of(&[view.expires_at])
+            .map(Cow::Borrowed)
+            .or_else(|| constraints.get("expires_at").and_then(Value::as_str).map(|e| Cow::Owned(e.to_owned())))
+            .or_else(|| req.approval.and_then(|a| a.get("expiresAt")).and_then(Value::as_str).map(Cow::Borrowed));
+        let nonce = str_of(&[view.nonce])
             .or_else(|| req.approval.and_then(|a| a.get("nonce")).and_then(Value::as_str))
-        {
-            Some(n) => n,
-            None => {
-                derived = derived_nonce(&[
-                    &canonical,
-                    req.workspace,
-                    principal,
-                    requested_by,
-                    tenant,
-                    target,
-                    &input_hash,
-                    &created_at,
-                ]);
-                &derived
-            }
-        };
-        let constraints_value = Value::Object(constraints.clone());
-        let b = binding::bind_action(&BindingInput {
-            action_class: &canonical,
-            workspace: req.workspace,
-            principal,
-            requested_by,
-            tenant,
-            target,
-            input,
-            constraints: &constraints_value,
+            .map(Cow::Borrowed);
+        let b = ActionBinding {
+            workspace: Cow::Borrowed(req.workspace),
+            principal: Cow::Borrowed(str_of(&[view.principal]).unwrap_or(req.workspace)),
+            requested_by: Cow::Borrowed(str_of(&[view.requested_by, view.requested_by_snake]).unwrap_or("agent")),
+            tenant: Cow::Borrowed(str_of(&[view.tenant]).unwrap_or("")),
+            target: Cow::Borrowed(str_of(&[view.target, view.recipient]).unwrap_or("")),
+            input: view.input.map_or_else(|| requested_action.clone(), Cow::Borrowed),
             expires_at,
             nonce,
-        });
+            value: OnceLock::new(),
+        };
         if approval_presented {
-            approval_check = Some(binding::validate_grant(&b, req.approval, req.now));
+            let built = b.value.get_or_init(|| b.build(&canonical, &constraints, req.now));
+            approval_check = Some(binding::validate_grant(built, req.approval, req.now));
         }
-        action_binding = Some(b);
+        binding = Some(b);
     }
     let valid_grant = matches!(approval_check, Some(Ok(_)));
 
-    let outcome = if !is_class_id(&canonical) {
-        Outcome::blocked(format!(
+    let outcome = if !class_ok {
+        Outcome::blocked(Cow::Owned(format!(
             "{:?} is not an action class (like email.send.external); the gate fails closed.",
             req.action_class
-        ))
+        )))
     } else if let Some(why) = malformed_constraints {
-        Outcome::blocked(format!("The request's {why}; the gate fails closed."))
+        Outcome::blocked(Cow::Owned(format!("The request's {why}; the gate fails closed.")))
     } else if !req.chain_intact {
-        Outcome::blocked("The evidence chain does not verify; nothing runs until the principal examines it.".into())
-    } else if req.agent == AgentStanding::Killed {
-        Outcome::blocked(
-            "The agent was stopped by the kill switch; it may not act until the principal restores it.".into(),
-        )
-    } else if req.agent == AgentStanding::Quarantined {
-        Outcome::blocked("The agent is quarantined; its actions are denied until the principal releases it.".into())
-    } else if policies.strict && policies.registered(&canonical).is_none() {
-        Outcome::blocked(format!(
-            "Unknown action class {canonical}: the policy is strict and no local class declares it."
+        Outcome::blocked(Cow::Borrowed(
+            "The evidence chain does not verify; nothing runs until the principal examines it.",
         ))
+    } else if req.agent == AgentStanding::Killed {
+        Outcome::blocked(Cow::Borrowed(
+            "The agent was stopped by the kill switch; it may not act until the principal restores it.",
+        ))
+    } else if req.agent == AgentStanding::Quarantined {
+        Outcome::blocked(Cow::Borrowed(
+            "The agent is quarantined; its actions are denied until the principal releases it.",
+        ))
+    } else if policies.strict && policies.registered(&canonical).is_none() {
+        Outcome::blocked(Cow::Owned(format!(
+            "Unknown action class {canonical}: the policy is strict and no local class declares it."
+        )))
     } else if policy.is_human_only() {
         Outcome {
             status: DecisionState::HumanOnly,
             mode: Mode::HumanOnly,
-            reason: R_HUMAN_ONLY.into(),
+            reason: Cow::Borrowed(R_HUMAN_ONLY),
             allowed: false,
             needs_approval: true,
             packet: false,
@@ -605,8 +932,8 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
         }
     } else if approval_required && !valid_grant {
         let reason = match approval_check {
-            Some(Err(code)) => format!("Presented approval does not authorize this exact action: {code}."),
-            _ => R_APPROVAL.into(),
+            Some(Err(code)) => Cow::Owned(format!("Presented approval does not authorize this exact action: {code}.")),
+            _ => Cow::Borrowed(R_APPROVAL),
         };
         Outcome::review(
             asynchronous,
@@ -619,7 +946,7 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
         Outcome {
             status: DecisionState::Deferred,
             mode: Mode::PendingAtomicConsumption,
-            reason: R_GRANT.into(),
+            reason: Cow::Borrowed(R_GRANT),
             allowed: false,
             needs_approval: false,
             packet: false,
@@ -629,7 +956,7 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
         Outcome::review(
             asynchronous,
             Mode::ReviewOnly,
-            R_REVIEW.into(),
+            Cow::Borrowed(R_REVIEW),
             NextAction::RequestPrincipalApproval,
             "draft.response",
         )
@@ -637,10 +964,10 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
         Outcome::review(
             false,
             Mode::InsufficientEvidence,
-            format!(
+            Cow::Owned(format!(
                 "Action requires autonomy level {}; current evidence supports level {level}.",
                 policy.minimum_level
-            ),
+            )),
             NextAction::CollectReceipt,
             fallback_for(&canonical),
         )
@@ -653,7 +980,7 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
                 Tier::Supervised => Mode::Supervised,
                 _ => Mode::Allowed,
             },
-            reason: R_ALLOWED.into(),
+            reason: Cow::Borrowed(R_ALLOWED),
             allowed: true,
             needs_approval: false,
             packet: false,
@@ -663,7 +990,6 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
     let requires_atomic_consumption = outcome.mode == Mode::PendingAtomicConsumption;
     Decision {
         status: outcome.status,
-        decision_id: format!("tgd_{}_{}", stamp14(&created_at), slug(req.action_class)),
         graduation_path: outcome.path.map(|(next, fallback)| GraduationPath {
             needed: policy.minimum_level,
             current: level,
@@ -671,8 +997,8 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
             safe_fallback_action_class: fallback,
             required_evidence: if policy.requires_approval { EVIDENCE_APPROVAL } else { EVIDENCE_RECEIPT },
         }),
-        action_class: canonical.clone(),
-        requested_class: req.action_class.to_owned(),
+        action_class: canonical,
+        requested_class: Cow::Borrowed(req.action_class),
         reason: outcome.reason,
         mode: outcome.mode,
         tier,
@@ -682,8 +1008,8 @@ pub fn can_execute(policies: &PolicySet, req: &GateRequest<'_>) -> Decision {
         constraints,
         requires_atomic_consumption,
         approval_packet_required: outcome.packet,
-        created_at,
-        action_binding,
+        now: req.now,
+        binding,
         approval_check,
         summary,
         requested_action,
@@ -700,6 +1026,27 @@ mod tests {
         assert_eq!(slug("--A__b--"), "a-b");
         assert_eq!(slug("..."), "action");
         assert_eq!(slug(&"x".repeat(80)).len(), 60);
+        let long = format!("{}..yy", "x".repeat(59));
+        for s in [
+            "email.send.external",
+            "--A__b--",
+            "...",
+            "",
+            "Draft_Response",
+            "a",
+            "-a-",
+            "a--b",
+            &long,
+            &long[1..],
+            &"ab.".repeat(30),
+            "İx",
+            "\u{212a}elvin",
+            "ÉMAIL.send",
+            "x\u{0}y",
+        ] {
+            assert_eq!(slug(s), slug_chars(s), "{s:?}");
+        }
+        assert!(slug(&long).ends_with('-'));
     }
 
     #[test]

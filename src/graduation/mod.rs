@@ -18,8 +18,8 @@ pub mod policy;
 pub mod posterior;
 pub mod receipt;
 
-pub use evidence::{EvidenceRow, EvidenceSummary, SourceType, Tier};
-pub use gate::{AgentStanding, Decision, GateRequest, can_execute};
+pub use evidence::{EvidenceIndex, EvidenceRow, EvidenceSummary, SourceType, Tier};
+pub use gate::{ActionBinding, AgentStanding, Decision, GateRequest, can_execute};
 pub use policy::{ClassPolicy, PolicySet, Threshold};
 pub use posterior::Posterior;
 

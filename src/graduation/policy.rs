@@ -380,6 +380,8 @@ struct ClassDef {
 pub struct PolicySet {
     classes: Vec<ClassPolicy>,
     aliases: HashMap<String, String>,
+    /// Bit `n` set when some alias is `n` bytes long (`n` < 64; longer ones are always looked up).
+    alias_lengths: u64,
     /// Unknown classes are `blocked` instead of inferred.
     pub strict: bool,
     thresholds: HashMap<String, Threshold>,
@@ -403,6 +405,7 @@ impl PolicySet {
         PolicySet {
             classes: CANONICAL.iter().map(canonical_policy).collect(),
             aliases: registry::ALIASES.iter().map(|(a, c)| ((*a).to_owned(), (*c).to_owned())).collect(),
+            alias_lengths: registry::ALIASES.iter().fold(0, |m, (a, _)| m | length_bit(a)),
             strict: false,
             thresholds: builtin_thresholds(),
             tools: BTreeMap::new(),
@@ -457,6 +460,7 @@ impl PolicySet {
                 continue;
             }
             for alias in &policy.aliases {
+                self.alias_lengths |= length_bit(alias);
                 self.aliases.entry(alias.clone()).or_insert_with(|| policy.id.clone());
             }
             self.classes.push(policy);
@@ -564,6 +568,25 @@ impl PolicySet {
     /// Normalizes an id as the reference does, using this set's alias table too.
     #[must_use]
     pub fn normalize(&self, id: &str) -> String {
+        self.normalize_cow(id).into_owned()
+    }
+
+    /// [`PolicySet::normalize`] without allocating in the common case: an id already made only of
+    /// `[a-z0-9.]` is borrowed (or its alias target, borrowed from this set); anything else is
+    /// trimmed, lower-cased and dotted as `normalize` does.
+    #[must_use]
+    pub fn normalize_cow<'a>(&'a self, id: &'a str) -> Cow<'a, str> {
+        if id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.') {
+            // No alias has this length: no need to hash the id.
+            if id.len() >= 64 || self.alias_lengths & (1 << id.len()) != 0 {
+                return Cow::Borrowed(self.aliases.get(id).map_or(id, String::as_str));
+            }
+            return Cow::Borrowed(id);
+        }
+        Cow::Owned(self.normalize_slow(id))
+    }
+
+    fn normalize_slow(&self, id: &str) -> String {
         let raw = id.trim().to_lowercase();
         if let Some(c) = self.aliases.get(&raw) {
             return c.clone();
@@ -595,6 +618,12 @@ impl PolicySet {
     pub fn threshold(&self, canonical: &str) -> Threshold {
         self.thresholds.get(canonical).or_else(|| self.thresholds.get("default")).copied().unwrap_or(DEFAULT_THRESHOLD)
     }
+}
+
+/// The bit of [`PolicySet`]'s alias-length filter for `alias` (0 for 64 bytes and longer, which
+/// are always looked up).
+fn length_bit(alias: &str) -> u64 {
+    if alias.len() < 64 { 1 << alias.len() } else { 0 }
 }
 
 fn class_from_def(def: ClassDef) -> Result<ClassPolicy, PolicyError> {
@@ -721,7 +750,7 @@ mod tests {
             [[class]]
             id = "crm.record.update"
             type = "external controlled"
-            aliases = ["crm_update"]
+            aliases = ["crm_update", "crm.upd"]
             constraints = { rate_limit = { count = 10, window = "PT1H" } }
             [thresholds."crm.record.update"]
             ci_low_min = 0.85
@@ -731,6 +760,21 @@ mod tests {
         .expect("valid policy");
         assert!(set.strict);
         assert_eq!(set.normalize("crm_update"), "crm.record.update");
+        assert_eq!(set.normalize("crm.upd"), "crm.record.update");
+        // The allocation-free path agrees with the general one.
+        let ids = registry::ALIASES.iter().flat_map(|(a, c)| [*a, *c]).chain([
+            "crm.upd",
+            "crm_upd",
+            "crm.update",
+            " Draft.Response ",
+            "payment.spend",
+            "widget.thing",
+            "a",
+            "",
+        ]);
+        for id in ids {
+            assert_eq!(set.normalize_cow(id), set.normalize_slow(id), "{id:?}");
+        }
         let p = set.registered("crm.record.update").expect("registered");
         assert_eq!((p.kind, p.risk, p.minimum_level), (ClassType::ExternalControlled, Risk::Medium, 3));
         assert_eq!(p.constraints["rate_limit"]["count"], 10);

@@ -183,23 +183,22 @@ pub fn receipt_evidence(receipt: &Value, max_provenance: Option<SourceType>) -> 
 /// The `packet_id` is `tg_<YYYYMMDDhhmmss>_<class slug>_<8 hex>` where the hex digits commit to
 /// the proposed action, the agent and the time, so the function stays pure.
 #[must_use]
-pub fn prepare_approval_packet(decision: &Decision, evidence: &[EvidenceRow], agent: &str, summary: &str) -> Value {
-    let created = crate::clock::parse_rfc3339(&decision.created_at);
-    let created_at = created.map_or_else(|| decision.created_at.clone(), crate::clock::format_rfc3339);
+pub fn prepare_approval_packet(decision: &Decision<'_>, evidence: &[EvidenceRow], agent: &str, summary: &str) -> Value {
+    let decided_at = decision.created_at();
+    let created = crate::clock::parse_rfc3339(&decided_at);
+    let created_at = created.map_or_else(|| decided_at.clone(), crate::clock::format_rfc3339);
     let expires_at = decision
-        .action_binding
-        .as_ref()
+        .action_binding()
         .and_then(|b| b.get("expiresAt"))
         .and_then(Value::as_str)
         .map(str::to_owned)
         .or_else(|| created.map(|t| crate::clock::format_rfc3339(t + super::binding::DEFAULT_TTL)));
-    let commitment = canonical::canonical_digest(
-        &json!({"action": decision.requested_action, "agent": agent, "at": decision.created_at}),
-    );
-    let digits: String = decision.created_at.bytes().filter(u8::is_ascii_digit).take(14).map(char::from).collect();
+    let commitment =
+        canonical::canonical_digest(&json!({"action": decision.requested_action, "agent": agent, "at": decided_at}));
+    let digits: String = decided_at.bytes().filter(u8::is_ascii_digit).take(14).map(char::from).collect();
     let packet_id =
         format!("tg_{digits}_{}_{}", super::gate::slug(&decision.action_class), &canonical::hex(&commitment)[..8]);
-    let today = &decision.created_at[..decision.created_at.len().min(10)];
+    let today = &decided_at[..decided_at.len().min(10)];
     let rows: Vec<Value> =
         evidence.iter().filter(|r| r.action_class == decision.action_class).map(|r| r.to_json(today)).collect();
     let mut m = Map::new();
@@ -208,7 +207,7 @@ pub fn prepare_approval_packet(decision: &Decision, evidence: &[EvidenceRow], ag
     m.insert("agent".into(), json!(agent));
     m.insert("summary".into(), json!(summary));
     m.insert("action_class".into(), json!(decision.action_class));
-    m.insert("proposed_action".into(), decision.requested_action.clone());
+    m.insert("proposed_action".into(), decision.requested_action.clone().into_owned());
     m.insert("decision".into(), decision.to_json());
     m.insert("external_actions".into(), json!(0));
     m.insert("evidence".into(), json!(rows));
@@ -217,7 +216,7 @@ pub fn prepare_approval_packet(decision: &Decision, evidence: &[EvidenceRow], ag
     if let Some(e) = expires_at {
         m.insert("expires_at".into(), json!(e));
     }
-    if let Some(b) = &decision.action_binding {
+    if let Some(b) = decision.action_binding() {
         m.insert("action_binding".into(), b.clone());
     }
     m.insert(
