@@ -87,10 +87,24 @@ impl Config {
     pub fn load() -> Result<Self, String> {
         let path = config_dir().join("config.toml");
         match read_text_file(&path, MAX_CONFIG_BYTES) {
-            Ok(text) => toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display())),
+            Ok(text) => Self::parse(&text).map_err(|e| format!("{}: {e}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(format!("{}: {e}", path.display())),
         }
+    }
+
+    /// Parses the text of a `config.toml` (every key optional, unknown keys refused).
+    ///
+    /// # Errors
+    /// The TOML parser's message.
+    ///
+    /// ```
+    /// let c = warrant::config::Config::parse("principal = \"alice\"\nrescan_seconds = 2").unwrap();
+    /// assert_eq!(c.principal.as_deref(), Some("alice"));
+    /// assert!(warrant::config::Config::parse("colour = \"red\"").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
     }
 
     /// The principal's name (see the module docs for the order).

@@ -153,13 +153,15 @@ pub fn build_receipt(r: &ReceiptInput<'_>) -> Value {
 /// The evidence row a receipt stands for: its class, the label of its outcome (or of its own
 /// `label`/`outcome` text for foreign receipts), its date, and `source_type` — at most
 /// `max_provenance` (a receipt file an agent dropped in the spool counts at most as a
-/// connector's).
+/// connector's). `None` when the class is not an action class; `recorded_at` is the
+/// `created_at` only when that is RFC 3339, so the row is one [`EvidenceRow::from_json`] accepts.
 #[must_use]
 pub fn receipt_evidence(receipt: &Value, max_provenance: Option<SourceType>) -> Option<EvidenceRow> {
     fn first<'v>(receipt: &'v Value, keys: &[&str]) -> Option<&'v str> {
         keys.iter().find_map(|k| receipt.get(*k).and_then(Value::as_str))
     }
-    let class = first(receipt, &["action_class", "actionClass"])?;
+    let class = first(receipt, &["action_class", "actionClass"])
+        .filter(|c| crate::packet::is_class_id(&crate::registry::normalize(c)))?;
     let outcome = first(receipt, &["outcome"])?;
     let label = ReceiptOutcome::parse(outcome).map_or(outcome, |o| o.label());
     let declared = first(receipt, &["source_type", "sourceType"]).and_then(SourceType::parse);
@@ -172,7 +174,7 @@ pub fn receipt_evidence(receipt: &Value, max_provenance: Option<SourceType>) -> 
     let date = created.and_then(|c| c.get(..10)).filter(|d| super::evidence::is_date(d)).map(str::to_owned);
     let mut row = EvidenceRow::new(class, label, source_type, date);
     row.receipt_id = first(receipt, &["receipt_id", "receiptId"]).map(str::to_owned);
-    row.recorded_at = created.map(str::to_owned);
+    row.recorded_at = created.filter(|c| crate::clock::parse_rfc3339(c).is_some()).map(str::to_owned);
     row.source = Some(if max_provenance.is_some() { "spool" } else { "chain" }.to_owned());
     Some(row)
 }

@@ -1,0 +1,7 @@
+//! Fuzz target `receipt`: see `warrant_fuzz::receipt` (`tests/fuzz_harness/mod.rs`) for what it feeds
+//! and which properties it checks.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let _ = warrant_fuzz::receipt(data);
+});
