@@ -515,12 +515,13 @@ const BLOCK_BYTES: usize = 1 << 20;
 /// after the last newline), if any.
 fn read_blocks<R: Read>(
     mut reader: R,
+    first_index: usize,
     tx: &std::sync::mpsc::SyncSender<Block>,
     window: &std::sync::mpsc::Receiver<()>,
     progress: &std::sync::atomic::AtomicU64,
 ) -> io::Result<Option<u64>> {
     let mut carry: Vec<u8> = Vec::new();
-    let (mut seq, mut index, mut skipping) = (0, 0, false);
+    let (mut seq, mut index, mut skipping) = (0, first_index, false);
     loop {
         let mut data = std::mem::take(&mut carry);
         let start = data.len();
@@ -586,7 +587,7 @@ pub fn verify_reader<R: Read + Send>(
     opts: VerifyOptions<'_>,
     progress: &std::sync::atomic::AtomicU64,
 ) -> io::Result<VerifyReport> {
-    verify_blocks::<R, fn(usize, &Map<String, Value>)>(reader, opts, progress, None)
+    verify_blocks::<R, fn(usize, &Map<String, Value>)>(reader, opts, progress, None, &Verified::default())
 }
 
 /// Verifies a chain read from `reader` (JSON lines) with the checks of [`verify_stream`], in
@@ -612,14 +613,17 @@ where
     R: Read + Send,
     F: FnMut(usize, &Map<String, Value>),
 {
-    verify_blocks(reader, opts, progress, Some((keep, on_record)))
+    verify_blocks(reader, opts, progress, Some((keep, on_record)), &Verified::default())
 }
 
+/// Verifies the lines `reader` yields as the records that follow `prefix`: the first line is
+/// record `prefix.records` (0-based) and must link to `prefix.head_hash`.
 fn verify_blocks<R, F>(
     reader: R,
     opts: VerifyOptions<'_>,
     progress: &std::sync::atomic::AtomicU64,
     mut sink: Option<(&[&str], F)>,
+    prefix: &Verified,
 ) -> io::Result<VerifyReport>
 where
     R: Read + Send,
@@ -627,7 +631,9 @@ where
 {
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).clamp(1, 8);
     let keep = sink.as_ref().map(|(k, _)| *k);
-    let mut seq = Sequencer::default();
+    let first = usize::try_from(prefix.records).unwrap_or(usize::MAX);
+    let mut seq = Sequencer { previous: prefix.head_hash.clone(), ..Sequencer::default() };
+    seq.report.total = first;
     let torn = std::thread::scope(|scope| {
         let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
         let block_rx = std::sync::Arc::new(std::sync::Mutex::new(block_rx));
@@ -660,13 +666,17 @@ where
             });
         }
         drop(done_tx);
-        let (window_tx, window_rx) = std::sync::mpsc::sync_channel::<()>(workers * 4);
-        for _ in 0..workers * 4 {
+        // One block per worker being checked, one more queued for each, and two for the reader
+        // and the sequencer: each block is 1 MiB of lines and, when the caller keeps metadata,
+        // about as much again of parsed records, so the window bounds the verifier's memory.
+        let window = workers * 2 + 2;
+        let (window_tx, window_rx) = std::sync::mpsc::sync_channel::<()>(window);
+        for _ in 0..window {
             let _ = window_tx.send(());
         }
-        let reader_thread = scope.spawn(move || read_blocks(reader, &block_tx, &window_rx, progress));
+        let reader_thread = scope.spawn(move || read_blocks(reader, first, &block_tx, &window_rx, progress));
         let mut pending = std::collections::BTreeMap::new();
-        let (mut next, mut index) = (0, 0);
+        let (mut next, mut index) = (0, first);
         for (block_seq, data, checked) in done_rx {
             pending.insert(block_seq, (data, checked));
             while let Some((data, checked)) = pending.remove(&next) {
@@ -1376,6 +1386,154 @@ where
     };
     verify_reader_with(file, opts, keep, progress, on_record)
         .map_err(|source| ChainError::Io { path: path.to_owned(), source })
+}
+
+/// A prefix of a spool's chain known to verify: its first `records` records, `bytes` long
+/// (through the last one's newline), the last one's `entry_hash` being `head_hash`. Where it
+/// comes from is the caller's trust decision: the console's own last verification, or a
+/// checkpoint the principal signed under the chain's lock after verifying the chain
+/// (`docs/spool.md`, Incremental verification). [`verify_tail_with`] verifies only what follows.
+///
+/// The default is the empty prefix (0 records, 0 bytes): verifying the tail after it is a full
+/// verification.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verified {
+    /// Records in the prefix (the last one's `chain_index`).
+    pub records: u64,
+    /// Length of the prefix in bytes, through the last record's newline.
+    pub bytes: u64,
+    /// The last record's `entry_hash` (`None` for the empty prefix).
+    pub head_hash: Option<String>,
+}
+
+impl Verified {
+    /// The prefix a signed checkpoint describes (see [`crate::checkpoint::Checkpoint`]).
+    #[must_use]
+    pub fn of_checkpoint(cp: &crate::checkpoint::Checkpoint) -> Self {
+        Self { records: cp.records, bytes: cp.bytes, head_hash: Some(cp.head_hash.clone()) }
+    }
+}
+
+/// What [`verify_tail_with`] found after a verified prefix.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tail {
+    /// The report: `total` and `root_hash` are the whole chain's (prefix and tail), findings are
+    /// the tail's, with global record indexes.
+    pub report: VerifyReport,
+    /// The chain's length in bytes through the last complete line read (a torn final line is
+    /// not counted).
+    pub bytes: u64,
+}
+
+impl Tail {
+    /// The prefix this tail extends the old one to, when the tail verified (no finding); a torn
+    /// final line is not part of it.
+    #[must_use]
+    pub fn verified(&self) -> Option<Verified> {
+        self.report.is_valid().then(|| Verified {
+            records: self.report.total as u64,
+            bytes: self.bytes,
+            head_hash: self.report.root_hash.clone(),
+        })
+    }
+}
+
+/// Whether the chain in `file` still starts with `prefix`: it is at least `prefix.bytes` long,
+/// and the line that ends (with its newline) at byte `prefix.bytes` is record `prefix.records`
+/// with `entry_hash` `prefix.head_hash`. The empty prefix always holds.
+///
+/// Only the prefix's last line is read: a record rewritten *in place* inside the prefix (its
+/// successors left alone) is not seen here; a full verification finds it.
+///
+/// # Errors
+/// I/O errors reading the line.
+pub fn prefix_holds(file: &mut File, prefix: &Verified) -> io::Result<bool> {
+    if prefix.records == 0 {
+        return Ok(prefix.bytes == 0 && prefix.head_hash.is_none());
+    }
+    let len = file.metadata()?.len();
+    if len < prefix.bytes || prefix.bytes == 0 {
+        return Ok(false);
+    }
+    let rec = line_ending_at(file, prefix.bytes)?;
+    Ok(rec.is_some_and(|rec| {
+        rec.get("chain_index").and_then(Value::as_u64) == Some(prefix.records)
+            && rec.get("entry_hash").and_then(Value::as_str) == prefix.head_hash.as_deref()
+    }))
+}
+
+/// The record on the line of `file` that ends (with its newline) at byte `end`, if that line
+/// is a JSON value (at most [`MAX_LINE_BYTES`] are read).
+///
+/// # Errors
+/// I/O errors.
+pub fn line_ending_at(file: &mut File, end: u64) -> io::Result<Option<Value>> {
+    if end == 0 {
+        return Ok(None);
+    }
+    let start = end.saturating_sub(MAX_LINE_BYTES as u64 + 1);
+    file.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::new();
+    Read::by_ref(file).take(end - start).read_to_end(&mut buf)?;
+    if buf.len() as u64 != end - start || buf.last() != Some(&b'\n') {
+        return Ok(None);
+    }
+    let body = &buf[..buf.len() - 1];
+    let line = match memchr::memrchr(b'\n', body) {
+        Some(p) => &body[p + 1..],
+        None if start == 0 => body,
+        None => return Ok(None),
+    };
+    Ok(canonical::parse_strict(line).ok())
+}
+
+/// Verifies only the records of a spool's own chain (`path`, never a symlink) that follow
+/// `prefix`, with the checks of [`verify_reader_with`]: the first line after `prefix.bytes` must
+/// be record `prefix.records + 1` linking to `prefix.head_hash`, and every finding carries its
+/// global record index, as a full verification would report it. `on_record` sees the tail's
+/// records only (global indexes). The file is read up to its length when verification starts,
+/// so lines appended meanwhile wait for the next call. With the empty prefix this is a full
+/// verification.
+///
+/// Returns `Ok(None)` when the chain no longer starts with `prefix` (shorter than `prefix.bytes`,
+/// or the line ending there is not the recorded head, see [`prefix_holds`]), or when the chain is
+/// missing and the prefix is not empty: the caller must then verify the whole chain.
+///
+/// What a tail alone cannot see (`docs/conformance.md`): a `record_id` in the tail that repeats
+/// one in the prefix; a lineage parent in the prefix is reported as not found (a finding, so the
+/// caller's fallback to a full verification decides); a prefix record rewritten in place.
+///
+/// # Errors
+/// I/O errors; [`ChainError::NotRegular`].
+pub fn verify_tail_with<F>(
+    path: &Path,
+    prefix: &Verified,
+    opts: VerifyOptions<'_>,
+    keep: &[&str],
+    progress: &std::sync::atomic::AtomicU64,
+    on_record: F,
+) -> Result<Option<Tail>, ChainError>
+where
+    F: FnMut(usize, &Map<String, Value>),
+{
+    let io_err = |source| ChainError::Io { path: path.to_owned(), source };
+    let mut file = match open_regular(path, true) {
+        Ok(f) => f,
+        Err(ChainError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Ok((prefix.records == 0).then(Tail::default));
+        }
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata().map_err(io_err)?.len();
+    if !prefix_holds(&mut file, prefix).map_err(io_err)? {
+        return Ok(None);
+    }
+    file.seek(SeekFrom::Start(prefix.bytes)).map_err(io_err)?;
+    let report =
+        verify_blocks(file.take(len.saturating_sub(prefix.bytes)), opts, progress, Some((keep, on_record)), prefix)
+            .map_err(io_err)?;
+    let bytes = len - report.torn_tail.unwrap_or(0);
+    Ok(Some(Tail { report, bytes }))
 }
 
 /// Reads a JSON-lines chain whole. A missing file is an empty chain.

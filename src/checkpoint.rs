@@ -14,7 +14,6 @@ use crate::chain::{Check, Finding, VerifyReport};
 use crate::keys::{PinnedKeys, Principal};
 use crate::spool::Spool;
 use serde_json::{Value, json};
-use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// The domain of a checkpoint document.
@@ -213,22 +212,5 @@ pub fn check(chain: &Path, cp: &Checkpoint, report: &VerifyReport) -> Option<Fin
 
 /// The record on the line that ends (with its newline) at byte `end` of `chain`.
 fn record_ending_at(chain: &Path, end: u64) -> std::io::Result<Option<Value>> {
-    if end == 0 {
-        return Ok(None);
-    }
-    let mut file = std::fs::File::open(chain)?;
-    let start = end.saturating_sub(crate::chain::MAX_LINE_BYTES as u64 + 1);
-    file.seek(SeekFrom::Start(start))?;
-    let mut buf = Vec::new();
-    file.take(end - start).read_to_end(&mut buf)?;
-    if buf.len() as u64 != end - start || buf.last() != Some(&b'\n') {
-        return Ok(None);
-    }
-    let body = &buf[..buf.len() - 1];
-    let line = match memchr::memrchr(b'\n', body) {
-        Some(p) => &body[p + 1..],
-        None if start == 0 => body,
-        None => return Ok(None),
-    };
-    Ok(crate::canonical::parse_strict(line).ok())
+    crate::chain::line_ending_at(&mut std::fs::File::open(chain)?, end)
 }

@@ -359,7 +359,15 @@ mod tests {
         let controls = crate::control::ControlState::default();
         let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0);
         let ctx = crate::verdict::VerdictContext { policies: &policies, controls: &controls, now };
-        let a = crate::monitor::assess(&ctx, &snap.packets, &snap.receipts, &Default::default(), &[], true, "demo");
+        let a = crate::monitor::assess(
+            &ctx,
+            &snap.packets,
+            &snap.receipts,
+            &Default::default(),
+            &Default::default(),
+            true,
+            "demo",
+        );
         let rogue = &a.monitor.agents["agent-rogue"];
         assert!(rogue.rate_rejections >= 4, "14 packets against a burst of 10: {rogue:?}");
         assert!((rogue.eff_score - 0.5).abs() < 1e-9, "its claimed 0.99 is capped by policy");

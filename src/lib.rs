@@ -27,6 +27,7 @@
 
 pub mod canonical;
 pub mod chain;
+pub mod chain_evidence;
 pub mod checkpoint;
 pub mod cli;
 pub mod clock;

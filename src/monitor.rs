@@ -157,7 +157,8 @@ fn new_summary(ctx: &VerdictContext<'_>, agent: &str) -> AgentSummary {
 /// verdict. The console and the CLI both use it, so they agree.
 #[derive(Debug, Clone, Default)]
 pub struct Assessment {
-    /// Evidence rows: the chain's, then the spool's receipt files (capped at `connector`).
+    /// Evidence rows of the spool's receipt files (capped at `connector`); the chain's are the
+    /// caller's ([`crate::spool::ChainEvidence`]), and the gate saw both.
     pub evidence: Vec<crate::graduation::evidence::EvidenceRow>,
     /// Rates and agent summaries.
     pub monitor: Monitor,
@@ -169,7 +170,8 @@ pub struct Assessment {
     pub verdicts: HashMap<String, Arc<crate::verdict::PacketVerdict>>,
 }
 
-/// Assesses every pending packet of `packets` (those without a decision in `decisions`).
+/// Assesses every pending packet of `packets` (those without a decision in `decisions`), with
+/// the chain's evidence and the spool's receipt files as the gate's evidence.
 /// Observing preconditions reads the files and repositories they name (the only I/O).
 #[must_use]
 pub fn assess(
@@ -177,18 +179,16 @@ pub fn assess(
     packets: &[PacketEntry],
     receipts: &[Arc<Receipt>],
     decisions: &HashMap<String, ChainDecision>,
-    chain_evidence: &[crate::graduation::evidence::EvidenceRow],
+    chain_evidence: &crate::spool::ChainEvidence,
     chain_intact: bool,
     workspace: &str,
 ) -> Assessment {
     use crate::graduation::evidence::SourceType;
-    let mut evidence = chain_evidence.to_vec();
-    evidence.extend(
-        receipts
-            .iter()
-            .filter_map(|r| crate::graduation::receipt::receipt_evidence(&r.raw, Some(SourceType::Connector))),
-    );
-    let index = crate::graduation::evidence::EvidenceIndex::new(&evidence);
+    let evidence: Vec<_> = receipts
+        .iter()
+        .filter_map(|r| crate::graduation::receipt::receipt_evidence(&r.raw, Some(SourceType::Connector)))
+        .collect();
+    let index = crate::graduation::evidence::EvidenceIndex::new(chain_evidence.rows().chain(&evidence));
     let monitor = observe(ctx, packets, receipts, decisions);
     let mut a = Assessment { monitor, ..Assessment::default() };
     for e in packets.iter().filter(|e| !decisions.contains_key(&e.packet.id)) {

@@ -12,6 +12,7 @@
 //! invalid with the reason, beside the valid ones.
 
 use crate::chain::{self, ChainError, VerifyOptions};
+pub use crate::chain_evidence::ChainEvidence;
 use crate::control::{ControlEvent, ControlInput, ControlState};
 use crate::decision::{self, DecisionInput, SignedDecision, Verdict};
 use crate::graduation::evidence::{EvidenceRow, SourceType};
@@ -457,8 +458,9 @@ pub struct ChainView {
     /// Decisions by packet id.
     pub decisions: HashMap<String, ChainDecision>,
     /// Evidence rows, in chain order: the principal's signed decisions (`principal`) and the
-    /// receipts recorded in the chain (their declared `source_type`).
-    pub evidence: Vec<EvidenceRow>,
+    /// receipts recorded in the chain (their declared `source_type`), kept compactly
+    /// ([`ChainEvidence`]: distinct rows with counts, and the last rows of each class).
+    pub evidence: ChainEvidence,
     /// The `content_hash` of the last receipt in the chain (a decision carries one too).
     pub last_receipt_hash: Option<String>,
     /// The principal's controls (notebook levels, agent standings and elevations), folded in
@@ -518,6 +520,49 @@ pub fn verify_chain(spool: &Spool, pinned: &PinnedKeys) -> Result<ChainView, Cha
     verify_chain_records(spool, pinned, |_| false).map(|(view, _)| view)
 }
 
+/// What a chain view was verified from: the view, and the verified prefix it covers (`None`
+/// when the chain had findings, so nothing of it can be extended).
+#[derive(Debug, Clone, Default)]
+pub struct VerifiedView {
+    /// What the records that passed every check say, and the report.
+    pub view: ChainView,
+    /// The prefix of the chain the view covers, when it verified whole.
+    pub verified: Option<chain::Verified>,
+}
+
+/// Verifies a spool's chain, extending `cache` (a previous [`VerifiedView`] of this spool) when
+/// it can: when the chain grew and still starts with the cached prefix ([`chain::prefix_holds`]),
+/// only the records after it are verified ([`chain::verify_tail_with`]) and folded into the cached
+/// view; when the tail has any finding, or the prefix does not hold, or there is no cache, the
+/// whole chain is verified, so every report with findings comes from a full verification.
+/// `progress` counts the bytes read (for a progress bar).
+///
+/// # Errors
+/// As [`verify_chain`].
+pub fn verify_chain_from(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    cache: Option<&VerifiedView>,
+    progress: &std::sync::atomic::AtomicU64,
+) -> Result<VerifiedView, ChainError> {
+    // A chain that did not grow since the cached verification was rewritten (or only touched):
+    // it is verified whole. One that grew is checked at the end of the cached prefix.
+    let grew = |v: &chain::Verified| fs::symlink_metadata(spool.chain_path()).is_ok_and(|m| m.len() > v.bytes);
+    if let Some((base, prefix)) = cache.and_then(|c| c.verified.as_ref().filter(|v| grew(v)).map(|v| (&c.view, v)))
+        && let Some((view, _, tail)) = view_after(spool, pinned, prefix, Some(base), &|_| false, progress)?
+        && view.report.is_valid()
+    {
+        return Ok(VerifiedView { verified: tail.verified(), view });
+    }
+    progress.store(0, std::sync::atomic::Ordering::Relaxed);
+    let full = view_after(spool, pinned, &chain::Verified::default(), None, &|_| false, progress)?;
+    let (view, _, tail) = full.unwrap_or_default();
+    Ok(VerifiedView { verified: tail.verified().filter(|_| view.report.is_valid()), view })
+}
+
+/// A chain view, the decision records kept for restoring their files, and the tail verified.
+type ViewAfter = (ChainView, Vec<Map<String, Value>>, chain::Tail);
+
 /// A decision found in the chain: line index, packet id, the decision, and the record when the
 /// caller asked to keep it.
 type FoundDecision = (usize, String, ChainDecision, Option<Map<String, Value>>);
@@ -529,19 +574,41 @@ fn verify_chain_records(
     pinned: &PinnedKeys,
     keep: impl Fn(&str) -> bool,
 ) -> Result<(ChainView, Vec<Map<String, Value>>), ChainError> {
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let full = view_after(spool, pinned, &chain::Verified::default(), None, &keep, &progress)?;
+    let (view, kept, _) = full.unwrap_or_default();
+    Ok((view, kept))
+}
+
+/// Verifies the records after `prefix` ([`chain::verify_tail_with`]) and builds the view of the
+/// whole chain: `base` is the view of the prefix (`None`: an empty view, right for the empty
+/// prefix), the tail's decisions, evidence, receipts and controls are folded onto it, and the
+/// principal's latest checkpoint is checked against the whole report. `Ok(None)` when the chain
+/// no longer starts with `prefix`.
+fn view_after(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    prefix: &chain::Verified,
+    base: Option<&ChainView>,
+    keep: &dyn Fn(&str) -> bool,
+    progress: &std::sync::atomic::AtomicU64,
+) -> Result<Option<ViewAfter>, ChainError> {
     let mut found: Vec<FoundDecision> = Vec::new();
-    let mut evidence: Vec<(usize, EvidenceRow)> = Vec::new();
+    let mut view = base.cloned().unwrap_or_default();
+    // Where each tail record's evidence row went, to take it back if the record fails a check
+    // (32-bit halves: 8 bytes a record).
+    let mut evidence: Vec<(u32, u32)> = Vec::new();
     let mut controls: Vec<(usize, ControlEvent)> = Vec::new();
     let mut last_receipt_hash = None;
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
-    let progress = std::sync::atomic::AtomicU64::new(0);
-    let report = chain::verify_file_with(&spool.chain_path(), true, opts, &["tg_receipt"], &progress, |i, rec| {
+    let tail = chain::verify_tail_with(&spool.chain_path(), prefix, opts, &["tg_receipt"], progress, |i, rec| {
         if let Some((id, d)) = chain_decision_of(rec) {
             let kept = keep(&id).then(|| rec.clone());
             found.push((i, id, d, kept));
         }
         if let Some(row) = chain_evidence_of(rec) {
-            evidence.push((i, row));
+            let pos = view.evidence.push_at(i, row);
+            evidence.push((u32::try_from(i).unwrap_or(u32::MAX), u32::try_from(pos).unwrap_or(u32::MAX)));
         }
         if let Some(h) = receipt_hash_of(rec) {
             last_receipt_hash = Some(h);
@@ -550,13 +617,17 @@ fn verify_chain_records(
             controls.push((i, c));
         }
     })?;
-    let mut report = report;
+    let Some(tail) = tail else { return Ok(None) };
+    let mut report = tail.report.clone();
     let (checkpoint, _) = crate::checkpoint::latest(spool, pinned);
     if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint::check(&spool.chain_path(), &cp, &report)) {
         report.findings.push(f);
     }
     let bad: std::collections::HashSet<usize> = report.findings.iter().filter_map(|f| f.index).collect();
-    let mut view = ChainView { report, last_receipt_hash, ..ChainView::default() };
+    view.report = report;
+    if last_receipt_hash.is_some() {
+        view.last_receipt_hash = last_receipt_hash;
+    }
     let mut kept = Vec::new();
     for (i, id, d, rec) in found {
         if !bad.contains(&i) {
@@ -564,11 +635,112 @@ fn verify_chain_records(
             view.decisions.insert(id, d);
         }
     }
-    view.evidence = evidence.into_iter().filter(|(i, _)| !bad.contains(i)).map(|(_, r)| r).collect();
+    for (i, pos) in evidence.into_iter().map(|(i, p)| (i as usize, p as usize)).filter(|(i, _)| bad.contains(i)) {
+        view.evidence.remove(pos, i);
+    }
     for (_, c) in controls.iter().filter(|(i, _)| !bad.contains(i)) {
         view.controls.apply(c);
     }
-    Ok((view, kept))
+    Ok(Some((view, kept, tail)))
+}
+
+/// What a decision or control needs of the records in a checkpointed prefix, read without
+/// verifying them again (the principal verified them before signing the checkpoint): the
+/// controls, in chain order, and the decisions on `decisions_of` (every decision when `None`).
+///
+/// The prefix is scanned for the bytes that name these records (`warrant_control`,
+/// `warrant_decision` and the packet id) and only those lines are parsed; a line with a `\u`
+/// escape is parsed too, since a key or id could be spelled with one, so no such record is
+/// missed.
+fn scan_prefix(
+    path: &Path,
+    bytes: u64,
+    decisions_of: Option<&str>,
+) -> io::Result<(Vec<ControlEvent>, HashMap<String, ChainDecision>)> {
+    use memchr::memmem::Finder;
+    let file = chain::open_regular(path, true).map_err(|e| io::Error::other(e.to_string()))?;
+    let mut reader = io::Read::take(file, bytes);
+    let decision_needle = decisions_of.unwrap_or("warrant_decision");
+    let finders = [Finder::new("warrant_control"), Finder::new(decision_needle), Finder::new("\\u")];
+    let (mut controls, mut decisions) = (Vec::new(), HashMap::new());
+    let mut carry: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 8 << 20];
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        carry.extend_from_slice(&buf[..n]);
+        let Some(end) = memchr::memrchr(b'\n', &carry) else { continue };
+        let block = &carry[..=end];
+        let mut hits: Vec<usize> = finders.iter().flat_map(|f| f.find_iter(block)).collect();
+        hits.sort_unstable();
+        let mut done_until = 0;
+        for h in hits {
+            if h < done_until {
+                continue;
+            }
+            let start = memchr::memrchr(b'\n', &block[..h]).map_or(0, |p| p + 1);
+            let stop = h + memchr::memchr(b'\n', &block[h..]).unwrap_or(block.len() - h);
+            done_until = stop + 1;
+            // Lines of the prefix verified when the checkpoint was signed: parsed as they are.
+            let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(&block[start..stop]) else { continue };
+            if let Some(c) = ControlEvent::of_record(&rec) {
+                controls.push(c);
+            }
+            if let Some((id, d)) = chain_decision_of(&rec)
+                && decisions_of.is_none_or(|want| want == id)
+            {
+                decisions.insert(id, d);
+            }
+        }
+        carry.drain(..=end);
+    }
+    Ok((controls, decisions))
+}
+
+/// The view of the chain from the principal's own checkpoint copy and the records after it, as
+/// a decision is signed onto it ([`checkpointed_view`], every decision of the prefix scanned),
+/// for the console to show at once while the whole chain is verified in the background. Its
+/// evidence is the tail's only. `None` when there is no copy or anything is in doubt.
+#[must_use]
+pub fn checkpointed_chain_view(spool: &Spool, pinned: &PinnedKeys) -> Option<ChainView> {
+    checkpointed_view(spool, pinned, &|_| false, None).map(|(view, _)| view)
+}
+
+/// The chain view a decision or a control is signed onto, from the principal's own signed
+/// checkpoint copy ([`crate::checkpoint::local_copy`], verified under the pinned keys) and the
+/// records after it: the tail is verified ([`chain::verify_tail_with`]), the prefix is trusted as
+/// the principal verified it when signing, and what the caller needs of it is scanned
+/// ([`scan_prefix`]: controls, and the decisions on `decisions_of`, or all). The view's evidence
+/// is the tail's only (`docs/spool.md`, Incremental verification). `None` whenever anything is in
+/// doubt (no copy, a bad signature, a chain that no longer starts with the checkpoint, a finding
+/// in the tail or at a checkpoint): the caller verifies the whole chain.
+fn checkpointed_view(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    keep: &dyn Fn(&str) -> bool,
+    decisions_of: Option<&str>,
+) -> Option<(ChainView, Vec<Map<String, Value>>)> {
+    let local = crate::checkpoint::local_copy(spool)?;
+    let bytes = read_limited(&local).ok()?;
+    let signed: Value = serde_json::from_slice(&bytes).ok()?;
+    let cp = crate::checkpoint::verify(&signed, pinned, &local.display().to_string()).ok()?;
+    let prefix = chain::Verified::of_checkpoint(&cp);
+    let (controls, decisions) = scan_prefix(&spool.chain_path(), prefix.bytes, decisions_of).ok()?;
+    let mut base = ChainView { decisions, ..ChainView::default() };
+    for c in &controls {
+        base.controls.apply(c);
+    }
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let (mut view, kept, _) = view_after(spool, pinned, &prefix, Some(&base), keep, &progress).ok()??;
+    if !view.report.is_valid() {
+        return None;
+    }
+    if view.last_receipt_hash.is_none() {
+        view.last_receipt_hash = chain::find_last(&spool.chain_path(), receipt_hash_of).ok()?;
+    }
+    Some((view, kept))
 }
 
 /// Why a decision could not be made.
@@ -869,7 +1041,11 @@ pub fn decision_record_body(
 }
 
 /// The chain as verified under the append lock, refusing one that does not verify: what a
-/// decision or a control is signed onto. `keep` is as for [`verify_chain_records`].
+/// decision or a control is signed onto. `keep` is as for [`verify_chain_records`]. From the
+/// principal's own checkpoint copy when there is one that holds ([`checkpointed_view`]: the
+/// tail after it verified, the controls and the decisions on `decisions_of` scanned from the
+/// prefix, `None` meaning all), else from the whole chain verified again. A tail with findings
+/// always falls back to the whole chain, so the refusal names what `warrant verify` reports.
 ///
 /// # Errors
 /// [`DecideError::Chain`] for I/O, [`DecideError::ChainBroken`] with the first finding.
@@ -877,7 +1053,11 @@ fn verified_view(
     spool: &Spool,
     pinned: &PinnedKeys,
     keep: impl Fn(&str) -> bool,
+    decisions_of: Option<&str>,
 ) -> Result<(ChainView, Vec<Map<String, Value>>), DecideError> {
+    if let Some(found) = checkpointed_view(spool, pinned, &keep, decisions_of) {
+        return Ok(found);
+    }
     let (view, kept) = verify_chain_records(spool, pinned, keep)?;
     match view.report.first() {
         Some(first) => Err(DecideError::ChainBroken(first.to_string())),
@@ -978,7 +1158,7 @@ pub fn decide_with(
         chain::LOCK_DEADLINE,
         |head| {
             let missing = |id: &str| packet::is_safe_id(id) && !spool.decision_path(id).exists();
-            let (view, kept) = match verified_view(spool, pinned, missing) {
+            let (view, kept) = match verified_view(spool, pinned, missing, Some(&packet.id)) {
                 Ok(r) => r,
                 Err(e) => {
                     let msg = e.to_string();
@@ -1060,7 +1240,7 @@ pub fn append_control(
         &spool.chain_path(),
         chain::LOCK_DEADLINE,
         |head| {
-            let view = match verified_view(spool, pinned, |_| false) {
+            let view = match verified_view(spool, pinned, |_| false, None) {
                 Ok((view, _)) => view,
                 Err(e) => {
                     let msg = e.to_string();

@@ -520,8 +520,12 @@ fn posteriors_pane_shows_intervals_from_chain_evidence() {
     let mut evidence: Vec<EvidenceRow> =
         (0..12).map(|_| EvidenceRow::new("draft.compose", "approved", Some(SourceType::Principal), None)).collect();
     evidence.push(EvidenceRow::new("email.send.external", "rejected", Some(SourceType::Principal), None));
-    let view =
-        Box::new(ChainView { report: *valid_report(20), decisions: decided_post(), evidence, ..ChainView::default() });
+    let view = Box::new(ChainView {
+        report: *valid_report(20),
+        decisions: decided_post(),
+        evidence: evidence.into(),
+        ..ChainView::default()
+    });
     app::update(&mut s, Action::ChainVerified(view));
     let p = posterior_of(&s, "draft.compose").clone();
     assert_eq!((p.samples, p.beta), (12, 2.0));

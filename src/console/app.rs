@@ -43,6 +43,17 @@ pub enum Action {
     /// A chain verification finished: the report, and the decisions and evidence of the records
     /// that verified.
     ChainVerified(Box<ChainView>),
+    /// The records after the principal's last checkpoint verified (the prefix trusted as the
+    /// principal verified it when signing): the decisions and controls of the whole chain, the
+    /// evidence of the tail only, while the whole chain is verified in the background.
+    ChainCheckpointed(Box<ChainView>),
+    /// The background verification of the whole chain has read `read` of `total` bytes.
+    ChainProgress {
+        /// Bytes read.
+        read: u64,
+        /// Bytes to read.
+        total: u64,
+    },
     /// A signing effect finished.
     Signed(Result<SignedSummary, String>),
     /// A control effect finished (the control appended to the chain, or why not).
@@ -300,6 +311,11 @@ pub struct State {
     pub chain: ChainState,
     /// The principal acknowledged the current broken-chain alert.
     pub chain_alert_seen: bool,
+    /// Bytes read and to read by the verification running in the background, if one is.
+    pub chain_progress: Option<(u64, u64)>,
+    /// The chain state comes from the records after the principal's checkpoint; the whole chain
+    /// is still being verified (posteriors lack the evidence before the checkpoint).
+    pub chain_from_checkpoint: bool,
     /// The focused list.
     pub pane: Pane,
     /// Selection per pane (index into the filtered list).
@@ -333,7 +349,7 @@ pub struct State {
     /// The registry and policies the gate consults.
     pub policies: Arc<PolicySet>,
     /// Evidence rows from the verified chain (the principal's decisions and recorded receipts).
-    chain_evidence: Vec<EvidenceRow>,
+    chain_evidence: crate::spool::ChainEvidence,
     /// The principal's controls (notebook levels, agent standings, elevations) from the chain.
     controls: ControlState,
     /// One posterior per action class (registered classes, then others seen), filtered.
@@ -401,6 +417,8 @@ impl State {
             decisions: HashMap::new(),
             chain: ChainState::Unknown,
             chain_alert_seen: false,
+            chain_progress: None,
+            chain_from_checkpoint: false,
             pane: Pane::Pending,
             selected: [0; 6],
             zoomed: false,
@@ -418,7 +436,7 @@ impl State {
             detail_scroll: 0,
             policies: Arc::new(PolicySet::builtin()),
             all_posteriors: Vec::new(),
-            chain_evidence: Vec::new(),
+            chain_evidence: crate::spool::ChainEvidence::default(),
             controls: ControlState::default(),
             posteriors: Vec::new(),
             assessment: Arc::new(Assessment::default()),
@@ -526,9 +544,19 @@ impl State {
         &self.posteriors
     }
 
-    /// Evidence rows of a canonical class, in chain order then spool receipts.
+    /// Evidence rows of a canonical class, in chain order then spool receipts: of the chain's,
+    /// the last [`crate::chain_evidence::RECENT_ROWS`] (a long chain's are counted, not kept;
+    /// [`State::evidence_count`] counts them all).
     pub fn evidence_for<'a>(&'a self, class: &'a str) -> impl Iterator<Item = &'a EvidenceRow> + 'a {
-        self.assessment.evidence.iter().filter(move |r| r.action_class == class)
+        self.chain_evidence
+            .recent(class)
+            .chain(self.assessment.evidence.iter().filter(move |r| r.action_class == class))
+    }
+
+    /// How many evidence rows a canonical class has, the chain's and the spool receipts'.
+    #[must_use]
+    pub fn evidence_count(&self, class: &str) -> usize {
+        self.chain_evidence.count(class) + self.assessment.evidence.iter().filter(|r| r.action_class == class).count()
     }
 
     /// The posterior of the class under the cursor in the posteriors pane.
@@ -617,11 +645,12 @@ impl State {
     fn recompute_posteriors(&mut self) {
         let today =
             time::OffsetDateTime::from_unix_timestamp(self.now as i64).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-        let evidence = &self.assessment.evidence;
+        let (chain, evidence) = (&self.chain_evidence, &self.assessment.evidence);
         let mut classes: Vec<String> = self.policies.classes().map(|c| c.id.clone()).collect();
-        let mut extra: Vec<String> = evidence
-            .iter()
-            .map(|r| r.action_class.clone())
+        let mut extra: Vec<String> = chain
+            .classes()
+            .map(str::to_owned)
+            .chain(evidence.iter().map(|r| r.action_class.clone()))
             .chain(self.snapshot.packets.iter().map(|e| self.policies.normalize(&e.packet.action_class)))
             .filter(|c| crate::packet::is_class_id(c) && !classes.contains(c))
             .collect();
@@ -631,7 +660,10 @@ impl State {
         let today = today.date();
         self.all_posteriors = classes
             .iter()
-            .map(|c| Arc::new(ClassPosterior::new(Posterior::of(c, evidence, self.policies.threshold(c), today))))
+            .map(|c| {
+                let rows = chain.rows_of(c).chain(evidence);
+                Arc::new(ClassPosterior::new(Posterior::of(c, rows, self.policies.threshold(c), today)))
+            })
             .collect();
     }
 
@@ -885,43 +917,27 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
-        Action::ChainVerified(view) => {
-            let ChainView { report, decisions, evidence, controls, .. } = *view;
-            state.chain = if report.is_valid() {
-                state.chain_alert_seen = false;
-                ChainState::Valid { total: report.total, root: report.root_hash.clone() }
-            } else {
-                let first = report.findings[0].clone();
-                let changed = !matches!(&state.chain, ChainState::Broken { first: f, .. } if *f == first);
-                if changed {
-                    state.chain_alert_seen = false;
-                    if state.mode == Mode::Normal {
-                        state.mode = Mode::ChainAlert;
-                    }
-                }
-                ChainState::Broken { total: report.total, first, count: report.findings.len() }
-            };
-            state.decisions = decisions;
-            state.chain_evidence = evidence;
-            state.controls = controls;
-            state.recompute_graduation();
-            // A control dialog confirms a change from what the chain said: if the chain now says
-            // otherwise (another signature moved the notebook or the agent), sign nothing.
-            let open = match &state.mode {
-                Mode::ControlConfirm(c) => Some(&c.input),
-                Mode::Input { purpose: InputPurpose::ControlReason(i) | InputPurpose::TypedConfirm(i), .. } => Some(i),
-                _ => None,
-            };
-            if let Some(i) = open.filter(|i| !state.controls.admits(i, state.now)) {
-                state.flash = Some(Flash {
-                    text: format!(
-                        "{} changed in the chain while you were confirming: nothing was signed; look again",
-                        i.subject
-                    ),
-                    error: true,
-                });
-                state.mode = Mode::Normal;
+        Action::ChainProgress { read, total } => {
+            // A report that raced the end of its verification is stale.
+            if state.chain_progress.is_some() || state.chain_from_checkpoint || state.chain == ChainState::Unknown {
+                state.chain_progress = Some((read, total));
             }
+            vec![]
+        }
+        Action::ChainCheckpointed(view) => {
+            // A full verification that already finished is newer: keep it.
+            if state.chain_progress.is_none() && !matches!(state.chain, ChainState::Unknown) {
+                return vec![];
+            }
+            state.chain_from_checkpoint = true;
+            state.chain_progress.get_or_insert((0, 0));
+            apply_chain_view(state, *view);
+            vec![]
+        }
+        Action::ChainVerified(view) => {
+            state.chain_progress = None;
+            state.chain_from_checkpoint = false;
+            apply_chain_view(state, *view);
             vec![]
         }
         Action::Signed(result) => {
@@ -977,6 +993,8 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::VerifyFailed(e) => {
             state.chain = ChainState::Unknown;
+            state.chain_progress = None;
+            state.chain_from_checkpoint = false;
             state.flash =
                 Some(Flash { text: format!("{e}; signing is refused until the chain can be verified"), error: true });
             vec![]
@@ -985,6 +1003,48 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.quit = true;
             vec![Effect::Quit]
         }
+    }
+}
+
+/// Takes a verified chain view: the chain state (and the broken-chain alert when the first
+/// finding is new), decisions, evidence and controls; cancels a control dialog the chain no
+/// longer admits.
+fn apply_chain_view(state: &mut State, view: ChainView) {
+    let ChainView { report, decisions, evidence, controls, .. } = view;
+    state.chain = if report.is_valid() {
+        state.chain_alert_seen = false;
+        ChainState::Valid { total: report.total, root: report.root_hash.clone() }
+    } else {
+        let first = report.findings[0].clone();
+        let changed = !matches!(&state.chain, ChainState::Broken { first: f, .. } if *f == first);
+        if changed {
+            state.chain_alert_seen = false;
+            if state.mode == Mode::Normal {
+                state.mode = Mode::ChainAlert;
+            }
+        }
+        ChainState::Broken { total: report.total, first, count: report.findings.len() }
+    };
+    state.decisions = decisions;
+    state.chain_evidence = evidence;
+    state.controls = controls;
+    state.recompute_graduation();
+    // A control dialog confirms a change from what the chain said: if the chain now says
+    // otherwise (another signature moved the notebook or the agent), sign nothing.
+    let open = match &state.mode {
+        Mode::ControlConfirm(c) => Some(&c.input),
+        Mode::Input { purpose: InputPurpose::ControlReason(i) | InputPurpose::TypedConfirm(i), .. } => Some(i),
+        _ => None,
+    };
+    if let Some(i) = open.filter(|i| !state.controls.admits(i, state.now)) {
+        state.flash = Some(Flash {
+            text: format!(
+                "{} changed in the chain while you were confirming: nothing was signed; look again",
+                i.subject
+            ),
+            error: true,
+        });
+        state.mode = Mode::Normal;
     }
 }
 

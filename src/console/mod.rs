@@ -181,6 +181,18 @@ struct Runner {
     verify_again: bool,
     /// `chain.jsonl`'s metadata when its last verification started.
     verified_stamp: Option<ChainStamp>,
+    /// The last verification: the view and the prefix it covers, extended by the next one
+    /// ([`spool::verify_chain_from`]).
+    cache: Arc<Mutex<Option<spool::VerifiedView>>>,
+}
+
+/// Sets a flag when dropped (a finished or panicked background verification).
+struct DoneOnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DoneOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// Length, modification time, change time and inode of `chain.jsonl`.
@@ -230,9 +242,46 @@ impl Runner {
                 self.verifying = true;
                 self.verified_stamp = stamp;
                 let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
+                let cache = Arc::clone(&self.cache);
+                // The cached prefix is verified already: progress counts the bytes after it.
+                let cached = self.cache.lock().ok().and_then(|c| c.as_ref().and_then(|c| c.verified.clone()));
+                let total = stamp.map_or(0, |s| s.0).saturating_sub(cached.map_or(0, |v| v.bytes));
+                let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
+                let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                {
+                    let (tx, progress, done) = (tx.clone(), Arc::clone(&progress), Arc::clone(&done));
+                    tokio::spawn(async move {
+                        let mut every = tokio::time::interval(Duration::from_millis(250));
+                        every.tick().await;
+                        loop {
+                            every.tick().await;
+                            if done.load(std::sync::atomic::Ordering::Relaxed) {
+                                break;
+                            }
+                            let read = progress.load(std::sync::atomic::Ordering::Relaxed);
+                            let _ = tx.send(Action::ChainProgress { read, total: total.max(read) });
+                        }
+                    });
+                }
+                let job_tx = tx.clone();
                 spawn_job(tx, Action::VerifyFailed("internal error while verifying (see the log)".into()), move || {
-                    match spool::verify_chain(&spool, &pinned) {
-                        Ok(view) => Action::ChainVerified(Box::new(view)),
+                    let _done = DoneOnDrop(done);
+                    let previous = cache.lock().ok().and_then(|c| c.clone());
+                    // At start: the records after the principal's checkpoint first (quick), so
+                    // the console can sign while the whole chain is verified.
+                    if previous.is_none()
+                        && let Some(view) = spool::checkpointed_chain_view(&spool, &pinned)
+                    {
+                        let _ = job_tx.send(Action::ChainCheckpointed(Box::new(view)));
+                    }
+                    match spool::verify_chain_from(&spool, &pinned, previous.as_ref(), &progress) {
+                        Ok(verified) => {
+                            let view = verified.view.clone();
+                            if let Ok(mut c) = cache.lock() {
+                                *c = Some(verified);
+                            }
+                            Action::ChainVerified(Box::new(view))
+                        }
                         Err(e) => Action::VerifyFailed(format!("reading the chain: {e}")),
                     }
                 });
@@ -346,9 +395,12 @@ where
         verifying: false,
         verify_again: false,
         verified_stamp: None,
+        cache: Arc::new(Mutex::new(None)),
     };
     runner.run(Effect::Scan);
-    runner.run(Effect::VerifyChain { force: true });
+    // The chain is verified once the first scan is in: the first frame with the packet list
+    // does not wait behind a long chain's verification for the cores.
+    let mut first_verify = true;
 
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -393,6 +445,10 @@ where
         }
         for action in batch {
             runner.finished(&action);
+            if first_verify && matches!(action, Action::Scanned(_) | Action::ScanFailed(_)) {
+                first_verify = false;
+                runner.run(Effect::VerifyChain { force: true });
+            }
             let is_tick = matches!(action, Action::Tick(_));
             let effects = app::update(&mut state, action);
             // A tick changes only ages and countdowns: redraw when any is shown.

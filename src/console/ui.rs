@@ -393,8 +393,9 @@ fn tier_style(theme: &Theme, tier: crate::graduation::Tier) -> Style {
 /// Evidence rows as lines: date, label, provenance, weight, where from. The last `max` rows.
 fn evidence_lines(state: &State, theme: &Theme, class: &str, max: usize) -> Vec<Line<'static>> {
     let rows: Vec<&crate::graduation::EvidenceRow> = state.evidence_for(class).collect();
+    let count = state.evidence_count(class);
     let mut out = vec![Line::from(Span::styled(
-        format!("evidence rows for {} ({})", inert(class, 60), rows.len()),
+        format!("evidence rows for {} ({count})", inert(class, 60)),
         theme.get("header"),
     ))];
     if rows.is_empty() {
@@ -404,8 +405,10 @@ fn evidence_lines(state: &State, theme: &Theme, class: &str, max: usize) -> Vec<
         )));
     }
     let skip = rows.len().saturating_sub(max);
-    if skip > 0 {
-        out.push(Line::from(Span::styled(format!("  … {skip} earlier rows (enter shows all)"), theme.get("muted"))));
+    let earlier = count.saturating_sub(rows.len()) + skip;
+    if earlier > 0 {
+        let hint = if count > rows.len() { "counted in the posterior" } else { "enter shows all" };
+        out.push(Line::from(Span::styled(format!("  … {earlier} earlier rows ({hint})"), theme.get("muted"))));
     }
     for r in rows.iter().skip(skip) {
         let role = if r.evidence_weight > 0.0 {
@@ -905,9 +908,20 @@ fn render_status(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
             ),
             theme.get("error"),
         ),
+        ChainState::Valid { total, .. } if state.chain_from_checkpoint => {
+            Span::styled(format!(" ✓ chain ok since checkpoint · {total} records "), theme.get("ok"))
+        }
         ChainState::Valid { total, .. } => Span::styled(format!(" ✓ chain ok · {total} records "), theme.get("ok")),
         ChainState::Unknown => Span::styled(" … verifying chain ", theme.get("muted")),
     };
+    let progress = state.chain_progress.map(|(read, total)| {
+        let pct = read.saturating_mul(100).checked_div(total).unwrap_or(0).min(100);
+        let filled = usize::try_from(pct / 10).unwrap_or(0);
+        Span::styled(
+            format!(" verifying {}{} {pct}% ", "█".repeat(filled), "░".repeat(10 - filled)),
+            theme.get("muted"),
+        )
+    });
     let key = match (&state.fingerprint, state.read_only) {
         (_, true) => Span::styled(" read-only ", theme.get("warn")),
         (Some(fp), false) => Span::styled(
@@ -917,7 +931,8 @@ fn render_status(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
         (None, false) => Span::styled(" no key ", theme.get("warn")),
     };
     let spool = Span::styled(format!(" {} ", inert(&state.spool_path, 60)), theme.get("muted"));
-    frame.render_widget(Paragraph::new(Line::from(vec![chain, key, spool])), area);
+    let spans: Vec<Span<'_>> = std::iter::once(chain).chain(progress).chain([key, spool]).collect();
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
