@@ -25,7 +25,7 @@ fn a_torn_final_line_is_reported_then_set_aside_byte_for_byte() {
     std::fs::write(&path, [whole.as_slice(), fragment].concat()).expect("tear");
 
     // Verification reports the torn tail, and the three records still verify.
-    let report = chain::verify_file(&path, VerifyOptions::default(), |_, _| {}).expect("verify");
+    let report = chain::verify_file(&path, VerifyOptions::default()).expect("verify");
     assert!(report.is_valid(), "{:?}", report.findings);
     assert_eq!((report.total, report.torn_tail), (3, Some(fragment.len() as u64)));
 
@@ -47,7 +47,7 @@ fn a_torn_final_line_is_reported_then_set_aside_byte_for_byte() {
         .filter(|e| e.file_name().to_string_lossy().starts_with("chain.jsonl.torn-"))
         .collect();
     assert_eq!(sides.len(), 2, "each tear keeps its own side file");
-    let report = chain::verify_file(&path, VerifyOptions::default(), |_, _| {}).expect("verify");
+    let report = chain::verify_file(&path, VerifyOptions::default()).expect("verify");
     assert!(report.is_valid() && report.torn_tail.is_none(), "{:?}", report);
     assert_eq!(report.total, 4);
 }
@@ -110,7 +110,7 @@ fn every_decision_signs_a_checkpoint_and_truncation_is_detected() {
     // Cut the last record off: the chain alone still verifies, the checkpoint does not agree.
     let cut = bytes[..bytes.len() - 1].iter().rposition(|&b| b == b'\n').expect("newline") + 1;
     std::fs::write(f.spool.chain_path(), &bytes[..cut]).expect("truncate");
-    let plain = chain::verify_file(&f.spool.chain_path(), VerifyOptions::default(), |_, _| {}).expect("verify");
+    let plain = chain::verify_file(&f.spool.chain_path(), VerifyOptions::default()).expect("verify");
     assert!(plain.is_valid(), "a prefix of a chain is a valid chain");
     let view = spool::verify_chain(&f.spool, &f.pinned).expect("verify");
     let first = view.report.first().expect("a finding");
