@@ -1536,16 +1536,27 @@ pub struct Appended {
 /// Takes the exclusive lock on `.chain.lock` beside the chain (a private file, mode 0600, so
 /// processes that may only read the chain cannot hold the lock), waiting at most
 /// [`LOCK_DEADLINE`]. Then it opens the chain without following symlinks (a regular file
-/// only), reads the head, calls `build` with it (the builder returns the record body: every field
-/// but `chain_index`, `previous_hash` and `entry_hash`, which are set here), computes
-/// `entry_hash` by the hash contract, checks that the path still names the file it locked,
-/// writes the line with `O_APPEND` and `fsync`s before returning. A failed write is truncated
-/// back, so a full disk never leaves a torn line. The directory is synced when a file is created.
+/// only), sets a torn final line aside ([`SetAside`]), reads the head, calls `build` with it (the
+/// builder returns the record body: every field but `chain_index`, `previous_hash` and
+/// `entry_hash`, which are set here), computes `entry_hash` by the hash contract, checks that the
+/// path still names the file it locked, and writes the line with `O_APPEND` in one `write`. A
+/// failed write is truncated back, so a full disk never leaves a torn line. The directory is
+/// synced when a file is created.
+///
+/// **Group commit**: the lock is released as soon as the line is written, and the
+/// `fdatasync` runs outside it; `append` returns only once its own `fdatasync` has returned, which
+/// flushes every byte of the file written before it started (this line and every earlier one), so
+/// a record that reported success is durable, and so is every record before it. Writers that sync
+/// at the same time share the disk's flush, so N writers do not pay N serial syncs (figures in
+/// `docs/performance.md#appends`). [`append_then`] keeps the sync under the lock, for the
+/// principal's checkpoints.
 ///
 /// # Errors
 /// I/O failures, [`ChainError::Locked`], [`ChainError::NotRegular`], [`ChainError::Replaced`],
 /// a torn or unparsable tail ([`ChainError::TornTail`], [`ChainError::BadTail`]), or the
-/// builder's own refusal ([`ChainError::Build`]). On error nothing was written.
+/// builder's own refusal ([`ChainError::Build`]). On error nothing was written, except when the
+/// final `fdatasync` itself fails (an I/O error of the disk): the line was written and other
+/// writers may already follow it, so it stays, never acknowledged.
 pub fn append<F>(path: &Path, build: F) -> Result<Appended, ChainError>
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
@@ -1561,12 +1572,20 @@ pub fn append_with_deadline<F>(path: &Path, deadline: std::time::Duration, build
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
 {
-    append_then(path, deadline, build, |_, _| {})
+    let written = write_locked(path, deadline, build)?;
+    let Written { lock, file, appended, .. } = written;
+    // Group commit: other writers may write their lines while this one syncs.
+    let _ = lock.unlock();
+    drop(lock);
+    file.sync_data().map_err(|source| ChainError::Io { path: path.to_owned(), source })?;
+    Ok(appended)
 }
 
-/// As [`append_with_deadline`], then, still under the lock and after the record is durable,
-/// calls `after` with what was appended and the chain's length in bytes now (the principal's
-/// checkpoint is signed and written there, so checkpoints follow the chain's order).
+/// As [`append_with_deadline`], but the `fdatasync` runs under the lock, and then, still under
+/// the lock and after the record (and every record before it) is durable, calls `after` with what
+/// was appended and the chain's length in bytes now (the principal's checkpoint is signed and
+/// written there, so checkpoints follow the chain's order and are never durable before the
+/// records they cover). A failed write or sync is truncated back: on error nothing was written.
 ///
 /// # Errors
 /// As [`append`].
@@ -1574,6 +1593,40 @@ pub fn append_then<F, A>(path: &Path, deadline: std::time::Duration, build: F, a
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
     A: FnOnce(&Appended, u64),
+{
+    let Written { lock, file, appended, start, end } = write_locked(path, deadline, build)?;
+    let result = match file.sync_data() {
+        Ok(()) => {
+            after(&appended, end);
+            Ok(appended)
+        }
+        Err(source) => {
+            let _ = file.set_len(start);
+            let _ = file.sync_data();
+            Err(ChainError::Io { path: path.to_owned(), source })
+        }
+    };
+    let _ = lock.unlock();
+    result
+}
+
+/// A line written under the lock, not yet synced.
+struct Written {
+    /// The chain's lock, still held.
+    lock: File,
+    /// The chain, open for appending.
+    file: File,
+    appended: Appended,
+    /// The chain's length before the line.
+    start: u64,
+    /// The chain's length after the line.
+    end: u64,
+}
+
+/// The steps of [`append`] up to and including the `write`, under the lock (released on error).
+fn write_locked<F>(path: &Path, deadline: std::time::Duration, build: F) -> Result<Written, ChainError>
+where
+    F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
 {
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
@@ -1611,17 +1664,21 @@ where
         if now.ino() != meta.ino() || now.dev() != meta.dev() {
             return Err(ChainError::Replaced { path: path.to_owned() });
         }
-        let len = file.metadata().map_err(io_err)?.len();
-        if let Err(e) = file.write_all(&line).and_then(|()| file.sync_data()) {
-            let _ = file.set_len(len);
+        let start = file.metadata().map_err(io_err)?.len();
+        if let Err(e) = file.write_all(&line) {
+            let _ = file.set_len(start);
             let _ = file.sync_data();
             return Err(io_err(e));
         }
-        after(&appended, len + line.len() as u64);
-        Ok(appended)
+        Ok((file, appended, start, start + line.len() as u64))
     })();
-    let _ = lock.unlock();
-    result
+    match result {
+        Ok((file, appended, start, end)) => Ok(Written { lock, file, appended, start, end }),
+        Err(e) => {
+            let _ = lock.unlock();
+            Err(e)
+        }
+    }
 }
 
 /// Takes the exclusive lock on `.chain.lock` beside `path` (a private file, mode 0600, never a
@@ -1646,11 +1703,15 @@ fn lock_chain(path: &Path, deadline: std::time::Duration) -> Result<File, ChainE
         return Err(ChainError::NotRegular { path: lock_path });
     }
     let start = std::time::Instant::now();
+    // Poll with a short, growing sleep: a held lock is usually released within a write (tens of
+    // microseconds) or a sync (about a millisecond), and a fixed 2 ms sleep left it idle.
+    let mut pause = std::time::Duration::from_micros(50);
     loop {
         match lock.try_lock() {
             Ok(()) => return Ok(lock),
             Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(2));
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(2));
             }
             Err(std::fs::TryLockError::WouldBlock) => {
                 return Err(ChainError::Locked { path: lock_path, seconds: deadline.as_secs() });

@@ -164,3 +164,336 @@ fn a_rewritten_head_and_a_forged_checkpoint_are_caught() {
     assert_eq!(finding.index, Some(1), "{finding}");
     assert!(finding.message.contains("rewritten"), "{finding}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Crashes: writers killed with SIGKILL at random points of their appends.
+//
+// The test binary runs itself as the child writers (the same test, with WARRANT_CRASH_CHILD set),
+// so the children are real processes calling the real library: `chain::append` on a real file
+// under the real lock. A looping child prints `B <seq>` before an append, `L <seq>` from inside
+// the builder (called under the lock, just before the line is written) and `A <seq> <index>`
+// only after `append` returned Ok: the acknowledgement. A torn child takes the chain's lock as
+// warrant does, writes a prefix of a genuine sealed line with plain file I/O (as a write cut short
+// would leave it), prints `T <len> <hex>` and waits to be killed.
+// ---------------------------------------------------------------------------------------------
+
+const CHILD_ENV: &str = "WARRANT_CRASH_CHILD";
+
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+fn tagged_body(tag: &str) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("note".into(), json!(tag));
+    chain::new_record_body(
+        "agent-crash",
+        "draft.compose",
+        None,
+        "success",
+        "t",
+        "suggest",
+        "2026-11-21T09:00:00Z",
+        meta,
+    )
+}
+
+/// The child's side: `loop <chain> <writer>` or `torn <chain> <writer> <seed>`. Never returns.
+fn crash_child(spec: &str) -> ! {
+    use std::io::Write as _;
+    let parts: Vec<&str> = spec.split('\u{1f}').collect();
+    let path = std::path::PathBuf::from(parts[1]);
+    let writer = parts[2];
+    let mut out = std::io::stdout().lock();
+    // The test harness may have printed "test <name> ... " without a newline.
+    writeln!(out).expect("stdout");
+    if parts[0] == "loop" {
+        for seq in 0u64.. {
+            writeln!(out, "B {seq}").and_then(|()| out.flush()).expect("stdout");
+            let appended = chain::append(&path, |_| {
+                // Under the lock: the line is written right after this returns.
+                let mut o = std::io::stdout().lock();
+                writeln!(o, "L {seq}").and_then(|()| o.flush()).expect("stdout");
+                Ok(tagged_body(&format!("{writer}:{seq}")))
+            });
+            match appended {
+                Ok(a) => writeln!(out, "A {seq} {}", a.chain_index).and_then(|()| out.flush()).expect("stdout"),
+                Err(e) => writeln!(out, "E {seq} {e}").and_then(|()| out.flush()).expect("stdout"),
+            }
+        }
+        unreachable!()
+    }
+    // A torn writer: lock as warrant does, then write part of a genuine next line.
+    let mut seed: u64 = parts[3].parse().expect("seed");
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path.with_file_name(".chain.lock"))
+        .expect("lock file");
+    // Poll as warrant does, but faster: a blocking flock can starve behind four looping writers.
+    loop {
+        match lock.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) => std::thread::sleep(std::time::Duration::from_micros(20)),
+            Err(std::fs::TryLockError::Error(e)) => panic!("lock: {e}"),
+        }
+    }
+    let bytes = std::fs::read(&path).unwrap_or_default();
+    if !bytes.is_empty() && bytes.last() != Some(&b'\n') {
+        // An earlier fragment is still there: adding to it would make one longer fragment.
+        writeln!(out, "S").and_then(|()| out.flush()).expect("stdout");
+    } else {
+        let head = match bytes[..bytes.len().saturating_sub(1)].rsplit(|&b| b == b'\n').next() {
+            Some(last) if !last.is_empty() => {
+                let v: Value = serde_json::from_slice(last).expect("last line");
+                chain::ChainHead {
+                    last_index: v["chain_index"].as_u64().expect("index"),
+                    last_hash: v["entry_hash"].as_str().map(str::to_owned),
+                }
+            }
+            _ => chain::ChainHead { last_index: 0, last_hash: None },
+        };
+        let sealed = chain::seal(tagged_body(&format!("{writer}:torn")), &head);
+        let line = warrant::canonical::to_canonical_vec(&sealed.record);
+        // 1..=line.len() bytes of the line, never its newline: a torn line.
+        let cut = 1 + (xorshift(&mut seed) as usize) % line.len();
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("chain");
+        file.write_all(&line[..cut]).expect("write");
+        let hex: String = line[..cut].iter().map(|b| format!("{b:02x}")).collect();
+        writeln!(out, "T {cut} {hex}").and_then(|()| out.flush()).expect("stdout");
+    }
+    // Wait to be killed (holding the lock); give up after a minute should the parent be gone.
+    std::thread::sleep(std::time::Duration::from_secs(60));
+    std::process::exit(3)
+}
+
+/// A child process and the lines it printed.
+struct Child {
+    proc: std::process::Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    writer: String,
+}
+
+fn spawn_child(spec: &str, writer: &str) -> Child {
+    use std::io::BufRead as _;
+    let mut proc = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", "sigkill_at_random_points_of_appends_loses_nothing_acknowledged", "--nocapture"])
+        .env(CHILD_ENV, spec)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("spawn child");
+    let stdout = proc.stdout.take().expect("stdout");
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let reader = std::thread::spawn(move || {
+        // Only the child's own lines (the test harness prints its own too).
+        let ours = |l: &str| l == "S" || ["B ", "L ", "A ", "E ", "T "].iter().any(|p| l.starts_with(p));
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok).filter(|l| ours(l)) {
+            sink.lock().expect("lines").push(line);
+        }
+    });
+    Child { proc, lines, reader: Some(reader), writer: writer.to_owned() }
+}
+
+/// Kills a child with SIGKILL, reaps it, and returns everything it printed.
+fn kill_child(mut c: Child) -> (String, Vec<String>) {
+    c.proc.kill().expect("SIGKILL");
+    c.proc.wait().expect("reap");
+    if let Some(reader) = c.reader.take() {
+        reader.join().expect("reader");
+    }
+    let lines = std::mem::take(&mut *c.lines.lock().expect("lines"));
+    (std::mem::take(&mut c.writer), lines)
+}
+
+impl Drop for Child {
+    /// A failing test still kills its children.
+    fn drop(&mut self) {
+        let _ = self.proc.kill();
+        let _ = self.proc.wait();
+    }
+}
+
+fn wait_line(c: &Child, pred: impl Fn(&str) -> bool) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(l) = c.lines.lock().expect("lines").iter().find(|l| pred(l)) {
+            return l.clone();
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "child {} never printed its line; it printed {:?}; /proc/locks:\n{}",
+            c.writer,
+            c.lines.lock().expect("lines"),
+            std::fs::read_to_string("/proc/locks").unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+fn from_hex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
+}
+
+// SIGKILL at random moments of tight append loops (4 writers at once) and of torn writes: the
+// chain verifies, every acknowledged append is there exactly once at its index and in its
+// writer's order, and every torn line was set aside byte for byte with a message, never dropped
+// or joined to the chain. WARRANT_CRASH_KILLS (default 100) sets the number of kills.
+#[test]
+fn sigkill_at_random_points_of_appends_loses_nothing_acknowledged() {
+    if let Ok(spec) = std::env::var(CHILD_ENV) {
+        crash_child(&spec);
+    }
+    let kills: usize = std::env::var("WARRANT_CRASH_KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(100);
+    let mut seed: u64 = std::env::var("WARRANT_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1
+    });
+    eprintln!("WARRANT_CRASH_SEED={seed}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chain.jsonl");
+    let path_s = path.display().to_string();
+    let sep = '\u{1f}';
+    let mut generation = 0usize;
+    let next_loop = |generation: &mut usize| {
+        *generation += 1;
+        let w = format!("g{generation}");
+        spawn_child(&format!("loop{sep}{path_s}{sep}{w}"), &w)
+    };
+    let mut live: Vec<Child> = (0..4).map(|_| next_loop(&mut generation)).collect();
+    let mut finished: Vec<(String, Vec<String>)> = Vec::new();
+    let mut torn: Vec<Vec<u8>> = Vec::new();
+    let (mut skipped, mut torn_kills) = (0, 0);
+    let started = std::time::Instant::now();
+    // The last kills stop the four loop writers one by one (no restart), then a final torn write,
+    // so that it stays at the end of the chain for the checks below.
+    let finale = kills.saturating_sub(1 + live.len());
+    for k in 0..kills {
+        if k + 1 == kills || (k % 5 == 4 && k < finale) {
+            // A torn write, killed once it is written.
+            generation += 1;
+            let w = format!("t{generation}");
+            let spec = format!("torn{sep}{path_s}{sep}{w}{sep}{}", xorshift(&mut seed));
+            let child = spawn_child(&spec, &w);
+            let line = wait_line(&child, |l| l.starts_with("T ") || l == "S");
+            match line.split(' ').collect::<Vec<_>>()[..] {
+                ["T", _, hex] => torn.push(from_hex(hex)),
+                _ => skipped += 1,
+            }
+            torn_kills += 1;
+            kill_child(child);
+            continue;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(xorshift(&mut seed) % 8000));
+        let slot = (xorshift(&mut seed) % live.len() as u64) as usize;
+        let victim = live.swap_remove(slot);
+        finished.push(kill_child(victim));
+        if k < finale {
+            live.push(next_loop(&mut generation));
+        }
+    }
+    let elapsed = started.elapsed();
+    assert!(live.is_empty(), "every loop writer was killed");
+
+    // Phases at death, from the last line each writer printed.
+    let text = std::fs::read(&path).expect("chain");
+    let records: Vec<Value> = text
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty() && l.ends_with(b"}"))
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect();
+    let note = |r: &Value| r.pointer("/metadata/note").and_then(Value::as_str).map(str::to_owned);
+    let present: std::collections::HashSet<String> = records.iter().filter_map(note).collect();
+    let (mut idle, mut before_lock, mut under_lock_unwritten, mut written_unacked) = (0, 0, 0, 0);
+    let mut acked: Vec<(String, u64)> = Vec::new();
+    for (writer, lines) in &finished {
+        for l in lines {
+            if let ["A", seq, index] = l.split(' ').collect::<Vec<_>>()[..] {
+                acked.push((format!("{writer}:{seq}"), index.parse().expect("index")));
+            }
+            assert!(!l.starts_with('E'), "{writer}: an append failed: {l}");
+        }
+        match lines.last().map(|l| l.split(' ').collect::<Vec<_>>()) {
+            None => idle += 1,
+            Some(v) if v[0] == "A" => idle += 1,
+            Some(v) if v[0] == "B" => before_lock += 1,
+            Some(v) if present.contains(&format!("{writer}:{}", v[1])) => written_unacked += 1,
+            Some(_) => under_lock_unwritten += 1,
+        }
+    }
+    eprintln!(
+        "{kills} kills in {elapsed:.2?} ({torn_kills} torn writers, {skipped} skipped); loop writers at death: \
+         {idle} between appends, {before_lock} in append before the builder (taking the lock, reading the head), \
+         {under_lock_unwritten} under the lock before their line was written, {written_unacked} after their line \
+         was written but before the acknowledgement (syncing); {} acknowledged appends",
+        acked.len()
+    );
+
+    // The torn line at the end is detected on open (`warrant verify` says so, and verifies the rest).
+    let report = chain::verify_file(&path, VerifyOptions::default(), |_, _| {}).expect("verify");
+    assert!(report.is_valid(), "{:?}", report.findings);
+    let last_torn = torn.last().expect("at least one torn write");
+    assert_eq!(report.torn_tail, Some(last_torn.len() as u64), "the final torn line is reported");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["verify", &dir.path().display().to_string()])
+        .env("WARRANT_CONFIG", dir.path().join("config"))
+        .output()
+        .expect("warrant verify");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the chain ends in a torn line"));
+    // Opening it for the principal sets it aside with a message naming the side file.
+    let aside = chain::recover_torn_tail(&path).expect("recover").expect("set aside");
+    assert!(aside.message().contains(&aside.side_file.display().to_string()), "{}", aside.message());
+
+    // Every torn line is in its own side file, byte for byte; none is in the chain.
+    let mut sides: Vec<Vec<u8>> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("chain.jsonl.torn-"))
+        .map(|e| std::fs::read(e.path()).expect("side file"))
+        .collect();
+    sides.sort();
+    torn.sort();
+    // A writer killed between copying a fragment and cutting it off the chain leaves a second
+    // copy (the next append copies it again): never less than the fragment, never a loss.
+    let copies = sides.len();
+    sides.dedup();
+    eprintln!(
+        "{} torn lines set aside ({} side files: {} extra copies from kills during a set-aside)",
+        torn.len(),
+        copies,
+        copies - sides.len()
+    );
+    let lens = |v: &[Vec<u8>]| v.iter().map(Vec::len).collect::<Vec<_>>();
+    assert!(sides == torn, "each torn write set aside exactly: {:?} vs {:?}", lens(&sides), lens(&torn));
+
+    // The chain verifies; every acknowledged append is present, once, at its index; each writer's
+    // records are in its order.
+    let report = chain::verify_file(&path, VerifyOptions::default(), |_, _| {}).expect("verify");
+    assert!(report.is_valid() && report.torn_tail.is_none(), "{report:?}");
+    let text = std::fs::read_to_string(&path).expect("chain");
+    let notes: Vec<String> =
+        text.lines().map(|l| note(&serde_json::from_str(l).expect("record")).expect("note")).collect();
+    assert_eq!(notes.len(), report.total);
+    let unique: std::collections::HashSet<&String> = notes.iter().collect();
+    assert_eq!(unique.len(), notes.len(), "no record twice");
+    for (tag, index) in &acked {
+        assert_eq!(notes.get(*index as usize - 1), Some(tag), "acknowledged {tag} at record {index}");
+    }
+    let mut last: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for n in &notes {
+        let (w, seq) = n.split_once(':').expect("tag");
+        let seq: u64 = seq.parse().expect("a looping writer's record; torn ones are set aside");
+        if let Some(prev) = last.insert(w, seq) {
+            assert!(prev < seq, "{w}: {seq} after {prev}");
+        }
+    }
+    assert!(acked.len() > kills, "the writers made progress between kills");
+}
