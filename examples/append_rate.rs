@@ -107,7 +107,7 @@ fn measure(mode: Mode, dir: &Path, writers: usize, count: usize, processes: bool
     }
     let seconds = start.elapsed().as_secs_f64();
     if mode != Mode::Disk {
-        let report = chain::verify_file(&path, chain::VerifyOptions::default(), |_, _| {}).expect("verify");
+        let report = chain::verify_file(&path, chain::VerifyOptions::default()).expect("verify");
         assert!(report.is_valid() && report.total == per * writers, "{report:?}");
     }
     (per * writers) as f64 / seconds

@@ -437,7 +437,7 @@ fn sigkill_at_random_points_of_appends_loses_nothing_acknowledged() {
     );
 
     // The torn line at the end is detected on open (`warrant verify` says so, and verifies the rest).
-    let report = chain::verify_file(&path, VerifyOptions::default(), |_, _| {}).expect("verify");
+    let report = chain::verify_file(&path, VerifyOptions::default()).expect("verify");
     assert!(report.is_valid(), "{:?}", report.findings);
     let last_torn = torn.last().expect("at least one torn write");
     assert_eq!(report.torn_tail, Some(last_torn.len() as u64), "the final torn line is reported");
@@ -476,7 +476,7 @@ fn sigkill_at_random_points_of_appends_loses_nothing_acknowledged() {
 
     // The chain verifies; every acknowledged append is present, once, at its index; each writer's
     // records are in its order.
-    let report = chain::verify_file(&path, VerifyOptions::default(), |_, _| {}).expect("verify");
+    let report = chain::verify_file(&path, VerifyOptions::default()).expect("verify");
     assert!(report.is_valid() && report.torn_tail.is_none(), "{report:?}");
     let text = std::fs::read_to_string(&path).expect("chain");
     let notes: Vec<String> =

@@ -368,7 +368,7 @@ pub fn check_chain(spool: &Spool, pinned: &PinnedKeys, acks: &[Ack], out: &mut O
     out.chain_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let started = Instant::now();
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
-    let report = chain::verify_file(&path, opts, |_, _| {}).expect("verify_file");
+    let report = chain::verify_file(&path, opts).expect("verify_file");
     out.verify_seconds = started.elapsed().as_secs_f64();
     // The records whole (verify_file hands its callback only the fields it keeps).
     let tags: Vec<Option<(usize, usize)>> =
