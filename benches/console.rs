@@ -1,7 +1,8 @@
 #![allow(missing_docs)] // criterion_group! generates an undocumented function.
 //! Criterion benchmarks of the console with 10,000 pending packets: one frame's render (160×48,
 //! the selection in the middle of the list), the state update a scan result causes, and the
-//! spool scans behind it (an unchanged spool, and one new packet).
+//! spool scans behind it (an unchanged spool checked file by file or by its listing, and one new
+//! packet).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratatui::Terminal;
@@ -11,7 +12,7 @@ use warrant::console::app::{self, Action, State};
 use warrant::console::keymap::{Key, Keymap};
 use warrant::console::theme::Theme;
 use warrant::console::ui;
-use warrant::spool::{Scanner, Spool};
+use warrant::spool::{Recheck, Scanner, Spool};
 
 /// 2026-11-21T09:00:00Z.
 const NOW: f64 = 1_795_251_600.0;
@@ -61,13 +62,18 @@ fn benches(c: &mut Criterion) {
     g.bench_function("update with a scan result", |b| {
         b.iter(|| app::update(&mut state, Action::Scanned(black_box(snap.clone()))))
     });
-    g.bench_function("rescan an unchanged spool", |b| b.iter(|| scanner.scan(black_box(&spool)).expect("scan")));
+    g.bench_function("rescan an unchanged spool, lstat every file", |b| {
+        b.iter(|| scanner.scan_if_changed(black_box(&spool), Recheck::Every).expect("scan"))
+    });
+    g.bench_function("rescan an unchanged spool, listing only", |b| {
+        b.iter(|| scanner.scan_if_changed(black_box(&spool), Recheck::Renamed).expect("scan"))
+    });
     let mut k = N;
-    g.bench_function("scan after one new packet", |b| {
+    g.bench_function("scan after one new packet, listing only", |b| {
         b.iter(|| {
             publish(&spool, k);
             k += 1;
-            scanner.scan(black_box(&spool)).expect("scan")
+            scanner.scan_if_changed(black_box(&spool), Recheck::Renamed).expect("scan")
         })
     });
     g.finish();

@@ -220,7 +220,8 @@ fn main() {
     ];
 
     // The sample: `a.sample` distinct sequence numbers, a partial Fisher–Yates shuffle.
-    let mut seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
+    let mut seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
     let mut order: Vec<usize> = (0..total).collect();
     let k = a.sample.min(total);
     for i in 0..k {
@@ -245,7 +246,8 @@ fn main() {
     assert!(new.args([a.bin.as_str(), "console", "--read-only"]).status().expect("tmux").success());
     tmux(&socket, &["set-option", "-g", "window-size", "manual"]);
     wait_for(&socket, "no pending packets", Duration::from_secs(20));
-    let pid: u32 = tmux(&socket, &["display-message", "-p", "-t", "t", "#{pane_pid}"]).trim().parse().expect("pane pid");
+    let pid: u32 =
+        tmux(&socket, &["display-message", "-p", "-t", "t", "#{pane_pid}"]).trim().parse().expect("pane pid");
     tmux(&socket, &["send-keys", "-t", "t", "/"]);
     tmux(&socket, &["send-keys", "-t", "t", "-l", "zqprobe"]);
     tmux(&socket, &["send-keys", "-t", "t", "Enter"]);
@@ -353,7 +355,8 @@ fn main() {
     drop(control);
     tmux(&socket, &["kill-server"]);
 
-    let out = Command::new(&a.bin).args(["list", "--json"]).envs(envs.iter().filter_map(|e| e.split_once('='))).output();
+    let out =
+        Command::new(&a.bin).args(["list", "--json"]).envs(envs.iter().filter_map(|e| e.split_once('='))).output();
     let cli_ids: std::collections::HashSet<String> = out
         .ok()
         .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
@@ -369,10 +372,18 @@ fn main() {
         .iter()
         .filter_map(|(n, seen)| renamed.get(*n).copied().flatten().map(|r| seen.saturating_duration_since(r)))
         .collect();
+    // How the latency grows with the spool: the median of each tenth of the run, in order.
+    let mut by_tenth: Vec<Vec<Duration>> = vec![Vec::new(); 10];
+    for (n, seen) in &first_seen {
+        if let Some(r) = renamed.get(*n).copied().flatten() {
+            by_tenth[(n * 10 / total.max(1)).min(9)].push(seen.saturating_duration_since(r));
+        }
+    }
     samples.sort();
     round_trips.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let q = |v: &[Duration], p: f64| v.get(((v.len().max(1) - 1) as f64 * p).round() as usize).map_or(f64::NAN, |d| ms(*d));
+    let q =
+        |v: &[Duration], p: f64| v.get(((v.len().max(1) - 1) as f64 * p).round() as usize).map_or(f64::NAN, |d| ms(*d));
     println!(
         "published {total} packets at {} /s for {} s from {} threads (most behind schedule: {:.1} ms{})",
         a.rate,
@@ -389,6 +400,14 @@ fn main() {
         q(&samples, 0.99),
         samples.last().map_or(f64::NAN, |d| ms(*d)),
     );
+    let medians: Vec<String> = by_tenth
+        .iter_mut()
+        .map(|v| {
+            v.sort();
+            format!("{:.0}", q(v, 0.5))
+        })
+        .collect();
+    println!("median by tenth of the run (ms): {}", medians.join(" "));
     println!(
         "capture round trip ({} captures): p50 {:.2} ms, p99 {:.2} ms",
         round_trips.len(),
