@@ -403,10 +403,12 @@ impl Scanner {
                 seen.push(key);
             }
         }
-        let live: std::collections::HashSet<&(FileKind, String)> = seen.iter().collect();
-        let before = self.cache.len();
-        self.cache.retain(|k, _| live.contains(k));
-        changed |= self.cache.len() != before;
+        // Every name seen is in the cache: as many entries as names means none vanished.
+        if self.cache.len() != seen.len() {
+            let live: std::collections::HashSet<&(FileKind, String)> = seen.iter().collect();
+            self.cache.retain(|k, _| live.contains(k));
+            changed = true;
+        }
         Ok((seen, changed))
     }
 
