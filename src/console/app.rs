@@ -576,7 +576,9 @@ impl State {
         let chain_intact = matches!(self.chain, ChainState::Valid { .. });
         let ctx = VerdictContext { policies: &self.policies, controls: &self.controls, now: self.now };
         let workspace = self.principal.as_deref().unwrap_or("local");
-        self.assessment = Arc::new(crate::monitor::assess(
+        self.assessment = Arc::new(crate::monitor::assess_incremental(
+            Some(&self.assessment),
+            &self.policies,
             &ctx,
             &self.snapshot.packets,
             &self.snapshot.receipts,
