@@ -19,7 +19,7 @@ const NOW: f64 = 1_795_251_600.0; // 2026-11-21T09:00:00Z
 fn entry(n: usize, agent: &str, class: &str, modified: f64) -> PacketEntry {
     let id = format!("p-{n}");
     let mut doc = warrant::packet::portable_packet(&id, class, agent, "s", json!({"x": n}), "2026-11-21T08:59:00Z");
-    if n % 3 == 0 {
+    if n.is_multiple_of(3) {
         doc["governance"] = json!({"tool": "corrections.merge", "notebook": "nb", "eff_score": 0.7,
             "action": {"action_id": "a-1", "name": "n", "execute_api": "/x", "reversibility": "full",
                        "is_read_only": false, "is_admin": false}});
