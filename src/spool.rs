@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirEntryExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -293,12 +293,27 @@ enum Parsed {
     Invalid(InvalidReason),
 }
 
+/// What a scan re-checks of the files a [`Scanner`] parsed before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recheck {
+    /// Every file's `lstat`: its size, modification and change times and inode. One system call
+    /// per file, so it costs in proportion to the spool.
+    Every,
+    /// Only the directory listing's inode numbers: new files, files renamed into place (the way
+    /// agents publish) and removed files are found, but a file rewritten in place under the same
+    /// inode is not. For a caller that is told about in-place writes some other way (the
+    /// console's watcher) and scans with [`Recheck::Every`] then.
+    Renamed,
+}
+
 /// Scans a spool incrementally: a file is parsed again only when its size, modification time or
 /// inode changed, so a rescan of an unchanged spool of many packets costs one `readdir` and one
 /// `lstat` per file.
 #[derive(Default)]
 pub struct Scanner {
     cache: HashMap<(FileKind, String), (Stamp, f64, Parsed)>,
+    /// A scan has run: [`Scanner::scan_if_changed`] answers `None` only after one.
+    scanned: bool,
 }
 
 impl Scanner {
@@ -313,6 +328,28 @@ impl Scanner {
     /// # Errors
     /// Only when a directory exists but cannot be listed.
     pub fn scan(&mut self, spool: &Spool) -> io::Result<Snapshot> {
+        let (seen, _) = self.refresh(spool, Recheck::Every)?;
+        Ok(self.snapshot(&seen))
+    }
+
+    /// Scans like [`Scanner::scan`], but answers `None` when no file was added, removed or
+    /// changed (size, modification time, change time or inode) since this scanner's previous
+    /// scan, so the caller can skip recomputing what it derived from the last snapshot. The
+    /// first scan always answers a snapshot.
+    ///
+    /// # Errors
+    /// Only when a directory exists but cannot be listed.
+    pub fn scan_if_changed(&mut self, spool: &Spool, recheck: Recheck) -> io::Result<Option<Snapshot>> {
+        // A failed scan may have cached some files already: the next one answers in full.
+        let (seen, changed) = self.refresh(spool, recheck).inspect_err(|_| self.scanned = false)?;
+        let first = !std::mem::replace(&mut self.scanned, true);
+        Ok((changed || first).then(|| self.snapshot(&seen)))
+    }
+
+    /// Lists both directories and parses what is new or changed: the files seen, and whether any
+    /// file was added, changed or removed.
+    fn refresh(&mut self, spool: &Spool, recheck: Recheck) -> io::Result<(Vec<(FileKind, String)>, bool)> {
+        let mut changed = false;
         let mut seen: Vec<(FileKind, String)> = Vec::new();
         for (kind, dir) in [(FileKind::Packet, spool.packets_dir()), (FileKind::Receipt, spool.receipts_dir())] {
             let entries = match fs::read_dir(&dir) {
@@ -327,6 +364,14 @@ impl Scanner {
                 if name.starts_with('.') || !name.ends_with(".json") {
                     continue;
                 }
+                let key = (kind, name);
+                // The listing's inode is free: a file still under the inode it was parsed from
+                // is taken as it was (a new file, or one renamed into place, has a new inode).
+                if recheck == Recheck::Renamed && self.cache.get(&key).is_some_and(|(s, _, _)| s.ino == entry.ino()) {
+                    seen.push(key);
+                    continue;
+                }
+                let (kind, name) = key;
                 let path = entry.path();
                 let Ok(meta) = fs::symlink_metadata(&path) else { continue };
                 let stamp = Stamp {
@@ -338,6 +383,7 @@ impl Scanner {
                 let key = (kind, name.clone());
                 let fresh = self.cache.get(&key).is_some_and(|(s, _, _)| *s == stamp);
                 if !fresh {
+                    changed = true;
                     let stem = name.strip_suffix(".json").unwrap_or(&name);
                     let parsed = match read_limited(&path) {
                         Err(reason) => Parsed::Invalid(reason),
@@ -357,9 +403,13 @@ impl Scanner {
                 seen.push(key);
             }
         }
-        let live: std::collections::HashSet<&(FileKind, String)> = seen.iter().collect();
-        self.cache.retain(|k, _| live.contains(k));
-        Ok(self.snapshot(&seen))
+        // Every name seen is in the cache: as many entries as names means none vanished.
+        if self.cache.len() != seen.len() {
+            let live: std::collections::HashSet<&(FileKind, String)> = seen.iter().collect();
+            self.cache.retain(|k, _| live.contains(k));
+            changed = true;
+        }
+        Ok((seen, changed))
     }
 
     fn snapshot(&self, seen: &[(FileKind, String)]) -> Snapshot {
@@ -397,7 +447,10 @@ impl Scanner {
                 }),
             }
         }
-        snap.packets.sort_by(|a, b| b.created().total_cmp(&a.created()).then_with(|| a.packet.id.cmp(&b.packet.id)));
+        // `created()` parses a timestamp: once per packet, not once per comparison.
+        let mut keyed: Vec<(f64, PacketEntry)> = snap.packets.drain(..).map(|e| (e.created(), e)).collect();
+        keyed.sort_by(|(ca, a), (cb, b)| cb.total_cmp(ca).then_with(|| a.packet.id.cmp(&b.packet.id)));
+        snap.packets = keyed.into_iter().map(|(_, e)| e).collect();
         snap.receipts.sort_by(|a, b| b.created_at.cmp(&a.created_at));
         snap
     }
