@@ -410,12 +410,18 @@ pub fn eval(data: &[u8]) -> Result<(), String> {
     assert!(out.is_empty() || out.ends_with(b"\n"), "the last response is not a whole line");
     let responses: Vec<&str> = text.lines().collect();
     assert_eq!(responses.len(), requests.len(), "one response line per request line");
-    // The typed fast path of `respond` answers exactly what the general path does (the
-    // decision's time stamps aside, which read the clock when the request has no `now`).
+    // The typed fast path of `respond` answers exactly what the general path does, but for
+    // what is fresh in every decision: its time stamps (the clock, when the request has no
+    // `now`) and its action binding's nonce, expiry and the hash over them.
     let untimed = |v: Value| match v {
         Value::Object(mut m) => {
             m.remove("created_at");
             m.remove("decision_id");
+            if let Some(Value::Object(binding)) = m.get_mut("action_binding") {
+                for fresh in ["nonce", "expiresAt", "actionHash"] {
+                    binding.remove(fresh);
+                }
+            }
             Value::Object(m)
         }
         other => other,
