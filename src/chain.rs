@@ -1929,3 +1929,24 @@ pub fn new_record_body(
     rec.insert("metadata".into(), Value::Object(metadata));
     rec
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_key_index_follows_record_keys() {
+        for (i, key) in RECORD_KEYS.iter().enumerate() {
+            assert_eq!(record_key_index(key.as_bytes()), Some(i), "{key}");
+        }
+        for (k, key) in
+            [(KEY_RECORD_ID, "record_id"), (KEY_PREVIOUS_HASH, "previous_hash"), (KEY_ENTRY_HASH, "entry_hash")]
+        {
+            assert_eq!(RECORD_KEYS[k], key);
+        }
+        assert_eq!(RECORD_KEYS[KEY_METADATA], "metadata");
+        for other in [&b""[..], b"Schema", b"metadata ", b"entry_hash\0", b"chain"] {
+            assert_eq!(record_key_index(other), None, "{}", String::from_utf8_lossy(other));
+        }
+    }
+}
