@@ -465,14 +465,30 @@ fn sigkill_at_random_points_of_appends_loses_nothing_acknowledged() {
     // copy (the next append copies it again): never less than the fragment, never a loss.
     let copies = sides.len();
     sides.dedup();
+    // Every torn writer's fragment is set aside byte for byte.
+    for t in &torn {
+        assert!(sides.contains(t), "torn write of {} bytes not set aside", t.len());
+    }
+    // Any other side file is a loop writer's own line cut short by the SIGKILL inside write(2)
+    // (Linux ends a write to a regular file early, at a page boundary, when a fatal signal is
+    // pending): a fragment of a record, without its newline, whose append never reported
+    // success (its writer died before the acknowledgement, which the checks below confirm).
+    let in_write: Vec<&Vec<u8>> = sides.iter().filter(|s| !torn.contains(s)).collect();
+    for fragment in &in_write {
+        assert!(
+            fragment.first() == Some(&b'{') && !fragment.contains(&b'\n') && fragment.len() < 4096,
+            "a side file that is not a torn line: {}",
+            String::from_utf8_lossy(fragment)
+        );
+    }
     eprintln!(
-        "{} torn lines set aside ({} side files: {} extra copies from kills during a set-aside)",
+        "{} torn lines set aside ({} side files: {} extra copies from kills during a set-aside, {} lines torn by \
+         SIGKILL inside write(2))",
         torn.len(),
         copies,
-        copies - sides.len()
+        copies - sides.len(),
+        in_write.len()
     );
-    let lens = |v: &[Vec<u8>]| v.iter().map(Vec::len).collect::<Vec<_>>();
-    assert!(sides == torn, "each torn write set aside exactly: {:?} vs {:?}", lens(&sides), lens(&torn));
 
     // The chain verifies; every acknowledged append is present, once, at its index; each writer's
     // records are in its order.
