@@ -4,13 +4,9 @@
 //! `benches/console.rs`), so these tests stay cheap.
 #![cfg(feature = "console")]
 
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use std::sync::Arc;
 use warrant::console::app::{self, Action, Pane, State};
 use warrant::console::keymap::{Key, Keymap};
-use warrant::console::theme::Theme;
-use warrant::console::ui;
 use warrant::spool::{PacketEntry, Recheck, Scanner, Snapshot, Spool};
 
 /// 2026-11-21T09:00:00Z.
@@ -54,19 +50,9 @@ fn press(s: &mut State, key: &str, times: usize) {
     }
 }
 
-fn screen(s: &State, w: u16, h: u16) -> String {
-    let theme = Theme::builtin("default").expect("theme");
-    let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-    term.draw(|f| ui::render(s, &theme, f)).expect("draw");
-    let buf = term.backend().buffer();
-    let mut out = String::new();
-    for y in 0..h {
-        let line: String = (0..w).map(|x| buf[(x, y)].symbol().to_owned()).collect();
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
+#[path = "support/screen.rs"]
+mod support_screen;
+use support_screen::screen;
 
 /// The `row NNNNN` summaries on the screen's list, top to bottom (a list row names the class
 /// before the summary; the detail pane's title line does not).
