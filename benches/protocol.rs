@@ -78,6 +78,26 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
 
+    // The scale spool's mix (`warrant generate-spool`): receipts, one signed decision every 50
+    // records, verified from the file's bytes by the parallel byte path `warrant verify` uses.
+    let spool = warrant::spool::Spool::new(dir.path().join("scale"));
+    let spec = warrant::scale::GenerateSpec { records: 10_000, pending: 0, ..Default::default() };
+    let generated =
+        warrant::scale::generate(&spool, &principal, &spec, time::OffsetDateTime::now_utc()).expect("generate");
+    let mut g = c.benchmark_group("chain");
+    g.throughput(Throughput::Bytes(generated.bytes));
+    g.bench_function("verify_file, 10,000 generated records (receipts, a signed decision every 50)", |b| {
+        b.iter(|| {
+            let report = chain::verify_file(
+                black_box(&spool.chain_path()),
+                VerifyOptions { pinned: Some(&pins), strict_signatures: true },
+            )
+            .expect("verify");
+            assert!(report.is_valid() && report.total == 10_000);
+        })
+    });
+    g.finish();
+
     let packet = serde_json::to_vec(&json!({
         "type": "trust_graduation_approval_packet", "packet_id": "p-1", "agent": "scribe", "summary": "Quote",
         "action_class": "email.send.external",

@@ -338,7 +338,14 @@ impl Sequencer {
         }
         report.findings.extend(local.signature);
         report.signatures_verified += usize::from(local.signed_ok);
-        self.previous = rec.str_field("entry_hash").map(std::borrow::Cow::into_owned);
+        // One buffer for the head hash, reused record after record.
+        match (rec.str_field("entry_hash"), &mut self.previous) {
+            (Some(h), Some(prev)) => {
+                prev.clear();
+                prev.push_str(&h);
+            }
+            (h, prev) => *prev = h.map(std::borrow::Cow::into_owned),
+        }
     }
 
     fn finish(mut self) -> VerifyReport {
@@ -418,7 +425,7 @@ enum Checked {
     /// else (when the caller wants records) its top-level fields and the kept metadata members.
     Parsed { map: Map<String, Value>, full: bool, local: Local },
     /// A canonical record checked from its bytes: where its `previous_hash`, `entry_hash` and
-    /// `record_id` values are in the block (what the sequential checks read).
+    /// `record_id` values (what the sequential checks read) were copied in the block's id text.
     Raw { ids: [Option<std::ops::Range<usize>>; 3], local: Local },
     /// Why the line is not a record.
     Unparsable(String),
@@ -448,39 +455,43 @@ fn partial_map(line: &[u8], scan: &canonical::scan::Scan, keep: &[&str]) -> Resu
     Ok(map)
 }
 
-/// Checks line `i` (the bytes at `range` of `data`). A canonical line (warrant's own) is hashed
-/// from its bytes, and unless its metadata has a member the checks read, it is checked without
-/// being parsed; with `keep`, its top-level fields and the `keep` members of its metadata are
-/// parsed for the caller. Anything else is parsed whole and re-serialised (§4.1).
+/// Checks line `i`. A canonical line (warrant's own) is hashed from its bytes, and unless its
+/// metadata has a member the checks read, it is checked without being parsed (its ids are
+/// copied to `ids`, the block's id text); with `keep`, its top-level fields and the `keep`
+/// members of its metadata are parsed for the caller. Anything else is parsed whole and
+/// re-serialised (§4.1).
 fn check_line(
     i: usize,
-    data: &[u8],
-    range: std::ops::Range<usize>,
+    line: &[u8],
+    ids: &mut String,
     scan: &mut canonical::scan::Scan,
     keep: Option<&[&str]>,
     opts: VerifyOptions<'_>,
 ) -> Checked {
-    let line = &data[range.clone()];
-    if canonical::scan::scan_object(line, scan) {
-        let digest = match scan.member(line, "entry_hash") {
-            Some((k, _)) => scan.digest_without(line, k),
+    if let Ok(text) = simdutf8::basic::from_utf8(line)
+        && canonical::scan::scan_object_str(text, scan)
+    {
+        let fields = RawFields::new(text, scan);
+        let digest = match fields.entry_hash {
+            Some(k) => scan.digest_without(line, k),
             None => sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(line)).into(),
         };
-        let plain_metadata = scan.member(line, "metadata").is_some_and(|(m, text)| {
-            text.first() == Some(&b'{')
+        let plain_metadata = fields.metadata.is_some_and(|m| {
+            line[scan.members[m].value.start] == b'{'
                 && !scan.children(m).any(|c| CHECKED_METADATA.iter().any(|k| k.as_bytes() == &line[c.key.clone()]))
         });
         if plain_metadata {
-            let local = check_local(i, &RawFields::new(line, scan), None, &digest, opts);
+            let local = check_local(i, &fields, None, &digest, opts);
             return match keep {
                 None => {
-                    let at = |key: &str| {
-                        scan.member(line, key).map(|(k, _)| {
-                            let v = &scan.members[k].value;
-                            range.start + v.start..range.start + v.end
+                    let mut at = |k: usize| {
+                        fields.range(k).map(|v| {
+                            let start = ids.len();
+                            ids.push_str(&text[v]);
+                            start..ids.len()
                         })
                     };
-                    Checked::Raw { ids: [at("previous_hash"), at("entry_hash"), at("record_id")], local }
+                    Checked::Raw { ids: [at(KEY_PREVIOUS_HASH), at(KEY_ENTRY_HASH), at(KEY_RECORD_ID)], local }
                 }
                 Some(keep) => match partial_map(line, scan, keep) {
                     Ok(map) => Checked::Parsed { map, full: false, local },
@@ -637,7 +648,7 @@ where
     let torn = std::thread::scope(|scope| {
         let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
         let block_rx = std::sync::Arc::new(std::sync::Mutex::new(block_rx));
-        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>, Vec<Checked>)>(workers * 2);
+        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<(usize, String, Vec<Checked>)>(workers * 2);
         for _ in 0..workers {
             let (rx, tx) = (std::sync::Arc::clone(&block_rx), done_tx.clone());
             scope.spawn(move || {
@@ -648,18 +659,25 @@ where
                         Err(_) => return,
                     };
                     let Ok(block) = block else { return };
+                    let mut ids = String::new();
                     let checked = block
                         .lines
                         .iter()
                         .enumerate()
                         .map(|(k, line)| match line {
                             RawLine::TooLong => Checked::Unparsable(format!("line longer than {MAX_LINE_BYTES} bytes")),
-                            RawLine::Bytes(r) => {
-                                check_line(block.first_index + k, &block.data, r.clone(), &mut scan, keep, opts)
-                            }
+                            RawLine::Bytes(r) => check_line(
+                                block.first_index + k,
+                                &block.data[r.clone()],
+                                &mut ids,
+                                &mut scan,
+                                keep,
+                                opts,
+                            ),
                         })
                         .collect();
-                    if tx.send((block.seq, block.data, checked)).is_err() {
+                    drop(block.data);
+                    if tx.send((block.seq, ids, checked)).is_err() {
                         return;
                     }
                 }
@@ -677,9 +695,9 @@ where
         let reader_thread = scope.spawn(move || read_blocks(reader, first, &block_tx, &window_rx, progress));
         let mut pending = std::collections::BTreeMap::new();
         let (mut next, mut index) = (0, first);
-        for (block_seq, data, checked) in done_rx {
-            pending.insert(block_seq, (data, checked));
-            while let Some((data, checked)) = pending.remove(&next) {
+        for (block_seq, id_text, checked) in done_rx {
+            pending.insert(block_seq, (id_text, checked));
+            while let Some((id_text, checked)) = pending.remove(&next) {
                 for c in checked {
                     match c {
                         Checked::Unparsable(message) => seq.unparsable(index, message),
@@ -690,7 +708,7 @@ where
                             }
                         }
                         Checked::Raw { ids, local } => {
-                            seq.record(index, &IdFields { data: &data, ids }, None, local);
+                            seq.record(index, &IdFields { text: &id_text, ids }, None, local);
                         }
                     }
                     index += 1;
@@ -795,51 +813,93 @@ impl Fields for Map<String, Value> {
 /// The top-level fields of a canonical line, read from its bytes without building a `Map`:
 /// the value range of each of the [`RECORD_KEYS`] present.
 struct RawFields<'a> {
-    line: &'a [u8],
+    line: &'a str,
+    /// Value ranges of the [`RECORD_KEYS`], by position in that list.
     at: [Option<std::ops::Range<usize>>; 14],
+    /// Member index (in the scan) of `entry_hash` and of `metadata`.
+    entry_hash: Option<usize>,
+    metadata: Option<usize>,
     unknown: Vec<String>,
 }
 
+/// Positions in [`RECORD_KEYS`].
+const KEY_RECORD_ID: usize = 1;
+const KEY_PREVIOUS_HASH: usize = 11;
+const KEY_ENTRY_HASH: usize = 12;
+const KEY_METADATA: usize = 13;
+
+/// The position of `key` in [`RECORD_KEYS`] (one comparison by length and bytes, not fourteen).
+fn record_key_index(key: &[u8]) -> Option<usize> {
+    Some(match key {
+        b"schema" => 0,
+        b"record_id" => 1,
+        b"agent" => 2,
+        b"action" => 3,
+        b"approver" => 4,
+        b"outcome" => 5,
+        b"trace_id" => 6,
+        b"autonomy_tier" => 7,
+        b"timestamp" => 8,
+        b"cost_usd" => 9,
+        b"chain_index" => 10,
+        b"previous_hash" => 11,
+        b"entry_hash" => 12,
+        b"metadata" => 13,
+        _ => return None,
+    })
+}
+
 impl<'a> RawFields<'a> {
-    fn new(line: &'a [u8], scan: &canonical::scan::Scan) -> Self {
+    /// The fields of `line` (valid UTF-8 that [`canonical::scan::scan_object`] accepted).
+    fn new(line: &'a str, scan: &canonical::scan::Scan) -> Self {
         let mut at: [Option<std::ops::Range<usize>>; 14] = Default::default();
-        let mut unknown = Vec::new();
-        for m in &scan.members {
-            let key = &line[m.key.clone()];
-            match RECORD_KEYS.iter().position(|k| k.as_bytes() == key) {
-                Some(k) => at[k] = Some(m.value.clone()),
+        let (mut entry_hash, mut metadata, mut unknown) = (None, None, Vec::new());
+        for (n, m) in scan.members.iter().enumerate() {
+            let key = &line.as_bytes()[m.key.clone()];
+            match record_key_index(key) {
+                Some(k) => {
+                    at[k] = Some(m.value.clone());
+                    match k {
+                        KEY_ENTRY_HASH => entry_hash = Some(n),
+                        KEY_METADATA => metadata = Some(n),
+                        _ => {}
+                    }
+                }
                 None => unknown.push(String::from_utf8_lossy(key).into_owned()),
             }
         }
-        Self { line, at, unknown }
+        Self { line, at, entry_hash, metadata, unknown }
+    }
+
+    /// The value range of [`RECORD_KEYS`]`[k]`.
+    fn range(&self, k: usize) -> Option<std::ops::Range<usize>> {
+        self.at[k].clone()
     }
 }
 
 /// A field's value from its canonical JSON text.
-fn raw_field(text: &[u8]) -> FieldRef<'_> {
-    match text.first() {
-        Some(b'"') if !text.contains(&b'\\') => std::str::from_utf8(&text[1..text.len() - 1])
-            .map_or(FieldRef::Other, |s| FieldRef::Str(std::borrow::Cow::Borrowed(s))),
-        Some(b'"') => match canonical::parse_strict(text) {
+fn raw_field(text: &str) -> FieldRef<'_> {
+    let bytes = text.as_bytes();
+    match bytes.first() {
+        // The delimiters are ASCII, so the slice is on character boundaries.
+        Some(b'"') if !bytes.contains(&b'\\') => FieldRef::Str(std::borrow::Cow::Borrowed(&text[1..text.len() - 1])),
+        Some(b'"') => match canonical::parse_strict(bytes) {
             Ok(Value::String(s)) => FieldRef::Str(std::borrow::Cow::Owned(s)),
             _ => FieldRef::Other,
         },
         Some(b'n') => FieldRef::Null,
         Some(b'{') => FieldRef::Object,
-        Some(b'0'..=b'9') if text.iter().all(u8::is_ascii_digit) => {
-            std::str::from_utf8(text).ok().and_then(|t| t.parse().ok()).map_or(FieldRef::Other, FieldRef::U64)
+        Some(b'0'..=b'9') if bytes.iter().all(u8::is_ascii_digit) => {
+            text.parse().map_or(FieldRef::Other, FieldRef::U64)
         }
-        Some(b'-' | b'0'..=b'9') => {
-            std::str::from_utf8(text).ok().and_then(|t| t.parse::<f64>().ok()).map_or(FieldRef::Other, FieldRef::Number)
-        }
+        Some(b'-' | b'0'..=b'9') => text.parse::<f64>().map_or(FieldRef::Other, FieldRef::Number),
         _ => FieldRef::Other,
     }
 }
 
 impl Fields for RawFields<'_> {
     fn field(&self, key: &str) -> Option<FieldRef<'_>> {
-        let k = RECORD_KEYS.iter().position(|n| *n == key)?;
-        self.at[k].clone().map(|r| raw_field(&self.line[r]))
+        self.range(record_key_index(key.as_bytes())?).map(|r| raw_field(&self.line[r]))
     }
 
     fn unknown_keys(&self) -> Vec<String> {
@@ -848,16 +908,16 @@ impl Fields for RawFields<'_> {
 }
 
 /// The three fields the sequential checks read of a canonical record, by their value ranges in
-/// a block: `previous_hash`, `entry_hash`, `record_id`.
+/// a block's id text: `previous_hash`, `entry_hash`, `record_id`.
 struct IdFields<'a> {
-    data: &'a [u8],
+    text: &'a str,
     ids: [Option<std::ops::Range<usize>>; 3],
 }
 
 impl Fields for IdFields<'_> {
     fn field(&self, key: &str) -> Option<FieldRef<'_>> {
         let k = ["previous_hash", "entry_hash", "record_id"].iter().position(|n| *n == key)?;
-        self.ids[k].clone().map(|r| raw_field(&self.data[r]))
+        self.ids[k].clone().map(|r| raw_field(&self.text[r]))
     }
 
     fn unknown_keys(&self) -> Vec<String> {
@@ -1354,11 +1414,16 @@ fn open_chain(path: &Path, no_follow: bool) -> Result<Option<ChainReader<BufRead
 ///
 /// # Errors
 /// I/O errors while reading; [`ChainError::NotRegular`].
-pub fn verify_file<F>(path: &Path, opts: VerifyOptions<'_>, on_record: F) -> Result<VerifyReport, ChainError>
-where
-    F: FnMut(usize, &Map<String, Value>),
-{
-    verify_file_with(path, false, opts, &[], &std::sync::atomic::AtomicU64::new(0), on_record)
+pub fn verify_file(path: &Path, opts: VerifyOptions<'_>) -> Result<VerifyReport, ChainError> {
+    let file = match open_regular(path, false) {
+        Ok(f) => f,
+        Err(ChainError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Ok(VerifyReport::default());
+        }
+        Err(e) => return Err(e),
+    };
+    verify_reader(file, opts, &std::sync::atomic::AtomicU64::new(0))
+        .map_err(|source| ChainError::Io { path: path.to_owned(), source })
 }
 
 /// As [`verify_file`]; with `no_follow`, a symlink is refused (a spool's own chain). `keep` and
@@ -1440,7 +1505,7 @@ impl Tail {
 
 /// Whether the chain in `file` still starts with `prefix`: it is at least `prefix.bytes` long,
 /// and the line that ends (with its newline) at byte `prefix.bytes` is record `prefix.records`
-/// with `entry_hash` `prefix.head_hash`. The empty prefix always holds.
+/// with `entry_hash` `prefix.head_hash`, the line hashing to it. The empty prefix always holds.
 ///
 /// Only the prefix's last line is read: a record rewritten *in place* inside the prefix (its
 /// successors left alone) is not seen here; a full verification finds it.
@@ -1456,9 +1521,12 @@ pub fn prefix_holds(file: &mut File, prefix: &Verified) -> io::Result<bool> {
         return Ok(false);
     }
     let rec = line_ending_at(file, prefix.bytes)?;
-    Ok(rec.is_some_and(|rec| {
+    Ok(rec.and_then(|rec| rec.as_object().cloned()).is_some_and(|rec| {
+        let head = prefix.head_hash.as_deref();
         rec.get("chain_index").and_then(Value::as_u64) == Some(prefix.records)
-            && rec.get("entry_hash").and_then(Value::as_str) == prefix.head_hash.as_deref()
+            && rec.get("entry_hash").and_then(Value::as_str) == head
+            // The line is hashed again: its `entry_hash` field alone proves nothing.
+            && head == Some(canonical::prefixed(&canonical::canonical_digest_without(&rec, "entry_hash")).as_str())
     }))
 }
 
@@ -1629,16 +1697,27 @@ pub struct Appended {
 /// Takes the exclusive lock on `.chain.lock` beside the chain (a private file, mode 0600, so
 /// processes that may only read the chain cannot hold the lock), waiting at most
 /// [`LOCK_DEADLINE`]. Then it opens the chain without following symlinks (a regular file
-/// only), reads the head, calls `build` with it (the builder returns the record body: every field
-/// but `chain_index`, `previous_hash` and `entry_hash`, which are set here), computes
-/// `entry_hash` by the hash contract, checks that the path still names the file it locked,
-/// writes the line with `O_APPEND` and `fsync`s before returning. A failed write is truncated
-/// back, so a full disk never leaves a torn line. The directory is synced when a file is created.
+/// only), sets a torn final line aside ([`SetAside`]), reads the head, calls `build` with it (the
+/// builder returns the record body: every field but `chain_index`, `previous_hash` and
+/// `entry_hash`, which are set here), computes `entry_hash` by the hash contract, checks that the
+/// path still names the file it locked, and writes the line with `O_APPEND` in one `write`. A
+/// failed write is truncated back, so a full disk never leaves a torn line. The directory is
+/// synced when a file is created.
+///
+/// **Group commit**: the lock is released as soon as the line is written, and the
+/// `fdatasync` runs outside it; `append` returns only once its own `fdatasync` has returned, which
+/// flushes every byte of the file written before it started (this line and every earlier one), so
+/// a record that reported success is durable, and so is every record before it. Writers that sync
+/// at the same time share the disk's flush, so N writers do not pay N serial syncs (figures in
+/// `docs/performance.md#appends`). [`append_then`] keeps the sync under the lock, for the
+/// principal's checkpoints.
 ///
 /// # Errors
 /// I/O failures, [`ChainError::Locked`], [`ChainError::NotRegular`], [`ChainError::Replaced`],
 /// a torn or unparsable tail ([`ChainError::TornTail`], [`ChainError::BadTail`]), or the
-/// builder's own refusal ([`ChainError::Build`]). On error nothing was written.
+/// builder's own refusal ([`ChainError::Build`]). On error nothing was written, except when the
+/// final `fdatasync` itself fails (an I/O error of the disk): the line was written and other
+/// writers may already follow it, so it stays, never acknowledged.
 pub fn append<F>(path: &Path, build: F) -> Result<Appended, ChainError>
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
@@ -1654,12 +1733,20 @@ pub fn append_with_deadline<F>(path: &Path, deadline: std::time::Duration, build
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
 {
-    append_then(path, deadline, build, |_, _| {})
+    let written = write_locked(path, deadline, build)?;
+    let Written { lock, file, appended, .. } = written;
+    // Group commit: other writers may write their lines while this one syncs.
+    let _ = lock.unlock();
+    drop(lock);
+    file.sync_data().map_err(|source| ChainError::Io { path: path.to_owned(), source })?;
+    Ok(appended)
 }
 
-/// As [`append_with_deadline`], then, still under the lock and after the record is durable,
-/// calls `after` with what was appended and the chain's length in bytes now (the principal's
-/// checkpoint is signed and written there, so checkpoints follow the chain's order).
+/// As [`append_with_deadline`], but the `fdatasync` runs under the lock, and then, still under
+/// the lock and after the record (and every record before it) is durable, calls `after` with what
+/// was appended and the chain's length in bytes now (the principal's checkpoint is signed and
+/// written there, so checkpoints follow the chain's order and are never durable before the
+/// records they cover). A failed write or sync is truncated back: on error nothing was written.
 ///
 /// # Errors
 /// As [`append`].
@@ -1667,6 +1754,40 @@ pub fn append_then<F, A>(path: &Path, deadline: std::time::Duration, build: F, a
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
     A: FnOnce(&Appended, u64),
+{
+    let Written { lock, file, appended, start, end } = write_locked(path, deadline, build)?;
+    let result = match file.sync_data() {
+        Ok(()) => {
+            after(&appended, end);
+            Ok(appended)
+        }
+        Err(source) => {
+            let _ = file.set_len(start);
+            let _ = file.sync_data();
+            Err(ChainError::Io { path: path.to_owned(), source })
+        }
+    };
+    let _ = lock.unlock();
+    result
+}
+
+/// A line written under the lock, not yet synced.
+struct Written {
+    /// The chain's lock, still held.
+    lock: File,
+    /// The chain, open for appending.
+    file: File,
+    appended: Appended,
+    /// The chain's length before the line.
+    start: u64,
+    /// The chain's length after the line.
+    end: u64,
+}
+
+/// The steps of [`append`] up to and including the `write`, under the lock (released on error).
+fn write_locked<F>(path: &Path, deadline: std::time::Duration, build: F) -> Result<Written, ChainError>
+where
+    F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
 {
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
@@ -1704,17 +1825,21 @@ where
         if now.ino() != meta.ino() || now.dev() != meta.dev() {
             return Err(ChainError::Replaced { path: path.to_owned() });
         }
-        let len = file.metadata().map_err(io_err)?.len();
-        if let Err(e) = file.write_all(&line).and_then(|()| file.sync_data()) {
-            let _ = file.set_len(len);
+        let start = file.metadata().map_err(io_err)?.len();
+        if let Err(e) = file.write_all(&line) {
+            let _ = file.set_len(start);
             let _ = file.sync_data();
             return Err(io_err(e));
         }
-        after(&appended, len + line.len() as u64);
-        Ok(appended)
+        Ok((file, appended, start, start + line.len() as u64))
     })();
-    let _ = lock.unlock();
-    result
+    match result {
+        Ok((file, appended, start, end)) => Ok(Written { lock, file, appended, start, end }),
+        Err(e) => {
+            let _ = lock.unlock();
+            Err(e)
+        }
+    }
 }
 
 /// Takes the exclusive lock on `.chain.lock` beside `path` (a private file, mode 0600, never a
@@ -1739,11 +1864,15 @@ fn lock_chain(path: &Path, deadline: std::time::Duration) -> Result<File, ChainE
         return Err(ChainError::NotRegular { path: lock_path });
     }
     let start = std::time::Instant::now();
+    // Poll with a short, growing sleep: a held lock is usually released within a write (tens of
+    // microseconds) or a sync (about a millisecond), and a fixed 2 ms sleep left it idle.
+    let mut pause = std::time::Duration::from_micros(50);
     loop {
         match lock.try_lock() {
             Ok(()) => return Ok(lock),
             Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(2));
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(2));
             }
             Err(std::fs::TryLockError::WouldBlock) => {
                 return Err(ChainError::Locked { path: lock_path, seconds: deadline.as_secs() });
@@ -1818,14 +1947,19 @@ fn set_aside_torn_tail(path: &Path, file: &mut File) -> Result<Option<SetAside>,
     let name = path.file_name().map_or_else(|| "chain.jsonl".into(), |n| n.to_string_lossy().into_owned());
     let side_file = path.with_file_name(format!("{name}.torn-{offset}-{nanos}"));
     let side_err = |source| ChainError::Io { path: side_file.clone(), source };
+    // Written under a hidden name, then renamed: a writer killed half-way leaves no side file
+    // that is empty or short of the fragment (only, at worst, a hidden `.tmp` one), and the
+    // fragment itself is still in the chain for the next append to set aside.
+    let temp = path.with_file_name(format!(".{name}.torn-{offset}-{nanos}.tmp"));
     let mut side = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(&side_file)
+        .open(&temp)
         .map_err(side_err)?;
     side.write_all(&fragment).and_then(|()| side.sync_all()).map_err(side_err)?;
+    std::fs::rename(&temp, &side_file).map_err(side_err)?;
     sync_parent(&side_file).map_err(side_err)?;
     file.set_len(offset).and_then(|()| file.sync_all()).map_err(io_err)?;
     Ok(Some(SetAside { side_file, bytes, offset }))
@@ -1960,4 +2094,25 @@ pub fn new_record_body(
     rec.insert("cost_usd".into(), Value::Null);
     rec.insert("metadata".into(), Value::Object(metadata));
     rec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_key_index_follows_record_keys() {
+        for (i, key) in RECORD_KEYS.iter().enumerate() {
+            assert_eq!(record_key_index(key.as_bytes()), Some(i), "{key}");
+        }
+        for (k, key) in
+            [(KEY_RECORD_ID, "record_id"), (KEY_PREVIOUS_HASH, "previous_hash"), (KEY_ENTRY_HASH, "entry_hash")]
+        {
+            assert_eq!(RECORD_KEYS[k], key);
+        }
+        assert_eq!(RECORD_KEYS[KEY_METADATA], "metadata");
+        for other in [&b""[..], b"Schema", b"metadata ", b"entry_hash\0", b"chain"] {
+            assert_eq!(record_key_index(other), None, "{}", String::from_utf8_lossy(other));
+        }
+    }
 }

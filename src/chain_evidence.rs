@@ -121,6 +121,15 @@ impl ChainEvidence {
         self.runs.iter().filter(|(_, n)| *n > 0).count()
     }
 
+    /// Whether `self` and `other` hold the same rows with the same counts, in the same order of
+    /// first appearance: then every sum over them, so every posterior and gate decision, is the
+    /// same. (Which rows are kept whole for display is not compared.) Costs one comparison per
+    /// distinct row.
+    #[must_use]
+    pub fn same_rows(&self, other: &Self) -> bool {
+        self.len == other.len && self.runs.iter().filter(|(_, n)| *n > 0).eq(other.runs.iter().filter(|(_, n)| *n > 0))
+    }
+
     /// Every row, each distinct row repeated as often as it occurs.
     pub fn rows(&self) -> impl Iterator<Item = &EvidenceRow> + Clone {
         self.runs.iter().flat_map(|(r, n)| std::iter::repeat_n(r, usize::try_from(*n).unwrap_or(usize::MAX)))

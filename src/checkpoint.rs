@@ -30,6 +30,9 @@ pub struct Checkpoint {
     pub head_hash: String,
     /// The chain's length in bytes through that record's newline.
     pub bytes: u64,
+    /// `"sha256:<hex>"` of the chain's first `bytes` bytes (`None` in checkpoints signed before
+    /// warrant wrote it: those still detect truncation, but a decision verifies the whole chain).
+    pub prefix_sha256: Option<String>,
     /// Who signed it.
     pub principal: String,
     /// When (RFC 3339).
@@ -38,15 +41,27 @@ pub struct Checkpoint {
     pub source: String,
 }
 
-/// Signs a checkpoint: `{"document": {domain, records, head_hash, bytes, principal, key,
-/// signed_at}, "signature": {…}}` (the signature as for decisions, over the canonical document).
+/// Signs a checkpoint: `{"document": {domain, records, head_hash, bytes, prefix_sha256,
+/// principal, key, signed_at}, "signature": {…}}` (the signature as for decisions, over the
+/// canonical document). `prefix_sha256` is `"sha256:<hex>"` of the chain's first `bytes` bytes:
+/// the principal signs it only over a chain verified under the lock, so a later decision can
+/// trust a prefix whose bytes still hash to it without verifying it again (`docs/spool.md`,
+/// Incremental verification).
 #[must_use]
-pub fn sign(principal: &Principal, records: u64, head_hash: &str, bytes: u64, signed_at: &str) -> Value {
+pub fn sign(
+    principal: &Principal,
+    records: u64,
+    head_hash: &str,
+    bytes: u64,
+    prefix_sha256: &str,
+    signed_at: &str,
+) -> Value {
     let document = json!({
         "domain": CHECKPOINT_DOMAIN,
         "records": records,
         "head_hash": head_hash,
         "bytes": bytes,
+        "prefix_sha256": prefix_sha256,
         "principal": principal.name,
         "key": principal.fingerprint(),
         "signed_at": signed_at,
@@ -68,6 +83,11 @@ pub fn verify(signed: &Value, pinned: &PinnedKeys, source: &str) -> Result<Check
     crate::decision::verify_document(doc, sig, pinned)?;
     let s = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
     let n = |k: &str| doc.get(k).and_then(Value::as_u64);
+    let prefix_sha256 = match doc.get("prefix_sha256") {
+        None => None,
+        Some(Value::String(h)) if crate::canonical::is_sha256_string(h) => Some(h.clone()),
+        Some(_) => return Err("a checkpoint's prefix_sha256 must be a sha256 digest string".into()),
+    };
     match (n("records"), s("head_hash"), n("bytes")) {
         (Some(records), Some(head_hash), Some(bytes))
             if records >= 1 && crate::canonical::is_sha256_string(&head_hash) =>
@@ -76,6 +96,7 @@ pub fn verify(signed: &Value, pinned: &PinnedKeys, source: &str) -> Result<Check
                 records,
                 head_hash,
                 bytes,
+                prefix_sha256,
                 principal: s("principal").unwrap_or_default(),
                 signed_at: s("signed_at").unwrap_or_default(),
                 source: source.to_owned(),

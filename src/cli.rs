@@ -920,7 +920,7 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
         .and_then(|v| v.get("schema").and_then(Value::as_str).map(|s| s.starts_with("opentrustgraph/")))
         .unwrap_or(false);
     if first_is_record {
-        return Ok(chain::verify_file(path, own, |_, _| {})?);
+        return Ok(chain::verify_file(path, own)?);
     }
     let bytes = std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
     match crate::canonical::parse_strict(&bytes) {
@@ -930,9 +930,13 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
         }
         // Neither an export nor a chain that starts well: verify as JSON lines, which reports
         // the first bad line.
-        _ => Ok(chain::verify_file(path, own, |_, _| {})?),
+        _ => Ok(chain::verify_file(path, own)?),
     }
 }
+
+/// Findings `warrant verify` prints before summarising the rest (a tampered million-record chain
+/// can have a million findings; `--json` lists every one).
+const SHOWN_FINDINGS: usize = 50;
 
 fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
     let pinned = load_pinned()?;
@@ -960,8 +964,11 @@ fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
         if let Some(first) = report.first() {
             writeln!(err, "invalid: {}", crate::text::inert(&first.to_string(), 4000))?;
         }
-        for f in report.findings.iter().skip(1) {
+        for f in report.findings.iter().skip(1).take(SHOWN_FINDINGS - 1) {
             writeln!(err, "  {}", crate::text::inert(&f.to_string(), 4000))?;
+        }
+        if let Some(more) = report.findings.len().checked_sub(SHOWN_FINDINGS).filter(|&n| n > 0) {
+            writeln!(err, "  … and {more} more findings ({} in all; `--json` lists every one)", report.findings.len())?;
         }
     }
     if let Some(bytes) = report.torn_tail.filter(|_| !as_json) {

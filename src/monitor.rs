@@ -168,6 +168,29 @@ pub struct Assessment {
     pub preconditions: HashMap<String, Arc<crate::ladder::Revalidation>>,
     /// The composed verdict per pending packet.
     pub verdicts: HashMap<String, Arc<crate::verdict::PacketVerdict>>,
+    /// What the per-packet results were computed from, when [`assess_incremental`] made them
+    /// (`None` from [`assess`]: nothing is reused from it).
+    pub inputs: Option<AssessInputs>,
+}
+
+/// What an [`Assessment`] was computed from, besides the packets and the evidence it keeps: what
+/// [`assess_incremental`] compares before reusing a packet's results.
+#[derive(Debug, Clone)]
+pub struct AssessInputs {
+    /// The policy set, held so its address stays its own while compared by pointer.
+    policies: Arc<crate::graduation::policy::PolicySet>,
+    /// The principal's controls.
+    controls: crate::control::ControlState,
+    /// Whether the chain verified.
+    chain_intact: bool,
+    /// The workspace the gate was asked about.
+    workspace: String,
+    /// `now`, unix seconds.
+    now: f64,
+    /// Each assessed packet, by id, as it was when assessed.
+    packets: HashMap<String, Arc<crate::packet::Packet>>,
+    /// The chain's evidence (compact: a few thousand distinct rows at most in practice).
+    chain_evidence: crate::spool::ChainEvidence,
 }
 
 /// Assesses every pending packet of `packets` (those without a decision in `decisions`), with
@@ -183,30 +206,136 @@ pub fn assess(
     chain_intact: bool,
     workspace: &str,
 ) -> Assessment {
+    assess_with(None, None, ctx, packets, receipts, decisions, chain_evidence, chain_intact, workspace)
+}
+
+/// [`assess`], reusing `prev`'s results where they cannot differ: the same answer as [`assess`]
+/// with the same arguments, cheaper when few packets are new.
+///
+/// `policies` must be the policy set `ctx.policies` borrows (otherwise nothing is reused). A
+/// pending packet's gate decision and verdict are taken from `prev` only when `prev` was computed
+/// with the same policy set (same `Arc`), equal controls, the same `chain_intact` and workspace
+/// and equal evidence rows (the chain's and the receipts', compared row by row), and the packet
+/// has the same content (same `Arc` or `content_hash`) and an equal rate outcome from this
+/// [`observe`]. Time: the gate reads the clock only as its decision time (whole seconds), so in
+/// another second the decision is [`crate::graduation::gate::Decision::retimed`]; the verdict
+/// reads it only through the agent's active elevation, so it is reused only when the elevated
+/// ring is the same at both times. Preconditions with `must_revalidate_at_execution` are
+/// re-checked every time (files and repositories change), and such packets' verdicts recomputed.
+/// The monitor (rates, agents) is always recomputed.
+#[must_use]
+#[allow(clippy::too_many_arguments)]
+pub fn assess_incremental(
+    prev: Option<&Assessment>,
+    policies: &Arc<crate::graduation::policy::PolicySet>,
+    ctx: &VerdictContext<'_>,
+    packets: &[PacketEntry],
+    receipts: &[Arc<Receipt>],
+    decisions: &HashMap<String, ChainDecision>,
+    chain_evidence: &crate::spool::ChainEvidence,
+    chain_intact: bool,
+    workspace: &str,
+) -> Assessment {
+    let policies = Some(policies).filter(|p| std::ptr::eq(Arc::as_ptr(p), ctx.policies));
+    assess_with(prev, policies, ctx, packets, receipts, decisions, chain_evidence, chain_intact, workspace)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn assess_with(
+    prev: Option<&Assessment>,
+    policies: Option<&Arc<crate::graduation::policy::PolicySet>>,
+    ctx: &VerdictContext<'_>,
+    packets: &[PacketEntry],
+    receipts: &[Arc<Receipt>],
+    decisions: &HashMap<String, ChainDecision>,
+    chain_evidence: &crate::spool::ChainEvidence,
+    chain_intact: bool,
+    workspace: &str,
+) -> Assessment {
     use crate::graduation::evidence::SourceType;
+    // The receipts' evidence: the chain's is kept compactly by the caller.
     let evidence: Vec<_> = receipts
         .iter()
         .filter_map(|r| crate::graduation::receipt::receipt_evidence(&r.raw, Some(SourceType::Connector)))
         .collect();
-    let index = crate::graduation::evidence::EvidenceIndex::new(chain_evidence.rows().chain(&evidence));
+    // Whether `prev`'s per-packet results were made from the same inputs (fail closed: any doubt
+    // and everything is assessed again).
+    let base = prev.filter(|b| {
+        b.inputs.as_ref().is_some_and(|i| {
+            policies.is_some_and(|p| Arc::ptr_eq(p, &i.policies))
+                && i.chain_intact == chain_intact
+                && i.workspace == workspace
+                && i.now.is_finite()
+                && ctx.now.is_finite()
+                && i.controls == *ctx.controls
+                && b.evidence == evidence
+                && i.chain_evidence.same_rows(chain_evidence)
+        })
+    });
+    let mut index = None;
     let monitor = observe(ctx, packets, receipts, decisions);
     let mut a = Assessment { monitor, ..Assessment::default() };
+    let mut assessed = HashMap::new();
+    let now_s = ctx.now as i64;
     for e in packets.iter().filter(|e| !decisions.contains_key(&e.packet.id)) {
         let p = &e.packet;
-        let tg = crate::verdict::packet_gate(ctx, p, &index, workspace, chain_intact);
+        let rate = a.monitor.rates.get(&p.id);
         let rv = Governance::of_packet(p).and_then(|g| g.contract).and_then(Result::ok).and_then(|c| {
             c.preconditions
                 .iter()
                 .any(|x| x.must_revalidate_at_execution)
                 .then(|| crate::preconditions::recheck_pending(&c.preconditions))
         });
-        let verdict = crate::verdict::evaluate(ctx, p, &tg, a.monitor.rates.get(&p.id), rv.as_ref());
-        a.gate.insert(p.id.clone(), Arc::new(tg.into_owned()));
+        let reused = base.and_then(|b| {
+            let i = b.inputs.as_ref()?;
+            let old = i.packets.get(&p.id)?;
+            if !(Arc::ptr_eq(old, p) || old.content_hash == p.content_hash) || b.monitor.rates.get(&p.id) != rate {
+                return None;
+            }
+            let gate = b.gate.get(&p.id)?;
+            let gate = if i.now as i64 == now_s {
+                Arc::clone(gate)
+            } else {
+                let t = time::OffsetDateTime::from_unix_timestamp(now_s).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+                Arc::new(gate.retimed(t)?)
+            };
+            let ring = |t: f64| ctx.controls.active_elevation(&p.agent, t).map(|x| x.ring);
+            let verdict =
+                (rv.is_none() && ring(i.now) == ring(ctx.now)).then(|| b.verdicts.get(&p.id).cloned()).flatten();
+            Some((gate, verdict))
+        });
+        let (gate, verdict) = match reused {
+            Some((gate, Some(verdict))) => (gate, verdict),
+            Some((gate, None)) => {
+                let verdict = crate::verdict::evaluate(ctx, p, &gate, rate, rv.as_ref());
+                (gate, Arc::new(verdict))
+            }
+            None => {
+                let index = index.get_or_insert_with(|| {
+                    crate::graduation::evidence::EvidenceIndex::new(chain_evidence.rows().chain(&evidence))
+                });
+                let tg = crate::verdict::packet_gate(ctx, p, index, workspace, chain_intact);
+                let verdict = crate::verdict::evaluate(ctx, p, &tg, rate, rv.as_ref());
+                (Arc::new(tg.into_owned()), Arc::new(verdict))
+            }
+        };
+        a.gate.insert(p.id.clone(), gate);
         if let Some(rv) = rv {
             a.preconditions.insert(p.id.clone(), Arc::new(rv));
         }
-        a.verdicts.insert(p.id.clone(), Arc::new(verdict));
+        a.verdicts.insert(p.id.clone(), verdict);
+        assessed.insert(p.id.clone(), Arc::clone(p));
     }
+    drop(index);
+    a.inputs = policies.map(|p| AssessInputs {
+        policies: Arc::clone(p),
+        controls: ctx.controls.clone(),
+        chain_intact,
+        workspace: workspace.to_owned(),
+        now: ctx.now,
+        packets: assessed,
+        chain_evidence: chain_evidence.clone(),
+    });
     a.evidence = evidence;
     a
 }

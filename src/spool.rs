@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirEntryExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -294,12 +294,27 @@ enum Parsed {
     Invalid(InvalidReason),
 }
 
+/// What a scan re-checks of the files a [`Scanner`] parsed before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recheck {
+    /// Every file's `lstat`: its size, modification and change times and inode. One system call
+    /// per file, so it costs in proportion to the spool.
+    Every,
+    /// Only the directory listing's inode numbers: new files, files renamed into place (the way
+    /// agents publish) and removed files are found, but a file rewritten in place under the same
+    /// inode is not. For a caller that is told about in-place writes some other way (the
+    /// console's watcher) and scans with [`Recheck::Every`] then.
+    Renamed,
+}
+
 /// Scans a spool incrementally: a file is parsed again only when its size, modification time or
 /// inode changed, so a rescan of an unchanged spool of many packets costs one `readdir` and one
 /// `lstat` per file.
 #[derive(Default)]
 pub struct Scanner {
     cache: HashMap<(FileKind, String), (Stamp, f64, Parsed)>,
+    /// A scan has run: [`Scanner::scan_if_changed`] answers `None` only after one.
+    scanned: bool,
 }
 
 impl Scanner {
@@ -314,6 +329,28 @@ impl Scanner {
     /// # Errors
     /// Only when a directory exists but cannot be listed.
     pub fn scan(&mut self, spool: &Spool) -> io::Result<Snapshot> {
+        let (seen, _) = self.refresh(spool, Recheck::Every)?;
+        Ok(self.snapshot(&seen))
+    }
+
+    /// Scans like [`Scanner::scan`], but answers `None` when no file was added, removed or
+    /// changed (size, modification time, change time or inode) since this scanner's previous
+    /// scan, so the caller can skip recomputing what it derived from the last snapshot. The
+    /// first scan always answers a snapshot.
+    ///
+    /// # Errors
+    /// Only when a directory exists but cannot be listed.
+    pub fn scan_if_changed(&mut self, spool: &Spool, recheck: Recheck) -> io::Result<Option<Snapshot>> {
+        // A failed scan may have cached some files already: the next one answers in full.
+        let (seen, changed) = self.refresh(spool, recheck).inspect_err(|_| self.scanned = false)?;
+        let first = !std::mem::replace(&mut self.scanned, true);
+        Ok((changed || first).then(|| self.snapshot(&seen)))
+    }
+
+    /// Lists both directories and parses what is new or changed: the files seen, and whether any
+    /// file was added, changed or removed.
+    fn refresh(&mut self, spool: &Spool, recheck: Recheck) -> io::Result<(Vec<(FileKind, String)>, bool)> {
+        let mut changed = false;
         let mut seen: Vec<(FileKind, String)> = Vec::new();
         for (kind, dir) in [(FileKind::Packet, spool.packets_dir()), (FileKind::Receipt, spool.receipts_dir())] {
             let entries = match fs::read_dir(&dir) {
@@ -328,6 +365,14 @@ impl Scanner {
                 if name.starts_with('.') || !name.ends_with(".json") {
                     continue;
                 }
+                let key = (kind, name);
+                // The listing's inode is free: a file still under the inode it was parsed from
+                // is taken as it was (a new file, or one renamed into place, has a new inode).
+                if recheck == Recheck::Renamed && self.cache.get(&key).is_some_and(|(s, _, _)| s.ino == entry.ino()) {
+                    seen.push(key);
+                    continue;
+                }
+                let (kind, name) = key;
                 let path = entry.path();
                 let Ok(meta) = fs::symlink_metadata(&path) else { continue };
                 let stamp = Stamp {
@@ -339,6 +384,7 @@ impl Scanner {
                 let key = (kind, name.clone());
                 let fresh = self.cache.get(&key).is_some_and(|(s, _, _)| *s == stamp);
                 if !fresh {
+                    changed = true;
                     let stem = name.strip_suffix(".json").unwrap_or(&name);
                     let parsed = match read_limited(&path) {
                         Err(reason) => Parsed::Invalid(reason),
@@ -358,9 +404,13 @@ impl Scanner {
                 seen.push(key);
             }
         }
-        let live: std::collections::HashSet<&(FileKind, String)> = seen.iter().collect();
-        self.cache.retain(|k, _| live.contains(k));
-        Ok(self.snapshot(&seen))
+        // Every name seen is in the cache: as many entries as names means none vanished.
+        if self.cache.len() != seen.len() {
+            let live: std::collections::HashSet<&(FileKind, String)> = seen.iter().collect();
+            self.cache.retain(|k, _| live.contains(k));
+            changed = true;
+        }
+        Ok((seen, changed))
     }
 
     fn snapshot(&self, seen: &[(FileKind, String)]) -> Snapshot {
@@ -398,7 +448,10 @@ impl Scanner {
                 }),
             }
         }
-        snap.packets.sort_by(|a, b| b.created().total_cmp(&a.created()).then_with(|| a.packet.id.cmp(&b.packet.id)));
+        // `created()` parses a timestamp: once per packet, not once per comparison.
+        let mut keyed: Vec<(f64, PacketEntry)> = snap.packets.drain(..).map(|e| (e.created(), e)).collect();
+        keyed.sort_by(|(ca, a), (cb, b)| cb.total_cmp(ca).then_with(|| a.packet.id.cmp(&b.packet.id)));
+        snap.packets = keyed.into_iter().map(|(_, e)| e).collect();
         snap.receipts.sort_by(|a, b| b.created_at.cmp(&a.created_at));
         snap
     }
@@ -644,35 +697,126 @@ fn view_after(
     Ok(Some((view, kept, tail)))
 }
 
-/// What a decision or control needs of the records in a checkpointed prefix, read without
-/// verifying them again (the principal verified them before signing the checkpoint): the
-/// controls, in chain order, and the decisions on `decisions_of` (every decision when `None`).
+/// What [`scan_prefix`] found in a checkpointed prefix.
+#[derive(Default)]
+struct PrefixScan {
+    /// The principal's controls, in chain order.
+    controls: Vec<ControlEvent>,
+    /// The decisions asked for, by packet id.
+    decisions: HashMap<String, ChainDecision>,
+    /// The records of those decisions whose packet id `keep` named (to restore their files).
+    kept: Vec<Map<String, Value>>,
+    /// A `record_id` of the prefix that is also one of the tail's (a duplicate the tail check
+    /// cannot see).
+    reused_id: Option<String>,
+    /// SHA-256 over the prefix's bytes, when asked for (to compare with the checkpoint's
+    /// `prefix_sha256`, then to extend over the tail for the next checkpoint).
+    hasher: Option<sha2::Sha256>,
+}
+
+/// Calls `found` with every `record_id` value in one chain line (no newline): each
+/// `"record_id":"…"` as canonical JSON writes it, and for a line without one, or with an escape
+/// in the value, the top-level `record_id` of the line parsed. Extra hits (a nested
+/// `record_id`) only make a duplicate check stricter.
+fn line_record_ids(line: &[u8], finder: &memchr::memmem::Finder<'_>, found: &mut impl FnMut(&str)) {
+    let mut any = false;
+    for hit in finder.find_iter(line) {
+        let value = &line[hit + finder.needle().len()..];
+        let Some(end) = memchr::memchr(b'"', value) else { break };
+        match std::str::from_utf8(&value[..end]) {
+            Ok(id) if !id.contains('\\') => {
+                any = true;
+                found(id);
+            }
+            _ => {
+                any = false;
+                break;
+            }
+        }
+    }
+    if !any
+        && let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(line)
+        && let Some(id) = rec.get("record_id").and_then(Value::as_str)
+    {
+        found(id);
+    }
+}
+
+/// The needle [`line_record_ids`] looks for.
+const RECORD_ID_NEEDLE: &str = "\"record_id\":\"";
+
+/// The `record_id`s of the chain's lines from byte `from` on (the tail after a checkpoint).
+fn record_ids_after(path: &Path, from: u64) -> io::Result<std::collections::HashSet<String>> {
+    use io::{Seek as _, SeekFrom};
+    let mut file = chain::open_regular(path, true).map_err(|e| io::Error::other(e.to_string()))?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail)?;
+    let finder = memchr::memmem::Finder::new(RECORD_ID_NEEDLE);
+    let mut ids = std::collections::HashSet::new();
+    for line in tail.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        line_record_ids(line, &finder, &mut |id| {
+            ids.insert(id.to_owned());
+        });
+    }
+    Ok(ids)
+}
+
+/// What a decision or control needs of the records in a checkpointed prefix (its first `bytes`
+/// bytes), read without verifying them again: the controls, in chain order, the decisions on
+/// `decisions_of` (every decision when `None`, the records of those `keep` names kept whole), with
+/// `tail_ids` whether any of them is also a `record_id` of the prefix, and with `hash` the
+/// SHA-256 of the prefix's bytes.
 ///
-/// The prefix is scanned for the bytes that name these records (`warrant_control`,
-/// `warrant_decision` and the packet id) and only those lines are parsed; a line with a `\u`
-/// escape is parsed too, since a key or id could be spelled with one, so no such record is
-/// missed.
+/// One pass: the prefix is read in 8 MiB blocks, hashed, and searched for the bytes that name
+/// these records (`warrant_control`, `warrant_decision` or the packet id); only those lines are
+/// parsed. A line with a `\u` escape is parsed too, since a key or id could be spelled with one,
+/// so no such record is missed.
 fn scan_prefix(
     path: &Path,
     bytes: u64,
     decisions_of: Option<&str>,
-) -> io::Result<(Vec<ControlEvent>, HashMap<String, ChainDecision>)> {
+    keep: &dyn Fn(&str) -> bool,
+    tail_ids: Option<&std::collections::HashSet<String>>,
+    hash: bool,
+) -> io::Result<PrefixScan> {
     use memchr::memmem::Finder;
+    use sha2::Digest as _;
     let file = chain::open_regular(path, true).map_err(|e| io::Error::other(e.to_string()))?;
     let mut reader = io::Read::take(file, bytes);
     let decision_needle = decisions_of.unwrap_or("warrant_decision");
     let finders = [Finder::new("warrant_control"), Finder::new(decision_needle), Finder::new("\\u")];
-    let (mut controls, mut decisions) = (Vec::new(), HashMap::new());
+    let id_finder = Finder::new(RECORD_ID_NEEDLE);
+    let tail_ids = tail_ids.filter(|t| !t.is_empty());
+    let mut out = PrefixScan { hasher: hash.then(sha2::Sha256::new), ..PrefixScan::default() };
     let mut carry: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 8 << 20];
+    let mut read = 0u64;
     loop {
         let n = reader.read(&mut buf)?;
         if n == 0 {
             break;
         }
+        read += n as u64;
+        if let Some(h) = &mut out.hasher {
+            h.update(&buf[..n]);
+        }
         carry.extend_from_slice(&buf[..n]);
         let Some(end) = memchr::memrchr(b'\n', &carry) else { continue };
         let block = &carry[..=end];
+        if let Some(tail_ids) = tail_ids
+            && out.reused_id.is_none()
+        {
+            let mut start = 0;
+            for nl in memchr::memchr_iter(b'\n', block) {
+                line_record_ids(&block[start..nl], &id_finder, &mut |id| {
+                    if out.reused_id.is_none() && tail_ids.contains(id) {
+                        out.reused_id = Some(id.to_owned());
+                    }
+                });
+                start = nl + 1;
+            }
+        }
         let mut hits: Vec<usize> = finders.iter().flat_map(|f| f.find_iter(block)).collect();
         hits.sort_unstable();
         let mut done_until = 0;
@@ -686,61 +830,104 @@ fn scan_prefix(
             // Lines of the prefix verified when the checkpoint was signed: parsed as they are.
             let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(&block[start..stop]) else { continue };
             if let Some(c) = ControlEvent::of_record(&rec) {
-                controls.push(c);
+                out.controls.push(c);
             }
             if let Some((id, d)) = chain_decision_of(&rec)
                 && decisions_of.is_none_or(|want| want == id)
             {
-                decisions.insert(id, d);
+                if keep(&id) {
+                    out.kept.push(rec);
+                }
+                out.decisions.insert(id, d);
             }
         }
         carry.drain(..=end);
     }
-    Ok((controls, decisions))
+    if read != bytes || !carry.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the chain is shorter than its checkpoint"));
+    }
+    Ok(out)
 }
 
-/// The view of the chain from the principal's own checkpoint copy and the records after it, as
-/// a decision is signed onto it ([`checkpointed_view`], every decision of the prefix scanned),
-/// for the console to show at once while the whole chain is verified in the background. Its
+/// The view of the chain from the principal's own checkpoint copy and the records after it,
+/// for the console to show at once while it verifies the whole chain in the background: the
+/// tail verified, the prefix trusted as the checkpoint describes it (its bytes are not hashed
+/// again, unlike before a decision), every decision and control of the prefix scanned. Its
 /// evidence is the tail's only. `None` when there is no copy or anything is in doubt.
 #[must_use]
 pub fn checkpointed_chain_view(spool: &Spool, pinned: &PinnedKeys) -> Option<ChainView> {
-    checkpointed_view(spool, pinned, &|_| false, None).map(|(view, _)| view)
+    checkpointed_view(spool, pinned, &|_| false, None, false).map(|c| c.view)
+}
+
+/// A chain view a decision or a control is signed onto ([`verified_view`]), or the console shows
+/// first: made from a checkpoint and the records after it ([`checkpointed_view`]), or from the
+/// whole chain.
+struct Checkpointed {
+    view: ChainView,
+    /// Decision records kept for restoring their files.
+    kept: Vec<Map<String, Value>>,
+    /// SHA-256 over the checkpoint's prefix, and its length, when the prefix was hashed.
+    prefix_hash: Option<(sha2::Sha256, u64)>,
 }
 
 /// The chain view a decision or a control is signed onto, from the principal's own signed
 /// checkpoint copy ([`crate::checkpoint::local_copy`], verified under the pinned keys) and the
-/// records after it: the tail is verified ([`chain::verify_tail_with`]), the prefix is trusted as
-/// the principal verified it when signing, and what the caller needs of it is scanned
-/// ([`scan_prefix`]: controls, and the decisions on `decisions_of`, or all). The view's evidence
-/// is the tail's only (`docs/spool.md`, Incremental verification). `None` whenever anything is in
-/// doubt (no copy, a bad signature, a chain that no longer starts with the checkpoint, a finding
-/// in the tail or at a checkpoint): the caller verifies the whole chain.
+/// records after it: the tail is verified ([`chain::verify_tail_with`]), and what the caller needs
+/// of the prefix is scanned ([`scan_prefix`]: controls, and the decisions on `decisions_of`, or
+/// all). With `prove_prefix` (before a signature) the prefix must still be, byte for byte, the one
+/// the principal verified: its SHA-256 must equal the checkpoint's `prefix_sha256`, and no tail
+/// `record_id` may repeat one of it. The view's evidence is the tail's only (`docs/spool.md`,
+/// Incremental verification). `None` whenever anything is in doubt (no copy, a bad signature, a
+/// checkpoint without `prefix_sha256`, a prefix that changed, a finding in the tail or at a
+/// checkpoint, a repeated id): the caller verifies the whole chain.
 fn checkpointed_view(
     spool: &Spool,
     pinned: &PinnedKeys,
     keep: &dyn Fn(&str) -> bool,
     decisions_of: Option<&str>,
-) -> Option<(ChainView, Vec<Map<String, Value>>)> {
+    prove_prefix: bool,
+) -> Option<Checkpointed> {
+    use sha2::Digest as _;
     let local = crate::checkpoint::local_copy(spool)?;
     let bytes = read_limited(&local).ok()?;
     let signed: Value = serde_json::from_slice(&bytes).ok()?;
     let cp = crate::checkpoint::verify(&signed, pinned, &local.display().to_string()).ok()?;
     let prefix = chain::Verified::of_checkpoint(&cp);
-    let (controls, decisions) = scan_prefix(&spool.chain_path(), prefix.bytes, decisions_of).ok()?;
-    let mut base = ChainView { decisions, ..ChainView::default() };
-    for c in &controls {
+    let tail_ids = if prove_prefix {
+        cp.prefix_sha256.as_ref()?;
+        Some(record_ids_after(&spool.chain_path(), prefix.bytes).ok()?)
+    } else {
+        None
+    };
+    let scan =
+        scan_prefix(&spool.chain_path(), prefix.bytes, decisions_of, keep, tail_ids.as_ref(), prove_prefix).ok()?;
+    if scan.reused_id.is_some() {
+        return None;
+    }
+    let prefix_hash = match scan.hasher {
+        Some(h) => {
+            let digest: [u8; 32] = h.clone().finalize().into();
+            if cp.prefix_sha256.as_deref() != Some(crate::canonical::prefixed(&digest).as_str()) {
+                return None;
+            }
+            Some((h, prefix.bytes))
+        }
+        None => None,
+    };
+    let mut base = ChainView { decisions: scan.decisions, ..ChainView::default() };
+    for c in &scan.controls {
         base.controls.apply(c);
     }
     let progress = std::sync::atomic::AtomicU64::new(0);
-    let (mut view, kept, _) = view_after(spool, pinned, &prefix, Some(&base), keep, &progress).ok()??;
+    let (mut view, mut kept, _) = view_after(spool, pinned, &prefix, Some(&base), keep, &progress).ok()??;
+    kept.extend(scan.kept);
     if !view.report.is_valid() {
         return None;
     }
     if view.last_receipt_hash.is_none() {
         view.last_receipt_hash = chain::find_last(&spool.chain_path(), receipt_hash_of).ok()?;
     }
-    Some((view, kept))
+    Some(Checkpointed { view, kept, prefix_hash })
 }
 
 /// Why a decision could not be made.
@@ -1042,10 +1229,12 @@ pub fn decision_record_body(
 
 /// The chain as verified under the append lock, refusing one that does not verify: what a
 /// decision or a control is signed onto. `keep` is as for [`verify_chain_records`]. From the
-/// principal's own checkpoint copy when there is one that holds ([`checkpointed_view`]: the
-/// tail after it verified, the controls and the decisions on `decisions_of` scanned from the
-/// prefix, `None` meaning all), else from the whole chain verified again. A tail with findings
-/// always falls back to the whole chain, so the refusal names what `warrant verify` reports.
+/// principal's own checkpoint copy when the chain still starts, byte for byte, with the prefix
+/// it signed ([`checkpointed_view`]: the prefix hashed and scanned for the controls and the
+/// decisions on `decisions_of`, `None` meaning all; the tail after it verified), else from the
+/// whole chain verified again. A tail with findings always falls back to the whole chain, so the
+/// refusal names what `warrant verify` reports. Also returns the SHA-256 state over the prefix
+/// that is known good and its length, for the next checkpoint ([`sign_checkpoint`]).
 ///
 /// # Errors
 /// [`DecideError::Chain`] for I/O, [`DecideError::ChainBroken`] with the first finding.
@@ -1054,22 +1243,94 @@ fn verified_view(
     pinned: &PinnedKeys,
     keep: impl Fn(&str) -> bool,
     decisions_of: Option<&str>,
-) -> Result<(ChainView, Vec<Map<String, Value>>), DecideError> {
-    if let Some(found) = checkpointed_view(spool, pinned, &keep, decisions_of) {
-        return Ok(found);
+) -> Result<Checkpointed, DecideError> {
+    if let Some(c) = checkpointed_view(spool, pinned, &keep, decisions_of, true) {
+        return Ok(c);
     }
-    let (view, kept) = verify_chain_records(spool, pinned, keep)?;
-    match view.report.first() {
-        Some(first) => Err(DecideError::ChainBroken(first.to_string())),
-        None => Ok((view, kept)),
+    whole_view_for_signing(spool, pinned, &keep)
+}
+
+/// The whole chain verified (the parallel byte-level verifier, [`chain::verify_file`], with every
+/// warrant signature against the pinned keys, and the principal's latest checkpoint checked),
+/// then, if it verified, scanned once ([`scan_prefix`]) for its controls and decisions and
+/// hashed for the next checkpoint. As with a checkpointed view, the evidence rows are not read
+/// (`docs/spool.md`, Incremental verification). Called under the chain's lock, so the scan reads
+/// the bytes that were verified.
+///
+/// # Errors
+/// [`DecideError::Chain`] for I/O, [`DecideError::ChainBroken`] with the first finding.
+fn whole_view_for_signing(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Checkpointed, DecideError> {
+    let path = spool.chain_path();
+    let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
+    let mut report = match fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => chain::VerifyReport::default(),
+        _ => chain::verify_file(&path, opts)?,
+    };
+    let (checkpoint, _) = crate::checkpoint::latest(spool, pinned);
+    if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint::check(&path, &cp, &report)) {
+        report.findings.push(f);
     }
+    if let Some(first) = report.first() {
+        return Err(DecideError::ChainBroken(first.to_string()));
+    }
+    let bytes = fs::symlink_metadata(&path).map_or(0, |m| m.len());
+    let io_error = |e: io::Error| DecideError::Chain(ChainError::Io { path: path.clone(), source: e });
+    let scan = if bytes == 0 {
+        PrefixScan { hasher: Some(sha2::Digest::new()), ..PrefixScan::default() }
+    } else {
+        scan_prefix(&path, bytes, None, keep, None, true).map_err(io_error)?
+    };
+    let mut view = ChainView { decisions: scan.decisions, report, ..ChainView::default() };
+    for c in &scan.controls {
+        view.controls.apply(c);
+    }
+    view.last_receipt_hash = chain::find_last(&path, receipt_hash_of)?;
+    Ok(Checkpointed { view, kept: scan.kept, prefix_hash: scan.hasher.map(|h| (h, bytes)) })
 }
 
 /// Signs the checkpoint that follows an appended decision or control (`bytes`: the chain's length
 /// now) and writes it ([`crate::checkpoint::write`]); a failed write is logged, the decision
-/// stands. Returns the signed checkpoint for the decision file.
-fn sign_checkpoint(spool: &Spool, principal: &Principal, a: &chain::Appended, bytes: u64, at: &str) -> Value {
-    let cp = crate::checkpoint::sign(principal, a.chain_index, &a.entry_hash, bytes, at);
+/// stands. Its `prefix_sha256` extends `hashed` (the SHA-256 state over the chain's first bytes,
+/// and how many) over the rest of the chain up to `bytes`, read under the lock; without it the
+/// chain is hashed from its start. Returns the signed checkpoint for the decision file, `Null`
+/// when the chain could not be read to hash it (the decision stands without a checkpoint, and
+/// the next decision verifies the whole chain).
+fn sign_checkpoint(
+    spool: &Spool,
+    principal: &Principal,
+    a: &chain::Appended,
+    bytes: u64,
+    at: &str,
+    hashed: Option<(sha2::Sha256, u64)>,
+) -> Value {
+    use io::{Seek as _, SeekFrom};
+    use sha2::Digest as _;
+    let (mut hasher, from) = hashed.unwrap_or_default();
+    let hashed = chain::open_regular(&spool.chain_path(), true).map_err(|e| io::Error::other(e.to_string())).and_then(
+        |mut f| {
+            f.seek(SeekFrom::Start(from))?;
+            let want = bytes.saturating_sub(from);
+            let n = io::copy(&mut io::Read::take(f, want), &mut hasher)?;
+            if n == want { Ok(()) } else { Err(io::Error::from(io::ErrorKind::UnexpectedEof)) }
+        },
+    );
+    if let Err(e) = hashed {
+        tracing::warn!(error = %e, "could not hash the chain for the checkpoint; none signed");
+        return Value::Null;
+    }
+    let digest: [u8; 32] = hasher.finalize().into();
+    let cp = crate::checkpoint::sign(
+        principal,
+        a.chain_index,
+        &a.entry_hash,
+        bytes,
+        &crate::canonical::prefixed(&digest),
+        at,
+    );
     if let Err(e) = crate::checkpoint::write(spool, &cp) {
         tracing::warn!(error = %e, "could not write the checkpoint");
     }
@@ -1153,13 +1414,18 @@ pub fn decide_with(
     let mut refusal: Option<DecideError> = None;
     let mut to_restore: Vec<Map<String, Value>> = Vec::new();
     let mut checkpoint = Value::Null;
+    // The SHA-256 over the prefix the verification proved, from the check to the checkpoint.
+    let prefix_hash = std::cell::Cell::new(None);
     let appended = chain::append_then(
         &chain_path,
         chain::LOCK_DEADLINE,
         |head| {
             let missing = |id: &str| packet::is_safe_id(id) && !spool.decision_path(id).exists();
             let (view, kept) = match verified_view(spool, pinned, missing, Some(&packet.id)) {
-                Ok(r) => r,
+                Ok(c) => {
+                    prefix_hash.set(c.prefix_hash);
+                    (c.view, c.kept)
+                }
                 Err(e) => {
                     let msg = e.to_string();
                     refusal = Some(e);
@@ -1187,7 +1453,7 @@ pub fn decide_with(
             }
             Ok(body)
         },
-        |a, bytes| checkpoint = sign_checkpoint(spool, principal, a, bytes, decided_at),
+        |a, bytes| checkpoint = sign_checkpoint(spool, principal, a, bytes, decided_at, prefix_hash.take()),
     );
     for rec in &to_restore {
         if let Err(e) = restore_decision_file(spool, rec) {
@@ -1235,13 +1501,18 @@ pub fn append_control(
     spool.ensure()?;
     spool.check_private().map_err(DecideError::UnsafeSpool)?;
     let mut refusal: Option<DecideError> = None;
+    // The SHA-256 over the prefix the verification proved, from the check to the checkpoint.
+    let prefix_hash = std::cell::Cell::new(None);
     let signed_at = input.decided_at.clone();
     let appended = chain::append_then(
         &spool.chain_path(),
         chain::LOCK_DEADLINE,
         |head| {
             let view = match verified_view(spool, pinned, |_| false, None) {
-                Ok((view, _)) => view,
+                Ok(c) => {
+                    prefix_hash.set(c.prefix_hash);
+                    c.view
+                }
                 Err(e) => {
                     let msg = e.to_string();
                     refusal = Some(e);
@@ -1260,7 +1531,7 @@ pub fn append_control(
             Ok(body)
         },
         |a, bytes| {
-            sign_checkpoint(spool, principal, a, bytes, &signed_at);
+            sign_checkpoint(spool, principal, a, bytes, &signed_at, prefix_hash.take());
         },
     );
     match appended {

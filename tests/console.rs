@@ -132,19 +132,9 @@ fn press(s: &mut State, keys: &[&str]) -> Vec<Effect> {
     keys.iter().flat_map(|k| app::update(s, key(k))).collect()
 }
 
-fn screen(s: &State, w: u16, h: u16) -> String {
-    let theme = Theme::builtin("default").expect("theme");
-    let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-    term.draw(|f| ui::render(s, &theme, f)).expect("draw");
-    let buf = term.backend().buffer();
-    let mut out = String::new();
-    for y in 0..h {
-        let line: String = (0..w).map(|x| buf[(x, y)].symbol().to_owned()).collect();
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
+#[path = "support/screen.rs"]
+mod support_screen;
+use support_screen::screen;
 
 // The main screen lists pending packets newest first with age, agent, class, risk and state.
 #[test]

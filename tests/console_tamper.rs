@@ -4,9 +4,9 @@
 //! verification path ([`spool::verify_chain_from`] extending its cached verification, and at start
 //! [`spool::checkpointed_chain_view`] then the whole chain), fed through `app::update` without a
 //! terminal. The console must show, located, the first finding `warrant verify`
-//! (`chain::verify_file`) reports; and a decision must be refused on it whenever the mutation
-//! reaches the checkpoint's last record or after it (a prefix rewritten in place before that is
-//! trusted by the incremental check, see `docs/conformance.md`, and found by the full one).
+//! (`chain::verify_file`) reports; and a decision must be refused on it, naming that finding,
+//! wherever the mutation is (the checkpointed prefix is trusted only while it hashes to the
+//! checkpoint's `prefix_sha256`).
 #![cfg(feature = "console")]
 
 use proptest::prelude::*;
@@ -182,6 +182,7 @@ proptest! {
             k as u64,
             head["entry_hash"].as_str().expect("hash"),
             spans[k - 1].1 as u64,
+            &warrant::canonical::sha256_prefixed(&bytes[..spans[k - 1].1]),
             "2026-11-21T08:59:00Z",
         );
         warrant::checkpoint::write(&spool, &cp).expect("checkpoint");
@@ -201,7 +202,7 @@ proptest! {
         prop_assume!(first_changed.is_some());
         std::fs::write(&path, &mutated).expect("write");
         let opts = VerifyOptions { pinned: Some(&pinned), strict_signatures: true };
-        let expected = chain::verify_file(&path, opts, |_, _| {}).expect("verify_file");
+        let expected = chain::verify_file(&path, opts).expect("verify_file");
         let expected = expected.first().cloned().expect("the mutation is a finding");
 
         // (a) The running console verifies again, from its cache.
@@ -226,11 +227,10 @@ proptest! {
             other => prop_assert!(false, "the console shows {:?}, warrant verify {}", other, expected),
         }
 
-        // (c) A decision is refused on it, naming the same finding, unless the mutation is a
-        // same-length rewrite before the checkpoint's last record (trusted prefix).
-        let reaches_checkpoint =
-            mutated.len() != bytes.len() || first_changed.is_some_and(|b| b >= spans[k - 1].0);
-        if reaches_checkpoint {
+        // (c) A decision is refused on it, naming the same finding, wherever the mutation is: the
+        // checkpointed prefix is trusted only while its bytes hash to the checkpoint's
+        // `prefix_sha256`.
+        {
             let doc = warrant::packet::portable_packet(
                 "p-new", "email.send.external", "agent-1", "a new packet", json!({}), "2026-11-21T08:59:30Z",
             );
@@ -242,6 +242,10 @@ proptest! {
             );
             match result {
                 Err(spool::DecideError::ChainBroken(why)) => prop_assert_eq!(why, expected.to_string()),
+                // The last line itself no longer parses: the append refuses before verifying.
+                Err(spool::DecideError::Chain(chain::ChainError::BadTail { .. })) => {
+                    prop_assert_eq!(expected.index, Some(spans.len() - 1), "{}", expected);
+                }
                 other => prop_assert!(false, "decided on a tampered chain: {:?}", other.map(|d| d.appended.chain_index)),
             }
         }

@@ -119,7 +119,7 @@ fn verify_bytes(dir: &Path, bytes: &[u8], pinned: Option<&PinnedKeys>) -> Verify
     std::fs::write(&path, bytes).expect("write");
     let opts = VerifyOptions { pinned, strict_signatures: true };
     let parsed = chain::read_chain(&path).expect("read").verify(opts);
-    let fast = chain::verify_file(&path, opts, |_, _| {}).expect("verify_file");
+    let fast = chain::verify_file(&path, opts).expect("verify_file");
     assert_eq!(parsed, fast, "the parsed and the byte-level verification disagree");
     parsed
 }

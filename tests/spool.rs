@@ -202,12 +202,9 @@ fn scanner_is_incremental_and_sees_changes() {
     let snap = scanner.scan(&f.spool).expect("scan");
     assert!(snap.packets.is_empty() && snap.invalid.is_empty());
     // The verified chain of an empty spool is valid and empty.
-    let report = chain::verify_file(
-        &f.spool.chain_path(),
-        VerifyOptions { pinned: Some(&f.pinned), strict_signatures: true },
-        |_, _| {},
-    )
-    .expect("verify");
+    let report =
+        chain::verify_file(&f.spool.chain_path(), VerifyOptions { pinned: Some(&f.pinned), strict_signatures: true })
+            .expect("verify");
     assert!(report.is_valid() && report.total == 0);
 }
 
@@ -280,7 +277,7 @@ fn a_fifo_chain_is_refused_without_blocking() {
     assert!(status.success());
     let err = spool::verify_chain(&f.spool, &f.pinned).expect_err("fifo");
     assert!(matches!(err, chain::ChainError::NotRegular { .. }), "{err}");
-    let err = chain::verify_file(&f.spool.chain_path(), VerifyOptions::default(), |_, _| {}).expect_err("fifo");
+    let err = chain::verify_file(&f.spool.chain_path(), VerifyOptions::default()).expect_err("fifo");
     assert!(matches!(err, chain::ChainError::NotRegular { .. }), "{err}");
 }
 

@@ -80,12 +80,26 @@ impl Scan {
 /// them; nesting at most [`MAX_DEPTH`]; valid UTF-8). Returns false otherwise, which means only
 /// "not recognised as canonical": the text may still be valid JSON.
 pub fn scan_object(text: &[u8], out: &mut Scan) -> bool {
+    match std::str::from_utf8(text) {
+        Ok(text) => scan_object_str(text, out),
+        Err(_) => {
+            out.members.clear();
+            out.nested.clear();
+            false
+        }
+    }
+}
+
+/// [`scan_object`] over text already known to be UTF-8 (the member ranges then fall on
+/// character boundaries of `text`).
+pub fn scan_object_str(text: &str, out: &mut Scan) -> bool {
     out.members.clear();
     out.nested.clear();
+    let text = text.as_bytes();
     // Canonical text has no raw control byte anywhere (no whitespace between tokens, controls
     // escaped inside strings): one vectorised pass rules them out for the string scanner.
     let controls = text.iter().fold(0u8, |acc, &c| acc | u8::from(c < 0x20));
-    if text.first() != Some(&b'{') || controls != 0 || std::str::from_utf8(text).is_err() {
+    if text.first() != Some(&b'{') || controls != 0 {
         return false;
     }
     let mut s = Scanner { b: text, i: 0 };

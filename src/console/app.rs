@@ -40,6 +40,8 @@ pub enum Action {
     },
     /// A scan of `packets/` and `receipts/` finished.
     Scanned(Snapshot),
+    /// A scan found the spool as the previous one did: nothing to recompute or redraw.
+    ScanUnchanged,
     /// A chain verification finished: the report, and the decisions and evidence of the records
     /// that verified.
     ChainVerified(Box<ChainView>),
@@ -602,7 +604,9 @@ impl State {
         let chain_intact = matches!(self.chain, ChainState::Valid { .. });
         let ctx = VerdictContext { policies: &self.policies, controls: &self.controls, now: self.now };
         let workspace = self.principal.as_deref().unwrap_or("local");
-        self.assessment = Arc::new(crate::monitor::assess(
+        self.assessment = Arc::new(crate::monitor::assess_incremental(
+            Some(&self.assessment),
+            &self.policies,
             &ctx,
             &self.snapshot.packets,
             &self.snapshot.receipts,
@@ -754,10 +758,16 @@ impl State {
         self.snapshot = snapshot;
         for e in &self.snapshot.packets {
             let p = &e.packet;
-            if let Some(old) = self.last_hash.insert(p.id.clone(), p.content_hash.clone())
-                && old != p.content_hash
-            {
-                self.changed_at.insert(p.id.clone(), self.now);
+            // Allocates only for a packet that is new or changed, not for every packet per scan.
+            match self.last_hash.get(&p.id) {
+                Some(old) if *old == p.content_hash => {}
+                Some(_) => {
+                    self.last_hash.insert(p.id.clone(), p.content_hash.clone());
+                    self.changed_at.insert(p.id.clone(), self.now);
+                }
+                None => {
+                    self.last_hash.insert(p.id.clone(), p.content_hash.clone());
+                }
             }
         }
         self.receipts_by_class.clear();
@@ -772,7 +782,7 @@ impl State {
         let keep: Vec<Option<String>> = Pane::ALL.iter().map(|p| self.selected_id(*p)).collect();
         // Case-insensitive substring match; the needle is lowered once per refresh.
         let needle = self.filter.to_lowercase();
-        let matches = |hay: &[&str]| needle.is_empty() || hay.iter().any(|h| h.to_lowercase().contains(&needle));
+        let matches = |hay: &[&str]| needle.is_empty() || hay.iter().any(|h| contains_folded(h, &needle));
         let pending: Vec<PacketEntry> = self
             .snapshot
             .packets
@@ -870,6 +880,16 @@ impl State {
     }
 }
 
+/// Whether `hay`, lowered, contains `needle` (already lowered): without an allocation when both
+/// are ASCII, as ids, agents and classes are (the filter runs over every packet per scan).
+fn contains_folded(hay: &str, needle: &str) -> bool {
+    if hay.is_ascii() && needle.is_ascii() {
+        let (h, n) = (hay.as_bytes(), needle.as_bytes());
+        return n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n));
+    }
+    hay.to_lowercase().contains(needle)
+}
+
 /// Page size used by page up/down.
 const PAGE: isize = 10;
 
@@ -885,7 +905,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
-        Action::Resize => vec![],
+        Action::Resize | Action::ScanUnchanged => vec![],
         Action::Tick(now) => {
             state.on_tick(now);
             vec![]

@@ -181,6 +181,12 @@ struct Runner {
     verify_again: bool,
     /// `chain.jsonl`'s metadata when its last verification started.
     verified_stamp: Option<ChainStamp>,
+    /// Set (by the watcher) when the next scan must `lstat` every file.
+    recheck_every: Arc<std::sync::atomic::AtomicBool>,
+    /// The watcher runs: without it every scan checks every file.
+    watching: bool,
+    /// When a scan last checked every file.
+    last_recheck: Instant,
     /// The last verification: the view and the prefix it covers, extended by the next one
     /// ([`spool::verify_chain_from`]).
     cache: Arc<Mutex<Option<spool::VerifiedView>>>,
@@ -194,6 +200,9 @@ impl Drop for DoneOnDrop {
         self.0.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
+
+/// However quiet the watcher, a scan checks every file at least this often.
+const RECHECK_EVERY: Duration = Duration::from_secs(60);
 
 /// Length, modification time, change time and inode of `chain.jsonl`.
 type ChainStamp = (u64, std::time::SystemTime, i64, i64, u64);
@@ -213,6 +222,17 @@ impl Runner {
                     return;
                 }
                 self.scanning = true;
+                // Agents publish by renaming into place, which the directory listing shows by
+                // itself; a write in place, lost events or a minute's silence check every file.
+                let every = self.recheck_every.swap(false, std::sync::atomic::Ordering::SeqCst)
+                    || !self.watching
+                    || self.last_recheck.elapsed() >= RECHECK_EVERY;
+                let recheck = if every {
+                    self.last_recheck = Instant::now();
+                    spool::Recheck::Every
+                } else {
+                    spool::Recheck::Renamed
+                };
                 let (spool, scanner, tx) = (self.spool.clone(), Arc::clone(&self.scanner), self.tx.clone());
                 spawn_job(
                     tx.clone(),
@@ -221,9 +241,10 @@ impl Runner {
                         let result = scanner
                             .lock()
                             .map_err(|_| "scanner poisoned".to_owned())
-                            .and_then(|mut s| s.scan(&spool).map_err(|e| e.to_string()));
+                            .and_then(|mut s| s.scan_if_changed(&spool, recheck).map_err(|e| e.to_string()));
                         match result {
-                            Ok(snap) => Action::Scanned(snap),
+                            Ok(Some(snap)) => Action::Scanned(snap),
+                            Ok(None) => Action::ScanUnchanged,
                             Err(e) => Action::ScanFailed(format!("scanning the spool: {e}")),
                         }
                     },
@@ -338,7 +359,7 @@ impl Runner {
     /// Marks a finished background job and re-runs it if more changes came in meanwhile.
     fn finished(&mut self, action: &Action) {
         match action {
-            Action::Scanned(_) => {
+            Action::Scanned(_) | Action::ScanUnchanged => {
                 self.scanning = false;
                 if std::mem::take(&mut self.scan_again) {
                     self.run(Effect::Scan);
@@ -373,7 +394,8 @@ where
     B::Error: Send + Sync + 'static,
 {
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
-    let _watcher = match watcher::SpoolWatcher::start(&spool, tx.clone()) {
+    let recheck_every = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let _watcher = match watcher::SpoolWatcher::start(&spool, tx.clone(), Arc::clone(&recheck_every)) {
         Ok(w) => Some(w),
         Err(e) => {
             state.flash = Some(app::Flash {
@@ -395,6 +417,9 @@ where
         verifying: false,
         verify_again: false,
         verified_stamp: None,
+        recheck_every,
+        watching: _watcher.is_some(),
+        last_recheck: Instant::now(),
         cache: Arc::new(Mutex::new(None)),
     };
     runner.run(Effect::Scan);
@@ -450,9 +475,11 @@ where
                 runner.run(Effect::VerifyChain { force: true });
             }
             let is_tick = matches!(action, Action::Tick(_));
+            // A change in the spool only asks for a scan; the scan's result is what is drawn.
+            let quiet = matches!(action, Action::SpoolChanged { .. } | Action::ScanUnchanged);
             let effects = app::update(&mut state, action);
             // A tick changes only ages and countdowns: redraw when any is shown.
-            dirty |= !is_tick || state.tick_changes_screen();
+            dirty |= !quiet && (!is_tick || state.tick_changes_screen());
             for effect in effects {
                 if effect == Effect::Quit {
                     state.quit = true;

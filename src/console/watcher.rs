@@ -1,65 +1,139 @@
-//! The spool watcher: inotify (through notify and notify-debouncer-full) as a *hint*. Any event
-//! under `packets/`, `receipts/` or on `chain.jsonl` asks for a rescan; the scan of the directory
-//! is the truth, so lost or merged events cost only latency until the periodic rescan.
+//! The spool watcher: inotify (through notify) as a *hint*. A publication under `packets/` or
+//! `receipts/`, a change on the spool's root or on `chain.jsonl` asks for a rescan; the scan of
+//! the directory is the truth, so lost or merged events cost only latency until the periodic
+//! rescan.
+//!
+//! No debouncer: notify's inotify watcher blocks in the kernel until an event comes, so an idle
+//! console wakes for nothing, and a packet's rename asks for a scan at once. Bursts are merged by
+//! the console (one scan runs at a time, and one more follows when events came meanwhile), not
+//! by a timer. Events on temporary dot-files (an agent's write before its rename) and reads are
+//! ignored: the scanner skips those files anyway.
 
 use super::app::Action;
 use crate::spool::Spool;
-use notify::RecursiveMode;
-use notify::event::EventKind;
-use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
-use std::time::Duration;
+use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::mpsc::UnboundedSender;
 
-/// Debounce window: short, so a packet shows within a few tens of milliseconds of its rename.
-const DEBOUNCE: Duration = Duration::from_millis(15);
-
-/// Owns the debouncer; dropping it stops watching.
+/// Owns the watcher; dropping it stops watching.
 pub struct SpoolWatcher {
-    _debouncer: Debouncer<notify::RecommendedWatcher, RecommendedCache>,
+    _watcher: RecommendedWatcher,
+}
+
+/// What an event asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Wants {
+    /// A scan of the directories.
+    pub files: bool,
+    /// A verification of the chain.
+    pub chain: bool,
+    /// The scan must `lstat` every file ([`Recheck::Every`]): a file may have changed in place
+    /// (written, truncated, its mode changed) under the inode it was parsed from, or events
+    /// were lost.
+    pub every: bool,
+}
+
+/// What `event` asks for; `chain_name` is `chain.jsonl`'s file name.
+pub(crate) fn wants(event: &notify::Event, chain_name: Option<&std::ffi::OsStr>) -> Wants {
+    if event.need_rescan() {
+        return Wants { files: true, chain: true, every: true };
+    }
+    let in_place = match event.kind {
+        // Reads change nothing; a writer closing its file is the end of an in-place write.
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => return Wants::default(),
+        // New names, renames into place and removals: the listing's inodes show them.
+        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_)) => false,
+        _ => true,
+    };
+    let mut w = Wants::default();
+    for p in &event.paths {
+        let name = p.file_name();
+        if name.is_some() && name == chain_name {
+            w.chain = true;
+        } else if !is_work_in_progress(p) {
+            w.files = true;
+            w.every |= in_place;
+        }
+    }
+    w
+}
+
+/// A temporary dot-file: an agent's (or warrant's own) write before the rename that publishes it.
+fn is_work_in_progress(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'))
 }
 
 impl SpoolWatcher {
-    /// Watches the spool root (for `chain.jsonl`), `packets/` and `receipts/`.
+    /// Watches the spool root (for `chain.jsonl`), `packets/` and `receipts/`;
     ///
     /// # Errors
     /// The watcher could not be created (e.g. inotify limits).
-    pub fn start(spool: &Spool, tx: UnboundedSender<Action>) -> notify::Result<Self> {
+    /// `recheck_every` is set when an event asks the next scan to `lstat` every file.
+    pub fn start(spool: &Spool, tx: UnboundedSender<Action>, recheck_every: Arc<AtomicBool>) -> notify::Result<Self> {
         let chain_name = spool.chain_path().file_name().map(std::ffi::OsStr::to_owned);
-        let mut debouncer =
-            new_debouncer(DEBOUNCE, Some(Duration::from_millis(5)), move |res: DebounceEventResult| {
-                let (mut files, mut chain) = (false, false);
-                match res {
-                    Ok(events) => {
-                        for ev in events {
-                            if matches!(ev.kind, EventKind::Access(_)) {
-                                continue;
-                            }
-                            if ev.need_rescan() {
-                                files = true;
-                                chain = true;
-                            }
-                            for p in &ev.paths {
-                                if p.file_name().map(std::ffi::OsStr::to_owned) == chain_name {
-                                    chain = true;
-                                } else {
-                                    files = true;
-                                }
-                            }
-                        }
-                    }
-                    Err(_) => {
-                        files = true;
-                        chain = true;
-                    }
-                }
-                if files || chain {
-                    // The handler runs on notify's thread: a synchronous send, never an await.
-                    let _ = tx.send(Action::SpoolChanged { chain });
-                }
-            })?;
-        debouncer.watch(spool.root(), RecursiveMode::NonRecursive)?;
-        debouncer.watch(spool.packets_dir(), RecursiveMode::NonRecursive)?;
-        debouncer.watch(spool.receipts_dir(), RecursiveMode::NonRecursive)?;
-        Ok(Self { _debouncer: debouncer })
+        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            let w = match &res {
+                Ok(event) => wants(event, chain_name.as_deref()),
+                Err(_) => Wants { files: true, chain: true, every: true },
+            };
+            if w.every {
+                recheck_every.store(true, Ordering::SeqCst);
+            }
+            if w.files || w.chain {
+                // The handler runs on notify's thread: a synchronous send, never an await.
+                let _ = tx.send(Action::SpoolChanged { chain: w.chain });
+            }
+        })?;
+        watcher.watch(spool.root(), RecursiveMode::NonRecursive)?;
+        watcher.watch(&spool.packets_dir(), RecursiveMode::NonRecursive)?;
+        watcher.watch(&spool.receipts_dir(), RecursiveMode::NonRecursive)?;
+        Ok(Self { _watcher: watcher })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{CreateKind, ModifyKind, RenameMode};
+    use std::ffi::OsStr;
+    use std::path::PathBuf;
+
+    fn event(kind: EventKind, paths: &[&str]) -> notify::Event {
+        let mut e = notify::Event::new(kind);
+        for p in paths {
+            e = e.add_path(PathBuf::from(p));
+        }
+        e
+    }
+
+    #[test]
+    fn renames_into_place_ask_for_a_scan_and_temporary_files_do_not() {
+        let chain = Some(OsStr::new("chain.jsonl"));
+        let listing = Wants { files: true, chain: false, every: false };
+        let every = Wants { files: true, chain: false, every: true };
+        let rename = EventKind::Modify(ModifyKind::Name(RenameMode::To));
+        assert_eq!(wants(&event(rename, &["/s/packets/p-1.json"]), chain), listing);
+        let both = EventKind::Modify(ModifyKind::Name(RenameMode::Both));
+        assert_eq!(wants(&event(both, &["/s/packets/.p-1.tmp", "/s/packets/p-1.json"]), chain), listing);
+        let create = EventKind::Create(CreateKind::File);
+        assert_eq!(wants(&event(create, &["/s/packets/.p-1.tmp"]), chain), Wants::default());
+        let removed = EventKind::Remove(notify::event::RemoveKind::File);
+        assert_eq!(wants(&event(removed, &["/s/packets/p-1.json"]), chain), listing);
+        let data = EventKind::Modify(ModifyKind::Data(notify::event::DataChange::Any));
+        assert_eq!(wants(&event(data, &["/s/packets/.p-1.tmp"]), chain), Wants::default());
+        assert_eq!(wants(&event(data, &["/s/chain.jsonl"]), chain), Wants { chain: true, ..Wants::default() });
+        let read = EventKind::Access(AccessKind::Open(AccessMode::Any));
+        assert_eq!(wants(&event(read, &["/s/packets/p-1.json"]), chain), Wants::default());
+        // A packet written in place keeps its inode: every file is checked.
+        assert_eq!(wants(&event(data, &["/s/packets/p-1.json"]), chain), every);
+        let closed = EventKind::Access(AccessKind::Close(AccessMode::Write));
+        assert_eq!(wants(&event(closed, &["/s/packets/p-1.json"]), chain), every);
+        // The kernel's queue overflowed: everything, at once.
+        let overflow = notify::Event::new(EventKind::Other).set_flag(notify::event::Flag::Rescan);
+        assert_eq!(wants(&overflow, chain), Wants { files: true, chain: true, every: true });
     }
 }

@@ -379,6 +379,24 @@ impl Decision<'_> {
         self.binding.as_ref().map(|b| b.value.get_or_init(|| b.build(&self.action_class, &self.constraints, self.now)))
     }
 
+    /// The same decision made at `now` instead: what [`can_execute`] answers for the same
+    /// request at another time when nothing else changed and no approval was presented (the
+    /// decision time is the only input read from the clock; the binding, whose nonce and default
+    /// expiry derive from it, is rebuilt on first use). Decisions with a presented approval
+    /// checked (`approval_check` set) depend on the time through the check: `None` for them.
+    #[must_use]
+    pub fn retimed(&self, now: OffsetDateTime) -> Option<Decision<'static>> {
+        if self.approval_check.is_some() {
+            return None;
+        }
+        let mut d = self.clone().into_owned();
+        d.now = now;
+        if let Some(b) = d.binding.as_mut() {
+            b.value = OnceLock::new();
+        }
+        Some(d)
+    }
+
     /// Detaches the decision from the request and policy set it borrows from.
     #[must_use]
     pub fn into_owned(self) -> Decision<'static> {

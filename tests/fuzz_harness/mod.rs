@@ -410,6 +410,35 @@ pub fn eval(data: &[u8]) -> Result<(), String> {
     assert!(out.is_empty() || out.ends_with(b"\n"), "the last response is not a whole line");
     let responses: Vec<&str> = text.lines().collect();
     assert_eq!(responses.len(), requests.len(), "one response line per request line");
+    // The typed fast path of `respond` answers exactly what the general path does, but for
+    // what is fresh in every decision: its time stamps (the clock, when the request has no
+    // `now`) and its action binding's nonce, expiry and the hash over them.
+    let untimed = |v: Value| match v {
+        Value::Object(mut m) => {
+            m.remove("created_at");
+            m.remove("decision_id");
+            if let Some(Value::Object(binding)) = m.get_mut("action_binding") {
+                for fresh in ["nonce", "expiresAt", "actionHash"] {
+                    binding.remove(fresh);
+                }
+            }
+            Value::Object(m)
+        }
+        other => other,
+    };
+    // `tg.can_execute` is stateless (the only op with a fast path); other ops may change the
+    // session (rate limits), so they are not replayed.
+    let replay = warrant::eval::Evaluator::new(PolicySet::builtin());
+    for (request, line) in requests.iter().zip(&responses) {
+        let gate_op =
+            matches!(parse_strict(request), Ok(Value::Object(r)) if r.get("op") == Some(&json!("tg.can_execute")));
+        if !gate_op {
+            continue;
+        }
+        let general = untimed(replay.handle_line(request));
+        let fast = untimed(parse_strict(line.as_bytes()).expect("a response is JSON"));
+        assert_eq!(fast, general, "respond and handle_line disagree on {}", String::from_utf8_lossy(request));
+    }
     let mut errors = Vec::new();
     for (request, line) in requests.iter().zip(&responses) {
         let response: Map<String, Value> = match parse_strict(line.as_bytes()) {
