@@ -59,8 +59,14 @@ fn benches(c: &mut Criterion) {
     g.bench_function("render one frame 160x48", |b| {
         b.iter(|| term.draw(|f| ui::render(black_box(&state), &theme, f)).map(|_| ()).expect("draw"))
     });
-    g.bench_function("update with a scan result", |b| {
+    g.bench_function("update with a scan result (listed)", |b| {
         b.iter(|| app::update(&mut state, Action::Scanned(black_box(snap.clone()))))
+    });
+    g.bench_function("update with a scan result, then assess", |b| {
+        b.iter(|| {
+            app::update(&mut state, Action::Scanned(black_box(snap.clone())));
+            app::update(&mut state, Action::Assess)
+        })
     });
     g.bench_function("rescan an unchanged spool, lstat every file", |b| {
         b.iter(|| scanner.scan_if_changed(black_box(&spool), Recheck::Every).expect("scan"))

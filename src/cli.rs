@@ -1200,7 +1200,7 @@ fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Fai
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let entry = entry.ok_or_else(|| Failure::invalid(format!("no packet or decision {id:?} in the spool")))?;
-            let contract = crate::verdict::Governance::of_packet(&entry.packet).and_then(|g| g.contract);
+            let contract = crate::verdict::Governance::of_packet(&entry.packet).and_then(|g| g.contract.clone());
             let preconditions = match contract {
                 Some(Ok(c)) => c.preconditions,
                 Some(Err(e)) => return Err(Failure::invalid(format!("{id}: invalid action contract: {e}"))),

@@ -372,7 +372,7 @@ impl Evaluator {
             None | Some(Value::Null) => None,
             Some(Value::Bool(limited)) => {
                 let g = crate::verdict::Governance::of_packet(&packet);
-                let ring = crate::verdict::packet_ring(&ctx, &packet, g.as_ref());
+                let ring = crate::verdict::packet_ring(&ctx, &packet, g.as_deref());
                 let burst = crate::rings::RateLimiter::default().limits(ring).burst;
                 Some(crate::verdict::RateOutcome {
                     allowed: !limited,
@@ -385,16 +385,17 @@ impl Evaluator {
         };
         let revalidation = match r.get("observed") {
             None | Some(Value::Null) => None,
-            Some(Value::Object(observed)) => {
-                crate::verdict::Governance::of_packet(&packet).and_then(|g| g.contract).and_then(Result::ok).map(|c| {
+            Some(Value::Object(observed)) => crate::verdict::Governance::of_packet(&packet)
+                .and_then(|g| g.contract.clone())
+                .and_then(Result::ok)
+                .map(|c| {
                     crate::ladder::revalidate(&c.preconditions, |p| {
                         observed
                             .get(&p.check_id)
                             .cloned()
                             .ok_or_else(|| format!("no observed value for {}", p.check_id))
                     })
-                })
-            }
+                }),
             Some(_) => return Err(bad("invalid_request", "`observed` must be an object")),
         };
         let verdict = crate::verdict::evaluate(&ctx, &packet, &tg, rate.as_ref(), revalidation.as_ref());

@@ -82,18 +82,21 @@ pub fn observe(
     for e in order {
         let p = &e.packet;
         let governance = Governance::of_packet(p);
-        let ring = packet_ring(ctx, p, governance.as_ref());
-        let summary = mon.agents.entry(p.agent.clone()).or_insert_with(|| new_summary(ctx, &p.agent));
+        let ring = packet_ring(ctx, p, governance.as_deref());
+        if !mon.agents.contains_key(p.agent.as_str()) {
+            mon.agents.insert(p.agent.clone(), new_summary(ctx, &p.agent));
+        }
+        let Some(summary) = mon.agents.get_mut(p.agent.as_str()) else { continue };
         if let Some(score) = governance.as_ref().and_then(|g| g.eff_score) {
             summary.eff_score = ctx.policies.effective_score(&p.agent, score);
         }
         // The bucket is created at the agent's ring; a ring change replaces it (§2.8 update_ring).
-        if limiter.stats(&p.agent, RATE_SESSION, e.modified).is_some_and(|s| s.ring != ring) {
+        if limiter.bucket(&p.agent, RATE_SESSION, e.modified).is_some_and(|(r, ..)| r != ring) {
             limiter.update_ring(&p.agent, RATE_SESSION, ring, e.modified);
         }
         let allowed = limiter.try_check(&p.agent, RATE_SESSION, ring, 1.0, e.modified);
-        let stats = limiter.stats(&p.agent, RATE_SESSION, e.modified);
-        let (tokens, capacity) = stats.as_ref().map_or((0.0, 0.0), |s| (s.tokens_available, s.capacity));
+        let (tokens, capacity) =
+            limiter.bucket(&p.agent, RATE_SESSION, e.modified).map_or((0.0, 0.0), |(_, t, c)| (t, c));
         mon.rates.insert(p.id.clone(), RateOutcome { allowed, ring, tokens, capacity });
         if decisions.contains_key(&p.id) {
             summary.decided += 1;
@@ -280,11 +283,11 @@ fn assess_with(
     for e in packets.iter().filter(|e| !decisions.contains_key(&e.packet.id)) {
         let p = &e.packet;
         let rate = a.monitor.rates.get(&p.id);
-        let rv = Governance::of_packet(p).and_then(|g| g.contract).and_then(Result::ok).and_then(|c| {
-            c.preconditions
-                .iter()
-                .any(|x| x.must_revalidate_at_execution)
-                .then(|| crate::preconditions::recheck_pending(&c.preconditions))
+        let rv = Governance::of_packet(p).and_then(|g| match &g.contract {
+            Some(Ok(c)) if c.preconditions.iter().any(|x| x.must_revalidate_at_execution) => {
+                Some(crate::preconditions::recheck_pending(&c.preconditions))
+            }
+            _ => None,
         });
         let reused = base.and_then(|b| {
             let i = b.inputs.as_ref()?;

@@ -156,6 +156,10 @@ pub struct Packet {
     pub content_hash: String,
     /// The packet as published.
     pub raw: Value,
+    /// Its `governance` object, parsed on first use ([`crate::verdict::Governance::of_packet`]).
+    pub(crate) governance: crate::verdict::GovernanceCache,
+    /// `created_at` in seconds since the epoch, parsed once (the console sorts by it each scan).
+    pub(crate) created_unix: Option<f64>,
 }
 
 /// Why a file is not a valid packet or receipt.
@@ -279,6 +283,7 @@ pub fn parse_packet(bytes: &[u8], file_stem: &str) -> Result<Packet, InvalidReas
         packet.state = Some(DecisionState::HumanOnly);
     }
     packet.content_hash = canonical::canonical_hash(&raw);
+    packet.created_unix = packet.created_at.as_deref().and_then(crate::clock::unix_seconds);
     packet.raw = raw;
     Ok(packet)
 }
@@ -328,6 +333,7 @@ fn parse_portable(m: &Map<String, Value>, stem: &str) -> Result<Packet, InvalidR
         None => crate::registry::risk_of(action_class).map(str::to_owned),
     };
     Ok(Packet {
+        governance: crate::verdict::GovernanceCache::default(),
         id,
         form: PacketForm::Portable,
         action_class: action_class.to_owned(),
@@ -344,6 +350,7 @@ fn parse_portable(m: &Map<String, Value>, stem: &str) -> Result<Packet, InvalidR
         trace_id: opt_str(m, "trace_id")?.filter(|t| !t.trim().is_empty()).map(str::to_owned),
         content_hash: String::new(),
         raw: Value::Null,
+        created_unix: None,
     })
 }
 
@@ -468,6 +475,7 @@ fn parse_runtime(m: &Map<String, Value>) -> Result<Packet, InvalidReason> {
         .or_else(|| reason.as_deref().map(|r| first_line(r, 200)))
         .unwrap_or_default();
     Ok(Packet {
+        governance: crate::verdict::GovernanceCache::default(),
         id: id.to_owned(),
         form: PacketForm::Runtime,
         action_class: action_class.to_owned(),
@@ -486,6 +494,7 @@ fn parse_runtime(m: &Map<String, Value>) -> Result<Packet, InvalidReason> {
         trace_id: opt_str(m, "decisionId")?.filter(|t| !t.trim().is_empty()).map(str::to_owned),
         content_hash: String::new(),
         raw: Value::Null,
+        created_unix: None,
     })
 }
 

@@ -238,8 +238,8 @@ pub struct InvalidFile {
 /// A valid packet with its file's name and modification time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PacketEntry {
-    /// The file name in `packets/`.
-    pub file: String,
+    /// The file name in `packets/` (shared with the scanner's cache).
+    pub file: Arc<str>,
     /// Modification time, seconds since the epoch: the arrival time when the packet has no
     /// `created_at`.
     pub modified: f64,
@@ -253,11 +253,7 @@ impl PacketEntry {
     /// with a future date), else the modification time.
     #[must_use]
     pub fn created(&self) -> f64 {
-        self.packet
-            .created_at
-            .as_deref()
-            .and_then(crate::clock::unix_seconds)
-            .map_or(self.modified, |c| c.min(self.modified))
+        self.packet.created_unix.map_or(self.modified, |c| c.min(self.modified))
     }
 }
 
@@ -307,12 +303,19 @@ pub enum Recheck {
     Renamed,
 }
 
+/// A file a scan listed: its kind and name.
+type SeenFile = (FileKind, Arc<str>);
+
 /// Scans a spool incrementally: a file is parsed again only when its size, modification time or
 /// inode changed, so a rescan of an unchanged spool of many packets costs one `readdir` and one
 /// `lstat` per file.
 #[derive(Default)]
 pub struct Scanner {
-    cache: HashMap<(FileKind, String), (Stamp, f64, Parsed)>,
+    /// Per kind (`packets/`, `receipts/`, indexed by `FileKind as usize`): each file name, its
+    /// stamp, its modification time in seconds and what it parsed to. Names are shared
+    /// (`Arc<str>`) with every snapshot and looked up by `&str`, so a rescan allocates nothing per
+    /// unchanged file.
+    cache: [HashMap<Arc<str>, (Stamp, f64, Parsed)>; 2],
     /// A scan has run: [`Scanner::scan_if_changed`] answers `None` only after one.
     scanned: bool,
 }
@@ -349,30 +352,34 @@ impl Scanner {
 
     /// Lists both directories and parses what is new or changed: the files seen, and whether any
     /// file was added, changed or removed.
-    fn refresh(&mut self, spool: &Spool, recheck: Recheck) -> io::Result<(Vec<(FileKind, String)>, bool)> {
+    fn refresh(&mut self, spool: &Spool, recheck: Recheck) -> io::Result<(Vec<SeenFile>, bool)> {
         let mut changed = false;
-        let mut seen: Vec<(FileKind, String)> = Vec::new();
+        let mut seen: Vec<SeenFile> = Vec::new();
         for (kind, dir) in [(FileKind::Packet, spool.packets_dir()), (FileKind::Receipt, spool.receipts_dir())] {
             let entries = match fs::read_dir(&dir) {
                 Ok(e) => e,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e),
             };
+            let cache = &mut self.cache[kind as usize];
             for entry in entries {
                 let Ok(entry) = entry else { continue };
-                let name = entry.file_name().to_string_lossy().into_owned();
+                let file_name = entry.file_name();
+                let name = file_name.to_string_lossy();
                 // Temporary and hidden files are work in progress, not publications.
                 if name.starts_with('.') || !name.ends_with(".json") {
                     continue;
                 }
-                let key = (kind, name);
+                let cached = cache.get_key_value(name.as_ref());
                 // The listing's inode is free: a file still under the inode it was parsed from
                 // is taken as it was (a new file, or one renamed into place, has a new inode).
-                if recheck == Recheck::Renamed && self.cache.get(&key).is_some_and(|(s, _, _)| s.ino == entry.ino()) {
-                    seen.push(key);
+                if recheck == Recheck::Renamed
+                    && let Some((key, (s, _, _))) = cached
+                    && s.ino == entry.ino()
+                {
+                    seen.push((kind, Arc::clone(key)));
                     continue;
                 }
-                let (kind, name) = key;
                 let path = entry.path();
                 let Ok(meta) = fs::symlink_metadata(&path) else { continue };
                 let stamp = Stamp {
@@ -381,8 +388,8 @@ impl Scanner {
                     ctime: (meta.ctime(), meta.ctime_nsec()),
                     ino: meta.ino(),
                 };
-                let key = (kind, name.clone());
-                let fresh = self.cache.get(&key).is_some_and(|(s, _, _)| *s == stamp);
+                let fresh = cached.is_some_and(|(_, (s, _, _))| *s == stamp);
+                let key = cached.map_or_else(|| Arc::from(name.as_ref()), |(k, _)| Arc::clone(k));
                 if !fresh {
                     changed = true;
                     let stem = name.strip_suffix(".json").unwrap_or(&name);
@@ -399,41 +406,45 @@ impl Scanner {
                             },
                         },
                     };
-                    self.cache.insert(key.clone(), (stamp, stamp.mtime_ns as f64 / 1e9, parsed));
+                    cache.insert(Arc::clone(&key), (stamp, stamp.mtime_ns as f64 / 1e9, parsed));
                 }
-                seen.push(key);
+                seen.push((kind, key));
             }
         }
         // Every name seen is in the cache: as many entries as names means none vanished.
-        if self.cache.len() != seen.len() {
-            let live: std::collections::HashSet<&(FileKind, String)> = seen.iter().collect();
-            self.cache.retain(|k, _| live.contains(k));
+        if self.cache.iter().map(HashMap::len).sum::<usize>() != seen.len() {
+            for (k, cache) in self.cache.iter_mut().enumerate() {
+                let live: std::collections::HashSet<&str> =
+                    seen.iter().filter(|(kind, _)| *kind as usize == k).map(|(_, n)| n.as_ref()).collect();
+                cache.retain(|n, _| live.contains(n.as_ref()));
+            }
             changed = true;
         }
         Ok((seen, changed))
     }
 
-    fn snapshot(&self, seen: &[(FileKind, String)]) -> Snapshot {
-        let mut keys: Vec<&(FileKind, String)> = seen.iter().collect();
-        keys.sort_by(|a, b| a.1.cmp(&b.1));
+    fn snapshot(&self, seen: &[SeenFile]) -> Snapshot {
+        let mut keys: Vec<&SeenFile> = seen.iter().collect();
+        // Names are unique within a kind: an unstable sort gives the one order.
+        keys.sort_unstable_by(|a, b| a.1.cmp(&b.1).then_with(|| (a.0 as u8).cmp(&(b.0 as u8))));
         let mut snap = Snapshot::default();
         let mut ids: HashMap<&str, &str> = HashMap::new();
         for key in keys {
-            let Some((_, modified, parsed)) = self.cache.get(key) else { continue };
+            let Some((_, modified, parsed)) = self.cache[key.0 as usize].get(&key.1) else { continue };
             let (kind, name) = key;
             match parsed {
                 Parsed::Packet(p) => {
                     if let Some(first) = ids.get(p.id.as_str()) {
                         snap.invalid.push(InvalidFile {
                             kind: *kind,
-                            name: name.clone(),
+                            name: name.to_string(),
                             reason: InvalidReason::Schema(format!("duplicate packet id {:?} (also in {first})", p.id)),
                             modified: *modified,
                         });
                     } else {
                         ids.insert(&p.id, name);
                         snap.packets.push(PacketEntry {
-                            file: name.clone(),
+                            file: Arc::clone(name),
                             modified: *modified,
                             packet: Arc::clone(p),
                         });
@@ -442,15 +453,15 @@ impl Scanner {
                 Parsed::Receipt(r) => snap.receipts.push(Arc::clone(r)),
                 Parsed::Invalid(reason) => snap.invalid.push(InvalidFile {
                     kind: *kind,
-                    name: name.clone(),
+                    name: name.to_string(),
                     reason: reason.clone(),
                     modified: *modified,
                 }),
             }
         }
-        // `created()` parses a timestamp: once per packet, not once per comparison.
+        // Packet ids are unique here (a repeated id is invalid): an unstable sort gives the one order.
         let mut keyed: Vec<(f64, PacketEntry)> = snap.packets.drain(..).map(|e| (e.created(), e)).collect();
-        keyed.sort_by(|(ca, a), (cb, b)| cb.total_cmp(ca).then_with(|| a.packet.id.cmp(&b.packet.id)));
+        keyed.sort_unstable_by(|(ca, a), (cb, b)| cb.total_cmp(ca).then_with(|| a.packet.id.cmp(&b.packet.id)));
         snap.packets = keyed.into_iter().map(|(_, e)| e).collect();
         snap.receipts.sort_by(|a, b| b.created_at.cmp(&a.created_at));
         snap
@@ -1698,9 +1709,11 @@ pub fn elevation_fields(
 /// [`DecideError::InvalidContract`] for a malformed contract.
 pub fn record_preconditions(packet: &Packet) -> Result<Option<Value>, DecideError> {
     let Some(g) = crate::verdict::Governance::of_packet(packet) else { return Ok(None) };
-    let contract = match g.contract {
+    let contract = match &g.contract {
         None => return Ok(None),
-        Some(Err(reason)) => return Err(DecideError::InvalidContract { id: packet.id.clone(), reason }),
+        Some(Err(reason)) => {
+            return Err(DecideError::InvalidContract { id: packet.id.clone(), reason: reason.clone() });
+        }
         Some(Ok(c)) => c,
     };
     let mut recorded = Vec::new();

@@ -45,6 +45,7 @@ use crate::packet::{DecisionState, Packet};
 use crate::rings::{self, ActionDescriptor, Ring};
 use crate::tiers::{self, TierAction};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// The gating models warrant composes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -216,12 +217,47 @@ pub struct Governance {
     pub error: Option<String>,
 }
 
+/// A packet's parsed `governance` object, computed on first use from the packet's `raw` and
+/// `context` (which do not change once a packet is parsed) and shared by every later call:
+/// the console assesses each pending packet on every scan. Equal for every two packets (it is a
+/// function of fields that are compared themselves).
+#[derive(Default)]
+pub struct GovernanceCache(std::sync::OnceLock<Option<Arc<Governance>>>);
+
+impl Clone for GovernanceCache {
+    fn clone(&self) -> Self {
+        let lock = std::sync::OnceLock::new();
+        if let Some(g) = self.0.get() {
+            let _ = lock.set(g.clone());
+        }
+        Self(lock)
+    }
+}
+
+impl PartialEq for GovernanceCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for GovernanceCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GovernanceCache")
+    }
+}
+
 impl Governance {
-    /// The packet's `governance` object (portable: top level; runtime: `context.governance`).
+    /// The packet's `governance` object (portable: top level; runtime: `context.governance`),
+    /// parsed once per packet ([`GovernanceCache`]).
     #[must_use]
-    pub fn of_packet(p: &Packet) -> Option<Self> {
-        let raw = p.raw.get("governance").or_else(|| p.context.get("governance"))?;
-        Some(Self::from_json(raw))
+    pub fn of_packet(p: &Packet) -> Option<Arc<Self>> {
+        p.governance
+            .0
+            .get_or_init(|| {
+                let raw = p.raw.get("governance").or_else(|| p.context.get("governance"))?;
+                Some(Arc::new(Self::from_json(raw)))
+            })
+            .clone()
     }
 
     /// Parses a governance object; never fails: problems are recorded per part.

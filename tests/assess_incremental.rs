@@ -24,7 +24,7 @@ fn entry(n: usize, agent: &str, class: &str, modified: f64) -> PacketEntry {
                        "is_read_only": false, "is_admin": false}});
     }
     let packet = parse_packet(&serde_json::to_vec(&doc).expect("json"), &id).expect("valid packet");
-    PacketEntry { file: format!("{id}.json"), modified, packet: Arc::new(packet) }
+    PacketEntry { file: format!("{id}.json").into(), modified, packet: Arc::new(packet) }
 }
 
 struct World {

@@ -37,7 +37,13 @@ fn packet(id: &str, agent: &str, class: &str, summary: &str, minutes_ago: i64, e
         v["decision"]["status"] = json!("human_only");
     }
     let p = warrant::packet::parse_packet(&serde_json::to_vec(&v).expect("json"), id).expect("valid packet");
-    PacketEntry { file: format!("{id}.json"), modified: NOW, packet: Arc::new(p) }
+    PacketEntry { file: format!("{id}.json").into(), modified: NOW, packet: Arc::new(p) }
+}
+
+/// A scan as the event loop delivers it: the packets listed at once, then the assessment.
+fn scanned(s: &mut State, snap: Snapshot) {
+    app::update(s, Action::Scanned(snap));
+    app::update(s, Action::Assess);
 }
 
 fn snapshot() -> Snapshot {
@@ -119,7 +125,7 @@ fn state(read_only: bool) -> State {
         Keymap::default_map(),
         NOW,
     );
-    app::update(&mut s, Action::Scanned(snapshot()));
+    scanned(&mut s, snapshot());
     app::update(&mut s, Action::ChainVerified(view(*valid_report(7), decided_post())));
     s
 }
@@ -324,7 +330,7 @@ fn hostile_text_is_inert() {
     );
     let mut snap = snapshot();
     snap.packets.insert(0, evil);
-    app::update(&mut s, Action::Scanned(snap));
+    scanned(&mut s, snap);
     press(&mut s, &["g"]);
     assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-evil"));
     let out = screen(&s, 160, 48);
@@ -352,7 +358,7 @@ fn navigation_and_zoom() {
     press(&mut s, &["j"]);
     let mut snap = snapshot();
     snap.packets.insert(0, packet("p-new", "agent-new", "draft.compose", "fresh", 0, json!({})));
-    app::update(&mut s, Action::Scanned(snap));
+    scanned(&mut s, snap);
     assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-kickoff"));
     // Tiny terminals get a notice instead of a panic.
     assert!(screen(&s, 30, 8).contains("terminal too small"));
@@ -413,7 +419,7 @@ fn zoomed_view_shows_everything_and_scrolls() {
     long.packet = Arc::new(reparsed);
     let mut snap = snapshot();
     snap.packets.insert(0, long);
-    app::update(&mut s, Action::Scanned(snap));
+    scanned(&mut s, snap);
     press(&mut s, &["g", "enter"]);
     assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-long"));
     let top = screen(&s, 80, 24);
@@ -452,7 +458,7 @@ fn a_packet_changing_under_the_dialog_cancels_it() {
         2,
         json!({"to": "mallory@evil.example"}),
     );
-    app::update(&mut s, Action::Scanned(snap.clone()));
+    scanned(&mut s, snap.clone());
     assert_eq!(s.mode, Mode::Normal);
     assert!(
         s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("changed while you were confirming")),
@@ -470,7 +476,7 @@ fn a_packet_changing_under_the_dialog_cancels_it() {
     assert_eq!(c.packet.content_hash, snap.packets[0].packet.content_hash);
     // A packet that disappears under the dialog cancels it too.
     snap.packets.remove(0);
-    app::update(&mut s, Action::Scanned(snap));
+    scanned(&mut s, snap);
     assert_eq!(s.mode, Mode::Normal);
     assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("disappeared")));
 }
@@ -486,7 +492,7 @@ fn expired_packets_can_only_be_refused() {
         Arc::new(warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-old").expect("packet"));
     let mut snap = snapshot();
     snap.packets.insert(0, e);
-    app::update(&mut s, Action::Scanned(snap));
+    scanned(&mut s, snap);
     press(&mut s, &["g"]);
     assert!(press(&mut s, &["a"]).is_empty());
     assert_eq!(s.mode, Mode::Normal);
@@ -668,7 +674,7 @@ fn governed_state(read_only: bool) -> State {
         NOW,
     )
     .with_policies(Arc::new(policies));
-    app::update(&mut s, Action::Scanned(governed_snapshot()));
+    scanned(&mut s, governed_snapshot());
     let view = ChainView { report: *valid_report(3), controls: governed_controls(), ..ChainView::default() };
     app::update(&mut s, Action::ChainVerified(Box::new(view)));
     s
@@ -742,6 +748,70 @@ fn the_packet_detail_shows_each_models_verdict() {
     assert!(all.contains("✓ holds") && all.contains("file.exists"), "{all}");
     press(&mut s, &["g"]);
     insta::assert_snapshot!("verdict_detail_160x48", screen(&s, 160, 48));
+}
+
+// A scan lists its packets before the models assess them (the event loop draws first, then sends
+// `Assess`); an approval never reads a stale assessment: it assesses first, and a quarantined
+// agent's packet that arrived a moment ago is refused like any other.
+#[test]
+fn a_scan_is_listed_before_it_is_assessed_and_approval_assesses_first() {
+    let policies = PolicySet::from_toml(GOVERNED_POLICY).expect("policy");
+    let mut s = State::new(
+        "/tmp/spool".into(),
+        Some("alice".to_owned()),
+        Some("SHA256:S1I+LnIehTKTATEWkIjfe40E1haIYEbCmd6nU3nMHAQ".to_owned()),
+        false,
+        Keymap::default_map(),
+        NOW,
+    )
+    .with_policies(Arc::new(policies));
+    let view = ChainView { report: *valid_report(3), controls: governed_controls(), ..ChainView::default() };
+    app::update(&mut s, Action::ChainVerified(Box::new(view)));
+    app::update(&mut s, Action::Scanned(governed_snapshot()));
+    assert!(s.assessment_due());
+    assert!(s.pending().iter().any(|e| e.packet.id == "p-exfil"), "listed at once");
+    assert!(s.verdict("p-exfil").is_none(), "not assessed yet");
+    select_pending(&mut s, "p-exfil");
+    assert!(press(&mut s, &["a"]).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(!s.assessment_due());
+    assert_eq!(s.verdict("p-exfil").map(|v| v.state.as_str()), Some("blocked"));
+    let flash = s.flash.as_ref().expect("flash");
+    assert!(flash.error && flash.text.contains("blocked"), "{flash:?}");
+    // `Assess` itself brings the assessment up to date, and is idle when it is.
+    app::update(&mut s, Action::Scanned(governed_snapshot()));
+    assert!(s.assessment_due());
+    app::update(&mut s, Action::Assess);
+    assert!(!s.assessment_due() && s.verdict("p-exfil").is_some());
+}
+
+// The event loop assesses off the UI thread: a job copied out of the state gives the verdicts the
+// synchronous `Assess` gives; a result older than the state's assessment is dropped, and one from
+// an older snapshot is taken but leaves the next assessment due.
+#[test]
+fn assessments_made_off_the_ui_thread_match_and_never_go_back() {
+    let mut sync = governed_state(false);
+    app::update(&mut sync, Action::Scanned(governed_snapshot()));
+    app::update(&mut sync, Action::Assess);
+
+    let mut s = governed_state(false);
+    app::update(&mut s, Action::Scanned(governed_snapshot()));
+    let job = s.assess_job().expect("an assessment is due");
+    let done = job.run();
+    // A newer scan lands while the job runs: its result is taken, and another is due.
+    app::update(&mut s, Action::Scanned(governed_snapshot()));
+    app::update(&mut s, Action::Assessed(Box::new(done.clone())));
+    for id in ["p-exfil", "p-purge", "p-note"] {
+        assert_eq!(s.verdict(id), sync.verdict(id), "{id}");
+    }
+    assert!(s.assessment_due(), "made from the older scan");
+    // The same result again, after the state assessed the newer scan itself: dropped.
+    app::update(&mut s, Action::Assess);
+    assert!(!s.assessment_due());
+    let before = Arc::as_ptr(&s.verdict_arc("p-exfil").expect("verdict"));
+    app::update(&mut s, Action::Assessed(Box::new(done)));
+    assert_eq!(Arc::as_ptr(&s.verdict_arc("p-exfil").expect("verdict")), before, "an older result is dropped");
+    assert!(s.assess_job().is_none(), "nothing due");
 }
 
 // Approval is refused when the composed verdict is blocked, with the decisive model's reason.
@@ -1189,7 +1259,7 @@ fn hostile_state() -> State {
         reason: warrant::packet::InvalidReason::UnsafeId(EVIL.to_owned()),
         modified: NOW,
     });
-    app::update(&mut s, Action::Scanned(snap));
+    scanned(&mut s, snap);
     let mut decided = decided_post();
     if let Some(d) = decided.get_mut("p-post") {
         d.reason = Some(format!("refused{EVIL}"));

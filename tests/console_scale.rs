@@ -26,13 +26,19 @@ fn packet(k: usize) -> serde_json::Value {
     )
 }
 
+/// A scan as the event loop delivers it: the packets listed at once, then the assessment.
+fn scanned(s: &mut State, snap: Snapshot) {
+    app::update(s, Action::Scanned(snap));
+    app::update(s, Action::Assess);
+}
+
 fn snapshot() -> Snapshot {
     let packets = (0..N)
         .map(|k| {
             let bytes = serde_json::to_vec(&packet(k)).expect("json");
             let id = format!("p-{k:05}");
             let p = warrant::packet::parse_packet(&bytes, &id).expect("valid packet");
-            PacketEntry { file: format!("{id}.json"), modified: NOW, packet: Arc::new(p) }
+            PacketEntry { file: format!("{id}.json").into(), modified: NOW, packet: Arc::new(p) }
         })
         .collect();
     Snapshot { packets, receipts: vec![], invalid: vec![] }
@@ -40,7 +46,7 @@ fn snapshot() -> Snapshot {
 
 fn state() -> State {
     let mut s = State::new("/tmp/spool".into(), None, None, true, Keymap::default_map(), NOW);
-    app::update(&mut s, Action::Scanned(snapshot()));
+    scanned(&mut s, snapshot());
     s
 }
 
@@ -123,7 +129,7 @@ fn arrivals_keep_the_selection_on_the_packet_under_review() {
     doc["summary"] = "the newest".into();
     let newest = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "p-new").expect("packet");
     snap.packets.insert(0, PacketEntry { file: "p-new.json".into(), modified: NOW, packet: Arc::new(newest) });
-    app::update(&mut s, Action::Scanned(snap));
+    scanned(&mut s, snap);
     assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-00100"));
     let shown = screen(&s, 160, 48);
     assert!(shown.contains(" 10001 pending "), "{shown}");

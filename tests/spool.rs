@@ -229,7 +229,7 @@ fn runtime_status_risk_and_duplicate_ids() {
     let snap = Scanner::new().scan(&f.spool).expect("scan");
     let id = runtime["packetId"].as_str().expect("id");
     let entry = snap.packet(id).expect("runtime packet");
-    assert_eq!(entry.file, "a-runtime-copy.json", "the first file name wins");
+    assert_eq!(&*entry.file, "a-runtime-copy.json", "the first file name wins");
     assert_eq!(entry.packet.state, Some(DecisionState::ReviewRequired));
     assert_eq!(snap.packet("tg_not_required").and_then(|p| p.packet.state), Some(DecisionState::Deferred));
     assert_eq!(snap.packet("cal").and_then(|p| p.packet.risk.clone()).as_deref(), Some("high"));

@@ -42,6 +42,14 @@ pub enum Action {
     Scanned(Snapshot),
     /// A scan found the spool as the previous one did: nothing to recompute or redraw.
     ScanUnchanged,
+    /// Bring the assessment up to date with the last scan, here and now (gate decisions,
+    /// verdicts, posteriors). The console's event loop runs the same work off the UI thread
+    /// instead ([`State::assess_job`], then [`Action::Assessed`]); tests send this.
+    Assess,
+    /// An assessment made off the UI thread ([`AssessJob::run`]) is ready.
+    Assessed(Box<Assessed>),
+    /// An assessment made off the UI thread failed (a panic, logged); it is tried again.
+    AssessFailed(String),
     /// A chain verification finished: the report, and the decisions and evidence of the records
     /// that verified.
     ChainVerified(Box<ChainView>),
@@ -362,6 +370,11 @@ pub struct State {
     assessment: Arc<Assessment>,
     /// `now` when the assessment was made.
     assessed_at: f64,
+    /// Counts the snapshots taken: the assessment is due while it was made from an older one.
+    /// Until then a new packet is listed with the state it declares; an approval assesses first.
+    snapshot_generation: u64,
+    /// The snapshot generation the assessment was made from.
+    assessed_generation: u64,
     /// Every notebook seen in packets' governance or with a level in the chain, by id.
     all_notebooks: Vec<NotebookRow>,
     /// Notebooks after the filter.
@@ -396,6 +409,74 @@ impl std::ops::Deref for ClassPosterior {
 /// Seconds a packet must stay unchanged before it can be decided, so what was read is what is
 /// signed.
 pub const SETTLE_SECONDS: f64 = 3.0;
+
+/// One assessment's inputs, copied out of the [`State`] ([`State::assess_job`]) to run off the
+/// UI thread.
+pub struct AssessJob {
+    generation: u64,
+    prev: Arc<Assessment>,
+    policies: Arc<PolicySet>,
+    controls: ControlState,
+    now: f64,
+    packets: Vec<PacketEntry>,
+    receipts: Vec<Arc<Receipt>>,
+    decisions: HashMap<String, ChainDecision>,
+    chain_evidence: crate::spool::ChainEvidence,
+    chain_intact: bool,
+    workspace: String,
+}
+
+impl AssessJob {
+    /// Makes the assessment ([`crate::monitor::assess_incremental`] from the previous one):
+    /// what [`Action::Assess`] would make of the same state.
+    #[must_use]
+    pub fn run(self) -> Assessed {
+        let ctx = VerdictContext { policies: &self.policies, controls: &self.controls, now: self.now };
+        let assessment = crate::monitor::assess_incremental(
+            Some(&self.prev),
+            &self.policies,
+            &ctx,
+            &self.packets,
+            &self.receipts,
+            &self.decisions,
+            &self.chain_evidence,
+            self.chain_intact,
+            &self.workspace,
+        );
+        Assessed { generation: self.generation, now: self.now, assessment: Arc::new(assessment) }
+    }
+}
+
+impl std::fmt::Debug for AssessJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AssessJob").field("generation", &self.generation).field("packets", &self.packets.len()).finish()
+    }
+}
+
+/// An assessment made by [`AssessJob::run`], for [`Action::Assessed`].
+#[derive(Clone)]
+pub struct Assessed {
+    generation: u64,
+    now: f64,
+    assessment: Arc<Assessment>,
+}
+
+impl std::fmt::Debug for Assessed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Assessed").field("generation", &self.generation).finish()
+    }
+}
+
+impl PartialEq for Assessed {
+    fn eq(&self, other: &Self) -> bool {
+        self.generation == other.generation && Arc::ptr_eq(&self.assessment, &other.assessment)
+    }
+}
+
+/// While scans keep coming, the assessment is brought up to date at most this often (the
+/// packets themselves are listed as soon as each scan lands); a quiet console assesses as soon
+/// as the scan is drawn.
+pub const ASSESS_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl State {
     /// A fresh state.
@@ -443,6 +524,8 @@ impl State {
             posteriors: Vec::new(),
             assessment: Arc::new(Assessment::default()),
             assessed_at: now,
+            snapshot_generation: 0,
+            assessed_generation: 0,
             all_notebooks: Vec::new(),
             notebooks: Vec::new(),
             agents: Vec::new(),
@@ -468,6 +551,12 @@ impl State {
     #[must_use]
     pub fn verdict(&self, packet_id: &str) -> Option<&PacketVerdict> {
         self.assessment.verdicts.get(packet_id).map(Arc::as_ref)
+    }
+
+    /// [`State::verdict`], shared (to tell one assessment's verdict from another's).
+    #[must_use]
+    pub fn verdict_arc(&self, packet_id: &str) -> Option<Arc<PacketVerdict>> {
+        self.assessment.verdicts.get(packet_id).cloned()
     }
 
     /// The re-check of a pending packet's contract preconditions, when it has any.
@@ -591,6 +680,10 @@ impl State {
         if minute(now) == minute(before) && !elevated {
             return;
         }
+        if self.assessment_due() {
+            self.recompute_graduation();
+            return;
+        }
         self.assess();
         if day(now) != day(before) {
             self.recompute_posteriors();
@@ -616,6 +709,12 @@ impl State {
             workspace,
         ));
         self.assessed_at = self.now;
+        self.assessed_generation = self.snapshot_generation;
+        self.recompute_notebooks();
+    }
+
+    /// Every notebook named by the controls or by a packet's governance, with its pending count.
+    fn recompute_notebooks(&mut self) {
         let mut notebooks: BTreeMap<String, NotebookRow> = self
             .controls
             .notebooks
@@ -632,7 +731,7 @@ impl State {
             })
             .collect();
         for e in &self.snapshot.packets {
-            let Some(id) = Governance::of_packet(&e.packet).and_then(|g| g.notebook) else { continue };
+            let Some(id) = Governance::of_packet(&e.packet).and_then(|g| g.notebook.clone()) else { continue };
             let row = notebooks.entry(id.clone()).or_insert_with(|| NotebookRow {
                 level: self.controls.notebook_trust(&id),
                 id,
@@ -774,7 +873,57 @@ impl State {
         for r in &self.snapshot.receipts {
             *self.receipts_by_class.entry(r.action_class.clone()).or_default() += 1;
         }
-        self.recompute_graduation();
+        // The lists show the scan at once; the models' assessment follows.
+        self.refresh();
+        self.snapshot_generation += 1;
+    }
+
+    /// Whether the assessment is older than the last scan (an assessment is due).
+    #[must_use]
+    pub fn assessment_due(&self) -> bool {
+        self.assessed_generation < self.snapshot_generation
+    }
+
+    /// Brings the assessment up to date with the last scan, if it is not.
+    fn ensure_assessed(&mut self) {
+        if self.assessment_due() {
+            self.recompute_graduation();
+        }
+    }
+
+    /// What an assessment of the current state reads, copied out (the packets, receipts and
+    /// decisions, the controls, the chain's compact evidence, the previous assessment to reuse),
+    /// so [`AssessJob::run`] can make it off the UI thread. `None` when none is due.
+    #[must_use]
+    pub fn assess_job(&self) -> Option<AssessJob> {
+        self.assessment_due().then(|| AssessJob {
+            generation: self.snapshot_generation,
+            prev: Arc::clone(&self.assessment),
+            policies: Arc::clone(&self.policies),
+            controls: self.controls.clone(),
+            now: self.now,
+            packets: self.snapshot.packets.clone(),
+            receipts: self.snapshot.receipts.clone(),
+            decisions: self.decisions.clone(),
+            chain_evidence: self.chain_evidence.clone(),
+            chain_intact: matches!(self.chain, ChainState::Valid { .. }),
+            workspace: self.principal.clone().unwrap_or_else(|| "local".to_owned()),
+        })
+    }
+
+    /// Takes an assessment made off the UI thread, unless the state already has one made from
+    /// the same snapshot or a later one (made here meanwhile, after a chain verification or a
+    /// signature, which may also have changed the controls or decisions the job copied).
+    fn take_assessed(&mut self, done: Assessed) {
+        if done.generation <= self.assessed_generation {
+            return;
+        }
+        self.assessment = done.assessment;
+        self.assessed_at = done.now;
+        self.assessed_generation = done.generation;
+        self.recompute_notebooks();
+        self.recompute_posteriors();
+        self.refresh();
     }
 
     /// Recomputes the filtered lists, keeping the selection on the same item where possible.
@@ -906,6 +1055,18 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             vec![]
         }
         Action::Resize | Action::ScanUnchanged => vec![],
+        Action::Assess => {
+            state.ensure_assessed();
+            vec![]
+        }
+        Action::Assessed(done) => {
+            state.take_assessed(*done);
+            vec![]
+        }
+        Action::AssessFailed(why) => {
+            state.flash = Some(Flash { text: why, error: true });
+            vec![]
+        }
         Action::Tick(now) => {
             state.on_tick(now);
             vec![]
@@ -1302,7 +1463,9 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
 /// Why an approval of `packet` is refused, if it is: what the packet declares, then the composed
 /// verdict of every model (strictest wins), saying blocked or human_only. The decisive model's
 /// reason is given.
-fn approval_forbidden(state: &State, packet: &Packet) -> Option<String> {
+fn approval_forbidden(state: &mut State, packet: &Packet) -> Option<String> {
+    // Never on a stale assessment: a packet the models have not seen yet is assessed now.
+    state.ensure_assessed();
     let forbidden = |s: &DecisionState| matches!(s, DecisionState::Blocked | DecisionState::HumanOnly);
     if let Some(s) = packet.state.filter(forbidden) {
         return Some(format!("{} is {s}: an agent may not execute it even with approval; refuse it with r", packet.id));

@@ -437,6 +437,9 @@ where
 
     let mut dirty = true;
     let mut last_draw = Instant::now() - Duration::from_secs(1);
+    let mut last_assess = Instant::now() - app::ASSESS_EVERY;
+    // An assessment runs off the UI thread, one at a time.
+    let mut assessing = false;
     loop {
         if dirty {
             // Coalesce bursts: at most one frame per 16 ms.
@@ -448,7 +451,22 @@ where
             last_draw = Instant::now();
             dirty = false;
         }
+        // A scan's packets are drawn first; the models' assessment follows off the UI thread, at
+        // once when the console is quiet, at most every ASSESS_EVERY while scans keep landing.
+        let assess_at = tokio::time::Instant::from_std(last_assess + app::ASSESS_EVERY);
         let first = tokio::select! {
+            biased;
+            () = tokio::time::sleep_until(assess_at), if !assessing && state.assessment_due() => {
+                if let Some(job) = state.assess_job() {
+                    assessing = true;
+                    spawn_job(
+                        tx.clone(),
+                        Action::AssessFailed("internal error while assessing (see the log)".into()),
+                        move || Action::Assessed(Box::new(job.run())),
+                    );
+                }
+                None
+            }
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press => Some(Action::Key(keymap::Key::from_event(&k))),
                 Some(Ok(Event::Paste(s))) => Some(Action::Paste(s)),
@@ -474,10 +492,15 @@ where
                 first_verify = false;
                 runner.run(Effect::VerifyChain { force: true });
             }
+            let assessed = matches!(action, Action::Assessed(_) | Action::AssessFailed(_));
             let is_tick = matches!(action, Action::Tick(_));
             // A change in the spool only asks for a scan; the scan's result is what is drawn.
             let quiet = matches!(action, Action::SpoolChanged { .. } | Action::ScanUnchanged);
             let effects = app::update(&mut state, action);
+            if assessed {
+                assessing = false;
+                last_assess = Instant::now();
+            }
             // A tick changes only ages and countdowns: redraw when any is shown.
             dirty |= !quiet && (!is_tick || state.tick_changes_screen());
             for effect in effects {

@@ -131,7 +131,10 @@ struct Entry {
 pub struct RateLimiter {
     limits: BTreeMap<Ring, RingLimits>,
     max_buckets: usize,
-    entries: HashMap<Key, Entry>,
+    /// Buckets by agent, then session: looked up by `&str` without allocating.
+    entries: HashMap<String, HashMap<String, Entry>>,
+    /// Number of buckets.
+    count: usize,
     order: VecDeque<Key>,
 }
 
@@ -145,7 +148,7 @@ impl RateLimiter {
     /// A limiter with a custom table (a ring missing from it gets [`FALLBACK_LIMITS`]) and cap.
     #[must_use]
     pub fn new(limits: BTreeMap<Ring, RingLimits>, max_buckets: usize) -> Self {
-        Self { limits, max_buckets, entries: HashMap::new(), order: VecDeque::new() }
+        Self { limits, max_buckets, entries: HashMap::new(), count: 0, order: VecDeque::new() }
     }
 
     /// The limits used for `ring`.
@@ -169,16 +172,20 @@ impl RateLimiter {
         cost: f64,
         now: UnixSeconds,
     ) -> Result<(), RateLimitExceeded> {
-        let key = (agent_did.to_owned(), session_id.to_owned());
-        if !self.entries.contains_key(&key) {
-            if self.entries.len() >= self.max_buckets
-                && let Some(oldest) = self.order.pop_front()
+        if self.entry_mut(agent_did, session_id).is_none() {
+            if self.count >= self.max_buckets
+                && let Some((agent, session)) = self.order.pop_front()
+                && let Some(sessions) = self.entries.get_mut(&agent)
+                && sessions.remove(&session).is_some()
             {
-                self.entries.remove(&oldest);
+                self.count -= 1;
+                if sessions.is_empty() {
+                    self.entries.remove(&agent);
+                }
             }
-            self.insert_full(key.clone(), ring, now);
+            self.insert_full((agent_did.to_owned(), session_id.to_owned()), ring, now);
         }
-        let Some(entry) = self.entries.get_mut(&key) else {
+        let Some(entry) = self.entry_mut(agent_did, session_id) else {
             // Unreachable: the entry exists or was inserted just above. Refuse rather than panic.
             return Err(RateLimitExceeded {
                 agent_did: agent_did.into(),
@@ -210,14 +217,13 @@ impl RateLimiter {
     /// records the ring in its stats. Does not apply the cap; an existing key keeps its place in
     /// the eviction order; a new key gets fresh stats and goes to the back.
     pub fn update_ring(&mut self, agent_did: &str, session_id: &str, new_ring: Ring, now: UnixSeconds) {
-        let key = (agent_did.to_owned(), session_id.to_owned());
         let bucket = TokenBucket::full(self.limits(new_ring), now);
-        match self.entries.get_mut(&key) {
+        match self.entry_mut(agent_did, session_id) {
             Some(entry) => {
                 entry.bucket = bucket;
                 entry.stats.ring = new_ring;
             }
-            None => self.insert_full(key, new_ring, now),
+            None => self.insert_full((agent_did.to_owned(), session_id.to_owned()), new_ring, now),
         }
     }
 
@@ -232,12 +238,27 @@ impl RateLimiter {
             capacity: 0.0,
         };
         self.order.push_back(key.clone());
-        self.entries.insert(key, Entry { bucket: TokenBucket::full(self.limits(ring), now), stats });
+        let bucket = TokenBucket::full(self.limits(ring), now);
+        if self.entries.entry(key.0).or_default().insert(key.1, Entry { bucket, stats }).is_none() {
+            self.count += 1;
+        }
+    }
+
+    /// The bucket of (agent, session), if any.
+    fn entry_mut(&mut self, agent_did: &str, session_id: &str) -> Option<&mut Entry> {
+        self.entries.get_mut(agent_did)?.get_mut(session_id)
+    }
+
+    /// The ring of the (agent, session) bucket and its tokens available and capacity at `now`
+    /// (what [`RateLimiter::stats`] gives, without copying the stats), or `None` if unknown.
+    pub fn bucket(&mut self, agent_did: &str, session_id: &str, now: UnixSeconds) -> Option<(Ring, f64, f64)> {
+        let entry = self.entry_mut(agent_did, session_id)?;
+        Some((entry.stats.ring, entry.bucket.available(now), entry.bucket.capacity))
     }
 
     /// The stats of (agent, session) with tokens refreshed at `now`, or `None` if unknown.
     pub fn stats(&mut self, agent_did: &str, session_id: &str, now: UnixSeconds) -> Option<RateStats> {
-        let entry = self.entries.get_mut(&(agent_did.to_owned(), session_id.to_owned()))?;
+        let entry = self.entry_mut(agent_did, session_id)?;
         entry.stats.tokens_available = entry.bucket.available(now);
         entry.stats.capacity = entry.bucket.capacity;
         Some(entry.stats.clone())
@@ -246,6 +267,6 @@ impl RateLimiter {
     /// The number of buckets.
     #[must_use]
     pub fn tracked_agents(&self) -> usize {
-        self.entries.len()
+        self.count
     }
 }
