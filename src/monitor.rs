@@ -16,6 +16,15 @@ use crate::verdict::{Governance, RateOutcome, VerdictContext, packet_ring};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+/// A map keyed by packet id, hashed with foldhash (seeded per map): the console rebuilds these
+/// for every pending packet on every assessment, where SipHash was a tenth of its time.
+pub type ByPacket<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
+/// An empty [`ByPacket`] with room for `n` packets.
+fn by_packet<V>(n: usize) -> ByPacket<V> {
+    HashMap::with_capacity_and_hasher(n, foldhash::fast::RandomState::default())
+}
+
 /// The rate limiter's session for spool arrivals.
 pub const RATE_SESSION: &str = "spool";
 /// Minutes of activity kept per agent (one bucket per minute, oldest first).
@@ -58,7 +67,7 @@ pub struct AgentSummary {
 #[derive(Debug, Clone, Default)]
 pub struct Monitor {
     /// Rate outcome of each packet, by packet id.
-    pub rates: HashMap<String, RateOutcome>,
+    pub rates: ByPacket<RateOutcome>,
     /// Agents by id.
     pub agents: BTreeMap<String, AgentSummary>,
 }
@@ -74,7 +83,7 @@ pub fn observe(
     let mut order: Vec<&PacketEntry> = packets.iter().collect();
     order.sort_by(|a, b| a.modified.total_cmp(&b.modified).then_with(|| a.packet.id.cmp(&b.packet.id)));
     let mut limiter = RateLimiter::default();
-    let mut mon = Monitor::default();
+    let mut mon = Monitor { rates: by_packet(packets.len()), ..Monitor::default() };
     let minute_of = |t: f64| -> Option<usize> {
         let age = ((ctx.now - t) / 60.0).floor();
         (0.0..ACTIVITY_MINUTES as f64).contains(&age).then(|| ACTIVITY_MINUTES - 1 - age as usize)
@@ -166,11 +175,11 @@ pub struct Assessment {
     /// Rates and agent summaries.
     pub monitor: Monitor,
     /// The Trust Graduation gate's decision per pending packet.
-    pub gate: HashMap<String, Arc<crate::graduation::gate::Decision<'static>>>,
+    pub gate: ByPacket<Arc<crate::graduation::gate::Decision<'static>>>,
     /// The precondition re-check per pending packet that has a contract with any.
-    pub preconditions: HashMap<String, Arc<crate::ladder::Revalidation>>,
+    pub preconditions: ByPacket<Arc<crate::ladder::Revalidation>>,
     /// The composed verdict per pending packet.
-    pub verdicts: HashMap<String, Arc<crate::verdict::PacketVerdict>>,
+    pub verdicts: ByPacket<Arc<crate::verdict::PacketVerdict>>,
     /// What the per-packet results were computed from, when [`assess_incremental`] made them
     /// (`None` from [`assess`]: nothing is reused from it).
     pub inputs: Option<AssessInputs>,
@@ -191,7 +200,7 @@ pub struct AssessInputs {
     /// `now`, unix seconds.
     now: f64,
     /// Each assessed packet, by id, as it was when assessed.
-    packets: HashMap<String, Arc<crate::packet::Packet>>,
+    packets: ByPacket<Arc<crate::packet::Packet>>,
     /// The chain's evidence (compact: a few thousand distinct rows at most in practice).
     chain_evidence: crate::spool::ChainEvidence,
 }
@@ -277,8 +286,9 @@ fn assess_with(
     });
     let mut index = None;
     let monitor = observe(ctx, packets, receipts, decisions);
-    let mut a = Assessment { monitor, ..Assessment::default() };
-    let mut assessed = HashMap::new();
+    let n = packets.len();
+    let mut a = Assessment { monitor, gate: by_packet(n), verdicts: by_packet(n), ..Assessment::default() };
+    let mut assessed = by_packet(n);
     let now_s = ctx.now as i64;
     for e in packets.iter().filter(|e| !decisions.contains_key(&e.packet.id)) {
         let p = &e.packet;
