@@ -589,7 +589,15 @@ fn read_blocks<R: Read>(
 }
 
 /// Verifies a chain read from `reader` (JSON lines) with the checks of [`verify_stream`], in
-/// parallel (see [`verify_reader_with`]), reporting nothing per record.
+/// parallel: one thread reads blocks of lines, one worker per core (at most 8) checks records
+/// (canonical lines are hashed straight from their bytes, see [`canonical::scan`]), and this
+/// thread runs the sequential checks in order. `progress` counts the bytes read so far (for a
+/// progress bar). [`verify_tail_with`] runs the same verifier on a spool's chain after a
+/// verified prefix, handing each record (with only the `keep` members of metadata the checks do
+/// not read) to a callback.
+///
+/// A final line without a newline is a torn append, not a record: its length is returned in
+/// [`VerifyReport::torn_tail`] and it makes no finding.
 ///
 /// # Errors
 /// I/O errors of `reader`.
@@ -599,32 +607,6 @@ pub fn verify_reader<R: Read + Send>(
     progress: &std::sync::atomic::AtomicU64,
 ) -> io::Result<VerifyReport> {
     verify_blocks::<R, fn(usize, &Map<String, Value>)>(reader, opts, progress, None, &Verified::default())
-}
-
-/// Verifies a chain read from `reader` (JSON lines) with the checks of [`verify_stream`], in
-/// parallel: one thread reads blocks of lines, one worker per core (at most 8) checks records
-/// (canonical lines are hashed straight from their bytes, see [`canonical::scan`]), and this
-/// thread runs the sequential checks and `on_record` in order. `on_record` sees every record;
-/// records whose metadata the checks do not read come with only the `keep` members of their
-/// metadata parsed. `progress` counts the bytes read so far (for a progress bar).
-///
-/// A final line without a newline is a torn append, not a record: its length is returned in
-/// [`VerifyReport::torn_tail`] and it makes no finding.
-///
-/// # Errors
-/// I/O errors of `reader`.
-pub fn verify_reader_with<R, F>(
-    reader: R,
-    opts: VerifyOptions<'_>,
-    keep: &[&str],
-    progress: &std::sync::atomic::AtomicU64,
-    on_record: F,
-) -> io::Result<VerifyReport>
-where
-    R: Read + Send,
-    F: FnMut(usize, &Map<String, Value>),
-{
-    verify_blocks(reader, opts, progress, Some((keep, on_record)), &Verified::default())
 }
 
 /// Verifies the lines `reader` yields as the records that follow `prefix`: the first line is
@@ -1426,33 +1408,6 @@ pub fn verify_file(path: &Path, opts: VerifyOptions<'_>) -> Result<VerifyReport,
         .map_err(|source| ChainError::Io { path: path.to_owned(), source })
 }
 
-/// As [`verify_file`]; with `no_follow`, a symlink is refused (a spool's own chain). `keep` and
-/// `progress` are those of [`verify_reader`].
-///
-/// # Errors
-/// As [`verify_file`].
-pub fn verify_file_with<F>(
-    path: &Path,
-    no_follow: bool,
-    opts: VerifyOptions<'_>,
-    keep: &[&str],
-    progress: &std::sync::atomic::AtomicU64,
-    on_record: F,
-) -> Result<VerifyReport, ChainError>
-where
-    F: FnMut(usize, &Map<String, Value>),
-{
-    let file = match open_regular(path, no_follow) {
-        Ok(f) => f,
-        Err(ChainError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
-            return Ok(VerifyReport::default());
-        }
-        Err(e) => return Err(e),
-    };
-    verify_reader_with(file, opts, keep, progress, on_record)
-        .map_err(|source| ChainError::Io { path: path.to_owned(), source })
-}
-
 /// A prefix of a spool's chain known to verify: its first `records` records, `bytes` long
 /// (through the last one's newline), the last one's `entry_hash` being `head_hash`. Where it
 /// comes from is the caller's trust decision: the console's own last verification, or a
@@ -1556,7 +1511,7 @@ pub fn line_ending_at(file: &mut File, end: u64) -> io::Result<Option<Value>> {
 }
 
 /// Verifies only the records of a spool's own chain (`path`, never a symlink) that follow
-/// `prefix`, with the checks of [`verify_reader_with`]: the first line after `prefix.bytes` must
+/// `prefix`, with the checks of [`verify_reader`]: the first line after `prefix.bytes` must
 /// be record `prefix.records + 1` linking to `prefix.head_hash`, and every finding carries its
 /// global record index, as a full verification would report it. `on_record` sees the tail's
 /// records only (global indexes). The file is read up to its length when verification starts,

@@ -115,12 +115,6 @@ impl ChainEvidence {
         self.len == 0
     }
 
-    /// Number of distinct rows stored.
-    #[must_use]
-    pub fn distinct(&self) -> usize {
-        self.runs.iter().filter(|(_, n)| *n > 0).count()
-    }
-
     /// Whether `self` and `other` hold the same rows with the same counts, in the same order of
     /// first appearance: then every sum over them, so every posterior and gate decision, is the
     /// same. (Which rows are kept whole for display is not compared.) Costs one comparison per
@@ -173,13 +167,5 @@ impl FromIterator<EvidenceRow> for ChainEvidence {
             e.push_at(i, row);
         }
         e
-    }
-}
-
-impl Extend<EvidenceRow> for ChainEvidence {
-    fn extend<I: IntoIterator<Item = EvidenceRow>>(&mut self, iter: I) {
-        for row in iter {
-            self.push(row);
-        }
     }
 }

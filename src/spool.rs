@@ -756,11 +756,17 @@ fn line_record_ids(line: &[u8], finder: &memchr::memmem::Finder<'_>, found: &mut
 /// The needle [`line_record_ids`] looks for.
 const RECORD_ID_NEEDLE: &str = "\"record_id\":\"";
 
-/// The `record_id`s of the chain's lines from byte `from` on (the tail after a checkpoint).
-fn record_ids_after(path: &Path, from: u64) -> io::Result<std::collections::HashSet<String>> {
+/// A spool's chain (never through a symlink) opened for reading at byte `from`.
+fn open_chain_at(path: &Path, from: u64) -> io::Result<fs::File> {
     use io::{Seek as _, SeekFrom};
     let mut file = chain::open_regular(path, true).map_err(|e| io::Error::other(e.to_string()))?;
     file.seek(SeekFrom::Start(from))?;
+    Ok(file)
+}
+
+/// The `record_id`s of the chain's lines from byte `from` on (the tail after a checkpoint).
+fn record_ids_after(path: &Path, from: u64) -> io::Result<std::collections::HashSet<String>> {
+    let mut file = open_chain_at(path, from)?;
     let mut tail = Vec::new();
     file.read_to_end(&mut tail)?;
     let finder = memchr::memmem::Finder::new(RECORD_ID_NEEDLE);
@@ -793,8 +799,7 @@ fn scan_prefix(
 ) -> io::Result<PrefixScan> {
     use memchr::memmem::Finder;
     use sha2::Digest as _;
-    let file = chain::open_regular(path, true).map_err(|e| io::Error::other(e.to_string()))?;
-    let mut reader = io::Read::take(file, bytes);
+    let mut reader = io::Read::take(open_chain_at(path, 0)?, bytes);
     let decision_needle = decisions_of.unwrap_or("warrant_decision");
     let finders = [Finder::new("warrant_control"), Finder::new(decision_needle), Finder::new("\\u")];
     let id_finder = Finder::new(RECORD_ID_NEEDLE);
@@ -1318,17 +1323,13 @@ fn sign_checkpoint(
     at: &str,
     hashed: Option<(sha2::Sha256, u64)>,
 ) -> Value {
-    use io::{Seek as _, SeekFrom};
     use sha2::Digest as _;
     let (mut hasher, from) = hashed.unwrap_or_default();
-    let hashed = chain::open_regular(&spool.chain_path(), true).map_err(|e| io::Error::other(e.to_string())).and_then(
-        |mut f| {
-            f.seek(SeekFrom::Start(from))?;
-            let want = bytes.saturating_sub(from);
-            let n = io::copy(&mut io::Read::take(f, want), &mut hasher)?;
-            if n == want { Ok(()) } else { Err(io::Error::from(io::ErrorKind::UnexpectedEof)) }
-        },
-    );
+    let want = bytes.saturating_sub(from);
+    let hashed = open_chain_at(&spool.chain_path(), from).and_then(|f| {
+        let n = io::copy(&mut io::Read::take(f, want), &mut hasher)?;
+        if n == want { Ok(()) } else { Err(io::Error::from(io::ErrorKind::UnexpectedEof)) }
+    });
     if let Err(e) = hashed {
         tracing::warn!(error = %e, "could not hash the chain for the checkpoint; none signed");
         return Value::Null;

@@ -69,18 +69,9 @@ fn record(i: usize, receipt: bool, approve: bool, class: usize) -> Map<String, V
     decision::record_body(&input, &signed)
 }
 
-/// Byte ranges `[start, end)` of each line, the newline included.
-fn line_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    let mut start = 0;
-    for (i, b) in bytes.iter().enumerate() {
-        if *b == b'\n' {
-            spans.push((start, i + 1));
-            start = i + 1;
-        }
-    }
-    spans
-}
+#[path = "support/lines.rs"]
+mod support_lines;
+use support_lines::line_spans;
 
 #[derive(Debug, Clone)]
 enum Mutation {

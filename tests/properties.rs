@@ -97,19 +97,9 @@ fn build_chain(path: &Path, specs: &[Spec]) {
     }
 }
 
-/// Byte ranges `[start, end)` of each line, the newline included.
-fn line_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    let mut start = 0;
-    for (i, b) in bytes.iter().enumerate() {
-        if *b == b'\n' {
-            spans.push((start, i + 1));
-            start = i + 1;
-        }
-    }
-    assert_eq!(start, bytes.len(), "chain ends with a newline");
-    spans
-}
+#[path = "support/lines.rs"]
+mod support_lines;
+use support_lines::line_spans;
 
 /// Verifies `bytes` as a chain file both ways: parsed record by record (`read_chain`, the path
 /// exports take) and by the parallel reader that hashes canonical lines from their bytes
