@@ -191,6 +191,10 @@ proptest! {
 
         let (mutated, first_changed) = mutate(&bytes, &spans, &m);
         prop_assume!(first_changed.is_some());
+        // A changed final newline makes the last line a torn append, which is not a finding but
+        // set aside on open (tests/durability.rs, with the checkpoint that then reports the
+        // chain shorter); tests/properties.rs checks that `verify` reports it whole.
+        prop_assume!(mutated.last() == Some(&b'\n'));
         std::fs::write(&path, &mutated).expect("write");
         let opts = VerifyOptions { pinned: Some(&pinned), strict_signatures: true };
         let expected = chain::verify_file(&path, opts).expect("verify_file");
