@@ -35,26 +35,61 @@ pub fn write_canonical<W: Write + ?Sized>(value: &Value, out: &mut W) -> io::Res
             }
             out.write_all(b"]")
         }
-        // Scalars: serde_json writes strings with exactly the escapes the contract requires
-        // (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other C0 controls as lower-case `\u00xx`,
-        // everything else raw) and numbers in their shortest round-trip form.
+        Value::String(text) => write_str(text, out),
+        // Other scalars: serde_json writes numbers in their shortest round-trip form.
         scalar => serde_json::to_writer(&mut *out, scalar).map_err(io::Error::other),
     }
 }
 
+/// Writes a JSON string. Text without a quote, backslash or C0 control is written as it is;
+/// anything else goes through serde_json, which writes exactly the escapes the contract requires
+/// (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other C0 controls as lower-case `\u00xx`,
+/// everything else raw).
+pub(crate) fn write_str<W: Write + ?Sized>(text: &str, out: &mut W) -> io::Result<()> {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.write_all(b"\"")?;
+        out.write_all(text.as_bytes())?;
+        out.write_all(b"\"")
+    } else {
+        serde_json::to_writer(&mut *out, text).map_err(io::Error::other)
+    }
+}
+
+/// Writes an object as canonical JSON (what [`write_canonical`] writes for `Value::Object`).
+///
+/// # Errors
+/// Only the errors of `out` itself.
+pub(crate) fn write_canonical_object<W: Write + ?Sized>(map: &Map<String, Value>, out: &mut W) -> io::Result<()> {
+    write_object(map, None, out)
+}
+
 /// Writes an object with its keys sorted, leaving out the top-level key `skip` if given.
 fn write_object<W: Write + ?Sized>(map: &Map<String, Value>, skip: Option<&str>, out: &mut W) -> io::Result<()> {
-    let mut keys: Vec<&String> = map.keys().filter(|k| Some(k.as_str()) != skip).collect();
-    // A BTreeMap-backed map is already sorted; sorting a sorted Vec is a cheap linear check.
-    keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let entries = map.iter().filter(|(k, _)| Some(k.as_str()) != skip);
+    // A BTreeMap-backed map (serde_json's default) iterates in byte order already; only an
+    // insertion-ordered one (`preserve_order`) needs its keys sorted.
+    if map.keys().map(String::as_bytes).is_sorted() {
+        write_entries(entries, out)
+    } else {
+        let mut sorted: Vec<(&String, &Value)> = entries.collect();
+        sorted.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        write_entries(sorted.into_iter(), out)
+    }
+}
+
+/// Writes `{"key":value,…}` for entries already in canonical order.
+fn write_entries<'v, W: Write + ?Sized>(
+    entries: impl Iterator<Item = (&'v String, &'v Value)>,
+    out: &mut W,
+) -> io::Result<()> {
     out.write_all(b"{")?;
-    for (i, key) in keys.iter().enumerate() {
+    for (i, (key, value)) in entries.enumerate() {
         if i > 0 {
             out.write_all(b",")?;
         }
-        serde_json::to_writer(&mut *out, key.as_str()).map_err(io::Error::other)?;
+        write_str(key, out)?;
         out.write_all(b":")?;
-        write_canonical(&map[key.as_str()], out)?;
+        write_canonical(value, out)?;
     }
     out.write_all(b"}")
 }
@@ -79,13 +114,45 @@ pub fn to_canonical_string(value: &Value) -> String {
     String::from_utf8(to_canonical_vec(value)).unwrap_or_default()
 }
 
-/// An `io::Write` that feeds a SHA-256 hasher, so canonical bytes are hashed without a buffer.
-struct HashWriter(Sha256);
+/// An `io::Write` that feeds a SHA-256 hasher through a small stack buffer: canonical JSON
+/// arrives in many pieces of a few bytes, and one `update` per piece costs more than copying it.
+/// Values of any size are hashed without a heap buffer.
+pub(crate) struct HashWriter {
+    hasher: Sha256,
+    buf: [u8; HASH_BUFFER],
+    len: usize,
+}
+
+/// Bytes [`HashWriter`] gathers before it hashes them (a multiple of SHA-256's 64-byte block).
+const HASH_BUFFER: usize = 1024;
+
+impl HashWriter {
+    fn new() -> Self {
+        HashWriter { hasher: Sha256::new(), buf: [0; HASH_BUFFER], len: 0 }
+    }
+
+    fn finalize(mut self) -> [u8; 32] {
+        self.hasher.update(&self.buf[..self.len]);
+        self.hasher.finalize().into()
+    }
+}
 
 impl Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if self.len + bytes.len() <= HASH_BUFFER {
+            self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+            self.len += bytes.len();
+        } else {
+            self.hasher.update(&self.buf[..self.len]);
+            self.len = 0;
+            if bytes.len() < HASH_BUFFER {
+                self.buf[..bytes.len()].copy_from_slice(bytes);
+                self.len = bytes.len();
+            } else {
+                self.hasher.update(bytes);
+            }
+        }
+        Ok(bytes.len())
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
@@ -95,9 +162,17 @@ impl Write for HashWriter {
 /// SHA-256 of the canonical bytes of `value`, as 32 raw bytes.
 #[must_use]
 pub fn canonical_digest(value: &Value) -> [u8; 32] {
-    let mut w = HashWriter(Sha256::new());
+    let mut w = HashWriter::new();
     let _ = write_canonical(value, &mut w);
-    w.0.finalize().into()
+    w.finalize()
+}
+
+/// SHA-256 of what `write` writes: canonical JSON written piece by piece (an object whose members
+/// are known in advance), through the same buffered hasher as [`canonical_digest`].
+pub(crate) fn digest_written(write: impl FnOnce(&mut HashWriter) -> io::Result<()>) -> [u8; 32] {
+    let mut w = HashWriter::new();
+    let _ = write(&mut w);
+    w.finalize()
 }
 
 /// SHA-256 of the canonical bytes of an object without its top-level key `skip`.
@@ -106,9 +181,9 @@ pub fn canonical_digest(value: &Value) -> [u8; 32] {
 /// computed without cloning the record.
 #[must_use]
 pub fn canonical_digest_without(map: &Map<String, Value>, skip: &str) -> [u8; 32] {
-    let mut w = HashWriter(Sha256::new());
+    let mut w = HashWriter::new();
     let _ = write_object(map, Some(skip), &mut w);
-    w.0.finalize().into()
+    w.finalize()
 }
 
 const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";

@@ -367,7 +367,7 @@ fn action_binding_vectors() {
         tenant: s("tenant"),
         target: s("target"),
         input: &i["input"],
-        constraints: &i["constraints"],
+        constraints: i["constraints"].as_object().expect("binding_input.constraints is an object"),
         expires_at: s("expiresAt"),
         nonce: s("nonce"),
     });

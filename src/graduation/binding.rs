@@ -79,8 +79,8 @@ pub struct BindingInput<'a> {
     pub target: &'a str,
     /// The exact provider input; its digest is `inputHash`.
     pub input: &'a Value,
-    /// Constraints.
-    pub constraints: &'a Value,
+    /// Constraints (an object).
+    pub constraints: &'a Map<String, Value>,
     /// Expiry (JS ISO form), or empty.
     pub expires_at: &'a str,
     /// Nonce, or empty.
@@ -90,12 +90,20 @@ pub struct BindingInput<'a> {
 /// Builds an `ActionBinding` with its `inputHash` and `actionHash`.
 #[must_use]
 pub fn bind_action(b: &BindingInput<'_>) -> Value {
-    bind_action_with_input_hash(b, digest(b.input))
+    let input_hash = digest(b.input);
+    let action_hash = action_hash(b, &input_hash);
+    binding_object(b, input_hash, action_hash)
 }
 
-/// [`bind_action`] with `inputHash` already computed (`digest(b.input)`), for callers that
-/// needed it first (the gate derives nonces from it).
-pub(crate) fn bind_action_with_input_hash(b: &BindingInput<'_>, input_hash: String) -> Value {
+/// `actionHash` of a binding (§3.5): `sha256:` + hex of the SHA-256 of the binding's canonical
+/// JSON without `actionHash`, written member by member without building the object.
+pub(crate) fn action_hash(b: &BindingInput<'_>, input_hash: &str) -> String {
+    canonical::prefixed(&canonical::digest_written(|w| write_binding(b, input_hash, None, w)))
+}
+
+/// The `ActionBinding` object with its digests already computed ([`digest`] of the input and
+/// [`action_hash`]).
+pub(crate) fn binding_object(b: &BindingInput<'_>, input_hash: String, action_hash: String) -> Value {
     let mut m = Map::new();
     m.insert("protocol".into(), json!(BINDING_PROTOCOL));
     m.insert("version".into(), json!(VERSION));
@@ -106,16 +114,57 @@ pub(crate) fn bind_action_with_input_hash(b: &BindingInput<'_>, input_hash: Stri
     m.insert("tenant".into(), json!(b.tenant));
     m.insert("target".into(), json!(b.target));
     m.insert("inputHash".into(), Value::String(input_hash));
-    m.insert("constraints".into(), b.constraints.clone());
+    m.insert("constraints".into(), Value::Object(b.constraints.clone()));
     if !b.expires_at.is_empty() {
         m.insert("expiresAt".into(), json!(b.expires_at));
     }
     if !b.nonce.is_empty() {
         m.insert("nonce".into(), json!(b.nonce));
     }
-    let hash = canonical::prefixed(&canonical::canonical_digest_without(&m, "actionHash"));
-    m.insert("actionHash".into(), json!(hash));
+    m.insert("actionHash".into(), json!(action_hash));
     Value::Object(m)
+}
+
+/// Writes a binding as canonical JSON: its members in sorted (byte) order, `actionHash` among
+/// them when given. Without it these are the bytes `actionHash` is the digest of; with it, the
+/// canonical (and compact `BTreeMap`-ordered) serialization of [`binding_object`].
+pub(crate) fn write_binding<W: std::io::Write + ?Sized>(
+    b: &BindingInput<'_>,
+    input_hash: &str,
+    action_hash: Option<&str>,
+    w: &mut W,
+) -> std::io::Result<()> {
+    w.write_all(b"{\"actionClass\":")?;
+    canonical::write_str(b.action_class, w)?;
+    if let Some(hash) = action_hash {
+        w.write_all(b",\"actionHash\":")?;
+        canonical::write_str(hash, w)?;
+    }
+    w.write_all(b",\"constraints\":")?;
+    canonical::write_canonical_object(b.constraints, w)?;
+    if !b.expires_at.is_empty() {
+        w.write_all(b",\"expiresAt\":")?;
+        canonical::write_str(b.expires_at, w)?;
+    }
+    w.write_all(b",\"inputHash\":")?;
+    canonical::write_str(input_hash, w)?;
+    if !b.nonce.is_empty() {
+        w.write_all(b",\"nonce\":")?;
+        canonical::write_str(b.nonce, w)?;
+    }
+    for (key, text) in [
+        (&b",\"principal\":"[..], b.principal),
+        (b",\"protocol\":", BINDING_PROTOCOL),
+        (b",\"requestedBy\":", b.requested_by),
+        (b",\"target\":", b.target),
+        (b",\"tenant\":", b.tenant),
+        (b",\"version\":", VERSION),
+        (b",\"workspace\":", b.workspace),
+    ] {
+        w.write_all(key)?;
+        canonical::write_str(text, w)?;
+    }
+    w.write_all(b"}")
 }
 
 /// Builds the single-use grant for a binding (`approval-grant.schema.json`): state `approved`,
@@ -267,7 +316,7 @@ mod tests {
             tenant: "tenant-1",
             target: "buyer@example.com",
             input: &input,
-            constraints: &json!({"scope": "once"}),
+            constraints: json!({"scope": "once"}).as_object().expect("an object"),
             expires_at: "2026-08-16T12:05:00.000Z",
             nonce: "nonce-1",
         })
@@ -318,6 +367,45 @@ mod tests {
         let mut no_nonce = b.clone();
         no_nonce.as_object_mut().map(|m| m.remove("nonce"));
         assert!(create_grant(&no_nonce, "g", "i", "t").is_err());
+    }
+
+    proptest::proptest! {
+        // The member-by-member writer gives exactly the canonical JSON of the object the binding
+        // builds, and `actionHash` is the digest of that object without it, whatever the text
+        // (quotes, backslashes, controls, non-ASCII) and constraints.
+        #[test]
+        fn the_streamed_binding_is_the_canonical_object(
+            fields in proptest::collection::vec("(?s).{0,12}", 8),
+            keys in proptest::collection::vec("(?s).{0,6}", 0..4),
+            numbers in proptest::collection::vec(proptest::num::f64::NORMAL, 4),
+        ) {
+            let constraints: Map<String, Value> =
+                keys.iter().zip(numbers).map(|(k, n)| (k.clone(), json!([n, k, {"z": null, "a": n}]))).collect();
+            let input = json!({"body": fields[6], "to": fields[5]});
+            let b = BindingInput {
+                action_class: &fields[0],
+                workspace: &fields[1],
+                principal: &fields[2],
+                requested_by: &fields[3],
+                tenant: &fields[4],
+                target: &fields[5],
+                input: &input,
+                constraints: &constraints,
+                expires_at: &fields[6],
+                nonce: &fields[7],
+            };
+            let object = bind_action(&b);
+            let map = object.as_object().expect("an object");
+            let hash = map["actionHash"].as_str().expect("a string");
+            proptest::prop_assert_eq!(
+                hash,
+                canonical::prefixed(&canonical::canonical_digest_without(map, "actionHash"))
+            );
+            let mut streamed = Vec::new();
+            write_binding(&b, &digest(&input), Some(hash), &mut streamed).expect("write into a Vec");
+            proptest::prop_assert_eq!(String::from_utf8(streamed).expect("UTF-8"), canonical::to_canonical_string(&object));
+            proptest::prop_assert_eq!(canonical::to_canonical_string(&object), serde_json::to_string(&object).expect("JSON"));
+        }
     }
 
     #[test]

@@ -219,7 +219,18 @@ pub struct ActionBinding<'a> {
     pub expires_at: Option<Cow<'a, str>>,
     /// The nonce as given (context, else approval); `None`: derived from the request.
     pub nonce: Option<Cow<'a, str>>,
+    digests: OnceLock<BindingDigests>,
     value: OnceLock<Value>,
+}
+
+/// What a binding derives from its request and decision time, computed once: the expiry and
+/// nonce as bound (given, else defaulted or derived) and the two digests.
+#[derive(Debug, Clone)]
+struct BindingDigests {
+    expires_at: String,
+    nonce: String,
+    input_hash: String,
+    action_hash: String,
 }
 
 impl PartialEq for ActionBinding<'_> {
@@ -249,27 +260,24 @@ impl ActionBinding<'_> {
             input: Cow::Owned(self.input.into_owned()),
             expires_at: self.expires_at.map(|e| Cow::Owned(e.into_owned())),
             nonce: self.nonce.map(|n| Cow::Owned(n.into_owned())),
+            digests: self.digests,
             value: self.value,
         }
     }
 
-    /// The `ActionBinding` object for `action_class` (canonical) under `constraints`, decided at
-    /// `now`: the nonce is derived and the expiry defaulted here when the request gave none.
-    fn build(&self, action_class: &str, constraints: &Map<String, Value>, now: OffsetDateTime) -> Value {
-        let default_expiry;
-        let expires_at = match &self.expires_at {
-            Some(e) => e.as_ref(),
-            None => {
-                default_expiry = binding::js_iso(now + binding::DEFAULT_TTL);
-                &default_expiry
-            }
-        };
-        let input_hash = binding::digest(&self.input);
-        let derived;
-        let nonce = match &self.nonce {
-            Some(n) => n.as_ref(),
-            None => {
-                derived = derived_nonce(&[
+    /// The expiry, nonce and digests of the binding for `action_class` (canonical) decided at
+    /// `now`, computed on first use: the nonce is derived and the expiry defaulted here when the
+    /// request gave none.
+    fn digests(&self, action_class: &str, constraints: &Map<String, Value>, now: OffsetDateTime) -> &BindingDigests {
+        self.digests.get_or_init(|| {
+            let expires_at = match &self.expires_at {
+                Some(e) => e.clone().into_owned(),
+                None => binding::js_iso(now + binding::DEFAULT_TTL),
+            };
+            let input_hash = binding::digest(&self.input);
+            let nonce = match &self.nonce {
+                Some(n) => n.clone().into_owned(),
+                None => derived_nonce(&[
                     action_class,
                     &self.workspace,
                     &self.principal,
@@ -278,26 +286,59 @@ impl ActionBinding<'_> {
                     &self.target,
                     &input_hash,
                     &binding::js_iso(now),
-                ]);
-                &derived
-            }
-        };
-        let constraints_value = Value::Object(constraints.clone());
-        binding::bind_action_with_input_hash(
-            &BindingInput {
-                action_class,
-                workspace: &self.workspace,
-                principal: &self.principal,
-                requested_by: &self.requested_by,
-                tenant: &self.tenant,
-                target: &self.target,
-                input: &self.input,
-                constraints: &constraints_value,
-                expires_at,
-                nonce,
-            },
-            input_hash,
-        )
+                ]),
+            };
+            let mut d = BindingDigests { expires_at, nonce, input_hash, action_hash: String::new() };
+            d.action_hash = binding::action_hash(&self.input_for(action_class, constraints, &d), &d.input_hash);
+            d
+        })
+    }
+
+    /// The binding's members as [`binding`] reads them, with the derived expiry and nonce.
+    fn input_for<'s>(
+        &'s self,
+        action_class: &'s str,
+        constraints: &'s Map<String, Value>,
+        d: &'s BindingDigests,
+    ) -> BindingInput<'s> {
+        BindingInput {
+            action_class,
+            workspace: &self.workspace,
+            principal: &self.principal,
+            requested_by: &self.requested_by,
+            tenant: &self.tenant,
+            target: &self.target,
+            input: &self.input,
+            constraints,
+            expires_at: &d.expires_at,
+            nonce: &d.nonce,
+        }
+    }
+
+    /// The `ActionBinding` object for `action_class` (canonical) under `constraints`, decided at
+    /// `now`, built on first use.
+    fn value(&self, action_class: &str, constraints: &Map<String, Value>, now: OffsetDateTime) -> &Value {
+        self.value.get_or_init(|| {
+            let d = self.digests(action_class, constraints, now);
+            binding::binding_object(
+                &self.input_for(action_class, constraints, d),
+                d.input_hash.clone(),
+                d.action_hash.clone(),
+            )
+        })
+    }
+
+    /// Appends the binding's compact JSON (the bytes [`ActionBinding::value`] serializes to) to
+    /// `out` without building the object.
+    fn write_json(&self, action_class: &str, constraints: &Map<String, Value>, now: OffsetDateTime, out: &mut Vec<u8>) {
+        let d = self.digests(action_class, constraints, now);
+        // Writing into a Vec cannot fail.
+        let _ = binding::write_binding(
+            &self.input_for(action_class, constraints, d),
+            &d.input_hash,
+            Some(&d.action_hash),
+            out,
+        );
     }
 }
 
@@ -376,7 +417,7 @@ impl Decision<'_> {
     /// time plus 10 minutes.
     #[must_use]
     pub fn action_binding(&self) -> Option<&Value> {
-        self.binding.as_ref().map(|b| b.value.get_or_init(|| b.build(&self.action_class, &self.constraints, self.now)))
+        self.binding.as_ref().map(|b| b.value(&self.action_class, &self.constraints, self.now))
     }
 
     /// The same decision made at `now` instead: what [`can_execute`] answers for the same
@@ -392,6 +433,7 @@ impl Decision<'_> {
         let mut d = self.clone().into_owned();
         d.now = now;
         if let Some(b) = d.binding.as_mut() {
+            b.digests = OnceLock::new();
             b.value = OnceLock::new();
         }
         Some(d)
@@ -471,11 +513,23 @@ impl Decision<'_> {
     /// # Errors
     /// Only those of writing into `out` through serde_json (none for a `Vec`).
     pub fn write_json(&self, id: Option<&Value>, out: &mut Vec<u8>) -> serde_json::Result<()> {
-        serde_json::to_writer(out, &DecisionWire { d: self, id })
+        let Some(b) = &self.binding else {
+            return serde_json::to_writer(out, &DecisionWire { d: self, id });
+        };
+        // `action_binding` sorts first: write it straight from its members (the bytes its
+        // `actionHash` covers, plus that hash), then the other members without their map's `{`.
+        out.extend_from_slice(b"{\"action_binding\":");
+        b.write_json(&self.action_class, &self.constraints, self.now, out);
+        out.push(b',');
+        let rest = out.len();
+        serde_json::to_writer(&mut *out, &DecisionWire { d: self, id })?;
+        out.remove(rest);
+        Ok(())
     }
 }
 
-/// The wire form of a decision, members in `BTreeMap` order (as `to_json` serializes).
+/// The wire form of a decision, members in `BTreeMap` order (as `to_json` serializes), but for
+/// `action_binding`, which [`Decision::write_json`] writes before it.
 struct DecisionWire<'d, 'a> {
     d: &'d Decision<'a>,
     id: Option<&'d Value>,
@@ -486,9 +540,6 @@ impl serde::Serialize for DecisionWire<'_, '_> {
         use serde::ser::SerializeMap;
         let d = self.d;
         let mut m = s.serialize_map(None)?;
-        if let Some(b) = d.action_binding() {
-            m.serialize_entry("action_binding", b)?;
-        }
         m.serialize_entry("action_class", d.action_class.as_ref())?;
         m.serialize_entry("allowed", &d.allowed)?;
         m.serialize_entry("approval_packet_required", &d.approval_packet_required)?;
@@ -905,10 +956,11 @@ pub fn can_execute<'a>(policies: &'a PolicySet, req: &GateRequest<'a>) -> Decisi
             input: view.input.map_or_else(|| requested_action.clone(), Cow::Borrowed),
             expires_at,
             nonce,
+            digests: OnceLock::new(),
             value: OnceLock::new(),
         };
         if approval_presented {
-            let built = b.value.get_or_init(|| b.build(&canonical, &constraints, req.now));
+            let built = b.value(&canonical, &constraints, req.now);
             approval_check = Some(binding::validate_grant(built, req.approval, req.now));
         }
         binding = Some(b);
