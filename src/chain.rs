@@ -180,12 +180,13 @@ type ParentFacts = (Vec<Value>, Option<Value>);
 /// What the sequential checks remember of the records seen so far: a 128-bit key per
 /// `record_id` (for duplicates and parent lookups: two SipHash-1-3 digests with per-process
 /// random keys, so no input can be crafted to collide), and the lineage facts of the few records
-/// that carry any (§5.2). 1,000,000 records cost about 40 MB.
+/// that carry any (§5.2). 1,000,000 records cost about 40 MB. The keys are already unpredictable,
+/// so the sets hash them with foldhash (seeded per set) rather than SipHash again.
 #[derive(Default)]
 struct Lineage {
     keys: (std::collections::hash_map::RandomState, std::collections::hash_map::RandomState),
-    seen: std::collections::HashSet<u128>,
-    facts: HashMap<u128, ParentFacts>,
+    seen: std::collections::HashSet<u128, foldhash::fast::RandomState>,
+    facts: HashMap<u128, ParentFacts, foldhash::fast::RandomState>,
 }
 
 impl Lineage {
@@ -523,28 +524,27 @@ fn check_line(
 const BLOCK_BYTES: usize = 1 << 20;
 
 /// Reads `reader` into blocks of whole lines. Returns the length of a torn final line (bytes
-/// after the last newline), if any.
+/// after the last newline), if any. Blocks are read into buffers the workers hand back through
+/// `recycled` when there is one (a fresh megabyte per block costs page faults that take longer
+/// than hashing it), and are not zeroed first.
 fn read_blocks<R: Read>(
     mut reader: R,
     first_index: usize,
     tx: &std::sync::mpsc::SyncSender<Block>,
     window: &std::sync::mpsc::Receiver<()>,
+    recycled: &std::sync::mpsc::Receiver<Vec<u8>>,
     progress: &std::sync::atomic::AtomicU64,
 ) -> io::Result<Option<u64>> {
     let mut carry: Vec<u8> = Vec::new();
     let (mut seq, mut index, mut skipping) = (0, first_index, false);
     loop {
-        let mut data = std::mem::take(&mut carry);
-        let start = data.len();
-        data.resize(start + BLOCK_BYTES, 0);
-        let n = loop {
-            match reader.read(&mut data[start..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        };
-        data.truncate(start + n);
+        let mut data = recycled.try_recv().unwrap_or_default();
+        data.clear();
+        data.extend_from_slice(&carry);
+        carry.clear();
+        data.reserve(BLOCK_BYTES);
+        // Up to BLOCK_BYTES more, in as many reads as that takes (or to the end of the input).
+        let n = (&mut reader).take(BLOCK_BYTES as u64).read_to_end(&mut data)?;
         progress.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
         if n == 0 {
             if skipping {
@@ -572,7 +572,7 @@ fn read_blocks<R: Read>(
                 skipping = true;
             }
         } else {
-            carry = data[line_start..].to_vec();
+            carry.extend_from_slice(&data[line_start..]);
         }
         data.truncate(line_start);
         if !lines.is_empty() {
@@ -631,8 +631,9 @@ where
         let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
         let block_rx = std::sync::Arc::new(std::sync::Mutex::new(block_rx));
         let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<(usize, String, Vec<Checked>)>(workers * 2);
+        let (recycle_tx, recycle_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(workers * 2 + 2);
         for _ in 0..workers {
-            let (rx, tx) = (std::sync::Arc::clone(&block_rx), done_tx.clone());
+            let (rx, tx, recycle_tx) = (std::sync::Arc::clone(&block_rx), done_tx.clone(), recycle_tx.clone());
             scope.spawn(move || {
                 let mut scan = canonical::scan::Scan::default();
                 loop {
@@ -658,7 +659,8 @@ where
                             ),
                         })
                         .collect();
-                    drop(block.data);
+                    // The reader reuses the buffer (or it is dropped when enough wait).
+                    let _ = recycle_tx.try_send(block.data);
                     if tx.send((block.seq, ids, checked)).is_err() {
                         return;
                     }
@@ -674,7 +676,8 @@ where
         for _ in 0..window {
             let _ = window_tx.send(());
         }
-        let reader_thread = scope.spawn(move || read_blocks(reader, first, &block_tx, &window_rx, progress));
+        let reader_thread =
+            scope.spawn(move || read_blocks(reader, first, &block_tx, &window_rx, &recycle_rx, progress));
         let mut pending = std::collections::BTreeMap::new();
         let (mut next, mut index) = (0, first);
         for (block_seq, id_text, checked) in done_rx {

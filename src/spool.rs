@@ -306,6 +306,9 @@ pub enum Recheck {
 /// A file a scan listed: its kind and name.
 type SeenFile = (FileKind, Arc<str>);
 
+/// A scanner's files of one kind: name → stamp, modification time (seconds), what it parsed to.
+type FileCache = HashMap<Arc<str>, (Stamp, f64, Parsed), foldhash::fast::RandomState>;
+
 /// Scans a spool incrementally: a file is parsed again only when its size, modification time or
 /// inode changed, so a rescan of an unchanged spool of many packets costs one `readdir` and one
 /// `lstat` per file.
@@ -315,7 +318,9 @@ pub struct Scanner {
     /// stamp, its modification time in seconds and what it parsed to. Names are shared
     /// (`Arc<str>`) with every snapshot and looked up by `&str`, so a rescan allocates nothing per
     /// unchanged file.
-    cache: [HashMap<Arc<str>, (Stamp, f64, Parsed)>; 2],
+    /// File names are chosen by agents: the maps are seeded per scanner (foldhash, as
+    /// [`crate::monitor::ByPacket`]).
+    cache: [FileCache; 2],
     /// A scan has run: [`Scanner::scan_if_changed`] answers `None` only after one.
     scanned: bool,
 }
@@ -424,46 +429,49 @@ impl Scanner {
     }
 
     fn snapshot(&self, seen: &[SeenFile]) -> Snapshot {
-        let mut keys: Vec<&SeenFile> = seen.iter().collect();
-        // Names are unique within a kind: an unstable sort gives the one order.
-        keys.sort_unstable_by(|a, b| a.1.cmp(&b.1).then_with(|| (a.0 as u8).cmp(&(b.0 as u8))));
+        // A packet id in more than one file belongs to the file whose name sorts first; the
+        // others are invalid. Found without sorting the listing: the answer is the same in any
+        // listing order.
+        let mut holder: HashMap<&str, &Arc<str>, foldhash::fast::RandomState> =
+            HashMap::with_capacity_and_hasher(seen.len(), foldhash::fast::RandomState::default());
+        for (kind, name) in seen {
+            if let Some((_, _, Parsed::Packet(p))) = self.cache[*kind as usize].get(name) {
+                holder.entry(p.id.as_str()).and_modify(|h| *h = (*h).min(name)).or_insert(name);
+            }
+        }
         let mut snap = Snapshot::default();
-        let mut ids: HashMap<&str, &str> = HashMap::new();
-        for key in keys {
-            let Some((_, modified, parsed)) = self.cache[key.0 as usize].get(&key.1) else { continue };
-            let (kind, name) = key;
+        snap.packets.reserve(holder.len());
+        let mut receipts: Vec<(&Arc<str>, &Arc<Receipt>)> = Vec::new();
+        let mut invalid: Vec<InvalidFile> = Vec::new();
+        for (kind, name) in seen {
+            let Some((_, modified, parsed)) = self.cache[*kind as usize].get(name) else { continue };
+            let invalid_file =
+                |reason| InvalidFile { kind: *kind, name: name.to_string(), reason, modified: *modified };
             match parsed {
-                Parsed::Packet(p) => {
-                    if let Some(first) = ids.get(p.id.as_str()) {
-                        snap.invalid.push(InvalidFile {
-                            kind: *kind,
-                            name: name.to_string(),
-                            reason: InvalidReason::Schema(format!("duplicate packet id {:?} (also in {first})", p.id)),
-                            modified: *modified,
-                        });
-                    } else {
-                        ids.insert(&p.id, name);
-                        snap.packets.push(PacketEntry {
-                            file: Arc::clone(name),
-                            modified: *modified,
-                            packet: Arc::clone(p),
-                        });
-                    }
-                }
-                Parsed::Receipt(r) => snap.receipts.push(Arc::clone(r)),
-                Parsed::Invalid(reason) => snap.invalid.push(InvalidFile {
-                    kind: *kind,
-                    name: name.to_string(),
-                    reason: reason.clone(),
-                    modified: *modified,
-                }),
+                Parsed::Packet(p) => match holder.get(p.id.as_str()) {
+                    Some(first) if *first != name => invalid.push(invalid_file(InvalidReason::Schema(format!(
+                        "duplicate packet id {:?} (also in {first})",
+                        p.id
+                    )))),
+                    _ => snap.packets.push(PacketEntry {
+                        file: Arc::clone(name),
+                        modified: *modified,
+                        packet: Arc::clone(p),
+                    }),
+                },
+                Parsed::Receipt(r) => receipts.push((name, r)),
+                Parsed::Invalid(reason) => invalid.push(invalid_file(reason.clone())),
             }
         }
         // Packet ids are unique here (a repeated id is invalid): an unstable sort gives the one order.
         let mut keyed: Vec<(f64, PacketEntry)> = snap.packets.drain(..).map(|e| (e.created(), e)).collect();
         keyed.sort_unstable_by(|(ca, a), (cb, b)| cb.total_cmp(ca).then_with(|| a.packet.id.cmp(&b.packet.id)));
         snap.packets = keyed.into_iter().map(|(_, e)| e).collect();
-        snap.receipts.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        // Names are unique within a kind.
+        receipts.sort_unstable_by(|(na, a), (nb, b)| b.created_at.cmp(&a.created_at).then_with(|| na.cmp(nb)));
+        snap.receipts = receipts.into_iter().map(|(_, r)| Arc::clone(r)).collect();
+        invalid.sort_unstable_by(|a, b| a.name.cmp(&b.name).then_with(|| (a.kind as u8).cmp(&(b.kind as u8))));
+        snap.invalid = invalid;
         snap
     }
 }

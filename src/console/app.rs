@@ -351,7 +351,7 @@ pub struct State {
     /// Receipts seen per action class (for the detail's evidence line).
     receipts_by_class: HashMap<String, usize>,
     /// The content hash each packet id had at the last scan.
-    last_hash: HashMap<String, String>,
+    last_hash: crate::monitor::ByPacket<String>,
     /// When a packet's content last changed under the same id (seconds since the epoch).
     changed_at: HashMap<String, f64>,
     /// First line of the zoomed packet view.
@@ -514,7 +514,7 @@ impl State {
             decided: Vec::new(),
             invalid: Vec::new(),
             receipts_by_class: HashMap::new(),
-            last_hash: HashMap::new(),
+            last_hash: crate::monitor::ByPacket::default(),
             changed_at: HashMap::new(),
             detail_scroll: 0,
             policies: Arc::new(PolicySet::builtin()),
@@ -932,23 +932,25 @@ impl State {
         // Case-insensitive substring match; the needle is lowered once per refresh.
         let needle = self.filter.to_lowercase();
         let matches = |hay: &[&str]| needle.is_empty() || hay.iter().any(|h| contains_folded(h, &needle));
-        let pending: Vec<PacketEntry> = self
-            .snapshot
-            .packets
-            .iter()
-            .filter(|e| !self.decisions.contains_key(&e.packet.id))
-            .filter(|e| matches(&[&e.packet.id, &e.packet.agent, &e.packet.action_class, &e.packet.summary]))
-            .cloned()
-            .collect();
-        let by_id: HashMap<&str, &PacketEntry> =
-            self.snapshot.packets.iter().map(|e| (e.packet.id.as_str(), e)).collect();
+        // One pass over the packets: the undecided ones that match, and the decided ones'
+        // packets (few) for the decided rows.
+        let mut pending: Vec<PacketEntry> = Vec::with_capacity(self.snapshot.packets.len());
+        let mut decided_packets: HashMap<&str, &Arc<Packet>> = HashMap::new();
+        for e in &self.snapshot.packets {
+            let p = &e.packet;
+            if self.decisions.contains_key(&p.id) {
+                decided_packets.insert(&p.id, p);
+            } else if matches(&[&p.id, &p.agent, &p.action_class, &p.summary]) {
+                pending.push(e.clone());
+            }
+        }
         let mut decided: Vec<DecidedRow> = self
             .decisions
             .iter()
             .map(|(id, d)| DecidedRow {
                 id: id.clone(),
                 decision: d.clone(),
-                packet: by_id.get(id.as_str()).map(|e| Arc::clone(&e.packet)),
+                packet: decided_packets.get(id.as_str()).map(|p| Arc::clone(p)),
             })
             .filter(|r| {
                 let p = r.packet.as_deref();
@@ -1034,7 +1036,10 @@ impl State {
 fn contains_folded(hay: &str, needle: &str) -> bool {
     if hay.is_ascii() && needle.is_ascii() {
         let (h, n) = (hay.as_bytes(), needle.as_bytes());
-        return n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n));
+        let Some((&first, rest)) = n.split_first() else { return true };
+        // Only where the first letter is (in either case) is the rest compared.
+        return memchr::memchr2_iter(first, first.to_ascii_uppercase(), h)
+            .any(|at| h.len() - at > rest.len() && h[at + 1..at + 1 + rest.len()].eq_ignore_ascii_case(rest));
     }
     hay.to_lowercase().contains(needle)
 }
@@ -1692,4 +1697,19 @@ fn sign_control(state: &mut State, input: ControlInput) -> Vec<Effect> {
     state.signing = true;
     state.flash = Some(Flash { text: format!("signing {} {}…", input.kind.as_str(), input.subject), error: false });
     vec![Effect::Control(input)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains_folded;
+
+    proptest::proptest! {
+        // The filter's search finds exactly what lowering both sides and searching finds (the
+        // needle comes lowered), ASCII or not.
+        #[test]
+        fn folded_search_is_lowered_contains(hay in "[a-cA-C\u{e9}\u{c9} ]{0,24}", needle in "[a-cA-C\u{e9}]{0,4}") {
+            let needle = needle.to_lowercase();
+            proptest::prop_assert_eq!(contains_folded(&hay, &needle), hay.to_lowercase().contains(&needle));
+        }
+    }
 }

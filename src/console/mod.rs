@@ -176,7 +176,10 @@ struct Runner {
     scanner: Arc<Mutex<Scanner>>,
     tx: mpsc::UnboundedSender<Action>,
     scanning: bool,
+    /// A scan was asked for while one ran or within [`SCAN_EVERY`] of the last one's start.
     scan_again: bool,
+    /// When the last scan started.
+    last_scan: Instant,
     verifying: bool,
     verify_again: bool,
     /// `chain.jsonl`'s metadata when its last verification started.
@@ -204,6 +207,15 @@ impl Drop for DoneOnDrop {
 /// However quiet the watcher, a scan checks every file at least this often.
 const RECHECK_EVERY: Duration = Duration::from_secs(60);
 
+/// The shortest time between two frames: bursts of changes are drawn at most about 60 times a
+/// second.
+const FRAME_EVERY: Duration = Duration::from_millis(16);
+
+/// The shortest time between the starts of two scans. Under a stream of publications, a scan
+/// then picks up a frame's worth of packets, instead of one scan (and one update of every list)
+/// per packet; the first change after a quiet spell is scanned at once.
+const SCAN_EVERY: Duration = FRAME_EVERY;
+
 /// Length, modification time, change time and inode of `chain.jsonl`.
 type ChainStamp = (u64, std::time::SystemTime, i64, i64, u64);
 
@@ -217,11 +229,12 @@ impl Runner {
     fn run(&mut self, effect: Effect) {
         match effect {
             Effect::Scan => {
-                if self.scanning {
+                if self.scanning || self.last_scan.elapsed() < SCAN_EVERY {
                     self.scan_again = true;
                     return;
                 }
                 self.scanning = true;
+                self.last_scan = Instant::now();
                 // Agents publish by renaming into place, which the directory listing shows by
                 // itself; a write in place, lost events or a minute's silence check every file.
                 let every = self.recheck_every.swap(false, std::sync::atomic::Ordering::SeqCst)
@@ -357,13 +370,25 @@ impl Runner {
     }
 
     /// Marks a finished background job and re-runs it if more changes came in meanwhile.
+    /// When a scan asked for meanwhile may start: [`SCAN_EVERY`] after the last one started,
+    /// once it has finished.
+    fn next_scan_at(&self) -> Option<Instant> {
+        (self.scan_again && !self.scanning).then(|| self.last_scan + SCAN_EVERY)
+    }
+
+    /// Starts the scan asked for meanwhile, if it is due.
+    fn scan_if_due(&mut self) {
+        if self.next_scan_at().is_some_and(|at| at <= Instant::now()) {
+            self.scan_again = false;
+            self.run(Effect::Scan);
+        }
+    }
+
     fn finished(&mut self, action: &Action) {
         match action {
             Action::Scanned(_) | Action::ScanUnchanged => {
                 self.scanning = false;
-                if std::mem::take(&mut self.scan_again) {
-                    self.run(Effect::Scan);
-                }
+                self.scan_if_due();
             }
             Action::ChainVerified(..) => {
                 self.verifying = false;
@@ -414,6 +439,7 @@ where
         tx: tx.clone(),
         scanning: false,
         scan_again: false,
+        last_scan: Instant::now() - SCAN_EVERY,
         verifying: false,
         verify_again: false,
         verified_stamp: None,
@@ -441,32 +467,48 @@ where
     // An assessment runs off the UI thread, one at a time.
     let mut assessing = false;
     loop {
-        if dirty {
-            // Coalesce bursts: at most one frame per 16 ms.
-            let since = last_draw.elapsed();
-            if since < Duration::from_millis(16) {
-                tokio::time::sleep(Duration::from_millis(16) - since).await;
-            }
+        // Timed work runs here whenever it is due; the timers below only wake the loop. (Under
+        // a stream of actions a timer's wake-up lags: tokio fires timers when the runtime turns
+        // its driver, and a ready channel is taken first.)
+        let now = Instant::now();
+        // Bursts are coalesced into at most one frame per FRAME_EVERY. Actions keep being
+        // handled while a frame waits, so it shows the newest state (a sleep before drawing
+        // would hold a scan's result back by a whole frame, and draw the one before it).
+        if dirty && now >= last_draw + FRAME_EVERY {
             terminal.draw(|f| ui::render(&state, theme, f))?;
             last_draw = Instant::now();
             dirty = false;
         }
+        runner.scan_if_due();
         // A scan's packets are drawn first; the models' assessment follows off the UI thread, at
         // once when the console is quiet, at most every ASSESS_EVERY while scans keep landing.
-        let assess_at = tokio::time::Instant::from_std(last_assess + app::ASSESS_EVERY);
+        if !assessing
+            && state.assessment_due()
+            && now >= last_assess + app::ASSESS_EVERY
+            && let Some(job) = state.assess_job()
+        {
+            assessing = true;
+            spawn_job(
+                tx.clone(),
+                Action::AssessFailed("internal error while assessing (see the log)".into()),
+                move || Action::Assessed(Box::new(job.run())),
+            );
+        }
+        let at = |i: Instant| tokio::time::Instant::from_std(i);
+        let draw_at = dirty.then(|| at(last_draw + FRAME_EVERY));
+        let scan_at = runner.next_scan_at().map(at);
+        let assess_at = (!assessing && state.assessment_due()).then(|| at(last_assess + app::ASSESS_EVERY));
+        let wake = |t: Option<tokio::time::Instant>| async move {
+            match t {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
         let first = tokio::select! {
             biased;
-            () = tokio::time::sleep_until(assess_at), if !assessing && state.assessment_due() => {
-                if let Some(job) = state.assess_job() {
-                    assessing = true;
-                    spawn_job(
-                        tx.clone(),
-                        Action::AssessFailed("internal error while assessing (see the log)".into()),
-                        move || Action::Assessed(Box::new(job.run())),
-                    );
-                }
-                None
-            }
+            () = wake(draw_at) => None,
+            () = wake(scan_at) => None,
+            () = wake(assess_at) => None,
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press => Some(Action::Key(keymap::Key::from_event(&k))),
                 Some(Ok(Event::Paste(s))) => Some(Action::Paste(s)),
