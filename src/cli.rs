@@ -495,7 +495,12 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Eval => {
             let policies = load_policies(resolve_spool(spool_arg, &config).ok().as_ref())?;
             let evaluator = crate::eval::Evaluator::new(policies);
-            match crate::eval::run(&evaluator, io::stdin().lock(), io::stdout().lock()) {
+            let stdout = io::stdout().lock();
+            // Answers go out in chunks of up to 256 KiB: a pipe of the default 64 KiB is full after
+            // each, and the two sides take turns. A 1 MiB pipe (what Linux allows anyone) lets
+            // them run at once; where stdout cannot be resized, nothing changes.
+            let _ = rustix::pipe::fcntl_setpipe_size(&stdout, 1 << 20);
+            match crate::eval::run(&evaluator, io::stdin().lock(), stdout) {
                 Ok(()) => Ok(0),
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
                 Err(e) => Err(e.into()),

@@ -537,14 +537,14 @@ fn error_response(id: Option<Value>, e: &EvalError) -> Value {
 /// Runs the protocol until the input ends.
 ///
 /// Responses are collected in a buffer and written (then `output` is flushed) whenever no
-/// further whole request is already buffered on the input, or 64 KiB of responses are waiting:
+/// further whole request is already buffered on the input, or 256 KiB of responses are waiting:
 /// an interactive client gets every answer before the evaluator waits for more input, and a
 /// pipeline of requests is answered in large writes (so `output` needs no buffering of its own).
 ///
 /// # Errors
 /// I/O errors on the input or output (a closed output ends the run).
 pub fn run<R: Read, W: Write>(eval: &Evaluator, input: R, mut output: W) -> io::Result<()> {
-    const OUT_CHUNK: usize = 64 * 1024;
+    const OUT_CHUNK: usize = 256 * 1024;
     let mut input = BufReader::with_capacity(64 * 1024, input);
     let mut line = Vec::with_capacity(4096);
     let mut out = Vec::with_capacity(OUT_CHUNK + 4096);
