@@ -20,7 +20,7 @@ use crate::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt, re
 use crate::keys::{PinnedKeys, Principal, write_atomic};
 use crate::packet::{self, DecisionState, InvalidReason, MAX_FILE_BYTES, Packet, Receipt};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, Read};
 use std::os::unix::fs::{DirEntryExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -323,6 +323,23 @@ pub struct Scanner {
     cache: [FileCache; 2],
     /// A scan has run: [`Scanner::scan_if_changed`] answers `None` only after one.
     scanned: bool,
+    /// The last snapshot, and the packet ids it lists: a scan that only adds packet files with
+    /// new ids updates it in place instead of rebuilding it from every file.
+    last: Option<(Snapshot, HashSet<String, foldhash::fast::RandomState>)>,
+}
+
+/// What a scan's [`Scanner::refresh`] found: the files listed, the names new to the cache, and
+/// whether anything else changed (a file parsed again, or gone).
+struct Listing {
+    seen: Vec<SeenFile>,
+    added: Vec<SeenFile>,
+    other: bool,
+}
+
+impl Listing {
+    fn changed(&self) -> bool {
+        self.other || !self.added.is_empty()
+    }
 }
 
 impl Scanner {
@@ -337,8 +354,8 @@ impl Scanner {
     /// # Errors
     /// Only when a directory exists but cannot be listed.
     pub fn scan(&mut self, spool: &Spool) -> io::Result<Snapshot> {
-        let (seen, _) = self.refresh(spool, Recheck::Every)?;
-        Ok(self.snapshot(&seen))
+        let listing = self.refresh(spool, Recheck::Every)?;
+        Ok(self.snapshot(&listing))
     }
 
     /// Scans like [`Scanner::scan`], but answers `None` when no file was added, removed or
@@ -350,16 +367,20 @@ impl Scanner {
     /// Only when a directory exists but cannot be listed.
     pub fn scan_if_changed(&mut self, spool: &Spool, recheck: Recheck) -> io::Result<Option<Snapshot>> {
         // A failed scan may have cached some files already: the next one answers in full.
-        let (seen, changed) = self.refresh(spool, recheck).inspect_err(|_| self.scanned = false)?;
+        let listing = self.refresh(spool, recheck).inspect_err(|_| {
+            self.scanned = false;
+            self.last = None;
+        })?;
         let first = !std::mem::replace(&mut self.scanned, true);
-        Ok((changed || first).then(|| self.snapshot(&seen)))
+        Ok((listing.changed() || first).then(|| self.snapshot(&listing)))
     }
 
-    /// Lists both directories and parses what is new or changed: the files seen, and whether any
-    /// file was added, changed or removed.
-    fn refresh(&mut self, spool: &Spool, recheck: Recheck) -> io::Result<(Vec<SeenFile>, bool)> {
-        let mut changed = false;
+    /// Lists both directories and parses what is new or changed: the files seen, the names new
+    /// to the cache, and whether any other file was changed or removed.
+    fn refresh(&mut self, spool: &Spool, recheck: Recheck) -> io::Result<Listing> {
+        let mut other = false;
         let mut seen: Vec<SeenFile> = Vec::new();
+        let mut added: Vec<SeenFile> = Vec::new();
         for (kind, dir) in [(FileKind::Packet, spool.packets_dir()), (FileKind::Receipt, spool.receipts_dir())] {
             let entries = match fs::read_dir(&dir) {
                 Ok(e) => e,
@@ -396,7 +417,11 @@ impl Scanner {
                 let fresh = cached.is_some_and(|(_, (s, _, _))| *s == stamp);
                 let key = cached.map_or_else(|| Arc::from(name.as_ref()), |(k, _)| Arc::clone(k));
                 if !fresh {
-                    changed = true;
+                    if cached.is_some() {
+                        other = true;
+                    } else {
+                        added.push((kind, Arc::clone(&key)));
+                    }
                     let stem = name.strip_suffix(".json").unwrap_or(&name);
                     let parsed = match read_limited(&path) {
                         Err(reason) => Parsed::Invalid(reason),
@@ -423,12 +448,73 @@ impl Scanner {
                     seen.iter().filter(|(kind, _)| *kind as usize == k).map(|(_, n)| n.as_ref()).collect();
                 cache.retain(|n, _| live.contains(n.as_ref()));
             }
-            changed = true;
+            other = true;
         }
-        Ok((seen, changed))
+        Ok(Listing { seen, added, other })
     }
 
-    fn snapshot(&self, seen: &[SeenFile]) -> Snapshot {
+    /// The snapshot after `listing`: the last one updated in place when the scan only added
+    /// packet files whose ids are new (what agents publishing do), else rebuilt from every file.
+    fn snapshot(&mut self, listing: &Listing) -> Snapshot {
+        if !listing.other
+            && let Some((snap, ids)) = &mut self.last
+            && listing.added.iter().all(|(kind, name)| {
+                *kind == FileKind::Packet
+                    && match self.cache[FileKind::Packet as usize].get(name) {
+                        Some((_, _, Parsed::Packet(p))) => !ids.contains(&p.id),
+                        Some((_, _, Parsed::Invalid(_))) => true,
+                        _ => false,
+                    }
+            })
+        {
+            // Ids new to the snapshot, each in one file (two added files with one id rebuild).
+            let mut fresh: HashSet<&str> = HashSet::new();
+            let unique = listing.added.iter().all(|(_, name)| match self.cache[FileKind::Packet as usize].get(name) {
+                Some((_, _, Parsed::Packet(p))) => fresh.insert(p.id.as_str()),
+                _ => true,
+            });
+            if unique {
+                for (kind, name) in &listing.added {
+                    let Some((_, modified, parsed)) = self.cache[*kind as usize].get(name) else { continue };
+                    match parsed {
+                        Parsed::Packet(p) => {
+                            let entry =
+                                PacketEntry { file: Arc::clone(name), modified: *modified, packet: Arc::clone(p) };
+                            let created = entry.created();
+                            // The order of the full sort: newest first, then by id.
+                            let at = snap.packets.partition_point(|e| match created.total_cmp(&e.created()) {
+                                std::cmp::Ordering::Less => true,
+                                std::cmp::Ordering::Equal => e.packet.id < p.id,
+                                std::cmp::Ordering::Greater => false,
+                            });
+                            snap.packets.insert(at, entry);
+                            ids.insert(p.id.clone());
+                        }
+                        Parsed::Invalid(reason) => {
+                            let at = snap
+                                .invalid
+                                .partition_point(|f| (f.name.as_str(), f.kind as u8) < (name.as_ref(), *kind as u8));
+                            let file = InvalidFile {
+                                kind: *kind,
+                                name: name.to_string(),
+                                reason: reason.clone(),
+                                modified: *modified,
+                            };
+                            snap.invalid.insert(at, file);
+                        }
+                        Parsed::Receipt(_) => {}
+                    }
+                }
+                return snap.clone();
+            }
+        }
+        let snap = self.rebuild(&listing.seen);
+        let ids = snap.packets.iter().map(|e| e.packet.id.clone()).collect();
+        self.last = Some((snap.clone(), ids));
+        snap
+    }
+
+    fn rebuild(&self, seen: &[SeenFile]) -> Snapshot {
         // A packet id in more than one file belongs to the file whose name sorts first; the
         // others are invalid. Found without sorting the listing: the answer is the same in any
         // listing order.
@@ -449,10 +535,9 @@ impl Scanner {
                 |reason| InvalidFile { kind: *kind, name: name.to_string(), reason, modified: *modified };
             match parsed {
                 Parsed::Packet(p) => match holder.get(p.id.as_str()) {
-                    Some(first) if *first != name => invalid.push(invalid_file(InvalidReason::Schema(format!(
-                        "duplicate packet id {:?} (also in {first})",
-                        p.id
-                    )))),
+                    Some(first) if !Arc::ptr_eq(first, name) => invalid.push(invalid_file(InvalidReason::Schema(
+                        format!("duplicate packet id {:?} (also in {first})", p.id),
+                    ))),
                     _ => snap.packets.push(PacketEntry {
                         file: Arc::clone(name),
                         modified: *modified,

@@ -142,6 +142,56 @@ fn spawn_job(tx: mpsc::UnboundedSender<Action>, on_panic: Action, job: impl FnOn
     });
 }
 
+/// The thread that runs the models' assessments ([`app::AssessJob`]), one at a time, at a lower
+/// priority (nice [`ASSESS_NICE`]; Linux's nice value is per thread): under load the scheduler
+/// gives the cores to listing and drawing new packets first, and the assessment, which follows
+/// a moment later anyway, takes the time left. Dropping it ends the thread after its current job.
+struct Assessor {
+    jobs: Option<std::sync::mpsc::Sender<app::AssessJob>>,
+}
+
+/// How much lower the assessment thread's priority is than the console's (`nice` steps).
+const ASSESS_NICE: i32 = 10;
+
+impl Assessor {
+    fn start(tx: mpsc::UnboundedSender<Action>) -> Self {
+        let (jobs, rx) = std::sync::mpsc::channel::<app::AssessJob>();
+        let spawned = std::thread::Builder::new().name("warrant-assess".into()).spawn(move || {
+            if let Err(e) = rustix::process::setpriority_process(None, ASSESS_NICE) {
+                tracing::debug!(error = %e, "assessments run at the console's priority");
+            }
+            for job in rx {
+                let action = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.run())).map_or_else(
+                    |_| Action::AssessFailed("internal error while assessing (see the log)".into()),
+                    |a| Action::Assessed(Box::new(a)),
+                );
+                if tx.send(action).is_err() {
+                    return;
+                }
+            }
+        });
+        if let Err(e) = &spawned {
+            tracing::warn!(error = %e, "no assessment thread; assessing on the blocking pool");
+        }
+        Self { jobs: spawned.is_ok().then_some(jobs) }
+    }
+
+    /// Hands `job` to the thread (or, without it, to the blocking pool); its result comes back
+    /// as [`Action::Assessed`] or [`Action::AssessFailed`].
+    fn assess(&self, job: app::AssessJob, tx: &mpsc::UnboundedSender<Action>) {
+        let job = match &self.jobs {
+            Some(jobs) => match jobs.send(job) {
+                Ok(()) => return,
+                Err(std::sync::mpsc::SendError(job)) => job,
+            },
+            None => job,
+        };
+        spawn_job(tx.clone(), Action::AssessFailed("internal error while assessing (see the log)".into()), move || {
+            Action::Assessed(Box::new(job.run()))
+        });
+    }
+}
+
 /// Signs and appends one of the principal's controls, as the console's [`Effect::Control`] asks:
 /// stamps `decided_at` now and hands it to [`spool::append_control`], which checks it against the
 /// chain verified under its lock (a trust change still starts from the level the principal saw,
@@ -461,6 +511,7 @@ where
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
 
+    let assessor = Assessor::start(tx.clone());
     let mut dirty = true;
     let mut last_draw = Instant::now() - Duration::from_secs(1);
     let mut last_assess = Instant::now() - app::ASSESS_EVERY;
@@ -488,11 +539,7 @@ where
             && let Some(job) = state.assess_job()
         {
             assessing = true;
-            spawn_job(
-                tx.clone(),
-                Action::AssessFailed("internal error while assessing (see the log)".into()),
-                move || Action::Assessed(Box::new(job.run())),
-            );
+            assessor.assess(job, &tx);
         }
         let at = |i: Instant| tokio::time::Instant::from_std(i);
         let draw_at = dirty.then(|| at(last_draw + FRAME_EVERY));
