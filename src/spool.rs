@@ -326,6 +326,9 @@ pub struct Scanner {
     /// The last snapshot, and the packet ids it lists: a scan that only adds packet files with
     /// new ids updates it in place instead of rebuilding it from every file.
     last: Option<(Snapshot, HashSet<String, foldhash::fast::RandomState>)>,
+    /// File names the next [`Recheck::Renamed`] scan `lstat`s even when the listing shows the
+    /// inode they were parsed from ([`Scanner::recheck_names`]).
+    recheck: HashSet<String, foldhash::fast::RandomState>,
 }
 
 /// What a scan's [`Scanner::refresh`] found: the files listed, the names new to the cache, and
@@ -347,6 +350,14 @@ impl Scanner {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Asks the next [`Recheck::Renamed`] scan to `lstat` these file names (in `packets/` or
+    /// `receipts/`) whatever inode the listing shows: a name replaced twice between two scans can
+    /// get back the inode it was parsed from, and a file written in place keeps it. The
+    /// console's watcher reports every name an event touched.
+    pub fn recheck_names(&mut self, names: impl IntoIterator<Item = String>) {
+        self.recheck.extend(names);
     }
 
     /// Scans `packets/` and `receipts/`. Missing directories read as empty.
@@ -402,6 +413,7 @@ impl Scanner {
                 if recheck == Recheck::Renamed
                     && let Some((key, (s, _, _))) = cached
                     && s.ino == entry.ino()
+                    && !self.recheck.contains(name.as_ref())
                 {
                     seen.push((kind, Arc::clone(key)));
                     continue;
@@ -450,6 +462,7 @@ impl Scanner {
             }
             other = true;
         }
+        self.recheck.clear();
         Ok(Listing { seen, added, other })
     }
 

@@ -236,6 +236,8 @@ struct Runner {
     verified_stamp: Option<ChainStamp>,
     /// Set (by the watcher) when the next scan must `lstat` every file.
     recheck_every: Arc<std::sync::atomic::AtomicBool>,
+    /// Names the watcher saw touched since the last scan started: that scan `lstat`s them.
+    touched: Arc<Mutex<Vec<String>>>,
     /// The watcher runs: without it every scan checks every file.
     watching: bool,
     /// When a scan last checked every file.
@@ -296,15 +298,16 @@ impl Runner {
                 } else {
                     spool::Recheck::Renamed
                 };
+                let touched = self.touched.lock().map(|mut names| std::mem::take(&mut *names)).unwrap_or_default();
                 let (spool, scanner, tx) = (self.spool.clone(), Arc::clone(&self.scanner), self.tx.clone());
                 spawn_job(
                     tx.clone(),
                     Action::ScanFailed("internal error while scanning (see the log)".into()),
                     move || {
-                        let result = scanner
-                            .lock()
-                            .map_err(|_| "scanner poisoned".to_owned())
-                            .and_then(|mut s| s.scan_if_changed(&spool, recheck).map_err(|e| e.to_string()));
+                        let result = scanner.lock().map_err(|_| "scanner poisoned".to_owned()).and_then(|mut s| {
+                            s.recheck_names(touched);
+                            s.scan_if_changed(&spool, recheck).map_err(|e| e.to_string())
+                        });
                         match result {
                             Ok(Some(snap)) => Action::Scanned(snap),
                             Ok(None) => Action::ScanUnchanged,
@@ -470,16 +473,18 @@ where
 {
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
     let recheck_every = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let _watcher = match watcher::SpoolWatcher::start(&spool, tx.clone(), Arc::clone(&recheck_every)) {
-        Ok(w) => Some(w),
-        Err(e) => {
-            state.flash = Some(app::Flash {
-                text: format!("file watcher unavailable ({e}); rescanning every {}s", rescan.as_secs()),
-                error: true,
-            });
-            None
-        }
-    };
+    let touched = Arc::new(Mutex::new(Vec::new()));
+    let _watcher =
+        match watcher::SpoolWatcher::start(&spool, tx.clone(), Arc::clone(&recheck_every), Arc::clone(&touched)) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                state.flash = Some(app::Flash {
+                    text: format!("file watcher unavailable ({e}); rescanning every {}s", rescan.as_secs()),
+                    error: true,
+                });
+                None
+            }
+        };
     let mut runner = Runner {
         spool,
         principal: principal.map(Arc::new),
@@ -494,6 +499,7 @@ where
         verify_again: false,
         verified_stamp: None,
         recheck_every,
+        touched,
         watching: _watcher.is_some(),
         last_recheck: Instant::now(),
         cache: Arc::new(Mutex::new(None)),

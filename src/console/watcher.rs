@@ -62,6 +62,23 @@ pub(crate) fn wants(event: &notify::Event, chain_name: Option<&std::ffi::OsStr>)
     w
 }
 
+/// Most names kept for the next scan's recheck ([`SpoolWatcher::start`]); past this, the next
+/// scan checks every file instead.
+const MAX_TOUCHED: usize = 4096;
+
+/// The file names (not dot-files, not `chain.jsonl`) an event touched in `packets/` or
+/// `receipts/`: what the next scan must `lstat` even if the listing shows a known inode.
+pub(crate) fn touched_names(event: &notify::Event, chain_name: Option<&std::ffi::OsStr>) -> Vec<String> {
+    event
+        .paths
+        .iter()
+        .filter(|p| !is_work_in_progress(p))
+        .filter_map(|p| p.file_name())
+        .filter(|n| Some(*n) != chain_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect()
+}
+
 /// A temporary dot-file: an agent's (or warrant's own) write before the rename that publishes it.
 fn is_work_in_progress(path: &Path) -> bool {
     path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'))
@@ -72,14 +89,31 @@ impl SpoolWatcher {
     ///
     /// # Errors
     /// The watcher could not be created (e.g. inotify limits).
-    /// `recheck_every` is set when an event asks the next scan to `lstat` every file.
-    pub fn start(spool: &Spool, tx: UnboundedSender<Action>, recheck_every: Arc<AtomicBool>) -> notify::Result<Self> {
+    /// `recheck_every` is set when an event asks the next scan to `lstat` every file; `touched`
+    /// collects the names events touched, for the next scan to `lstat` (at most
+    /// [`MAX_TOUCHED`]; beyond that `recheck_every` is set instead).
+    pub fn start(
+        spool: &Spool,
+        tx: UnboundedSender<Action>,
+        recheck_every: Arc<AtomicBool>,
+        touched: Arc<std::sync::Mutex<Vec<String>>>,
+    ) -> notify::Result<Self> {
         let chain_name = spool.chain_path().file_name().map(std::ffi::OsStr::to_owned);
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            let w = match &res {
+            let mut w = match &res {
                 Ok(event) => wants(event, chain_name.as_deref()),
                 Err(_) => Wants { files: true, chain: true, every: true },
             };
+            if w.files
+                && let Ok(event) = &res
+            {
+                match touched.lock() {
+                    Ok(mut names) if names.len() < MAX_TOUCHED => {
+                        names.extend(touched_names(event, chain_name.as_deref()));
+                    }
+                    _ => w.every = true,
+                }
+            }
             if w.every {
                 recheck_every.store(true, Ordering::SeqCst);
             }
@@ -132,6 +166,9 @@ mod tests {
         assert_eq!(wants(&event(data, &["/s/packets/p-1.json"]), chain), every);
         let closed = EventKind::Access(AccessKind::Close(AccessMode::Write));
         assert_eq!(wants(&event(closed, &["/s/packets/p-1.json"]), chain), every);
+        // The names a scan must look at again, whatever inode the listing shows.
+        assert_eq!(touched_names(&event(both, &["/s/packets/.p-1.tmp", "/s/packets/p-1.json"]), chain), ["p-1.json"]);
+        assert!(touched_names(&event(data, &["/s/chain.jsonl"]), chain).is_empty());
         // The kernel's queue overflowed: everything, at once.
         let overflow = notify::Event::new(EventKind::Other).set_flag(notify::event::Flag::Rescan);
         assert_eq!(wants(&overflow, chain), Wants { files: true, chain: true, every: true });
