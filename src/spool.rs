@@ -365,7 +365,8 @@ impl Scanner {
     /// # Errors
     /// Only when a directory exists but cannot be listed.
     pub fn scan(&mut self, spool: &Spool) -> io::Result<Snapshot> {
-        let listing = self.refresh(spool, Recheck::Every)?;
+        // A failed scan may have cached some files already: the next one rebuilds in full.
+        let listing = self.refresh(spool, Recheck::Every).inspect_err(|_| self.last = None)?;
         Ok(self.snapshot(&listing))
     }
 

@@ -422,7 +422,6 @@ impl Runner {
         }
     }
 
-    /// Marks a finished background job and re-runs it if more changes came in meanwhile.
     /// When a scan asked for meanwhile may start: [`SCAN_EVERY`] after the last one started,
     /// once it has finished.
     fn next_scan_at(&self) -> Option<Instant> {
@@ -437,6 +436,8 @@ impl Runner {
         }
     }
 
+    /// Marks a finished background job and re-runs it if more changes came in meanwhile (a scan
+    /// once it is due).
     fn finished(&mut self, action: &Action) {
         match action {
             Action::Scanned(_) | Action::ScanUnchanged => {
