@@ -92,7 +92,7 @@ impl Evaluator {
         let request = match crate::canonical::parse_untrusted(line) {
             Ok(Value::Object(m)) => m,
             Ok(_) => return error_response(None, &bad("invalid_request", "a request must be a JSON object")),
-            Err(e) => return error_response(None, &bad("parse_error", e)),
+            Err(e) => return error_response(refused_line_id(line), &bad("parse_error", e)),
         };
         let id = request.get("id").cloned();
         match self.handle(&request) {
@@ -526,6 +526,18 @@ fn now_of(r: &Map<String, Value>) -> Result<OffsetDateTime, EvalError> {
     }
 }
 
+/// The id of a request line refused only for an integer literal outside 64 bits (it parses,
+/// but would be read approximately), so the client can match the error to its request. A
+/// fractional id is not echoed: it may be the approximated integer itself.
+fn refused_line_id(line: &[u8]) -> Option<Value> {
+    match crate::canonical::parse_strict(line) {
+        Ok(Value::Object(m)) => {
+            m.get("id").filter(|id| !id.as_number().is_some_and(serde_json::Number::is_f64)).cloned()
+        }
+        _ => None,
+    }
+}
+
 fn error_response(id: Option<Value>, e: &EvalError) -> Value {
     let mut v = json!({"error": {"code": e.code, "message": e.message}});
     if let Some(id) = id {
@@ -610,6 +622,13 @@ mod tests {
         assert_eq!((d["status"].as_str(), d["id"].as_str()), (Some("human_only"), Some("a")));
         let bad_row = r#"{"op":"tg.can_execute","action_class":"draft.compose","evidence":[{"label":"approved"}]}"#;
         assert_eq!(ask(&e, bad_row)["error"]["code"], "invalid_evidence");
+        // Refused for an integer outside 64 bits, yet its id is known (found by the eval fuzz
+        // target): echoed, unless fractional.
+        let huge = r#"{"op":"otg.verify","id":1,"export":{"n":144444444444444444444444444}}"#;
+        let refused = ask(&e, huge);
+        assert_eq!((refused["error"]["code"].as_str(), &refused["id"]), (Some("parse_error"), &json!(1)));
+        let refused = ask(&e, r#"{"id":1.5,"n":144444444444444444444444444}"#);
+        assert_eq!((refused["error"]["code"].as_str(), refused.get("id")), (Some("parse_error"), None));
     }
 
     #[test]

@@ -446,6 +446,11 @@ pub fn eval(data: &[u8]) -> Result<(), String> {
             other => panic!("response is not a JSON object: {other:?}"),
         };
         let id = match parse_strict(request) {
+            // A line refused for an integer outside 64 bits echoes its id unless it is fractional
+            // (it may be that integer, approximated).
+            Ok(Value::Object(r)) if warrant::canonical::parse_untrusted(request).is_err() => {
+                r.get("id").filter(|id| !id.as_number().is_some_and(serde_json::Number::is_f64)).cloned()
+            }
             Ok(Value::Object(r)) => r.get("id").cloned(),
             _ => None,
         };
