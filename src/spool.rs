@@ -470,57 +470,50 @@ impl Scanner {
     /// The snapshot after `listing`: the last one updated in place when the scan only added
     /// packet files whose ids are new (what agents publishing do), else rebuilt from every file.
     fn snapshot(&mut self, listing: &Listing) -> Snapshot {
+        // Ids new to the snapshot, each in one added file (two added files with one id rebuild).
+        let mut fresh: HashSet<&str> = HashSet::new();
         if !listing.other
             && let Some((snap, ids)) = &mut self.last
             && listing.added.iter().all(|(kind, name)| {
                 *kind == FileKind::Packet
                     && match self.cache[FileKind::Packet as usize].get(name) {
-                        Some((_, _, Parsed::Packet(p))) => !ids.contains(&p.id),
+                        Some((_, _, Parsed::Packet(p))) => !ids.contains(&p.id) && fresh.insert(p.id.as_str()),
                         Some((_, _, Parsed::Invalid(_))) => true,
                         _ => false,
                     }
             })
         {
-            // Ids new to the snapshot, each in one file (two added files with one id rebuild).
-            let mut fresh: HashSet<&str> = HashSet::new();
-            let unique = listing.added.iter().all(|(_, name)| match self.cache[FileKind::Packet as usize].get(name) {
-                Some((_, _, Parsed::Packet(p))) => fresh.insert(p.id.as_str()),
-                _ => true,
-            });
-            if unique {
-                for (kind, name) in &listing.added {
-                    let Some((_, modified, parsed)) = self.cache[*kind as usize].get(name) else { continue };
-                    match parsed {
-                        Parsed::Packet(p) => {
-                            let entry =
-                                PacketEntry { file: Arc::clone(name), modified: *modified, packet: Arc::clone(p) };
-                            let created = entry.created();
-                            // The order of the full sort: newest first, then by id.
-                            let at = snap.packets.partition_point(|e| match created.total_cmp(&e.created()) {
-                                std::cmp::Ordering::Less => true,
-                                std::cmp::Ordering::Equal => e.packet.id < p.id,
-                                std::cmp::Ordering::Greater => false,
-                            });
-                            snap.packets.insert(at, entry);
-                            ids.insert(p.id.clone());
-                        }
-                        Parsed::Invalid(reason) => {
-                            let at = snap
-                                .invalid
-                                .partition_point(|f| (f.name.as_str(), f.kind as u8) < (name.as_ref(), *kind as u8));
-                            let file = InvalidFile {
-                                kind: *kind,
-                                name: name.to_string(),
-                                reason: reason.clone(),
-                                modified: *modified,
-                            };
-                            snap.invalid.insert(at, file);
-                        }
-                        Parsed::Receipt(_) => {}
+            for (kind, name) in &listing.added {
+                let Some((_, modified, parsed)) = self.cache[*kind as usize].get(name) else { continue };
+                match parsed {
+                    Parsed::Packet(p) => {
+                        let entry = PacketEntry { file: Arc::clone(name), modified: *modified, packet: Arc::clone(p) };
+                        let created = entry.created();
+                        // The order of the full sort: newest first, then by id.
+                        let at = snap.packets.partition_point(|e| match created.total_cmp(&e.created()) {
+                            std::cmp::Ordering::Less => true,
+                            std::cmp::Ordering::Equal => e.packet.id < p.id,
+                            std::cmp::Ordering::Greater => false,
+                        });
+                        snap.packets.insert(at, entry);
+                        ids.insert(p.id.clone());
                     }
+                    Parsed::Invalid(reason) => {
+                        let at = snap
+                            .invalid
+                            .partition_point(|f| (f.name.as_str(), f.kind as u8) < (name.as_ref(), *kind as u8));
+                        let file = InvalidFile {
+                            kind: *kind,
+                            name: name.to_string(),
+                            reason: reason.clone(),
+                            modified: *modified,
+                        };
+                        snap.invalid.insert(at, file);
+                    }
+                    Parsed::Receipt(_) => {}
                 }
-                return snap.clone();
             }
+            return snap.clone();
         }
         let snap = self.rebuild(&listing.seen);
         let ids = snap.packets.iter().map(|e| e.packet.id.clone()).collect();
