@@ -427,5 +427,7 @@ fn main() {
     }
     println!("`warrant list --json` lists every published id: {cli_all} ({} packets)", cli_ids.len());
     let ok = samples.len() == k && all_listed.is_some() && cli_all;
+    // `exit` runs no destructors: remove the spool (tens of MB, often on a tmpfs) first.
+    drop(dir);
     std::process::exit(i32::from(!ok));
 }

@@ -46,5 +46,8 @@ fn main() {
     if outcome.console_ok == Some(false) {
         println!("console's last screen:\n{}", outcome.console_screen);
     }
-    std::process::exit(if outcome.all_good() { 0 } else { 1 });
+    let code = if outcome.all_good() { 0 } else { 1 };
+    // `exit` runs no destructors: remove the temporary spool first.
+    drop(temp);
+    std::process::exit(code);
 }

@@ -177,28 +177,99 @@ pub enum Line<R> {
 /// What a child needs of its parent for the v0.1 checks: its `effects_grant` and `actor_chain`.
 type ParentFacts = (Vec<Value>, Option<Value>);
 
-/// What the sequential checks remember of the records seen so far: a 128-bit key per
-/// `record_id` (for duplicates and parent lookups: two SipHash-1-3 digests with per-process
-/// random keys, so no input can be crafted to collide), and the lineage facts of the few records
-/// that carry any (§5.2). 1,000,000 records cost about 40 MB. The keys are already unpredictable,
-/// so the sets hash them with foldhash (seeded per set) rather than SipHash again.
+/// The 128-bit key of a `record_id`, for duplicates and parent lookups. A canonical UUID (36
+/// characters, lower-case hex, as warrant writes them) is its own 128 bits, so that warrant's
+/// UUIDv7 ids arrive in ascending key order (see [`SeenIds`]); any other id is two SipHash-1-3
+/// digests with per-process random keys, so no input can be crafted to collide with another id
+/// (a UUID's text and its value are one-to-one; a digest meets one only by chance, 2⁻¹²⁸).
+#[derive(Clone, Default)]
+struct IdKeys(std::collections::hash_map::RandomState, std::collections::hash_map::RandomState);
+
+impl IdKeys {
+    fn key(&self, id: &str) -> u128 {
+        use std::hash::BuildHasher as _;
+        uuid_value(id.as_bytes())
+            .unwrap_or_else(|| (u128::from(self.0.hash_one(id)) << 64) | u128::from(self.1.hash_one(id)))
+    }
+}
+
+/// The value of a UUID in canonical text form (`8-4-4-4-12` lower-case hex digits), else `None`.
+fn uuid_value(text: &[u8]) -> Option<u128> {
+    /// Where the 32 digits are.
+    const DIGITS: [usize; 32] = [
+        0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33,
+        34, 35,
+    ];
+    /// Each byte's digit value, 16 when it is not a lower-case hex digit.
+    const HEX: [u8; 256] = {
+        let mut table = [16u8; 256];
+        let mut c = 0;
+        while c < 10 {
+            table[b'0' as usize + c] = c as u8;
+            c += 1;
+        }
+        let mut c = 0;
+        while c < 6 {
+            table[b'a' as usize + c] = 10 + c as u8;
+            c += 1;
+        }
+        table
+    };
+    let text: &[u8; 36] = text.try_into().ok()?;
+    if text[8] != b'-' || text[13] != b'-' || text[18] != b'-' || text[23] != b'-' {
+        return None;
+    }
+    // Two halves, so the shifts do not form one chain of 32.
+    let (mut high, mut low, mut bad) = (0u64, 0u64, 0u8);
+    for k in 0..16 {
+        let (h, l) = (HEX[usize::from(text[DIGITS[k]])], HEX[usize::from(text[DIGITS[k + 16]])]);
+        bad |= h | l;
+        high = (high << 4) | u64::from(h & 15);
+        low = (low << 4) | u64::from(l & 15);
+    }
+    (bad < 16).then_some((u128::from(high) << 64) | u128::from(low))
+}
+
+/// The keys of the record ids seen so far. Keys that arrive above every earlier key (warrant's
+/// UUIDv7 ids, nearly always) are appended to a sorted vector, 16 bytes each and no random
+/// memory access; the others go to a hash set. A key above the vector's last is new: every key
+/// in the set was below the vector's last when it arrived.
+#[derive(Default)]
+struct SeenIds {
+    ascending: Vec<u128>,
+    others: std::collections::HashSet<u128, foldhash::fast::RandomState>,
+}
+
+impl SeenIds {
+    /// Adds `key`; false when it was already there.
+    fn insert(&mut self, key: u128) -> bool {
+        if self.ascending.last().is_none_or(|&last| key > last) {
+            self.ascending.push(key);
+            return true;
+        }
+        self.ascending.binary_search(&key).is_err() && self.others.insert(key)
+    }
+
+    fn contains(&self, key: u128) -> bool {
+        self.ascending.binary_search(&key).is_ok() || self.others.contains(&key)
+    }
+}
+
+/// What the sequential checks remember of the records seen so far: the key of each `record_id`
+/// ([`IdKeys`], [`SeenIds`]) and the lineage facts of the few records that carry any (§5.2).
+/// 1,000,000 records of warrant's cost about 17 MB.
 #[derive(Default)]
 struct Lineage {
-    keys: (std::collections::hash_map::RandomState, std::collections::hash_map::RandomState),
-    seen: std::collections::HashSet<u128, foldhash::fast::RandomState>,
+    keys: IdKeys,
+    seen: SeenIds,
     facts: HashMap<u128, ParentFacts, foldhash::fast::RandomState>,
 }
 
 impl Lineage {
-    fn key(&self, id: &str) -> u128 {
-        use std::hash::BuildHasher as _;
-        (u128::from(self.keys.0.hash_one(id)) << 64) | u128::from(self.keys.1.hash_one(id))
-    }
-
     /// `Some(facts)` when a record with this id was seen (facts empty when it had none).
     fn parent(&self, id: &str) -> Option<(&[Value], Option<&Value>)> {
-        let key = self.key(id);
-        if !self.seen.contains(&key) {
+        let key = self.keys.key(id);
+        if !self.seen.contains(key) {
             return None;
         }
         Some(self.facts.get(&key).map_or((&[][..], None), |(g, a)| (g.as_slice(), a.as_ref())))
@@ -206,19 +277,25 @@ impl Lineage {
 }
 
 /// The findings of one record that need no other record, in the order reports list them
-/// around the sequential checks (previous_hash, lineage, duplicates).
+/// around the sequential checks (previous_hash, lineage, duplicates): `findings` holds the
+/// groups one after another, and `ends` where the first three end. Kept small (40 bytes), since
+/// one per record crosses from a worker to the sequencer.
 #[derive(Default)]
 struct Local {
-    /// Shape, then chain_index.
-    head: Vec<Finding>,
-    /// entry_hash, then the approval rule.
-    mid: Vec<Finding>,
-    /// The strict-signature rule.
-    strict: Option<Finding>,
-    /// The Ed25519 signature.
-    signature: Option<Finding>,
+    /// Shape and chain_index; entry_hash and the approval rule; the strict-signature rule; the
+    /// Ed25519 signature.
+    findings: Vec<Finding>,
+    /// The end of each of the first three groups in `findings`.
+    ends: [u32; 3],
     /// The signature was checked and verified.
     signed_ok: bool,
+}
+
+impl Local {
+    /// Ends the current group.
+    fn end_group(&mut self, group: usize) {
+        self.ends[group] = u32::try_from(self.findings.len()).unwrap_or(u32::MAX);
+    }
 }
 
 /// Every check of record `i` that needs no other record. `computed` is its recomputed
@@ -227,16 +304,16 @@ struct Local {
 /// none: no approval rule, no signature).
 fn check_local(
     i: usize,
-    rec: &impl Fields,
+    fields: &FieldRefs<'_>,
+    unknown: Vec<String>,
     full: Option<&Map<String, Value>>,
     computed: &[u8; 32],
     opts: VerifyOptions<'_>,
 ) -> Local {
-    let mut local = Local::default();
     let mut report = VerifyReport::default();
-    check_record_shape(i, rec, &mut report);
+    check_record_shape(i, fields, unknown, &mut report);
     let expected_index = i as u64 + 1;
-    match rec.field("chain_index").and_then(|f| f.as_u64()) {
+    match fields[KEY_CHAIN_INDEX].as_ref().and_then(FieldRef::as_u64) {
         Some(n) if n == expected_index => {}
         found => report.push(
             Some(i),
@@ -244,25 +321,32 @@ fn check_local(
             format!("expected chain_index {expected_index}, found {}", show_u64(found)),
         ),
     }
-    local.head = std::mem::take(&mut report.findings);
-    let recorded = rec.str_field("entry_hash");
-    if recorded.as_deref().map(str::as_bytes) != Some(&canonical::prefixed_bytes(computed)[..]) {
-        report.push(
-            Some(i),
-            Check::EntryHash,
-            format!(
+    let mut local = Local { findings: std::mem::take(&mut report.findings), ..Local::default() };
+    local.end_group(0);
+    let recorded = match &fields[KEY_ENTRY_HASH] {
+        Some(FieldRef::Str(s)) => Some(&**s),
+        _ => None,
+    };
+    if recorded.map(str::as_bytes) != Some(&canonical::prefixed_bytes(computed)[..]) {
+        local.findings.push(Finding {
+            index: Some(i),
+            check: Check::EntryHash,
+            message: format!(
                 "entry_hash mismatch; recomputed {}, stored {}",
                 canonical::prefixed(computed),
-                show_opt(recorded.as_deref())
+                show_opt(recorded)
             ),
-        );
+        });
     }
     let Some(full) = full else {
-        local.mid = report.findings;
+        local.end_group(1);
+        local.end_group(2);
         return local;
     };
+    report.findings = std::mem::take(&mut local.findings);
     check_approval(i, full, &mut report);
-    local.mid = report.findings;
+    local.findings = report.findings;
+    local.end_group(1);
     let meta = full.get("metadata");
     let warrant_signed = crate::decision::is_warrant_signed(meta);
     let has_signatures = meta
@@ -271,16 +355,17 @@ fn check_local(
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
     if opts.strict_signatures && has_signatures && !warrant_signed {
-        local.strict = Some(Finding {
+        local.findings.push(Finding {
             index: Some(i),
             check: Check::Signature,
             message: "approval signatures that are not warrant decisions cannot be verified against pinned keys".into(),
         });
     }
+    local.end_group(2);
     if let Some(pinned) = opts.pinned.filter(|_| warrant_signed) {
         match crate::decision::check_record_signature(full, pinned) {
             Ok(ok) => local.signed_ok = ok,
-            Err(message) => local.signature = Some(Finding { index: Some(i), check: Check::Signature, message }),
+            Err(message) => local.findings.push(Finding { index: Some(i), check: Check::Signature, message }),
         }
     }
     local
@@ -303,11 +388,21 @@ impl Sequencer {
     }
 
     /// Record `i`: its fields, the whole record when its metadata matters (see
-    /// [`check_local`]), and its local findings.
-    fn record(&mut self, i: usize, rec: &impl Fields, full: Option<&Map<String, Value>>, local: Local) {
+    /// [`check_local`]), its local findings, and the key of its `record_id` when that is a
+    /// string ([`IdKeys::key`], computed where the record was checked).
+    fn record(
+        &mut self,
+        i: usize,
+        rec: &impl Fields,
+        full: Option<&Map<String, Value>>,
+        local: Local,
+        key: Option<u128>,
+    ) {
         let report = &mut self.report;
         report.total = i + 1;
-        report.findings.extend(local.head);
+        let [head, mid, strict] = local.ends.map(|e| e as usize);
+        let mut findings = local.findings.into_iter();
+        report.findings.extend(findings.by_ref().take(head));
         let recorded_prev = rec.str_field("previous_hash");
         if recorded_prev.as_deref() != self.previous.as_deref() {
             report.push(
@@ -320,14 +415,14 @@ impl Sequencer {
                 ),
             );
         }
-        report.findings.extend(local.mid);
+        report.findings.extend(findings.by_ref().take(mid - head));
         if let Some(full) = full {
             check_lineage(i, full, &self.lineage, report);
         }
-        report.findings.extend(local.strict);
-        if let Some(id) = rec.str_field("record_id") {
-            let key = self.lineage.key(&id);
+        report.findings.extend(findings.by_ref().take(strict - mid));
+        if let Some(key) = key {
             if !self.lineage.seen.insert(key) {
+                let id = rec.str_field("record_id").unwrap_or_default();
                 report.push(Some(i), Check::RecordSchema, format!("duplicate record_id {id:?}"));
             }
             let meta = full.and_then(|f| f.get("metadata")).and_then(Value::as_object);
@@ -337,7 +432,7 @@ impl Sequencer {
                 self.lineage.facts.insert(key, (grant, actor));
             }
         }
-        report.findings.extend(local.signature);
+        report.findings.extend(findings);
         report.signatures_verified += usize::from(local.signed_ok);
         // One buffer for the head hash, reused record after record.
         match (rec.str_field("entry_hash"), &mut self.previous) {
@@ -384,8 +479,16 @@ where
             seq.previous = None;
             continue;
         };
-        let local = check_local(i, map, Some(map), &canonical::canonical_digest_without(map, "entry_hash"), opts);
-        seq.record(i, map, Some(map), local);
+        let local = check_local(
+            i,
+            &map.field_refs(),
+            map.unknown_keys(),
+            Some(map),
+            &canonical::canonical_digest_without(map, "entry_hash"),
+            opts,
+        );
+        let key = map.get("record_id").and_then(Value::as_str).map(|id| seq.lineage.keys.key(id));
+        seq.record(i, map, Some(map), local, key);
         on_record(i, map);
     }
     seq.finish()
@@ -423,11 +526,13 @@ struct Block {
 /// A record checked on a worker.
 enum Checked {
     /// A parsed record: the whole record when its metadata matters or it is not canonical,
-    /// else (when the caller wants records) its top-level fields and the kept metadata members.
-    Parsed { map: Map<String, Value>, full: bool, local: Local },
-    /// A canonical record checked from its bytes: where its `previous_hash`, `entry_hash` and
-    /// `record_id` values (what the sequential checks read) were copied in the block's id text.
-    Raw { ids: [Option<std::ops::Range<usize>>; 3], local: Local },
+    /// else (when the caller wants records) its top-level fields and the kept metadata members;
+    /// the key of its `record_id` ([`IdKeys::key`]).
+    Parsed { map: Map<String, Value>, full: bool, local: Local, key: Option<u128> },
+    /// A canonical record checked from its bytes: where the string values of its
+    /// `previous_hash`, `entry_hash` and `record_id` (what the sequential checks read; `None`
+    /// when missing or not a string) were copied in the block's id text, and its id's key.
+    Raw { ids: [Option<std::ops::Range<usize>>; 3], local: Local, key: Option<u128> },
     /// Why the line is not a record.
     Unparsable(String),
 }
@@ -467,8 +572,10 @@ fn check_line(
     ids: &mut String,
     scan: &mut canonical::scan::Scan,
     keep: Option<&[&str]>,
+    keys: &IdKeys,
     opts: VerifyOptions<'_>,
 ) -> Checked {
+    let map_key = |map: &Map<String, Value>| map.get("record_id").and_then(Value::as_str).map(|id| keys.key(id));
     if let Ok(text) = simdutf8::basic::from_utf8(line)
         && canonical::scan::scan_object_str(text, scan)
     {
@@ -482,28 +589,32 @@ fn check_line(
                 && !scan.children(m).any(|c| CHECKED_METADATA.iter().any(|k| k.as_bytes() == &line[c.key.clone()]))
         });
         if plain_metadata {
-            let local = check_local(i, &fields, None, &digest, opts);
+            let refs = fields.field_refs();
+            let local = check_local(i, &refs, fields.unknown_keys(), None, &digest, opts);
             return match keep {
                 None => {
-                    let mut at = |k: usize| {
-                        fields.range(k).map(|v| {
+                    let mut at = |k: usize| match &refs[k] {
+                        Some(FieldRef::Str(v)) => {
                             let start = ids.len();
-                            ids.push_str(&text[v]);
-                            start..ids.len()
-                        })
+                            ids.push_str(v);
+                            Some(start..ids.len())
+                        }
+                        _ => None,
                     };
-                    Checked::Raw { ids: [at(KEY_PREVIOUS_HASH), at(KEY_ENTRY_HASH), at(KEY_RECORD_ID)], local }
+                    let found = [at(KEY_PREVIOUS_HASH), at(KEY_ENTRY_HASH), at(KEY_RECORD_ID)];
+                    let key = found[2].clone().map(|r| keys.key(&ids[r]));
+                    Checked::Raw { ids: found, local, key }
                 }
                 Some(keep) => match partial_map(line, scan, keep) {
-                    Ok(map) => Checked::Parsed { map, full: false, local },
+                    Ok(map) => Checked::Parsed { key: map_key(&map), map, full: false, local },
                     Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
                 },
             };
         }
         return match canonical::parse_strict(line) {
             Ok(Value::Object(map)) => {
-                let local = check_local(i, &map, Some(&map), &digest, opts);
-                Checked::Parsed { map, full: true, local }
+                let local = check_local(i, &map.field_refs(), map.unknown_keys(), Some(&map), &digest, opts);
+                Checked::Parsed { key: map_key(&map), map, full: true, local }
             }
             Ok(_) => Checked::Unparsable("line is not a JSON object".into()),
             Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
@@ -512,8 +623,8 @@ fn check_line(
     match canonical::parse_strict(line) {
         Ok(Value::Object(map)) => {
             let digest = canonical::canonical_digest_without(&map, "entry_hash");
-            let local = check_local(i, &map, Some(&map), &digest, opts);
-            Checked::Parsed { map, full: true, local }
+            let local = check_local(i, &map.field_refs(), map.unknown_keys(), Some(&map), &digest, opts);
+            Checked::Parsed { key: map_key(&map), map, full: true, local }
         }
         Ok(_) => Checked::Unparsable("line is not a JSON object".into()),
         Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
@@ -634,6 +745,7 @@ where
         let (recycle_tx, recycle_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(workers * 2 + 2);
         for _ in 0..workers {
             let (rx, tx, recycle_tx) = (std::sync::Arc::clone(&block_rx), done_tx.clone(), recycle_tx.clone());
+            let keys = seq.lineage.keys.clone();
             scope.spawn(move || {
                 let mut scan = canonical::scan::Scan::default();
                 loop {
@@ -655,6 +767,7 @@ where
                                 &mut ids,
                                 &mut scan,
                                 keep,
+                                &keys,
                                 opts,
                             ),
                         })
@@ -686,14 +799,14 @@ where
                 for c in checked {
                     match c {
                         Checked::Unparsable(message) => seq.unparsable(index, message),
-                        Checked::Parsed { map, full, local } => {
-                            seq.record(index, &map, full.then_some(&map), local);
+                        Checked::Parsed { map, full, local, key } => {
+                            seq.record(index, &map, full.then_some(&map), local, key);
                             if let Some((_, on_record)) = &mut sink {
                                 on_record(index, &map);
                             }
                         }
-                        Checked::Raw { ids, local } => {
-                            seq.record(index, &IdFields { text: &id_text, ids }, None, local);
+                        Checked::Raw { ids, local, key } => {
+                            seq.record(index, &IdFields { text: &id_text, ids }, None, local, key);
                         }
                     }
                     index += 1;
@@ -716,7 +829,7 @@ where
 #[must_use]
 pub fn check_new_record(rec: &Map<String, Value>, pinned: Option<&PinnedKeys>) -> Vec<Finding> {
     let mut report = VerifyReport::default();
-    check_record_shape(0, rec, &mut report);
+    check_record_shape(0, &rec.field_refs(), rec.unknown_keys(), &mut report);
     check_approval(0, rec, &mut report);
     if let Some(pinned) = pinned
         && let Err(message) = crate::decision::check_record_signature(rec, pinned)
@@ -761,6 +874,10 @@ impl FieldRef<'_> {
     }
 }
 
+/// A record's top-level fields as the checks read them, in [`RECORD_KEYS`] order (`None` when
+/// missing).
+type FieldRefs<'a> = [Option<FieldRef<'a>>; 14];
+
 /// The top-level fields of a record, parsed (a `Map`) or straight from canonical bytes
 /// ([`RawFields`]).
 trait Fields {
@@ -768,6 +885,11 @@ trait Fields {
     fn field(&self, key: &str) -> Option<FieldRef<'_>>;
     /// The top-level keys that are not among [`RECORD_KEYS`], in order.
     fn unknown_keys(&self) -> Vec<String>;
+
+    /// Every one of [`RECORD_KEYS`], each read once.
+    fn field_refs(&self) -> FieldRefs<'_> {
+        std::array::from_fn(|k| self.field(RECORD_KEYS[k]))
+    }
 
     fn str_field(&self, key: &str) -> Option<std::borrow::Cow<'_, str>> {
         match self.field(key)? {
@@ -808,7 +930,17 @@ struct RawFields<'a> {
 }
 
 /// Positions in [`RECORD_KEYS`].
+const KEY_SCHEMA: usize = 0;
 const KEY_RECORD_ID: usize = 1;
+const KEY_AGENT: usize = 2;
+const KEY_ACTION: usize = 3;
+const KEY_APPROVER: usize = 4;
+const KEY_OUTCOME: usize = 5;
+const KEY_TRACE_ID: usize = 6;
+const KEY_AUTONOMY_TIER: usize = 7;
+const KEY_TIMESTAMP: usize = 8;
+const KEY_COST_USD: usize = 9;
+const KEY_CHAIN_INDEX: usize = 10;
 const KEY_PREVIOUS_HASH: usize = 11;
 const KEY_ENTRY_HASH: usize = 12;
 const KEY_METADATA: usize = 13;
@@ -867,7 +999,10 @@ fn raw_field(text: &str) -> FieldRef<'_> {
     let bytes = text.as_bytes();
     match bytes.first() {
         // The delimiters are ASCII, so the slice is on character boundaries.
-        Some(b'"') if !bytes.contains(&b'\\') => FieldRef::Str(std::borrow::Cow::Borrowed(&text[1..text.len() - 1])),
+        // The first `"` or `\\` after the opening quote is the closing one: no escapes.
+        Some(b'"') if canonical::scan::find_quote_or_backslash(bytes, 1) == Some(bytes.len() - 1) => {
+            FieldRef::Str(std::borrow::Cow::Borrowed(&text[1..text.len() - 1]))
+        }
         Some(b'"') => match canonical::parse_strict(bytes) {
             Ok(Value::String(s)) => FieldRef::Str(std::borrow::Cow::Owned(s)),
             _ => FieldRef::Other,
@@ -887,13 +1022,18 @@ impl Fields for RawFields<'_> {
         self.range(record_key_index(key.as_bytes())?).map(|r| raw_field(&self.line[r]))
     }
 
+    fn field_refs(&self) -> FieldRefs<'_> {
+        std::array::from_fn(|k| self.at[k].clone().map(|r| raw_field(&self.line[r])))
+    }
+
     fn unknown_keys(&self) -> Vec<String> {
         self.unknown.clone()
     }
 }
 
-/// The three fields the sequential checks read of a canonical record, by their value ranges in
-/// a block's id text: `previous_hash`, `entry_hash`, `record_id`.
+/// The three fields the sequential checks read of a canonical record, by the ranges of their
+/// string values in a block's id text: `previous_hash`, `entry_hash`, `record_id` (`None` when
+/// missing or not a string, which the sequential checks treat alike).
 struct IdFields<'a> {
     text: &'a str,
     ids: [Option<std::ops::Range<usize>>; 3],
@@ -902,7 +1042,7 @@ struct IdFields<'a> {
 impl Fields for IdFields<'_> {
     fn field(&self, key: &str) -> Option<FieldRef<'_>> {
         let k = ["previous_hash", "entry_hash", "record_id"].iter().position(|n| *n == key)?;
-        self.ids[k].clone().map(|r| raw_field(&self.text[r]))
+        self.ids[k].clone().map(|r| FieldRef::Str(std::borrow::Cow::Borrowed(&self.text[r])))
     }
 
     fn unknown_keys(&self) -> Vec<String> {
@@ -910,54 +1050,59 @@ impl Fields for IdFields<'_> {
     }
 }
 
-/// The v0.1 record schema as explicit checks (§2.1), so reports name the field.
-fn check_record_shape(i: usize, rec: &impl Fields, report: &mut VerifyReport) {
+/// The v0.1 record schema as explicit checks (§2.1), so reports name the field. `f` holds the
+/// record's [`RECORD_KEYS`] fields; `unknown` its other top-level keys.
+fn check_record_shape(i: usize, f: &FieldRefs<'_>, unknown: Vec<String>, report: &mut VerifyReport) {
     let mut bad = |msg: String| report.push(Some(i), Check::RecordSchema, msg);
-    match rec.str_field("schema") {
-        Some(s) if ACCEPTED_RECORD_SCHEMAS.contains(&&*s) => {}
+    let str_at = |k: usize| match &f[k] {
+        Some(FieldRef::Str(s)) => Some(&**s),
+        _ => None,
+    };
+    match str_at(KEY_SCHEMA) {
+        Some(s) if ACCEPTED_RECORD_SCHEMAS.contains(&s) => {}
         Some(s) => bad(format!("unsupported record schema {s:?}")),
         None => bad("missing string field `schema`".into()),
     }
-    for key in ["record_id", "agent", "action", "trace_id"] {
-        if rec.str_field(key).is_none_or(|s| s.trim().is_empty()) {
-            bad(format!("`{key}` must be a non-empty string"));
+    for k in [KEY_RECORD_ID, KEY_AGENT, KEY_ACTION, KEY_TRACE_ID] {
+        if str_at(k).is_none_or(|s| s.trim().is_empty()) {
+            bad(format!("`{}` must be a non-empty string", RECORD_KEYS[k]));
         }
     }
-    match rec.field("approver") {
+    match &f[KEY_APPROVER] {
         None | Some(FieldRef::Null) => {}
         Some(FieldRef::Str(s)) if !s.is_empty() => {}
         Some(_) => bad("`approver` must be null or a non-empty string".into()),
     }
-    if !rec.str_field("outcome").is_some_and(|s| OUTCOMES.contains(&&*s)) {
+    if !str_at(KEY_OUTCOME).is_some_and(|s| OUTCOMES.contains(&s)) {
         bad(format!("`outcome` must be one of {OUTCOMES:?}"));
     }
-    if !rec.str_field("autonomy_tier").is_some_and(|s| TIERS.contains(&&*s)) {
+    if !str_at(KEY_AUTONOMY_TIER).is_some_and(|s| TIERS.contains(&s)) {
         bad(format!("`autonomy_tier` must be one of {TIERS:?}"));
     }
-    if rec.str_field("timestamp").is_none_or(|s| crate::clock::parse_rfc3339(&s).is_none()) {
+    if str_at(KEY_TIMESTAMP).is_none_or(|s| crate::clock::parse_rfc3339(s).is_none()) {
         bad("`timestamp` must be an RFC 3339 date-time".into());
     }
-    match rec.field("cost_usd") {
+    match &f[KEY_COST_USD] {
         None | Some(FieldRef::Null | FieldRef::U64(_)) => {}
-        Some(FieldRef::Number(x)) if x >= 0.0 => {}
+        Some(FieldRef::Number(x)) if *x >= 0.0 => {}
         Some(_) => bad("`cost_usd` must be null or a number >= 0".into()),
     }
-    if rec.field("chain_index").and_then(|f| f.as_u64()).is_none_or(|n| n < 1) {
+    if f[KEY_CHAIN_INDEX].as_ref().and_then(FieldRef::as_u64).is_none_or(|n| n < 1) {
         bad("`chain_index` must be an integer >= 1".into());
     }
-    match rec.field("previous_hash") {
+    match &f[KEY_PREVIOUS_HASH] {
         Some(FieldRef::Null) => {}
-        Some(FieldRef::Str(s)) if is_sha256_string(&s) => {}
+        Some(FieldRef::Str(s)) if is_sha256_string(s) => {}
         Some(_) => bad("`previous_hash` must be null or sha256:<64 hex>".into()),
         None => bad("missing field `previous_hash`".into()),
     }
-    if !rec.str_field("entry_hash").is_some_and(|s| is_sha256_string(&s)) {
+    if !str_at(KEY_ENTRY_HASH).is_some_and(is_sha256_string) {
         bad("`entry_hash` must be sha256:<64 lower-case hex>".into());
     }
-    if !matches!(rec.field("metadata"), Some(FieldRef::Object)) {
+    if !matches!(f[KEY_METADATA], Some(FieldRef::Object)) {
         bad("`metadata` must be an object".into());
     }
-    for key in rec.unknown_keys() {
+    for key in unknown {
         bad(format!("unknown top-level field `{key}`"));
     }
 }
@@ -2057,6 +2202,64 @@ pub fn new_record_body(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn uuid_value_reads_exactly_the_canonical_lower_case_form() {
+        for _ in 0..100 {
+            let id = uuid::Uuid::now_v7();
+            assert_eq!(uuid_value(id.to_string().as_bytes()), Some(id.as_u128()));
+            let id = uuid::Uuid::new_v4();
+            assert_eq!(uuid_value(id.to_string().as_bytes()), Some(id.as_u128()));
+        }
+        let text = "01a1fe9e-0e46-75d4-8ada-5dadc4c5d31e";
+        assert_eq!(uuid_value(text.as_bytes()), Some(0x01a1_fe9e_0e46_75d4_8ada_5dad_c4c5_d31e));
+        for other in [
+            "01A1FE9E-0E46-75D4-8ADA-5DADC4C5D31E", // another string, so another id
+            "01a1fe9e-0e46-75d4-8ada-5dadc4c5d31",
+            "01a1fe9e-0e46-75d4-8ada-5dadc4c5d31e0",
+            "01a1fe9e00e46-75d4-8ada-5dadc4c5d31e",
+            "01a1fe9e-0e46-75d4-8ada-5dadc4c5d3-e",
+            "01a1fe9e-0e46-75d4-8ada-5dadc4c5d3g1",
+            "{1a1fe9e-0e46-75d4-8ada-5dadc4c5d31e",
+            "01a1fe9e0e4675d48ada5dadc4c5d31e",
+        ] {
+            assert_eq!(uuid_value(other.as_bytes()), None, "{other}");
+        }
+        // Other ids are keyed by digest, and different strings get different keys.
+        let keys = IdKeys::default();
+        assert_ne!(keys.key(text), keys.key(&text.to_uppercase()));
+        assert_ne!(keys.key("rcpt-1"), keys.key("rcpt-2"));
+        assert_eq!(keys.key("rcpt-1"), keys.key("rcpt-1"));
+    }
+
+    proptest! {
+        /// SeenIds answers as a hash set does, whatever the order keys arrive in: ascending runs
+        /// (warrant's UUIDv7 ids), repeats, and keys below the last.
+        #[test]
+        fn seen_ids_is_a_set(ops in proptest::collection::vec((0u8..4, 0u128..64), 0..200)) {
+            let (mut seen, mut model) = (SeenIds::default(), std::collections::HashSet::new());
+            let (mut next, mut earlier) = (100u128, Vec::new());
+            for (kind, x) in ops {
+                let key = match kind {
+                    // The next of an ascending run, as warrant's ids arrive.
+                    0 => {
+                        next += 1 + x;
+                        next
+                    }
+                    // The run's last key again, or an earlier one.
+                    1 => next,
+                    2 => earlier.get(x as usize % earlier.len().max(1)).copied().unwrap_or(x),
+                    // A key below the run, or between its keys.
+                    _ => 90 + x * 3,
+                };
+                earlier.push(key);
+                prop_assert_eq!(seen.contains(key), model.contains(&key));
+                prop_assert_eq!(seen.insert(key), model.insert(key), "insert {}", key);
+                prop_assert!(seen.contains(key));
+            }
+        }
+    }
 
     #[test]
     fn record_key_index_follows_record_keys() {

@@ -129,7 +129,10 @@ impl Principal {
             Err(e) => return Err(e),
         }
         fs::create_dir_all(dir).map_err(|source| KeyError::Io { path: dir.to_owned(), source })?;
-        let key = SigningKey::generate(&mut rand_core::OsRng);
+        let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+        getrandom::fill(&mut seed[..])
+            .map_err(|e| KeyError::Io { path: path.clone(), source: io::Error::other(e.to_string()) })?;
+        let key = SigningKey::from_bytes(&seed);
         let pem = key
             .to_pkcs8_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
             .map_err(|e| KeyError::Invalid { path: path.clone(), message: e.to_string() })?;

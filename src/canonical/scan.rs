@@ -106,6 +106,28 @@ pub fn scan_object_str(text: &str, out: &mut Scan) -> bool {
     s.object(1, Some(out), None) == Some(()) && s.i == text.len()
 }
 
+/// The position of the first `"` or `\\` in `b` at or after `from`. Most strings in a record
+/// are short (keys, ids, hashes, timestamps), so the first 32 bytes are searched eight at a time
+/// inline (a word with a zero byte where `"` or `\\` is: exact for the lowest such byte, which
+/// is the one taken), and only longer strings go to `memchr2`.
+#[inline(always)]
+pub(crate) fn find_quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let mut i = from;
+    for _ in 0..4 {
+        let Some(chunk) = b.get(i..i + 8) else { break };
+        let w = u64::from_le_bytes(chunk.try_into().ok()?);
+        let hits = zero_bytes(w ^ (ONES * u64::from(b'"'))) | zero_bytes(w ^ (ONES * u64::from(b'\\')));
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    memchr::memchr2(b'"', b'\\', &b[i..]).map(|k| i + k)
+}
+
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
@@ -146,12 +168,12 @@ impl Scanner<'_> {
         }
         let mut prev: Option<Range<usize>> = None;
         loop {
-            let key = self.string()?;
-            if self.b[key.clone()].contains(&b'\\') {
+            let (key, escaped) = self.string()?;
+            if escaped {
                 return None; // escaped keys are left to the parser
             }
             if let Some(p) = &prev
-                && self.b[p.clone()] >= self.b[key.clone()]
+                && !self.key_below(p, &key)
             {
                 return None; // not strictly increasing: unsorted or duplicate
             }
@@ -204,19 +226,40 @@ impl Scanner<'_> {
         }
     }
 
-    /// A string with serde_json's escapes only; returns the range inside the quotes.
-    fn string(&mut self) -> Option<Range<usize>> {
+    /// Whether key `a` sorts strictly before key `b` (by bytes). Both are unescaped key ranges,
+    /// so neither holds a NUL (raw controls were ruled out): the first eight bytes, read as one
+    /// big-endian word with the bytes past the key zeroed, order them unless they tie.
+    fn key_below(&self, a: &Range<usize>, b: &Range<usize>) -> bool {
+        let word = |r: &Range<usize>| {
+            // Every key is followed by at least `":` and a value, so most have eight bytes to read.
+            let bytes = self.b.get(r.start..r.start + 8)?;
+            let w = u64::from_be_bytes(bytes.try_into().ok()?);
+            let len = r.len();
+            Some(if len >= 8 { w } else { w & !(u64::MAX >> (8 * len)) })
+        };
+        match (word(a), word(b)) {
+            (Some(x), Some(y)) if x != y => x < y,
+            (Some(_), Some(_)) if a.len() <= 8 && b.len() <= 8 => false, // equal keys
+            _ => self.b[a.clone()] < self.b[b.clone()],
+        }
+    }
+
+    /// A string with serde_json's escapes only; returns the range inside the quotes and whether
+    /// it holds an escape.
+    fn string(&mut self) -> Option<(Range<usize>, bool)> {
         self.eat(b'"')?;
         let start = self.i;
+        let mut escaped = false;
         loop {
             // Skip plain bytes quickly (raw controls were ruled out for the whole text).
-            self.i += memchr::memchr2(b'"', b'\\', &self.b[self.i..])?;
+            self.i = find_quote_or_backslash(self.b, self.i)?;
             match self.b[self.i] {
                 b'"' => {
                     self.i += 1;
-                    return Some(start..self.i - 1);
+                    return Some((start..self.i - 1, escaped));
                 }
                 b'\\' => {
+                    escaped = true;
                     let esc = *self.b.get(self.i + 1)?;
                     match esc {
                         b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 2,
@@ -249,18 +292,23 @@ impl Scanner<'_> {
         let start = self.i;
         let end = start
             + self.b[start..].iter().position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))?;
-        let text = std::str::from_utf8(&self.b[start..end]).ok()?;
         self.i = end;
-        let digits = text.strip_prefix('-').unwrap_or(text);
-        let integer = !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit());
-        if integer {
+        let text = &self.b[start..end];
+        let (negative, digits) = match text.split_first() {
+            Some((b'-', rest)) => (true, rest),
+            _ => (false, text),
+        };
+        if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) {
             // serde_json prints integers within i64/u64 as written; "-0", leading zeros and
             // anything larger are not what it prints.
-            let minimal = digits == "0" && !text.starts_with('-') || !digits.starts_with('0');
-            let fits = if text.starts_with('-') { text.parse::<i64>().is_ok() } else { text.parse::<u64>().is_ok() };
+            let minimal = digits == b"0" && !negative || digits[0] != b'0';
+            let magnitude =
+                digits.iter().try_fold(0u64, |acc, &d| acc.checked_mul(10)?.checked_add(u64::from(d - b'0')));
+            let fits = magnitude.is_some_and(|m| !negative || m <= 1 << 63);
             return (minimal && fits).then_some(());
         }
-        // A float: canonical when it prints back as the same text.
+        // A float: canonical when it prints back as the same text (the bytes are ASCII).
+        let text = std::str::from_utf8(text).ok()?;
         let f: f64 = text.parse().ok()?;
         let n = serde_json::Number::from_f64(f)?;
         (n.to_string() == text).then_some(())
@@ -295,6 +343,42 @@ mod tests {
     }
 
     #[test]
+    fn accepts_keys_in_byte_order_across_the_eight_byte_word() {
+        for text in [
+            &br#"{"a":1,"ab":2}"#[..],
+            br#"{"abcdefgh":1,"abcdefghi":2}"#,
+            br#"{"abcdefghi":1,"abcdefghj":2}"#,
+            br#"{"abcdefg":1,"abcdefgh":2,"abcdefgi":3}"#,
+            br#"{"Z":1,"a":2}"#,
+            "{\"z\":1,\"é\":2}".as_bytes(),
+            br#"{"x":{"abcdefghij":1,"abcdefghik":2}}"#,
+        ] {
+            assert!(scan_object(text, &mut Scan::default()), "{}", String::from_utf8_lossy(text));
+        }
+    }
+
+    #[test]
+    fn finds_the_first_quote_or_backslash_wherever_it_is() {
+        for len in 0..80 {
+            for at in 0..len {
+                for c in [b'"', b'\\'] {
+                    let mut text = vec![b'x'; len];
+                    text[at] = c;
+                    if at + 1 < len {
+                        text[at + 1] = b'"'; // a later hit must not win
+                    }
+                    for from in 0..=at {
+                        assert_eq!(find_quote_or_backslash(&text, from), Some(at), "len {len} at {at} from {from}");
+                    }
+                }
+            }
+            // Bytes that differ from `"` and `\\` by one bit, or have the high bit set, are no hits.
+            let near: Vec<u8> = (0..len).map(|k| [b'#', b'!', b']', b'|', 0xa2, 0xdc, 0x7f][k % 7]).collect();
+            assert_eq!(find_quote_or_backslash(&near, 0), None, "len {len}");
+        }
+    }
+
+    #[test]
     fn records_top_level_and_nested_members() {
         let (text, scan) = scanned(&json!({"a": 1, "metadata": {"tg_receipt": {"x": [1]}, "b": "c"}, "z": null}));
         let keys: Vec<&[u8]> = scan.members.iter().map(|m| &text[m.key.clone()]).collect();
@@ -323,6 +407,12 @@ mod tests {
             br#"{"\u0061":1}"#,
             b"{\"a\":\"\x01\"}",
             br#"{"a":1}x"#,
+            // Keys that share their first eight bytes, or are prefixes of one another.
+            br#"{"abcdefghij":1,"abcdefghi":2}"#,
+            br#"{"abcdefghijk":1,"abcdefghijk":2}"#,
+            br#"{"abcdefgh":1,"abcdefgh":2}"#,
+            br#"{"ab":1,"a":2}"#,
+            br#"{"b":1,"ab":2}"#,
             br#"[1]"#,
             br#"{"a":tru}"#,
             b"{\"a\":\"\xff\"}",
