@@ -57,8 +57,13 @@ fn main() {
         peak = peak.max(vm_hwm_kb(&pid).unwrap_or(0));
         std::thread::sleep(Duration::from_millis(5));
     }
-    std::thread::sleep(Duration::from_millis(200));
-    peak = peak.max(vm_hwm_kb(&pid).unwrap_or(0));
+    // The verifier's threads wind down after the screen says so, and memory can still peak
+    // then: keep reading the high-water mark for a while.
+    let settle = Instant::now();
+    while settle.elapsed() < Duration::from_secs(5) {
+        peak = peak.max(vm_hwm_kb(&pid).unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let screen = tmux(&["capture-pane", "-p", "-t", &session]);
     tmux(&["kill-session", "-t", &session]);
     let show = |v: Option<f64>| v.map_or_else(|| "never".to_owned(), |ms| format!("{ms:.0} ms"));
