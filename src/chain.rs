@@ -590,7 +590,7 @@ fn check_line(
         });
         if plain_metadata {
             let refs = fields.field_refs();
-            let local = check_local(i, &refs, fields.unknown_keys(), None, &digest, opts);
+            let local = check_local(i, &refs, fields.unknown, None, &digest, opts);
             return match keep {
                 None => {
                     let mut at = |k: usize| match &refs[k] {
@@ -878,8 +878,9 @@ impl FieldRef<'_> {
 /// missing).
 type FieldRefs<'a> = [Option<FieldRef<'a>>; 14];
 
-/// The top-level fields of a record, parsed (a `Map`) or straight from canonical bytes
-/// ([`RawFields`]).
+/// The top-level fields of a record as the checks read them: parsed (a `Map`), or the three
+/// the sequential checks read of a canonical line ([`IdFields`]). A canonical line's fields come
+/// straight from its bytes ([`RawFields::field_refs`]).
 trait Fields {
     /// The field `key`, or `None` when it is missing.
     fn field(&self, key: &str) -> Option<FieldRef<'_>>;
@@ -988,9 +989,10 @@ impl<'a> RawFields<'a> {
         Self { line, at, entry_hash, metadata, unknown }
     }
 
-    /// The value range of [`RECORD_KEYS`]`[k]`.
-    fn range(&self, k: usize) -> Option<std::ops::Range<usize>> {
-        self.at[k].clone()
+    /// Every one of [`RECORD_KEYS`], each read once from its value's text.
+    fn field_refs(&self) -> FieldRefs<'a> {
+        let line = self.line;
+        std::array::from_fn(|k| self.at[k].clone().map(|r| raw_field(&line[r])))
     }
 }
 
@@ -1014,20 +1016,6 @@ fn raw_field(text: &str) -> FieldRef<'_> {
         }
         Some(b'-' | b'0'..=b'9') => text.parse::<f64>().map_or(FieldRef::Other, FieldRef::Number),
         _ => FieldRef::Other,
-    }
-}
-
-impl Fields for RawFields<'_> {
-    fn field(&self, key: &str) -> Option<FieldRef<'_>> {
-        self.range(record_key_index(key.as_bytes())?).map(|r| raw_field(&self.line[r]))
-    }
-
-    fn field_refs(&self) -> FieldRefs<'_> {
-        std::array::from_fn(|k| self.at[k].clone().map(|r| raw_field(&self.line[r])))
-    }
-
-    fn unknown_keys(&self) -> Vec<String> {
-        self.unknown.clone()
     }
 }
 
