@@ -2,7 +2,7 @@
 //! Criterion benchmarks of the console with 10,000 pending packets: one frame's render (160×48,
 //! the selection in the middle of the list), the state update a scan result causes, and the
 //! spool scans behind it (an unchanged spool checked file by file or by its listing, and one new
-//! packet).
+//! packet found by the listing or by its name alone).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratatui::Terminal;
@@ -81,6 +81,25 @@ fn benches(c: &mut Criterion) {
             k += 1;
             scanner.scan_if_changed(black_box(&spool), Recheck::Renamed).expect("scan")
         })
+    });
+    g.bench_function("scan after one new packet, its name only", |b| {
+        b.iter(|| {
+            publish(&spool, k);
+            scanner.recheck_names([format!("bench-{k:05}.json")]);
+            k += 1;
+            scanner.scan_if_changed(black_box(&spool), Recheck::Touched).expect("scan")
+        })
+    });
+    let filtered = {
+        let mut s = state.clone();
+        for key in ["/", "z", "q", "enter"] {
+            app::update(&mut s, Action::Key(Key::parse(key).expect("key")));
+        }
+        s
+    };
+    let mut state = filtered;
+    g.bench_function("update with a scan result (listed), a filter typed", |b| {
+        b.iter(|| app::update(&mut state, Action::Scanned(black_box(snap.clone()))))
     });
     g.finish();
 }

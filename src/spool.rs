@@ -301,6 +301,12 @@ pub enum Recheck {
     /// inode is not. For a caller that is told about in-place writes some other way (the
     /// console's watcher) and scans with [`Recheck::Every`] then.
     Renamed,
+    /// No listing: only the names given to [`Scanner::recheck_names`] are `lstat`ed, in both
+    /// directories, so a scan costs in proportion to the names, not to the spool. For a caller
+    /// told of every name that changed (the console's inotify watcher, when it lost no events
+    /// and saw no directory replaced). A scanner with no complete listing yet (a new one, or one
+    /// whose last scan failed) lists as [`Recheck::Renamed`] does.
+    Touched,
 }
 
 /// A file a scan listed: its kind and name.
@@ -331,12 +337,65 @@ pub struct Scanner {
     recheck: HashSet<String, foldhash::fast::RandomState>,
 }
 
-/// What a scan's [`Scanner::refresh`] found: the files listed, the names new to the cache, and
-/// whether anything else changed (a file parsed again, or gone).
+/// What a scan's [`Scanner::refresh`] found: the files listed (`None` for a [`Recheck::Touched`]
+/// scan, which lists nothing: the cache holds them), the names new to the cache, and whether
+/// anything else changed (a file parsed again, or gone).
 struct Listing {
-    seen: Vec<SeenFile>,
+    seen: Option<Vec<SeenFile>>,
     added: Vec<SeenFile>,
     other: bool,
+}
+
+/// What [`look`] found of a file it could `lstat`.
+#[derive(PartialEq, Eq)]
+enum Look {
+    /// Not in the cache before: parsed.
+    New,
+    /// In the cache with another stamp: parsed again.
+    Changed,
+    /// In the cache with the same stamp: taken as it was.
+    Same,
+}
+
+/// Looks at the file `name` of `kind` at `path`: `lstat`s it and parses it again unless the cache
+/// holds it with the same stamp. Answers the name as the cache shares it and what changed, or
+/// `None` when it cannot be `lstat`ed (it is gone; the caller drops it from the cache).
+fn look(cache: &mut FileCache, kind: FileKind, name: &str, path: &Path) -> Option<(Arc<str>, Look)> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    let stamp =
+        Stamp { len: meta.len(), mtime_ns: mtime_ns(&meta), ctime: (meta.ctime(), meta.ctime_nsec()), ino: meta.ino() };
+    let cached = cache.get_key_value(name);
+    if let Some((key, (s, _, _))) = cached
+        && *s == stamp
+    {
+        return Some((Arc::clone(key), Look::Same));
+    }
+    let (key, change) = match cached {
+        Some((key, _)) => (Arc::clone(key), Look::Changed),
+        None => (Arc::from(name), Look::New),
+    };
+    let stem = name.strip_suffix(".json").unwrap_or(name);
+    let parsed = match read_limited(path) {
+        Err(reason) => Parsed::Invalid(reason),
+        Ok(bytes) => match kind {
+            FileKind::Packet => match packet::parse_packet(&bytes, stem) {
+                Ok(p) => Parsed::Packet(Arc::new(p)),
+                Err(r) => Parsed::Invalid(r),
+            },
+            FileKind::Receipt => match packet::parse_receipt(&bytes) {
+                Ok(r) => Parsed::Receipt(Arc::new(r)),
+                Err(r) => Parsed::Invalid(r),
+            },
+        },
+    };
+    cache.insert(Arc::clone(&key), (stamp, stamp.mtime_ns as f64 / 1e9, parsed));
+    Some((key, change))
+}
+
+/// A file name a scan considers: temporary and hidden files are work in progress, not
+/// publications.
+fn is_publication(name: &str) -> bool {
+    !name.starts_with('.') && name.ends_with(".json")
 }
 
 impl Listing {
@@ -355,7 +414,8 @@ impl Scanner {
     /// Asks the next [`Recheck::Renamed`] scan to `lstat` these file names (in `packets/` or
     /// `receipts/`) whatever inode the listing shows: a name replaced twice between two scans can
     /// get back the inode it was parsed from, and a file written in place keeps it. The
-    /// console's watcher reports every name an event touched.
+    /// console's watcher reports every name an event touched. A [`Recheck::Touched`] scan
+    /// `lstat`s only these.
     pub fn recheck_names(&mut self, names: impl IntoIterator<Item = String>) {
         self.recheck.extend(names);
     }
@@ -387,9 +447,13 @@ impl Scanner {
         Ok((listing.changed() || first).then(|| self.snapshot(&listing)))
     }
 
-    /// Lists both directories and parses what is new or changed: the files seen, the names new
-    /// to the cache, and whether any other file was changed or removed.
+    /// Lists both directories (or, for a [`Recheck::Touched`] scan after a complete listing, only
+    /// the names to recheck) and parses what is new or changed: the files seen, the names new to
+    /// the cache, and whether any other file was changed or removed.
     fn refresh(&mut self, spool: &Spool, recheck: Recheck) -> io::Result<Listing> {
+        if recheck == Recheck::Touched && self.last.is_some() {
+            return Ok(self.refresh_touched(spool));
+        }
         let mut other = false;
         let mut seen: Vec<SeenFile> = Vec::new();
         let mut added: Vec<SeenFile> = Vec::new();
@@ -404,52 +468,24 @@ impl Scanner {
                 let Ok(entry) = entry else { continue };
                 let file_name = entry.file_name();
                 let name = file_name.to_string_lossy();
-                // Temporary and hidden files are work in progress, not publications.
-                if name.starts_with('.') || !name.ends_with(".json") {
+                if !is_publication(&name) {
                     continue;
                 }
-                let cached = cache.get_key_value(name.as_ref());
                 // The listing's inode is free: a file still under the inode it was parsed from
                 // is taken as it was (a new file, or one renamed into place, has a new inode).
-                if recheck == Recheck::Renamed
-                    && let Some((key, (s, _, _))) = cached
+                if recheck != Recheck::Every
+                    && let Some((key, (s, _, _))) = cache.get_key_value(name.as_ref())
                     && s.ino == entry.ino()
                     && !self.recheck.contains(name.as_ref())
                 {
                     seen.push((kind, Arc::clone(key)));
                     continue;
                 }
-                let path = entry.path();
-                let Ok(meta) = fs::symlink_metadata(&path) else { continue };
-                let stamp = Stamp {
-                    len: meta.len(),
-                    mtime_ns: mtime_ns(&meta),
-                    ctime: (meta.ctime(), meta.ctime_nsec()),
-                    ino: meta.ino(),
-                };
-                let fresh = cached.is_some_and(|(_, (s, _, _))| *s == stamp);
-                let key = cached.map_or_else(|| Arc::from(name.as_ref()), |(k, _)| Arc::clone(k));
-                if !fresh {
-                    if cached.is_some() {
-                        other = true;
-                    } else {
-                        added.push((kind, Arc::clone(&key)));
-                    }
-                    let stem = name.strip_suffix(".json").unwrap_or(&name);
-                    let parsed = match read_limited(&path) {
-                        Err(reason) => Parsed::Invalid(reason),
-                        Ok(bytes) => match kind {
-                            FileKind::Packet => match packet::parse_packet(&bytes, stem) {
-                                Ok(p) => Parsed::Packet(Arc::new(p)),
-                                Err(r) => Parsed::Invalid(r),
-                            },
-                            FileKind::Receipt => match packet::parse_receipt(&bytes) {
-                                Ok(r) => Parsed::Receipt(Arc::new(r)),
-                                Err(r) => Parsed::Invalid(r),
-                            },
-                        },
-                    };
-                    cache.insert(Arc::clone(&key), (stamp, stamp.mtime_ns as f64 / 1e9, parsed));
+                let Some((key, change)) = look(cache, kind, &name, &entry.path()) else { continue };
+                match change {
+                    Look::New => added.push((kind, Arc::clone(&key))),
+                    Look::Changed => other = true,
+                    Look::Same => {}
                 }
                 seen.push((kind, key));
             }
@@ -464,7 +500,28 @@ impl Scanner {
             other = true;
         }
         self.recheck.clear();
-        Ok(Listing { seen, added, other })
+        Ok(Listing { seen: Some(seen), added, other })
+    }
+
+    /// A [`Recheck::Touched`] scan: each name to recheck looked at in both directories, a name
+    /// that cannot be `lstat`ed dropped from the cache.
+    fn refresh_touched(&mut self, spool: &Spool) -> Listing {
+        let (mut added, mut other) = (Vec::new(), false);
+        for name in std::mem::take(&mut self.recheck) {
+            if !is_publication(&name) {
+                continue;
+            }
+            for (kind, dir) in [(FileKind::Packet, spool.packets_dir()), (FileKind::Receipt, spool.receipts_dir())] {
+                let cache = &mut self.cache[kind as usize];
+                match look(cache, kind, &name, &dir.join(&name)) {
+                    Some((key, Look::New)) => added.push((kind, key)),
+                    Some((_, Look::Changed)) => other = true,
+                    Some((_, Look::Same)) => {}
+                    None => other |= cache.remove(name.as_str()).is_some(),
+                }
+            }
+        }
+        Listing { seen: None, added, other }
     }
 
     /// The snapshot after `listing`: the last one updated in place when the scan only added
@@ -515,7 +572,17 @@ impl Scanner {
             }
             return snap.clone();
         }
-        let snap = self.rebuild(&listing.seen);
+        let snap = match &listing.seen {
+            Some(seen) => self.rebuild(seen),
+            None => {
+                let kinds = [FileKind::Packet, FileKind::Receipt];
+                let cached: Vec<SeenFile> = kinds
+                    .iter()
+                    .flat_map(|kind| self.cache[*kind as usize].keys().map(|name| (*kind, Arc::clone(name))))
+                    .collect();
+                self.rebuild(&cached)
+            }
+        };
         let ids = snap.packets.iter().map(|e| e.packet.id.clone()).collect();
         self.last = Some((snap.clone(), ids));
         snap

@@ -293,6 +293,29 @@ fn filter_narrows_the_lists() {
     assert_eq!(s.pending().len(), 3);
 }
 
+// A filter in force answers for what each scan brings: a new packet that matches, and a packet
+// changed under the same id so that it no longer does (the filter's answers are kept per packet
+// as parsed, not per id); another filter, and the same one again, answer afresh.
+#[test]
+fn filter_answers_for_packets_new_or_changed_since_it_was_typed() {
+    let mut s = state(false);
+    press(&mut s, &["/", "c", "a", "l", "enter"]);
+    let ids = |s: &State| s.pending().iter().map(|e| e.packet.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&s), ["p-kickoff"]);
+    let mut next = snapshot();
+    next.packets.retain(|e| e.packet.id != "p-kickoff");
+    next.packets.insert(0, packet("p-sync", "agent-planner", "draft.compose", "Calendar sync", 1, json!({})));
+    next.packets.push(packet("p-kickoff", "agent-planner", "draft.compose", "Kick-off moved", 15, json!({})));
+    scanned(&mut s, next);
+    assert_eq!(ids(&s), ["p-sync"]);
+    press(&mut s, &["/", "backspace", "backspace", "backspace", "p", "a", "y", "enter"]);
+    assert_eq!(ids(&s), ["p-pay"]);
+    press(&mut s, &["/", "backspace", "backspace", "backspace", "c", "a", "l", "enter"]);
+    assert_eq!(ids(&s), ["p-sync"]);
+    press(&mut s, &["esc"]);
+    assert_eq!(ids(&s).len(), 4);
+}
+
 // `?` shows help generated from the keymap; any close key hides it.
 #[test]
 fn help_overlay_comes_from_the_keymap() {

@@ -422,11 +422,17 @@ proptest::proptest! {
     // files with new ids, rebuilt otherwise) answers exactly what a new scanner answers:
     // packets in order, duplicate ids held by the file whose name sorts first, invalid files
     // by name, receipts.
+    // The same holds for a scanner that never lists again and looks only at the names reported
+    // (`Recheck::Touched`, as the console scans when its watcher names every change).
     #[test]
-    fn a_kept_scanner_answers_what_a_new_one_does(ops in proptest::collection::vec(proptest::collection::vec(spool_op(), 1..4), 1..12)) {
+    fn a_kept_scanner_answers_what_a_new_one_does(
+        ops in proptest::collection::vec(proptest::collection::vec(spool_op(), 1..4), 1..12),
+        touched in proptest::bool::ANY,
+    ) {
         let f = fixture();
         let mut kept = Scanner::new();
         let mut last = kept.scan(&f.spool).expect("scan");
+        let recheck = if touched { spool::Recheck::Touched } else { spool::Recheck::Renamed };
         for batch in &ops {
             for op in batch {
                 apply(&f.spool, op);
@@ -434,7 +440,7 @@ proptest::proptest! {
             // As the console scans: the listing's inodes, plus the names its watcher reported (a
             // file replaced twice between two scans can get its first inode back).
             kept.recheck_names(batch.iter().map(SpoolOp::name));
-            if let Some(snap) = kept.scan_if_changed(&f.spool, spool::Recheck::Renamed).expect("scan") {
+            if let Some(snap) = kept.scan_if_changed(&f.spool, recheck).expect("scan") {
                 last = snap;
             }
             let fresh = Scanner::new().scan(&f.spool).expect("scan");
@@ -464,4 +470,35 @@ fn a_recheck_name_sees_a_file_the_listing_cannot() {
     let again = scanner.scan_if_changed(&f.spool, spool::Recheck::Renamed).expect("scan").expect("a change");
     assert_eq!(again.packets[0].packet.summary, "second, longer");
     assert_eq!(again, Scanner::new().scan(&f.spool).expect("scan"));
+}
+
+// A `Touched` scan lists nothing once the scanner has a listing: a file no one named is not
+// seen until a name or a listing shows it, and a named file that is gone is dropped. A scanner
+// with no listing yet lists anyway.
+#[test]
+fn a_touched_scan_looks_only_at_the_names_given() {
+    let f = fixture();
+    let put = |id: &str| {
+        let d = warrant::packet::portable_packet(id, "draft.compose", "scribe", "a draft", json!({}), AT);
+        std::fs::write(f.spool.packets_dir().join(format!("{id}.json")), serde_json::to_vec(&d).expect("JSON"))
+            .expect("write");
+    };
+    put("p-1");
+    let mut scanner = Scanner::new();
+    let first = scanner.scan_if_changed(&f.spool, spool::Recheck::Touched).expect("scan").expect("first scan");
+    assert_eq!(first.packets.len(), 1, "the first scan lists");
+    put("p-2");
+    put("p-3");
+    assert_eq!(scanner.scan_if_changed(&f.spool, spool::Recheck::Touched).expect("scan"), None, "nothing named");
+    scanner.recheck_names(["p-2.json".to_owned(), "packets".to_owned(), ".p-3.json.tmp".to_owned()]);
+    let named = scanner.scan_if_changed(&f.spool, spool::Recheck::Touched).expect("scan").expect("p-2");
+    let ids: Vec<&str> = named.packets.iter().map(|e| e.packet.id.as_str()).collect();
+    assert_eq!(ids, ["p-1", "p-2"], "only the named publication is looked at");
+    std::fs::remove_file(f.spool.packets_dir().join("p-1.json")).expect("remove");
+    scanner.recheck_names(["p-1.json".to_owned()]);
+    let gone = scanner.scan_if_changed(&f.spool, spool::Recheck::Touched).expect("scan").expect("p-1 gone");
+    let ids: Vec<&str> = gone.packets.iter().map(|e| e.packet.id.as_str()).collect();
+    assert_eq!(ids, ["p-2"]);
+    let listed = scanner.scan_if_changed(&f.spool, spool::Recheck::Renamed).expect("scan").expect("p-3 listed");
+    assert_eq!(listed, Scanner::new().scan(&f.spool).expect("scan"));
 }

@@ -352,6 +352,8 @@ pub struct State {
     receipts_by_class: HashMap<String, usize>,
     /// The content hash each packet id had at the last scan.
     last_hash: crate::monitor::ByPacket<String>,
+    /// The filter's answers for the packets it was asked about.
+    filter_memo: FilterMemo,
     /// When a packet's content last changed under the same id (seconds since the epoch).
     changed_at: HashMap<String, f64>,
     /// First line of the zoomed packet view.
@@ -515,6 +517,7 @@ impl State {
             invalid: Vec::new(),
             receipts_by_class: HashMap::new(),
             last_hash: crate::monitor::ByPacket::default(),
+            filter_memo: FilterMemo::default(),
             changed_at: HashMap::new(),
             detail_scroll: 0,
             policies: Arc::new(PolicySet::builtin()),
@@ -936,11 +939,23 @@ impl State {
         // packets (few) for the decided rows.
         let mut pending: Vec<PacketEntry> = Vec::with_capacity(self.snapshot.packets.len());
         let mut decided_packets: HashMap<&str, &Arc<Packet>> = HashMap::new();
+        let memo = &mut self.filter_memo;
+        if memo.needle != needle || memo.hits.len() > 2 * self.snapshot.packets.len() + 1024 {
+            // A new filter, or packets gone from the spool piling up: start again.
+            memo.hits.clear();
+            memo.needle.clone_from(&needle);
+        }
         for e in &self.snapshot.packets {
             let p = &e.packet;
             if self.decisions.contains_key(&p.id) {
                 decided_packets.insert(&p.id, p);
-            } else if matches(&[&p.id, &p.agent, &p.action_class, &p.summary]) {
+            } else if needle.is_empty()
+                || memo
+                    .hits
+                    .entry(Arc::as_ptr(p) as usize)
+                    .or_insert_with(|| (Arc::clone(p), matches(&[&p.id, &p.agent, &p.action_class, &p.summary])))
+                    .1
+            {
                 pending.push(e.clone());
             }
         }
@@ -1031,17 +1046,38 @@ impl State {
     }
 }
 
-/// Whether `hay`, lowered, contains `needle` (already lowered): without an allocation when both
-/// are ASCII, as ids, agents and classes are (the filter runs over every packet per scan).
+/// The filter's answer for each packet it was asked about under `needle`. A packet is immutable
+/// and shared (`Arc`) from its parse on, so a scan that adds a few packets to many matches only
+/// those. Keyed by the packet's address, and holding the packet so that the address is not
+/// reused while the answer is kept.
+#[derive(Debug, Clone, Default)]
+struct FilterMemo {
+    needle: String,
+    hits: HashMap<usize, (Arc<Packet>, bool), foldhash::fast::RandomState>,
+}
+
+/// Whether `hay`, lowered as [`str::to_lowercase`] lowers it, contains `needle` (already
+/// lowered). The filter runs over every packet per scan, so for an ASCII needle (ids, agents and
+/// classes are ASCII) `hay` is neither lowered nor checked for ASCII: its bytes are searched,
+/// ignoring ASCII case. That is exact: a window that matches an ASCII needle is itself ASCII,
+/// and no character outside ASCII lowers to anything with ASCII in it but `İ` (U+0130, to
+/// `i` + U+0307) and the Kelvin sign (U+212A, to `k`). Their first bytes (0xC4, 0xE2) send `hay`
+/// to the full lowering when the needle has an `i` or a `k`.
 fn contains_folded(hay: &str, needle: &str) -> bool {
-    if hay.is_ascii() && needle.is_ascii() {
-        let (h, n) = (hay.as_bytes(), needle.as_bytes());
-        let Some((&first, rest)) = n.split_first() else { return true };
-        // Only where the first letter is (in either case) is the rest compared.
-        return memchr::memchr2_iter(first, first.to_ascii_uppercase(), h)
-            .any(|at| h.len() - at > rest.len() && h[at + 1..at + 1 + rest.len()].eq_ignore_ascii_case(rest));
+    if !needle.is_ascii() {
+        return hay.to_lowercase().contains(needle);
     }
-    hay.to_lowercase().contains(needle)
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let Some((&first, rest)) = n.split_first() else { return true };
+    // Only where the first letter is (in either case) is the rest compared.
+    let found = memchr::memchr2_iter(first, first.to_ascii_uppercase(), h)
+        .any(|at| h.len() - at > rest.len() && h[at + 1..at + 1 + rest.len()].eq_ignore_ascii_case(rest));
+    if found {
+        return true;
+    }
+    n.iter().any(|b| matches!(b, b'i' | b'k'))
+        && memchr::memchr2(0xC4, 0xE2, h).is_some()
+        && hay.to_lowercase().contains(needle)
 }
 
 /// Page size used by page up/down.
@@ -1705,9 +1741,13 @@ mod tests {
 
     proptest::proptest! {
         // The filter's search finds exactly what lowering both sides and searching finds (the
-        // needle comes lowered), ASCII or not.
+        // needle comes lowered), ASCII or not, with the two characters that lower to ASCII
+        // (U+0130 and the Kelvin sign U+212A) and others that share their first bytes.
         #[test]
-        fn folded_search_is_lowered_contains(hay in "[a-cA-C\u{e9}\u{c9} ]{0,24}", needle in "[a-cA-C\u{e9}]{0,4}") {
+        fn folded_search_is_lowered_contains(
+            hay in "[a-ckiIKA-C\u{e9}\u{c9}\u{130}\u{131}\u{212a}\u{2122}\u{307} ]{0,24}",
+            needle in "[a-ckiIKA-C\u{e9}\u{307}]{0,4}",
+        ) {
             let needle = needle.to_lowercase();
             proptest::prop_assert_eq!(contains_folded(&hay, &needle), hay.to_lowercase().contains(&needle));
         }

@@ -287,8 +287,12 @@ impl Runner {
                 }
                 self.scanning = true;
                 self.last_scan = Instant::now();
-                // Agents publish by renaming into place, which the directory listing shows by
-                // itself; a write in place, lost events or a minute's silence check every file.
+                // The watcher names every file an event touched: a scan for those alone looks
+                // at them alone, however large the spool. A scan with no names (the periodic
+                // rescan, a change of the chain) or after an event on `packets/` or `receipts/`
+                // themselves lists the directories, whose inodes show renames into place; a
+                // write in place, lost events or a minute's silence check every file.
+                let touched = self.touched.lock().map(|mut names| std::mem::take(&mut *names)).unwrap_or_default();
                 let every = self.recheck_every.swap(false, std::sync::atomic::Ordering::SeqCst)
                     || !self.watching
                     || self.last_recheck.elapsed() >= RECHECK_EVERY;
@@ -296,9 +300,8 @@ impl Runner {
                     self.last_recheck = Instant::now();
                     spool::Recheck::Every
                 } else {
-                    spool::Recheck::Renamed
+                    watcher::recheck_for(&self.spool, &touched)
                 };
-                let touched = self.touched.lock().map(|mut names| std::mem::take(&mut *names)).unwrap_or_default();
                 let (spool, scanner, tx) = (self.spool.clone(), Arc::clone(&self.scanner), self.tx.clone());
                 spawn_job(
                     tx.clone(),

@@ -1,7 +1,9 @@
-//! The spool watcher: inotify (through notify) as a *hint*. A publication under `packets/` or
-//! `receipts/`, a change on the spool's root or on `chain.jsonl` asks for a rescan; the scan of
-//! the directory is the truth, so lost or merged events cost only latency until the periodic
-//! rescan.
+//! The spool watcher: inotify (through notify). A publication under `packets/` or `receipts/`, a
+//! change on the spool's root or on `chain.jsonl` asks for a rescan, and the names the events
+//! touched are kept for it: a scan for those names looks at those files alone ([`recheck_for`]).
+//! The kernel says when its queue overflowed, and the next scan then checks every file; the
+//! periodic rescan lists the directories, so an event lost any other way would cost only latency
+//! until then.
 //!
 //! No debouncer: notify's inotify watcher blocks in the kernel until an event comes, so an idle
 //! console wakes for nothing, and a packet's rename asks for a scan at once. Bursts are merged by
@@ -10,7 +12,7 @@
 //! ignored: the scanner skips those files anyway.
 
 use super::app::Action;
-use crate::spool::Spool;
+use crate::spool::{Recheck, Spool};
 use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 use std::path::Path;
@@ -79,6 +81,17 @@ pub(crate) fn touched_names(event: &notify::Event, chain_name: Option<&std::ffi:
         .collect()
 }
 
+/// How a scan for the names the watcher reported (`touched`) looks at the spool, when it need
+/// not check every file: only at those names ([`Recheck::Touched`]), or by listing the
+/// directories ([`Recheck::Renamed`]) when no name was reported (the periodic rescan, a change
+/// of the chain) or when `packets/` or `receipts/` themselves were touched (replaced or removed,
+/// their files are known only by listing them again).
+pub(crate) fn recheck_for(spool: &Spool, touched: &[String]) -> Recheck {
+    let dirs = [spool.packets_dir(), spool.receipts_dir()];
+    let is_dir = |name: &String| dirs.iter().any(|d| d.file_name() == Some(std::ffi::OsStr::new(name)));
+    if touched.is_empty() || touched.iter().any(is_dir) { Recheck::Renamed } else { Recheck::Touched }
+}
+
 /// A temporary dot-file: an agent's (or warrant's own) write before the rename that publishes it.
 fn is_work_in_progress(path: &Path) -> bool {
     path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'))
@@ -142,6 +155,17 @@ mod tests {
             e = e.add_path(PathBuf::from(p));
         }
         e
+    }
+
+    #[test]
+    fn a_scan_for_named_files_looks_only_at_them_unless_a_directory_was_touched() {
+        let spool = Spool::new("/s");
+        let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(recheck_for(&spool, &names(&["p-1.json", "r-1.json"])), Recheck::Touched);
+        assert_eq!(recheck_for(&spool, &names(&[])), Recheck::Renamed);
+        assert_eq!(recheck_for(&spool, &names(&["p-1.json", "packets"])), Recheck::Renamed);
+        assert_eq!(recheck_for(&spool, &names(&["receipts"])), Recheck::Renamed);
+        assert_eq!(recheck_for(&spool, &names(&["decisions", "checkpoint.json"])), Recheck::Touched);
     }
 
     #[test]
