@@ -347,7 +347,6 @@ struct Listing {
 }
 
 /// What [`look`] found of a file it could `lstat`.
-#[derive(PartialEq, Eq)]
 enum Look {
     /// Not in the cache before: parsed.
     New,
