@@ -191,6 +191,11 @@ impl IdKeys {
         uuid_value(id.as_bytes())
             .unwrap_or_else(|| (u128::from(self.0.hash_one(id)) << 64) | u128::from(self.1.hash_one(id)))
     }
+
+    /// The key of a parsed record's `record_id`, `None` when that is missing or not a string.
+    fn of(&self, rec: &Map<String, Value>) -> Option<u128> {
+        rec.get("record_id").and_then(Value::as_str).map(|id| self.key(id))
+    }
 }
 
 /// The value of a UUID in canonical text form (`8-4-4-4-12` lower-case hex digits), else `None`.
@@ -487,7 +492,7 @@ where
             &canonical::canonical_digest_without(map, "entry_hash"),
             opts,
         );
-        let key = map.get("record_id").and_then(Value::as_str).map(|id| seq.lineage.keys.key(id));
+        let key = seq.lineage.keys.of(map);
         seq.record(i, map, Some(map), local, key);
         on_record(i, map);
     }
@@ -575,7 +580,6 @@ fn check_line(
     keys: &IdKeys,
     opts: VerifyOptions<'_>,
 ) -> Checked {
-    let map_key = |map: &Map<String, Value>| map.get("record_id").and_then(Value::as_str).map(|id| keys.key(id));
     if let Ok(text) = simdutf8::basic::from_utf8(line)
         && canonical::scan::scan_object_str(text, scan)
     {
@@ -606,7 +610,7 @@ fn check_line(
                     Checked::Raw { ids: found, local, key }
                 }
                 Some(keep) => match partial_map(line, scan, keep) {
-                    Ok(map) => Checked::Parsed { key: map_key(&map), map, full: false, local },
+                    Ok(map) => Checked::Parsed { key: keys.of(&map), map, full: false, local },
                     Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
                 },
             };
@@ -614,7 +618,7 @@ fn check_line(
         return match canonical::parse_strict(line) {
             Ok(Value::Object(map)) => {
                 let local = check_local(i, &map.field_refs(), map.unknown_keys(), Some(&map), &digest, opts);
-                Checked::Parsed { key: map_key(&map), map, full: true, local }
+                Checked::Parsed { key: keys.of(&map), map, full: true, local }
             }
             Ok(_) => Checked::Unparsable("line is not a JSON object".into()),
             Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
@@ -624,7 +628,7 @@ fn check_line(
         Ok(Value::Object(map)) => {
             let digest = canonical::canonical_digest_without(&map, "entry_hash");
             let local = check_local(i, &map.field_refs(), map.unknown_keys(), Some(&map), &digest, opts);
-            Checked::Parsed { key: map_key(&map), map, full: true, local }
+            Checked::Parsed { key: keys.of(&map), map, full: true, local }
         }
         Ok(_) => Checked::Unparsable("line is not a JSON object".into()),
         Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
