@@ -749,7 +749,15 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
         return Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())));
     };
     // An approval must pass the composed verdict, checked on the chain verified under the lock.
+    // Its preconditions are observed here, before the lock is taken, never under it.
     let policies = load_policies(Some(spool))?;
+    let observer = crate::preconditions::Observer::for_policies(&policies, Some(&config::config_dir()));
+    let mut revalidations = crate::monitor::Revalidations::default();
+    if verdict == Verdict::Approve
+        && let Some(pre) = crate::monitor::revalidated_preconditions(&entry.packet)
+    {
+        revalidations.insert(id.to_owned(), std::sync::Arc::new(observer.recheck_pending(&pre)));
+    }
     let admit = |view: &spool::ChainView| -> Result<(), String> {
         if verdict == Verdict::Refuse {
             return Ok(());
@@ -765,6 +773,7 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
             &snap.receipts,
             &view.decisions,
             &view.evidence,
+            &revalidations,
             view.report.is_valid(),
             &principal.name,
         );
@@ -789,6 +798,7 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
         verdict,
         reason,
         &crate::clock::now_rfc3339(),
+        &observer,
         admit,
     )
     .map_err(|e| match e {
@@ -1215,11 +1225,10 @@ fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Fai
         }
         Err(e) => return Err(e.into()),
     };
-    let rv = if phase == "pending" {
-        crate::preconditions::recheck_pending(&preconditions)
-    } else {
-        crate::preconditions::recheck(&preconditions)
-    };
+    let policies = load_policies(Some(spool))?;
+    let observer = crate::preconditions::Observer::for_policies(&policies, Some(&config::config_dir()));
+    let rv =
+        if phase == "pending" { observer.recheck_pending(&preconditions) } else { observer.recheck(&preconditions) };
     if as_json {
         print_json(&json!({"packet_id": id, "phase": phase, "revalidation": rv}))?;
     } else {

@@ -84,7 +84,16 @@ fn proposals() -> Vec<(&'static str, &'static str, &'static str, Value)> {
     ]
 }
 
-/// The demo spool's `policy.toml`: the tools the simulated agents use, with their tiers and
+/// The demo spool's `policy.toml`: [`DEMO_POLICY`], and the directory of the world file as the
+/// one root its precondition may observe.
+#[must_use]
+pub fn demo_policy(spool: &Spool) -> String {
+    let world = world_file(spool);
+    let root = world.parent().unwrap_or(spool.root()).to_string_lossy().into_owned();
+    format!("{DEMO_POLICY}\n[preconditions]\nroots = [{}]\n", toml::Value::String(root))
+}
+
+/// The demo spool's `policy.toml` without its precondition root: the tools the simulated agents use, with their tiers and
 /// ladder floors.
 pub const DEMO_POLICY: &str = r#"# Written by `warrant demo`: the simulated agents' tools.
 [tools."mail.send"]
@@ -176,7 +185,9 @@ fn publish_precondition_packet(spool: &Spool) -> std::io::Result<()> {
     std::fs::create_dir_all(path.parent().unwrap_or(spool.root()))?;
     std::fs::write(&path, "region,revenue\nnorth,118000\nsouth,97000\n")?;
     let params = json!({"path": path.to_string_lossy()});
-    let expected = crate::preconditions::observe("file.sha256", &params).unwrap_or(Value::Null);
+    let root = path.parent().unwrap_or(spool.root()).to_owned();
+    let observer = crate::preconditions::Observer::new(&[root], None, crate::preconditions::Budget::default());
+    let expected = observer.observe("file.sha256", &params).unwrap_or(Value::Null);
     let id = "demo-report-publish";
     let mut doc = crate::packet::portable_packet(
         id,
@@ -268,7 +279,7 @@ impl Demo {
         let _ = spool.ensure();
         let policy = spool.root().join("policy.toml");
         if !policy.exists() {
-            let _ = std::fs::write(&policy, DEMO_POLICY);
+            let _ = std::fs::write(&policy, demo_policy(&spool));
         }
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
@@ -364,6 +375,7 @@ mod tests {
             &ctx,
             &snap.packets,
             &snap.receipts,
+            &Default::default(),
             &Default::default(),
             &Default::default(),
             true,

@@ -205,20 +205,43 @@ pub struct AssessInputs {
     chain_evidence: crate::spool::ChainEvidence,
 }
 
-/// Assesses every pending packet of `packets` (those without a decision in `decisions`), with
-/// the chain's evidence and the spool's receipt files as the gate's evidence.
-/// Observing preconditions reads the files and repositories they name (the only I/O).
+/// The precondition re-checks of pending packets, by packet id, as the caller observed them
+/// ([`crate::preconditions::observe_pending`]: the I/O happens there, off the console's UI thread
+/// and outside the chain's lock). A packet whose contract has preconditions to re-check but that
+/// has no entry here is assessed as failing them ("not observed yet"): fail closed.
+pub type Revalidations = ByPacket<Arc<crate::ladder::Revalidation>>;
+
+/// The preconditions of `p`'s contract that must be re-checked at execution, if any (a packet
+/// without a contract, or with an invalid one, has none here: the verdict refuses the latter).
 #[must_use]
+pub fn revalidated_preconditions(p: &crate::packet::Packet) -> Option<Vec<crate::ladder::ActionPrecondition>> {
+    match &Governance::of_packet(p)?.contract {
+        Some(Ok(c)) if c.preconditions.iter().any(|x| x.must_revalidate_at_execution) => Some(c.preconditions.clone()),
+        _ => None,
+    }
+}
+
+/// The re-check of preconditions nobody has observed yet: each fails closed.
+fn not_observed(pre: &[crate::ladder::ActionPrecondition]) -> crate::ladder::Revalidation {
+    crate::ladder::revalidate(pre, |_| Err("not observed yet".into()))
+}
+
+/// Assesses every pending packet of `packets` (those without a decision in `decisions`), with
+/// the chain's evidence and the spool's receipt files as the gate's evidence, and the
+/// precondition re-checks the caller observed (`revalidations`). Pure: no I/O.
+#[must_use]
+#[allow(clippy::too_many_arguments)]
 pub fn assess(
     ctx: &VerdictContext<'_>,
     packets: &[PacketEntry],
     receipts: &[Arc<Receipt>],
     decisions: &HashMap<String, ChainDecision>,
     chain_evidence: &crate::spool::ChainEvidence,
+    revalidations: &Revalidations,
     chain_intact: bool,
     workspace: &str,
 ) -> Assessment {
-    assess_with(None, None, ctx, packets, receipts, decisions, chain_evidence, chain_intact, workspace)
+    assess_with(None, None, ctx, packets, receipts, decisions, chain_evidence, revalidations, chain_intact, workspace)
 }
 
 /// [`assess`], reusing `prev`'s results where they cannot differ: the same answer as [`assess`]
@@ -232,8 +255,8 @@ pub fn assess(
 /// [`observe`]. Time: the gate reads the clock only as its decision time (whole seconds), so in
 /// another second the decision is [`crate::graduation::gate::Decision::retimed`]; the verdict
 /// reads it only through the agent's active elevation, so it is reused only when the elevated
-/// ring is the same at both times. Preconditions with `must_revalidate_at_execution` are
-/// re-checked every time (files and repositories change), and such packets' verdicts recomputed.
+/// ring is the same at both times. Packets with preconditions to re-check take theirs from
+/// `revalidations` every time, and their verdicts are recomputed.
 /// The monitor (rates, agents) is always recomputed.
 #[must_use]
 #[allow(clippy::too_many_arguments)]
@@ -245,11 +268,23 @@ pub fn assess_incremental(
     receipts: &[Arc<Receipt>],
     decisions: &HashMap<String, ChainDecision>,
     chain_evidence: &crate::spool::ChainEvidence,
+    revalidations: &Revalidations,
     chain_intact: bool,
     workspace: &str,
 ) -> Assessment {
     let policies = Some(policies).filter(|p| std::ptr::eq(Arc::as_ptr(p), ctx.policies));
-    assess_with(prev, policies, ctx, packets, receipts, decisions, chain_evidence, chain_intact, workspace)
+    assess_with(
+        prev,
+        policies,
+        ctx,
+        packets,
+        receipts,
+        decisions,
+        chain_evidence,
+        revalidations,
+        chain_intact,
+        workspace,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -261,6 +296,7 @@ fn assess_with(
     receipts: &[Arc<Receipt>],
     decisions: &HashMap<String, ChainDecision>,
     chain_evidence: &crate::spool::ChainEvidence,
+    revalidations: &Revalidations,
     chain_intact: bool,
     workspace: &str,
 ) -> Assessment {
@@ -293,12 +329,8 @@ fn assess_with(
     for e in packets.iter().filter(|e| !decisions.contains_key(&e.packet.id)) {
         let p = &e.packet;
         let rate = a.monitor.rates.get(&p.id);
-        let rv = Governance::of_packet(p).and_then(|g| match &g.contract {
-            Some(Ok(c)) if c.preconditions.iter().any(|x| x.must_revalidate_at_execution) => {
-                Some(crate::preconditions::recheck_pending(&c.preconditions))
-            }
-            _ => None,
-        });
+        let rv = revalidated_preconditions(p)
+            .map(|pre| revalidations.get(&p.id).map_or_else(|| Arc::new(not_observed(&pre)), Arc::clone));
         let reused = base.and_then(|b| {
             let i = b.inputs.as_ref()?;
             let old = i.packets.get(&p.id)?;
@@ -320,7 +352,7 @@ fn assess_with(
         let (gate, verdict) = match reused {
             Some((gate, Some(verdict))) => (gate, verdict),
             Some((gate, None)) => {
-                let verdict = crate::verdict::evaluate(ctx, p, &gate, rate, rv.as_ref());
+                let verdict = crate::verdict::evaluate(ctx, p, &gate, rate, rv.as_deref());
                 (gate, Arc::new(verdict))
             }
             None => {
@@ -328,13 +360,13 @@ fn assess_with(
                     crate::graduation::evidence::EvidenceIndex::new(chain_evidence.rows().chain(&evidence))
                 });
                 let tg = crate::verdict::packet_gate(ctx, p, index, workspace, chain_intact);
-                let verdict = crate::verdict::evaluate(ctx, p, &tg, rate, rv.as_ref());
+                let verdict = crate::verdict::evaluate(ctx, p, &tg, rate, rv.as_deref());
                 (Arc::new(tg.into_owned()), Arc::new(verdict))
             }
         };
         a.gate.insert(p.id.clone(), gate);
         if let Some(rv) = rv {
-            a.preconditions.insert(p.id.clone(), Arc::new(rv));
+            a.preconditions.insert(p.id.clone(), rv);
         }
         a.verdicts.insert(p.id.clone(), verdict);
         assessed.insert(p.id.clone(), Arc::clone(p));

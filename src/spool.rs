@@ -1521,6 +1521,10 @@ fn sign_checkpoint(
 /// `decisions/<id>.json` atomically. Decision files missing for earlier records are restored
 /// from the chain on the way.
 ///
+/// Preconditions are observed with an [`crate::preconditions::Observer`] that has no roots, so
+/// an approval of a packet with file or git preconditions fails closed here: callers that honour
+/// the principal's `[preconditions] roots` use [`decide_with`].
+///
 /// # Errors
 /// [`DecideError`]; on any error nothing was appended.
 pub fn decide(
@@ -1532,12 +1536,14 @@ pub fn decide(
     reason: Option<&str>,
     decided_at: &str,
 ) -> Result<Decided, DecideError> {
-    decide_with(spool, principal, pinned, packet, verdict, reason, decided_at, |_| Ok(()))
+    let observer = crate::preconditions::Observer::default();
+    decide_with(spool, principal, pinned, packet, verdict, reason, decided_at, &observer, |_| Ok(()))
 }
 
-/// [`decide`], with `admit` run on the chain as verified under the lock, just before signing: an
-/// `Err` refuses the decision ([`DecideError::Refused`]) and nothing is appended. The CLI checks
-/// the composed verdict here, so the chain is verified once and the principal's controls cannot
+/// [`decide`], observing an approval's preconditions with `observer` (before the lock is taken),
+/// and with `admit` run on the chain as verified under the lock, just before signing: an `Err`
+/// refuses the decision ([`DecideError::Refused`]) and nothing is appended. The CLI checks the
+/// composed verdict here, so the chain is verified once and the principal's controls cannot
 /// change between the check and the signature.
 ///
 /// # Errors
@@ -1551,6 +1557,7 @@ pub fn decide_with(
     verdict: Verdict,
     reason: Option<&str>,
     decided_at: &str,
+    observer: &crate::preconditions::Observer,
     admit: impl FnOnce(&ChainView) -> Result<(), String>,
 ) -> Result<Decided, DecideError> {
     if verdict == Verdict::Refuse && reason.is_none_or(|r| r.trim().is_empty()) {
@@ -1586,7 +1593,7 @@ pub fn decide_with(
         reason: reason.map(str::trim).filter(|r| !r.is_empty()),
         decided_at,
     };
-    let preconditions = if verdict == Verdict::Approve { record_preconditions(packet)? } else { None };
+    let preconditions = if verdict == Verdict::Approve { record_preconditions(observer, packet)? } else { None };
     let signed = decision::sign_decision_with_preconditions(principal, &input, preconditions);
     let chain_path = spool.chain_path();
     let mut refusal: Option<DecideError> = None;
@@ -1865,37 +1872,21 @@ pub fn elevation_fields(
     Ok(fields)
 }
 
-/// The preconditions to record when approving `packet` (lodestar-and-tiers.md §A3): each of its
-/// contract's preconditions marked `must_revalidate_at_execution`, observed now
-/// ([`crate::preconditions::observe`]). A precondition whose `expected_at_approval` is set must
-/// hold now; one without is recorded with what is observed. `None` when the packet has no
+/// The preconditions to record when approving `packet` (lodestar-and-tiers.md §A3), observed
+/// by `observer` ([`crate::preconditions::Observer::record`]): `None` when the packet has no
 /// contract or nothing to re-check.
 ///
 /// # Errors
 /// [`DecideError::PreconditionFailed`] when one does not hold or cannot be observed;
 /// [`DecideError::InvalidContract`] for a malformed contract.
-pub fn record_preconditions(packet: &Packet) -> Result<Option<Value>, DecideError> {
+pub fn record_preconditions(
+    observer: &crate::preconditions::Observer,
+    packet: &Packet,
+) -> Result<Option<Value>, DecideError> {
     let Some(g) = crate::verdict::Governance::of_packet(packet) else { return Ok(None) };
-    let contract = match &g.contract {
-        None => return Ok(None),
-        Some(Err(reason)) => {
-            return Err(DecideError::InvalidContract { id: packet.id.clone(), reason: reason.clone() });
-        }
-        Some(Ok(c)) => c,
-    };
-    let mut recorded = Vec::new();
-    for p in contract.preconditions.iter().filter(|p| p.must_revalidate_at_execution) {
-        let observed = crate::preconditions::observe(&p.check_id, &p.parameters)
-            .map_err(|e| DecideError::PreconditionFailed(format!("{:?} cannot be observed: {e}", p.check_id)))?;
-        if !p.expected_at_approval.is_null() && p.expected_at_approval != observed {
-            return Err(DecideError::PreconditionFailed(format!(
-                "{:?} expected {} but observed {observed}",
-                p.check_id, p.expected_at_approval
-            )));
-        }
-        recorded.push(serde_json::json!({
-            "check_id": p.check_id, "parameters": p.parameters, "expected_at_approval": observed,
-        }));
+    match &g.contract {
+        None => Ok(None),
+        Some(Err(reason)) => Err(DecideError::InvalidContract { id: packet.id.clone(), reason: reason.clone() }),
+        Some(Ok(c)) => observer.record(&c.preconditions).map_err(DecideError::PreconditionFailed),
     }
-    Ok((!recorded.is_empty()).then_some(Value::Array(recorded)))
 }

@@ -41,7 +41,16 @@ struct World {
 impl World {
     fn full(&self) -> Assessment {
         let ctx = VerdictContext { policies: &self.policies, controls: &self.controls, now: self.now };
-        assess(&ctx, &self.packets, &self.receipts, &self.decisions, &self.evidence, self.chain_intact, "local")
+        assess(
+            &ctx,
+            &self.packets,
+            &self.receipts,
+            &self.decisions,
+            &self.evidence,
+            &Default::default(),
+            self.chain_intact,
+            "local",
+        )
     }
     fn incremental(&self, prev: &Assessment) -> Assessment {
         let ctx = VerdictContext { policies: &self.policies, controls: &self.controls, now: self.now };
@@ -53,6 +62,7 @@ impl World {
             &self.receipts,
             &self.decisions,
             &self.evidence,
+            &Default::default(),
             self.chain_intact,
             "local",
         )

@@ -390,7 +390,12 @@ fn elevation_follows_the_hypervisor_rules() {
 fn preconditions_are_recorded_at_approval_and_rechecked_at_execution() {
     let e = Env::new();
     assert_eq!(e.propose("draft.compose", "agent-a", "p-0", &[]).status.code(), Some(0));
-    let file = e.dir.path().join("report.csv");
+    // The agent's workspace is the one root preconditions may observe.
+    let work = e.dir.path().join("work");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    let policy = format!("[preconditions]\nroots = [{:?}]\n", work.display().to_string());
+    std::fs::write(e.config().join("policy.toml"), policy).expect("policy");
+    let file = work.join("report.csv");
     std::fs::write(&file, "a,b\n1,2\n").expect("write");
     let contract = |expected: Value| {
         serde_json::json!({"contract": {

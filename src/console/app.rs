@@ -360,6 +360,8 @@ pub struct State {
     pub detail_scroll: u16,
     /// The registry and policies the gate consults.
     pub policies: Arc<PolicySet>,
+    /// Observes preconditions for the assessment job, confined to the policies' roots.
+    pub observer: Arc<crate::preconditions::Observer>,
     /// Evidence rows from the verified chain (the principal's decisions and recorded receipts).
     chain_evidence: crate::spool::ChainEvidence,
     /// The principal's controls (notebook levels, agent standings, elevations) from the chain.
@@ -418,6 +420,7 @@ pub struct AssessJob {
     generation: u64,
     prev: Arc<Assessment>,
     policies: Arc<PolicySet>,
+    observer: Arc<crate::preconditions::Observer>,
     controls: ControlState,
     now: f64,
     packets: Vec<PacketEntry>,
@@ -429,10 +432,12 @@ pub struct AssessJob {
 }
 
 impl AssessJob {
-    /// Makes the assessment ([`crate::monitor::assess_incremental`] from the previous one):
-    /// what [`Action::Assess`] would make of the same state.
+    /// Observes the pending packets' preconditions ([`crate::preconditions::observe_pending`],
+    /// the only I/O) and makes the assessment ([`crate::monitor::assess_incremental`] from the
+    /// previous one): what [`Action::Assess`] would make of the same state.
     #[must_use]
     pub fn run(self) -> Assessed {
+        let revalidations = crate::preconditions::observe_pending(&self.observer, &self.packets, &self.decisions);
         let ctx = VerdictContext { policies: &self.policies, controls: &self.controls, now: self.now };
         let assessment = crate::monitor::assess_incremental(
             Some(&self.prev),
@@ -442,6 +447,7 @@ impl AssessJob {
             &self.receipts,
             &self.decisions,
             &self.chain_evidence,
+            &revalidations,
             self.chain_intact,
             &self.workspace,
         );
@@ -521,6 +527,7 @@ impl State {
             changed_at: HashMap::new(),
             detail_scroll: 0,
             policies: Arc::new(PolicySet::builtin()),
+            observer: Arc::default(),
             all_posteriors: Vec::new(),
             chain_evidence: crate::spool::ChainEvidence::default(),
             controls: ControlState::default(),
@@ -540,6 +547,14 @@ impl State {
     pub fn with_policies(mut self, policies: Arc<PolicySet>) -> Self {
         self.policies = policies;
         self.recompute_graduation();
+        self
+    }
+
+    /// Observes preconditions with `observer` (made for the policies' `[preconditions] roots`);
+    /// without one, file and git preconditions fail closed.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<crate::preconditions::Observer>) -> Self {
+        self.observer = observer;
         self
     }
 
@@ -708,6 +723,8 @@ impl State {
             &self.snapshot.receipts,
             &self.decisions,
             &self.chain_evidence,
+            // The last job's observations: this runs on the UI thread and observes nothing.
+            &self.assessment.preconditions.clone(),
             chain_intact,
             workspace,
         ));
@@ -903,6 +920,7 @@ impl State {
             generation: self.snapshot_generation,
             prev: Arc::clone(&self.assessment),
             policies: Arc::clone(&self.policies),
+            observer: Arc::clone(&self.observer),
             controls: self.controls.clone(),
             now: self.now,
             packets: self.snapshot.packets.clone(),

@@ -98,6 +98,8 @@ pub fn run(opts: Options) -> Result<()> {
     .with_policies(Arc::new(
         crate::graduation::PolicySet::load(&config::config_dir(), Some(opts.spool.root())).map_err(|e| eyre!("{e}"))?,
     ));
+    let observer = Arc::new(crate::preconditions::Observer::for_policies(&state.policies, Some(&config::config_dir())));
+    let state = state.with_observer(Arc::clone(&observer));
     let mut state = state;
     if let Some(aside) = set_aside {
         state.flash = Some(app::Flash { text: aside.message(), error: true });
@@ -223,6 +225,7 @@ struct Runner {
     principal: Option<Arc<Principal>>,
     pinned: Arc<PinnedKeys>,
     policies: Arc<crate::graduation::PolicySet>,
+    observer: Arc<crate::preconditions::Observer>,
     scanner: Arc<Mutex<Scanner>>,
     tx: mpsc::UnboundedSender<Action>,
     scanning: bool,
@@ -382,16 +385,27 @@ impl Runner {
                     return;
                 };
                 let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
+                let observer = Arc::clone(&self.observer);
                 spawn_job(tx, Action::Signed(Err("internal error while signing (see the log)".into())), move || {
                     let at = crate::clock::now_rfc3339();
-                    let result = spool::decide(&spool, &principal, &pinned, &packet, verdict, reason.as_deref(), &at)
-                        .map(|d| SignedSummary {
-                            packet_id: packet.id.clone(),
-                            verdict,
-                            chain_index: d.appended.chain_index,
-                            entry_hash: d.appended.entry_hash,
-                        })
-                        .map_err(|e| e.to_string());
+                    let result = spool::decide_with(
+                        &spool,
+                        &principal,
+                        &pinned,
+                        &packet,
+                        verdict,
+                        reason.as_deref(),
+                        &at,
+                        &observer,
+                        |_| Ok(()),
+                    )
+                    .map(|d| SignedSummary {
+                        packet_id: packet.id.clone(),
+                        verdict,
+                        chain_index: d.appended.chain_index,
+                        entry_hash: d.appended.entry_hash,
+                    })
+                    .map_err(|e| e.to_string());
                     match &result {
                         Ok(s) => {
                             tracing::info!(packet = %s.packet_id, verdict = verdict.as_str(), index = s.chain_index, "signed")
@@ -494,6 +508,7 @@ where
         principal: principal.map(Arc::new),
         pinned: Arc::new(pinned),
         policies: Arc::clone(&state.policies),
+        observer: Arc::clone(&state.observer),
         scanner: Arc::new(Mutex::new(Scanner::new())),
         tx: tx.clone(),
         scanning: false,

@@ -318,6 +318,14 @@ struct PolicyFile {
     ladder: Option<LadderDef>,
     #[serde(default)]
     agents: BTreeMap<String, AgentDef>,
+    #[serde(default)]
+    preconditions: Option<PreconditionsDef>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PreconditionsDef {
+    roots: Vec<PathBuf>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -337,7 +345,11 @@ struct LadderDef {
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AgentDef {
-    max_score: f64,
+    #[serde(default)]
+    max_score: Option<f64>,
+    /// The Unix users who may publish packets and receipts as this agent.
+    #[serde(default)]
+    users: Option<Vec<String>>,
 }
 
 /// A tool registered in `policy.toml` (`[tools."<key>"]`): its workbench tier and its Lodestar
@@ -390,6 +402,10 @@ pub struct PolicySet {
     pub ladder_ceiling: u8,
     /// Caps on the effective score an agent's packets may claim (`[agents."<id>"] max_score`).
     agent_caps: BTreeMap<String, f64>,
+    /// The Unix users who may speak for an agent (`[agents."<id>"] users`).
+    agent_users: BTreeMap<String, Vec<String>>,
+    /// The directories preconditions may observe (`[preconditions] roots`), absolute.
+    precondition_roots: Vec<PathBuf>,
 }
 
 impl Default for PolicySet {
@@ -411,6 +427,8 @@ impl PolicySet {
             tools: BTreeMap::new(),
             ladder_ceiling: DEFAULT_LADDER_CEILING,
             agent_caps: BTreeMap::new(),
+            agent_users: BTreeMap::new(),
+            precondition_roots: Vec::new(),
         }
     }
 
@@ -494,14 +512,35 @@ impl PolicySet {
             self.ladder_ceiling = self.ladder_ceiling.min(ladder.auto_approve_up_to);
         }
         for (agent, def) in file.agents {
-            if !(0.0..=1.0).contains(&def.max_score) {
+            let bad = |message: &str| PolicyError::Class { id: format!("agents.{agent}"), message: message.into() };
+            if !crate::packet::is_safe_id(&agent) {
+                return Err(bad("an agent id must be a safe id (letters, digits, `.`, `_`, `-`)"));
+            }
+            if let Some(max_score) = def.max_score {
+                if !(0.0..=1.0).contains(&max_score) {
+                    return Err(bad("max_score must be in [0, 1]"));
+                }
+                let cap = self.agent_caps.entry(agent.clone()).or_insert(max_score);
+                *cap = cap.min(max_score);
+            }
+            if let Some(users) = def.users {
+                // Two files naming users for one agent: only users both name may speak for it.
+                match self.agent_users.get_mut(&agent) {
+                    Some(kept) => kept.retain(|u| users.contains(u)),
+                    None => {
+                        self.agent_users.insert(agent, users);
+                    }
+                }
+            }
+        }
+        if let Some(pre) = file.preconditions {
+            if let Some(bad) = pre.roots.iter().find(|r| !r.is_absolute()) {
                 return Err(PolicyError::Class {
-                    id: format!("agents.{agent}"),
-                    message: "max_score must be in [0, 1]".into(),
+                    id: "preconditions.roots".into(),
+                    message: format!("{} is not an absolute path", bad.display()),
                 });
             }
-            let cap = self.agent_caps.entry(agent).or_insert(def.max_score);
-            *cap = cap.min(def.max_score);
+            self.precondition_roots.extend(pre.roots);
         }
         Ok(())
     }
@@ -538,6 +577,20 @@ impl PolicySet {
     #[must_use]
     pub fn tool(&self, key: &str) -> Option<&ToolPolicy> {
         self.tools.get(key)
+    }
+
+    /// The directories preconditions may observe (`[preconditions] roots`): see
+    /// [`crate::preconditions::Observer`].
+    #[must_use]
+    pub fn precondition_roots(&self) -> &[PathBuf] {
+        &self.precondition_roots
+    }
+
+    /// The Unix users `policy.toml` lets speak for `agent` (`[agents."<id>"] users`), if it
+    /// names any; otherwise the agent belongs to the first user the chain saw publishing it.
+    #[must_use]
+    pub fn agent_users(&self, agent: &str) -> Option<&[String]> {
+        self.agent_users.get(agent).map(Vec::as_slice)
     }
 
     /// The effective score an agent may claim: its claim (NaN and values outside [0, 1] read as
