@@ -675,6 +675,12 @@ fn propose(
     if !packet::is_class_id(&class) {
         return Err(Failure::usage(format!("{class:?} is not an action class (like email.send.external)")));
     }
+    if !packet::is_safe_id(agent) {
+        return Err(Failure::usage(format!(
+            "agent id {:?} is not a safe id: use only A-Z a-z 0-9 . _ : -",
+            crate::text::inert(agent, 60)
+        )));
+    }
     let proposed = match payload {
         None => json!({"summary": summary}),
         Some(path) => {
@@ -795,6 +801,7 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
         &principal,
         &pinned,
         &entry.packet,
+        Some(entry.owner),
         verdict,
         reason,
         &crate::clock::now_rfc3339(),
@@ -821,22 +828,52 @@ fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason
 
 fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     let snap = Scanner::new().scan(spool)?;
-    let spool::ChainView { report, decisions: decided, .. } = spool::verify_chain(spool, &load_pinned()?)?;
-    if let Some(first) = report.first() {
+    let view = spool::verify_chain(spool, &load_pinned()?)?;
+    if let Some(first) = view.report.first() {
         eprintln!(
             "warrant: the chain does not verify ({}); decisions from failing records are not shown",
             crate::text::inert(&first.to_string(), 400)
         );
     }
+    let decided = &view.decisions;
     if as_json {
+        // warrant's own verdict and the class's risk, not what the packet declares about itself.
+        let policies = load_policies(Some(spool))?;
+        let observer = crate::preconditions::Observer::for_policies(&policies, Some(&config::config_dir()));
+        let revalidations = crate::preconditions::observe_pending(&observer, &snap.packets, decided);
+        let ctx = crate::verdict::VerdictContext {
+            policies: &policies,
+            controls: &view.controls,
+            now: crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0),
+        };
+        let principal = Config::load().ok().and_then(|c| c.principal).unwrap_or_else(|| "local".into());
+        let a = crate::monitor::assess(
+            &ctx,
+            &snap.packets,
+            &snap.receipts,
+            decided,
+            &view.evidence,
+            &revalidations,
+            view.report.is_valid(),
+            &principal,
+        );
         let packets: Vec<Value> = snap
             .packets
             .iter()
             .map(|e| {
                 let p = &e.packet;
+                let risk = policies.class_risk(&p.action_class).as_str();
+                let verdict = a.verdicts.get(&p.id);
                 json!({
-                    "packet_id": p.id, "agent": p.agent, "action_class": p.action_class, "risk": p.risk,
-                    "state": p.state.map(DecisionState::as_str), "summary": p.summary, "content_hash": p.content_hash,
+                    "packet_id": p.id, "agent": p.agent, "action_class": p.action_class,
+                    "risk": risk,
+                    "declared_risk": p.risk.as_deref().filter(|r| *r != risk),
+                    "state": verdict.map(|v| v.state.as_str()),
+                    "decisive_model": verdict.map(|v| v.decisive.as_str()),
+                    "declared_state": p.state.map(DecisionState::as_str),
+                    "publisher": {"uid": e.owner, "user": spool::user_name(e.owner).as_deref()},
+                    "impersonation": a.monitor.impersonations.get(&p.id),
+                    "summary": p.summary, "content_hash": p.content_hash,
                     "decision": decided.get(&p.id).map(|d| d.verdict.as_str()),
                     "changed_since_decision": decided.get(&p.id).is_some_and(|d| d.packet_hash != p.content_hash),
                 })

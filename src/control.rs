@@ -313,9 +313,34 @@ pub struct ControlState {
     pub notebooks: BTreeMap<String, NotebookLevel>,
     /// Agents with a control.
     pub agents: BTreeMap<String, AgentControl>,
+    /// Each agent id's publisher as the chain first recorded it: the uid that owned the file of
+    /// the first packet of that agent the principal decided (`metadata.warrant_publisher` of a
+    /// decision record, [`publisher_of`]). Without `[agents."<id>"] users` in `policy.toml`,
+    /// only this uid may speak for the agent.
+    pub publishers: BTreeMap<String, u32>,
+}
+
+/// The key of a decision record's metadata naming who published the packet decided.
+pub const PUBLISHER_KEY: &str = "warrant_publisher";
+
+/// The publisher a chain record names (`metadata.warrant_publisher`: `{"agent": "<safe id>",
+/// "uid": <u32>}`), if any.
+#[must_use]
+pub fn publisher_of(rec: &Map<String, Value>) -> Option<(&str, u32)> {
+    let p = rec.get("metadata")?.get(PUBLISHER_KEY)?;
+    let agent = p.get("agent")?.as_str().filter(|a| crate::packet::is_safe_id(a))?;
+    let uid = u32::try_from(p.get("uid")?.as_u64()?).ok()?;
+    Some((agent, uid))
 }
 
 impl ControlState {
+    /// Records `uid` as `agent`'s publisher unless the chain named one before (the first wins).
+    pub fn bind_publisher(&mut self, agent: &str, uid: u32) {
+        if !self.publishers.contains_key(agent) {
+            self.publishers.insert(agent.to_owned(), uid);
+        }
+    }
+
     /// Applies one control.
     pub fn apply(&mut self, e: &ControlEvent) {
         match e.kind {

@@ -387,7 +387,7 @@ mod tests {
         // (the files' modification times), however slowly the demo could publish them.
         let limits = crate::rings::rate::default_limits(crate::rings::Ring::Sandbox);
         let times: Vec<f64> =
-            snap.packets.iter().filter(|e| e.packet.agent == "agent-rogue").map(|e| e.modified).collect();
+            snap.packets.iter().filter(|e| e.packet.agent == "agent-rogue").map(|e| e.arrived).collect();
         let span = times.iter().copied().fold(f64::MIN, f64::max) - times.iter().copied().fold(f64::MAX, f64::min);
         let most_allowed = limits.burst + (limits.rate * span).ceil();
         assert!(times.len() >= 14, "{} rogue packets", times.len());

@@ -70,6 +70,52 @@ pub struct Monitor {
     pub rates: ByPacket<RateOutcome>,
     /// Agents by id.
     pub agents: BTreeMap<String, AgentSummary>,
+    /// Packets whose file's owner may not speak for the agent they claim, by packet id, with the
+    /// reason ([`speakers`]): never approvable, and not counted for that agent.
+    pub impersonations: ByPacket<String>,
+}
+
+/// Who may speak for an agent, and on whose word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speakers<'a> {
+    /// The users `policy.toml` names (`[agents."<id>"] users`), resolved to uids.
+    Policy(&'a [u32]),
+    /// The uid the chain recorded with the first approval of one of its packets.
+    Chain(u32),
+    /// Nothing recorded yet: the owner of its earliest-arriving packet in the spool.
+    FirstSeen(u32),
+}
+
+impl Speakers<'_> {
+    /// Whether `uid` may speak for the agent.
+    #[must_use]
+    pub fn allows(&self, uid: u32) -> bool {
+        match self {
+            Speakers::Policy(uids) => uids.contains(&uid),
+            Speakers::Chain(u) | Speakers::FirstSeen(u) => *u == uid,
+        }
+    }
+
+    /// Why `uid` may not speak for `agent`, in a sentence.
+    #[must_use]
+    pub fn refusal(&self, agent: &str, uid: u32) -> String {
+        let whom = match self {
+            Speakers::Policy(uids) => format!("policy.toml lets only uid(s) {uids:?} speak for it"),
+            Speakers::Chain(u) => format!("the chain binds it to uid {u} (its first approved packet)"),
+            Speakers::FirstSeen(u) => format!("uid {u} published it first"),
+        };
+        format!("published by uid {uid}, which may not speak for {agent}: {whom}")
+    }
+}
+
+/// Who may speak for `agent` ([`Speakers`]): the policy's users, else the chain's binding, else
+/// `first_owner`, the owner of the agent's earliest-arriving packet.
+#[must_use]
+pub fn speakers<'a>(ctx: &VerdictContext<'a>, agent: &str, first_owner: u32) -> Speakers<'a> {
+    if let Some(uids) = ctx.policies.agent_uids(agent) {
+        return Speakers::Policy(uids);
+    }
+    ctx.controls.publishers.get(agent).map_or(Speakers::FirstSeen(first_owner), |u| Speakers::Chain(*u))
 }
 
 /// Replays arrivals and summarises agents (see the module docs). `now` is unix seconds.
@@ -81,15 +127,26 @@ pub fn observe(
     decisions: &HashMap<String, ChainDecision>,
 ) -> Monitor {
     let mut order: Vec<&PacketEntry> = packets.iter().collect();
-    order.sort_by(|a, b| a.modified.total_cmp(&b.modified).then_with(|| a.packet.id.cmp(&b.packet.id)));
+    order.sort_by(|a, b| a.arrived.total_cmp(&b.arrived).then_with(|| a.packet.id.cmp(&b.packet.id)));
     let mut limiter = RateLimiter::default();
     let mut mon = Monitor { rates: by_packet(packets.len()), ..Monitor::default() };
+    // The owner of each agent's earliest arrival (the order is by arrival).
+    let mut first_owner: HashMap<&str, u32> = HashMap::new();
+    for e in &order {
+        first_owner.entry(e.packet.agent.as_str()).or_insert(e.owner);
+    }
     let minute_of = |t: f64| -> Option<usize> {
         let age = ((ctx.now - t) / 60.0).floor();
         (0.0..ACTIVITY_MINUTES as f64).contains(&age).then(|| ACTIVITY_MINUTES - 1 - age as usize)
     };
     for e in order {
         let p = &e.packet;
+        let who = speakers(ctx, &p.agent, first_owner.get(p.agent.as_str()).copied().unwrap_or(e.owner));
+        if !who.allows(e.owner) {
+            // Not this agent's packet: it spends none of the agent's tokens and is not its.
+            mon.impersonations.insert(p.id.clone(), who.refusal(&p.agent, e.owner));
+            continue;
+        }
         let governance = Governance::of_packet(p);
         let ring = packet_ring(ctx, p, governance.as_deref());
         if !mon.agents.contains_key(p.agent.as_str()) {
@@ -100,12 +157,12 @@ pub fn observe(
             summary.eff_score = ctx.policies.effective_score(&p.agent, score);
         }
         // The bucket is created at the agent's ring; a ring change replaces it (§2.8 update_ring).
-        if limiter.bucket(&p.agent, RATE_SESSION, e.modified).is_some_and(|(r, ..)| r != ring) {
-            limiter.update_ring(&p.agent, RATE_SESSION, ring, e.modified);
+        if limiter.bucket(&p.agent, RATE_SESSION, e.arrived).is_some_and(|(r, ..)| r != ring) {
+            limiter.update_ring(&p.agent, RATE_SESSION, ring, e.arrived);
         }
-        let allowed = limiter.try_check(&p.agent, RATE_SESSION, ring, 1.0, e.modified);
+        let allowed = limiter.try_check(&p.agent, RATE_SESSION, ring, 1.0, e.arrived);
         let (tokens, capacity) =
-            limiter.bucket(&p.agent, RATE_SESSION, e.modified).map_or((0.0, 0.0), |(_, t, c)| (t, c));
+            limiter.bucket(&p.agent, RATE_SESSION, e.arrived).map_or((0.0, 0.0), |(_, t, c)| (t, c));
         mon.rates.insert(p.id.clone(), RateOutcome { allowed, ring, tokens, capacity });
         if decisions.contains_key(&p.id) {
             summary.decided += 1;
@@ -113,8 +170,8 @@ pub fn observe(
             summary.pending += 1;
         }
         summary.rate_rejections += u64::from(!allowed);
-        summary.last_seen = summary.last_seen.max(e.modified);
-        if let Some(m) = minute_of(e.modified) {
+        summary.last_seen = summary.last_seen.max(e.arrived);
+        if let Some(m) = minute_of(e.arrived) {
             summary.activity[m] += 1;
         }
     }
@@ -169,8 +226,10 @@ fn new_summary(ctx: &VerdictContext<'_>, agent: &str) -> AgentSummary {
 /// verdict. The console and the CLI both use it, so they agree.
 #[derive(Debug, Clone, Default)]
 pub struct Assessment {
-    /// Evidence rows of the spool's receipt files (capped at `connector`); the chain's are the
-    /// caller's ([`crate::spool::ChainEvidence`]), and the gate saw both.
+    /// Evidence rows of the spool's receipt files, as the agents wrote them about themselves:
+    /// shown apart, capped at the weakest provenance (`model_inferred`), and never given to the
+    /// gate. The gate's evidence is the chain's ([`crate::spool::ChainEvidence`], the caller's):
+    /// the principal's decisions and the receipts the principal recorded.
     pub evidence: Vec<crate::graduation::evidence::EvidenceRow>,
     /// Rates and agent summaries.
     pub monitor: Monitor,
@@ -304,7 +363,7 @@ fn assess_with(
     // The receipts' evidence: the chain's is kept compactly by the caller.
     let evidence: Vec<_> = receipts
         .iter()
-        .filter_map(|r| crate::graduation::receipt::receipt_evidence(&r.raw, Some(SourceType::Connector)))
+        .filter_map(|r| crate::graduation::receipt::receipt_evidence(&r.raw, Some(SourceType::ModelInferred)))
         .collect();
     // Whether `prev`'s per-packet results were made from the same inputs (fail closed: any doubt
     // and everything is assessed again).
@@ -334,7 +393,10 @@ fn assess_with(
         let reused = base.and_then(|b| {
             let i = b.inputs.as_ref()?;
             let old = i.packets.get(&p.id)?;
-            if !(Arc::ptr_eq(old, p) || old.content_hash == p.content_hash) || b.monitor.rates.get(&p.id) != rate {
+            if !(Arc::ptr_eq(old, p) || old.content_hash == p.content_hash)
+                || b.monitor.rates.get(&p.id) != rate
+                || b.monitor.impersonations.get(&p.id) != a.monitor.impersonations.get(&p.id)
+            {
                 return None;
             }
             let gate = b.gate.get(&p.id)?;
@@ -357,12 +419,28 @@ fn assess_with(
             }
             None => {
                 let index = index.get_or_insert_with(|| {
-                    crate::graduation::evidence::EvidenceIndex::new(chain_evidence.rows().chain(&evidence))
+                    // Only the chain's evidence: the principal's decisions and the receipts the
+                    // principal recorded. What an agent writes about itself never graduates it.
+                    crate::graduation::evidence::EvidenceIndex::new(chain_evidence.rows())
                 });
                 let tg = crate::verdict::packet_gate(ctx, p, index, workspace, chain_intact);
                 let verdict = crate::verdict::evaluate(ctx, p, &tg, rate, rv.as_deref());
                 (Arc::new(tg.into_owned()), Arc::new(verdict))
             }
+        };
+        let verdict = match a
+            .monitor
+            .impersonations
+            .get(&p.id)
+            .filter(|_| !verdict.models.iter().any(|m| m.model == crate::verdict::Model::Identity))
+        {
+            Some(why) => Arc::new((*verdict).clone().with(crate::verdict::ModelVerdict::new(
+                crate::verdict::Model::Identity,
+                "impersonation",
+                crate::packet::DecisionState::Blocked,
+                why.clone(),
+            ))),
+            None => verdict,
         };
         a.gate.insert(p.id.clone(), gate);
         if let Some(rv) = rv {

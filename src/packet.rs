@@ -180,6 +180,12 @@ pub enum InvalidReason {
     /// The id is empty, too long, or could be a path.
     #[error("unsafe id {0:?}: ids may use only A-Z a-z 0-9 . _ : - (no path separators, no ..)")]
     UnsafeId(String),
+    /// The agent id is not a safe id: a name that could look like another agent's on screen
+    /// (`agent-rоgue` with a Cyrillic `о`) or that no control could ever name.
+    #[error(
+        "agent id {0:?} is not a safe id: agent ids may use only A-Z a-z 0-9 . _ : - (so every agent can be told apart, quarantined and killed)"
+    )]
+    UnsafeAgent(String),
     /// The file is larger than [`MAX_FILE_BYTES`].
     #[error("file is {0} bytes, over the 1 MiB limit")]
     TooLarge(u64),
@@ -276,6 +282,9 @@ pub fn parse_packet(bytes: &[u8], file_stem: &str) -> Result<Packet, InvalidReas
     };
     if !is_safe_id(&packet.id) {
         return Err(InvalidReason::UnsafeId(packet.id));
+    }
+    if !is_safe_id(&packet.agent) {
+        return Err(InvalidReason::UnsafeAgent(packet.agent));
     }
     // The registry's human-only classes are human-only whatever the packet declares
     // (trust-graduation.md §3.2 rule a): an agent cannot talk its way out of the gate.
@@ -604,6 +613,9 @@ pub fn parse_receipt(bytes: &[u8]) -> Result<Receipt, InvalidReason> {
         .iter()
         .find_map(|k| m.get(*k).and_then(Value::as_str))
         .map(str::to_owned);
+    if let Some(a) = agent.as_ref().filter(|a| !is_safe_id(a)) {
+        return Err(InvalidReason::UnsafeAgent(a.clone()));
+    }
     let packet_id = ["packet_id", "packetId"].iter().find_map(|k| m.get(*k).and_then(Value::as_str)).map(str::to_owned);
     Ok(Receipt {
         id: id.to_owned(),

@@ -99,7 +99,7 @@ pub fn generate(
                 decided_at: &at,
             };
             let signed = decision::sign_decision(principal, &input);
-            crate::spool::decision_record_body(&input, &signed, prev_receipt.as_deref())
+            crate::spool::decision_record_body(&input, &signed, prev_receipt.as_deref(), None)
         } else {
             let outcome = match i % 50 {
                 0..=34 => ReceiptOutcome::Approve,

@@ -231,30 +231,57 @@ pub struct InvalidFile {
     pub name: String,
     /// Why it is invalid.
     pub reason: InvalidReason,
-    /// Modification time, seconds since the epoch (0 if unknown).
-    pub modified: f64,
+    /// Arrival time, seconds since the epoch (0 if unknown): see [`PacketEntry::arrived`].
+    pub arrived: f64,
 }
 
-/// A valid packet with its file's name and modification time.
+/// A valid packet with its file's name, arrival time and owner.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PacketEntry {
     /// The file name in `packets/` (shared with the scanner's cache).
     pub file: Arc<str>,
-    /// Modification time, seconds since the epoch: the arrival time when the packet has no
-    /// `created_at`.
-    pub modified: f64,
+    /// When the file arrived, seconds since the epoch: its inode change time, which the file's
+    /// owner cannot set (`touch -d` sets the modification time, and any change to the file moves
+    /// the change time to now). Rate limits are replayed at these times.
+    pub arrived: f64,
+    /// The uid owning the file: who published it, a fact the agent cannot forge, unlike the
+    /// `agent` it claims.
+    pub owner: u32,
     /// The parsed packet.
     pub packet: Arc<Packet>,
 }
 
 impl PacketEntry {
     /// Seconds since the epoch the packet was created: its own `created_at`, but never later
-    /// than the file's modification time (an agent cannot pin a packet to the top of the list
-    /// with a future date), else the modification time.
+    /// than its arrival (an agent cannot pin a packet to the top of the list with a future
+    /// date), else its arrival.
     #[must_use]
     pub fn created(&self) -> f64 {
-        self.packet.created_unix.map_or(self.modified, |c| c.min(self.modified))
+        self.packet.created_unix.map_or(self.arrived, |c| c.min(self.arrived))
     }
+}
+
+/// The user name of `uid` from the user database (`None` when it has none), remembered for the
+/// process's life (the console shows it beside every packet's agent), so each uid is looked up
+/// once.
+#[must_use]
+pub fn user_name(uid: u32) -> Option<Arc<str>> {
+    static NAMES: std::sync::OnceLock<std::sync::Mutex<HashMap<u32, Option<Arc<str>>>>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(Default::default);
+    if let Some(n) = names.lock().ok().and_then(|m| m.get(&uid).cloned()) {
+        return n;
+    }
+    let name: Option<Arc<str>> = uzers::get_user_by_uid(uid).map(|u| u.name().to_string_lossy().into_owned().into());
+    if let Ok(mut m) = names.lock() {
+        m.insert(uid, name.clone());
+    }
+    name
+}
+
+/// `user (uid N)`, or `uid N` for a uid without a user.
+#[must_use]
+pub fn publisher_label(uid: u32) -> String {
+    user_name(uid).map_or_else(|| format!("uid {uid}"), |n| format!("{} (uid {uid})", crate::text::inert(&n, 40)))
 }
 
 /// What a scan of the spool found.
@@ -282,6 +309,7 @@ struct Stamp {
     mtime_ns: i128,
     ctime: (i64, i64),
     ino: u64,
+    uid: u32,
 }
 
 enum Parsed {
@@ -312,7 +340,8 @@ pub enum Recheck {
 /// A file a scan listed: its kind and name.
 type SeenFile = (FileKind, Arc<str>);
 
-/// A scanner's files of one kind: name → stamp, modification time (seconds), what it parsed to.
+/// A scanner's files of one kind: name → stamp, arrival time (the change time, seconds), what it
+/// parsed to.
 type FileCache = HashMap<Arc<str>, (Stamp, f64, Parsed), foldhash::fast::RandomState>;
 
 /// Scans a spool incrementally: a file is parsed again only when its size, modification time or
@@ -361,8 +390,13 @@ enum Look {
 /// `None` when it cannot be `lstat`ed (it is gone; the caller drops it from the cache).
 fn look(cache: &mut FileCache, kind: FileKind, name: &str, path: &Path) -> Option<(Arc<str>, Look)> {
     let meta = fs::symlink_metadata(path).ok()?;
-    let stamp =
-        Stamp { len: meta.len(), mtime_ns: mtime_ns(&meta), ctime: (meta.ctime(), meta.ctime_nsec()), ino: meta.ino() };
+    let stamp = Stamp {
+        len: meta.len(),
+        mtime_ns: mtime_ns(&meta),
+        ctime: (meta.ctime(), meta.ctime_nsec()),
+        ino: meta.ino(),
+        uid: meta.uid(),
+    };
     let cached = cache.get_key_value(name);
     if let Some((key, (s, _, _))) = cached
         && *s == stamp
@@ -387,7 +421,8 @@ fn look(cache: &mut FileCache, kind: FileKind, name: &str, path: &Path) -> Optio
             },
         },
     };
-    cache.insert(Arc::clone(&key), (stamp, stamp.mtime_ns as f64 / 1e9, parsed));
+    let arrived = stamp.ctime.0 as f64 + stamp.ctime.1 as f64 / 1e9;
+    cache.insert(Arc::clone(&key), (stamp, arrived, parsed));
     Some((key, change))
 }
 
@@ -540,10 +575,15 @@ impl Scanner {
             })
         {
             for (kind, name) in &listing.added {
-                let Some((_, modified, parsed)) = self.cache[*kind as usize].get(name) else { continue };
+                let Some((stamp, arrived, parsed)) = self.cache[*kind as usize].get(name) else { continue };
                 match parsed {
                     Parsed::Packet(p) => {
-                        let entry = PacketEntry { file: Arc::clone(name), modified: *modified, packet: Arc::clone(p) };
+                        let entry = PacketEntry {
+                            file: Arc::clone(name),
+                            arrived: *arrived,
+                            owner: stamp.uid,
+                            packet: Arc::clone(p),
+                        };
                         let created = entry.created();
                         // The order of the full sort: newest first, then by id.
                         let at = snap.packets.partition_point(|e| match created.total_cmp(&e.created()) {
@@ -562,7 +602,7 @@ impl Scanner {
                             kind: *kind,
                             name: name.to_string(),
                             reason: reason.clone(),
-                            modified: *modified,
+                            arrived: *arrived,
                         };
                         snap.invalid.insert(at, file);
                     }
@@ -588,14 +628,22 @@ impl Scanner {
     }
 
     fn rebuild(&self, seen: &[SeenFile]) -> Snapshot {
-        // A packet id in more than one file belongs to the file whose name sorts first; the
-        // others are invalid. Found without sorting the listing: the answer is the same in any
-        // listing order.
-        let mut holder: HashMap<&str, &Arc<str>, foldhash::fast::RandomState> =
+        // A packet id in more than one file of one owner belongs to the file whose name sorts
+        // first; the others are invalid. Found without sorting the listing: the answer is the
+        // same in any listing order. An id published by two owners is ambiguous: every copy is
+        // invalid until one is removed, so another user cannot take over an id.
+        let mut holder: HashMap<&str, (&Arc<str>, u32, u32), foldhash::fast::RandomState> =
             HashMap::with_capacity_and_hasher(seen.len(), foldhash::fast::RandomState::default());
         for (kind, name) in seen {
-            if let Some((_, _, Parsed::Packet(p))) = self.cache[*kind as usize].get(name) {
-                holder.entry(p.id.as_str()).and_modify(|h| *h = (*h).min(name)).or_insert(name);
+            if let Some((stamp, _, Parsed::Packet(p))) = self.cache[*kind as usize].get(name) {
+                holder
+                    .entry(p.id.as_str())
+                    .and_modify(|(first, low, high)| {
+                        *first = (*first).min(name);
+                        *low = (*low).min(stamp.uid);
+                        *high = (*high).max(stamp.uid);
+                    })
+                    .or_insert((name, stamp.uid, stamp.uid));
             }
         }
         let mut snap = Snapshot::default();
@@ -603,17 +651,21 @@ impl Scanner {
         let mut receipts: Vec<(&Arc<str>, &Arc<Receipt>)> = Vec::new();
         let mut invalid: Vec<InvalidFile> = Vec::new();
         for (kind, name) in seen {
-            let Some((_, modified, parsed)) = self.cache[*kind as usize].get(name) else { continue };
-            let invalid_file =
-                |reason| InvalidFile { kind: *kind, name: name.to_string(), reason, modified: *modified };
+            let Some((stamp, arrived, parsed)) = self.cache[*kind as usize].get(name) else { continue };
+            let invalid_file = |reason| InvalidFile { kind: *kind, name: name.to_string(), reason, arrived: *arrived };
             match parsed {
                 Parsed::Packet(p) => match holder.get(p.id.as_str()) {
-                    Some(first) if !Arc::ptr_eq(first, name) => invalid.push(invalid_file(InvalidReason::Schema(
-                        format!("duplicate packet id {:?} (also in {first})", p.id),
-                    ))),
+                    Some((_, a, b)) if a != b => invalid.push(invalid_file(InvalidReason::Schema(format!(
+                        "ambiguous packet id {:?}: published by uid {a} and by uid {b}; no copy can be decided until the others are removed",
+                        p.id
+                    )))),
+                    Some((first, ..)) if !Arc::ptr_eq(first, name) => invalid.push(invalid_file(
+                        InvalidReason::Schema(format!("duplicate packet id {:?} (also in {first})", p.id)),
+                    )),
                     _ => snap.packets.push(PacketEntry {
                         file: Arc::clone(name),
-                        modified: *modified,
+                        arrived: *arrived,
+                        owner: stamp.uid,
                         packet: Arc::clone(p),
                     }),
                 },
@@ -829,6 +881,7 @@ fn view_after(
     // (32-bit halves: 8 bytes a record).
     let mut evidence: Vec<(u32, u32)> = Vec::new();
     let mut controls: Vec<(usize, ControlEvent)> = Vec::new();
+    let mut publishers: Vec<(usize, String, u32)> = Vec::new();
     let mut last_receipt_hash = None;
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
     let tail = chain::verify_tail_with(&spool.chain_path(), prefix, opts, &["tg_receipt"], progress, |i, rec| {
@@ -845,6 +898,9 @@ fn view_after(
         }
         if let Some(c) = ControlEvent::of_record(rec) {
             controls.push((i, c));
+        }
+        if let Some((agent, uid)) = crate::control::publisher_of(rec) {
+            publishers.push((i, agent.to_owned(), uid));
         }
     })?;
     let Some(tail) = tail else { return Ok(None) };
@@ -871,6 +927,9 @@ fn view_after(
     for (_, c) in controls.iter().filter(|(i, _)| !bad.contains(i)) {
         view.controls.apply(c);
     }
+    for (_, agent, uid) in publishers.iter().filter(|(i, ..)| !bad.contains(i)) {
+        view.controls.bind_publisher(agent, *uid);
+    }
     Ok(Some((view, kept, tail)))
 }
 
@@ -879,6 +938,8 @@ fn view_after(
 struct PrefixScan {
     /// The principal's controls, in chain order.
     controls: Vec<ControlEvent>,
+    /// The agents' publishers the decision records name, in chain order.
+    publishers: Vec<(String, u32)>,
     /// The decisions asked for, by packet id.
     decisions: HashMap<String, ChainDecision>,
     /// The records of those decisions whose packet id `keep` named (to restore their files).
@@ -967,7 +1028,12 @@ fn scan_prefix(
     use sha2::Digest as _;
     let mut reader = io::Read::take(open_chain_at(path, 0)?, bytes);
     let decision_needle = decisions_of.unwrap_or("warrant_decision");
-    let finders = [Finder::new("warrant_control"), Finder::new(decision_needle), Finder::new("\\u")];
+    let finders = [
+        Finder::new("warrant_control"),
+        Finder::new(decision_needle),
+        Finder::new(crate::control::PUBLISHER_KEY),
+        Finder::new("\\u"),
+    ];
     let id_finder = Finder::new(RECORD_ID_NEEDLE);
     let tail_ids = tail_ids.filter(|t| !t.is_empty());
     let mut out = PrefixScan { hasher: hash.then(sha2::Sha256::new), ..PrefixScan::default() };
@@ -1013,6 +1079,9 @@ fn scan_prefix(
             let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(&block[start..stop]) else { continue };
             if let Some(c) = ControlEvent::of_record(&rec) {
                 out.controls.push(c);
+            }
+            if let Some((agent, uid)) = crate::control::publisher_of(&rec) {
+                out.publishers.push((agent.to_owned(), uid));
             }
             if let Some((id, d)) = chain_decision_of(&rec)
                 && decisions_of.is_none_or(|want| want == id)
@@ -1099,6 +1168,9 @@ fn checkpointed_view(
     let mut base = ChainView { decisions: scan.decisions, ..ChainView::default() };
     for c in &scan.controls {
         base.controls.apply(c);
+    }
+    for (agent, uid) in &scan.publishers {
+        base.controls.bind_publisher(agent, *uid);
     }
     let progress = std::sync::atomic::AtomicU64::new(0);
     let (mut view, mut kept, _) = view_after(spool, pinned, &prefix, Some(&base), keep, &progress).ok()??;
@@ -1389,6 +1461,7 @@ pub fn decision_record_body(
     input: &DecisionInput<'_>,
     signed: &SignedDecision,
     prev_receipt: Option<&str>,
+    publisher: Option<u32>,
 ) -> Map<String, Value> {
     let mut body = decision::record_body(input, signed);
     let receipt_id = format!("decision:{}", input.packet_id);
@@ -1405,6 +1478,9 @@ pub fn decision_record_body(
     });
     if let Some(Value::Object(meta)) = body.get_mut("metadata") {
         meta.insert("tg_receipt".into(), receipt);
+        if let Some(uid) = publisher {
+            meta.insert(crate::control::PUBLISHER_KEY.into(), serde_json::json!({"agent": input.agent, "uid": uid}));
+        }
     }
     body
 }
@@ -1469,6 +1545,9 @@ fn whole_view_for_signing(
     let mut view = ChainView { decisions: scan.decisions, report, ..ChainView::default() };
     for c in &scan.controls {
         view.controls.apply(c);
+    }
+    for (agent, uid) in &scan.publishers {
+        view.controls.bind_publisher(agent, *uid);
     }
     view.last_receipt_hash = chain::find_last(&path, receipt_hash_of)?;
     Ok(Checkpointed { view, kept: scan.kept, prefix_hash: scan.hasher.map(|h| (h, bytes)) })
@@ -1537,14 +1616,18 @@ pub fn decide(
     decided_at: &str,
 ) -> Result<Decided, DecideError> {
     let observer = crate::preconditions::Observer::default();
-    decide_with(spool, principal, pinned, packet, verdict, reason, decided_at, &observer, |_| Ok(()))
+    decide_with(spool, principal, pinned, packet, None, verdict, reason, decided_at, &observer, |_| Ok(()))
 }
 
-/// [`decide`], observing an approval's preconditions with `observer` (before the lock is taken),
-/// and with `admit` run on the chain as verified under the lock, just before signing: an `Err`
+/// [`decide`], for a packet whose file `publisher` (a uid) owns, observing an approval's
+/// preconditions with `observer` (before the lock is taken), and with `admit` run on the chain as verified under the lock, just before signing: an `Err`
 /// refuses the decision ([`DecideError::Refused`]) and nothing is appended. The CLI checks the
 /// composed verdict here, so the chain is verified once and the principal's controls cannot
 /// change between the check and the signature.
+///
+/// An approval records `publisher` in the record (`metadata.warrant_publisher`): the chain's
+/// first such record for an agent binds the agent id to that uid ([`ControlState::publishers`]).
+/// A refusal binds nothing, so refusing a squatter's packet never hands it the agent's name.
 ///
 /// # Errors
 /// As [`decide`], and [`DecideError::Refused`].
@@ -1554,6 +1637,7 @@ pub fn decide_with(
     principal: &Principal,
     pinned: &PinnedKeys,
     packet: &Packet,
+    publisher: Option<u32>,
     verdict: Verdict,
     reason: Option<&str>,
     decided_at: &str,
@@ -1631,7 +1715,8 @@ pub fn decide_with(
                 refusal = Some(DecideError::Refused(why));
                 return Err("refused".into());
             }
-            let body = decision_record_body(&input, &signed, view.last_receipt_hash.as_deref());
+            let publisher = publisher.filter(|_| verdict == Verdict::Approve);
+            let body = decision_record_body(&input, &signed, view.last_receipt_hash.as_deref(), publisher);
             if let Some(problem) = first_problem(&body, head, Some(pinned)) {
                 refusal = Some(DecideError::WouldNotVerify(problem));
                 return Err("would not verify".into());

@@ -159,3 +159,42 @@ mod tests {
         assert_eq!(inert("\u{61c}\u{2066}\u{2069}", 100), "⟨U+061C⟩⟨U+2066⟩⟨U+2069⟩");
     }
 }
+
+/// Agent ids that look alike on screen: each id of `ids` whose UTS #39 confusable skeleton
+/// (`unicode-security`, [`unicode_security::confusable_detection::skeleton`]), lowered, equals another id's,
+/// mapped to the first such other id (by sort order). `agent-r0gue` and `agent-rogue`, or
+/// `agent-1` and `agent-l`, look alike; ids with different skeletons never match.
+#[must_use]
+pub fn confusable_ids<'a>(ids: impl IntoIterator<Item = &'a str>) -> std::collections::HashMap<String, String> {
+    let mut by_skeleton: std::collections::BTreeMap<String, Vec<&str>> = std::collections::BTreeMap::new();
+    for id in ids {
+        // UTS #39 maps `0` to `O` and `1` to `l`; lowering the skeleton also pairs ids that
+        // differ only in case.
+        let skeleton = unicode_security::confusable_detection::skeleton(id).collect::<String>().to_lowercase();
+        by_skeleton.entry(skeleton).or_default().push(id);
+    }
+    let mut out = std::collections::HashMap::new();
+    for mut group in by_skeleton.into_values().filter(|g| g.len() > 1) {
+        group.sort_unstable();
+        group.dedup();
+        for id in &group {
+            if let Some(other) = group.iter().find(|o| *o != id) {
+                out.insert((*id).to_owned(), (*other).to_owned());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod confusable_tests {
+    #[test]
+    fn look_alike_agent_ids_are_found_and_different_ones_are_not() {
+        let found =
+            super::confusable_ids(["agent-rogue", "agent-r0gue", "agent-scribe", "agent-1", "agent-l", "agent-x"]);
+        assert_eq!(found.get("agent-r0gue").map(String::as_str), Some("agent-rogue"));
+        assert_eq!(found.get("agent-rogue").map(String::as_str), Some("agent-r0gue"));
+        assert_eq!(found.get("agent-1").map(String::as_str), Some("agent-l"));
+        assert!(!found.contains_key("agent-scribe") && !found.contains_key("agent-x"), "{found:?}");
+    }
+}

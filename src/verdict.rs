@@ -63,6 +63,10 @@ pub enum Model {
     Ladder,
     /// Two-phase execution: the contract's preconditions against the world now.
     Preconditions,
+    /// Who published the packet: the file's owner may speak for the agent it claims (issue 15
+    /// §2; `docs/spool.md`, Threat model). Not one of the five models: a packet an agent's owner
+    /// may not speak for is `blocked`, never approvable, and not counted for that agent.
+    Identity,
 }
 
 impl Model {
@@ -76,6 +80,7 @@ impl Model {
             Model::RateLimit => "rate_limit",
             Model::Ladder => "ladder",
             Model::Preconditions => "preconditions",
+            Model::Identity => "identity",
         }
     }
 }
@@ -94,7 +99,9 @@ pub struct ModelVerdict {
 }
 
 impl ModelVerdict {
-    fn new(model: Model, verdict: &str, state: DecisionState, reason: impl Into<String>) -> Self {
+    /// A model's verdict: its own word (`verdict`), the decision state it maps to, and why.
+    #[must_use]
+    pub fn new(model: Model, verdict: &str, state: DecisionState, reason: impl Into<String>) -> Self {
         Self { model, verdict: verdict.to_owned(), state, reason: reason.into() }
     }
 
@@ -125,6 +132,16 @@ pub struct PacketVerdict {
     pub decisive: Model,
     /// Each model that applied, in evaluation order.
     pub models: Vec<ModelVerdict>,
+}
+
+impl PacketVerdict {
+    /// This verdict with `model` added, composed again.
+    #[must_use]
+    pub fn with(self, model: ModelVerdict) -> Self {
+        let mut models = self.models;
+        models.push(model);
+        compose(models)
+    }
 }
 
 /// Composes model verdicts: the strictest state wins; ties go to the earlier model. An empty

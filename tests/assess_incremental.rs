@@ -15,7 +15,7 @@ use warrant::verdict::VerdictContext;
 
 const NOW: f64 = 1_795_251_600.0; // 2026-11-21T09:00:00Z
 
-fn entry(n: usize, agent: &str, class: &str, modified: f64) -> PacketEntry {
+fn entry(n: usize, agent: &str, class: &str, arrived: f64) -> PacketEntry {
     let id = format!("p-{n}");
     let mut doc = warrant::packet::portable_packet(&id, class, agent, "s", json!({"x": n}), "2026-11-21T08:59:00Z");
     if n.is_multiple_of(3) {
@@ -24,7 +24,7 @@ fn entry(n: usize, agent: &str, class: &str, modified: f64) -> PacketEntry {
                        "is_read_only": false, "is_admin": false}});
     }
     let packet = parse_packet(&serde_json::to_vec(&doc).expect("json"), &id).expect("valid packet");
-    PacketEntry { file: format!("{id}.json").into(), modified, packet: Arc::new(packet) }
+    PacketEntry { file: format!("{id}.json").into(), arrived, owner: 4_000_000, packet: Arc::new(packet) }
 }
 
 struct World {
@@ -124,7 +124,7 @@ required_trust_level = 3
     a = step(&w, &a, "arrivals");
 
     // A packet's content changes under the same id.
-    w.packets[5] = entry(5, "agent-1", "email.send", w.packets[5].modified);
+    w.packets[5] = entry(5, "agent-1", "email.send", w.packets[5].arrived);
     a = step(&w, &a, "changed packet");
 
     // The principal decides one: it leaves the pending set and its evidence row moves the class.

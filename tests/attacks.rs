@@ -174,3 +174,259 @@ fn a_thousand_checks_of_a_large_file_stop_at_the_budget_and_never_hold_the_lock(
         "the rest fail closed"
     );
 }
+
+// ---- §2: who an agent is, and when it spoke, are facts ----------------------------------------
+
+/// Whether this process may give files to other owners (root): the attacks below need files owned
+/// by other users. Without it the test says so on stderr and checks what it can.
+fn can_chown() -> bool {
+    let root = rustix::process::geteuid().is_root();
+    if !root {
+        eprintln!("not root: the parts of this test that need files owned by other users are skipped");
+    }
+    root
+}
+
+/// Publishes a portable packet into `packets/<file>.json` owned by `uid` (temp file + rename, as
+/// agents publish), and returns its path.
+fn publish_as(e: &Env, uid: u32, file: &str, doc: &Value) -> std::path::PathBuf {
+    let dir = e.spool().join("packets");
+    std::fs::create_dir_all(&dir).expect("packets dir");
+    let tmp = dir.join(format!(".{file}.tmp"));
+    std::fs::write(&tmp, serde_json::to_vec(doc).expect("json")).expect("write");
+    std::os::unix::fs::chown(&tmp, Some(uid), None).expect("chown");
+    let path = dir.join(format!("{file}.json"));
+    std::fs::rename(&tmp, &path).expect("rename");
+    path
+}
+
+fn packet_doc(id: &str, agent: &str, class: &str) -> Value {
+    warrant::packet::portable_packet(
+        id,
+        class,
+        agent,
+        "s",
+        json!({"to": "dana@northwind.example"}),
+        "2026-11-21T09:00:00Z",
+    )
+}
+
+/// `warrant list --json`'s entry for `id`.
+fn listed(e: &Env, id: &str) -> Value {
+    let o = e.run(&["list", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let all: Value = serde_json::from_slice(&o.stdout).expect("json");
+    all["packets"].as_array().and_then(|a| a.iter().find(|p| p["packet_id"] == id)).cloned().unwrap_or(Value::Null)
+}
+
+const ALICE_AGENT: u32 = 4_000_101;
+const MALLORY: u32 = 4_000_102;
+
+// §2: `agent-rоgue` (Cyrillic о) looked like `agent-rogue` and escaped its quarantine. An agent
+// id must be a safe id: `propose` refuses it, a packet file with it is invalid with the reason,
+// and no control can be issued for it.
+#[test]
+fn a_homoglyph_agent_id_is_invalid_and_cannot_dodge_a_quarantine() {
+    let e = Env::new();
+    let homoglyph = "agent-r\u{43e}gue";
+    let o = e.propose("draft.compose", homoglyph, "p-h", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let dir = e.spool().join("packets");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("p-h.json"),
+        serde_json::to_vec(&packet_doc("p-h", homoglyph, "draft.compose")).expect("json"),
+    )
+    .expect("write");
+    let o = e.run(&["list", "--json"]);
+    let all: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(all["packets"].as_array().expect("packets").is_empty(), "{all}");
+    let invalid = &all["invalid"][0];
+    assert_eq!(invalid["file"], "p-h.json");
+    assert!(invalid["reason"].as_str().is_some_and(|r| r.contains("not a safe id")), "{invalid}");
+    assert_eq!(e.run(&["approve", "p-h"]).status.code(), Some(1), "an invalid packet cannot be approved");
+    assert_eq!(e.run(&["agent", "quarantine", homoglyph, "--reason", "r"]).status.code(), Some(2));
+}
+
+// §2: any file owner could claim any agent. With `[agents."<id>"] users` in policy.toml only
+// those users speak for it; without, the chain binds the agent to the publisher of its first
+// approved packet. A packet from anyone else is blocked by the identity check, never approvable,
+// and shown with its owner.
+#[test]
+fn a_packet_claiming_an_agent_its_owner_may_not_speak_for_is_refused() {
+    if !can_chown() {
+        return;
+    }
+    let e = Env::new();
+    e.policy(&format!("[agents.\"agent-scribe\"]\nusers = [\"{ALICE_AGENT}\"]\n"));
+    publish_as(&e, ALICE_AGENT, "p-real", &packet_doc("p-real", "agent-scribe", "draft.compose"));
+    publish_as(&e, MALLORY, "p-fake", &packet_doc("p-fake", "agent-scribe", "draft.compose"));
+    let real = listed(&e, "p-real");
+    let fake = listed(&e, "p-fake");
+    assert_eq!(real["publisher"]["uid"], ALICE_AGENT);
+    assert_ne!(real["state"], "blocked", "{real}");
+    assert_eq!(fake["publisher"]["uid"], MALLORY);
+    assert_eq!(fake["state"], "blocked", "{fake}");
+    assert_eq!(fake["decisive_model"], "identity", "{fake}");
+    assert!(fake["impersonation"].as_str().is_some_and(|r| r.contains(&MALLORY.to_string())), "{fake}");
+    let o = e.run(&["approve", "p-fake"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("identity"), "{}", text(&o));
+    assert_eq!(e.run(&["approve", "p-real"]).status.code(), Some(0));
+
+    // Without a policy entry: the first approved packet binds agent-x to its publisher, in the
+    // chain, and a later packet from another owner is refused even once the first file is gone.
+    publish_as(&e, ALICE_AGENT, "p-x1", &packet_doc("p-x1", "agent-x", "draft.compose"));
+    assert_eq!(e.run(&["approve", "p-x1"]).status.code(), Some(0));
+    let chain = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");
+    let last: Value = serde_json::from_str(chain.lines().last().expect("record")).expect("json");
+    assert_eq!(last["metadata"]["warrant_publisher"], json!({"agent": "agent-x", "uid": ALICE_AGENT}));
+    std::fs::remove_file(e.spool().join("packets/p-x1.json")).expect("rm");
+    publish_as(&e, MALLORY, "p-x2", &packet_doc("p-x2", "agent-x", "draft.compose"));
+    let x2 = listed(&e, "p-x2");
+    assert_eq!(x2["state"], "blocked", "{x2}");
+    assert!(x2["impersonation"].as_str().is_some_and(|r| r.contains("chain")), "{x2}");
+    assert_eq!(e.run(&["approve", "p-x2"]).status.code(), Some(1));
+    assert_eq!(e.run(&["verify"]).status.code(), Some(0), "the publisher records verify");
+}
+
+// §2: rate limits were replayed at file modification times, which the owner sets with `touch -d`:
+// another user backdated 12 packets as `agent-scribe` and blocked the real agent's packet for
+// good. Arrival is now the inode change time, and an impostor's packets spend none of the
+// agent's tokens.
+#[test]
+fn backdated_packets_from_another_user_do_not_spend_an_agents_rate_limit() {
+    if !can_chown() {
+        return;
+    }
+    let e = Env::new();
+    e.policy(&format!("[agents.\"agent-scribe\"]\nusers = [\"{ALICE_AGENT}\"]\n"));
+    for i in 0..12 {
+        let id = format!("p-spam-{i}");
+        let path = publish_as(&e, MALLORY, &id, &packet_doc(&id, "agent-scribe", "draft.compose"));
+        let st = std::process::Command::new("touch").args(["-d", "1 hour ago"]).arg(&path).status().expect("touch");
+        assert!(st.success());
+    }
+    publish_as(&e, ALICE_AGENT, "p-real", &packet_doc("p-real", "agent-scribe", "draft.compose"));
+    let real = listed(&e, "p-real");
+    assert_ne!(real["state"], "blocked", "the real packet is within its limit: {real}");
+    let spam = listed(&e, "p-spam-0");
+    assert_eq!(spam["decisive_model"], "identity", "{spam}");
+    // The same user backdating its own files gains nothing either: arrival is the change time.
+    let snap = warrant::spool::Scanner::new().scan(&warrant::spool::Spool::new(e.spool())).expect("scan");
+    let spam = snap.packet("p-spam-0").expect("listed");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs_f64();
+    assert!(now - spam.arrived < 600.0, "arrived {} s ago, not an hour", now - spam.arrived);
+}
+
+// §2: two files with one packet id: the name that sorted first won, whoever owned it, so another
+// user could take over an id before the principal approved it. Copies from different owners are
+// now all invalid ("ambiguous") until one is removed; nothing ambiguous is signed.
+#[test]
+fn one_packet_id_from_two_owners_is_ambiguous_and_never_signed() {
+    if !can_chown() {
+        return;
+    }
+    let e = Env::new();
+    publish_as(&e, ALICE_AGENT, "q-1", &packet_doc("q-1", "agent-a", "draft.compose"));
+    let mut forged = packet_doc("q-1", "agent-a", "draft.compose");
+    forged["proposed_action"]["to"] = json!("attacker@evil.example");
+    publish_as(&e, MALLORY, "a-q-1", &forged);
+    let o = e.run(&["list", "--json"]);
+    let all: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(all["packets"].as_array().expect("packets").is_empty(), "{all}");
+    let reasons: Vec<&str> =
+        all["invalid"].as_array().expect("invalid").iter().filter_map(|f| f["reason"].as_str()).collect();
+    assert_eq!(reasons.len(), 2, "{all}");
+    assert!(reasons.iter().all(|r| r.contains("ambiguous")), "{reasons:?}");
+    assert_eq!(e.run(&["approve", "q-1"]).status.code(), Some(1));
+    assert!(!e.spool().join("chain.jsonl").exists(), "nothing was signed");
+    std::fs::remove_file(e.spool().join("packets/a-q-1.json")).expect("rm");
+    assert_eq!(e.run(&["approve", "q-1"]).status.code(), Some(0));
+}
+
+// §2: 60 receipts an agent wrote about itself, claiming `source_type: principal`, moved
+// email.send.internal from 0.50 to 0.90 (`auto_capped`) and changed its own packet's state. They
+// are its own word now: never the gate's evidence, shown apart.
+#[test]
+fn an_agents_receipts_about_itself_do_not_graduate_its_class() {
+    let e = Env::new();
+    assert_eq!(e.propose("email.send.internal", "agent-s", "p-mail", &[]).status.code(), Some(0));
+    let before = listed(&e, "p-mail");
+    let dir = e.spool().join("receipts");
+    std::fs::create_dir_all(&dir).expect("receipts");
+    for i in 0..60 {
+        let r = json!({"receipt_id": format!("r-{i}"), "action_class": "email.send.internal", "outcome": "approved",
+            "agent": "agent-s", "source_type": "principal", "created_at": "2026-11-21T09:00:00Z",
+            "external_action_executed": false, "human_approved": true, "type": "trust_graduation_receipt"});
+        std::fs::write(dir.join(format!("r-{i}.json")), serde_json::to_vec(&r).expect("json")).expect("write");
+    }
+    let o = e.run(&["list", "--json"]);
+    let all: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(all["invalid"].as_array().is_some_and(Vec::is_empty), "the receipts are valid: {all}");
+    let after = listed(&e, "p-mail");
+    assert_eq!(before["state"], after["state"], "receipts an agent wrote moved its own packet: {before} → {after}");
+    assert_eq!(after["state"], "review_required", "{after}");
+}
+
+// §2: the list's RISK is the class's, not the packet's claim; `list --json` `state` is warrant's
+// verdict, not the state the packet declares.
+#[test]
+fn the_list_shows_the_class_risk_and_warrants_verdict_not_the_packets_claims() {
+    let e = Env::new();
+    let mut doc = packet_doc("p-pay", "agent-b", "payment.initiate");
+    doc["risk"] = json!("low");
+    doc["decision"]["status"] = json!("allowed");
+    let dir = e.spool().join("packets");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("p-pay.json"), serde_json::to_vec(&doc).expect("json")).expect("write");
+    let p = listed(&e, "p-pay");
+    assert_eq!(p["risk"], "critical", "{p}");
+    assert_eq!(p["declared_risk"], "low", "{p}");
+    assert_eq!(p["state"], "human_only", "{p}");
+}
+
+// §2, the same attack at the gate itself (what the console shows): the packet's composed verdict
+// and the Trust Graduation gate's tier are the same with or without 60 agent-written receipts.
+#[test]
+fn the_gate_ignores_receipts_an_agent_wrote_about_itself() {
+    use std::sync::Arc;
+    let doc = packet_doc("p-mail", "agent-s", "email.send.internal");
+    let packet = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "p-mail").expect("packet");
+    let entry = warrant::spool::PacketEntry {
+        file: "p-mail.json".into(),
+        arrived: 1.0,
+        owner: 4_000_000,
+        packet: Arc::new(packet),
+    };
+    let receipts: Vec<Arc<warrant::packet::Receipt>> = (0..60)
+        .map(|i| {
+            let r = json!({"receipt_id": format!("r-{i}"), "action_class": "email.send.internal", "outcome": "approved",
+                "agent": "agent-s", "source_type": "principal", "created_at": "2026-11-21T09:00:00Z",
+                "external_action_executed": false, "human_approved": true, "type": "trust_graduation_receipt"});
+            Arc::new(warrant::packet::parse_receipt(&serde_json::to_vec(&r).expect("json")).expect("receipt"))
+        })
+        .collect();
+    let policies = warrant::graduation::PolicySet::builtin();
+    let controls = warrant::control::ControlState::default();
+    let ctx = warrant::verdict::VerdictContext { policies: &policies, controls: &controls, now: 1_795_251_600.0 };
+    let assess = |receipts: &[Arc<warrant::packet::Receipt>]| {
+        warrant::monitor::assess(
+            &ctx,
+            std::slice::from_ref(&entry),
+            receipts,
+            &Default::default(),
+            &Default::default(),
+            &Default::default(),
+            true,
+            "local",
+        )
+    };
+    let (without, with) = (assess(&[]), assess(&receipts));
+    assert_eq!(with.verdicts["p-mail"].state, without.verdicts["p-mail"].state);
+    assert_eq!(with.gate["p-mail"].status, without.gate["p-mail"].status);
+    // Shown apart: each receipt is a row of the weakest provenance, marked as from the spool.
+    assert_eq!(with.evidence.len(), 60);
+    assert!(with.evidence.iter().all(|r| r.source.as_deref() == Some("spool")
+        && r.source_type == Some(warrant::graduation::evidence::SourceType::ModelInferred)));
+}

@@ -232,7 +232,11 @@ fn cli_robustness() {
     assert!(!e.spool().join("packets/inf.json").exists(), "nothing published for a bad --wait");
 
     let evil = "agent\u{1b}]0;TITLE\u{7}\u{1b}[2J";
-    assert_eq!(e.propose("draft.compose", evil, "ev", &[]).status.code(), Some(0));
+    // An agent id must be a safe id: `propose` refuses one that is not, and publishes nothing.
+    assert_eq!(e.propose("draft.compose", evil, "ev", &[]).status.code(), Some(2));
+    assert!(!e.spool().join("packets/ev.json").exists());
+    let o = e.run(&["propose", "--class", "draft.compose", "--agent", "a", "--summary", evil, "--id", "ev"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = e.run(&["list"]);
     let listed = String::from_utf8_lossy(&out.stdout);
     assert!(!listed.contains('\u{1b}') && !listed.contains('\u{7}'), "{listed:?}");
@@ -394,6 +398,7 @@ fn preconditions_are_recorded_at_approval_and_rechecked_at_execution() {
     let work = e.dir.path().join("work");
     std::fs::create_dir_all(&work).expect("mkdir");
     let policy = format!("[preconditions]\nroots = [{:?}]\n", work.display().to_string());
+    std::fs::create_dir_all(e.config()).expect("config dir");
     std::fs::write(e.config().join("policy.toml"), policy).expect("policy");
     let file = work.join("report.csv");
     std::fs::write(&file, "a,b\n1,2\n").expect("write");

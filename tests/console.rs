@@ -37,13 +37,17 @@ fn packet(id: &str, agent: &str, class: &str, summary: &str, minutes_ago: i64, e
         v["decision"]["status"] = json!("human_only");
     }
     let p = warrant::packet::parse_packet(&serde_json::to_vec(&v).expect("json"), id).expect("valid packet");
-    PacketEntry { file: format!("{id}.json").into(), modified: NOW, packet: Arc::new(p) }
+    PacketEntry { file: format!("{id}.json").into(), arrived: NOW, owner: 4_000_000, packet: Arc::new(p) }
 }
 
 /// A scan as the event loop delivers it: the packets listed at once, then the assessment.
+/// A scan's snapshot, then its assessment made as the event loop makes it: off the UI thread
+/// (here: at once), observing preconditions with the state's observer.
 fn scanned(s: &mut State, snap: Snapshot) {
     app::update(s, Action::Scanned(snap));
-    app::update(s, Action::Assess);
+    if let Some(job) = s.assess_job() {
+        app::update(s, Action::Assessed(Box::new(job.run())));
+    }
 }
 
 fn snapshot() -> Snapshot {
@@ -82,7 +86,7 @@ fn snapshot() -> Snapshot {
             reason: warrant::packet::InvalidReason::Schema(
                 "`external_actions` must be the integer 0: packets are prepare-only".into(),
             ),
-            modified: NOW,
+            arrived: NOW,
         }],
     }
 }
@@ -167,7 +171,7 @@ fn approve_goes_through_a_confirmation_focused_on_cancel() {
     assert_eq!(s.mode, Mode::Normal);
     let fx = press(&mut s, &["a", "y"]);
     assert!(
-        matches!(fx.as_slice(), [Effect::Sign { verdict: Verdict::Approve, packet, reason: None }] if packet.id == "p-quote"),
+        matches!(fx.as_slice(), [Effect::Sign { verdict: Verdict::Approve, packet, reason: None, .. }] if packet.id == "p-quote"),
         "{fx:?}"
     );
     assert!(s.signing);
@@ -345,9 +349,9 @@ fn hostile_text_is_inert() {
     let mut s = state(false);
     let evil = packet(
         "p-evil",
-        "agent-\u{1b}[31mred",
+        "agent-red",
         "email.send.external",
-        "Pay now\u{1b}]0;pwned\u{7}\u{202e}gnp.exe",
+        "Pay now\u{1b}[31mred\u{1b}]0;pwned\u{7}\u{202e}gnp.exe",
         0,
         json!({"body": "line1\n\u{1b}[2Jclear\u{9b}31m", "to": "x\u{0}y@example.com"}),
     );
@@ -605,6 +609,7 @@ fn a_signed_approval_moves_the_posterior_at_once() {
 
 use warrant::control::{CONTROL_DOMAIN, ControlEvent, ControlKind, ControlState};
 use warrant::graduation::PolicySet;
+use warrant::preconditions::{Budget, Observer};
 use warrant::tiers::NotebookTrust;
 
 /// Tools and their tiers, as `policy.toml` registers them.
@@ -623,7 +628,7 @@ fn governed(id: &str, agent: &str, summary: &str, minutes_ago: i64, governance: 
     let mut raw = e.packet.raw.clone();
     raw["governance"] = governance;
     e.packet = Arc::new(warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), id).expect("packet"));
-    e.modified = NOW - (minutes_ago * 60) as f64;
+    e.arrived = NOW - (minutes_ago * 60) as f64;
     e
 }
 
@@ -696,7 +701,9 @@ fn governed_state(read_only: bool) -> State {
         Keymap::default_map(),
         NOW,
     )
-    .with_policies(Arc::new(policies));
+    .with_policies(Arc::new(policies))
+    // p-merge's precondition names a path below /nonexistent: the one root it may observe.
+    .with_observer(Arc::new(Observer::new(&["/nonexistent".into()], None, Budget::default())));
     scanned(&mut s, governed_snapshot());
     let view = ChainView { report: *valid_report(3), controls: governed_controls(), ..ChainView::default() };
     app::update(&mut s, Action::ChainVerified(Box::new(view)));
@@ -1238,14 +1245,8 @@ fn hostile_entry() -> PacketEntry {
     action.insert("body".into(), json!(format!("line 1\n{EVIL}\n{zalgo}\nlast line")));
     action.insert("long".into(), json!(format!("{}END-OF-LONG", "A".repeat(1_000_000))));
     action.insert("nested".into(), json!({"deeper": [EVIL, {"k": EVIL}]}));
-    let mut e = packet(
-        "p-evil",
-        &format!("agent{EVIL}"),
-        "email.send.external",
-        &format!("Pay{EVIL}{zalgo}"),
-        0,
-        Value::Object(action),
-    );
+    let mut e =
+        packet("p-evil", "agent-evil", "email.send.external", &format!("Pay{EVIL}{zalgo}"), 0, Value::Object(action));
     let mut raw = e.packet.raw.clone();
     raw["decision"]["reason"] = json!(format!("because{EVIL}"));
     raw["note"] = json!(EVIL);
@@ -1274,13 +1275,13 @@ fn hostile_state() -> State {
         kind: FileKind::Packet,
         name: format!("n{EVIL}.json"),
         reason: warrant::packet::InvalidReason::Schema(format!("`summary` {EVIL:?} and raw {EVIL}")),
-        modified: NOW,
+        arrived: NOW,
     });
     snap.invalid.push(InvalidFile {
         kind: FileKind::Receipt,
         name: format!("r{EVIL}.json"),
         reason: warrant::packet::InvalidReason::UnsafeId(EVIL.to_owned()),
-        modified: NOW,
+        arrived: NOW,
     });
     scanned(&mut s, snap);
     let mut decided = decided_post();
@@ -1345,10 +1346,7 @@ fn hostile_text_never_reaches_a_cell_on_any_screen() {
     }
     // The hostile text is there, visible.
     let pending = buffer_text(&buffer(&screens[0].1, 160, 48));
-    assert!(
-        pending.contains("agent␛]52;c;cm0gLX") && pending.contains("␛]8;;https://evil.example␛\\link"),
-        "{pending}"
-    );
+    assert!(pending.contains("Pay␛]52;c;cm0gLX") && pending.contains("␛]8;;https://evil.example␛\\link"), "{pending}");
     assert!(pending.contains("⟨+52 marks⟩…"), "the combining flood is collapsed and cut: {pending}");
     let whole = buffer_text(&buffer(&screens[1].1, 160, 48));
     for shown in
@@ -1381,4 +1379,25 @@ fn hostile_text_never_reaches_a_cell_on_any_screen() {
         "hostile_invalid_120x20",
         buffer_text(&buffer(&screens.iter().find(|(n, _)| n == "invalid").expect("invalid").1, 120, 20))
     );
+}
+
+// Issue 15 §2: an agent id that differs from a known agent's only by look-alike characters
+// (`agent-r0gue` beside `agent-rogue`) is marked in the list and explained in the detail, and
+// the detail names the Unix user that published the packet.
+#[test]
+fn look_alike_agent_ids_are_marked_and_the_publisher_is_shown() {
+    let mut s = state(false);
+    let mut snap = snapshot();
+    snap.packets.insert(0, packet("p-r1", "agent-rogue", "draft.compose", "one", 1, json!({})));
+    snap.packets.insert(0, packet("p-r0", "agent-r0gue", "draft.compose", "zero", 0, json!({})));
+    scanned(&mut s, snap);
+    assert_eq!(s.look_alike("agent-r0gue"), Some("agent-rogue"));
+    assert_eq!(s.look_alike("agent-scribe"), None);
+    let out = screen(&s, 160, 48);
+    assert!(out.lines().any(|l| l.contains("⚠agent-r0gue")), "{out}");
+    assert!(out.lines().any(|l| l.contains(" agent-scribe ")), "an unambiguous id is not marked: {out}");
+    select_pending(&mut s, "p-r0");
+    let out = screen(&s, 160, 48);
+    assert!(out.contains("looks like agent agent-rogue"), "{out}");
+    assert!(out.contains("publisher  uid 4000000"), "{out}");
 }

@@ -38,7 +38,7 @@ fn snapshot() -> Snapshot {
             let bytes = serde_json::to_vec(&packet(k)).expect("json");
             let id = format!("p-{k:05}");
             let p = warrant::packet::parse_packet(&bytes, &id).expect("valid packet");
-            PacketEntry { file: format!("{id}.json").into(), modified: NOW, packet: Arc::new(p) }
+            PacketEntry { file: format!("{id}.json").into(), arrived: NOW, owner: 4_000_000, packet: Arc::new(p) }
         })
         .collect();
     Snapshot { packets, receipts: vec![], invalid: vec![] }
@@ -128,7 +128,8 @@ fn arrivals_keep_the_selection_on_the_packet_under_review() {
     doc["packet_id"] = "p-new".into();
     doc["summary"] = "the newest".into();
     let newest = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "p-new").expect("packet");
-    snap.packets.insert(0, PacketEntry { file: "p-new.json".into(), modified: NOW, packet: Arc::new(newest) });
+    snap.packets
+        .insert(0, PacketEntry { file: "p-new.json".into(), arrived: NOW, owner: 4_000_000, packet: Arc::new(newest) });
     scanned(&mut s, snap);
     assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-00100"));
     let shown = screen(&s, 160, 48);

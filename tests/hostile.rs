@@ -1358,9 +1358,13 @@ fn cli_output_shows_agent_text_inert() {
     e.principal();
     let packets = e.spool().join("packets");
     std::fs::create_dir_all(&packets).expect("packets");
+    // An agent id with escapes is invalid (issue 15: agent ids are safe ids), its reason inert.
     let agent = format!("agent{EVIL}");
     let summary = format!("Pay{EVIL}");
-    let doc = warrant::packet::portable_packet("p-evil", "draft.compose", &agent, &summary, json!({"body": EVIL}), AT);
+    let doc = warrant::packet::portable_packet("p-evilagent", "draft.compose", &agent, &summary, json!({}), AT);
+    std::fs::write(packets.join("p-evilagent.json"), serde_json::to_vec(&doc).expect("json")).expect("write");
+    let doc =
+        warrant::packet::portable_packet("p-evil", "draft.compose", "agent-e", &summary, json!({"body": EVIL}), AT);
     std::fs::write(packets.join("p-evil.json"), serde_json::to_vec(&doc).expect("json")).expect("write");
     let mut bad = doc.clone();
     bad["packet_id"] = json!("p-bad");
@@ -1377,9 +1381,10 @@ fn cli_output_shows_agent_text_inert() {
     let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert_inert("list", &out);
     assert_inert("list stderr", &err);
-    assert!(out.contains("agent␛]52;c;cm0gLXJmIH4=␇") && out.contains("⟨U+202E⟩txt.exe⟨U+2066⟩"), "{out}");
+    assert!(out.contains("Pay␛]52;c;cm0gLXJmIH4=␇") && out.contains("⟨U+202E⟩txt.exe⟨U+2066⟩"), "{out}");
     assert!(out.contains("⟨U+009B⟩31m") && out.contains("⟨U+E0041⟩"), "{out}");
-    assert_eq!(out.lines().filter(|l| l.starts_with("invalid")).count(), 2, "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("invalid")).count(), 3, "{out}");
+    assert!(out.lines().any(|l| l.starts_with("invalid  p-evilagent.json") && l.contains("not a safe id")), "{out}");
 
     let o = e.run(&["list", "--json"]);
     let raw = String::from_utf8_lossy(&o.stdout);
@@ -1387,7 +1392,7 @@ fn cli_output_shows_agent_text_inert() {
     assert!(raw.contains(r"\u202e") && raw.contains(r"\u009b") && raw.contains(r"\udb40\udc41"), "{raw}");
     let listed: Value = serde_json::from_str(&raw).expect("list --json parses");
     let p = listed["packets"].as_array().and_then(|a| a.iter().find(|p| p["packet_id"] == "p-evil")).expect("p-evil");
-    assert_eq!(p["agent"], json!(agent), "the JSON carries exactly what the agent wrote");
+    assert_eq!(p["summary"], json!(summary), "the JSON carries exactly what the agent wrote");
 
     // An error quoting an invalid packet's reason.
     let o = e.run(&["approve", "p-bad"]);

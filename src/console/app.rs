@@ -119,6 +119,8 @@ pub enum Effect {
     Sign {
         /// The packet as reviewed (its content hash is what gets signed).
         packet: Arc<Packet>,
+        /// The uid owning the file of the version reviewed, recorded with an approval.
+        publisher: Option<u32>,
         /// Approve or refuse.
         verdict: Verdict,
         /// The reason, if any.
@@ -385,6 +387,8 @@ pub struct State {
     notebooks: Vec<NotebookRow>,
     /// Agents after the filter, by id.
     agents: Vec<AgentSummary>,
+    /// Agent ids that look like another known agent's ([`crate::text::confusable_ids`]).
+    look_alike: HashMap<String, String>,
 }
 
 /// A class's posterior with what rendering needs and should not recompute per frame.
@@ -539,6 +543,7 @@ impl State {
             all_notebooks: Vec::new(),
             notebooks: Vec::new(),
             agents: Vec::new(),
+            look_alike: HashMap::new(),
         }
     }
 
@@ -611,6 +616,20 @@ impl State {
     #[must_use]
     pub fn agents(&self) -> &[AgentSummary] {
         &self.agents
+    }
+
+    /// Another known agent whose id looks like `agent`'s on screen, if any.
+    #[must_use]
+    pub fn look_alike(&self, agent: &str) -> Option<&str> {
+        self.look_alike.get(agent).map(String::as_str)
+    }
+
+    /// Who published the packet `id` as scanned (the file owner's uid), and why that user may
+    /// not speak for the agent it claims, if so.
+    #[must_use]
+    pub fn publisher(&self, id: &str) -> Option<(u32, Option<&str>)> {
+        let e = self.snapshot.packet(id)?;
+        Some((e.owner, self.assessment.monitor.impersonations.get(id).map(String::as_str)))
     }
 
     /// The notebook under the cursor in the matrices view.
@@ -735,6 +754,7 @@ impl State {
 
     /// Every notebook named by the controls or by a packet's governance, with its pending count.
     fn recompute_notebooks(&mut self) {
+        self.look_alike = crate::text::confusable_ids(self.assessment.monitor.agents.keys().map(String::as_str));
         let mut notebooks: BTreeMap<String, NotebookRow> = self
             .controls
             .notebooks
@@ -784,7 +804,8 @@ impl State {
         self.all_posteriors = classes
             .iter()
             .map(|c| {
-                let rows = chain.rows_of(c).chain(evidence);
+                // Agents' receipt files are their own word: shown apart, never evidence.
+                let rows = chain.rows_of(c);
                 Arc::new(ClassPosterior::new(Posterior::of(c, rows, self.policies.threshold(c), today)))
             })
             .collect();
@@ -1555,7 +1576,9 @@ fn sign(state: &mut State, c: Confirm) -> Vec<Effect> {
     }
     state.signing = true;
     state.flash = Some(Flash { text: format!("signing {} {}…", c.verdict.as_str(), c.packet.id), error: false });
-    vec![Effect::Sign { packet: c.packet, verdict: c.verdict, reason: c.reason }]
+    let publisher =
+        state.snapshot.packet(&c.packet.id).filter(|e| e.packet.content_hash == c.packet.content_hash).map(|e| e.owner);
+    vec![Effect::Sign { packet: c.packet, publisher, verdict: c.verdict, reason: c.reason }]
 }
 
 /// A key in a sign/cancel dialog: `Some(true)` signs, `Some(false)` cancels, `None` stays (the

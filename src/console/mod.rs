@@ -379,7 +379,7 @@ impl Runner {
                     }
                 });
             }
-            Effect::Sign { packet, verdict, reason } => {
+            Effect::Sign { packet, publisher, verdict, reason } => {
                 let Some(principal) = self.principal.clone() else {
                     let _ = self.tx.send(Action::Signed(Err("read-only: no key".into())));
                     return;
@@ -393,6 +393,7 @@ impl Runner {
                         &principal,
                         &pinned,
                         &packet,
+                        publisher,
                         verdict,
                         reason.as_deref(),
                         &at,

@@ -218,10 +218,24 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                     let (g, w) = state_label(shown);
                     let mut cells = vec![
                         Cell::from(clock::human_age(state.now - e.created())),
-                        Cell::from(inert(&p.agent, 24)),
+                        Cell::from(match state.look_alike(&p.agent) {
+                            Some(_) => format!("⚠{}", inert(&p.agent, 23)),
+                            None => inert(&p.agent, 24),
+                        })
+                        .style(if state.look_alike(&p.agent).is_some() {
+                            theme.get("warn")
+                        } else {
+                            Style::default()
+                        }),
                         Cell::from(inert(&p.action_class, 32)),
-                        Cell::from(p.risk.clone().unwrap_or_else(|| "?".into()))
-                            .style(risk_style(theme, p.risk.as_deref())),
+                        // The class's risk as warrant's policies define it; `*` when the
+                        // packet claims another.
+                        {
+                            let risk = state.policies.class_risk(&p.action_class).as_str();
+                            let claims_other = p.risk.as_deref().is_some_and(|r| r != risk);
+                            Cell::from(if claims_other { format!("{risk}*") } else { risk.to_owned() })
+                                .style(risk_style(theme, Some(risk)))
+                        },
                         Cell::from(format!("{g} {w}")).style(state_style(theme, shown)),
                     ];
                     if wide {
@@ -681,6 +695,20 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         Line::from(Span::styled(inert(&p.summary, text_w), theme.get("title"))),
         kv(theme, "packet", inert(&p.id, text_w)),
         kv(theme, "agent", inert(&p.agent, text_w)),
+    ];
+    if let Some(other) = state.look_alike(&p.agent) {
+        lines.push(Line::from(Span::styled(
+            format!("  ⚠ looks like agent {} on screen: a different agent", inert(other, 60)),
+            theme.get("warn"),
+        )));
+    }
+    if let Some((uid, refused)) = state.publisher(&p.id) {
+        lines.push(kv(theme, "publisher", crate::spool::publisher_label(uid)));
+        if let Some(why) = refused {
+            lines.push(Line::from(Span::styled(format!("  ✗ {}", inert(why, 300)), theme.get("error"))));
+        }
+    }
+    lines.extend([
         kv(
             theme,
             "class",
@@ -691,13 +719,16 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
                     .map_or(" (not a canonical class)".into(), |c| format!(" ({})", c.kind))
             ),
         ),
-        kv(
-            theme,
-            "risk",
-            Span::styled(p.risk.clone().unwrap_or_else(|| "unknown".into()), risk_style(theme, p.risk.as_deref())),
-        ),
+        {
+            let risk = state.policies.class_risk(&p.action_class).as_str();
+            let claim = match p.risk.as_deref() {
+                Some(r) if r != risk => format!("  (the packet claims {})", inert(r, 20)),
+                _ => String::new(),
+            };
+            kv(theme, "risk", Span::styled(format!("{risk}{claim}"), risk_style(theme, Some(risk))))
+        },
         kv(theme, "state", Span::styled(format!("{g} {w}{declared}"), state_style(theme, shown))),
-    ];
+    ]);
     if let Some(r) = &p.reason {
         lines.push(kv(theme, "reason", inert(r, text_w)));
     }
@@ -736,7 +767,11 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
     lines.push(kv(
         theme,
         "evidence",
-        format!("{} · {} receipts for this class", evidence_summary(&p.evidence), state.receipts_for(&p.action_class)),
+        format!(
+            "{} · {} agent receipts (not evidence)",
+            evidence_summary(&p.evidence),
+            state.receipts_for(&p.action_class)
+        ),
     ));
     if let Some(d) = state.decisions.get(&p.id) {
         let (g, w, role) = verdict_label(d.verdict);

@@ -402,8 +402,9 @@ pub struct PolicySet {
     pub ladder_ceiling: u8,
     /// Caps on the effective score an agent's packets may claim (`[agents."<id>"] max_score`).
     agent_caps: BTreeMap<String, f64>,
-    /// The Unix users who may speak for an agent (`[agents."<id>"] users`).
-    agent_users: BTreeMap<String, Vec<String>>,
+    /// The Unix users who may speak for an agent (`[agents."<id>"] users`), as written and
+    /// resolved to uids (a name no user has resolves to nothing: fail closed).
+    agent_users: BTreeMap<String, (Vec<String>, Vec<u32>)>,
     /// The directories preconditions may observe (`[preconditions] roots`), absolute.
     precondition_roots: Vec<PathBuf>,
 }
@@ -524,11 +525,19 @@ impl PolicySet {
                 *cap = cap.min(max_score);
             }
             if let Some(users) = def.users {
+                // A user is a name or a numeric uid; a name is looked up in the user database.
+                let uids: Vec<u32> = users
+                    .iter()
+                    .filter_map(|u| u.parse::<u32>().ok().or_else(|| uzers::get_user_by_name(u).map(|x| x.uid())))
+                    .collect();
                 // Two files naming users for one agent: only users both name may speak for it.
                 match self.agent_users.get_mut(&agent) {
-                    Some(kept) => kept.retain(|u| users.contains(u)),
+                    Some((names, kept)) => {
+                        names.retain(|u| users.contains(u));
+                        kept.retain(|u| uids.contains(u));
+                    }
                     None => {
-                        self.agent_users.insert(agent, users);
+                        self.agent_users.insert(agent, (users, uids));
                     }
                 }
             }
@@ -579,6 +588,13 @@ impl PolicySet {
         self.tools.get(key)
     }
 
+    /// The risk of `class` as warrant's policies define it (the registry's, a local class's, or
+    /// inferred for an unknown class): what the principal sees, never the packet's own claim.
+    #[must_use]
+    pub fn class_risk(&self, class: &str) -> Risk {
+        self.policy(&self.normalize(class)).risk
+    }
+
     /// The directories preconditions may observe (`[preconditions] roots`): see
     /// [`crate::preconditions::Observer`].
     #[must_use]
@@ -590,7 +606,13 @@ impl PolicySet {
     /// names any; otherwise the agent belongs to the first user the chain saw publishing it.
     #[must_use]
     pub fn agent_users(&self, agent: &str) -> Option<&[String]> {
-        self.agent_users.get(agent).map(Vec::as_slice)
+        self.agent_users.get(agent).map(|(names, _)| names.as_slice())
+    }
+
+    /// [`PolicySet::agent_users`] resolved to uids (names no user has are left out).
+    #[must_use]
+    pub fn agent_uids(&self, agent: &str) -> Option<&[u32]> {
+        self.agent_users.get(agent).map(|(_, uids)| uids.as_slice())
     }
 
     /// The effective score an agent may claim: its claim (NaN and values outside [0, 1] read as
