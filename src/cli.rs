@@ -86,21 +86,29 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS")]
         wait: Option<f64>,
     },
-    /// Sign an approval of a pending packet and append it to the chain.
+    /// Sign an approval of a pending packet and append it to the chain. On a terminal, shows the
+    /// whole packet and asks for confirmation; otherwise needs --hash or --yes.
     Approve {
         /// The packet id.
         id: String,
         /// Why.
         #[arg(long)]
         reason: Option<String>,
+        #[allow(missing_docs)]
+        #[command(flatten)]
+        review: Review,
     },
-    /// Sign a refusal of a pending packet and append it to the chain.
+    /// Sign a refusal of a pending packet and append it to the chain. On a terminal, shows the
+    /// whole packet and asks for confirmation; otherwise needs --hash or --yes.
     Refuse {
         /// The packet id.
         id: String,
         /// Why (required).
         #[arg(long)]
         reason: String,
+        #[allow(missing_docs)]
+        #[command(flatten)]
+        review: Review,
     },
     /// List the spool's pending, decided and invalid packets.
     List {
@@ -190,6 +198,20 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<KeysAction>,
     },
+}
+
+/// How `approve` and `refuse` know the principal reviewed what is signed (issue 15 §3): on a
+/// terminal, the whole packet is shown and confirmed; `--hash` pins the content hash `list`
+/// printed; without a terminal one of `--hash` or `--yes` is required.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Review {
+    /// Sign only if the packet's content hash is still HASH (`sha256:…`, as `warrant list` prints
+    /// it): a packet rewritten since it was reviewed is refused.
+    #[arg(long, value_name = "HASH")]
+    pub hash: Option<String>,
+    /// Sign without showing the packet and asking (for scripts that reviewed it some other way).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 /// `warrant trust` subcommands.
@@ -430,15 +452,15 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             let spool = resolve_spool(spool_arg, &config)?;
             propose(&spool, &class, &agent, &summary, payload.as_deref(), id, wait)
         }
-        Command::Approve { id, reason } => {
+        Command::Approve { id, reason, review } => {
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;
-            decide_cli(&spool, &config, &id, Verdict::Approve, reason.as_deref())
+            decide_cli(&spool, &config, &id, Verdict::Approve, reason.as_deref(), &review)
         }
-        Command::Refuse { id, reason } => {
+        Command::Refuse { id, reason, review } => {
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;
-            decide_cli(&spool, &config, &id, Verdict::Refuse, Some(&reason))
+            decide_cli(&spool, &config, &id, Verdict::Refuse, Some(&reason), &review)
         }
         Command::List { json } => {
             let spool = resolve_spool(spool_arg, &config)?;
@@ -745,15 +767,91 @@ fn propose(
     }
 }
 
-fn decide_cli(spool: &Spool, config: &Config, id: &str, verdict: Verdict, reason: Option<&str>) -> Result<u8, Failure> {
-    let (principal, pinned) = load_principal(config)?;
+/// A fresh scan of `spool` and its packet `id`, or why there is none.
+fn scanned_packet(spool: &Spool, id: &str) -> Result<(spool::Snapshot, spool::PacketEntry), Failure> {
     let snap = Scanner::new().scan(spool)?;
-    let Some(entry) = snap.packet(id) else {
-        if let Some(bad) = snap.invalid.iter().find(|f| f.name.strip_suffix(".json") == Some(id)) {
-            return Err(Failure::invalid(format!("packet {id:?} is invalid: {}", bad.reason)));
+    if let Some(entry) = snap.packet(id).cloned() {
+        return Ok((snap, entry));
+    }
+    if let Some(bad) = snap.invalid.iter().find(|f| f.name.strip_suffix(".json") == Some(id)) {
+        return Err(Failure::invalid(format!("packet {id:?} is invalid: {}", bad.reason)));
+    }
+    Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())))
+}
+
+/// What `approve` or `refuse` shows on a terminal before asking: the packet's id, agent,
+/// publisher, class and content hash, then the whole packet as JSON, every field, never cut, its
+/// text inert (issue 15 §3).
+fn show_for_review(entry: &spool::PacketEntry, verdict: Verdict) -> Result<(), Failure> {
+    let p = &entry.packet;
+    let t = |s: &str| crate::text::inert(s, usize::MAX);
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "Sign {} of this packet?", if verdict == Verdict::Approve { "an APPROVAL" } else { "a REFUSAL" })?;
+    writeln!(out, "     packet  {}", t(&p.id))?;
+    writeln!(out, "      agent  {}", t(&p.agent))?;
+    writeln!(out, "  publisher  {}", spool::publisher_label(entry.owner))?;
+    writeln!(out, "      class  {}", t(&p.action_class))?;
+    writeln!(out, "    summary  {}", t(&p.summary))?;
+    writeln!(out, "       hash  {}", p.content_hash)?;
+    writeln!(out, "the whole packet:")?;
+    write_json_inert(&mut out, &p.raw)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Asks `question` on the terminal; true only for `y` or `yes`.
+fn confirmed(question: &str) -> Result<bool, Failure> {
+    eprint!("{question} [y/N] ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+fn decide_cli(
+    spool: &Spool,
+    config: &Config,
+    id: &str,
+    verdict: Verdict,
+    reason: Option<&str>,
+    review: &Review,
+) -> Result<u8, Failure> {
+    use std::io::IsTerminal as _;
+    let interactive = std::io::stdin().is_terminal() && !review.yes;
+    if !interactive && review.hash.is_none() && !review.yes {
+        return Err(Failure::usage(format!(
+            "{} without a terminal needs --hash sha256:… (the content hash `warrant list` prints for {id}) or --yes",
+            verdict.as_str()
+        )));
+    }
+    let (principal, pinned) = load_principal(config)?;
+    let (mut snap, mut entry) = scanned_packet(spool, id)?;
+    if let Some(want) = &review.hash
+        && *want != entry.packet.content_hash
+    {
+        return Err(Failure::invalid(format!(
+            "packet {id:?} changed since it was reviewed: its content hash is {}, not {}; nothing was signed",
+            entry.packet.content_hash,
+            crate::text::inert(want, 80)
+        )));
+    }
+    if interactive {
+        show_for_review(&entry, verdict)?;
+        if !confirmed(&format!("sign {} {id}?", verdict.as_str()))? {
+            eprintln!("warrant: nothing was signed");
+            return Ok(EXIT_INVALID);
         }
-        return Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())));
-    };
+        // What is signed is what was shown: a packet rewritten while the principal read it is
+        // refused, not signed in its new form.
+        let (now_snap, now) = scanned_packet(spool, id)?;
+        if now.packet.content_hash != entry.packet.content_hash {
+            return Err(Failure::invalid(format!(
+                "packet {id:?} changed while you were reviewing it; nothing was signed: review it again"
+            )));
+        }
+        (snap, entry) = (now_snap, now);
+    }
     // An approval must pass the composed verdict, checked on the chain verified under the lock.
     // Its preconditions are observed here, before the lock is taken, never under it.
     let policies = load_policies(Some(spool))?;
@@ -899,8 +997,9 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         let t = |s: &str, n: usize| crate::text::inert(s, n);
         writeln!(
             out,
-            "{status:8} {:40} {:20} {:22} {}",
+            "{status:8} {:40} {} {:20} {:22} {}",
             p.id,
+            p.content_hash,
             t(&p.agent, 40),
             t(&p.action_class, 60),
             t(&p.summary, 200)

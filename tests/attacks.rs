@@ -58,7 +58,7 @@ fn a_git_head_symlinked_to_the_principals_key_publishes_nothing() {
     let e = Env::new();
     // The principal exists (first approval creates the key).
     assert_eq!(e.propose("draft.compose", "agent-a", "p-0", &[]).status.code(), Some(0));
-    assert_eq!(e.run(&["approve", "p-0"]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "p-0"]).status.code(), Some(0));
     let body = key_body(&e);
     let work = workspace(&e);
     let repo = work.join("repo");
@@ -70,7 +70,7 @@ fn a_git_head_symlinked_to_the_principals_key_publishes_nothing() {
         precondition_contract(json!([{"check_id": "git.head_unchanged", "parameters": {"repo": repo.to_str()},
             "expected_at_approval": null, "must_revalidate_at_execution": true}])),
     );
-    let o = e.run(&["approve", "p-leak"]);
+    let o = e.run(&["approve", "--yes", "p-leak"]);
     assert_eq!(o.status.code(), Some(1), "the approval fails closed: {}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("precondition"), "{}", text(&o));
     let checked = e.run(&["check-preconditions", "p-leak", "--json"]);
@@ -97,7 +97,7 @@ fn a_git_head_symlinked_to_the_principals_key_publishes_nothing() {
 fn file_checks_outside_the_roots_or_into_the_config_fail_closed() {
     let e = Env::new();
     assert_eq!(e.propose("draft.compose", "agent-a", "p-0", &[]).status.code(), Some(0));
-    assert_eq!(e.run(&["approve", "p-0"]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "p-0"]).status.code(), Some(0));
     let key = e.config().join("principal.key");
     let pinned = e.config().join("pinned_keys.toml");
     let probe = |id: &str, check: &str, path: &std::path::Path| {
@@ -113,7 +113,7 @@ fn file_checks_outside_the_roots_or_into_the_config_fail_closed() {
         let check = &out["revalidation"]["checks"][0];
         assert_eq!(check["holds"], false, "{id}: {check}");
         assert!(check.get("observed").is_none(), "{id}: nothing observed: {check}");
-        let o = e.run(&["approve", id]);
+        let o = e.run(&["approve", "--yes", id]);
         assert_eq!(o.status.code(), Some(1), "{id}: {}", text(&o));
     };
     // No roots declared: nothing is observed.
@@ -135,7 +135,7 @@ fn file_checks_outside_the_roots_or_into_the_config_fail_closed() {
         precondition_contract(json!([{"check_id": "file.sha256", "parameters": {"path": work.join("ok.txt").to_str()},
             "expected_at_approval": null, "must_revalidate_at_execution": true}])),
     );
-    let o = e.run(&["approve", "p-ok"]);
+    let o = e.run(&["approve", "--yes", "p-ok"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
@@ -146,7 +146,7 @@ fn file_checks_outside_the_roots_or_into_the_config_fail_closed() {
 fn a_thousand_checks_of_a_large_file_stop_at_the_budget_and_never_hold_the_lock() {
     let e = Env::new();
     assert_eq!(e.propose("draft.compose", "agent-x", "p-0", &[]).status.code(), Some(0));
-    assert_eq!(e.run(&["approve", "p-0"]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "p-0"]).status.code(), Some(0));
     let work = workspace(&e);
     let big = work.join("big.bin");
     std::fs::write(&big, vec![0x5a; 31 << 20]).expect("write");
@@ -154,7 +154,7 @@ fn a_thousand_checks_of_a_large_file_stop_at_the_budget_and_never_hold_the_lock(
         "expected_at_approval": null, "must_revalidate_at_execution": true});
     e.publish_governed("p-big", "agent-a", precondition_contract(Value::Array(vec![check; 1000])));
     let approve = e
-        .cmd(&["approve", "p-big"])
+        .cmd(&["approve", "--yes", "p-big"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -244,7 +244,7 @@ fn a_homoglyph_agent_id_is_invalid_and_cannot_dodge_a_quarantine() {
     let invalid = &all["invalid"][0];
     assert_eq!(invalid["file"], "p-h.json");
     assert!(invalid["reason"].as_str().is_some_and(|r| r.contains("not a safe id")), "{invalid}");
-    assert_eq!(e.run(&["approve", "p-h"]).status.code(), Some(1), "an invalid packet cannot be approved");
+    assert_eq!(e.run(&["approve", "--yes", "p-h"]).status.code(), Some(1), "an invalid packet cannot be approved");
     assert_eq!(e.run(&["agent", "quarantine", homoglyph, "--reason", "r"]).status.code(), Some(2));
 }
 
@@ -269,15 +269,15 @@ fn a_packet_claiming_an_agent_its_owner_may_not_speak_for_is_refused() {
     assert_eq!(fake["state"], "blocked", "{fake}");
     assert_eq!(fake["decisive_model"], "identity", "{fake}");
     assert!(fake["impersonation"].as_str().is_some_and(|r| r.contains(&MALLORY.to_string())), "{fake}");
-    let o = e.run(&["approve", "p-fake"]);
+    let o = e.run(&["approve", "--yes", "p-fake"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("identity"), "{}", text(&o));
-    assert_eq!(e.run(&["approve", "p-real"]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "p-real"]).status.code(), Some(0));
 
     // Without a policy entry: the first approved packet binds agent-x to its publisher, in the
     // chain, and a later packet from another owner is refused even once the first file is gone.
     publish_as(&e, ALICE_AGENT, "p-x1", &packet_doc("p-x1", "agent-x", "draft.compose"));
-    assert_eq!(e.run(&["approve", "p-x1"]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "p-x1"]).status.code(), Some(0));
     let chain = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");
     let last: Value = serde_json::from_str(chain.lines().last().expect("record")).expect("json");
     assert_eq!(last["metadata"]["warrant_publisher"], json!({"agent": "agent-x", "uid": ALICE_AGENT}));
@@ -286,7 +286,7 @@ fn a_packet_claiming_an_agent_its_owner_may_not_speak_for_is_refused() {
     let x2 = listed(&e, "p-x2");
     assert_eq!(x2["state"], "blocked", "{x2}");
     assert!(x2["impersonation"].as_str().is_some_and(|r| r.contains("chain")), "{x2}");
-    assert_eq!(e.run(&["approve", "p-x2"]).status.code(), Some(1));
+    assert_eq!(e.run(&["approve", "--yes", "p-x2"]).status.code(), Some(1));
     assert_eq!(e.run(&["verify"]).status.code(), Some(0), "the publisher records verify");
 }
 
@@ -339,10 +339,10 @@ fn one_packet_id_from_two_owners_is_ambiguous_and_never_signed() {
         all["invalid"].as_array().expect("invalid").iter().filter_map(|f| f["reason"].as_str()).collect();
     assert_eq!(reasons.len(), 2, "{all}");
     assert!(reasons.iter().all(|r| r.contains("ambiguous")), "{reasons:?}");
-    assert_eq!(e.run(&["approve", "q-1"]).status.code(), Some(1));
+    assert_eq!(e.run(&["approve", "--yes", "q-1"]).status.code(), Some(1));
     assert!(!e.spool().join("chain.jsonl").exists(), "nothing was signed");
     std::fs::remove_file(e.spool().join("packets/a-q-1.json")).expect("rm");
-    assert_eq!(e.run(&["approve", "q-1"]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "q-1"]).status.code(), Some(0));
 }
 
 // §2: 60 receipts an agent wrote about itself, claiming `source_type: principal`, moved
@@ -429,4 +429,82 @@ fn the_gate_ignores_receipts_an_agent_wrote_about_itself() {
     assert_eq!(with.evidence.len(), 60);
     assert!(with.evidence.iter().all(|r| r.source.as_deref() == Some("spool")
         && r.source_type == Some(warrant::graduation::evidence::SourceType::ModelInferred)));
+}
+
+// ---- §3: what the CLI signs is what the principal reviewed -------------------------------------
+
+/// Runs `warrant ARGS` on a pseudo-terminal (util-linux `script`), typing `input`.
+fn on_a_terminal(e: &Env, args: &str, input: &str) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &format!("{} {args}", cli_env::BIN), "/dev/null"])
+        .env("WARRANT_CONFIG", e.config())
+        .env("WARRANT_SPOOL", e.spool())
+        .env("WARRANT_PRINCIPAL", "alice")
+        .env("XDG_DATA_HOME", e.dir.path().join("data"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    // The prompt is read after the packet is shown; typed ahead, the answer waits in the pty.
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("type");
+    child.wait_with_output().expect("script")
+}
+
+fn chain_lines(e: &Env) -> usize {
+    std::fs::read_to_string(e.spool().join("chain.jsonl")).map_or(0, |c| c.lines().count())
+}
+
+// §3: `list` showed "Quote for 40 units to Dana"; the agent renamed new content over its file
+// (`to: attacker@evil.example`); `warrant approve q-1` signed the new content. Now a script must
+// pin the hash it reviewed (or say `--yes`), a pinned hash that changed is refused, and on a
+// terminal the whole packet is shown and confirmed.
+#[test]
+fn approve_signs_only_what_was_reviewed() {
+    let e = Env::new();
+    assert_eq!(e.propose("draft.compose", "agent-a", "p-0", &[]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "p-0"]).status.code(), Some(0), "the principal exists");
+    let dir = e.spool().join("packets");
+    let mut doc = warrant::packet::portable_packet(
+        "q-1",
+        "email.send.external",
+        "agent-a",
+        "Quote for 40 units to Dana",
+        json!({"to": "dana@northwind.example", "subject": "Quote for 40 units"}),
+        "2026-11-21T09:00:00Z",
+    );
+    std::fs::write(dir.join("q-1.json"), serde_json::to_vec(&doc).expect("json")).expect("write");
+    let listing = String::from_utf8_lossy(&e.run(&["list"]).stdout).into_owned();
+    let line = listing.lines().find(|l| l.contains("q-1")).expect("q-1 listed");
+    let reviewed = line.split_whitespace().find(|w| w.starts_with("sha256:")).expect("list prints the hash").to_owned();
+    // The agent swaps the recipient after the principal's review.
+    doc["proposed_action"]["to"] = json!("attacker@evil.example");
+    std::fs::write(dir.join(".q-1.tmp"), serde_json::to_vec(&doc).expect("json")).expect("write");
+    std::fs::rename(dir.join(".q-1.tmp"), dir.join("q-1.json")).expect("rename");
+    let before = chain_lines(&e);
+    // No terminal, nothing pinned: refused as a usage error, nothing signed.
+    let o = e.run(&["approve", "q-1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--hash"), "{}", text(&o));
+    // The hash the principal reviewed no longer matches: refused, both hashes named.
+    let o = e.run(&["approve", "q-1", "--hash", &reviewed]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&reviewed), "{}", text(&o));
+    assert_eq!(chain_lines(&e), before, "nothing was signed");
+    // On a terminal: the whole packet is shown, the new recipient included; "n" signs nothing.
+    let o = on_a_terminal(&e, "approve q-1", "n\n");
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(shown.contains("attacker@evil.example") && shown.contains("Quote for 40 units"), "{shown}");
+    assert!(shown.contains("publisher") && shown.contains("sha256:"), "{shown}");
+    assert_ne!(o.status.code(), Some(0), "{shown}");
+    assert_eq!(chain_lines(&e), before, "a declined review signs nothing");
+    // "y" signs exactly the version shown.
+    let o = on_a_terminal(&e, "refuse q-1 --reason swapped", "y\n");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(chain_lines(&e), before + 1);
+    let current = listed(&e, "q-1");
+    let chain = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");
+    let rec: Value = serde_json::from_str(chain.lines().last().expect("record")).expect("json");
+    assert_eq!(rec["metadata"]["warrant_decision"]["packet_hash"], current["content_hash"]);
 }

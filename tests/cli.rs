@@ -100,18 +100,18 @@ fn propose_decide_list_export_verify() {
         serde_json::from_slice(&std::fs::read(e.spool().join("packets/p1.json")).expect("packet")).expect("json");
     assert_eq!(packet["packet_id"], "p1");
     assert_eq!(packet["external_actions"], 0);
-    let o = e.run(&["approve", "p1", "--reason", "ok"]);
+    let o = e.run(&["approve", "--yes", "p1", "--reason", "ok"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("created the principal key for alice"), "{}", text(&o));
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(e.config().join("principal.key")).expect("key").permissions(),
     );
     assert_eq!(mode & 0o777, 0o600);
-    assert_eq!(e.run(&["approve", "p1"]).status.code(), Some(1), "a second decision is refused");
-    assert_eq!(e.run(&["approve", "missing"]).status.code(), Some(1));
+    assert_eq!(e.run(&["approve", "--yes", "p1"]).status.code(), Some(1), "a second decision is refused");
+    assert_eq!(e.run(&["approve", "--yes", "missing"]).status.code(), Some(1));
     e.run(&["propose", "--class", "social.post.public", "--agent", "herald", "--summary", "Post", "--id", "p2"]);
-    assert_ne!(e.run(&["refuse", "p2"]).status.code(), Some(0), "refuse needs --reason");
-    assert_eq!(e.run(&["refuse", "p2", "--reason", "not now"]).status.code(), Some(0));
+    assert_ne!(e.run(&["refuse", "--yes", "p2"]).status.code(), Some(0), "refuse needs --reason");
+    assert_eq!(e.run(&["refuse", "--yes", "p2", "--reason", "not now"]).status.code(), Some(0));
     let list: Value = serde_json::from_slice(&e.run(&["list", "--json"]).stdout).expect("list json");
     let decisions: Vec<&str> =
         list["packets"].as_array().expect("packets").iter().filter_map(|p| p["decision"].as_str()).collect();
@@ -134,7 +134,7 @@ fn a_renamed_principal_is_refused_before_signing() {
     let e = Env::new();
     e.run(&["keys"]);
     e.propose("draft.compose", "a", "p", &[]);
-    let o = e.cmd(&["approve", "p"]).env("WARRANT_PRINCIPAL", "bob").output().expect("run");
+    let o = e.cmd(&["approve", "--yes", "p"]).env("WARRANT_PRINCIPAL", "bob").output().expect("run");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("pinned for principal \"alice\""), "{}", text(&o));
     assert!(!e.spool().join("chain.jsonl").exists());
@@ -146,7 +146,7 @@ fn a_renamed_principal_is_refused_before_signing() {
 fn keys_export_pin_unpin_changes_what_verifies() {
     let e = Env::new();
     e.propose("draft.compose", "a", "p", &[]);
-    assert_eq!(e.run(&["approve", "p"]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "p"]).status.code(), Some(0));
     let pem = e.run(&["keys", "export"]);
     assert!(String::from_utf8_lossy(&pem.stdout).starts_with("-----BEGIN PUBLIC KEY-----"));
     let show = String::from_utf8_lossy(&e.run(&["keys"]).stdout).into_owned();
@@ -213,7 +213,7 @@ fn propose_wait_verifies_the_decision_before_trusting_it() {
     .expect("forge");
     std::thread::sleep(Duration::from_millis(300));
     // The genuine decision.
-    assert_eq!(e.run(&["approve", "w"]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "w"]).status.code(), Some(0));
     let out = agent.wait_with_output().expect("agent");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -243,7 +243,7 @@ fn cli_robustness() {
     assert!(listed.contains("␛]0;TITLE␇"), "{listed}");
 
     std::fs::create_dir_all(e.spool().join("decisions/ev.json")).expect("a directory where the file goes");
-    let o = e.run(&["approve", "ev"]);
+    let o = e.run(&["approve", "--yes", "ev"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("decision file was not written"), "{}", text(&o));
     assert_eq!(std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain").lines().count(), 1);
@@ -257,7 +257,7 @@ fn a_permissive_umask_still_gives_a_private_spool() {
     use std::os::unix::fs::PermissionsExt as _;
     let e = Env::new();
     let script =
-        format!("umask 002 && {BIN} propose --class draft.compose --agent a --summary s --id u && {BIN} approve u");
+        format!("umask 002 && {BIN} propose --class draft.compose --agent a --summary s --id u && {BIN} approve --yes u");
     let o = Command::new("sh")
         .args(["-c", &script])
         .env("WARRANT_CONFIG", e.config())
@@ -321,7 +321,7 @@ fn trust_set_is_signed_confirmed_and_applies_to_the_next_gate_call() {
     assert_eq!(last["metadata"]["warrant_control"]["previous"], "trusted");
     // Lowering needs no confirmation; the tiers verdict follows the chain.
     publish_governed(&e, "p-merge", "agent-a", serde_json::json!({"tool": "corrections.merge", "notebook": "nb-1"}));
-    let o = e.run(&["approve", "p-merge"]);
+    let o = e.run(&["approve", "--yes", "p-merge"]);
     assert_eq!(o.status.code(), Some(0), "autonomous: destructive runs auto, approvable: {}", text(&o));
     assert_eq!(e.run(&["trust", "set", "nb-1", "cautious"]).status.code(), Some(0));
     let shown: Value = serde_json::from_slice(&e.run(&["trust", "show", "--json"]).stdout).expect("json");
@@ -338,12 +338,16 @@ fn quarantine_kill_and_release_block_and_unblock_an_agents_packets() {
     assert_eq!(e.propose("draft.compose", "agent-q", "p-2", &[]).status.code(), Some(0));
     let o = e.run(&["agent", "quarantine", "agent-q", "--reason", "sent 40 emails in a minute"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = e.run(&["approve", "p-1"]);
+    let o = e.run(&["approve", "--yes", "p-1"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("blocked"), "{}", text(&o));
-    assert_eq!(e.run(&["refuse", "p-1", "--reason", "quarantined"]).status.code(), Some(0), "refusal still works");
+    assert_eq!(
+        e.run(&["refuse", "--yes", "p-1", "--reason", "quarantined"]).status.code(),
+        Some(0),
+        "refusal still works"
+    );
     assert_eq!(e.run(&["agent", "release", "agent-q"]).status.code(), Some(0));
-    let o = e.run(&["approve", "p-2"]);
+    let o = e.run(&["approve", "--yes", "p-2"]);
     assert_eq!(o.status.code(), Some(0), "released: {}", text(&o));
     assert_eq!(e.propose("draft.compose", "agent-q", "p-3", &[]).status.code(), Some(0));
     let o = e.run(&["agent", "kill", "agent-q", "--reason", "runaway"]);
@@ -359,7 +363,7 @@ fn quarantine_kill_and_release_block_and_unblock_an_agents_packets() {
     assert_eq!(result["handoffs"][0]["step_id"], "p-3");
     assert_eq!(result["handoffs"][0]["status"], "compensated");
     assert_eq!(result["compensation_triggered"], true);
-    assert_eq!(e.run(&["approve", "p-3"]).status.code(), Some(1), "killed: blocked");
+    assert_eq!(e.run(&["approve", "--yes", "p-3"]).status.code(), Some(1), "killed: blocked");
     assert_eq!(e.run(&["agent", "quarantine", "../x", "--reason", "r"]).status.code(), Some(2), "unsafe id");
     let o = e.run(&["verify"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -413,10 +417,10 @@ fn preconditions_are_recorded_at_approval_and_rechecked_at_execution() {
     publish_governed(&e, "p-stale", "agent-a", contract(serde_json::json!("sha256:00")));
     let o = e.run(&["check-preconditions", "p-pre", "--json"]);
     assert_eq!(o.status.code(), Some(0), "pending, nothing expected yet: {}", text(&o));
-    let o = e.run(&["approve", "p-stale"]);
+    let o = e.run(&["approve", "--yes", "p-stale"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("precondition"), "{}", text(&o));
-    let o = e.run(&["approve", "p-pre"]);
+    let o = e.run(&["approve", "--yes", "p-pre"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let decision: Value =
         serde_json::from_slice(&std::fs::read(e.spool().join("decisions/p-pre.json")).expect("decision"))
@@ -432,6 +436,6 @@ fn preconditions_are_recorded_at_approval_and_rechecked_at_execution() {
     let out: Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(out["revalidation"]["failure"]["kind"], "precondition_failed");
     assert_eq!(out["revalidation"]["failure"]["check_id"], "file.sha256");
-    assert_eq!(e.run(&["refuse", "p-stale", "--reason", "stale"]).status.code(), Some(0));
+    assert_eq!(e.run(&["refuse", "--yes", "p-stale", "--reason", "stale"]).status.code(), Some(0));
     assert_eq!(e.run(&["check-preconditions", "p-stale"]).status.code(), Some(3), "refused");
 }

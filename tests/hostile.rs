@@ -742,7 +742,7 @@ fn propose_wait_keeps_waiting_past_hostile_decision_files() {
     // Refuse only once the agent has seen (and ignored) the forgery.
     let first = rx.recv().expect("the agent reports the forged file");
     assert!(first.contains("ignoring decision file") && first.contains("(forged)"), "{first}");
-    let o = e.run(&["refuse", "w-late", "--reason", "not this one"]);
+    let o = e.run(&["refuse", "--yes", "w-late", "--reason", "not this one"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let status = agent.wait().expect("agent");
     reader.join().expect("reader");
@@ -761,7 +761,7 @@ fn a_packet_edited_after_approval_is_not_approved() {
     e.principal();
     let o = e.run(&["propose", "--class", "email.send.external", "--agent", "a", "--summary", "s", "--id", "p-edit"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(e.run(&["approve", "p-edit"]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "p-edit"]).status.code(), Some(0));
     assert_eq!(e.run(&["check-preconditions", "p-edit"]).status.code(), Some(0), "approved as published");
     let path = e.spool().join("packets/p-edit.json");
     let mut packet: Value = serde_json::from_slice(&std::fs::read(&path).expect("packet")).expect("json");
@@ -774,7 +774,7 @@ fn a_packet_edited_after_approval_is_not_approved() {
     assert!(listed.lines().any(|l| l.starts_with("changed") && l.contains("p-edit")), "{listed}");
     let json: Value = serde_json::from_slice(&e.run(&["list", "--json"]).stdout).expect("json");
     assert_eq!(json["packets"][0]["changed_since_decision"], true, "{json}");
-    let o = e.run(&["approve", "p-edit"]);
+    let o = e.run(&["approve", "--yes", "p-edit"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("already decided"), "{}", text(&o));
 }
@@ -1280,8 +1280,8 @@ fn a_loose_private_key_is_refused_by_every_command_that_loads_it() {
     let chmod = |mode: u32| std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).expect("chmod");
     #[allow(unused_mut)]
     let mut commands: Vec<Vec<&str>> = vec![
-        vec!["approve", "p"],
-        vec!["refuse", "p", "--reason", "r"],
+        vec!["approve", "--yes", "p"],
+        vec!["refuse", "--yes", "p", "--reason", "r"],
         vec!["trust", "set", "nb-1", "trusted"],
         vec!["agent", "quarantine", "agent-a", "--reason", "r"],
         vec!["agent", "release", "agent-a"],
@@ -1309,7 +1309,7 @@ fn a_loose_private_key_is_refused_by_every_command_that_loads_it() {
     }
     for mode in [0o644, 0o604, 0o620, 0o602, 0o610, 0o601, 0o666, 0o777] {
         chmod(mode);
-        refused(&["approve", "p"], mode);
+        refused(&["approve", "--yes", "p"], mode);
     }
     assert_eq!(e.chain(), "", "nothing was signed with a loose key");
     assert!(!e.spool().join("decisions/p.json").exists());
@@ -1321,13 +1321,13 @@ fn a_loose_private_key_is_refused_by_every_command_that_loads_it() {
     let saved = std::fs::read(&key).expect("key");
     std::fs::remove_file(&key).expect("rm");
     assert!(Command::new("mkfifo").args(["-m", "600"]).arg(&key).status().expect("mkfifo").success());
-    let o = e.run(&["approve", "p"]);
+    let o = e.run(&["approve", "--yes", "p"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a regular file"), "{}", text(&o));
     std::fs::remove_file(&key).expect("rm");
     std::fs::write(&key, saved).expect("restore");
     chmod(0o600);
-    let o = e.run(&["approve", "p"]);
+    let o = e.run(&["approve", "--yes", "p"]);
     assert_eq!(o.status.code(), Some(0), "the restored key signs: {}", text(&o));
     // The library check itself.
     for (mode, ok) in [(0o600, true), (0o400, true), (0o700, true), (0o640, false), (0o604, false), (0o602, false)] {
@@ -1395,12 +1395,12 @@ fn cli_output_shows_agent_text_inert() {
     assert_eq!(p["summary"], json!(summary), "the JSON carries exactly what the agent wrote");
 
     // An error quoting an invalid packet's reason.
-    let o = e.run(&["approve", "p-bad"]);
+    let o = e.run(&["approve", "--yes", "p-bad"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_inert("approve stderr", &String::from_utf8_lossy(&o.stderr));
 
     // A chain with a hostile record: verify names it, inert.
-    e.run(&["approve", "p-evil"]);
+    e.run(&["approve", "--yes", "p-evil"]);
     chain::append(&e.spool().join("chain.jsonl"), |_| {
         let mut body = chain::new_record_body(
             &agent,

@@ -266,7 +266,7 @@ fn cli_writer(plan: &Plan, spool: &Spool, w: usize, n: usize) -> Vec<Reply> {
                 out.push(Reply::Fail(format!("{t}: publish: {e}")));
                 continue;
             }
-            if seq % 2 == 0 { run(&["approve", &id]) } else { run(&["refuse", &id, "--reason", &t]) }
+            if seq % 2 == 0 { run(&["approve", "--yes", &id]) } else { run(&["refuse", "--yes", &id, "--reason", &t]) }
         } else {
             let agent = format!("agent-w{w:02}");
             run(&["receipt", "--class", "draft.compose", "--outcome", "execute", "--agent", &agent, "--note", &t])
