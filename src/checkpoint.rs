@@ -208,8 +208,8 @@ pub fn check(chain: &Path, cp: &Checkpoint, report: &VerifyReport) -> Option<Fin
         return finding(
             None,
             format!(
-                "the chain has {} records, fewer than the {} of the checkpoint {} signed at {} ({}): records were cut off its end",
-                report.total, cp.records, cp.principal, cp.signed_at, cp.source
+                "the chain has {} records, fewer than the {} of the checkpoint {} signed at {} ({}): records were cut off its end{}",
+                report.total, cp.records, cp.principal, cp.signed_at, cp.source, FORGET_HINT
             ),
         );
     }
@@ -224,11 +224,43 @@ pub fn check(chain: &Path, cp: &Checkpoint, report: &VerifyReport) -> Option<Fin
         _ => finding(
             Some(index),
             format!(
-                "record {} is not the one of the checkpoint {} signed at {} (entry_hash {}, {} bytes into the chain): the chain was rewritten",
-                cp.records, cp.principal, cp.signed_at, cp.head_hash, cp.bytes
+                "record {} is not the one of the checkpoint {} signed at {} (entry_hash {}, {} bytes into the chain): the chain was rewritten{}",
+                cp.records, cp.principal, cp.signed_at, cp.head_hash, cp.bytes, FORGET_HINT
             ),
         ),
     }
+}
+
+/// What a truncation or rewrite finding adds: the way out when the principal re-created the spool
+/// on purpose (and only then: otherwise the finding is the alarm it should be).
+pub const FORGET_HINT: &str = "; if you re-created this spool on purpose, `warrant checkpoint forget` shows what the checkpoint pinned and forgets it";
+
+/// Every checkpoint the principal holds for `spool` that a chain of `records` records cannot
+/// satisfy (longer than it): the principal's own copy and the spool's `checkpoint.json`, with
+/// what each pinned (verified against `pinned`, or why not).
+#[must_use]
+pub fn stale(spool: &Spool, pinned: &PinnedKeys) -> Vec<(PathBuf, Result<Checkpoint, String>)> {
+    let mut out = Vec::new();
+    for path in local_copy(spool).into_iter().chain([spool.root().join(CHECKPOINT_FILE)]) {
+        let Ok(bytes) = crate::spool::read_limited(&path) else { continue };
+        let parsed = serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string());
+        out.push((path.clone(), parsed.and_then(|v| verify(&v, pinned, &path.display().to_string()))));
+    }
+    out
+}
+
+/// Moves a checkpoint file aside (`<name>.forgotten-<unix seconds>`, kept for the record), so it
+/// no longer pins the spool's chain. Returns where it went.
+///
+/// # Errors
+/// I/O errors of the rename.
+pub fn forget(path: &Path) -> std::io::Result<PathBuf> {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".forgotten-{secs}"));
+    let to = path.with_file_name(name);
+    std::fs::rename(path, &to)?;
+    Ok(to)
 }
 
 /// The record on the line that ends (with its newline) at byte `end` of `chain`.

@@ -198,6 +198,27 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<KeysAction>,
     },
+    /// The principal's signed checkpoints of a spool's chain (they detect records cut off).
+    Checkpoint {
+        /// What to do.
+        #[command(subcommand)]
+        action: CheckpointAction,
+    },
+}
+
+/// `warrant checkpoint` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum CheckpointAction {
+    /// Forget the checkpoints that pin a spool's chain (its `checkpoint.json` and the principal's
+    /// own copy), after re-creating the spool at the same path on purpose. Shows what each one
+    /// pinned and asks first.
+    Forget {
+        /// The spool (default: the configured one).
+        spool: Option<PathBuf>,
+        /// Forget without asking (no terminal).
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 /// How `approve` and `refuse` know the principal reviewed what is signed (issue 15 §3): on a
@@ -505,6 +526,10 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Keys { action } => keys_cmd(&config, action.unwrap_or(KeysAction::Show)),
+        Command::Checkpoint { action: CheckpointAction::Forget { spool, yes } } => {
+            let spool = resolve_spool(spool.or(spool_arg), &config)?;
+            checkpoint_forget(&spool, yes)
+        }
         Command::Trust { action } => {
             let spool = resolve_spool(spool_arg, &config)?;
             trust_cmd(&spool, &config, action.unwrap_or(TrustAction::Show { json: false }))
@@ -809,6 +834,51 @@ fn confirmed(question: &str) -> Result<bool, Failure> {
     Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
 }
 
+/// `warrant checkpoint forget`: shows each checkpoint pinning the spool's chain and what the chain
+/// holds now, asks (or takes `--yes`), and moves them aside.
+fn checkpoint_forget(spool: &Spool, yes: bool) -> Result<u8, Failure> {
+    use std::io::IsTerminal as _;
+    let found = crate::checkpoint::stale(spool, &load_pinned()?);
+    if found.is_empty() {
+        println!("no checkpoint pins {}", spool.root().display());
+        return Ok(0);
+    }
+    let chain = spool.chain_path();
+    let now = match std::fs::symlink_metadata(&chain) {
+        Ok(m) => format!("{} bytes", m.len()),
+        Err(_) => "no chain.jsonl".into(),
+    };
+    println!("{} now holds {now}.", spool.root().display());
+    for (path, cp) in &found {
+        match cp {
+            Ok(cp) => println!(
+                "{}: pins {} records, {} bytes, head {}, signed by {} at {}",
+                path.display(),
+                cp.records,
+                cp.bytes,
+                cp.head_hash,
+                crate::text::inert(&cp.principal, 60),
+                crate::text::inert(&cp.signed_at, 40)
+            ),
+            Err(e) => println!("{}: does not verify ({})", path.display(), crate::text::inert(e, 200)),
+        }
+    }
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(Failure::usage("forgetting a checkpoint without a terminal needs --yes"));
+        }
+        if !confirmed("forget these checkpoints (the chain will no longer be held to them)?")? {
+            eprintln!("warrant: nothing was forgotten");
+            return Ok(EXIT_INVALID);
+        }
+    }
+    for (path, _) in &found {
+        let to = crate::checkpoint::forget(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+        println!("forgot {} (kept as {})", path.display(), to.display());
+    }
+    Ok(0)
+}
+
 fn decide_cli(
     spool: &Spool,
     config: &Config,
@@ -919,14 +989,24 @@ fn decide_cli(
         principal.fingerprint()
     );
     if let Some(e) = &decided.file_error {
-        eprintln!("warrant: the decision is recorded in the chain, but its decision file was not written: {e}");
+        // The agent waiting on the decision file has not got it: not a success.
+        eprintln!(
+            "warrant: the decision is recorded in the chain, but its decision file was not written: {e}; \
+             the next decision or `warrant list` writes it again from the chain"
+        );
+        return Ok(EXIT_USAGE);
     }
     Ok(0)
 }
 
 fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     let snap = Scanner::new().scan(spool)?;
-    let view = spool::verify_chain(spool, &load_pinned()?)?;
+    // A listing also writes again decision files a full disk cost (`docs/spool.md`).
+    let missing = spool::ids_without_decision_files(spool);
+    let (view, restored) = spool::verify_chain_restoring(spool, &load_pinned()?, &missing)?;
+    if restored > 0 {
+        eprintln!("warrant: wrote {restored} decision file(s) again from the chain");
+    }
     if let Some(first) = view.report.first() {
         eprintln!(
             "warrant: the chain does not verify ({}); decisions from failing records are not shown",

@@ -1272,6 +1272,48 @@ pub struct Decided {
     pub file_error: Option<String>,
 }
 
+/// Packet ids that may be decided in the chain but have no decision file: the names of the
+/// files in `packets/` (without `.json`; `propose` names them by id) that are safe ids and have
+/// no `decisions/<id>.json`. What a decision or a listing restores from the chain, so a decision
+/// file lost to a full disk is written again once space returns (`docs/spool.md`).
+#[must_use]
+pub fn ids_without_decision_files(spool: &Spool) -> std::collections::HashSet<String> {
+    let Ok(entries) = fs::read_dir(spool.packets_dir()) else { return Default::default() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".json").map(str::to_owned))
+        .filter(|id| packet::is_safe_id(id) && !spool.decision_path(id).exists())
+        .collect()
+}
+
+/// Verifies the whole chain (as [`verify_chain`]) and writes again every decision file of
+/// `missing` (ids, as [`ids_without_decision_files`] finds them) that the chain decided. Returns
+/// the view and how many files were restored.
+///
+/// # Errors
+/// As [`verify_chain`]; a decision file that cannot be written is logged and counted out.
+pub fn verify_chain_restoring(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    missing: &std::collections::HashSet<String>,
+) -> Result<(ChainView, usize), ChainError> {
+    let (view, kept) = verify_chain_records(spool, pinned, |id| missing.contains(id))?;
+    Ok((view, restore_all(spool, &kept)))
+}
+
+/// Writes the decision file of each record in `kept`; logs the ones that fail.
+fn restore_all(spool: &Spool, kept: &[Map<String, Value>]) -> usize {
+    kept.iter()
+        .filter(|rec| match restore_decision_file(spool, rec) {
+            Ok(done) => done,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not restore a decision file");
+                false
+            }
+        })
+        .count()
+}
+
 /// Rebuilds `decisions/<id>.json` from a decision record in the chain (used when an earlier
 /// write of the file was lost after its record was appended).
 ///
@@ -1689,8 +1731,12 @@ pub fn decide_with(
         &chain_path,
         chain::LOCK_DEADLINE,
         |head| {
-            let missing = |id: &str| packet::is_safe_id(id) && !spool.decision_path(id).exists();
-            let (view, kept) = match verified_view(spool, pinned, missing, Some(&packet.id)) {
+            // Decision files lost earlier (a full disk) are restored from the chain: the prefix
+            // is scanned for every decision only when some are missing.
+            let missing = ids_without_decision_files(spool);
+            let decisions_of = missing.is_empty().then_some(packet.id.as_str());
+            let keep = |id: &str| missing.contains(id) || (id == packet.id && !spool.decision_path(id).exists());
+            let (view, kept) = match verified_view(spool, pinned, keep, decisions_of) {
                 Ok(c) => {
                     prefix_hash.set(c.prefix_hash);
                     (c.view, c.kept)
@@ -1725,11 +1771,7 @@ pub fn decide_with(
         },
         |a, bytes| checkpoint = sign_checkpoint(spool, principal, a, bytes, decided_at, prefix_hash.take()),
     );
-    for rec in &to_restore {
-        if let Err(e) = restore_decision_file(spool, rec) {
-            tracing::warn!(error = %e, "could not restore a decision file");
-        }
-    }
+    restore_all(spool, &to_restore);
     let appended = match appended {
         Ok(a) => a,
         Err(e) => return Err(refusal.unwrap_or(DecideError::Chain(e))),

@@ -508,3 +508,66 @@ fn approve_signs_only_what_was_reviewed() {
     let rec: Value = serde_json::from_str(chain.lines().last().expect("record")).expect("json");
     assert_eq!(rec["metadata"]["warrant_decision"]["packet_hash"], current["content_hash"]);
 }
+
+// ---- §5: nothing acknowledged is lost, nothing stale blocks forever ----------------------------
+
+// §5: on a full disk `approve` appended the decision and exited 0 with "decision file was not
+// written"; after space returned later decisions never rewrote it, and the waiting agent timed
+// out. Now that exit is non-zero, and the next decision (or `list`) writes the file from the
+// chain. (The write is made to fail by a directory where the file goes, as a full disk fails it.)
+#[test]
+fn a_decision_file_lost_to_a_full_disk_is_written_again() {
+    let e = Env::new();
+    for id in ["w-1", "w-2", "w-3"] {
+        assert_eq!(e.propose("draft.compose", "agent-a", id, &[]).status.code(), Some(0));
+    }
+    let blocker = e.spool().join("decisions/w-1.json");
+    std::fs::create_dir_all(&blocker).expect("a directory where the file goes");
+    let o = e.run(&["approve", "--yes", "w-1"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("decision file was not written"), "{}", text(&o));
+    // Space returns; the next decision on another packet restores w-1's file from the chain.
+    std::fs::remove_dir(&blocker).expect("rmdir");
+    assert_eq!(e.run(&["approve", "--yes", "w-2"]).status.code(), Some(0));
+    let restored: Value =
+        serde_json::from_slice(&std::fs::read(&blocker).expect("w-1's decision file is back")).expect("json");
+    assert_eq!(restored["document"]["packet_id"], "w-1");
+    assert_eq!(restored["document"]["decision"], "approve");
+    // The waiting agent gets it: `propose --wait` on a decided id answers at once.
+    let o = e.run(&["check-preconditions", "w-1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // And a listing restores too.
+    std::fs::remove_file(e.spool().join("decisions/w-2.json")).expect("rm");
+    let o = e.run(&["list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(e.spool().join("decisions/w-2.json").exists(), "list wrote it again: {}", text(&o));
+}
+
+// §5: a spool re-created at the same path met the principal's old checkpoint copy, and signing
+// was refused forever ("records were cut off") with no hint. Now the refusal names the way out,
+// and `warrant checkpoint forget` shows what the checkpoint pinned before it forgets it.
+#[test]
+fn a_recreated_spool_is_told_how_to_forget_the_old_checkpoint() {
+    let e = Env::new();
+    for id in ["c-1", "c-2"] {
+        assert_eq!(e.propose("draft.compose", "agent-a", id, &[]).status.code(), Some(0));
+        assert_eq!(e.run(&["approve", "--yes", id]).status.code(), Some(0));
+    }
+    std::fs::remove_dir_all(e.spool()).expect("the spool is re-created");
+    assert_eq!(e.propose("draft.compose", "agent-a", "n-1", &[]).status.code(), Some(0));
+    let o = e.run(&["approve", "--yes", "n-1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cut off") && err.contains("warrant checkpoint forget"), "{err}");
+    // Without a terminal or --yes it asks for --yes, and forgets nothing.
+    let o = e.run(&["checkpoint", "forget"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("pins 2 records"), "{}", text(&o));
+    assert_eq!(e.run(&["approve", "--yes", "n-1"]).status.code(), Some(1), "still pinned");
+    let o = e.run(&["checkpoint", "forget", "--yes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("forgot"), "{}", text(&o));
+    let o = e.run(&["approve", "--yes", "n-1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(e.run(&["verify"]).status.code(), Some(0));
+}

@@ -222,7 +222,7 @@ fn propose_wait_verifies_the_decision_before_trusting_it() {
 
 // Agent text never reaches the terminal raw through the CLI; `--wait` rejects non-finite
 // durations before publishing; a decision whose file cannot be written is still recorded and
-// reported as such (exit 0 with a warning), never as a failure.
+// reported as such, with exit 2: the agent has not got it.
 #[test]
 fn cli_robustness() {
     let e = Env::new();
@@ -244,7 +244,7 @@ fn cli_robustness() {
 
     std::fs::create_dir_all(e.spool().join("decisions/ev.json")).expect("a directory where the file goes");
     let o = e.run(&["approve", "--yes", "ev"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "recorded, but the agent has no decision file: {}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("decision file was not written"), "{}", text(&o));
     assert_eq!(std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain").lines().count(), 1);
     assert_eq!(e.run(&["verify"]).status.code(), Some(0));
@@ -256,8 +256,9 @@ fn cli_robustness() {
 fn a_permissive_umask_still_gives_a_private_spool() {
     use std::os::unix::fs::PermissionsExt as _;
     let e = Env::new();
-    let script =
-        format!("umask 002 && {BIN} propose --class draft.compose --agent a --summary s --id u && {BIN} approve --yes u");
+    let script = format!(
+        "umask 002 && {BIN} propose --class draft.compose --agent a --summary s --id u && {BIN} approve --yes u"
+    );
     let o = Command::new("sh")
         .args(["-c", &script])
         .env("WARRANT_CONFIG", e.config())
