@@ -547,9 +547,10 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             // each, and the two sides take turns. A 1 MiB pipe (what Linux allows anyone) lets
             // them run at once; where stdout cannot be resized, nothing changes.
             let _ = rustix::pipe::fcntl_setpipe_size(&stdout, 1 << 20);
+            let failed = |e: &crate::eval::Evaluator| if e.internal_errors() > 0 { EXIT_INVALID } else { 0 };
             match crate::eval::run(&evaluator, io::stdin().lock(), stdout) {
-                Ok(()) => Ok(0),
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+                Ok(()) => Ok(failed(&evaluator)),
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(failed(&evaluator)),
                 Err(e) => Err(e.into()),
             }
         }

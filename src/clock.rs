@@ -35,7 +35,10 @@ pub fn now_rfc3339() -> String {
     format_rfc3339(OffsetDateTime::now_utc())
 }
 
-/// Parses an RFC 3339 timestamp (any offset, any fraction). `None` when it is not RFC 3339.
+/// Parses an RFC 3339 timestamp (any offset, any fraction), returned in UTC. `None` when it is
+/// not RFC 3339, or when the instant it names is outside the years 0000 to 9999 in UTC
+/// (`9999-12-31T23:59:59-01:00` is in the year 10000 there): every later conversion to UTC, and
+/// every formatting of it, is then safe.
 #[must_use]
 pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
     // RFC 3339 (and JSON Schema `date-time`) allow only `T` or `t` between date and time; the
@@ -43,7 +46,8 @@ pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
     if !matches!(s.as_bytes().get(10), Some(b'T' | b't')) {
         return None;
     }
-    OffsetDateTime::parse(s, &Rfc3339).ok()
+    let utc = OffsetDateTime::parse(s, &Rfc3339).ok()?.checked_to_offset(UtcOffset::UTC)?;
+    (0..=9999).contains(&utc.year()).then_some(utc)
 }
 
 /// Seconds since the Unix epoch of an RFC 3339 timestamp, with millisecond resolution.

@@ -71,6 +71,9 @@ fn bad(code: &'static str, message: impl Into<String>) -> EvalError {
 pub struct Evaluator {
     policies: PolicySet,
     rings: RefCell<RingsSession>,
+    /// Lines whose answer failed with an internal error (a panic caught by [`run`]); after one,
+    /// the stateful ring ops refuse to answer, since their state may be half-updated.
+    internal_errors: std::cell::Cell<usize>,
 }
 
 impl std::fmt::Debug for Evaluator {
@@ -83,7 +86,37 @@ impl Evaluator {
     /// An evaluator over `policies`.
     #[must_use]
     pub fn new(policies: PolicySet) -> Self {
-        Self { policies, rings: RefCell::default() }
+        Self { policies, rings: RefCell::default(), internal_errors: std::cell::Cell::new(0) }
+    }
+
+    /// How many lines [`run`] answered with `internal_error` (a bug caught, never an answer
+    /// that allows anything). `warrant eval` exits 1 when any did.
+    #[must_use]
+    pub fn internal_errors(&self) -> usize {
+        self.internal_errors.get()
+    }
+
+    /// [`Evaluator::respond`], catching a panic: the answers already in `out` stay, this line's
+    /// partial answer is dropped and replaced by an `internal_error` (its id echoed when the line
+    /// parses), and the ring state is no longer trusted (fail closed).
+    pub fn respond_guarded(&self, line: &[u8], out: &mut Vec<u8>) {
+        let mark = out.len();
+        let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.respond(line, &mut *out)));
+        if answered.is_err() {
+            out.truncate(mark);
+            self.internal_errors.set(self.internal_errors.get() + 1);
+            let id = match crate::canonical::parse_strict(line) {
+                Ok(Value::Object(m)) => m.get("id").cloned(),
+                _ => None,
+            };
+            let e = bad(
+                "internal_error",
+                "warrant failed answering this request (a bug, reported on stderr); nothing was decided",
+            );
+            // Writing a `Value` into a `Vec` cannot fail.
+            let _ = serde_json::to_writer(&mut *out, &error_response(id, &e));
+            out.push(b'\n');
+        }
     }
 
     /// Answers one request line (without its newline). Never panics on input.
@@ -214,7 +247,32 @@ impl Evaluator {
             }
             "verdict" => self.verdict(r),
             "ops" => Ok(json!({"ops": ops(), "protocol_version": crate::graduation::PROTOCOL_VERSION})),
-            op if crate::rings::wire::OPS.contains(&op) => self.rings.borrow_mut().handle(op, r),
+            op if crate::rings::wire::OPS.contains(&op) => {
+                if self.internal_errors.get() > 0 {
+                    return Err(bad(
+                        "internal_error",
+                        "the ring state may be incomplete after an internal error on an earlier line: restart `warrant eval`",
+                    ));
+                }
+                self.rings.borrow_mut().handle(op, r)
+            }
+            "ladder.gate" => {
+                // A tool the host registers keeps at least its floor (`docs/eval.md`, Request
+                // policies only tighten).
+                let host_floor = r
+                    .get("tool")
+                    .and_then(Value::as_str)
+                    .and_then(|t| self.policies.tool(t))
+                    .map(|t| t.required_trust_level.unwrap_or(0));
+                match host_floor {
+                    Some(floor) if r.get("tool_floor").and_then(Value::as_u64).is_none_or(|f| f < u64::from(floor)) => {
+                        let mut raised = r.clone();
+                        raised.insert("tool_floor".into(), json!(floor));
+                        crate::ladder::eval_ladder_gate(&raised)
+                    }
+                    _ => crate::ladder::eval_ladder_gate(r),
+                }
+            }
             op => match crate::ladder::EVAL_OPS.iter().find(|(name, _)| *name == op) {
                 Some((_, serve)) => serve(r),
                 None => Err(bad("unknown_op", format!("unknown op {op:?}; known: {}", ops().join(", ")))),
@@ -228,7 +286,8 @@ impl Evaluator {
             None | Some(Value::Null) => {}
             Some(Value::Array(p)) if p.is_empty() => {}
             Some(Value::Array(p)) => {
-                set = Cow::Owned(set.with_custom(p).map_err(|e| bad("invalid_policy", e.to_string()))?);
+                // Only tightening the host's policies (`docs/eval.md`, Request policies only tighten).
+                set = Cow::Owned(set.tightened_by(p).map_err(|e| bad("invalid_policy", e.to_string()))?);
             }
             Some(_) => return Err(bad("invalid_policy", "`policies` must be an array")),
         }
@@ -318,12 +377,20 @@ impl Evaluator {
             return Err(bad("invalid_action_class", format!("{class:?} is not an action class")));
         }
         let evidence = evidence_of(r)?;
+        let host = self.policies.threshold(&canonical);
         let threshold = match r.get("threshold") {
-            None | Some(Value::Null) => self.policies.threshold(&canonical),
-            Some(t) => serde_json::from_value::<Threshold>(t.clone())
-                .ok()
-                .filter(|t| (0.0..=1.0).contains(&t.ci_low_min))
-                .ok_or_else(|| bad("invalid_request", "`threshold` must be {ci_low_min in [0,1], samples_min}"))?,
+            None | Some(Value::Null) => host,
+            Some(t) => {
+                let req = serde_json::from_value::<Threshold>(t.clone())
+                    .ok()
+                    .filter(|t| (0.0..=1.0).contains(&t.ci_low_min))
+                    .ok_or_else(|| bad("invalid_request", "`threshold` must be {ci_low_min in [0,1], samples_min}"))?;
+                // A request can raise the bar, never lower the host's.
+                Threshold {
+                    ci_low_min: host.ci_low_min.max(req.ci_low_min),
+                    samples_min: host.samples_min.max(req.samples_min),
+                }
+            }
         };
         Ok(Posterior::of(&canonical, &evidence, threshold, now_of(r)?.date()).to_json())
     }
@@ -342,7 +409,7 @@ impl Evaluator {
         if let Some(tools) = r.get("tools") {
             let Value::Object(tools) = tools else { return Err(bad("invalid_policy", "`tools` must be an object")) };
             for (key, def) in tools {
-                policies.add_tool(key, def).map_err(|e| bad("invalid_policy", e))?;
+                policies.tighten_tool(key, def).map_err(|e| bad("invalid_policy", e))?;
             }
         }
         if let Some(c) = r.get("ladder_ceiling") {
@@ -585,7 +652,7 @@ pub fn run<R: Read, W: Write>(eval: &Evaluator, input: R, mut output: W) -> io::
         } else {
             let trimmed = line.trim_ascii();
             if !trimmed.is_empty() {
-                eval.respond(trimmed, &mut out);
+                eval.respond_guarded(trimmed, &mut out);
             }
         }
         // Never wait for input with an answer held back.

@@ -408,7 +408,9 @@ pub fn evaluate(
             let floor = ctx
                 .policies
                 .tool(tool)
-                .map(|t| t.required_trust_level.and_then(TrustLevel::new).unwrap_or(TrustLevel::L0));
+                .map(|t| t.required_trust_level.and_then(TrustLevel::new).unwrap_or(TrustLevel::L0))
+                // An unregistered tool whose floor a request raised (never below L3).
+                .or_else(|| ctx.policies.unregistered_floor(tool).and_then(TrustLevel::new));
             models.push(match ladder::auto_approve_policy(i64::from(ctx.policies.ladder_ceiling), "warrant") {
                 Ok(policy) => ladder_verdict(&ladder::gate_with_tool_floor(&policy, tool, contract, floor)),
                 Err(e) => ModelVerdict::malformed(Model::Ladder, e),

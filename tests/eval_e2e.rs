@@ -544,6 +544,10 @@ fn verdict_composes_the_models_through_eval() {
                "decision": {"status": "review_required", "action_class": "draft.compose", "reason": "r"},
                "external_actions": 0, "governance": governance})
     };
+    // The host registers the tool: a request's `tools` can only tighten it (issue 15 §4), so a
+    // tool the host does not know stays without a tier (confirm).
+    std::fs::write(env.config().join("policy.toml"), "[tools.\"corrections.merge\"]\ntier = \"destructive\"\n")
+        .expect("policy.toml");
     let tools = json!({"corrections.merge": {"tier": "destructive"}});
     let mut input = Vec::new();
     for (id, agent, governance, controls) in [

@@ -272,7 +272,9 @@ impl ActionBinding<'_> {
         self.digests.get_or_init(|| {
             let expires_at = match &self.expires_at {
                 Some(e) => e.clone().into_owned(),
-                None => binding::js_iso(now + binding::DEFAULT_TTL),
+                // Out of the representable range (a `now` near the year 9999): the binding expires
+                // at `now` itself, so nothing can be approved against it (fail closed).
+                None => binding::js_iso(now.checked_add(binding::DEFAULT_TTL).unwrap_or(now)),
             };
             let input_hash = binding::digest(&self.input);
             let nonce = match &self.nonce {

@@ -407,7 +407,13 @@ pub struct PolicySet {
     agent_users: BTreeMap<String, (Vec<String>, Vec<u32>)>,
     /// The directories preconditions may observe (`[preconditions] roots`), absolute.
     precondition_roots: Vec<PathBuf>,
+    /// Floors a `warrant eval` request raised for tools no policy registers
+    /// ([`PolicySet::tighten_tool`]).
+    unregistered_floors: BTreeMap<String, u8>,
 }
+
+/// Lodestar's conservative floor for a tool no policy registers (`lodestar-and-tiers.md`).
+pub const UNREGISTERED_TOOL_FLOOR: u8 = 3;
 
 impl Default for PolicySet {
     fn default() -> Self {
@@ -430,6 +436,7 @@ impl PolicySet {
             agent_caps: BTreeMap::new(),
             agent_users: BTreeMap::new(),
             precondition_roots: Vec::new(),
+            unregistered_floors: BTreeMap::new(),
         }
     }
 
@@ -638,6 +645,94 @@ impl PolicySet {
             set.classes.push(policy);
         }
         Ok(set)
+    }
+
+    /// This set with request-supplied class policies (the reference runtime's custom policy
+    /// form, as [`PolicySet::with_custom`] reads it) that can only **tighten** it, field by
+    /// field, against the class as this set defines it (registered, or inferred for an unknown
+    /// class): `type` the stricter (internal < external controlled < external < human-only),
+    /// `risk` and `minimumLevel` the higher, `requiresApproval`, `receiptRequired` and
+    /// `humanOnly` OR-ed, `constraints` narrowed ([`crate::graduation::gate::merge_constraints`]),
+    /// `externalSideEffects` the host's unless it has none. `docs/eval.md`, "Request policies only
+    /// tighten"; issue 15 §4.
+    ///
+    /// # Errors
+    /// As [`PolicySet::with_custom`].
+    pub fn tightened_by(&self, policies: &[Value]) -> Result<Self, PolicyError> {
+        let mut set = self.clone();
+        for p in policies {
+            let req = class_from_json(p)?;
+            let base = set.policy(&req.id).into_owned();
+            let rank = |k: ClassType| match k {
+                ClassType::Internal => 0,
+                ClassType::ExternalControlled => 1,
+                ClassType::External => 2,
+                ClassType::HumanOnly => 3,
+            };
+            let merged = ClassPolicy {
+                kind: if rank(req.kind) > rank(base.kind) { req.kind } else { base.kind },
+                risk: base.risk.max(req.risk),
+                minimum_level: base.minimum_level.max(req.minimum_level),
+                requires_approval: base.requires_approval || req.requires_approval,
+                receipt_required: base.receipt_required || req.receipt_required,
+                human_only: base.human_only || req.human_only,
+                external_side_effects: if base.external_side_effects == "none" {
+                    req.external_side_effects
+                } else {
+                    base.external_side_effects.clone()
+                },
+                constraints: crate::graduation::gate::merge_constraints(&base.constraints, &req.constraints),
+                inferred: false,
+                local: base.local || base.inferred,
+                ..base
+            };
+            set.classes.retain(|c| c.id != merged.id);
+            set.classes.push(merged);
+        }
+        Ok(set)
+    }
+
+    /// Tightens the tool `key` with a request's definition (`{"tier", "required_trust_level"?}`,
+    /// the `warrant eval` form of `[tools."<key>"]`): for a tool this set registers, the tier the
+    /// more dangerous (safe < mutating < destructive) and the floor the higher; a tool it does not
+    /// register stays unregistered (no tier: the tiers gate answers `confirm` whatever the
+    /// notebook), and its floor is the higher of the request's and Lodestar's conservative L3.
+    /// `docs/eval.md`, "Request policies only tighten"; issue 15 §4.
+    ///
+    /// # Errors
+    /// As [`PolicySet::add_tool`].
+    pub fn tighten_tool(&mut self, key: &str, def: &Value) -> Result<(), String> {
+        let mut scratch = PolicySet { tools: BTreeMap::new(), ..PolicySet::builtin() };
+        scratch.add_tool(key, def)?;
+        let Some(req) = scratch.tools.remove(key) else { return Ok(()) };
+        let rank = |t: ToolTier| match t {
+            ToolTier::Safe => 0,
+            ToolTier::Mutating => 1,
+            ToolTier::Destructive => 2,
+        };
+        match self.tools.get_mut(key) {
+            Some(host) => {
+                if rank(req.tier) > rank(host.tier) {
+                    host.tier = req.tier;
+                }
+                host.required_trust_level = match (host.required_trust_level, req.required_trust_level) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            None => {
+                let floor = req.required_trust_level.unwrap_or(0).max(UNREGISTERED_TOOL_FLOOR);
+                self.unregistered_floors.insert(key.to_owned(), floor);
+            }
+        }
+        Ok(())
+    }
+
+    /// The ladder floor a request raised for a tool this set does not register (at least
+    /// [`UNREGISTERED_TOOL_FLOOR`]), if any.
+    #[must_use]
+    pub fn unregistered_floor(&self, key: &str) -> Option<u8> {
+        self.unregistered_floors.get(key).copied()
     }
 
     /// Normalizes an id as the reference does, using this set's alias table too.

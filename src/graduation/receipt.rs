@@ -189,12 +189,10 @@ pub fn prepare_approval_packet(decision: &Decision<'_>, evidence: &[EvidenceRow]
     let decided_at = decision.created_at();
     let created = crate::clock::parse_rfc3339(&decided_at);
     let created_at = created.map_or_else(|| decided_at.clone(), crate::clock::format_rfc3339);
-    let expires_at = decision
-        .action_binding()
-        .and_then(|b| b.get("expiresAt"))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .or_else(|| created.map(|t| crate::clock::format_rfc3339(t + super::binding::DEFAULT_TTL)));
+    let expires_at =
+        decision.action_binding().and_then(|b| b.get("expiresAt")).and_then(Value::as_str).map(str::to_owned).or_else(
+            || created.map(|t| crate::clock::format_rfc3339(t.checked_add(super::binding::DEFAULT_TTL).unwrap_or(t))),
+        );
     let commitment =
         canonical::canonical_digest(&json!({"action": decision.requested_action, "agent": agent, "at": decided_at}));
     let digits: String = decided_at.bytes().filter(u8::is_ascii_digit).take(14).map(char::from).collect();

@@ -405,6 +405,8 @@ pub fn eval(data: &[u8]) -> Result<(), String> {
     let evaluator = warrant::eval::Evaluator::new(PolicySet::builtin());
     let mut out = Vec::new();
     warrant::eval::run(&evaluator, data, &mut out).expect("writing to memory cannot fail");
+    // `run` answers a panicking line with `internal_error`: for the fuzzer that is still a crash.
+    assert_eq!(evaluator.internal_errors(), 0, "a line panicked (see stderr)");
     let requests: Vec<&[u8]> = data.split(|&b| b == b'\n').map(<[u8]>::trim_ascii).filter(|l| !l.is_empty()).collect();
     let text = std::str::from_utf8(&out).expect("responses are UTF-8");
     assert!(out.is_empty() || out.ends_with(b"\n"), "the last response is not a whole line");
