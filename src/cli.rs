@@ -129,7 +129,8 @@ pub enum Command {
     /// Serve the gates as JSON lines: one request per line on stdin, one response per line on
     /// stdout (docs/eval.md).
     Eval,
-    /// Record a Trust Graduation receipt in the chain, for agents that shell out.
+    /// Record a Trust Graduation receipt: in the chain when you own the spool (the principal),
+    /// else published into receipts/ as the agent's own word.
     Receipt {
         /// The action class, e.g. email.send.external.
         #[arg(long = "class")]
@@ -197,6 +198,15 @@ pub enum Command {
         /// What to do (default: show).
         #[command(subcommand)]
         action: Option<KeysAction>,
+    },
+    /// Create (or repair) a spool shared with the agents' Unix group: `packets/` and `receipts/`
+    /// writable by the group and sticky, everything else writable only by the principal.
+    Init {
+        /// The agents' Unix group.
+        #[arg(long, value_name = "GROUP")]
+        agents_group: String,
+        /// The spool directory (default: the configured one).
+        dir: Option<PathBuf>,
     },
     /// The principal's signed checkpoints of a spool's chain (they detect records cut off).
     Checkpoint {
@@ -307,7 +317,14 @@ pub enum AgentAction {
 /// `warrant keys` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum KeysAction {
-    /// Show the principal's key fingerprint and the pinned keys.
+    /// Create the principal's key, protected by a passphrase (asked twice on the terminal, or the
+    /// first line of WARRANT_PASSPHRASE_FILE), and pin it. Never overwrites a key.
+    Init {
+        /// Store the key unprotected (as `ssh-keygen -N ''`): for tests and throwaway set-ups.
+        #[arg(long)]
+        no_passphrase: bool,
+    },
+    /// Show the principal's key fingerprint, whether it is protected, and the pinned keys.
     Show,
     /// Print the principal's public key (SPKI PEM).
     Export,
@@ -413,20 +430,26 @@ fn resolve_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spool, Failure
 /// # Errors
 /// Key errors, and a key that is not pinned for this principal, as usage errors.
 pub fn load_principal(config: &Config) -> Result<(Principal, PinnedKeys), Failure> {
-    let dir = config::config_dir();
-    let (principal, created) = Principal::load_or_create(&dir, &config.principal_name())?;
-    if created {
-        eprintln!(
-            "warrant: created the principal key for {} in {} (fingerprint {})",
-            principal.name,
-            dir.display(),
-            principal.fingerprint()
-        );
-        tracing::info!(fingerprint = %principal.fingerprint(), "created principal key");
+    load_principal_from(&config::config_dir(), &config.principal_name())
+}
+
+/// [`load_principal`] from the configuration directory `dir`: the key file is opened (asking its
+/// passphrase from `WARRANT_PASSPHRASE_FILE` or the terminal when it is protected; issue 15 §6),
+/// never created (`warrant keys init` does that), and must be pinned for `name`.
+///
+/// # Errors
+/// A usage failure (exit 2): no key, no passphrase to be had, a wrong passphrase, an unpinned key.
+fn load_principal_from(dir: &Path, name: &str) -> Result<(Principal, PinnedKeys), Failure> {
+    let path = dir.join(keys::PRIVATE_KEY_FILE);
+    if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound) {
+        return Err(keys::KeyError::NoKey { dir: dir.to_owned() }.into());
     }
+    let source = keys::passphrase_source();
+    let prompt = format!("passphrase for {}: ", path.display());
+    let principal = Principal::load_with(&path, name, || keys::read_passphrase(&source, &prompt, &path))?;
     // A signature verifies only under a key pinned for the signing principal; catch a renamed
     // principal or an unpinned own key here rather than at the first signature.
-    let pinned = load_pinned()?;
+    let pinned = PinnedKeys::load(dir)?;
     match pinned.get(&principal.fingerprint()) {
         Some(pin) if pin.principal == principal.name => Ok((principal, pinned)),
         Some(pin) => Err(Failure::usage(format!(
@@ -464,8 +487,11 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Demo { read_only, theme, interval } => {
             // A temporary spool unless one is named explicitly.
             let dir = tempfile::Builder::new().prefix("warrant-demo-").tempdir()?;
-            let spool = spool_at(spool_arg.unwrap_or_else(|| dir.path().to_owned()));
-            let code = run_console(spool, &config, read_only, theme, Some(interval.max(0.05)))?;
+            let demo_config = dir.path().join(".config");
+            let spool = Spool::new(spool_arg.unwrap_or_else(|| dir.path().to_owned()))
+                .with_checkpoint_copies(demo_config.join("checkpoints"));
+            let demo = DemoRun { interval: interval.max(0.05), config_dir: demo_config };
+            let code = run_console(spool, &config, read_only, theme, Some(demo))?;
             drop(dir);
             Ok(code)
         }
@@ -526,6 +552,10 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Keys { action } => keys_cmd(&config, action.unwrap_or(KeysAction::Show)),
+        Command::Init { agents_group, dir } => {
+            let spool = resolve_spool(dir.or(spool_arg), &config)?;
+            init_shared_spool(&spool, &agents_group)
+        }
         Command::Checkpoint { action: CheckpointAction::Forget { spool, yes } } => {
             let spool = resolve_spool(spool.or(spool_arg), &config)?;
             checkpoint_forget(&spool, yes)
@@ -564,11 +594,19 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                 source_type: source_type.as_deref().and_then(SourceType::parse),
                 note: note.as_deref(),
             };
-            let (receipt, appended) =
-                spool::record_receipt(&spool, &req, &crate::clock::now_rfc3339()).map_err(|e| match e {
-                    spool::ReceiptError::Invalid(m) => Failure::usage(m),
-                    other => Failure::from(other),
-                })?;
+            let bad = |e: spool::ReceiptError| match e {
+                spool::ReceiptError::Invalid(m) => Failure::usage(m),
+                other => Failure::from(other),
+            };
+            // An agent that does not own the spool publishes its receipt into receipts/ (its own
+            // word); the principal records one in the chain.
+            if spool.root().exists() && !spool::owned_by_me(&spool) {
+                let (receipt, path) =
+                    spool::publish_receipt(&spool, &req, &crate::clock::now_rfc3339()).map_err(bad)?;
+                print_json(&serde_json::json!({"receipt": receipt, "published": path}))?;
+                return Ok(0);
+            }
+            let (receipt, appended) = spool::record_receipt(&spool, &req, &crate::clock::now_rfc3339()).map_err(bad)?;
             print_json(&serde_json::json!({
                 "receipt": receipt,
                 "chain": {"chain_index": appended.chain_index, "entry_hash": appended.entry_hash},
@@ -595,22 +633,38 @@ pub fn load_policies(spool: Option<&Spool>) -> Result<PolicySet, Failure> {
     PolicySet::load(&config::config_dir(), spool.map(Spool::root)).map_err(|e| Failure::usage(e.to_string()))
 }
 
+/// What `warrant demo` runs with instead of the principal's configuration: a throwaway,
+/// unprotected key in its own temporary configuration directory (with its pinned keys and
+/// checkpoint copies), so the demo never prompts and leaves nothing in the real configuration.
+struct DemoRun {
+    interval: f64,
+    config_dir: PathBuf,
+}
+
 #[cfg(feature = "console")]
 fn run_console(
     spool: Spool,
     config: &Config,
     read_only: bool,
     theme: Option<String>,
-    demo_interval: Option<f64>,
+    demo: Option<DemoRun>,
 ) -> Result<u8, Failure> {
-    let principal = if read_only { None } else { Some(load_principal(config)?.0) };
+    let config_dir = demo.as_ref().map_or_else(config::config_dir, |d| d.config_dir.clone());
+    // The key is opened (and its passphrase asked) before the console takes the terminal; it
+    // stays in memory for the console's life and is wiped when the console ends.
+    let principal = match (&demo, read_only) {
+        (_, true) => None,
+        (Some(d), false) => Some(Principal::load_or_create(&d.config_dir, &config.principal_name())?.0),
+        (None, false) => Some(load_principal_from(&config_dir, &config.principal_name())?.0),
+    };
     let options = crate::console::Options {
         spool,
         principal,
         read_only,
         theme: theme.or_else(|| config.theme.clone()),
         rescan: Duration::from_secs(config.rescan_seconds.unwrap_or(5).max(1)),
-        demo_interval,
+        demo_interval: demo.map(|d| d.interval),
+        config_dir,
     };
     crate::console::run(options).map_err(|e| Failure::usage(format!("{e:#}")))?;
     Ok(0)
@@ -622,7 +676,7 @@ fn run_console(
     _config: &Config,
     _read_only: bool,
     _theme: Option<String>,
-    _demo: Option<f64>,
+    _demo: Option<DemoRun>,
 ) -> Result<u8, Failure> {
     Err(Failure::usage("this build has no console (built without the `console` feature)"))
 }
@@ -833,6 +887,71 @@ fn confirmed(question: &str) -> Result<bool, Failure> {
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer)?;
     Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+/// `warrant init --agents-group GROUP [DIR]`: the set-up `docs/spool.md` recommends (Trust
+/// boundary), made and checked in one command, idempotently; prints one line per path.
+///
+/// | path | owner:group | mode |
+/// | --- | --- | --- |
+/// | spool, `decisions/` | principal:GROUP | `0755` |
+/// | `packets/`, `receipts/` | principal:GROUP | `3770` (setgid, sticky: the group writes, no one removes another's files) |
+/// | `chain.jsonl` | principal:GROUP | `0644` |
+/// | `.chain.lock` | principal | `0600` |
+fn init_shared_spool(spool: &Spool, group: &str) -> Result<u8, Failure> {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let gid = uzers::get_group_by_name(group).map(|g| g.gid()).ok_or_else(|| {
+        Failure::usage(format!("no Unix group {:?} (create it with `groupadd`)", crate::text::inert(group, 60)))
+    })?;
+    spool.ensure()?;
+    let lock = spool.root().join(".chain.lock");
+    for path in [spool.chain_path(), lock.clone()] {
+        std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+    }
+    let me = rustix::process::geteuid().as_raw();
+    let entries = [
+        (spool.root().to_owned(), Some(gid), 0o755),
+        (spool.decisions_dir(), Some(gid), 0o755),
+        (spool.packets_dir(), Some(gid), 0o3770),
+        (spool.receipts_dir(), Some(gid), 0o3770),
+        (spool.chain_path(), Some(gid), 0o644),
+        (lock, None, 0o600),
+    ];
+    for (path, group_of, mode) in entries {
+        let meta = std::fs::symlink_metadata(&path)?;
+        if meta.file_type().is_symlink() {
+            return Err(Failure::usage(format!("{} is a symlink: refusing to set it up", path.display())));
+        }
+        if meta.uid() != me {
+            return Err(Failure::usage(format!(
+                "{} is owned by uid {}, not by you ({me}): the principal must own the spool",
+                path.display(),
+                meta.uid()
+            )));
+        }
+        let mut did = Vec::new();
+        if let Some(gid) = group_of
+            && meta.gid() != gid
+        {
+            std::os::unix::fs::chown(&path, None, Some(gid)).map_err(|e| {
+                Failure::usage(format!(
+                    "{}: cannot give it to group {group}: {e} (are you in the group?)",
+                    path.display()
+                ))
+            })?;
+            did.push(format!("group {group}"));
+        }
+        if meta.permissions().mode() & 0o7777 != mode {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))?;
+            did.push(format!("mode {mode:04o}"));
+        }
+        let what = if did.is_empty() { "already right".to_owned() } else { format!("set {}", did.join(", ")) };
+        println!("{:<40} {:04o} {}  {what}", path.display(), mode, if group_of.is_some() { group } else { "-" });
+    }
+    println!(
+        "agents in {group} can now publish into packets/ and receipts/ and read decisions; only you can sign and append"
+    );
+    Ok(0)
 }
 
 /// `warrant checkpoint forget`: shows each checkpoint pinning the spool's chain and what the chain
@@ -1214,20 +1333,72 @@ fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
 
 fn keys_cmd(config: &Config, action: KeysAction) -> Result<u8, Failure> {
     let dir = config::config_dir();
+    let key_file = dir.join(keys::PRIVATE_KEY_FILE);
     match action {
-        KeysAction::Show => {
-            let (principal, pinned) = load_principal(config)?;
-            println!("principal  {}", principal.name);
+        KeysAction::Init { no_passphrase } => {
+            let passphrase = if no_passphrase {
+                None
+            } else {
+                let source = keys::passphrase_source();
+                let first = keys::read_passphrase(&source, "new passphrase for the principal's key: ", &key_file)
+                    .map_err(|e| match e {
+                        keys::KeyError::NoPassphrase { .. } => Failure::usage(
+                            "`keys init` needs a passphrase: run it on a terminal or set WARRANT_PASSPHRASE_FILE (or pass --no-passphrase for an unprotected key)",
+                        ),
+                        other => other.into(),
+                    })?;
+                if source == keys::PassphraseSource::Terminal {
+                    use age::secrecy::ExposeSecret as _;
+                    let again = keys::read_passphrase(&source, "the same passphrase again: ", &key_file)?;
+                    if again.expose_secret() != first.expose_secret() {
+                        return Err(Failure::usage("the two passphrases differ; no key was created"));
+                    }
+                }
+                Some(first)
+            };
+            let principal =
+                Principal::init(&dir, &config.principal_name(), passphrase.as_ref()).map_err(|e| match e {
+                    keys::KeyError::Exists { .. } => Failure::invalid(e.to_string()),
+                    other => other.into(),
+                })?;
+            println!("created the principal key for {} in {}", principal.name, key_file.display());
             println!("key        {}", principal.fingerprint());
-            println!("key file   {}", dir.join(keys::PRIVATE_KEY_FILE).display());
+            println!("protected  {}", if passphrase.is_some() { "yes (passphrase)" } else { "no" });
+            println!("pinned     for {}", principal.name);
+        }
+        KeysAction::Show => {
+            let name = config.principal_name();
+            let pinned = load_pinned()?;
+            println!("principal  {name}");
+            match public_key(&dir) {
+                Some(key) => println!("key        {}", keys::fingerprint(&key)),
+                None => println!("key        none: create one with `warrant keys init`"),
+            }
+            println!("key file   {}", key_file.display());
+            // A key others can read is refused here too, as ssh refuses it.
+            let protection = match keys::protection(&key_file) {
+                Ok(keys::Protection::Passphrase) => "yes (passphrase)",
+                Ok(keys::Protection::None) => "no: anyone who can read the file can sign as you",
+                Err(keys::KeyError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => "no key",
+                Err(e) => return Err(e.into()),
+            };
+            println!("protected  {protection}");
             println!("pinned keys ({}):", pinned.len());
             for k in pinned.iter() {
                 println!("  {}  {}", k.fingerprint, crate::text::inert(&k.principal, 200));
             }
         }
         KeysAction::Export => {
-            let (principal, _) = load_principal(config)?;
-            print!("{}", principal.public_pem());
+            // The private key must exist and be private; its public half is read from
+            // `principal.pub` (no passphrase), else from the key itself.
+            keys::protection(&key_file)?;
+            match public_key(&dir) {
+                Some(key) => print!("{}", keys::public_pem(&key)),
+                None => {
+                    let (principal, _) = load_principal(config)?;
+                    print!("{}", principal.public_pem());
+                }
+            }
         }
         KeysAction::Pin { principal, file } => {
             let mut text = String::new();
@@ -1254,6 +1425,12 @@ fn keys_cmd(config: &Config, action: KeysAction) -> Result<u8, Failure> {
         }
     }
     Ok(0)
+}
+
+/// The principal's public key from `principal.pub` in `dir` (no passphrase needed), if readable.
+fn public_key(dir: &Path) -> Option<ed25519_dalek::VerifyingKey> {
+    let text = crate::config::read_text_file(&dir.join(keys::PUBLIC_KEY_FILE), 64 << 10).ok()?;
+    keys::parse_public_key(&text).ok()
 }
 
 /// Appends a signed control (checked against the chain under its lock) and prints what was

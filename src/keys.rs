@@ -5,6 +5,15 @@
 //! never readable by others, and refused (as ssh does) when its mode lets group or others read
 //! it. Verification trusts only keys listed in `pinned_keys.toml`; a key is named by its
 //! fingerprint `SHA256:<base64 of SHA-256(raw 32-byte public key), unpadded>` (the ssh form).
+//!
+//! **At rest the key is protected by a passphrase** (issue 15 §6), as minisign and `ssh-keygen`
+//! protect theirs: `principal.key` then holds the PKCS#8 PEM encrypted as an ASCII-armored
+//! [age](https://age-encryption.org/v1) file to the passphrase (scrypt, a memory-hard KDF, and
+//! ChaCha20-Poly1305, an AEAD, by the `age` crate), so `age -d principal.key` also opens it. A
+//! file holding the plain PEM is an unprotected key (`warrant keys init --no-passphrase`, or a key
+//! made before passphrases). The passphrase comes from `WARRANT_PASSPHRASE_FILE` (the first line
+//! of that file, as restic's `RESTIC_PASSWORD_FILE`) or the terminal ([`passphrase_source`]); with
+//! neither, loading a protected key fails with a clear error, never falls back to anything.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
@@ -65,6 +74,136 @@ pub enum KeyError {
         /// Why.
         message: String,
     },
+    /// The key is protected and no passphrase could be had.
+    #[error(
+        "{path} is protected by a passphrase and there is no terminal to ask for it: set WARRANT_PASSPHRASE_FILE to a file holding the passphrase, or run the command on a terminal"
+    )]
+    NoPassphrase {
+        /// The key file.
+        path: PathBuf,
+    },
+    /// The passphrase does not open the key.
+    #[error("{path}: wrong passphrase (nothing was signed)")]
+    WrongPassphrase {
+        /// The key file.
+        path: PathBuf,
+    },
+    /// No key exists yet, and none is created without the principal asking for one.
+    #[error(
+        "no principal key in {dir}: create one with `warrant keys init` (it asks for a passphrase; `--no-passphrase` for tests)"
+    )]
+    NoKey {
+        /// The configuration directory.
+        dir: PathBuf,
+    },
+    /// `keys init` would overwrite an existing key.
+    #[error("{path} already exists: warrant never overwrites the principal's key")]
+    Exists {
+        /// The key file.
+        path: PathBuf,
+    },
+}
+
+/// The first line of an ASCII-armored age file.
+const AGE_ARMOR: &str = "-----BEGIN AGE ENCRYPTED FILE-----";
+/// Largest scrypt work factor (log2 N) accepted when opening a key: about 16 times the cost
+/// warrant picks when it protects one, never hours of CPU.
+const MAX_SCRYPT_LOG_N: u8 = 22;
+
+/// How the private key is kept at rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protection {
+    /// Encrypted to a passphrase (an age file).
+    Passphrase,
+    /// Plain PKCS#8 PEM.
+    None,
+}
+
+/// Where a passphrase comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PassphraseSource {
+    /// `WARRANT_PASSPHRASE_FILE`: the first line of this file.
+    File(PathBuf),
+    /// Asked on the terminal (`/dev/tty`, without echo).
+    Terminal,
+    /// Neither: a protected key cannot be opened.
+    Unavailable,
+}
+
+/// The passphrase source of this process: `WARRANT_PASSPHRASE_FILE` when set, else the terminal
+/// when standard input is one, else none.
+#[must_use]
+pub fn passphrase_source() -> PassphraseSource {
+    use std::io::IsTerminal as _;
+    match std::env::var_os("WARRANT_PASSPHRASE_FILE").filter(|v| !v.is_empty()) {
+        Some(f) => PassphraseSource::File(PathBuf::from(f)),
+        None if io::stdin().is_terminal() => PassphraseSource::Terminal,
+        None => PassphraseSource::Unavailable,
+    }
+}
+
+/// A passphrase from `source`, asking with `prompt` on the terminal. `key` names the key file in
+/// errors.
+///
+/// # Errors
+/// [`KeyError::NoPassphrase`] without a source; I/O errors of the file or the terminal; an empty
+/// passphrase.
+pub fn read_passphrase(
+    source: &PassphraseSource,
+    prompt: &str,
+    key: &Path,
+) -> Result<age::secrecy::SecretString, KeyError> {
+    let text = match source {
+        PassphraseSource::File(f) => {
+            let text = crate::config::read_text_file(f, 64 << 10)
+                .map_err(|source| KeyError::Io { path: f.clone(), source })?;
+            zeroize::Zeroizing::new(text.lines().next().unwrap_or_default().to_owned())
+        }
+        PassphraseSource::Terminal => zeroize::Zeroizing::new(
+            rpassword::prompt_password(prompt)
+                .map_err(|source| KeyError::Io { path: PathBuf::from("/dev/tty"), source })?,
+        ),
+        PassphraseSource::Unavailable => return Err(KeyError::NoPassphrase { path: key.to_owned() }),
+    };
+    if text.is_empty() {
+        return Err(KeyError::Invalid { path: key.to_owned(), message: "the passphrase is empty".into() });
+    }
+    Ok(age::secrecy::SecretString::from(text.as_str().to_owned()))
+}
+
+/// How the key file at `path` is protected (read from its first line; nothing is decrypted).
+///
+/// # Errors
+/// I/O errors (`NotFound` when there is no key).
+pub fn protection(path: &Path) -> Result<Protection, KeyError> {
+    let bytes = read_key_file(path)?;
+    Ok(if bytes.starts_with(AGE_ARMOR.as_bytes()) { Protection::Passphrase } else { Protection::None })
+}
+
+/// Reads a private key file, refusing one that group or others may read, write or execute (any
+/// of the mode bits `0o077`, as ssh refuses an unprotected key), and anything but a regular file
+/// of at most 64 KiB. The mode is checked on the opened file itself (no window between the check
+/// and the read), and the file is opened non-blocking, so a FIFO in its place cannot hang warrant.
+fn read_key_file(path: &Path) -> Result<zeroize::Zeroizing<Vec<u8>>, KeyError> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    const MAX_KEY_BYTES: u64 = 64 << 10;
+    let io_err = |source| KeyError::Io { path: path.to_owned(), source };
+    let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io_err)?;
+    let meta = file.metadata().map_err(io_err)?;
+    if !meta.is_file() {
+        return Err(KeyError::NotRegular { path: path.to_owned() });
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(KeyError::LoosePermissions { path: path.to_owned(), mode });
+    }
+    if meta.len() > MAX_KEY_BYTES {
+        return Err(KeyError::Invalid { path: path.to_owned(), message: "file is too large to be a key".into() });
+    }
+    let mut bytes = zeroize::Zeroizing::new(Vec::new());
+    file.take(MAX_KEY_BYTES).read_to_end(&mut bytes).map_err(io_err)?;
+    Ok(bytes)
 }
 
 /// The ssh-style fingerprint `SHA256:<unpadded base64>` of a public key (43 base64 characters).
@@ -116,11 +255,14 @@ impl Principal {
         self.key.sign(message)
     }
 
-    /// Loads the principal's key from `dir`, creating it (and pinning it) on first use.
+    /// Loads the principal's key from `dir`, creating it **unprotected** (and pinning it) on first
+    /// use: for tests, benchmarks and the demo's throwaway key. The command line and the console
+    /// never create a key this way (see [`Principal::init`]).
     /// Returns the principal and whether the key was created now.
     ///
     /// # Errors
-    /// I/O errors, a key file with loose permissions, or a file that is not an Ed25519 key.
+    /// I/O errors, a key file with loose permissions, a protected key (no passphrase is asked
+    /// here), or a file that is not an Ed25519 key.
     pub fn load_or_create(dir: &Path, name: &str) -> Result<(Self, bool), KeyError> {
         let path = dir.join(PRIVATE_KEY_FILE);
         match Self::load(&path, name) {
@@ -128,6 +270,22 @@ impl Principal {
             Err(KeyError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
+        match Self::init(dir, name, None) {
+            Ok(p) => Ok((p, true)),
+            // Another process created the key first: use theirs.
+            Err(KeyError::Exists { .. }) => Self::load(&path, name).map(|p| (p, false)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates the principal's key in `dir` (`principal.key`, mode 0600, never overwriting one;
+    /// `principal.pub`) and pins it for `name`. With a passphrase the key is encrypted to it (an
+    /// age file: scrypt and ChaCha20-Poly1305); without, it is plain PKCS#8 PEM.
+    ///
+    /// # Errors
+    /// [`KeyError::Exists`] when a key is already there; I/O errors.
+    pub fn init(dir: &Path, name: &str, passphrase: Option<&age::secrecy::SecretString>) -> Result<Self, KeyError> {
+        let path = dir.join(PRIVATE_KEY_FILE);
         fs::create_dir_all(dir).map_err(|source| KeyError::Io { path: dir.to_owned(), source })?;
         let mut seed = zeroize::Zeroizing::new([0u8; 32]);
         getrandom::fill(&mut seed[..])
@@ -136,18 +294,26 @@ impl Principal {
         let pem = key
             .to_pkcs8_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
             .map_err(|e| KeyError::Invalid { path: path.clone(), message: e.to_string() })?;
+        let stored = match passphrase {
+            None => zeroize::Zeroizing::new(pem.as_bytes().to_vec()),
+            Some(pass) => {
+                let recipient = age::scrypt::Recipient::new(pass.clone());
+                let armored = age::encrypt_and_armor(&recipient, pem.as_bytes())
+                    .map_err(|e| KeyError::Invalid { path: path.clone(), message: e.to_string() })?;
+                zeroize::Zeroizing::new(armored.into_bytes())
+            }
+        };
         let io_err = |source| KeyError::Io { path: path.clone(), source };
         let mut tmp = tempfile::Builder::new()
             .prefix(".principal.key.")
             .permissions(fs::Permissions::from_mode(0o600))
             .tempfile_in(dir)
             .map_err(io_err)?;
-        tmp.write_all(pem.as_bytes()).map_err(io_err)?;
+        tmp.write_all(&stored).map_err(io_err)?;
         tmp.as_file().sync_all().map_err(io_err)?;
         if let Err(e) = tmp.persist_noclobber(&path) {
-            // Another process created the key first: use theirs.
             if path.exists() {
-                return Self::load(&path, name).map(|p| (p, false));
+                return Err(KeyError::Exists { path });
             }
             return Err(io_err(e.error));
         }
@@ -158,38 +324,45 @@ impl Principal {
         let mut pinned = PinnedKeys::load(dir)?;
         pinned.pin(name, principal.verifying_key());
         pinned.save(dir)?;
-        Ok((principal, true))
+        Ok(principal)
     }
 
-    /// Loads a private key file, refusing one that group or others may read, write or execute
-    /// (any of the mode bits `0o077`, as ssh refuses an unprotected key), and anything but a
-    /// regular file of at most 64 KiB. The mode is checked on the opened file itself (no window
-    /// between the check and the read), and the file is opened non-blocking, so a FIFO in its
-    /// place cannot hang warrant.
+    /// Loads an unprotected private key file ([`read_key_file`]'s checks); a protected one is
+    /// [`KeyError::NoPassphrase`] (use [`Principal::load_with`]).
     ///
     /// # Errors
     /// As [`Principal::load_or_create`].
     pub fn load(path: &Path, name: &str) -> Result<Self, KeyError> {
-        use std::io::Read as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        const MAX_KEY_BYTES: u64 = 64 << 10;
-        let io_err = |source| KeyError::Io { path: path.to_owned(), source };
-        let invalid = |message: &str| KeyError::Invalid { path: path.to_owned(), message: message.to_owned() };
-        let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io_err)?;
-        let meta = file.metadata().map_err(io_err)?;
-        if !meta.is_file() {
-            return Err(KeyError::NotRegular { path: path.to_owned() });
-        }
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(KeyError::LoosePermissions { path: path.to_owned(), mode });
-        }
-        if meta.len() > MAX_KEY_BYTES {
-            return Err(invalid("file is too large to be a key"));
-        }
-        let mut pem = String::new();
-        file.take(MAX_KEY_BYTES).read_to_string(&mut pem).map_err(io_err)?;
-        let key = SigningKey::from_pkcs8_pem(&pem)
+        Self::load_with(path, name, || Err(KeyError::NoPassphrase { path: path.to_owned() }))
+    }
+
+    /// Loads a private key file, asking `passphrase` only when it is protected. The decrypted PEM
+    /// is wiped from memory after parsing; the key itself is wiped when the principal is dropped.
+    ///
+    /// # Errors
+    /// I/O errors, loose permissions, anything but a regular file of at most 64 KiB,
+    /// [`KeyError::WrongPassphrase`], [`passphrase`]'s own error, a file that is not an Ed25519 key.
+    pub fn load_with(
+        path: &Path,
+        name: &str,
+        passphrase: impl FnOnce() -> Result<age::secrecy::SecretString, KeyError>,
+    ) -> Result<Self, KeyError> {
+        let bytes = read_key_file(path)?;
+        let pem = if bytes.starts_with(AGE_ARMOR.as_bytes()) {
+            let mut identity = age::scrypt::Identity::new(passphrase()?);
+            identity.set_max_work_factor(MAX_SCRYPT_LOG_N);
+            zeroize::Zeroizing::new(age::decrypt(&identity, &bytes).map_err(|e| match e {
+                age::DecryptError::DecryptionFailed | age::DecryptError::NoMatchingKeys => {
+                    KeyError::WrongPassphrase { path: path.to_owned() }
+                }
+                other => KeyError::Invalid { path: path.to_owned(), message: other.to_string() },
+            })?)
+        } else {
+            bytes
+        };
+        let text = std::str::from_utf8(&pem)
+            .map_err(|_| KeyError::Invalid { path: path.to_owned(), message: "not UTF-8 PEM".into() })?;
+        let key = SigningKey::from_pkcs8_pem(text)
             .map_err(|e| KeyError::Invalid { path: path.to_owned(), message: e.to_string() })?;
         Ok(Self { name: name.to_owned(), key })
     }

@@ -1390,6 +1390,67 @@ pub struct ReceiptRequest<'a> {
     pub note: Option<&'a str>,
 }
 
+/// The canonical class and the agent of a receipt request, checked: a class id, a safe agent
+/// id, a safe packet id.
+fn receipt_subject<'a>(req: &ReceiptRequest<'a>) -> Result<(String, &'a str), ReceiptError> {
+    let class = crate::registry::normalize(req.action_class);
+    if !packet::is_class_id(&class) {
+        return Err(ReceiptError::Invalid(format!(
+            "{:?} is not an action class (like email.send.external)",
+            req.action_class
+        )));
+    }
+    let agent = req.agent.trim();
+    if !packet::is_safe_id(agent) {
+        return Err(ReceiptError::Invalid(format!(
+            "agent id {:?} is not a safe id (A-Z a-z 0-9 . _ : -)",
+            crate::text::inert(agent, 60)
+        )));
+    }
+    if let Some(p) = req.packet_id
+        && !packet::is_safe_id(p)
+    {
+        return Err(ReceiptError::Invalid(format!("unsafe packet id {p:?}")));
+    }
+    Ok((class, agent))
+}
+
+/// Publishes a portable v0.1 receipt as a file in `receipts/` (temp file and rename, mode
+/// 0644), as an agent that does not own the spool does: the agent's own word, listed and shown
+/// apart, never the gate's evidence (`docs/spool.md`, Receipts). Not chained: `prev_hash` is
+/// absent.
+///
+/// # Errors
+/// [`ReceiptError::Invalid`] for a bad class, agent or packet id; I/O errors.
+pub fn publish_receipt(
+    spool: &Spool,
+    req: &ReceiptRequest<'_>,
+    created_at: &str,
+) -> Result<(Value, PathBuf), ReceiptError> {
+    let (class, agent) = receipt_subject(req)?;
+    let receipt_id = format!("rcpt-{}", uuid::Uuid::now_v7());
+    let receipt = build_receipt(&ReceiptInput {
+        receipt_id: &receipt_id,
+        action_class: &class,
+        outcome: req.outcome,
+        agent,
+        packet_id: req.packet_id,
+        source_type: req.source_type,
+        created_at,
+        prev_hash: None,
+        note: req.note,
+    });
+    let path = spool.publish(&spool.receipts_dir(), &receipt_id, &receipt)?;
+    Ok((receipt, path))
+}
+
+/// Whether this process's user owns the spool directory (the principal); an agent publishing
+/// into a shared spool does not.
+#[must_use]
+pub fn owned_by_me(spool: &Spool) -> bool {
+    fs::symlink_metadata(spool.root()).is_ok_and(|m| m.uid() == rustix::process::geteuid().as_raw())
+}
+
 /// Records a portable v0.1 receipt in the chain (`record_receipt`): under the chain's lock,
 /// finds the last receipt's `content_hash` (scanning back from the tail), builds the receipt with
 /// it as `prev_hash`, and appends an OpenTrustGraph record carrying it in `metadata.tg_receipt`
@@ -1404,22 +1465,7 @@ pub fn record_receipt(
     req: &ReceiptRequest<'_>,
     created_at: &str,
 ) -> Result<(Value, chain::Appended), ReceiptError> {
-    let class = crate::registry::normalize(req.action_class);
-    if !packet::is_class_id(&class) {
-        return Err(ReceiptError::Invalid(format!(
-            "{:?} is not an action class (like email.send.external)",
-            req.action_class
-        )));
-    }
-    let agent = req.agent.trim();
-    if agent.is_empty() {
-        return Err(ReceiptError::Invalid("the agent must not be blank".into()));
-    }
-    if let Some(p) = req.packet_id
-        && !packet::is_safe_id(p)
-    {
-        return Err(ReceiptError::Invalid(format!("unsafe packet id {p:?}")));
-    }
+    let (class, agent) = receipt_subject(req)?;
     spool.ensure()?;
     spool.check_private().map_err(ReceiptError::UnsafeSpool)?;
     let receipt_id = format!("rcpt-{}", uuid::Uuid::now_v7());

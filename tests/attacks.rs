@@ -571,3 +571,214 @@ fn a_recreated_spool_is_told_how_to_forget_the_old_checkpoint() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(e.run(&["verify"]).status.code(), Some(0));
 }
+
+// ---- §6: the key, against an agent running as the principal's own user -------------------------
+
+/// A passphrase file (mode 0600) holding `text`.
+fn passphrase_file(e: &Env, name: &str, text: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = e.dir.path().join(name);
+    std::fs::write(&path, format!("{text}\n")).expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    path
+}
+
+fn with_passphrase(e: &Env, file: &std::path::Path, args: &[&str]) -> std::process::Output {
+    e.cmd(args).env("WARRANT_PASSPHRASE_FILE", file).output().expect("run")
+}
+
+// §6: a coding agent runs as the principal's own user: it could read an unencrypted key and run
+// `warrant approve` itself. The key is now encrypted at rest with a passphrase; without a
+// terminal or WARRANT_PASSPHRASE_FILE nothing is signed, a wrong passphrase signs nothing, and
+// no key is ever created behind the principal's back.
+#[test]
+fn a_same_user_agent_cannot_sign_with_a_protected_key() {
+    let e = Env::without_key();
+    // No key: signing does not create one; it names `keys init`.
+    assert_eq!(e.propose("draft.compose", "agent-a", "p-1", &[]).status.code(), Some(0));
+    let o = e.run(&["approve", "--yes", "p-1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("warrant keys init"), "{}", text(&o));
+    assert!(!e.config().join("principal.key").exists(), "no key was created");
+    // `keys init` without a terminal needs the passphrase file (or --no-passphrase).
+    let o = e.run(&["keys", "init"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let good = passphrase_file(&e, "pass", "correct horse battery staple");
+    let o = with_passphrase(&e, &good, &["keys", "init"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stored = std::fs::read_to_string(e.config().join("principal.key")).expect("key");
+    assert!(stored.starts_with("-----BEGIN AGE ENCRYPTED FILE-----"), "{stored}");
+    assert!(!stored.contains("PRIVATE KEY"), "the PEM is not stored in the clear");
+    let o = e.run(&["keys", "show"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("protected  yes"), "{}", text(&o));
+    assert_eq!(e.run(&["keys", "init", "--no-passphrase"]).status.code(), Some(1), "never overwritten");
+    assert_eq!(std::fs::read_to_string(e.config().join("principal.key")).expect("key"), stored);
+    // The agent: no terminal, no passphrase file.
+    let o = e.run(&["approve", "--yes", "p-1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("WARRANT_PASSPHRASE_FILE"), "{}", text(&o));
+    let wrong = passphrase_file(&e, "wrong", "incorrect horse");
+    let o = with_passphrase(&e, &wrong, &["approve", "--yes", "p-1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("wrong passphrase"), "{}", text(&o));
+    assert_eq!(chain_lines(&e), 0, "nothing was signed");
+    // The principal: the passphrase from the file, or typed on the terminal.
+    let o = with_passphrase(&e, &good, &["approve", "--yes", "p-1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(e.propose("draft.compose", "agent-a", "p-2", &[]).status.code(), Some(0));
+    let o = on_a_terminal(&e, "approve p-2", "correct horse battery staple\ny\n");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(chain_lines(&e), 2);
+    assert_eq!(e.run(&["verify"]).status.code(), Some(0));
+}
+
+/// Runs `warrant ARGS` as `user` (runuser), with its own configuration directory `config`.
+fn as_user(user: &str, e: &Env, config: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("runuser")
+        .args(["-u", user, "--", cli_env::BIN])
+        .args(args)
+        .env("WARRANT_CONFIG", config)
+        .env("WARRANT_SPOOL", e.spool())
+        .env("WARRANT_PRINCIPAL", "alice")
+        .env("XDG_DATA_HOME", config.join("data"))
+        .env("HOME", config)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runuser")
+}
+
+/// A Unix group and a user in it, removed when dropped.
+struct AgentUser {
+    group: String,
+    user: String,
+}
+
+impl AgentUser {
+    fn create() -> Self {
+        let tag = std::process::id();
+        let (group, user) = (format!("wag{tag}"), format!("wagent{tag}"));
+        let ok = |c: &mut std::process::Command| c.status().is_ok_and(|s| s.success());
+        assert!(ok(std::process::Command::new("groupadd").arg(&group)), "groupadd");
+        assert!(ok(std::process::Command::new("useradd").args(["-M", "-N", "-G", &group, &user])), "useradd");
+        Self { group, user }
+    }
+}
+
+impl Drop for AgentUser {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("userdel").arg(&self.user).status();
+        let _ = std::process::Command::new("groupdel").arg(&self.group).status();
+    }
+}
+
+// §6: `warrant init --agents-group GROUP` makes the recommended set-up in one command. An agent
+// in the group (a real user) can propose, publish receipts (`warrant receipt` failed before with
+// "unsafe spool: owned by uid 0") and wait for decisions; it cannot append to the chain, write
+// a decision, or sign.
+#[test]
+fn init_agents_group_shares_the_spool_and_nothing_an_agent_does_signs() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let e = Env::new();
+    let agent = can_chown().then(AgentUser::create);
+    let group = agent.as_ref().map_or_else(
+        || uzers::get_current_groupname().map(|g| g.to_string_lossy().into_owned()).expect("my group"),
+        |a| a.group.clone(),
+    );
+    let o = e.run(&["init", "--agents-group", &group]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let gid = uzers::get_group_by_name(&group).expect("group").gid();
+    let mode = |p: &str| {
+        let m = std::fs::symlink_metadata(e.spool().join(p)).expect(p);
+        (m.permissions().mode() & 0o7777, m.gid())
+    };
+    assert_eq!(mode(""), (0o755, gid));
+    assert_eq!(mode("decisions"), (0o755, gid));
+    assert_eq!(mode("packets"), (0o3770, gid));
+    assert_eq!(mode("receipts"), (0o3770, gid));
+    assert_eq!(mode("chain.jsonl"), (0o644, gid));
+    assert_eq!(mode(".chain.lock").0, 0o600);
+    let again = e.run(&["init", "--agents-group", &group]);
+    assert!(String::from_utf8_lossy(&again.stdout).matches("already right").count() >= 6, "{}", text(&again));
+    assert_eq!(e.run(&["init", "--agents-group", "no-such-group-xyz"]).status.code(), Some(2));
+    let Some(agent) = agent else { return };
+    // The agent's side: a home it owns, the principal's public key pinned there.
+    std::fs::set_permissions(e.dir.path(), std::fs::Permissions::from_mode(0o755)).expect("traversable");
+    let home = e.dir.path().join("agent-home");
+    std::fs::create_dir_all(&home).expect("home");
+    let uid = uzers::get_user_by_name(&agent.user).expect("user").uid();
+    std::os::unix::fs::chown(&home, Some(uid), None).expect("chown");
+    let public = e.config().join("principal.pub");
+    std::fs::set_permissions(e.config(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let pin = as_user(&agent.user, &e, &home, &["keys", "pin", "--principal", "alice", public.to_str().expect("utf8")]);
+    assert_eq!(pin.status.code(), Some(0), "{}", text(&pin));
+    let o = as_user(
+        &agent.user,
+        &e,
+        &home,
+        &["propose", "--class", "draft.compose", "--agent", "agent-a", "--summary", "s", "--id", "a-1"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(std::fs::metadata(e.spool().join("packets/a-1.json")).expect("packet").uid(), uid);
+    let o = as_user(
+        &agent.user,
+        &e,
+        &home,
+        &["receipt", "--class", "draft.compose", "--outcome", "execute", "--agent", "agent-a"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let receipt: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(receipt["published"].as_str().is_some_and(|p| p.contains("receipts/")), "{receipt}");
+    // Nothing it does signs or appends.
+    for attempt in [
+        format!("echo x >> {}", e.spool().join("chain.jsonl").display()),
+        format!("echo '{{}}' > {}", e.spool().join("decisions/a-1.json").display()),
+    ] {
+        let st = std::process::Command::new("runuser")
+            .args(["-u", &agent.user, "--", "sh", "-c", &attempt])
+            .output()
+            .expect("sh");
+        if attempt.starts_with("rm") {
+            continue;
+        }
+        assert!(!st.status.success(), "the agent could: {attempt}");
+    }
+    let o = as_user(&agent.user, &e, &home, &["approve", "--yes", "a-1"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(chain_lines(&e), 0);
+    // The principal decides; the agent waiting for it gets the signed decision.
+    let waiter = std::process::Command::new("runuser")
+        .args([
+            "-u",
+            &agent.user,
+            "--",
+            cli_env::BIN,
+            "propose",
+            "--class",
+            "draft.compose",
+            "--agent",
+            "agent-a",
+            "--summary",
+            "s",
+            "--id",
+            "a-2",
+            "--wait",
+            "30",
+        ])
+        .env("WARRANT_CONFIG", &home)
+        .env("WARRANT_SPOOL", e.spool())
+        .env("XDG_DATA_HOME", home.join("data"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("waiter");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !e.spool().join("packets/a-2.json").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = e.run(&["approve", "--yes", "a-2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let waited = waiter.wait_with_output().expect("waiter");
+    assert_eq!(waited.status.code(), Some(0), "approved, verified by the agent: {}", text(&waited));
+    assert_eq!(e.run(&["verify"]).status.code(), Some(0));
+}

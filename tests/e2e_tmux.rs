@@ -97,8 +97,11 @@ struct World {
 }
 
 impl World {
+    /// A temporary directory with an unprotected principal key (`keys init --no-passphrase`).
     fn new() -> Self {
-        Self { dir: tempfile::tempdir().expect("tempdir") }
+        let w = Self { dir: tempfile::tempdir().expect("tempdir") };
+        assert!(w.cli(&["keys", "init", "--no-passphrase"]).status.success(), "keys init");
+        w
     }
     fn spool(&self) -> PathBuf {
         self.dir.path().join("spool")

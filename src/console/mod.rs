@@ -12,7 +12,6 @@ pub mod theme;
 pub mod ui;
 mod watcher;
 
-use crate::config;
 use crate::keys::{PinnedKeys, Principal};
 use crate::spool::{self, Scanner, Spool};
 use app::{Action, ControlSummary, Effect, SignedSummary, State};
@@ -38,6 +37,9 @@ pub struct Options {
     pub rescan: Duration,
     /// For `warrant demo`: run simulated agents at this interval (seconds).
     pub demo_interval: Option<f64>,
+    /// The configuration directory whose pinned keys, `policy.toml` and key the console uses (the
+    /// demo's own temporary one for `warrant demo`, else the principal's).
+    pub config_dir: std::path::PathBuf,
 }
 
 fn now_secs() -> f64 {
@@ -77,7 +79,7 @@ pub fn run(opts: Options) -> Result<()> {
     }
     let keymap = keymap::Keymap::load().map_err(|e| eyre!(e))?;
     opts.spool.ensure().wrap_err_with(|| format!("creating the spool at {}", opts.spool.root().display()))?;
-    let pinned = PinnedKeys::load(&config::config_dir())?;
+    let pinned = PinnedKeys::load(&opts.config_dir)?;
     // An append interrupted by a crash leaves a torn final line: set it aside on open (not in
     // observe-only mode, which writes nothing) and tell the principal where it went.
     let set_aside = if opts.read_only {
@@ -96,9 +98,9 @@ pub fn run(opts: Options) -> Result<()> {
         now_secs(),
     )
     .with_policies(Arc::new(
-        crate::graduation::PolicySet::load(&config::config_dir(), Some(opts.spool.root())).map_err(|e| eyre!("{e}"))?,
+        crate::graduation::PolicySet::load(&opts.config_dir, Some(opts.spool.root())).map_err(|e| eyre!("{e}"))?,
     ));
-    let observer = Arc::new(crate::preconditions::Observer::for_policies(&state.policies, Some(&config::config_dir())));
+    let observer = Arc::new(crate::preconditions::Observer::for_policies(&state.policies, Some(&opts.config_dir)));
     let state = state.with_observer(Arc::clone(&observer));
     let mut state = state;
     if let Some(aside) = set_aside {

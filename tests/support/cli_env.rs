@@ -15,8 +15,15 @@ pub struct Env {
 }
 
 impl Env {
-    /// A fresh directory.
+    /// A fresh directory with an unprotected principal key (`keys init --no-passphrase`).
     pub fn new() -> Self {
+        let e = Self::without_key();
+        let o = e.run(&["keys", "init", "--no-passphrase"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        e
+    }
+    /// A fresh directory, no key.
+    pub fn without_key() -> Self {
         Self { dir: tempfile::tempdir().expect("tempdir") }
     }
     /// The principal's configuration directory.
