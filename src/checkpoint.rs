@@ -235,11 +235,10 @@ pub fn check(chain: &Path, cp: &Checkpoint, report: &VerifyReport) -> Option<Fin
 /// on purpose (and only then: otherwise the finding is the alarm it should be).
 pub const FORGET_HINT: &str = "; if you re-created this spool on purpose, `warrant checkpoint forget` shows what the checkpoint pinned and forgets it";
 
-/// Every checkpoint the principal holds for `spool` that a chain of `records` records cannot
-/// satisfy (longer than it): the principal's own copy and the spool's `checkpoint.json`, with
-/// what each pinned (verified against `pinned`, or why not).
+/// Every checkpoint file that pins `spool`'s chain: the principal's own copy and the spool's
+/// `checkpoint.json`, with what each pinned (verified against `pinned`, or why not).
 #[must_use]
-pub fn stale(spool: &Spool, pinned: &PinnedKeys) -> Vec<(PathBuf, Result<Checkpoint, String>)> {
+pub fn held_for(spool: &Spool, pinned: &PinnedKeys) -> Vec<(PathBuf, Result<Checkpoint, String>)> {
     let mut out = Vec::new();
     for path in local_copy(spool).into_iter().chain([spool.root().join(CHECKPOINT_FILE)]) {
         let Ok(bytes) = crate::spool::read_limited(&path) else { continue };

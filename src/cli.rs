@@ -636,6 +636,7 @@ pub fn load_policies(spool: Option<&Spool>) -> Result<PolicySet, Failure> {
 /// What `warrant demo` runs with instead of the principal's configuration: a throwaway,
 /// unprotected key in its own temporary configuration directory (with its pinned keys and
 /// checkpoint copies), so the demo never prompts and leaves nothing in the real configuration.
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 struct DemoRun {
     interval: f64,
     config_dir: PathBuf,
@@ -958,7 +959,7 @@ fn init_shared_spool(spool: &Spool, group: &str) -> Result<u8, Failure> {
 /// holds now, asks (or takes `--yes`), and moves them aside.
 fn checkpoint_forget(spool: &Spool, yes: bool) -> Result<u8, Failure> {
     use std::io::IsTerminal as _;
-    let found = crate::checkpoint::stale(spool, &load_pinned()?);
+    let found = crate::checkpoint::held_for(spool, &load_pinned()?);
     if found.is_empty() {
         println!("no checkpoint pins {}", spool.root().display());
         return Ok(0);

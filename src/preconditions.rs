@@ -85,7 +85,9 @@ type Stamp = (u64, i128, i128);
 /// (see the module docs). Cheap to share: the digest cache is behind a lock.
 #[derive(Debug, Default)]
 pub struct Observer {
-    roots: Vec<PathBuf>,
+    /// Each root as declared and as made canonical: a path may name it either way, and the walk
+    /// opens the canonical one.
+    roots: Vec<(PathBuf, PathBuf)>,
     /// The principal's configuration directory, canonical, and its `(dev, ino)`.
     guarded: Option<(PathBuf, (u64, u64))>,
     budget: Budget,
@@ -111,7 +113,7 @@ impl Observer {
             let meta = std::fs::metadata(&canonical).ok()?;
             Some((canonical, (meta.dev(), meta.ino())))
         });
-        let roots = roots.iter().map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone())).collect();
+        let roots = roots.iter().map(|r| (r.clone(), std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))).collect();
         Self { roots, guarded, budget, digests: Mutex::default() }
     }
 
@@ -235,8 +237,9 @@ impl Observer {
         Ok((!recorded.is_empty()).then_some(Value::Array(recorded)))
     }
 
-    /// The root `path` lies in, or why it may not be observed.
-    fn root_of(&self, path: &Path) -> Result<&Path, String> {
+    /// The root `path` lies in (canonical) and the rest of `path` below it, or why it may not be
+    /// observed.
+    fn root_of<'p>(&self, path: &'p Path) -> Result<(&Path, &'p Path), String> {
         if path.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
             return Err(format!("{} must not contain `.` or `..`", path.display()));
         }
@@ -251,12 +254,19 @@ impl Observer {
                     .into(),
             );
         }
-        let root = self.roots.iter().find(|r| path.starts_with(r)).ok_or_else(|| {
-            format!(
-                "{} is outside the precondition roots declared in policy.toml ([preconditions] roots)",
-                path.display()
-            )
-        })?;
+        let (root, rest) = self
+            .roots
+            .iter()
+            .find_map(|(declared, canonical)| {
+                let rest = path.strip_prefix(canonical).or_else(|_| path.strip_prefix(declared)).ok()?;
+                Some((canonical.as_path(), rest))
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{} is outside the precondition roots declared in policy.toml ([preconditions] roots)",
+                    path.display()
+                )
+            })?;
         if let Some((config, _)) = &self.guarded
             && root.starts_with(config)
         {
@@ -265,7 +275,7 @@ impl Observer {
                 root.display()
             ));
         }
-        Ok(root)
+        Ok((root, rest))
     }
 
     /// Refuses the configuration directory (by inode) wherever a walk meets it.
@@ -281,13 +291,8 @@ impl Observer {
     /// Opens the directory holding `path`'s last component, walking from its root one component
     /// at a time without following symlinks, and returns it with that last component.
     fn open_parent(&self, path: &Path) -> Result<(OwnedFd, String), WalkError> {
-        let root = self.root_of(path).map_err(WalkError::Refused)?;
-        let rest: Vec<String> = path
-            .strip_prefix(root)
-            .map_err(|_| WalkError::Refused(format!("{} is outside its root", path.display())))?
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
+        let (root, below) = self.root_of(path).map_err(WalkError::Refused)?;
+        let rest: Vec<String> = below.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
         let Some((last, dirs)) = rest.split_last() else {
             return Err(WalkError::Refused(format!("{} is a precondition root itself", path.display())));
         };
@@ -632,6 +637,13 @@ mod tests {
         std::fs::create_dir_all(repo.join(".git")).expect("mkdir");
         std::os::unix::fs::symlink(config.join("principal.key"), repo.join(".git/HEAD")).expect("symlink");
         refused("git.head_unchanged", "repo", &repo);
+        // A root the principal declared through a symlink: a path may name it either way.
+        std::fs::write(root.join("ok.txt"), b"ok").expect("write");
+        std::os::unix::fs::symlink(&root, top.path().join("work-link")).expect("symlink");
+        let linked = Observer::new(&[top.path().join("work-link")], Some(&config), Budget::default());
+        for p in [top.path().join("work-link/ok.txt"), root.join("ok.txt")] {
+            assert_eq!(linked.observe("file.exists", &json!({"path": p.to_str()})), Ok(json!(true)), "{}", p.display());
+        }
         // No roots: everything fails closed.
         let none = Observer::new(&[], Some(&config), Budget::default());
         let r = none.observe("file.exists", &json!({"path": root.join("x").to_str()}));

@@ -1415,6 +1415,29 @@ fn receipt_subject<'a>(req: &ReceiptRequest<'a>) -> Result<(String, &'a str), Re
     Ok((class, agent))
 }
 
+/// The portable v0.1 receipt `req` asks for ([`build_receipt`]), with its id, canonical class,
+/// checked agent, time and previous receipt hash.
+fn receipt_of(
+    req: &ReceiptRequest<'_>,
+    receipt_id: &str,
+    class: &str,
+    agent: &str,
+    created_at: &str,
+    prev_hash: Option<&str>,
+) -> Value {
+    build_receipt(&ReceiptInput {
+        receipt_id,
+        action_class: class,
+        outcome: req.outcome,
+        agent,
+        packet_id: req.packet_id,
+        source_type: req.source_type,
+        created_at,
+        prev_hash,
+        note: req.note,
+    })
+}
+
 /// Publishes a portable v0.1 receipt as a file in `receipts/` (temp file and rename, mode
 /// 0644), as an agent that does not own the spool does: the agent's own word, listed and shown
 /// apart, never the gate's evidence (`docs/spool.md`, Receipts). Not chained: `prev_hash` is
@@ -1429,17 +1452,7 @@ pub fn publish_receipt(
 ) -> Result<(Value, PathBuf), ReceiptError> {
     let (class, agent) = receipt_subject(req)?;
     let receipt_id = format!("rcpt-{}", uuid::Uuid::now_v7());
-    let receipt = build_receipt(&ReceiptInput {
-        receipt_id: &receipt_id,
-        action_class: &class,
-        outcome: req.outcome,
-        agent,
-        packet_id: req.packet_id,
-        source_type: req.source_type,
-        created_at,
-        prev_hash: None,
-        note: req.note,
-    });
+    let receipt = receipt_of(req, &receipt_id, &class, agent, created_at, None);
     let path = spool.publish(&spool.receipts_dir(), &receipt_id, &receipt)?;
     Ok((receipt, path))
 }
@@ -1477,17 +1490,7 @@ pub fn record_receipt(
             Ok(p) => p,
             Err(e) => return Err(e.to_string()),
         };
-        receipt = build_receipt(&ReceiptInput {
-            receipt_id: &receipt_id,
-            action_class: &class,
-            outcome: req.outcome,
-            agent,
-            packet_id: req.packet_id,
-            source_type: req.source_type,
-            created_at,
-            prev_hash: prev.as_deref(),
-            note: req.note,
-        });
+        receipt = receipt_of(req, &receipt_id, &class, agent, created_at, prev.as_deref());
         let body = receipt_record_body(&receipt, req.outcome, req.packet_id);
         if let Some(problem) = first_problem(&body, head, None) {
             refusal = Some(problem);
@@ -1773,13 +1776,13 @@ pub fn decide_with(
     let mut checkpoint = Value::Null;
     // The SHA-256 over the prefix the verification proved, from the check to the checkpoint.
     let prefix_hash = std::cell::Cell::new(None);
+    // Decision files lost earlier (a full disk) are restored from the chain on the way (listed
+    // before the lock is taken): the prefix is scanned for every decision only when some are.
+    let missing = ids_without_decision_files(spool);
     let appended = chain::append_then(
         &chain_path,
         chain::LOCK_DEADLINE,
         |head| {
-            // Decision files lost earlier (a full disk) are restored from the chain: the prefix
-            // is scanned for every decision only when some are missing.
-            let missing = ids_without_decision_files(spool);
             let decisions_of = missing.is_empty().then_some(packet.id.as_str());
             let keep = |id: &str| missing.contains(id) || (id == packet.id && !spool.decision_path(id).exists());
             let (view, kept) = match verified_view(spool, pinned, keep, decisions_of) {

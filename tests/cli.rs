@@ -1,54 +1,14 @@
 //! The `warrant` binary's commands and exit codes, on temporary spools and config dirs.
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_warrant");
+#[path = "support/cli_env.rs"]
+mod cli_env;
 
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    /// A temporary directory with an unprotected principal key (`keys init --no-passphrase`).
-    fn new() -> Self {
-        let e = Self { dir: tempfile::tempdir().expect("tempdir") };
-        let o = e.run(&["keys", "init", "--no-passphrase"]);
-        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-        e
-    }
-    fn config(&self) -> PathBuf {
-        self.dir.path().join("config")
-    }
-    fn spool(&self) -> PathBuf {
-        self.dir.path().join("spool")
-    }
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.args(args)
-            .env("WARRANT_CONFIG", self.config())
-            .env("WARRANT_SPOOL", self.spool())
-            .env("WARRANT_PRINCIPAL", "alice")
-            .env("XDG_DATA_HOME", self.dir.path().join("data"))
-            .stdin(Stdio::null());
-        c
-    }
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().expect("run warrant")
-    }
-    /// `warrant propose` with a class, agent and id, the summary "s", and `extra` flags.
-    fn propose(&self, class: &str, agent: &str, id: &str, extra: &[&str]) -> Output {
-        let mut args = vec!["propose", "--class", class, "--agent", agent, "--summary", "s", "--id", id];
-        args.extend_from_slice(extra);
-        self.run(&args)
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!("stdout: {}\nstderr: {}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
+use cli_env::{BIN, Env, text};
 
 fn fixture(rel: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -280,20 +240,6 @@ fn a_permissive_umask_still_gives_a_private_spool() {
 }
 
 /// Writes a portable packet with a `governance` block straight into the spool's `packets/`.
-fn publish_governed(e: &Env, id: &str, agent: &str, governance: Value) {
-    let mut doc = warrant::packet::portable_packet(
-        id,
-        "draft.compose",
-        agent,
-        "s",
-        serde_json::json!({"text": "x"}),
-        "2026-11-21T09:00:00Z",
-    );
-    doc["governance"] = governance;
-    let dir = e.spool().join("packets");
-    std::fs::create_dir_all(&dir).expect("packets dir");
-    std::fs::write(dir.join(format!("{id}.json")), serde_json::to_vec(&doc).expect("json")).expect("write");
-}
 
 // `trust set` records a signed level change (raising to autonomous only with the typed
 // confirmation), `trust show` reads it back from the chain, the chain verifies, and the change
@@ -324,7 +270,7 @@ fn trust_set_is_signed_confirmed_and_applies_to_the_next_gate_call() {
     assert_eq!(last["action"], "warrant.control.notebook.trust_set");
     assert_eq!(last["metadata"]["warrant_control"]["previous"], "trusted");
     // Lowering needs no confirmation; the tiers verdict follows the chain.
-    publish_governed(&e, "p-merge", "agent-a", serde_json::json!({"tool": "corrections.merge", "notebook": "nb-1"}));
+    e.publish_governed("p-merge", "agent-a", serde_json::json!({"tool": "corrections.merge", "notebook": "nb-1"}));
     let o = e.run(&["approve", "--yes", "p-merge"]);
     assert_eq!(o.status.code(), Some(0), "autonomous: destructive runs auto, approvable: {}", text(&o));
     assert_eq!(e.run(&["trust", "set", "nb-1", "cautious"]).status.code(), Some(0));
@@ -379,7 +325,7 @@ fn quarantine_kill_and_release_block_and_unblock_an_agents_packets() {
 fn elevation_follows_the_hypervisor_rules() {
     let e = Env::new();
     assert_eq!(e.propose("draft.compose", "agent-a", "p-0", &[]).status.code(), Some(0));
-    publish_governed(&e, "p-score", "agent-e", serde_json::json!({"eff_score": 0.55}));
+    e.publish_governed("p-score", "agent-e", serde_json::json!({"eff_score": 0.55}));
     let o = e.run(&["agent", "elevate", "agent-e", "--ring", "0"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("ring_0_forbidden"), "{}", text(&o));
@@ -417,8 +363,8 @@ fn preconditions_are_recorded_at_approval_and_rechecked_at_execution() {
             "preconditions": [{"check_id": "file.sha256", "parameters": {"path": file.to_str()},
                                "expected_at_approval": expected, "must_revalidate_at_execution": true}]}})
     };
-    publish_governed(&e, "p-pre", "agent-a", contract(Value::Null));
-    publish_governed(&e, "p-stale", "agent-a", contract(serde_json::json!("sha256:00")));
+    e.publish_governed("p-pre", "agent-a", contract(Value::Null));
+    e.publish_governed("p-stale", "agent-a", contract(serde_json::json!("sha256:00")));
     let o = e.run(&["check-preconditions", "p-pre", "--json"]);
     assert_eq!(o.status.code(), Some(0), "pending, nothing expected yet: {}", text(&o));
     let o = e.run(&["approve", "--yes", "p-stale"]);

@@ -567,20 +567,7 @@ impl PolicySet {
     /// # Errors
     /// A sentence for an unknown tier or a level outside 0..=5.
     pub fn add_tool(&mut self, key: &str, def: &Value) -> Result<(), String> {
-        let tier = def
-            .get("tier")
-            .and_then(Value::as_str)
-            .and_then(ToolTier::parse)
-            .ok_or_else(|| format!("tools.{key}.tier must be safe, mutating or destructive"))?;
-        let level = match def.get("required_trust_level") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(
-                v.as_u64()
-                    .filter(|l| *l <= 5)
-                    .ok_or_else(|| format!("tools.{key}.required_trust_level must be 0..=5"))? as u8,
-            ),
-        };
-        self.tools.insert(key.to_owned(), ToolPolicy { tier, required_trust_level: level });
+        self.tools.insert(key.to_owned(), tool_from_json(key, def)?);
         Ok(())
     }
 
@@ -702,9 +689,7 @@ impl PolicySet {
     /// # Errors
     /// As [`PolicySet::add_tool`].
     pub fn tighten_tool(&mut self, key: &str, def: &Value) -> Result<(), String> {
-        let mut scratch = PolicySet { tools: BTreeMap::new(), ..PolicySet::builtin() };
-        scratch.add_tool(key, def)?;
-        let Some(req) = scratch.tools.remove(key) else { return Ok(()) };
+        let req = tool_from_json(key, def)?;
         let rank = |t: ToolTier| match t {
             ToolTier::Safe => 0,
             ToolTier::Mutating => 1,
@@ -794,6 +779,24 @@ impl PolicySet {
 /// are always looked up).
 fn length_bit(alias: &str) -> u64 {
     if alias.len() < 64 { 1 << alias.len() } else { 0 }
+}
+
+/// A tool from JSON `{"tier", "required_trust_level"?}` (the `warrant eval` form of
+/// `[tools."<key>"]`).
+fn tool_from_json(key: &str, def: &Value) -> Result<ToolPolicy, String> {
+    let tier = def
+        .get("tier")
+        .and_then(Value::as_str)
+        .and_then(ToolTier::parse)
+        .ok_or_else(|| format!("tools.{key}.tier must be safe, mutating or destructive"))?;
+    let level = match def.get("required_trust_level") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64().filter(|l| *l <= 5).ok_or_else(|| format!("tools.{key}.required_trust_level must be 0..=5"))?
+                as u8,
+        ),
+    };
+    Ok(ToolPolicy { tier, required_trust_level: level })
 }
 
 fn class_from_def(def: ClassDef) -> Result<ClassPolicy, PolicyError> {
