@@ -99,9 +99,13 @@ struct World {
 impl World {
     /// A temporary directory with an unprotected principal key (`keys init --no-passphrase`).
     fn new() -> Self {
-        let w = Self { dir: tempfile::tempdir().expect("tempdir") };
+        let w = Self::without_key();
         assert!(w.cli(&["keys", "init", "--no-passphrase"]).status.success(), "keys init");
         w
+    }
+    /// A temporary directory, no key.
+    fn without_key() -> Self {
+        Self { dir: tempfile::tempdir().expect("tempdir") }
     }
     fn spool(&self) -> PathBuf {
         self.dir.path().join("spool")
@@ -345,4 +349,43 @@ fn quarantine_an_agent_and_raise_a_notebook_from_the_console() {
     let out = w.cli(&["trust", "show", "--json"]);
     let shown: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(shown["notebooks"]["nb-e2e"]["level"], "trusted", "{shown}");
+}
+
+// Issue 15 §6: with a protected key the console asks for the passphrase once, before it takes the
+// terminal; a wrong one starts nothing; the right one opens the console, which then signs without
+// asking again (the key stays in memory until it quits).
+#[test]
+fn the_console_asks_for_the_passphrase_once() {
+    let w = World::without_key();
+    let pass = w.dir.path().join("pass");
+    std::fs::write(&pass, "s3cret phrase\n").expect("write");
+    let mut init = Command::new(BIN);
+    init.args(["keys", "init"]).env("WARRANT_PASSPHRASE_FILE", &pass);
+    for (k, v) in w.env() {
+        init.env(k, v);
+    }
+    assert!(init.output().expect("keys init").status.success(), "keys init");
+    let wrong = Tmux::start("pass-wrong", &w.env(), &["console"]);
+    wrong.wait_for("the prompt", |s| s.contains("passphrase for"));
+    wrong.type_text("not it");
+    wrong.send(&["Enter"]);
+    let start = Instant::now();
+    while wrong.alive() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!wrong.alive(), "a wrong passphrase must not start the console: {}", wrong.screen());
+    let tmux = Tmux::start("pass-right", &w.env(), &["console"]);
+    tmux.wait_for("the prompt", |s| s.contains("passphrase for"));
+    tmux.type_text("s3cret phrase");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
+    let bytes = std::fs::read(conformance("trust-graduation/packets/js-reference/01-email-send-external.packet.json"))
+        .expect("fixture");
+    w.publish("quote.json", &bytes);
+    tmux.wait_for("the packet", |s| s.contains("agent-scribe"));
+    tmux.send(&["a"]);
+    tmux.wait_for("the confirmation", |s| s.contains("Confirm: approve"));
+    tmux.send(&["y"]);
+    tmux.wait_for("the approval", |s| s.contains("approved tg_20261120090000_email-send-external"));
+    assert_eq!(w.chain().len(), 1, "signed with the key opened at start, without asking again");
 }
