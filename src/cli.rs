@@ -28,6 +28,8 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_REFUSED: u8 = 3;
 /// Exit code of `propose --wait` when no decision came in time.
 pub const EXIT_TIMEOUT: u8 = 4;
+/// `check-preconditions`: the packet is still pending (no decision yet), so nothing may run.
+pub const EXIT_PENDING: u8 = 5;
 
 /// warrant: decide what AI agents may do.
 #[derive(Debug, Parser)]
@@ -208,6 +210,13 @@ pub enum Command {
         /// The spool directory (default: the configured one).
         dir: Option<PathBuf>,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) to stdout: `warrant man | man -l -`.
+    Man,
     /// The principal's signed checkpoints of a spool's chain (they detect records cut off).
     Checkpoint {
         /// What to do.
@@ -350,20 +359,26 @@ pub struct Failure {
     pub code: u8,
     /// The message for stderr.
     pub message: String,
+    /// The failure is a closed standard output (`warrant export | head`): the reader has what
+    /// it wanted, so the command ends quietly with 0, as Unix tools do.
+    pub closed_pipe: bool,
 }
 
 impl Failure {
     fn usage(message: impl Into<String>) -> Self {
-        Self { code: EXIT_USAGE, message: message.into() }
+        Self { code: EXIT_USAGE, message: message.into(), closed_pipe: false }
     }
     fn invalid(message: impl Into<String>) -> Self {
-        Self { code: EXIT_INVALID, message: message.into() }
+        Self { code: EXIT_INVALID, message: message.into(), closed_pipe: false }
     }
 }
 
-impl<E: std::error::Error> From<E> for Failure {
+impl<E: std::error::Error + 'static> From<E> for Failure {
     fn from(e: E) -> Self {
-        Self::usage(e.to_string())
+        let closed = (&e as &(dyn std::error::Error + 'static))
+            .downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe);
+        Self { code: EXIT_USAGE, message: e.to_string(), closed_pipe: closed }
     }
 }
 
@@ -374,6 +389,7 @@ pub fn main() -> ExitCode {
     let _log = init_logging();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
+        Err(f) if f.closed_pipe => ExitCode::SUCCESS,
         Err(f) => {
             // Messages can quote agent-written text: never let it drive the terminal.
             eprintln!("warrant: {}", crate::text::inert(&f.message, 4000));
@@ -552,6 +568,20 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Keys { action } => keys_cmd(&config, action.unwrap_or(KeysAction::Show)),
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            let mut out = io::stdout().lock();
+            clap_complete::generate(shell, &mut Cli::command(), "warrant", &mut out);
+            out.flush()?;
+            Ok(0)
+        }
+        Command::Man => {
+            use clap::CommandFactory as _;
+            let mut out = io::stdout().lock();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            out.flush()?;
+            Ok(0)
+        }
         Command::Init { agents_group, dir } => {
             let spool = resolve_spool(dir.or(spool_arg), &config)?;
             init_shared_spool(&spool, &agents_group)
@@ -688,8 +718,9 @@ fn run_console(
 /// inert text on a terminal.
 fn print_json(v: &Value) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    write_json_inert(&mut out, v).map_err(|e| Failure::usage(e.to_string()))?;
+    write_json_inert(&mut out, v)?;
     writeln!(out)?;
+    out.flush()?;
     Ok(())
 }
 
@@ -753,7 +784,8 @@ pub fn write_json_inert<W: io::Write>(out: &mut W, v: &Value) -> io::Result<()> 
         }
     }
     let mut ser = serde_json::Serializer::with_formatter(out, Inert(serde_json::ser::PrettyFormatter::new()));
-    serde::Serialize::serialize(v, &mut ser).map_err(io::Error::other)
+    // An I/O error keeps its kind (a closed pipe is not a failure: `Failure::closed_pipe`).
+    serde::Serialize::serialize(v, &mut ser).map_err(io::Error::from)
 }
 
 fn propose(
@@ -800,10 +832,23 @@ fn propose(
     if !packet::is_safe_id(&id) {
         return Err(Failure::usage(format!("unsafe packet id {id:?}")));
     }
+    if summary.trim().is_empty() {
+        return Err(Failure::usage("--summary must not be blank: it is what the principal reads first"));
+    }
+    // An id is never reused: a pending packet is never replaced, a decided one never re-opened.
+    if spool.decision_path(&id).exists() {
+        return Err(Failure::usage(format!("packet {id:?} was already decided; choose another --id")));
+    }
     let doc = packet::portable_packet(&id, &class, agent, summary, proposed, &crate::clock::now_rfc3339());
     let content_hash = crate::canonical::canonical_hash(&doc);
     spool.ensure()?;
-    let path = spool.publish(&spool.packets_dir(), &id, &doc)?;
+    let path = spool.publish_new(&spool.packets_dir(), &id, &doc).map_err(|e| match e.kind() {
+        io::ErrorKind::AlreadyExists => Failure::usage(format!(
+            "packet {id:?} already exists in {}; choose another --id",
+            spool.packets_dir().display()
+        )),
+        _ => e.into(),
+    })?;
     println!("{id}");
     tracing::info!(packet = %id, path = %path.display(), "published packet");
     let (Some(seconds), Some(wait_for)) = (wait, wait_for) else { return Ok(0) };
@@ -1121,6 +1166,10 @@ fn decide_cli(
 }
 
 fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
+    // A mistyped spool is an error, not an empty listing (as `verify` does).
+    if !spool.root().is_dir() {
+        return Err(Failure::usage(format!("{}: no such spool directory", spool.root().display())));
+    }
     let snap = Scanner::new().scan(spool)?;
     // A listing also writes again decision files a full disk cost (`docs/spool.md`).
     let missing = spool::ids_without_decision_files(spool);
@@ -1642,5 +1691,11 @@ fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Fai
             println!("precondition_failed: {}", crate::text::inert(&f.detail, 400));
         }
     }
-    Ok(if rv.ok { 0 } else { EXIT_INVALID })
+    // 0 only for a packet approved by a verified decision whose preconditions all hold: an
+    // agent written as `check-preconditions X && run` never runs a pending packet.
+    Ok(match (phase, rv.ok) {
+        ("pending", _) => EXIT_PENDING,
+        (_, true) => 0,
+        (_, false) => EXIT_INVALID,
+    })
 }

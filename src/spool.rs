@@ -165,6 +165,32 @@ impl Spool {
         Ok(())
     }
 
+    /// [`Spool::publish`], but never replacing a file: `ErrorKind::AlreadyExists` when
+    /// `<dir>/<id>.json` exists (the rename is a no-clobber link, so two publishers racing for one
+    /// id cannot both succeed).
+    ///
+    /// # Errors
+    /// As [`Spool::publish`], and `AlreadyExists`.
+    pub fn publish_new(&self, dir: &Path, id: &str, doc: &Value) -> io::Result<PathBuf> {
+        if !packet::is_safe_id(id) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unsafe id {id:?}")));
+        }
+        fs::create_dir_all(dir)?;
+        let path = dir.join(format!("{id}.json"));
+        let mut bytes = serde_json::to_vec_pretty(doc).map_err(io::Error::other)?;
+        bytes.push(b'\n');
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".warrant.")
+            .suffix(".tmp")
+            .permissions(fs::Permissions::from_mode(0o644))
+            .tempfile_in(dir)?;
+        io::Write::write_all(&mut tmp, &bytes)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist_noclobber(&path).map_err(|e| e.error)?;
+        fs::File::open(dir)?.sync_all()?;
+        Ok(path)
+    }
+
     /// Publishes a JSON document as `<dir>/<id>.json` the way agents must: written to a
     /// temporary dot-file in the same directory, synced, then renamed into place.
     ///

@@ -366,7 +366,9 @@ fn preconditions_are_recorded_at_approval_and_rechecked_at_execution() {
     e.publish_governed("p-pre", "agent-a", contract(Value::Null));
     e.publish_governed("p-stale", "agent-a", contract(serde_json::json!("sha256:00")));
     let o = e.run(&["check-preconditions", "p-pre", "--json"]);
-    assert_eq!(o.status.code(), Some(0), "pending, nothing expected yet: {}", text(&o));
+    assert_eq!(o.status.code(), Some(5), "pending: nothing may run yet: {}", text(&o));
+    let out: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(out["revalidation"]["ok"], true, "what approval would record holds: {out}");
     let o = e.run(&["approve", "--yes", "p-stale"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("precondition"), "{}", text(&o));

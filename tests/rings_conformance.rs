@@ -203,7 +203,7 @@ const DESCRIPTORS: [(&str, Option<&str>); 22] = [
     ),
     (r#"{"action_id":"a1","name":"  ","execute_api":""}"#, Some("name must be a non-empty string")),
     (r#"{"action_id":"a1","name":5,"execute_api":"/x"}"#, Some("name must be a non-empty string")),
-    (r#"{"action_id":"a1","name":"n","execute_api":" "}"#, Some("execute_api must be a non-empty string")),
+    (r#"{"action_id":"a1","name":"n","execute_api":" "}"#, Some("execute_api must not be empty")),
     (r#"{"action_id":"a1","name":"n","execute_api":"/x","undo_api":""}"#, Some("undo_api must not be empty")),
     (
         r#"{"action_id":"a1","name":"n","execute_api":"/x","undo_api":" ","undo_window_seconds":-1}"#,

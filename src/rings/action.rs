@@ -231,7 +231,12 @@ impl TryFrom<Value> for ActionDescriptor {
 
 fn check_text(field: &str, value: &str, max: usize) -> Result<(), ValidationError> {
     if is_blank(value) {
-        return Err(ValidationError::Value(format!("{field} must be a non-empty string")));
+        // The reference's words: `name` "must be a non-empty string", the APIs "must not be empty".
+        return Err(ValidationError::Value(if field == "name" {
+            format!("{field} must be a non-empty string")
+        } else {
+            format!("{field} must not be empty")
+        }));
     }
     if value.chars().count() > max {
         return Err(ValidationError::Value(format!("{field} exceeds maximum length of {max} characters")));
@@ -240,9 +245,6 @@ fn check_text(field: &str, value: &str, max: usize) -> Result<(), ValidationErro
 }
 
 fn check_undo_api(value: &str) -> Result<(), ValidationError> {
-    if is_blank(value) {
-        return Err(ValidationError::Value("undo_api must not be empty".into()));
-    }
     check_text("undo_api", value, MAX_API_LEN)
 }
 

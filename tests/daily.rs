@@ -1,0 +1,108 @@
+//! Issue 16: a gate a principal can rely on every day. The command line's exit codes and refusals
+//! that an agent or a script relies on, through the real binary.
+
+#[path = "support/cli_env.rs"]
+mod cli_env;
+
+use cli_env::{Env, text};
+use std::io::Read as _;
+use std::process::Stdio;
+
+// `check-preconditions X && run` must never run a packet nobody decided: exit 0 only for an
+// approved packet whose preconditions hold; a pending one gets its own code (5); a refused one 3.
+#[test]
+fn check_preconditions_exits_0_only_for_an_approved_packet() {
+    let e = Env::new();
+    for id in ["c-pending", "c-approved", "c-refused"] {
+        assert_eq!(e.propose("draft.compose", "agent-a", id, &[]).status.code(), Some(0));
+    }
+    let o = e.run(&["check-preconditions", "c-pending"]);
+    assert_eq!(o.status.code(), Some(5), "pending, no preconditions: {}", text(&o));
+    assert_eq!(e.run(&["approve", "--yes", "c-approved"]).status.code(), Some(0));
+    assert_eq!(e.run(&["check-preconditions", "c-approved"]).status.code(), Some(0));
+    assert_eq!(e.run(&["refuse", "--yes", "c-refused", "--reason", "no"]).status.code(), Some(0));
+    assert_eq!(e.run(&["check-preconditions", "c-refused"]).status.code(), Some(3));
+    let o = std::process::Command::new("sh")
+        .args(["-c", &format!("{} check-preconditions c-pending && echo RAN", cli_env::BIN)])
+        .env("WARRANT_CONFIG", e.config())
+        .env("WARRANT_SPOOL", e.spool())
+        .output()
+        .expect("sh");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("RAN"), "{}", text(&o));
+}
+
+// `propose --id X` silently replaced an existing packet, pending or decided. It refuses now (exit
+// 2) and leaves the file as it was; a blank summary is refused too.
+#[test]
+fn propose_never_replaces_a_packet() {
+    let e = Env::new();
+    assert_eq!(e.propose("draft.compose", "agent-a", "p-1", &[]).status.code(), Some(0));
+    let path = e.spool().join("packets/p-1.json");
+    let before = std::fs::read(&path).expect("packet");
+    let o = e.run(&[
+        "propose",
+        "--class",
+        "email.send.external",
+        "--agent",
+        "agent-b",
+        "--summary",
+        "other",
+        "--id",
+        "p-1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already exists"), "{}", text(&o));
+    assert_eq!(std::fs::read(&path).expect("packet"), before, "the pending packet is untouched");
+    assert_eq!(e.run(&["approve", "--yes", "p-1"]).status.code(), Some(0));
+    std::fs::remove_file(&path).expect("rm");
+    let o = e.propose("draft.compose", "agent-a", "p-1", &[]);
+    assert_eq!(o.status.code(), Some(2), "a decided id is never re-opened: {}", text(&o));
+    let o = e.run(&["propose", "--class", "draft.compose", "--agent", "agent-a", "--summary", "  ", "--id", "p-2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = e.run(&["propose", "--class", "draft.compose", "--agent", "", "--summary", "s", "--id", "p-3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!e.spool().join("packets/p-2.json").exists() && !e.spool().join("packets/p-3.json").exists());
+}
+
+// `warrant list` on a mistyped spool printed nothing and exited 0; it names the path and exits 2.
+#[test]
+fn list_on_a_mistyped_spool_exits_2() {
+    let e = Env::new();
+    let o = e.run(&["--spool", "/nonexistent/spool", "list"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/spool"), "{}", text(&o));
+}
+
+// `warrant export | head` printed "Broken pipe" and exited 2: a closed pipe ends the command
+// quietly with 0, as Unix tools do.
+#[test]
+fn a_closed_pipe_ends_export_quietly_with_0() {
+    let e = Env::new();
+    let o = e.run(&["generate-spool", "--records", "400", "--pending", "0", "--decision-every", "100"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let mut child = e.cmd(&["export"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("export");
+    let mut first = [0u8; 16];
+    child.stdout.take().expect("stdout").read_exact(&mut first).expect("the export starts");
+    // The reader goes away (dropped above) with most of the export unread.
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(out.stderr.is_empty(), "{}", text(&out));
+}
+
+// Shell completions and a man page from the command definitions, as users of clap-based tools
+// expect.
+#[test]
+fn completions_and_man_page_come_from_the_command_definitions() {
+    let e = Env::new();
+    let o = e.run(&["completions", "bash"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let script = String::from_utf8_lossy(&o.stdout);
+    assert!(script.contains("_warrant") && script.contains("check-preconditions"), "{script}");
+    let o = e.run(&["completions", "zsh"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("#compdef warrant"));
+    let o = e.run(&["man"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(page.starts_with(".ie") || page.contains(".TH warrant"), "{page}");
+    assert!(page.contains("approve"), "{page}");
+}
