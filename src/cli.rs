@@ -30,6 +30,10 @@ pub const EXIT_REFUSED: u8 = 3;
 pub const EXIT_TIMEOUT: u8 = 4;
 /// `check-preconditions`: the packet is still pending (no decision yet), so nothing may run.
 pub const EXIT_PENDING: u8 = 5;
+/// `propose --wait`: the packet expired undecided.
+pub const EXIT_EXPIRED: u8 = 6;
+/// `propose --wait`: the principal killed the agent (its stop signal), so nothing will be approved.
+pub const EXIT_STOPPED: u8 = 7;
 
 /// warrant: decide what AI agents may do.
 #[derive(Debug, Parser)]
@@ -84,9 +88,15 @@ pub enum Command {
         /// The packet id [default: generated].
         #[arg(long)]
         id: Option<String>,
-        /// Wait up to SECONDS for the signed decision: exit 0 approved, 3 refused, 4 timed out.
+        /// Wait up to SECONDS for the signed decision: exit 0 approved, 3 refused, 4 timed out,
+        /// 6 expired undecided, 7 the agent was killed.
         #[arg(long, value_name = "SECONDS")]
         wait: Option<f64>,
+        /// When the packet expires undecided: a duration (`30m`, `2h`, `1d`) or an RFC 3339 time
+        /// [default: the class's `[expiry]` in policy.toml, else never]. An expired packet can only
+        /// be refused.
+        #[arg(long, value_name = "DURATION|TIME")]
+        expires: Option<String>,
     },
     /// Sign an approval of a pending packet and append it to the chain. On a terminal, shows the
     /// whole packet and asks for confirmation; otherwise needs --hash or --yes.
@@ -511,9 +521,10 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             drop(dir);
             Ok(code)
         }
-        Command::Propose { class, agent, summary, payload, id, wait } => {
+        Command::Propose { class, agent, summary, payload, id, wait, expires } => {
             let spool = resolve_spool(spool_arg, &config)?;
-            propose(&spool, &class, &agent, &summary, payload.as_deref(), id, wait)
+            let opts = ProposeOptions { payload: payload.as_deref(), id, wait, expires: expires.as_deref() };
+            propose(&spool, &class, &agent, &summary, &opts)
         }
         Command::Approve { id, reason, review } => {
             let spool = resolve_spool(spool_arg, &config)?;
@@ -788,15 +799,65 @@ pub fn write_json_inert<W: io::Write>(out: &mut W, v: &Value) -> io::Result<()> 
     serde::Serialize::serialize(v, &mut ser).map_err(io::Error::from)
 }
 
-fn propose(
-    spool: &Spool,
-    class: &str,
-    agent: &str,
-    summary: &str,
-    payload: Option<&Path>,
+/// The kill switch's stop signal for `agent` (`signals/<agent>.json`, written by the principal's
+/// `agent kill`) if it was given at or after `since`: `Some(": <reason>")`.
+fn stop_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> Option<String> {
+    if !packet::is_safe_id(agent) {
+        return None;
+    }
+    let bytes = spool::read_limited(&spool.signals_dir().join(format!("{agent}.json"))).ok()?;
+    let v = crate::canonical::parse_untrusted(&bytes).ok()?;
+    let at = v.get("at").and_then(Value::as_str).and_then(crate::clock::parse_rfc3339)?;
+    (v.get("type").and_then(Value::as_str) == Some("warrant_stop")
+        && v.get("agent").and_then(Value::as_str) == Some(agent)
+        && at >= since - time::Duration::seconds(1))
+    .then(|| {
+        v.get("reason").and_then(Value::as_str).map(|r| format!(": {}", crate::text::inert(r, 400))).unwrap_or_default()
+    })
+}
+
+/// `propose`'s optional flags.
+struct ProposeOptions<'a> {
+    payload: Option<&'a Path>,
     id: Option<String>,
     wait: Option<f64>,
-) -> Result<u8, Failure> {
+    expires: Option<&'a str>,
+}
+
+/// When a packet proposed `now` expires: `--expires` (a duration such as `30m`, or an RFC 3339
+/// time in the future), else the class's `[expiry]` default in policy.toml, else never.
+fn expiry_of(
+    expires: Option<&str>,
+    policies: &PolicySet,
+    class: &str,
+    now: time::OffsetDateTime,
+) -> Result<Option<time::OffsetDateTime>, Failure> {
+    let after = |d: std::time::Duration| {
+        time::Duration::try_from(d)
+            .ok()
+            .and_then(|d| now.checked_add(d))
+            .ok_or_else(|| Failure::usage("--expires is too far away"))
+    };
+    match expires {
+        None => policies.default_expiry(class).map(after).transpose(),
+        Some(s) => match crate::clock::parse_rfc3339(s) {
+            Some(t) if t > now => Ok(Some(t)),
+            Some(_) => Err(Failure::usage(format!("--expires {s} is not in the future"))),
+            None => {
+                let d = humantime::parse_duration(s).map_err(|e| {
+                    Failure::usage(format!("--expires {s:?}: give a duration (30m, 2h, 1d) or an RFC 3339 time ({e})"))
+                })?;
+                if d.is_zero() {
+                    return Err(Failure::usage("--expires must be later than now"));
+                }
+                after(d).map(Some)
+            }
+        },
+    }
+}
+
+fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &ProposeOptions<'_>) -> Result<u8, Failure> {
+    let (payload, id, wait) = (opts.payload, opts.id.clone(), opts.wait);
     let wait_for = match wait {
         Some(s) => Some(
             Duration::try_from_secs_f64(s)
@@ -839,7 +900,12 @@ fn propose(
     if spool.decision_path(&id).exists() {
         return Err(Failure::usage(format!("packet {id:?} was already decided; choose another --id")));
     }
-    let doc = packet::portable_packet(&id, &class, agent, summary, proposed, &crate::clock::now_rfc3339());
+    let now = time::OffsetDateTime::now_utc();
+    let expires_at = expiry_of(opts.expires, &load_policies(Some(spool))?, &class, now)?;
+    let mut doc = packet::portable_packet(&id, &class, agent, summary, proposed, &crate::clock::format_rfc3339(now));
+    if let Some(t) = expires_at {
+        doc["expires_at"] = json!(crate::clock::format_rfc3339(t));
+    }
     let content_hash = crate::canonical::canonical_hash(&doc);
     spool.ensure()?;
     let path = spool.publish_new(&spool.packets_dir(), &id, &doc).map_err(|e| match e.kind() {
@@ -884,6 +950,14 @@ fn propose(
                     }
                 }
             }
+        }
+        if expires_at.is_some_and(|t| time::OffsetDateTime::now_utc() >= t) {
+            eprintln!("warrant: {id} expired undecided at {}; it can no longer be approved", doc["expires_at"]);
+            return Ok(EXIT_EXPIRED);
+        }
+        if let Some(stop) = stop_signal(spool, agent, now) {
+            eprintln!("warrant: {agent} was killed by the principal{stop}; {id} will not be approved");
+            return Ok(EXIT_STOPPED);
         }
         if Instant::now() >= deadline {
             eprintln!("warrant: no decision on {id} within {seconds}s");

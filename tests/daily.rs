@@ -106,3 +106,63 @@ fn completions_and_man_page_come_from_the_command_definitions() {
     assert!(page.starts_with(".ie") || page.contains(".TH warrant"), "{page}");
     assert!(page.contains("approve"), "{page}");
 }
+
+// Packets never expired. `--expires` (or the class's `[expiry]` in policy.toml) sets
+// `expires_at`; an expired packet cannot be approved, and `propose --wait` exits 6 when it
+// expires undecided.
+#[test]
+fn packets_expire_and_waiting_agents_are_told() {
+    let e = Env::new();
+    let started = std::time::Instant::now();
+    let o = e.propose("draft.compose", "agent-a", "x-1", &["--expires", "1s", "--wait", "20"]);
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "told at expiry, not at the deadline");
+    let o = e.run(&["approve", "--yes", "x-1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expired"), "{}", text(&o));
+    assert_eq!(e.run(&["refuse", "--yes", "x-1", "--reason", "too late"]).status.code(), Some(0));
+    for bad in ["soon", "2020-01-01T00:00:00Z", "0s"] {
+        let o = e.propose("draft.compose", "agent-a", "x-bad", &["--expires", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o));
+    }
+    e.policy("[expiry]\n\"draft.compose\" = \"2h\"\n");
+    assert_eq!(e.propose("draft.compose", "agent-a", "x-2", &[]).status.code(), Some(0));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("packets/x-2.json")).expect("packet")).expect("json");
+    let at = warrant::clock::unix_seconds(doc["expires_at"].as_str().expect("expires_at")).expect("time");
+    let now = warrant::clock::unix_seconds(&warrant::clock::now_rfc3339()).expect("now");
+    assert!((at - now - 7200.0).abs() < 60.0, "two hours from now: {doc}");
+}
+
+// A killed agent's `propose --wait` timed out instead of being told: it exits 7 with the reason.
+#[test]
+fn a_killed_agents_wait_is_told() {
+    let e = Env::new();
+    let waiter = e
+        .cmd(&[
+            "propose",
+            "--class",
+            "draft.compose",
+            "--agent",
+            "agent-k",
+            "--summary",
+            "s",
+            "--id",
+            "k-1",
+            "--wait",
+            "30",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("waiter");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !e.spool().join("packets/k-1.json").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = e.run(&["agent", "kill", "agent-k", "--reason", "runaway loop"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = waiter.wait_with_output().expect("waiter");
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("runaway loop"), "{}", text(&out));
+}

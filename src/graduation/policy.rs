@@ -320,6 +320,10 @@ struct PolicyFile {
     agents: BTreeMap<String, AgentDef>,
     #[serde(default)]
     preconditions: Option<PreconditionsDef>,
+    /// How long a packet of a class waits for a decision (`"email.send.external" = "1h"`, or
+    /// `default`), a `humantime` duration.
+    #[serde(default)]
+    expiry: BTreeMap<String, String>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -410,6 +414,8 @@ pub struct PolicySet {
     /// Floors a `warrant eval` request raised for tools no policy registers
     /// ([`PolicySet::tighten_tool`]).
     unregistered_floors: BTreeMap<String, u8>,
+    /// `[expiry]`: how long packets of a class (or `default`) wait for a decision.
+    expiry: BTreeMap<String, std::time::Duration>,
 }
 
 /// Lodestar's conservative floor for a tool no policy registers (`lodestar-and-tiers.md`).
@@ -437,6 +443,7 @@ impl PolicySet {
             agent_users: BTreeMap::new(),
             precondition_roots: Vec::new(),
             unregistered_floors: BTreeMap::new(),
+            expiry: BTreeMap::new(),
         }
     }
 
@@ -549,6 +556,19 @@ impl PolicySet {
                 }
             }
         }
+        for (class, text) in file.expiry {
+            let bad = |message: String| PolicyError::Class { id: format!("expiry.{class}"), message };
+            if class != "default" && !is_class_id(&class) {
+                return Err(bad("not a class id (or `default`)".into()));
+            }
+            let d = humantime::parse_duration(&text).map_err(|e| bad(format!("{text:?} is not a duration: {e}")))?;
+            if d.is_zero() {
+                return Err(bad("must be longer than zero".into()));
+            }
+            // Two files: the shorter wait wins.
+            let kept = self.expiry.entry(class).or_insert(d);
+            *kept = (*kept).min(d);
+        }
         if let Some(pre) = file.preconditions {
             if let Some(bad) = pre.roots.iter().find(|r| !r.is_absolute()) {
                 return Err(PolicyError::Class {
@@ -587,6 +607,14 @@ impl PolicySet {
     #[must_use]
     pub fn class_risk(&self, class: &str) -> Risk {
         self.policy(&self.normalize(class)).risk
+    }
+
+    /// How long a packet of `class` waits for a decision by default (`[expiry]`: the class's,
+    /// else `default`), if the policy says.
+    #[must_use]
+    pub fn default_expiry(&self, class: &str) -> Option<std::time::Duration> {
+        let canonical = self.normalize(class);
+        self.expiry.get(&canonical).or_else(|| self.expiry.get("default")).copied()
     }
 
     /// The directories preconditions may observe (`[preconditions] roots`): see
