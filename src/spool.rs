@@ -1863,6 +1863,36 @@ pub fn decide_with(
     Ok(Decided { signed, appended, decision_file: path, file_error })
 }
 
+/// After a kill: signs a refusal of every pending packet that claims `agent` (no decision in the
+/// chain yet), the kill's reason as the refusal's, so what the kill switch reports as compensated
+/// is decided in the chain and every waiting agent is answered (issue 16). Returns the ids
+/// refused; a packet decided meanwhile is skipped; other failures are returned.
+///
+/// # Errors
+/// The first [`DecideError`] other than "already decided".
+pub fn refuse_pending_of(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    agent: &str,
+    reason: &str,
+    decided_at: &str,
+) -> Result<Vec<String>, DecideError> {
+    let snap = Scanner::new().scan(spool)?;
+    let mut refused = Vec::new();
+    for e in snap.packets.iter().filter(|e| e.packet.agent == agent) {
+        if spool.decision_path(&e.packet.id).exists() {
+            continue;
+        }
+        match decide(spool, principal, pinned, &e.packet, Verdict::Refuse, Some(reason), decided_at) {
+            Ok(_) => refused.push(e.packet.id.clone()),
+            Err(DecideError::AlreadyDecided { .. }) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(refused)
+}
+
 /// Signs a control and records it (the principal's notebook-trust change, quarantine, release,
 /// kill or elevation): under the chain's lock, verifies the whole chain (refusing a broken one),
 /// prepares the control against that verified view ([`prepare_control`]: a trust change must

@@ -307,13 +307,18 @@ fn quarantine_kill_and_release_block_and_unblock_an_agents_packets() {
             .expect("json");
     assert_eq!(signal["type"], "warrant_stop");
     let chain = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");
-    let kill: Value = serde_json::from_str(chain.lines().last().expect("record")).expect("json");
+    // The kill record, then the signed refusal of the packet it compensated.
+    let records: Vec<Value> = chain.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    let kill = records.iter().rev().find(|r| !r["metadata"]["warrant_control"]["kill"].is_null()).expect("kill");
+    let refusal = records.last().expect("record");
+    assert_eq!(refusal["metadata"]["warrant_decision"]["packet_id"], "p-3");
+    assert_eq!(refusal["metadata"]["warrant_decision"]["decision"], "refuse");
     let result = &kill["metadata"]["warrant_control"]["kill"];
     assert_eq!(result["terminated"], true, "{result}");
     assert_eq!(result["handoffs"][0]["step_id"], "p-3");
     assert_eq!(result["handoffs"][0]["status"], "compensated");
     assert_eq!(result["compensation_triggered"], true);
-    assert_eq!(e.run(&["approve", "--yes", "p-3"]).status.code(), Some(1), "killed: blocked");
+    assert_eq!(e.run(&["approve", "--yes", "p-3"]).status.code(), Some(1), "killed: refused already");
     assert_eq!(e.run(&["agent", "quarantine", "../x", "--reason", "r"]).status.code(), Some(2), "unsafe id");
     let o = e.run(&["verify"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

@@ -977,6 +977,7 @@ fn raising_a_notebook_signs_a_trust_set_control() {
             subject: "nb-ops".into(),
             chain_index: 4,
             entry_hash: format!("sha256:{}", "12".repeat(32)),
+            refused: 0,
         })),
     );
     assert_eq!(fx, vec![Effect::VerifyChain { force: false }, Effect::Scan]);

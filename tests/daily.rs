@@ -134,7 +134,8 @@ fn packets_expire_and_waiting_agents_are_told() {
     assert!((at - now - 7200.0).abs() < 60.0, "two hours from now: {doc}");
 }
 
-// A killed agent's `propose --wait` timed out instead of being told: it exits 7 with the reason.
+// A killed agent's `propose --wait` timed out instead of being told: it is told at once, with
+// the reason.
 #[test]
 fn a_killed_agents_wait_is_told() {
     let e = Env::new();
@@ -163,6 +164,30 @@ fn a_killed_agents_wait_is_told() {
     let o = e.run(&["agent", "kill", "agent-k", "--reason", "runaway loop"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = waiter.wait_with_output().expect("waiter");
-    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    // Told either way: by the stop signal (7) if it looks before the kill's signed refusal of its
+    // packet lands, else by that refusal (3); the kill's reason in both.
+    assert!(matches!(out.status.code(), Some(3 | 7)), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("runaway loop"), "{}", text(&out));
+}
+
+// Killing an agent said its pending packets were compensated, yet they stayed pending. `agent
+// kill` now refuses each of them, signed, with the kill's reason, in the same command.
+#[test]
+fn a_kill_refuses_the_agents_pending_packets_signed() {
+    let e = Env::new();
+    for (id, agent) in [("k-1", "agent-k"), ("k-2", "agent-k"), ("o-1", "agent-other")] {
+        assert_eq!(e.propose("draft.compose", agent, id, &[]).status.code(), Some(0));
+    }
+    let o = e.run(&["agent", "kill", "agent-k", "--reason", "runaway loop"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("refused 2 pending packet(s)"), "{}", text(&o));
+    for id in ["k-1", "k-2"] {
+        let o = e.run(&["check-preconditions", id]);
+        assert_eq!(o.status.code(), Some(3), "{id} is refused: {}", text(&o));
+    }
+    assert_eq!(e.run(&["check-preconditions", "o-1"]).status.code(), Some(5), "another agent's stays pending");
+    let chain = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");
+    let last: serde_json::Value = serde_json::from_str(chain.lines().last().expect("record")).expect("json");
+    assert_eq!(last["metadata"]["warrant_decision"]["reason"], "killed: runaway loop");
+    assert_eq!(e.run(&["verify"]).status.code(), Some(0));
 }

@@ -102,6 +102,8 @@ pub struct ControlSummary {
     pub chain_index: u64,
     /// The new record's hash.
     pub entry_hash: String,
+    /// Pending packets refused with it (a kill refuses the agent's pending packets).
+    pub refused: usize,
 }
 
 /// Work for the runner.
@@ -1236,11 +1238,16 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.flash = Some(match result {
                 Ok(s) => Flash {
                     text: format!(
-                        "✓ recorded {} {} · record {} {} · applies from the next gate call",
+                        "✓ recorded {} {} · record {} {} · applies from the next gate call{}",
                         s.kind.as_str(),
                         s.subject,
                         s.chain_index,
-                        short_hash(&s.entry_hash)
+                        short_hash(&s.entry_hash),
+                        if s.refused > 0 {
+                            format!(" · {} pending packet(s) refused", s.refused)
+                        } else {
+                            String::new()
+                        }
                     ),
                     error: false,
                 },

@@ -214,11 +214,20 @@ pub fn execute_control(
     input.decided_at = crate::clock::now_rfc3339();
     let (input, appended) =
         spool::append_control(spool, principal, pinned, policies, input).map_err(|e| e.to_string())?;
+    let refused = if input.kind == crate::control::ControlKind::Kill {
+        let reason = format!("killed: {}", input.reason.as_deref().unwrap_or("the principal killed the agent"));
+        spool::refuse_pending_of(spool, principal, pinned, &input.subject, &reason, &input.decided_at)
+            .map_err(|e| format!("the kill is recorded, but refusing its pending packets failed: {e}"))?
+            .len()
+    } else {
+        0
+    };
     Ok(ControlSummary {
         kind: input.kind,
         subject: input.subject,
         chain_index: appended.chain_index,
         entry_hash: appended.entry_hash,
+        refused,
     })
 }
 
