@@ -896,10 +896,6 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
     if summary.trim().is_empty() {
         return Err(Failure::usage("--summary must not be blank: it is what the principal reads first"));
     }
-    // An id is never reused: a pending packet is never replaced, a decided one never re-opened.
-    if spool.decision_path(&id).exists() {
-        return Err(Failure::usage(format!("packet {id:?} was already decided; choose another --id")));
-    }
     let now = time::OffsetDateTime::now_utc();
     let expires_at = expiry_of(opts.expires, &load_policies(Some(spool))?, &class, now)?;
     let mut doc = packet::portable_packet(&id, &class, agent, summary, proposed, &crate::clock::format_rfc3339(now));
@@ -908,6 +904,8 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
     }
     let content_hash = crate::canonical::canonical_hash(&doc);
     spool.ensure()?;
+    // A packet is never replaced, pending or decided (a decision file in `decisions/` is not
+    // consulted: only the chain decides, and an agent-planted file must not block a new packet).
     let path = spool.publish_new(&spool.packets_dir(), &id, &doc).map_err(|e| match e.kind() {
         io::ErrorKind::AlreadyExists => Failure::usage(format!(
             "packet {id:?} already exists in {}; choose another --id",

@@ -54,9 +54,9 @@ fn propose_never_replaces_a_packet() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("already exists"), "{}", text(&o));
     assert_eq!(std::fs::read(&path).expect("packet"), before, "the pending packet is untouched");
     assert_eq!(e.run(&["approve", "--yes", "p-1"]).status.code(), Some(0));
-    std::fs::remove_file(&path).expect("rm");
     let o = e.propose("draft.compose", "agent-a", "p-1", &[]);
-    assert_eq!(o.status.code(), Some(2), "a decided id is never re-opened: {}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "a decided packet is never replaced: {}", text(&o));
+    assert_eq!(std::fs::read(&path).expect("packet"), before);
     let o = e.run(&["propose", "--class", "draft.compose", "--agent", "agent-a", "--summary", "  ", "--id", "p-2"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let o = e.run(&["propose", "--class", "draft.compose", "--agent", "", "--summary", "s", "--id", "p-3"]);
