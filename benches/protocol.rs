@@ -14,6 +14,7 @@ fn input(i: u64, id: &str, hash: &str) -> DecisionInput<'static> {
     let id: &'static str = Box::leak(id.to_owned().into_boxed_str());
     let hash: &'static str = Box::leak(hash.to_owned().into_boxed_str());
     DecisionInput {
+        stands_in_for: &[],
         packet_id: id,
         packet_hash: hash,
         action_class: "email.send.external",

@@ -1170,9 +1170,9 @@ fn decide_cli(
     {
         revalidations.insert(id.to_owned(), std::sync::Arc::new(observer.recheck_pending(&pre)));
     }
-    let admit = |view: &spool::ChainView| -> Result<(), String> {
+    let admit = |view: &spool::ChainView| -> Result<Vec<String>, String> {
         if verdict == Verdict::Refuse {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let ctx = crate::verdict::VerdictContext {
             policies: &policies,
@@ -1189,17 +1189,16 @@ fn decide_cli(
             view.report.is_valid(),
             &principal.name,
         );
-        match a.verdicts.get(id).filter(|v| matches!(v.state, DecisionState::Blocked | DecisionState::HumanOnly)) {
-            None => Ok(()),
-            Some(v) => {
-                let why = v.models.iter().find(|m| m.model == v.decisive).map_or("", |m| m.reason.as_str());
-                Err(format!(
-                    "packet {id:?} is {} by {} ({}); it can only be refused",
-                    v.state,
-                    v.decisive.as_str(),
-                    crate::text::inert(why, 300)
-                ))
-            }
+        let Some(v) = a.verdicts.get(id) else { return Ok(Vec::new()) };
+        match v.why_not_approvable() {
+            None => Ok(v.stands_in_for()),
+            Some((why, remedy)) => Err(format!(
+                "packet {id:?} is {} by {} ({}); it can only be refused. To change that: {}",
+                v.state,
+                v.decisive.as_str(),
+                crate::text::inert(&why, 300),
+                crate::text::inert(&remedy, 300)
+            )),
         }
     };
     let decided = spool::decide_with(
@@ -1226,6 +1225,11 @@ fn decide_cli(
         principal.name,
         principal.fingerprint()
     );
+    if let Some(Value::Array(stands)) = decided.signed.document.get("stands_in_for") {
+        for s in stands.iter().filter_map(Value::as_str) {
+            println!("  this approval stands in for {s}");
+        }
+    }
     if let Some(e) = &decided.file_error {
         // The agent waiting on the decision file has not got it: not a success.
         eprintln!(

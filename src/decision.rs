@@ -84,6 +84,11 @@ pub struct DecisionInput<'a> {
     pub reason: Option<&'a str>,
     /// Decision time, RFC 3339 UTC as written by [`crate::clock::format_rfc3339`].
     pub decided_at: &'a str,
+    /// What an approval stands in for besides the ordinary approval (issue 16): a ring
+    /// sponsorship for this action, a ladder hold resolved, a tier confirmation
+    /// ([`crate::verdict::PacketVerdict::stands_in_for`]). Signed as the document's
+    /// `stands_in_for` array only when not empty.
+    pub stands_in_for: &'a [String],
 }
 
 /// The canonical document that is signed for a decision.
@@ -93,7 +98,7 @@ pub struct DecisionInput<'a> {
 /// let input = DecisionInput {
 ///     packet_id: "p-1", packet_hash: "sha256:00", action_class: "email.send.external",
 ///     agent: "scribe", trace_id: "t", verdict: Verdict::Refuse, reason: Some("not now"),
-///     decided_at: "2026-11-21T09:00:00Z",
+///     decided_at: "2026-11-21T09:00:00Z", stands_in_for: &[],
 /// };
 /// let doc = decision_document(&input, "alice", "SHA256:k");
 /// assert_eq!(doc["decision"], "refuse");
@@ -113,8 +118,13 @@ pub fn decision_document(input: &DecisionInput<'_>, principal: &str, key_fingerp
         "key": key_fingerprint,
         "decided_at": input.decided_at,
     });
-    if let (Some(reason), Value::Object(map)) = (input.reason, &mut doc) {
-        map.insert("reason".into(), json!(reason));
+    if let Value::Object(map) = &mut doc {
+        if let Some(reason) = input.reason {
+            map.insert("reason".into(), json!(reason));
+        }
+        if !input.stands_in_for.is_empty() {
+            map.insert("stands_in_for".into(), json!(input.stands_in_for));
+        }
     }
     doc
 }

@@ -162,15 +162,45 @@ fn governance_of(agent: &str, class: &str, seq: u64) -> Value {
 
 /// Publishes one portable v0.1 packet.
 fn publish_packet(spool: &Spool, rng: &mut Rng, seq: u64) -> std::io::Result<()> {
-    let all = proposals();
+    let len = proposals().len() as u64;
     // Walk the proposals in order from a random start, so every agent gets its turn.
-    let start = rng.0 % all.len() as u64;
-    let (agent, class, summary, action) = &all[((start + seq) % all.len() as u64) as usize];
+    let start = rng.0 % len;
+    publish_proposal(spool, ((start + seq) % len) as usize, seq)
+}
+
+/// The opening packets, by index into [`proposals`]: an external email and a calendar invite
+/// (decidable), a payment (human only) and a draft reply (decidable).
+const OPENING: [usize; 4] = [0, 2, 5, 6];
+
+/// Publishes [`proposals`]`[index]` as packet number `seq`.
+fn publish_proposal(spool: &Spool, index: usize, seq: u64) -> std::io::Result<()> {
+    let all = proposals();
+    let Some((agent, class, summary, action)) = all.get(index) else { return Ok(()) };
     let id = format!("demo-{seq:04}-{}", class.replace('.', "-"));
     let mut doc =
         crate::packet::portable_packet(&id, class, agent, summary, action.clone(), &crate::clock::now_rfc3339());
     doc["governance"] = governance_of(agent, class, seq);
     spool.publish(&spool.packets_dir(), &id, &doc).map(|_| ())
+}
+
+/// A packet no one may approve: its contract asks for L5, which the trust ladder prohibits.
+/// The console shows it `⊘ blocked` with why and what would change it.
+fn publish_prohibited_packet(spool: &Spool) -> std::io::Result<()> {
+    let id = "demo-crm-purge";
+    let mut doc = crate::packet::portable_packet(
+        id,
+        "crm.record.delete",
+        "agent-archivist",
+        "Delete 3,400 inactive contacts from the CRM",
+        json!({"system": "crm.acme.example", "filter": "last_activity < 2024-01-01", "records": 3400}),
+        &crate::clock::now_rfc3339(),
+    );
+    let mut g = governance_of("agent-archivist", "crm.record.delete", 0);
+    g["tool"] = json!("crm.purge");
+    g["contract"]["required_level"] = json!(5);
+    g["contract"]["blast_radius"] = json!("external");
+    doc["governance"] = g;
+    spool.publish(&spool.packets_dir(), id, &doc).map(|_| ())
 }
 
 /// The world file the precondition packet depends on.
@@ -290,11 +320,13 @@ impl Demo {
                 let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1;
                 let mut rng = Rng(seed);
                 let mut seq = 0_u64;
-                // An opening burst so the console has work at once.
-                for _ in 0..4 {
+                // An opening burst so the console has work at once: a realistic mix, most
+                // decidable, one human only, one blocked with its reason.
+                for index in OPENING {
                     seq += 1;
-                    let _ = publish_packet(&spool, &mut rng, seq);
+                    let _ = publish_proposal(&spool, index, seq);
                 }
+                let _ = publish_prohibited_packet(&spool);
                 let _ = spool.publish(&spool.packets_dir(), "tg_demo_email-send-external", &runtime_packet());
                 // A malformed packet: an agent that forgot `external_actions: 0`.
                 let _ = spool.publish(
@@ -412,5 +444,26 @@ mod tests {
                 .any(|m| m.model == crate::verdict::Model::RateLimit && m.verdict == "exceeded"))
         );
         assert!(a.preconditions.contains_key("demo-report-publish"));
+        // The opening mix (issue 16): most decidable, one human only, one blocked with its reason.
+        // (demo-report-publish is decidable until the demo changes its world file, at packet 12.)
+        let report = &a.verdicts["demo-report-publish"];
+        assert!(report.approvable() || report.decisive == crate::verdict::Model::Preconditions, "{report:?}");
+        let opening = [
+            "demo-0001-email-send-external",
+            "demo-0002-calendar-create",
+            "demo-0003-payment-initiate",
+            "demo-0004-draft-response",
+            "tg_demo_email-send-external",
+            "demo-crm-purge",
+        ];
+        let state = |id: &str| a.verdicts.get(id).map(|v| v.state);
+        use crate::packet::DecisionState::{Blocked, HumanOnly};
+        let states: Vec<_> = opening.iter().map(|id| (*id, state(id))).collect();
+        assert!(states.iter().all(|(_, s)| s.is_some()), "every opening packet is assessed: {states:?}");
+        let blocked: Vec<&str> = opening.iter().copied().filter(|id| state(id) == Some(Blocked)).collect();
+        let human: Vec<&str> = opening.iter().copied().filter(|id| state(id) == Some(HumanOnly)).collect();
+        assert_eq!((blocked, human), (vec!["demo-crm-purge"], vec!["demo-0003-payment-initiate"]), "{states:?}");
+        let (why, remedy) = a.verdicts["demo-crm-purge"].why_not_approvable().expect("blocked");
+        assert!(why.contains("L5") && remedy.contains("prohibited"), "{why} / {remedy}");
     }
 }

@@ -89,6 +89,7 @@ pub fn generate(
             let trace = format!("warrant:{packet_id}");
             let packet_hash = crate::canonical::sha256_prefixed(packet_id.as_bytes());
             let input = DecisionInput {
+                stands_in_for: &[],
                 packet_id: &packet_id,
                 packet_hash: &packet_hash,
                 action_class: class,

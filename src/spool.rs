@@ -1733,7 +1733,7 @@ pub fn decide(
     decided_at: &str,
 ) -> Result<Decided, DecideError> {
     let observer = crate::preconditions::Observer::default();
-    decide_with(spool, principal, pinned, packet, None, verdict, reason, decided_at, &observer, |_| Ok(()))
+    decide_with(spool, principal, pinned, packet, None, verdict, reason, decided_at, &observer, |_| Ok(Vec::new()))
 }
 
 /// [`decide`], for a packet whose file `publisher` (a uid) owns, observing an approval's
@@ -1759,7 +1759,7 @@ pub fn decide_with(
     reason: Option<&str>,
     decided_at: &str,
     observer: &crate::preconditions::Observer,
-    admit: impl FnOnce(&ChainView) -> Result<(), String>,
+    admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
 ) -> Result<Decided, DecideError> {
     if verdict == Verdict::Refuse && reason.is_none_or(|r| r.trim().is_empty()) {
         return Err(DecideError::ReasonRequired);
@@ -1793,9 +1793,12 @@ pub fn decide_with(
         verdict,
         reason: reason.map(str::trim).filter(|r| !r.is_empty()),
         decided_at,
+        stands_in_for: &[],
     };
-    let preconditions = if verdict == Verdict::Approve { record_preconditions(observer, packet)? } else { None };
-    let signed = decision::sign_decision_with_preconditions(principal, &input, preconditions);
+    let mut preconditions = if verdict == Verdict::Approve { record_preconditions(observer, packet)? } else { None };
+    // Signed under the lock, once `admit` has said what the approval stands in for on the
+    // verified chain: what is signed is what was checked.
+    let mut signed: Option<SignedDecision> = None;
     let chain_path = spool.chain_path();
     let mut refusal: Option<DecideError> = None;
     let mut to_restore: Vec<Map<String, Value>> = Vec::new();
@@ -1832,12 +1835,18 @@ pub fn decide_with(
                 });
                 return Err("already decided".into());
             }
-            if let Err(why) = admit(&view) {
-                refusal = Some(DecideError::Refused(why));
-                return Err("refused".into());
-            }
+            let stands_in_for = match admit(&view) {
+                Ok(s) => s,
+                Err(why) => {
+                    refusal = Some(DecideError::Refused(why));
+                    return Err("refused".into());
+                }
+            };
+            let input = DecisionInput { stands_in_for: &stands_in_for, ..input.clone() };
+            let now_signed = decision::sign_decision_with_preconditions(principal, &input, preconditions.take());
             let publisher = publisher.filter(|_| verdict == Verdict::Approve);
-            let body = decision_record_body(&input, &signed, view.last_receipt_hash.as_deref(), publisher);
+            let body = decision_record_body(&input, &now_signed, view.last_receipt_hash.as_deref(), publisher);
+            signed = Some(now_signed);
             if let Some(problem) = first_problem(&body, head, Some(pinned)) {
                 refusal = Some(DecideError::WouldNotVerify(problem));
                 return Err("would not verify".into());
@@ -1847,9 +1856,14 @@ pub fn decide_with(
         |a, bytes| checkpoint = sign_checkpoint(spool, principal, a, bytes, decided_at, prefix_hash.take()),
     );
     restore_all(spool, &to_restore);
-    let appended = match appended {
-        Ok(a) => a,
-        Err(e) => return Err(refusal.unwrap_or(DecideError::Chain(e))),
+    let (appended, signed) = match (appended, signed) {
+        (Ok(a), Some(signed)) => (a, signed),
+        (Ok(_), None) => {
+            // Unreachable: the record appended was built from the signature made just before.
+            let source = std::io::Error::other("a decision was appended without its signature");
+            return Err(DecideError::Chain(ChainError::Io { path: spool.chain_path(), source }));
+        }
+        (Err(e), _) => return Err(refusal.unwrap_or(DecideError::Chain(e))),
     };
     let path = spool.decision_path(&packet.id);
     let mut file = decision::decision_file(&signed, &appended);

@@ -25,14 +25,21 @@
 //! | --- | --- | --- |
 //! | Trust Graduation | the gate's status | itself |
 //! | tool tiers × notebook trust | auto / gated / confirm | allowed / deferred / review_required |
-//! | execution rings | allowed / witness required / denied | allowed / human_only / blocked |
+//! | execution rings | allowed / ring shortfall / witness required / invalid | allowed / review_required / human_only / blocked |
 //! | rate limit | within / exceeded | allowed / blocked |
-//! | trust ladder | allow / hold / deny | allowed / review_required / blocked |
+//! | trust ladder | allow / hold / deny below L5 / deny at L5 | allowed / review_required / review_required / blocked |
 //! | preconditions | hold / changed | allowed / blocked |
 //!
 //! Strictness: allowed < allowed_with_constraints < deferred < review_required < human_only <
-//! blocked. A model whose input is malformed is `blocked` with the reason (fail closed); a model
-//! that does not apply is left out. Ring, tier and ladder verdicts can only make a packet
+//! blocked. `blocked` means that no one may approve the packet (issue 16): the agent is killed
+//! or quarantined, the ladder says L5 (prohibited), the chain is broken, the packet or one of its
+//! governance parts is malformed, the rate limit is exceeded, a precondition no longer holds, or
+//! the file's owner may not speak for the agent. A ring or ladder shortfall that a person can
+//! authorise is `review_required`: the principal's signature on that one action is the
+//! sponsorship the ring model asks for, or resolves the ladder's hold, and the approval record
+//! says so ([`PacketVerdict::stands_in_for`], signed as the decision's `stands_in_for`). Every
+//! `blocked` and `human_only` verdict names what would change it ([`PacketVerdict::remedy`]).
+//! A model that does not apply is left out. Ring, tier and ladder verdicts can only make a packet
 //! stricter: the Trust Graduation gate always applies, so an agent that claims a high score
 //! gains nothing the gate does not already allow.
 
@@ -96,17 +103,41 @@ pub struct ModelVerdict {
     pub state: DecisionState,
     /// Why, in a sentence.
     pub reason: String,
+    /// For a shortfall a principal's signature may authorise (a ring sponsorship, a ladder hold
+    /// resolved, a tier confirmation): what an approval stands in for, in words recorded in the
+    /// signed decision. `None` when the model asks nothing of the principal.
+    pub stands_in_for: Option<String>,
+    /// For a `blocked` or `human_only` verdict: what would change it, in one line ("release
+    /// agent-x from quarantine", "fix field `governance.action.reversibility`").
+    pub remedy: Option<String>,
 }
 
 impl ModelVerdict {
     /// A model's verdict: its own word (`verdict`), the decision state it maps to, and why.
     #[must_use]
     pub fn new(model: Model, verdict: &str, state: DecisionState, reason: impl Into<String>) -> Self {
-        Self { model, verdict: verdict.to_owned(), state, reason: reason.into() }
+        Self { model, verdict: verdict.to_owned(), state, reason: reason.into(), stands_in_for: None, remedy: None }
     }
 
-    fn malformed(model: Model, reason: impl std::fmt::Display) -> Self {
+    /// This verdict with what an approval stands in for ([`ModelVerdict::stands_in_for`]).
+    #[must_use]
+    pub fn standing_in_for(mut self, what: impl Into<String>) -> Self {
+        self.stands_in_for = Some(what.into());
+        self
+    }
+
+    /// This verdict with what would change it ([`ModelVerdict::remedy`]).
+    #[must_use]
+    pub fn with_remedy(mut self, what: impl Into<String>) -> Self {
+        self.remedy = Some(what.into());
+        self
+    }
+
+    /// A malformed input: `blocked`, "fail closed: …", and the remedy "fix field `…`" naming the
+    /// part (`field`, dotted from the packet's top level).
+    fn malformed(model: Model, field: &str, reason: impl std::fmt::Display) -> Self {
         Self::new(model, "invalid", DecisionState::Blocked, format!("fail closed: {reason}"))
+            .with_remedy(format!("the agent must fix field `{field}` and propose again"))
     }
 }
 
@@ -135,6 +166,41 @@ pub struct PacketVerdict {
 }
 
 impl PacketVerdict {
+    /// What an approval of this packet stands in for: each model's
+    /// [`ModelVerdict::stands_in_for`], in evaluation order, for the models that hold the packet
+    /// for review (state `review_required` or `deferred`). Empty when the approval is an
+    /// ordinary one. Recorded in the signed decision (`stands_in_for`, `docs/spool.md`).
+    #[must_use]
+    pub fn stands_in_for(&self) -> Vec<String> {
+        self.models
+            .iter()
+            .filter(|m| matches!(m.state, DecisionState::ReviewRequired | DecisionState::Deferred))
+            .filter_map(|m| m.stands_in_for.clone())
+            .collect()
+    }
+
+    /// Whether a person may approve this packet: not `blocked` (no one may) and not `human_only`
+    /// (the action is done by a person, outside warrant).
+    #[must_use]
+    pub fn approvable(&self) -> bool {
+        !matches!(self.state, DecisionState::Blocked | DecisionState::HumanOnly)
+    }
+
+    /// For a packet that cannot be approved: why, in one line (the decisive model's reason), and
+    /// what would change it (its remedy, or a generic one). `None` when the packet is approvable.
+    #[must_use]
+    pub fn why_not_approvable(&self) -> Option<(String, String)> {
+        if self.approvable() {
+            return None;
+        }
+        let m = self.models.iter().find(|m| m.model == self.decisive && m.state == self.state);
+        let reason = m.map_or_else(|| "no model vouched for the packet".to_owned(), |m| m.reason.clone());
+        let remedy = m
+            .and_then(|m| m.remedy.clone())
+            .unwrap_or_else(|| "nothing the principal can sign; refuse it with a reason".to_owned());
+        Some((reason, remedy))
+    }
+
     /// This verdict with `model` added, composed again.
     #[must_use]
     pub fn with(self, model: ModelVerdict) -> Self {
@@ -156,10 +222,48 @@ pub fn compose(models: Vec<ModelVerdict>) -> PacketVerdict {
     PacketVerdict { state, decisive: model, models }
 }
 
-/// The Trust Graduation gate's decision as a model verdict.
+/// The Trust Graduation gate's decision as a model verdict. A `blocked` or `human_only` gate
+/// decision gets its remedy from [`gate_remedy`].
 #[must_use]
 pub fn trust_graduation(d: &Decision) -> ModelVerdict {
-    ModelVerdict::new(Model::TrustGraduation, d.status.as_str(), d.status, d.reason.clone())
+    let v = ModelVerdict::new(Model::TrustGraduation, d.status.as_str(), d.status, d.reason.clone());
+    match d.status {
+        DecisionState::HumanOnly => v.with_remedy(format!(
+            "{} is human only: a person performs it outside warrant; refuse the packet",
+            d.action_class
+        )),
+        _ => v,
+    }
+}
+
+/// What would change a Trust Graduation gate's `blocked` decision on `packet`, given the agent's
+/// standing: release the agent, fix the class, repair the chain, or declare the class.
+fn gate_remedy(packet: &Packet, standing: AgentStanding, d: &Decision) -> String {
+    match standing {
+        AgentStanding::Quarantined => {
+            return format!(
+                "release {} from quarantine (R in the Agents view, or `warrant agent release`)",
+                packet.agent
+            );
+        }
+        AgentStanding::Killed => {
+            return format!(
+                "release {} from the kill switch (`warrant agent release`), then it proposes again",
+                packet.agent
+            );
+        }
+        AgentStanding::Active => {}
+    }
+    if !crate::packet::is_class_id(&crate::registry::normalize(&packet.action_class)) {
+        return "the agent must fix field `action_class` (a dotted class like email.send.external)".to_owned();
+    }
+    if d.reason == crate::graduation::gate::R_CHAIN_BROKEN {
+        return "repair the chain: `warrant verify` names the first failing record".to_owned();
+    }
+    if d.reason.starts_with("Unknown action class") {
+        return format!("declare {} in policy.toml's local classes (the policy is strict)", d.action_class);
+    }
+    "the agent must fix field `context.constraints` and propose again".to_owned()
 }
 
 /// Tool tiers × notebook trust: `auto` → allowed, `gated` → deferred, `confirm` →
@@ -186,32 +290,63 @@ pub fn tiers(
         (Some(n), Some(trust)) => format!("notebook {n} is {trust}"),
         _ => "no notebook named (unknown trust: fail closed)".to_owned(),
     };
-    ModelVerdict::new(Model::Tiers, action.as_str(), state, format!("{tier_text}; {trust_text} → {action}"))
+    let v = ModelVerdict::new(Model::Tiers, action.as_str(), state, format!("{tier_text}; {trust_text} → {action}"));
+    match action {
+        TierAction::Auto => v,
+        TierAction::Gated | TierAction::Confirm => {
+            v.standing_in_for(format!("tier confirmation: {tier_text}; {trust_text}"))
+        }
+    }
 }
 
-/// The ring check as a model verdict: allowed → allowed; an action needing Ring 0 → human_only
-/// (an SRE witness, a human, must attest); insufficient ring or an invalid descriptor → blocked.
+/// The ring check of an active agent as a model verdict: allowed → allowed; an action needing
+/// Ring 0 → human_only (an SRE witness, a human, must attest); an insufficient ring →
+/// review_required, the principal's signature sponsoring the required ring for this one action
+/// (`sponsorship_required`); an invalid descriptor → blocked. A quarantined or killed agent's
+/// ring is judged by [`evaluate`], which blocks it.
 #[must_use]
 pub fn rings_verdict(r: &rings::RingCheckResult) -> ModelVerdict {
     if r.allowed {
         ModelVerdict::new(Model::Rings, "allowed", DecisionState::Allowed, r.reason.clone())
     } else if r.requires_sre_witness {
-        ModelVerdict::new(Model::Rings, "requires_sre_witness", DecisionState::HumanOnly, r.reason.clone())
+        ModelVerdict::new(Model::Rings, "requires_sre_witness", DecisionState::HumanOnly, r.reason.clone()).with_remedy(
+            "a Ring 0 action needs an SRE witness: a person performs it outside warrant; refuse the packet",
+        )
+    } else if r.agent_ring > r.required_ring && r.required_ring != Ring::Root {
+        let (need, have) = (r.required_ring.value(), r.agent_ring.value());
+        ModelVerdict::new(
+            Model::Rings,
+            "sponsorship_required",
+            DecisionState::ReviewRequired,
+            format!("{}; an approval sponsors Ring {need} for this action only", r.reason),
+        )
+        .standing_in_for(format!("ring sponsorship: Ring {need} for this action (agent at Ring {have})"))
     } else {
         ModelVerdict::new(Model::Rings, "denied", DecisionState::Blocked, r.reason.clone())
+            .with_remedy("the agent must fix field `governance.action` and propose again")
     }
 }
 
-/// The trust ladder's decision as a model verdict: allow → allowed, hold → review_required,
-/// deny → blocked.
+/// The trust ladder's decision on `contract` as a model verdict: allow → allowed; hold →
+/// review_required (the approval resolves the hold); deny below L5 (a level above the
+/// auto-approve ceiling no rule allows, or a contract below its tool's floor) →
+/// review_required, a shortfall the principal may authorise; deny at L5 → blocked (prohibited).
 #[must_use]
-pub fn ladder_verdict(d: &ladder::LadderDecision) -> ModelVerdict {
-    let (word, state) = match d.verdict {
-        ladder::Verdict::Allow => ("allow", DecisionState::Allowed),
-        ladder::Verdict::Hold => ("hold", DecisionState::ReviewRequired),
-        ladder::Verdict::Deny => ("deny", DecisionState::Blocked),
-    };
-    ModelVerdict::new(Model::Ladder, word, state, d.reason.clone())
+pub fn ladder_verdict(d: &ladder::LadderDecision, contract: &ActionContract) -> ModelVerdict {
+    let level = contract.required_level;
+    match d.verdict {
+        ladder::Verdict::Allow => ModelVerdict::new(Model::Ladder, "allow", DecisionState::Allowed, d.reason.clone()),
+        ladder::Verdict::Deny if level >= TrustLevel::L5 => {
+            ModelVerdict::new(Model::Ladder, "deny", DecisionState::Blocked, d.reason.clone()).with_remedy(format!(
+                "{level} is prohibited: no signature allows it; the agent must propose a lower-level action"
+            ))
+        }
+        ladder::Verdict::Hold | ladder::Verdict::Deny => {
+            let word = if d.verdict == ladder::Verdict::Hold { "hold" } else { "deny" };
+            ModelVerdict::new(Model::Ladder, word, DecisionState::ReviewRequired, d.reason.clone())
+                .standing_in_for(format!("ladder hold resolved: a {level} action the ladder does not allow on its own"))
+        }
+    }
 }
 
 /// The `governance` object of a packet, parsed. Each part is `None` when absent and `Err` with a
@@ -362,7 +497,12 @@ pub fn evaluate(
     rate: Option<&RateOutcome>,
     preconditions: Option<&Revalidation>,
 ) -> PacketVerdict {
-    let mut models = vec![trust_graduation(tg)];
+    let standing = ctx.controls.standing(&packet.agent);
+    let mut tg_verdict = trust_graduation(tg);
+    if tg.status == DecisionState::Blocked {
+        tg_verdict = tg_verdict.with_remedy(gate_remedy(packet, standing, tg));
+    }
+    let mut models = vec![tg_verdict];
     let governance = Governance::of_packet(packet);
     if let Some(r) = rate {
         models.push(if r.allowed {
@@ -379,11 +519,12 @@ pub fn evaluate(
                 DecisionState::Blocked,
                 format!("{} exceeded the rate limit for ring {} (burst {})", packet.agent, r.ring.value(), r.capacity),
             )
+            .with_remedy(format!("{} must propose again once its rate limit has refilled", packet.agent))
         });
     }
     let Some(g) = governance else { return compose(models) };
     if let Some(e) = &g.error {
-        models.push(ModelVerdict::malformed(Model::TrustGraduation, e));
+        models.push(ModelVerdict::malformed(Model::TrustGraduation, "governance", e));
     }
     if g.tool.is_some() || g.notebook.is_some() {
         let tier = g.tool.as_deref().and_then(|t| ctx.policies.tool(t)).map(|t| t.tier);
@@ -392,15 +533,30 @@ pub fn evaluate(
     }
     match &g.action {
         None => {}
-        Some(Err(e)) => models.push(ModelVerdict::malformed(Model::Rings, format!("invalid action descriptor: {e}"))),
+        Some(Err(e)) => models.push(ModelVerdict::malformed(
+            Model::Rings,
+            &descriptor_field(e),
+            format!("invalid action descriptor: {e}"),
+        )),
         Some(Ok(action)) => {
             let (ring, eff) = agent_ring(ctx, &packet.agent, g.eff_score.unwrap_or(0.0), g.has_consensus);
-            models.push(rings_verdict(&rings::check(ring, action, eff, g.has_consensus, false)));
+            let check = rings::check(ring, action, eff, g.has_consensus, false);
+            models.push(if standing == AgentStanding::Active || check.allowed {
+                rings_verdict(&check)
+            } else {
+                // A quarantined or killed agent is in Ring 3: no signature sponsors it.
+                ModelVerdict::new(Model::Rings, "denied", DecisionState::Blocked, check.reason.clone())
+                    .with_remedy(format!("release {} ({}) first", packet.agent, standing.as_str()))
+            });
         }
     }
     match &g.contract {
         None => {}
-        Some(Err(e)) => models.push(ModelVerdict::malformed(Model::Ladder, format!("invalid action contract: {e}"))),
+        Some(Err(e)) => models.push(ModelVerdict::malformed(
+            Model::Ladder,
+            "governance.contract",
+            format!("invalid action contract: {e}"),
+        )),
         Some(Ok(contract)) => {
             let tool = g.tool.as_deref().unwrap_or("");
             // A registered tool without a floor has none; an unregistered one gets Lodestar's
@@ -412,8 +568,11 @@ pub fn evaluate(
                 // An unregistered tool whose floor a request raised (never below L3).
                 .or_else(|| ctx.policies.unregistered_floor(tool).and_then(TrustLevel::new));
             models.push(match ladder::auto_approve_policy(i64::from(ctx.policies.ladder_ceiling), "warrant") {
-                Ok(policy) => ladder_verdict(&ladder::gate_with_tool_floor(&policy, tool, contract, floor)),
-                Err(e) => ModelVerdict::malformed(Model::Ladder, e),
+                Ok(policy) => ladder_verdict(&ladder::gate_with_tool_floor(&policy, tool, contract, floor), contract),
+                Err(e) => {
+                    ModelVerdict::new(Model::Ladder, "invalid", DecisionState::Blocked, format!("fail closed: {e}"))
+                        .with_remedy("fix `ladder_ceiling` in policy.toml")
+                }
             });
             if let Some(rv) = preconditions {
                 models.push(preconditions_verdict(rv));
@@ -436,8 +595,21 @@ pub fn preconditions_verdict(rv: &Revalidation) -> ModelVerdict {
         ),
         Some(f) => {
             ModelVerdict::new(Model::Preconditions, "precondition_failed", DecisionState::Blocked, f.detail.clone())
+                .with_remedy("the world changed since the agent proposed: it must propose again against it")
         }
     }
+}
+
+/// The dotted field an action descriptor's error names: `governance.action.<field>` when the
+/// message names one in backticks or quotes, else `governance.action`.
+fn descriptor_field(error: &str) -> String {
+    let named = ["`", "'", "\""].iter().find_map(|q| {
+        let start = error.find(q)? + q.len();
+        let len = error[start..].find(q)?;
+        let name = &error[start..start + len];
+        name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_').then_some(name)
+    });
+    named.map_or_else(|| "governance.action".to_owned(), |n| format!("governance.action.{n}"))
 }
 
 /// The rate limiter's answer for one packet's arrival.
@@ -457,13 +629,30 @@ impl PacketVerdict {
     /// The verdict as JSON: `{"state", "decisive", "models": [{"model", "verdict", "state", "reason"}]}`.
     #[must_use]
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut out = json!({
             "state": self.state.as_str(),
             "decisive": self.decisive.as_str(),
-            "models": self.models.iter().map(|m| json!({
-                "model": m.model.as_str(), "verdict": m.verdict, "state": m.state.as_str(), "reason": m.reason,
-            })).collect::<Vec<_>>(),
-        })
+            "models": self.models.iter().map(|m| {
+                let mut o = json!({
+                    "model": m.model.as_str(), "verdict": m.verdict, "state": m.state.as_str(), "reason": m.reason,
+                });
+                if let (Some(s), Value::Object(o)) = (&m.stands_in_for, &mut o) {
+                    o.insert("stands_in_for".into(), json!(s));
+                }
+                if let (Some(r), Value::Object(o)) = (&m.remedy, &mut o) {
+                    o.insert("remedy".into(), json!(r));
+                }
+                o
+            }).collect::<Vec<_>>(),
+        });
+        if let (Some((why, remedy)), Value::Object(o)) = (self.why_not_approvable(), &mut out) {
+            o.insert("not_approvable".into(), json!({"reason": why, "remedy": remedy}));
+        }
+        let stands = self.stands_in_for();
+        if let (false, Value::Object(o)) = (stands.is_empty(), &mut out) {
+            o.insert("stands_in_for".into(), json!(stands));
+        }
+        out
     }
 }
 

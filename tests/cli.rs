@@ -157,6 +157,7 @@ fn propose_wait_verifies_the_decision_before_trusting_it() {
     let bytes = std::fs::read(&packet).expect("packet");
     let p = warrant::packet::parse_packet(&bytes, "w").expect("parse");
     let input = warrant::decision::DecisionInput {
+        stands_in_for: &[],
         packet_id: "w",
         packet_hash: &p.content_hash,
         action_class: "email.send.external",
@@ -320,6 +321,51 @@ fn quarantine_kill_and_release_block_and_unblock_an_agents_packets() {
     assert_eq!(result["compensation_triggered"], true);
     assert_eq!(e.run(&["approve", "--yes", "p-3"]).status.code(), Some(1), "killed: refused already");
     assert_eq!(e.run(&["agent", "quarantine", "../x", "--reason", "r"]).status.code(), Some(2), "unsafe id");
+    let o = e.run(&["verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+// Issue 16: a ring or ladder shortfall is the principal's to authorise. `approve` signs it and
+// the signed decision says what the signature stands in for; an L5 (prohibited) contract and a
+// malformed descriptor stay blocked, and the refusal names what would change them.
+#[test]
+fn a_shortfall_a_person_may_authorise_is_approvable_and_the_approval_says_what_it_stands_in_for() {
+    let e = Env::new();
+    let irreversible = serde_json::json!({"action_id": "purge", "name": "Purge", "execute_api": "/purge",
+        "reversibility": "none", "is_read_only": false, "is_admin": false});
+    // Ring 2 (score 0.7) asks for a Ring 1 action.
+    e.publish_governed("p-ring", "agent-r", serde_json::json!({"action": irreversible, "eff_score": 0.7}));
+    let o = e.run(&["approve", "--yes", "p-ring"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("stands in for ring sponsorship: Ring 1 for this action (agent at Ring 2)"),
+        "{}",
+        text(&o)
+    );
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("decisions/p-ring.json")).expect("decision file"))
+            .expect("json");
+    assert_eq!(
+        file["document"]["stands_in_for"],
+        serde_json::json!(["ring sponsorship: Ring 1 for this action (agent at Ring 2)"])
+    );
+    // An L3 contract above the default L2 ceiling: the ladder's hold, resolved by the approval.
+    let contract = |level: u8| {
+        serde_json::json!({"required_level": level, "blast_radius": "project", "reversibility": "reversible",
+            "scope": {"level": "repo", "identifier": "acme/web"}, "data_sensitivity": "private", "preconditions": []})
+    };
+    e.publish_governed("p-l3", "agent-l", serde_json::json!({"contract": contract(3)}));
+    let o = e.run(&["approve", "--yes", "p-l3"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("stands in for ladder hold resolved"), "{}", text(&o));
+    // L5 is prohibited: no one may approve it, and the refusal says so and what would change it.
+    e.publish_governed("p-l5", "agent-l", serde_json::json!({"contract": contract(5)}));
+    let o = e.run(&["approve", "--yes", "p-l5"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("blocked") && err.contains("To change that") && err.contains("prohibited"), "{err}");
+    assert!(!e.spool().join("decisions/p-l5.json").exists());
     let o = e.run(&["verify"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }

@@ -746,12 +746,41 @@ fn the_pending_list_shows_the_composed_verdict() {
     let s = governed_state(false);
     let state_of = |id: &str| s.verdict(id).map(|v| v.state.as_str());
     assert_eq!(state_of("p-exfil"), Some("blocked"), "agent-rogue is quarantined");
-    assert_eq!(state_of("p-purge"), Some("blocked"), "ring 2 may not run an irreversible action");
-    assert_eq!(s.verdict("p-purge").map(|v| v.decisive.as_str()), Some("rings"));
+    // Ring 2 may not run an irreversible action on its own: the principal's approval sponsors it.
+    assert_eq!(state_of("p-purge"), Some("review_required"), "a ring shortfall a person can authorise");
+    let purge = s.verdict("p-purge").expect("assessed");
+    let rings = purge.models.iter().find(|m| m.model.as_str() == "rings").expect("rings model");
+    assert_eq!((rings.verdict.as_str(), rings.state.as_str()), ("sponsorship_required", "review_required"));
+    assert!(
+        purge.stands_in_for().iter().any(|s| s == "ring sponsorship: Ring 1 for this action (agent at Ring 2)"),
+        "{:?}",
+        purge.stands_in_for()
+    );
     let screen_text = screen(&s, 160, 48);
     let row = screen_text.lines().find(|l| l.contains("agent-rogue")).expect("row");
     assert!(row.contains("⊘ blocked"), "{row}");
+    // A waiting packet is never shown as `✓ allowed`, even where the gate would let it run.
+    assert!(s.pending().iter().any(|e| s.verdict(&e.packet.id).is_some_and(|v| v.state.as_str() == "allowed")));
+    assert!(!screen_text.contains("✓ allowed"), "{screen_text}");
+    assert!(screen_text.contains("○ gate: allow"), "{screen_text}");
     insta::assert_snapshot!("governed_main_160x48", screen_text);
+}
+
+// A packet no one may approve says why in one line and what would change it; an approvable
+// packet whose ring falls short says what an approval stands in for.
+#[test]
+fn the_detail_says_why_a_packet_cannot_be_approved_and_what_would_change_it() {
+    let mut s = governed_state(false);
+    select_pending(&mut s, "p-exfil");
+    let text = screen(&s, 160, 48);
+    let why = text.lines().find(|l| l.contains(" why  ")).expect("a why line");
+    assert!(why.contains("quarantined"), "{why}");
+    let change = text.lines().find(|l| l.contains("to change  ")).expect("a remedy line");
+    assert!(change.contains("release agent-rogue from quarantine"), "{change}");
+    select_pending(&mut s, "p-purge");
+    let text = screen(&s, 160, 48);
+    assert!(!text.contains("to change  "), "p-purge is approvable: {text}");
+    assert!(text.contains("stands in for ring sponsorship: Ring 1 for this action"), "{text}");
 }
 
 // The packet detail shows every model's verdict side by side, and the preconditions observed now.

@@ -56,6 +56,7 @@ fn record(i: usize, receipt: bool, approve: bool, class: usize) -> Map<String, V
     let hash = warrant::canonical::sha256_prefixed(id.as_bytes());
     let trace = format!("warrant:{id}");
     let input = DecisionInput {
+        stands_in_for: &[],
         packet_id: &id,
         packet_hash: &hash,
         action_class: class,

@@ -250,7 +250,7 @@ fn a_request_cannot_declare_a_human_only_class_free() {
 }
 
 // The issue's second attack: `tools` in a `verdict` request turned the host's destructive L4
-// tool into a safe L0 one. The host's tier and floor stay; a contract below the floor is denied.
+// tool into a safe L0 one. The host's tier and floor stay; a contract below the floor is held.
 #[test]
 fn a_request_cannot_make_a_host_tool_safe() {
     let e = Evaluator::new(host());
@@ -270,7 +270,10 @@ fn a_request_cannot_make_a_host_tool_safe() {
     assert_eq!(tiers["verdict"], "confirm", "destructive × trusted is confirm, not auto: {v}");
     let ladder = model("ladder").expect("ladder model");
     assert_eq!(ladder["verdict"], "deny", "L3 is below the host's L4 floor: {v}");
-    assert_eq!(v["state"], "blocked", "{v}");
+    // A shortfall below L5 is the principal's to authorise (issue 16): held for review, never
+    // allowed, and the approval would say it resolved the ladder's hold.
+    assert_eq!(v["state"], "review_required", "{v}");
+    assert!(v["stands_in_for"].to_string().contains("ladder hold resolved"), "{v}");
 }
 
 // Field by field: a request that loosens a host class changes nothing; one that tightens does.

@@ -75,6 +75,7 @@ impl Fixture {
 
 fn input<'a>(id: &'a str, hash: &'a str, verdict: Verdict) -> DecisionInput<'a> {
     DecisionInput {
+        stands_in_for: &[],
         packet_id: id,
         packet_hash: hash,
         action_class: "draft.compose",

@@ -64,6 +64,7 @@ fn build_chain(path: &Path, specs: &[Spec]) {
         let trace = format!("warrant:{id}");
         let at = format!("2026-11-21T09:{:02}:{:02}.{}Z", i / 60, i % 60, i % 9 + 1);
         let input = DecisionInput {
+            stands_in_for: &[],
             packet_id: &id,
             packet_hash: &hash,
             action_class: CANONICAL[s.class].id,
@@ -291,7 +292,7 @@ proptest! {
         let other_hash = prefixed(&c.other_hash);
         let verdict = if c.approve { Verdict::Approve } else { Verdict::Refuse };
         let flipped = if c.approve { Verdict::Refuse } else { Verdict::Approve };
-        let input = DecisionInput {
+        let input = DecisionInput { stands_in_for: &[],
             packet_id: &c.id,
             packet_hash: &hash,
             action_class: CANONICAL[c.class].id,

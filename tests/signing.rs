@@ -41,6 +41,7 @@ fn pins_for(name: &str, p: &Principal) -> PinnedKeys {
 
 fn vector_input(packet_hash: &str) -> DecisionInput<'_> {
     DecisionInput {
+        stands_in_for: &[],
         packet_id: "p-1",
         packet_hash,
         action_class: "email.send.external",

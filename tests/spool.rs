@@ -290,6 +290,7 @@ fn forged_records_decide_nothing() {
     let mallory = Principal::from_seed("alice", &[99; 32]);
     let packet = f.packet("victim");
     let input = warrant::decision::DecisionInput {
+        stands_in_for: &[],
         packet_id: "victim",
         packet_hash: &packet.content_hash,
         action_class: "draft.compose",

@@ -14,7 +14,7 @@ use DecisionState::{Allowed, AllowedWithConstraints, Blocked, Deferred, HumanOnl
 const NOW: f64 = 1_795_251_600.0; // 2026-11-21T09:00:00Z
 
 fn mv(model: Model, state: DecisionState) -> ModelVerdict {
-    ModelVerdict { model, verdict: state.as_str().into(), state, reason: String::new() }
+    ModelVerdict::new(model, state.as_str(), state, "")
 }
 
 /// (model states in evaluation order, composed state, decisive model index).
@@ -153,19 +153,21 @@ type Descriptor = (&'static str, bool, bool);
 /// (claimed score, consensus, descriptor, expected rings word).
 const RING_CASES: [(f64, bool, Descriptor, &str); 10] = [
     (0.61, false, ("full", false, false), "allowed"),
-    (0.60, false, ("full", false, false), "denied"),
+    (0.60, false, ("full", false, false), "sponsorship_required"),
     (0.40, false, ("full", true, false), "allowed"),
     (0.96, true, ("none", false, false), "allowed"),
-    (0.96, false, ("none", false, false), "denied"),
-    (0.95, true, ("none", false, false), "denied"),
+    (0.96, false, ("none", false, false), "sponsorship_required"),
+    (0.95, true, ("none", false, false), "sponsorship_required"),
     (0.99, true, ("full", false, true), "requires_sre_witness"),
     (f64::NAN, false, ("full", true, false), "allowed"),
-    (1.5, true, ("none", false, false), "denied"),
+    (1.5, true, ("none", false, false), "sponsorship_required"),
     (0.70, false, ("partial", false, false), "allowed"),
 ];
 
 // Rings: the agent's ring from its effective score (strict 0.60 / 0.95 with consensus; NaN and
 // out-of-range scores are Ring 3), the required ring from the descriptor, Ring 0 needs a witness.
+// A ring shortfall of an active agent is for the principal to sponsor (issue 16): review, and
+// the approval says it stands in for the ring sponsorship.
 #[test]
 fn rings_model_uses_scores_descriptors_and_controls() {
     let policies = policies();
@@ -178,14 +180,36 @@ fn rings_model_uses_scores_descriptors_and_controls() {
         let want = match word {
             "allowed" => Allowed,
             "requires_sre_witness" => HumanOnly,
-            _ => Blocked,
+            _ => ReviewRequired,
         };
         assert_eq!(m.state, want);
+        match word {
+            "sponsorship_required" => {
+                let s = m.stands_in_for.as_deref().expect("a shortfall says what the approval stands in for");
+                assert!(s.starts_with("ring sponsorship: Ring "), "{s}");
+                assert!(v.stands_in_for().iter().any(|x| x == s), "{:?}", v.stands_in_for());
+                assert!(v.approvable(), "{v:?}");
+            }
+            "requires_sre_witness" => {
+                let (_, remedy) = v.why_not_approvable().expect("human only");
+                assert!(remedy.contains("SRE witness"), "{remedy}");
+            }
+            _ => assert!(m.stands_in_for.is_none()),
+        }
     }
-    // The policy caps what an agent may claim: 0.99 becomes 0.5 → Ring 3 → a Ring 2 action is denied.
+    // The policy caps what an agent may claim: 0.99 becomes 0.5 → Ring 3 → a Ring 2 action needs
+    // the principal's sponsorship.
     let g = json!({"action": descriptor("full", false, false), "eff_score": 0.99});
     let v = verdict_of(&packet("agent-capped", "draft.compose", Some(g.clone())), &policies, &controls);
-    assert_eq!(model(&v, Model::Rings).verdict, "denied");
+    assert_eq!(model(&v, Model::Rings).verdict, "sponsorship_required");
+    // A quarantined agent's shortfall is no one's to sponsor: blocked, and the way out named.
+    let mut quarantined = ControlState::default();
+    quarantined.agents.entry("agent-capped".into()).or_default().standing = AgentStanding::Quarantined;
+    let v = verdict_of(&packet("agent-capped", "draft.compose", Some(g.clone())), &policies, &quarantined);
+    assert_eq!((model(&v, Model::Rings).state, v.state), (Blocked, Blocked), "{v:?}");
+    let (_, remedy) = v.why_not_approvable().expect("blocked");
+    assert!(remedy.contains("release agent-capped from quarantine"), "{remedy}");
+    assert!(v.stands_in_for().is_empty());
     // The principal's elevation lifts a Ring 3 agent to Ring 2 until it expires.
     let mut elevated = ControlState::default();
     elevated.agents.entry("agent-capped".into()).or_default().elevation =
@@ -195,7 +219,7 @@ fn rings_model_uses_scores_descriptors_and_controls() {
     let ctx = VerdictContext { policies: &policies, controls: &elevated, now: NOW + 301.0 };
     let p = packet("agent-capped", "draft.compose", Some(g));
     let v = evaluate(&ctx, &p, &packet_gate(&ctx, &p, &EvidenceIndex::default(), "local", true), None, None);
-    assert_eq!(model(&v, Model::Rings).verdict, "denied", "expired");
+    assert_eq!(model(&v, Model::Rings).verdict, "sponsorship_required", "expired");
 }
 
 /// (contract level, ceiling, tool, expected ladder word).
@@ -222,6 +246,20 @@ fn ladder_model_applies_ceiling_and_tool_floors() {
         let v = verdict_of(&packet("agent-a", "draft.compose", Some(g)), &policies, &controls);
         let m = model(&v, Model::Ladder);
         assert_eq!(m.verdict, word, "L{level} ceiling {ceiling} {tool}: {m:?}");
+        // Only L5 is prohibited; every other shortfall is held for the principal, whose
+        // approval says it resolved the ladder's hold.
+        match word {
+            "allow" => assert_eq!((m.state, m.stands_in_for.as_deref()), (Allowed, None)),
+            _ if level == 5 => {
+                assert_eq!(m.state, Blocked);
+                assert!(m.remedy.as_deref().is_some_and(|r| r.contains("prohibited")), "{m:?}");
+                assert!(!v.approvable());
+            }
+            _ => {
+                assert_eq!(m.state, ReviewRequired, "{m:?}");
+                assert!(m.stands_in_for.as_deref().is_some_and(|s| s.starts_with("ladder hold resolved")), "{m:?}");
+            }
+        }
     }
 }
 
@@ -242,6 +280,10 @@ fn malformed_inputs_and_standings_fail_closed() {
         let v = verdict_of(&packet("agent-a", "draft.compose", Some(g.clone())), &policies, &controls);
         assert_eq!(v.state, Blocked, "{g}: {v:?}");
         assert!(v.models.iter().any(|m| m.reason.starts_with("fail closed")), "{g}");
+        // Why, and what would change it: the malformed part, named as a field.
+        let (why, remedy) = v.why_not_approvable().expect("blocked is not approvable");
+        assert!(why.starts_with("fail closed"), "{g}: {why}");
+        assert!(remedy.contains("fix field `governance"), "{g}: {remedy}");
     }
     let plain = verdict_of(&packet("agent-a", "draft.compose", None), &policies, &controls);
     assert_eq!(plain.models.len(), 1);
@@ -252,6 +294,8 @@ fn malformed_inputs_and_standings_fail_closed() {
         let v = verdict_of(&packet("agent-a", "draft.compose", None), &policies, &c);
         assert_eq!(v.state, Blocked, "{standing:?}");
         assert_eq!(v.decisive, Model::TrustGraduation);
+        let (_, remedy) = v.why_not_approvable().expect("blocked");
+        assert!(remedy.starts_with("release agent-a"), "{standing:?}: {remedy}");
     }
 }
 

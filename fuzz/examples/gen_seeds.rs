@@ -94,7 +94,7 @@ fn signed_chain() -> (Vec<Value>, Vec<Value>) {
         let packet = warrant::packet::portable_packet(id, class, agent, "seed", json!({"summary": "seed"}), NOW);
         let hash = warrant::canonical::canonical_hash(&packet);
         let trace = format!("warrant:{id}");
-        let input = DecisionInput {
+        let input = DecisionInput { stands_in_for: &[],
             packet_id: id,
             packet_hash: &hash,
             action_class: class,

@@ -127,6 +127,9 @@ pub enum Effect {
         verdict: Verdict,
         /// The reason, if any.
         reason: Option<String>,
+        /// What an approval stands in for, from the verdict the principal saw
+        /// ([`crate::verdict::PacketVerdict::stands_in_for`]); signed into the decision.
+        stands_in_for: Vec<String>,
     },
     /// Sign and append one of the principal's controls (notebook trust, quarantine, release,
     /// kill, elevation) in the background. The runner stamps `decided_at` when it signs; a kill
@@ -1557,10 +1560,10 @@ fn approval_forbidden(state: &mut State, packet: &Packet) -> Option<String> {
     if let Some(s) = packet.state.filter(forbidden) {
         return Some(format!("{} is {s}: an agent may not execute it even with approval; refuse it with r", packet.id));
     }
-    let v = state.verdict(&packet.id).filter(|v| forbidden(&v.state))?;
-    let why = v.models.iter().find(|m| m.model == v.decisive).map_or("", |m| m.reason.as_str());
+    let v = state.verdict(&packet.id)?;
+    let (why, remedy) = v.why_not_approvable()?;
     Some(format!(
-        "{} is {} by {} ({why}): an agent may not execute it even with approval; refuse it with r",
+        "{} is {} by {} ({why}); to change that: {remedy}. It can only be refused (r)",
         packet.id,
         v.state,
         v.decisive.as_str()
@@ -1585,7 +1588,11 @@ fn sign(state: &mut State, c: Confirm) -> Vec<Effect> {
     state.flash = Some(Flash { text: format!("signing {} {}…", c.verdict.as_str(), c.packet.id), error: false });
     let publisher =
         state.snapshot.packet(&c.packet.id).filter(|e| e.packet.content_hash == c.packet.content_hash).map(|e| e.owner);
-    vec![Effect::Sign { packet: c.packet, publisher, verdict: c.verdict, reason: c.reason }]
+    let stands_in_for = match c.verdict {
+        Verdict::Approve => state.verdict(&c.packet.id).map(PacketVerdict::stands_in_for).unwrap_or_default(),
+        Verdict::Refuse => Vec::new(),
+    };
+    vec![Effect::Sign { packet: c.packet, publisher, verdict: c.verdict, reason: c.reason, stands_in_for }]
 }
 
 /// A key in a sign/cancel dialog: `Some(true)` signs, `Some(false)` cancels, `None` stays (the

@@ -390,7 +390,7 @@ impl Runner {
                     }
                 });
             }
-            Effect::Sign { packet, publisher, verdict, reason } => {
+            Effect::Sign { packet, publisher, verdict, reason, stands_in_for } => {
                 let Some(principal) = self.principal.clone() else {
                     let _ = self.tx.send(Action::Signed(Err("read-only: no key".into())));
                     return;
@@ -409,7 +409,7 @@ impl Runner {
                         reason.as_deref(),
                         &at,
                         &observer,
-                        |_| Ok(()),
+                        |_| Ok(stands_in_for),
                     )
                     .map(|d| SignedSummary {
                         packet_id: packet.id.clone(),

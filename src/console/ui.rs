@@ -27,12 +27,15 @@ pub const MIN_WIDTH: u16 = 40;
 /// Smallest usable terminal height.
 pub const MIN_HEIGHT: u16 = 10;
 
-/// Glyph and word for a decision state (never colour alone).
+/// Glyph and word for a decision state (never colour alone). `allowed` and
+/// `allowed_with_constraints` read as the gate's opinion (`○ gate: allow`), never as a decision.
 #[must_use]
 pub fn state_label(s: Option<DecisionState>) -> (&'static str, &'static str) {
     match s {
-        Some(DecisionState::Allowed) => ("✓", "allowed"),
-        Some(DecisionState::AllowedWithConstraints) => ("≈", "constrained"),
+        // A state is what the gate says, not a decision: a waiting packet the gate would let run
+        // on its own is never shown as `✓ allowed`, which reads as an approval (issue 16).
+        Some(DecisionState::Allowed) => ("○", "gate: allow"),
+        Some(DecisionState::AllowedWithConstraints) => ("≈", "gate: limits"),
         Some(DecisionState::ReviewRequired) => ("●", "review"),
         Some(DecisionState::Deferred) => ("◌", "deferred"),
         Some(DecisionState::Blocked) => ("⊘", "blocked"),
@@ -637,14 +640,14 @@ fn verdict_lines(state: &State, theme: &Theme, id: &str, row: usize, max: usize)
     let verdict_w = v.models.iter().map(|m| inert(&m.verdict, 24).chars().count()).max().unwrap_or(0);
     // Model, its word and the state fit on one row; the reason follows on the same row when the
     // view is wide enough, else on the next, indented.
-    let fixed = 4 + model_w + 1 + verdict_w + 1 + 13;
+    let fixed = 4 + model_w + 1 + verdict_w + 1 + 15;
     let one_row = row >= fixed + 40;
     for (i, m) in v.models.iter().enumerate() {
         let (g, w) = state_label(Some(m.state));
         let mut spans = vec![
             Span::styled(if Some(i) == decisive { "  ▶ " } else { "    " }, theme.get("title")),
             Span::raw(format!("{:<model_w$} {:<verdict_w$} ", m.model.as_str(), inert(&m.verdict, 24))),
-            Span::styled(format!("{g} {w:<11}"), state_style(theme, Some(m.state))),
+            Span::styled(format!("{g} {w:<13}"), state_style(theme, Some(m.state))),
         ];
         if one_row {
             spans.push(Span::raw(inert(&m.reason, max)));
@@ -729,6 +732,16 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         },
         kv(theme, "state", Span::styled(format!("{g} {w}{declared}"), state_style(theme, shown))),
     ]);
+    // A packet no one may approve: why, in one line, and what would change it.
+    if let Some((why, remedy)) = state.verdict(&p.id).and_then(crate::verdict::PacketVerdict::why_not_approvable) {
+        lines.push(kv(theme, "why", Span::styled(inert(&why, text_w), theme.get("warn"))));
+        lines.push(kv(theme, "to change", inert(&remedy, text_w)));
+    }
+    if let Some(v) = state.verdict(&p.id) {
+        for s in v.stands_in_for() {
+            lines.push(kv(theme, "approving", format!("stands in for {}", inert(&s, text_w))));
+        }
+    }
     if let Some(r) = &p.reason {
         lines.push(kv(theme, "reason", inert(r, text_w)));
     }

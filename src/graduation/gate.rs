@@ -626,6 +626,8 @@ pub const CONSTRAINT_VOCABULARY: [&str; 10] = [
 ];
 
 const R_ALLOWED: &str = "Action is inside the current trust boundary.";
+/// The gate's reason when the evidence chain does not verify (warrant's fail-closed rule).
+pub const R_CHAIN_BROKEN: &str = "The evidence chain does not verify; nothing runs until the principal examines it.";
 const R_HUMAN_ONLY: &str =
     "Human-only action class. The agent may prepare rationale, but only the principal may execute.";
 const R_APPROVAL: &str =
@@ -977,9 +979,7 @@ pub fn can_execute<'a>(policies: &'a PolicySet, req: &GateRequest<'a>) -> Decisi
     } else if let Some(why) = malformed_constraints {
         Outcome::blocked(Cow::Owned(format!("The request's {why}; the gate fails closed.")))
     } else if !req.chain_intact {
-        Outcome::blocked(Cow::Borrowed(
-            "The evidence chain does not verify; nothing runs until the principal examines it.",
-        ))
+        Outcome::blocked(Cow::Borrowed(R_CHAIN_BROKEN))
     } else if req.agent == AgentStanding::Killed {
         Outcome::blocked(Cow::Borrowed(
             "The agent was stopped by the kill switch; it may not act until the principal restores it.",

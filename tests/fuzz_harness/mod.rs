@@ -100,6 +100,7 @@ pub fn packet(data: &[u8]) -> Result<(), String> {
     let mut records = Vec::new();
     for (verdict, reason) in [(Verdict::Refuse, Some("fuzz refusal")), (Verdict::Approve, None)] {
         let input = DecisionInput {
+            stands_in_for: &[],
             packet_id: &p.id,
             packet_hash: &p.content_hash,
             action_class: &class,
