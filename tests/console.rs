@@ -131,6 +131,7 @@ fn state(read_only: bool) -> State {
     );
     scanned(&mut s, snapshot());
     app::update(&mut s, Action::ChainVerified(view(*valid_report(7), decided_post())));
+    app::update(&mut s, Action::Resize { width: 80, height: 24 });
     s
 }
 
@@ -178,6 +179,119 @@ fn approve_goes_through_a_confirmation_focused_on_cancel() {
     // Nothing else can be signed while one signature is in flight.
     assert!(press(&mut s, &["j", "a"]).is_empty());
     assert!(!matches!(s.mode, Mode::Confirm(_)), "{:?}", s.mode);
+}
+
+/// A state whose first pending packet proposes an email with many fields: eleven attachments
+/// and a long body sort before `to` alphabetically, so a preview of the first fields never shows
+/// the recipient.
+fn many_fields_state() -> State {
+    let mut s = state(false);
+    let mut action = serde_json::Map::new();
+    for i in 1..=11 {
+        action.insert(format!("attachment_{i:02}"), json!(format!("quote-part-{i}.pdf")));
+    }
+    action
+        .insert("body".into(), json!((1..=12).map(|i| format!("line {i} of the body")).collect::<Vec<_>>().join("\n")));
+    action.insert("subject".into(), json!("Quote"));
+    action.insert("to".into(), json!("mallory@evil.example"));
+    let mut snap = snapshot();
+    snap.packets
+        .insert(0, packet("p-many", "agent-scribe", "email.send.external", "Send the quote", 1, Value::Object(action)));
+    scanned(&mut s, snap);
+    press(&mut s, &["g"]);
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-many"));
+    s
+}
+
+// The sign dialog shows every field of the proposed action, the recipient first, at every size:
+// an agent cannot move the recipient out of sight behind other fields.
+#[test]
+fn the_sign_dialog_shows_the_recipient_of_a_packet_with_many_fields() {
+    for (w, h) in [(80, 24), (120, 36), (160, 48)] {
+        let mut s = many_fields_state();
+        app::update(&mut s, Action::Resize { width: w, height: h });
+        press(&mut s, &["a"]);
+        assert!(matches!(s.mode, Mode::Confirm(_)), "{:?}", s.mode);
+        let text = screen(&s, w, h);
+        assert!(text.contains("to: mallory@evil.example"), "{w}x{h}:\n{text}");
+        // Every field is in the dialog's lines, none cut.
+        let Mode::Confirm(c) = &s.mode else { unreachable!() };
+        let area = ratatui::layout::Rect::new(0, 0, w, h);
+        let (rows, _) = warrant::console::dialog::confirm_layout(&s, c, area);
+        let all: String = rows.iter().flat_map(|r| r.0.iter().map(|(t, _)| t.as_str())).collect::<Vec<_>>().join("");
+        for i in 1..=11 {
+            assert!(all.contains(&format!("attachment_{i:02}: quote-part-{i}.pdf")), "{w}x{h}: attachment {i}");
+        }
+        assert!(all.contains("line 12 of the body"), "{w}x{h}");
+    }
+    let mut s = many_fields_state();
+    app::update(&mut s, Action::Resize { width: 120, height: 36 });
+    press(&mut s, &["a"]);
+    insta::assert_snapshot!("confirm_many_fields_120x36", screen(&s, 120, 36));
+}
+
+// An approval cannot be signed until every line of the dialog has been on screen: `y` and the
+// Sign button do nothing (and say why) until the principal has paged to the end; then `y` signs.
+// Scrolling changes only the dialog's state; a refusal signs without scrolling.
+#[test]
+fn an_approval_signs_only_once_the_whole_dialog_was_on_screen() {
+    let mut s = many_fields_state();
+    press(&mut s, &["a"]);
+    let Mode::Confirm(c) = &s.mode else { panic!("{:?}", s.mode) };
+    assert!(!c.read && c.scroll == 0, "{c:?}");
+    insta::assert_snapshot!("confirm_locked_80x24", screen(&s, 80, 24));
+    // Neither `y`, nor moving the focus to Sign and pressing it, signs.
+    assert!(press(&mut s, &["y"]).is_empty());
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("nothing was signed")), "{:?}", s.flash);
+    assert!(press(&mut s, &["tab"]).is_empty());
+    assert!(matches!(&s.mode, Mode::Confirm(c) if c.focus == Button::Cancel), "{:?}", s.mode);
+    // One line down, then back to the top: still not read.
+    press(&mut s, &["j", "k"]);
+    assert!(press(&mut s, &["y"]).is_empty());
+    // Page down to the end.
+    for _ in 0..10 {
+        if matches!(&s.mode, Mode::Confirm(c) if c.read) {
+            break;
+        }
+        press(&mut s, &["pagedown"]);
+    }
+    let Mode::Confirm(c) = &s.mode else { panic!("{:?}", s.mode) };
+    assert!(c.read && c.scroll > 0, "{c:?}");
+    insta::assert_snapshot!("confirm_read_80x24", screen(&s, 80, 24));
+    let fx = press(&mut s, &["y"]);
+    assert!(
+        matches!(fx.as_slice(), [Effect::Sign { verdict: Verdict::Approve, packet, .. }] if packet.id == "p-many"),
+        "{fx:?}"
+    );
+
+    // Zoom lays the dialog out on the whole screen: when that shows it all, it is read.
+    let mut s = state(false);
+    let wide = (1..=6).map(|i| format!("{i} {}", "wide ".repeat(36))).collect::<Vec<_>>().join("\n");
+    let mut snap = snapshot();
+    snap.packets.insert(
+        0,
+        packet("p-wide", "agent-scribe", "email.send.external", "Wide", 1, json!({"to": "x@y", "body": wide})),
+    );
+    scanned(&mut s, snap);
+    press(&mut s, &["g"]);
+    app::update(&mut s, Action::Resize { width: 250, height: 28 });
+    press(&mut s, &["a"]);
+    assert!(matches!(&s.mode, Mode::Confirm(c) if !c.read), "{:?}", s.mode);
+    press(&mut s, &["z"]);
+    assert!(matches!(&s.mode, Mode::Confirm(c) if c.read && c.zoomed), "{:?}", s.mode);
+    assert_eq!(press(&mut s, &["y"]).len(), 1);
+
+    // A terminal of unknown size shows nothing for sure: nothing counts as read.
+    let mut s = many_fields_state();
+    s.viewport = None;
+    press(&mut s, &["a", "pagedown", "pagedown", "pagedown", "pagedown", "y"]);
+    assert!(matches!(&s.mode, Mode::Confirm(c) if !c.read), "{:?}", s.mode);
+
+    // A refusal is fail-safe: it signs at once, from a dialog showing the same fields.
+    let mut s = many_fields_state();
+    press(&mut s, &["r", "x", "enter"]);
+    assert!(screen(&s, 80, 24).contains("to: mallory@evil.example"));
+    assert!(matches!(press(&mut s, &["y"]).as_slice(), [Effect::Sign { verdict: Verdict::Refuse, .. }]));
 }
 
 // `n` and `esc` cancel; tab moves focus to Sign and enter then signs.
@@ -331,16 +445,27 @@ fn help_overlay_comes_from_the_keymap() {
         assert!(h.contains(&b.desc), "help lacks {:?}", b.desc);
     }
     insta::assert_snapshot!("help_160x48", h);
-    // At 80×24 the sections flow into columns: every binding of every mode is still shown.
+    // At 80×24 the sections flow into columns, and what does not fit scrolls: every binding of
+    // every mode is shown on the way down.
     let small = screen(&s, 80, 24);
+    insta::assert_snapshot!("help_80x24", small);
+    let mut seen = small.clone();
+    for _ in 0..20 {
+        press(&mut s, &["j"]);
+        seen.push_str(&screen(&s, 80, 24));
+    }
+    assert!(s.help_scroll > 0, "help fits at 80×24: scroll test is vacuous");
+    insta::assert_snapshot!("help_80x24_scrolled", screen(&s, 80, 24));
     for mode in ["normal", "confirm", "input", "help"] {
         for b in s.keymap.bindings(mode) {
-            assert!(small.contains(&b.desc), "80×24 help lacks {:?}:\n{small}", b.desc);
+            assert!(seen.contains(&b.desc), "80×24 help lacks {:?}:\n{seen}", b.desc);
         }
     }
-    insta::assert_snapshot!("help_80x24", small);
     press(&mut s, &["esc"]);
     assert_eq!(s.mode, Mode::Normal);
+    // ctrl-c closes help (and never quits from inside an overlay).
+    press(&mut s, &["?", "ctrl-c"]);
+    assert_eq!((s.mode.clone(), s.quit), (Mode::Normal, false));
 }
 
 // Text from packets is shown inert: no escape or control character reaches the screen.
@@ -707,6 +832,7 @@ fn governed_state(read_only: bool) -> State {
     scanned(&mut s, governed_snapshot());
     let view = ChainView { report: *valid_report(3), controls: governed_controls(), ..ChainView::default() };
     app::update(&mut s, Action::ChainVerified(Box::new(view)));
+    app::update(&mut s, Action::Resize { width: 80, height: 24 });
     s
 }
 

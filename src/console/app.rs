@@ -29,8 +29,13 @@ pub enum Action {
     Key(Key),
     /// Text pasted into the terminal.
     Paste(String),
-    /// The terminal was resized.
-    Resize,
+    /// The terminal was resized (or its size became known at start): columns and rows.
+    Resize {
+        /// Columns.
+        width: u16,
+        /// Rows.
+        height: u16,
+    },
     /// The clock advanced (seconds since the epoch).
     Tick(f64),
     /// The watcher saw something change in the spool.
@@ -183,7 +188,9 @@ pub enum Button {
     Sign,
 }
 
-/// A pending confirmation.
+/// A pending confirmation. The dialog scrolls; an approval cannot be signed until every line of
+/// it has been on screen ([`Confirm::read`]), which `update` works out from the dialog's layout
+/// at the terminal's size ([`super::dialog::confirm_extent`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirm {
     /// The packet.
@@ -194,6 +201,30 @@ pub struct Confirm {
     pub reason: Option<String>,
     /// Focused button.
     pub focus: Button,
+    /// First content line on screen.
+    pub scroll: usize,
+    /// Content lines seen so far, from the top without a gap (the lines above `seen` have all
+    /// been on screen since the dialog was last laid out).
+    pub seen: usize,
+    /// Every line of the dialog has been on screen: an approval may be signed.
+    pub read: bool,
+    /// The dialog takes the whole terminal.
+    pub zoomed: bool,
+}
+
+impl Confirm {
+    /// A dialog for `packet`, scrolled to the top, focus on *Cancel*, nothing seen yet.
+    #[must_use]
+    pub fn new(packet: Arc<Packet>, verdict: Verdict, reason: Option<String>) -> Self {
+        Self { packet, verdict, reason, focus: Button::Cancel, scroll: 0, seen: 0, read: false, zoomed: false }
+    }
+
+    /// Whether *Sign* may be pressed: always for a refusal (refusing is fail-safe), for an
+    /// approval once the whole dialog has been on screen.
+    #[must_use]
+    pub fn unlocked(&self) -> bool {
+        self.verdict == Verdict::Refuse || self.read
+    }
 }
 
 /// A pending confirmation of one of the principal's controls.
@@ -346,6 +377,11 @@ pub struct State {
     pub signing: bool,
     /// Leave at the next turn of the loop.
     pub quit: bool,
+    /// The terminal's size (columns, rows), from [`Action::Resize`]; unknown until then, and
+    /// while unknown no approval dialog counts as read.
+    pub viewport: Option<(u16, u16)>,
+    /// Lines of the help overlay scrolled past (when it does not fit the terminal).
+    pub help_scroll: usize,
     /// Every class's posterior, unfiltered.
     all_posteriors: Vec<Arc<ClassPosterior>>,
     /// Cached filtered lists (recomputed after every change of snapshot, decisions or filter).
@@ -524,6 +560,8 @@ impl State {
             flash: None,
             signing: false,
             quit: false,
+            viewport: None,
+            help_scroll: 0,
             pending: Vec::new(),
             decided: Vec::new(),
             invalid: Vec::new(),
@@ -1136,7 +1174,19 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
-        Action::Resize | Action::ScanUnchanged => vec![],
+        Action::Resize { width, height } => {
+            state.viewport = Some((width, height));
+            // The dialog is laid out again: its lines are not the lines that were seen. It
+            // starts again from the top (what was read already stays read).
+            if let Mode::Confirm(mut c) = state.mode.clone() {
+                c.scroll = 0;
+                c.seen = 0;
+                measure_confirm(state, &mut c);
+                state.mode = Mode::Confirm(c);
+            }
+            vec![]
+        }
+        Action::ScanUnchanged => vec![],
         Action::Assess => {
             state.ensure_assessed();
             vec![]
@@ -1329,8 +1379,16 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
     match state.mode.clone() {
         Mode::Normal => on_normal(state, key),
         Mode::Help => {
-            if state.keymap.command("help", &key).is_some() {
-                state.mode = Mode::Normal;
+            let (w, h) = state.viewport.unwrap_or((super::ui::MIN_WIDTH, super::ui::MIN_HEIGHT));
+            let most = super::ui::help_scroll_limit(&state.keymap, w, h);
+            match state.keymap.command("help", &key) {
+                Some("down") => state.help_scroll = (state.help_scroll + 1).min(most),
+                Some("up") => state.help_scroll = state.help_scroll.saturating_sub(1),
+                Some(_) => {
+                    state.mode = Mode::Normal;
+                    state.help_scroll = 0;
+                }
+                None => {}
             }
             vec![]
         }
@@ -1340,14 +1398,37 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
             state.mode = Mode::Normal;
             vec![]
         }
-        Mode::Confirm(mut c) => match dialog_key(state, &key, &mut c.focus) {
-            Some(true) => sign(state, c),
-            Some(false) => cancelled(state),
-            None => {
+        Mode::Confirm(mut c) => {
+            if let Some(cmd @ ("down" | "up" | "page_down" | "page_up" | "top" | "zoom")) =
+                state.keymap.command("confirm", &key)
+            {
+                scroll_confirm(state, &mut c, cmd);
                 state.mode = Mode::Confirm(c);
-                vec![]
+                return vec![];
             }
-        },
+            match dialog_key(state, &key, &mut c.focus) {
+                Some(true) if !c.unlocked() => {
+                    c.focus = Button::Cancel;
+                    state.mode = Mode::Confirm(c);
+                    state.flash = Some(Flash {
+                        text: "nothing was signed: read the whole dialog first (j/pgdn to its end, or z to zoom)"
+                            .into(),
+                        error: true,
+                    });
+                    vec![]
+                }
+                Some(true) => sign(state, c),
+                Some(false) => cancelled(state),
+                None => {
+                    // Sign cannot take the focus until the dialog has been read.
+                    if !c.unlocked() {
+                        c.focus = Button::Cancel;
+                    }
+                    state.mode = Mode::Confirm(c);
+                    vec![]
+                }
+            }
+        }
         Mode::ControlConfirm(mut c) => match dialog_key(state, &key, &mut c.focus) {
             Some(true) => sign_control(state, c.input),
             Some(false) => cancelled(state),
@@ -1540,7 +1621,7 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
         return vec![];
     }
     state.mode = if approve {
-        Mode::Confirm(Confirm { packet, verdict: Verdict::Approve, reason: None, focus: Button::Cancel })
+        confirm_mode(state, Confirm::new(packet, Verdict::Approve, None))
     } else {
         Mode::Input { purpose: InputPurpose::RefuseReason(packet), text: String::new() }
     };
@@ -1603,6 +1684,53 @@ fn dialog_key(state: &State, key: &Key, focus: &mut Button) -> Option<bool> {
     }
 }
 
+/// The mode of a newly opened sign dialog, measured at the terminal's size (what fits on screen
+/// at once counts as seen).
+fn confirm_mode(state: &State, mut c: Confirm) -> Mode {
+    measure_confirm(state, &mut c);
+    Mode::Confirm(c)
+}
+
+/// Measures the dialog at the terminal's size: keeps the scroll within the content, and extends
+/// what has been seen by the lines on screen now when they follow what was seen without a gap.
+/// When the last line has been reached that way, the dialog is read. Nothing counts as seen
+/// while the terminal's size is unknown or below the smallest the console draws.
+fn measure_confirm(state: &State, c: &mut Confirm) {
+    let Some((w, h)) = state.viewport else { return };
+    let (total, visible) = super::dialog::confirm_extent(state, c, w, h);
+    if visible == 0 {
+        return;
+    }
+    c.scroll = c.scroll.min(total.saturating_sub(visible));
+    if c.scroll <= c.seen {
+        c.seen = c.seen.max(c.scroll + visible).min(total);
+    }
+    if c.seen >= total {
+        c.read = true;
+    }
+}
+
+/// A scrolling key in the sign dialog: a line, a page (one line of overlap), the top, or zoom
+/// (the dialog takes the whole terminal, laid out again from the top).
+fn scroll_confirm(state: &State, c: &mut Confirm, cmd: &str) {
+    let visible = state.viewport.map_or(0, |(w, h)| super::dialog::confirm_extent(state, c, w, h).1);
+    let page = visible.saturating_sub(1).max(1);
+    match cmd {
+        "down" => c.scroll += 1,
+        "up" => c.scroll = c.scroll.saturating_sub(1),
+        "page_down" => c.scroll += page,
+        "page_up" => c.scroll = c.scroll.saturating_sub(page),
+        "top" => c.scroll = 0,
+        "zoom" => {
+            c.zoomed = !c.zoomed;
+            c.scroll = 0;
+            c.seen = 0;
+        }
+        _ => {}
+    }
+    measure_confirm(state, c);
+}
+
 fn cancelled(state: &mut State) -> Vec<Effect> {
     state.mode = Mode::Normal;
     state.flash = Some(Flash { text: "cancelled: nothing was signed".into(), error: false });
@@ -1621,12 +1749,7 @@ fn submit(state: &mut State, purpose: InputPurpose, text: String) -> Vec<Effect>
                 state.mode = Mode::Input { purpose: InputPurpose::RefuseReason(packet), text };
                 state.flash = Some(Flash { text: "a refusal needs a reason".into(), error: true });
             } else {
-                state.mode = Mode::Confirm(Confirm {
-                    packet,
-                    verdict: Verdict::Refuse,
-                    reason: Some(text.trim().to_owned()),
-                    focus: Button::Cancel,
-                });
+                state.mode = confirm_mode(state, Confirm::new(packet, Verdict::Refuse, Some(text.trim().to_owned())));
             }
         }
         InputPurpose::ControlReason(mut input) => {

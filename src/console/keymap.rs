@@ -168,9 +168,9 @@ pub fn known_commands(mode: &str) -> &'static [&'static str] {
             "help",
             "quit",
         ],
-        "confirm" => &["confirm", "cancel", "toggle", "activate"],
+        "confirm" => &["confirm", "cancel", "toggle", "activate", "down", "up", "page_down", "page_up", "top", "zoom"],
         "input" => &["submit", "cancel", "erase", "clear"],
-        "help" => &["close"],
+        "help" => &["close", "down", "up"],
         _ => &[],
     }
 }

@@ -1029,12 +1029,34 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
 }
 
+/// Width of one column of the help overlay.
+const HELP_COLUMN: u16 = 38;
+
+/// Lines of the help overlay: a title per mode, a line per binding, blank lines between
+/// sections with `gaps`.
+fn help_line_count(keymap: &super::keymap::Keymap, gaps: bool) -> usize {
+    let modes = ["normal", "confirm", "input", "help"];
+    modes.iter().map(|m| keymap.bindings(m).len() + 1).sum::<usize>() + if gaps { modes.len() - 1 } else { 0 }
+}
+
+/// How many lines of the help overlay fit on a `width`×`height` terminal.
+fn help_fit(width: u16, height: u16) -> usize {
+    usize::from(width.saturating_sub(2) / HELP_COLUMN).max(1) * usize::from(height.saturating_sub(2).max(1))
+}
+
+/// How far the help overlay can scroll on a `width`×`height` terminal (0 when it fits).
+#[must_use]
+pub fn help_scroll_limit(keymap: &super::keymap::Keymap, width: u16, height: u16) -> usize {
+    help_line_count(keymap, false).saturating_sub(help_fit(width, height))
+}
+
 fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
-    // Sections flow into as many columns as the height requires, so nothing is cut off; when the
-    // columns would not fit across, the blank lines between sections go first.
-    const COLUMN: u16 = 38;
+    // Sections flow into as many columns as the height requires; when the columns would not fit
+    // across, the blank lines between sections go first, then the overlay scrolls (j/k) and says
+    // how many lines are above and below.
+    const COLUMN: u16 = HELP_COLUMN;
     let height = area.height.saturating_sub(2).max(1) as usize;
-    let fit = usize::from(area.width.saturating_sub(2) / COLUMN).max(1) * height;
+    let fit = help_fit(area.width, area.height);
     let sections = |gaps: bool| {
         let mut lines: Vec<Line<'_>> = Vec::new();
         for (mode, title) in
@@ -1058,6 +1080,10 @@ fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
     if lines.len() > fit {
         lines = sections(false);
     }
+    let total = lines.len();
+    let skip = state.help_scroll.min(total.saturating_sub(fit));
+    let lines: Vec<Line<'_>> = lines.into_iter().skip(skip).take(fit).collect();
+    let below = total - skip - lines.len();
     let columns = lines.len().div_ceil(height).max(1) as u16;
     let rect = centered(area, (COLUMN * columns + 2).min(area.width), (lines.len().min(height) + 2) as u16);
     frame.render_widget(Clear, rect);
@@ -1065,6 +1091,26 @@ fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
         .borders(Borders::ALL)
         .border_style(theme.get("border_focus"))
         .title(" Help: keys (esc closes) ");
+    let block = if skip > 0 {
+        block.title_top(
+            Line::from(Span::styled(format!(" ↑ {skip} {} ", plural(skip, "line")), theme.get("muted")))
+                .right_aligned(),
+        )
+    } else {
+        block
+    };
+    let block = if below > 0 {
+        let k = state.keymap.first_key("help", "down").unwrap_or_default();
+        block.title_bottom(
+            Line::from(Span::styled(
+                format!(" ↓ {below} more {} — {k} to scroll ", plural(below, "line")),
+                theme.get("warn"),
+            ))
+            .right_aligned(),
+        )
+    } else {
+        block
+    };
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
     let areas = Layout::horizontal(vec![Constraint::Length(COLUMN); columns as usize]).split(inner);
@@ -1074,60 +1120,100 @@ fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
 }
 
 fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, c: &super::app::Confirm) {
-    let (g, _, role) = verdict_label(c.verdict);
-    let p = &c.packet;
-    let mut lines = vec![
-        Line::from(Span::styled(
-            format!(
-                "{g} Sign {} this packet?",
-                if c.verdict == Verdict::Approve { "an APPROVAL of" } else { "a REFUSAL of" }
-            ),
-            theme.get(role),
-        )),
-        Line::from(""),
-        kv(theme, "packet", inert(&p.id, 60)),
-        kv(theme, "agent", inert(&p.agent, 40)),
-        kv(theme, "class", Span::styled(inert(&p.action_class, 60), theme.get("title"))),
-        kv(theme, "payload", "SHA-256 of the packet's canonical JSON:"),
-        Line::from(Span::styled(format!("  {}", p.content_hash), theme.get("accent"))),
-        kv(theme, "key", state.fingerprint.clone().unwrap_or_default()),
-        kv(theme, "principal", inert(state.principal.as_deref().unwrap_or(""), 40)),
-    ];
-    if let Some(r) = &c.reason {
-        lines.push(kv(theme, "reason", inert(r, 60)));
-    }
-    // What is being signed, in brief: the first fields of the proposed action.
-    let preview = field_lines(&p.proposed_action, usize::from(area.width.saturating_sub(20)).clamp(20, 80), 6);
-    lines.push(kv(theme, "action", ""));
-    lines.extend(preview.into_iter().map(|l| Line::from(format!("    {l}"))));
-    lines.push(Line::from(Span::styled("    (the whole packet: esc, then enter)", theme.get("muted"))));
-    lines.push(Line::from(""));
-    let button = |label: &str, b: Button| {
-        Span::styled(format!("[ {label} ]"), if c.focus == b { theme.get("button_focus") } else { theme.get("button") })
+    let (_, _, role) = verdict_label(c.verdict);
+    let (rows, g) = super::dialog::confirm_layout(state, c, area);
+    let visible = usize::from(g.body.height);
+    // The same clamp as `update`'s; the scroll itself only changes there.
+    let scroll = c.scroll.min(rows.len().saturating_sub(visible));
+    let lines: Vec<Line<'static>> = rows
+        .iter()
+        .skip(scroll)
+        .take(visible)
+        .map(|r| Line::from(r.0.iter().map(|(t, role)| Span::styled(t.clone(), theme.get(role))).collect::<Vec<_>>()))
+        .collect();
+    frame.render_widget(Clear, g.rect);
+    let title = if c.zoomed {
+        format!(" Confirm: {} (z: unzoom) ", c.verdict.as_str())
+    } else {
+        format!(" Confirm: {} ", c.verdict.as_str())
     };
-    lines.push(
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.get(role))
+        .title(Span::styled(title, theme.get(role)));
+    if scroll > 0 {
+        block = block.title_top(
+            Line::from(Span::styled(format!(" ↑ {scroll} {} above ", plural(scroll, "line")), theme.get("muted")))
+                .right_aligned(),
+        );
+    }
+    frame.render_widget(block, g.rect);
+    frame.render_widget(Paragraph::new(lines), g.body);
+
+    let km = &state.keymap;
+    let k = |cmd: &str| km.first_key("confirm", cmd).unwrap_or_default();
+    let below = rows.len().saturating_sub(scroll + visible);
+    let status = if below > 0 {
+        let unlock = if c.unlocked() {
+            String::new()
+        } else {
+            format!(", {} unlocks at the end ({} zooms)", k("confirm"), k("zoom"))
+        };
+        Span::styled(
+            format!("↓ {below} more {} — {}/{} to read{unlock}", plural(below, "line"), k("down"), k("page_down")),
+            theme.get("warn"),
+        )
+    } else if c.unlocked() {
+        Span::styled(
+            format!("✓ all {} {} of the dialog have been on screen", rows.len(), plural(rows.len(), "line")),
+            theme.get("ok"),
+        )
+    } else {
+        Span::styled(format!("scroll to the top ({}) and read down to unlock", k("top")), theme.get("warn"))
+    };
+    let button = |label: String, b: Button, locked: bool| {
+        let style = if locked {
+            theme.get("muted")
+        } else if c.focus == b {
+            theme.get("button_focus")
+        } else {
+            theme.get("button")
+        };
+        Span::styled(format!("[ {label} ]"), style)
+    };
+    let sign = if c.verdict == Verdict::Approve { "Sign approval" } else { "Sign refusal" };
+    let locked = !c.unlocked();
+    let sign = if locked { format!("{sign}: read to the end") } else { sign.to_owned() };
+    let footer = vec![
+        Line::from(status).alignment(Alignment::Center),
         Line::from(vec![
-            button("Cancel", Button::Cancel),
+            button("Cancel".into(), Button::Cancel, false),
             Span::raw("   "),
-            button(if c.verdict == Verdict::Approve { "Sign approval" } else { "Sign refusal" }, Button::Sign),
+            button(sign, Button::Sign, locked),
         ])
         .alignment(Alignment::Center),
-    );
-    lines.push(
-        Line::from(Span::styled("y sign · n/esc cancel · tab move · enter press", theme.get("muted")))
-            .alignment(Alignment::Center),
-    );
-    let rect = centered(area, 96, lines.len() as u16 + 2);
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(theme.get(role))
-                .title(Span::styled(format!(" Confirm: {} ", c.verdict.as_str()), theme.get(role))),
-        ),
-        rect,
-    );
+        Line::from(Span::styled(
+            format!(
+                "{} sign · {} cancel · {}/{} scroll · {} zoom · {} move · {} press",
+                k("confirm"),
+                k("cancel"),
+                k("down"),
+                k("up"),
+                k("zoom"),
+                k("toggle"),
+                k("activate")
+            ),
+            theme.get("muted"),
+        ))
+        .alignment(Alignment::Center),
+    ];
+    frame.render_widget(Paragraph::new(footer), g.footer);
+}
+
+/// `word` for `n` of them: "1 line", "2 lines".
+#[must_use]
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 { word.to_owned() } else { format!("{word}s") }
 }
 
 fn render_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, p: &Packet, text: &str) {
