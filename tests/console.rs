@@ -294,6 +294,38 @@ fn an_approval_signs_only_once_the_whole_dialog_was_on_screen() {
     assert!(matches!(press(&mut s, &["y"]).as_slice(), [Effect::Sign { verdict: Verdict::Refuse, .. }]));
 }
 
+// Long values continue under their key, never at column 0; nested objects and lists are
+// indented key/value lines, not one JSON line: in the zoomed detail and in the sign dialog.
+#[test]
+fn nested_values_indent_and_long_values_wrap_under_their_key() {
+    let mut s = state(false);
+    let long = "Please find attached the revised quote for forty units, valid until the end of the month.";
+    let action = json!({
+        "message": {"subject": long, "cc": ["ops@northwind.example", "audit@northwind.example"]},
+        "to": "dana@northwind.example",
+        "options": {"track": true, "retries": 3},
+    });
+    let mut snap = snapshot();
+    snap.packets.insert(0, packet("p-nested", "agent-scribe", "email.send.external", "Nested", 1, action));
+    scanned(&mut s, snap);
+    press(&mut s, &["g", "enter", "j", "j", "j", "j"]);
+    let zoomed = screen(&s, 80, 24);
+    insta::assert_snapshot!("nested_zoomed_80x24", zoomed);
+    press(&mut s, &["esc", "a"]);
+    let dialog = screen(&s, 80, 24);
+    insta::assert_snapshot!("nested_confirm_80x24", dialog);
+    for text in [&zoomed, &dialog] {
+        assert!(text.contains("  message:"), "{text}");
+        assert!(text.contains("    cc:"), "cc indented under message: {text}");
+        assert!(text.contains("      - ops@northwind.example"), "list items indented: {text}");
+        assert!(!text.contains("{\"subject\""), "no JSON one-liner: {text}");
+        // The subject's continuation starts under the value (column of `subject: ` + indent).
+        let cont = text.lines().find(|l| l.contains("end of the month.")).expect("subject continues");
+        let col = cont.find("end of the month.").or_else(|| cont.find(|c: char| c.is_alphabetic())).expect("text");
+        assert!(col > 10, "continuation at column {col}: {cont}");
+    }
+}
+
 // `n` and `esc` cancel; tab moves focus to Sign and enter then signs.
 #[test]
 fn cancel_keys_and_focus_toggle() {
@@ -1474,7 +1506,8 @@ fn hostile_text_never_reaches_a_cell_on_any_screen() {
     // The hostile text is there, visible.
     let pending = buffer_text(&buffer(&screens[0].1, 160, 48));
     assert!(pending.contains("Pay␛]52;c;cm0gLX") && pending.contains("␛]8;;https://evil.example␛\\link"), "{pending}");
-    assert!(pending.contains("⟨+52 marks⟩…"), "the combining flood is collapsed and cut: {pending}");
+    // Values wrap under their key rather than being cut at the pane's edge; the flood is collapsed.
+    assert!(pending.contains(" marks⟩"), "the combining flood is collapsed: {pending}");
     let whole = buffer_text(&buffer(&screens[1].1, 160, 48));
     for shown in
         ["␛[2J␛]0;pwned␇⟨U+009B⟩31m␀␈⟨U+0085⟩⟨U+202E⟩txt.exe", "⟨U+2066⟩⟨U+2069⟩⟨U+200B⟩⟨U+200D⟩", "⟨+99997 marks⟩"]

@@ -108,7 +108,7 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
         labelled(&mut out, "reason", &inert(r, any), "base", width);
     }
     out.push(Row(vec![]));
-    let fields = field_lines(&p.proposed_action, width.saturating_sub(2), usize::MAX);
+    let fields = field_lines(&p.proposed_action, width.saturating_sub(2), usize::MAX, true);
     let n = match &p.proposed_action {
         serde_json::Value::Object(m) => m.len(),
         _ => 1,

@@ -160,12 +160,18 @@ pub fn wrap(s: &str, width: usize) -> Vec<String> {
 /// Renders values into lines.
 struct Writer {
     width: usize,
+    where_first: bool,
     budget: usize,
     out: Vec<FieldLine>,
     cut: bool,
 }
 
 impl Writer {
+    /// An object's entries, where it goes first if asked, else in key order.
+    fn ordered<'v>(&self, m: &'v serde_json::Map<String, Value>) -> Vec<(&'v String, &'v Value)> {
+        if self.where_first { ordered(m) } else { m.iter().collect() }
+    }
+
     fn full(&mut self) -> bool {
         if self.out.len() >= self.budget {
             self.cut = true;
@@ -202,7 +208,9 @@ impl Writer {
             if self.full() {
                 return;
             }
-            for piece in wrap(&inert(line, usize::MAX), avail) {
+            // Within a budget, only what can be shown is made inert and wrapped.
+            let room = self.budget.saturating_sub(self.out.len()).saturating_mul(avail).saturating_add(1);
+            for piece in wrap(&inert(line, room), avail) {
                 if first {
                     self.push(indent, std::mem::take(&mut key), piece, important);
                     first = false;
@@ -226,8 +234,8 @@ impl Writer {
                     self.text(indent, String::new(), &format!("{}:", key.trim_end().trim_end_matches(':')), important);
                 }
                 let first = self.out.len();
-                for (k, v) in ordered(m) {
-                    let imp = important || is_where_key(k);
+                for (k, v) in self.ordered(m) {
+                    let imp = important || (self.where_first && is_where_key(k));
                     self.value(child, format!("{}: ", inert(k, usize::MAX)), v, imp);
                 }
                 // A list item that is an object: its first field on the bullet's line.
@@ -258,14 +266,17 @@ impl Writer {
 /// A value as indented, wrapped, inert lines at most `width` columns wide: an object's fields as
 /// `key: value` (where it goes first), nested objects and lists indented under their key, long
 /// and multi-line values continued under the value. At most `budget` lines, then a last line
-/// `…` (pass `usize::MAX` for everything).
+/// `…` (pass `usize::MAX` for everything). With `where_first` (a proposed action), the fields
+/// that say where the action goes come first at every depth and are marked important; without
+/// it, keys are in order.
 #[must_use]
-pub fn field_lines(v: &Value, width: usize, budget: usize) -> Vec<FieldLine> {
-    let mut w = Writer { width: width.max(12), budget, out: Vec::new(), cut: false };
+pub fn field_lines(v: &Value, width: usize, budget: usize, where_first: bool) -> Vec<FieldLine> {
+    let mut w = Writer { width: width.max(12), where_first, budget, out: Vec::new(), cut: false };
     match v {
         Value::Object(m) if !m.is_empty() => {
-            for (k, v) in ordered(m) {
-                w.value(0, format!("{}: ", inert(k, usize::MAX)), v, is_where_key(k));
+            for (k, v) in w.ordered(m) {
+                let important = where_first && is_where_key(k);
+                w.value(0, format!("{}: ", inert(k, usize::MAX)), v, important);
             }
         }
         other => w.value(0, String::new(), other, false),
@@ -283,7 +294,7 @@ mod tests {
     use serde_json::json;
 
     fn plain(v: &Value, width: usize) -> Vec<String> {
-        field_lines(v, width, usize::MAX).iter().map(FieldLine::plain).collect()
+        field_lines(v, width, usize::MAX, true).iter().map(FieldLine::plain).collect()
     }
 
     #[test]
@@ -306,7 +317,7 @@ mod tests {
     fn long_values_wrap_under_their_key_and_nothing_is_lost() {
         let long = "word ".repeat(30);
         let v = json!({"subject": long, "list": ["one", {"k": "v", "to": "t"}]});
-        let lines = field_lines(&v, 40, usize::MAX);
+        let lines = field_lines(&v, 40, usize::MAX, true);
         for l in &lines {
             assert!(width_of(&l.plain()) <= 40, "{l:?}");
         }
@@ -329,7 +340,7 @@ mod tests {
     #[test]
     fn budget_stops_with_an_ellipsis() {
         let v = json!({"body": "x\n".repeat(1000)});
-        let lines: Vec<String> = field_lines(&v, 80, 10).iter().map(FieldLine::plain).collect();
+        let lines: Vec<String> = field_lines(&v, 80, 10, true).iter().map(FieldLine::plain).collect();
         assert_eq!(lines.len(), 11);
         assert_eq!(lines[10], "…");
     }

@@ -554,44 +554,20 @@ fn kv<'a>(theme: &Theme, k: &'a str, v: impl Into<Span<'a>>) -> Line<'a> {
     Line::from(vec![Span::styled(format!("{k:>10}  "), theme.get("muted")), v.into()])
 }
 
-/// A JSON value as indented, inert text lines.
-fn json_lines(v: &Value, width: usize, max_lines: usize) -> Vec<String> {
-    let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
-    let mut out = Vec::new();
-    for line in pretty.lines() {
-        if out.len() >= max_lines {
-            out.push("…".into());
-            break;
-        }
-        out.push(inert(line, width.max(8)));
-    }
-    out
-}
-
-/// Strings of a JSON object as `key: value` lines, multi-line strings split and made inert;
-/// other values as compact JSON.
-fn field_lines(v: &Value, width: usize, max_lines: usize) -> Vec<String> {
-    let Value::Object(map) = v else { return json_lines(v, width, max_lines) };
-    let mut out = Vec::new();
-    for (k, val) in map {
-        match val {
-            Value::String(s) => {
-                let mut parts = s.split('\n');
-                out.push(format!("{}: {}", inert(k, width), inert(parts.next().unwrap_or(""), width)));
-                // Stop at the budget: a body of a million short lines costs no more than it shows.
-                for more in parts.take(max_lines.saturating_sub(out.len())) {
-                    out.push(format!("  {}", inert(more, width)));
-                }
-            }
-            other => out.push(format!("{}: {}", inert(k, width), inert(&other.to_string(), width))),
-        }
-        if out.len() >= max_lines {
-            out.truncate(max_lines);
-            out.push("…".into());
-            break;
-        }
-    }
-    out
+/// A JSON value as indented key/value lines (nested objects indented, long values wrapped under
+/// their key, with `where_first` where the action goes first), inert, `width` columns wide, two columns in.
+fn value_lines(theme: &Theme, v: &Value, width: usize, budget: usize, where_first: bool) -> Vec<Line<'static>> {
+    super::fields::field_lines(v, width.saturating_sub(2), budget, where_first)
+        .into_iter()
+        .map(|l| {
+            let (key_role, text_role) = if l.important { ("accent", "title") } else { ("muted", "base") };
+            Line::from(vec![
+                Span::raw(" ".repeat(2 + l.indent)),
+                Span::styled(l.key, theme.get(key_role)),
+                Span::styled(l.text, theme.get(text_role)),
+            ])
+        })
+        .collect()
 }
 
 fn evidence_summary(v: &Value) -> String {
@@ -795,16 +771,16 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         }
     }
     // Zoomed, nothing is cut: every field of the packet, every character, wrapped and scrolled.
-    let (width, budget) = if zoomed { (usize::MAX, usize::MAX) } else { (width, 60) };
-    lines.push(Line::from(Span::styled("proposed action", theme.get("header"))));
-    lines.extend(field_lines(&p.proposed_action, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
+    let budget = if zoomed { usize::MAX } else { 60 };
+    lines.push(Line::from(Span::styled("proposed action (where it goes first)", theme.get("header"))));
+    lines.extend(value_lines(theme, &p.proposed_action, row, budget, true));
     if !p.context.is_null() && p.context != p.proposed_action {
         lines.push(Line::from(Span::styled("context", theme.get("header"))));
-        lines.extend(field_lines(&p.context, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
+        lines.extend(value_lines(theme, &p.context, row, budget, false));
     }
     lines.extend(verdict_lines(state, theme, &p.id, row, if zoomed { usize::MAX } else { row * 2 }));
     if let Some(d) = state.gate_decision(&p.id) {
-        lines.extend(gate_lines(theme, d, width));
+        lines.extend(gate_lines(theme, d, if zoomed { usize::MAX } else { width }));
         let class = state.policies.normalize(&p.action_class);
         lines.extend(evidence_lines(state, theme, &class, if zoomed { usize::MAX } else { 5 }));
     }
@@ -812,7 +788,7 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
     if !others.is_empty() {
         lines.push(Line::from(Span::styled("other fields", theme.get("header"))));
         let rest = Value::Object(others);
-        lines.extend(field_lines(&rest, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
+        lines.extend(value_lines(theme, &rest, row, budget, false));
     }
     lines
 }
@@ -910,6 +886,8 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
             },
         },
     };
+    // Long lines continue under their value, not at column 0.
+    let lines: Vec<Line<'_>> = lines.into_iter().flat_map(|l| hang(l, usize::from(inner.width))).collect();
     let para = Paragraph::new(Text::from(lines)).wrap(Wrap { trim: false });
     let total = para.line_count(inner.width);
     let height = usize::from(inner.height);
@@ -927,6 +905,66 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
         block = block.title_bottom(Line::from(Span::styled(hint, theme.get("warn"))).right_aligned());
     }
     frame.render_widget(para.block(block).scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0)), area);
+}
+
+/// A line wider than `width` split into lines that fit, the continuations indented under the
+/// value: past a `kv` label, or two columns past the line's own indentation (at most half the
+/// width). Breaks after a space when one leaves at least half a row; styles are kept; nothing is
+/// dropped.
+fn hang(line: Line<'_>, width: usize) -> Vec<Line<'static>> {
+    use unicode_width::UnicodeWidthChar;
+    let line = own_line(line);
+    if line.width() <= width || width < 8 {
+        return vec![line];
+    }
+    let label = line.spans.first().is_some_and(|s| s.content.chars().count() == 12 && s.content.ends_with("  "));
+    let chars: Vec<(char, usize)> =
+        line.spans.iter().enumerate().flat_map(|(i, s)| s.content.chars().map(move |c| (c, i))).collect();
+    let lead = chars.iter().take_while(|(c, _)| *c == ' ').count();
+    let indent = if label { 12 } else { lead + 2 }.min(width / 2);
+    // Row boundaries (char indices where a new row starts).
+    let mut starts = vec![0];
+    let (mut start, mut row_w, mut avail) = (0, 0, width);
+    let mut i = 0;
+    while i < chars.len() {
+        let w = chars[i].0.width().unwrap_or(0);
+        if row_w + w > avail && i > start {
+            let space = (start + 1..i).rev().find(|&j| chars[j - 1].0 == ' ');
+            let cut = space.filter(|&j| {
+                let used: usize = chars[start..j].iter().map(|(c, _)| c.width().unwrap_or(0)).sum();
+                used * 2 >= avail
+            });
+            let at = cut.unwrap_or(i);
+            starts.push(at);
+            start = at;
+            avail = width - indent;
+            row_w = chars[at..i].iter().map(|(c, _)| c.width().unwrap_or(0)).sum();
+            continue;
+        }
+        row_w += w;
+        i += 1;
+    }
+    starts.push(chars.len());
+    starts
+        .windows(2)
+        .enumerate()
+        .map(|(row, r)| {
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            if row > 0 {
+                spans.push(Span::raw(" ".repeat(indent)));
+            }
+            let fixed = spans.len();
+            for (c, si) in &chars[r[0]..r[1]] {
+                let style = line.spans[*si].style;
+                let n = spans.len();
+                match spans.last_mut() {
+                    Some(last) if n > fixed && last.style == style => last.content.to_mut().push(*c),
+                    _ => spans.push(Span::styled(c.to_string(), style)),
+                }
+            }
+            Line::from(spans)
+        })
+        .collect()
 }
 
 fn own_line(l: Line<'_>) -> Line<'static> {
