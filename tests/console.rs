@@ -1561,3 +1561,78 @@ fn look_alike_agent_ids_are_marked_and_the_publisher_is_shown() {
     assert!(out.contains("looks like agent agent-rogue"), "{out}");
     assert!(out.contains("publisher  uid 4000000"), "{out}");
 }
+
+/// Every view has something to show: governed packets (one with a long agent id, class and
+/// summary), a decision, invalid files, 10,000 evidence rows for one class, notebooks and agents.
+fn every_view_state() -> State {
+    use warrant::graduation::{EvidenceRow, SourceType};
+    let mut s = governed_state(false);
+    let mut snap = governed_snapshot();
+    snap.packets.push(packet(
+        "p-long",
+        "agent-with-a-rather-long-identifier",
+        "repository.push.protectedbranchrelease",
+        "Push the release branch with the signed changelog and the migration notes for 2.0",
+        20,
+        json!({"repository": "acme/web", "branch": "release/2.0"}),
+    ));
+    snap.invalid = snapshot().invalid;
+    scanned(&mut s, snap);
+    let mut evidence: Vec<EvidenceRow> =
+        (0..10_000).map(|_| EvidenceRow::new("draft.compose", "approved", Some(SourceType::Principal), None)).collect();
+    evidence.push(EvidenceRow::new("email.send.external", "rejected", Some(SourceType::Principal), None));
+    let view = Box::new(ChainView {
+        report: *valid_report(10_008),
+        decisions: decided_post(),
+        evidence: evidence.into(),
+        controls: governed_controls(),
+        ..ChainView::default()
+    });
+    app::update(&mut s, Action::ChainVerified(view));
+    s
+}
+
+// Every view at 80×24, 100×30, 120×36 and 200×50: columns take widths from their content, and
+// what does not fit is cut with an ellipsis or dropped by priority, never cut silently. The
+// posteriors show N = 10000 whole and the interval's upper bound; the pending list keeps its
+// summary and the tabs their names at 120 columns.
+#[test]
+fn every_view_at_every_size() {
+    let base = every_view_state();
+    let p = posterior_of(&base, "draft.compose").clone();
+    assert_eq!(p.samples, 10_000);
+    let interval = format!("{:.2} [{:.2}–{:.2}]", p.mean, p.ci_low, p.ci_high);
+    for (w, h) in [(80u16, 24u16), (100, 30), (120, 36), (200, 50)] {
+        let mut s = base.clone();
+        app::update(&mut s, Action::Resize { width: w, height: h });
+        let views: [(&str, &[&str]); 9] = [
+            ("pending", &["1", "g"]),
+            ("decided", &["2"]),
+            ("invalid", &["3"]),
+            ("posteriors", &["4", "g"]),
+            ("matrices", &["5"]),
+            ("agents", &["6"]),
+            ("detail", &["1", "g", "enter"]),
+            ("sign_dialog", &["esc", "1", "g", "a"]),
+            ("help", &["n", "?"]),
+        ];
+        for (name, keys) in views {
+            press(&mut s, keys);
+            let text = screen(&s, w, h);
+            match name {
+                "posteriors" => {
+                    assert!(text.contains("10000"), "{w}x{h}: N cut:\n{text}");
+                    assert!(text.contains(&interval), "{w}x{h}: interval {interval} cut:\n{text}");
+                }
+                "pending" if w >= 120 => {
+                    assert!(text.contains("SUMMARY"), "{w}x{h}: no summary:\n{text}");
+                    assert!(text.contains("Dec"), "{w}x{h}: bare tabs:\n{text}");
+                }
+                "sign_dialog" => assert!(matches!(s.mode, Mode::Confirm(_)), "{w}x{h}: {:?}", s.mode),
+                _ => {}
+            }
+            insta::assert_snapshot!(format!("every_{name}_{w}x{h}"), text);
+        }
+        press(&mut s, &["esc"]);
+    }
+}

@@ -125,8 +125,8 @@ fn render_title(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
 }
 
 /// The pane tabs for a block title `width` cells wide: every pane with its count when that fits,
-/// else counts only for the packet lists, else none, else only numbers (the focused pane always
-/// shows its count).
+/// else counts only for the packet lists, else none, else short names with the packet lists'
+/// counts, else only numbers (the focused pane always shows its name and count).
 fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
     let filter = (!state.filter.is_empty() || matches!(state.mode, Mode::Input { purpose: InputPurpose::Filter, .. }))
         .then(|| format!(" /{} ", inert(&state.filter, 40)));
@@ -142,11 +142,15 @@ fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
                     format!(" {} {} ({}) ", i + 1, pane.title(), state.len(*pane))
                 }
                 1 | 2 => format!(" {} {} ", i + 1, pane.title()),
+                4 if matches!(pane, Pane::Pending | Pane::Decided | Pane::Invalid) => {
+                    format!(" {} {} ({}) ", i + 1, short_title(*pane), state.len(*pane))
+                }
+                4 | 5 => format!(" {} {} ", i + 1, short_title(*pane)),
                 _ => format!(" {} ", i + 1),
             })
             .collect()
     };
-    let chosen = [3, 2, 1, 0]
+    let chosen = [3, 2, 1, 4, 5, 0]
         .into_iter()
         .map(labels)
         .find(|l| l.iter().map(|s| s.chars().count()).sum::<usize>() <= room)
@@ -162,6 +166,18 @@ fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
         spans.push(Span::styled(f, theme.get("accent")));
     }
     Line::from(spans)
+}
+
+/// A pane's name in four letters or fewer, for narrow tab bars.
+fn short_title(pane: Pane) -> &'static str {
+    match pane {
+        Pane::Pending => "Pend",
+        Pane::Decided => "Dec",
+        Pane::Invalid => "Inv",
+        Pane::Posteriors => "Post",
+        Pane::Matrices => "Mat",
+        Pane::Agents => "Agt",
+    }
 }
 
 /// The style of a decision state: never the only signal (glyphs and words go with it).
@@ -183,6 +199,121 @@ fn window(selected: usize, len: usize, height: usize) -> (usize, usize) {
     (offset, (offset + height).min(len))
 }
 
+/// A column of a list: its header, its cells (already inert), the narrowest it may become (its
+/// cells then end in `…`), and when it goes if even that does not fit (higher goes first; 0
+/// never goes). A column whose cells are `fixed` keeps its width or goes.
+struct Column {
+    header: &'static str,
+    cells: Vec<Line<'static>>,
+    min: usize,
+    drop: u8,
+    fixed: bool,
+}
+
+impl Column {
+    fn new(header: &'static str, cells: Vec<Line<'static>>, min: usize, drop: u8) -> Self {
+        Self { header, cells, min, drop, fixed: false }
+    }
+
+    fn natural(&self) -> usize {
+        self.cells.iter().map(Line::width).chain([self.header.chars().count()]).max().unwrap_or(0)
+    }
+}
+
+/// `line` cut to `width` cells, ending in `…` when anything was cut.
+fn cut_line(line: Line<'static>, width: usize) -> Line<'static> {
+    use unicode_width::UnicodeWidthChar;
+    if line.width() <= width {
+        return line;
+    }
+    let mut used = 0;
+    let mut spans = Vec::new();
+    for span in line.spans {
+        let mut piece = String::new();
+        for ch in span.content.chars() {
+            let w = ch.width().unwrap_or(0);
+            if used + w + 1 > width {
+                break;
+            }
+            piece.push(ch);
+            used += w;
+        }
+        let full = piece.chars().count() == span.content.chars().count();
+        spans.push(Span::styled(piece, span.style));
+        if !full {
+            spans.push(Span::styled("…", span.style));
+            break;
+        }
+    }
+    Line::from(spans)
+}
+
+/// Widths for `columns` in `avail` cells (one cell between columns): each as wide as its widest
+/// cell; when that does not fit, decorative columns (`drop` 4 and up) go first, then the widest
+/// shrinkable columns narrow towards their minimum (cut with `…`), then columns go by their
+/// `drop` order. The last column takes what is left.
+/// Returns the headers, the constraints and the rows.
+fn fit_columns(mut columns: Vec<Column>, avail: usize) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+    let mut widths: Vec<usize>;
+    loop {
+        widths = columns.iter().map(Column::natural).collect();
+        let spacing = columns.len().saturating_sub(1);
+        let mut total: usize = widths.iter().sum::<usize>() + spacing;
+        // Decorative columns (drop order 4 and up) go before any text is cut.
+        if total > avail
+            && let Some(go) = (0..columns.len()).filter(|&i| columns[i].drop >= 4).max_by_key(|&i| columns[i].drop)
+        {
+            columns.remove(go);
+            continue;
+        }
+        while total > avail {
+            // Narrow the widest column that can still narrow.
+            let Some(i) = (0..columns.len())
+                .filter(|&i| !columns[i].fixed && widths[i] > columns[i].min)
+                .max_by_key(|&i| widths[i])
+            else {
+                break;
+            };
+            widths[i] -= 1;
+            total -= 1;
+        }
+        if total <= avail || columns.len() <= 1 {
+            break;
+        }
+        let Some(go) = (0..columns.len()).filter(|&i| columns[i].drop > 0).max_by_key(|&i| (columns[i].drop, i)) else {
+            break;
+        };
+        columns.remove(go);
+    }
+    let n = columns.len();
+    let headers = columns.iter().map(|c| c.header).collect();
+    let constraints = widths
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            if i + 1 == n {
+                Constraint::Min(u16::try_from(*w).unwrap_or(u16::MAX))
+            } else {
+                Constraint::Length(u16::try_from(*w).unwrap_or(u16::MAX))
+            }
+        })
+        .collect();
+    let rows_n = columns.first().map_or(0, |c| c.cells.len());
+    let mut cells: Vec<std::vec::IntoIter<Line<'static>>> = columns.into_iter().map(|c| c.cells.into_iter()).collect();
+    let rows = (0..rows_n)
+        .map(|_| {
+            Row::new(
+                cells
+                    .iter_mut()
+                    .zip(&widths)
+                    .map(|(it, w)| Cell::from(cut_line(it.next().unwrap_or_default(), *w)))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    (headers, constraints, rows)
+}
+
 fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
     // The selection stays on the packet under review when newer ones arrive above it, so rows
     // hidden above or below the window are always announced.
@@ -194,9 +325,9 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
         .borders(Borders::ALL)
         .border_style(if state.zoomed { theme.get("border") } else { theme.get("border_focus") })
         .title(tabs_line(state, theme, area.width));
+    // Rows above the window are told on the bottom border, left, so the tabs keep the top one.
     if from > 0 {
-        block =
-            block.title_top(Line::from(Span::styled(format!(" ↑ {from} newer "), theme.get("warn"))).right_aligned());
+        block = block.title_bottom(Line::from(Span::styled(format!(" ↑ {from} newer "), theme.get("warn"))));
     }
     if to < len {
         block = block.title_bottom(
@@ -205,151 +336,200 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
     }
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    // The fixed columns take 63 cells with spacing; show summaries when at least 10 more fit.
-    let wide = inner.width >= 74;
+    // Columns are as wide as their content; when the pane is narrower, the longest names narrow
+    // (cut with `…`), then the least needed columns go. Nothing is cut silently.
+    let avail = usize::from(inner.width);
+    let raw = |t: String| Line::from(t);
+    let styled = |t: String, st: Style| Line::from(Span::styled(t, st));
     let (header, widths, rows): (Vec<&str>, Vec<Constraint>, Vec<Row<'_>>) = match state.pane {
         Pane::Pending => {
-            let rows = state.pending()[from..to]
-                .iter()
-                .map(|e| {
-                    let p = &e.packet;
-                    // The composed verdict of every model, not only what the packet declares.
-                    let shown = state.shown_state(p);
-                    let (g, w) = state_label(shown);
-                    let mut cells = vec![
-                        Cell::from(clock::human_age(state.now - e.created())),
-                        Cell::from(match state.look_alike(&p.agent) {
-                            Some(_) => format!("⚠{}", inert(&p.agent, 23)),
-                            None => inert(&p.agent, 24),
+            let list = &state.pending()[from..to];
+            let cols = vec![
+                Column::new("AGE", list.iter().map(|e| raw(clock::human_age(state.now - e.created()))).collect(), 3, 0),
+                Column::new(
+                    "AGENT",
+                    list.iter()
+                        .map(|e| match state.look_alike(&e.packet.agent) {
+                            Some(_) => styled(format!("⚠{}", inert(&e.packet.agent, 64)), theme.get("warn")),
+                            None => raw(inert(&e.packet.agent, 64)),
                         })
-                        .style(if state.look_alike(&p.agent).is_some() {
-                            theme.get("warn")
-                        } else {
-                            Style::default()
-                        }),
-                        Cell::from(inert(&p.action_class, 32)),
-                        // The class's risk as warrant's policies define it; `*` when the
-                        // packet claims another.
-                        {
+                        .collect(),
+                    8,
+                    0,
+                ),
+                Column::new(
+                    "ACTION CLASS",
+                    list.iter().map(|e| raw(inert(&e.packet.action_class, 64))).collect(),
+                    10,
+                    0,
+                ),
+                // The class's risk as warrant's policies define it; `*` when the packet claims another.
+                Column::new(
+                    "RISK",
+                    list.iter()
+                        .map(|e| {
+                            let p = &e.packet;
                             let risk = state.policies.class_risk(&p.action_class).as_str();
                             let claims_other = p.risk.as_deref().is_some_and(|r| r != risk);
-                            Cell::from(if claims_other { format!("{risk}*") } else { risk.to_owned() })
-                                .style(risk_style(theme, Some(risk)))
-                        },
-                        Cell::from(format!("{g} {w}")).style(state_style(theme, shown)),
-                    ];
-                    if wide {
-                        cells.push(Cell::from(inert(&p.summary, 200)));
-                    }
-                    Row::new(cells)
-                })
-                .collect();
-            let mut widths = vec![
-                Constraint::Length(4),
-                Constraint::Length(14),
-                Constraint::Length(20),
-                Constraint::Length(8),
-                Constraint::Length(12),
+                            styled(
+                                if claims_other { format!("{risk}*") } else { risk.to_owned() },
+                                risk_style(theme, Some(risk)),
+                            )
+                        })
+                        .collect(),
+                    4,
+                    2,
+                ),
+                // The composed verdict of every model, not only what the packet declares.
+                Column {
+                    fixed: true,
+                    ..Column::new(
+                        "STATE",
+                        list.iter()
+                            .map(|e| {
+                                let shown = state.shown_state(&e.packet);
+                                let (g, w) = state_label(shown);
+                                styled(format!("{g} {w}"), state_style(theme, shown))
+                            })
+                            .collect(),
+                        0,
+                        0,
+                    )
+                },
+                Column::new("SUMMARY", list.iter().map(|e| raw(inert(&e.packet.summary, 200))).collect(), 10, 3),
             ];
-            let mut header = vec!["AGE", "AGENT", "ACTION CLASS", "RISK", "STATE"];
-            if wide {
-                widths.push(Constraint::Min(10));
-                header.push("SUMMARY");
-            }
-            (header, widths, rows)
+            fit_columns(cols, avail)
         }
         Pane::Decided => {
-            let rows = state.decided()[from..to]
-                .iter()
-                .map(|r| {
-                    let (g, w, role) = verdict_label(r.decision.verdict);
-                    let age = clock::unix_seconds(&r.decision.decided_at)
-                        .map_or("?".into(), |t| clock::human_age(state.now - t));
-                    let p = r.packet.as_deref();
-                    Row::new(vec![
-                        Cell::from(age),
-                        Cell::from(format!("{g} {w}")).style(theme.get(role)),
-                        Cell::from(inert(&r.id, 40)),
-                        Cell::from(inert(p.map_or("?", |p| &p.agent), 24)),
-                        Cell::from(inert(p.map_or("?", |p| &p.action_class), 32)),
-                        Cell::from(inert(&r.decision.principal, 24)),
-                    ])
-                })
-                .collect();
-            (
-                vec!["AGE", "DECISION", "PACKET", "AGENT", "ACTION CLASS", "BY"],
-                vec![
-                    Constraint::Length(4),
-                    Constraint::Length(10),
-                    Constraint::Min(12),
-                    Constraint::Length(14),
-                    Constraint::Length(20),
-                    Constraint::Length(10),
-                ],
-                rows,
-            )
+            let list = &state.decided()[from..to];
+            let cols = vec![
+                Column::new(
+                    "AGE",
+                    list.iter()
+                        .map(|r| {
+                            raw(clock::unix_seconds(&r.decision.decided_at)
+                                .map_or("?".into(), |t| clock::human_age(state.now - t)))
+                        })
+                        .collect(),
+                    3,
+                    0,
+                ),
+                Column {
+                    fixed: true,
+                    ..Column::new(
+                        "DECISION",
+                        list.iter()
+                            .map(|r| {
+                                let (g, w, role) = verdict_label(r.decision.verdict);
+                                styled(format!("{g} {w}"), theme.get(role))
+                            })
+                            .collect(),
+                        0,
+                        0,
+                    )
+                },
+                Column::new("PACKET", list.iter().map(|r| raw(inert(&r.id, 64))).collect(), 8, 0),
+                Column::new(
+                    "AGENT",
+                    list.iter().map(|r| raw(inert(r.packet.as_deref().map_or("?", |p| &p.agent), 64))).collect(),
+                    8,
+                    0,
+                ),
+                Column::new(
+                    "ACTION CLASS",
+                    list.iter().map(|r| raw(inert(r.packet.as_deref().map_or("?", |p| &p.action_class), 64))).collect(),
+                    10,
+                    0,
+                ),
+                Column::new("BY", list.iter().map(|r| raw(inert(&r.decision.principal, 40))).collect(), 6, 2),
+            ];
+            fit_columns(cols, avail)
         }
         Pane::Posteriors => {
-            let bar_w = if inner.width >= 100 { 24 } else { 12 };
-            let rows = state.posteriors()[from..to]
-                .iter()
-                .map(|p| {
-                    let human_only = state.policies.policy(&p.action_class).is_human_only();
-                    let ready = match (human_only, p.graduation_ready()) {
-                        (true, _) => ("◆ human", "muted"),
-                        (false, true) => ("✓ ready", "ok"),
-                        (false, false) => ("· not yet", "muted"),
-                    };
-                    let more = match p.to_graduate {
-                        Some(0) => "—".to_owned(),
-                        Some(n) => format!("+{n}"),
-                        None => "never".to_owned(),
-                    };
-                    Row::new(vec![
-                        Cell::from(inert(&p.action_class, 32)),
-                        Cell::from(interval_bar(theme, p.mean, p.ci_low, p.ci_high, bar_w)),
-                        Cell::from(format!("{:.2} [{:.2}–{:.2}]", p.mean, p.ci_low, p.ci_high)),
-                        Cell::from(format!("{}", p.samples)),
-                        Cell::from(p.tier.as_str()).style(tier_style(theme, p.tier)),
-                        Cell::from(ready.0).style(theme.get(ready.1)),
-                        Cell::from(more),
-                    ])
-                })
-                .collect();
-            (
-                vec!["ACTION CLASS", "95% INTERVAL", "MEAN [LOW–HIGH]", "N", "TIER", "GRADUATION", "TO GO"],
-                vec![
-                    Constraint::Length(20),
-                    Constraint::Length(bar_w as u16),
-                    Constraint::Length(17),
-                    Constraint::Length(4),
-                    Constraint::Length(11),
-                    Constraint::Length(10),
-                    Constraint::Length(6),
-                ],
-                rows,
-            )
+            let list = &state.posteriors()[from..to];
+            let fixed = |c: Column| Column { fixed: true, ..c };
+            let mut cols = vec![
+                Column::new("ACTION CLASS", list.iter().map(|p| raw(inert(&p.action_class, 64))).collect(), 10, 0),
+                fixed(Column::new("95% INTERVAL", vec![], 0, 4)),
+                fixed(Column::new(
+                    "MEAN [LOW–HIGH]",
+                    list.iter().map(|p| raw(format!("{:.2} [{:.2}–{:.2}]", p.mean, p.ci_low, p.ci_high))).collect(),
+                    0,
+                    0,
+                )),
+                fixed(Column::new("N", list.iter().map(|p| raw(p.samples.to_string())).collect(), 0, 0)),
+                fixed(Column::new(
+                    "TIER",
+                    list.iter().map(|p| styled(p.tier.as_str().to_owned(), tier_style(theme, p.tier))).collect(),
+                    0,
+                    0,
+                )),
+                fixed(Column::new(
+                    "GRADUATION",
+                    list.iter()
+                        .map(|p| {
+                            let human_only = state.policies.policy(&p.action_class).is_human_only();
+                            let (t, role) = match (human_only, p.graduation_ready()) {
+                                (true, _) => ("◆ human", "muted"),
+                                (false, true) => ("✓ ready", "ok"),
+                                (false, false) => ("· not yet", "muted"),
+                            };
+                            styled(t.to_owned(), theme.get(role))
+                        })
+                        .collect(),
+                    0,
+                    2,
+                )),
+                fixed(Column::new(
+                    "TO GO",
+                    list.iter()
+                        .map(|p| {
+                            raw(match p.to_graduate {
+                                Some(0) => "—".to_owned(),
+                                Some(n) => format!("+{n}"),
+                                None => "never".to_owned(),
+                            })
+                        })
+                        .collect(),
+                    0,
+                    3,
+                )),
+            ];
+            // The band takes the room the other columns leave, between 6 and 24 cells.
+            let others: usize =
+                cols.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, c)| c.natural()).sum::<usize>() + cols.len()
+                    - 1;
+            let bar_w = avail.saturating_sub(others).clamp(6, 24);
+            cols[1].cells = list.iter().map(|p| interval_bar(theme, p.mean, p.ci_low, p.ci_high, bar_w)).collect();
+            if list.is_empty() {
+                cols[1].cells.clear();
+            }
+            fit_columns(cols, avail)
         }
         Pane::Invalid => {
-            let rows = state.invalid()[from..to]
-                .iter()
-                .map(|f| {
-                    let kind = match f.kind {
-                        crate::spool::FileKind::Packet => "packet",
-                        crate::spool::FileKind::Receipt => "receipt",
-                    };
-                    Row::new(vec![
-                        Cell::from(format!("⚠ {kind}")).style(theme.get("invalid")),
-                        Cell::from(inert(&f.name, 60)),
-                        Cell::from(inert(&f.reason.to_string(), 300)),
-                    ])
-                })
-                .collect();
-            (
-                vec!["KIND", "FILE", "REASON"],
-                vec![Constraint::Length(9), Constraint::Length(28), Constraint::Min(10)],
-                rows,
-            )
+            let list = &state.invalid()[from..to];
+            let cols = vec![
+                Column {
+                    fixed: true,
+                    ..Column::new(
+                        "KIND",
+                        list.iter()
+                            .map(|f| {
+                                let kind = match f.kind {
+                                    crate::spool::FileKind::Packet => "packet",
+                                    crate::spool::FileKind::Receipt => "receipt",
+                                };
+                                styled(format!("⚠ {kind}"), theme.get("invalid"))
+                            })
+                            .collect(),
+                        0,
+                        0,
+                    )
+                },
+                Column::new("FILE", list.iter().map(|f| raw(inert(&f.name, 80))).collect(), 10, 0),
+                Column::new("REASON", list.iter().map(|f| raw(inert(&f.reason.to_string(), 300))).collect(), 10, 0),
+            ];
+            fit_columns(cols, avail)
         }
         // Drawn by their own views.
         Pane::Matrices | Pane::Agents => (vec![], vec![], vec![]),
