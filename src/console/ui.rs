@@ -1782,6 +1782,10 @@ fn render_agents(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
     } else {
         let wide = inner.width >= 110;
         let spark_w = if wide { crate::monitor::ACTIVITY_MINUTES } else { 12 };
+        // The agent's id takes what the other columns leave, and ends in `…` when cut.
+        let others =
+            if wide { 4 + 5 + 13 + 4 + 4 + spark_w + 13 + 9 + 5 + 9 } else { 1 + 5 + 13 + 5 + spark_w + 8 + 8 + 7 };
+        let agent_w = usize::from(inner.width).saturating_sub(others).max(if wide { 14 } else { 10 });
         let rows: Vec<Row<'_>> = state.agents()[from..to]
             .iter()
             .enumerate()
@@ -1800,7 +1804,7 @@ fn render_agents(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
                     None => Span::styled("—", theme.get("muted")),
                 };
                 let mut cells = vec![
-                    Cell::from(inert(&a.agent, 40)),
+                    Cell::from(cut_line(Line::from(inert(&a.agent, 200)), agent_w)),
                     Cell::from(a.ring.value().to_string()),
                     Cell::from(format!("{:.2}", a.eff_score)),
                     Cell::from(standing).style(theme.get(role)),
