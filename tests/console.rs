@@ -1636,3 +1636,86 @@ fn every_view_at_every_size() {
         press(&mut s, &["esc"]);
     }
 }
+
+// Small defects of issue 16: enter zooms the posteriors detail its hint offers; the message log
+// keeps status messages whole; ctrl-c cancels a dialog or a text line (never signs, never
+// quits from inside one); hints offer approve/refuse only where they work; the title counts the
+// spool's totals and says what the filter shows; counts are pluralised.
+#[test]
+fn small_console_defects() {
+    let mut s = state(false);
+    // enter on the posteriors zooms the detail.
+    press(&mut s, &["4", "enter"]);
+    assert!(s.zoomed, "enter does nothing in the posteriors");
+    press(&mut s, &["esc"]);
+    // Hints: no approve/refuse outside the pending list.
+    for pane in ["2", "3", "4"] {
+        press(&mut s, &[pane]);
+        let text = screen(&s, 160, 48);
+        let hints = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        assert!(!hints.contains("approve") && !hints.contains("refuse"), "pane {pane}: {hints}");
+    }
+    press(&mut s, &["1"]);
+    let text = screen(&s, 160, 48);
+    assert!(text.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("a approve")));
+    // A message longer than the screen is whole in the log.
+    press(&mut s, &["4", "a"]);
+    let msg = s.flash.clone().expect("flash").text;
+    let long = "x".repeat(300);
+    app::update(&mut s, Action::Error(format!("terminal: {long} END")));
+    press(&mut s, &["L"]);
+    assert_eq!(s.mode, Mode::Log);
+    let log = screen(&s, 80, 24);
+    insta::assert_snapshot!("message_log_80x24", log);
+    assert!(log.contains(&msg) && log.contains("END"), "{log}");
+    press(&mut s, &["x"]);
+    assert_eq!(s.mode, Mode::Normal);
+    // ctrl-c cancels the sign dialog and a text line; nothing is signed, nothing quits.
+    press(&mut s, &["1", "g"]);
+    let fx = press(&mut s, &["a", "ctrl-c"]);
+    assert!(fx.is_empty() && s.mode == Mode::Normal && !s.quit, "{fx:?} {:?}", s.mode);
+    let fx = press(&mut s, &["r", "x", "ctrl-c"]);
+    assert!(fx.is_empty() && s.mode == Mode::Normal && !s.quit, "{fx:?} {:?}", s.mode);
+    let fx = press(&mut s, &["r", "x", "enter", "ctrl-c"]);
+    assert!(fx.is_empty() && s.mode == Mode::Normal && !s.quit, "{fx:?} {:?}", s.mode);
+    // From the lists, ctrl-c still quits.
+    assert_eq!(press(&mut s, &["ctrl-c"]), vec![Effect::Quit]);
+    // The title: spool totals, and what the filter shows, said as such.
+    let mut s = state(false);
+    press(&mut s, &["/", "q", "u", "o", "t", "e", "enter"]);
+    let title = screen(&s, 120, 36).lines().next().unwrap_or("").to_owned();
+    assert!(title.contains("3 pending") && title.contains("filtered: 1 of 3"), "{title}");
+    // Plurals.
+    assert_eq!(
+        (ui::plural(1, "line"), ui::plural(2, "line"), ui::plural(0, "record")),
+        ("line".into(), "lines".into(), "records".into())
+    );
+    app::update(&mut s, Action::ChainVerified(view(*valid_report(1), decided_post())));
+    assert!(screen(&s, 120, 36).contains("chain ok · 1 record "), "{}", screen(&s, 120, 36));
+}
+
+// README's console key tables are the keymap's: every binding of every mode, in order, with its
+// keys as the help overlay labels them.
+#[test]
+fn readme_key_tables_follow_the_keymap() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let km = Keymap::default_map();
+    for (mode, title) in [
+        ("normal", "**Lists**"),
+        ("confirm", "**Confirmation dialog**"),
+        ("input", "**Text line"),
+        ("help", "**Help overlay**"),
+    ] {
+        let section = &readme[readme.find(title).unwrap_or_else(|| panic!("README lacks {title}"))..];
+        let table: Vec<&str> =
+            section.lines().skip_while(|l| !l.starts_with('|')).take_while(|l| l.starts_with('|')).collect();
+        let want: Vec<String> = ["| Keys | Action |".to_owned(), "| --- | --- |".to_owned()]
+            .into_iter()
+            .chain(km.bindings(mode).iter().map(|b| {
+                let keys: Vec<String> = b.keys.iter().map(|k| format!("`{}`", k.label())).collect();
+                format!("| {} | {} |", keys.join(" "), b.desc)
+            }))
+            .collect();
+        assert_eq!(table, want, "README's {title} table differs from assets/keymap.toml");
+    }
+}

@@ -272,7 +272,23 @@ pub enum Mode {
     Help,
     /// The broken-chain alert, which must be acknowledged.
     ChainAlert,
+    /// The message log: the recent status-line messages, whole (any key closes it).
+    Log,
 }
+
+/// A status-line message as the message log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    /// When (seconds since the epoch).
+    pub at: i64,
+    /// The text, whole.
+    pub text: String,
+    /// An error.
+    pub error: bool,
+}
+
+/// How many messages the log keeps.
+pub const LOG_LEN: usize = 100;
 
 /// The chain as last verified.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -382,10 +398,14 @@ pub struct State {
     pub viewport: Option<(u16, u16)>,
     /// Lines of the help overlay scrolled past (when it does not fit the terminal).
     pub help_scroll: usize,
+    /// The last [`LOG_LEN`] status-line messages, oldest first.
+    pub log: std::collections::VecDeque<LogEntry>,
     /// Every class's posterior, unfiltered.
     all_posteriors: Vec<Arc<ClassPosterior>>,
     /// Cached filtered lists (recomputed after every change of snapshot, decisions or filter).
     pending: Vec<PacketEntry>,
+    /// Packets without a decision, whatever the filter.
+    pending_total: usize,
     decided: Vec<DecidedRow>,
     invalid: Vec<InvalidFile>,
     /// Receipts seen per action class (for the detail's evidence line).
@@ -562,7 +582,9 @@ impl State {
             quit: false,
             viewport: None,
             help_scroll: 0,
+            log: std::collections::VecDeque::new(),
             pending: Vec::new(),
+            pending_total: 0,
             decided: Vec::new(),
             invalid: Vec::new(),
             receipts_by_class: HashMap::new(),
@@ -883,6 +905,12 @@ impl State {
         &self.snapshot.receipts
     }
 
+    /// Packets in the spool without a decision, whatever the filter.
+    #[must_use]
+    pub fn pending_total(&self) -> usize {
+        self.pending_total
+    }
+
     /// Length of a pane's filtered list.
     #[must_use]
     pub fn len(&self, pane: Pane) -> usize {
@@ -1024,11 +1052,15 @@ impl State {
             memo.hits.clear();
             memo.needle.clone_from(&needle);
         }
+        let mut pending_total = 0;
         for e in &self.snapshot.packets {
             let p = &e.packet;
             if self.decisions.contains_key(&p.id) {
                 decided_packets.insert(&p.id, p);
-            } else if needle.is_empty()
+                continue;
+            }
+            pending_total += 1;
+            if needle.is_empty()
                 || memo
                     .hits
                     .entry(Arc::as_ptr(p) as usize)
@@ -1038,6 +1070,7 @@ impl State {
                 pending.push(e.clone());
             }
         }
+        self.pending_total = pending_total;
         let mut decided: Vec<DecidedRow> = self
             .decisions
             .iter()
@@ -1162,8 +1195,23 @@ fn contains_folded(hay: &str, needle: &str) -> bool {
 /// Page size used by page up/down.
 const PAGE: isize = 10;
 
-/// Applies an action. Returns the effects to run.
+/// Applies an action. Returns the effects to run. Every new status-line message is also kept in
+/// the message log.
 pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    let before = state.flash.clone();
+    let fx = apply(state, action);
+    if state.flash != before
+        && let Some(f) = &state.flash
+    {
+        if state.log.len() >= LOG_LEN {
+            state.log.pop_front();
+        }
+        state.log.push_back(LogEntry { at: state.now as i64, text: f.text.clone(), error: f.error });
+    }
+    fx
+}
+
+fn apply(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
         Action::Key(key) => on_key(state, key),
         Action::Paste(text) => {
@@ -1294,7 +1342,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                         s.chain_index,
                         short_hash(&s.entry_hash),
                         if s.refused > 0 {
-                            format!(" · {} pending packet(s) refused", s.refused)
+                            format!(" · {} pending {} refused", s.refused, super::ui::plural(s.refused, "packet"))
                         } else {
                             String::new()
                         }
@@ -1390,6 +1438,10 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
                 }
                 None => {}
             }
+            vec![]
+        }
+        Mode::Log => {
+            state.mode = Mode::Normal;
             vec![]
         }
         Mode::ChainAlert => {
@@ -1517,7 +1569,8 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         "page_down" => state.move_selection(PAGE),
         "page_up" => state.move_selection(-PAGE),
         "open"
-            if (state.selected_packet().is_some() || state.pane == Pane::Invalid && state.len(Pane::Invalid) > 0) =>
+            if (state.selected_packet().is_some()
+                || matches!(state.pane, Pane::Invalid | Pane::Posteriors) && state.len(state.pane) > 0) =>
         {
             state.zoomed = true;
         }
@@ -1563,6 +1616,7 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
             return vec![Effect::VerifyChain { force: true }];
         }
         "help" => state.mode = Mode::Help,
+        "log" => state.mode = Mode::Log,
         "quit" => {
             state.quit = true;
             return vec![Effect::Quit];
@@ -1578,7 +1632,11 @@ pub fn chain_line(chain: &ChainState) -> String {
     match chain {
         ChainState::Unknown => "chain: verifying…".into(),
         ChainState::Valid { total, root } => {
-            format!("✓ chain verified: {total} records, head {}", root.as_deref().map_or("(empty)".into(), short_hash))
+            format!(
+                "✓ chain verified: {total} {}, head {}",
+                super::ui::plural(*total, "record"),
+                root.as_deref().map_or("(empty)".into(), short_hash)
+            )
         }
         ChainState::Broken { first, count, .. } => format!("✗ CHAIN BROKEN: {first} ({count} findings)"),
     }

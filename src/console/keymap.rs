@@ -166,6 +166,7 @@ pub fn known_commands(mode: &str) -> &'static [&'static str] {
             "filter",
             "chain",
             "help",
+            "log",
             "quit",
         ],
         "confirm" => &["confirm", "cancel", "toggle", "activate", "down", "up", "page_down", "page_up", "top", "zoom"],

@@ -93,6 +93,7 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
         Mode::Help => render_help(state, theme, frame, area),
         Mode::Confirm(c) => render_confirm(state, theme, frame, area, c),
         Mode::ChainAlert => render_chain_alert(state, theme, frame, area),
+        Mode::Log => render_log(state, theme, frame, area),
         Mode::Input { purpose: InputPurpose::RefuseReason(p), text } => render_reason(theme, frame, area, p, text),
         Mode::ControlConfirm(c) => render_control_confirm(state, theme, frame, area, &c.input, Some(c.focus), None),
         Mode::Input { purpose: InputPurpose::TypedConfirm(input), text } => {
@@ -109,14 +110,22 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
 }
 
 fn render_title(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    // The spool's totals, whatever the filter; the filter's own count follows, said as such.
+    let receipts = state.receipts().len();
     let mut spans = vec![
         Span::styled(" warrant ", theme.get("title")),
-        Span::styled(format!(" {} pending ", state.len(Pane::Pending)), theme.get("pending")),
+        Span::styled(format!(" {} pending ", state.pending_total()), theme.get("pending")),
         Span::styled(format!("· {} decided ", state.decisions.len()), theme.get("muted")),
-        Span::styled(format!("· {} receipts ", state.receipts().len()), theme.get("muted")),
+        Span::styled(format!("· {receipts} {} ", plural(receipts, "receipt")), theme.get("muted")),
     ];
     if !state.snapshot.invalid.is_empty() {
         spans.push(Span::styled(format!("· ⚠ {} invalid ", state.snapshot.invalid.len()), theme.get("invalid")));
+    }
+    if !state.filter.is_empty() {
+        spans.push(Span::styled(
+            format!("· filtered: {} of {} ", state.len(Pane::Pending), state.pending_total()),
+            theme.get("accent"),
+        ));
     }
     if state.read_only {
         spans.push(Span::styled(" READ-ONLY ", theme.get("warn")));
@@ -1080,8 +1089,11 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
     }
     let below = total.saturating_sub(scroll + height);
     if below > 0 {
-        let hint =
-            if zoomed { format!(" ↓ {below} more lines ") } else { format!(" ↓ {below} more lines: enter ") };
+        let hint = if zoomed {
+            format!(" ↓ {below} more {} ", plural(below, "line"))
+        } else {
+            format!(" ↓ {below} more {}: enter ", plural(below, "line"))
+        };
         block = block.title_bottom(Line::from(Span::styled(hint, theme.get("warn"))).right_aligned());
     }
     frame.render_widget(para.block(block).scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0)), area);
@@ -1161,10 +1173,13 @@ fn render_status(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
             ),
             theme.get("error"),
         ),
-        ChainState::Valid { total, .. } if state.chain_from_checkpoint => {
-            Span::styled(format!(" ✓ chain ok since checkpoint · {total} records "), theme.get("ok"))
+        ChainState::Valid { total, .. } if state.chain_from_checkpoint => Span::styled(
+            format!(" ✓ chain ok since checkpoint · {total} {} ", plural(*total, "record")),
+            theme.get("ok"),
+        ),
+        ChainState::Valid { total, .. } => {
+            Span::styled(format!(" ✓ chain ok · {total} {} ", plural(*total, "record")), theme.get("ok"))
         }
-        ChainState::Valid { total, .. } => Span::styled(format!(" ✓ chain ok · {total} records "), theme.get("ok")),
         ChainState::Unknown => Span::styled(" … verifying chain ", theme.get("muted")),
     };
     let progress = state.chain_progress.map(|(read, total)| {
@@ -1199,7 +1214,7 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
         Mode::Input { .. } => ("input", &["submit", "cancel"]),
         Mode::Confirm(_) | Mode::ControlConfirm(_) => ("confirm", &["confirm", "cancel", "toggle"]),
         Mode::Help => ("help", &["close"]),
-        Mode::ChainAlert => ("help", &[]),
+        Mode::ChainAlert | Mode::Log => ("help", &[]),
         Mode::Normal if state.read_only => ("normal", &["down", "up", "open", "next_pane", "filter", "help", "quit"]),
         Mode::Normal if state.pane == Pane::Matrices => {
             ("normal", &["raise", "lower", "down", "up", "next_pane", "filter", "help", "quit"])
@@ -1207,19 +1222,26 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
         Mode::Normal if state.pane == Pane::Agents => {
             ("normal", &["quarantine", "release", "kill", "elevate", "next_pane", "help", "quit"])
         }
-        Mode::Normal => ("normal", &["down", "up", "open", "approve", "refuse", "next_pane", "filter", "help", "quit"]),
+        Mode::Normal if state.pane == Pane::Pending => {
+            ("normal", &["down", "up", "open", "approve", "refuse", "next_pane", "filter", "help", "quit"])
+        }
+        Mode::Normal => ("normal", &["down", "up", "open", "next_pane", "filter", "log", "help", "quit"]),
     };
     let mut spans = Vec::new();
     if state.zoomed && state.mode == Mode::Normal {
         let k = |c: &str| km.first_key("normal", c).unwrap_or_default();
+        let decide = state.pane == Pane::Pending && !state.read_only;
         for (keys, desc) in [
             (format!("{}/{}", k("down"), k("up")), "scroll"),
             (format!("{}/{}", k("top"), k("bottom")), "top/end"),
             (k("back"), "back"),
-            (k("approve"), "approve"),
-            (k("refuse"), "refuse"),
+            (if decide { k("approve") } else { String::new() }, "approve"),
+            (if decide { k("refuse") } else { String::new() }, "refuse"),
             (k("help"), "help"),
-        ] {
+        ]
+        .into_iter()
+        .filter(|(k, _)| !k.is_empty())
+        {
             spans.push(Span::styled(format!(" {keys}"), theme.get("key_hint")));
             spans.push(Span::styled(format!(" {desc} "), theme.get("muted")));
         }
@@ -1235,8 +1257,9 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
         spans.push(Span::styled(format!(" {key}"), theme.get("key_hint")));
         spans.push(Span::styled(format!(" {desc} "), theme.get("muted")));
     }
-    if matches!(state.mode, Mode::ChainAlert) {
-        spans.push(Span::styled(" any key: acknowledge ", theme.get("key_hint")));
+    if matches!(state.mode, Mode::ChainAlert | Mode::Log) {
+        let what = if state.mode == Mode::Log { " any key: close " } else { " any key: acknowledge " };
+        spans.push(Span::styled(what, theme.get("key_hint")));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -1455,6 +1478,45 @@ fn render_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, p: &Packet, t
             .block(Block::default().borders(Borders::ALL).border_style(theme.get("refuse")).title(" Refuse: why? ")),
         rect,
     );
+}
+
+/// The message log: recent status-line messages, whole and wrapped, newest last.
+fn render_log(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let rect = centered(area, area.width.saturating_sub(4).max(area.width.min(40)), area.height.saturating_sub(2));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.get("border_focus"))
+        .title(Span::styled(" Messages, newest last (any key closes) ", theme.get("title")));
+    let inner = block.inner(rect);
+    let width = usize::from(inner.width);
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for e in &state.log {
+        let at = time::OffsetDateTime::from_unix_timestamp(e.at)
+            .map_or_else(|_| String::new(), clock::format_rfc3339)
+            .get(11..19)
+            .unwrap_or("")
+            .to_owned();
+        let style = if e.error { theme.get("error") } else { theme.get("base") };
+        let line = Line::from(vec![
+            Span::styled(format!("{at}  "), theme.get("muted")),
+            Span::styled(inert(&e.text, 4000), style),
+        ]);
+        lines.extend(hang(line, width));
+    }
+    if lines.is_empty() {
+        lines.push(Line::from(Span::styled("no messages yet", theme.get("muted"))));
+    }
+    let height = usize::from(inner.height);
+    let skip = lines.len().saturating_sub(height);
+    let mut block = block;
+    if skip > 0 {
+        block = block.title_top(
+            Line::from(Span::styled(format!(" ↑ {skip} older {} ", plural(skip, "line")), theme.get("muted")))
+                .right_aligned(),
+        );
+    }
+    frame.render_widget(Clear, rect);
+    frame.render_widget(Paragraph::new(lines.split_off(skip)).block(block), rect);
 }
 
 fn render_chain_alert(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
