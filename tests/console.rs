@@ -139,8 +139,18 @@ fn key(s: &str) -> Action {
     Action::Key(Key::parse(s).expect("key"))
 }
 
+/// Keys pressed one at a time, a frame drawn after each (at the terminal size the state knows),
+/// as the event loop does.
 fn press(s: &mut State, keys: &[&str]) -> Vec<Effect> {
-    keys.iter().flat_map(|k| app::update(s, key(k))).collect()
+    keys.iter()
+        .flat_map(|k| {
+            let fx = app::update(s, key(k));
+            if let Some((width, height)) = s.viewport {
+                app::update(s, Action::Drawn { width, height });
+            }
+            fx
+        })
+        .collect()
 }
 
 #[path = "support/screen.rs"]
@@ -280,6 +290,19 @@ fn an_approval_signs_only_once_the_whole_dialog_was_on_screen() {
     press(&mut s, &["z"]);
     assert!(matches!(&s.mode, Mode::Confirm(c) if c.read && c.zoomed), "{:?}", s.mode);
     assert_eq!(press(&mut s, &["y"]).len(), 1);
+
+    // Keys typed ahead of the frame: the dialog was never drawn, so `y` signs nothing, even when
+    // the whole dialog would fit.
+    let mut s = state(false);
+    app::update(&mut s, Action::Resize { width: 160, height: 48 });
+    let fx: Vec<Effect> = ["a", "y"].iter().flat_map(|k| app::update(&mut s, key(k))).collect();
+    assert!(fx.is_empty(), "{fx:?}");
+    assert!(matches!(&s.mode, Mode::Confirm(c) if !c.read), "{:?}", s.mode);
+    // A frame of another size than the one measured counts for nothing.
+    app::update(&mut s, Action::Drawn { width: 100, height: 30 });
+    assert!(matches!(&s.mode, Mode::Confirm(c) if !c.read), "{:?}", s.mode);
+    app::update(&mut s, Action::Drawn { width: 160, height: 48 });
+    assert_eq!(app::update(&mut s, key("y")).len(), 1);
 
     // A terminal of unknown size shows nothing for sure: nothing counts as read.
     let mut s = many_fields_state();

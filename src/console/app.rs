@@ -36,6 +36,14 @@ pub enum Action {
         /// Rows.
         height: u16,
     },
+    /// A frame of the state as it is now was drawn on a terminal of this size. Only drawn lines
+    /// count as seen in the sign dialog.
+    Drawn {
+        /// Columns.
+        width: u16,
+        /// Rows.
+        height: u16,
+    },
     /// The clock advanced (seconds since the epoch).
     Tick(f64),
     /// The watcher saw something change in the spool.
@@ -190,7 +198,8 @@ pub enum Button {
 
 /// A pending confirmation. The dialog scrolls; an approval cannot be signed until every line of
 /// it has been on screen ([`Confirm::read`]), which `update` works out from the dialog's layout
-/// at the terminal's size ([`super::dialog::confirm_extent`]).
+/// at the terminal's size ([`super::dialog::confirm_extent`]) each time a frame is drawn
+/// ([`Action::Drawn`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirm {
     /// The packet.
@@ -1234,6 +1243,14 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
+        Action::Drawn { width, height } => {
+            if let Mode::Confirm(c) = &mut state.mode {
+                let mut c = c.clone();
+                seen_drawn(state, &mut c, width, height);
+                state.mode = Mode::Confirm(c);
+            }
+            vec![]
+        }
         Action::ScanUnchanged => vec![],
         Action::Assess => {
             state.ensure_assessed();
@@ -1742,26 +1759,34 @@ fn dialog_key(state: &State, key: &Key, focus: &mut Button) -> Option<bool> {
     }
 }
 
-/// The mode of a newly opened sign dialog, measured at the terminal's size (what fits on screen
-/// at once counts as seen).
+/// The mode of a newly opened sign dialog, measured at the terminal's size.
 fn confirm_mode(state: &State, mut c: Confirm) -> Mode {
     measure_confirm(state, &mut c);
     Mode::Confirm(c)
 }
 
-/// Measures the dialog at the terminal's size: keeps the scroll within the content, and extends
-/// what has been seen by the lines on screen now when they follow what was seen without a gap.
-/// When the last line has been reached that way, the dialog is read. Nothing counts as seen
-/// while the terminal's size is unknown or below the smallest the console draws.
+/// Keeps the dialog's scroll within its content at the terminal's size.
 fn measure_confirm(state: &State, c: &mut Confirm) {
     let Some((w, h)) = state.viewport else { return };
     let (total, visible) = super::dialog::confirm_extent(state, c, w, h);
+    c.scroll = c.scroll.min(total.saturating_sub(visible));
+}
+
+/// A frame of the dialog was drawn at `width`×`height`: the lines it showed extend what has been
+/// seen when they follow what was seen without a gap. When the last line has been seen that way,
+/// the dialog is read. A frame below the smallest size the console draws shows nothing.
+fn seen_drawn(state: &State, c: &mut Confirm, width: u16, height: u16) {
+    if state.viewport != Some((width, height)) {
+        // The layout `update` measured is not the one drawn: count nothing from this frame.
+        return;
+    }
+    let (total, visible) = super::dialog::confirm_extent(state, c, width, height);
     if visible == 0 {
         return;
     }
-    c.scroll = c.scroll.min(total.saturating_sub(visible));
-    if c.scroll <= c.seen {
-        c.seen = c.seen.max(c.scroll + visible).min(total);
+    let scroll = c.scroll.min(total.saturating_sub(visible));
+    if scroll <= c.seen {
+        c.seen = c.seen.max(scroll + visible).min(total);
     }
     if c.seen >= total {
         c.read = true;

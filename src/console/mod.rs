@@ -568,9 +568,13 @@ where
         // handled while a frame waits, so it shows the newest state (a sleep before drawing
         // would hold a scan's result back by a whole frame, and draw the one before it).
         if dirty && now >= last_draw + FRAME_EVERY {
-            terminal.draw(|f| ui::render(&state, theme, f))?;
+            let area = terminal.draw(|f| ui::render(&state, theme, f))?.area;
             last_draw = Instant::now();
-            dirty = false;
+            // What the frame showed counts as seen: the sign dialog unlocks once its end has
+            // been drawn, which the next frame shows.
+            let before = state.mode.clone();
+            app::update(&mut state, Action::Drawn { width: area.width, height: area.height });
+            dirty = state.mode != before;
         }
         runner.scan_if_due();
         // A scan's packets are drawn first; the models' assessment follows off the UI thread, at

@@ -1394,8 +1394,11 @@ fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rec
     let km = &state.keymap;
     let k = |cmd: &str| km.first_key("confirm", cmd).unwrap_or_default();
     let below = rows.len().saturating_sub(scroll + visible);
+    // This frame shows the end after everything above it: `update` unlocks the dialog when told
+    // the frame was drawn.
+    let unlocked = c.unlocked() || (below == 0 && scroll <= c.seen && visible > 0);
     let status = if below > 0 {
-        let unlock = if c.unlocked() {
+        let unlock = if unlocked {
             String::new()
         } else {
             format!(", {} unlocks at the end ({} zooms)", k("confirm"), k("zoom"))
@@ -1404,7 +1407,7 @@ fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rec
             format!("↓ {below} more {} — {}/{} to read{unlock}", plural(below, "line"), k("down"), k("page_down")),
             theme.get("warn"),
         )
-    } else if c.unlocked() {
+    } else if unlocked {
         Span::styled(
             format!("✓ all {} {} of the dialog have been on screen", rows.len(), plural(rows.len(), "line")),
             theme.get("ok"),
@@ -1423,7 +1426,7 @@ fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rec
         Span::styled(format!("[ {label} ]"), style)
     };
     let sign = if c.verdict == Verdict::Approve { "Sign approval" } else { "Sign refusal" };
-    let locked = !c.unlocked();
+    let locked = !unlocked;
     let sign = if locked { format!("{sign}: read to the end") } else { sign.to_owned() };
     let footer = vec![
         Line::from(status).alignment(Alignment::Center),
