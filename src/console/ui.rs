@@ -611,7 +611,10 @@ fn evidence_lines(state: &State, theme: &Theme, class: &str, max: usize) -> Vec<
     let earlier = count.saturating_sub(rows.len()) + skip;
     if earlier > 0 {
         let hint = if count > rows.len() { "counted in the posterior" } else { "enter shows all" };
-        out.push(Line::from(Span::styled(format!("  … {earlier} earlier rows ({hint})"), theme.get("muted"))));
+        out.push(Line::from(Span::styled(
+            format!("  … {earlier} earlier {} ({hint})", plural(earlier, "row")),
+            theme.get("muted"),
+        )));
     }
     for r in rows.iter().skip(skip) {
         let role = if r.evidence_weight > 0.0 {
@@ -1029,8 +1032,18 @@ fn other_fields(p: &Packet) -> serde_json::Map<String, Value> {
 }
 
 fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, zoomed: bool) {
-    let title =
-        if zoomed { " Packet: the whole file (j/k scroll · esc back) " } else { " Packet (enter: read it whole) " };
+    // The title names what the detail shows: a packet, an invalid file, or an action class.
+    let what = match state.pane {
+        Pane::Posteriors => "Class",
+        Pane::Invalid => "File",
+        _ => "Packet",
+    };
+    let title = if zoomed {
+        let whole = if state.pane == Pane::Posteriors { "all of it" } else { "the whole file" };
+        format!(" {what}: {whole} (j/k scroll · esc back) ")
+    } else {
+        format!(" {what} (enter: read it whole) ")
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(if zoomed { theme.get("border_focus") } else { theme.get("border") })
