@@ -1264,11 +1264,31 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
     if let Mode::Input { purpose: InputPurpose::Filter, text } = &state.mode {
         spans.push(Span::styled(format!(" filter: {}▏ ", inert(text, 60)), theme.get("accent")));
     }
-    for c in commands {
-        let Some(key) = km.first_key(mode, c) else { continue };
-        let desc = km.bindings(mode).iter().find(|b| b.command == *c).map_or("", |b| b.desc.as_str());
-        spans.push(Span::styled(format!(" {key}"), theme.get("key_hint")));
-        spans.push(Span::styled(format!(" {desc} "), theme.get("muted")));
+    // Hints that do not fit go whole, never cut; help (which lists every key) is kept.
+    let hint = |c: &str| {
+        let key = km.first_key(mode, c)?;
+        let desc = km.bindings(mode).iter().find(|b| b.command == c).map_or("", |b| b.desc.as_str());
+        Some([
+            Span::styled(format!(" {key}"), theme.get("key_hint")),
+            Span::styled(format!(" {desc} "), theme.get("muted")),
+        ])
+    };
+    let reserved =
+        if commands.contains(&"help") { hint("help").map_or(0, |h| h.iter().map(Span::width).sum()) } else { 0 };
+    let mut used: usize = spans.iter().map(Span::width).sum::<usize>() + reserved;
+    for c in commands.iter().filter(|c| **c != "help") {
+        let Some(h) = hint(c) else { continue };
+        let w: usize = h.iter().map(Span::width).sum();
+        if used + w > usize::from(area.width) {
+            continue;
+        }
+        used += w;
+        spans.extend(h);
+    }
+    if commands.contains(&"help")
+        && let Some(h) = hint("help")
+    {
+        spans.extend(h);
     }
     if matches!(state.mode, Mode::ChainAlert | Mode::Log) {
         let what = if state.mode == Mode::Log { " any key: close " } else { " any key: acknowledge " };
