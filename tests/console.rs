@@ -131,6 +131,7 @@ fn state(read_only: bool) -> State {
     );
     scanned(&mut s, snapshot());
     app::update(&mut s, Action::ChainVerified(view(*valid_report(7), decided_post())));
+    app::update(&mut s, Action::Resize { width: 80, height: 24 });
     s
 }
 
@@ -138,8 +139,18 @@ fn key(s: &str) -> Action {
     Action::Key(Key::parse(s).expect("key"))
 }
 
+/// Keys pressed one at a time, a frame drawn after each (at the terminal size the state knows),
+/// as the event loop does.
 fn press(s: &mut State, keys: &[&str]) -> Vec<Effect> {
-    keys.iter().flat_map(|k| app::update(s, key(k))).collect()
+    keys.iter()
+        .flat_map(|k| {
+            let fx = app::update(s, key(k));
+            if let Some((width, height)) = s.viewport {
+                app::update(s, Action::Drawn { width, height });
+            }
+            fx
+        })
+        .collect()
 }
 
 #[path = "support/screen.rs"]
@@ -178,6 +189,164 @@ fn approve_goes_through_a_confirmation_focused_on_cancel() {
     // Nothing else can be signed while one signature is in flight.
     assert!(press(&mut s, &["j", "a"]).is_empty());
     assert!(!matches!(s.mode, Mode::Confirm(_)), "{:?}", s.mode);
+}
+
+/// A state whose first pending packet proposes an email with many fields: eleven attachments
+/// and a long body sort before `to` alphabetically, so a preview of the first fields never shows
+/// the recipient.
+fn many_fields_state() -> State {
+    let mut s = state(false);
+    let mut action = serde_json::Map::new();
+    for i in 1..=11 {
+        action.insert(format!("attachment_{i:02}"), json!(format!("quote-part-{i}.pdf")));
+    }
+    action
+        .insert("body".into(), json!((1..=12).map(|i| format!("line {i} of the body")).collect::<Vec<_>>().join("\n")));
+    action.insert("subject".into(), json!("Quote"));
+    action.insert("to".into(), json!("mallory@evil.example"));
+    let mut snap = snapshot();
+    snap.packets
+        .insert(0, packet("p-many", "agent-scribe", "email.send.external", "Send the quote", 1, Value::Object(action)));
+    scanned(&mut s, snap);
+    press(&mut s, &["g"]);
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-many"));
+    s
+}
+
+// The sign dialog shows every field of the proposed action, the recipient first, at every size:
+// an agent cannot move the recipient out of sight behind other fields.
+#[test]
+fn the_sign_dialog_shows_the_recipient_of_a_packet_with_many_fields() {
+    for (w, h) in [(80, 24), (120, 36), (160, 48)] {
+        let mut s = many_fields_state();
+        app::update(&mut s, Action::Resize { width: w, height: h });
+        press(&mut s, &["a"]);
+        assert!(matches!(s.mode, Mode::Confirm(_)), "{:?}", s.mode);
+        let text = screen(&s, w, h);
+        assert!(text.contains("to: mallory@evil.example"), "{w}x{h}:\n{text}");
+        // Every field is in the dialog's lines, none cut.
+        let Mode::Confirm(c) = &s.mode else { unreachable!() };
+        let area = ratatui::layout::Rect::new(0, 0, w, h);
+        let (rows, _) = warrant::console::dialog::confirm_layout(&s, c, area);
+        let all: String = rows.iter().flat_map(|r| r.0.iter().map(|(t, _)| t.as_str())).collect::<Vec<_>>().join("");
+        for i in 1..=11 {
+            assert!(all.contains(&format!("attachment_{i:02}: quote-part-{i}.pdf")), "{w}x{h}: attachment {i}");
+        }
+        assert!(all.contains("line 12 of the body"), "{w}x{h}");
+    }
+    let mut s = many_fields_state();
+    app::update(&mut s, Action::Resize { width: 120, height: 36 });
+    press(&mut s, &["a"]);
+    insta::assert_snapshot!("confirm_many_fields_120x36", screen(&s, 120, 36));
+}
+
+// An approval cannot be signed until every line of the dialog has been on screen: `y` and the
+// Sign button do nothing (and say why) until the principal has paged to the end; then `y` signs.
+// Scrolling changes only the dialog's state; a refusal signs without scrolling.
+#[test]
+fn an_approval_signs_only_once_the_whole_dialog_was_on_screen() {
+    let mut s = many_fields_state();
+    press(&mut s, &["a"]);
+    let Mode::Confirm(c) = &s.mode else { panic!("{:?}", s.mode) };
+    assert!(!c.read && c.scroll == 0, "{c:?}");
+    insta::assert_snapshot!("confirm_locked_80x24", screen(&s, 80, 24));
+    // Neither `y`, nor moving the focus to Sign and pressing it, signs.
+    assert!(press(&mut s, &["y"]).is_empty());
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("nothing was signed")), "{:?}", s.flash);
+    assert!(press(&mut s, &["tab"]).is_empty());
+    assert!(matches!(&s.mode, Mode::Confirm(c) if c.focus == Button::Cancel), "{:?}", s.mode);
+    // One line down, then back to the top: still not read.
+    press(&mut s, &["j", "k"]);
+    assert!(press(&mut s, &["y"]).is_empty());
+    // Page down to the end.
+    for _ in 0..10 {
+        if matches!(&s.mode, Mode::Confirm(c) if c.read) {
+            break;
+        }
+        press(&mut s, &["pagedown"]);
+    }
+    let Mode::Confirm(c) = &s.mode else { panic!("{:?}", s.mode) };
+    assert!(c.read && c.scroll > 0, "{c:?}");
+    insta::assert_snapshot!("confirm_read_80x24", screen(&s, 80, 24));
+    let fx = press(&mut s, &["y"]);
+    assert!(
+        matches!(fx.as_slice(), [Effect::Sign { verdict: Verdict::Approve, packet, .. }] if packet.id == "p-many"),
+        "{fx:?}"
+    );
+
+    // Zoom lays the dialog out on the whole screen: when that shows it all, it is read.
+    let mut s = state(false);
+    let wide = (1..=6).map(|i| format!("{i} {}", "wide ".repeat(36))).collect::<Vec<_>>().join("\n");
+    let mut snap = snapshot();
+    snap.packets.insert(
+        0,
+        packet("p-wide", "agent-scribe", "email.send.external", "Wide", 1, json!({"to": "x@y", "body": wide})),
+    );
+    scanned(&mut s, snap);
+    press(&mut s, &["g"]);
+    app::update(&mut s, Action::Resize { width: 250, height: 28 });
+    press(&mut s, &["a"]);
+    assert!(matches!(&s.mode, Mode::Confirm(c) if !c.read), "{:?}", s.mode);
+    press(&mut s, &["z"]);
+    assert!(matches!(&s.mode, Mode::Confirm(c) if c.read && c.zoomed), "{:?}", s.mode);
+    assert_eq!(press(&mut s, &["y"]).len(), 1);
+
+    // Keys typed ahead of the frame: the dialog was never drawn, so `y` signs nothing, even when
+    // the whole dialog would fit.
+    let mut s = state(false);
+    app::update(&mut s, Action::Resize { width: 160, height: 48 });
+    let fx: Vec<Effect> = ["a", "y"].iter().flat_map(|k| app::update(&mut s, key(k))).collect();
+    assert!(fx.is_empty(), "{fx:?}");
+    assert!(matches!(&s.mode, Mode::Confirm(c) if !c.read), "{:?}", s.mode);
+    // A frame of another size than the one measured counts for nothing.
+    app::update(&mut s, Action::Drawn { width: 100, height: 30 });
+    assert!(matches!(&s.mode, Mode::Confirm(c) if !c.read), "{:?}", s.mode);
+    app::update(&mut s, Action::Drawn { width: 160, height: 48 });
+    assert_eq!(app::update(&mut s, key("y")).len(), 1);
+
+    // A terminal of unknown size shows nothing for sure: nothing counts as read.
+    let mut s = many_fields_state();
+    s.viewport = None;
+    press(&mut s, &["a", "pagedown", "pagedown", "pagedown", "pagedown", "y"]);
+    assert!(matches!(&s.mode, Mode::Confirm(c) if !c.read), "{:?}", s.mode);
+
+    // A refusal is fail-safe: it signs at once, from a dialog showing the same fields.
+    let mut s = many_fields_state();
+    press(&mut s, &["r", "x", "enter"]);
+    assert!(screen(&s, 80, 24).contains("to: mallory@evil.example"));
+    assert!(matches!(press(&mut s, &["y"]).as_slice(), [Effect::Sign { verdict: Verdict::Refuse, .. }]));
+}
+
+// Long values continue under their key, never at column 0; nested objects and lists are
+// indented key/value lines, not one JSON line: in the zoomed detail and in the sign dialog.
+#[test]
+fn nested_values_indent_and_long_values_wrap_under_their_key() {
+    let mut s = state(false);
+    let long = "Please find attached the revised quote for forty units, valid until the end of the month.";
+    let action = json!({
+        "message": {"subject": long, "cc": ["ops@northwind.example", "audit@northwind.example"]},
+        "to": "dana@northwind.example",
+        "options": {"track": true, "retries": 3},
+    });
+    let mut snap = snapshot();
+    snap.packets.insert(0, packet("p-nested", "agent-scribe", "email.send.external", "Nested", 1, action));
+    scanned(&mut s, snap);
+    press(&mut s, &["g", "enter", "j", "j", "j", "j"]);
+    let zoomed = screen(&s, 80, 24);
+    insta::assert_snapshot!("nested_zoomed_80x24", zoomed);
+    press(&mut s, &["esc", "a"]);
+    let dialog = screen(&s, 80, 24);
+    insta::assert_snapshot!("nested_confirm_80x24", dialog);
+    for text in [&zoomed, &dialog] {
+        assert!(text.contains("  message:"), "{text}");
+        assert!(text.contains("    cc:"), "cc indented under message: {text}");
+        assert!(text.contains("      - ops@northwind.example"), "list items indented: {text}");
+        assert!(!text.contains("{\"subject\""), "no JSON one-liner: {text}");
+        // The subject's continuation starts under the value (column of `subject: ` + indent).
+        let cont = text.lines().find(|l| l.contains("end of the month.")).expect("subject continues");
+        let col = cont.find("end of the month.").or_else(|| cont.find(|c: char| c.is_alphabetic())).expect("text");
+        assert!(col > 10, "continuation at column {col}: {cont}");
+    }
 }
 
 // `n` and `esc` cancel; tab moves focus to Sign and enter then signs.
@@ -331,16 +500,27 @@ fn help_overlay_comes_from_the_keymap() {
         assert!(h.contains(&b.desc), "help lacks {:?}", b.desc);
     }
     insta::assert_snapshot!("help_160x48", h);
-    // At 80×24 the sections flow into columns: every binding of every mode is still shown.
+    // At 80×24 the sections flow into columns, and what does not fit scrolls: every binding of
+    // every mode is shown on the way down.
     let small = screen(&s, 80, 24);
+    insta::assert_snapshot!("help_80x24", small);
+    let mut seen = small.clone();
+    for _ in 0..20 {
+        press(&mut s, &["j"]);
+        seen.push_str(&screen(&s, 80, 24));
+    }
+    assert!(s.help_scroll > 0, "help fits at 80×24: scroll test is vacuous");
+    insta::assert_snapshot!("help_80x24_scrolled", screen(&s, 80, 24));
     for mode in ["normal", "confirm", "input", "help"] {
         for b in s.keymap.bindings(mode) {
-            assert!(small.contains(&b.desc), "80×24 help lacks {:?}:\n{small}", b.desc);
+            assert!(seen.contains(&b.desc), "80×24 help lacks {:?}:\n{seen}", b.desc);
         }
     }
-    insta::assert_snapshot!("help_80x24", small);
     press(&mut s, &["esc"]);
     assert_eq!(s.mode, Mode::Normal);
+    // ctrl-c closes help (and never quits from inside an overlay).
+    press(&mut s, &["?", "ctrl-c"]);
+    assert_eq!((s.mode.clone(), s.quit), (Mode::Normal, false));
 }
 
 // Text from packets is shown inert: no escape or control character reaches the screen.
@@ -707,6 +887,7 @@ fn governed_state(read_only: bool) -> State {
     scanned(&mut s, governed_snapshot());
     let view = ChainView { report: *valid_report(3), controls: governed_controls(), ..ChainView::default() };
     app::update(&mut s, Action::ChainVerified(Box::new(view)));
+    app::update(&mut s, Action::Resize { width: 80, height: 24 });
     s
 }
 
@@ -781,6 +962,10 @@ fn the_detail_says_why_a_packet_cannot_be_approved_and_what_would_change_it() {
     let text = screen(&s, 160, 48);
     assert!(!text.contains("to change  "), "p-purge is approvable: {text}");
     assert!(text.contains("stands in for ring sponsorship: Ring 1 for this action"), "{text}");
+    // The sign dialog shows it too: it is signed with the approval.
+    press(&mut s, &["a"]);
+    let text = screen(&s, 160, 48);
+    assert!(text.contains("stands in  for ring sponsorship: Ring 1 for this action"), "{text}");
 }
 
 // The packet detail shows every model's verdict side by side, and the preconditions observed now.
@@ -1377,7 +1562,8 @@ fn hostile_text_never_reaches_a_cell_on_any_screen() {
     // The hostile text is there, visible.
     let pending = buffer_text(&buffer(&screens[0].1, 160, 48));
     assert!(pending.contains("Pay␛]52;c;cm0gLX") && pending.contains("␛]8;;https://evil.example␛\\link"), "{pending}");
-    assert!(pending.contains("⟨+52 marks⟩…"), "the combining flood is collapsed and cut: {pending}");
+    // Values wrap under their key rather than being cut at the pane's edge; the flood is collapsed.
+    assert!(pending.contains(" marks⟩"), "the combining flood is collapsed: {pending}");
     let whole = buffer_text(&buffer(&screens[1].1, 160, 48));
     for shown in
         ["␛[2J␛]0;pwned␇⟨U+009B⟩31m␀␈⟨U+0085⟩⟨U+202E⟩txt.exe", "⟨U+2066⟩⟨U+2069⟩⟨U+200B⟩⟨U+200D⟩", "⟨+99997 marks⟩"]
@@ -1430,4 +1616,162 @@ fn look_alike_agent_ids_are_marked_and_the_publisher_is_shown() {
     let out = screen(&s, 160, 48);
     assert!(out.contains("looks like agent agent-rogue"), "{out}");
     assert!(out.contains("publisher  uid 4000000"), "{out}");
+}
+
+/// Every view has something to show: governed packets (one with a long agent id, class and
+/// summary), a decision, invalid files, 10,000 evidence rows for one class, notebooks and agents.
+fn every_view_state() -> State {
+    use warrant::graduation::{EvidenceRow, SourceType};
+    let mut s = governed_state(false);
+    let mut snap = governed_snapshot();
+    snap.packets.push(packet(
+        "p-long",
+        "agent-with-a-rather-long-identifier",
+        "repository.push.protectedbranchrelease",
+        "Push the release branch with the signed changelog and the migration notes for 2.0",
+        20,
+        json!({"repository": "acme/web", "branch": "release/2.0"}),
+    ));
+    snap.invalid = snapshot().invalid;
+    scanned(&mut s, snap);
+    let mut evidence: Vec<EvidenceRow> =
+        (0..10_000).map(|_| EvidenceRow::new("draft.compose", "approved", Some(SourceType::Principal), None)).collect();
+    evidence.push(EvidenceRow::new("email.send.external", "rejected", Some(SourceType::Principal), None));
+    let view = Box::new(ChainView {
+        report: *valid_report(10_008),
+        decisions: decided_post(),
+        evidence: evidence.into(),
+        controls: governed_controls(),
+        ..ChainView::default()
+    });
+    app::update(&mut s, Action::ChainVerified(view));
+    s
+}
+
+// Every view at 80×24, 100×30, 120×36 and 200×50: columns take widths from their content, and
+// what does not fit is cut with an ellipsis or dropped by priority, never cut silently. The
+// posteriors show N = 10000 whole and the interval's upper bound; the pending list keeps its
+// summary and the tabs their names at 120 columns.
+#[test]
+fn every_view_at_every_size() {
+    let base = every_view_state();
+    let p = posterior_of(&base, "draft.compose").clone();
+    assert_eq!(p.samples, 10_000);
+    let interval = format!("{:.2} [{:.2}–{:.2}]", p.mean, p.ci_low, p.ci_high);
+    for (w, h) in [(80u16, 24u16), (100, 30), (120, 36), (200, 50)] {
+        let mut s = base.clone();
+        app::update(&mut s, Action::Resize { width: w, height: h });
+        let views: [(&str, &[&str]); 9] = [
+            ("pending", &["1", "g"]),
+            ("decided", &["2"]),
+            ("invalid", &["3"]),
+            ("posteriors", &["4", "g"]),
+            ("matrices", &["5"]),
+            ("agents", &["6"]),
+            ("detail", &["1", "g", "enter"]),
+            ("sign_dialog", &["esc", "1", "g", "a"]),
+            ("help", &["n", "?"]),
+        ];
+        for (name, keys) in views {
+            press(&mut s, keys);
+            let text = screen(&s, w, h);
+            match name {
+                "posteriors" => {
+                    assert!(text.contains("10000"), "{w}x{h}: N cut:\n{text}");
+                    assert!(text.contains(&interval), "{w}x{h}: interval {interval} cut:\n{text}");
+                }
+                "pending" if w >= 120 => {
+                    assert!(text.contains("SUMMARY"), "{w}x{h}: no summary:\n{text}");
+                    assert!(text.contains("Dec"), "{w}x{h}: bare tabs:\n{text}");
+                }
+                "sign_dialog" => assert!(matches!(s.mode, Mode::Confirm(_)), "{w}x{h}: {:?}", s.mode),
+                _ => {}
+            }
+            insta::assert_snapshot!(format!("every_{name}_{w}x{h}"), text);
+        }
+        press(&mut s, &["esc"]);
+    }
+}
+
+// Small defects of issue 16: enter zooms the posteriors detail its hint offers; the message log
+// keeps status messages whole; ctrl-c cancels a dialog or a text line (never signs, never
+// quits from inside one); hints offer approve/refuse only where they work; the title counts the
+// spool's totals and says what the filter shows; counts are pluralised.
+#[test]
+fn small_console_defects() {
+    let mut s = state(false);
+    // enter on the posteriors zooms the detail.
+    press(&mut s, &["4", "enter"]);
+    assert!(s.zoomed, "enter does nothing in the posteriors");
+    press(&mut s, &["esc"]);
+    // Hints: no approve/refuse outside the pending list.
+    for pane in ["2", "3", "4"] {
+        press(&mut s, &[pane]);
+        let text = screen(&s, 160, 48);
+        let hints = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        assert!(!hints.contains("approve") && !hints.contains("refuse"), "pane {pane}: {hints}");
+    }
+    press(&mut s, &["1"]);
+    let text = screen(&s, 160, 48);
+    assert!(text.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("a approve")));
+    // A message longer than the screen is whole in the log.
+    press(&mut s, &["4", "a"]);
+    let msg = s.flash.clone().expect("flash").text;
+    let long = "x".repeat(300);
+    app::update(&mut s, Action::Error(format!("terminal: {long} END")));
+    press(&mut s, &["L"]);
+    assert_eq!(s.mode, Mode::Log);
+    let log = screen(&s, 80, 24);
+    insta::assert_snapshot!("message_log_80x24", log);
+    assert!(log.contains(&msg) && log.contains("END"), "{log}");
+    press(&mut s, &["x"]);
+    assert_eq!(s.mode, Mode::Normal);
+    // ctrl-c cancels the sign dialog and a text line; nothing is signed, nothing quits.
+    press(&mut s, &["1", "g"]);
+    let fx = press(&mut s, &["a", "ctrl-c"]);
+    assert!(fx.is_empty() && s.mode == Mode::Normal && !s.quit, "{fx:?} {:?}", s.mode);
+    let fx = press(&mut s, &["r", "x", "ctrl-c"]);
+    assert!(fx.is_empty() && s.mode == Mode::Normal && !s.quit, "{fx:?} {:?}", s.mode);
+    let fx = press(&mut s, &["r", "x", "enter", "ctrl-c"]);
+    assert!(fx.is_empty() && s.mode == Mode::Normal && !s.quit, "{fx:?} {:?}", s.mode);
+    // From the lists, ctrl-c still quits.
+    assert_eq!(press(&mut s, &["ctrl-c"]), vec![Effect::Quit]);
+    // The title: spool totals, and what the filter shows, said as such.
+    let mut s = state(false);
+    press(&mut s, &["/", "q", "u", "o", "t", "e", "enter"]);
+    let title = screen(&s, 120, 36).lines().next().unwrap_or("").to_owned();
+    assert!(title.contains("3 pending") && title.contains("filtered: 1 of 3"), "{title}");
+    // Plurals.
+    assert_eq!(
+        (ui::plural(1, "line"), ui::plural(2, "line"), ui::plural(0, "record")),
+        ("line".into(), "lines".into(), "records".into())
+    );
+    app::update(&mut s, Action::ChainVerified(view(*valid_report(1), decided_post())));
+    assert!(screen(&s, 120, 36).contains("chain ok · 1 record "), "{}", screen(&s, 120, 36));
+}
+
+// README's console key tables are the keymap's: every binding of every mode, in order, with its
+// keys as the help overlay labels them.
+#[test]
+fn readme_key_tables_follow_the_keymap() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let km = Keymap::default_map();
+    for (mode, title) in [
+        ("normal", "**Lists**"),
+        ("confirm", "**Confirmation dialog**"),
+        ("input", "**Text line"),
+        ("help", "**Help overlay**"),
+    ] {
+        let section = &readme[readme.find(title).unwrap_or_else(|| panic!("README lacks {title}"))..];
+        let table: Vec<&str> =
+            section.lines().skip_while(|l| !l.starts_with('|')).take_while(|l| l.starts_with('|')).collect();
+        let want: Vec<String> = ["| Keys | Action |".to_owned(), "| --- | --- |".to_owned()]
+            .into_iter()
+            .chain(km.bindings(mode).iter().map(|b| {
+                let keys: Vec<String> = b.keys.iter().map(|k| format!("`{}`", k.label())).collect();
+                format!("| {} | {} |", keys.join(" "), b.desc)
+            }))
+            .collect();
+        assert_eq!(table, want, "README's {title} table differs from assets/keymap.toml");
+    }
 }

@@ -29,8 +29,21 @@ pub enum Action {
     Key(Key),
     /// Text pasted into the terminal.
     Paste(String),
-    /// The terminal was resized.
-    Resize,
+    /// The terminal was resized (or its size became known at start): columns and rows.
+    Resize {
+        /// Columns.
+        width: u16,
+        /// Rows.
+        height: u16,
+    },
+    /// A frame of the state as it is now was drawn on a terminal of this size. Only drawn lines
+    /// count as seen in the sign dialog.
+    Drawn {
+        /// Columns.
+        width: u16,
+        /// Rows.
+        height: u16,
+    },
     /// The clock advanced (seconds since the epoch).
     Tick(f64),
     /// The watcher saw something change in the spool.
@@ -186,7 +199,10 @@ pub enum Button {
     Sign,
 }
 
-/// A pending confirmation.
+/// A pending confirmation. The dialog scrolls; an approval cannot be signed until every line of
+/// it has been on screen ([`Confirm::read`]), which `update` works out from the dialog's layout
+/// at the terminal's size ([`super::dialog::confirm_extent`]) each time a frame is drawn
+/// ([`Action::Drawn`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirm {
     /// The packet.
@@ -197,6 +213,30 @@ pub struct Confirm {
     pub reason: Option<String>,
     /// Focused button.
     pub focus: Button,
+    /// First content line on screen.
+    pub scroll: usize,
+    /// Content lines seen so far, from the top without a gap (the lines above `seen` have all
+    /// been on screen since the dialog was last laid out).
+    pub seen: usize,
+    /// Every line of the dialog has been on screen: an approval may be signed.
+    pub read: bool,
+    /// The dialog takes the whole terminal.
+    pub zoomed: bool,
+}
+
+impl Confirm {
+    /// A dialog for `packet`, scrolled to the top, focus on *Cancel*, nothing seen yet.
+    #[must_use]
+    pub fn new(packet: Arc<Packet>, verdict: Verdict, reason: Option<String>) -> Self {
+        Self { packet, verdict, reason, focus: Button::Cancel, scroll: 0, seen: 0, read: false, zoomed: false }
+    }
+
+    /// Whether *Sign* may be pressed: always for a refusal (refusing is fail-safe), for an
+    /// approval once the whole dialog has been on screen.
+    #[must_use]
+    pub fn unlocked(&self) -> bool {
+        self.verdict == Verdict::Refuse || self.read
+    }
 }
 
 /// A pending confirmation of one of the principal's controls.
@@ -244,7 +284,23 @@ pub enum Mode {
     Help,
     /// The broken-chain alert, which must be acknowledged.
     ChainAlert,
+    /// The message log: the recent status-line messages, whole (any key closes it).
+    Log,
 }
+
+/// A status-line message as the message log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    /// When (seconds since the epoch).
+    pub at: i64,
+    /// The text, whole.
+    pub text: String,
+    /// An error.
+    pub error: bool,
+}
+
+/// How many messages the log keeps.
+pub const LOG_LEN: usize = 100;
 
 /// The chain as last verified.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -349,10 +405,19 @@ pub struct State {
     pub signing: bool,
     /// Leave at the next turn of the loop.
     pub quit: bool,
+    /// The terminal's size (columns, rows), from [`Action::Resize`]; unknown until then, and
+    /// while unknown no approval dialog counts as read.
+    pub viewport: Option<(u16, u16)>,
+    /// Lines of the help overlay scrolled past (when it does not fit the terminal).
+    pub help_scroll: usize,
+    /// The last [`LOG_LEN`] status-line messages, oldest first.
+    pub log: std::collections::VecDeque<LogEntry>,
     /// Every class's posterior, unfiltered.
     all_posteriors: Vec<Arc<ClassPosterior>>,
     /// Cached filtered lists (recomputed after every change of snapshot, decisions or filter).
     pending: Vec<PacketEntry>,
+    /// Packets without a decision, whatever the filter.
+    pending_total: usize,
     decided: Vec<DecidedRow>,
     invalid: Vec<InvalidFile>,
     /// Receipts seen per action class (for the detail's evidence line).
@@ -527,7 +592,11 @@ impl State {
             flash: None,
             signing: false,
             quit: false,
+            viewport: None,
+            help_scroll: 0,
+            log: std::collections::VecDeque::new(),
             pending: Vec::new(),
+            pending_total: 0,
             decided: Vec::new(),
             invalid: Vec::new(),
             receipts_by_class: HashMap::new(),
@@ -848,6 +917,12 @@ impl State {
         &self.snapshot.receipts
     }
 
+    /// Packets in the spool without a decision, whatever the filter.
+    #[must_use]
+    pub fn pending_total(&self) -> usize {
+        self.pending_total
+    }
+
     /// Length of a pane's filtered list.
     #[must_use]
     pub fn len(&self, pane: Pane) -> usize {
@@ -989,11 +1064,15 @@ impl State {
             memo.hits.clear();
             memo.needle.clone_from(&needle);
         }
+        let mut pending_total = 0;
         for e in &self.snapshot.packets {
             let p = &e.packet;
             if self.decisions.contains_key(&p.id) {
                 decided_packets.insert(&p.id, p);
-            } else if needle.is_empty()
+                continue;
+            }
+            pending_total += 1;
+            if needle.is_empty()
                 || memo
                     .hits
                     .entry(Arc::as_ptr(p) as usize)
@@ -1003,6 +1082,7 @@ impl State {
                 pending.push(e.clone());
             }
         }
+        self.pending_total = pending_total;
         let mut decided: Vec<DecidedRow> = self
             .decisions
             .iter()
@@ -1127,8 +1207,23 @@ fn contains_folded(hay: &str, needle: &str) -> bool {
 /// Page size used by page up/down.
 const PAGE: isize = 10;
 
-/// Applies an action. Returns the effects to run.
+/// Applies an action. Returns the effects to run. Every new status-line message is also kept in
+/// the message log.
 pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    let before = state.flash.clone();
+    let fx = apply(state, action);
+    if state.flash != before
+        && let Some(f) = &state.flash
+    {
+        if state.log.len() >= LOG_LEN {
+            state.log.pop_front();
+        }
+        state.log.push_back(LogEntry { at: state.now as i64, text: f.text.clone(), error: f.error });
+    }
+    fx
+}
+
+fn apply(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
         Action::Key(key) => on_key(state, key),
         Action::Paste(text) => {
@@ -1139,7 +1234,27 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
-        Action::Resize | Action::ScanUnchanged => vec![],
+        Action::Resize { width, height } => {
+            state.viewport = Some((width, height));
+            // The dialog is laid out again: its lines are not the lines that were seen. It
+            // starts again from the top (what was read already stays read).
+            if let Mode::Confirm(mut c) = state.mode.clone() {
+                c.scroll = 0;
+                c.seen = 0;
+                measure_confirm(state, &mut c);
+                state.mode = Mode::Confirm(c);
+            }
+            vec![]
+        }
+        Action::Drawn { width, height } => {
+            if let Mode::Confirm(c) = &mut state.mode {
+                let mut c = c.clone();
+                seen_drawn(state, &mut c, width, height);
+                state.mode = Mode::Confirm(c);
+            }
+            vec![]
+        }
+        Action::ScanUnchanged => vec![],
         Action::Assess => {
             state.ensure_assessed();
             vec![]
@@ -1247,7 +1362,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                         s.chain_index,
                         short_hash(&s.entry_hash),
                         if s.refused > 0 {
-                            format!(" · {} pending packet(s) refused", s.refused)
+                            format!(" · {} pending {} refused", s.refused, super::ui::plural(s.refused, "packet"))
                         } else {
                             String::new()
                         }
@@ -1332,9 +1447,21 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
     match state.mode.clone() {
         Mode::Normal => on_normal(state, key),
         Mode::Help => {
-            if state.keymap.command("help", &key).is_some() {
-                state.mode = Mode::Normal;
+            let (w, h) = state.viewport.unwrap_or((super::ui::MIN_WIDTH, super::ui::MIN_HEIGHT));
+            let most = super::ui::help_scroll_limit(&state.keymap, w, h);
+            match state.keymap.command("help", &key) {
+                Some("down") => state.help_scroll = (state.help_scroll + 1).min(most),
+                Some("up") => state.help_scroll = state.help_scroll.saturating_sub(1),
+                Some(_) => {
+                    state.mode = Mode::Normal;
+                    state.help_scroll = 0;
+                }
+                None => {}
             }
+            vec![]
+        }
+        Mode::Log => {
+            state.mode = Mode::Normal;
             vec![]
         }
         Mode::ChainAlert => {
@@ -1343,14 +1470,37 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
             state.mode = Mode::Normal;
             vec![]
         }
-        Mode::Confirm(mut c) => match dialog_key(state, &key, &mut c.focus) {
-            Some(true) => sign(state, c),
-            Some(false) => cancelled(state),
-            None => {
+        Mode::Confirm(mut c) => {
+            if let Some(cmd @ ("down" | "up" | "page_down" | "page_up" | "top" | "zoom")) =
+                state.keymap.command("confirm", &key)
+            {
+                scroll_confirm(state, &mut c, cmd);
                 state.mode = Mode::Confirm(c);
-                vec![]
+                return vec![];
             }
-        },
+            match dialog_key(state, &key, &mut c.focus) {
+                Some(true) if !c.unlocked() => {
+                    c.focus = Button::Cancel;
+                    state.mode = Mode::Confirm(c);
+                    state.flash = Some(Flash {
+                        text: "nothing was signed: read the whole dialog first (j/pgdn to its end, or z to zoom)"
+                            .into(),
+                        error: true,
+                    });
+                    vec![]
+                }
+                Some(true) => sign(state, c),
+                Some(false) => cancelled(state),
+                None => {
+                    // Sign cannot take the focus until the dialog has been read.
+                    if !c.unlocked() {
+                        c.focus = Button::Cancel;
+                    }
+                    state.mode = Mode::Confirm(c);
+                    vec![]
+                }
+            }
+        }
         Mode::ControlConfirm(mut c) => match dialog_key(state, &key, &mut c.focus) {
             Some(true) => sign_control(state, c.input),
             Some(false) => cancelled(state),
@@ -1439,7 +1589,8 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         "page_down" => state.move_selection(PAGE),
         "page_up" => state.move_selection(-PAGE),
         "open"
-            if (state.selected_packet().is_some() || state.pane == Pane::Invalid && state.len(Pane::Invalid) > 0) =>
+            if (state.selected_packet().is_some()
+                || matches!(state.pane, Pane::Invalid | Pane::Posteriors) && state.len(state.pane) > 0) =>
         {
             state.zoomed = true;
         }
@@ -1485,6 +1636,7 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
             return vec![Effect::VerifyChain { force: true }];
         }
         "help" => state.mode = Mode::Help,
+        "log" => state.mode = Mode::Log,
         "quit" => {
             state.quit = true;
             return vec![Effect::Quit];
@@ -1500,7 +1652,11 @@ pub fn chain_line(chain: &ChainState) -> String {
     match chain {
         ChainState::Unknown => "chain: verifying…".into(),
         ChainState::Valid { total, root } => {
-            format!("✓ chain verified: {total} records, head {}", root.as_deref().map_or("(empty)".into(), short_hash))
+            format!(
+                "✓ chain verified: {total} {}, head {}",
+                super::ui::plural(*total, "record"),
+                root.as_deref().map_or("(empty)".into(), short_hash)
+            )
         }
         ChainState::Broken { first, count, .. } => format!("✗ CHAIN BROKEN: {first} ({count} findings)"),
     }
@@ -1543,7 +1699,7 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
         return vec![];
     }
     state.mode = if approve {
-        Mode::Confirm(Confirm { packet, verdict: Verdict::Approve, reason: None, focus: Button::Cancel })
+        confirm_mode(state, Confirm::new(packet, Verdict::Approve, None))
     } else {
         Mode::Input { purpose: InputPurpose::RefuseReason(packet), text: String::new() }
     };
@@ -1610,6 +1766,61 @@ fn dialog_key(state: &State, key: &Key, focus: &mut Button) -> Option<bool> {
     }
 }
 
+/// The mode of a newly opened sign dialog, measured at the terminal's size.
+fn confirm_mode(state: &State, mut c: Confirm) -> Mode {
+    measure_confirm(state, &mut c);
+    Mode::Confirm(c)
+}
+
+/// Keeps the dialog's scroll within its content at the terminal's size.
+fn measure_confirm(state: &State, c: &mut Confirm) {
+    let Some((w, h)) = state.viewport else { return };
+    let (total, visible) = super::dialog::confirm_extent(state, c, w, h);
+    c.scroll = c.scroll.min(total.saturating_sub(visible));
+}
+
+/// A frame of the dialog was drawn at `width`×`height`: the lines it showed extend what has been
+/// seen when they follow what was seen without a gap. When the last line has been seen that way,
+/// the dialog is read. A frame below the smallest size the console draws shows nothing.
+fn seen_drawn(state: &State, c: &mut Confirm, width: u16, height: u16) {
+    if state.viewport != Some((width, height)) {
+        // The layout `update` measured is not the one drawn: count nothing from this frame.
+        return;
+    }
+    let (total, visible) = super::dialog::confirm_extent(state, c, width, height);
+    if visible == 0 {
+        return;
+    }
+    let scroll = c.scroll.min(total.saturating_sub(visible));
+    if scroll <= c.seen {
+        c.seen = c.seen.max(scroll + visible).min(total);
+    }
+    if c.seen >= total {
+        c.read = true;
+    }
+}
+
+/// A scrolling key in the sign dialog: a line, a page (one line of overlap), the top, or zoom
+/// (the dialog takes the whole terminal, laid out again from the top).
+fn scroll_confirm(state: &State, c: &mut Confirm, cmd: &str) {
+    let visible = state.viewport.map_or(0, |(w, h)| super::dialog::confirm_extent(state, c, w, h).1);
+    let page = visible.saturating_sub(1).max(1);
+    match cmd {
+        "down" => c.scroll += 1,
+        "up" => c.scroll = c.scroll.saturating_sub(1),
+        "page_down" => c.scroll += page,
+        "page_up" => c.scroll = c.scroll.saturating_sub(page),
+        "top" => c.scroll = 0,
+        "zoom" => {
+            c.zoomed = !c.zoomed;
+            c.scroll = 0;
+            c.seen = 0;
+        }
+        _ => {}
+    }
+    measure_confirm(state, c);
+}
+
 fn cancelled(state: &mut State) -> Vec<Effect> {
     state.mode = Mode::Normal;
     state.flash = Some(Flash { text: "cancelled: nothing was signed".into(), error: false });
@@ -1628,12 +1839,7 @@ fn submit(state: &mut State, purpose: InputPurpose, text: String) -> Vec<Effect>
                 state.mode = Mode::Input { purpose: InputPurpose::RefuseReason(packet), text };
                 state.flash = Some(Flash { text: "a refusal needs a reason".into(), error: true });
             } else {
-                state.mode = Mode::Confirm(Confirm {
-                    packet,
-                    verdict: Verdict::Refuse,
-                    reason: Some(text.trim().to_owned()),
-                    focus: Button::Cancel,
-                });
+                state.mode = confirm_mode(state, Confirm::new(packet, Verdict::Refuse, Some(text.trim().to_owned())));
             }
         }
         InputPurpose::ControlReason(mut input) => {

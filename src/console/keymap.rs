@@ -166,11 +166,12 @@ pub fn known_commands(mode: &str) -> &'static [&'static str] {
             "filter",
             "chain",
             "help",
+            "log",
             "quit",
         ],
-        "confirm" => &["confirm", "cancel", "toggle", "activate"],
+        "confirm" => &["confirm", "cancel", "toggle", "activate", "down", "up", "page_down", "page_up", "top", "zoom"],
         "input" => &["submit", "cancel", "erase", "clear"],
-        "help" => &["close"],
+        "help" => &["close", "down", "up"],
         _ => &[],
     }
 }

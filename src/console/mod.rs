@@ -7,6 +7,8 @@
 //! something changed, at most once per 16 ms.
 
 pub mod app;
+pub mod dialog;
+pub mod fields;
 pub mod keymap;
 pub mod theme;
 pub mod ui;
@@ -126,6 +128,9 @@ pub fn run(opts: Options) -> Result<()> {
     let backend = ratatui::backend::CrosstermBackend::new(std::io::stdout());
     let mut terminal = ratatui::Terminal::new(backend)?;
     terminal.clear()?;
+    // The sign dialog's layout is worked out in `update`, which needs the terminal's size.
+    let size = terminal.size()?;
+    app::update(&mut state, app::Action::Resize { width: size.width, height: size.height });
 
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let result = rt.block_on(event_loop(&mut terminal, state, &theme, opts.spool, opts.principal, pinned, opts.rescan));
@@ -563,9 +568,13 @@ where
         // handled while a frame waits, so it shows the newest state (a sleep before drawing
         // would hold a scan's result back by a whole frame, and draw the one before it).
         if dirty && now >= last_draw + FRAME_EVERY {
-            terminal.draw(|f| ui::render(&state, theme, f))?;
+            let area = terminal.draw(|f| ui::render(&state, theme, f))?.area;
             last_draw = Instant::now();
-            dirty = false;
+            // What the frame showed counts as seen: the sign dialog unlocks once its end has
+            // been drawn, which the next frame shows.
+            let before = state.mode.clone();
+            app::update(&mut state, Action::Drawn { width: area.width, height: area.height });
+            dirty = state.mode != before;
         }
         runner.scan_if_due();
         // A scan's packets are drawn first; the models' assessment follows off the UI thread, at
@@ -596,7 +605,7 @@ where
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press => Some(Action::Key(keymap::Key::from_event(&k))),
                 Some(Ok(Event::Paste(s))) => Some(Action::Paste(s)),
-                Some(Ok(Event::Resize(..))) => Some(Action::Resize),
+                Some(Ok(Event::Resize(width, height))) => Some(Action::Resize { width, height }),
                 Some(Ok(_)) => None,
                 Some(Err(e)) => Some(Action::Error(format!("terminal: {e}"))),
                 None => Some(Action::Quit),

@@ -96,6 +96,7 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
         Mode::Help => render_help(state, theme, frame, area),
         Mode::Confirm(c) => render_confirm(state, theme, frame, area, c),
         Mode::ChainAlert => render_chain_alert(state, theme, frame, area),
+        Mode::Log => render_log(state, theme, frame, area),
         Mode::Input { purpose: InputPurpose::RefuseReason(p), text } => render_reason(theme, frame, area, p, text),
         Mode::ControlConfirm(c) => render_control_confirm(state, theme, frame, area, &c.input, Some(c.focus), None),
         Mode::Input { purpose: InputPurpose::TypedConfirm(input), text } => {
@@ -112,14 +113,22 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
 }
 
 fn render_title(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    // The spool's totals, whatever the filter; the filter's own count follows, said as such.
+    let receipts = state.receipts().len();
     let mut spans = vec![
         Span::styled(" warrant ", theme.get("title")),
-        Span::styled(format!(" {} pending ", state.len(Pane::Pending)), theme.get("pending")),
+        Span::styled(format!(" {} pending ", state.pending_total()), theme.get("pending")),
         Span::styled(format!("· {} decided ", state.decisions.len()), theme.get("muted")),
-        Span::styled(format!("· {} receipts ", state.receipts().len()), theme.get("muted")),
+        Span::styled(format!("· {receipts} {} ", plural(receipts, "receipt")), theme.get("muted")),
     ];
     if !state.snapshot.invalid.is_empty() {
         spans.push(Span::styled(format!("· ⚠ {} invalid ", state.snapshot.invalid.len()), theme.get("invalid")));
+    }
+    if !state.filter.is_empty() {
+        spans.push(Span::styled(
+            format!("· filtered: {} of {} ", state.len(Pane::Pending), state.pending_total()),
+            theme.get("accent"),
+        ));
     }
     if state.read_only {
         spans.push(Span::styled(" READ-ONLY ", theme.get("warn")));
@@ -128,8 +137,8 @@ fn render_title(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
 }
 
 /// The pane tabs for a block title `width` cells wide: every pane with its count when that fits,
-/// else counts only for the packet lists, else none, else only numbers (the focused pane always
-/// shows its count).
+/// else counts only for the packet lists, else none, else short names with the packet lists'
+/// counts, else only numbers (the focused pane always shows its name and count).
 fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
     let filter = (!state.filter.is_empty() || matches!(state.mode, Mode::Input { purpose: InputPurpose::Filter, .. }))
         .then(|| format!(" /{} ", inert(&state.filter, 40)));
@@ -145,11 +154,15 @@ fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
                     format!(" {} {} ({}) ", i + 1, pane.title(), state.len(*pane))
                 }
                 1 | 2 => format!(" {} {} ", i + 1, pane.title()),
+                4 if matches!(pane, Pane::Pending | Pane::Decided | Pane::Invalid) => {
+                    format!(" {} {} ({}) ", i + 1, short_title(*pane), state.len(*pane))
+                }
+                4 | 5 => format!(" {} {} ", i + 1, short_title(*pane)),
                 _ => format!(" {} ", i + 1),
             })
             .collect()
     };
-    let chosen = [3, 2, 1, 0]
+    let chosen = [3, 2, 1, 4, 5, 0]
         .into_iter()
         .map(labels)
         .find(|l| l.iter().map(|s| s.chars().count()).sum::<usize>() <= room)
@@ -165,6 +178,18 @@ fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
         spans.push(Span::styled(f, theme.get("accent")));
     }
     Line::from(spans)
+}
+
+/// A pane's name in four letters or fewer, for narrow tab bars.
+fn short_title(pane: Pane) -> &'static str {
+    match pane {
+        Pane::Pending => "Pend",
+        Pane::Decided => "Dec",
+        Pane::Invalid => "Inv",
+        Pane::Posteriors => "Post",
+        Pane::Matrices => "Mat",
+        Pane::Agents => "Agt",
+    }
 }
 
 /// The style of a decision state: never the only signal (glyphs and words go with it).
@@ -186,6 +211,121 @@ fn window(selected: usize, len: usize, height: usize) -> (usize, usize) {
     (offset, (offset + height).min(len))
 }
 
+/// A column of a list: its header, its cells (already inert), the narrowest it may become (its
+/// cells then end in `…`), and when it goes if even that does not fit (higher goes first; 0
+/// never goes). A column whose cells are `fixed` keeps its width or goes.
+struct Column {
+    header: &'static str,
+    cells: Vec<Line<'static>>,
+    min: usize,
+    drop: u8,
+    fixed: bool,
+}
+
+impl Column {
+    fn new(header: &'static str, cells: Vec<Line<'static>>, min: usize, drop: u8) -> Self {
+        Self { header, cells, min, drop, fixed: false }
+    }
+
+    fn natural(&self) -> usize {
+        self.cells.iter().map(Line::width).chain([self.header.chars().count()]).max().unwrap_or(0)
+    }
+}
+
+/// `line` cut to `width` cells, ending in `…` when anything was cut.
+fn cut_line(line: Line<'static>, width: usize) -> Line<'static> {
+    use unicode_width::UnicodeWidthChar;
+    if line.width() <= width {
+        return line;
+    }
+    let mut used = 0;
+    let mut spans = Vec::new();
+    for span in line.spans {
+        let mut piece = String::new();
+        for ch in span.content.chars() {
+            let w = ch.width().unwrap_or(0);
+            if used + w + 1 > width {
+                break;
+            }
+            piece.push(ch);
+            used += w;
+        }
+        let full = piece.chars().count() == span.content.chars().count();
+        spans.push(Span::styled(piece, span.style));
+        if !full {
+            spans.push(Span::styled("…", span.style));
+            break;
+        }
+    }
+    Line::from(spans)
+}
+
+/// Widths for `columns` in `avail` cells (one cell between columns): each as wide as its widest
+/// cell; when that does not fit, decorative columns (`drop` 4 and up) go first, then the widest
+/// shrinkable columns narrow towards their minimum (cut with `…`), then columns go by their
+/// `drop` order. The last column takes what is left.
+/// Returns the headers, the constraints and the rows.
+fn fit_columns(mut columns: Vec<Column>, avail: usize) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+    let mut widths: Vec<usize>;
+    loop {
+        widths = columns.iter().map(Column::natural).collect();
+        let spacing = columns.len().saturating_sub(1);
+        let mut total: usize = widths.iter().sum::<usize>() + spacing;
+        // Decorative columns (drop order 4 and up) go before any text is cut.
+        if total > avail
+            && let Some(go) = (0..columns.len()).filter(|&i| columns[i].drop >= 4).max_by_key(|&i| columns[i].drop)
+        {
+            columns.remove(go);
+            continue;
+        }
+        while total > avail {
+            // Narrow the widest column that can still narrow.
+            let Some(i) = (0..columns.len())
+                .filter(|&i| !columns[i].fixed && widths[i] > columns[i].min)
+                .max_by_key(|&i| widths[i])
+            else {
+                break;
+            };
+            widths[i] -= 1;
+            total -= 1;
+        }
+        if total <= avail || columns.len() <= 1 {
+            break;
+        }
+        let Some(go) = (0..columns.len()).filter(|&i| columns[i].drop > 0).max_by_key(|&i| (columns[i].drop, i)) else {
+            break;
+        };
+        columns.remove(go);
+    }
+    let n = columns.len();
+    let headers = columns.iter().map(|c| c.header).collect();
+    let constraints = widths
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            if i + 1 == n {
+                Constraint::Min(u16::try_from(*w).unwrap_or(u16::MAX))
+            } else {
+                Constraint::Length(u16::try_from(*w).unwrap_or(u16::MAX))
+            }
+        })
+        .collect();
+    let rows_n = columns.first().map_or(0, |c| c.cells.len());
+    let mut cells: Vec<std::vec::IntoIter<Line<'static>>> = columns.into_iter().map(|c| c.cells.into_iter()).collect();
+    let rows = (0..rows_n)
+        .map(|_| {
+            Row::new(
+                cells
+                    .iter_mut()
+                    .zip(&widths)
+                    .map(|(it, w)| Cell::from(cut_line(it.next().unwrap_or_default(), *w)))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    (headers, constraints, rows)
+}
+
 fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
     // The selection stays on the packet under review when newer ones arrive above it, so rows
     // hidden above or below the window are always announced.
@@ -197,9 +337,9 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
         .borders(Borders::ALL)
         .border_style(if state.zoomed { theme.get("border") } else { theme.get("border_focus") })
         .title(tabs_line(state, theme, area.width));
+    // Rows above the window are told on the bottom border, left, so the tabs keep the top one.
     if from > 0 {
-        block =
-            block.title_top(Line::from(Span::styled(format!(" ↑ {from} newer "), theme.get("warn"))).right_aligned());
+        block = block.title_bottom(Line::from(Span::styled(format!(" ↑ {from} newer "), theme.get("warn"))));
     }
     if to < len {
         block = block.title_bottom(
@@ -208,151 +348,200 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
     }
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    // The fixed columns take 63 cells with spacing; show summaries when at least 10 more fit.
-    let wide = inner.width >= 74;
+    // Columns are as wide as their content; when the pane is narrower, the longest names narrow
+    // (cut with `…`), then the least needed columns go. Nothing is cut silently.
+    let avail = usize::from(inner.width);
+    let raw = |t: String| Line::from(t);
+    let styled = |t: String, st: Style| Line::from(Span::styled(t, st));
     let (header, widths, rows): (Vec<&str>, Vec<Constraint>, Vec<Row<'_>>) = match state.pane {
         Pane::Pending => {
-            let rows = state.pending()[from..to]
-                .iter()
-                .map(|e| {
-                    let p = &e.packet;
-                    // The composed verdict of every model, not only what the packet declares.
-                    let shown = state.shown_state(p);
-                    let (g, w) = state_label(shown);
-                    let mut cells = vec![
-                        Cell::from(clock::human_age(state.now - e.created())),
-                        Cell::from(match state.look_alike(&p.agent) {
-                            Some(_) => format!("⚠{}", inert(&p.agent, 23)),
-                            None => inert(&p.agent, 24),
+            let list = &state.pending()[from..to];
+            let cols = vec![
+                Column::new("AGE", list.iter().map(|e| raw(clock::human_age(state.now - e.created()))).collect(), 3, 0),
+                Column::new(
+                    "AGENT",
+                    list.iter()
+                        .map(|e| match state.look_alike(&e.packet.agent) {
+                            Some(_) => styled(format!("⚠{}", inert(&e.packet.agent, 64)), theme.get("warn")),
+                            None => raw(inert(&e.packet.agent, 64)),
                         })
-                        .style(if state.look_alike(&p.agent).is_some() {
-                            theme.get("warn")
-                        } else {
-                            Style::default()
-                        }),
-                        Cell::from(inert(&p.action_class, 32)),
-                        // The class's risk as warrant's policies define it; `*` when the
-                        // packet claims another.
-                        {
+                        .collect(),
+                    8,
+                    0,
+                ),
+                Column::new(
+                    "ACTION CLASS",
+                    list.iter().map(|e| raw(inert(&e.packet.action_class, 64))).collect(),
+                    10,
+                    0,
+                ),
+                // The class's risk as warrant's policies define it; `*` when the packet claims another.
+                Column::new(
+                    "RISK",
+                    list.iter()
+                        .map(|e| {
+                            let p = &e.packet;
                             let risk = state.policies.class_risk(&p.action_class).as_str();
                             let claims_other = p.risk.as_deref().is_some_and(|r| r != risk);
-                            Cell::from(if claims_other { format!("{risk}*") } else { risk.to_owned() })
-                                .style(risk_style(theme, Some(risk)))
-                        },
-                        Cell::from(format!("{g} {w}")).style(state_style(theme, shown)),
-                    ];
-                    if wide {
-                        cells.push(Cell::from(inert(&p.summary, 200)));
-                    }
-                    Row::new(cells)
-                })
-                .collect();
-            let mut widths = vec![
-                Constraint::Length(4),
-                Constraint::Length(14),
-                Constraint::Length(20),
-                Constraint::Length(8),
-                Constraint::Length(12),
+                            styled(
+                                if claims_other { format!("{risk}*") } else { risk.to_owned() },
+                                risk_style(theme, Some(risk)),
+                            )
+                        })
+                        .collect(),
+                    4,
+                    2,
+                ),
+                // The composed verdict of every model, not only what the packet declares.
+                Column {
+                    fixed: true,
+                    ..Column::new(
+                        "STATE",
+                        list.iter()
+                            .map(|e| {
+                                let shown = state.shown_state(&e.packet);
+                                let (g, w) = state_label(shown);
+                                styled(format!("{g} {w}"), state_style(theme, shown))
+                            })
+                            .collect(),
+                        0,
+                        0,
+                    )
+                },
+                Column::new("SUMMARY", list.iter().map(|e| raw(inert(&e.packet.summary, 200))).collect(), 10, 3),
             ];
-            let mut header = vec!["AGE", "AGENT", "ACTION CLASS", "RISK", "STATE"];
-            if wide {
-                widths.push(Constraint::Min(10));
-                header.push("SUMMARY");
-            }
-            (header, widths, rows)
+            fit_columns(cols, avail)
         }
         Pane::Decided => {
-            let rows = state.decided()[from..to]
-                .iter()
-                .map(|r| {
-                    let (g, w, role) = verdict_label(r.decision.verdict);
-                    let age = clock::unix_seconds(&r.decision.decided_at)
-                        .map_or("?".into(), |t| clock::human_age(state.now - t));
-                    let p = r.packet.as_deref();
-                    Row::new(vec![
-                        Cell::from(age),
-                        Cell::from(format!("{g} {w}")).style(theme.get(role)),
-                        Cell::from(inert(&r.id, 40)),
-                        Cell::from(inert(p.map_or("?", |p| &p.agent), 24)),
-                        Cell::from(inert(p.map_or("?", |p| &p.action_class), 32)),
-                        Cell::from(inert(&r.decision.principal, 24)),
-                    ])
-                })
-                .collect();
-            (
-                vec!["AGE", "DECISION", "PACKET", "AGENT", "ACTION CLASS", "BY"],
-                vec![
-                    Constraint::Length(4),
-                    Constraint::Length(10),
-                    Constraint::Min(12),
-                    Constraint::Length(14),
-                    Constraint::Length(20),
-                    Constraint::Length(10),
-                ],
-                rows,
-            )
+            let list = &state.decided()[from..to];
+            let cols = vec![
+                Column::new(
+                    "AGE",
+                    list.iter()
+                        .map(|r| {
+                            raw(clock::unix_seconds(&r.decision.decided_at)
+                                .map_or("?".into(), |t| clock::human_age(state.now - t)))
+                        })
+                        .collect(),
+                    3,
+                    0,
+                ),
+                Column {
+                    fixed: true,
+                    ..Column::new(
+                        "DECISION",
+                        list.iter()
+                            .map(|r| {
+                                let (g, w, role) = verdict_label(r.decision.verdict);
+                                styled(format!("{g} {w}"), theme.get(role))
+                            })
+                            .collect(),
+                        0,
+                        0,
+                    )
+                },
+                Column::new("PACKET", list.iter().map(|r| raw(inert(&r.id, 64))).collect(), 8, 0),
+                Column::new(
+                    "AGENT",
+                    list.iter().map(|r| raw(inert(r.packet.as_deref().map_or("?", |p| &p.agent), 64))).collect(),
+                    8,
+                    0,
+                ),
+                Column::new(
+                    "ACTION CLASS",
+                    list.iter().map(|r| raw(inert(r.packet.as_deref().map_or("?", |p| &p.action_class), 64))).collect(),
+                    10,
+                    0,
+                ),
+                Column::new("BY", list.iter().map(|r| raw(inert(&r.decision.principal, 40))).collect(), 6, 2),
+            ];
+            fit_columns(cols, avail)
         }
         Pane::Posteriors => {
-            let bar_w = if inner.width >= 100 { 24 } else { 12 };
-            let rows = state.posteriors()[from..to]
-                .iter()
-                .map(|p| {
-                    let human_only = state.policies.policy(&p.action_class).is_human_only();
-                    let ready = match (human_only, p.graduation_ready()) {
-                        (true, _) => ("◆ human", "muted"),
-                        (false, true) => ("✓ ready", "ok"),
-                        (false, false) => ("· not yet", "muted"),
-                    };
-                    let more = match p.to_graduate {
-                        Some(0) => "—".to_owned(),
-                        Some(n) => format!("+{n}"),
-                        None => "never".to_owned(),
-                    };
-                    Row::new(vec![
-                        Cell::from(inert(&p.action_class, 32)),
-                        Cell::from(interval_bar(theme, p.mean, p.ci_low, p.ci_high, bar_w)),
-                        Cell::from(format!("{:.2} [{:.2}–{:.2}]", p.mean, p.ci_low, p.ci_high)),
-                        Cell::from(format!("{}", p.samples)),
-                        Cell::from(p.tier.as_str()).style(tier_style(theme, p.tier)),
-                        Cell::from(ready.0).style(theme.get(ready.1)),
-                        Cell::from(more),
-                    ])
-                })
-                .collect();
-            (
-                vec!["ACTION CLASS", "95% INTERVAL", "MEAN [LOW–HIGH]", "N", "TIER", "GRADUATION", "TO GO"],
-                vec![
-                    Constraint::Length(20),
-                    Constraint::Length(bar_w as u16),
-                    Constraint::Length(17),
-                    Constraint::Length(4),
-                    Constraint::Length(11),
-                    Constraint::Length(10),
-                    Constraint::Length(6),
-                ],
-                rows,
-            )
+            let list = &state.posteriors()[from..to];
+            let fixed = |c: Column| Column { fixed: true, ..c };
+            let mut cols = vec![
+                Column::new("ACTION CLASS", list.iter().map(|p| raw(inert(&p.action_class, 64))).collect(), 10, 0),
+                fixed(Column::new("95% INTERVAL", vec![], 0, 4)),
+                fixed(Column::new(
+                    "MEAN [LOW–HIGH]",
+                    list.iter().map(|p| raw(format!("{:.2} [{:.2}–{:.2}]", p.mean, p.ci_low, p.ci_high))).collect(),
+                    0,
+                    0,
+                )),
+                fixed(Column::new("N", list.iter().map(|p| raw(p.samples.to_string())).collect(), 0, 0)),
+                fixed(Column::new(
+                    "TIER",
+                    list.iter().map(|p| styled(p.tier.as_str().to_owned(), tier_style(theme, p.tier))).collect(),
+                    0,
+                    0,
+                )),
+                fixed(Column::new(
+                    "GRADUATION",
+                    list.iter()
+                        .map(|p| {
+                            let human_only = state.policies.policy(&p.action_class).is_human_only();
+                            let (t, role) = match (human_only, p.graduation_ready()) {
+                                (true, _) => ("◆ human", "muted"),
+                                (false, true) => ("✓ ready", "ok"),
+                                (false, false) => ("· not yet", "muted"),
+                            };
+                            styled(t.to_owned(), theme.get(role))
+                        })
+                        .collect(),
+                    0,
+                    2,
+                )),
+                fixed(Column::new(
+                    "TO GO",
+                    list.iter()
+                        .map(|p| {
+                            raw(match p.to_graduate {
+                                Some(0) => "—".to_owned(),
+                                Some(n) => format!("+{n}"),
+                                None => "never".to_owned(),
+                            })
+                        })
+                        .collect(),
+                    0,
+                    3,
+                )),
+            ];
+            // The band takes the room the other columns leave, between 6 and 24 cells.
+            let others: usize =
+                cols.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, c)| c.natural()).sum::<usize>() + cols.len()
+                    - 1;
+            let bar_w = avail.saturating_sub(others).clamp(6, 24);
+            cols[1].cells = list.iter().map(|p| interval_bar(theme, p.mean, p.ci_low, p.ci_high, bar_w)).collect();
+            if list.is_empty() {
+                cols[1].cells.clear();
+            }
+            fit_columns(cols, avail)
         }
         Pane::Invalid => {
-            let rows = state.invalid()[from..to]
-                .iter()
-                .map(|f| {
-                    let kind = match f.kind {
-                        crate::spool::FileKind::Packet => "packet",
-                        crate::spool::FileKind::Receipt => "receipt",
-                    };
-                    Row::new(vec![
-                        Cell::from(format!("⚠ {kind}")).style(theme.get("invalid")),
-                        Cell::from(inert(&f.name, 60)),
-                        Cell::from(inert(&f.reason.to_string(), 300)),
-                    ])
-                })
-                .collect();
-            (
-                vec!["KIND", "FILE", "REASON"],
-                vec![Constraint::Length(9), Constraint::Length(28), Constraint::Min(10)],
-                rows,
-            )
+            let list = &state.invalid()[from..to];
+            let cols = vec![
+                Column {
+                    fixed: true,
+                    ..Column::new(
+                        "KIND",
+                        list.iter()
+                            .map(|f| {
+                                let kind = match f.kind {
+                                    crate::spool::FileKind::Packet => "packet",
+                                    crate::spool::FileKind::Receipt => "receipt",
+                                };
+                                styled(format!("⚠ {kind}"), theme.get("invalid"))
+                            })
+                            .collect(),
+                        0,
+                        0,
+                    )
+                },
+                Column::new("FILE", list.iter().map(|f| raw(inert(&f.name, 80))).collect(), 10, 0),
+                Column::new("REASON", list.iter().map(|f| raw(inert(&f.reason.to_string(), 300))).collect(), 10, 0),
+            ];
+            fit_columns(cols, avail)
         }
         // Drawn by their own views.
         Pane::Matrices | Pane::Agents => (vec![], vec![], vec![]),
@@ -425,7 +614,10 @@ fn evidence_lines(state: &State, theme: &Theme, class: &str, max: usize) -> Vec<
     let earlier = count.saturating_sub(rows.len()) + skip;
     if earlier > 0 {
         let hint = if count > rows.len() { "counted in the posterior" } else { "enter shows all" };
-        out.push(Line::from(Span::styled(format!("  … {earlier} earlier rows ({hint})"), theme.get("muted"))));
+        out.push(Line::from(Span::styled(
+            format!("  … {earlier} earlier {} ({hint})", plural(earlier, "row")),
+            theme.get("muted"),
+        )));
     }
     for r in rows.iter().skip(skip) {
         let role = if r.evidence_weight > 0.0 {
@@ -557,44 +749,20 @@ fn kv<'a>(theme: &Theme, k: &'a str, v: impl Into<Span<'a>>) -> Line<'a> {
     Line::from(vec![Span::styled(format!("{k:>10}  "), theme.get("muted")), v.into()])
 }
 
-/// A JSON value as indented, inert text lines.
-fn json_lines(v: &Value, width: usize, max_lines: usize) -> Vec<String> {
-    let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
-    let mut out = Vec::new();
-    for line in pretty.lines() {
-        if out.len() >= max_lines {
-            out.push("…".into());
-            break;
-        }
-        out.push(inert(line, width.max(8)));
-    }
-    out
-}
-
-/// Strings of a JSON object as `key: value` lines, multi-line strings split and made inert;
-/// other values as compact JSON.
-fn field_lines(v: &Value, width: usize, max_lines: usize) -> Vec<String> {
-    let Value::Object(map) = v else { return json_lines(v, width, max_lines) };
-    let mut out = Vec::new();
-    for (k, val) in map {
-        match val {
-            Value::String(s) => {
-                let mut parts = s.split('\n');
-                out.push(format!("{}: {}", inert(k, width), inert(parts.next().unwrap_or(""), width)));
-                // Stop at the budget: a body of a million short lines costs no more than it shows.
-                for more in parts.take(max_lines.saturating_sub(out.len())) {
-                    out.push(format!("  {}", inert(more, width)));
-                }
-            }
-            other => out.push(format!("{}: {}", inert(k, width), inert(&other.to_string(), width))),
-        }
-        if out.len() >= max_lines {
-            out.truncate(max_lines);
-            out.push("…".into());
-            break;
-        }
-    }
-    out
+/// A JSON value as indented key/value lines (nested objects indented, long values wrapped under
+/// their key, with `where_first` where the action goes first), inert, `width` columns wide, two columns in.
+fn value_lines(theme: &Theme, v: &Value, width: usize, budget: usize, where_first: bool) -> Vec<Line<'static>> {
+    super::fields::field_lines(v, width.saturating_sub(2), budget, where_first)
+        .into_iter()
+        .map(|l| {
+            let (key_role, text_role) = if l.important { ("accent", "title") } else { ("muted", "base") };
+            Line::from(vec![
+                Span::raw(" ".repeat(2 + l.indent)),
+                Span::styled(l.key, theme.get(key_role)),
+                Span::styled(l.text, theme.get(text_role)),
+            ])
+        })
+        .collect()
 }
 
 fn evidence_summary(v: &Value) -> String {
@@ -808,16 +976,16 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         }
     }
     // Zoomed, nothing is cut: every field of the packet, every character, wrapped and scrolled.
-    let (width, budget) = if zoomed { (usize::MAX, usize::MAX) } else { (width, 60) };
-    lines.push(Line::from(Span::styled("proposed action", theme.get("header"))));
-    lines.extend(field_lines(&p.proposed_action, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
+    let budget = if zoomed { usize::MAX } else { 60 };
+    lines.push(Line::from(Span::styled("proposed action (where it goes first)", theme.get("header"))));
+    lines.extend(value_lines(theme, &p.proposed_action, row, budget, true));
     if !p.context.is_null() && p.context != p.proposed_action {
         lines.push(Line::from(Span::styled("context", theme.get("header"))));
-        lines.extend(field_lines(&p.context, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
+        lines.extend(value_lines(theme, &p.context, row, budget, false));
     }
     lines.extend(verdict_lines(state, theme, &p.id, row, if zoomed { usize::MAX } else { row * 2 }));
     if let Some(d) = state.gate_decision(&p.id) {
-        lines.extend(gate_lines(theme, d, width));
+        lines.extend(gate_lines(theme, d, if zoomed { usize::MAX } else { width }));
         let class = state.policies.normalize(&p.action_class);
         lines.extend(evidence_lines(state, theme, &class, if zoomed { usize::MAX } else { 5 }));
     }
@@ -825,7 +993,7 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
     if !others.is_empty() {
         lines.push(Line::from(Span::styled("other fields", theme.get("header"))));
         let rest = Value::Object(others);
-        lines.extend(field_lines(&rest, width, budget).into_iter().map(|l| Line::from(format!("  {l}"))));
+        lines.extend(value_lines(theme, &rest, row, budget, false));
     }
     lines
 }
@@ -877,8 +1045,18 @@ fn other_fields(p: &Packet) -> serde_json::Map<String, Value> {
 }
 
 fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, zoomed: bool) {
-    let title =
-        if zoomed { " Packet: the whole file (j/k scroll · esc back) " } else { " Packet (enter: read it whole) " };
+    // The title names what the detail shows: a packet, an invalid file, or an action class.
+    let what = match state.pane {
+        Pane::Posteriors => "Class",
+        Pane::Invalid => "File",
+        _ => "Packet",
+    };
+    let title = if zoomed {
+        let whole = if state.pane == Pane::Posteriors { "all of it" } else { "the whole file" };
+        format!(" {what}: {whole} (j/k scroll · esc back) ")
+    } else {
+        format!(" {what} (enter: read it whole) ")
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(if zoomed { theme.get("border_focus") } else { theme.get("border") })
@@ -923,6 +1101,8 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
             },
         },
     };
+    // Long lines continue under their value, not at column 0.
+    let lines: Vec<Line<'_>> = lines.into_iter().flat_map(|l| hang(l, usize::from(inner.width))).collect();
     let para = Paragraph::new(Text::from(lines)).wrap(Wrap { trim: false });
     let total = para.line_count(inner.width);
     let height = usize::from(inner.height);
@@ -935,11 +1115,74 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
     }
     let below = total.saturating_sub(scroll + height);
     if below > 0 {
-        let hint =
-            if zoomed { format!(" ↓ {below} more lines ") } else { format!(" ↓ {below} more lines: enter ") };
+        let hint = if zoomed {
+            format!(" ↓ {below} more {} ", plural(below, "line"))
+        } else {
+            format!(" ↓ {below} more {}: enter ", plural(below, "line"))
+        };
         block = block.title_bottom(Line::from(Span::styled(hint, theme.get("warn"))).right_aligned());
     }
     frame.render_widget(para.block(block).scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0)), area);
+}
+
+/// A line wider than `width` split into lines that fit, the continuations indented under the
+/// value: past a `kv` label, or two columns past the line's own indentation (at most half the
+/// width). Breaks after a space when one leaves at least half a row; styles are kept; nothing is
+/// dropped.
+fn hang(line: Line<'_>, width: usize) -> Vec<Line<'static>> {
+    use unicode_width::UnicodeWidthChar;
+    let line = own_line(line);
+    if line.width() <= width || width < 8 {
+        return vec![line];
+    }
+    let label = line.spans.first().is_some_and(|s| s.content.chars().count() == 12 && s.content.ends_with("  "));
+    let chars: Vec<(char, usize)> =
+        line.spans.iter().enumerate().flat_map(|(i, s)| s.content.chars().map(move |c| (c, i))).collect();
+    let lead = chars.iter().take_while(|(c, _)| *c == ' ').count();
+    let indent = if label { 12 } else { lead + 2 }.min(width / 2);
+    // Row boundaries (char indices where a new row starts).
+    let mut starts = vec![0];
+    let (mut start, mut row_w, mut avail) = (0, 0, width);
+    let mut i = 0;
+    while i < chars.len() {
+        let w = chars[i].0.width().unwrap_or(0);
+        if row_w + w > avail && i > start {
+            let space = (start + 1..i).rev().find(|&j| chars[j - 1].0 == ' ');
+            let cut = space.filter(|&j| {
+                let used: usize = chars[start..j].iter().map(|(c, _)| c.width().unwrap_or(0)).sum();
+                used * 2 >= avail
+            });
+            let at = cut.unwrap_or(i);
+            starts.push(at);
+            start = at;
+            avail = width - indent;
+            row_w = chars[at..i].iter().map(|(c, _)| c.width().unwrap_or(0)).sum();
+            continue;
+        }
+        row_w += w;
+        i += 1;
+    }
+    starts.push(chars.len());
+    starts
+        .windows(2)
+        .enumerate()
+        .map(|(row, r)| {
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            if row > 0 {
+                spans.push(Span::raw(" ".repeat(indent)));
+            }
+            let fixed = spans.len();
+            for (c, si) in &chars[r[0]..r[1]] {
+                let style = line.spans[*si].style;
+                let n = spans.len();
+                match spans.last_mut() {
+                    Some(last) if n > fixed && last.style == style => last.content.to_mut().push(*c),
+                    _ => spans.push(Span::styled(c.to_string(), style)),
+                }
+            }
+            Line::from(spans)
+        })
+        .collect()
 }
 
 fn own_line(l: Line<'_>) -> Line<'static> {
@@ -956,10 +1199,13 @@ fn render_status(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
             ),
             theme.get("error"),
         ),
-        ChainState::Valid { total, .. } if state.chain_from_checkpoint => {
-            Span::styled(format!(" ✓ chain ok since checkpoint · {total} records "), theme.get("ok"))
+        ChainState::Valid { total, .. } if state.chain_from_checkpoint => Span::styled(
+            format!(" ✓ chain ok since checkpoint · {total} {} ", plural(*total, "record")),
+            theme.get("ok"),
+        ),
+        ChainState::Valid { total, .. } => {
+            Span::styled(format!(" ✓ chain ok · {total} {} ", plural(*total, "record")), theme.get("ok"))
         }
-        ChainState::Valid { total, .. } => Span::styled(format!(" ✓ chain ok · {total} records "), theme.get("ok")),
         ChainState::Unknown => Span::styled(" … verifying chain ", theme.get("muted")),
     };
     let progress = state.chain_progress.map(|(read, total)| {
@@ -994,7 +1240,7 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
         Mode::Input { .. } => ("input", &["submit", "cancel"]),
         Mode::Confirm(_) | Mode::ControlConfirm(_) => ("confirm", &["confirm", "cancel", "toggle"]),
         Mode::Help => ("help", &["close"]),
-        Mode::ChainAlert => ("help", &[]),
+        Mode::ChainAlert | Mode::Log => ("help", &[]),
         Mode::Normal if state.read_only => ("normal", &["down", "up", "open", "next_pane", "filter", "help", "quit"]),
         Mode::Normal if state.pane == Pane::Matrices => {
             ("normal", &["raise", "lower", "down", "up", "next_pane", "filter", "help", "quit"])
@@ -1002,19 +1248,26 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
         Mode::Normal if state.pane == Pane::Agents => {
             ("normal", &["quarantine", "release", "kill", "elevate", "next_pane", "help", "quit"])
         }
-        Mode::Normal => ("normal", &["down", "up", "open", "approve", "refuse", "next_pane", "filter", "help", "quit"]),
+        Mode::Normal if state.pane == Pane::Pending => {
+            ("normal", &["down", "up", "open", "approve", "refuse", "next_pane", "filter", "help", "quit"])
+        }
+        Mode::Normal => ("normal", &["down", "up", "open", "next_pane", "filter", "log", "help", "quit"]),
     };
     let mut spans = Vec::new();
     if state.zoomed && state.mode == Mode::Normal {
         let k = |c: &str| km.first_key("normal", c).unwrap_or_default();
+        let decide = state.pane == Pane::Pending && !state.read_only;
         for (keys, desc) in [
             (format!("{}/{}", k("down"), k("up")), "scroll"),
             (format!("{}/{}", k("top"), k("bottom")), "top/end"),
             (k("back"), "back"),
-            (k("approve"), "approve"),
-            (k("refuse"), "refuse"),
+            (if decide { k("approve") } else { String::new() }, "approve"),
+            (if decide { k("refuse") } else { String::new() }, "refuse"),
             (k("help"), "help"),
-        ] {
+        ]
+        .into_iter()
+        .filter(|(k, _)| !k.is_empty())
+        {
             spans.push(Span::styled(format!(" {keys}"), theme.get("key_hint")));
             spans.push(Span::styled(format!(" {desc} "), theme.get("muted")));
         }
@@ -1024,14 +1277,35 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
     if let Mode::Input { purpose: InputPurpose::Filter, text } = &state.mode {
         spans.push(Span::styled(format!(" filter: {}▏ ", inert(text, 60)), theme.get("accent")));
     }
-    for c in commands {
-        let Some(key) = km.first_key(mode, c) else { continue };
-        let desc = km.bindings(mode).iter().find(|b| b.command == *c).map_or("", |b| b.desc.as_str());
-        spans.push(Span::styled(format!(" {key}"), theme.get("key_hint")));
-        spans.push(Span::styled(format!(" {desc} "), theme.get("muted")));
+    // Hints that do not fit go whole, never cut; help (which lists every key) is kept.
+    let hint = |c: &str| {
+        let key = km.first_key(mode, c)?;
+        let desc = km.bindings(mode).iter().find(|b| b.command == c).map_or("", |b| b.desc.as_str());
+        Some([
+            Span::styled(format!(" {key}"), theme.get("key_hint")),
+            Span::styled(format!(" {desc} "), theme.get("muted")),
+        ])
+    };
+    let reserved =
+        if commands.contains(&"help") { hint("help").map_or(0, |h| h.iter().map(Span::width).sum()) } else { 0 };
+    let mut used: usize = spans.iter().map(Span::width).sum::<usize>() + reserved;
+    for c in commands.iter().filter(|c| **c != "help") {
+        let Some(h) = hint(c) else { continue };
+        let w: usize = h.iter().map(Span::width).sum();
+        if used + w > usize::from(area.width) {
+            continue;
+        }
+        used += w;
+        spans.extend(h);
     }
-    if matches!(state.mode, Mode::ChainAlert) {
-        spans.push(Span::styled(" any key: acknowledge ", theme.get("key_hint")));
+    if commands.contains(&"help")
+        && let Some(h) = hint("help")
+    {
+        spans.extend(h);
+    }
+    if matches!(state.mode, Mode::ChainAlert | Mode::Log) {
+        let what = if state.mode == Mode::Log { " any key: close " } else { " any key: acknowledge " };
+        spans.push(Span::styled(what, theme.get("key_hint")));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -1042,12 +1316,34 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
 }
 
+/// Width of one column of the help overlay.
+const HELP_COLUMN: u16 = 38;
+
+/// Lines of the help overlay: a title per mode, a line per binding, blank lines between
+/// sections with `gaps`.
+fn help_line_count(keymap: &super::keymap::Keymap, gaps: bool) -> usize {
+    let modes = ["normal", "confirm", "input", "help"];
+    modes.iter().map(|m| keymap.bindings(m).len() + 1).sum::<usize>() + if gaps { modes.len() - 1 } else { 0 }
+}
+
+/// How many lines of the help overlay fit on a `width`×`height` terminal.
+fn help_fit(width: u16, height: u16) -> usize {
+    usize::from(width.saturating_sub(2) / HELP_COLUMN).max(1) * usize::from(height.saturating_sub(2).max(1))
+}
+
+/// How far the help overlay can scroll on a `width`×`height` terminal (0 when it fits).
+#[must_use]
+pub fn help_scroll_limit(keymap: &super::keymap::Keymap, width: u16, height: u16) -> usize {
+    help_line_count(keymap, false).saturating_sub(help_fit(width, height))
+}
+
 fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
-    // Sections flow into as many columns as the height requires, so nothing is cut off; when the
-    // columns would not fit across, the blank lines between sections go first.
-    const COLUMN: u16 = 38;
+    // Sections flow into as many columns as the height requires; when the columns would not fit
+    // across, the blank lines between sections go first, then the overlay scrolls (j/k) and says
+    // how many lines are above and below.
+    const COLUMN: u16 = HELP_COLUMN;
     let height = area.height.saturating_sub(2).max(1) as usize;
-    let fit = usize::from(area.width.saturating_sub(2) / COLUMN).max(1) * height;
+    let fit = help_fit(area.width, area.height);
     let sections = |gaps: bool| {
         let mut lines: Vec<Line<'_>> = Vec::new();
         for (mode, title) in
@@ -1071,6 +1367,10 @@ fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
     if lines.len() > fit {
         lines = sections(false);
     }
+    let total = lines.len();
+    let skip = state.help_scroll.min(total.saturating_sub(fit));
+    let lines: Vec<Line<'_>> = lines.into_iter().skip(skip).take(fit).collect();
+    let below = total - skip - lines.len();
     let columns = lines.len().div_ceil(height).max(1) as u16;
     let rect = centered(area, (COLUMN * columns + 2).min(area.width), (lines.len().min(height) + 2) as u16);
     frame.render_widget(Clear, rect);
@@ -1078,6 +1378,26 @@ fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
         .borders(Borders::ALL)
         .border_style(theme.get("border_focus"))
         .title(" Help: keys (esc closes) ");
+    let block = if skip > 0 {
+        block.title_top(
+            Line::from(Span::styled(format!(" ↑ {skip} {} ", plural(skip, "line")), theme.get("muted")))
+                .right_aligned(),
+        )
+    } else {
+        block
+    };
+    let block = if below > 0 {
+        let k = state.keymap.first_key("help", "down").unwrap_or_default();
+        block.title_bottom(
+            Line::from(Span::styled(
+                format!(" ↓ {below} more {} — {k} to scroll ", plural(below, "line")),
+                theme.get("warn"),
+            ))
+            .right_aligned(),
+        )
+    } else {
+        block
+    };
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
     let areas = Layout::horizontal(vec![Constraint::Length(COLUMN); columns as usize]).split(inner);
@@ -1087,60 +1407,103 @@ fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
 }
 
 fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, c: &super::app::Confirm) {
-    let (g, _, role) = verdict_label(c.verdict);
-    let p = &c.packet;
-    let mut lines = vec![
-        Line::from(Span::styled(
-            format!(
-                "{g} Sign {} this packet?",
-                if c.verdict == Verdict::Approve { "an APPROVAL of" } else { "a REFUSAL of" }
-            ),
-            theme.get(role),
-        )),
-        Line::from(""),
-        kv(theme, "packet", inert(&p.id, 60)),
-        kv(theme, "agent", inert(&p.agent, 40)),
-        kv(theme, "class", Span::styled(inert(&p.action_class, 60), theme.get("title"))),
-        kv(theme, "payload", "SHA-256 of the packet's canonical JSON:"),
-        Line::from(Span::styled(format!("  {}", p.content_hash), theme.get("accent"))),
-        kv(theme, "key", state.fingerprint.clone().unwrap_or_default()),
-        kv(theme, "principal", inert(state.principal.as_deref().unwrap_or(""), 40)),
-    ];
-    if let Some(r) = &c.reason {
-        lines.push(kv(theme, "reason", inert(r, 60)));
-    }
-    // What is being signed, in brief: the first fields of the proposed action.
-    let preview = field_lines(&p.proposed_action, usize::from(area.width.saturating_sub(20)).clamp(20, 80), 6);
-    lines.push(kv(theme, "action", ""));
-    lines.extend(preview.into_iter().map(|l| Line::from(format!("    {l}"))));
-    lines.push(Line::from(Span::styled("    (the whole packet: esc, then enter)", theme.get("muted"))));
-    lines.push(Line::from(""));
-    let button = |label: &str, b: Button| {
-        Span::styled(format!("[ {label} ]"), if c.focus == b { theme.get("button_focus") } else { theme.get("button") })
+    let (_, _, role) = verdict_label(c.verdict);
+    let (rows, g) = super::dialog::confirm_layout(state, c, area);
+    let visible = usize::from(g.body.height);
+    // The same clamp as `update`'s; the scroll itself only changes there.
+    let scroll = c.scroll.min(rows.len().saturating_sub(visible));
+    let lines: Vec<Line<'static>> = rows
+        .iter()
+        .skip(scroll)
+        .take(visible)
+        .map(|r| Line::from(r.0.iter().map(|(t, role)| Span::styled(t.clone(), theme.get(role))).collect::<Vec<_>>()))
+        .collect();
+    frame.render_widget(Clear, g.rect);
+    let title = if c.zoomed {
+        format!(" Confirm: {} (z: unzoom) ", c.verdict.as_str())
+    } else {
+        format!(" Confirm: {} ", c.verdict.as_str())
     };
-    lines.push(
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.get(role))
+        .title(Span::styled(title, theme.get(role)));
+    if scroll > 0 {
+        block = block.title_top(
+            Line::from(Span::styled(format!(" ↑ {scroll} {} above ", plural(scroll, "line")), theme.get("muted")))
+                .right_aligned(),
+        );
+    }
+    frame.render_widget(block, g.rect);
+    frame.render_widget(Paragraph::new(lines), g.body);
+
+    let km = &state.keymap;
+    let k = |cmd: &str| km.first_key("confirm", cmd).unwrap_or_default();
+    let below = rows.len().saturating_sub(scroll + visible);
+    // This frame shows the end after everything above it: `update` unlocks the dialog when told
+    // the frame was drawn.
+    let unlocked = c.unlocked() || (below == 0 && scroll <= c.seen && visible > 0);
+    let status = if below > 0 {
+        let unlock = if unlocked {
+            String::new()
+        } else {
+            format!(", {} unlocks at the end ({} zooms)", k("confirm"), k("zoom"))
+        };
+        Span::styled(
+            format!("↓ {below} more {} — {}/{} to read{unlock}", plural(below, "line"), k("down"), k("page_down")),
+            theme.get("warn"),
+        )
+    } else if unlocked {
+        Span::styled(
+            format!("✓ all {} {} of the dialog have been on screen", rows.len(), plural(rows.len(), "line")),
+            theme.get("ok"),
+        )
+    } else {
+        Span::styled(format!("scroll to the top ({}) and read down to unlock", k("top")), theme.get("warn"))
+    };
+    let button = |label: String, b: Button, locked: bool| {
+        let style = if locked {
+            theme.get("muted")
+        } else if c.focus == b {
+            theme.get("button_focus")
+        } else {
+            theme.get("button")
+        };
+        Span::styled(format!("[ {label} ]"), style)
+    };
+    let sign = if c.verdict == Verdict::Approve { "Sign approval" } else { "Sign refusal" };
+    let locked = !unlocked;
+    let sign = if locked { format!("{sign}: read to the end") } else { sign.to_owned() };
+    let footer = vec![
+        Line::from(status).alignment(Alignment::Center),
         Line::from(vec![
-            button("Cancel", Button::Cancel),
+            button("Cancel".into(), Button::Cancel, false),
             Span::raw("   "),
-            button(if c.verdict == Verdict::Approve { "Sign approval" } else { "Sign refusal" }, Button::Sign),
+            button(sign, Button::Sign, locked),
         ])
         .alignment(Alignment::Center),
-    );
-    lines.push(
-        Line::from(Span::styled("y sign · n/esc cancel · tab move · enter press", theme.get("muted")))
-            .alignment(Alignment::Center),
-    );
-    let rect = centered(area, 96, lines.len() as u16 + 2);
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(theme.get(role))
-                .title(Span::styled(format!(" Confirm: {} ", c.verdict.as_str()), theme.get(role))),
-        ),
-        rect,
-    );
+        Line::from(Span::styled(
+            format!(
+                "{} sign · {} cancel · {}/{} scroll · {} zoom · {} move · {} press",
+                k("confirm"),
+                k("cancel"),
+                k("down"),
+                k("up"),
+                k("zoom"),
+                k("toggle"),
+                k("activate")
+            ),
+            theme.get("muted"),
+        ))
+        .alignment(Alignment::Center),
+    ];
+    frame.render_widget(Paragraph::new(footer), g.footer);
+}
+
+/// `word` for `n` of them: "1 line", "2 lines".
+#[must_use]
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 { word.to_owned() } else { format!("{word}s") }
 }
 
 fn render_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, p: &Packet, text: &str) {
@@ -1164,6 +1527,45 @@ fn render_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, p: &Packet, t
             .block(Block::default().borders(Borders::ALL).border_style(theme.get("refuse")).title(" Refuse: why? ")),
         rect,
     );
+}
+
+/// The message log: recent status-line messages, whole and wrapped, newest last.
+fn render_log(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let rect = centered(area, area.width.saturating_sub(4).max(area.width.min(40)), area.height.saturating_sub(2));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.get("border_focus"))
+        .title(Span::styled(" Messages, newest last (any key closes) ", theme.get("title")));
+    let inner = block.inner(rect);
+    let width = usize::from(inner.width);
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for e in &state.log {
+        let at = time::OffsetDateTime::from_unix_timestamp(e.at)
+            .map_or_else(|_| String::new(), clock::format_rfc3339)
+            .get(11..19)
+            .unwrap_or("")
+            .to_owned();
+        let style = if e.error { theme.get("error") } else { theme.get("base") };
+        let line = Line::from(vec![
+            Span::styled(format!("{at}  "), theme.get("muted")),
+            Span::styled(inert(&e.text, 4000), style),
+        ]);
+        lines.extend(hang(line, width));
+    }
+    if lines.is_empty() {
+        lines.push(Line::from(Span::styled("no messages yet", theme.get("muted"))));
+    }
+    let height = usize::from(inner.height);
+    let skip = lines.len().saturating_sub(height);
+    let mut block = block;
+    if skip > 0 {
+        block = block.title_top(
+            Line::from(Span::styled(format!(" ↑ {skip} older {} ", plural(skip, "line")), theme.get("muted")))
+                .right_aligned(),
+        );
+    }
+    frame.render_widget(Clear, rect);
+    frame.render_widget(Paragraph::new(lines.split_off(skip)).block(block), rect);
 }
 
 fn render_chain_alert(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
@@ -1491,6 +1893,10 @@ fn render_agents(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
     } else {
         let wide = inner.width >= 110;
         let spark_w = if wide { crate::monitor::ACTIVITY_MINUTES } else { 12 };
+        // The agent's id takes what the other columns leave, and ends in `…` when cut.
+        let others =
+            if wide { 4 + 5 + 13 + 4 + 4 + spark_w + 13 + 9 + 5 + 9 } else { 1 + 5 + 13 + 5 + spark_w + 8 + 8 + 7 };
+        let agent_w = usize::from(inner.width).saturating_sub(others).max(if wide { 14 } else { 10 });
         let rows: Vec<Row<'_>> = state.agents()[from..to]
             .iter()
             .enumerate()
@@ -1509,7 +1915,7 @@ fn render_agents(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
                     None => Span::styled("—", theme.get("muted")),
                 };
                 let mut cells = vec![
-                    Cell::from(inert(&a.agent, 40)),
+                    Cell::from(cut_line(Line::from(inert(&a.agent, 200)), agent_w)),
                     Cell::from(a.ring.value().to_string()),
                     Cell::from(format!("{:.2}", a.eff_score)),
                     Cell::from(standing).style(theme.get(role)),
