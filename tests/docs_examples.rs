@@ -9,7 +9,9 @@
 //! - In `sh`/`bash`/`shell` blocks every line is a command (`\` continues it; blank lines and
 //!   whole-line comments are skipped). In `console` blocks the commands are the lines after
 //!   `$ `; the other lines are output, except that `$ echo $?` followed by a number states the
-//!   exit code of the command before it.
+//!   exit code of the command before it. Every output line shown must be printed by the command,
+//!   once what differs from run to run is masked (hashes, fingerprints, paths, times, generated
+//!   ids, numbers) and runs of spaces are read as one.
 //! - A trailing `# …` comment is stripped. When it starts with `exit N`, N is the exit code the
 //!   command must give; otherwise it must give 0. A comment `# meanwhile the principal approves
 //!   it` (or `refuses it`) signs that decision while the command runs: the test reads the packet
@@ -77,8 +79,10 @@ fn blocks(file: &str, text: &str) -> Vec<Block> {
 #[derive(Debug, Clone, PartialEq)]
 enum Meanwhile {
     Nothing,
-    Approve,
-    Refuse,
+    /// Approve, with this reason.
+    Approve(String),
+    /// Refuse, with this reason.
+    Refuse(String),
 }
 
 #[derive(Debug, Clone)]
@@ -86,6 +90,8 @@ struct Cmd {
     text: String,
     exit: i32,
     meanwhile: Meanwhile,
+    /// The output a `console` transcript shows for it.
+    output: Vec<String>,
 }
 
 /// Splits a command line into the command and its trailing comment (a `#` outside quotes, at
@@ -115,14 +121,16 @@ fn command(line: &str) -> Cmd {
         .map(|r| r.split(|c: char| !c.is_ascii_digit()).next().unwrap_or_default())
         .map(|n| n.parse().expect("`# exit N` names a number"))
         .unwrap_or(0);
+    // `# meanwhile the principal approves it ("reason")`: the reason in quotes, if any.
+    let reason = |default: &str| comment.split('"').nth(1).unwrap_or(default).to_string();
     let meanwhile = if comment.starts_with("meanwhile the principal approves") {
-        Meanwhile::Approve
+        Meanwhile::Approve(reason("checked"))
     } else if comment.starts_with("meanwhile the principal refuses") {
-        Meanwhile::Refuse
+        Meanwhile::Refuse(reason("not now"))
     } else {
         Meanwhile::Nothing
     };
-    Cmd { text, exit, meanwhile }
+    Cmd { text, exit, meanwhile, output: Vec::new() }
 }
 
 /// Joins `\` continuations.
@@ -172,7 +180,12 @@ fn commands(b: &Block) -> Vec<Cmd> {
                 i += 1;
                 continue;
             }
-            cmds.push(command(&line));
+            let mut cmd = command(&line);
+            while i < body.len() && !body[i].starts_with("$ ") {
+                cmd.output.push(body[i].clone());
+                i += 1;
+            }
+            cmds.push(cmd);
         }
         cmds
     } else {
@@ -249,9 +262,10 @@ impl DocEnv {
         let err_thread = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
         if cmd.meanwhile != Meanwhile::Nothing {
             let id = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("{at}: no packet id printed"));
-            let decide = match cmd.meanwhile {
-                Meanwhile::Approve => format!("warrant approve {id} --yes --reason 'checked'"),
-                _ => format!("warrant refuse {id} --yes --reason 'not now'"),
+            let decide = match &cmd.meanwhile {
+                Meanwhile::Approve(r) => format!("warrant approve {id} --yes --reason '{r}'"),
+                Meanwhile::Refuse(r) => format!("warrant refuse {id} --yes --reason '{r}'"),
+                Meanwhile::Nothing => unreachable!(),
             };
             let o = self.sh(&decide).output().expect("decide");
             assert_eq!(o.status.code(), Some(0), "{at}: {decide}: {}", String::from_utf8_lossy(&o.stderr));
@@ -291,6 +305,29 @@ fn documents() -> Vec<(String, String)> {
         .collect()
 }
 
+/// A line of output with what differs from run to run masked: hashes and fingerprints, paths,
+/// timestamps, generated ids, key material and numbers; runs of spaces are one.
+fn masked(line: &str) -> String {
+    line.split_whitespace()
+        .map(|tok| {
+            let core = tok.trim_matches(|c: char| "\"',:;()[]{}".contains(c));
+            let volatile = core.contains("sha256:")
+                || core.contains("SHA256:")
+                || core.starts_with('/')
+                || core.starts_with("wp-")
+                || (core.len() >= 40 && core.chars().all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c)))
+                || (core.len() >= 10 && core.as_bytes()[4] == b'-' && core.contains('T'))
+                || (!core.is_empty() && core.chars().all(|c| c.is_ascii_digit() || c == '.'));
+            if volatile { tok.replace(core, "…") } else { tok.to_string() }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What `keys init` asks on the terminal (not on its output; the test gives the passphrase in
+/// `WARRANT_PASSPHRASE_FILE`).
+const TERMINAL_PROMPTS: [&str; 2] = ["new passphrase for the principal's key:", "the same passphrase again:"];
+
 const SHELL_LANGS: [&str; 4] = ["sh", "bash", "shell", "console"];
 
 #[test]
@@ -312,6 +349,15 @@ fn every_command_example_in_the_docs_runs_as_documented() {
             for c in &cmds {
                 let (code, output) = env.run(c, &at);
                 assert_eq!(code, c.exit, "{at}: `{}` exited {code}, the doc says {}:\n{output}", c.text, c.exit);
+                let got: Vec<String> = output.lines().map(masked).collect();
+                for shown in c.output.iter().filter(|l| !l.trim().is_empty() && !TERMINAL_PROMPTS.contains(&l.as_str()))
+                {
+                    assert!(
+                        got.contains(&masked(shown)),
+                        "{at}: `{}` does not print the line the doc shows (ids, hashes, paths, times and numbers aside):\n  {shown}\nit printed:\n{output}",
+                        c.text
+                    );
+                }
                 ran_commands += 1;
             }
             ran_blocks += 1;
@@ -388,7 +434,12 @@ fn the_parser_reads_the_conventions() {
     let c = commands(&b[1]);
     assert_eq!(c.len(), 2);
     assert_eq!((c[0].text.as_str(), c[0].exit), ("warrant a --b", 3));
-    assert_eq!((c[1].text.as_str(), c[1].meanwhile.clone()), ("warrant c", Meanwhile::Approve));
+    assert_eq!(c[0].output, vec!["out".to_string()]);
+    assert_eq!((c[1].text.as_str(), c[1].meanwhile.clone()), ("warrant c", Meanwhile::Approve("checked".into())));
+    assert_eq!(
+        masked("approved q-1: record 12 sha256:ab signed at 2026-11-21T11:39:06.004Z in /tmp/x"),
+        "approved q-1: record … … signed at … in …"
+    );
     let c = commands(&b[2]);
     assert_eq!((c[0].text.as_str(), c[0].exit), ("warrant x '#1'", 5));
 }
