@@ -468,3 +468,66 @@ fn readme_key_tables_are_the_default_keymap() {
         assert!(readme.contains(&table), "README.md's {heading} table differs from the keymap; it should be:\n{table}");
     }
 }
+
+/// Whether `doc` is a part of `got`: every member the doc shows has the same value (objects may
+/// have more members; arrays have the same length; a string with `…` in the doc matches any).
+fn shown_in(doc: &serde_json::Value, got: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (doc, got) {
+        (Value::Object(d), Value::Object(g)) => {
+            d.iter().all(|(k, v)| k == "…" || g.get(k).is_some_and(|gv| shown_in(v, gv)))
+        }
+        (Value::Array(d), Value::Array(g)) => d.len() == g.len() && d.iter().zip(g).all(|(a, b)| shown_in(a, b)),
+        (Value::String(d), _) if d.contains('…') => true,
+        (Value::Number(d), Value::Number(g)) => d.as_f64() == g.as_f64(),
+        _ => doc == got,
+    }
+}
+
+/// `docs/eval.md`: every request example without an elided part (`…`) is answered by `warrant eval`
+/// without an error, and the response example after it, where there is one, is part of the answer.
+#[test]
+fn eval_md_requests_are_answered_as_documented() {
+    use serde_json::Value;
+    let text = std::fs::read_to_string(Path::new(ROOT).join("docs/eval.md")).expect("eval.md");
+    let values: Vec<(usize, Value)> = blocks("docs/eval.md", &text)
+        .into_iter()
+        .filter(|b| b.lang == "json")
+        .map(|b| {
+            let v = serde_json::from_str(&b.body.join("\n"))
+                .unwrap_or_else(|e| panic!("docs/eval.md:{}: not JSON: {e}", b.line));
+            (b.line, v)
+        })
+        .collect();
+    let mut checked = (0, 0);
+    for (i, (line, req)) in values.iter().enumerate() {
+        if req.get("op").is_none() || req.to_string().contains('…') {
+            continue;
+        }
+        let o = Command::new(BIN)
+            .arg("eval")
+            .env("WARRANT_CONFIG", "/nonexistent/warrant-docs-test")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                let mut stdin = c.stdin.take().expect("stdin");
+                writeln!(stdin, "{req}")?;
+                drop(stdin);
+                c.wait_with_output()
+            })
+            .expect("warrant eval");
+        let got: Value = serde_json::from_slice(&o.stdout).expect("one JSON response");
+        assert!(got.get("error").is_none(), "docs/eval.md:{line}: the example request fails: {got}");
+        checked.0 += 1;
+        if let Some((rline, resp)) = values.get(i + 1).filter(|(_, v)| v.get("op").is_none()) {
+            assert!(
+                shown_in(resp, &got),
+                "docs/eval.md:{rline}: the response shown is not what warrant answers:\n{got:#}"
+            );
+            checked.1 += 1;
+        }
+    }
+    assert!(checked.0 >= 3 && checked.1 >= 2, "requests and responses checked: {checked:?}");
+}
