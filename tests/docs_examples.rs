@@ -531,3 +531,54 @@ fn eval_md_requests_are_answered_as_documented() {
     }
     assert!(checked.0 >= 3 && checked.1 >= 2, "requests and responses checked: {checked:?}");
 }
+
+/// Every ```` ```toml ```` example in `README.md` and `docs/*.md` is a file warrant accepts, in the
+/// place it belongs: `config.toml`, `pinned_keys.toml`, `policy.toml` or `keymap.toml`.
+#[test]
+fn toml_examples_are_accepted_by_warrant() {
+    let mut seen = Vec::new();
+    for (file, text) in documents() {
+        for b in blocks(&file, &text).into_iter().filter(|b| b.lang == "toml") {
+            let at = format!("{}:{}", b.file, b.line);
+            let body = b.body.join("\n") + "\n";
+            let dir = tempfile::tempdir().expect("tempdir");
+            let config = dir.path().join("config");
+            std::fs::create_dir_all(&config).expect("config dir");
+            let (name, args, expect): (&str, &[&str], String) = if body.contains("[[key]]") {
+                let fp = body.split("fingerprint = \"").nth(1).and_then(|r| r.split('"').next()).expect("fingerprint");
+                ("pinned_keys.toml", &["keys", "show"], fp.to_string())
+            } else if body.contains("[normal]") {
+                if !cfg!(feature = "console") {
+                    continue;
+                }
+                // Read, and found good, before the console asks for a terminal.
+                ("keymap.toml", &["console", "--read-only"], "enabling raw mode".to_string())
+            } else if body.trim_start().starts_with("principal =") {
+                ("config.toml", &["keys", "show"], "principal  alice".to_string())
+            } else if body.contains("[[class]]") {
+                ("policy.toml", &["well-known"], "crm.record.update".to_string())
+            } else {
+                ("policy.toml", &["trust", "show"], "corrections.merge".to_string())
+            };
+            std::fs::write(config.join(name), &body).expect("write the example");
+            let o = Command::new(BIN)
+                .args(args)
+                .env("WARRANT_CONFIG", &config)
+                .env("WARRANT_SPOOL", dir.path().join("spool"))
+                .env_remove("WARRANT_PRINCIPAL")
+                .env("XDG_DATA_HOME", dir.path().join("data"))
+                .stdin(Stdio::null())
+                .output()
+                .expect("run warrant");
+            let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            if name != "keymap.toml" {
+                assert_eq!(o.status.code(), Some(0), "{at}: warrant {args:?} with this {name}:\n{all}");
+            }
+            assert!(all.contains(&expect), "{at}: warrant {args:?} with this {name} does not show {expect:?}:\n{all}");
+            seen.push(name);
+        }
+    }
+    for name in ["config.toml", "pinned_keys.toml", "policy.toml"] {
+        assert!(seen.contains(&name), "no {name} example checked");
+    }
+}
