@@ -350,9 +350,9 @@ impl Demo {
                     seq += 1;
                     let _ = match seq % 40 {
                         // The rogue agent bursts early and then now and then.
-                        8 => publish_rogue_burst(&spool, seq),
+                        14 => publish_rogue_burst(&spool, seq),
                         // The world changes under the pending report.
-                        12 => std::fs::write(world_file(&spool), "region,revenue\nnorth,118000\nsouth,79000\n"),
+                        18 => std::fs::write(world_file(&spool), "region,revenue\nnorth,118000\nsouth,79000\n"),
                         _ if rng.next().is_multiple_of(3) => publish_receipt(&spool, &mut rng, seq),
                         _ => publish_packet(&spool, &mut rng, seq),
                     };
@@ -445,7 +445,7 @@ mod tests {
         );
         assert!(a.preconditions.contains_key("demo-report-publish"));
         // The opening mix (issue 16): most decidable, one human only, one blocked with its reason.
-        // (demo-report-publish is decidable until the demo changes its world file, at packet 12.)
+        // (demo-report-publish is decidable until the demo changes its world file, at tick 18.)
         let report = &a.verdicts["demo-report-publish"];
         assert!(report.approvable() || report.decisive == crate::verdict::Model::Preconditions, "{report:?}");
         let opening = [

@@ -343,8 +343,9 @@ pub fn ladder_verdict(d: &ladder::LadderDecision, contract: &ActionContract) -> 
         }
         ladder::Verdict::Hold | ladder::Verdict::Deny => {
             let word = if d.verdict == ladder::Verdict::Hold { "hold" } else { "deny" };
-            ModelVerdict::new(Model::Ladder, word, DecisionState::ReviewRequired, d.reason.clone())
-                .standing_in_for(format!("ladder hold resolved: a {level} action the ladder does not allow on its own"))
+            ModelVerdict::new(Model::Ladder, word, DecisionState::ReviewRequired, d.reason.clone()).standing_in_for(
+                format!("ladder hold resolved: an {level} action the ladder does not allow on its own"),
+            )
         }
     }
 }

@@ -444,30 +444,8 @@ fn the_parser_reads_the_conventions() {
     assert_eq!((c[0].text.as_str(), c[0].exit), ("warrant x '#1'", 5));
 }
 
-/// The README's key tables are the default keymap (`assets/keymap.toml`), labelled as the
-/// console's `?` overlay labels them.
-#[cfg(feature = "console")]
-#[test]
-fn readme_key_tables_are_the_default_keymap() {
-    use warrant::console::keymap::Keymap;
-    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md");
-    let map = Keymap::default_map();
-    for (mode, heading) in [
-        ("normal", "**Lists**"),
-        ("confirm", "**Confirmation dialog**"),
-        ("input", "**Text line (filter, refusal reason, typed confirmation, elevation)**"),
-        ("help", "**Help overlay**"),
-    ] {
-        let mut table = format!("{heading}\n\n| Keys | Action |\n| --- | --- |\n");
-        let bindings = map.bindings(mode);
-        assert!(!bindings.is_empty(), "mode {mode}");
-        for b in bindings {
-            let keys: Vec<String> = b.keys.iter().map(|k| format!("`{}`", k.label())).collect();
-            table.push_str(&format!("| {} | {} |\n", keys.join(" "), b.desc));
-        }
-        assert!(readme.contains(&table), "README.md's {heading} table differs from the keymap; it should be:\n{table}");
-    }
-}
+// The README's key tables are checked against the keymap by
+// `tests/console.rs::readme_key_tables_follow_the_keymap`.
 
 /// Whether `doc` is a part of `got`: every member the doc shows has the same value (objects may
 /// have more members; arrays have the same length; a string with `…` in the doc matches any).

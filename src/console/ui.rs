@@ -902,10 +902,11 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
     ]);
     // A packet no one may approve: why, in one line, and what would change it.
     if let Some((why, remedy)) = state.verdict(&p.id).and_then(crate::verdict::PacketVerdict::why_not_approvable) {
-        lines.push(kv(theme, "why", Span::styled(inert(&why, text_w), theme.get("warn"))));
-        lines.push(kv(theme, "to change", inert(&remedy, text_w)));
+        // Whole, wrapped under the key: this line is the way out.
+        lines.push(kv(theme, "why", Span::styled(inert(&why, usize::MAX), theme.get("warn"))));
+        lines.push(kv(theme, "to change", inert(&remedy, usize::MAX)));
     }
-    if let Some(v) = state.verdict(&p.id) {
+    if let Some(v) = state.verdict(&p.id).filter(|v| v.approvable()) {
         for s in v.stands_in_for() {
             lines.push(kv(theme, "approving", format!("stands in for {}", inert(&s, text_w))));
         }
