@@ -96,11 +96,13 @@ impl Check {
     }
 }
 
-/// One failed check. `index` is the 0-based record index (the line number in `chain.jsonl`),
-/// `None` for envelope-level findings.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// One failed check. Records are numbered from 1 wherever a person reads them (issue 16): record
+/// N is the Nth line of `chain.jsonl` and the record whose `chain_index` is N, as editors count
+/// lines and as `approve` reports the record it appended. `index` is the 0-based offset, kept in
+/// the JSON report for compatibility beside `record` (1-based); `None` for envelope findings.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    /// 0-based record index, or `None` for the envelope.
+    /// 0-based record offset, or `None` for the envelope ([`Finding::record`] is 1-based).
     pub index: Option<usize>,
     /// The check that failed.
     pub check: Check,
@@ -108,10 +110,32 @@ pub struct Finding {
     pub message: String,
 }
 
+impl Finding {
+    /// The record's 1-based number (its line in `chain.jsonl`, its `chain_index` when intact),
+    /// or `None` for an envelope finding.
+    #[must_use]
+    pub fn record(&self) -> Option<usize> {
+        self.index.map(|i| i + 1)
+    }
+}
+
+impl serde::Serialize for Finding {
+    /// `{"index": 0-based or null, "record": 1-based or null, "check", "message"}`.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut st = s.serialize_struct("Finding", 4)?;
+        st.serialize_field("index", &self.index)?;
+        st.serialize_field("record", &self.record())?;
+        st.serialize_field("check", &self.check)?;
+        st.serialize_field("message", &self.message)?;
+        st.end()
+    }
+}
+
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.index {
-            Some(i) => write!(f, "record {i}: [{}] {}", self.check.as_str(), self.message),
+        match self.record() {
+            Some(n) => write!(f, "record {n}: [{}] {}", self.check.as_str(), self.message),
             None => write!(f, "chain: [{}] {}", self.check.as_str(), self.message),
         }
     }

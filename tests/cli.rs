@@ -37,9 +37,12 @@ fn verify_exit_codes_and_first_finding() {
         let report: Value = serde_json::from_slice(&o.stdout).expect("json");
         assert_eq!(report["valid"], false);
         assert_eq!(report["first"]["index"], index, "{f}");
+        // One numbering for people (issue 16): record N is the Nth line, its chain_index.
+        assert_eq!(report["first"]["record"], index + 1, "{f}");
         assert_eq!(report["first"]["check"], check, "{f}");
         let o = e.run(&["verify", &fixture(f)]);
-        assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("record {index}: [{check}]")), "{}", text(&o));
+        let record = index + 1;
+        assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("record {record}: [{check}]")), "{}", text(&o));
     }
     let o = e.run(&["verify", "/nonexistent/chain.jsonl"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -49,6 +52,29 @@ fn verify_exit_codes_and_first_finding() {
     assert_eq!(e.run(&["verify"]).status.code(), Some(2));
     std::fs::create_dir_all(e.spool().join("packets")).expect("packets");
     assert_eq!(e.run(&["verify"]).status.code(), Some(0));
+}
+
+// One numbering (issue 16): the record `approve` reports appending is the record `verify`
+// names when that record is tampered with, and the line of chain.jsonl it is on.
+#[test]
+fn approve_and_verify_number_records_alike() {
+    let e = Env::new();
+    assert_eq!(e.propose("draft.compose", "agent-a", "p-1", &[]).status.code(), Some(0));
+    assert_eq!(e.propose("draft.compose", "agent-a", "p-2", &[]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "p-1"]).status.code(), Some(0));
+    let o = e.run(&["approve", "--yes", "p-2"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let n: usize =
+        out.split("record ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).expect(&out);
+    assert_eq!(n, 2, "{out}");
+    let path = e.spool().join("chain.jsonl");
+    let chain = std::fs::read_to_string(&path).expect("chain");
+    let lines: Vec<&str> = chain.lines().collect();
+    assert_eq!(lines.len(), 2);
+    std::fs::write(&path, format!("{}\n{}\n", lines[0], lines[1].replace("\"p-2\"", "\"p-9\""))).expect("tamper");
+    let o = e.run(&["verify"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("record {n}: ")), "{}", text(&o));
 }
 
 // propose, approve, refuse, list, export and verify work together; the key is created on first

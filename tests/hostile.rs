@@ -1430,7 +1430,7 @@ fn cli_output_shows_agent_text_inert() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_inert("verify", &err);
-    assert!(err.contains("record 1: [record_schema]") && err.contains("]52;c;"), "{err}");
+    assert!(err.contains("record 2: [record_schema]") && err.contains("]52;c;"), "{err}");
     let o = e.run(&["verify", "--json"]);
     let raw = String::from_utf8_lossy(&o.stdout);
     assert_inert("verify --json", &raw);

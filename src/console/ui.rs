@@ -1195,7 +1195,7 @@ fn render_status(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
         ChainState::Broken { first, .. } => Span::styled(
             format!(
                 " ✗ CHAIN BROKEN: record {} [{}] ",
-                first.index.map_or("-".into(), |i| i.to_string()),
+                first.record().map_or("-".into(), |n| n.to_string()),
                 first.check.as_str()
             ),
             theme.get("error"),
