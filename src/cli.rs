@@ -34,6 +34,9 @@ pub const EXIT_PENDING: u8 = 5;
 pub const EXIT_EXPIRED: u8 = 6;
 /// `propose --wait`: the principal killed the agent (its stop signal), so nothing will be approved.
 pub const EXIT_STOPPED: u8 = 7;
+/// `propose --wait`: the agent is quarantined (`agent quarantine`); its packets are blocked until
+/// it is released.
+pub const EXIT_QUARANTINED: u8 = 8;
 
 /// warrant: decide what AI agents may do.
 #[derive(Debug, Parser)]
@@ -799,21 +802,37 @@ pub fn write_json_inert<W: io::Write>(out: &mut W, v: &Value) -> io::Result<()> 
     serde::Serialize::serialize(v, &mut ser).map_err(io::Error::from)
 }
 
-/// The kill switch's stop signal for `agent` (`signals/<agent>.json`, written by the principal's
-/// `agent kill`) if it was given at or after `since`: `Some(": <reason>")`.
-fn stop_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> Option<String> {
+/// What the principal's signal for `agent` (`signals/<agent>.json`) tells a waiting agent: the
+/// kill switch's stop given at or after `since`, or a quarantine not yet released (whenever it
+/// was given: a quarantined agent's packets are blocked). The reason is made inert.
+enum Signal {
+    /// `agent kill`: `": <reason>"` or empty.
+    Stopped(String),
+    /// `agent quarantine`: `": <reason>"` or empty.
+    Quarantined(String),
+}
+
+/// Reads `agent`'s signal ([`Signal`]); `None` when there is none that applies.
+fn standing_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> Option<Signal> {
     if !packet::is_safe_id(agent) {
         return None;
     }
     let bytes = spool::read_limited(&spool.signals_dir().join(format!("{agent}.json"))).ok()?;
     let v = crate::canonical::parse_untrusted(&bytes).ok()?;
     let at = v.get("at").and_then(Value::as_str).and_then(crate::clock::parse_rfc3339)?;
-    (v.get("type").and_then(Value::as_str) == Some("warrant_stop")
-        && v.get("agent").and_then(Value::as_str) == Some(agent)
-        && at >= since - time::Duration::seconds(1))
-    .then(|| {
-        v.get("reason").and_then(Value::as_str).map(|r| format!(": {}", crate::text::inert(r, 400))).unwrap_or_default()
-    })
+    if v.get("agent").and_then(Value::as_str) != Some(agent) {
+        return None;
+    }
+    let reason = v
+        .get("reason")
+        .and_then(Value::as_str)
+        .map(|r| format!(": {}", crate::text::inert(r, 400)))
+        .unwrap_or_default();
+    match v.get("type").and_then(Value::as_str) {
+        Some("warrant_stop") if at >= since - time::Duration::seconds(1) => Some(Signal::Stopped(reason)),
+        Some("warrant_quarantine") => Some(Signal::Quarantined(reason)),
+        _ => None,
+    }
 }
 
 /// `propose`'s optional flags.
@@ -953,9 +972,18 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
             eprintln!("warrant: {id} expired undecided at {}; it can no longer be approved", doc["expires_at"]);
             return Ok(EXIT_EXPIRED);
         }
-        if let Some(stop) = stop_signal(spool, agent, now) {
-            eprintln!("warrant: {agent} was killed by the principal{stop}; {id} will not be approved");
-            return Ok(EXIT_STOPPED);
+        match standing_signal(spool, agent, now) {
+            Some(Signal::Stopped(why)) => {
+                eprintln!("warrant: {agent} was killed by the principal{why}; {id} will not be approved");
+                return Ok(EXIT_STOPPED);
+            }
+            Some(Signal::Quarantined(why)) => {
+                eprintln!(
+                    "warrant: {agent} is quarantined by the principal{why}; {id} is blocked until the principal releases it"
+                );
+                return Ok(EXIT_QUARANTINED);
+            }
+            None => {}
         }
         if Instant::now() >= deadline {
             eprintln!("warrant: no decision on {id} within {seconds}s");

@@ -13,7 +13,7 @@
 
 use crate::chain::{self, ChainError, VerifyOptions};
 pub use crate::chain_evidence::ChainEvidence;
-use crate::control::{ControlEvent, ControlInput, ControlState};
+use crate::control::{ControlEvent, ControlInput, ControlKind, ControlState};
 use crate::decision::{self, DecisionInput, SignedDecision, Verdict};
 use crate::graduation::evidence::{EvidenceRow, SourceType};
 use crate::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt, receipt_evidence};
@@ -1966,8 +1966,38 @@ pub fn append_control(
         },
     );
     match appended {
-        Ok(a) => Ok((input, a)),
+        Ok(a) => {
+            standing_signal(spool, &input);
+            Ok((input, a))
+        }
         Err(e) => Err(refusal.unwrap_or(DecideError::Chain(e))),
+    }
+}
+
+/// After a quarantine or a release is recorded: tells the agent, as the kill switch does, in
+/// `signals/<agent>.json` (`{"type": "warrant_quarantine" | "warrant_release", "agent",
+/// "reason", "at"}`), so a `propose --wait` stops waiting for a decision that cannot come
+/// (issue 16). The chain is the record; a signal that cannot be written is logged, not an error.
+fn standing_signal(spool: &Spool, input: &ControlInput) {
+    let kind = match input.kind {
+        ControlKind::Quarantine => "warrant_quarantine",
+        ControlKind::Release => "warrant_release",
+        _ => return,
+    };
+    if !packet::is_safe_id(&input.subject) {
+        return;
+    }
+    let signal = serde_json::json!({
+        "type": kind, "agent": input.subject, "reason": input.reason, "at": input.decided_at,
+    });
+    let dir = spool.signals_dir();
+    let written = fs::create_dir_all(&dir).and_then(|()| {
+        let mut bytes = serde_json::to_vec_pretty(&signal).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        write_atomic(&dir.join(format!("{}.json", input.subject)), &bytes, 0o644)
+    });
+    if let Err(e) = written {
+        tracing::warn!(agent = %input.subject, error = %e, "the {kind} signal was not written");
     }
 }
 

@@ -170,6 +170,64 @@ fn a_killed_agents_wait_is_told() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("runaway loop"), "{}", text(&out));
 }
 
+// A quarantined agent's `propose --wait` timed out too: it is told at once (exit 8), with the
+// reason, and one proposed while the quarantine stands is told before it waits at all; after a
+// release it waits again.
+#[test]
+fn a_quarantined_agents_wait_is_told() {
+    let e = Env::new();
+    let propose = |id: &str| {
+        e.cmd(&[
+            "propose",
+            "--class",
+            "draft.compose",
+            "--agent",
+            "agent-q",
+            "--summary",
+            "s",
+            "--id",
+            id,
+            "--wait",
+            "30",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("waiter")
+    };
+    let waiter = propose("q-1");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !e.spool().join("packets/q-1.json").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = e.run(&["agent", "quarantine", "agent-q", "--reason", "sent 40 emails in a minute"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let started = std::time::Instant::now();
+    let out = waiter.wait_with_output().expect("waiter");
+    assert_eq!(out.status.code(), Some(8), "{}", text(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "told, not timed out");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sent 40 emails in a minute"), "{}", text(&out));
+    // Proposed while quarantined: told at once.
+    let out = propose("q-2").wait_with_output().expect("waiter");
+    assert_eq!(out.status.code(), Some(8), "{}", text(&out));
+    // Released: a wait waits again (and here times out as asked).
+    assert_eq!(e.run(&["agent", "release", "agent-q"]).status.code(), Some(0));
+    let o = e.run(&[
+        "propose",
+        "--class",
+        "draft.compose",
+        "--agent",
+        "agent-q",
+        "--summary",
+        "s",
+        "--id",
+        "q-3",
+        "--wait",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+}
+
 // Killing an agent said its pending packets were compensated, yet they stayed pending. `agent
 // kill` now refuses each of them, signed, with the kill's reason, in the same command.
 #[test]
