@@ -389,3 +389,49 @@ fn the_console_asks_for_the_passphrase_once() {
     tmux.wait_for("the approval", |s| s.contains("approved tg_20261120090000_email-send-external"));
     assert_eq!(w.chain().len(), 1, "signed with the key opened at start, without asking again");
 }
+
+// `warrant demo` on a machine with no warrant configuration (issue 16): it opens with a realistic
+// mix (a blocked packet with its reason, a human-only payment, decidable ones), signs an
+// approval with its own throwaway key, and on quit leaves nothing in the real configuration (no
+// key, no pinned keys, no checkpoint copy) and removes its temporary spool.
+#[test]
+fn the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind() {
+    let w = World::without_key();
+    let home = w.dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let mut env = w.env();
+    env.retain(|(k, _)| *k != "WARRANT_SPOOL");
+    env.push(("HOME", home.display().to_string()));
+    env.push(("XDG_CONFIG_HOME", home.join(".config").display().to_string()));
+    let tmux = Tmux::start("demo", &env, &["demo", "--interval", "30"]);
+    let (screen, _) = tmux.wait_for("the opening packets", |s| {
+        s.contains("⊘ blocked") && s.contains("◆ human only") && s.contains("● review") && s.contains("chain ok")
+    });
+    let spool = screen
+        .split_whitespace()
+        .find(|w| w.contains("warrant-demo-"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("the demo's spool on the status line:\n{screen}"));
+    assert!(spool.is_dir(), "{}", spool.display());
+    // Approve the calendar invite (decidable): filter to it, open the dialog, sign.
+    tmux.send(&["/"]);
+    tmux.type_text("calendar");
+    tmux.send(&["Enter", "a"]);
+    tmux.wait_for("the confirmation", |s| s.contains("Confirm: approve"));
+    tmux.send(&["z", "y"]);
+    tmux.wait_for("the approval", |s| s.contains("approved demo-") && s.contains("calendar-create"));
+    tmux.send(&["q"]);
+    let start = Instant::now();
+    while tmux.alive() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!tmux.alive(), "the demo quit");
+    let config = w.dir.path().join("config");
+    let left: Vec<_> = [config.clone(), home.join(".config/warrant")]
+        .iter()
+        .filter(|d| d.exists())
+        .flat_map(|d| std::fs::read_dir(d).expect("read").map(|e| e.expect("entry").path()).collect::<Vec<_>>())
+        .collect();
+    assert!(left.is_empty(), "the demo left {left:?} in the real configuration");
+    assert!(!spool.exists(), "the demo's temporary spool {} was removed", spool.display());
+}
