@@ -134,33 +134,40 @@ fn packets_expire_and_waiting_agents_are_told() {
     assert!((at - now - 7200.0).abs() < 60.0, "two hours from now: {doc}");
 }
 
-// A killed agent's `propose --wait` timed out instead of being told: it is told at once, with
-// the reason.
-#[test]
-fn a_killed_agents_wait_is_told() {
-    let e = Env::new();
-    let waiter = e
+/// `propose --wait SECONDS` for `agent`'s packet `id`, running, its output captured; returned
+/// once the packet is published (or after 20 s).
+fn spawn_wait(e: &Env, agent: &str, id: &str, seconds: &str) -> std::process::Child {
+    let child = e
         .cmd(&[
             "propose",
             "--class",
             "draft.compose",
             "--agent",
-            "agent-k",
+            agent,
             "--summary",
             "s",
             "--id",
-            "k-1",
+            id,
             "--wait",
-            "30",
+            seconds,
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("waiter");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !e.spool().join("packets/k-1.json").exists() && std::time::Instant::now() < deadline {
+    while !e.spool().join(format!("packets/{id}.json")).exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    child
+}
+
+// A killed agent's `propose --wait` timed out instead of being told: it is told at once, with
+// the reason.
+#[test]
+fn a_killed_agents_wait_is_told() {
+    let e = Env::new();
+    let waiter = spawn_wait(&e, "agent-k", "k-1", "30");
     let o = e.run(&["agent", "kill", "agent-k", "--reason", "runaway loop"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = waiter.wait_with_output().expect("waiter");
@@ -176,30 +183,7 @@ fn a_killed_agents_wait_is_told() {
 #[test]
 fn a_quarantined_agents_wait_is_told() {
     let e = Env::new();
-    let propose = |id: &str| {
-        e.cmd(&[
-            "propose",
-            "--class",
-            "draft.compose",
-            "--agent",
-            "agent-q",
-            "--summary",
-            "s",
-            "--id",
-            id,
-            "--wait",
-            "30",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("waiter")
-    };
-    let waiter = propose("q-1");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !e.spool().join("packets/q-1.json").exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let waiter = spawn_wait(&e, "agent-q", "q-1", "30");
     let o = e.run(&["agent", "quarantine", "agent-q", "--reason", "sent 40 emails in a minute"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let started = std::time::Instant::now();
@@ -208,23 +192,11 @@ fn a_quarantined_agents_wait_is_told() {
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "told, not timed out");
     assert!(String::from_utf8_lossy(&out.stderr).contains("sent 40 emails in a minute"), "{}", text(&out));
     // Proposed while quarantined: told at once.
-    let out = propose("q-2").wait_with_output().expect("waiter");
+    let out = spawn_wait(&e, "agent-q", "q-2", "30").wait_with_output().expect("waiter");
     assert_eq!(out.status.code(), Some(8), "{}", text(&out));
     // Released: a wait waits again (and here times out as asked).
     assert_eq!(e.run(&["agent", "release", "agent-q"]).status.code(), Some(0));
-    let o = e.run(&[
-        "propose",
-        "--class",
-        "draft.compose",
-        "--agent",
-        "agent-q",
-        "--summary",
-        "s",
-        "--id",
-        "q-3",
-        "--wait",
-        "1",
-    ]);
+    let o = spawn_wait(&e, "agent-q", "q-3", "1").wait_with_output().expect("waiter");
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
 }
 
