@@ -12,6 +12,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+#[path = "support/cli_env.rs"]
+mod cli_env;
+
 const BIN: &str = env!("CARGO_BIN_EXE_warrant");
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -598,4 +601,100 @@ fn verdict_composes_the_models_through_eval() {
     assert_eq!((state(4), r[4]["decisive"].as_str()), ("review_required".into(), Some("tiers")), "{}", r[4]);
     assert_eq!(r[5]["error"]["code"], "invalid_packet");
     assert_eq!(r[6]["error"]["code"], "invalid_policy");
+}
+
+/// Pipes `requests` through `warrant eval` in `env` (its config and spool); the response lines.
+fn eval_in(env: &cli_env::Env, requests: &[Value]) -> Vec<Value> {
+    let input: Vec<u8> = requests.iter().flat_map(line).collect();
+    let mut child = env.cmd(&["eval"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn eval");
+    child.stdin.take().expect("stdin").write_all(&input).expect("write requests");
+    let out = child.wait_with_output().expect("eval output");
+    assert_eq!(out.status.code(), Some(0), "{}", cli_env::text(&out));
+    out.stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).expect("json"))
+        .collect()
+}
+
+/// Issue 16: the agents' answer and the principal's come from the same evidence. After an
+/// approval (`warrant approve --yes`) and a receipt (`warrant receipt`) of `calendar.create`,
+/// `warrant eval`'s `tg.posterior` is exactly the posterior the console computes from the
+/// verified chain (`Posterior::of` over `ChainView.evidence`), N=2, mean 0.60; the gate sees
+/// the same two rows; inline rows add to them; a chain that no longer verifies blocks the gate
+/// and takes graduation away from the posterior.
+#[test]
+fn eval_reads_the_spools_verified_chain_as_the_console_does() {
+    use warrant::graduation::policy::PolicySet;
+    use warrant::graduation::posterior::Posterior;
+    let env = cli_env::Env::new();
+    let o = env.propose("calendar.create", "agent-planner", "k-1", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", cli_env::text(&o));
+    let o = env.run(&["approve", "k-1", "--yes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", cli_env::text(&o));
+    let o = env.run(&[
+        "receipt",
+        "--class",
+        "calendar.create",
+        "--outcome",
+        "execute",
+        "--agent",
+        "agent-planner",
+        "--packet",
+        "k-1",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", cli_env::text(&o));
+
+    // What the console computes for its posterior row.
+    let spool = warrant::spool::Spool::new(env.spool());
+    let pinned = warrant::keys::PinnedKeys::load(&env.config()).expect("pinned keys");
+    let view = warrant::spool::verify_chain(&spool, &pinned).expect("verify");
+    assert!(view.report.is_valid(), "{:?}", view.report.findings);
+    let policies = PolicySet::load(&env.config(), Some(&env.spool())).expect("policies");
+    let class = "calendar.create";
+    let date = time::macros::date!(2026 - 11 - 25);
+    let console = Posterior::of(class, view.evidence.rows_of(class), policies.threshold(class), date).to_json();
+    assert_eq!(console["samples"], 2, "{console}");
+
+    let inline = json!({"action_class": class, "label": "approved", "source_type": "receipt", "date": "2026-11-24"});
+    let r = eval_in(
+        &env,
+        &[
+            json!({"op": "tg.posterior", "action_class": class, "now": "2026-11-25T09:00:00Z"}),
+            json!({"op": "tg.can_execute", "action_class": class, "now": "2026-11-25T09:00:00Z"}),
+            json!({"op": "tg.posterior", "action_class": class, "now": "2026-11-25T09:00:00Z", "evidence": [inline]}),
+        ],
+    );
+    assert_eq!(r[0], console, "eval and the console disagree");
+    assert_eq!((r[0]["samples"].as_f64(), r[0]["positive"].as_f64()), (Some(2.0), Some(2.0)), "{}", r[0]);
+    // Beta(2,2) plus a principal approval (1.0) and an executed receipt (0.95 × 1.0).
+    let mean = r[0]["mean"].as_f64().expect("mean");
+    assert!((mean - 2.95 / 4.95).abs() < 1e-12, "{mean}");
+    assert_eq!(format!("{mean:.2}"), "0.60");
+    assert_eq!(r[1]["observed"]["evidence"]["positive"], 2, "{}", r[1]);
+    assert_eq!(r[2]["samples"], 3, "inline rows add to the chain's: {}", r[2]);
+    assert!(r[0].get("chain_intact").is_none(), "{}", r[0]);
+
+    // Break the chain: the gate is blocked, the posterior says so and never graduates.
+    let path = env.spool().join("chain.jsonl");
+    let text = std::fs::read_to_string(&path).expect("chain");
+    std::fs::write(&path, text.replacen("agent-planner", "agent-plannex", 1)).expect("tamper");
+    let r = eval_in(
+        &env,
+        &[
+            json!({"op": "tg.posterior", "action_class": class, "now": "2026-11-25T09:00:00Z"}),
+            json!({"op": "tg.can_execute", "action_class": "draft.response", "now": "2026-11-25T09:00:00Z"}),
+            json!({"op": "tg.can_execute", "action_class": "draft.response", "now": "2026-11-25T09:00:00Z",
+                   "chain_intact": true, "context": {}}),
+        ],
+    );
+    assert_eq!(
+        (r[0]["chain_intact"].as_bool(), r[0]["graduation_ready"].as_bool()),
+        (Some(false), Some(false)),
+        "{}",
+        r[0]
+    );
+    for d in &r[1..] {
+        assert_eq!((d["status"].as_str(), d["allowed"].as_bool()), (Some("blocked"), Some(false)), "{d}");
+    }
 }
