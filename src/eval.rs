@@ -240,6 +240,18 @@ impl Evaluator {
     /// [`EvalError`] for anything that cannot be served.
     pub fn handle(&self, r: &Map<String, Value>) -> Result<Value, EvalError> {
         let op = r.get("op").and_then(Value::as_str).ok_or_else(|| bad("invalid_request", "missing string `op`"))?;
+        let (r, deprecated) = canonical_spellings(op, r)?;
+        let mut answer = self.handle_canonical(op, &r)?;
+        if !deprecated.is_empty()
+            && let Value::Object(m) = &mut answer
+        {
+            m.insert("deprecated".into(), json!(deprecated));
+        }
+        Ok(answer)
+    }
+
+    /// [`Evaluator::handle`] for a request whose fields are spelled canonically.
+    fn handle_canonical(&self, op: &str, r: &Map<String, Value>) -> Result<Value, EvalError> {
         match op {
             "tg.can_execute" => self.gate(r, false),
             "tg.prepare_approval_packet" => self.gate(r, true),
@@ -291,9 +303,13 @@ impl Evaluator {
                     .and_then(|t| self.policies.tool(t))
                     .map(|t| t.required_trust_level.unwrap_or(0));
                 match host_floor {
-                    Some(floor) if r.get("tool_floor").and_then(Value::as_u64).is_none_or(|f| f < u64::from(floor)) => {
+                    Some(floor)
+                        if r.get("required_trust_level")
+                            .and_then(Value::as_u64)
+                            .is_none_or(|f| f < u64::from(floor)) =>
+                    {
                         let mut raised = r.clone();
-                        raised.insert("tool_floor".into(), json!(floor));
+                        raised.insert("required_trust_level".into(), json!(floor));
                         crate::ladder::eval_ladder_gate(&raised)
                     }
                     _ => crate::ladder::eval_ladder_gate(r),
@@ -608,6 +624,71 @@ fn combined_index<'a>(chain: Option<&'a ChainSnapshot>, inline: Option<&[Evidenc
         (Some(c), Some(rows)) => Cow::Owned(EvidenceIndex::new(c.evidence.rows().chain(rows))),
         (None, rows) => Cow::Owned(rows.map(EvidenceIndex::new).unwrap_or_default()),
     }
+}
+
+/// The deprecated spellings of request fields, accepted for one release (issue 16): (op, old,
+/// canonical). The agent's present ring is `agent_ring` (the spec's enforcer and its
+/// `RingCheckResult`), a tool's floor `required_trust_level` (Lodestar's tool registration).
+/// Inside `verdict`'s `tools.<key>` objects, `tier` is the deprecated spelling of `tool_tier`
+/// (the workbench's `gate_action(tool_tier, notebook_trust)`, and `tiers.gate`'s field).
+pub const DEPRECATED_FIELDS: [(&str, &str, &str); 6] = [
+    ("rings.assign", "current_ring", "agent_ring"),
+    ("rings.elevate", "current_ring", "agent_ring"),
+    ("rings.rate_check", "ring", "agent_ring"),
+    ("rings.constraints", "ring", "agent_ring"),
+    ("ladder.gate", "tool_floor", "required_trust_level"),
+    ("verdict", "tools.<key>.tier", "tools.<key>.tool_tier"),
+];
+
+/// A request with canonical spellings, and the notes on the deprecated ones it used.
+type Respelled<'a> = (Cow<'a, Map<String, Value>>, Vec<String>);
+
+/// Renames the deprecated spellings of `op`'s request fields to the canonical ones
+/// ([`DEPRECATED_FIELDS`]), returning the request and one `"<old> → <new>"` note per spelling
+/// used. A request that gives both spellings of one field is `invalid_request` (which one
+/// would count is not for the evaluator to guess).
+fn canonical_spellings<'a>(op: &str, r: &'a Map<String, Value>) -> Result<Respelled<'a>, EvalError> {
+    let mut out = Cow::Borrowed(r);
+    let mut notes = Vec::new();
+    for (_, old, new) in DEPRECATED_FIELDS.iter().filter(|(o, old, _)| *o == op && !old.contains('.')) {
+        if let Some(v) = r.get(*old) {
+            if r.contains_key(*new) {
+                return Err(bad("invalid_request", format!("give `{new}` only (`{old}` is its deprecated spelling)")));
+            }
+            let m = out.to_mut();
+            m.remove(*old);
+            m.insert((*new).to_owned(), v.clone());
+            notes.push(format!("{old} → {new}"));
+        }
+    }
+    if op == "verdict"
+        && let Some(Value::Object(tools)) = r.get("tools")
+    {
+        // `tools.<key>.tool_tier` is read as the policy form's `tier` below this point.
+        let mut renamed = tools.clone();
+        let mut used_old = false;
+        for (key, def) in &mut renamed {
+            let Value::Object(d) = def else { continue };
+            match (d.remove("tool_tier"), d.contains_key("tier")) {
+                (Some(_), true) => {
+                    return Err(bad(
+                        "invalid_request",
+                        format!("`tools.{key}`: give `tool_tier` only (`tier` is its deprecated spelling)"),
+                    ));
+                }
+                (Some(t), false) => {
+                    d.insert("tier".into(), t);
+                }
+                (None, true) => used_old = true,
+                (None, false) => {}
+            }
+        }
+        if used_old {
+            notes.push("tools.<key>.tier → tools.<key>.tool_tier".to_owned());
+        }
+        out.to_mut().insert("tools".into(), Value::Object(renamed));
+    }
+    Ok((out, notes))
 }
 
 /// True when `class` normalizes to a class id (the check `gate` makes first), without

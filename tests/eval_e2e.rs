@@ -698,3 +698,106 @@ fn eval_reads_the_spools_verified_chain_as_the_console_does() {
         assert_eq!((d["status"].as_str(), d["allowed"].as_bool()), (Some("blocked"), Some(false)), "{d}");
     }
 }
+
+/// Issue 16: one spelling per concept. Each canonical field works without a `deprecated`
+/// member; each deprecated spelling gives the same answer, flagged `"deprecated": ["old → new"]`;
+/// both spellings at once, an explicit null quarantine duration and a negative cost are
+/// `invalid_request`.
+#[test]
+fn deprecated_spellings_are_accepted_and_flagged() {
+    let env = Env::new();
+    // The host registers the tool as safe: the request's tier can only make it more dangerous.
+    std::fs::write(env.config().join("policy.toml"), "[tools.\"corrections.merge\"]\ntier = \"safe\"\n")
+        .expect("policy.toml");
+    const NOW: &str = "2026-11-21T09:00:00Z";
+    let contract = json!({"required_level": 3, "blast_radius": "project", "reversibility": "reversible",
+        "scope": {"level": "repo", "identifier": "x"}, "data_sensitivity": "private", "preconditions": []});
+    let packet = json!({"type": "trust_graduation_approval_packet", "packet_id": "p-1", "agent": "a",
+        "action_class": "draft.compose", "proposed_action": {"text": "x"},
+        "decision": {"status": "review_required", "action_class": "draft.compose", "reason": "r"},
+        "external_actions": 0, "governance": {"tool": "corrections.merge", "notebook": "nb"}});
+    // (canonical request, the same with the old spelling, the note)
+    let pairs = [
+        (
+            json!({"op": "rings.assign", "eff_score": 0.5, "agent_ring": 1}),
+            json!({"op": "rings.assign", "eff_score": 0.5, "current_ring": 1}),
+            "current_ring → agent_ring",
+        ),
+        (
+            json!({"op": "rings.constraints", "agent_ring": 2}),
+            json!({"op": "rings.constraints", "ring": 2}),
+            "ring → agent_ring",
+        ),
+        (
+            json!({"op": "rings.elevate", "action": "effective", "agent_did": "a", "session_id": "s", "agent_ring": 2, "now": 0}),
+            json!({"op": "rings.elevate", "action": "effective", "agent_did": "a", "session_id": "s", "current_ring": 2, "now": 0}),
+            "current_ring → agent_ring",
+        ),
+        (
+            json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s1", "agent_ring": 3, "now": 0}),
+            json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s2", "ring": 3, "now": 0}),
+            "ring → agent_ring",
+        ),
+        (
+            json!({"op": "ladder.gate", "tool": "t", "auto_approve_up_to": 3, "contract": contract, "required_trust_level": 4}),
+            json!({"op": "ladder.gate", "tool": "t", "auto_approve_up_to": 3, "contract": contract, "tool_floor": 4}),
+            "tool_floor → required_trust_level",
+        ),
+        (
+            json!({"op": "verdict", "now": NOW, "packet": packet, "tools": {"corrections.merge": {"tool_tier": "destructive"}},
+                   "controls": {"notebooks": {"nb": "autonomous"}}}),
+            json!({"op": "verdict", "now": NOW, "packet": packet, "tools": {"corrections.merge": {"tier": "destructive"}},
+                   "controls": {"notebooks": {"nb": "autonomous"}}}),
+            "tools.<key>.tier → tools.<key>.tool_tier",
+        ),
+    ];
+    let mut input = Vec::new();
+    for (new, old, _) in &pairs {
+        input.extend(line(new));
+        input.extend(line(old));
+    }
+    let invalid = [
+        json!({"op": "rings.constraints", "agent_ring": 2, "ring": 2}),
+        json!({"op": "ladder.gate", "tool": "t", "contract": contract, "required_trust_level": 4, "tool_floor": 4}),
+        json!({"op": "verdict", "packet": packet, "tools": {"corrections.merge": {"tier": "safe", "tool_tier": "safe"}}}),
+        json!({"op": "rings.quarantine", "agent_did": "q", "session_id": "s", "duration_seconds": null, "now": 0}),
+        json!({"op": "rings.rate_check", "agent_did": "c", "session_id": "s", "agent_ring": 3, "cost": -5, "now": 0}),
+    ];
+    for r in &invalid {
+        input.extend(line(r));
+    }
+    // Absent duration: the default 300 s; `until_released`: no expiry.
+    input.extend(line(&json!({"op": "rings.quarantine", "agent_did": "q1", "session_id": "s", "now": 0})));
+    input.extend(line(
+        &json!({"op": "rings.quarantine", "agent_did": "q2", "session_id": "s", "until_released": true, "now": 0}),
+    ));
+    let (code, r, stderr) = env.pipe(&input);
+    assert_eq!(code, Some(0), "{stderr}");
+    for (i, (_, _, note)) in pairs.iter().enumerate() {
+        let (new, mut old) = (r[2 * i].clone(), r[2 * i + 1].clone());
+        assert!(new.get("error").is_none() && new.get("deprecated").is_none(), "{new}");
+        assert_eq!(old["deprecated"], json!([note]), "{old}");
+        old.as_object_mut().expect("object").remove("deprecated");
+        // The rate buckets are two (one per session), the rest the same.
+        let mut new = new;
+        for v in [&mut old, &mut new] {
+            v.as_object_mut().expect("object").remove("tracked_agents");
+        }
+        assert_eq!(old, new, "the old spelling is read as the new one");
+    }
+    // The spellings are not ignored: the floor and the tier changed the answers.
+    assert_eq!(r[8]["matched"]["source"], "floor", "{}", r[8]);
+    let tier = r[10]["models"].as_array().and_then(|m| m.iter().find(|m| m["model"] == "tiers")).cloned();
+    let reason = tier.map(|t| t["reason"].as_str().unwrap_or_default().to_owned()).unwrap_or_default();
+    assert!(reason.contains("corrections.merge is destructive"), "the request's tier applies: {}", r[10]);
+    assert_eq!(r[2]["effective_ring"], 2, "{}", r[2]);
+    let base = 2 * pairs.len();
+    for (i, req) in invalid.iter().enumerate() {
+        assert_eq!(r[base + i]["error"]["code"], "invalid_request", "{req} → {}", r[base + i]);
+    }
+    assert_eq!(r[base + 5]["record"]["expires_at"], 300.0, "{}", r[base + 5]);
+    assert_eq!(
+        (r[base + 6]["record"]["expires_at"].clone(), r[base + 6]["quarantined"].as_bool()),
+        (Value::Null, Some(true))
+    );
+}
