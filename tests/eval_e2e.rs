@@ -801,3 +801,29 @@ fn deprecated_spellings_are_accepted_and_flagged() {
         (Value::Null, Some(true))
     );
 }
+
+/// A running `warrant eval` sees the chain grow: a receipt recorded after its first answer
+/// counts in the next one (the chain is verified again when its file changes).
+#[test]
+fn a_running_evaluator_sees_new_chain_evidence() {
+    let env = cli_env::Env::new();
+    let mut child = env.cmd(&["eval"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn eval");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut ask = || {
+        let req = json!({"op": "tg.posterior", "action_class": "draft.compose", "now": "2026-11-25T09:00:00Z"});
+        stdin.write_all(&line(&req)).expect("write");
+        stdin.flush().expect("flush");
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).expect("read");
+        serde_json::from_str::<Value>(&answer).expect("json")["samples"].clone()
+    };
+    assert_eq!(ask(), 0);
+    for n in 1..=2 {
+        let o = env.run(&["receipt", "--class", "draft.compose", "--outcome", "execute", "--agent", "a"]);
+        assert_eq!(o.status.code(), Some(0), "{}", cli_env::text(&o));
+        assert_eq!(ask(), n, "after receipt {n}");
+    }
+    drop(stdin);
+    assert_eq!(child.wait().expect("wait").code(), Some(0));
+}
