@@ -614,8 +614,15 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             agent_cmd(&spool, &config, action)
         }
         Command::Eval => {
-            let policies = load_policies(resolve_spool(spool_arg, &config).ok().as_ref())?;
-            let evaluator = crate::eval::Evaluator::new(policies);
+            let spool = resolve_spool(spool_arg, &config).ok();
+            let policies = load_policies(spool.as_ref())?;
+            // The gates read the evidence of the spool's verified chain, as the console does
+            // (docs/eval.md, "Evidence from the spool"); unreadable pinned keys fail it closed.
+            let evaluator = match spool {
+                Some(spool) => crate::eval::Evaluator::new(policies)
+                    .with_spool(spool, PinnedKeys::load(&config::config_dir()).map_err(|e| e.to_string())),
+                None => crate::eval::Evaluator::new(policies),
+            };
             let stdout = io::stdout().lock();
             // Answers go out in chunks of up to 256 KiB: a pipe of the default 64 KiB is full after
             // each, and the two sides take turns. A 1 MiB pipe (what Linux allows anyone) lets

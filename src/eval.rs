@@ -13,16 +13,20 @@
 //! model on one packet, composed); and `ops` (the list).
 
 use crate::chain::{self, VerifyOptions};
+use crate::chain_evidence::ChainEvidence;
 use crate::graduation::evidence::{EvidenceIndex, EvidenceRow, rows_from_json};
 use crate::graduation::gate::{AgentStanding, GateRequest, can_execute};
 use crate::graduation::policy::{PolicySet, Threshold};
 use crate::graduation::posterior::Posterior;
 use crate::graduation::receipt::prepare_approval_packet;
+use crate::keys::PinnedKeys;
 use crate::rings::wire::RingsSession;
+use crate::spool::{Spool, VerifiedView};
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::rc::Rc;
 use time::OffsetDateTime;
 
 /// Longest request line (1 MiB); longer lines are answered with `line_too_long` and skipped.
@@ -70,6 +74,9 @@ fn bad(code: &'static str, message: impl Into<String>) -> EvalError {
 #[derive(Default)]
 pub struct Evaluator {
     policies: PolicySet,
+    /// The spool whose verified chain is the evidence of every gate and posterior (the
+    /// console's evidence); `None`: only the rows a request carries.
+    spool: Option<SpoolEvidence>,
     rings: RefCell<RingsSession>,
     /// Lines whose answer failed with an internal error (a panic caught by [`run`]); after one,
     /// the stateful ring ops refuse to answer, since their state may be half-updated.
@@ -86,7 +93,25 @@ impl Evaluator {
     /// An evaluator over `policies`.
     #[must_use]
     pub fn new(policies: PolicySet) -> Self {
-        Self { policies, rings: RefCell::default(), internal_errors: std::cell::Cell::new(0) }
+        Self { policies, spool: None, rings: RefCell::default(), internal_errors: std::cell::Cell::new(0) }
+    }
+
+    /// This evaluator reading the evidence of `spool`'s chain, verified under `pinned` (or the
+    /// reason the pinned keys could not be loaded, which fails the chain closed), as the console
+    /// does: the principal's signed decisions and the receipts recorded in the chain. The chain
+    /// is verified again whenever its file changes. A request's inline `evidence` rows add to
+    /// the chain's; a chain that does not verify makes every gate `blocked` (`chain_intact`
+    /// false) and every posterior `chain_intact: false`, never graduation-ready.
+    #[must_use]
+    pub fn with_spool(mut self, spool: Spool, pinned: Result<PinnedKeys, String>) -> Self {
+        self.spool = Some(SpoolEvidence { spool, pinned, loaded: RefCell::new(None) });
+        self
+    }
+
+    /// The spool chain's evidence as of now (verified again when the chain file changed), or
+    /// `None` when this evaluator reads no spool.
+    fn chain_evidence(&self) -> Option<Rc<ChainSnapshot>> {
+        self.spool.as_ref().map(SpoolEvidence::current)
     }
 
     /// How many lines [`run`] answered with `internal_error` (a bug caught, never an answer
@@ -171,7 +196,8 @@ impl Evaluator {
         if !request_class_ok(class) || g.policies || (g.strict == Some(true) && !self.policies.strict) {
             return false;
         }
-        let index = g.evidence.as_deref().map(EvidenceIndex::new).unwrap_or_default();
+        let chain = self.chain_evidence();
+        let index = combined_index(chain.as_deref(), g.evidence.as_deref());
         let empty = Value::Object(Map::new());
         let context = match &g.context {
             None | Some(Value::Null) => &empty,
@@ -203,7 +229,7 @@ impl Evaluator {
             workspace: g.workspace.as_deref().unwrap_or("local"),
             now,
             agent,
-            chain_intact: g.chain_intact.unwrap_or(true),
+            chain_intact: g.chain_intact.unwrap_or(true) && chain.as_ref().is_none_or(|c| c.broken.is_none()),
         };
         can_execute(&self.policies, &req).write_json(g.id.as_ref(), out).is_ok()
     }
@@ -214,6 +240,18 @@ impl Evaluator {
     /// [`EvalError`] for anything that cannot be served.
     pub fn handle(&self, r: &Map<String, Value>) -> Result<Value, EvalError> {
         let op = r.get("op").and_then(Value::as_str).ok_or_else(|| bad("invalid_request", "missing string `op`"))?;
+        let (r, deprecated) = canonical_spellings(op, r)?;
+        let mut answer = self.handle_canonical(op, &r)?;
+        if !deprecated.is_empty()
+            && let Value::Object(m) = &mut answer
+        {
+            m.insert("deprecated".into(), json!(deprecated));
+        }
+        Ok(answer)
+    }
+
+    /// [`Evaluator::handle`] for a request whose fields are spelled canonically.
+    fn handle_canonical(&self, op: &str, r: &Map<String, Value>) -> Result<Value, EvalError> {
         match op {
             "tg.can_execute" => self.gate(r, false),
             "tg.prepare_approval_packet" => self.gate(r, true),
@@ -265,9 +303,13 @@ impl Evaluator {
                     .and_then(|t| self.policies.tool(t))
                     .map(|t| t.required_trust_level.unwrap_or(0));
                 match host_floor {
-                    Some(floor) if r.get("tool_floor").and_then(Value::as_u64).is_none_or(|f| f < u64::from(floor)) => {
+                    Some(floor)
+                        if r.get("required_trust_level")
+                            .and_then(Value::as_u64)
+                            .is_none_or(|f| f < u64::from(floor)) =>
+                    {
                         let mut raised = r.clone();
-                        raised.insert("tool_floor".into(), json!(floor));
+                        raised.insert("required_trust_level".into(), json!(floor));
                         crate::ladder::eval_ladder_gate(&raised)
                     }
                     _ => crate::ladder::eval_ladder_gate(r),
@@ -316,7 +358,8 @@ impl Evaluator {
         }
         let policies = self.policies_for(r)?;
         let evidence = evidence_of(r)?;
-        let index = EvidenceIndex::new(&evidence);
+        let chain = self.chain_evidence();
+        let index = combined_index(chain.as_deref(), Some(&evidence));
         let empty = json!({});
         let context = match r.get("context") {
             None | Some(Value::Null) => &empty,
@@ -338,7 +381,7 @@ impl Evaluator {
         let chain_intact = match r.get("chain_intact") {
             None => true,
             Some(v) => v.as_bool().ok_or_else(|| bad("invalid_request", "`chain_intact` must be a boolean"))?,
-        };
+        } && chain.as_ref().is_none_or(|c| c.broken.is_none());
         let workspace = match r.get("workspace") {
             None => "local",
             Some(v) => v.as_str().ok_or_else(|| bad("invalid_request", "`workspace` must be a string"))?,
@@ -364,7 +407,12 @@ impl Evaluator {
             .or_else(|| context.get("requestedBy").and_then(Value::as_str))
             .unwrap_or("agent");
         let summary = r.get("summary").and_then(Value::as_str).unwrap_or(&decision.reason);
-        Ok(prepare_approval_packet(&decision, &evidence, agent_id, summary))
+        // The packet carries the class's rows: the chain's, then the request's.
+        let rows: Vec<EvidenceRow> = match &chain {
+            Some(c) => c.evidence.rows_of(&decision.action_class).cloned().chain(evidence).collect(),
+            None => evidence,
+        };
+        Ok(prepare_approval_packet(&decision, &rows, agent_id, summary))
     }
 
     fn posterior(&self, r: &Map<String, Value>) -> Result<Value, EvalError> {
@@ -392,7 +440,21 @@ impl Evaluator {
                 }
             }
         };
-        Ok(Posterior::of(&canonical, &evidence, threshold, now_of(r)?.date()).to_json())
+        let today = now_of(r)?.date();
+        let Some(chain) = self.chain_evidence() else {
+            return Ok(Posterior::of(&canonical, &evidence, threshold, today).to_json());
+        };
+        // The console's posterior: the chain's rows of the class, then the request's.
+        let mut v =
+            Posterior::of(&canonical, chain.evidence.rows_of(&canonical).chain(&evidence), threshold, today).to_json();
+        if let Some(why) = &chain.broken {
+            // Nothing graduates on a chain that does not verify.
+            v["chain_intact"] = json!(false);
+            v["chain_finding"] = json!(why);
+            v["graduation_ready"] = json!(false);
+            v["approvals_to_graduate"] = Value::Null;
+        }
+        Ok(v)
     }
 }
 
@@ -429,11 +491,12 @@ impl Evaluator {
             now: now.unix_timestamp() as f64 + f64::from(now.nanosecond()) / 1e9,
         };
         let evidence = evidence_of(r)?;
+        let chain = self.chain_evidence();
         let chain_intact = match r.get("chain_intact") {
             None => true,
             Some(v) => v.as_bool().ok_or_else(|| bad("invalid_request", "`chain_intact` must be a boolean"))?,
-        };
-        let index = EvidenceIndex::new(&evidence);
+        } && chain.as_ref().is_none_or(|c| c.broken.is_none());
+        let index = combined_index(chain.as_deref(), Some(&evidence));
         let tg = crate::verdict::packet_gate(&ctx, &packet, &index, "local", chain_intact);
         let rate = match r.get("rate_limited") {
             None | Some(Value::Null) => None,
@@ -471,6 +534,161 @@ impl Evaluator {
         v["trust_graduation"] = tg.to_json();
         Ok(v)
     }
+}
+
+/// The identity of a chain file's current content (length, modification and change times,
+/// inode), as the console's watcher keys its re-verification; `None` when there is no file.
+type ChainStamp = (u64, std::time::SystemTime, i64, i64, u64);
+
+fn chain_stamp(spool: &Spool) -> Option<ChainStamp> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::symlink_metadata(spool.chain_path()).ok()?;
+    Some((m.len(), m.modified().ok()?, m.ctime(), m.ctime_nsec(), m.ino()))
+}
+
+/// A spool read for its chain's evidence ([`Evaluator::with_spool`]).
+struct SpoolEvidence {
+    spool: Spool,
+    pinned: Result<PinnedKeys, String>,
+    /// The last verification: the stamp it was made at, the verified view (extended
+    /// incrementally when the chain grows) and what the requests read.
+    loaded: RefCell<Option<Loaded>>,
+}
+
+/// A verification of a spool's chain: the stamp it was made at, the verified view, and what the
+/// requests read.
+type Loaded = (Option<ChainStamp>, Option<VerifiedView>, Rc<ChainSnapshot>);
+
+/// What the requests read of a spool's chain at one moment.
+#[derive(Debug, Default)]
+struct ChainSnapshot {
+    /// The evidence rows of the records that passed every check (what the console sums).
+    evidence: ChainEvidence,
+    /// Those rows, indexed for the gate.
+    index: EvidenceIndex,
+    /// Why the chain does not verify (its first finding, an I/O error, unreadable pinned keys);
+    /// `None` when it verifies.
+    broken: Option<String>,
+}
+
+impl SpoolEvidence {
+    fn current(&self) -> Rc<ChainSnapshot> {
+        let stamp = chain_stamp(&self.spool);
+        let mut loaded = self.loaded.borrow_mut();
+        if let Some((at, _, snap)) = loaded.as_ref()
+            && *at == stamp
+        {
+            return Rc::clone(snap);
+        }
+        let cache = loaded.take().and_then(|(_, view, _)| view);
+        let (view, snap) = match &self.pinned {
+            Err(e) => (
+                None,
+                ChainSnapshot {
+                    broken: Some(format!("the pinned keys cannot be read: {e}")),
+                    ..ChainSnapshot::default()
+                },
+            ),
+            Ok(pinned) => {
+                let progress = std::sync::atomic::AtomicU64::new(0);
+                match crate::spool::verify_chain_from(&self.spool, pinned, cache.as_ref(), &progress) {
+                    Err(e) => (
+                        None,
+                        ChainSnapshot {
+                            broken: Some(format!("the chain cannot be read: {e}")),
+                            ..ChainSnapshot::default()
+                        },
+                    ),
+                    Ok(v) => {
+                        let broken = v.view.report.findings.first().map(|f| format!("the chain does not verify: {f}"));
+                        let evidence = v.view.evidence.clone();
+                        let index = EvidenceIndex::new(evidence.rows());
+                        (Some(v), ChainSnapshot { evidence, index, broken })
+                    }
+                }
+            }
+        };
+        let snap = Rc::new(snap);
+        *loaded = Some((stamp, view, Rc::clone(&snap)));
+        snap
+    }
+}
+
+/// The evidence a request is judged on: the spool chain's rows (when the evaluator reads a
+/// spool) followed by the request's inline rows, indexed. Inline rows add to the chain's,
+/// never replace them.
+fn combined_index<'a>(chain: Option<&'a ChainSnapshot>, inline: Option<&[EvidenceRow]>) -> Cow<'a, EvidenceIndex> {
+    match (chain, inline) {
+        (Some(c), None) => Cow::Borrowed(&c.index),
+        (Some(c), Some([])) => Cow::Borrowed(&c.index),
+        (Some(c), Some(rows)) => Cow::Owned(EvidenceIndex::new(c.evidence.rows().chain(rows))),
+        (None, rows) => Cow::Owned(rows.map(EvidenceIndex::new).unwrap_or_default()),
+    }
+}
+
+/// The deprecated spellings of request fields, accepted for one release (issue 16): (op, old,
+/// canonical). The agent's present ring is `agent_ring` (the spec's enforcer and its
+/// `RingCheckResult`), a tool's floor `required_trust_level` (Lodestar's tool registration).
+/// Inside `verdict`'s `tools.<key>` objects, `tier` is the deprecated spelling of `tool_tier`
+/// (the workbench's `gate_action(tool_tier, notebook_trust)`, and `tiers.gate`'s field).
+pub const DEPRECATED_FIELDS: [(&str, &str, &str); 6] = [
+    ("rings.assign", "current_ring", "agent_ring"),
+    ("rings.elevate", "current_ring", "agent_ring"),
+    ("rings.rate_check", "ring", "agent_ring"),
+    ("rings.constraints", "ring", "agent_ring"),
+    ("ladder.gate", "tool_floor", "required_trust_level"),
+    ("verdict", "tools.<key>.tier", "tools.<key>.tool_tier"),
+];
+
+/// A request with canonical spellings, and the notes on the deprecated ones it used.
+type Respelled<'a> = (Cow<'a, Map<String, Value>>, Vec<String>);
+
+/// Renames the deprecated spellings of `op`'s request fields to the canonical ones
+/// ([`DEPRECATED_FIELDS`]), returning the request and one `"<old> → <new>"` note per spelling
+/// used. A request that gives both spellings of one field is `invalid_request` (which one
+/// would count is not for the evaluator to guess).
+fn canonical_spellings<'a>(op: &str, r: &'a Map<String, Value>) -> Result<Respelled<'a>, EvalError> {
+    let mut out = Cow::Borrowed(r);
+    let mut notes = Vec::new();
+    for (_, old, new) in DEPRECATED_FIELDS.iter().filter(|(o, old, _)| *o == op && !old.contains('.')) {
+        if let Some(v) = r.get(*old) {
+            if r.contains_key(*new) {
+                return Err(bad("invalid_request", format!("give `{new}` only (`{old}` is its deprecated spelling)")));
+            }
+            let m = out.to_mut();
+            m.remove(*old);
+            m.insert((*new).to_owned(), v.clone());
+            notes.push(format!("{old} → {new}"));
+        }
+    }
+    if op == "verdict"
+        && let Some(Value::Object(tools)) = r.get("tools")
+    {
+        // `tools.<key>.tool_tier` is read as the policy form's `tier` below this point.
+        let mut renamed = tools.clone();
+        let mut used_old = false;
+        for (key, def) in &mut renamed {
+            let Value::Object(d) = def else { continue };
+            match (d.remove("tool_tier"), d.contains_key("tier")) {
+                (Some(_), true) => {
+                    return Err(bad(
+                        "invalid_request",
+                        format!("`tools.{key}`: give `tool_tier` only (`tier` is its deprecated spelling)"),
+                    ));
+                }
+                (Some(t), false) => {
+                    d.insert("tier".into(), t);
+                }
+                (None, true) => used_old = true,
+                (None, false) => {}
+            }
+        }
+        if used_old {
+            notes.push("tools.<key>.tier → tools.<key>.tool_tier".to_owned());
+        }
+        out.to_mut().insert("tools".into(), Value::Object(renamed));
+    }
+    Ok((out, notes))
 }
 
 /// True when `class` normalizes to a class id (the check `gate` makes first), without

@@ -968,12 +968,13 @@ fn bad(code: &'static str, message: impl fmt::Display) -> EvalError {
 ///
 /// Request: `tool` (string), `contract` (an [`ActionContract`]), and either `policy` (a
 /// [`Policy`] document) or `auto_approve_up_to` (integer 0–3, default 2), not both; optional
-/// `approver_id` (string, the decider) and `tool_floor` (the tool's `required_trust_level`,
-/// 0–5; when given, [`gate_with_tool_floor`] applies). Response: the [`LadderDecision`] plus
+/// `approver_id` (string, the decider) and `required_trust_level` (the tool's floor, 0–5; when
+/// given, [`gate_with_tool_floor`] applies; `warrant eval` also accepts the deprecated
+/// spelling `tool_floor`). Response: the [`LadderDecision`] plus
 /// `policy_hash` ([`policy_hash`] of the policy used).
 ///
 /// # Errors
-/// `invalid_request` (missing or mistyped `tool`, `approver_id`, `tool_floor`; a bad ceiling;
+/// `invalid_request` (missing or mistyped `tool`, `approver_id`, `required_trust_level`; a bad ceiling;
 /// both `policy` and `auto_approve_up_to`), `invalid_contract`, `invalid_policy`.
 pub fn eval_ladder_gate(req: &Map<String, Value>) -> Result<Value, EvalError> {
     let tool =
@@ -1000,10 +1001,11 @@ pub fn eval_ladder_gate(req: &Map<String, Value>) -> Result<Value, EvalError> {
         }
     };
     policy.decider_id = approver;
-    let decision = match req.get("tool_floor") {
+    let decision = match req.get("required_trust_level") {
         None => gate(&policy, tool, &contract),
         Some(v) => {
-            let floor = TrustLevel::from_json(v).map_err(|e| bad("invalid_request", format!("`tool_floor`: {e}")))?;
+            let floor =
+                TrustLevel::from_json(v).map_err(|e| bad("invalid_request", format!("`required_trust_level`: {e}")))?;
             gate_with_tool_floor(&policy, tool, &contract, Some(floor))
         }
     };

@@ -12,6 +12,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+#[path = "support/cli_env.rs"]
+mod cli_env;
+
 const BIN: &str = env!("CARGO_BIN_EXE_warrant");
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -598,4 +601,229 @@ fn verdict_composes_the_models_through_eval() {
     assert_eq!((state(4), r[4]["decisive"].as_str()), ("review_required".into(), Some("tiers")), "{}", r[4]);
     assert_eq!(r[5]["error"]["code"], "invalid_packet");
     assert_eq!(r[6]["error"]["code"], "invalid_policy");
+}
+
+/// Pipes `requests` through `warrant eval` in `env` (its config and spool); the response lines.
+fn eval_in(env: &cli_env::Env, requests: &[Value]) -> Vec<Value> {
+    let input: Vec<u8> = requests.iter().flat_map(line).collect();
+    let mut child = env.cmd(&["eval"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn eval");
+    child.stdin.take().expect("stdin").write_all(&input).expect("write requests");
+    let out = child.wait_with_output().expect("eval output");
+    assert_eq!(out.status.code(), Some(0), "{}", cli_env::text(&out));
+    out.stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).expect("json"))
+        .collect()
+}
+
+/// Issue 16: the agents' answer and the principal's come from the same evidence. After an
+/// approval (`warrant approve --yes`) and a receipt (`warrant receipt`) of `calendar.create`,
+/// `warrant eval`'s `tg.posterior` is exactly the posterior the console computes from the
+/// verified chain (`Posterior::of` over `ChainView.evidence`), N=2, mean 0.60; the gate sees
+/// the same two rows; inline rows add to them; a chain that no longer verifies blocks the gate
+/// and takes graduation away from the posterior.
+#[test]
+fn eval_reads_the_spools_verified_chain_as_the_console_does() {
+    use warrant::graduation::policy::PolicySet;
+    use warrant::graduation::posterior::Posterior;
+    let env = cli_env::Env::new();
+    let o = env.propose("calendar.create", "agent-planner", "k-1", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", cli_env::text(&o));
+    let o = env.run(&["approve", "k-1", "--yes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", cli_env::text(&o));
+    let o = env.run(&[
+        "receipt",
+        "--class",
+        "calendar.create",
+        "--outcome",
+        "execute",
+        "--agent",
+        "agent-planner",
+        "--packet",
+        "k-1",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", cli_env::text(&o));
+
+    // What the console computes for its posterior row.
+    let spool = warrant::spool::Spool::new(env.spool());
+    let pinned = warrant::keys::PinnedKeys::load(&env.config()).expect("pinned keys");
+    let view = warrant::spool::verify_chain(&spool, &pinned).expect("verify");
+    assert!(view.report.is_valid(), "{:?}", view.report.findings);
+    let policies = PolicySet::load(&env.config(), Some(&env.spool())).expect("policies");
+    let class = "calendar.create";
+    let date = time::macros::date!(2026 - 11 - 25);
+    let console = Posterior::of(class, view.evidence.rows_of(class), policies.threshold(class), date).to_json();
+    assert_eq!(console["samples"], 2, "{console}");
+
+    let inline = json!({"action_class": class, "label": "approved", "source_type": "receipt", "date": "2026-11-24"});
+    let r = eval_in(
+        &env,
+        &[
+            json!({"op": "tg.posterior", "action_class": class, "now": "2026-11-25T09:00:00Z"}),
+            json!({"op": "tg.can_execute", "action_class": class, "now": "2026-11-25T09:00:00Z"}),
+            json!({"op": "tg.posterior", "action_class": class, "now": "2026-11-25T09:00:00Z", "evidence": [inline]}),
+        ],
+    );
+    assert_eq!(r[0], console, "eval and the console disagree");
+    assert_eq!((r[0]["samples"].as_f64(), r[0]["positive"].as_f64()), (Some(2.0), Some(2.0)), "{}", r[0]);
+    // Beta(2,2) plus a principal approval (1.0) and an executed receipt (0.95 × 1.0).
+    let mean = r[0]["mean"].as_f64().expect("mean");
+    assert!((mean - 2.95 / 4.95).abs() < 1e-12, "{mean}");
+    assert_eq!(format!("{mean:.2}"), "0.60");
+    assert_eq!(r[1]["observed"]["evidence"]["positive"], 2, "{}", r[1]);
+    assert_eq!(r[2]["samples"], 3, "inline rows add to the chain's: {}", r[2]);
+    assert!(r[0].get("chain_intact").is_none(), "{}", r[0]);
+
+    // Break the chain: the gate is blocked, the posterior says so and never graduates.
+    let path = env.spool().join("chain.jsonl");
+    let text = std::fs::read_to_string(&path).expect("chain");
+    std::fs::write(&path, text.replacen("agent-planner", "agent-plannex", 1)).expect("tamper");
+    let r = eval_in(
+        &env,
+        &[
+            json!({"op": "tg.posterior", "action_class": class, "now": "2026-11-25T09:00:00Z"}),
+            json!({"op": "tg.can_execute", "action_class": "draft.response", "now": "2026-11-25T09:00:00Z"}),
+            json!({"op": "tg.can_execute", "action_class": "draft.response", "now": "2026-11-25T09:00:00Z",
+                   "chain_intact": true, "context": {}}),
+        ],
+    );
+    assert_eq!(
+        (r[0]["chain_intact"].as_bool(), r[0]["graduation_ready"].as_bool()),
+        (Some(false), Some(false)),
+        "{}",
+        r[0]
+    );
+    for d in &r[1..] {
+        assert_eq!((d["status"].as_str(), d["allowed"].as_bool()), (Some("blocked"), Some(false)), "{d}");
+    }
+}
+
+/// Issue 16: one spelling per concept. Each canonical field works without a `deprecated`
+/// member; each deprecated spelling gives the same answer, flagged `"deprecated": ["old → new"]`;
+/// both spellings at once, an explicit null quarantine duration and a negative cost are
+/// `invalid_request`.
+#[test]
+fn deprecated_spellings_are_accepted_and_flagged() {
+    let env = Env::new();
+    // The host registers the tool as safe: the request's tier can only make it more dangerous.
+    std::fs::write(env.config().join("policy.toml"), "[tools.\"corrections.merge\"]\ntier = \"safe\"\n")
+        .expect("policy.toml");
+    const NOW: &str = "2026-11-21T09:00:00Z";
+    let contract = json!({"required_level": 3, "blast_radius": "project", "reversibility": "reversible",
+        "scope": {"level": "repo", "identifier": "x"}, "data_sensitivity": "private", "preconditions": []});
+    let packet = json!({"type": "trust_graduation_approval_packet", "packet_id": "p-1", "agent": "a",
+        "action_class": "draft.compose", "proposed_action": {"text": "x"},
+        "decision": {"status": "review_required", "action_class": "draft.compose", "reason": "r"},
+        "external_actions": 0, "governance": {"tool": "corrections.merge", "notebook": "nb"}});
+    // (canonical request, the same with the old spelling, the note)
+    let pairs = [
+        (
+            json!({"op": "rings.assign", "eff_score": 0.5, "agent_ring": 1}),
+            json!({"op": "rings.assign", "eff_score": 0.5, "current_ring": 1}),
+            "current_ring → agent_ring",
+        ),
+        (
+            json!({"op": "rings.constraints", "agent_ring": 2}),
+            json!({"op": "rings.constraints", "ring": 2}),
+            "ring → agent_ring",
+        ),
+        (
+            json!({"op": "rings.elevate", "action": "effective", "agent_did": "a", "session_id": "s", "agent_ring": 2, "now": 0}),
+            json!({"op": "rings.elevate", "action": "effective", "agent_did": "a", "session_id": "s", "current_ring": 2, "now": 0}),
+            "current_ring → agent_ring",
+        ),
+        (
+            json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s1", "agent_ring": 3, "now": 0}),
+            json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s2", "ring": 3, "now": 0}),
+            "ring → agent_ring",
+        ),
+        (
+            json!({"op": "ladder.gate", "tool": "t", "auto_approve_up_to": 3, "contract": contract, "required_trust_level": 4}),
+            json!({"op": "ladder.gate", "tool": "t", "auto_approve_up_to": 3, "contract": contract, "tool_floor": 4}),
+            "tool_floor → required_trust_level",
+        ),
+        (
+            json!({"op": "verdict", "now": NOW, "packet": packet, "tools": {"corrections.merge": {"tool_tier": "destructive"}},
+                   "controls": {"notebooks": {"nb": "autonomous"}}}),
+            json!({"op": "verdict", "now": NOW, "packet": packet, "tools": {"corrections.merge": {"tier": "destructive"}},
+                   "controls": {"notebooks": {"nb": "autonomous"}}}),
+            "tools.<key>.tier → tools.<key>.tool_tier",
+        ),
+    ];
+    let mut input = Vec::new();
+    for (new, old, _) in &pairs {
+        input.extend(line(new));
+        input.extend(line(old));
+    }
+    let invalid = [
+        json!({"op": "rings.constraints", "agent_ring": 2, "ring": 2}),
+        json!({"op": "ladder.gate", "tool": "t", "contract": contract, "required_trust_level": 4, "tool_floor": 4}),
+        json!({"op": "verdict", "packet": packet, "tools": {"corrections.merge": {"tier": "safe", "tool_tier": "safe"}}}),
+        json!({"op": "rings.quarantine", "agent_did": "q", "session_id": "s", "duration_seconds": null, "now": 0}),
+        json!({"op": "rings.rate_check", "agent_did": "c", "session_id": "s", "agent_ring": 3, "cost": -5, "now": 0}),
+    ];
+    for r in &invalid {
+        input.extend(line(r));
+    }
+    // Absent duration: the default 300 s; `until_released`: no expiry.
+    input.extend(line(&json!({"op": "rings.quarantine", "agent_did": "q1", "session_id": "s", "now": 0})));
+    input.extend(line(
+        &json!({"op": "rings.quarantine", "agent_did": "q2", "session_id": "s", "until_released": true, "now": 0}),
+    ));
+    let (code, r, stderr) = env.pipe(&input);
+    assert_eq!(code, Some(0), "{stderr}");
+    for (i, (_, _, note)) in pairs.iter().enumerate() {
+        let (new, mut old) = (r[2 * i].clone(), r[2 * i + 1].clone());
+        assert!(new.get("error").is_none() && new.get("deprecated").is_none(), "{new}");
+        assert_eq!(old["deprecated"], json!([note]), "{old}");
+        old.as_object_mut().expect("object").remove("deprecated");
+        // The rate buckets are two (one per session), the rest the same.
+        let mut new = new;
+        for v in [&mut old, &mut new] {
+            v.as_object_mut().expect("object").remove("tracked_agents");
+        }
+        assert_eq!(old, new, "the old spelling is read as the new one");
+    }
+    // The spellings are not ignored: the floor and the tier changed the answers.
+    assert_eq!(r[8]["matched"]["source"], "floor", "{}", r[8]);
+    let tier = r[10]["models"].as_array().and_then(|m| m.iter().find(|m| m["model"] == "tiers")).cloned();
+    let reason = tier.map(|t| t["reason"].as_str().unwrap_or_default().to_owned()).unwrap_or_default();
+    assert!(reason.contains("corrections.merge is destructive"), "the request's tier applies: {}", r[10]);
+    assert_eq!(r[2]["effective_ring"], 2, "{}", r[2]);
+    let base = 2 * pairs.len();
+    for (i, req) in invalid.iter().enumerate() {
+        assert_eq!(r[base + i]["error"]["code"], "invalid_request", "{req} → {}", r[base + i]);
+    }
+    assert_eq!(r[base + 5]["record"]["expires_at"], 300.0, "{}", r[base + 5]);
+    assert_eq!(
+        (r[base + 6]["record"]["expires_at"].clone(), r[base + 6]["quarantined"].as_bool()),
+        (Value::Null, Some(true))
+    );
+}
+
+/// A running `warrant eval` sees the chain grow: a receipt recorded after its first answer
+/// counts in the next one (the chain is verified again when its file changes).
+#[test]
+fn a_running_evaluator_sees_new_chain_evidence() {
+    let env = cli_env::Env::new();
+    let mut child = env.cmd(&["eval"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn eval");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut ask = || {
+        let req = json!({"op": "tg.posterior", "action_class": "draft.compose", "now": "2026-11-25T09:00:00Z"});
+        stdin.write_all(&line(&req)).expect("write");
+        stdin.flush().expect("flush");
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).expect("read");
+        serde_json::from_str::<Value>(&answer).expect("json")["samples"].clone()
+    };
+    assert_eq!(ask(), 0);
+    for n in 1..=2 {
+        let o = env.run(&["receipt", "--class", "draft.compose", "--outcome", "execute", "--agent", "a"]);
+        assert_eq!(o.status.code(), Some(0), "{}", cli_env::text(&o));
+        assert_eq!(ask(), n, "after receipt {n}");
+    }
+    drop(stdin);
+    assert_eq!(child.wait().expect("wait").code(), Some(0));
 }

@@ -582,13 +582,13 @@ fn tool_floor_refuses_contracts_below_it() {
             assert_eq!(d.reason, format!("contract required_level L{level} is below the tool's floor {want}"));
         }
         if let Some(f) = floor {
-            let req = json!({"tool": "git.commit", "auto_approve_up_to": 3, "tool_floor": f.get(),
+            let req = json!({"tool": "git.commit", "auto_approve_up_to": 3, "required_trust_level": f.get(),
                              "contract": contract_json(&[("required_level", Some(&level.to_string()))])});
             let got = ladder::eval_ladder_gate(&request(req)).expect("eval");
             assert_eq!(got["verdict"], json!(d.verdict));
         }
     }
-    let req = json!({"tool": "t", "contract": parse(BASE_CONTRACT), "tool_floor": 6});
+    let req = json!({"tool": "t", "contract": parse(BASE_CONTRACT), "required_trust_level": 6});
     assert_eq!(ladder::eval_ladder_gate(&request(req)).map_err(|e| e.code), Err("invalid_request"));
 }
 

@@ -175,8 +175,8 @@ impl RingsSession {
                 let score = number(req, "eff_score")?.ok_or_else(|| invalid("missing number `eff_score`"))?;
                 let assigned = from_eff_score(score, boolean(req, "has_consensus")?);
                 let mut v = ring_json(assigned);
-                if req.contains_key("current_ring") {
-                    v["should_demote"] = json!(should_demote(ring(req, "current_ring")?, score));
+                if req.contains_key("agent_ring") {
+                    v["should_demote"] = json!(should_demote(ring(req, "agent_ring")?, score));
                 }
                 Ok(v)
             }
@@ -205,7 +205,7 @@ impl RingsSession {
                 Ok(to_json(&result))
             }
             "rings.constraints" => {
-                let n = integer(req, "ring")?.ok_or_else(|| invalid("missing integer `ring`"))?;
+                let n = integer(req, "agent_ring")?.ok_or_else(|| invalid("missing integer `agent_ring`"))?;
                 let effective = Ring::from_value(n).unwrap_or(Ring::Sandbox);
                 let mut v = json!({
                     "ring": n,
@@ -249,7 +249,7 @@ impl RingsSession {
                 let req = ElevationRequest {
                     agent_did: string(r, "agent_did")?,
                     session_id: string(r, "session_id")?,
-                    current_ring: ring(r, "current_ring")?,
+                    current_ring: ring(r, "agent_ring")?,
                     target_ring: ring(r, "target_ring")?,
                     ttl_seconds: ttl,
                     attestation: opt_string(r, "attestation")?,
@@ -271,7 +271,7 @@ impl RingsSession {
             }),
             "effective" => {
                 let (agent, session) = (string(r, "agent_did")?, string(r, "session_id")?);
-                let base = ring(r, "current_ring")?;
+                let base = ring(r, "agent_ring")?;
                 let e = self.elevation.active_elevation(agent, session, t);
                 Ok(json!({
                     "effective_ring": self.elevation.effective_ring(agent, session, base, t).value(),
@@ -298,14 +298,18 @@ impl RingsSession {
         let (agent, session) = (string(r, "agent_did")?, string(r, "session_id")?);
         let mut v = match sub_action(r, "check")? {
             "check" => {
+                // A negative cost would put tokens back: refused, never a refund.
                 let cost = number(r, "cost")?.unwrap_or(1.0);
-                match self.rate.check(agent, session, ring(r, "ring")?, cost, t) {
+                if cost < 0.0 {
+                    return Err(invalid(format!("`cost` must be a number >= 0, got {cost}")));
+                }
+                match self.rate.check(agent, session, ring(r, "agent_ring")?, cost, t) {
                     Ok(()) => json!({"allowed": true}),
                     Err(e) => json!({"allowed": false, "message": e.to_string()}),
                 }
             }
             "update_ring" => {
-                self.rate.update_ring(agent, session, ring(r, "ring")?, t);
+                self.rate.update_ring(agent, session, ring(r, "agent_ring")?, t);
                 json!({"updated": true})
             }
             "stats" => json!({}),
@@ -383,10 +387,21 @@ impl RingsSession {
                     Some(s) => QuarantineReason::parse(s)
                         .ok_or_else(|| invalid(format!("unknown quarantine `reason` {s:?}")))?,
                 };
-                // Absent: the spec's 300 s; null: until released.
-                let duration = match r.get("duration_seconds") {
-                    None => Some(DEFAULT_QUARANTINE_SECONDS),
-                    Some(_) => number(r, "duration_seconds")?,
+                // Absent: the spec's 300 s. "Until released" is asked for explicitly with
+                // `until_released: true`, never by an explicit null (issue 16).
+                let until_released = boolean(r, "until_released")?;
+                let duration = match (r.get("duration_seconds"), until_released) {
+                    (None, false) => Some(DEFAULT_QUARANTINE_SECONDS),
+                    (None, true) => None,
+                    (Some(Value::Null), _) => {
+                        return Err(invalid(
+                            "`duration_seconds` must be a positive number (omit it for the default 300 s; `until_released: true` for no expiry)",
+                        ));
+                    }
+                    (Some(_), true) => {
+                        return Err(invalid("give either `duration_seconds` or `until_released: true`, not both"));
+                    }
+                    (Some(_), false) => number(r, "duration_seconds")?,
                 };
                 let details = opt_string(r, "details")?.unwrap_or("");
                 let record = self
@@ -644,9 +659,24 @@ mod tests {
             (json!({"op": "rings.check", "agent_ring": 4, "action": {}}), "invalid_request"),
             (json!({"op": "rings.check", "agent_ring": true, "action": {}}), "invalid_request"),
             (json!({"op": "rings.check", "agent_ring": 1, "action": {"action_id": "a"}}), "invalid_descriptor"),
-            (json!({"op": "rings.constraints", "ring": 1, "resource": "gpu"}), "invalid_request"),
+            (json!({"op": "rings.constraints", "agent_ring": 1, "resource": "gpu"}), "invalid_request"),
             (json!({"op": "rings.elevate", "action": "grant", "now": 0}), "invalid_request"),
-            (json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s", "ring": 3}), "invalid_request"),
+            (
+                json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s", "agent_ring": 3}),
+                "invalid_request",
+            ),
+            (
+                json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s", "agent_ring": 3, "cost": -1, "now": 0}),
+                "invalid_request",
+            ),
+            (
+                json!({"op": "rings.quarantine", "agent_did": "a", "session_id": "s", "duration_seconds": null, "now": 0}),
+                "invalid_request",
+            ),
+            (
+                json!({"op": "rings.quarantine", "agent_did": "a", "session_id": "s", "duration_seconds": 60, "until_released": true, "now": 0}),
+                "invalid_request",
+            ),
             (
                 json!({"op": "rings.kill", "agent_did": "a", "session_id": "s", "callback": "maybe", "now": 0}),
                 "invalid_request",
@@ -679,12 +709,13 @@ mod tests {
     #[test]
     fn stateful_ops_keep_state_across_requests() {
         let mut s = RingsSession::default();
-        let rate = json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s", "ring": 3, "now": 100});
+        let rate = json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s", "agent_ring": 3, "now": 100});
         for _ in 0..10 {
             assert_eq!(answer(&mut s, &rate)["allowed"], true);
         }
         assert_eq!(answer(&mut s, &rate)["allowed"], false);
-        let later = json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s", "ring": 3, "now": 100.2});
+        let later =
+            json!({"op": "rings.rate_check", "agent_did": "a", "session_id": "s", "agent_ring": 3, "now": 100.2});
         assert_eq!(answer(&mut s, &later)["allowed"], true);
         let scope = json!({"op": "rings.path_check", "action": "create_scope", "session_id": "s1", "isolation_level": "read_committed"});
         assert_eq!(answer(&mut s, &scope)["isolation_level"], "read_committed");
