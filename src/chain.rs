@@ -68,9 +68,13 @@ pub enum Check {
     Approval,
     /// The v0.1 lineage checks (§5.2).
     Lineage,
-    /// A warrant Ed25519 signature (unknown key, bad signature, or a document that does not
-    /// match its record).
+    /// A warrant Ed25519 signature (bad signature, a key pinned for another principal or retired
+    /// by a rotation, or a document that does not match its record).
     Signature,
+    /// A warrant signature by a key the verifier has not pinned (nor learned from a verified
+    /// rotation in the chain): unverifiable, so the chain is not valid, but not shown to be
+    /// forged; the message names the key and how to pin it.
+    UnpinnedKey,
     /// The chain is shorter than, or differs at, the principal's last signed checkpoint
     /// ([`crate::checkpoint`]).
     Checkpoint,
@@ -91,6 +95,7 @@ impl Check {
             Check::Approval => "approval",
             Check::Lineage => "lineage",
             Check::Signature => "signature",
+            Check::UnpinnedKey => "unpinned_key",
             Check::Checkpoint => "checkpoint",
         }
     }
@@ -294,6 +299,10 @@ struct Local {
     ends: [u32; 3],
     /// The signature was checked and verified.
     signed_ok: bool,
+    /// The signature was checked against the verifier's pins and failed: the last finding says
+    /// why. The sequencer checks it again against the pins the chain's key events added
+    /// ([`crate::key_event::ChainKeys`]).
+    signed_failed: bool,
 }
 
 impl Local {
@@ -370,22 +379,39 @@ fn check_local(
     if let Some(pinned) = opts.pinned.filter(|_| warrant_signed) {
         match crate::decision::check_record_signature(full, pinned) {
             Ok(ok) => local.signed_ok = ok,
-            Err(message) => local.findings.push(Finding { index: Some(i), check: Check::Signature, message }),
+            Err(message) => {
+                local.findings.push(Finding { index: Some(i), check: signature_check(full, pinned), message });
+                local.signed_failed = true;
+            }
         }
     }
     local
 }
 
+/// The check a failed warrant signature of `rec` counts against: [`Check::UnpinnedKey`] when its
+/// first signature names a key `pinned` does not hold, else [`Check::Signature`].
+fn signature_check(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Check {
+    match crate::key_event::first_signer(rec) {
+        Some((fp, _)) if pinned.get(fp).is_none() => Check::UnpinnedKey,
+        _ => Check::Signature,
+    }
+}
+
 /// The checks that run in record order: `previous_hash` against the prior record's recorded
-/// `entry_hash`, lineage, duplicate `record_id`s.
+/// `entry_hash`, lineage, duplicate `record_id`s, and the trust the chain's key events add
+/// (rotations and renames, [`crate::key_event`]).
 #[derive(Default)]
-struct Sequencer {
+struct Sequencer<'a> {
     report: VerifyReport,
     previous: Option<String>,
     lineage: Lineage,
+    /// The verifier's pins (`None`: signatures are not checked).
+    pinned: Option<&'a PinnedKeys>,
+    /// What the verified key events so far added to them.
+    chain_keys: crate::key_event::ChainKeys,
 }
 
-impl Sequencer {
+impl Sequencer<'_> {
     fn unparsable(&mut self, i: usize, message: String) {
         self.report.total = i + 1;
         self.report.push(Some(i), Check::Parse, message);
@@ -438,7 +464,12 @@ impl Sequencer {
             }
         }
         report.findings.extend(findings);
-        report.signatures_verified += usize::from(local.signed_ok);
+        let signed_ok = match full {
+            Some(full) => self.key_checks(i, full, local.signed_ok, local.signed_failed),
+            None => local.signed_ok,
+        };
+        let report = &mut self.report;
+        report.signatures_verified += usize::from(signed_ok);
         // One buffer for the head hash, reused record after record.
         match (rec.str_field("entry_hash"), &mut self.previous) {
             (Some(h), Some(prev)) => {
@@ -447,6 +478,52 @@ impl Sequencer {
             }
             (h, prev) => *prev = h.map(std::borrow::Cow::into_owned),
         }
+    }
+
+    /// The signature checks that depend on the chain's key events, for record `i` (whose local
+    /// findings are already in the report, its failed signature last): a signature that failed
+    /// against the verifier's pins is checked again against the pins the events so far added; a
+    /// verified signature by a retired key is refused; a verified key event is applied. Returns
+    /// whether the record's signature verified.
+    fn key_checks(&mut self, i: usize, full: &Map<String, Value>, signed_ok: bool, signed_failed: bool) -> bool {
+        let Some(pinned) = self.pinned else { return signed_ok };
+        let mut ok = signed_ok;
+        if let Some(effective) = self.chain_keys.effective()
+            && signed_failed
+        {
+            let last = self.report.findings.last_mut().filter(|f| f.index == Some(i));
+            match (crate::decision::check_record_signature(full, effective), last) {
+                (Ok(verified), Some(_)) => {
+                    self.report.findings.pop();
+                    ok = verified;
+                }
+                (Err(message), Some(last)) => {
+                    last.check = signature_check(full, effective);
+                    last.message = message;
+                }
+                _ => {}
+            }
+        }
+        if !ok {
+            return false;
+        }
+        if let Some((fp, _)) = crate::key_event::first_signer(full)
+            && let Some(at) = self.chain_keys.retired_at(fp)
+        {
+            self.report.push(
+                Some(i),
+                Check::Signature,
+                format!(
+                    "key {fp} was retired by the key rotation at chain_index {}: records after it must be signed with the new key",
+                    at + 1
+                ),
+            );
+            return false;
+        }
+        if let Some(event) = crate::key_event::KeyEvent::of_record(full) {
+            self.chain_keys.apply(&event, i, pinned);
+        }
+        true
     }
 
     fn finish(mut self) -> VerifyReport {
@@ -469,7 +546,7 @@ where
     I: IntoIterator<Item = Line<R>>,
     F: FnMut(usize, &Map<String, Value>),
 {
-    let mut seq = Sequencer::default();
+    let mut seq = Sequencer { pinned: opts.pinned, ..Sequencer::default() };
     for (i, line) in lines.into_iter().enumerate() {
         let rec = match line {
             Line::Unparsable(message) => {
@@ -501,10 +578,11 @@ where
 
 /// Metadata members the checks read (approval rule, signatures, lineage): a record whose
 /// metadata has any of them is parsed whole.
-const CHECKED_METADATA: [&str; 8] = [
+const CHECKED_METADATA: [&str; 9] = [
     "approval",
     "warrant_decision",
     "warrant_control",
+    "warrant_key",
     "reason",
     "parent_record_id",
     "effects_used",
@@ -740,7 +818,7 @@ where
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).clamp(1, 8);
     let keep = sink.as_ref().map(|(k, _)| *k);
     let first = usize::try_from(prefix.records).unwrap_or(usize::MAX);
-    let mut seq = Sequencer { previous: prefix.head_hash.clone(), ..Sequencer::default() };
+    let mut seq = Sequencer { previous: prefix.head_hash.clone(), pinned: opts.pinned, ..Sequencer::default() };
     seq.report.total = first;
     let torn = std::thread::scope(|scope| {
         let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);

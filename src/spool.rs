@@ -1971,6 +1971,52 @@ pub fn append_control(
     }
 }
 
+/// Records a key event ([`crate::key_event`]: a rotation or a rename) signed by `principal`
+/// (and, for a rotation, by the new key `new`): under the chain's lock, verifies the whole chain
+/// (refusing a broken one), checks that the new record would itself verify under `pinned`, and
+/// appends it durably. Returns the record written.
+///
+/// # Errors
+/// [`DecideError`]: an unsafe spool, a broken chain, a record that would not verify, I/O; on any
+/// error nothing was appended.
+pub fn append_key_event(
+    spool: &Spool,
+    principal: &Principal,
+    new: Option<&Principal>,
+    pinned: &PinnedKeys,
+    event: &crate::key_event::KeyEvent,
+    decided_at: &str,
+) -> Result<chain::Appended, DecideError> {
+    spool.ensure()?;
+    spool.check_private().map_err(DecideError::UnsafeSpool)?;
+    let mut refusal: Option<DecideError> = None;
+    let prefix_hash = std::cell::Cell::new(None);
+    let appended = chain::append_then(
+        &spool.chain_path(),
+        chain::LOCK_DEADLINE,
+        |head| {
+            match verified_view(spool, pinned, |_| false, None) {
+                Ok(c) => prefix_hash.set(c.prefix_hash),
+                Err(e) => {
+                    let msg = e.to_string();
+                    refusal = Some(e);
+                    return Err(msg);
+                }
+            }
+            let body = crate::key_event::record_body(event, principal, new, decided_at);
+            if let Some(problem) = first_problem(&body, head, Some(pinned)) {
+                refusal = Some(DecideError::WouldNotVerify(problem));
+                return Err("would not verify".into());
+            }
+            Ok(body)
+        },
+        |a, bytes| {
+            sign_checkpoint(spool, principal, a, bytes, decided_at, prefix_hash.take());
+        },
+    );
+    appended.map_err(|e| refusal.unwrap_or(DecideError::Chain(e)))
+}
+
 /// The control-specific part of [`append_control`], against the chain as verified under the
 /// lock: a trust change must start from the level it names as `previous` (nobody changed it
 /// since the principal looked); a kill runs the kill switch ([`kill_agent`]) and adds its result;
