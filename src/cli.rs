@@ -205,7 +205,7 @@ pub enum Command {
         #[arg(long, default_value_t = 16)]
         agents: u64,
     },
-    /// Show, export, pin and unpin public keys.
+    /// Show, export, pin and unpin public keys; rotate the key, rename the principal.
     Keys {
         /// What to do (default: show).
         #[command(subcommand)]
