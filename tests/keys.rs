@@ -101,6 +101,43 @@ fn rotate_then_approve_verifies_for_the_principal_and_an_auditor_of_the_old_key(
     // Both keys stay pinned for the principal.
     let show = String::from_utf8_lossy(&e.run(&["keys"]).stdout).into_owned();
     assert!(show.contains(&old_fp) && show.contains(&new_fp), "{show}");
+    // An export verifies the same way for the auditor.
+    let export = e.run(&["export"]);
+    assert_eq!(export.status.code(), Some(0), "{}", text(&export));
+    let export_path = e.dir.path().join("export.json");
+    std::fs::write(&export_path, &export.stdout).expect("export");
+    let (code, report, out) = verify_as(&e, &aud, &export_path);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(report["signatures_verified"], 3, "{out}");
+}
+
+// Nothing is rotated onto a broken chain: the key, the pins and the config directory stay as
+// they were. A rename to the name the key already has is refused.
+#[test]
+fn rotate_refuses_a_broken_chain_and_rename_an_unchanged_name() {
+    let e = Env::new();
+    approve(&e, "p1");
+    let chain_path = e.spool().join("chain.jsonl");
+    let mut bytes = std::fs::read(&chain_path).expect("chain");
+    let at = bytes.iter().position(|&b| b == b'p').expect("a letter to flip");
+    bytes[at] = b'q';
+    std::fs::write(&chain_path, &bytes).expect("tamper");
+    let key = std::fs::read(e.config().join("principal.key")).expect("key");
+    let pins = std::fs::read(e.config().join("pinned_keys.toml")).expect("pins");
+    let o = e.run(&["keys", "rotate", "--no-passphrase"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not verify"), "{}", text(&o));
+    assert_eq!(std::fs::read(e.config().join("principal.key")).expect("key"), key);
+    assert_eq!(std::fs::read(e.config().join("pinned_keys.toml")).expect("pins"), pins);
+    let names: Vec<String> = std::fs::read_dir(e.config())
+        .expect("config")
+        .filter_map(Result::ok)
+        .map(|d| d.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("principal.key."))
+        .collect();
+    assert!(names.is_empty(), "no new or retired key left behind: {names:?}");
+    let o = e.run(&["keys", "rename", "alice"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
 
 // A protected key stays protected across a rotation: with WARRANT_PASSPHRASE_FILE the new key is
