@@ -800,9 +800,11 @@ pub fn verify_reader<R: Read + Send>(
     progress: &std::sync::atomic::AtomicU64,
 ) -> io::Result<VerifyReport> {
     verify_blocks::<R, fn(usize, &Map<String, Value>)>(reader, opts, progress, None, &Verified::default())
+        .map(|(report, _)| report)
 }
 
-/// Verifies the lines `reader` yields as the records that follow `prefix`: the first line is
+/// Verifies the lines `reader` yields as the records that follow `prefix` (starting from its key
+/// events; returned with those of the lines): the first line is
 /// record `prefix.records` (0-based) and must link to `prefix.head_hash`.
 fn verify_blocks<R, F>(
     reader: R,
@@ -810,7 +812,7 @@ fn verify_blocks<R, F>(
     progress: &std::sync::atomic::AtomicU64,
     mut sink: Option<(&[&str], F)>,
     prefix: &Verified,
-) -> io::Result<VerifyReport>
+) -> io::Result<(VerifyReport, crate::key_event::ChainKeys)>
 where
     R: Read + Send,
     F: FnMut(usize, &Map<String, Value>),
@@ -818,7 +820,12 @@ where
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).clamp(1, 8);
     let keep = sink.as_ref().map(|(k, _)| *k);
     let first = usize::try_from(prefix.records).unwrap_or(usize::MAX);
-    let mut seq = Sequencer { previous: prefix.head_hash.clone(), pinned: opts.pinned, ..Sequencer::default() };
+    let mut seq = Sequencer {
+        previous: prefix.head_hash.clone(),
+        pinned: opts.pinned,
+        chain_keys: prefix.keys.clone(),
+        ..Sequencer::default()
+    };
     seq.report.total = first;
     let torn = std::thread::scope(|scope| {
         let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
@@ -900,9 +907,10 @@ where
         drop(window_tx);
         reader_thread.join().unwrap_or_else(|_| Err(io::Error::other("the chain reader panicked")))
     })?;
+    let keys = std::mem::take(&mut seq.chain_keys);
     let mut report = seq.finish();
     report.torn_tail = torn;
-    Ok(report)
+    Ok((report, keys))
 }
 
 /// Checks one record before it is appended: its shape, the approval rule and (with `pinned`) its
@@ -1642,13 +1650,22 @@ pub struct Verified {
     pub bytes: u64,
     /// The last record's `entry_hash` (`None` for the empty prefix).
     pub head_hash: Option<String>,
+    /// What the prefix's key events (rotations, renames) added to the pins: the verification of
+    /// the tail starts from it.
+    pub keys: crate::key_event::ChainKeys,
 }
 
 impl Verified {
-    /// The prefix a signed checkpoint describes (see [`crate::checkpoint::Checkpoint`]).
+    /// The prefix a signed checkpoint describes (see [`crate::checkpoint::Checkpoint`]), without
+    /// its key events (the caller adds those it scanned, [`crate::key_event::ChainKeys::apply`]).
     #[must_use]
     pub fn of_checkpoint(cp: &crate::checkpoint::Checkpoint) -> Self {
-        Self { records: cp.records, bytes: cp.bytes, head_hash: Some(cp.head_hash.clone()) }
+        Self {
+            records: cp.records,
+            bytes: cp.bytes,
+            head_hash: Some(cp.head_hash.clone()),
+            keys: crate::key_event::ChainKeys::default(),
+        }
     }
 }
 
@@ -1661,6 +1678,9 @@ pub struct Tail {
     /// The chain's length in bytes through the last complete line read (a torn final line is
     /// not counted).
     pub bytes: u64,
+    /// What the key events of the prefix and the tail added to the pins, as of the last record
+    /// (carried into the next prefix, [`Tail::verified`]).
+    pub keys: crate::key_event::ChainKeys,
 }
 
 impl Tail {
@@ -1672,6 +1692,7 @@ impl Tail {
             records: self.report.total as u64,
             bytes: self.bytes,
             head_hash: self.report.root_hash.clone(),
+            keys: self.keys.clone(),
         })
     }
 }
@@ -1770,11 +1791,11 @@ where
         return Ok(None);
     }
     file.seek(SeekFrom::Start(prefix.bytes)).map_err(io_err)?;
-    let report =
+    let (report, keys) =
         verify_blocks(file.take(len.saturating_sub(prefix.bytes)), opts, progress, Some((keep, on_record)), prefix)
             .map_err(io_err)?;
     let bytes = len - report.torn_tail.unwrap_or(0);
-    Ok(Some(Tail { report, bytes }))
+    Ok(Some(Tail { report, bytes, keys }))
 }
 
 /// Reads a JSON-lines chain whole. A missing file is an empty chain.

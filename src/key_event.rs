@@ -280,8 +280,10 @@ fn verify_possession(doc: &Value, proof: &Value, new_key: &VerifyingKey) -> Resu
 }
 
 /// The trust a chain's verified key events add to the verifier's pins, folded in chain order.
-/// Empty (and free) for a chain without key events.
-#[derive(Debug, Clone, Default)]
+/// Empty (and free) for a chain without key events. Carried with a verified prefix
+/// ([`crate::chain::Verified::keys`]), so verifying only the records after it still knows the
+/// events before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChainKeys {
     /// The pins plus what the events so far added; `None` until the first event.
     effective: Option<PinnedKeys>,

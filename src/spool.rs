@@ -964,6 +964,8 @@ fn view_after(
 struct PrefixScan {
     /// The principal's controls, in chain order.
     controls: Vec<ControlEvent>,
+    /// The key events (rotations, renames) and their 0-based record indexes, in chain order.
+    key_events: Vec<(crate::key_event::KeyEvent, usize)>,
     /// The agents' publishers the decision records name, in chain order.
     publishers: Vec<(String, u32)>,
     /// The decisions asked for, by packet id.
@@ -1056,6 +1058,7 @@ fn scan_prefix(
     let decision_needle = decisions_of.unwrap_or("warrant_decision");
     let finders = [
         Finder::new("warrant_control"),
+        Finder::new("warrant_key"),
         Finder::new(decision_needle),
         Finder::new(crate::control::PUBLISHER_KEY),
         Finder::new("\\u"),
@@ -1105,6 +1108,10 @@ fn scan_prefix(
             let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(&block[start..stop]) else { continue };
             if let Some(c) = ControlEvent::of_record(&rec) {
                 out.controls.push(c);
+            }
+            if let Some(e) = crate::key_event::KeyEvent::of_record(&rec) {
+                let index = rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0).saturating_sub(1);
+                out.key_events.push((e, usize::try_from(index).unwrap_or(usize::MAX)));
             }
             if let Some((agent, uid)) = crate::control::publisher_of(&rec) {
                 out.publishers.push((agent.to_owned(), uid));
@@ -1169,7 +1176,7 @@ fn checkpointed_view(
     let bytes = read_limited(&local).ok()?;
     let signed: Value = serde_json::from_slice(&bytes).ok()?;
     let cp = crate::checkpoint::verify(&signed, pinned, &local.display().to_string()).ok()?;
-    let prefix = chain::Verified::of_checkpoint(&cp);
+    let mut prefix = chain::Verified::of_checkpoint(&cp);
     let tail_ids = if prove_prefix {
         cp.prefix_sha256.as_ref()?;
         Some(record_ids_after(&spool.chain_path(), prefix.bytes).ok()?)
@@ -1180,6 +1187,10 @@ fn checkpointed_view(
         scan_prefix(&spool.chain_path(), prefix.bytes, decisions_of, keep, tail_ids.as_ref(), prove_prefix).ok()?;
     if scan.reused_id.is_some() {
         return None;
+    }
+    // The prefix verified when the checkpoint was signed: its key events stand.
+    for (event, index) in &scan.key_events {
+        prefix.keys.apply(event, *index, pinned);
     }
     let prefix_hash = match scan.hasher {
         Some(h) => {

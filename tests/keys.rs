@@ -360,3 +360,27 @@ fn an_auditor_without_the_pin_gets_the_pin_hint_not_a_forgery() {
     assert_eq!(report["first"]["check"], "signature", "{out}");
     assert!(report["first"]["message"].as_str().is_some_and(|m| m.contains("(forged)")), "{out}");
 }
+
+// The principal's own signing checks the chain incrementally, after its signed checkpoint; the
+// rotation in the checkpointed prefix still retires the old key there: a record the old key
+// signed after the rotation breaks the chain, and nothing more is signed onto it.
+#[test]
+fn a_retired_key_breaks_the_chain_for_the_incremental_check_before_signing() {
+    let e = Env::new();
+    approve(&e, "p1");
+    assert_eq!(e.run(&["keys", "rotate", "--no-passphrase"]).status.code(), Some(0));
+    approve(&e, "p2");
+    let retired = std::fs::read_dir(e.config())
+        .expect("config")
+        .filter_map(Result::ok)
+        .find(|d| d.file_name().to_string_lossy().ends_with(".retired"))
+        .expect("retired key");
+    let old = Principal::load(&retired.path(), "alice").expect("old key");
+    append_decision(&e.spool().join("chain.jsonl"), &old, "late");
+    e.propose("draft.compose", "scribe", "p3", &[]);
+    let o = e.run(&["approve", "--yes", "p3"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("retired"), "{}", text(&o));
+    let o = e.run(&["verify"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
