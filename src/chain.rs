@@ -507,7 +507,8 @@ impl Sequencer<'_> {
         if !ok {
             return false;
         }
-        if let Some((fp, _)) = crate::key_event::first_signer(full)
+        if !self.chain_keys.is_empty()
+            && let Some((fp, _)) = crate::key_event::first_signer(full)
             && let Some(at) = self.chain_keys.retired_at(fp)
         {
             self.report.push(
@@ -520,7 +521,9 @@ impl Sequencer<'_> {
             );
             return false;
         }
-        if let Some(event) = crate::key_event::KeyEvent::of_record(full) {
+        // An announcement counts only from a record with no finding at all (as decisions do).
+        let clean = self.report.findings.last().is_none_or(|f| f.index != Some(i));
+        if let Some(event) = crate::key_event::KeyEvent::of_record(full).filter(|_| clean) {
             self.chain_keys.apply(&event, i, pinned);
         }
         true

@@ -384,3 +384,27 @@ fn a_retired_key_breaks_the_chain_for_the_incremental_check_before_signing() {
     let o = e.run(&["verify"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
+
+// A rotation record with any other finding (here a field the record schema does not have, which
+// its signature does not cover) announces nothing.
+#[test]
+fn a_rotation_record_with_a_finding_trusts_no_new_key() {
+    let e = Env::new();
+    let old = Principal::from_seed("alice", &[1; 32]);
+    let new = Principal::from_seed("alice", &[2; 32]);
+    let aud = auditor(&e, "auditor", &[("alice", &pin_file(&e, "old.pub", &old))]);
+    let path = e.dir.path().join("flawed.jsonl");
+    let rotate = KeyEvent::Rotate { principal: "alice".into(), old: old.fingerprint(), new_key: new.verifying_key() };
+    chain::append(&path, |_| {
+        let mut body = key_event::record_body(&rotate, &old, Some(&new), AT);
+        body.insert("unexpected".into(), Value::from(1));
+        Ok(body)
+    })
+    .expect("append");
+    append_decision(&path, &new, "b");
+    let (code, report, out) = verify_as(&e, &aud, &path);
+    assert_eq!(code, Some(1), "{out}");
+    let checks = finding_checks(&report);
+    assert_eq!(checks.first().map(|c| c.0), Some(0), "{out}");
+    assert!(checks.contains(&(1, "unpinned_key".to_owned())), "the new key stays untrusted: {out}");
+}
