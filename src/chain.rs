@@ -68,9 +68,13 @@ pub enum Check {
     Approval,
     /// The v0.1 lineage checks (§5.2).
     Lineage,
-    /// A warrant Ed25519 signature (unknown key, bad signature, or a document that does not
-    /// match its record).
+    /// A warrant Ed25519 signature (bad signature, a key pinned for another principal or retired
+    /// by a rotation, or a document that does not match its record).
     Signature,
+    /// A warrant signature by a key the verifier has not pinned (nor learned from a verified
+    /// rotation in the chain): unverifiable, so the chain is not valid, but not shown to be
+    /// forged; the message names the key and how to pin it.
+    UnpinnedKey,
     /// The chain is shorter than, or differs at, the principal's last signed checkpoint
     /// ([`crate::checkpoint`]).
     Checkpoint,
@@ -91,6 +95,7 @@ impl Check {
             Check::Approval => "approval",
             Check::Lineage => "lineage",
             Check::Signature => "signature",
+            Check::UnpinnedKey => "unpinned_key",
             Check::Checkpoint => "checkpoint",
         }
     }
@@ -318,6 +323,10 @@ struct Local {
     ends: [u32; 3],
     /// The signature was checked and verified.
     signed_ok: bool,
+    /// The signature was checked against the verifier's pins and failed: the last finding says
+    /// why. The sequencer checks it again against the pins the chain's key events added
+    /// ([`crate::key_event::ChainKeys`]).
+    signed_failed: bool,
 }
 
 impl Local {
@@ -394,22 +403,39 @@ fn check_local(
     if let Some(pinned) = opts.pinned.filter(|_| warrant_signed) {
         match crate::decision::check_record_signature(full, pinned) {
             Ok(ok) => local.signed_ok = ok,
-            Err(message) => local.findings.push(Finding { index: Some(i), check: Check::Signature, message }),
+            Err(message) => {
+                local.findings.push(Finding { index: Some(i), check: signature_check(full, pinned), message });
+                local.signed_failed = true;
+            }
         }
     }
     local
 }
 
+/// The check a failed warrant signature of `rec` counts against: [`Check::UnpinnedKey`] when its
+/// first signature names a key `pinned` does not hold, else [`Check::Signature`].
+fn signature_check(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Check {
+    match crate::key_event::first_signer(rec) {
+        Some((fp, _)) if pinned.get(fp).is_none() => Check::UnpinnedKey,
+        _ => Check::Signature,
+    }
+}
+
 /// The checks that run in record order: `previous_hash` against the prior record's recorded
-/// `entry_hash`, lineage, duplicate `record_id`s.
+/// `entry_hash`, lineage, duplicate `record_id`s, and the trust the chain's key events add
+/// (rotations and renames, [`crate::key_event`]).
 #[derive(Default)]
-struct Sequencer {
+struct Sequencer<'a> {
     report: VerifyReport,
     previous: Option<String>,
     lineage: Lineage,
+    /// The verifier's pins (`None`: signatures are not checked).
+    pinned: Option<&'a PinnedKeys>,
+    /// What the verified key events so far added to them.
+    chain_keys: crate::key_event::ChainKeys,
 }
 
-impl Sequencer {
+impl Sequencer<'_> {
     fn unparsable(&mut self, i: usize, message: String) {
         self.report.total = i + 1;
         self.report.push(Some(i), Check::Parse, message);
@@ -462,7 +488,12 @@ impl Sequencer {
             }
         }
         report.findings.extend(findings);
-        report.signatures_verified += usize::from(local.signed_ok);
+        let signed_ok = match full {
+            Some(full) => self.key_checks(i, full, local.signed_ok, local.signed_failed),
+            None => local.signed_ok,
+        };
+        let report = &mut self.report;
+        report.signatures_verified += usize::from(signed_ok);
         // One buffer for the head hash, reused record after record.
         match (rec.str_field("entry_hash"), &mut self.previous) {
             (Some(h), Some(prev)) => {
@@ -471,6 +502,55 @@ impl Sequencer {
             }
             (h, prev) => *prev = h.map(std::borrow::Cow::into_owned),
         }
+    }
+
+    /// The signature checks that depend on the chain's key events, for record `i` (whose local
+    /// findings are already in the report, its failed signature last): a signature that failed
+    /// against the verifier's pins is checked again against the pins the events so far added; a
+    /// verified signature by a retired key is refused; a verified key event is applied. Returns
+    /// whether the record's signature verified.
+    fn key_checks(&mut self, i: usize, full: &Map<String, Value>, signed_ok: bool, signed_failed: bool) -> bool {
+        let Some(pinned) = self.pinned else { return signed_ok };
+        let mut ok = signed_ok;
+        if let Some(effective) = self.chain_keys.effective()
+            && signed_failed
+        {
+            let last = self.report.findings.last_mut().filter(|f| f.index == Some(i));
+            match (crate::decision::check_record_signature(full, effective), last) {
+                (Ok(verified), Some(_)) => {
+                    self.report.findings.pop();
+                    ok = verified;
+                }
+                (Err(message), Some(last)) => {
+                    last.check = signature_check(full, effective);
+                    last.message = message;
+                }
+                _ => {}
+            }
+        }
+        if !ok {
+            return false;
+        }
+        if !self.chain_keys.is_empty()
+            && let Some((fp, _)) = crate::key_event::first_signer(full)
+            && let Some(at) = self.chain_keys.retired_at(fp)
+        {
+            self.report.push(
+                Some(i),
+                Check::Signature,
+                format!(
+                    "key {fp} was retired by the key rotation at chain_index {}: records after it must be signed with the new key",
+                    at + 1
+                ),
+            );
+            return false;
+        }
+        // An announcement counts only from a record with no finding at all (as decisions do).
+        let clean = self.report.findings.last().is_none_or(|f| f.index != Some(i));
+        if let Some(event) = crate::key_event::KeyEvent::of_record(full).filter(|_| clean) {
+            self.chain_keys.apply(&event, i, pinned);
+        }
+        true
     }
 
     fn finish(mut self) -> VerifyReport {
@@ -493,7 +573,7 @@ where
     I: IntoIterator<Item = Line<R>>,
     F: FnMut(usize, &Map<String, Value>),
 {
-    let mut seq = Sequencer::default();
+    let mut seq = Sequencer { pinned: opts.pinned, ..Sequencer::default() };
     for (i, line) in lines.into_iter().enumerate() {
         let rec = match line {
             Line::Unparsable(message) => {
@@ -525,10 +605,11 @@ where
 
 /// Metadata members the checks read (approval rule, signatures, lineage): a record whose
 /// metadata has any of them is parsed whole.
-const CHECKED_METADATA: [&str; 8] = [
+const CHECKED_METADATA: [&str; 9] = [
     "approval",
     "warrant_decision",
     "warrant_control",
+    "warrant_key",
     "reason",
     "parent_record_id",
     "effects_used",
@@ -746,9 +827,11 @@ pub fn verify_reader<R: Read + Send>(
     progress: &std::sync::atomic::AtomicU64,
 ) -> io::Result<VerifyReport> {
     verify_blocks::<R, fn(usize, &Map<String, Value>)>(reader, opts, progress, None, &Verified::default())
+        .map(|(report, _)| report)
 }
 
-/// Verifies the lines `reader` yields as the records that follow `prefix`: the first line is
+/// Verifies the lines `reader` yields as the records that follow `prefix` (starting from its key
+/// events; returned with those of the lines): the first line is
 /// record `prefix.records` (0-based) and must link to `prefix.head_hash`.
 fn verify_blocks<R, F>(
     reader: R,
@@ -756,7 +839,7 @@ fn verify_blocks<R, F>(
     progress: &std::sync::atomic::AtomicU64,
     mut sink: Option<(&[&str], F)>,
     prefix: &Verified,
-) -> io::Result<VerifyReport>
+) -> io::Result<(VerifyReport, crate::key_event::ChainKeys)>
 where
     R: Read + Send,
     F: FnMut(usize, &Map<String, Value>),
@@ -764,7 +847,12 @@ where
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).clamp(1, 8);
     let keep = sink.as_ref().map(|(k, _)| *k);
     let first = usize::try_from(prefix.records).unwrap_or(usize::MAX);
-    let mut seq = Sequencer { previous: prefix.head_hash.clone(), ..Sequencer::default() };
+    let mut seq = Sequencer {
+        previous: prefix.head_hash.clone(),
+        pinned: opts.pinned,
+        chain_keys: prefix.keys.clone(),
+        ..Sequencer::default()
+    };
     seq.report.total = first;
     let torn = std::thread::scope(|scope| {
         let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
@@ -846,9 +934,10 @@ where
         drop(window_tx);
         reader_thread.join().unwrap_or_else(|_| Err(io::Error::other("the chain reader panicked")))
     })?;
+    let keys = std::mem::take(&mut seq.chain_keys);
     let mut report = seq.finish();
     report.torn_tail = torn;
-    Ok(report)
+    Ok((report, keys))
 }
 
 /// Checks one record before it is appended: its shape, the approval rule and (with `pinned`) its
@@ -1588,13 +1677,22 @@ pub struct Verified {
     pub bytes: u64,
     /// The last record's `entry_hash` (`None` for the empty prefix).
     pub head_hash: Option<String>,
+    /// What the prefix's key events (rotations, renames) added to the pins: the verification of
+    /// the tail starts from it.
+    pub keys: crate::key_event::ChainKeys,
 }
 
 impl Verified {
-    /// The prefix a signed checkpoint describes (see [`crate::checkpoint::Checkpoint`]).
+    /// The prefix a signed checkpoint describes (see [`crate::checkpoint::Checkpoint`]), without
+    /// its key events (the caller adds those it scanned, [`crate::key_event::ChainKeys::apply`]).
     #[must_use]
     pub fn of_checkpoint(cp: &crate::checkpoint::Checkpoint) -> Self {
-        Self { records: cp.records, bytes: cp.bytes, head_hash: Some(cp.head_hash.clone()) }
+        Self {
+            records: cp.records,
+            bytes: cp.bytes,
+            head_hash: Some(cp.head_hash.clone()),
+            keys: crate::key_event::ChainKeys::default(),
+        }
     }
 }
 
@@ -1607,6 +1705,9 @@ pub struct Tail {
     /// The chain's length in bytes through the last complete line read (a torn final line is
     /// not counted).
     pub bytes: u64,
+    /// What the key events of the prefix and the tail added to the pins, as of the last record
+    /// (carried into the next prefix, [`Tail::verified`]).
+    pub keys: crate::key_event::ChainKeys,
 }
 
 impl Tail {
@@ -1618,6 +1719,7 @@ impl Tail {
             records: self.report.total as u64,
             bytes: self.bytes,
             head_hash: self.report.root_hash.clone(),
+            keys: self.keys.clone(),
         })
     }
 }
@@ -1716,11 +1818,11 @@ where
         return Ok(None);
     }
     file.seek(SeekFrom::Start(prefix.bytes)).map_err(io_err)?;
-    let report =
+    let (report, keys) =
         verify_blocks(file.take(len.saturating_sub(prefix.bytes)), opts, progress, Some((keep, on_record)), prefix)
             .map_err(io_err)?;
     let bytes = len - report.torn_tail.unwrap_or(0);
-    Ok(Some(Tail { report, bytes }))
+    Ok(Some(Tail { report, bytes, keys }))
 }
 
 /// Reads a JSON-lines chain whole. A missing file is an empty chain.

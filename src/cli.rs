@@ -208,7 +208,7 @@ pub enum Command {
         #[arg(long, default_value_t = 16)]
         agents: u64,
     },
-    /// Show, export, pin and unpin public keys.
+    /// Show, export, pin and unpin public keys; rotate the key, rename the principal.
     Keys {
         /// What to do (default: show).
         #[command(subcommand)]
@@ -363,6 +363,20 @@ pub enum KeysAction {
         /// Its fingerprint (SHA256:…).
         fingerprint: String,
     },
+    /// Replace the principal's key: a new key (protected like `keys init`), announced in the
+    /// spool's chain by a record signed with the old key and the new one; the new key is pinned
+    /// beside the old one and the old key file is kept as `principal.key.<fingerprint>.retired`.
+    Rotate {
+        /// Store the new key unprotected: for tests and throwaway set-ups.
+        #[arg(long)]
+        no_passphrase: bool,
+    },
+    /// Rename the principal: a record signed by the key under its current pinned name announces
+    /// the new one; the pin then names NEW_NAME and keeps the old name, so earlier records verify.
+    Rename {
+        /// The principal's new name.
+        new_name: String,
+    },
 }
 
 /// An error with the exit code it maps to.
@@ -481,13 +495,21 @@ fn load_principal_from(dir: &Path, name: &str) -> Result<(Principal, PinnedKeys)
     let pinned = PinnedKeys::load(dir)?;
     match pinned.get(&principal.fingerprint()) {
         Some(pin) if pin.principal == principal.name => Ok((principal, pinned)),
+        Some(pin) if pin.speaks_for(&principal.name) => Err(Failure::usage(format!(
+            "the principal {:?} was renamed {:?} (`warrant keys rename`); set WARRANT_PRINCIPAL={:?} (or `principal` in config.toml)",
+            principal.name, pin.principal, pin.principal
+        ))),
+        // Re-pinning the key by hand would make every record signed under the old name fail;
+        // a rename recorded in the chain keeps them valid.
         Some(pin) => Err(Failure::usage(format!(
-            "the key {} is pinned for principal {:?}, not {:?}; set WARRANT_PRINCIPAL={:?} (or `principal` in config.toml), or re-pin it with `warrant keys export | warrant keys pin --principal {:?} -`",
+            "the key {} is pinned for principal {:?}, not {:?}: if {:?} is your new name, record the rename with `warrant keys rename {:?}` (records signed as {:?} stay valid); otherwise set WARRANT_PRINCIPAL={:?} (or `principal` in config.toml)",
             principal.fingerprint(),
             pin.principal,
             principal.name,
+            principal.name,
+            principal.name,
             pin.principal,
-            principal.name
+            pin.principal
         ))),
         None => Err(Failure::usage(format!(
             "the principal key {} is not pinned, so its signatures would not verify; pin it with `warrant keys export | warrant keys pin --principal {:?} -`",
@@ -581,7 +603,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             );
             Ok(0)
         }
-        Command::Keys { action } => keys_cmd(&config, action.unwrap_or(KeysAction::Show)),
+        Command::Keys { action } => keys_cmd(&config, spool_arg, action.unwrap_or(KeysAction::Show)),
         Command::Completions { shell } => {
             use clap::CommandFactory as _;
             let mut out = io::stdout().lock();
@@ -1482,6 +1504,12 @@ fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
         if let Some(more) = report.findings.len().checked_sub(SHOWN_FINDINGS).filter(|&n| n > 0) {
             writeln!(err, "  … and {more} more findings ({} in all; `--json` lists every one)", report.findings.len())?;
         }
+        if report.findings.iter().all(|f| f.check == chain::Check::UnpinnedKey) {
+            writeln!(
+                err,
+                "note: every finding is a signature by a key you have not pinned: unverifiable, but none was shown to be forged; pin the signer's key (`warrant keys pin`) to verify them"
+            )?;
+        }
     }
     if let Some(bytes) = report.torn_tail.filter(|_| !as_json) {
         eprintln!(
@@ -1492,31 +1520,183 @@ fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
     Ok(if valid { 0 } else { EXIT_INVALID })
 }
 
-fn keys_cmd(config: &Config, action: KeysAction) -> Result<u8, Failure> {
+/// The passphrase for a new key (`keys init`, `keys rotate`): none with `--no-passphrase`, else
+/// the first line of `WARRANT_PASSPHRASE_FILE`, else asked twice on the terminal.
+fn new_passphrase(
+    command: &str,
+    no_passphrase: bool,
+    key_file: &Path,
+) -> Result<Option<age::secrecy::SecretString>, Failure> {
+    if no_passphrase {
+        return Ok(None);
+    }
+    let source = keys::passphrase_source();
+    let first =
+        keys::read_passphrase(&source, "new passphrase for the principal's key: ", key_file).map_err(|e| match e {
+            keys::KeyError::NoPassphrase { .. } => Failure::usage(format!(
+                "`{command}` needs a passphrase: run it on a terminal or set WARRANT_PASSPHRASE_FILE (or pass --no-passphrase for an unprotected key)"
+            )),
+            other => other.into(),
+        })?;
+    if source == keys::PassphraseSource::Terminal {
+        use age::secrecy::ExposeSecret as _;
+        let again = keys::read_passphrase(&source, "the same passphrase again: ", key_file)?;
+        if again.expose_secret() != first.expose_secret() {
+            return Err(Failure::usage("the two passphrases differ; no key was created"));
+        }
+    }
+    Ok(Some(first))
+}
+
+/// The file a key retired by `keys rotate` is kept in: `principal.key.<fingerprint>.retired`,
+/// the fingerprint's base64 made file-name safe (`/` → `_`, `+` → `-`).
+fn retired_key_file(dir: &Path, fingerprint: &str) -> PathBuf {
+    let safe: String = fingerprint
+        .trim_start_matches("SHA256:")
+        .chars()
+        .map(|c| match c {
+            '/' => '_',
+            '+' => '-',
+            c => c,
+        })
+        .collect();
+    dir.join(format!("{}.{safe}.retired", keys::PRIVATE_KEY_FILE))
+}
+
+fn key_event_failure(e: spool::DecideError) -> Failure {
+    match e {
+        spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
+        _ => Failure::invalid(e.to_string()),
+    }
+}
+
+/// `warrant keys rotate`: see [`KeysAction::Rotate`]. The new key is written first (as
+/// `principal.key.next`), then announced in the chain; only then is the old key moved aside
+/// (hard-linked to its `.retired` file, then replaced by a rename) and the new one pinned.
+fn keys_rotate(config: &Config, spool: &Spool, no_passphrase: bool) -> Result<u8, Failure> {
+    let dir = config::config_dir();
+    let key_file = dir.join(keys::PRIVATE_KEY_FILE);
+    let (old, mut pinned) = load_principal(config)?;
+    let passphrase = new_passphrase("keys rotate", no_passphrase, &key_file)?;
+    let next = dir.join(format!("{}.next", keys::PRIVATE_KEY_FILE));
+    let new = Principal::generate(&old.name, &next)?;
+    new.write_private(&next, passphrase.as_ref()).map_err(|e| match e {
+        keys::KeyError::Exists { .. } => Failure::invalid(format!(
+            "{} exists: an earlier `keys rotate` was interrupted; see whether the chain announces its key (`warrant verify`), then move it away",
+            next.display()
+        )),
+        other => other.into(),
+    })?;
+    let event = crate::key_event::KeyEvent::Rotate {
+        principal: old.name.clone(),
+        old: old.fingerprint(),
+        new_key: new.verifying_key(),
+    };
+    let appended = match spool::append_key_event(spool, &old, Some(&new), &pinned, &event, &crate::clock::now_rfc3339())
+    {
+        Ok(a) => a,
+        Err(e) => {
+            // Nothing was announced: the new key is not needed.
+            let _ = std::fs::remove_file(&next);
+            return Err(key_event_failure(e));
+        }
+    };
+    let retired = retired_key_file(&dir, &old.fingerprint());
+    let swapped = std::fs::hard_link(&key_file, &retired)
+        .and_then(|()| std::fs::rename(&next, &key_file))
+        .and_then(|()| std::fs::File::open(&dir)?.sync_all());
+    if let Err(e) = swapped {
+        return Err(Failure::usage(format!(
+            "the chain announces the new key {} (chain_index {}), but it could not be put in place ({e}): move {} to {} and keep the old key as {}",
+            new.fingerprint(),
+            appended.chain_index,
+            next.display(),
+            key_file.display(),
+            retired.display()
+        )));
+    }
+    keys::write_atomic(&dir.join(keys::PUBLIC_KEY_FILE), new.public_pem().as_bytes(), 0o644)?;
+    pinned.pin(&new.name, new.verifying_key());
+    pinned.save(&dir)?;
+    println!(
+        "rotated the principal key of {} at chain_index {} of {}",
+        new.name,
+        appended.chain_index,
+        spool.chain_path().display()
+    );
+    println!("old key    {} (kept as {}, still pinned)", old.fingerprint(), retired.display());
+    println!("new key    {}", new.fingerprint());
+    println!("protected  {}", if passphrase.is_some() { "yes (passphrase)" } else { "no" });
+    println!("pinned     for {}", new.name);
+    Ok(0)
+}
+
+/// `warrant keys rename NEW_NAME`: see [`KeysAction::Rename`]. The old name is the one the key
+/// is pinned for, so the rename also works after the configured name was changed first.
+fn keys_rename(config: &Config, spool: &Spool, new_name: &str) -> Result<u8, Failure> {
+    let dir = config::config_dir();
+    let path = dir.join(keys::PRIVATE_KEY_FILE);
+    if new_name.trim().is_empty() || new_name.trim() != new_name {
+        return Err(Failure::usage("the new name must not be blank or start or end with spaces"));
+    }
+    if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound) {
+        return Err(keys::KeyError::NoKey { dir: dir.clone() }.into());
+    }
+    let source = keys::passphrase_source();
+    let prompt = format!("passphrase for {}: ", path.display());
+    let mut principal = Principal::load_with(&path, "", || keys::read_passphrase(&source, &prompt, &path))?;
+    let mut pinned = PinnedKeys::load(&dir)?;
+    let fp = principal.fingerprint();
+    let Some(pin) = pinned.get(&fp) else {
+        return Err(Failure::usage(format!(
+            "the principal key {fp} is not pinned, so there is no name to rename; pin it first with `warrant keys export | warrant keys pin --principal NAME -`"
+        )));
+    };
+    if pin.principal == new_name {
+        return Err(Failure::invalid(format!("the key {fp} is already pinned for {new_name:?}")));
+    }
+    principal.name = pin.principal.clone();
+    let event = crate::key_event::KeyEvent::Rename {
+        principal: principal.name.clone(),
+        new_principal: new_name.to_owned(),
+        key: fp.clone(),
+    };
+    let appended = spool::append_key_event(spool, &principal, None, &pinned, &event, &crate::clock::now_rfc3339())
+        .map_err(key_event_failure)?;
+    pinned.rename(&fp, new_name);
+    pinned.save(&dir)?;
+    println!(
+        "renamed {:?} to {new_name:?} at chain_index {} of {}",
+        principal.name,
+        appended.chain_index,
+        spool.chain_path().display()
+    );
+    println!("key        {fp}");
+    println!("pinned     for {new_name:?} (and {:?}, so earlier records still verify)", principal.name);
+    if config.principal_name() != new_name {
+        println!(
+            "now set WARRANT_PRINCIPAL={new_name:?} (or `principal` in config.toml): signing uses the configured name"
+        );
+    }
+    Ok(0)
+}
+
+fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: KeysAction) -> Result<u8, Failure> {
     let dir = config::config_dir();
     let key_file = dir.join(keys::PRIVATE_KEY_FILE);
     match action {
+        KeysAction::Rotate { no_passphrase } => {
+            let spool = resolve_spool(spool_arg, config)?;
+            set_aside_torn_tail(&spool)?;
+            return keys_rotate(config, &spool, no_passphrase);
+        }
+        KeysAction::Rename { new_name } => {
+            let spool = resolve_spool(spool_arg, config)?;
+            set_aside_torn_tail(&spool)?;
+            return keys_rename(config, &spool, &new_name);
+        }
         KeysAction::Init { no_passphrase } => {
-            let passphrase = if no_passphrase {
-                None
-            } else {
-                let source = keys::passphrase_source();
-                let first = keys::read_passphrase(&source, "new passphrase for the principal's key: ", &key_file)
-                    .map_err(|e| match e {
-                        keys::KeyError::NoPassphrase { .. } => Failure::usage(
-                            "`keys init` needs a passphrase: run it on a terminal or set WARRANT_PASSPHRASE_FILE (or pass --no-passphrase for an unprotected key)",
-                        ),
-                        other => other.into(),
-                    })?;
-                if source == keys::PassphraseSource::Terminal {
-                    use age::secrecy::ExposeSecret as _;
-                    let again = keys::read_passphrase(&source, "the same passphrase again: ", &key_file)?;
-                    if again.expose_secret() != first.expose_secret() {
-                        return Err(Failure::usage("the two passphrases differ; no key was created"));
-                    }
-                }
-                Some(first)
-            };
+            let passphrase = new_passphrase("keys init", no_passphrase, &key_file)?;
             let principal =
                 Principal::init(&dir, &config.principal_name(), passphrase.as_ref()).map_err(|e| match e {
                     keys::KeyError::Exists { .. } => Failure::invalid(e.to_string()),
@@ -1546,7 +1726,12 @@ fn keys_cmd(config: &Config, action: KeysAction) -> Result<u8, Failure> {
             println!("protected  {protection}");
             println!("pinned keys ({}):", pinned.len());
             for k in pinned.iter() {
-                println!("  {}  {}", k.fingerprint, crate::text::inert(&k.principal, 200));
+                if k.aliases.is_empty() {
+                    println!("  {}  {}", k.fingerprint, crate::text::inert(&k.principal, 200));
+                } else {
+                    let was = crate::text::inert(&k.aliases.join(", "), 400);
+                    println!("  {}  {} (formerly {was})", k.fingerprint, crate::text::inert(&k.principal, 200));
+                }
             }
         }
         KeysAction::Export => {

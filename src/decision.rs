@@ -175,8 +175,8 @@ pub fn verify_document<'p>(doc: &Value, sig: &Value, pinned: &'p PinnedKeys) -> 
     if doc.get("key").and_then(Value::as_str).is_some_and(|k| k != fp) {
         return Err("signature key differs from the key named in the document".into());
     }
-    let pin = pinned.get(fp).ok_or_else(|| format!("key {fp} is not pinned"))?;
-    if pin.principal != signer {
+    let pin = pinned.get(fp).ok_or_else(|| unpinned_message(fp, signer))?;
+    if !pin.speaks_for(signer) {
         return Err(format!("key {fp} is pinned for {:?}, not {signer:?}", pin.principal));
     }
     let raw = STANDARD
@@ -187,6 +187,19 @@ pub fn verify_document<'p>(doc: &Value, sig: &Value, pinned: &'p PinnedKeys) -> 
         .verify_strict(actual.as_bytes(), &Signature::from_bytes(&bytes))
         .map_err(|_| format!("Ed25519 signature does not verify under pinned key {fp} (forged)"))?;
     Ok(pin)
+}
+
+/// What a verifier is told when a signature names a key it has not pinned: which key, for whom,
+/// and how to pin it. Such a signature is unverifiable, never valid; but it is not shown to be
+/// forged either, so the message says so and names the fix.
+#[must_use]
+pub fn unpinned_message(fp: &str, signer: &str) -> String {
+    let name = crate::text::inert(signer, 200);
+    format!(
+        "key {fp} is not pinned: the signature of {name:?} cannot be checked (unverifiable, not shown to be forged); \
+         if you trust {name:?}'s key, get it from them (`warrant keys export`), check that its fingerprint is {fp}, \
+         and pin it: `warrant keys pin --principal {name:?} FILE`"
+    )
 }
 
 /// A decision signed by the principal: the document and its detached signature.
@@ -276,6 +289,9 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
     if meta.contains_key("warrant_control") {
         return crate::control::check_record_signature(rec, pinned);
     }
+    if meta.contains_key("warrant_key") {
+        return crate::key_event::check_record_signature(rec, pinned);
+    }
     let Some(doc) = meta.get("warrant_decision") else { return Ok(false) };
     if doc.get("domain").and_then(Value::as_str) != Some(DECISION_DOMAIN) {
         return Err(format!("warrant_decision has an unknown domain {:?}", doc.get("domain")));
@@ -317,7 +333,9 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
 /// True when a record's metadata carries a warrant-signed document (a decision or a control).
 #[must_use]
 pub fn is_warrant_signed(meta: Option<&Value>) -> bool {
-    meta.is_some_and(|m| m.get("warrant_decision").is_some() || m.get("warrant_control").is_some())
+    meta.is_some_and(|m| {
+        m.get("warrant_decision").is_some() || m.get("warrant_control").is_some() || m.get("warrant_key").is_some()
+    })
 }
 
 /// The decision file written to `decisions/<packet id>.json` for the agent.

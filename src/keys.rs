@@ -287,11 +287,39 @@ impl Principal {
     pub fn init(dir: &Path, name: &str, passphrase: Option<&age::secrecy::SecretString>) -> Result<Self, KeyError> {
         let path = dir.join(PRIVATE_KEY_FILE);
         fs::create_dir_all(dir).map_err(|source| KeyError::Io { path: dir.to_owned(), source })?;
+        let principal = Self::generate(name, &path)?;
+        principal.write_private(&path, passphrase)?;
+        let public = principal.public_pem();
+        write_atomic(&dir.join(PUBLIC_KEY_FILE), public.as_bytes(), 0o644)
+            .map_err(|source| KeyError::Io { path: dir.join(PUBLIC_KEY_FILE), source })?;
+        let mut pinned = PinnedKeys::load(dir)?;
+        pinned.pin(name, principal.verifying_key());
+        pinned.save(dir)?;
+        Ok(principal)
+    }
+
+    /// A fresh random key for `name` (`path` names the key file in errors).
+    ///
+    /// # Errors
+    /// The operating system's random source failing.
+    pub fn generate(name: &str, path: &Path) -> Result<Self, KeyError> {
         let mut seed = zeroize::Zeroizing::new([0u8; 32]);
         getrandom::fill(&mut seed[..])
-            .map_err(|e| KeyError::Io { path: path.clone(), source: io::Error::other(e.to_string()) })?;
-        let key = SigningKey::from_bytes(&seed);
-        let pem = key
+            .map_err(|e| KeyError::Io { path: path.to_owned(), source: io::Error::other(e.to_string()) })?;
+        Ok(Self { name: name.to_owned(), key: SigningKey::from_bytes(&seed) })
+    }
+
+    /// Writes this private key to `path` (mode 0600, through a temporary file in the same
+    /// directory and a no-clobber rename, never overwriting a file): encrypted to `passphrase` as
+    /// an age file, or plain PKCS#8 PEM without one.
+    ///
+    /// # Errors
+    /// [`KeyError::Exists`] when `path` exists; I/O errors.
+    pub fn write_private(&self, path: &Path, passphrase: Option<&age::secrecy::SecretString>) -> Result<(), KeyError> {
+        let path = path.to_owned();
+        let dir = path.parent().unwrap_or_else(|| Path::new("."));
+        let pem = self
+            .key
             .to_pkcs8_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
             .map_err(|e| KeyError::Invalid { path: path.clone(), message: e.to_string() })?;
         let stored = match passphrase {
@@ -317,14 +345,7 @@ impl Principal {
             }
             return Err(io_err(e.error));
         }
-        let principal = Self { name: name.to_owned(), key };
-        let public = principal.public_pem();
-        write_atomic(&dir.join(PUBLIC_KEY_FILE), public.as_bytes(), 0o644)
-            .map_err(|source| KeyError::Io { path: dir.join(PUBLIC_KEY_FILE), source })?;
-        let mut pinned = PinnedKeys::load(dir)?;
-        pinned.pin(name, principal.verifying_key());
-        pinned.save(dir)?;
-        Ok(principal)
+        Ok(())
     }
 
     /// Loads an unprotected private key file ([`read_key_file`]'s checks); a protected one is
@@ -418,10 +439,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 pub struct PinnedKey {
     /// The principal this key speaks for.
     pub principal: String,
+    /// Earlier names of that principal (`warrant keys rename`): signatures under these names
+    /// made with this key still verify, so records made before a rename stay valid.
+    pub aliases: Vec<String>,
     /// The key.
     pub key: VerifyingKey,
     /// Its fingerprint.
     pub fingerprint: String,
+}
+
+impl PinnedKey {
+    /// True when this key speaks for `name`: its principal or one of its earlier names.
+    #[must_use]
+    pub fn speaks_for(&self, name: &str) -> bool {
+        self.principal == name || self.aliases.iter().any(|a| a == name)
+    }
 }
 
 /// The public keys verification accepts, keyed by fingerprint.
@@ -446,6 +478,9 @@ struct PinnedEntry {
     /// Informational; recomputed on load.
     #[serde(default)]
     fingerprint: String,
+    /// Earlier names of the principal ([`PinnedKey::aliases`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    aliases: Vec<String>,
 }
 
 impl PinnedKeys {
@@ -470,6 +505,9 @@ impl PinnedKeys {
                 message: format!("pin for {:?}: {m}", entry.principal),
             })?;
             out.pin(&entry.principal, key);
+            for alias in entry.aliases {
+                out.add_alias(&fingerprint(&key), &alias);
+            }
         }
         Ok(out)
     }
@@ -488,6 +526,7 @@ impl PinnedKeys {
                     principal: k.principal.clone(),
                     public_key: STANDARD.encode(k.key.as_bytes()),
                     fingerprint: k.fingerprint.clone(),
+                    aliases: k.aliases.clone(),
                 })
                 .collect(),
         };
@@ -502,7 +541,32 @@ impl PinnedKeys {
     pub fn pin(&mut self, principal: &str, key: VerifyingKey) {
         let fp = fingerprint(&key);
         self.keys.retain(|k| k.fingerprint != fp);
-        self.keys.push(PinnedKey { principal: principal.to_owned(), key, fingerprint: fp });
+        self.keys.push(PinnedKey { principal: principal.to_owned(), aliases: Vec::new(), key, fingerprint: fp });
+    }
+
+    /// Renames the principal of the pinned key `fingerprint` to `new_name`, keeping its former
+    /// name (and earlier aliases) as aliases, so signatures made under them still verify. False
+    /// when no such key is pinned.
+    pub fn rename(&mut self, fingerprint: &str, new_name: &str) -> bool {
+        let Some(k) = self.keys.iter_mut().find(|k| k.fingerprint == fingerprint) else { return false };
+        if k.principal != new_name {
+            let old = std::mem::replace(&mut k.principal, new_name.to_owned());
+            k.aliases.retain(|a| a != new_name);
+            if !k.aliases.contains(&old) {
+                k.aliases.push(old);
+            }
+        }
+        true
+    }
+
+    /// Adds `alias` as an earlier name of the pinned key `fingerprint` (no-op when it is the
+    /// principal or already an alias, or when no such key is pinned).
+    pub fn add_alias(&mut self, fingerprint: &str, alias: &str) {
+        if let Some(k) = self.keys.iter_mut().find(|k| k.fingerprint == fingerprint)
+            && !k.speaks_for(alias)
+        {
+            k.aliases.push(alias.to_owned());
+        }
     }
 
     /// Removes the key with this fingerprint; true if one was removed.
@@ -594,5 +658,24 @@ mod tests {
         assert!(!loaded.unpin(&a.fingerprint()));
         assert!(loaded.get(&a.fingerprint()).is_none());
         assert_eq!(loaded.len(), 1);
+    }
+
+    #[test]
+    fn a_renamed_pin_keeps_its_old_name_as_an_alias_across_save_and_load() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = Principal::from_seed("a", &[1; 32]);
+        let mut pins = PinnedKeys::default();
+        pins.pin("alice", a.verifying_key());
+        assert!(pins.rename(&a.fingerprint(), "alice2"));
+        assert!(!pins.rename("SHA256:none", "x"));
+        pins.save(dir.path()).expect("save");
+        let loaded = PinnedKeys::load(dir.path()).expect("load");
+        let pin = loaded.get(&a.fingerprint()).expect("pinned");
+        assert_eq!(pin.principal, "alice2");
+        assert!(pin.speaks_for("alice") && pin.speaks_for("alice2") && !pin.speaks_for("bob"));
+        // Re-pinning binds the key afresh: the aliases go.
+        let mut again = loaded.clone();
+        again.pin("bob", a.verifying_key());
+        assert!(!again.get(&a.fingerprint()).expect("pinned").speaks_for("alice"));
     }
 }

@@ -37,6 +37,7 @@ pub mod decision;
 pub mod demo;
 pub mod eval;
 pub mod graduation;
+pub mod key_event;
 pub mod keys;
 pub mod ladder;
 pub mod monitor;

@@ -964,6 +964,8 @@ fn view_after(
 struct PrefixScan {
     /// The principal's controls, in chain order.
     controls: Vec<ControlEvent>,
+    /// The key events (rotations, renames) and their 0-based record indexes, in chain order.
+    key_events: Vec<(crate::key_event::KeyEvent, usize)>,
     /// The agents' publishers the decision records name, in chain order.
     publishers: Vec<(String, u32)>,
     /// The decisions asked for, by packet id.
@@ -1056,6 +1058,7 @@ fn scan_prefix(
     let decision_needle = decisions_of.unwrap_or("warrant_decision");
     let finders = [
         Finder::new("warrant_control"),
+        Finder::new("warrant_key"),
         Finder::new(decision_needle),
         Finder::new(crate::control::PUBLISHER_KEY),
         Finder::new("\\u"),
@@ -1105,6 +1108,10 @@ fn scan_prefix(
             let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(&block[start..stop]) else { continue };
             if let Some(c) = ControlEvent::of_record(&rec) {
                 out.controls.push(c);
+            }
+            if let Some(e) = crate::key_event::KeyEvent::of_record(&rec) {
+                let index = rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0).saturating_sub(1);
+                out.key_events.push((e, usize::try_from(index).unwrap_or(usize::MAX)));
             }
             if let Some((agent, uid)) = crate::control::publisher_of(&rec) {
                 out.publishers.push((agent.to_owned(), uid));
@@ -1169,7 +1176,7 @@ fn checkpointed_view(
     let bytes = read_limited(&local).ok()?;
     let signed: Value = serde_json::from_slice(&bytes).ok()?;
     let cp = crate::checkpoint::verify(&signed, pinned, &local.display().to_string()).ok()?;
-    let prefix = chain::Verified::of_checkpoint(&cp);
+    let mut prefix = chain::Verified::of_checkpoint(&cp);
     let tail_ids = if prove_prefix {
         cp.prefix_sha256.as_ref()?;
         Some(record_ids_after(&spool.chain_path(), prefix.bytes).ok()?)
@@ -1180,6 +1187,10 @@ fn checkpointed_view(
         scan_prefix(&spool.chain_path(), prefix.bytes, decisions_of, keep, tail_ids.as_ref(), prove_prefix).ok()?;
     if scan.reused_id.is_some() {
         return None;
+    }
+    // The prefix verified when the checkpoint was signed: its key events stand.
+    for (event, index) in &scan.key_events {
+        prefix.keys.apply(event, *index, pinned);
     }
     let prefix_hash = match scan.hasher {
         Some(h) => {
@@ -1999,6 +2010,52 @@ fn standing_signal(spool: &Spool, input: &ControlInput) {
     if let Err(e) = written {
         tracing::warn!(agent = %input.subject, error = %e, "the {kind} signal was not written");
     }
+}
+
+/// Records a key event ([`crate::key_event`]: a rotation or a rename) signed by `principal`
+/// (and, for a rotation, by the new key `new`): under the chain's lock, verifies the whole chain
+/// (refusing a broken one), checks that the new record would itself verify under `pinned`, and
+/// appends it durably. Returns the record written.
+///
+/// # Errors
+/// [`DecideError`]: an unsafe spool, a broken chain, a record that would not verify, I/O; on any
+/// error nothing was appended.
+pub fn append_key_event(
+    spool: &Spool,
+    principal: &Principal,
+    new: Option<&Principal>,
+    pinned: &PinnedKeys,
+    event: &crate::key_event::KeyEvent,
+    decided_at: &str,
+) -> Result<chain::Appended, DecideError> {
+    spool.ensure()?;
+    spool.check_private().map_err(DecideError::UnsafeSpool)?;
+    let mut refusal: Option<DecideError> = None;
+    let prefix_hash = std::cell::Cell::new(None);
+    let appended = chain::append_then(
+        &spool.chain_path(),
+        chain::LOCK_DEADLINE,
+        |head| {
+            match verified_view(spool, pinned, |_| false, None) {
+                Ok(c) => prefix_hash.set(c.prefix_hash),
+                Err(e) => {
+                    let msg = e.to_string();
+                    refusal = Some(e);
+                    return Err(msg);
+                }
+            }
+            let body = crate::key_event::record_body(event, principal, new, decided_at);
+            if let Some(problem) = first_problem(&body, head, Some(pinned)) {
+                refusal = Some(DecideError::WouldNotVerify(problem));
+                return Err("would not verify".into());
+            }
+            Ok(body)
+        },
+        |a, bytes| {
+            sign_checkpoint(spool, principal, a, bytes, decided_at, prefix_hash.take());
+        },
+    );
+    appended.map_err(|e| refusal.unwrap_or(DecideError::Chain(e)))
 }
 
 /// The control-specific part of [`append_control`], against the chain as verified under the

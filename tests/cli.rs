@@ -144,7 +144,7 @@ fn keys_export_pin_unpin_changes_what_verifies() {
     let o = e.run(&["verify", "--json"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let report: Value = serde_json::from_slice(&o.stdout).expect("json");
-    assert_eq!(report["first"]["check"], "signature");
+    assert_eq!(report["first"]["check"], "unpinned_key");
     assert!(report["first"]["message"].as_str().is_some_and(|m| m.contains("not pinned")));
     let pem_path = e.dir.path().join("alice.pub");
     std::fs::write(&pem_path, &pem.stdout).expect("pem");

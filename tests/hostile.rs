@@ -416,7 +416,7 @@ fn forged_or_edited_chain_records_decide_nothing() {
                 let mallory = Principal::from_seed("alice", &[66; 32]);
                 append_signed(f, &decision::sign_decision(&mallory, &input("victim", &hash, v)), &hash, v);
             }),
-            Check::Signature,
+            Check::UnpinnedKey,
             "is not pinned",
         ),
         (

@@ -304,7 +304,7 @@ fn forged_records_decide_nothing() {
     chain::append(&f.spool.chain_path(), |_| Ok(warrant::decision::record_body(&input, &signed))).expect("append");
     let spool::ChainView { report, decisions, .. } = spool::verify_chain(&f.spool, &f.pinned).expect("verify");
     assert!(!report.is_valid());
-    assert!(report.findings.iter().any(|x| x.check == Check::Signature && x.message.contains("not pinned")));
+    assert!(report.findings.iter().any(|x| x.check == Check::UnpinnedKey && x.message.contains("not pinned")));
     assert!(decisions.is_empty(), "a forged record must not count as a decision");
     // A foreign approval signature (not a warrant decision) in the spool's own chain is a
     // finding too: only pinned keys are accepted there.
