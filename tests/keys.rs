@@ -51,6 +51,13 @@ fn verify_as(e: &Env, config: &Path, path: &Path) -> (Option<i32>, Value, String
     (o.status.code(), report, text(&o))
 }
 
+/// [`verify_as`] exits 0 with `signatures` signatures verified; `what` says why in a failure.
+fn verifies(e: &Env, config: &Path, path: &Path, signatures: u64, what: &str) {
+    let (code, report, out) = verify_as(e, config, path);
+    assert_eq!(code, Some(0), "{what}: {out}");
+    assert_eq!(report["signatures_verified"], signatures, "{what}: {out}");
+}
+
 fn export_pem(e: &Env, file: &str) -> PathBuf {
     let o = e.run(&["keys", "export"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -91,13 +98,9 @@ fn rotate_then_approve_verifies_for_the_principal_and_an_auditor_of_the_old_key(
     assert_eq!(kept.fingerprint(), old_fp);
     approve(&e, "p2");
     let chain_path = e.spool().join("chain.jsonl");
-    let (code, report, out) = verify_as(&e, &e.config(), &chain_path);
-    assert_eq!(code, Some(0), "{out}");
-    assert_eq!(report["signatures_verified"], 3, "{out}");
+    verifies(&e, &e.config(), &chain_path, 3, "verify");
     let aud = auditor(&e, "auditor", &[("alice", &old_pem)]);
-    let (code, report, out) = verify_as(&e, &aud, &chain_path);
-    assert_eq!(code, Some(0), "the old key's pin vouches for the new key through the chain: {out}");
-    assert_eq!(report["signatures_verified"], 3, "{out}");
+    verifies(&e, &aud, &chain_path, 3, "the old key's pin vouches for the new key through the chain");
     // Both keys stay pinned for the principal.
     let show = String::from_utf8_lossy(&e.run(&["keys"]).stdout).into_owned();
     assert!(show.contains(&old_fp) && show.contains(&new_fp), "{show}");
@@ -106,9 +109,7 @@ fn rotate_then_approve_verifies_for_the_principal_and_an_auditor_of_the_old_key(
     assert_eq!(export.status.code(), Some(0), "{}", text(&export));
     let export_path = e.dir.path().join("export.json");
     std::fs::write(&export_path, &export.stdout).expect("export");
-    let (code, report, out) = verify_as(&e, &aud, &export_path);
-    assert_eq!(code, Some(0), "{out}");
-    assert_eq!(report["signatures_verified"], 3, "{out}");
+    verifies(&e, &aud, &export_path, 3, "verify");
 }
 
 // Nothing is rotated onto a broken chain: the key, the pins and the config directory stay as
@@ -267,13 +268,9 @@ fn rename_keeps_earlier_records_valid_and_the_mismatch_error_suggests_it() {
     let o = e.cmd(&["approve", "--yes", "p2"]).env("WARRANT_PRINCIPAL", "alice.smith").output().expect("run");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let chain_path = e.spool().join("chain.jsonl");
-    let (code, report, out) = verify_as(&e, &e.config(), &chain_path);
-    assert_eq!(code, Some(0), "{out}");
-    assert_eq!(report["signatures_verified"], 3, "{out}");
+    verifies(&e, &e.config(), &chain_path, 3, "verify");
     let aud = auditor(&e, "auditor", &[("alice", &pem)]);
-    let (code, report, out) = verify_as(&e, &aud, &chain_path);
-    assert_eq!(code, Some(0), "{out}");
-    assert_eq!(report["signatures_verified"], 3, "{out}");
+    verifies(&e, &aud, &chain_path, 3, "verify");
     // The old name no longer signs: the error names the new one.
     e.propose("draft.compose", "scribe", "p3", &[]);
     let o = e.run(&["approve", "--yes", "p3"]);
