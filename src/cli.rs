@@ -11,6 +11,7 @@ use crate::decision::{self, Verdict};
 use crate::graduation::{PolicySet, SourceType, receipt::ReceiptOutcome};
 use crate::keys::{self, PinnedKeys, Principal};
 use crate::packet::{self, DecisionState};
+use crate::govern::Waited;
 use crate::spool::{self, Scanner, Spool};
 use crate::tiers::NotebookTrust;
 use clap::{Parser, Subcommand};
@@ -831,39 +832,6 @@ pub fn write_json_inert<W: io::Write>(out: &mut W, v: &Value) -> io::Result<()> 
     serde::Serialize::serialize(v, &mut ser).map_err(io::Error::from)
 }
 
-/// What the principal's signal for `agent` (`signals/<agent>.json`) tells a waiting agent: the
-/// kill switch's stop given at or after `since`, or a quarantine not yet released (whenever it
-/// was given: a quarantined agent's packets are blocked). The reason is made inert.
-enum Signal {
-    /// `agent kill`: `": <reason>"` or empty.
-    Stopped(String),
-    /// `agent quarantine`: `": <reason>"` or empty.
-    Quarantined(String),
-}
-
-/// Reads `agent`'s signal ([`Signal`]); `None` when there is none that applies.
-fn standing_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> Option<Signal> {
-    if !packet::is_safe_id(agent) {
-        return None;
-    }
-    let bytes = spool::read_limited(&spool.signals_dir().join(format!("{agent}.json"))).ok()?;
-    let v = crate::canonical::parse_untrusted(&bytes).ok()?;
-    let at = v.get("at").and_then(Value::as_str).and_then(crate::clock::parse_rfc3339)?;
-    if v.get("agent").and_then(Value::as_str) != Some(agent) {
-        return None;
-    }
-    let reason = v
-        .get("reason")
-        .and_then(Value::as_str)
-        .map(|r| format!(": {}", crate::text::inert(r, 400)))
-        .unwrap_or_default();
-    match v.get("type").and_then(Value::as_str) {
-        Some("warrant_stop") if at >= since - time::Duration::seconds(1) => Some(Signal::Stopped(reason)),
-        Some("warrant_quarantine") => Some(Signal::Quarantined(reason)),
-        _ => None,
-    }
-}
-
 /// `propose`'s optional flags.
 struct ProposeOptions<'a> {
     payload: Option<&'a Path>,
@@ -965,61 +933,29 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
     tracing::info!(packet = %id, path = %path.display(), "published packet");
     let (Some(seconds), Some(wait_for)) = (wait, wait_for) else { return Ok(0) };
     let pinned = load_pinned()?;
-    let deadline = Instant::now() + wait_for;
-    let decision_path = spool.decision_path(&id);
-    let mut rejected: Option<(std::time::SystemTime, u64)> = None;
-    loop {
-        if let Ok(meta) = std::fs::symlink_metadata(&decision_path) {
-            let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
-            if rejected != Some(stamp) {
-                let verdict = spool::read_limited(&decision_path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|b| crate::canonical::parse_untrusted(&b).map_err(|e| format!("not JSON: {e}")))
-                    .and_then(|v| {
-                        decision::verify_decision_file(&v, &id, Some(&content_hash), &pinned).map_err(|e| e.to_string())
-                    });
-                match verdict {
-                    Ok(d) => {
-                        let reason =
-                            d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
-                        eprintln!("{} by {}{reason}", d.verdict.as_str(), crate::text::inert(&d.principal, 200));
-                        return Ok(if d.verdict == Verdict::Approve { 0 } else { EXIT_REFUSED });
-                    }
-                    Err(e) => {
-                        // A file that does not verify is not a decision: keep waiting for a genuine one.
-                        eprintln!(
-                            "warrant: ignoring decision file {}: {}",
-                            decision_path.display(),
-                            crate::text::inert(&e, 2000)
-                        );
-                        rejected = Some(stamp);
-                    }
-                }
-            }
+    Ok(match crate::govern::wait_for_decision(spool, &id, &content_hash, &pinned, agent, now, expires_at, wait_for) {
+        Waited::Decided(d) => {
+            let reason = d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
+            eprintln!("{} by {}{reason}", d.verdict.as_str(), crate::text::inert(&d.principal, 200));
+            if d.verdict == Verdict::Approve { 0 } else { EXIT_REFUSED }
         }
-        if expires_at.is_some_and(|t| time::OffsetDateTime::now_utc() >= t) {
+        Waited::Expired => {
             eprintln!("warrant: {id} expired undecided at {}; it can no longer be approved", doc["expires_at"]);
-            return Ok(EXIT_EXPIRED);
+            EXIT_EXPIRED
         }
-        match standing_signal(spool, agent, now) {
-            Some(Signal::Stopped(why)) => {
-                eprintln!("warrant: {agent} was killed by the principal{why}; {id} will not be approved");
-                return Ok(EXIT_STOPPED);
-            }
-            Some(Signal::Quarantined(why)) => {
-                eprintln!(
-                    "warrant: {agent} is quarantined by the principal{why}; {id} is blocked until the principal releases it"
-                );
-                return Ok(EXIT_QUARANTINED);
-            }
-            None => {}
+        Waited::Stopped(why) => {
+            eprintln!("warrant: {agent} was killed by the principal{why}; {id} will not be approved");
+            EXIT_STOPPED
         }
-        if Instant::now() >= deadline {
+        Waited::Quarantined(why) => {
+            eprintln!("warrant: {agent} is quarantined by the principal{why}; {id} is blocked until the principal releases it");
+            EXIT_QUARANTINED
+        }
+        Waited::Timeout => {
             eprintln!("warrant: no decision on {id} within {seconds}s");
-            return Ok(EXIT_TIMEOUT);
+            EXIT_TIMEOUT
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    })
 }
 
 /// A fresh scan of `spool` and its packet `id`, or why there is none.
@@ -1328,6 +1264,7 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
             now: crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0),
         };
         let principal = Config::load().ok().and_then(|c| c.principal).unwrap_or_else(|| "local".into());
+        let now = time::OffsetDateTime::now_utc();
         let a = crate::monitor::assess(
             &ctx,
             &snap.packets,
@@ -1356,6 +1293,7 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
                     "impersonation": a.monitor.impersonations.get(&p.id),
                     "summary": p.summary, "content_hash": p.content_hash,
                     "decision": decided.get(&p.id).map(|d| d.verdict.as_str()),
+                    "expired": !decided.contains_key(&p.id) && is_expired(p, now),
                     "changed_since_decision": decided.get(&p.id).is_some_and(|d| d.packet_hash != p.content_hash),
                 })
             })
@@ -1369,10 +1307,12 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
+    let now = time::OffsetDateTime::now_utc();
     for e in &snap.packets {
         let p = &e.packet;
         // A packet rewritten after its decision: the decision binds the content that was signed.
         let status = match decided.get(&p.id) {
+            None if is_expired(p, now) => "expired",
             None => "pending",
             Some(d) if d.packet_hash != p.content_hash => "changed",
             Some(d) => d.verdict.as_str(),
@@ -1397,6 +1337,12 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         )?;
     }
     Ok(0)
+}
+
+/// Whether the packet's `expires_at` has passed at `now` (an undecided packet then can only be
+/// refused).
+fn is_expired(p: &packet::Packet, now: time::OffsetDateTime) -> bool {
+    p.expires_at.as_deref().and_then(crate::clock::parse_rfc3339).is_some_and(|t| t <= now)
 }
 
 /// Reads PATH as a spool directory, a JSON-lines chain, or an export envelope, and verifies it.

@@ -1,6 +1,7 @@
 //! warrant: a terminal console where a principal decides what AI agents may do.
 //!
 //! The library holds the protocol, as pure functions over values where it can be:
+//! - [`calls`]: tool calls of agent hosts and MCP servers as approval packets (the tool table);
 //! - [`canonical`]: canonical JSON and SHA-256 digests (the OpenTrustGraph hash contract);
 //! - [`chain`]: OpenTrustGraph records, verification, export and durable appends;
 //! - [`checkpoint`]: the principal's signed checkpoints, against truncation;
@@ -17,6 +18,7 @@
 //! - [`verdict`]: one verdict per packet, every applicable model composed (strictest wins);
 //! - [`monitor`]: rate-limit replay, agent summaries and the assessment of pending packets;
 //! - [`preconditions`]: observing the world for two-phase execution;
+//! - [`govern`]: one tool call governed against a spool: publish, judge, wait (hooks, gateway);
 //! - [`spool`]: the shared directory, scanning and deciding;
 //! - [`scale`]: synthetic spools for the scale runs;
 //! - [`eval`]: the JSON-lines evaluator behind `warrant eval`;
@@ -25,6 +27,7 @@
 //!
 //! The terminal console lives in `console` behind the default `console` feature.
 
+pub mod calls;
 pub mod canonical;
 pub mod chain;
 pub mod chain_evidence;
@@ -36,6 +39,7 @@ pub mod control;
 pub mod decision;
 pub mod demo;
 pub mod eval;
+pub mod govern;
 pub mod graduation;
 pub mod key_event;
 pub mod keys;

@@ -421,6 +421,14 @@ impl Governance {
         };
         let mut g = Governance::default();
         let mut errors = Vec::new();
+        g.tool = match m.get("tool") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if crate::calls::is_tool_key(s) => Some(s.clone()),
+            Some(_) => {
+                errors.push("`governance.tool` must be a tool key (a safe id, `/` between parts)".to_owned());
+                None
+            }
+        };
         let mut text = |key: &str| match m.get(key) {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if crate::packet::is_safe_id(s) => Some(s.clone()),
@@ -429,7 +437,6 @@ impl Governance {
                 None
             }
         };
-        g.tool = text("tool");
         g.notebook = text("notebook");
         match m.get("eff_score") {
             None | Some(Value::Null) => {}
@@ -527,8 +534,28 @@ pub fn evaluate(
     if let Some(e) = &g.error {
         models.push(ModelVerdict::malformed(Model::TrustGraduation, "governance", e));
     }
+    // A tool call (issue 17) is classified again from its exact input and the principal's tool
+    // table: what the packet declares about itself is never what gates it.
+    let call = g.tool.as_deref().and_then(|t| {
+        crate::calls::call_of_packet(&packet.proposed_action, t).map(|(input, hints)| {
+            crate::calls::classify(ctx.policies, t, input, hints)
+        })
+    });
+    if let Some(c) = &call {
+        let declared = ctx.policies.normalize(&packet.action_class);
+        if declared != c.class {
+            models.push(ModelVerdict::malformed(
+                Model::TrustGraduation,
+                "action_class",
+                format!("the tool table makes this call {} ({}), the packet says {declared}", c.class, c.rule),
+            ));
+        }
+    }
     if g.tool.is_some() || g.notebook.is_some() {
-        let tier = g.tool.as_deref().and_then(|t| ctx.policies.tool(t)).map(|t| t.tier);
+        let tier = match &call {
+            Some(c) => c.tier,
+            None => g.tool.as_deref().and_then(|t| ctx.policies.tool(t)).map(|t| t.tier),
+        };
         let trust = g.notebook.as_deref().map(|n| ctx.controls.notebook_trust(n));
         models.push(tiers(g.tool.as_deref(), tier, g.notebook.as_deref(), trust));
     }
@@ -562,10 +589,10 @@ pub fn evaluate(
             let tool = g.tool.as_deref().unwrap_or("");
             // A registered tool without a floor has none; an unregistered one gets Lodestar's
             // conservative defaults (L3).
-            let floor = ctx
-                .policies
-                .tool(tool)
-                .map(|t| t.required_trust_level.and_then(TrustLevel::new).unwrap_or(TrustLevel::L0))
+            let floor = call
+                .as_ref()
+                .map(|c| TrustLevel::new(c.level).unwrap_or(TrustLevel::L5))
+                .or_else(|| ctx.policies.tool(tool).map(|t| TrustLevel::new(t.floor()).unwrap_or(TrustLevel::L0)))
                 // An unregistered tool whose floor a request raised (never below L3).
                 .or_else(|| ctx.policies.unregistered_floor(tool).and_then(TrustLevel::new));
             models.push(match ladder::auto_approve_policy(i64::from(ctx.policies.ladder_ceiling), "warrant") {

@@ -117,6 +117,13 @@ fn packets_expire_and_waiting_agents_are_told() {
     let o = e.propose("draft.compose", "agent-a", "x-1", &["--expires", "1s", "--wait", "20"]);
     assert_eq!(o.status.code(), Some(6), "{}", text(&o));
     assert!(started.elapsed() < std::time::Duration::from_secs(15), "told at expiry, not at the deadline");
+    // Shown as expired, not as pending.
+    let o = e.run(&["list"]);
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert!(listed.lines().any(|l| l.starts_with("expired") && l.contains("x-1")), "{listed}");
+    let o = e.run(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("list --json");
+    assert_eq!(v["packets"][0]["expired"], serde_json::json!(true), "{v}");
     let o = e.run(&["approve", "--yes", "x-1"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("expired"), "{}", text(&o));

@@ -44,6 +44,7 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A class's spec type (`action-class.schema.json` `type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -314,6 +315,9 @@ struct PolicyFile {
     thresholds: HashMap<String, Threshold>,
     #[serde(default)]
     tools: BTreeMap<String, ToolDef>,
+    /// Rules on the command of a command-running tool (`[commands."git push *"]`).
+    #[serde(default)]
+    commands: BTreeMap<String, CommandDef>,
     #[serde(default)]
     ladder: Option<LadderDef>,
     #[serde(default)]
@@ -338,6 +342,26 @@ struct ToolDef {
     tier: String,
     #[serde(default)]
     required_trust_level: Option<u8>,
+    /// The action class of a call of this tool (issue 17).
+    #[serde(default)]
+    class: Option<String>,
+    /// The ladder rung of a call of this tool, 0..=5 (issue 17).
+    #[serde(default)]
+    level: Option<u8>,
+    /// For a command-running tool: the input field that holds the command (`command` for
+    /// Claude Code's `Bash`), which `[commands]` rules classify.
+    #[serde(default)]
+    command: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommandDef {
+    tier: String,
+    #[serde(default)]
+    class: Option<String>,
+    #[serde(default)]
+    level: Option<u8>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -357,14 +381,76 @@ struct AgentDef {
 }
 
 /// A tool registered in `policy.toml` (`[tools."<key>"]`): its workbench tier and its Lodestar
-/// floor (`lodestar-and-tiers.md` §B2, §A1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// floor (`lodestar-and-tiers.md` §B2, §A1), and for tool calls governed by a hook or the
+/// gateway (issue 17) the action class and ladder rung of a call and, for a command-running
+/// tool, the input field holding its command.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolPolicy {
     /// The tool's tier; fixed by the principal, never by the packet.
     pub tier: ToolTier,
     /// The lowest `required_level` a contract for this tool may declare (0..=5), if set.
     pub required_trust_level: Option<u8>,
+    /// The action class of a call (`class`), if set.
+    pub class: Option<String>,
+    /// The ladder rung of a call (`level`, 0..=5), if set.
+    pub level: Option<u8>,
+    /// The input field that holds the command of a command-running tool (`command`), if any.
+    pub command: Option<String>,
 }
+
+impl ToolPolicy {
+    /// The ladder floor a call of this tool has: the higher of `required_trust_level` and
+    /// `level` (0 when neither is set).
+    #[must_use]
+    pub fn floor(&self) -> u8 {
+        self.required_trust_level.unwrap_or(0).max(self.level.unwrap_or(0))
+    }
+}
+
+/// A rule on the command of a command-running tool (`[commands."<glob>"]`, issue 17): the glob
+/// is matched against each simple command of the command line, its words re-joined by single
+/// spaces; a pattern ending in ` *` also matches the command with no further words.
+#[derive(Debug, Clone)]
+pub struct CommandRule {
+    /// The pattern as written.
+    pub pattern: String,
+    /// Its compiled form.
+    pub(crate) matcher: globset::GlobMatcher,
+    /// What a command it matches is.
+    pub policy: ToolPolicy,
+}
+
+/// A tool key that is a glob (`filesystem/read_*`), compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolGlob {
+    pub(crate) pattern: String,
+    pub(crate) matcher: globset::GlobMatcher,
+    pub(crate) policy: ToolPolicy,
+}
+
+/// Whether a `[tools]` key or `[commands]` pattern is a glob rather than a literal name.
+fn is_glob(key: &str) -> bool {
+    key.contains(['*', '?', '[', '{'])
+}
+
+/// How specific a glob is: the number of its characters that are not wildcards.
+pub(crate) fn specificity(pattern: &str) -> usize {
+    pattern.chars().filter(|c| !matches!(c, '*' | '?' | '[' | ']' | '{' | '}')).count()
+}
+
+/// Compiles a glob (`*` matches any characters, `/` included).
+fn compile_glob(pattern: &str) -> Result<globset::GlobMatcher, String> {
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| e.to_string())
+}
+
+/// The tools of Claude Code and Codex and the command rules warrant applies when `policy.toml`
+/// does not name them (`assets/host-tools.toml`).
+const HOST_TOOLS: &str = include_str!("../../assets/host-tools.toml");
 
 /// The Lodestar auto-approve ceiling when `policy.toml` sets none (the CLI and proxy default, §A4).
 pub const DEFAULT_LADDER_CEILING: u8 = 2;
@@ -402,6 +488,13 @@ pub struct PolicySet {
     pub strict: bool,
     thresholds: HashMap<String, Threshold>,
     tools: BTreeMap<String, ToolPolicy>,
+    /// `[tools]` keys that are globs, from `policy.toml`.
+    tool_globs: Vec<ToolGlob>,
+    /// `[commands]` rules from `policy.toml`.
+    commands: Vec<CommandRule>,
+    /// The built-in table of the hosts' own tools and commands ([`HOST_TOOLS`]), consulted after
+    /// `policy.toml`'s.
+    host: Arc<HostTable>,
     /// `auto_approve_up_to` of the trust ladder's ceiling policy (0..=3).
     pub ladder_ceiling: u8,
     /// Caps on the effective score an agent's packets may claim (`[agents."<id>"] max_score`).
@@ -438,6 +531,9 @@ impl PolicySet {
             strict: false,
             thresholds: builtin_thresholds(),
             tools: BTreeMap::new(),
+            tool_globs: Vec::new(),
+            commands: Vec::new(),
+            host: host_table(),
             ladder_ceiling: DEFAULT_LADDER_CEILING,
             agent_caps: BTreeMap::new(),
             agent_users: BTreeMap::new(),
@@ -507,15 +603,13 @@ impl PolicySet {
             }
             self.thresholds.entry(class).or_insert(t);
         }
-        for (key, def) in file.tools {
-            let bad = |message: String| PolicyError::Class { id: format!("tools.{key}"), message };
-            let tier = ToolTier::parse(&def.tier)
-                .ok_or_else(|| bad(format!("tier {:?} is not safe, mutating or destructive", def.tier)))?;
-            if def.required_trust_level.is_some_and(|l| l > 5) {
-                return Err(bad("required_trust_level must be 0..=5".into()));
-            }
-            self.tools.entry(key).or_insert(ToolPolicy { tier, required_trust_level: def.required_trust_level });
+        let table = parse_tool_table(file.tools, file.commands)?;
+        for (key, policy) in table.tools {
+            self.tools.entry(key).or_insert(policy);
         }
+        // Globs and command rules: the configuration's come first and win ties.
+        self.tool_globs.extend(table.globs);
+        self.commands.extend(table.commands);
         if let Some(ladder) = file.ladder {
             if ladder.auto_approve_up_to > 3 {
                 return Err(PolicyError::Class {
@@ -596,10 +690,28 @@ impl PolicySet {
         self.tools.iter().map(|(k, v)| (k.as_str(), v))
     }
 
-    /// A registered tool.
+    /// The policy of the tool `key`: `policy.toml`'s entry of that name, else its most specific
+    /// glob that matches (ties: the stricter), else the built-in table of the hosts' tools
+    /// (`assets/host-tools.toml`) the same way; `None` for a tool nobody registers.
     #[must_use]
     pub fn tool(&self, key: &str) -> Option<&ToolPolicy> {
-        self.tools.get(key)
+        self.tools
+            .get(key)
+            .or_else(|| best_glob(&self.tool_globs, key))
+            .or_else(|| self.host.tools.get(key))
+            .or_else(|| best_glob(&self.host.globs, key))
+    }
+
+    /// The `[commands]` rules: `policy.toml`'s, then the built-in ones.
+    pub fn command_rules(&self) -> impl Iterator<Item = &CommandRule> {
+        self.commands.iter().chain(self.host.commands.iter())
+    }
+
+    /// Whether `policy.toml` has its own `[commands]` rules (the built-in ones then still apply,
+    /// after them).
+    #[must_use]
+    pub fn has_command_rules(&self) -> bool {
+        !self.commands.is_empty()
     }
 
     /// The risk of `class` as warrant's policies define it (the registry's, a local class's, or
@@ -824,7 +936,7 @@ fn tool_from_json(key: &str, def: &Value) -> Result<ToolPolicy, String> {
                 as u8,
         ),
     };
-    Ok(ToolPolicy { tier, required_trust_level: level })
+    Ok(ToolPolicy { tier, required_trust_level: level, class: None, level: None, command: None })
 }
 
 fn class_from_def(def: ClassDef) -> Result<ClassPolicy, PolicyError> {
@@ -1002,4 +1114,89 @@ mod tests {
         let set = PolicySet::from_toml("[[class]]\nid = \"payment.initiate\"\ntype = \"internal\"").expect("parses");
         assert!(set.policy("payment.initiate").is_human_only());
     }
+}
+
+/// A tool table: `[tools]` and `[commands]` of one file, parsed.
+#[derive(Debug, Default)]
+pub(crate) struct HostTable {
+    tools: BTreeMap<String, ToolPolicy>,
+    globs: Vec<ToolGlob>,
+    commands: Vec<CommandRule>,
+}
+
+/// The built-in table ([`HOST_TOOLS`]), parsed once.
+fn host_table() -> Arc<HostTable> {
+    static TABLE: std::sync::OnceLock<Arc<HostTable>> = std::sync::OnceLock::new();
+    Arc::clone(TABLE.get_or_init(|| {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            tools: BTreeMap<String, ToolDef>,
+            commands: BTreeMap<String, CommandDef>,
+        }
+        // The file is part of the binary and checked by a test: a failure here is a build defect.
+        let file: File = toml::from_str(HOST_TOOLS).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}"));
+        Arc::new(parse_tool_table(file.tools, file.commands).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}")))
+    }))
+}
+
+/// The most specific glob of `globs` matching `key` (ties: the stricter tier, then the higher
+/// floor; then the first).
+fn best_glob<'a>(globs: &'a [ToolGlob], key: &str) -> Option<&'a ToolPolicy> {
+    globs
+        .iter()
+        .filter(|g| g.matcher.is_match(key))
+        .max_by_key(|g| (specificity(&g.pattern), g.policy.tier, g.policy.floor()))
+        .map(|g| &g.policy)
+}
+
+/// Parses `[tools]` and `[commands]`.
+fn parse_tool_table(
+    tools: BTreeMap<String, ToolDef>,
+    commands: BTreeMap<String, CommandDef>,
+) -> Result<HostTable, PolicyError> {
+    let mut table = HostTable::default();
+    let policy = |id: String, tier: &str, required: Option<u8>, class: Option<String>, level: Option<u8>, command| {
+        let bad = |message: String| PolicyError::Class { id: id.clone(), message };
+        let tier = ToolTier::parse(tier).ok_or_else(|| bad(format!("tier {tier:?} is not safe, mutating or destructive")))?;
+        if required.is_some_and(|l| l > 5) {
+            return Err(bad("required_trust_level must be 0..=5".into()));
+        }
+        if level.is_some_and(|l| l > 5) {
+            return Err(bad("level must be 0..=5".into()));
+        }
+        let class = match class {
+            None => None,
+            Some(c) => {
+                let n = registry::normalize(&c);
+                if !is_class_id(&n) {
+                    return Err(bad(format!("class {c:?} is not an action class id (like email.send.external)")));
+                }
+                Some(n)
+            }
+        };
+        Ok(ToolPolicy { tier, required_trust_level: required, class, level, command })
+    };
+    for (key, def) in tools {
+        let id = format!("tools.{key}");
+        if let Some(field) = def.command.as_deref().filter(|f| f.is_empty()) {
+            return Err(PolicyError::Class { id, message: format!("command field {field:?} must not be empty") });
+        }
+        let p = policy(id.clone(), &def.tier, def.required_trust_level, def.class, def.level, def.command)?;
+        if is_glob(&key) {
+            let matcher = compile_glob(&key).map_err(|message| PolicyError::Class { id, message })?;
+            table.globs.push(ToolGlob { pattern: key, matcher, policy: p });
+        } else {
+            table.tools.insert(key, p);
+        }
+    }
+    for (pattern, def) in commands {
+        let id = format!("commands.{pattern}");
+        let normal = crate::calls::normalize_command_pattern(&pattern)
+            .ok_or_else(|| PolicyError::Class { id: id.clone(), message: "an empty command pattern".into() })?;
+        let p = policy(id.clone(), &def.tier, None, def.class, def.level, None)?;
+        let matcher = compile_glob(&normal).map_err(|message| PolicyError::Class { id, message })?;
+        table.commands.push(CommandRule { pattern, matcher, policy: p });
+    }
+    Ok(table)
 }

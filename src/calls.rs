@@ -1,0 +1,542 @@
+//! Tool calls as approval packets (issue 17): what a call of an agent host's tool or of an MCP
+//! server's tool is — its action class, tier and ladder rung — and the packet that asks for it.
+//!
+//! Pure: the hooks and the gateway (surfaces) read the call and the spool; this module only maps
+//! values. The classification comes from the principal's tool table (`policy.toml`'s `[tools]`
+//! and `[commands]`, then the built-in `assets/host-tools.toml`), never from the packet, so the
+//! composed verdict ([`crate::verdict::evaluate`]) classifies a tool-call packet again from its
+//! `proposed_action` rather than trusting what it declares.
+//!
+//! A tool nobody registers gets Lodestar's conservative defaults (`lodestar-and-tiers.md` §A1:
+//! L3 floor, irreversible, external) and no tier, so the tiers gate answers `confirm`: it is never
+//! allowed on its own. MCP tool annotations (`readOnlyHint`, `destructiveHint`) come from the
+//! server: `destructiveHint: true` raises the tier to destructive; nothing lowers one.
+
+use crate::graduation::policy::{PolicySet, ToolPolicy};
+use crate::tiers::ToolTier;
+use serde_json::{Value, json};
+
+/// The class of a call whose tool no table names (Lodestar's conservative defaults: external).
+pub const UNREGISTERED_CLASS: &str = "tool.call.external";
+
+/// What a tool call is, as the principal's tool table says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classification {
+    /// The action class (canonical id).
+    pub class: String,
+    /// The tool tier; `None` for a tool no table registers (the tiers gate then asks).
+    pub tier: Option<ToolTier>,
+    /// The ladder rung of the call (0..=5).
+    pub level: u8,
+    /// Which entry decided, in words (`tools."Bash"`, `commands."git push *"`, `unregistered`).
+    pub rule: String,
+    /// Hints the MCP server declared about the tool (`readOnlyHint`, `destructiveHint`, …),
+    /// shown to the principal; only `destructiveHint: true` has an effect (it tightens).
+    pub annotations: Value,
+}
+
+impl Classification {
+    /// The contract's reversibility for this call: `irreversible` for destructive and
+    /// unregistered tools, `reversible` otherwise.
+    #[must_use]
+    pub fn reversibility(&self) -> &'static str {
+        match self.tier {
+            Some(ToolTier::Safe | ToolTier::Mutating) => "reversible",
+            _ => "irreversible",
+        }
+    }
+
+    /// The contract's blast radius: `local` for safe tools, `project` for mutating ones,
+    /// `external` for destructive and unregistered ones.
+    #[must_use]
+    pub fn blast_radius(&self) -> &'static str {
+        match self.tier {
+            Some(ToolTier::Safe) => "local",
+            Some(ToolTier::Mutating) => "project",
+            _ => "external",
+        }
+    }
+
+    /// Stricter of two: the higher rung, then the more dangerous tier (`None`, unregistered,
+    /// is the most dangerous).
+    fn strictness(&self) -> (u8, u8) {
+        (self.level, self.tier.map_or(3, |t| t as u8))
+    }
+}
+
+fn from_policy(p: &ToolPolicy, rule: String, default_class: &str) -> Classification {
+    Classification {
+        class: p.class.clone().unwrap_or_else(|| default_class.to_owned()),
+        tier: Some(p.tier),
+        level: p.floor(),
+        rule,
+        annotations: Value::Null,
+    }
+}
+
+/// Classifies a call of `tool` with `input` (the tool's arguments) and the server's
+/// `annotations` (`null` when none).
+///
+/// `tool` is the host's name (`Bash`, `mcp__github__create_issue`) or a gateway's
+/// `<name>/<tool>`. For a command-running tool (`command = "<field>"` in its table entry) whose
+/// input has that field, each simple command of the command line is matched against the
+/// `[commands]` rules ([`classify_command`]).
+#[must_use]
+pub fn classify(policies: &PolicySet, tool: &str, input: &Value, annotations: &Value) -> Classification {
+    let mut c = match policies.tool(tool) {
+        None => Classification {
+            class: UNREGISTERED_CLASS.to_owned(),
+            tier: None,
+            level: crate::graduation::policy::UNREGISTERED_TOOL_FLOOR,
+            rule: "unregistered (Lodestar's conservative defaults)".to_owned(),
+            annotations: Value::Null,
+        },
+        Some(p) => {
+            let base = from_policy(p, format!("tools.{tool:?}"), "tool.call.local");
+            match p.command.as_deref().map(|f| input.get(f)) {
+                Some(Some(command)) => classify_command(policies, &base, command),
+                // A command tool without its command field: as the tool itself.
+                _ => base,
+            }
+        }
+    };
+    if annotations.get("destructiveHint").and_then(Value::as_bool) == Some(true) {
+        if c.tier.is_some_and(|t| t < ToolTier::Destructive) {
+            c.tier = Some(ToolTier::Destructive);
+            c.rule.push_str(", destructiveHint");
+        }
+    }
+    if annotations.is_object() {
+        c.annotations = annotations.clone();
+    }
+    c
+}
+
+/// Classifies a command line (a string, or an argv array such as Codex's
+/// `["bash", "-lc", "<line>"]`) against the `[commands]` rules, with `base` (the tool's own
+/// entry) for every part no rule matches. The strictest part decides; a part with a
+/// substitution, a redirection or a subshell is never made less strict than `base`.
+#[must_use]
+pub fn classify_command(policies: &PolicySet, base: &Classification, command: &Value) -> Classification {
+    let line = match command {
+        Value::String(s) => s.clone(),
+        Value::Array(a) if a.iter().all(Value::is_string) => {
+            let words: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+            // `bash -lc LINE`, `sh -c LINE`: the line is what runs.
+            match words.as_slice() {
+                [sh, flag, line] if is_shell(sh) && flag.starts_with('-') && flag.ends_with('c') => (*line).to_owned(),
+                _ => shlex::try_join(words).unwrap_or_default(),
+            }
+        }
+        _ => return base.clone(),
+    };
+    let parts = split_command_line(&line);
+    if parts.is_empty() {
+        return base.clone();
+    }
+    let mut strictest: Option<Classification> = None;
+    for part in parts {
+        let matched = part.words.as_deref().and_then(|w| best_rule(policies, w));
+        let c = match (matched, part.complex) {
+            (None, _) => base.clone(),
+            (Some((pattern, p)), false) => from_policy(p, format!("commands.{pattern:?}"), &base.class),
+            (Some((pattern, p)), true) => {
+                let c = from_policy(p, format!("commands.{pattern:?}"), &base.class);
+                if c.strictness() >= base.strictness() { c } else { base.clone() }
+            }
+        };
+        if strictest.as_ref().is_none_or(|s| c.strictness() > s.strictness()) {
+            strictest = Some(c);
+        }
+    }
+    strictest.unwrap_or_else(|| base.clone())
+}
+
+fn is_shell(program: &str) -> bool {
+    matches!(program.rsplit('/').next(), Some("bash" | "sh" | "zsh" | "dash"))
+}
+
+/// The most specific `[commands]` rule matching `words` (ties: the stricter; then
+/// `policy.toml`'s before the built-in ones).
+fn best_rule<'a>(policies: &'a PolicySet, words: &str) -> Option<(&'a str, &'a ToolPolicy)> {
+    let mut best: Option<(usize, (u8, ToolTier), &crate::graduation::policy::CommandRule)> = None;
+    for rule in policies.command_rules() {
+        let hit = rule.matcher.is_match(words)
+            // `git push *` also matches a bare `git push`.
+            || rule.pattern.strip_suffix(" *").is_some_and(|head| normalize_command_pattern(head).as_deref() == Some(words));
+        if !hit {
+            continue;
+        }
+        let key = (crate::graduation::policy::specificity(&rule.pattern), (rule.policy.floor(), rule.policy.tier));
+        if best.as_ref().is_none_or(|(s, k, _)| (key.0, key.1) > (*s, *k)) {
+            best = Some((key.0, key.1, rule));
+        }
+    }
+    best.map(|(_, _, r)| (r.pattern.as_str(), &r.policy))
+}
+
+/// A `[commands]` pattern with its words re-joined by single spaces (as commands are before
+/// matching); `None` for an empty one.
+#[must_use]
+pub fn normalize_command_pattern(pattern: &str) -> Option<String> {
+    let words: Vec<&str> = pattern.split_whitespace().collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// One simple command of a command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandPart {
+    /// Its words (quotes removed) re-joined by single spaces, leading `VAR=value` words dropped
+    /// and the program's directory removed; `None` when the words cannot be parsed (unbalanced
+    /// quotes): no rule then applies to it.
+    pub words: Option<String>,
+    /// It has a command substitution, a process substitution, a redirection or a subshell.
+    pub complex: bool,
+}
+
+/// Splits a shell command line into its simple commands at unquoted `;`, `&&`, `||`, `|`, `&`
+/// and newlines, noting in each part whatever a rule on its words cannot see (substitutions,
+/// redirections, subshells). Quoting follows POSIX: `'…'` is literal, `"…"` and unquoted text
+/// honour backslashes; `$(`, `` ` `` and `<(`/`>(` count inside double quotes too.
+#[must_use]
+pub fn split_command_line(line: &str) -> Vec<CommandPart> {
+    let mut parts = Vec::new();
+    let (mut cur, mut complex) = (String::new(), false);
+    let (mut single, mut double) = (false, false);
+    let mut chars = line.chars().peekable();
+    let mut finish = |cur: &mut String, complex: &mut bool| {
+        if !cur.trim().is_empty() {
+            parts.push(CommandPart { words: simple_words(cur), complex: *complex });
+        }
+        cur.clear();
+        *complex = false;
+    };
+    while let Some(c) = chars.next() {
+        if single {
+            cur.push(c);
+            single = c != '\'';
+            continue;
+        }
+        match c {
+            '\\' => {
+                cur.push(c);
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            '\'' if !double => {
+                single = true;
+                cur.push(c);
+            }
+            '"' => {
+                double = !double;
+                cur.push(c);
+            }
+            '`' => {
+                complex = true;
+                cur.push(c);
+            }
+            '$' if chars.peek() == Some(&'(') => {
+                complex = true;
+                cur.push(c);
+            }
+            '<' | '>' if !double => {
+                complex = true;
+                cur.push(c);
+            }
+            '(' | ')' | '{' | '}' if !double => {
+                complex = true;
+                cur.push(c);
+            }
+            ';' | '\n' | '&' | '|' if !double => finish(&mut cur, &mut complex),
+            _ => cur.push(c),
+        }
+    }
+    if single || double {
+        // Unbalanced quotes: the last part cannot be read.
+        complex = true;
+    }
+    finish(&mut cur, &mut complex);
+    parts
+}
+
+/// The words of one simple command, normalised for matching ([`CommandPart::words`]).
+fn simple_words(part: &str) -> Option<String> {
+    let words = shlex::split(part)?;
+    let mut words = words.into_iter().skip_while(|w| is_assignment(w)).peekable();
+    let program = words.next()?;
+    let program = program.rsplit('/').next().unwrap_or(&program).to_owned();
+    Some(std::iter::once(program).chain(words).collect::<Vec<_>>().join(" "))
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !name.as_bytes()[0].is_ascii_digit()
+    })
+}
+
+/// Whether `s` may be a tool key in a packet's `governance.tool`: a safe id
+/// ([`crate::packet::is_safe_id`]) that may also contain `/` (a gateway's `<name>/<tool>`), with
+/// no empty segment.
+#[must_use]
+pub fn is_tool_key(s: &str) -> bool {
+    !s.starts_with('/')
+        && !s.ends_with('/')
+        && !s.contains("//")
+        && s.split('/').all(crate::packet::is_safe_id)
+        && s.len() <= 200
+}
+
+/// One tool call, as a host or the gateway reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The host: `claude-code`, `codex`, or `mcp-gateway`.
+    pub host: String,
+    /// The agent id the packet names (the host, or `--agent`).
+    pub agent: String,
+    /// The host's session id (the gateway's connection), if any.
+    pub session: Option<String>,
+    /// The tool key (`Bash`, `mcp__github__create_issue`, `filesystem/write_file`).
+    pub tool: String,
+    /// The tool's arguments, exactly as the host will run them.
+    pub input: Value,
+    /// The notebook (workspace) whose trust applies.
+    pub notebook: String,
+    /// The workspace directory, when known (shown; the notebook id is derived from it).
+    pub cwd: Option<String>,
+    /// The server's annotations of the tool (`null` when none).
+    pub annotations: Value,
+}
+
+/// The packet id of a call with the host's call id `call_id` (`tool_use_id`): the same for a
+/// retried hook, so it finds the packet it made. Ids that are already safe are kept (prefixed by
+/// the host); others are hashed. Without a call id (Claude Code's PermissionRequest), the id is
+/// derived from the session, tool and exact input: the same request in the same session is the
+/// same packet.
+#[must_use]
+pub fn packet_id(call: &ToolCall, call_id: Option<&str>) -> String {
+    let prefix = match call.host.as_str() {
+        "claude-code" => "cc",
+        "codex" => "cx",
+        _ => "gw",
+    };
+    match call_id {
+        Some(id) if crate::packet::is_safe_id(id) && id.len() <= 100 => format!("{prefix}-{id}"),
+        Some(id) => format!("{prefix}-{}", &crate::canonical::sha256_hex(id.as_bytes())[..32]),
+        None => {
+            let basis = json!({"session": call.session, "tool": call.tool, "input": call.input, "agent": call.agent});
+            let h = crate::canonical::canonical_hash(&basis);
+            format!("{prefix}-req-{}", &h.trim_start_matches("sha256:")[..32])
+        }
+    }
+}
+
+/// A notebook id for a workspace directory: its base name (made a safe id) and six hex digits of
+/// the whole path's digest, so two projects with one name do not share their trust
+/// (`warrant-1a2b3c`).
+#[must_use]
+pub fn notebook_for_dir(dir: &str) -> String {
+    let base: String = std::path::Path::new(dir)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') { c } else { '-' })
+        .take(48)
+        .collect();
+    let base = base.trim_matches('-');
+    let base = if base.is_empty() { "workspace" } else { base };
+    format!("{base}-{}", &crate::canonical::sha256_hex(dir.as_bytes())[..6])
+}
+
+/// A one-line summary of a call for lists: the tool and, for a command tool, the command's first
+/// line; else the input's first string field. The packet's `proposed_action` carries the whole
+/// input; this is only what the principal reads first.
+#[must_use]
+pub fn summary(call: &ToolCall, policies: &PolicySet) -> String {
+    let input = &call.input;
+    let field = policies.tool(&call.tool).and_then(|p| p.command.clone());
+    let text = field
+        .and_then(|f| input.get(f))
+        .map(|c| match c {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .or_else(|| {
+            input.as_object()?.iter().find_map(|(k, v)| v.as_str().map(|s| format!("{k}: {s}")))
+        })
+        .unwrap_or_default();
+    let first = text.lines().next().unwrap_or("");
+    let more = if text.lines().nth(1).is_some() { " …" } else { "" };
+    let mut s = format!("{}: {first}{more}", call.tool);
+    if s.chars().count() > 160 {
+        s = s.chars().take(159).collect::<String>() + "…";
+    }
+    s
+}
+
+/// The portable approval packet asking for `call` (`approval-packet.schema.json` plus warrant's
+/// `governance` object), with `id` and `created_at` (RFC 3339). `proposed_action` is
+/// `{"tool", "input", "host", "session", "cwd", "annotations"}` with the exact input;
+/// `governance` names the tool, the notebook and the session, and carries the ladder contract
+/// built from the classification.
+#[must_use]
+pub fn call_packet(call: &ToolCall, c: &Classification, policies: &PolicySet, id: &str, created_at: &str) -> Value {
+    let mut proposed = json!({"tool": call.tool, "input": call.input, "host": call.host});
+    if let Some(s) = &call.session {
+        proposed["session"] = json!(s);
+    }
+    if let Some(d) = &call.cwd {
+        proposed["cwd"] = json!(d);
+    }
+    if c.annotations.is_object() {
+        proposed["annotations"] = c.annotations.clone();
+    }
+    let mut doc =
+        crate::packet::portable_packet(id, &c.class, &call.agent, &summary(call, policies), proposed, created_at);
+    let mut governance = json!({
+        "tool": call.tool,
+        "notebook": call.notebook,
+        "contract": {
+            "required_level": c.level,
+            "blast_radius": c.blast_radius(),
+            "reversibility": c.reversibility(),
+            "scope": {"level": "repo", "identifier": call.notebook},
+            "data_sensitivity": "private",
+            "preconditions": [],
+        },
+    });
+    if let Some(s) = call.session.as_deref().filter(|s| crate::packet::is_safe_id(s)) {
+        governance["session_id"] = json!(s);
+    }
+    doc["governance"] = governance;
+    doc
+}
+
+/// The tool call a packet asks for, when it is one ([`call_packet`]'s `proposed_action` with a
+/// `tool` equal to `governance.tool`): the tool key, its input and the server's annotations.
+#[must_use]
+pub fn call_of_packet<'a>(proposed: &'a Value, governance_tool: &str) -> Option<(&'a Value, &'a Value)> {
+    let m = proposed.as_object()?;
+    (m.get("tool")?.as_str()? == governance_tool && m.contains_key("host"))
+        .then(|| (m.get("input").unwrap_or(&Value::Null), m.get("annotations").unwrap_or(&Value::Null)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policies(extra: &str) -> PolicySet {
+        PolicySet::from_toml(extra).expect("policy")
+    }
+
+    fn bash(p: &PolicySet, line: &str) -> Classification {
+        classify(p, "Bash", &json!({"command": line}), &Value::Null)
+    }
+
+    #[test]
+    fn command_rules_classify_each_part_and_the_strictest_wins() {
+        let p = policies("");
+        assert_eq!(bash(&p, "git status").tier, Some(ToolTier::Safe));
+        assert_eq!(bash(&p, "git push origin main").level, 4);
+        assert_eq!(bash(&p, "git push").level, 4, "a bare `git push` matches `git push *`");
+        assert_eq!(bash(&p, "git  'push'  origin").level, 4, "quotes and spaces do not hide a push");
+        assert_eq!(bash(&p, "/usr/bin/git push").level, 4, "nor does the program's directory");
+        assert_eq!(bash(&p, "GIT_DIR=x git push").level, 4, "nor an assignment before it");
+        assert_eq!(bash(&p, "echo hi && git push").level, 4, "the strictest part decides");
+        assert_eq!(bash(&p, "ls | rm -rf /").tier, Some(ToolTier::Destructive));
+        assert_eq!(bash(&p, "git push --force origin").tier, Some(ToolTier::Destructive), "most specific rule");
+        // A safe rule cannot loosen what it cannot see.
+        let redirect = bash(&p, "echo x > ~/.bashrc");
+        assert_eq!((redirect.tier, redirect.level), (Some(ToolTier::Mutating), 3));
+        let subst = bash(&p, "echo $(curl evil)");
+        assert_eq!(subst.level, 3);
+        let unknown = bash(&p, "make deploy");
+        assert_eq!((unknown.tier, unknown.level, unknown.rule.as_str()), (Some(ToolTier::Mutating), 3, "tools.\"Bash\""));
+        assert_eq!(bash(&p, "echo 'a; rm -rf /'").tier, Some(ToolTier::Safe), "quoted operators are text");
+        assert_eq!(bash(&p, "echo \"unbalanced").level, 3, "an unreadable part gets the tool's own entry");
+    }
+
+    #[test]
+    fn codex_argv_commands_are_the_line_bash_runs() {
+        let p = policies("");
+        let c = classify(&p, "Bash", &json!({"command": ["bash", "-lc", "git push"]}), &Value::Null);
+        assert_eq!(c.level, 4);
+        let c = classify(&p, "Bash", &json!({"command": ["git", "status"]}), &Value::Null);
+        assert_eq!(c.tier, Some(ToolTier::Safe));
+    }
+
+    #[test]
+    fn policy_toml_globs_and_rules_come_before_the_builtin_table() {
+        let p = policies(
+            r#"
+            [tools."filesystem/read_*"]
+            tier = "safe"
+            class = "read.context"
+            level = 1
+            [tools."filesystem/*"]
+            tier = "destructive"
+            level = 3
+            [tools.Read]
+            tier = "mutating"
+            level = 3
+            [commands."git push origin feature/*"]
+            tier = "mutating"
+            class = "code.push"
+            level = 2
+            "#,
+        );
+        let read = classify(&p, "filesystem/read_file", &json!({}), &Value::Null);
+        assert_eq!((read.tier, read.level, read.class.as_str()), (Some(ToolTier::Safe), 1, "read.context"));
+        let write = classify(&p, "filesystem/write_file", &json!({}), &Value::Null);
+        assert_eq!((write.tier, write.level), (Some(ToolTier::Destructive), 3));
+        assert_eq!(classify(&p, "Read", &json!({}), &Value::Null).level, 3, "policy.toml replaces the built-in");
+        assert_eq!(bash(&p, "git push origin feature/x").level, 2);
+        assert_eq!(bash(&p, "git push origin main").level, 4);
+    }
+
+    #[test]
+    fn unregistered_tools_get_the_conservative_defaults_and_hints_only_tighten() {
+        let p = policies("");
+        let c = classify(&p, "mcp__github__create_issue", &json!({}), &Value::Null);
+        assert_eq!((c.tier, c.level, c.reversibility(), c.blast_radius()), (None, 3, "irreversible", "external"));
+        let hinted = classify(&p, "Edit", &json!({}), &json!({"destructiveHint": true}));
+        assert_eq!(hinted.tier, Some(ToolTier::Destructive));
+        let read_only = classify(&p, "Bash", &json!({"command": "make"}), &json!({"readOnlyHint": true}));
+        assert_eq!(read_only.tier, Some(ToolTier::Mutating), "readOnlyHint never loosens");
+        assert_eq!(read_only.annotations["readOnlyHint"], json!(true), "but it is shown");
+    }
+
+    #[test]
+    fn tool_keys_allow_a_gateway_segment_and_nothing_else() {
+        assert!(is_tool_key("filesystem/write_file"));
+        assert!(is_tool_key("mcp__github__create_issue"));
+        for bad in ["/x", "x/", "a//b", "../x", "a/../b", "a b", ""] {
+            assert!(!is_tool_key(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn packet_ids_are_stable_per_call_and_safe() {
+        let call = ToolCall {
+            host: "claude-code".into(),
+            agent: "claude-code".into(),
+            session: Some("s1".into()),
+            tool: "Bash".into(),
+            input: json!({"command": "ls"}),
+            notebook: "nb".into(),
+            cwd: None,
+            annotations: Value::Null,
+        };
+        assert_eq!(packet_id(&call, Some("toolu_01")), "cc-toolu_01");
+        let odd = packet_id(&call, Some("a/b c"));
+        assert!(crate::packet::is_safe_id(&odd) && odd.starts_with("cc-"));
+        let a = packet_id(&call, None);
+        assert_eq!(a, packet_id(&call, None));
+        let other = ToolCall { input: json!({"command": "ls -l"}), ..call };
+        assert_ne!(a, packet_id(&other, None), "another input is another request");
+        assert_eq!(notebook_for_dir("/home/a/my app"), format!("my-app-{}", &crate::canonical::sha256_hex(b"/home/a/my app")[..6]));
+    }
+}

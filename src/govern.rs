@@ -1,0 +1,446 @@
+//! Governing one call against a spool (issue 17): publish the call's packet, judge it with the
+//! composed verdict from the spool's verified chain, and wait for the principal's signed decision
+//! when a person must decide. The hooks and the gateway are thin surfaces over this; `warrant
+//! propose --wait` shares its wait ([`wait_for_decision`]).
+//!
+//! Fail closed everywhere: every error is an [`Outcome::Deny`] or an `Err` that the surfaces turn
+//! into a deny; nothing here ever answers `Allow` for a packet it could not judge.
+
+use crate::calls::{Classification, ToolCall};
+use crate::decision::Verdict;
+use crate::graduation::policy::PolicySet;
+use crate::keys::PinnedKeys;
+use crate::packet::DecisionState;
+use crate::spool::{self, Scanner, Spool};
+use serde_json::{Value, json};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Why a call could not be governed (each is a deny for the agent).
+#[derive(Debug, thiserror::Error)]
+pub enum GovernError {
+    /// The spool directory does not exist.
+    #[error("no spool at {0}: create it with `warrant init` (a missing spool is never an allow)")]
+    NoSpool(PathBuf),
+    /// No principal key is pinned, so no decision could ever verify.
+    #[error("no principal key is pinned in {0}: pin the principal's key (`warrant keys pin`) first")]
+    NoPinnedKey(PathBuf),
+    /// The call's packet id exists with other content.
+    #[error("packet {0} already exists with another call in it; refusing to reuse it")]
+    Conflict(String),
+    /// The packet this call wrote is not a valid packet (a defect, or the spool was tampered with).
+    #[error("packet {id} is not valid: {reason}")]
+    InvalidPacket {
+        /// The packet id.
+        id: String,
+        /// Why.
+        reason: String,
+    },
+    /// The policy files.
+    #[error("{0}")]
+    Policy(#[from] crate::graduation::policy::PolicyError),
+    /// The pinned keys file.
+    #[error("{0}")]
+    Keys(#[from] crate::keys::KeyError),
+    /// The chain.
+    #[error("{0}")]
+    Chain(#[from] crate::chain::ChainError),
+    /// I/O.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// The answer for a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Run it: the gate allows it on its own, or the principal approved it.
+    Allow {
+        /// The packet.
+        packet_id: String,
+        /// Why, in words.
+        reason: String,
+    },
+    /// A person must decide: the packet waits in the console.
+    Hold {
+        /// The packet.
+        packet_id: String,
+        /// The composed verdict's state (`review_required`, `human_only`, `deferred`).
+        state: DecisionState,
+        /// Why, in words.
+        reason: String,
+        /// What would let it run on its own, if anything (Trust Graduation's path).
+        graduation: Option<Value>,
+    },
+    /// Do not run it.
+    Deny {
+        /// The packet, if one was published.
+        packet_id: Option<String>,
+        /// `blocked`, `refused`, `timeout`, `expired`, `quarantined`, `killed`.
+        status: &'static str,
+        /// Why, in words the agent can act on.
+        reason: String,
+        /// What would change it, if anything.
+        remedy: Option<String>,
+    },
+}
+
+impl Outcome {
+    /// The packet id, if any.
+    #[must_use]
+    pub fn packet_id(&self) -> Option<&str> {
+        match self {
+            Outcome::Allow { packet_id, .. } | Outcome::Hold { packet_id, .. } => Some(packet_id),
+            Outcome::Deny { packet_id, .. } => packet_id.as_deref(),
+        }
+    }
+
+    /// The reason, in words, with the remedy when there is one.
+    #[must_use]
+    pub fn message(&self) -> String {
+        match self {
+            Outcome::Allow { reason, .. } | Outcome::Hold { reason, .. } => reason.clone(),
+            Outcome::Deny { reason, remedy: Some(r), .. } => format!("{reason} ({r})"),
+            Outcome::Deny { reason, .. } => reason.clone(),
+        }
+    }
+}
+
+/// A published call: its packet and what it is.
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    /// The packet id.
+    pub packet_id: String,
+    /// The packet's `content_hash` (what a decision must have signed).
+    pub content_hash: String,
+    /// The agent.
+    pub agent: String,
+    /// When it was published (the since of kill signals).
+    pub at: time::OffsetDateTime,
+    /// The classification.
+    pub classification: Classification,
+    /// The answer now.
+    pub outcome: Outcome,
+}
+
+/// Governs calls against one spool with the policies and pinned keys of one configuration
+/// directory.
+#[derive(Debug)]
+pub struct Governor {
+    spool: Spool,
+    config_dir: PathBuf,
+    policies: PolicySet,
+    pinned: PinnedKeys,
+}
+
+impl Governor {
+    /// A governor for `spool`, reading `policy.toml` and the pinned keys from `config_dir` (and
+    /// the spool's `policy.toml`).
+    ///
+    /// # Errors
+    /// [`GovernError::NoSpool`] when the spool directory is missing, [`GovernError::NoPinnedKey`]
+    /// when no key is pinned, policy and key-file errors.
+    pub fn open(spool: Spool, config_dir: &Path) -> Result<Self, GovernError> {
+        if !spool.root().is_dir() {
+            return Err(GovernError::NoSpool(spool.root().to_owned()));
+        }
+        let policies = PolicySet::load(config_dir, Some(spool.root()))?;
+        let pinned = PinnedKeys::load(config_dir)?;
+        if pinned.is_empty() {
+            return Err(GovernError::NoPinnedKey(config_dir.to_owned()));
+        }
+        Ok(Self { spool, config_dir: config_dir.to_owned(), policies, pinned })
+    }
+
+    /// The policy set.
+    #[must_use]
+    pub fn policies(&self) -> &PolicySet {
+        &self.policies
+    }
+
+    /// The spool.
+    #[must_use]
+    pub fn spool(&self) -> &Spool {
+        &self.spool
+    }
+
+    /// Classifies `call`, publishes its packet (or finds the one a retry of the same call made:
+    /// same id, same call) and judges it.
+    ///
+    /// # Errors
+    /// [`GovernError`]: the surfaces answer every one with a deny.
+    pub fn submit(&self, call: &ToolCall, call_id: Option<&str>) -> Result<Submitted, GovernError> {
+        let classification = crate::calls::classify(&self.policies, &call.tool, &call.input, &call.annotations);
+        let id = crate::calls::packet_id(call, call_id);
+        let now = time::OffsetDateTime::now_utc();
+        let doc =
+            crate::calls::call_packet(call, &classification, &self.policies, &id, &crate::clock::format_rfc3339(now));
+        self.spool.ensure()?;
+        match self.spool.publish_new(&self.spool.packets_dir(), &id, &doc) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // A retried hook: the same call must be in it (its time aside).
+                let bytes = spool::read_limited(&self.spool.packets_dir().join(format!("{id}.json")))
+                    .map_err(|e| GovernError::InvalidPacket { id: id.clone(), reason: e.to_string() })?;
+                let old = crate::canonical::parse_untrusted(&bytes).map_err(|reason| GovernError::InvalidPacket {
+                    id: id.clone(),
+                    reason,
+                })?;
+                let same = ["agent", "action_class", "proposed_action", "governance"].iter().all(|k| old.get(k) == doc.get(k));
+                if !same {
+                    return Err(GovernError::Conflict(id));
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let (content_hash, outcome) = self.judge(&id)?;
+        Ok(Submitted { packet_id: id, content_hash, agent: call.agent.clone(), at: now, classification, outcome })
+    }
+
+    /// Judges the packet `id` as the console would now: its verified decision when the chain
+    /// has one, else the composed verdict. Returns the packet's `content_hash` and the outcome.
+    ///
+    /// # Errors
+    /// [`GovernError::InvalidPacket`] when the packet is missing or invalid; chain and I/O errors.
+    pub fn judge(&self, id: &str) -> Result<(String, Outcome), GovernError> {
+        let snap = Scanner::new().scan(&self.spool)?;
+        let Some(entry) = snap.packet(id).cloned() else {
+            let reason = snap
+                .invalid
+                .iter()
+                .find(|f| f.name == format!("{id}.json"))
+                .map_or_else(|| "not in the spool".to_owned(), |f| f.reason.to_string());
+            return Err(GovernError::InvalidPacket { id: id.to_owned(), reason });
+        };
+        let hash = entry.packet.content_hash.clone();
+        let view = spool::verify_chain(&self.spool, &self.pinned)?;
+        if let Some(d) = view.decisions.get(id) {
+            let by = crate::text::inert(&d.principal, 200);
+            let why = d.reason.as_deref().map(|r| format!(": {}", crate::text::inert(r, 2000))).unwrap_or_default();
+            return Ok((hash, match (d.verdict, d.packet_hash == entry.packet.content_hash) {
+                (_, false) => Outcome::Deny {
+                    packet_id: Some(id.to_owned()),
+                    status: "blocked",
+                    reason: format!("{id} changed after {by} decided it"),
+                    remedy: None,
+                },
+                (Verdict::Approve, true) => {
+                    Outcome::Allow { packet_id: id.to_owned(), reason: format!("approved by {by}{why}") }
+                }
+                (Verdict::Refuse, true) => Outcome::Deny {
+                    packet_id: Some(id.to_owned()),
+                    status: "refused",
+                    reason: format!("refused by {by}{why}"),
+                    remedy: None,
+                },
+            }));
+        }
+        let observer = crate::preconditions::Observer::for_policies(&self.policies, Some(&self.config_dir));
+        let revalidations = crate::preconditions::observe_pending(&observer, &snap.packets, &view.decisions);
+        let ctx = crate::verdict::VerdictContext {
+            policies: &self.policies,
+            controls: &view.controls,
+            now: crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0),
+        };
+        let a = crate::monitor::assess(
+            &ctx,
+            &snap.packets,
+            &snap.receipts,
+            &view.decisions,
+            &view.evidence,
+            &revalidations,
+            view.report.is_valid(),
+            "local",
+        );
+        let Some(v) = a.verdicts.get(id) else {
+            return Err(GovernError::InvalidPacket { id: id.to_owned(), reason: "not assessed".into() });
+        };
+        let decisive = v.models.iter().find(|m| m.model == v.decisive);
+        let reason = decisive.map_or_else(|| v.state.as_str().to_owned(), |m| format!("{}: {}", m.model.as_str(), m.reason));
+        let outcome = match v.state {
+            DecisionState::Allowed | DecisionState::AllowedWithConstraints => {
+                Outcome::Allow { packet_id: id.to_owned(), reason: format!("the gate allows it ({reason})") }
+            }
+            DecisionState::Blocked => Outcome::Deny {
+                packet_id: Some(id.to_owned()),
+                status: "blocked",
+                reason,
+                remedy: v.why_not_approvable().map(|(_, remedy)| remedy),
+            },
+            state => Outcome::Hold {
+                packet_id: id.to_owned(),
+                state,
+                reason,
+                graduation: a.gate.get(id).and_then(|d| d.graduation_path.as_ref().map(|g| g.to_json())),
+            },
+        };
+        Ok((hash, outcome))
+    }
+
+    /// Waits up to `timeout` for the principal's decision on a held call ([`wait_for_decision`]).
+    #[must_use]
+    pub fn wait(&self, s: &Submitted, timeout: Duration) -> Outcome {
+        let id = s.packet_id.clone();
+        match wait_for_decision(&self.spool, &id, &s.content_hash, &self.pinned, &s.agent, s.at, None, timeout) {
+            Waited::Decided(d) => {
+                let why = d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
+                let by = crate::text::inert(&d.principal, 200);
+                match d.verdict {
+                    Verdict::Approve => Outcome::Allow { packet_id: id, reason: format!("approved by {by}{why}") },
+                    Verdict::Refuse => Outcome::Deny {
+                        packet_id: Some(id),
+                        status: "refused",
+                        reason: format!("refused by {by}{why}"),
+                        remedy: None,
+                    },
+                }
+            }
+            Waited::Expired => Outcome::Deny {
+                packet_id: Some(id),
+                status: "expired",
+                reason: "the packet expired undecided".into(),
+                remedy: Some("propose it again".into()),
+            },
+            Waited::Stopped(why) => Outcome::Deny {
+                packet_id: Some(id),
+                status: "killed",
+                reason: format!("{} was killed by the principal{why}", s.agent),
+                remedy: None,
+            },
+            Waited::Quarantined(why) => Outcome::Deny {
+                packet_id: Some(id),
+                status: "quarantined",
+                reason: format!("{} is quarantined by the principal{why}", s.agent),
+                remedy: Some(format!("the principal must release {} from quarantine", s.agent)),
+            },
+            Waited::Timeout => Outcome::Deny {
+                packet_id: Some(id.clone()),
+                status: "timeout",
+                reason: format!("no decision on {id} within {}s", timeout.as_secs_f64()),
+                remedy: Some(format!("ask the principal to decide {id} in warrant, then try again")),
+            },
+        }
+    }
+}
+
+/// How a wait for a decision ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Waited {
+    /// A decision file verified against the pinned keys and the packet's content.
+    Decided(crate::decision::VerifiedDecision),
+    /// The packet's `expires_at` passed.
+    Expired,
+    /// The agent was killed (`": <reason>"` or empty).
+    Stopped(String),
+    /// The agent is quarantined (`": <reason>"` or empty).
+    Quarantined(String),
+    /// The time ran out.
+    Timeout,
+}
+
+/// Waits for `decisions/<id>.json` to hold a decision that verifies against `pinned` for the
+/// packet content `content_hash`, polling every 50 ms, until `timeout`, the packet's expiry
+/// (`expires_at`), or a kill or quarantine signal for `agent` (a kill counts only when given at
+/// or after `since`). A decision file that does not verify is reported once on stderr and
+/// ignored: it is not a decision.
+#[allow(clippy::too_many_arguments)]
+#[must_use]
+pub fn wait_for_decision(
+    spool: &Spool,
+    id: &str,
+    content_hash: &str,
+    pinned: &PinnedKeys,
+    agent: &str,
+    since: time::OffsetDateTime,
+    expires_at: Option<time::OffsetDateTime>,
+    timeout: Duration,
+) -> Waited {
+    let deadline = Instant::now() + timeout;
+    let decision_path = spool.decision_path(id);
+    let mut rejected: Option<(std::time::SystemTime, u64)> = None;
+    loop {
+        if let Ok(meta) = std::fs::symlink_metadata(&decision_path) {
+            let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
+            if rejected != Some(stamp) {
+                let verdict = spool::read_limited(&decision_path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| crate::canonical::parse_untrusted(&b).map_err(|e| format!("not JSON: {e}")))
+                    .and_then(|v| {
+                        crate::decision::verify_decision_file(&v, id, Some(content_hash), pinned)
+                            .map_err(|e| e.to_string())
+                    });
+                match verdict {
+                    Ok(d) => return Waited::Decided(d),
+                    Err(e) => {
+                        eprintln!(
+                            "warrant: ignoring decision file {}: {}",
+                            decision_path.display(),
+                            crate::text::inert(&e, 2000)
+                        );
+                        rejected = Some(stamp);
+                    }
+                }
+            }
+        }
+        if expires_at.is_some_and(|t| time::OffsetDateTime::now_utc() >= t) {
+            return Waited::Expired;
+        }
+        match standing_signal(spool, agent, since) {
+            Some(Signal::Stopped(why)) => return Waited::Stopped(why),
+            Some(Signal::Quarantined(why)) => return Waited::Quarantined(why),
+            None => {}
+        }
+        if Instant::now() >= deadline {
+            return Waited::Timeout;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What the principal told an agent through `signals/<agent>.json`.
+enum Signal {
+    /// `agent kill`: `": <reason>"` or empty.
+    Stopped(String),
+    /// `agent quarantine`: `": <reason>"` or empty.
+    Quarantined(String),
+}
+
+/// Reads `agent`'s signal; `None` when there is none that applies.
+fn standing_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> Option<Signal> {
+    if !crate::packet::is_safe_id(agent) {
+        return None;
+    }
+    let bytes = spool::read_limited(&spool.signals_dir().join(format!("{agent}.json"))).ok()?;
+    let v = crate::canonical::parse_untrusted(&bytes).ok()?;
+    let at = v.get("at").and_then(Value::as_str).and_then(crate::clock::parse_rfc3339)?;
+    if v.get("agent").and_then(Value::as_str) != Some(agent) {
+        return None;
+    }
+    let reason = v
+        .get("reason")
+        .and_then(Value::as_str)
+        .map(|r| format!(": {}", crate::text::inert(r, 400)))
+        .unwrap_or_default();
+    match v.get("type").and_then(Value::as_str) {
+        Some("warrant_stop") if at >= since - time::Duration::seconds(1) => Some(Signal::Stopped(reason)),
+        Some("warrant_quarantine") => Some(Signal::Quarantined(reason)),
+        _ => None,
+    }
+}
+
+/// The `_warrant` object the gateway returns and the hooks log: status, reason, packet id,
+/// graduation path and what would unblock the call.
+#[must_use]
+pub fn warrant_object(o: &Outcome) -> Value {
+    match o {
+        Outcome::Allow { packet_id, reason } => json!({"status": "allowed", "reason": reason, "packet_id": packet_id}),
+        Outcome::Hold { packet_id, state, reason, graduation } => json!({
+            "status": "held", "state": state.as_str(), "reason": reason, "packet_id": packet_id,
+            "graduationPath": graduation,
+            "unblock": "the principal approves the packet in warrant",
+        }),
+        Outcome::Deny { packet_id, status, reason, remedy } => json!({
+            "status": status, "reason": reason, "packet_id": packet_id, "unblock": remedy,
+        }),
+    }
+}
