@@ -87,6 +87,12 @@ fn scrolling_ten_thousand_packets_shows_the_window_around_the_selection() {
     let mid = screen(&s, 160, 48);
     assert_eq!(rows(&mid), (4959..=5000).collect::<Vec<_>>(), "{mid}");
     assert!(mid.contains("↑ 4959 newer"), "{mid}");
+    // The count sits on the list's bottom border, never over the tab bar (issue 16).
+    let tabs = mid.lines().find(|l| l.contains("1 Pending")).expect("the tab bar");
+    assert!(tabs.contains("2 Decided") && tabs.contains("6 Agents") && !tabs.contains("newer"), "{mid}");
+    let newer = mid.lines().position(|l| l.contains("newer")).expect("newer");
+    let more = mid.lines().position(|l| l.contains("more")).expect("more");
+    assert_eq!(newer, more, "both counts on the bottom border: {mid}");
     assert!(mid.contains("↓ 4999 more"), "{mid}");
     // The detail pane shows the packet under the cursor.
     assert!(mid.contains("p-05000"), "{mid}");
