@@ -424,6 +424,14 @@ pub fn call_of_packet<'a>(proposed: &'a Value, governance_tool: &str) -> Option<
         .then(|| (m.get("input").unwrap_or(&Value::Null), m.get("annotations").unwrap_or(&Value::Null)))
 }
 
+/// Whether `p` asks for a tool call a hook or the gateway governs ([`call_packet`]'s form).
+#[must_use]
+pub fn is_call_packet(p: &crate::packet::Packet) -> bool {
+    crate::verdict::Governance::of_packet(p)
+        .and_then(|g| g.tool.clone())
+        .is_some_and(|t| call_of_packet(&p.proposed_action, &t).is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

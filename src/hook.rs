@@ -160,7 +160,7 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
         Ok(g) => g,
         Err(e) => return deny(opts.host, kind, &e.to_string()),
     };
-    let outcome = match governor.submit(&call, call_id) {
+    let outcome = match governor.submit(&call, call_id, Some(opts.wait)) {
         Ok(s) => match &s.outcome {
             Outcome::Hold { .. } => governor.wait(&s, opts.wait),
             o => o.clone(),

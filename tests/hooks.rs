@@ -152,6 +152,15 @@ fn an_undecided_call_is_denied_at_the_timeout_and_permission_requests_answer_in_
             .expect("json");
     assert_eq!(doc["governance"]["contract"]["required_level"], json!(3));
     assert_eq!(doc["governance"]["contract"]["reversibility"], json!("irreversible"));
+    // It expired with the wait: approving it later cannot make the call run, and a retry of the
+    // same call is told so at once.
+    assert!(doc["expires_at"].is_string(), "{doc}");
+    let o = e.run(&["approve", "--yes", "cc-toolu_01CreateIssue"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expired"), "{}", text(&o));
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-mcp.json"), &[]));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("expired"), "{reason}");
 
     let o = hook(&e, "claude-code", &fixture("claude-code-permission-request-bash.json"), &["--wait", "0.2"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
