@@ -290,7 +290,12 @@ impl Governor {
             state => Outcome::Hold {
                 packet_id: id.to_owned(),
                 state,
-                reason,
+                reason: match a.gate.get(id).and_then(|tg| {
+                    crate::verdict::graduation_hint(v, tg, &self.policies.normalize(&entry.packet.action_class))
+                }) {
+                    Some(hint) => format!("{reason} ({hint})"),
+                    None => reason,
+                },
                 graduation: a.gate.get(id).and_then(|d| d.graduation_path.as_ref().map(|g| g.to_json())),
             },
         };
@@ -336,7 +341,14 @@ impl Governor {
             Waited::Timeout => Outcome::Deny {
                 packet_id: Some(id.clone()),
                 status: "timeout",
-                reason: format!("no decision on {id} within {}s", timeout.as_secs_f64()),
+                reason: match &s.outcome {
+                    Outcome::Hold { state, reason, .. } => format!(
+                        "no decision on {id} within {}s; it was held ({}): {reason}",
+                        timeout.as_secs_f64(),
+                        state.as_str()
+                    ),
+                    _ => format!("no decision on {id} within {}s", timeout.as_secs_f64()),
+                },
                 remedy: Some(format!("ask the principal to decide {id} in warrant, then try again")),
             },
         }

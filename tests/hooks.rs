@@ -330,3 +330,56 @@ fn setup_writes_the_hooks_once_and_says_what_changed() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("/hooks"), "{}", text(&o));
     assert!(!project.join(".codex/hooks.json").exists());
 }
+
+/// Runs a PreToolUse of `tool` with `input` as call `id` waiting `wait` seconds, approving or
+/// refusing it (`decide`) once it is published; returns the hook's decision and reason.
+fn call(e: &Env, id: &str, tool: &str, input: Value, decide: Option<&str>, wait: &str) -> (String, String) {
+    let event = json!({
+        "session_id": "grad", "cwd": "/home/user/project", "hook_event_name": "PreToolUse",
+        "tool_name": tool, "tool_input": input, "tool_use_id": id,
+    });
+    let child = spawn_hook(e, "claude-code", event.to_string().as_bytes(), &["--wait", wait]);
+    if let Some(verb) = decide {
+        let packet = format!("cc-{id}");
+        wait_for_packet(e, &packet);
+        let o = e.run(&[verb, "--yes", &packet, "--reason", "checked"]);
+        assert_eq!(o.status.code(), Some(0), "{verb} {packet}: {}", text(&o));
+    }
+    pre_tool_use(&child.wait_with_output().expect("hook"))
+}
+
+// Trust Graduation's loop through the hooks: a class that must earn evidence is held, the
+// principal's approvals are the evidence, the agent is told how many more it takes, and once the
+// class graduates its calls run with no prompt; one refusal and it is held again.
+#[test]
+fn approved_calls_graduate_a_class_and_one_refusal_holds_it_again() {
+    let e = env();
+    e.policy("[tools.\"mcp__mail__send_internal\"]\ntier = \"safe\"\nclass = \"email.send.internal\"\nlevel = 1\n");
+    let send = |n: usize| json!({"to": "team@acme.example", "subject": format!("standup {n}")});
+    let mut approvals = 0;
+    loop {
+        let (decision, reason) = call(&e, &format!("g-{approvals}"), "mcp__mail__send_internal", send(approvals), None, "0.2");
+        if decision == "allow" {
+            break;
+        }
+        // Held for evidence, with the way to graduate in the reason.
+        let more = 10 - approvals;
+        let s = if more == 1 { "" } else { "s" };
+        let expected = format!("{more} more approved call{s} of `email.send.internal` and it runs on its own");
+        assert!(reason.contains(&expected), "after {approvals} approvals: {reason}");
+        // The principal approves the call the agent makes again.
+        let (decision, reason) =
+            call(&e, &format!("a-{approvals}"), "mcp__mail__send_internal", send(approvals), Some("approve"), "20");
+        assert_eq!(decision, "allow", "{reason}");
+        approvals += 1;
+        assert!(approvals <= 10, "still held after 10 approvals: {reason}");
+    }
+    assert_eq!(approvals, 10, "graduates at the tenth approval (auto_capped: 10 positive, 6 approvals)");
+    assert_eq!(call(&e, "after-1", "mcp__mail__send_internal", send(100), None, "0.2").0, "allow");
+    // The principal refuses one of the calls that waited in vain: the class is held again.
+    let o = e.run(&["refuse", "--yes", "cc-g-0", "--reason", "wrong list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (decision, reason) = call(&e, "after-2", "mcp__mail__send_internal", send(101), None, "0.2");
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("cannot graduate on approvals"), "{reason}");
+}

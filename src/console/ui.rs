@@ -906,6 +906,11 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         lines.push(kv(theme, "why", Span::styled(inert(&why, usize::MAX), theme.get("warn"))));
         lines.push(kv(theme, "to change", inert(&remedy, usize::MAX)));
     }
+    if let (Some(v), Some(tg)) = (state.verdict(&p.id), state.gate_decision(&p.id))
+        && let Some(hint) = crate::verdict::graduation_hint(v, tg, &state.policies.normalize(&p.action_class))
+    {
+        lines.push(kv(theme, "graduation", inert(&hint, usize::MAX)));
+    }
     if let Some(v) = state.verdict(&p.id).filter(|v| v.approvable()) {
         for s in v.stands_in_for() {
             lines.push(kv(theme, "approving", format!("stands in for {}", inert(&s, text_w))));
