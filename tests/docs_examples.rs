@@ -538,7 +538,9 @@ fn toml_examples_are_accepted_by_warrant() {
             } else if body.contains("[[class]]") {
                 ("policy.toml", &["well-known"], "crm.record.update".to_string())
             } else {
-                ("policy.toml", &["trust", "show"], "corrections.merge".to_string())
+                // The first tool the example registers.
+                let tool = body.split("[tools.\"").nth(1).and_then(|r| r.split('"').next()).expect("a [tools] entry");
+                ("policy.toml", &["trust", "show"], tool.to_string())
             };
             std::fs::write(config.join(name), &body).expect("write the example");
             let o = Command::new(BIN)

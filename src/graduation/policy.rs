@@ -685,9 +685,13 @@ impl PolicySet {
         Ok(())
     }
 
-    /// The tools registered in `policy.toml`, by key.
+    /// The tools registered in `policy.toml`: by name, then the glob keys (not the built-in
+    /// table of the hosts' tools).
     pub fn tools(&self) -> impl Iterator<Item = (&str, &ToolPolicy)> {
-        self.tools.iter().map(|(k, v)| (k.as_str(), v))
+        self.tools
+            .iter()
+            .map(|(k, v)| (k.as_str(), v))
+            .chain(self.tool_globs.iter().map(|g| (g.pattern.as_str(), &g.policy)))
     }
 
     /// The policy of the tool `key`: `policy.toml`'s entry of that name, else its most specific
