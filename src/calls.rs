@@ -161,10 +161,7 @@ fn is_shell(program: &str) -> bool {
 fn best_rule<'a>(policies: &'a PolicySet, words: &str) -> Option<(&'a str, &'a ToolPolicy)> {
     let mut best: Option<(usize, (u8, ToolTier), &crate::graduation::policy::CommandRule)> = None;
     for rule in policies.command_rules() {
-        let hit = rule.matcher.is_match(words)
-            // `git push *` also matches a bare `git push`.
-            || rule.pattern.strip_suffix(" *").is_some_and(|head| normalize_command_pattern(head).as_deref() == Some(words));
-        if !hit {
+        if !rule.matches(words) {
             continue;
         }
         let key = (crate::graduation::policy::specificity(&rule.pattern), (rule.policy.floor(), rule.policy.tier));

@@ -451,7 +451,9 @@ impl<E: std::error::Error + 'static> From<E> for Failure {
 #[must_use]
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let _log = init_logging();
+    // A hook answers one call while the agent waits: no log file and no writer thread to start
+    // and join (the packet it publishes is its record).
+    let _log = if matches!(cli.command, Some(Command::Hook { .. })) { None } else { init_logging() };
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) if f.closed_pipe => ExitCode::SUCCESS,

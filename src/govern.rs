@@ -213,7 +213,7 @@ impl Governor {
     /// # Errors
     /// [`GovernError::InvalidPacket`] when the packet is missing or invalid; chain and I/O errors.
     pub fn judge(&self, id: &str) -> Result<(String, Outcome), GovernError> {
-        let snap = Scanner::new().scan(&self.spool)?;
+        let snap = Scanner::new().scan_packets_selected(&self.spool, recent_or_foreign)?;
         let Some(entry) = snap.packet(id).cloned() else {
             let reason = snap
                 .invalid
@@ -353,6 +353,36 @@ impl Governor {
             },
         }
     }
+}
+
+/// Which packet files a call's verdict needs ([`Scanner::scan_packets_selected`]): the ones
+/// that can change it. The rate limit replays an agent's arrivals (inode change times) with
+/// token buckets that are full again after `burst / rate` seconds without one (2 s in every ring
+/// of the default table), so the arrivals before the last such quiet gap in the whole directory
+/// cannot change any bucket now: the files from that gap on are kept. Who may speak for an agent
+/// is, by default, the owner of its first packet ever: while every file is this process's
+/// user's, that is this user whatever the agent, so old files are not needed; when another user
+/// has published anything, every file is kept and the verdict is exactly the console's.
+fn recent_or_foreign(metas: &[std::fs::Metadata]) -> Vec<bool> {
+    use std::os::unix::fs::MetadataExt as _;
+    let me = rustix::process::geteuid().as_raw();
+    if metas.iter().any(|m| m.uid() != me) {
+        return vec![true; metas.len()];
+    }
+    let quiet = crate::rings::Ring::ALL
+        .iter()
+        .map(|r| {
+            let l = crate::rings::rate::default_limits(*r);
+            l.burst / l.rate
+        })
+        .fold(0.0_f64, f64::max)
+        + 1.0;
+    let ctime = |m: &std::fs::Metadata| m.ctime() as f64 + f64::from(m.ctime_nsec() as u32) * 1e-9;
+    let mut times: Vec<f64> = metas.iter().map(ctime).collect();
+    times.sort_by(|a, b| b.total_cmp(a));
+    // From the newest back to the first gap of `quiet` seconds.
+    let from = times.windows(2).find(|w| w[0] - w[1] >= quiet).map_or(f64::NEG_INFINITY, |w| w[0]);
+    metas.iter().map(|m| ctime(m) >= from).collect()
 }
 
 /// How a wait for a decision ended.

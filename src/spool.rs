@@ -490,6 +490,50 @@ impl Scanner {
         Ok(self.snapshot(&listing))
     }
 
+    /// Scans `packets/` only, parsing just the files `choose` keeps: it gets the metadata of
+    /// every publication in the directory (in listing order) and answers, for each, whether to
+    /// parse it. Receipts are not read. The snapshot is built as [`Scanner::scan`] builds one
+    /// from the files kept (duplicate and ambiguous ids among them included); a file left out
+    /// counts for nothing. For a caller that needs only some of the packets (a hook judging one
+    /// call, `crate::govern`), without the cost of parsing every file.
+    ///
+    /// # Errors
+    /// Only when `packets/` exists but cannot be listed.
+    pub fn scan_packets_selected(
+        &mut self,
+        spool: &Spool,
+        choose: impl FnOnce(&[fs::Metadata]) -> Vec<bool>,
+    ) -> io::Result<Snapshot> {
+        let dir = spool.packets_dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Snapshot::default()),
+            Err(e) => return Err(e),
+        };
+        let mut listed: Vec<(String, fs::Metadata)> = Vec::new();
+        for entry in entries {
+            let Ok(entry) = entry else { continue };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !is_publication(&name) {
+                continue;
+            }
+            // `DirEntry::metadata` does not follow a symlink, as `look` does not.
+            if let Ok(meta) = entry.metadata() {
+                listed.push((name, meta));
+            }
+        }
+        let metas: Vec<fs::Metadata> = listed.iter().map(|(_, m)| m.clone()).collect();
+        let keep = choose(&metas);
+        let cache = &mut self.cache[FileKind::Packet as usize];
+        let mut seen: Vec<SeenFile> = Vec::new();
+        for ((name, _), keep) in listed.iter().zip(keep) {
+            if keep && let Some((key, _)) = look(cache, FileKind::Packet, name, &dir.join(name)) {
+                seen.push((FileKind::Packet, key));
+            }
+        }
+        Ok(self.rebuild(&seen))
+    }
+
     /// Scans like [`Scanner::scan`], but answers `None` when no file was added, removed or
     /// changed (size, modification time, change time or inode) since this scanner's previous
     /// scan, so the caller can skip recomputing what it derived from the last snapshot. The

@@ -415,17 +415,56 @@ pub struct CommandRule {
     /// The pattern as written.
     pub pattern: String,
     /// Its compiled form.
-    pub(crate) matcher: globset::GlobMatcher,
+    pub(crate) glob: LazyGlob,
     /// What a command it matches is.
     pub policy: ToolPolicy,
+}
+
+impl CommandRule {
+    /// Whether the rule matches a command's normalised words (`calls::CommandPart::words`).
+    #[must_use]
+    pub fn matches(&self, words: &str) -> bool {
+        self.glob.is_match(words)
+            // `git push *` also matches a bare `git push`.
+            || self.glob.source.strip_suffix(" *").is_some_and(|head| head == words)
+    }
 }
 
 /// A tool key that is a glob (`filesystem/read_*`), compiled.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolGlob {
     pub(crate) pattern: String,
-    pub(crate) matcher: globset::GlobMatcher,
+    pub(crate) glob: LazyGlob,
     pub(crate) policy: ToolPolicy,
+}
+
+/// A glob checked when parsed and compiled to its matcher (a regex) only when a name with its
+/// literal prefix is first matched against it: a hook process answers one call, and compiling
+/// every rule of the tables cost it milliseconds.
+#[derive(Debug, Clone)]
+pub(crate) struct LazyGlob {
+    source: String,
+    prefix: String,
+    glob: globset::Glob,
+    matcher: std::sync::OnceLock<globset::GlobMatcher>,
+}
+
+impl LazyGlob {
+    /// Parses `pattern` (`*` matches any characters, `/` included).
+    fn new(pattern: &str) -> Result<Self, String> {
+        let glob = globset::GlobBuilder::new(pattern)
+            .literal_separator(false)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let prefix = pattern.split(['*', '?', '[', '{', '\\']).next().unwrap_or("").to_owned();
+        Ok(Self { source: pattern.to_owned(), prefix, glob, matcher: std::sync::OnceLock::new() })
+    }
+
+    /// Whether `s` matches.
+    pub(crate) fn is_match(&self, s: &str) -> bool {
+        s.starts_with(&self.prefix) && self.matcher.get_or_init(|| self.glob.compile_matcher()).is_match(s)
+    }
 }
 
 /// Whether a `[tools]` key or `[commands]` pattern is a glob rather than a literal name.
@@ -436,16 +475,6 @@ fn is_glob(key: &str) -> bool {
 /// How specific a glob is: the number of its characters that are not wildcards.
 pub(crate) fn specificity(pattern: &str) -> usize {
     pattern.chars().filter(|c| !matches!(c, '*' | '?' | '[' | ']' | '{' | '}')).count()
-}
-
-/// Compiles a glob (`*` matches any characters, `/` included).
-fn compile_glob(pattern: &str) -> Result<globset::GlobMatcher, String> {
-    globset::GlobBuilder::new(pattern)
-        .literal_separator(false)
-        .backslash_escape(true)
-        .build()
-        .map(|g| g.compile_matcher())
-        .map_err(|e| e.to_string())
 }
 
 /// The tools of Claude Code and Codex and the command rules warrant applies when `policy.toml`
@@ -1149,7 +1178,7 @@ fn host_table() -> Arc<HostTable> {
 fn best_glob<'a>(globs: &'a [ToolGlob], key: &str) -> Option<&'a ToolPolicy> {
     globs
         .iter()
-        .filter(|g| g.matcher.is_match(key))
+        .filter(|g| g.glob.is_match(key))
         .max_by_key(|g| (specificity(&g.pattern), g.policy.tier, g.policy.floor()))
         .map(|g| &g.policy)
 }
@@ -1188,8 +1217,8 @@ fn parse_tool_table(
         }
         let p = policy(id.clone(), &def.tier, def.required_trust_level, def.class, def.level, def.command)?;
         if is_glob(&key) {
-            let matcher = compile_glob(&key).map_err(|message| PolicyError::Class { id, message })?;
-            table.globs.push(ToolGlob { pattern: key, matcher, policy: p });
+            let glob = LazyGlob::new(&key).map_err(|message| PolicyError::Class { id, message })?;
+            table.globs.push(ToolGlob { pattern: key, glob, policy: p });
         } else {
             table.tools.insert(key, p);
         }
@@ -1199,8 +1228,8 @@ fn parse_tool_table(
         let normal = crate::calls::normalize_command_pattern(&pattern)
             .ok_or_else(|| PolicyError::Class { id: id.clone(), message: "an empty command pattern".into() })?;
         let p = policy(id.clone(), &def.tier, None, def.class, def.level, None)?;
-        let matcher = compile_glob(&normal).map_err(|message| PolicyError::Class { id, message })?;
-        table.commands.push(CommandRule { pattern, matcher, policy: p });
+        let glob = LazyGlob::new(&normal).map_err(|message| PolicyError::Class { id, message })?;
+        table.commands.push(CommandRule { pattern, glob, policy: p });
     }
     Ok(table)
 }
