@@ -46,12 +46,12 @@ impl Classification {
         }
     }
 
-    /// The contract's blast radius: `local` for safe tools, `project` for mutating ones,
+    /// The contract's blast radius: `self` for safe tools, `project` for mutating ones,
     /// `external` for destructive and unregistered ones.
     #[must_use]
     pub fn blast_radius(&self) -> &'static str {
         match self.tier {
-            Some(ToolTier::Safe) => "local",
+            Some(ToolTier::Safe) => "self",
             Some(ToolTier::Mutating) => "project",
             _ => "external",
         }
@@ -424,6 +424,14 @@ pub fn call_of_packet<'a>(proposed: &'a Value, governance_tool: &str) -> Option<
         .then(|| (m.get("input").unwrap_or(&Value::Null), m.get("annotations").unwrap_or(&Value::Null)))
 }
 
+/// Whether `p` asks for a tool call a hook or the gateway governs ([`call_packet`]'s form).
+#[must_use]
+pub fn is_call_packet(p: &crate::packet::Packet) -> bool {
+    crate::verdict::Governance::of_packet(p)
+        .and_then(|g| g.tool.clone())
+        .is_some_and(|t| call_of_packet(&p.proposed_action, &t).is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -535,6 +543,14 @@ mod tests {
         assert!(crate::packet::is_safe_id(&odd) && odd.starts_with("cc-"));
         let a = packet_id(&call, None);
         assert_eq!(a, packet_id(&call, None));
+        // The packet's governance block is one the composed verdict accepts, for every tier.
+        let p = policies("");
+        for tool in ["Read", "Edit", "Bash", "mcp__x__y"] {
+            let c = classify(&p, tool, &call.input, &Value::Null);
+            let doc = call_packet(&ToolCall { tool: tool.into(), ..call.clone() }, &c, &p, "cc-1", "2026-11-25T00:00:00Z");
+            let g = crate::verdict::Governance::from_json(&doc["governance"]);
+            assert!(g.error.is_none() && matches!(g.contract, Some(Ok(_))), "{tool}: {g:?}");
+        }
         let other = ToolCall { input: json!({"command": "ls -l"}), ..call };
         assert_ne!(a, packet_id(&other, None), "another input is another request");
         assert_eq!(notebook_for_dir("/home/a/my app"), format!("my-app-{}", &crate::canonical::sha256_hex(b"/home/a/my app")[..6]));

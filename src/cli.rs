@@ -252,6 +252,43 @@ pub enum Command {
     },
     /// Print the manual page (roff) to stdout: `warrant man | man -l -`.
     Man,
+    /// Answer an agent host's hook: one JSON event on stdin (PreToolUse, PermissionRequest,
+    /// PostToolUse), the host's documented answer on stdout. Every failure is a deny.
+    Hook {
+        /// The host whose hook this is.
+        host: crate::hook::Host,
+        /// The agent id packets name [default: the host's name].
+        #[arg(long, value_name = "ID")]
+        agent: Option<String>,
+        /// The notebook whose trust applies [default: derived from the event's cwd].
+        #[arg(long, value_name = "NAME")]
+        notebook: Option<String>,
+        /// Seconds to wait for the principal; keep it under the host's hook timeout (600 s by
+        /// default).
+        #[arg(long, value_name = "SECS", default_value_t = crate::hook::DEFAULT_WAIT_SECS)]
+        wait: f64,
+    },
+    /// Write the hook configuration that puts warrant in front of an agent host's tools.
+    Setup {
+        /// The host.
+        host: crate::hook::Host,
+        /// Claude Code: the project's `.claude/settings.json` (the default); Codex: the project's
+        /// `.codex/hooks.json`.
+        #[arg(long, conflicts_with = "user")]
+        project: bool,
+        /// The user's settings (`~/.claude/settings.json`, `~/.codex/hooks.json`).
+        #[arg(long)]
+        user: bool,
+        /// Print the configuration instead of writing it.
+        #[arg(long)]
+        print: bool,
+        /// The project directory [default: the current directory].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Seconds the hook waits for the principal (the host's timeout is set 60 s longer).
+        #[arg(long, value_name = "SECS", default_value_t = crate::hook::DEFAULT_WAIT_SECS)]
+        wait: f64,
+    },
     /// The principal's signed checkpoints of a spool's chain (they detect records cut off).
     Checkpoint {
         /// What to do.
@@ -550,6 +587,10 @@ fn load_pinned() -> Result<PinnedKeys, Failure> {
 /// # Errors
 /// A [`Failure`] with its exit code.
 pub fn run(cli: Cli) -> Result<u8, Failure> {
+    if let Some(Command::Hook { host, agent, notebook, wait }) = cli.command {
+        // Before anything that could fail with a code the host reads as "proceed".
+        return Ok(hook_cmd(cli.spool, host, agent, notebook, wait));
+    }
     let config = Config::load().map_err(Failure::usage)?;
     let spool_arg = cli.spool.clone();
     match cli.command.unwrap_or(Command::Console { read_only: false, theme: None }) {
@@ -639,6 +680,12 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             clap_mangen::Man::new(Cli::command()).render(&mut out)?;
             out.flush()?;
             Ok(0)
+        }
+        Command::Hook { .. } => Err(Failure::usage("internal error: hook handled above")),
+        Command::Setup { host, project: _, user, print, dir, wait } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            crate::setup::setup(host, &crate::setup::SetupOptions { user, print, dir, wait, spool: spool.root().to_owned() })
+                .map_err(Failure::usage)
         }
         Command::Init { agents_group, dir } => {
             let spool = resolve_spool(dir.or(spool_arg), &config)?;
@@ -1404,6 +1451,42 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         )?;
     }
     Ok(0)
+}
+
+/// `warrant hook HOST`: the answer printed, its code (0 or 2) returned; a configuration that
+/// cannot be read denies every event in the host's format.
+fn hook_cmd(
+    spool_arg: Option<PathBuf>,
+    host: crate::hook::Host,
+    agent: Option<String>,
+    notebook: Option<String>,
+    wait: f64,
+) -> u8 {
+    let opts = (|| -> Result<crate::hook::HookOptions, String> {
+        let config = Config::load()?;
+        let spool = resolve_spool(spool_arg, &config).map_err(|f| f.message)?;
+        let wait = Duration::try_from_secs_f64(wait)
+            .ok()
+            .filter(|d| *d <= Duration::from_secs(86_400))
+            .ok_or_else(|| format!("--wait {wait}: give a number of seconds from 0 to 86400"))?;
+        for (flag, id) in [("--agent", &agent), ("--notebook", &notebook)] {
+            if let Some(id) = id.as_deref().filter(|id| !packet::is_safe_id(id)) {
+                return Err(format!("{flag} {:?} is not a safe id (A-Z a-z 0-9 . _ : -)", crate::text::inert(id, 60)));
+            }
+        }
+        Ok(crate::hook::HookOptions { host, spool, config_dir: config::config_dir(), agent, notebook, wait })
+    })();
+    let answer = crate::hook::run_stdin(host, opts.as_ref().map_err(String::as_str));
+    let mut out = io::stdout().lock();
+    if out.write_all(answer.stdout.as_bytes()).and_then(|()| out.flush()).is_err() {
+        // The host did not read the answer: make sure it cannot read "proceed".
+        eprintln!("warrant: could not write the answer; the call is denied");
+        return EXIT_USAGE;
+    }
+    if !answer.stderr.is_empty() {
+        eprintln!("{}", answer.stderr);
+    }
+    answer.code
 }
 
 /// Whether the packet's `expires_at` has passed at `now` (an undecided packet then can only be

@@ -169,12 +169,22 @@ impl Governor {
     ///
     /// # Errors
     /// [`GovernError`]: the surfaces answer every one with a deny.
-    pub fn submit(&self, call: &ToolCall, call_id: Option<&str>) -> Result<Submitted, GovernError> {
+    /// The packet expires `expires_in` after it is published (the caller's wait): a call the
+    /// principal did not decide in time is never run later, and the console shows it expired.
+    pub fn submit(
+        &self,
+        call: &ToolCall,
+        call_id: Option<&str>,
+        expires_in: Option<Duration>,
+    ) -> Result<Submitted, GovernError> {
         let classification = crate::calls::classify(&self.policies, &call.tool, &call.input, &call.annotations);
         let id = crate::calls::packet_id(call, call_id);
         let now = time::OffsetDateTime::now_utc();
-        let doc =
+        let mut doc =
             crate::calls::call_packet(call, &classification, &self.policies, &id, &crate::clock::format_rfc3339(now));
+        if let Some(t) = expires_in.and_then(|d| time::Duration::try_from(d).ok()).and_then(|d| now.checked_add(d)) {
+            doc["expires_at"] = json!(crate::clock::format_rfc3339(t));
+        }
         self.spool.ensure()?;
         match self.spool.publish_new(&self.spool.packets_dir(), &id, &doc) {
             Ok(_) => {}
@@ -235,6 +245,16 @@ impl Governor {
                 },
             }));
         }
+        if let Some(at) = entry.packet.expires_at.as_deref().filter(|t| {
+            crate::clock::parse_rfc3339(t).is_some_and(|t| t <= time::OffsetDateTime::now_utc())
+        }) {
+            return Ok((hash, Outcome::Deny {
+                packet_id: Some(id.to_owned()),
+                status: "expired",
+                reason: format!("{id} expired undecided at {at}"),
+                remedy: Some("make the call again".into()),
+            }));
+        }
         let observer = crate::preconditions::Observer::for_policies(&self.policies, Some(&self.config_dir));
         let revalidations = crate::preconditions::observe_pending(&observer, &snap.packets, &view.decisions);
         let ctx = crate::verdict::VerdictContext {
@@ -270,7 +290,12 @@ impl Governor {
             state => Outcome::Hold {
                 packet_id: id.to_owned(),
                 state,
-                reason,
+                reason: match a.gate.get(id).and_then(|tg| {
+                    crate::verdict::graduation_hint(v, tg, &self.policies.normalize(&entry.packet.action_class))
+                }) {
+                    Some(hint) => format!("{reason} ({hint})"),
+                    None => reason,
+                },
                 graduation: a.gate.get(id).and_then(|d| d.graduation_path.as_ref().map(|g| g.to_json())),
             },
         };
@@ -316,7 +341,14 @@ impl Governor {
             Waited::Timeout => Outcome::Deny {
                 packet_id: Some(id.clone()),
                 status: "timeout",
-                reason: format!("no decision on {id} within {}s", timeout.as_secs_f64()),
+                reason: match &s.outcome {
+                    Outcome::Hold { state, reason, .. } => format!(
+                        "no decision on {id} within {}s; it was held ({}): {reason}",
+                        timeout.as_secs_f64(),
+                        state.as_str()
+                    ),
+                    _ => format!("no decision on {id} within {}s", timeout.as_secs_f64()),
+                },
                 remedy: Some(format!("ask the principal to decide {id} in warrant, then try again")),
             },
         }

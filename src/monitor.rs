@@ -61,6 +61,88 @@ pub struct AgentSummary {
     pub rate_rejections: u64,
     /// The latest arrival, unix seconds.
     pub last_seen: f64,
+    /// Its tool calls governed by a hook or the gateway (issue 17), if it made any.
+    pub calls: Option<ToolCalls>,
+}
+
+/// An agent's tool calls governed by a hook or the gateway: who it is (host, sessions,
+/// workspace), how its calls were answered, and its last call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolCalls {
+    /// The host of its last call (`claude-code`, `codex`, `mcp-gateway`).
+    pub host: String,
+    /// Distinct sessions seen.
+    pub sessions: usize,
+    /// The workspace directory of its last call, when the host gave one.
+    pub workspace: Option<String>,
+    /// Calls that ran: approved by the principal, or allowed by the gate on its own.
+    pub allowed: u64,
+    /// Calls waiting for the principal.
+    pub held: u64,
+    /// Calls refused: by the principal, blocked by the gate, or expired undecided.
+    pub refused: u64,
+    /// Calls in the last minute.
+    pub last_minute: u64,
+    /// The summary of its last call.
+    pub last_call: String,
+    /// When its last call arrived, unix seconds.
+    pub last_at: f64,
+}
+
+/// Whether `p` is a tool call the gate lets run with no prompt: a hook or the gateway already
+/// ran it, so nothing about it waits for the principal (the console's Pending pane leaves it out;
+/// the Agents view counts it).
+#[must_use]
+pub fn ran_on_its_own(a: &Assessment, p: &crate::packet::Packet) -> bool {
+    a.verdicts.get(&p.id).is_some_and(|v| {
+        matches!(v.state, crate::packet::DecisionState::Allowed | crate::packet::DecisionState::AllowedWithConstraints)
+    }) && crate::calls::is_call_packet(p)
+}
+
+/// Counts each agent's tool calls into its summary, from the verdicts just computed.
+fn count_calls(a: &mut Assessment, packets: &[PacketEntry], decisions: &HashMap<String, ChainDecision>, now: f64) {
+    use crate::packet::DecisionState as S;
+    let mut sessions: HashMap<&str, std::collections::HashSet<&str>> = HashMap::new();
+    let mut order: Vec<&PacketEntry> = packets.iter().filter(|e| crate::calls::is_call_packet(&e.packet)).collect();
+    order.sort_by(|x, y| x.arrived.total_cmp(&y.arrived));
+    for e in order {
+        let p = &e.packet;
+        if a.monitor.impersonations.contains_key(&p.id) {
+            continue;
+        }
+        let answer = match decisions.get(&p.id) {
+            Some(d) if d.verdict == crate::decision::Verdict::Approve => S::Allowed,
+            Some(_) => S::Blocked,
+            None => {
+                let expired = p.expires_at.as_deref().and_then(crate::clock::unix_seconds).is_some_and(|t| t <= now);
+                match a.verdicts.get(&p.id).map(|v| v.state) {
+                    _ if expired => S::Blocked,
+                    Some(s @ (S::Allowed | S::AllowedWithConstraints | S::Blocked)) => s,
+                    _ => S::ReviewRequired,
+                }
+            }
+        };
+        let Some(summary) = a.monitor.agents.get_mut(p.agent.as_str()) else { continue };
+        let c = summary.calls.get_or_insert_with(ToolCalls::default);
+        match answer {
+            S::Allowed | S::AllowedWithConstraints => c.allowed += 1,
+            S::Blocked => c.refused += 1,
+            _ => c.held += 1,
+        }
+        let proposed = &p.proposed_action;
+        c.host = proposed.get("host").and_then(serde_json::Value::as_str).unwrap_or("").to_owned();
+        if let Some(d) = proposed.get("cwd").and_then(serde_json::Value::as_str) {
+            c.workspace = Some(d.to_owned());
+        }
+        if let Some(s) = proposed.get("session").and_then(serde_json::Value::as_str) {
+            let seen = sessions.entry(p.agent.as_str()).or_default();
+            seen.insert(s);
+            c.sessions = seen.len();
+        }
+        c.last_minute += u64::from(now - e.arrived < 60.0);
+        c.last_call.clone_from(&p.summary);
+        c.last_at = e.arrived;
+    }
 }
 
 /// What monitoring computed: each packet's rate outcome and each agent's summary.
@@ -218,6 +300,7 @@ fn new_summary(ctx: &VerdictContext<'_>, agent: &str) -> AgentSummary {
         capacity: 0.0,
         rate_rejections: 0,
         last_seen: 0.0,
+        calls: None,
     }
 }
 
@@ -450,6 +533,7 @@ fn assess_with(
         assessed.insert(p.id.clone(), Arc::clone(p));
     }
     drop(index);
+    count_calls(&mut a, packets, decisions, ctx.now);
     a.inputs = policies.map(|p| AssessInputs {
         policies: Arc::clone(p),
         controls: ctx.controls.clone(),

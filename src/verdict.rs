@@ -610,6 +610,35 @@ pub fn evaluate(
     compose(models)
 }
 
+/// What would let a held packet of a class that must first earn evidence (Trust Graduation's
+/// `insufficient_evidence`) run on its own, in one line: how many more approved calls graduate
+/// its class (`EvidenceSummary::approvals_to_reach`), and which other model still holds it, if
+/// any. `None` when the gate does not hold it for evidence.
+#[must_use]
+pub fn graduation_hint(v: &PacketVerdict, tg: &Decision, class: &str) -> Option<String> {
+    if tg.mode != crate::graduation::gate::Mode::InsufficientEvidence {
+        return None;
+    }
+    let needed = tg.graduation_path.as_ref().map_or(1, |g| g.needed);
+    let Some(n) = tg.summary.approvals_to_reach(needed) else {
+        return Some(format!(
+            "`{class}` cannot graduate on approvals while its evidence holds a refusal, a trust issue or heavy edits"
+        ));
+    };
+    let others: Vec<&str> = v
+        .models
+        .iter()
+        .filter(|m| m.model != Model::TrustGraduation && strictness(m.state) > strictness(DecisionState::AllowedWithConstraints))
+        .map(|m| m.model.as_str())
+        .collect();
+    let calls = if n == 1 { "call" } else { "calls" };
+    Some(if others.is_empty() {
+        format!("{n} more approved {calls} of `{class}` and it runs on its own")
+    } else {
+        format!("{n} more approved {calls} of `{class}` graduate it; {} still hold(s) it", others.join(", "))
+    })
+}
+
 /// The precondition re-check as a model verdict: all hold → allowed; any changed or
 /// unobservable → blocked (`precondition_failed`).
 #[must_use]

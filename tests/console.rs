@@ -1775,3 +1775,61 @@ fn readme_key_tables_follow_the_keymap() {
         assert_eq!(table, want, "README's {title} table differs from assets/keymap.toml");
     }
 }
+
+/// A packet asking for a tool call, as `warrant hook` publishes it.
+fn call_packet(id: &str, tool: &str, input: Value, minutes_ago: i64) -> PacketEntry {
+    let policies = warrant::graduation::policy::PolicySet::builtin();
+    let call = warrant::calls::ToolCall {
+        host: "claude-code".into(),
+        agent: "claude-code".into(),
+        session: Some(format!("s-{}", minutes_ago % 2)),
+        tool: tool.into(),
+        input,
+        notebook: "project-1a2b3c".into(),
+        cwd: Some("/home/user/project".into()),
+        annotations: Value::Null,
+    };
+    let c = warrant::calls::classify(&policies, tool, &call.input, &Value::Null);
+    let created = warrant::clock::format_rfc3339(
+        time::OffsetDateTime::from_unix_timestamp(NOW as i64 - minutes_ago * 60).expect("time"),
+    );
+    let doc = warrant::calls::call_packet(&call, &c, &policies, id, &created);
+    let p = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), id).expect("valid packet");
+    PacketEntry {
+        file: format!("{id}.json").into(),
+        arrived: NOW - (minutes_ago * 60) as f64,
+        owner: 4_000_000,
+        packet: Arc::new(p),
+    }
+}
+
+// Issue 17: a tool call the gate lets run on its own waits for nobody, so the Pending pane
+// leaves it out; the Agents view shows the host's agent with its sessions, workspace, calls per
+// minute, allowed / held / refused counts and last call.
+#[test]
+fn tool_calls_that_ran_on_their_own_leave_pending_and_the_agents_view_counts_every_call() {
+    let mut s = state(false);
+    let mut snap = snapshot();
+    snap.packets = vec![
+        call_packet("cc-read", "Read", json!({"file_path": "/home/user/project/README.md"}), 3),
+        call_packet("cc-status", "Bash", json!({"command": "git status"}), 2),
+        call_packet("cc-push", "Bash", json!({"command": "git push origin main"}), 0),
+    ];
+    scanned(&mut s, snap);
+    let pending: Vec<&str> = s.pending().iter().map(|e| e.packet.id.as_str()).collect();
+    assert_eq!(pending, vec!["cc-push"], "only the held push waits for the principal");
+    let agent = s.agents().iter().find(|a| a.agent == "claude-code").expect("the host's agent");
+    let calls = agent.calls.as_ref().expect("calls");
+    assert_eq!((calls.allowed, calls.held, calls.refused), (2, 1, 0), "{calls:?}");
+    assert_eq!((calls.host.as_str(), calls.sessions, calls.last_minute), ("claude-code", 2, 1), "{calls:?}");
+    assert_eq!(calls.workspace.as_deref(), Some("/home/user/project"));
+    assert!(calls.last_call.contains("git push origin main"), "{calls:?}");
+    app::update(&mut s, key("6"));
+    let pos = s.agents().iter().position(|a| a.agent == "claude-code").expect("agent");
+    for _ in 0..pos {
+        app::update(&mut s, key("j"));
+    }
+    let shown = screen(&s, 120, 36);
+    assert!(shown.contains("claude-code · 2 sessions · /home/user/project · 1/min · allowed 2 · held 1 · refused 0"), "{shown}");
+    assert!(shown.contains("Bash: git push origin main"), "{shown}");
+}

@@ -1071,6 +1071,10 @@ impl State {
                 decided_packets.insert(&p.id, p);
                 continue;
             }
+            // A tool call the gate let run on its own waits for nobody (the Agents view counts it).
+            if crate::monitor::ran_on_its_own(&self.assessment, p) {
+                continue;
+            }
             pending_total += 1;
             if needle.is_empty()
                 || memo

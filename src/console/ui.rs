@@ -906,6 +906,11 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         lines.push(kv(theme, "why", Span::styled(inert(&why, usize::MAX), theme.get("warn"))));
         lines.push(kv(theme, "to change", inert(&remedy, usize::MAX)));
     }
+    if let (Some(v), Some(tg)) = (state.verdict(&p.id), state.gate_decision(&p.id))
+        && let Some(hint) = crate::verdict::graduation_hint(v, tg, &state.policies.normalize(&p.action_class))
+    {
+        lines.push(kv(theme, "graduation", inert(&hint, usize::MAX)));
+    }
     if let Some(v) = state.verdict(&p.id).filter(|v| v.approvable()) {
         for s in v.stands_in_for() {
             lines.push(kv(theme, "approving", format!("stands in for {}", inert(&s, text_w))));
@@ -1867,7 +1872,9 @@ fn countdown(seconds: f64) -> String {
 /// agent's detail below.
 fn render_agents(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
     let len = state.agents().len();
-    let detail_h = if area.height >= 18 { 9 } else { 0 };
+    // Two more lines for an agent whose tool calls a hook or the gateway governs.
+    let calls = state.selected_agent().is_some_and(|a| a.calls.is_some());
+    let detail_h = if area.height >= 18 { 9 + 2 * u16::from(calls && area.height >= 22) } else { 0 };
     // The detail: standing, ring, what it may touch, elevation, rate, counts, keys.
     let [list_area, detail_area] = Layout::vertical([Constraint::Min(4), Constraint::Length(detail_h)]).areas(area);
     let rows_h = usize::from(list_area.height.saturating_sub(3));
@@ -2043,6 +2050,31 @@ fn agent_lines(state: &State, theme: &Theme, a: &AgentSummary) -> Vec<Line<'stat
             format!("pending {} · decided {} · receipts {} · last seen {seen}", a.pending, a.decided, a.receipts),
         ),
     ];
+    if let Some(c) = &a.calls {
+        let sessions = match c.sessions {
+            0 => String::new(),
+            1 => " · 1 session".to_owned(),
+            n => format!(" · {n} sessions"),
+        };
+        let workspace = c.workspace.as_deref().map(|w| format!(" · {}", inert(w, 120))).unwrap_or_default();
+        lines.push(kv(
+            theme,
+            "calls",
+            format!(
+                "{}{sessions}{workspace} · {}/min · allowed {} · held {} · refused {}",
+                inert(&c.host, 40),
+                c.last_minute,
+                c.allowed,
+                c.held,
+                c.refused
+            ),
+        ));
+        lines.push(kv(
+            theme,
+            "last call",
+            format!("{} ({} ago)", inert(&c.last_call, 200), clock::human_age(state.now - c.last_at)),
+        ));
+    }
     let km = &state.keymap;
     if !state.read_only {
         let k = |c: &str| km.first_key("normal", c).unwrap_or_default();

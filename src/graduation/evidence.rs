@@ -821,6 +821,31 @@ impl EvidenceSummary {
         }
     }
 
+    /// How many more approvals (each a positive, non-zero-weight approval row, as the principal's
+    /// signed approvals are) bring the count-based tier ([`EvidenceSummary::tier`], §4.4) to
+    /// autonomy level `level` (gated 1, supervised 2, auto_capped 3): `Some(0)` when it is there
+    /// already, `None` when approvals alone cannot get it there (a negative row, a trust issue,
+    /// three rejections, edits too heavy, or a level above 3).
+    #[must_use]
+    pub fn approvals_to_reach(&self, level: u8) -> Option<u32> {
+        let now = self.tier();
+        if now.autonomy_level() >= level {
+            return Some(0);
+        }
+        if now == Tier::Review || self.negative > 0 {
+            return None;
+        }
+        let (positive, approvals, edits): (u32, u32, f64) = match level {
+            0 | 1 => return Some(0),
+            2 => (5, 3, 0.25),
+            3 => (10, 6, 0.15),
+            _ => return None,
+        };
+        (self.max_edit_distance <= edits).then(|| {
+            positive.saturating_sub(self.graduation_positive).max(approvals.saturating_sub(self.graduation_approvals))
+        })
+    }
+
     /// A serializable view of [`EvidenceSummary::to_json`]: the same members in the same
     /// (sorted) order, written without building the object.
     #[must_use]

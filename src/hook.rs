@@ -1,0 +1,280 @@
+//! `warrant hook claude-code` and `warrant hook codex` (issue 17): the agent hosts' command
+//! hooks, one JSON event on stdin, the host's documented answer on stdout
+//! (`../shared/reference/agent-integrations.md` §1–§2; `docs/integrations.md`).
+//!
+//! Both hosts read any exit code other than 0 and 2, a crash and a timeout as "proceed", so no
+//! path here ends in one: a known event that cannot be governed gets a printed deny in the
+//! host's format; input that is not a known event gets exit 2 with the reason on stderr; a
+//! panic is caught and becomes exit 2. The wait for the principal ends before the host's own
+//! hook timeout (`--wait`, default [`DEFAULT_WAIT_SECS`]; the hosts' default is 600 s).
+
+use crate::calls::ToolCall;
+use crate::govern::{Governor, Outcome};
+use crate::spool::Spool;
+use serde_json::{Value, json};
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long a hook waits for the principal by default: under the hosts' 600 s hook timeout, with
+/// a minute to spare for the host's own work.
+pub const DEFAULT_WAIT_SECS: f64 = 540.0;
+
+/// The largest event read from stdin (a tool input can be a whole file being written).
+pub const MAX_EVENT_BYTES: u64 = 16 << 20;
+
+/// The agent host a hook answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Host {
+    /// Claude Code (`settings.json` hooks).
+    ClaudeCode,
+    /// OpenAI Codex CLI (`hooks.json` / `[hooks]`).
+    Codex,
+}
+
+impl Host {
+    /// The host's name, as packets name it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Host::ClaudeCode => "claude-code",
+            Host::Codex => "codex",
+        }
+    }
+}
+
+/// The events warrant handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// Before a tool runs: allow or deny.
+    PreToolUse,
+    /// The host is about to ask its user: allow or deny.
+    PermissionRequest,
+    /// After a tool ran: a receipt.
+    PostToolUse,
+}
+
+impl Event {
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "PreToolUse" => Some(Event::PreToolUse),
+            "PermissionRequest" => Some(Event::PermissionRequest),
+            "PostToolUse" => Some(Event::PostToolUse),
+            _ => None,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Event::PreToolUse => "PreToolUse",
+            Event::PermissionRequest => "PermissionRequest",
+            Event::PostToolUse => "PostToolUse",
+        }
+    }
+}
+
+/// The hook's options (`warrant hook HOST …`).
+#[derive(Debug, Clone)]
+pub struct HookOptions {
+    /// The host.
+    pub host: Host,
+    /// The spool, resolved as every command resolves it.
+    pub spool: Spool,
+    /// The configuration directory (pinned keys, policy.toml).
+    pub config_dir: PathBuf,
+    /// The agent id packets name (default: the host's name).
+    pub agent: Option<String>,
+    /// The notebook (default: derived from the event's `cwd`).
+    pub notebook: Option<String>,
+    /// How long to wait for the principal.
+    pub wait: Duration,
+}
+
+/// What the hook prints and how it exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// Exactly what goes to stdout (empty for Codex's allow and for receipts).
+    pub stdout: String,
+    /// What goes to stderr (the reason for exit 2; notes otherwise).
+    pub stderr: String,
+    /// 0 or 2, never anything else.
+    pub code: u8,
+}
+
+impl Answer {
+    /// Exit 2 with `reason` on stderr: both hosts block the call (Claude Code's
+    /// PermissionRequest ignores it and asks its user instead).
+    #[must_use]
+    pub fn block(reason: impl Into<String>) -> Self {
+        Answer { stdout: String::new(), stderr: format!("warrant: {}", reason.into()), code: 2 }
+    }
+}
+
+/// Runs the hook for `host` on `input` (the event's bytes) with `opts`, or with the reason the
+/// options could not be made (a bad configuration: every event is then denied in the host's
+/// format). Never panics, never returns a code other than 0 or 2.
+#[must_use]
+pub fn run(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(host, opts, input))) {
+        Ok(a) => a,
+        Err(_) => Answer::block("internal error (a panic): the call is denied"),
+    }
+}
+
+/// Reads the event from stdin (at most [`MAX_EVENT_BYTES`]) and runs the hook ([`run`]).
+#[must_use]
+pub fn run_stdin(host: Host, opts: Result<&HookOptions, &str>) -> Answer {
+    let mut input = Vec::new();
+    match std::io::stdin().lock().take(MAX_EVENT_BYTES + 1).read_to_end(&mut input) {
+        Ok(_) if input.len() as u64 > MAX_EVENT_BYTES => Answer::block("the event is larger than 16 MiB"),
+        Ok(_) => run(host, opts, &input),
+        Err(e) => Answer::block(format!("could not read the event: {e}")),
+    }
+}
+
+fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer {
+    let event: Value = match crate::canonical::parse_untrusted(input) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => return Answer::block("the event is not a JSON object"),
+        Err(e) => return Answer::block(format!("the event is not JSON: {e}")),
+    };
+    let Some(name) = event.get("hook_event_name").and_then(Value::as_str) else {
+        return Answer::block("the event has no hook_event_name");
+    };
+    let Some(kind) = Event::parse(name) else {
+        return Answer::block(format!("unsupported event {:?}", crate::text::inert(name, 60)));
+    };
+    let opts = match opts {
+        Ok(o) => o,
+        Err(why) => return deny(host, kind, why),
+    };
+    let call = match call_of(opts, &event) {
+        Ok(c) => c,
+        Err(why) => return deny(opts.host, kind, &why),
+    };
+    let call_id = event.get("tool_use_id").and_then(Value::as_str).filter(|s| !s.is_empty());
+    if kind == Event::PostToolUse {
+        return receipt(opts, &event, &call, call_id);
+    }
+    let governor = match Governor::open(opts.spool.clone(), &opts.config_dir) {
+        Ok(g) => g,
+        Err(e) => return deny(opts.host, kind, &e.to_string()),
+    };
+    let outcome = match governor.submit(&call, call_id, Some(opts.wait)) {
+        Ok(s) => match &s.outcome {
+            Outcome::Hold { .. } => governor.wait(&s, opts.wait),
+            o => o.clone(),
+        },
+        Err(e) => return deny(opts.host, kind, &e.to_string()),
+    };
+    match &outcome {
+        Outcome::Allow { packet_id, reason } => allow(opts.host, kind, &format!("warrant: {packet_id} {reason}")),
+        Outcome::Deny { packet_id, status, .. } => {
+            let id = packet_id.as_deref().unwrap_or("-");
+            deny(opts.host, kind, &format!("{status} ({id}): {}", outcome.message()))
+        }
+        // `wait` never answers Hold.
+        Outcome::Hold { .. } => deny(opts.host, kind, "internal error: still held after the wait"),
+    }
+}
+
+/// The call an event describes.
+fn call_of(opts: &HookOptions, event: &Value) -> Result<ToolCall, String> {
+    let tool = event
+        .get("tool_name")
+        .and_then(Value::as_str)
+        .filter(|t| crate::calls::is_tool_key(t))
+        .ok_or("the event has no valid tool_name")?;
+    let input = event.get("tool_input").cloned().ok_or("the event has no tool_input")?;
+    let cwd = event.get("cwd").and_then(Value::as_str).map(str::to_owned);
+    let notebook = match (&opts.notebook, &cwd) {
+        (Some(n), _) => n.clone(),
+        (None, Some(d)) => crate::calls::notebook_for_dir(d),
+        (None, None) => "workspace".to_owned(),
+    };
+    let session = event.get("session_id").and_then(Value::as_str).map(|s| {
+        if crate::packet::is_safe_id(s) { s.to_owned() } else { crate::canonical::sha256_hex(s.as_bytes())[..32].to_owned() }
+    });
+    Ok(ToolCall {
+        host: opts.host.as_str().to_owned(),
+        agent: opts.agent.clone().unwrap_or_else(|| opts.host.as_str().to_owned()),
+        session,
+        tool: tool.to_owned(),
+        input,
+        notebook,
+        cwd,
+        annotations: Value::Null,
+    })
+}
+
+/// PostToolUse: a receipt of the outcome, the agent's own word (`docs/integrations.md`).
+fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&str>) -> Answer {
+    if !opts.spool.root().is_dir() {
+        return Answer { stdout: String::new(), stderr: format!("warrant: no spool at {}", opts.spool.root().display()), code: 2 };
+    }
+    let packet_id = crate::calls::packet_id(call, call_id);
+    let policies = crate::graduation::policy::PolicySet::load(&opts.config_dir, Some(opts.spool.root()));
+    let class = match policies {
+        Ok(p) => crate::calls::classify(&p, &call.tool, &call.input, &Value::Null).class,
+        Err(e) => return Answer::block(e.to_string()),
+    };
+    let response = event.get("tool_response").unwrap_or(&Value::Null);
+    let failed = response.get("is_error").and_then(Value::as_bool) == Some(true)
+        || response.get("isError").and_then(Value::as_bool) == Some(true)
+        || response.get("success").and_then(Value::as_bool) == Some(false)
+        || response.get("interrupted").and_then(Value::as_bool) == Some(true);
+    let note = if failed { "the tool reported an error" } else { "the tool ran" };
+    let req = crate::spool::ReceiptRequest {
+        action_class: &class,
+        outcome: crate::graduation::receipt::ReceiptOutcome::Execute,
+        agent: &call.agent,
+        packet_id: Some(&packet_id),
+        source_type: None,
+        note: Some(note),
+    };
+    match crate::spool::publish_receipt(&opts.spool, &req, &crate::clock::now_rfc3339()) {
+        Ok(_) => Answer { stdout: String::new(), stderr: String::new(), code: 0 },
+        // The call already ran: exit 2 shows the reason to the host's user.
+        Err(e) => Answer::block(format!("could not record the receipt of {packet_id}: {e}")),
+    }
+}
+
+/// The host's allow for `event`.
+fn allow(host: Host, event: Event, reason: &str) -> Answer {
+    let stdout = match (host, event) {
+        // Codex: empty stdout with exit 0 allows; anything more could be read as a failed hook.
+        (Host::Codex, Event::PreToolUse) => String::new(),
+        (_, Event::PreToolUse) => output(json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": reason,
+        }})),
+        (_, _) => output(json!({"hookSpecificOutput": {
+            "hookEventName": event.as_str(), "decision": {"behavior": "allow"},
+        }})),
+    };
+    Answer { stdout, stderr: String::new(), code: 0 }
+}
+
+/// The host's deny for `event`, with `reason` for the model (and the user).
+fn deny(host: Host, event: Event, reason: &str) -> Answer {
+    let reason = crate::text::inert(&format!("warrant: {reason}"), 4000);
+    let stdout = match (host, event) {
+        (_, Event::PreToolUse) => output(json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason,
+        }})),
+        (Host::ClaudeCode, Event::PermissionRequest) => output(json!({"hookSpecificOutput": {
+            "hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": reason, "interrupt": false},
+        }})),
+        (Host::Codex, Event::PermissionRequest) => output(json!({"hookSpecificOutput": {
+            "hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": reason},
+        }})),
+        // A receipt cannot be denied: the call ran. Exit 2 shows why.
+        (_, Event::PostToolUse) => return Answer::block(reason),
+    };
+    Answer { stdout, stderr: String::new(), code: 0 }
+}
+
+fn output(v: Value) -> String {
+    let mut s = v.to_string();
+    s.push('\n');
+    s
+}

@@ -1,0 +1,385 @@
+//! `warrant hook claude-code` and `warrant hook codex` with the events as the hosts send them
+//! (tests/fixtures/hooks/, written from the hosts' documented payloads): allowed, held then
+//! approved, held then refused, timeout, blocked, receipts, and every fail-closed path, each
+//! checking the exact stdout and exit code (issue 17).
+
+#[path = "support/cli_env.rs"]
+mod cli_env;
+use cli_env::{Env, text};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hooks").join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A spool directory and a pinned principal key.
+fn env() -> Env {
+    let e = Env::new();
+    std::fs::create_dir_all(e.spool()).expect("spool");
+    e
+}
+
+/// Starts `warrant hook HOST ARGS` with `input` on its stdin.
+fn spawn_hook(e: &Env, host: &str, input: &[u8], args: &[&str]) -> Child {
+    let mut all = vec!["hook", host];
+    all.extend_from_slice(args);
+    let mut child = e.cmd(&all).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    child.stdin.take().expect("stdin").write_all(input).expect("write the event");
+    child
+}
+
+fn hook(e: &Env, host: &str, input: &[u8], args: &[&str]) -> Output {
+    spawn_hook(e, host, input, args).wait_with_output().expect("hook")
+}
+
+fn stdout_json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|err| panic!("stdout is not JSON ({err}): {}", text(o)))
+}
+
+/// Claude Code's PreToolUse answer: exactly `hookSpecificOutput` with its three fields, exit 0.
+fn pre_tool_use(o: &Output) -> (String, String) {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+    let v = stdout_json(o);
+    let out = &v["hookSpecificOutput"];
+    assert_eq!(v.as_object().map(|m| m.len()), Some(1), "{v}");
+    assert_eq!(out.as_object().map(|m| m.len()), Some(3), "exactly the documented fields: {v}");
+    assert_eq!(out["hookEventName"], json!("PreToolUse"));
+    let reason = out["permissionDecisionReason"].as_str().expect("reason").to_owned();
+    (out["permissionDecision"].as_str().expect("decision").to_owned(), reason)
+}
+
+/// Waits until the packet `id` is in the spool (the hook published it), at most 20 s.
+fn wait_for_packet(e: &Env, id: &str) {
+    let path = e.spool().join("packets").join(format!("{id}.json"));
+    let t = Instant::now();
+    while !path.exists() {
+        assert!(t.elapsed() < Duration::from_secs(20), "{id} was never published");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_allowed_read_runs_with_no_prompt_in_both_hosts_formats() {
+    let e = env();
+    let o = hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-read.json"), &[]);
+    let (decision, reason) = pre_tool_use(&o);
+    assert_eq!(decision, "allow", "{reason}");
+    assert!(reason.contains("cc-toolu_01ReadReadme"), "{reason}");
+    // Codex: an allow is empty stdout and exit 0, nothing else.
+    let o = hook(&e, "codex", &fixture("codex-pre-tool-use-bash-status.json"), &[]);
+    assert_eq!((o.status.code(), o.stdout.as_slice()), (Some(0), &b""[..]), "{}", text(&o));
+    // The packet is in the spool with the exact input and the class the tool table gives.
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("packets/cx-call_status01.json")).expect("packet"))
+            .expect("json");
+    assert_eq!(doc["proposed_action"]["input"], json!({"command": "git status --short"}));
+    assert_eq!(doc["action_class"], json!("read.context"));
+    assert_eq!(doc["agent"], json!("codex"));
+    assert_eq!(doc["governance"]["session_id"], json!("019a-codex-session"));
+}
+
+#[test]
+fn a_retried_hook_finds_its_packet_and_another_call_under_the_same_id_is_denied() {
+    let e = env();
+    let input = fixture("claude-code-pre-tool-use-read.json");
+    assert_eq!(pre_tool_use(&hook(&e, "claude-code", &input, &[])).0, "allow");
+    assert_eq!(pre_tool_use(&hook(&e, "claude-code", &input, &[])).0, "allow", "the retry reuses the packet");
+    let packets = std::fs::read_dir(e.spool().join("packets")).expect("packets").count();
+    assert_eq!(packets, 1);
+    // The same tool_use_id with another input is not the same call.
+    let mut other: Value = serde_json::from_slice(&input).expect("json");
+    other["tool_input"]["file_path"] = json!("/etc/shadow");
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", other.to_string().as_bytes(), &[]));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("already exists with another call"), "{reason}");
+}
+
+#[test]
+fn a_held_git_push_waits_for_the_principal_and_runs_once_approved() {
+    let e = env();
+    let child = spawn_hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-bash-git-push.json"), &[]);
+    wait_for_packet(&e, "cc-toolu_01PushMain");
+    let listed = e.run(&["list", "--json"]);
+    let v: Value = serde_json::from_slice(&listed.stdout).expect("list");
+    assert_eq!(v["packets"][0]["state"], json!("review_required"), "{v}");
+    assert_eq!(v["packets"][0]["action_class"], json!("code.push"), "{v}");
+    let o = e.run(&["approve", "--yes", "cc-toolu_01PushMain", "--reason", "release day"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = child.wait_with_output().expect("hook");
+    let (decision, reason) = pre_tool_use(&o);
+    assert_eq!(decision, "allow", "{reason}");
+    assert!(reason.contains("approved by alice: release day"), "{reason}");
+}
+
+#[test]
+fn a_held_call_refused_by_the_principal_is_denied_with_the_reason_in_both_hosts() {
+    let e = env();
+    let child = spawn_hook(&e, "codex", &fixture("codex-pre-tool-use-bash-git-push.json"), &[]);
+    wait_for_packet(&e, "cx-call_push01");
+    let o = e.run(&["refuse", "--yes", "cx-call_push01", "--reason", "not on a Friday"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = child.wait_with_output().expect("hook");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Codex: only the documented fields, or Codex treats the hook as failed and runs the call.
+    let v = stdout_json(&o);
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_owned();
+    assert_eq!(
+        v,
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}})
+    );
+    assert!(reason.contains("refused") && reason.contains("not on a Friday"), "{reason}");
+    // A retry of the refused call is denied at once.
+    let o = hook(&e, "codex", &fixture("codex-pre-tool-use-bash-git-push.json"), &[]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\"deny\""), "{}", text(&o));
+}
+
+#[test]
+fn an_undecided_call_is_denied_at_the_timeout_and_permission_requests_answer_in_their_format() {
+    let e = env();
+    let started = Instant::now();
+    let o = hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-mcp.json"), &["--wait", "1"]);
+    let (decision, reason) = pre_tool_use(&o);
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("timeout") && reason.contains("cc-toolu_01CreateIssue"), "{reason}");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    // An unregistered MCP tool gets the conservative defaults: held, never allowed on its own.
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("packets/cc-toolu_01CreateIssue.json")).expect("packet"))
+            .expect("json");
+    assert_eq!(doc["governance"]["contract"]["required_level"], json!(3));
+    assert_eq!(doc["governance"]["contract"]["reversibility"], json!("irreversible"));
+    // It expired with the wait: approving it later cannot make the call run, and a retry of the
+    // same call is told so at once.
+    assert!(doc["expires_at"].is_string(), "{doc}");
+    let o = e.run(&["approve", "--yes", "cc-toolu_01CreateIssue"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expired"), "{}", text(&o));
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-mcp.json"), &[]));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("expired"), "{reason}");
+
+    let o = hook(&e, "claude-code", &fixture("claude-code-permission-request-bash.json"), &["--wait", "0.2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = stdout_json(&o);
+    let message = v["hookSpecificOutput"]["decision"]["message"].as_str().expect("message").to_owned();
+    assert_eq!(
+        v,
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": message, "interrupt": false}}})
+    );
+    let o = hook(&e, "codex", &fixture("codex-permission-request-bash.json"), &["--wait", "0.2"]);
+    let v = stdout_json(&o);
+    let message = v["hookSpecificOutput"]["decision"]["message"].as_str().expect("message").to_owned();
+    assert_eq!(
+        v,
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": message}}})
+    );
+}
+
+#[test]
+fn every_failure_is_a_deny_or_exit_2_never_another_code() {
+    let e = env();
+    let read = fixture("claude-code-pre-tool-use-read.json");
+    // Input that is not an event: exit 2, the reason on stderr.
+    for (input, why) in [
+        (&b"not json"[..], "not JSON"),
+        (&b"[1,2]"[..], "not a JSON object"),
+        (&br#"{"tool_name":"Read"}"#[..], "no hook_event_name"),
+        (&br#"{"hook_event_name":"Stop"}"#[..], "unsupported event"),
+    ] {
+        for host in ["claude-code", "codex"] {
+            let o = hook(&e, host, input, &[]);
+            assert_eq!(o.status.code(), Some(2), "{host} {why}: {}", text(&o));
+            assert!(o.stdout.is_empty(), "{}", text(&o));
+            assert!(String::from_utf8_lossy(&o.stderr).contains(why), "{}", text(&o));
+        }
+    }
+    // A known event the hook cannot govern: a printed deny.
+    let mut no_input: Value = serde_json::from_slice(&read).expect("json");
+    no_input.as_object_mut().expect("object").remove("tool_input");
+    assert_eq!(pre_tool_use(&hook(&e, "claude-code", no_input.to_string().as_bytes(), &[])).0, "deny");
+    // A missing spool.
+    let o = e
+        .cmd(&["--spool", "/nonexistent/spool", "hook", "claude-code"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().expect("stdin").write_all(&read)?;
+            c.wait_with_output()
+        })
+        .expect("hook");
+    let (decision, reason) = pre_tool_use(&o);
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("no spool"), "{reason}");
+    // No pinned key.
+    let bare = Env::without_key();
+    std::fs::create_dir_all(bare.spool()).expect("spool");
+    let (decision, reason) = pre_tool_use(&hook(&bare, "claude-code", &read, &[]));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("pinned"), "{reason}");
+    // An unreadable configuration.
+    std::fs::write(e.config().join("config.toml"), "this is = = not toml").expect("config");
+    let (decision, _) = pre_tool_use(&hook(&e, "claude-code", &read, &[]));
+    assert_eq!(decision, "deny");
+    std::fs::remove_file(e.config().join("config.toml")).expect("rm");
+    // A bad policy.toml.
+    e.policy("[tools.Read]\ntier = \"harmless\"\n");
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &read, &[]));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("harmless"), "{reason}");
+    // Codex's PreToolUse deny carries nothing but its three fields.
+    let o = hook(&e, "codex", &fixture("codex-pre-tool-use-bash-status.json"), &[]);
+    let v = stdout_json(&o);
+    assert_eq!(v["hookSpecificOutput"].as_object().map(|m| m.len()), Some(3), "{v}");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], json!("deny"));
+    // A bad --agent is a deny too, not a usage error the host would read as proceed.
+    std::fs::remove_file(e.config().join("policy.toml")).expect("rm");
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &read, &["--agent", "bad agent"]));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("--agent"), "{reason}");
+}
+
+#[test]
+fn quarantine_blocks_at_once_and_notebook_trust_changes_the_next_answer_live() {
+    let e = env();
+    let edit = fixture("claude-code-pre-tool-use-edit.json");
+    // An edit is mutating: in a cautious notebook it waits for the principal.
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &edit, &["--wait", "0.3"]));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("timeout"), "{reason}");
+    // Raising the workspace's notebook to trusted lets the next edit run on its own.
+    let notebook = warrant::calls::notebook_for_dir("/home/user/project");
+    let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let mut next: Value = serde_json::from_slice(&edit).expect("json");
+    next["tool_use_id"] = json!("toolu_01EditLib2");
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", next.to_string().as_bytes(), &[]));
+    assert_eq!(decision, "allow", "{reason}");
+    // Quarantining the agent blocks its next call at once, with what would change it.
+    let o = e.run(&["agent", "quarantine", "claude-code", "--reason", "odd pushes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    next["tool_use_id"] = json!("toolu_01EditLib3");
+    let started = Instant::now();
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", next.to_string().as_bytes(), &[]));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("blocked") && reason.contains("release"), "{reason}");
+    assert!(started.elapsed() < Duration::from_secs(10), "at once, not at the timeout");
+}
+
+#[test]
+fn post_tool_use_records_a_receipt_of_the_call() {
+    let e = env();
+    assert_eq!(pre_tool_use(&hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-read.json"), &[])).0, "allow");
+    for (host, name, packet) in [
+        ("claude-code", "claude-code-post-tool-use-read.json", "cc-toolu_01ReadReadme"),
+        ("codex", "codex-post-tool-use-bash.json", "cx-call_status01"),
+    ] {
+        let o = hook(&e, host, &fixture(name), &[]);
+        assert_eq!((o.status.code(), o.stdout.as_slice()), (Some(0), &b""[..]), "{}", text(&o));
+        let receipts: Vec<Value> = std::fs::read_dir(e.spool().join("receipts"))
+            .expect("receipts")
+            .map(|f| serde_json::from_slice(&std::fs::read(f.expect("entry").path()).expect("read")).expect("json"))
+            .collect();
+        assert!(receipts.iter().any(|r| r["packet_id"] == json!(packet)), "{host}: {receipts:?}");
+    }
+    // Without a spool the receipt cannot be written: exit 2 says so.
+    let o = e
+        .cmd(&["--spool", "/nonexistent/spool", "hook", "codex"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().expect("stdin").write_all(&fixture("codex-post-tool-use-bash.json"))?;
+            c.wait_with_output()
+        })
+        .expect("hook");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn setup_writes_the_hooks_once_and_says_what_changed() {
+    let e = env();
+    let project = e.dir.path().join("project");
+    std::fs::create_dir_all(project.join(".claude")).expect("dir");
+    std::fs::write(project.join(".claude/settings.json"), r#"{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint"}]}]}}"#)
+        .expect("settings");
+    let dir = project.to_str().expect("utf-8");
+    let o = e.run(&["setup", "claude-code", "--dir", dir, "--wait", "120"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("updated"), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&std::fs::read(project.join(".claude/settings.json")).expect("read")).expect("json");
+    assert_eq!(v["model"], json!("opus"));
+    let ours = &v["hooks"]["PreToolUse"][1]["hooks"][0];
+    assert_eq!(ours["timeout"], json!(180), "the host's timeout outlasts the hook's wait: {v}");
+    let command = ours["command"].as_str().expect("command");
+    assert!(command.starts_with(cli_env::BIN) && command.contains("hook claude-code --wait 120"), "{command}");
+    assert!(command.contains(e.spool().to_str().expect("utf-8")), "{command}");
+    let o = e.run(&["setup", "claude-code", "--dir", dir, "--wait", "120"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("unchanged"), "{}", text(&o));
+    // Codex: printed, not written, with the trust reminder.
+    let o = e.run(&["setup", "codex", "--dir", dir, "--print"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let printed: Value = serde_json::from_slice(&o.stdout).expect("--print prints the file alone");
+    assert!(printed["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().is_some_and(|c| c.contains("hook codex")));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/hooks"), "{}", text(&o));
+    assert!(!project.join(".codex/hooks.json").exists());
+}
+
+/// Runs a PreToolUse of `tool` with `input` as call `id` waiting `wait` seconds, approving or
+/// refusing it (`decide`) once it is published; returns the hook's decision and reason.
+fn call(e: &Env, id: &str, tool: &str, input: Value, decide: Option<&str>, wait: &str) -> (String, String) {
+    let event = json!({
+        "session_id": "grad", "cwd": "/home/user/project", "hook_event_name": "PreToolUse",
+        "tool_name": tool, "tool_input": input, "tool_use_id": id,
+    });
+    let child = spawn_hook(e, "claude-code", event.to_string().as_bytes(), &["--wait", wait]);
+    if let Some(verb) = decide {
+        let packet = format!("cc-{id}");
+        wait_for_packet(e, &packet);
+        let o = e.run(&[verb, "--yes", &packet, "--reason", "checked"]);
+        assert_eq!(o.status.code(), Some(0), "{verb} {packet}: {}", text(&o));
+    }
+    pre_tool_use(&child.wait_with_output().expect("hook"))
+}
+
+// Trust Graduation's loop through the hooks: a class that must earn evidence is held, the
+// principal's approvals are the evidence, the agent is told how many more it takes, and once the
+// class graduates its calls run with no prompt; one refusal and it is held again.
+#[test]
+fn approved_calls_graduate_a_class_and_one_refusal_holds_it_again() {
+    let e = env();
+    e.policy("[tools.\"mcp__mail__send_internal\"]\ntier = \"safe\"\nclass = \"email.send.internal\"\nlevel = 1\n");
+    let send = |n: usize| json!({"to": "team@acme.example", "subject": format!("standup {n}")});
+    let mut approvals = 0;
+    loop {
+        let (decision, reason) = call(&e, &format!("g-{approvals}"), "mcp__mail__send_internal", send(approvals), None, "0.2");
+        if decision == "allow" {
+            break;
+        }
+        // Held for evidence, with the way to graduate in the reason.
+        let more = 10 - approvals;
+        let s = if more == 1 { "" } else { "s" };
+        let expected = format!("{more} more approved call{s} of `email.send.internal` and it runs on its own");
+        assert!(reason.contains(&expected), "after {approvals} approvals: {reason}");
+        // The principal approves the call the agent makes again.
+        let (decision, reason) =
+            call(&e, &format!("a-{approvals}"), "mcp__mail__send_internal", send(approvals), Some("approve"), "20");
+        assert_eq!(decision, "allow", "{reason}");
+        approvals += 1;
+        assert!(approvals <= 10, "still held after 10 approvals: {reason}");
+    }
+    assert_eq!(approvals, 10, "graduates at the tenth approval (auto_capped: 10 positive, 6 approvals)");
+    assert_eq!(call(&e, "after-1", "mcp__mail__send_internal", send(100), None, "0.2").0, "allow");
+    // The principal refuses one of the calls that waited in vain: the class is held again.
+    let o = e.run(&["refuse", "--yes", "cc-g-0", "--reason", "wrong list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (decision, reason) = call(&e, "after-2", "mcp__mail__send_internal", send(101), None, "0.2");
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("cannot graduate on approvals"), "{reason}");
+}
