@@ -591,6 +591,12 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         // Before anything that could fail with a code the host reads as "proceed".
         return Ok(hook_cmd(cli.spool, host, agent, notebook, wait));
     }
+    if let Some(Command::McpGateway { agent, notebook, name, wait, command }) = cli.command {
+        // A configuration or spool it cannot use does not stop the gateway: every call is refused
+        // with the reason, which the agent reads.
+        let spool = Config::load().and_then(|c| resolve_spool(cli.spool, &c).map_err(|f| f.message));
+        return mcp_gateway(spool, McpGatewayArgs { agent, notebook, name, wait, command });
+    }
     let config = Config::load().map_err(Failure::usage)?;
     let spool_arg = cli.spool.clone();
     match cli.command.unwrap_or(Command::Console { read_only: false, theme: None }) {
@@ -704,10 +710,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             set_aside_torn_tail(&spool)?;
             agent_cmd(&spool, &config, action)
         }
-        Command::McpGateway { agent, notebook, name, wait, command } => {
-            let opts = McpGatewayArgs { agent, notebook, name, wait, command };
-            mcp_gateway(resolve_spool(spool_arg, &config).map_err(|f| f.message), opts)
-        }
+        Command::McpGateway { .. } => Err(Failure::usage("internal error: mcp-gateway handled above")),
         Command::Eval => {
             let spool = resolve_spool(spool_arg, &config).ok();
             let policies = load_policies(spool.as_ref())?;

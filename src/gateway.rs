@@ -287,7 +287,12 @@ impl Shared {
         if let Ok(mut map) = self.progress.lock() {
             map.remove(&mine);
         }
-        result
+        // The SDK reads an absent `resultType` as `complete`; the agent negotiated a version that
+        // has none, so the result goes back as the server sent it.
+        result.map(|mut r| {
+            r.strip_result_type_for_legacy_peer();
+            r
+        })
     }
 
     /// The server's tools, listed now when not known.
@@ -397,7 +402,9 @@ impl Gateway {
         let submitted = tokio::task::spawn_blocking(move || -> Result<(Governor, Submitted), String> {
             let spool = opts.spool.clone()?;
             let g = Governor::open(spool, &opts.config_dir).map_err(|e| e.to_string())?;
-            let submitted = g.submit(&call, Some(&call_id)).map_err(|e| e.to_string())?;
+            // The packet expires with the wait: a call nobody decided in time never runs, and the
+            // console shows it expired.
+            let submitted = g.submit(&call, Some(&call_id), Some(opts.wait)).map_err(|e| e.to_string())?;
             Ok((g, submitted))
         })
         .await;
