@@ -192,9 +192,8 @@ pub enum Command {
         #[command(subcommand)]
         action: AgentAction,
     },
-    /// Run an MCP server behind warrant: a stdio MCP server to the agent that runs COMMAND as the
-    /// real server and forwards everything, governing each tools/call first
-    /// (docs/integrations-gateway.md).
+    /// Run an MCP server behind warrant: forward everything between the agent (stdio) and
+    /// COMMAND, the real server, governing each tools/call first (docs/integrations.md).
     McpGateway {
         /// The agent id its packets name [default: mcp-gateway].
         #[arg(long, value_name = "ID")]
