@@ -295,14 +295,18 @@ impl Shared {
         })
     }
 
-    /// The server's tools, listed now when not known.
+    /// What the server's `tools/list` says about `tool`; the whole list (every page) is read
+    /// again when the tool is not known yet (the client may have read only some pages, or none).
     async fn tool_info(&self, tool: &str) -> Result<Option<ToolInfo>, String> {
         let mut tools = self.tools.lock().await;
-        if tools.is_none() {
-            let listed = self.upstream().map_err(|e| e.message.to_string())?.list_all_tools().await.map_err(|e| e.to_string())?;
-            *tools = Some(tool_map(&listed));
+        if let Some(info) = tools.as_ref().and_then(|t| t.get(tool)) {
+            return Ok(Some(info.clone()));
         }
-        Ok(tools.as_ref().and_then(|t| t.get(tool).cloned()))
+        let listed = self.upstream().map_err(|e| e.message.to_string())?.list_all_tools().await.map_err(|e| e.to_string())?;
+        let map = tool_map(&listed);
+        let info = map.get(tool).cloned();
+        *tools = Some(map);
+        Ok(info)
     }
 }
 
@@ -549,6 +553,12 @@ impl Gateway {
 /// decision recorded at approval (a file's hash, git HEAD; two-phase execution,
 /// `lodestar-and-tiers.md` §A3). `None` when they all hold or none were recorded (a call the gate
 /// allowed on its own has no decision); else the refusal.
+///
+/// TODO(issue 17): `calls::call_packet` gives every call packet `preconditions: []`, so approvals
+/// of gateway calls record none yet and this re-check finds nothing to do. Filling them needs a
+/// tool-table rule naming which argument is the file or repository a call depends on (e.g.
+/// `filesystem/write_file`'s `path` → `file.sha256`, `git/git_commit`'s `repo_path` →
+/// `git.head_unchanged`); the re-check below then applies unchanged.
 fn recheck_preconditions(g: &Governor, config_dir: &std::path::Path, id: &str, content_hash: &str) -> Option<Outcome> {
     let path = g.spool().decision_path(id);
     let fail = |status: &'static str, reason: String| {
