@@ -29,8 +29,8 @@ use rmcp::model::{
     ProtocolVersion, RequestId, ServerNotification, ServerRequest, ServerResult,
 };
 use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer, RunningServiceCancellationToken,
-    Service, ServiceError, ServiceExt as _,
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer,
+    RunningServiceCancellationToken, Service, ServiceError, ServiceExt as _,
 };
 use serde_json::{Value, json};
 use std::borrow::Cow;
@@ -180,7 +180,10 @@ async fn serve(opts: Options) -> Result<u8, String> {
         server_gone: tokio::sync::Notify::new(),
     });
     let gateway = Gateway { shared: shared.clone() };
-    let running = gateway.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP handshake with the agent failed: {e}"))?;
+    let running = gateway
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("MCP handshake with the agent failed: {e}"))?;
     let stop = running.cancellation_token();
     tokio::select! {
         _ = running.waiting() => {}
@@ -262,12 +265,18 @@ impl Shared {
     /// Forwards one of the agent's requests to the server and returns its answer; the agent's
     /// progress token is mapped to the one the SDK puts on the forwarded request, and a
     /// cancellation by the agent cancels the forwarded request.
-    async fn forward(&self, mut request: ClientRequest, ctx: &RequestContext<RoleServer>) -> Result<ServerResult, McpError> {
+    async fn forward(
+        &self,
+        mut request: ClientRequest,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
         let upstream = self.upstream()?;
         let agent_token = ctx.meta.get_progress_token();
         *request.get_meta_mut() = ctx.meta.clone();
-        let handle =
-            upstream.send_request_with_option(request, PeerRequestOptions::no_options()).await.map_err(service_error)?;
+        let handle = upstream
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(service_error)?;
         let mine = handle.progress_token.clone();
         if let Some(t) = agent_token
             && let Ok(mut map) = self.progress.lock()
@@ -302,7 +311,8 @@ impl Shared {
         if let Some(info) = tools.as_ref().and_then(|t| t.get(tool)) {
             return Ok(Some(info.clone()));
         }
-        let listed = self.upstream().map_err(|e| e.message.to_string())?.list_all_tools().await.map_err(|e| e.to_string())?;
+        let listed =
+            self.upstream().map_err(|e| e.message.to_string())?.list_all_tools().await.map_err(|e| e.to_string())?;
         let map = tool_map(&listed);
         let info = map.get(tool).cloned();
         *tools = Some(map);
@@ -314,8 +324,7 @@ fn tool_map(tools: &[rmcp::model::Tool]) -> HashMap<String, ToolInfo> {
     tools
         .iter()
         .map(|t| {
-            let annotations =
-                t.annotations.as_ref().and_then(|a| serde_json::to_value(a).ok()).unwrap_or(Value::Null);
+            let annotations = t.annotations.as_ref().and_then(|a| serde_json::to_value(a).ok()).unwrap_or(Value::Null);
             (t.name.to_string(), ToolInfo { annotations, output_schema: t.output_schema.is_some() })
         })
         .collect()
@@ -338,7 +347,11 @@ struct ServerSide {
 impl Gateway {
     /// Starts the real server with the agent's `initialize` parameters and answers with the
     /// server's own result (capabilities, server info, instructions).
-    async fn initialize(&self, params: InitializeRequestParams, agent: Peer<RoleServer>) -> Result<InitializeResult, McpError> {
+    async fn initialize(
+        &self,
+        params: InitializeRequestParams,
+        agent: Peer<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
         let s = &self.shared;
         if s.upstream.get().is_some() {
             return Err(McpError::invalid_request("already initialized", None));
@@ -346,16 +359,21 @@ impl Gateway {
         let mut cmd = tokio::process::Command::new(&s.opts.command[0]);
         cmd.args(&s.opts.command[1..]);
         let shown = s.opts.command.iter().map(|w| w.to_string_lossy()).collect::<Vec<_>>().join(" ");
-        let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .map_err(|e| McpError::internal_error(format!("warrant mcp-gateway could not start `{shown}`: {e}"), None))?;
+        let (transport, _) =
+            rmcp::transport::TokioChildProcess::builder(cmd).stderr(std::process::Stdio::inherit()).spawn().map_err(
+                |e| McpError::internal_error(format!("warrant mcp-gateway could not start `{shown}`: {e}"), None),
+            )?;
         let side = ServerSide { shared: s.clone(), client: params, agent };
         let running = side.serve(transport).await.map_err(|e| {
-            McpError::internal_error(format!("warrant mcp-gateway: `{shown}` did not complete the MCP handshake: {e}"), None)
+            McpError::internal_error(
+                format!("warrant mcp-gateway: `{shown}` did not complete the MCP handshake: {e}"),
+                None,
+            )
         })?;
         let peer = running.peer().clone();
-        let info = peer.peer_info().ok_or_else(|| McpError::internal_error("the MCP server sent no initialize result", None))?;
+        let info = peer
+            .peer_info()
+            .ok_or_else(|| McpError::internal_error("the MCP server sent no initialize result", None))?;
         if let Ok(mut stop) = s.upstream_stop.lock() {
             *stop = Some(running.cancellation_token());
         }
@@ -377,11 +395,17 @@ impl Gateway {
     }
 
     /// `tools/call`: govern, then forward or refuse.
-    async fn call_tool(&self, request: CallToolRequest, ctx: RequestContext<RoleServer>) -> Result<ServerResult, McpError> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
         let s = &self.shared;
         let tool = request.params.name.to_string();
         let key = format!("{}/{tool}", s.opts.name);
-        let refuse = |outcome: Outcome, structured: bool| Ok(ServerResult::CallToolResult(refusal(&key, &outcome, None, structured)));
+        let refuse = |outcome: Outcome, structured: bool| {
+            Ok(ServerResult::CallToolResult(refusal(&key, &outcome, None, structured)))
+        };
         let blocked = |reason: String| Outcome::Deny { packet_id: None, status: "blocked", reason, remedy: None };
         if !crate::calls::is_tool_key(&key) {
             return refuse(blocked(format!("the tool name {tool:?} cannot be governed (not a valid tool key)")), false);
@@ -414,8 +438,12 @@ impl Gateway {
         .await;
         let (governor, submitted) = match submitted {
             Ok(Ok(x)) => x,
-            Ok(Err(e)) => return refuse(blocked(format!("warrant could not govern this call: {e}")), info.output_schema),
-            Err(e) => return refuse(blocked(format!("warrant failed while governing this call: {e}")), info.output_schema),
+            Ok(Err(e)) => {
+                return refuse(blocked(format!("warrant could not govern this call: {e}")), info.output_schema);
+            }
+            Err(e) => {
+                return refuse(blocked(format!("warrant failed while governing this call: {e}")), info.output_schema);
+            }
         };
         let governor = Arc::new(governor);
         let mut graduation = None;
@@ -447,7 +475,9 @@ impl Gateway {
                     }
                     Ok(ServerResult::CallToolResult(_)) => "forwarded; the tool ran (isError false)".to_owned(),
                     Ok(_) => "forwarded; the server answered with a task or an input request".to_owned(),
-                    Err(e) => format!("forwarded; the server answered with an error: {}", crate::text::inert(&e.message, 300)),
+                    Err(e) => {
+                        format!("forwarded; the server answered with an error: {}", crate::text::inert(&e.message, 300))
+                    }
                 };
                 let (g, agent, class, id) = (
                     governor.clone(),
@@ -469,8 +499,12 @@ impl Gateway {
                 .await;
                 match receipt {
                     Ok(Ok(())) => {}
-                    Ok(Err(e)) => eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id),
-                    Err(e) => eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id),
+                    Ok(Err(e)) => {
+                        eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id)
+                    }
+                    Err(e) => {
+                        eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id)
+                    }
                 }
                 answer.map(|mut r| {
                     // Only the gateway speaks for warrant: a `_warrant` the server put in `_meta` goes.
@@ -482,7 +516,9 @@ impl Gateway {
                     r
                 })
             }
-            Outcome::Hold { .. } => refuse(blocked("internal error: still held after the wait".into()), info.output_schema),
+            Outcome::Hold { .. } => {
+                refuse(blocked("internal error: still held after the wait".into()), info.output_schema)
+            }
             deny => Ok(ServerResult::CallToolResult(refusal(&key, &deny, graduation, info.output_schema))),
         }
     }
@@ -499,7 +535,10 @@ impl Gateway {
         let reason = submitted.outcome.message();
         let progress = |elapsed: f64| {
             let token = token.clone();
-            let message = format!("held: waiting up to {}s for the principal to decide {id} in warrant ({reason})", wait.as_secs());
+            let message = format!(
+                "held: waiting up to {}s for the principal to decide {id} in warrant ({reason})",
+                wait.as_secs()
+            );
             async move {
                 if let Some(token) = token {
                     let p = ProgressNotificationParam::new(token, elapsed.floor())
@@ -516,7 +555,10 @@ impl Gateway {
                 return Outcome::Deny {
                     packet_id: Some(id.clone()),
                     status: "timeout",
-                    reason: format!("no decision on {id} within {}s; the call was not run and will not run", wait.as_secs_f64()),
+                    reason: format!(
+                        "no decision on {id} within {}s; the call was not run and will not run",
+                        wait.as_secs_f64()
+                    ),
                     remedy: Some(format!(
                         "call the tool again and ask the principal to approve the new request in warrant ({id} can no longer run)"
                     )),
@@ -574,9 +616,9 @@ fn recheck_preconditions(g: &Governor, config_dir: &std::path::Path, id: &str, c
     let Ok(pinned) = crate::keys::PinnedKeys::load(config_dir) else {
         return fail("blocked", "could not read the pinned keys".into());
     };
-    let decision = crate::canonical::parse_untrusted(&bytes)
-        .map_err(|e| e.to_string())
-        .and_then(|v| crate::decision::verify_decision_file(&v, id, Some(content_hash), &pinned).map_err(|e| e.to_string()));
+    let decision = crate::canonical::parse_untrusted(&bytes).map_err(|e| e.to_string()).and_then(|v| {
+        crate::decision::verify_decision_file(&v, id, Some(content_hash), &pinned).map_err(|e| e.to_string())
+    });
     let d = match decision {
         Ok(d) => d,
         Err(e) => return fail("blocked", format!("the decision on {id} does not verify: {e}")),
@@ -643,7 +685,11 @@ fn refusal(key: &str, outcome: &Outcome, graduation: Option<Value>, structured: 
 }
 
 impl Service<RoleServer> for Gateway {
-    async fn handle_request(&self, request: ClientRequest, ctx: RequestContext<RoleServer>) -> Result<ServerResult, McpError> {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
         match request {
             ClientRequest::InitializeRequest(r) => {
                 self.initialize(r.params, ctx.peer.clone()).await.map(ServerResult::InitializeResult)
@@ -651,7 +697,9 @@ impl Service<RoleServer> for Gateway {
             ClientRequest::PingRequest(_) => Ok(ServerResult::empty(())),
             // The gateway speaks the handshake lifecycle (protocol versions before 2026-07-28): a
             // client that probes with `server/discover` falls back to `initialize`.
-            ClientRequest::DiscoverRequest(_) => Err(McpError::method_not_found::<rmcp::model::DiscoverRequestMethod>()),
+            ClientRequest::DiscoverRequest(_) => {
+                Err(McpError::method_not_found::<rmcp::model::DiscoverRequestMethod>())
+            }
             ClientRequest::CallToolRequest(r) => {
                 let gateway = Gateway { shared: self.shared.clone() };
                 // A panic is a refusal, never a crash of the connection.
@@ -659,7 +707,12 @@ impl Service<RoleServer> for Gateway {
                     Ok(answer) => answer,
                     Err(e) => Ok(ServerResult::CallToolResult(refusal(
                         "the tool",
-                        &Outcome::Deny { packet_id: None, status: "blocked", reason: format!("internal error: {e}"), remedy: None },
+                        &Outcome::Deny {
+                            packet_id: None,
+                            status: "blocked",
+                            reason: format!("internal error: {e}"),
+                            remedy: None,
+                        },
                         None,
                         false,
                     ))),
@@ -702,13 +755,19 @@ impl Service<RoleServer> for Gateway {
         match self.shared.protocol.get() {
             // What the real server agreed to is what the agent gets.
             Some(v) => Cow::Owned(vec![v.clone()]),
-            None => Cow::Owned(ProtocolVersion::KNOWN_VERSIONS.iter().filter(|v| v.has_initialize()).cloned().collect()),
+            None => {
+                Cow::Owned(ProtocolVersion::KNOWN_VERSIONS.iter().filter(|v| v.has_initialize()).cloned().collect())
+            }
         }
     }
 }
 
 impl Service<RoleClient> for ServerSide {
-    async fn handle_request(&self, mut request: ServerRequest, ctx: RequestContext<RoleClient>) -> Result<ClientResult, McpError> {
+    async fn handle_request(
+        &self,
+        mut request: ServerRequest,
+        ctx: RequestContext<RoleClient>,
+    ) -> Result<ClientResult, McpError> {
         if let ServerRequest::PingRequest(_) = request {
             return Ok(ClientResult::empty(()));
         }

@@ -45,8 +45,7 @@ level = 2
 "#;
 
 fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
 /// Whether the real parts are here: in CI their absence fails the test (`.ci/run` installs
@@ -99,7 +98,8 @@ impl Setup {
         command.extend(server.iter().map(|s| (*s).to_owned()));
         if let Some(pidfile) = pidfile {
             let line = shlex::try_join(command.iter().map(String::as_str)).expect("quote");
-            let script = format!("echo $$ > {}; exec {line}", shlex::try_quote(&pidfile.to_string_lossy()).expect("quote"));
+            let script =
+                format!("echo $$ > {}; exec {line}", shlex::try_quote(&pidfile.to_string_lossy()).expect("quote"));
             command = vec!["sh".into(), "-c".into(), script];
         }
         let mut c = Command::new("python3");
@@ -147,9 +147,7 @@ impl Setup {
     /// The receipts published into `receipts/`.
     fn receipts(&self) -> Vec<Value> {
         let Ok(dir) = std::fs::read_dir(self.env.spool().join("receipts")) else { return Vec::new() };
-        dir.filter_map(|e| std::fs::read(e.ok()?.path()).ok())
-            .filter_map(|b| serde_json::from_slice(&b).ok())
-            .collect()
+        dir.filter_map(|e| std::fs::read(e.ok()?.path()).ok()).filter_map(|b| serde_json::from_slice(&b).ok()).collect()
     }
 }
 
@@ -250,9 +248,8 @@ fn a_held_write_runs_once_the_principal_approves_it() {
     }
     let s = setup();
     let target = s.path("approved.txt");
-    let mut child = s.fs_client(&json!([call("write_file", json!({"path": target, "content": "approved\n"}))]), &[
-        "--wait", "60",
-    ]);
+    let mut child =
+        s.fs_client(&json!([call("write_file", json!({"path": target, "content": "approved\n"}))]), &["--wait", "60"]);
     let rx = lines(&mut child);
     let id = s.held("filesystem/write_file");
     assert!(!target.exists(), "nothing runs while the call is held");
@@ -284,9 +281,8 @@ fn a_refused_write_returns_is_error_with_warrant_and_changes_nothing() {
     let s = setup();
     let target = s.path("keep.txt");
     std::fs::write(&target, "original\n").expect("write");
-    let mut child = s.fs_client(&json!([call("write_file", json!({"path": target, "content": "clobbered\n"}))]), &[
-        "--wait", "60",
-    ]);
+    let mut child =
+        s.fs_client(&json!([call("write_file", json!({"path": target, "content": "clobbered\n"}))]), &["--wait", "60"]);
     let rx = lines(&mut child);
     let id = s.held("filesystem/write_file");
     let o = s.env.run(&["refuse", "--yes", &id, "--reason", "keep.txt stays as it is"]);
