@@ -192,6 +192,26 @@ pub enum Command {
         #[command(subcommand)]
         action: AgentAction,
     },
+    /// Run an MCP server behind warrant: forward everything between the agent (stdio) and
+    /// COMMAND, the real server, governing each tools/call first (docs/integrations.md).
+    McpGateway {
+        /// The agent id its packets name [default: mcp-gateway].
+        #[arg(long, value_name = "ID")]
+        agent: Option<String>,
+        /// The notebook whose trust applies [default: derived from the working directory].
+        #[arg(long, value_name = "NAME")]
+        notebook: Option<String>,
+        /// The server's name in tool keys (`<name>/<tool>`) [default: from COMMAND, e.g.
+        /// mcp-server-filesystem → filesystem].
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// How long a held call waits for the principal before it is refused.
+        #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+        wait: f64,
+        /// The real MCP server's command line.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Generate a spool for the scale runs: a chain of N records (mostly receipts, one signed
     /// decision every K) and M pending packets (docs/performance.md). The spool must have no
     /// chain yet; decisions are signed with the principal's key.
@@ -473,7 +493,7 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let appender = tracing_appender::rolling::never(&dir, "warrant.log");
     let (writer, guard) = tracing_appender::non_blocking(appender);
     let filter = tracing_subscriber::EnvFilter::try_from_env("WARRANT_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
     tracing_subscriber::fmt().with_writer(writer).with_ansi(false).with_env_filter(filter).try_init().ok()?;
     Some(guard)
 }
@@ -571,6 +591,12 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
     if let Some(Command::Hook { host, agent, notebook, wait }) = cli.command {
         // Before anything that could fail with a code the host reads as "proceed".
         return Ok(hook_cmd(cli.spool, host, agent, notebook, wait));
+    }
+    if let Some(Command::McpGateway { agent, notebook, name, wait, command }) = cli.command {
+        // A configuration or spool it cannot use does not stop the gateway: every call is refused
+        // with the reason, which the agent reads.
+        let spool = Config::load().and_then(|c| resolve_spool(cli.spool, &c).map_err(|f| f.message));
+        return mcp_gateway(spool, McpGatewayArgs { agent, notebook, name, wait, command });
     }
     let config = Config::load().map_err(Failure::usage)?;
     let spool_arg = cli.spool.clone();
@@ -685,6 +711,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             set_aside_torn_tail(&spool)?;
             agent_cmd(&spool, &config, action)
         }
+        Command::McpGateway { .. } => Err(Failure::usage("internal error: mcp-gateway handled above")),
         Command::Eval => {
             let spool = resolve_spool(spool_arg, &config).ok();
             let policies = load_policies(spool.as_ref())?;
@@ -746,6 +773,48 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
     }
+}
+
+/// `warrant mcp-gateway`'s arguments.
+struct McpGatewayArgs {
+    agent: Option<String>,
+    notebook: Option<String>,
+    name: Option<String>,
+    wait: f64,
+    command: Vec<std::ffi::OsString>,
+}
+
+/// `warrant mcp-gateway` (`crate::gateway`). A spool that cannot be resolved does not stop it:
+/// every call is refused with the reason.
+#[cfg(feature = "console")]
+fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Result<u8, Failure> {
+    let check = |what: &str, id: String| {
+        if packet::is_safe_id(&id) { Ok(id) } else { Err(Failure::usage(format!("{what} {id:?} is not a safe id (A-Z a-z 0-9 . _ : -)"))) }
+    };
+    if !(a.wait.is_finite() && a.wait >= 0.0) {
+        return Err(Failure::usage("--wait must be a number of seconds"));
+    }
+    let cwd = std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned());
+    let notebook = match a.notebook {
+        Some(n) => check("--notebook", n)?,
+        None => crate::calls::notebook_for_dir(cwd.as_deref().unwrap_or("/")),
+    };
+    let opts = crate::gateway::Options {
+        spool,
+        config_dir: config::config_dir(),
+        agent: check("--agent", a.agent.unwrap_or_else(|| "mcp-gateway".into()))?,
+        notebook,
+        cwd,
+        name: check("--name", a.name.unwrap_or_else(|| crate::gateway::default_name(&a.command)))?,
+        wait: Duration::from_secs_f64(a.wait.min(1e9)),
+        command: a.command,
+    };
+    crate::gateway::run(opts).map_err(Failure::usage)
+}
+
+#[cfg(not(feature = "console"))]
+fn mcp_gateway(_spool: Result<Spool, String>, _a: McpGatewayArgs) -> Result<u8, Failure> {
+    Err(Failure::usage("this build has no MCP gateway (built without the `console` feature)"))
 }
 
 /// The policy set: built-in classes plus `<config>/policy.toml` and the spool's `policy.toml`.

@@ -25,7 +25,9 @@
 //! - [`text`]: untrusted text made inert for the terminal;
 //! - [`clock`] and [`config`]: timestamps and configuration.
 //!
-//! The terminal console lives in `console` behind the default `console` feature.
+//! The terminal console lives in `console`, and the MCP gateway (`warrant mcp-gateway`, with
+//! tokio and `rmcp`) in `gateway`, both behind the default `console` feature; the protocol
+//! modules above import neither.
 
 pub mod calls;
 pub mod canonical;
@@ -59,3 +61,5 @@ pub mod verdict;
 
 #[cfg(feature = "console")]
 pub mod console;
+#[cfg(feature = "console")]
+pub mod gateway;

@@ -1,0 +1,858 @@
+//! `warrant mcp-gateway` (issue 17): an MCP server to the agent, over stdio, that runs the real
+//! MCP server as a child process and forwards everything to it — `initialize` (the server's
+//! capabilities and instructions pass through), `tools/list`, resources, prompts, completions,
+//! notifications both ways, and the server's own requests to the client (roots, sampling,
+//! elicitation) — except `tools/call`, which it governs first (`docs/integrations-gateway.md`,
+//! `../shared/reference/agent-integrations.md` §3, Lodestar's proxy in `lodestar-and-tiers.md`).
+//!
+//! A call is a packet ([`crate::calls::call_packet`], tool key `<name>/<tool>`, the server's
+//! annotations from `tools/list`) judged by [`Governor`]: allowed calls are forwarded and their
+//! result returned unchanged; held calls wait for the principal's signed decision, with
+//! `notifications/progress` keeping the client alive; everything else — refused, blocked,
+//! timed out, expired, and every error warrant meets on the way — is a normal tool result with
+//! `isError: true`, a text the model can act on and `_meta._warrant` ([`warrant_object`]), never a
+//! transport error and never a forwarded call. Every forwarded call leaves a receipt.
+//!
+//! The MCP protocol (JSON-RPC framing, the handshake, request ids, cancellation) is the official
+//! Rust SDK's, `rmcp` (pinned in `Cargo.toml`); nothing here writes JSON-RPC by hand.
+//!
+//! Fail closed: a missing spool, no pinned key, a policy error, a panic or any other internal
+//! error refuses the call; the gateway itself still starts, so the agent reads why.
+
+use crate::calls::ToolCall;
+use crate::govern::{Governor, Outcome, Submitted, warrant_object};
+use crate::spool::Spool;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolRequest, CallToolResult, ClientNotification, ClientRequest, ClientResult, ContentBlock, GetMeta as _,
+    InitializeRequestParams, InitializeResult, MetaObject, NumberOrString, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, RequestId, ServerNotification, ServerRequest, ServerResult,
+};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer,
+    RunningServiceCancellationToken, Service, ServiceError, ServiceExt as _,
+};
+use serde_json::{Value, json};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a held call waits for the principal by default.
+pub const DEFAULT_WAIT_SECS: f64 = 300.0;
+
+/// How often a held call tells the client it is still waiting (`notifications/progress`, when the
+/// request carried a `progressToken`).
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// The gateway's options (`warrant mcp-gateway …`).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The spool, or why none could be resolved (every call is then refused with that reason).
+    pub spool: Result<Spool, String>,
+    /// The configuration directory (pinned keys, policy.toml).
+    pub config_dir: PathBuf,
+    /// The agent id packets name.
+    pub agent: String,
+    /// The notebook whose trust applies.
+    pub notebook: String,
+    /// The working directory, shown in packets.
+    pub cwd: Option<String>,
+    /// The server's name: tool keys are `<name>/<tool>`.
+    pub name: String,
+    /// How long a held call waits for the principal.
+    pub wait: Duration,
+    /// The real server's command line (program and arguments).
+    pub command: Vec<OsString>,
+}
+
+/// Launchers whose first non-option argument names the server (`npx -y PACKAGE`).
+const RUNNERS: &[&str] = &["npx", "bunx", "pnpx", "uvx"];
+/// Launchers with a subcommand before the package (`npm exec PACKAGE`, `pipx run PACKAGE`).
+const SUB_RUNNERS: &[(&str, &str)] = &[("npm", "exec"), ("pnpm", "dlx"), ("yarn", "dlx"), ("pipx", "run")];
+/// Runner options that take a value in the next argument.
+const VALUE_OPTIONS: &[&str] = &["-p", "--package", "--from", "--with", "--python", "--spec"];
+
+/// The default `--name` for a server command line:
+///
+/// 1. the program is COMMAND's base name; for a package runner (`npx`, `bunx`, `pnpx`, `uvx`,
+///    `npm exec`, `pnpm dlx`, `yarn dlx`, `pipx run`) it is the runner's first argument that is
+///    not an option (skipping the value of `-p`/`--package`/`--from`/…), and for
+///    `python[3] -m MODULE` it is MODULE;
+/// 2. its last `/` segment, without a version (`@1.2.3`, `==1.2.3`) or a script extension
+///    (`.js`, `.mjs`, `.cjs`, `.ts`, `.py`);
+/// 3. without a leading `mcp-server-` (or `mcp_server_`), else without a leading `server-`;
+/// 4. every character other than a letter, a digit, `.`, `_` and `-` becomes `-` (leading dots
+///    are dropped), and an empty result is `server`.
+///
+/// So `mcp-server-filesystem` → `filesystem`, `npx -y @modelcontextprotocol/server-filesystem DIR`
+/// → `filesystem`, `uvx mcp-server-git==2026.10.19` → `git`, `python -m mcp_server_git` → `git`.
+#[must_use]
+pub fn default_name(command: &[OsString]) -> String {
+    let words: Vec<String> = command.iter().map(|w| w.to_string_lossy().into_owned()).collect();
+    let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_owned();
+    let program = words.first().map(|w| base(w)).unwrap_or_default();
+    let first_operand = |rest: &[String]| -> Option<String> {
+        let mut it = rest.iter();
+        while let Some(w) = it.next() {
+            if VALUE_OPTIONS.contains(&w.as_str()) {
+                it.next();
+            } else if !w.starts_with('-') {
+                return Some(w.clone());
+            }
+        }
+        None
+    };
+    let target = if RUNNERS.contains(&program.as_str()) {
+        first_operand(&words[1..])
+    } else if SUB_RUNNERS.iter().any(|(p, s)| *p == program && words.get(1).map(String::as_str) == Some(*s)) {
+        first_operand(&words[2..])
+    } else if program.starts_with("python") {
+        words.iter().position(|w| w == "-m").and_then(|i| words.get(i + 1).cloned())
+    } else {
+        None
+    };
+    let mut name = base(&target.unwrap_or(program));
+    // A version: `@scope/pkg@1.2` (its scope's `@` is gone with the segment), `pkg==1.2`.
+    if let Some(i) = name.char_indices().skip(1).find(|&(_, c)| c == '@').map(|(i, _)| i) {
+        name.truncate(i);
+    }
+    for sep in ["==", ">=", "<=", "~="] {
+        if let Some(i) = name.find(sep) {
+            name.truncate(i);
+        }
+    }
+    for ext in [".js", ".mjs", ".cjs", ".ts", ".py"] {
+        if let Some(stem) = name.strip_suffix(ext) {
+            name = stem.to_owned();
+            break;
+        }
+    }
+    let name = ["mcp-server-", "mcp_server_", "server-"]
+        .iter()
+        .find_map(|p| name.strip_prefix(p).filter(|rest| !rest.is_empty()))
+        .unwrap_or(&name)
+        .to_owned();
+    let name: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
+        .collect::<String>()
+        .trim_start_matches('.')
+        .replace("..", ".")
+        .chars()
+        .take(64)
+        .collect();
+    if name.is_empty() { "server".to_owned() } else { name }
+}
+
+/// Runs the gateway until the agent closes its connection or the server exits. Returns the
+/// process exit code.
+///
+/// # Errors
+/// The runtime could not start, the server could not be started, or the agent never completed
+/// the MCP handshake.
+pub fn run(opts: Options) -> Result<u8, String> {
+    if opts.command.is_empty() {
+        return Err("no server command: warrant mcp-gateway [OPTIONS] -- COMMAND [ARGS…]".into());
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("could not start the runtime: {e}"))?;
+    let result = rt.block_on(serve(opts));
+    // Standard input is read on a blocking thread that cannot be interrupted: do not wait for it.
+    rt.shutdown_timeout(Duration::from_secs(2));
+    result
+}
+
+async fn serve(opts: Options) -> Result<u8, String> {
+    let shared = Arc::new(Shared {
+        connection: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
+        opts,
+        upstream: OnceLock::new(),
+        upstream_stop: Mutex::new(None),
+        protocol: OnceLock::new(),
+        tools: tokio::sync::Mutex::new(None),
+        progress: Mutex::new(HashMap::new()),
+        seen: Mutex::new(HashMap::new()),
+        server_gone: tokio::sync::Notify::new(),
+    });
+    let gateway = Gateway { shared: shared.clone() };
+    let running = gateway
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("MCP handshake with the agent failed: {e}"))?;
+    let stop = running.cancellation_token();
+    tokio::select! {
+        _ = running.waiting() => {}
+        () = shared.server_gone.notified() => {
+            eprintln!("warrant mcp-gateway: the MCP server exited; closing the connection");
+            stop.cancel();
+        }
+    }
+    // The server (child process) stops with the gateway.
+    let upstream = shared.upstream_stop.lock().ok().and_then(|mut g| g.take());
+    if let Some(ct) = upstream {
+        ct.cancel();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(0)
+}
+
+/// What the two sides of one connection share.
+struct Shared {
+    opts: Options,
+    /// This connection's id: the packets' session, and the prefix of their call ids.
+    connection: String,
+    /// The real server, once the agent's `initialize` started it.
+    upstream: OnceLock<Peer<RoleClient>>,
+    upstream_stop: Mutex<Option<RunningServiceCancellationToken>>,
+    /// The protocol version the real server agreed to.
+    protocol: OnceLock<ProtocolVersion>,
+    /// The server's tools by name (`None` until listed, and again after `tools/list_changed`).
+    tools: tokio::sync::Mutex<Option<HashMap<String, ToolInfo>>>,
+    /// The gateway's progress tokens on forwarded requests → the agent's.
+    progress: Mutex<HashMap<ProgressToken, ProgressToken>>,
+    /// Request ids seen on this connection (a reused id gets its own packet).
+    seen: Mutex<HashMap<String, u32>>,
+    /// Notified when the server's connection ends.
+    server_gone: tokio::sync::Notify,
+}
+
+/// What `tools/list` said about one tool.
+#[derive(Debug, Clone)]
+struct ToolInfo {
+    /// Its `annotations` (`null` when none).
+    annotations: Value,
+    /// Whether it declares an `outputSchema` (then `structuredContent` must follow it, and a
+    /// refusal carries `_warrant` in `_meta` only).
+    output_schema: bool,
+}
+
+fn service_error(e: ServiceError) -> McpError {
+    match e {
+        ServiceError::McpError(e) => e,
+        other => McpError::internal_error(format!("warrant mcp-gateway: the MCP server: {other}"), None),
+    }
+}
+
+impl Shared {
+    fn upstream(&self) -> Result<&Peer<RoleClient>, McpError> {
+        self.upstream.get().ok_or_else(|| McpError::invalid_request("the connection is not initialized", None))
+    }
+
+    /// The call id of the agent's request `id`: this connection's id and the request id, with a
+    /// count when the agent reuses a request id, so every call is its own packet.
+    fn call_id(&self, id: &RequestId) -> String {
+        let raw = match id {
+            NumberOrString::Number(n) => n.to_string(),
+            NumberOrString::String(s) => s.to_string(),
+        };
+        let n = self
+            .seen
+            .lock()
+            .map(|mut seen| {
+                let n = seen.entry(raw.clone()).or_insert(0);
+                *n += 1;
+                *n
+            })
+            .unwrap_or(1);
+        if n == 1 { format!("{}-{raw}", self.connection) } else { format!("{}-{raw}.{n}", self.connection) }
+    }
+
+    /// Forwards one of the agent's requests to the server and returns its answer; the agent's
+    /// progress token is mapped to the one the SDK puts on the forwarded request, and a
+    /// cancellation by the agent cancels the forwarded request.
+    async fn forward(
+        &self,
+        mut request: ClientRequest,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
+        let upstream = self.upstream()?;
+        let agent_token = ctx.meta.get_progress_token();
+        *request.get_meta_mut() = ctx.meta.clone();
+        let handle = upstream
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(service_error)?;
+        let mine = handle.progress_token.clone();
+        if let Some(t) = agent_token
+            && let Ok(mut map) = self.progress.lock()
+        {
+            map.insert(mine.clone(), t);
+        }
+        let id = handle.id.clone();
+        let result = tokio::select! {
+            r = handle.await_response() => r.map_err(service_error),
+            () = ctx.ct.cancelled() => {
+                let _ = upstream
+                    .notify_cancelled(rmcp::model::CancelledNotificationParam::new(Some(id), Some("cancelled by the client".into())))
+                    .await;
+                Err(McpError::internal_error("cancelled by the client", None))
+            }
+        };
+        if let Ok(mut map) = self.progress.lock() {
+            map.remove(&mine);
+        }
+        // The SDK reads an absent `resultType` as `complete`; the agent negotiated a version that
+        // has none, so the result goes back as the server sent it.
+        result.map(|mut r| {
+            r.strip_result_type_for_legacy_peer();
+            r
+        })
+    }
+
+    /// What the server's `tools/list` says about `tool`; the whole list (every page) is read
+    /// again when the tool is not known yet (the client may have read only some pages, or none).
+    async fn tool_info(&self, tool: &str) -> Result<Option<ToolInfo>, String> {
+        let mut tools = self.tools.lock().await;
+        if let Some(info) = tools.as_ref().and_then(|t| t.get(tool)) {
+            return Ok(Some(info.clone()));
+        }
+        let listed =
+            self.upstream().map_err(|e| e.message.to_string())?.list_all_tools().await.map_err(|e| e.to_string())?;
+        let map = tool_map(&listed);
+        let info = map.get(tool).cloned();
+        *tools = Some(map);
+        Ok(info)
+    }
+}
+
+fn tool_map(tools: &[rmcp::model::Tool]) -> HashMap<String, ToolInfo> {
+    tools
+        .iter()
+        .map(|t| {
+            let annotations = t.annotations.as_ref().and_then(|a| serde_json::to_value(a).ok()).unwrap_or(Value::Null);
+            (t.name.to_string(), ToolInfo { annotations, output_schema: t.output_schema.is_some() })
+        })
+        .collect()
+}
+
+/// The agent's side: an MCP server.
+struct Gateway {
+    shared: Arc<Shared>,
+}
+
+/// The real server's side: an MCP client whose requests and notifications go to the agent.
+struct ServerSide {
+    shared: Arc<Shared>,
+    /// What the agent said about itself in `initialize` (passed on to the server).
+    client: InitializeRequestParams,
+    /// The agent.
+    agent: Peer<RoleServer>,
+}
+
+impl Gateway {
+    /// Starts the real server with the agent's `initialize` parameters and answers with the
+    /// server's own result (capabilities, server info, instructions).
+    async fn initialize(
+        &self,
+        params: InitializeRequestParams,
+        agent: Peer<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        let s = &self.shared;
+        if s.upstream.get().is_some() {
+            return Err(McpError::invalid_request("already initialized", None));
+        }
+        let mut cmd = tokio::process::Command::new(&s.opts.command[0]);
+        cmd.args(&s.opts.command[1..]);
+        let shown = s.opts.command.iter().map(|w| w.to_string_lossy()).collect::<Vec<_>>().join(" ");
+        let (transport, _) =
+            rmcp::transport::TokioChildProcess::builder(cmd).stderr(std::process::Stdio::inherit()).spawn().map_err(
+                |e| McpError::internal_error(format!("warrant mcp-gateway could not start `{shown}`: {e}"), None),
+            )?;
+        let side = ServerSide { shared: s.clone(), client: params, agent };
+        let running = side.serve(transport).await.map_err(|e| {
+            McpError::internal_error(
+                format!("warrant mcp-gateway: `{shown}` did not complete the MCP handshake: {e}"),
+                None,
+            )
+        })?;
+        let peer = running.peer().clone();
+        let info = peer
+            .peer_info()
+            .ok_or_else(|| McpError::internal_error("the MCP server sent no initialize result", None))?;
+        if let Ok(mut stop) = s.upstream_stop.lock() {
+            *stop = Some(running.cancellation_token());
+        }
+        let gone = s.clone();
+        tokio::spawn(async move {
+            let _ = running.waiting().await;
+            gone.server_gone.notify_one();
+        });
+        let _ = s.protocol.set(info.protocol_version.clone());
+        let _ = s.upstream.set(peer);
+        let mut result = InitializeResult::new(info.capabilities.clone());
+        result.protocol_version = info.protocol_version.clone();
+        if let Some(server) = &info.server_info {
+            result.server_info = server.clone();
+        }
+        result.instructions = info.instructions.clone();
+        result.meta = info.meta.clone();
+        Ok(result)
+    }
+
+    /// `tools/call`: govern, then forward or refuse.
+    async fn call_tool(
+        &self,
+        request: CallToolRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
+        let s = &self.shared;
+        let tool = request.params.name.to_string();
+        let key = format!("{}/{tool}", s.opts.name);
+        let refuse = |outcome: Outcome, structured: bool| {
+            Ok(ServerResult::CallToolResult(refusal(&key, &outcome, None, structured)))
+        };
+        let blocked = |reason: String| Outcome::Deny { packet_id: None, status: "blocked", reason, remedy: None };
+        if !crate::calls::is_tool_key(&key) {
+            return refuse(blocked(format!("the tool name {tool:?} cannot be governed (not a valid tool key)")), false);
+        }
+        let info = match s.tool_info(&tool).await {
+            Ok(Some(info)) => info,
+            Ok(None) => return refuse(blocked(format!("the MCP server does not list a tool named {tool:?}")), false),
+            Err(e) => return refuse(blocked(format!("could not read the MCP server's tool list: {e}")), false),
+        };
+        let call = ToolCall {
+            host: "mcp-gateway".into(),
+            agent: s.opts.agent.clone(),
+            session: Some(s.connection.clone()),
+            tool: key.clone(),
+            input: Value::Object(request.params.arguments.clone().unwrap_or_default()),
+            notebook: s.opts.notebook.clone(),
+            cwd: s.opts.cwd.clone(),
+            annotations: info.annotations.clone(),
+        };
+        let call_id = s.call_id(&ctx.id);
+        let opts = s.opts.clone();
+        let submitted = tokio::task::spawn_blocking(move || -> Result<(Governor, Submitted), String> {
+            let spool = opts.spool.clone()?;
+            let g = Governor::open(spool, &opts.config_dir).map_err(|e| e.to_string())?;
+            // The packet expires with the wait: a call nobody decided in time never runs, and the
+            // console shows it expired.
+            let submitted = g.submit(&call, Some(&call_id), Some(opts.wait)).map_err(|e| e.to_string())?;
+            Ok((g, submitted))
+        })
+        .await;
+        let (governor, submitted) = match submitted {
+            Ok(Ok(x)) => x,
+            Ok(Err(e)) => {
+                return refuse(blocked(format!("warrant could not govern this call: {e}")), info.output_schema);
+            }
+            Err(e) => {
+                return refuse(blocked(format!("warrant failed while governing this call: {e}")), info.output_schema);
+            }
+        };
+        let governor = Arc::new(governor);
+        let mut graduation = None;
+        let outcome = match &submitted.outcome {
+            Outcome::Hold { graduation: g, .. } => {
+                graduation = g.clone();
+                self.hold(&governor, &submitted, &ctx).await
+            }
+            other => other.clone(),
+        };
+        let outcome = match outcome {
+            Outcome::Allow { .. } => {
+                let (g, id, hash) = (governor.clone(), submitted.packet_id.clone(), submitted.content_hash.clone());
+                let config_dir = s.opts.config_dir.clone();
+                match tokio::task::spawn_blocking(move || recheck_preconditions(&g, &config_dir, &id, &hash)).await {
+                    Ok(None) => outcome,
+                    Ok(Some(failed)) => failed,
+                    Err(e) => blocked(format!("warrant failed while re-checking the preconditions: {e}")),
+                }
+            }
+            other => other,
+        };
+        match outcome {
+            Outcome::Allow { .. } => {
+                let answer = s.forward(ClientRequest::CallToolRequest(request), &ctx).await;
+                let note = match &answer {
+                    Ok(ServerResult::CallToolResult(r)) if r.is_error == Some(true) => {
+                        "forwarded; the tool reported an error (isError true)".to_owned()
+                    }
+                    Ok(ServerResult::CallToolResult(_)) => "forwarded; the tool ran (isError false)".to_owned(),
+                    Ok(_) => "forwarded; the server answered with a task or an input request".to_owned(),
+                    Err(e) => {
+                        format!("forwarded; the server answered with an error: {}", crate::text::inert(&e.message, 300))
+                    }
+                };
+                let (g, agent, class, id) = (
+                    governor.clone(),
+                    s.opts.agent.clone(),
+                    submitted.classification.class.clone(),
+                    submitted.packet_id.clone(),
+                );
+                let receipt = tokio::task::spawn_blocking(move || {
+                    let req = crate::spool::ReceiptRequest {
+                        action_class: &class,
+                        outcome: crate::graduation::receipt::ReceiptOutcome::Execute,
+                        agent: &agent,
+                        packet_id: Some(&id),
+                        source_type: None,
+                        note: Some(&note),
+                    };
+                    crate::spool::publish_receipt(g.spool(), &req, &crate::clock::now_rfc3339()).map(|_| ())
+                })
+                .await;
+                match receipt {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id)
+                    }
+                    Err(e) => {
+                        eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id)
+                    }
+                }
+                answer.map(|mut r| {
+                    // Only the gateway speaks for warrant: a `_warrant` the server put in `_meta` goes.
+                    if let ServerResult::CallToolResult(r) = &mut r
+                        && let Some(meta) = &mut r.meta
+                    {
+                        meta.0.remove("_warrant");
+                    }
+                    r
+                })
+            }
+            Outcome::Hold { .. } => {
+                refuse(blocked("internal error: still held after the wait".into()), info.output_schema)
+            }
+            deny => Ok(ServerResult::CallToolResult(refusal(&key, &deny, graduation, info.output_schema))),
+        }
+    }
+
+    /// Waits for the principal's decision on a held call, in slices of [`PROGRESS_EVERY`], telling
+    /// the client after each (when it asked for progress), until the decision, the gateway's
+    /// `--wait`, or the client's cancellation.
+    async fn hold(&self, governor: &Arc<Governor>, submitted: &Submitted, ctx: &RequestContext<RoleServer>) -> Outcome {
+        let wait = self.shared.opts.wait;
+        let started = Instant::now();
+        let deadline = started + wait;
+        let id = submitted.packet_id.clone();
+        let token = ctx.meta.get_progress_token();
+        let reason = submitted.outcome.message();
+        let progress = |elapsed: f64| {
+            let token = token.clone();
+            let message = format!(
+                "held: waiting up to {}s for the principal to decide {id} in warrant ({reason})",
+                wait.as_secs()
+            );
+            async move {
+                if let Some(token) = token {
+                    let p = ProgressNotificationParam::new(token, elapsed.floor())
+                        .with_total(wait.as_secs_f64().ceil())
+                        .with_message(message);
+                    let _ = ctx.peer.notify_progress(p).await;
+                }
+            }
+        };
+        progress(0.0).await;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Outcome::Deny {
+                    packet_id: Some(id.clone()),
+                    status: "timeout",
+                    reason: format!(
+                        "no decision on {id} within {}s; the call was not run and will not run",
+                        wait.as_secs_f64()
+                    ),
+                    remedy: Some(format!(
+                        "call the tool again and ask the principal to approve the new request in warrant ({id} can no longer run)"
+                    )),
+                };
+            }
+            let (g, s) = (governor.clone(), submitted.clone());
+            let slice = left.min(PROGRESS_EVERY);
+            let waited = tokio::select! {
+                r = tokio::task::spawn_blocking(move || g.wait(&s, slice)) => r,
+                () = ctx.ct.cancelled() => return Outcome::Deny {
+                    packet_id: Some(id.clone()),
+                    status: "cancelled",
+                    reason: "the client cancelled the call while it was held; it was not run".into(),
+                    remedy: None,
+                },
+            };
+            match waited {
+                Ok(Outcome::Deny { status: "timeout", .. }) => progress(started.elapsed().as_secs_f64()).await,
+                Ok(o) => return o,
+                Err(e) => {
+                    return Outcome::Deny {
+                        packet_id: Some(id.clone()),
+                        status: "blocked",
+                        reason: format!("warrant failed while waiting for the decision: {e}"),
+                        remedy: None,
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Re-checks, just before an approved call is forwarded, the preconditions the principal's
+/// decision recorded at approval (a file's hash, git HEAD; two-phase execution,
+/// `lodestar-and-tiers.md` §A3). `None` when they all hold or none were recorded (a call the gate
+/// allowed on its own has no decision); else the refusal.
+///
+/// TODO(issue 17): `calls::call_packet` gives every call packet `preconditions: []`, so approvals
+/// of gateway calls record none yet and this re-check finds nothing to do. Filling them needs a
+/// tool-table rule naming which argument is the file or repository a call depends on (e.g.
+/// `filesystem/write_file`'s `path` → `file.sha256`, `git/git_commit`'s `repo_path` →
+/// `git.head_unchanged`); the re-check below then applies unchanged.
+fn recheck_preconditions(g: &Governor, config_dir: &std::path::Path, id: &str, content_hash: &str) -> Option<Outcome> {
+    let path = g.spool().decision_path(id);
+    let fail = |status: &'static str, reason: String| {
+        Some(Outcome::Deny { packet_id: Some(id.to_owned()), status, reason, remedy: None })
+    };
+    if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+        return None;
+    }
+    let bytes = match crate::spool::read_limited(&path) {
+        Ok(b) => b,
+        Err(e) => return fail("blocked", format!("could not read the decision on {id}: {e}")),
+    };
+    let Ok(pinned) = crate::keys::PinnedKeys::load(config_dir) else {
+        return fail("blocked", "could not read the pinned keys".into());
+    };
+    let decision = crate::canonical::parse_untrusted(&bytes).map_err(|e| e.to_string()).and_then(|v| {
+        crate::decision::verify_decision_file(&v, id, Some(content_hash), &pinned).map_err(|e| e.to_string())
+    });
+    let d = match decision {
+        Ok(d) => d,
+        Err(e) => return fail("blocked", format!("the decision on {id} does not verify: {e}")),
+    };
+    let recorded: Option<Vec<crate::ladder::ActionPrecondition>> = d
+        .preconditions
+        .iter()
+        .map(|p| {
+            Some(crate::ladder::ActionPrecondition {
+                check_id: p.get("check_id")?.as_str()?.to_owned(),
+                parameters: p.get("parameters").cloned().unwrap_or(Value::Null),
+                expected_at_approval: p.get("expected_at_approval").cloned().unwrap_or(Value::Null),
+                must_revalidate_at_execution: true,
+            })
+        })
+        .collect();
+    let Some(recorded) = recorded else {
+        return fail("blocked", format!("the decision on {id} records a precondition warrant cannot read"));
+    };
+    if recorded.is_empty() {
+        return None;
+    }
+    let observer = crate::preconditions::Observer::for_policies(g.policies(), Some(config_dir));
+    let rv = observer.recheck(&recorded);
+    if rv.ok {
+        return None;
+    }
+    let detail = rv.failure.map_or_else(|| "a precondition changed".to_owned(), |f| f.detail);
+    fail("precondition_failed", format!("the world changed since the principal approved {id}: {detail}"))
+}
+
+/// The tool result of a call warrant did not run: `isError: true`, a text for the model, and
+/// `_meta._warrant` ([`warrant_object`]); `structuredContent: {"_warrant": …}` too when the tool
+/// declares no `outputSchema` (which a structured result would have to follow).
+fn refusal(key: &str, outcome: &Outcome, graduation: Option<Value>, structured: bool) -> CallToolResult {
+    let mut w = warrant_object(outcome);
+    if let (Some(g), Some(m)) = (graduation, w.as_object_mut())
+        && m.get("graduationPath").is_none_or(Value::is_null)
+    {
+        m.insert("graduationPath".into(), g);
+    }
+    let field = |k: &str| w.get(k).and_then(Value::as_str).map(str::to_owned);
+    let status = field("status").unwrap_or_default();
+    let mut text = format!("warrant did not run {key}: {status}.\nReason: {}", field("reason").unwrap_or_default());
+    if let Some(id) = field("packet_id") {
+        text.push_str(&format!("\nPacket: {id}"));
+    }
+    if let Some(u) = field("unblock") {
+        text.push_str(&format!("\nTo unblock: {u}"));
+    }
+    if let Some(g) = w.get("graduationPath").filter(|g| !g.is_null()) {
+        text.push_str(&format!("\nGraduation path: {g}"));
+    }
+    text.push_str("\nThe call was not run. Re-plan: do not repeat it unchanged unless the principal says so.");
+    let mut r = CallToolResult::error(vec![ContentBlock::text(text)]);
+    r.result_type = None;
+    let mut meta = serde_json::Map::new();
+    meta.insert("_warrant".into(), w.clone());
+    r.meta = Some(MetaObject(meta));
+    if structured {
+        r.structured_content = Some(json!({ "_warrant": w }));
+    }
+    r
+}
+
+impl Service<RoleServer> for Gateway {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
+        match request {
+            ClientRequest::InitializeRequest(r) => {
+                self.initialize(r.params, ctx.peer.clone()).await.map(ServerResult::InitializeResult)
+            }
+            ClientRequest::PingRequest(_) => Ok(ServerResult::empty(())),
+            // The gateway speaks the handshake lifecycle (protocol versions before 2026-07-28): a
+            // client that probes with `server/discover` falls back to `initialize`.
+            ClientRequest::DiscoverRequest(_) => {
+                Err(McpError::method_not_found::<rmcp::model::DiscoverRequestMethod>())
+            }
+            ClientRequest::CallToolRequest(r) => {
+                let gateway = Gateway { shared: self.shared.clone() };
+                // A panic is a refusal, never a crash of the connection.
+                match tokio::spawn(async move { gateway.call_tool(r, ctx).await }).await {
+                    Ok(answer) => answer,
+                    Err(e) => Ok(ServerResult::CallToolResult(refusal(
+                        "the tool",
+                        &Outcome::Deny {
+                            packet_id: None,
+                            status: "blocked",
+                            reason: format!("internal error: {e}"),
+                            remedy: None,
+                        },
+                        None,
+                        false,
+                    ))),
+                }
+            }
+            ClientRequest::ListToolsRequest(r) => {
+                let answer = self.shared.forward(ClientRequest::ListToolsRequest(r), &ctx).await?;
+                if let ServerResult::ListToolsResult(list) = &answer {
+                    let mut tools = self.shared.tools.lock().await;
+                    tools.get_or_insert_with(HashMap::new).extend(tool_map(&list.tools));
+                }
+                Ok(answer)
+            }
+            other => self.shared.forward(other, &ctx).await,
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        mut notification: ClientNotification,
+        ctx: NotificationContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        match notification {
+            // The SDK sent the server its own `initialized`; cancellations reach forwarded
+            // requests through their request context.
+            ClientNotification::InitializedNotification(_) | ClientNotification::CancelledNotification(_) => Ok(()),
+            _ => {
+                let Ok(upstream) = self.shared.upstream() else { return Ok(()) };
+                *notification.get_meta_mut() = ctx.meta;
+                upstream.send_notification(notification).await.map_err(service_error)
+            }
+        }
+    }
+
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(rmcp::model::ServerCapabilities::default())
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        match self.shared.protocol.get() {
+            // What the real server agreed to is what the agent gets.
+            Some(v) => Cow::Owned(vec![v.clone()]),
+            None => {
+                Cow::Owned(ProtocolVersion::KNOWN_VERSIONS.iter().filter(|v| v.has_initialize()).cloned().collect())
+            }
+        }
+    }
+}
+
+impl Service<RoleClient> for ServerSide {
+    async fn handle_request(
+        &self,
+        mut request: ServerRequest,
+        ctx: RequestContext<RoleClient>,
+    ) -> Result<ClientResult, McpError> {
+        if let ServerRequest::PingRequest(_) = request {
+            return Ok(ClientResult::empty(()));
+        }
+        *request.get_meta_mut() = ctx.meta;
+        tokio::select! {
+            r = self.agent.send_request(request) => r.map_err(service_error),
+            () = ctx.ct.cancelled() => Err(McpError::internal_error("cancelled by the server", None)),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        mut notification: ServerNotification,
+        ctx: NotificationContext<RoleClient>,
+    ) -> Result<(), McpError> {
+        match &mut notification {
+            ServerNotification::ProgressNotification(p) => {
+                let agent_token =
+                    self.shared.progress.lock().ok().and_then(|m| m.get(&p.params.progress_token).cloned());
+                // Progress on a request the agent asked no progress for is dropped.
+                let Some(t) = agent_token else { return Ok(()) };
+                p.params.progress_token = t;
+            }
+            ServerNotification::CancelledNotification(_) => return Ok(()),
+            ServerNotification::ToolListChangedNotification(_) => {
+                *self.shared.tools.lock().await = None;
+            }
+            _ => {}
+        }
+        *notification.get_meta_mut() = ctx.meta;
+        self.agent.send_notification(notification).await.map_err(service_error)
+    }
+
+    fn get_info(&self) -> InitializeRequestParams {
+        self.client.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(words: &[&str]) -> String {
+        default_name(&words.iter().map(OsString::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn default_names_follow_the_documented_rule() {
+        assert_eq!(name(&["mcp-server-filesystem", "/tmp"]), "filesystem");
+        assert_eq!(name(&["/usr/local/bin/mcp-server-git", "--repository", "."]), "git");
+        assert_eq!(name(&["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"]), "filesystem");
+        assert_eq!(name(&["npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "/tmp"]), "filesystem");
+        assert_eq!(name(&["uvx", "mcp-server-git==2026.10.19"]), "git");
+        assert_eq!(name(&["uvx", "--from", "mcp-server-git", "mcp-server-git"]), "git");
+        assert_eq!(name(&["python3", "-m", "mcp_server_git"]), "git");
+        assert_eq!(name(&["npm", "exec", "--yes", "server-memory"]), "memory");
+        assert_eq!(name(&["node", "build/index.js"]), "node");
+        assert_eq!(name(&["my server"]), "my-server");
+        assert_eq!(name(&["npx"]), "npx");
+        assert_eq!(name(&["..."]), "server");
+        assert_eq!(name(&["mcp-server-"]), "mcp-server-");
+        for n in ["filesystem", "git", "my-server", "server"] {
+            assert!(crate::calls::is_tool_key(&format!("{n}/read_file")));
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_a_tool_result_with_the_warrant_object() {
+        let o = Outcome::Deny {
+            packet_id: Some("gw-abc-3".into()),
+            status: "refused",
+            reason: "refused by alice: no".into(),
+            remedy: None,
+        };
+        let r = refusal("filesystem/write_file", &o, Some(json!({"remaining": 3})), true);
+        let v = serde_json::to_value(&r).expect("json");
+        assert_eq!(v["isError"], json!(true));
+        assert_eq!(v["_meta"]["_warrant"]["status"], json!("refused"));
+        assert_eq!(v["_meta"]["_warrant"]["packet_id"], json!("gw-abc-3"));
+        assert_eq!(v["_meta"]["_warrant"]["graduationPath"], json!({"remaining": 3}));
+        assert_eq!(v["structuredContent"]["_warrant"], v["_meta"]["_warrant"]);
+        assert!(v.get("resultType").is_none(), "{v}");
+        let text = v["content"][0]["text"].as_str().expect("text");
+        assert!(text.contains("refused") && text.contains("gw-abc-3") && text.contains("not run"), "{text}");
+        let r = refusal("filesystem/write_file", &o, None, false);
+        assert!(serde_json::to_value(&r).expect("json").get("structuredContent").is_none());
+    }
+}

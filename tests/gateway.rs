@@ -1,0 +1,432 @@
+//! Issue 17: `warrant mcp-gateway` in front of real MCP servers from the registries —
+//! `@modelcontextprotocol/server-filesystem` (npm) and `mcp-server-git` (PyPI) — driven by a real
+//! MCP client, the Python `mcp` SDK (`tests/support/mcp_client.py`), with the principal deciding
+//! from another process (`warrant approve|refuse --yes ID`), as the console would.
+//!
+//! `.ci/run` installs the servers and the SDK. Without them these tests fail when `CI=true` and
+//! are skipped (with the reason printed) elsewhere.
+#![cfg(feature = "console")]
+
+#[path = "support/cli_env.rs"]
+mod cli_env;
+
+use cli_env::{BIN, Env, text};
+use serde_json::{Value, json};
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_client.py");
+
+/// The test's tool table: reads are safe (L1), writes and commits are mutating (held in a
+/// cautious notebook).
+const POLICY: &str = r#"
+[tools."filesystem/read_*"]
+tier = "safe"
+class = "read.context"
+level = 1
+
+[tools."filesystem/write_file"]
+tier = "mutating"
+class = "file.write"
+level = 2
+
+[tools."git/git_status"]
+tier = "safe"
+class = "read.context"
+level = 1
+
+[tools."git/git_commit"]
+tier = "mutating"
+class = "code.commit"
+level = 2
+"#;
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}
+
+/// Whether the real parts are here: in CI their absence fails the test (`.ci/run` installs
+/// them); elsewhere the test is skipped with the reason.
+fn have(servers: &[&str]) -> bool {
+    let mut missing: Vec<String> = servers.iter().filter(|s| !on_path(s)).map(|s| (*s).to_owned()).collect();
+    let sdk = Command::new("python3")
+        .args(["-c", "import mcp.client.stdio"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !sdk {
+        missing.push("the Python `mcp` SDK (python3 -c 'import mcp')".into());
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!("missing {}: `.ci/run` installs them", missing.join(", "));
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+    eprintln!("skipped: {why}");
+    false
+}
+
+/// A config with a pinned key, the test's policy and a spool; a root directory for the server.
+struct Setup {
+    env: Env,
+    root: tempfile::TempDir,
+}
+
+fn setup() -> Setup {
+    let env = Env::new();
+    env.policy(POLICY);
+    std::fs::create_dir_all(env.spool()).expect("spool");
+    let root = tempfile::tempdir().expect("root");
+    Setup { env, root }
+}
+
+impl Setup {
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    /// The client running `steps` against `warrant mcp-gateway GATEWAY_ARGS -- SERVER…` (or,
+    /// with `wrap`, the same command line under `sh -c` that writes its pid to `pidfile` first).
+    fn client(&self, steps: &Value, gateway: &[&str], server: &[&str], pidfile: Option<&Path>) -> Child {
+        let mut command: Vec<String> = vec![BIN.into(), "mcp-gateway".into()];
+        command.extend(gateway.iter().map(|s| (*s).to_owned()));
+        command.push("--".into());
+        command.extend(server.iter().map(|s| (*s).to_owned()));
+        if let Some(pidfile) = pidfile {
+            let line = shlex::try_join(command.iter().map(String::as_str)).expect("quote");
+            let script =
+                format!("echo $$ > {}; exec {line}", shlex::try_quote(&pidfile.to_string_lossy()).expect("quote"));
+            command = vec!["sh".into(), "-c".into(), script];
+        }
+        let mut c = Command::new("python3");
+        c.arg(CLIENT).arg(steps.to_string()).arg("--").args(&command);
+        c.env("WARRANT_CONFIG", self.env.config())
+            .env("WARRANT_SPOOL", self.env.spool())
+            .env("WARRANT_PRINCIPAL", "alice")
+            .env("XDG_DATA_HOME", self.env.dir.path().join("data"))
+            .current_dir(self.root.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c.spawn().expect("python3 mcp_client.py")
+    }
+
+    fn fs_client(&self, steps: &Value, gateway: &[&str]) -> Child {
+        let root = self.root.path().to_string_lossy().into_owned();
+        self.client(steps, gateway, &["mcp-server-filesystem", &root], None)
+    }
+
+    /// `warrant list --json`'s packets.
+    fn packets(&self) -> Vec<Value> {
+        let o = self.env.run(&["list", "--json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).expect("list --json");
+        v["packets"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The id of the one packet for `tool` that waits for the principal, as `warrant list --json`
+    /// shows it, once the gateway has published it.
+    fn held(&self, tool: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let waiting: Vec<Value> =
+                self.packets().into_iter().filter(|p| is_waiting(p) && summary_is(p, tool)).collect();
+            if let [p] = waiting.as_slice() {
+                return p["packet_id"].as_str().expect("id").to_owned();
+            }
+            assert!(waiting.len() < 2, "one held call, one packet: {waiting:?}");
+            assert!(Instant::now() < deadline, "no held packet for {tool}: {:?}", self.packets());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The receipts published into `receipts/`.
+    fn receipts(&self) -> Vec<Value> {
+        let Ok(dir) = std::fs::read_dir(self.env.spool().join("receipts")) else { return Vec::new() };
+        dir.filter_map(|e| std::fs::read(e.ok()?.path()).ok()).filter_map(|b| serde_json::from_slice(&b).ok()).collect()
+    }
+}
+
+fn is_waiting(p: &Value) -> bool {
+    p["decision"].is_null()
+        && p["expired"] != json!(true)
+        && !matches!(p["state"].as_str(), Some("allowed" | "allowed_with_constraints"))
+}
+
+fn summary_is(p: &Value, tool: &str) -> bool {
+    p["summary"].as_str().is_some_and(|s| s.starts_with(&format!("{tool}:")))
+}
+
+/// The client's JSON lines as they come.
+fn lines(child: &mut Child) -> mpsc::Receiver<Value> {
+    let (tx, rx) = mpsc::channel();
+    let out = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && tx.send(v).is_err()
+            {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The next answer to a `call` step (progress lines are collected in it), within `secs`.
+fn answer(rx: &mpsc::Receiver<Value>, secs: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(v) if v.get("call").is_some() => return v,
+            Ok(_) => {}
+            Err(e) => panic!("no answer from the client within {secs}s: {e}"),
+        }
+    }
+}
+
+/// Waits for the client to end (it ends when its steps are done) and returns its stderr.
+fn finish(mut child: Child) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().expect("output");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn result_text(answer: &Value) -> String {
+    answer["result"]["content"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n"))
+        .unwrap_or_default()
+}
+
+fn call(tool: &str, args: Value) -> Value {
+    json!({"call": tool, "args": args, "progress": true})
+}
+
+// (1) A read the tool table says is safe (L1) runs at once: the result is the server's, no packet
+// waits for the principal, and a receipt records it.
+#[test]
+fn an_allowed_read_runs_with_no_packet_left_pending() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    std::fs::write(s.path("a.txt"), "hello from the root\n").expect("write");
+    let steps = json!([{"list": true}, call("read_text_file", json!({"path": s.path("a.txt")}))]);
+    let mut child = s.fs_client(&steps, &[]);
+    let rx = lines(&mut child);
+    let a = answer(&rx, 40);
+    let stderr = finish(child);
+    assert_eq!(a["result"]["isError"], json!(false), "{a}\n{stderr}");
+    assert!(result_text(&a).contains("hello from the root"), "{a}");
+    assert!(a["result"]["_meta"].get("_warrant").is_none(), "a forwarded result is the server's: {a}");
+    assert!(s.packets().iter().all(|p| !is_waiting(p)), "no packet left pending: {:?}", s.packets());
+    let receipts = s.receipts();
+    assert_eq!(receipts.len(), 1, "{receipts:?}");
+    assert_eq!(receipts[0]["action_class"], json!("read.context"));
+    assert_eq!(receipts[0]["outcome"], json!("execute"));
+}
+
+// (2) A write is held; the principal approves it from another process; it runs then (the file
+// is written) and leaves a receipt naming its packet. The client heard progress meanwhile.
+#[test]
+fn a_held_write_runs_once_the_principal_approves_it() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    let target = s.path("approved.txt");
+    let mut child =
+        s.fs_client(&json!([call("write_file", json!({"path": target, "content": "approved\n"}))]), &["--wait", "60"]);
+    let rx = lines(&mut child);
+    let id = s.held("filesystem/write_file");
+    assert!(!target.exists(), "nothing runs while the call is held");
+    let o = s.env.run(&["approve", "--yes", &id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let a = answer(&rx, 40);
+    let stderr = finish(child);
+    assert_eq!(a["result"]["isError"], json!(false), "{a}\n{stderr}");
+    assert_eq!(std::fs::read_to_string(&target).expect("written"), "approved\n");
+    let progress = a["progress"].as_array().expect("progress");
+    assert!(
+        progress.first().and_then(|p| p[2].as_str()).is_some_and(|m| m.contains(&id)),
+        "a held call tells the client at once what it waits for: {a}"
+    );
+    let receipts = s.receipts();
+    let mine: Vec<&Value> = receipts.iter().filter(|r| r["packet_id"] == json!(id)).collect();
+    assert_eq!(mine.len(), 1, "{receipts:?}");
+    assert_eq!(mine[0]["action_class"], json!("file.write"));
+    assert!(mine[0]["note"].as_str().is_some_and(|n| n.contains("isError false")), "{:?}", mine[0]);
+}
+
+// (3) A refused write is a normal tool result with isError and `_warrant` (status refused, the
+// packet, the principal's reason); the file is unchanged.
+#[test]
+fn a_refused_write_returns_is_error_with_warrant_and_changes_nothing() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    let target = s.path("keep.txt");
+    std::fs::write(&target, "original\n").expect("write");
+    let mut child =
+        s.fs_client(&json!([call("write_file", json!({"path": target, "content": "clobbered\n"}))]), &["--wait", "60"]);
+    let rx = lines(&mut child);
+    let id = s.held("filesystem/write_file");
+    let o = s.env.run(&["refuse", "--yes", &id, "--reason", "keep.txt stays as it is"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let a = answer(&rx, 40);
+    let stderr = finish(child);
+    assert!(a.get("error").is_none(), "a refusal is a tool result, not a protocol error: {a}\n{stderr}");
+    assert_eq!(a["result"]["isError"], json!(true), "{a}");
+    let w = &a["result"]["_meta"]["_warrant"];
+    assert_eq!(w["status"], json!("refused"), "{a}");
+    assert_eq!(w["packet_id"], json!(id));
+    assert!(w["reason"].as_str().is_some_and(|r| r.contains("keep.txt stays as it is")), "{w}");
+    let t = result_text(&a);
+    assert!(t.contains("refused") && t.contains(&id) && t.contains("keep.txt stays as it is"), "{t}");
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), "original\n");
+    assert!(s.receipts().iter().all(|r| r["packet_id"] != json!(id)), "nothing was forwarded");
+}
+
+// (4) A held call past `--wait` is refused (status timeout), and an approval that comes later,
+// while the gateway still serves the same client, never runs it.
+#[test]
+fn a_held_call_past_its_wait_is_refused_and_never_runs_later() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    let (late, second) = (s.path("late.txt"), s.path("second.txt"));
+    let steps = json!([
+        call("write_file", json!({"path": late, "content": "late\n"})),
+        call("write_file", json!({"path": second, "content": "second\n"})),
+    ]);
+    let mut child = s.fs_client(&steps, &["--wait", "2"]);
+    let rx = lines(&mut child);
+    let first = answer(&rx, 40);
+    assert_eq!(first["result"]["isError"], json!(true), "{first}");
+    let w = &first["result"]["_meta"]["_warrant"];
+    assert_eq!(w["status"], json!("timeout"), "{first}");
+    let id = w["packet_id"].as_str().expect("packet id").to_owned();
+    assert!(result_text(&first).contains("not run"), "{first}");
+    // The principal approves it now, while the gateway holds the second call: it stays unrun.
+    let _ = s.env.run(&["approve", "--yes", &id]);
+    let second_answer = answer(&rx, 40);
+    assert_eq!(second_answer["result"]["_meta"]["_warrant"]["status"], json!("timeout"), "{second_answer}");
+    finish(child);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!late.exists(), "a timed-out call never runs");
+    assert!(!second.exists());
+    assert!(s.receipts().is_empty(), "{:?}", s.receipts());
+    let listed = s.packets();
+    let p = listed.iter().find(|p| p["packet_id"] == json!(id)).expect("the packet stays");
+    assert!(p["expired"] == json!(true) || p["decision"] == json!("approve"), "{p}");
+}
+
+// (5) Killing the gateway while a call is held runs nothing, even when the principal approves
+// the packet afterwards.
+#[test]
+fn killing_the_gateway_while_a_call_is_held_runs_nothing() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    let target = s.path("never.txt");
+    let pidfile = s.env.dir.path().join("gateway.pid");
+    let root = s.root.path().to_string_lossy().into_owned();
+    let steps = json!([call("write_file", json!({"path": target, "content": "never\n"}))]);
+    let child = s.client(&steps, &["--wait", "60"], &["mcp-server-filesystem", &root], Some(&pidfile));
+    let id = s.held("filesystem/write_file");
+    let pid = std::fs::read_to_string(&pidfile).expect("pid file").trim().to_owned();
+    let o = Command::new("kill").args(["-KILL", &pid]).output().expect("kill");
+    assert!(o.status.success(), "{}", text(&o));
+    let o = s.env.run(&["approve", "--yes", &id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    finish(child);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!target.exists(), "the killed gateway ran nothing");
+    assert!(s.receipts().is_empty(), "{:?}", s.receipts());
+}
+
+// Fail closed: with no spool the gateway still starts and answers, and every call is refused
+// with the reason (never forwarded).
+#[test]
+fn without_a_spool_every_call_is_refused_with_the_reason() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    std::fs::remove_dir_all(s.env.spool()).expect("remove the spool");
+    std::fs::write(s.path("a.txt"), "secret\n").expect("write");
+    let mut child = s.fs_client(&json!([call("read_text_file", json!({"path": s.path("a.txt")}))]), &[]);
+    let rx = lines(&mut child);
+    let a = answer(&rx, 40);
+    finish(child);
+    assert_eq!(a["result"]["isError"], json!(true), "{a}");
+    assert_eq!(a["result"]["_meta"]["_warrant"]["status"], json!("blocked"), "{a}");
+    assert!(result_text(&a).contains("no spool"), "{a}");
+    assert!(!result_text(&a).contains("secret"), "{a}");
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git");
+    assert!(o.status.success(), "git {args:?}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+}
+
+// mcp-server-git (PyPI) behind the gateway: git_status (safe) runs; git_commit (mutating) is held
+// and, refused, leaves HEAD where it was.
+#[test]
+fn git_status_runs_and_a_refused_git_commit_changes_nothing() {
+    if !have(&["mcp-server-git", "git"]) {
+        return;
+    }
+    let s = setup();
+    let repo = s.root.path();
+    git(repo, &["init", "-q"]);
+    std::fs::write(repo.join("README"), "one\n").expect("write");
+    git(repo, &["add", "README"]);
+    git(repo, &["commit", "-q", "-m", "first"]);
+    std::fs::write(repo.join("README"), "two\n").expect("write");
+    git(repo, &["add", "README"]);
+    let head = git(repo, &["rev-parse", "HEAD"]);
+    let path = repo.to_string_lossy().into_owned();
+    let steps = json!([
+        call("git_status", json!({"repo_path": path})),
+        call("git_commit", json!({"repo_path": path, "message": "second"})),
+    ]);
+    let mut child = s.client(&steps, &["--wait", "60"], &["mcp-server-git", "--repository", &path], None);
+    let rx = lines(&mut child);
+    let status = answer(&rx, 40);
+    assert_eq!(status["result"]["isError"], json!(false), "{status}");
+    assert!(result_text(&status).contains("README"), "{status}");
+    let id = s.held("git/git_commit");
+    let o = s.env.run(&["refuse", "--yes", &id, "--reason", "not now"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let commit = answer(&rx, 40);
+    let stderr = finish(child);
+    assert_eq!(commit["result"]["isError"], json!(true), "{commit}\n{stderr}");
+    assert_eq!(commit["result"]["_meta"]["_warrant"]["status"], json!("refused"), "{commit}");
+    assert_eq!(git(repo, &["rev-parse", "HEAD"]), head, "the refused commit was not made");
+    let receipts = s.receipts();
+    assert_eq!(receipts.len(), 1, "only git_status ran: {receipts:?}");
+    assert_eq!(receipts[0]["action_class"], json!("read.context"));
+}

@@ -1,0 +1,74 @@
+"""A real MCP client for tests/gateway.rs: the Python `mcp` SDK's ClientSession over stdio.
+
+    python3 mcp_client.py STEPS_JSON -- COMMAND [ARGS...]
+
+starts COMMAND (the gateway, or a server directly) with this process's whole environment,
+initializes, then runs STEPS_JSON, a list of steps:
+
+    {"list": true}                                   tools/list
+    {"call": "TOOL", "args": {...}, "progress": true} tools/call (with a progress token when
+                                                     "progress" is true)
+
+and prints one JSON line per event, flushed at once:
+
+    {"initialize": <InitializeResult as JSON>}
+    {"list": [{"name": ..., "annotations": ...}, ...]}
+    {"call": "TOOL", "result": <CallToolResult as JSON>, "progress": [[p, total, message], ...]}
+    {"call": "TOOL", "error": "..."}               a protocol or transport error
+"""
+
+import json
+import os
+import sys
+
+import anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def dump(model):
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+async def main(steps, command):
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    async with stdio_client(params) as streams:
+        read, write = streams[0], streams[1]
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            emit({"initialize": dump(init)})
+            for step in steps:
+                if step.get("list"):
+                    tools = await session.list_tools()
+                    emit({"list": [
+                        {"name": t.name, "annotations": dump(t.annotations) if t.annotations else None}
+                        for t in tools.tools
+                    ]})
+                    continue
+                name = step["call"]
+                progress = []
+
+                async def on_progress(p, total, message, progress=progress):
+                    progress.append([p, total, message])
+                    emit({"progress": name, "at": [p, total, message]})
+
+                try:
+                    result = await session.call_tool(
+                        name,
+                        step.get("args", {}),
+                        progress_callback=on_progress if step.get("progress") else None,
+                    )
+                    emit({"call": name, "result": dump(result), "progress": progress})
+                except Exception as e:  # a protocol error is an answer too: the test reads it
+                    emit({"call": name, "error": f"{type(e).__name__}: {e}", "progress": progress})
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4 or sys.argv[2] != "--":
+        sys.exit("usage: mcp_client.py STEPS_JSON -- COMMAND [ARGS...]")
+    anyio.run(main, json.loads(sys.argv[1]), sys.argv[3:])
