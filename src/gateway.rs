@@ -2,7 +2,7 @@
 //! MCP server as a child process and forwards everything to it — `initialize` (the server's
 //! capabilities and instructions pass through), `tools/list`, resources, prompts, completions,
 //! notifications both ways, and the server's own requests to the client (roots, sampling,
-//! elicitation) — except `tools/call`, which it governs first (`docs/integrations-gateway.md`,
+//! elicitation) — except `tools/call`, which it governs first (`docs/integrations.md`, "MCP gateway",
 //! `../shared/reference/agent-integrations.md` §3, Lodestar's proxy in `lodestar-and-tiers.md`).
 //!
 //! A call is a packet ([`crate::calls::call_packet`], tool key `<name>/<tool>`, the server's
