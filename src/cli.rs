@@ -1374,25 +1374,9 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     if as_json {
         // warrant's own verdict and the class's risk, not what the packet declares about itself.
         let policies = load_policies(Some(spool))?;
-        let observer = crate::preconditions::Observer::for_policies(&policies, Some(&config::config_dir()));
-        let revalidations = crate::preconditions::observe_pending(&observer, &snap.packets, decided);
-        let ctx = crate::verdict::VerdictContext {
-            policies: &policies,
-            controls: &view.controls,
-            now: crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0),
-        };
         let principal = Config::load().ok().and_then(|c| c.principal).unwrap_or_else(|| "local".into());
         let now = time::OffsetDateTime::now_utc();
-        let a = crate::monitor::assess(
-            &ctx,
-            &snap.packets,
-            &snap.receipts,
-            decided,
-            &view.evidence,
-            &revalidations,
-            view.report.is_valid(),
-            &principal,
-        );
+        let a = spool::assess_now(&policies, &config::config_dir(), &snap, &view, &principal);
         let packets: Vec<Value> = snap
             .packets
             .iter()

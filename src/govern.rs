@@ -255,23 +255,7 @@ impl Governor {
                 remedy: Some("make the call again".into()),
             }));
         }
-        let observer = crate::preconditions::Observer::for_policies(&self.policies, Some(&self.config_dir));
-        let revalidations = crate::preconditions::observe_pending(&observer, &snap.packets, &view.decisions);
-        let ctx = crate::verdict::VerdictContext {
-            policies: &self.policies,
-            controls: &view.controls,
-            now: crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0),
-        };
-        let a = crate::monitor::assess(
-            &ctx,
-            &snap.packets,
-            &snap.receipts,
-            &view.decisions,
-            &view.evidence,
-            &revalidations,
-            view.report.is_valid(),
-            "local",
-        );
+        let a = spool::assess_now(&self.policies, &self.config_dir, &snap, &view, "local");
         let Some(v) = a.verdicts.get(id) else {
             return Err(GovernError::InvalidPacket { id: id.to_owned(), reason: "not assessed".into() });
         };

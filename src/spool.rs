@@ -1538,6 +1538,37 @@ pub fn publish_receipt(
     Ok((receipt, path))
 }
 
+/// Assesses every pending packet of `snap` now, as the console would: the precondition re-checks
+/// observed with `policies`' roots (never inside `config_dir`), the chain's decisions, controls
+/// and evidence from `view`, and `workspace` as the gate's workspace. The one place the CLI, the
+/// governor and the console's callers assemble an assessment outside the event loop.
+#[must_use]
+pub fn assess_now(
+    policies: &crate::graduation::policy::PolicySet,
+    config_dir: &Path,
+    snap: &Snapshot,
+    view: &ChainView,
+    workspace: &str,
+) -> crate::monitor::Assessment {
+    let observer = crate::preconditions::Observer::for_policies(policies, Some(config_dir));
+    let revalidations = crate::preconditions::observe_pending(&observer, &snap.packets, &view.decisions);
+    let ctx = crate::verdict::VerdictContext {
+        policies,
+        controls: &view.controls,
+        now: crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0),
+    };
+    crate::monitor::assess(
+        &ctx,
+        &snap.packets,
+        &snap.receipts,
+        &view.decisions,
+        &view.evidence,
+        &revalidations,
+        view.report.is_valid(),
+        workspace,
+    )
+}
+
 /// Whether this process's user owns the spool directory (the principal); an agent publishing
 /// into a shared spool does not.
 #[must_use]
