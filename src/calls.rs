@@ -12,7 +12,8 @@
 //! allowed on its own. MCP tool annotations (`readOnlyHint`, `destructiveHint`) come from the
 //! server: `destructiveHint: true` raises the tier to destructive; nothing lowers one.
 
-use crate::graduation::policy::{PolicySet, ToolPolicy};
+use crate::graduation::policy::{PolicySet, ToolPolicy, ToolPrecondition};
+use crate::ladder::ActionPrecondition;
 use crate::tiers::ToolTier;
 use serde_json::{Value, json};
 
@@ -33,6 +34,9 @@ pub struct Classification {
     /// Hints the MCP server declared about the tool (`readOnlyHint`, `destructiveHint`, …),
     /// shown to the principal; only `destructiveHint: true` has an effect (it tightens).
     pub annotations: Value,
+    /// The preconditions the tool's own table entry declares (a `[commands]` rule adds none);
+    /// [`action_preconditions`] turns them into the contract's checks for one call.
+    pub preconditions: Vec<ToolPrecondition>,
 }
 
 impl Classification {
@@ -71,6 +75,7 @@ fn from_policy(p: &ToolPolicy, rule: String, default_class: &str) -> Classificat
         level: p.floor(),
         rule,
         annotations: Value::Null,
+        preconditions: Vec::new(),
     }
 }
 
@@ -90,14 +95,17 @@ pub fn classify(policies: &PolicySet, tool: &str, input: &Value, annotations: &V
             level: crate::graduation::policy::UNREGISTERED_TOOL_FLOOR,
             rule: "unregistered (Lodestar's conservative defaults)".to_owned(),
             annotations: Value::Null,
+            preconditions: Vec::new(),
         },
         Some(p) => {
             let base = from_policy(p, format!("tools.{tool:?}"), "tool.call.local");
-            match p.command.as_deref().map(|f| input.get(f)) {
+            let mut c = match p.command.as_deref().map(|f| input.get(f)) {
                 Some(Some(command)) => classify_command(policies, &base, command),
                 // A command tool without its command field: as the tool itself.
                 _ => base,
-            }
+            };
+            c.preconditions.clone_from(&p.preconditions);
+            c
         }
     };
     if annotations.get("destructiveHint").and_then(Value::as_bool) == Some(true) {
@@ -286,6 +294,65 @@ pub fn is_tool_key(s: &str) -> bool {
         && s.len() <= 200
 }
 
+/// The contract's preconditions for one call of a tool whose table entry declares `declared`
+/// (`preconditions = [{ check, argument }]`), read from the call's `input`: one
+/// `{check_id, parameters, expected_at_approval: null, must_revalidate_at_execution: true}` per
+/// path the argument names (a string, or each string of an array), in the order declared.
+/// `file.*` checks take `parameters: {"path": …}`, `git.*` checks `{"repo": …}`.
+///
+/// A relative path is resolved against `cwd` (the hook event's `cwd`; the gateway's working
+/// directory, which is also its server's), and `.` components and repeated `/` are dropped. A
+/// path that cannot be resolved — no `cwd`, or one starting with `~`, which servers expand but
+/// warrant does not — is kept as written, and `..` is kept: the observer refuses such paths, so
+/// the precondition fails closed. An argument that is missing or not a string (or array of
+/// strings) gives `{"path": null}` (or `{"repo": null}`), which cannot be observed either.
+///
+/// The values are observed outside this module ([`crate::govern::Governor::submit`] fills
+/// `expected_at_approval` when the call is proposed; the approval records them again).
+#[must_use]
+pub fn action_preconditions(
+    declared: &[ToolPrecondition],
+    input: &Value,
+    cwd: Option<&str>,
+) -> Vec<ActionPrecondition> {
+    let mut out = Vec::new();
+    for d in declared {
+        let key = if d.check.starts_with("git.") { "repo" } else { "path" };
+        let paths: Vec<Value> = match input.get(&d.argument) {
+            Some(Value::String(p)) => vec![json!(resolve_path(p, cwd))],
+            Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_string) => {
+                a.iter().filter_map(Value::as_str).map(|p| json!(resolve_path(p, cwd))).collect()
+            }
+            _ => vec![Value::Null],
+        };
+        for path in paths {
+            out.push(ActionPrecondition {
+                check_id: d.check.clone(),
+                parameters: json!({ key: path }),
+                expected_at_approval: Value::Null,
+                must_revalidate_at_execution: true,
+            });
+        }
+    }
+    out
+}
+
+/// `path` made absolute against `cwd` when it is relative, without `.` components or repeated
+/// separators; as written when it cannot be resolved (see [`action_preconditions`]).
+fn resolve_path(path: &str, cwd: Option<&str>) -> String {
+    use std::path::Path;
+    let p = Path::new(path);
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        match cwd.filter(|d| Path::new(d).is_absolute()) {
+            Some(d) if !path.starts_with('~') && !path.is_empty() => Path::new(d).join(p),
+            _ => return path.to_owned(),
+        }
+    };
+    joined.components().collect::<std::path::PathBuf>().to_string_lossy().into_owned()
+}
+
 /// One tool call, as a host or the gateway reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
@@ -378,7 +445,9 @@ pub fn summary(call: &ToolCall, policies: &PolicySet) -> String {
 /// `governance` object), with `id` and `created_at` (RFC 3339). `proposed_action` is
 /// `{"tool", "input", "host", "session", "cwd", "annotations"}` with the exact input;
 /// `governance` names the tool, the notebook and the session, and carries the ladder contract
-/// built from the classification.
+/// built from the classification, with the preconditions the tool's entry declares
+/// ([`action_preconditions`]; their `expected_at_approval` is `null` here: this module does no
+/// I/O).
 #[must_use]
 pub fn call_packet(call: &ToolCall, c: &Classification, policies: &PolicySet, id: &str, created_at: &str) -> Value {
     let mut proposed = json!({"tool": call.tool, "input": call.input, "host": call.host});
@@ -402,7 +471,7 @@ pub fn call_packet(call: &ToolCall, c: &Classification, policies: &PolicySet, id
             "reversibility": c.reversibility(),
             "scope": {"level": "repo", "identifier": call.notebook},
             "data_sensitivity": "private",
-            "preconditions": [],
+            "preconditions": action_preconditions(&c.preconditions, &call.input, call.cwd.as_deref()),
         },
     });
     if let Some(s) = call.session.as_deref().filter(|s| crate::packet::is_safe_id(s)) {
@@ -512,6 +581,87 @@ mod tests {
         let read_only = classify(&p, "Bash", &json!({"command": "make"}), &json!({"readOnlyHint": true}));
         assert_eq!(read_only.tier, Some(ToolTier::Mutating), "readOnlyHint never loosens");
         assert_eq!(read_only.annotations["readOnlyHint"], json!(true), "but it is shown");
+    }
+
+    #[test]
+    fn declared_preconditions_become_the_contracts_checks_for_each_call() {
+        let p = policies(
+            r#"
+            [tools."filesystem/write_file"]
+            tier = "mutating"
+            level = 3
+            preconditions = [{ check = "file.exists", argument = "path" }, { check = "file.sha256", argument = "path" }]
+            [tools."filesystem/read_multiple_files"]
+            tier = "safe"
+            preconditions = [{ check = "file.sha256", argument = "paths" }]
+            [tools."git/git_commit"]
+            tier = "mutating"
+            preconditions = [{ check = "git.head_unchanged", argument = "repo_path" }]
+            [tools.Bash]
+            tier = "mutating"
+            level = 3
+            command = "command"
+            preconditions = [{ check = "git.head", argument = "cwd" }]
+            "#,
+        );
+        let pre = |tool: &str, input: Value, cwd: Option<&str>| {
+            let c = classify(&p, tool, &input, &Value::Null);
+            action_preconditions(&c.preconditions, &input, cwd)
+        };
+        let w = pre("filesystem/write_file", json!({"path": "notes/./a.txt", "content": "x"}), Some("/work/p"));
+        assert_eq!(w.len(), 2);
+        assert_eq!((w[0].check_id.as_str(), &w[0].parameters), ("file.exists", &json!({"path": "/work/p/notes/a.txt"})));
+        assert_eq!(w[1].parameters, json!({"path": "/work/p/notes/a.txt"}), "relative to the cwd, `.` dropped");
+        assert!(w.iter().all(|x| x.must_revalidate_at_execution && x.expected_at_approval.is_null()));
+        let abs = pre("filesystem/write_file", json!({"path": "//work//p/../q"}), Some("/elsewhere"));
+        assert_eq!(abs[0].parameters, json!({"path": "/work/p/../q"}), "`..` is kept: the observer refuses it");
+        for (path, cwd) in [("~/x", Some("/work/p")), ("rel", None), ("rel", Some("also-relative"))] {
+            let kept = pre("filesystem/write_file", json!({"path": path}), cwd);
+            assert_eq!(kept[0].parameters, json!({"path": path}), "unresolvable {path:?} {cwd:?} stays as written");
+        }
+        let missing = pre("filesystem/write_file", json!({"content": "x"}), Some("/w"));
+        assert_eq!(missing[0].parameters, json!({"path": null}), "a missing argument cannot be observed");
+        let many = pre("filesystem/read_multiple_files", json!({"paths": ["/a", "b"]}), Some("/w"));
+        assert_eq!(many.iter().map(|x| x.parameters["path"].clone()).collect::<Vec<_>>(), [json!("/a"), json!("/w/b")]);
+        let git = pre("git/git_commit", json!({"repo_path": "/r", "message": "m"}), None);
+        assert_eq!((git[0].check_id.as_str(), &git[0].parameters), ("git.head_unchanged", &json!({"repo": "/r"})));
+        // A command rule decides the class and rung, never which checks the tool's calls carry.
+        let push = classify(&p, "Bash", &json!({"command": "git push", "cwd": "/r"}), &Value::Null);
+        assert_eq!((push.level, push.preconditions.len()), (4, 1));
+        assert!(pre("Read", json!({"file_path": "/a"}), None).is_empty(), "the built-in table declares none");
+        // The packet carries them and still parses as a contract.
+        let call = ToolCall {
+            host: "mcp-gateway".into(),
+            agent: "mcp-gateway".into(),
+            session: None,
+            tool: "filesystem/write_file".into(),
+            input: json!({"path": "a.txt", "content": "x"}),
+            notebook: "nb".into(),
+            cwd: Some("/work/p".into()),
+            annotations: Value::Null,
+        };
+        let c = classify(&p, &call.tool, &call.input, &Value::Null);
+        let doc = call_packet(&call, &c, &p, "gw-1", "2026-11-25T00:00:00Z");
+        let g = crate::verdict::Governance::from_json(&doc["governance"]);
+        match g.contract {
+            Some(Ok(contract)) => assert_eq!(contract.preconditions, action_preconditions(&c.preconditions, &call.input, Some("/work/p"))),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn precondition_declarations_are_checked_and_errors_name_the_key() {
+        for (entry, says) in [
+            (r#"preconditions = [{ check = "shell.exec", argument = "path" }]"#, "shell.exec"),
+            (r#"preconditions = [{ check = "file.sha256", argument = " " }]"#, "argument"),
+            (r#"preconditions = [{ check = "file.sha256" }]"#, "argument"),
+            (r#"preconditions = [{ check = "file.sha256", argument = "path", expected = "x" }]"#, "expected"),
+        ] {
+            let text = format!("[tools.\"filesystem/write_file\"]\ntier = \"mutating\"\n{entry}\n");
+            let e = PolicySet::from_toml(&text).expect_err(entry).to_string();
+            assert!(e.contains(says), "{entry}: {e}");
+            assert!(e.contains("policy.toml") || e.contains("tools.filesystem/write_file"), "{entry}: {e}");
+        }
     }
 
     #[test]

@@ -536,9 +536,13 @@ pub fn evaluate(
     }
     // A tool call (issue 17) is classified again from its exact input and the principal's tool
     // table: what the packet declares about itself is never what gates it.
+    let mut wanted_preconditions = Vec::new();
     let call = g.tool.as_deref().and_then(|t| {
         crate::calls::call_of_packet(&packet.proposed_action, t).map(|(input, hints)| {
-            crate::calls::classify(ctx.policies, t, input, hints)
+            let c = crate::calls::classify(ctx.policies, t, input, hints);
+            let cwd = packet.proposed_action.get("cwd").and_then(Value::as_str);
+            wanted_preconditions = crate::calls::action_preconditions(&c.preconditions, input, cwd);
+            c
         })
     });
     if let Some(c) = &call {
@@ -548,6 +552,26 @@ pub fn evaluate(
                 Model::TrustGraduation,
                 "action_class",
                 format!("the tool table makes this call {} ({}), the packet says {declared}", c.class, c.rule),
+            ));
+        }
+        // The preconditions the table declares for this call must all be in the contract, to be
+        // re-checked: a packet cannot drop the checks the principal asked for.
+        let carried = match &g.contract {
+            Some(Ok(contract)) => contract.preconditions.as_slice(),
+            _ => &[],
+        };
+        if let Some(missing) = wanted_preconditions.iter().find(|w| {
+            !carried.iter().any(|p| {
+                p.must_revalidate_at_execution && p.check_id == w.check_id && p.parameters == w.parameters
+            })
+        }) {
+            models.push(ModelVerdict::malformed(
+                Model::Ladder,
+                "governance.contract.preconditions",
+                format!(
+                    "the tool table asks {} for this call ({}); the packet's contract does not carry it",
+                    missing.check_id, missing.parameters
+                ),
             ));
         }
     }
@@ -650,9 +674,18 @@ pub fn preconditions_verdict(rv: &Revalidation) -> ModelVerdict {
             DecisionState::Allowed,
             format!("{} precondition(s) hold", rv.checks.len()),
         ),
-        Some(f) => {
+        // Observed, and different: the world moved.
+        Some(f) if f.observed.is_some() => {
             ModelVerdict::new(Model::Preconditions, "precondition_failed", DecisionState::Blocked, f.detail.clone())
                 .with_remedy("the world changed since the agent proposed: it must propose again against it")
+        }
+        // Not observable (outside the roots, a symlink, over the budget, an unknown check).
+        Some(f) => {
+            ModelVerdict::new(Model::Preconditions, "precondition_failed", DecisionState::Blocked, f.detail.clone())
+                .with_remedy(
+                    "warrant could not observe it: the principal declares [preconditions] roots covering the \
+                     path in policy.toml, or the agent proposes a path below them",
+                )
         }
     }
 }

@@ -352,6 +352,25 @@ struct ToolDef {
     /// Claude Code's `Bash`), which `[commands]` rules classify.
     #[serde(default)]
     command: Option<String>,
+    /// The arguments a call depends on, observed when it is proposed and re-checked before it
+    /// runs (two-phase execution): `[{ check = "file.sha256", argument = "path" }]`.
+    #[serde(default)]
+    preconditions: Vec<ToolPrecondition>,
+}
+
+/// One precondition a tool entry declares (`preconditions = [{ check, argument }]` of
+/// `[tools."<key>"]`): the argument of a call that names a file or a repository, and the check
+/// warrant observes on it when the call is proposed, when the principal approves it, and just
+/// before the gateway forwards it (`lodestar-and-tiers.md` §A3; [`crate::calls::action_preconditions`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolPrecondition {
+    /// The check: one of [`crate::preconditions::CHECKS`] (`file.sha256`, `file.exists`,
+    /// `git.head_unchanged`, `git.head`).
+    pub check: String,
+    /// The name of the call's input field holding the path (a string, or an array of strings:
+    /// one check each); a relative path is resolved against the call's working directory.
+    pub argument: String,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -396,6 +415,8 @@ pub struct ToolPolicy {
     pub level: Option<u8>,
     /// The input field that holds the command of a command-running tool (`command`), if any.
     pub command: Option<String>,
+    /// The preconditions a call of this tool carries (`preconditions`), in the order written.
+    pub preconditions: Vec<ToolPrecondition>,
 }
 
 impl ToolPolicy {
@@ -969,7 +990,14 @@ fn tool_from_json(key: &str, def: &Value) -> Result<ToolPolicy, String> {
                 as u8,
         ),
     };
-    Ok(ToolPolicy { tier, required_trust_level: level, class: None, level: None, command: None })
+    Ok(ToolPolicy {
+        tier,
+        required_trust_level: level,
+        class: None,
+        level: None,
+        command: None,
+        preconditions: Vec::new(),
+    })
 }
 
 fn class_from_def(def: ClassDef) -> Result<ClassPolicy, PolicyError> {
@@ -1208,14 +1236,31 @@ fn parse_tool_table(
                 Some(n)
             }
         };
-        Ok(ToolPolicy { tier, required_trust_level: required, class, level, command })
+        Ok(ToolPolicy { tier, required_trust_level: required, class, level, command, preconditions: Vec::new() })
     };
     for (key, def) in tools {
         let id = format!("tools.{key}");
         if let Some(field) = def.command.as_deref().filter(|f| f.is_empty()) {
             return Err(PolicyError::Class { id, message: format!("command field {field:?} must not be empty") });
         }
-        let p = policy(id.clone(), &def.tier, def.required_trust_level, def.class, def.level, def.command)?;
+        let mut p = policy(id.clone(), &def.tier, def.required_trust_level, def.class, def.level, def.command)?;
+        for (i, pre) in def.preconditions.iter().enumerate() {
+            let bad = |message: String| PolicyError::Class {
+                id: id.clone(),
+                message: format!("preconditions[{i}]: {message}"),
+            };
+            if !crate::preconditions::CHECKS.contains(&pre.check.as_str()) {
+                return Err(bad(format!(
+                    "check {:?} is not one warrant can observe ({})",
+                    pre.check,
+                    crate::preconditions::CHECKS.join(", ")
+                )));
+            }
+            if pre.argument.trim().is_empty() {
+                return Err(bad("argument must name an input field (a non-empty string)".into()));
+            }
+        }
+        p.preconditions = def.preconditions;
         if is_glob(&key) {
             let glob = LazyGlob::new(&key).map_err(|message| PolicyError::Class { id, message })?;
             table.globs.push(ToolGlob { pattern: key, glob, policy: p });
