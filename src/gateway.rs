@@ -6,8 +6,9 @@
 //! `../shared/reference/agent-integrations.md` §3, Lodestar's proxy in `lodestar-and-tiers.md`).
 //!
 //! A call is a packet ([`crate::calls::call_packet`], tool key `<name>/<tool>`, the server's
-//! annotations from `tools/list`) judged by [`Governor`]: allowed calls are forwarded and their
-//! result returned unchanged; held calls wait for the principal's signed decision, with
+//! annotations from `tools/list`) judged by [`Governor`]: allowed calls are forwarded, once the
+//! preconditions the tool table declares are re-checked ([`Governor::recheck_before_run`]), and
+//! their result returned unchanged; held calls wait for the principal's signed decision, with
 //! `notifications/progress` keeping the client alive; everything else — refused, blocked,
 //! timed out, expired, and every error warrant meets on the way — is a normal tool result with
 //! `isError: true`, a text the model can act on and `_meta._warrant` ([`warrant_object`]), never a
@@ -456,9 +457,8 @@ impl Gateway {
         };
         let outcome = match outcome {
             Outcome::Allow { .. } => {
-                let (g, id, hash) = (governor.clone(), submitted.packet_id.clone(), submitted.content_hash.clone());
-                let config_dir = s.opts.config_dir.clone();
-                match tokio::task::spawn_blocking(move || recheck_preconditions(&g, &config_dir, &id, &hash)).await {
+                let (g, sub) = (governor.clone(), submitted.clone());
+                match tokio::task::spawn_blocking(move || g.recheck_before_run(&sub)).await {
                     Ok(None) => outcome,
                     Ok(Some(failed)) => failed,
                     Err(e) => blocked(format!("warrant failed while re-checking the preconditions: {e}")),
@@ -589,65 +589,6 @@ impl Gateway {
             }
         }
     }
-}
-
-/// Re-checks, just before an approved call is forwarded, the preconditions the principal's
-/// decision recorded at approval (a file's hash, git HEAD; two-phase execution,
-/// `lodestar-and-tiers.md` §A3). `None` when they all hold or none were recorded (a call the gate
-/// allowed on its own has no decision); else the refusal.
-///
-/// TODO(issue 17): `calls::call_packet` gives every call packet `preconditions: []`, so approvals
-/// of gateway calls record none yet and this re-check finds nothing to do. Filling them needs a
-/// tool-table rule naming which argument is the file or repository a call depends on (e.g.
-/// `filesystem/write_file`'s `path` → `file.sha256`, `git/git_commit`'s `repo_path` →
-/// `git.head_unchanged`); the re-check below then applies unchanged.
-fn recheck_preconditions(g: &Governor, config_dir: &std::path::Path, id: &str, content_hash: &str) -> Option<Outcome> {
-    let path = g.spool().decision_path(id);
-    let fail = |status: &'static str, reason: String| {
-        Some(Outcome::Deny { packet_id: Some(id.to_owned()), status, reason, remedy: None })
-    };
-    if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
-        return None;
-    }
-    let bytes = match crate::spool::read_limited(&path) {
-        Ok(b) => b,
-        Err(e) => return fail("blocked", format!("could not read the decision on {id}: {e}")),
-    };
-    let Ok(pinned) = crate::keys::PinnedKeys::load(config_dir) else {
-        return fail("blocked", "could not read the pinned keys".into());
-    };
-    let decision = crate::canonical::parse_untrusted(&bytes).map_err(|e| e.to_string()).and_then(|v| {
-        crate::decision::verify_decision_file(&v, id, Some(content_hash), &pinned).map_err(|e| e.to_string())
-    });
-    let d = match decision {
-        Ok(d) => d,
-        Err(e) => return fail("blocked", format!("the decision on {id} does not verify: {e}")),
-    };
-    let recorded: Option<Vec<crate::ladder::ActionPrecondition>> = d
-        .preconditions
-        .iter()
-        .map(|p| {
-            Some(crate::ladder::ActionPrecondition {
-                check_id: p.get("check_id")?.as_str()?.to_owned(),
-                parameters: p.get("parameters").cloned().unwrap_or(Value::Null),
-                expected_at_approval: p.get("expected_at_approval").cloned().unwrap_or(Value::Null),
-                must_revalidate_at_execution: true,
-            })
-        })
-        .collect();
-    let Some(recorded) = recorded else {
-        return fail("blocked", format!("the decision on {id} records a precondition warrant cannot read"));
-    };
-    if recorded.is_empty() {
-        return None;
-    }
-    let observer = crate::preconditions::Observer::for_policies(g.policies(), Some(config_dir));
-    let rv = observer.recheck(&recorded);
-    if rv.ok {
-        return None;
-    }
-    let detail = rv.failure.map_or_else(|| "a precondition changed".to_owned(), |f| f.detail);
-    fail("precondition_failed", format!("the world changed since the principal approved {id}: {detail}"))
 }
 
 /// The tool result of a call warrant did not run: `isError: true`, a text for the model, and

@@ -10,6 +10,7 @@ use crate::calls::{Classification, ToolCall};
 use crate::decision::Verdict;
 use crate::graduation::policy::PolicySet;
 use crate::keys::PinnedKeys;
+use crate::ladder::ActionPrecondition;
 use crate::packet::DecisionState;
 use crate::spool::{self, Scanner, Spool};
 use serde_json::{Value, json};
@@ -76,7 +77,8 @@ pub enum Outcome {
     Deny {
         /// The packet, if one was published.
         packet_id: Option<String>,
-        /// `blocked`, `refused`, `timeout`, `expired`, `quarantined`, `killed`.
+        /// `blocked`, `refused`, `timeout`, `expired`, `quarantined`, `killed`,
+        /// `precondition_failed` (and the gateway's `cancelled`).
         status: &'static str,
         /// Why, in words the agent can act on.
         reason: String,
@@ -119,6 +121,9 @@ pub struct Submitted {
     pub at: time::OffsetDateTime,
     /// The classification.
     pub classification: Classification,
+    /// The preconditions of the packet's contract as published, with the values observed when
+    /// the call was proposed (`expected_at_approval`; `null` where nothing could be observed).
+    pub preconditions: Vec<ActionPrecondition>,
     /// The answer now.
     pub outcome: Outcome,
 }
@@ -167,10 +172,21 @@ impl Governor {
     /// Classifies `call`, publishes its packet (or finds the one a retry of the same call made:
     /// same id, same call) and judges it.
     ///
-    /// # Errors
-    /// [`GovernError`]: the surfaces answer every one with a deny.
+    /// The preconditions the tool table declares for the call ([`crate::calls::action_preconditions`])
+    /// are observed now, within the principal's `[preconditions] roots`, and published as their
+    /// `expected_at_approval`: the world the call was proposed in. The principal's approval
+    /// must then find them unchanged (or it is refused with `precondition_failed`), and the
+    /// pending re-check blocks the packet as soon as one changes. One that cannot be observed
+    /// (outside the roots, no roots declared, a symlink, over the budget) is published with
+    /// `null` and fails the pending re-check, so the call is blocked with the reason. A file that
+    /// does not exist is `null` for `file.sha256` (recorded again at approval) and `false` for
+    /// `file.exists`.
+    ///
     /// The packet expires `expires_in` after it is published (the caller's wait): a call the
     /// principal did not decide in time is never run later, and the console shows it expired.
+    ///
+    /// # Errors
+    /// [`GovernError`]: the surfaces answer every one with a deny.
     pub fn submit(
         &self,
         call: &ToolCall,
@@ -185,26 +201,122 @@ impl Governor {
         if let Some(t) = expires_in.and_then(|d| time::Duration::try_from(d).ok()).and_then(|d| now.checked_add(d)) {
             doc["expires_at"] = json!(crate::clock::format_rfc3339(t));
         }
+        self.observe_at_proposal(&mut doc);
         self.spool.ensure()?;
-        match self.spool.publish_new(&self.spool.packets_dir(), &id, &doc) {
-            Ok(_) => {}
+        let published = match self.spool.publish_new(&self.spool.packets_dir(), &id, &doc) {
+            Ok(_) => doc,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                // A retried hook: the same call must be in it (its time aside).
+                // A retried hook: the same call must be in it (its time, and the values its
+                // preconditions had when it was first proposed, aside).
                 let bytes = spool::read_limited(&self.spool.packets_dir().join(format!("{id}.json")))
                     .map_err(|e| GovernError::InvalidPacket { id: id.clone(), reason: e.to_string() })?;
                 let old = crate::canonical::parse_untrusted(&bytes).map_err(|reason| GovernError::InvalidPacket {
                     id: id.clone(),
                     reason,
                 })?;
-                let same = ["agent", "action_class", "proposed_action", "governance"].iter().all(|k| old.get(k) == doc.get(k));
+                let same = ["agent", "action_class", "proposed_action"].iter().all(|k| old.get(k) == doc.get(k))
+                    && old.get("governance").map(without_expected) == doc.get("governance").map(without_expected);
                 if !same {
                     return Err(GovernError::Conflict(id));
                 }
+                old
             }
             Err(e) => return Err(e.into()),
-        }
+        };
+        let preconditions = serde_json::from_value::<Vec<ActionPrecondition>>(
+            published["governance"]["contract"]["preconditions"].clone(),
+        )
+        .map_err(|e| GovernError::InvalidPacket { id: id.clone(), reason: format!("contract.preconditions: {e}") })?;
         let (content_hash, outcome) = self.judge(&id)?;
-        Ok(Submitted { packet_id: id, content_hash, agent: call.agent.clone(), at: now, classification, outcome })
+        Ok(Submitted {
+            packet_id: id,
+            content_hash,
+            agent: call.agent.clone(),
+            at: now,
+            classification,
+            preconditions,
+            outcome,
+        })
+    }
+
+    /// Fills the `expected_at_approval` of a call packet's preconditions with what is observed
+    /// now ([`Governor::submit`]); one that cannot be observed stays `null`.
+    fn observe_at_proposal(&self, doc: &mut Value) {
+        let Some(list) = doc.pointer_mut("/governance/contract/preconditions").and_then(Value::as_array_mut) else {
+            return;
+        };
+        if list.is_empty() {
+            return;
+        }
+        let Ok(pre) = serde_json::from_value::<Vec<ActionPrecondition>>(Value::Array(list.clone())) else { return };
+        let observer = crate::preconditions::Observer::for_policies(&self.policies, Some(&self.config_dir));
+        for (entry, observed) in list.iter_mut().zip(observer.observe_each(&pre)) {
+            if let Some(Ok(v)) = observed {
+                entry["expected_at_approval"] = v;
+            }
+        }
+    }
+
+    /// The check just before an allowed call runs (two-phase execution, `lodestar-and-tiers.md`
+    /// §A3): the preconditions the principal's signed decision recorded at approval, re-observed
+    /// now; for a call the gate allowed on its own (no decision file), the packet's own, as
+    /// observed when it was proposed. `None` when they all hold or there are none; else the
+    /// refusal (`precondition_failed`, or `blocked` when the decision cannot be read or does not
+    /// verify against the pinned keys and the packet's content hash).
+    ///
+    /// The gateway calls this just before forwarding; a hook just before answering `allow` (the
+    /// host runs the tool after that, so for a hook the window between the answer and the run
+    /// stays open).
+    #[must_use]
+    pub fn recheck_before_run(&self, s: &Submitted) -> Option<Outcome> {
+        let id = s.packet_id.as_str();
+        let fail = |status: &'static str, reason: String| {
+            Some(Outcome::Deny { packet_id: Some(id.to_owned()), status, reason, remedy: None })
+        };
+        let path = self.spool.decision_path(id);
+        let decided = !matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound);
+        let (pre, when) = if decided {
+            let bytes = match spool::read_limited(&path) {
+                Ok(b) => b,
+                Err(e) => return fail("blocked", format!("could not read the decision on {id}: {e}")),
+            };
+            let decision = crate::canonical::parse_untrusted(&bytes).map_err(|e| e.to_string()).and_then(|v| {
+                crate::decision::verify_decision_file(&v, id, Some(&s.content_hash), &self.pinned)
+                    .map_err(|e| e.to_string())
+            });
+            let d = match decision {
+                Ok(d) => d,
+                Err(e) => return fail("blocked", format!("the decision on {id} does not verify: {e}")),
+            };
+            let recorded: Option<Vec<ActionPrecondition>> = d
+                .preconditions
+                .iter()
+                .map(|p| {
+                    Some(ActionPrecondition {
+                        check_id: p.get("check_id")?.as_str()?.to_owned(),
+                        parameters: p.get("parameters").cloned().unwrap_or(Value::Null),
+                        expected_at_approval: p.get("expected_at_approval").cloned().unwrap_or(Value::Null),
+                        must_revalidate_at_execution: true,
+                    })
+                })
+                .collect();
+            let Some(recorded) = recorded else {
+                return fail("blocked", format!("the decision on {id} records a precondition warrant cannot read"));
+            };
+            (recorded, format!("the principal approved {id}"))
+        } else {
+            (s.preconditions.clone(), format!("{id} was proposed"))
+        };
+        if !pre.iter().any(|p| p.must_revalidate_at_execution) {
+            return None;
+        }
+        let observer = crate::preconditions::Observer::for_policies(&self.policies, Some(&self.config_dir));
+        let rv = observer.recheck(&pre);
+        if rv.ok {
+            return None;
+        }
+        let detail = rv.failure.map_or_else(|| "a precondition changed".to_owned(), |f| f.detail);
+        fail("precondition_failed", format!("the world changed since {when}: {detail}"))
     }
 
     /// Judges the packet `id` as the console would now: its verified decision when the chain
@@ -337,6 +449,20 @@ impl Governor {
             },
         }
     }
+}
+
+/// A packet's `governance` with every precondition's `expected_at_approval` set to `null`: two
+/// proposals of one call are the same call whatever the world was when each was observed.
+fn without_expected(governance: &Value) -> Value {
+    let mut g = governance.clone();
+    if let Some(list) = g.pointer_mut("/contract/preconditions").and_then(Value::as_array_mut) {
+        for p in list.iter_mut().filter_map(Value::as_object_mut) {
+            if p.contains_key("expected_at_approval") {
+                p.insert("expected_at_approval".into(), Value::Null);
+            }
+        }
+    }
+    g
 }
 
 /// Which packet files a call's verdict needs ([`Scanner::scan_packets_selected`]): the ones

@@ -161,10 +161,18 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
         Err(e) => return deny(opts.host, kind, &e.to_string()),
     };
     let outcome = match governor.submit(&call, call_id, Some(opts.wait)) {
-        Ok(s) => match &s.outcome {
-            Outcome::Hold { .. } => governor.wait(&s, opts.wait),
-            o => o.clone(),
-        },
+        Ok(s) => {
+            let o = match &s.outcome {
+                Outcome::Hold { .. } => governor.wait(&s, opts.wait),
+                o => o.clone(),
+            };
+            // The preconditions are re-checked last, just before the answer: the host runs the
+            // tool after it, which no hook can see.
+            match o {
+                Outcome::Allow { .. } => governor.recheck_before_run(&s).unwrap_or(o),
+                o => o,
+            }
+        }
         Err(e) => return deny(opts.host, kind, &e.to_string()),
     };
     match &outcome {

@@ -176,6 +176,20 @@ impl Observer {
         }
     }
 
+    /// Observes each precondition marked `must_revalidate_at_execution` now, within one packet's
+    /// budget, in order (`None` for one not marked): what [`crate::govern::Governor::submit`]
+    /// records as a call's `expected_at_approval` when the call is proposed.
+    #[must_use]
+    pub fn observe_each(&self, preconditions: &[ActionPrecondition]) -> Vec<Option<Result<Value, String>>> {
+        let mut spent = self.spent();
+        preconditions
+            .iter()
+            .map(|p| {
+                p.must_revalidate_at_execution.then(|| self.observe_within(&p.check_id, &p.parameters, &mut spent))
+            })
+            .collect()
+    }
+
     /// Re-checks preconditions against the world now ([`crate::ladder::revalidate`] with this
     /// observer, one packet's budget): the execution-time check of an approved action.
     #[must_use]

@@ -430,3 +430,76 @@ fn git_status_runs_and_a_refused_git_commit_changes_nothing() {
     assert_eq!(receipts.len(), 1, "only git_status ran: {receipts:?}");
     assert_eq!(receipts[0]["action_class"], json!("read.context"));
 }
+
+// Two-phase execution (`lodestar-and-tiers.md` §A3): the table pins the file a write names
+// (`file.exists` and `file.sha256` of `path`). A first write is approved and runs: the file the
+// principal approved is the file it finds. A second write is approved too, but the file changes
+// after the approval and before the gateway forwards the call — the gateway is stopped
+// (SIGSTOP) from before the approval until after the change, so the order is certain — and the
+// call is refused with `precondition_failed`; the tool never runs.
+#[test]
+fn an_approved_write_whose_file_changed_after_the_approval_is_refused() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    let pinned = POLICY.replace(
+        "class = \"file.write\"\nlevel = 2\n",
+        "class = \"file.write\"\nlevel = 2\npreconditions = [{ check = \"file.exists\", argument = \"path\" }, { check = \"file.sha256\", argument = \"path\" }]\n",
+    );
+    assert_ne!(pinned, POLICY);
+    s.env.policy(&format!("{pinned}\n[preconditions]\nroots = [\"{}\"]\n", s.root.path().display()));
+    let target = s.path("pinned.txt");
+    std::fs::write(&target, "original\n").expect("write");
+    let pidfile = s.env.dir.path().join("gateway.pid");
+    let root = s.root.path().to_string_lossy().into_owned();
+    let steps = json!([
+        call("write_file", json!({"path": target, "content": "first\n"})),
+        call("write_file", json!({"path": "pinned.txt", "content": "second\n"})),
+    ]);
+    let mut child = s.client(&steps, &["--wait", "60"], &["mcp-server-filesystem", &root], Some(&pidfile));
+    let rx = lines(&mut child);
+    let first = s.held("filesystem/write_file");
+    let listed = s.packets();
+    let p = listed.iter().find(|p| p["packet_id"] == json!(first)).expect("listed");
+    assert_ne!(p["state"], json!("blocked"), "the preconditions hold: {p}");
+    let o = s.env.run(&["approve", "--yes", &first]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let a = answer(&rx, 40);
+    assert_eq!(a["result"]["isError"], json!(false), "{a}");
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), "first\n");
+    // The second call names the file relative to the gateway's working directory (the root).
+    let second = s.held("filesystem/write_file");
+    let packet: Value = serde_json::from_slice(
+        &std::fs::read(s.env.spool().join("packets").join(format!("{second}.json"))).expect("packet"),
+    )
+    .expect("json");
+    let pre = &packet["governance"]["contract"]["preconditions"];
+    let canonical = std::fs::canonicalize(&target).expect("canonical");
+    assert_eq!(pre[0]["parameters"]["path"], json!(canonical), "resolved against the cwd: {pre}");
+    assert_eq!(pre[0]["expected_at_approval"], json!(true), "observed when proposed: {pre}");
+    assert!(pre[1]["expected_at_approval"].as_str().is_some_and(|d| d.starts_with("sha256:")), "{pre}");
+    let pid = std::fs::read_to_string(&pidfile).expect("pid file").trim().to_owned();
+    let signal = |sig: &str| {
+        let o = Command::new("kill").args([sig, &pid]).output().expect("kill");
+        assert!(o.status.success(), "kill {sig}: {}", text(&o));
+    };
+    signal("-STOP");
+    let o = s.env.run(&["approve", "--yes", &second]);
+    let approved = o.status.code() == Some(0);
+    std::fs::write(&target, "changed by the principal\n").expect("write");
+    signal("-CONT");
+    assert!(approved, "{}", text(&o));
+    let a = answer(&rx, 40);
+    let stderr = finish(child);
+    assert_eq!(a["result"]["isError"], json!(true), "{a}\n{stderr}");
+    let w = &a["result"]["_meta"]["_warrant"];
+    assert_eq!(w["status"], json!("precondition_failed"), "{a}");
+    assert_eq!(w["packet_id"], json!(second));
+    assert!(w["reason"].as_str().is_some_and(|r| r.contains("file.sha256") && r.contains("approved")), "{w}");
+    assert!(result_text(&a).contains("precondition_failed"), "{a}");
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), "changed by the principal\n", "the tool never ran");
+    let receipts = s.receipts();
+    assert!(receipts.iter().all(|r| r["packet_id"] != json!(second)), "nothing was forwarded: {receipts:?}");
+    assert_eq!(receipts.iter().filter(|r| r["packet_id"] == json!(first)).count(), 1, "{receipts:?}");
+}

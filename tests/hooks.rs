@@ -383,3 +383,97 @@ fn approved_calls_graduate_a_class_and_one_refusal_holds_it_again() {
     assert_eq!(decision, "deny", "{reason}");
     assert!(reason.contains("cannot graduate on approvals"), "{reason}");
 }
+
+/// A `policy.toml` that pins the file a `Write` names (`file.exists` and `file.sha256` of
+/// `file_path`), with `project` as the only precondition root.
+fn pin_writes(e: &Env, project: &std::path::Path) {
+    std::fs::create_dir_all(project).expect("project");
+    e.policy(&format!(
+        "[tools.\"Write\"]\ntier = \"mutating\"\nclass = \"tool.call.local\"\nlevel = 2\n\
+         preconditions = [{{ check = \"file.exists\", argument = \"file_path\" }}, {{ check = \"file.sha256\", argument = \"file_path\" }}]\n\
+         [preconditions]\nroots = [\"{}\"]\n",
+        project.display()
+    ));
+}
+
+/// Claude Code's PreToolUse of `Write` in `cwd`.
+fn write_event(id: &str, cwd: &std::path::Path, file_path: &str, content: &str) -> Vec<u8> {
+    json!({
+        "session_id": "pre", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": file_path, "content": content}, "tool_use_id": id,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+// Preconditions through a hook: the file a call names is observed when the call is proposed, and
+// must be the same when the principal approves. A path outside the declared roots cannot be
+// observed, so the call is blocked at once with the reason; a file that changed after the
+// proposal cannot be approved.
+#[test]
+fn a_write_outside_the_precondition_roots_is_blocked_and_a_changed_file_cannot_be_approved() {
+    let e = env();
+    let project = e.dir.path().join("project");
+    pin_writes(&e, &project);
+    let outside = e.dir.path().join("elsewhere.txt");
+    let started = Instant::now();
+    let event = write_event("toolu_out", &project, outside.to_str().expect("utf-8"), "x");
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &event, &["--wait", "20"]));
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("blocked") && reason.contains("outside the precondition roots"), "{reason}");
+    assert!(started.elapsed() < Duration::from_secs(10), "at once, not at the timeout");
+
+    let notes = project.join("notes.txt");
+    std::fs::write(&notes, "v1\n").expect("write");
+    let child = spawn_hook(&e, "claude-code", &write_event("toolu_changed", &project, "notes.txt", "v2\n"), &["--wait", "3"]);
+    wait_for_packet(&e, "cc-toolu_changed");
+    let doc: Value = serde_json::from_slice(&std::fs::read(e.spool().join("packets/cc-toolu_changed.json")).expect("packet"))
+        .expect("json");
+    let pre = &doc["governance"]["contract"]["preconditions"];
+    assert_eq!(pre[0]["parameters"]["path"], json!(notes), "relative to the event's cwd: {pre}");
+    assert_eq!(pre[0]["expected_at_approval"], json!(true), "{pre}");
+    std::fs::write(&notes, "edited by hand meanwhile\n").expect("write");
+    let o = e.run(&["approve", "--yes", "cc-toolu_changed"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("precondition"), "{}", text(&o));
+    let listed: Value = serde_json::from_slice(&e.run(&["list", "--json"]).stdout).expect("list");
+    let p = listed["packets"].as_array().expect("packets").iter().find(|p| p["packet_id"] == json!("cc-toolu_changed")).cloned();
+    assert_eq!(p.as_ref().map(|p| p["state"].clone()), Some(json!("blocked")), "{listed}");
+    assert_eq!(pre_tool_use(&child.wait_with_output().expect("hook")).0, "deny");
+}
+
+// A hook re-checks what the principal's decision recorded just before it answers `allow`: a new
+// file that is still absent is fine; a file that changed after the approval (the hook is stopped
+// from before the approval until after the change, so the order is certain) is a deny with
+// `precondition_failed`. After the answer the host runs the tool: that window no hook can close.
+#[test]
+fn a_hook_rechecks_the_approved_file_just_before_it_answers() {
+    let e = env();
+    let project = e.dir.path().join("project");
+    pin_writes(&e, &project);
+    let new = project.join("new.txt");
+    let child = spawn_hook(&e, "claude-code", &write_event("toolu_new", &project, new.to_str().expect("utf-8"), "hi"), &["--wait", "20"]);
+    wait_for_packet(&e, "cc-toolu_new");
+    let o = e.run(&["approve", "--yes", "cc-toolu_new"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (decision, reason) = pre_tool_use(&child.wait_with_output().expect("hook"));
+    assert_eq!(decision, "allow", "a new file may be written: {reason}");
+
+    let notes = project.join("notes.txt");
+    std::fs::write(&notes, "v1\n").expect("write");
+    let child = spawn_hook(&e, "claude-code", &write_event("toolu_pinned", &project, notes.to_str().expect("utf-8"), "v2\n"), &["--wait", "20"]);
+    wait_for_packet(&e, "cc-toolu_pinned");
+    let pid = child.id().to_string();
+    let signal = |sig: &str| {
+        let o = std::process::Command::new("kill").args([sig, &pid]).output().expect("kill");
+        assert!(o.status.success(), "kill {sig}: {}", text(&o));
+    };
+    signal("-STOP");
+    let o = e.run(&["approve", "--yes", "cc-toolu_pinned"]);
+    std::fs::write(&notes, "changed after the approval\n").expect("write");
+    signal("-CONT");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (decision, reason) = pre_tool_use(&child.wait_with_output().expect("hook"));
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("precondition_failed") && reason.contains("file.sha256"), "{reason}");
+}
