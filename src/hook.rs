@@ -20,6 +20,10 @@ use std::time::Duration;
 /// a minute to spare for the host's own work.
 pub const DEFAULT_WAIT_SECS: f64 = 540.0;
 
+/// Seconds after `--wait` at which a hook that has still not answered exits 2 on its own (the
+/// host's timeout, as `warrant setup` writes it, is 60 s after `--wait`).
+pub const WATCHDOG_GRACE_SECS: u64 = 30;
+
 /// The largest event read from stdin (a tool input can be a whole file being written).
 pub const MAX_EVENT_BYTES: u64 = 16 << 20;
 
@@ -156,6 +160,10 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
     if kind == Event::PostToolUse {
         return receipt(opts, &event, &call, call_id);
     }
+    // A PermissionRequest carries no call id: each is its own packet (a nonce), so an approval
+    // of one request never answers a later identical one.
+    let nonce = format!("req-{}", uuid::Uuid::now_v7().simple());
+    let call_id = call_id.or((kind == Event::PermissionRequest).then_some(nonce.as_str()));
     let governor = match Governor::open(opts.spool.clone(), &opts.config_dir) {
         Ok(g) => g,
         Err(e) => return deny(opts.host, kind, &e.to_string()),
@@ -176,7 +184,12 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
         Err(e) => return deny(opts.host, kind, &e.to_string()),
     };
     match &outcome {
-        Outcome::Allow { packet_id, reason } => allow(opts.host, kind, &format!("warrant: {packet_id} {reason}")),
+        // The host is about to ask its own user: what the gate would allow on its own is left to
+        // that prompt (an escalation the agent asks for is a person's to grant), not granted here.
+        Outcome::Allow { by_principal: false, .. } if kind == Event::PermissionRequest => {
+            Answer { stdout: String::new(), stderr: String::new(), code: 0 }
+        }
+        Outcome::Allow { packet_id, reason, .. } => allow(opts.host, kind, &format!("warrant: {packet_id} {reason}")),
         Outcome::Deny { packet_id, status, .. } => {
             let id = packet_id.as_deref().unwrap_or("-");
             deny(opts.host, kind, &format!("{status} ({id}): {}", outcome.message()))
@@ -194,7 +207,13 @@ fn call_of(opts: &HookOptions, event: &Value) -> Result<ToolCall, String> {
         .filter(|t| crate::calls::is_tool_key(t))
         .ok_or("the event has no valid tool_name")?;
     let input = event.get("tool_input").cloned().ok_or("the event has no tool_input")?;
-    let cwd = event.get("cwd").and_then(Value::as_str).map(str::to_owned);
+    // Claude Code names the project in `CLAUDE_PROJECT_DIR`; the event's `cwd` follows the
+    // agent's `cd`, so the project wins when the host gives it.
+    let project = match opts.host {
+        Host::ClaudeCode => std::env::var("CLAUDE_PROJECT_DIR").ok().filter(|d| !d.is_empty()),
+        Host::Codex => None,
+    };
+    let cwd = project.or_else(|| event.get("cwd").and_then(Value::as_str).map(str::to_owned));
     let notebook = match (&opts.notebook, &cwd) {
         (Some(n), _) => n.clone(),
         (None, Some(d)) => crate::calls::notebook_for_dir(d),

@@ -503,3 +503,60 @@ fn an_approved_write_whose_file_changed_after_the_approval_is_refused() {
     assert!(receipts.iter().all(|r| r["packet_id"] != json!(second)), "nothing was forwarded: {receipts:?}");
     assert_eq!(receipts.iter().filter(|r| r["packet_id"] == json!(first)).count(), 1, "{receipts:?}");
 }
+
+// Found by review: the SDK reads a request it cannot parse as one it knows as a custom request,
+// and the gateway forwarded every other request. A `tools/call` with a field of the wrong type
+// must be refused, never forwarded ungoverned. (The client here writes JSON-RPC lines by hand, as
+// a hostile client would; `lines` reads the answers.)
+#[test]
+fn a_tools_call_the_sdk_cannot_read_is_refused_never_forwarded() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    let root = s.root.path().to_string_lossy().into_owned();
+    let mut child = s
+        .env
+        .cmd(&["mcp-gateway", "--", "mcp-server-filesystem", &root])
+        .current_dir(s.root.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gateway");
+    let rx = lines(&mut child);
+    let target = s.path("owned.txt");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let send = |stdin: &mut std::process::ChildStdin, v: Value| {
+        use std::io::Write as _;
+        writeln!(stdin, "{v}").and_then(|()| stdin.flush()).expect("write");
+    };
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let reply = |id: i64| loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let v = rx.recv_timeout(left).unwrap_or_else(|e| panic!("no answer to {id}: {e}"));
+        if v["id"] == json!(id) {
+            break v;
+        }
+    };
+    assert!(reply(1).get("result").is_some());
+    send(&mut stdin, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for (id, params) in [
+        (2, json!({"name": "write_file", "arguments": {"path": target, "content": "owned"}, "requestState": 1})),
+        (3, json!({"name": "write_file", "arguments": "not an object"})),
+    ] {
+        send(&mut stdin, json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+        let v = reply(id);
+        let refused = v.get("error").is_some() || v["result"]["isError"] == json!(true);
+        assert!(refused, "{v}");
+    }
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!target.exists(), "the write never ran");
+}

@@ -477,3 +477,55 @@ fn a_hook_rechecks_the_approved_file_just_before_it_answers() {
     assert_eq!(decision, "deny", "{reason}");
     assert!(reason.contains("precondition_failed") && reason.contains("file.sha256"), "{reason}");
 }
+
+// Found by review. A PermissionRequest has no call id: each is its own packet, so one approval
+// never answers a later identical request; and what the gate would allow on its own is left to
+// the host's own prompt (printed nothing), never granted by the hook.
+#[test]
+fn permission_requests_are_each_their_own_packet_and_never_granted_by_the_gate_alone() {
+    let e = env();
+    let request = |command: &str| {
+        json!({
+            "session_id": "s", "cwd": "/home/user/project", "hook_event_name": "PermissionRequest",
+            "tool_name": "Bash", "tool_input": {"command": command},
+        })
+        .to_string()
+    };
+    // `git status` is a safe read: the gate would allow it, so the host asks its user.
+    let o = hook(&e, "claude-code", request("git status").as_bytes(), &[]);
+    assert_eq!((o.status.code(), o.stdout.as_slice()), (Some(0), &b""[..]), "{}", text(&o));
+    let o = hook(&e, "codex", request("git status").as_bytes(), &[]);
+    assert_eq!((o.status.code(), o.stdout.as_slice()), (Some(0), &b""[..]), "{}", text(&o));
+    // Two identical held requests are two packets.
+    for _ in 0..2 {
+        let o = hook(&e, "claude-code", request("git push origin main").as_bytes(), &["--wait", "0.2"]);
+        assert!(String::from_utf8_lossy(&o.stdout).contains("\"deny\""), "{}", text(&o));
+    }
+    let pushes = std::fs::read_dir(e.spool().join("packets"))
+        .expect("packets")
+        .filter(|f| std::fs::read_to_string(f.as_ref().expect("entry").path()).is_ok_and(|t| t.contains("git push")))
+        .count();
+    assert_eq!(pushes, 2);
+}
+
+// Found by review: a broken chain must stop everything, even what it records as approved.
+#[test]
+fn a_broken_chain_denies_every_call() {
+    let e = env();
+    let child = spawn_hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-bash-git-push.json"), &[]);
+    wait_for_packet(&e, "cc-toolu_01PushMain");
+    assert_eq!(e.run(&["approve", "--yes", "cc-toolu_01PushMain"]).status.code(), Some(0));
+    assert_eq!(pre_tool_use(&child.wait_with_output().expect("hook")).0, "allow");
+    // Tamper with the chain: change who approved.
+    let path = e.spool().join("chain.jsonl");
+    let text = std::fs::read_to_string(&path).expect("chain");
+    std::fs::write(&path, text.replacen("\"approver\":\"alice\"", "\"approver\":\"mallory\"", 1)).expect("write");
+    let tampered = std::fs::read_to_string(&path).expect("chain");
+    assert_ne!(tampered, text, "the chain changed");
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-read.json"), &[]));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("chain does not verify"), "{reason}");
+    let (decision, _) =
+        pre_tool_use(&hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-bash-git-push.json"), &[]));
+    assert_eq!(decision, "deny", "an approval in a broken chain runs nothing");
+}

@@ -756,6 +756,14 @@ impl PolicySet {
             .or_else(|| best_glob(&self.host.globs, key))
     }
 
+    /// The input field holding the command of `key` in the built-in table of the hosts' tools,
+    /// if it is a command-running tool there (`Bash` → `command`): a `policy.toml` entry or glob
+    /// that names the tool without `command` keeps it, so its command rules still apply.
+    #[must_use]
+    pub fn host_command_field(&self, key: &str) -> Option<&str> {
+        self.host.tools.get(key).and_then(|p| p.command.as_deref())
+    }
+
     /// The `[commands]` rules: `policy.toml`'s, then the built-in ones.
     pub fn command_rules(&self) -> impl Iterator<Item = &CommandRule> {
         self.commands.iter().chain(self.host.commands.iter())
