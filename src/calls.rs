@@ -459,9 +459,9 @@ pub struct ToolCall {
 
 /// The packet id of a call with the host's call id `call_id` (`tool_use_id`): the same for a
 /// retried hook, so it finds the packet it made. Ids that are already safe are kept (prefixed by
-/// the host); others are hashed. Without a call id (Claude Code's PermissionRequest), the id is
-/// derived from the session, tool and exact input: the same request in the same session is the
-/// same packet.
+/// the host); others are hashed. Without a call id, the id is derived from the agent, session,
+/// tool and exact input (the hooks give a PermissionRequest, which has none, a nonce as its call
+/// id instead, so that one approval never answers a later identical request).
 #[must_use]
 pub fn packet_id(call: &ToolCall, call_id: Option<&str>) -> String {
     let prefix = match call.host.as_str() {
