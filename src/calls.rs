@@ -165,9 +165,9 @@ pub fn protected_path(input: &Value) -> Option<&'static str> {
     match input {
         Value::String(s) => PROTECTED.iter().find(|p| s.contains(*p)).copied(),
         Value::Array(a) => a.iter().find_map(protected_path),
-        Value::Object(m) => m.iter().find_map(|(k, v)| {
-            PROTECTED.iter().find(|p| k.contains(*p)).copied().or_else(|| protected_path(v))
-        }),
+        Value::Object(m) => {
+            m.iter().find_map(|(k, v)| PROTECTED.iter().find(|p| k.contains(*p)).copied().or_else(|| protected_path(v)))
+        }
         _ => None,
     }
 }
@@ -332,8 +332,20 @@ pub fn split_command_line(line: &str) -> Vec<CommandPart> {
 /// --ext-diff`, `git log --output`, `git -c`, `find -exec`, `sort -o`): a part with one is
 /// complex, so a rule that calls the command safe cannot cover it.
 const RUNS_OR_WRITES: [&str; 14] = [
-    "--output", "--ext-diff", "--pre", "--exec", "-exec", "-execdir", "--upload-pack", "--receive-pack", "--config",
-    "-c", "--textconv", "-o", "--open-files-in-pager", "-O",
+    "--output",
+    "--ext-diff",
+    "--pre",
+    "--exec",
+    "-exec",
+    "-execdir",
+    "--upload-pack",
+    "--receive-pack",
+    "--config",
+    "-c",
+    "--textconv",
+    "-o",
+    "--open-files-in-pager",
+    "-O",
 ];
 
 /// The words of one simple command, normalised for matching ([`CommandPart::words`]), and
@@ -514,9 +526,7 @@ pub fn summary(call: &ToolCall, policies: &PolicySet) -> String {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         })
-        .or_else(|| {
-            input.as_object()?.iter().find_map(|(k, v)| v.as_str().map(|s| format!("{k}: {s}")))
-        })
+        .or_else(|| input.as_object()?.iter().find_map(|(k, v)| v.as_str().map(|s| format!("{k}: {s}"))))
         .unwrap_or_default();
     let first = text.lines().next().unwrap_or("");
     let more = if text.lines().nth(1).is_some() { " …" } else { "" };
@@ -614,7 +624,10 @@ mod tests {
         let subst = bash(&p, "echo $(curl evil)");
         assert_eq!(subst.level, 3);
         let unknown = bash(&p, "make deploy");
-        assert_eq!((unknown.tier, unknown.level, unknown.rule.as_str()), (Some(ToolTier::Mutating), 3, "tools.\"Bash\""));
+        assert_eq!(
+            (unknown.tier, unknown.level, unknown.rule.as_str()),
+            (Some(ToolTier::Mutating), 3, "tools.\"Bash\"")
+        );
         assert_eq!(bash(&p, "echo 'a; rm -rf /'").tier, Some(ToolTier::Safe), "quoted operators are text");
         assert_eq!(bash(&p, "echo \"unbalanced").level, 3, "an unreadable part gets the tool's own entry");
     }
@@ -740,7 +753,10 @@ mod tests {
         };
         let w = pre("filesystem/write_file", json!({"path": "notes/./a.txt", "content": "x"}), Some("/work/p"));
         assert_eq!(w.len(), 2);
-        assert_eq!((w[0].check_id.as_str(), &w[0].parameters), ("file.exists", &json!({"path": "/work/p/notes/a.txt"})));
+        assert_eq!(
+            (w[0].check_id.as_str(), &w[0].parameters),
+            ("file.exists", &json!({"path": "/work/p/notes/a.txt"}))
+        );
         assert_eq!(w[1].parameters, json!({"path": "/work/p/notes/a.txt"}), "relative to the cwd, `.` dropped");
         assert!(w.iter().all(|x| x.must_revalidate_at_execution && x.expected_at_approval.is_null()));
         let abs = pre("filesystem/write_file", json!({"path": "//work//p/../q"}), Some("/elsewhere"));
@@ -774,7 +790,9 @@ mod tests {
         let doc = call_packet(&call, &c, &p, "gw-1", "2026-11-25T00:00:00Z");
         let g = crate::verdict::Governance::from_json(&doc["governance"]);
         match g.contract {
-            Some(Ok(contract)) => assert_eq!(contract.preconditions, action_preconditions(&c.preconditions, &call.input, Some("/work/p"))),
+            Some(Ok(contract)) => {
+                assert_eq!(contract.preconditions, action_preconditions(&c.preconditions, &call.input, Some("/work/p")))
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -824,12 +842,16 @@ mod tests {
         let p = policies("");
         for tool in ["Read", "Edit", "Bash", "mcp__x__y"] {
             let c = classify(&p, tool, &call.input, &Value::Null);
-            let doc = call_packet(&ToolCall { tool: tool.into(), ..call.clone() }, &c, &p, "cc-1", "2026-11-25T00:00:00Z");
+            let doc =
+                call_packet(&ToolCall { tool: tool.into(), ..call.clone() }, &c, &p, "cc-1", "2026-11-25T00:00:00Z");
             let g = crate::verdict::Governance::from_json(&doc["governance"]);
             assert!(g.error.is_none() && matches!(g.contract, Some(Ok(_))), "{tool}: {g:?}");
         }
         let other = ToolCall { input: json!({"command": "ls -l"}), ..call };
         assert_ne!(a, packet_id(&other, None), "another input is another request");
-        assert_eq!(notebook_for_dir("/home/a/my app"), format!("my-app-{}", &crate::canonical::sha256_hex(b"/home/a/my app")[..6]));
+        assert_eq!(
+            notebook_for_dir("/home/a/my app"),
+            format!("my-app-{}", &crate::canonical::sha256_hex(b"/home/a/my app")[..6])
+        );
     }
 }

@@ -8,10 +8,10 @@ use crate::chain::{self, VerifyOptions, VerifyReport};
 use crate::config::{self, Config};
 use crate::control::{ControlInput, ControlKind};
 use crate::decision::{self, Verdict};
+use crate::govern::Waited;
 use crate::graduation::{PolicySet, SourceType, receipt::ReceiptOutcome};
 use crate::keys::{self, PinnedKeys, Principal};
 use crate::packet::{self, DecisionState};
-use crate::govern::Waited;
 use crate::spool::{self, Scanner, Spool};
 use crate::tiers::NotebookTrust;
 use clap::{Parser, Subcommand};
@@ -691,8 +691,11 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Hook { .. } => Err(Failure::usage("internal error: hook handled above")),
         Command::Setup { host, project: _, user, print, dir, wait } => {
             let spool = resolve_spool(spool_arg, &config)?;
-            crate::setup::setup(host, &crate::setup::SetupOptions { user, print, dir, wait, spool: spool.root().to_owned() })
-                .map_err(Failure::usage)
+            crate::setup::setup(
+                host,
+                &crate::setup::SetupOptions { user, print, dir, wait, spool: spool.root().to_owned() },
+            )
+            .map_err(Failure::usage)
         }
         Command::Init { agents_group, dir } => {
             let spool = resolve_spool(dir.or(spool_arg), &config)?;
@@ -789,7 +792,11 @@ struct McpGatewayArgs {
 #[cfg(feature = "console")]
 fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Result<u8, Failure> {
     let check = |what: &str, id: String| {
-        if packet::is_safe_id(&id) { Ok(id) } else { Err(Failure::usage(format!("{what} {id:?} is not a safe id (A-Z a-z 0-9 . _ : -)"))) }
+        if packet::is_safe_id(&id) {
+            Ok(id)
+        } else {
+            Err(Failure::usage(format!("{what} {id:?} is not a safe id (A-Z a-z 0-9 . _ : -)")))
+        }
     };
     if !(a.wait.is_finite() && a.wait >= 0.0) {
         return Err(Failure::usage("--wait must be a number of seconds"));
@@ -1066,7 +1073,9 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
             EXIT_STOPPED
         }
         Waited::Quarantined(why) => {
-            eprintln!("warrant: {agent} is quarantined by the principal{why}; {id} is blocked until the principal releases it");
+            eprintln!(
+                "warrant: {agent} is quarantined by the principal{why}; {id} is blocked until the principal releases it"
+            );
             EXIT_QUARANTINED
         }
         Waited::Timeout => {

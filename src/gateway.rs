@@ -26,8 +26,8 @@ use crate::spool::Spool;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequest, CallToolResult, ClientNotification, ClientRequest, ClientResult, ContentBlock, GetMeta as _,
-    InitializeRequestParams, InitializeResult, MetaObject, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, RequestId, ServerNotification, ServerRequest, ServerResult,
+    InitializeRequestParams, InitializeResult, MetaObject, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    RequestId, ServerNotification, ServerRequest, ServerResult,
 };
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer,

@@ -212,10 +212,8 @@ impl Governor {
                 // preconditions had when it was first proposed, aside).
                 let bytes = spool::read_limited(&self.spool.packets_dir().join(format!("{id}.json")))
                     .map_err(|e| GovernError::InvalidPacket { id: id.clone(), reason: e.to_string() })?;
-                let old = crate::canonical::parse_untrusted(&bytes).map_err(|reason| GovernError::InvalidPacket {
-                    id: id.clone(),
-                    reason,
-                })?;
+                let old = crate::canonical::parse_untrusted(&bytes)
+                    .map_err(|reason| GovernError::InvalidPacket { id: id.clone(), reason })?;
                 // Everything but the time it was made and when it expires, and the values its
                 // preconditions had when first proposed, must be the same; and a packet that
                 // expires must have found one that expires too.
@@ -308,7 +306,9 @@ impl Governor {
             });
             let d = match decision {
                 Ok(d) if d.verdict == Verdict::Approve => d,
-                Ok(d) => return fail("refused", format!("{id} was refused by {}", crate::text::inert(&d.principal, 200))),
+                Ok(d) => {
+                    return fail("refused", format!("{id} was refused by {}", crate::text::inert(&d.principal, 200)));
+                }
                 Err(e) => return fail("blocked", format!("the decision on {id} does not verify: {e}")),
             };
             let recorded: Option<Vec<ActionPrecondition>> = d
@@ -362,58 +362,71 @@ impl Governor {
         if !view.report.is_valid() {
             // A broken chain: nothing runs, not even what it records as approved.
             let first = view.report.first().map(|f| f.to_string()).unwrap_or_default();
-            return Ok((hash, Outcome::Deny {
-                packet_id: Some(id.to_owned()),
-                status: "blocked",
-                reason: format!("the chain does not verify ({})", crate::text::inert(&first, 400)),
-                remedy: Some("the principal must repair the chain (`warrant verify`)".into()),
-            }));
+            return Ok((
+                hash,
+                Outcome::Deny {
+                    packet_id: Some(id.to_owned()),
+                    status: "blocked",
+                    reason: format!("the chain does not verify ({})", crate::text::inert(&first, 400)),
+                    remedy: Some("the principal must repair the chain (`warrant verify`)".into()),
+                },
+            ));
         }
         if let Some(d) = view.decisions.get(id) {
             let by = crate::text::inert(&d.principal, 200);
             let why = d.reason.as_deref().map(|r| format!(": {}", crate::text::inert(r, 2000))).unwrap_or_default();
-            return Ok((hash, match (d.verdict, d.packet_hash == entry.packet.content_hash) {
-                (_, false) => Outcome::Deny {
-                    packet_id: Some(id.to_owned()),
-                    status: "blocked",
-                    reason: format!("{id} changed after {by} decided it"),
-                    remedy: None,
+            return Ok((
+                hash,
+                match (d.verdict, d.packet_hash == entry.packet.content_hash) {
+                    (_, false) => Outcome::Deny {
+                        packet_id: Some(id.to_owned()),
+                        status: "blocked",
+                        reason: format!("{id} changed after {by} decided it"),
+                        remedy: None,
+                    },
+                    (Verdict::Approve, true) => Outcome::Allow {
+                        packet_id: id.to_owned(),
+                        reason: format!("approved by {by}{why}"),
+                        by_principal: true,
+                    },
+                    (Verdict::Refuse, true) => Outcome::Deny {
+                        packet_id: Some(id.to_owned()),
+                        status: "refused",
+                        reason: format!("refused by {by}{why}"),
+                        remedy: None,
+                    },
                 },
-                (Verdict::Approve, true) => {
-                    Outcome::Allow { packet_id: id.to_owned(), reason: format!("approved by {by}{why}"), by_principal: true }
-                }
-                (Verdict::Refuse, true) => Outcome::Deny {
-                    packet_id: Some(id.to_owned()),
-                    status: "refused",
-                    reason: format!("refused by {by}{why}"),
-                    remedy: None,
-                },
-            }));
+            ));
         }
-        if let Some(at) = entry.packet.expires_at.as_deref().filter(|t| {
-            crate::clock::parse_rfc3339(t).is_some_and(|t| t <= time::OffsetDateTime::now_utc())
-        }) {
-            return Ok((hash, Outcome::Deny {
-                packet_id: Some(id.to_owned()),
-                status: "expired",
-                reason: format!("{id} expired undecided at {at}"),
-                remedy: Some("make the call again".into()),
-            }));
+        if let Some(at) = entry
+            .packet
+            .expires_at
+            .as_deref()
+            .filter(|t| crate::clock::parse_rfc3339(t).is_some_and(|t| t <= time::OffsetDateTime::now_utc()))
+        {
+            return Ok((
+                hash,
+                Outcome::Deny {
+                    packet_id: Some(id.to_owned()),
+                    status: "expired",
+                    reason: format!("{id} expired undecided at {at}"),
+                    remedy: Some("make the call again".into()),
+                },
+            ));
         }
         let a = spool::assess_now(&self.policies, &self.config_dir, &snap, &view, "local");
         let Some(v) = a.verdicts.get(id) else {
             return Err(GovernError::InvalidPacket { id: id.to_owned(), reason: "not assessed".into() });
         };
         let decisive = v.models.iter().find(|m| m.model == v.decisive);
-        let reason = decisive.map_or_else(|| v.state.as_str().to_owned(), |m| format!("{}: {}", m.model.as_str(), m.reason));
+        let reason =
+            decisive.map_or_else(|| v.state.as_str().to_owned(), |m| format!("{}: {}", m.model.as_str(), m.reason));
         let outcome = match v.state {
-            DecisionState::Allowed | DecisionState::AllowedWithConstraints => {
-                Outcome::Allow {
-                    packet_id: id.to_owned(),
-                    reason: format!("the gate allows it ({reason})"),
-                    by_principal: false,
-                }
-            }
+            DecisionState::Allowed | DecisionState::AllowedWithConstraints => Outcome::Allow {
+                packet_id: id.to_owned(),
+                reason: format!("the gate allows it ({reason})"),
+                by_principal: false,
+            },
             DecisionState::Blocked => Outcome::Deny {
                 packet_id: Some(id.to_owned()),
                 status: "blocked",

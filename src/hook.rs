@@ -220,7 +220,11 @@ fn call_of(opts: &HookOptions, event: &Value) -> Result<ToolCall, String> {
         (None, None) => "workspace".to_owned(),
     };
     let session = event.get("session_id").and_then(Value::as_str).map(|s| {
-        if crate::packet::is_safe_id(s) { s.to_owned() } else { crate::canonical::sha256_hex(s.as_bytes())[..32].to_owned() }
+        if crate::packet::is_safe_id(s) {
+            s.to_owned()
+        } else {
+            crate::canonical::sha256_hex(s.as_bytes())[..32].to_owned()
+        }
     });
     Ok(ToolCall {
         host: opts.host.as_str().to_owned(),
@@ -237,7 +241,11 @@ fn call_of(opts: &HookOptions, event: &Value) -> Result<ToolCall, String> {
 /// PostToolUse: a receipt of the outcome, the agent's own word (`docs/integrations.md`).
 fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&str>) -> Answer {
     if !opts.spool.root().is_dir() {
-        return Answer { stdout: String::new(), stderr: format!("warrant: no spool at {}", opts.spool.root().display()), code: 2 };
+        return Answer {
+            stdout: String::new(),
+            stderr: format!("warrant: no spool at {}", opts.spool.root().display()),
+            code: 2,
+        };
     }
     let packet_id = crate::calls::packet_id(call, call_id);
     let policies = crate::graduation::policy::PolicySet::load(&opts.config_dir, Some(opts.spool.root()));

@@ -561,9 +561,9 @@ pub fn evaluate(
             _ => &[],
         };
         if let Some(missing) = wanted_preconditions.iter().find(|w| {
-            !carried.iter().any(|p| {
-                p.must_revalidate_at_execution && p.check_id == w.check_id && p.parameters == w.parameters
-            })
+            !carried
+                .iter()
+                .any(|p| p.must_revalidate_at_execution && p.check_id == w.check_id && p.parameters == w.parameters)
         }) {
             models.push(ModelVerdict::malformed(
                 Model::Ladder,
@@ -652,7 +652,9 @@ pub fn graduation_hint(v: &PacketVerdict, tg: &Decision, class: &str) -> Option<
     let others: Vec<&str> = v
         .models
         .iter()
-        .filter(|m| m.model != Model::TrustGraduation && strictness(m.state) > strictness(DecisionState::AllowedWithConstraints))
+        .filter(|m| {
+            m.model != Model::TrustGraduation && strictness(m.state) > strictness(DecisionState::AllowedWithConstraints)
+        })
         .map(|m| m.model.as_str())
         .collect();
     let calls = if n == 1 { "call" } else { "calls" };

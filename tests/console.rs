@@ -1830,6 +1830,9 @@ fn tool_calls_that_ran_on_their_own_leave_pending_and_the_agents_view_counts_eve
         app::update(&mut s, key("j"));
     }
     let shown = screen(&s, 120, 36);
-    assert!(shown.contains("claude-code · 2 sessions · /home/user/project · 1/min · allowed 2 · held 1 · refused 0"), "{shown}");
+    assert!(
+        shown.contains("claude-code · 2 sessions · /home/user/project · 1/min · allowed 2 · held 1 · refused 0"),
+        "{shown}"
+    );
     assert!(shown.contains("Bash: git push origin main"), "{shown}");
 }

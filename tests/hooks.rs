@@ -27,7 +27,8 @@ fn env() -> Env {
 fn spawn_hook(e: &Env, host: &str, input: &[u8], args: &[&str]) -> Child {
     let mut all = vec!["hook", host];
     all.extend_from_slice(args);
-    let mut child = e.cmd(&all).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let mut child =
+        e.cmd(&all).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
     child.stdin.take().expect("stdin").write_all(input).expect("write the event");
     child
 }
@@ -313,7 +314,8 @@ fn setup_writes_the_hooks_once_and_says_what_changed() {
     let o = e.run(&["setup", "claude-code", "--dir", dir, "--wait", "120"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("updated"), "{}", text(&o));
-    let v: Value = serde_json::from_slice(&std::fs::read(project.join(".claude/settings.json")).expect("read")).expect("json");
+    let v: Value =
+        serde_json::from_slice(&std::fs::read(project.join(".claude/settings.json")).expect("read")).expect("json");
     assert_eq!(v["model"], json!("opus"));
     let ours = &v["hooks"]["PreToolUse"][1]["hooks"][0];
     assert_eq!(ours["timeout"], json!(180), "the host's timeout outlasts the hook's wait: {v}");
@@ -326,7 +328,9 @@ fn setup_writes_the_hooks_once_and_says_what_changed() {
     let o = e.run(&["setup", "codex", "--dir", dir, "--print"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let printed: Value = serde_json::from_slice(&o.stdout).expect("--print prints the file alone");
-    assert!(printed["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().is_some_and(|c| c.contains("hook codex")));
+    assert!(
+        printed["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().is_some_and(|c| c.contains("hook codex"))
+    );
     assert!(String::from_utf8_lossy(&o.stderr).contains("/hooks"), "{}", text(&o));
     assert!(!project.join(".codex/hooks.json").exists());
 }
@@ -358,7 +362,8 @@ fn approved_calls_graduate_a_class_and_one_refusal_holds_it_again() {
     let send = |n: usize| json!({"to": "team@acme.example", "subject": format!("standup {n}")});
     let mut approvals = 0;
     loop {
-        let (decision, reason) = call(&e, &format!("g-{approvals}"), "mcp__mail__send_internal", send(approvals), None, "0.2");
+        let (decision, reason) =
+            call(&e, &format!("g-{approvals}"), "mcp__mail__send_internal", send(approvals), None, "0.2");
         if decision == "allow" {
             break;
         }
@@ -425,10 +430,12 @@ fn a_write_outside_the_precondition_roots_is_blocked_and_a_changed_file_cannot_b
 
     let notes = project.join("notes.txt");
     std::fs::write(&notes, "v1\n").expect("write");
-    let child = spawn_hook(&e, "claude-code", &write_event("toolu_changed", &project, "notes.txt", "v2\n"), &["--wait", "3"]);
+    let child =
+        spawn_hook(&e, "claude-code", &write_event("toolu_changed", &project, "notes.txt", "v2\n"), &["--wait", "3"]);
     wait_for_packet(&e, "cc-toolu_changed");
-    let doc: Value = serde_json::from_slice(&std::fs::read(e.spool().join("packets/cc-toolu_changed.json")).expect("packet"))
-        .expect("json");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("packets/cc-toolu_changed.json")).expect("packet"))
+            .expect("json");
     let pre = &doc["governance"]["contract"]["preconditions"];
     assert_eq!(pre[0]["parameters"]["path"], json!(notes), "relative to the event's cwd: {pre}");
     assert_eq!(pre[0]["expected_at_approval"], json!(true), "{pre}");
@@ -437,7 +444,12 @@ fn a_write_outside_the_precondition_roots_is_blocked_and_a_changed_file_cannot_b
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("precondition"), "{}", text(&o));
     let listed: Value = serde_json::from_slice(&e.run(&["list", "--json"]).stdout).expect("list");
-    let p = listed["packets"].as_array().expect("packets").iter().find(|p| p["packet_id"] == json!("cc-toolu_changed")).cloned();
+    let p = listed["packets"]
+        .as_array()
+        .expect("packets")
+        .iter()
+        .find(|p| p["packet_id"] == json!("cc-toolu_changed"))
+        .cloned();
     assert_eq!(p.as_ref().map(|p| p["state"].clone()), Some(json!("blocked")), "{listed}");
     assert_eq!(pre_tool_use(&child.wait_with_output().expect("hook")).0, "deny");
 }
@@ -452,7 +464,12 @@ fn a_hook_rechecks_the_approved_file_just_before_it_answers() {
     let project = e.dir.path().join("project");
     pin_writes(&e, &project);
     let new = project.join("new.txt");
-    let child = spawn_hook(&e, "claude-code", &write_event("toolu_new", &project, new.to_str().expect("utf-8"), "hi"), &["--wait", "20"]);
+    let child = spawn_hook(
+        &e,
+        "claude-code",
+        &write_event("toolu_new", &project, new.to_str().expect("utf-8"), "hi"),
+        &["--wait", "20"],
+    );
     wait_for_packet(&e, "cc-toolu_new");
     let o = e.run(&["approve", "--yes", "cc-toolu_new"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -461,7 +478,12 @@ fn a_hook_rechecks_the_approved_file_just_before_it_answers() {
 
     let notes = project.join("notes.txt");
     std::fs::write(&notes, "v1\n").expect("write");
-    let child = spawn_hook(&e, "claude-code", &write_event("toolu_pinned", &project, notes.to_str().expect("utf-8"), "v2\n"), &["--wait", "20"]);
+    let child = spawn_hook(
+        &e,
+        "claude-code",
+        &write_event("toolu_pinned", &project, notes.to_str().expect("utf-8"), "v2\n"),
+        &["--wait", "20"],
+    );
     wait_for_packet(&e, "cc-toolu_pinned");
     let pid = child.id().to_string();
     let signal = |sig: &str| {
@@ -522,7 +544,8 @@ fn a_broken_chain_denies_every_call() {
     std::fs::write(&path, text.replacen("\"approver\":\"alice\"", "\"approver\":\"mallory\"", 1)).expect("write");
     let tampered = std::fs::read_to_string(&path).expect("chain");
     assert_ne!(tampered, text, "the chain changed");
-    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-read.json"), &[]));
+    let (decision, reason) =
+        pre_tool_use(&hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-read.json"), &[]));
     assert_eq!(decision, "deny");
     assert!(reason.contains("chain does not verify"), "{reason}");
     let (decision, _) =

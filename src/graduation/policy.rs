@@ -1227,7 +1227,8 @@ fn parse_tool_table(
     let mut table = HostTable::default();
     let policy = |id: String, tier: &str, required: Option<u8>, class: Option<String>, level: Option<u8>, command| {
         let bad = |message: String| PolicyError::Class { id: id.clone(), message };
-        let tier = ToolTier::parse(tier).ok_or_else(|| bad(format!("tier {tier:?} is not safe, mutating or destructive")))?;
+        let tier =
+            ToolTier::parse(tier).ok_or_else(|| bad(format!("tier {tier:?} is not safe, mutating or destructive")))?;
         if required.is_some_and(|l| l > 5) {
             return Err(bad("required_trust_level must be 0..=5".into()));
         }
