@@ -1294,21 +1294,7 @@ fn decide_cli(
         if verdict == Verdict::Refuse {
             return Ok(Vec::new());
         }
-        let ctx = crate::verdict::VerdictContext {
-            policies: &policies,
-            controls: &view.controls,
-            now: crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0),
-        };
-        let a = crate::monitor::assess(
-            &ctx,
-            &snap.packets,
-            &snap.receipts,
-            &view.decisions,
-            &view.evidence,
-            &revalidations,
-            view.report.is_valid(),
-            &principal.name,
-        );
+        let a = spool::assess_view(&policies, &snap, view, &revalidations, &principal.name);
         let Some(v) = a.verdicts.get(id) else { return Ok(Vec::new()) };
         match v.why_not_approvable() {
             None => Ok(v.stands_in_for()),

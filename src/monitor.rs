@@ -103,9 +103,7 @@ pub fn ran_on_its_own(a: &Assessment, p: &crate::packet::Packet) -> bool {
 fn count_calls(a: &mut Assessment, packets: &[PacketEntry], decisions: &HashMap<String, ChainDecision>, now: f64) {
     use crate::packet::DecisionState as S;
     let mut sessions: HashMap<&str, std::collections::HashSet<&str>> = HashMap::new();
-    let mut order: Vec<&PacketEntry> = packets.iter().filter(|e| crate::calls::is_call_packet(&e.packet)).collect();
-    order.sort_by(|x, y| x.arrived.total_cmp(&y.arrived));
-    for e in order {
+    for e in packets.iter().filter(|e| crate::calls::is_call_packet(&e.packet)) {
         let p = &e.packet;
         if a.monitor.impersonations.contains_key(&p.id) {
             continue;
@@ -130,18 +128,21 @@ fn count_calls(a: &mut Assessment, packets: &[PacketEntry], decisions: &HashMap<
             _ => c.held += 1,
         }
         let proposed = &p.proposed_action;
-        c.host = proposed.get("host").and_then(serde_json::Value::as_str).unwrap_or("").to_owned();
-        if let Some(d) = proposed.get("cwd").and_then(serde_json::Value::as_str) {
-            c.workspace = Some(d.to_owned());
-        }
         if let Some(s) = proposed.get("session").and_then(serde_json::Value::as_str) {
             let seen = sessions.entry(p.agent.as_str()).or_default();
             seen.insert(s);
             c.sessions = seen.len();
         }
         c.last_minute += u64::from(now - e.arrived < 60.0);
-        c.last_call.clone_from(&p.summary);
-        c.last_at = e.arrived;
+        // Host, workspace and summary are the latest call's, whatever the listing order.
+        if e.arrived >= c.last_at {
+            c.host = proposed.get("host").and_then(serde_json::Value::as_str).unwrap_or("").to_owned();
+            if let Some(d) = proposed.get("cwd").and_then(serde_json::Value::as_str) {
+                c.workspace = Some(d.to_owned());
+            }
+            c.last_call.clone_from(&p.summary);
+            c.last_at = e.arrived;
+        }
     }
 }
 

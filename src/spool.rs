@@ -1539,9 +1539,8 @@ pub fn publish_receipt(
 }
 
 /// Assesses every pending packet of `snap` now, as the console would: the precondition re-checks
-/// observed with `policies`' roots (never inside `config_dir`), the chain's decisions, controls
-/// and evidence from `view`, and `workspace` as the gate's workspace. The one place the CLI, the
-/// governor and the console's callers assemble an assessment outside the event loop.
+/// observed with `policies`' roots (never inside `config_dir`), then [`assess_view`]. The one
+/// place the CLI and the governor assemble an assessment outside the event loop.
 #[must_use]
 pub fn assess_now(
     policies: &crate::graduation::policy::PolicySet,
@@ -1552,6 +1551,20 @@ pub fn assess_now(
 ) -> crate::monitor::Assessment {
     let observer = crate::preconditions::Observer::for_policies(policies, Some(config_dir));
     let revalidations = crate::preconditions::observe_pending(&observer, &snap.packets, &view.decisions);
+    assess_view(policies, snap, view, &revalidations, workspace)
+}
+
+/// Assesses every pending packet of `snap` now with the chain's decisions, controls and evidence
+/// from `view`, the precondition re-checks already observed (`revalidations`) and `workspace` as
+/// the gate's workspace. No I/O: safe under the chain's lock.
+#[must_use]
+pub fn assess_view(
+    policies: &crate::graduation::policy::PolicySet,
+    snap: &Snapshot,
+    view: &ChainView,
+    revalidations: &crate::monitor::Revalidations,
+    workspace: &str,
+) -> crate::monitor::Assessment {
     let ctx = crate::verdict::VerdictContext {
         policies,
         controls: &view.controls,
@@ -1563,7 +1576,7 @@ pub fn assess_now(
         &snap.receipts,
         &view.decisions,
         &view.evidence,
-        &revalidations,
+        revalidations,
         view.report.is_valid(),
         workspace,
     )
