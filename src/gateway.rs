@@ -21,7 +21,7 @@
 //! error refuses the call; the gateway itself still starts, so the agent reads why.
 
 use crate::calls::ToolCall;
-use crate::govern::{Governor, Outcome, Submitted, warrant_object};
+use crate::govern::{Governor, Live, Outcome, Submitted, warrant_object};
 use crate::spool::Spool;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
@@ -169,8 +169,11 @@ pub fn run(opts: Options) -> Result<u8, String> {
 }
 
 async fn serve(opts: Options) -> Result<u8, String> {
+    let live = opts.spool.as_ref().ok().map(|spool| Arc::new(Live::new(spool.clone(), &opts.config_dir)));
     let shared = Arc::new(Shared {
         connection: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
+        live,
+        unpacketed: Mutex::new(HashMap::new()),
         opts,
         upstream: OnceLock::new(),
         upstream_stop: Mutex::new(None),
@@ -181,11 +184,19 @@ async fn serve(opts: Options) -> Result<u8, String> {
         server_gone: tokio::sync::Notify::new(),
     });
     let gateway = Gateway { shared: shared.clone() };
-    let running = gateway
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| format!("MCP handshake with the agent failed: {e}"))?;
+    let running = match fifo_stdio() {
+        Some(pipes) => gateway.serve(pipes).await,
+        None => gateway.serve(rmcp::transport::stdio()).await,
+    }
+    .map_err(|e| format!("MCP handshake with the agent failed: {e}"))?;
     let stop = running.cancellation_token();
+    let flusher = shared.clone();
+    let receipts = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(RECEIPTS_EVERY).await;
+            flusher.clone().flush_receipts().await;
+        }
+    });
     tokio::select! {
         _ = running.waiting() => {}
         () = shared.server_gone.notified() => {
@@ -193,6 +204,8 @@ async fn serve(opts: Options) -> Result<u8, String> {
             stop.cancel();
         }
     }
+    receipts.abort();
+    shared.clone().flush_receipts().await;
     // The server (child process) stops with the gateway.
     let upstream = shared.upstream_stop.lock().ok().and_then(|mut g| g.take());
     if let Some(ct) = upstream {
@@ -202,9 +215,51 @@ async fn serve(opts: Options) -> Result<u8, String> {
     Ok(0)
 }
 
+/// How often the receipts of calls that ran with no packet are written (and once more when the
+/// connection ends).
+pub const RECEIPTS_EVERY: Duration = Duration::from_secs(1);
+
+/// The calls of one tool and action class that ran with no packet since the last receipt, with
+/// one result (`isError` or not).
+#[derive(Debug)]
+struct Unpacketed {
+    count: u64,
+    first: String,
+    last: String,
+    first_at: String,
+    last_at: String,
+}
+
+/// Standard input and output as non-blocking pipes read and written on the runtime's own
+/// thread, when both are pipes (as an MCP client that spawns the gateway makes them): the SDK's
+/// `stdio()` reads standard input on a blocking thread, and the hand-offs between threads cost
+/// more than the rest of an allowed call. `None` otherwise (a socket, a terminal, a file): then
+/// the SDK's `stdio()`.
+fn fifo_stdio() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
+    use std::os::fd::AsFd as _;
+    let input = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let output = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    // Both are checked to be pipes (FIFOs) before either is made non-blocking.
+    let fifo = |fd: &std::os::fd::OwnedFd| {
+        rustix::fs::fstat(fd)
+            .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo)
+    };
+    if !(fifo(&input) && fifo(&output)) {
+        return None;
+    }
+    let r = tokio::net::unix::pipe::Receiver::from_owned_fd(input).ok()?;
+    let w = tokio::net::unix::pipe::Sender::from_owned_fd(output).ok()?;
+    Some((r, w))
+}
+
 /// What the two sides of one connection share.
 struct Shared {
     opts: Options,
+    /// The policies, keys and verified chain, kept between calls (`None` without a spool).
+    live: Option<Arc<Live>>,
+    /// Calls that ran with no packet, by (action class, tool key, `isError`), until their
+    /// receipt is written.
+    unpacketed: Mutex<HashMap<(String, String, bool), Unpacketed>>,
     /// This connection's id: the packets' session, and the prefix of their call ids.
     connection: String,
     /// The real server, once the agent's `initialize` started it.
@@ -240,6 +295,56 @@ fn service_error(e: ServiceError) -> McpError {
 }
 
 impl Shared {
+    /// Counts a call that ran with no packet towards its receipt.
+    fn ran_unpacketed(&self, class: String, key: String, call_id: &str, is_error: bool) {
+        let at = crate::clock::now_rfc3339();
+        if let Ok(mut m) = self.unpacketed.lock() {
+            let e = m.entry((class, key, is_error)).or_insert_with(|| Unpacketed {
+                count: 0,
+                first: call_id.to_owned(),
+                last: String::new(),
+                first_at: at.clone(),
+                last_at: String::new(),
+            });
+            e.count += 1;
+            call_id.clone_into(&mut e.last);
+            e.last_at = at;
+        }
+    }
+
+    /// Writes one receipt for each tool, class and result whose calls ran with no packet since
+    /// the last time: its note counts them and names the first and last call ids and times.
+    async fn flush_receipts(self: Arc<Self>) {
+        let batch = match self.unpacketed.lock() {
+            Ok(mut m) if !m.is_empty() => std::mem::take(&mut *m),
+            _ => return,
+        };
+        let (Some(live), agent) = (self.live.clone(), self.opts.agent.clone()) else { return };
+        let written = tokio::task::spawn_blocking(move || {
+            for ((class, key, is_error), u) in batch {
+                let note = format!(
+                    "{} call(s) of {key} ran with no packet (the gate allows them on their own), isError {is_error}: {} ({}) to {} ({})",
+                    u.count, u.first, u.first_at, u.last, u.last_at
+                );
+                let req = crate::spool::ReceiptRequest {
+                    action_class: &class,
+                    outcome: crate::graduation::receipt::ReceiptOutcome::Execute,
+                    agent: &agent,
+                    packet_id: None,
+                    source_type: None,
+                    note: Some(&note),
+                };
+                if let Err(e) = crate::spool::publish_receipt(live.spool(), &req, &crate::clock::now_rfc3339()) {
+                    eprintln!("warrant mcp-gateway: could not record the receipt of {note}: {e}");
+                }
+            }
+        })
+        .await;
+        if let Err(e) = written {
+            eprintln!("warrant mcp-gateway: could not record receipts: {e}");
+        }
+    }
+
     fn upstream(&self) -> Result<&Peer<RoleClient>, McpError> {
         self.upstream.get().ok_or_else(|| McpError::invalid_request("the connection is not initialized", None))
     }
@@ -416,18 +521,33 @@ impl Gateway {
             annotations: info.annotations.clone(),
         };
         let call_id = s.call_id(&ctx.id);
-        let opts = s.opts.clone();
-        let submitted = tokio::task::spawn_blocking(move || -> Result<(Governor, Submitted), String> {
+        // A call the gate allows on its own, judged in memory against what was read before (when
+        // nothing changed since): it runs with no packet.
+        if let Some(class) = s.live.as_ref().and_then(|l| l.quick(&call)) {
+            return self.run_unpacketed(request, &ctx, class, key, &call_id).await;
+        }
+        let (opts, live, id) = (s.opts.clone(), s.live.clone(), call_id.clone());
+        let submitted = tokio::task::spawn_blocking(move || -> Result<Judged, String> {
             let spool = opts.spool.clone()?;
-            let g = Governor::open(spool, &opts.config_dir).map_err(|e| e.to_string())?;
+            let g = match &live {
+                Some(live) => live.refresh().map_err(|e| e.to_string())?,
+                None => Arc::new(Governor::open(spool, &opts.config_dir).map_err(|e| e.to_string())?),
+            };
+            // What changed has been read again: the call may run with no packet after all.
+            if let Some(class) = live.as_ref().and_then(|l| l.quick(&call)) {
+                return Ok(Judged::Unpacketed(class));
+            }
             // The packet expires with the wait: a call nobody decided in time never runs, and the
             // console shows it expired.
-            let submitted = g.submit(&call, Some(&call_id), Some(opts.wait)).map_err(|e| e.to_string())?;
-            Ok((g, submitted))
+            let submitted = g.submit(&call, Some(&id), Some(opts.wait)).map_err(|e| e.to_string())?;
+            Ok(Judged::Submitted(g, submitted))
         })
         .await;
         let (governor, submitted) = match submitted {
-            Ok(Ok(x)) => x,
+            Ok(Ok(Judged::Submitted(g, submitted))) => (g, submitted),
+            Ok(Ok(Judged::Unpacketed(class))) => {
+                return self.run_unpacketed(request, &ctx, class, key, &call_id).await;
+            }
             Ok(Err(e)) => {
                 return refuse(blocked(format!("warrant could not govern this call: {e}")), info.output_schema);
             }
@@ -435,7 +555,6 @@ impl Gateway {
                 return refuse(blocked(format!("warrant failed while governing this call: {e}")), info.output_schema);
             }
         };
-        let governor = Arc::new(governor);
         let mut graduation = None;
         let outcome = match &submitted.outcome {
             Outcome::Hold { graduation: g, .. } => {
@@ -495,21 +614,29 @@ impl Gateway {
                         eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id)
                     }
                 }
-                answer.map(|mut r| {
-                    // Only the gateway speaks for warrant: a `_warrant` the server put in `_meta` goes.
-                    if let ServerResult::CallToolResult(r) = &mut r
-                        && let Some(meta) = &mut r.meta
-                    {
-                        meta.0.remove("_warrant");
-                    }
-                    r
-                })
+                answer.map(without_warrant)
             }
             Outcome::Hold { .. } => {
                 refuse(blocked("internal error: still held after the wait".into()), info.output_schema)
             }
             deny => Ok(ServerResult::CallToolResult(refusal(&key, &deny, graduation, info.output_schema))),
         }
+    }
+
+    /// Forwards a call the gate allows on its own with no packet, and counts it towards its
+    /// receipt ([`Shared::flush_receipts`]).
+    async fn run_unpacketed(
+        &self,
+        request: CallToolRequest,
+        ctx: &RequestContext<RoleServer>,
+        class: String,
+        key: String,
+        call_id: &str,
+    ) -> Result<ServerResult, McpError> {
+        let answer = self.shared.forward(ClientRequest::CallToolRequest(request), ctx).await;
+        let is_error = !matches!(&answer, Ok(ServerResult::CallToolResult(r)) if r.is_error != Some(true));
+        self.shared.ran_unpacketed(class, key, call_id, is_error);
+        answer.map(without_warrant)
     }
 
     /// Waits for the principal's decision on a held call, in slices of [`PROGRESS_EVERY`], telling
@@ -578,6 +705,24 @@ impl Gateway {
             }
         }
     }
+}
+
+/// The server's answer without a `_warrant` in its `_meta`: only the gateway speaks for warrant.
+fn without_warrant(mut r: ServerResult) -> ServerResult {
+    if let ServerResult::CallToolResult(r) = &mut r
+        && let Some(meta) = &mut r.meta
+    {
+        meta.0.remove("_warrant");
+    }
+    r
+}
+
+/// How the slow path judged a call.
+enum Judged {
+    /// What was read again lets it run with no packet (its action class).
+    Unpacketed(String),
+    /// Its packet was published and judged.
+    Submitted(Arc<Governor>, Submitted),
 }
 
 /// The tool result of a call warrant did not run: `isError: true`, a text for the model, and

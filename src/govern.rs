@@ -16,6 +16,7 @@ use crate::spool::{self, Scanner, Spool};
 use serde_json::{Value, json};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Why a call could not be governed (each is a deny for the agent).
@@ -421,8 +422,44 @@ impl Governor {
         let decisive = v.models.iter().find(|m| m.model == v.decisive);
         let reason =
             decisive.map_or_else(|| v.state.as_str().to_owned(), |m| format!("{}: {}", m.model.as_str(), m.reason));
+        let class = self.policies.normalize(&entry.packet.action_class);
         let outcome = match v.state {
-            DecisionState::Allowed | DecisionState::AllowedWithConstraints => Outcome::Allow {
+            DecisionState::AllowedWithConstraints => {
+                // The class's constraints bind whatever runs the call: the ones a hook or the
+                // gateway can check on the tool's input are checked here; the others, and any
+                // that fail, hold the call for the principal (`docs/conformance.md`).
+                let constraints = a.gate.get(id).map(|d| d.constraints.clone().into_owned()).unwrap_or_default();
+                let recent = match crate::calls::rate_window(&constraints) {
+                    Some(window) => Some(self.recent_calls(&entry.packet, &class, window, &view.decisions)?),
+                    None => None,
+                };
+                let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
+                let input = entry.packet.proposed_action.get("input").unwrap_or(&Value::Null);
+                let failures = crate::calls::constraint_failures(&constraints, input, now, recent);
+                let keys: Vec<&str> = constraints
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|k| crate::graduation::gate::CONSTRAINT_VOCABULARY.contains(k))
+                    .collect();
+                if failures.is_empty() {
+                    Outcome::Allow {
+                        packet_id: id.to_owned(),
+                        reason: format!("the gate allows it within its constraints ({}: they hold)", keys.join(", ")),
+                        by_principal: false,
+                    }
+                } else {
+                    Outcome::Hold {
+                        packet_id: id.to_owned(),
+                        state: DecisionState::AllowedWithConstraints,
+                        reason: format!(
+                            "{reason}; `{class}` runs on its own only within its constraints, and the principal must decide this call: {}",
+                            failures.join("; ")
+                        ),
+                        graduation: None,
+                    }
+                }
+            }
+            DecisionState::Allowed => Outcome::Allow {
                 packet_id: id.to_owned(),
                 reason: format!("the gate allows it ({reason})"),
                 by_principal: false,
@@ -436,9 +473,7 @@ impl Governor {
             state => Outcome::Hold {
                 packet_id: id.to_owned(),
                 state,
-                reason: match a.gate.get(id).and_then(|tg| {
-                    crate::verdict::graduation_hint(v, tg, &self.policies.normalize(&entry.packet.action_class))
-                }) {
+                reason: match a.gate.get(id).and_then(|tg| crate::verdict::graduation_hint(v, tg, &class)) {
                     Some(hint) => format!("{reason} ({hint})"),
                     None => reason,
                 },
@@ -448,11 +483,99 @@ impl Governor {
         Ok((hash, outcome))
     }
 
-    /// Waits up to `timeout` for the principal's decision on a held call ([`wait_for_decision`]).
+    /// How many calls of `class` the packet's agent ran on its own in the last `window` seconds
+    /// before `packet` (a `rate_limit` constraint bounds the post-approval boundary: what runs
+    /// with no person). A call packet of the agent and class published in the window with no
+    /// decision of the principal counts while it has not expired (a held call still waiting
+    /// counts too: the count errs on the side of holding), and after that when a receipt names
+    /// it (it ran; one that expired with none was held and never ran). Reads every packet and
+    /// receipt in the spool.
+    fn recent_calls(
+        &self,
+        packet: &crate::packet::Packet,
+        class: &str,
+        window: u64,
+        decisions: &std::collections::HashMap<String, spool::ChainDecision>,
+    ) -> Result<u64, GovernError> {
+        let snap = Scanner::new().scan(&self.spool)?;
+        let until = packet
+            .created_unix
+            .unwrap_or_else(|| crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY));
+        let since = until - window as f64;
+        let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0);
+        let ran: std::collections::HashSet<&str> =
+            snap.receipts.iter().filter_map(|r| r.packet_id.as_deref()).collect();
+        let n = snap
+            .packets
+            .iter()
+            .map(|e| &e.packet)
+            .filter(|p| {
+                p.id != packet.id
+                    && p.agent == packet.agent
+                    && crate::calls::is_call_packet(p)
+                    && self.policies.normalize(&p.action_class) == class
+                    // A packet with no time counts: the count errs on the side of holding.
+                    && p.created_unix.is_none_or(|t| t >= since && t <= until)
+                    && !decisions.contains_key(&p.id)
+                    && (ran.contains(p.id.as_str())
+                        || !p.expires_at.as_deref().and_then(crate::clock::unix_seconds).is_some_and(|t| t <= now))
+            })
+            .count();
+        Ok(n as u64)
+    }
+
+    /// Waits up to `timeout` for the principal's decision on a held call ([`wait_for_decision`]),
+    /// judging the packet again every [`REJUDGE_EVERY`] ([`Governor::judge`]): a call whose class
+    /// graduated, or whose notebook the principal raised, while it waited runs then (the console
+    /// no longer lists it as waiting); one that the world or the principal's controls now block
+    /// (a precondition changed, the agent quarantined) is refused then, with the reason, not at
+    /// the timeout.
     #[must_use]
     pub fn wait(&self, s: &Submitted, timeout: Duration) -> Outcome {
+        let deadline = Instant::now() + timeout;
         let id = s.packet_id.clone();
-        match wait_for_decision(&self.spool, &id, &s.content_hash, &self.pinned, &s.agent, s.at, None, timeout) {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let waited = wait_for_decision(
+                &self.spool,
+                &id,
+                &s.content_hash,
+                &self.pinned,
+                &s.agent,
+                s.at,
+                None,
+                left.min(REJUDGE_EVERY),
+            );
+            if waited != Waited::Timeout || left <= REJUDGE_EVERY {
+                return self.outcome_of(s, waited, timeout);
+            }
+            match self.judge(&id) {
+                Ok((hash, o @ (Outcome::Allow { .. } | Outcome::Deny { .. }))) if hash == s.content_hash => return o,
+                Ok((hash, _)) if hash == s.content_hash => {}
+                Ok(_) => {
+                    return Outcome::Deny {
+                        packet_id: Some(id.clone()),
+                        status: "blocked",
+                        reason: format!("{id} changed while it waited"),
+                        remedy: None,
+                    };
+                }
+                Err(e) => {
+                    return Outcome::Deny {
+                        packet_id: Some(id.clone()),
+                        status: "blocked",
+                        reason: format!("could not judge {id} again while it waited: {e}"),
+                        remedy: None,
+                    };
+                }
+            }
+        }
+    }
+
+    /// The answer for a held call whose wait (of `timeout` in all) ended with `waited`.
+    fn outcome_of(&self, s: &Submitted, waited: Waited, timeout: Duration) -> Outcome {
+        let id = s.packet_id.clone();
+        match waited {
             Waited::Decided(d) => {
                 let why = d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
                 let by = crate::text::inert(&d.principal, 200);
@@ -502,6 +625,9 @@ impl Governor {
         }
     }
 }
+
+/// How often a held call is judged again while it waits ([`Governor::wait`]).
+pub const REJUDGE_EVERY: Duration = Duration::from_secs(2);
 
 /// A packet's `governance` with every precondition's `expected_at_approval` set to `null`: two
 /// proposals of one call are the same call whatever the world was when each was observed.
@@ -668,5 +794,187 @@ pub fn warrant_object(o: &Outcome) -> Value {
         Outcome::Deny { packet_id, status, reason, remedy } => json!({
             "status": status, "reason": reason, "packet_id": packet_id, "unblock": remedy,
         }),
+    }
+}
+
+/// A file's identity and state, to tell whether it changed since it was last read: device,
+/// inode, length, modification and change times (ns). `None` when it does not exist.
+type Stamp = Option<(u64, u64, u64, i64, i64, i64, i64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()))
+}
+
+/// What [`Live`] last read, and the stamps of the files it read it from.
+#[derive(Debug)]
+struct LiveState {
+    /// Policies and pinned keys.
+    governor: Arc<Governor>,
+    /// The chain, verified (extended record by record as it grows).
+    chain: Arc<crate::spool::VerifiedView>,
+    /// The gate's evidence index over the chain's evidence rows.
+    index: Arc<crate::graduation::evidence::EvidenceIndex>,
+    /// Whether every file in `packets/` is this process's user's (then whoever publishes first
+    /// for an agent, it is this user: [`crate::monitor::speakers`]).
+    packets_all_mine: bool,
+    /// The stamps: chain, config `policy.toml`, spool `policy.toml`, pinned keys, `packets/`.
+    stamps: [Stamp; 5],
+}
+
+/// A governor for a long-lived process (the MCP gateway): the policies, the pinned keys and the
+/// verified chain are read once and read again only when their files change — the chain is then
+/// extended by the records appended to it ([`crate::spool::verify_chain_from`]), not verified
+/// whole — so a call the gate allows on its own is judged in memory, in microseconds, with no
+/// packet ([`Live::quick`]). Every other call goes through [`Governor::submit`] as before.
+///
+/// Live: a control the principal signs (a notebook raised, an agent quarantined or killed, a
+/// refusal that takes a class's graduation away) is a chain record, so the next call sees it.
+#[derive(Debug)]
+pub struct Live {
+    spool: Spool,
+    config_dir: PathBuf,
+    state: std::sync::RwLock<Option<Arc<LiveState>>>,
+}
+
+impl Live {
+    /// A live governor for `spool` and `config_dir`; nothing is read until the first call.
+    #[must_use]
+    pub fn new(spool: Spool, config_dir: &Path) -> Self {
+        Self { spool, config_dir: config_dir.to_owned(), state: std::sync::RwLock::new(None) }
+    }
+
+    /// The spool.
+    #[must_use]
+    pub fn spool(&self) -> &Spool {
+        &self.spool
+    }
+
+    fn paths(&self) -> [PathBuf; 5] {
+        [
+            self.spool.chain_path(),
+            self.config_dir.join("policy.toml"),
+            self.spool.root().join("policy.toml"),
+            self.config_dir.join(crate::keys::PINNED_FILE),
+            self.spool.packets_dir(),
+        ]
+    }
+
+    fn stamps(&self) -> [Stamp; 5] {
+        self.paths().map(|p| stamp(&p))
+    }
+
+    /// What was read, when none of its files changed since (five `lstat`s); `None` when one
+    /// did, or nothing was read yet: then [`Live::refresh`].
+    fn fresh(&self) -> Option<Arc<LiveState>> {
+        let state = self.state.read().ok()?.clone()?;
+        (state.stamps == self.stamps()).then_some(state)
+    }
+
+    /// Reads again what changed: the policies and pinned keys when their files did (a new
+    /// [`Governor`]), the chain's appended records (or the whole chain when it was rewritten or
+    /// the keys changed), the owners of `packets/` when it changed. Blocking: file I/O and
+    /// signature checks.
+    ///
+    /// # Errors
+    /// As [`Governor::open`]; chain I/O errors.
+    pub fn refresh(&self) -> Result<Arc<Governor>, GovernError> {
+        self.refreshed().map(|s| s.governor.clone())
+    }
+
+    fn refreshed(&self) -> Result<Arc<LiveState>, GovernError> {
+        if let Some(s) = self.fresh() {
+            return Ok(s);
+        }
+        // Stamps first: a change while reading is seen by the next call.
+        let stamps = self.stamps();
+        let old = self.state.read().ok().and_then(|s| s.clone());
+        let config_same = old.as_ref().is_some_and(|o| o.stamps[1..4] == stamps[1..4]);
+        let governor = match old.as_ref().filter(|_| config_same) {
+            Some(o) => o.governor.clone(),
+            None => Arc::new(Governor::open(self.spool.clone(), &self.config_dir)?),
+        };
+        let progress = std::sync::atomic::AtomicU64::new(0);
+        let cache = old.as_ref().filter(|_| config_same).map(|o| o.chain.as_ref());
+        let (chain, index) = match old.as_ref().filter(|o| config_same && o.stamps[0] == stamps[0]) {
+            Some(o) => (o.chain.clone(), o.index.clone()),
+            None => {
+                let chain = crate::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?;
+                let index = crate::graduation::evidence::EvidenceIndex::new(chain.view.evidence.rows());
+                (Arc::new(chain), Arc::new(index))
+            }
+        };
+        let packets_all_mine = match old.as_ref().filter(|o| o.stamps[4] == stamps[4]) {
+            Some(o) => o.packets_all_mine,
+            None => all_mine(&self.spool.packets_dir()),
+        };
+        let state = Arc::new(LiveState { governor, chain, index, packets_all_mine, stamps });
+        if let Ok(mut s) = self.state.write() {
+            *s = Some(state.clone());
+        }
+        Ok(state)
+    }
+
+    /// Judges `call` in memory, with no packet, when nothing it depends on changed since the last
+    /// [`Live::refresh`]: `Some` (the call's action class) when it may run with no packet and no
+    /// person, `None` when it must go through [`Governor::submit`] (or the state must be read
+    /// again first).
+    ///
+    /// A call runs with no packet only when all of these hold: the chain verified whole; the tool
+    /// table makes the call `safe` and declares no precondition for it; this process's user may
+    /// speak for the agent (`[agents] users`, the chain's publisher, or — while every packet in
+    /// the spool is this user's — whoever comes first); and the composed verdict over the
+    /// principal's controls and the chain's evidence is `allowed` (not `allowed_with_constraints`,
+    /// whose constraints only a packet can carry). Such a call is not an arrival for the rings'
+    /// rate limit, which meters the packets an agent proposes (`docs/conformance.md`).
+    #[must_use]
+    pub fn quick(&self, call: &ToolCall) -> Option<String> {
+        let state = self.fresh()?;
+        let view = &state.chain.view;
+        if !view.report.is_valid() {
+            return None;
+        }
+        let policies = &state.governor.policies;
+        let c = crate::calls::classify(policies, &call.tool, &call.input, &call.annotations);
+        if c.tier != Some(crate::tiers::ToolTier::Safe)
+            || !crate::calls::action_preconditions(&c.preconditions, &call.input, call.cwd.as_deref()).is_empty()
+        {
+            return None;
+        }
+        let now = time::OffsetDateTime::now_utc();
+        let id = crate::calls::packet_id(call, Some("live"));
+        let doc = crate::calls::call_packet(call, &c, policies, &id, &crate::clock::format_rfc3339(now));
+        let bytes = serde_json::to_vec(&doc).ok()?;
+        let packet = crate::packet::parse_packet(&bytes, &id).ok()?;
+        let ctx = crate::verdict::VerdictContext {
+            policies,
+            controls: &view.controls,
+            now: now.unix_timestamp() as f64 + f64::from(now.nanosecond()) * 1e-9,
+        };
+        let me = rustix::process::geteuid().as_raw();
+        let who = crate::monitor::speakers(&ctx, &packet.agent, me);
+        let speaks = match who {
+            crate::monitor::Speakers::FirstSeen(_) => state.packets_all_mine,
+            _ => who.allows(me),
+        };
+        if !speaks {
+            return None;
+        }
+        let tg = crate::verdict::packet_gate(&ctx, &packet, &state.index, "local", true);
+        let v = crate::verdict::evaluate(&ctx, &packet, &tg, None, None);
+        (v.state == DecisionState::Allowed).then_some(c.class)
+    }
+}
+
+/// Whether every entry of `dir` is owned by this process's user (true when it is empty or
+/// missing; false when it cannot be read).
+fn all_mine(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let me = rustix::process::geteuid().as_raw();
+    match std::fs::read_dir(dir) {
+        Ok(entries) => entries.into_iter().all(|e| e.and_then(|e| e.metadata()).is_ok_and(|m| m.uid() == me)),
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
     }
 }

@@ -91,12 +91,12 @@ pub struct ToolCalls {
 
 /// Whether `p` is a tool call the gate lets run with no prompt: a hook or the gateway already
 /// ran it, so nothing about it waits for the principal (the console's Pending pane leaves it out;
-/// the Agents view counts it).
+/// the Agents view counts it). Only `allowed`: a call `allowed_with_constraints` is held for the
+/// principal, who alone can check the constraints on a tool call (`crate::govern`).
 #[must_use]
 pub fn ran_on_its_own(a: &Assessment, p: &crate::packet::Packet) -> bool {
-    a.verdicts.get(&p.id).is_some_and(|v| {
-        matches!(v.state, crate::packet::DecisionState::Allowed | crate::packet::DecisionState::AllowedWithConstraints)
-    }) && crate::calls::is_call_packet(p)
+    a.verdicts.get(&p.id).is_some_and(|v| v.state == crate::packet::DecisionState::Allowed)
+        && crate::calls::is_call_packet(p)
 }
 
 /// Counts each agent's tool calls into its summary, from the verdicts just computed.
@@ -114,8 +114,11 @@ fn count_calls(a: &mut Assessment, packets: &[PacketEntry], decisions: &HashMap<
             None => {
                 let expired = p.expires_at.as_deref().and_then(crate::clock::unix_seconds).is_some_and(|t| t <= now);
                 match a.verdicts.get(&p.id).map(|v| v.state) {
+                    // It ran on its own (a packet expires with the wait of its call, whatever the
+                    // answer): not a refusal once that time has passed.
+                    Some(S::Allowed) => S::Allowed,
                     _ if expired => S::Blocked,
-                    Some(s @ (S::Allowed | S::AllowedWithConstraints | S::Blocked)) => s,
+                    Some(S::Blocked) => S::Blocked,
                     _ => S::ReviewRequired,
                 }
             }
@@ -123,7 +126,7 @@ fn count_calls(a: &mut Assessment, packets: &[PacketEntry], decisions: &HashMap<
         let Some(summary) = a.monitor.agents.get_mut(p.agent.as_str()) else { continue };
         let c = summary.calls.get_or_insert_with(ToolCalls::default);
         match answer {
-            S::Allowed | S::AllowedWithConstraints => c.allowed += 1,
+            S::Allowed => c.allowed += 1,
             S::Blocked => c.refused += 1,
             _ => c.held += 1,
         }

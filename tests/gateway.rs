@@ -216,27 +216,44 @@ fn call(tool: &str, args: Value) -> Value {
 }
 
 // (1) A read the tool table says is safe (L1) runs at once: the result is the server's, no packet
-// waits for the principal, and a receipt records it.
+// is published, and a receipt records it. The gateway judges it in memory from what it read
+// before, and stays live: once the principal quarantines the agent, the next read is refused.
 #[test]
-fn an_allowed_read_runs_with_no_packet_left_pending() {
+fn an_allowed_read_runs_with_no_packet_and_a_quarantine_refuses_the_next() {
     if !have(&["mcp-server-filesystem"]) {
         return;
     }
     let s = setup();
     std::fs::write(s.path("a.txt"), "hello from the root\n").expect("write");
-    let steps = json!([{"list": true}, call("read_text_file", json!({"path": s.path("a.txt")}))]);
-    let mut child = s.fs_client(&steps, &[]);
+    let go = s.path("go");
+    let read = call("read_text_file", json!({"path": s.path("a.txt")}));
+    let steps = json!([{"list": true}, read, read, {"wait_for": go}, read]);
+    let mut child = s.fs_client(&steps, &["--agent", "reader"]);
     let rx = lines(&mut child);
+    for _ in 0..2 {
+        let a = answer(&rx, 40);
+        assert_eq!(a["result"]["isError"], json!(false), "{a}");
+        assert!(result_text(&a).contains("hello from the root"), "{a}");
+        assert!(a["result"]["_meta"].get("_warrant").is_none(), "a forwarded result is the server's: {a}");
+    }
+    assert!(s.packets().is_empty(), "reads the gate allows publish no packet: {:?}", s.packets());
+    let o = s.env.run(&["agent", "quarantine", "reader", "--reason", "test"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    std::fs::write(&go, "").expect("go");
     let a = answer(&rx, 40);
     let stderr = finish(child);
-    assert_eq!(a["result"]["isError"], json!(false), "{a}\n{stderr}");
-    assert!(result_text(&a).contains("hello from the root"), "{a}");
-    assert!(a["result"]["_meta"].get("_warrant").is_none(), "a forwarded result is the server's: {a}");
-    assert!(s.packets().iter().all(|p| !is_waiting(p)), "no packet left pending: {:?}", s.packets());
+    assert_eq!(a["result"]["isError"], json!(true), "quarantined: {a}\n{stderr}");
+    let w = &a["result"]["_meta"]["_warrant"];
+    assert!(w["reason"].as_str().is_some_and(|r| r.contains("quarantin")), "{w}");
+    // Both reads that ran share one receipt, written when the connection ended.
     let receipts = s.receipts();
-    assert_eq!(receipts.len(), 1, "{receipts:?}");
-    assert_eq!(receipts[0]["action_class"], json!("read.context"));
-    assert_eq!(receipts[0]["outcome"], json!("execute"));
+    let ran: Vec<&Value> = receipts.iter().filter(|r| r["packet_id"].is_null()).collect();
+    assert_eq!(ran.len(), 1, "{receipts:?}");
+    assert_eq!(ran[0]["action_class"], json!("read.context"));
+    assert_eq!(ran[0]["outcome"], json!("execute"));
+    let note = ran[0]["note"].as_str().expect("note");
+    assert!(note.starts_with("2 call(s) of filesystem/read_text_file ran with no packet"), "{note}");
+    assert!(note.contains("isError false"), "{note}");
 }
 
 // (2) A write is held; the principal approves it from another process; it runs then (the file

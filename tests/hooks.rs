@@ -380,11 +380,21 @@ fn approved_calls_graduate_a_class_and_one_refusal_holds_it_again() {
         assert!(approvals <= 10, "still held after 10 approvals: {reason}");
     }
     assert_eq!(approvals, 10, "graduates at the tenth approval (auto_capped: 10 positive, 6 approvals)");
-    assert_eq!(call(&e, "after-1", "mcp__mail__send_internal", send(100), None, "0.2").0, "allow");
+    // Graduated, it runs on its own within its class's constraints: `email.send.internal`'s
+    // `rate_limit` is 5 an hour (the calls the principal approved are not counted: a person
+    // decided them). The sixth is held for the principal, with the reason.
+    for n in 0..5 {
+        let (decision, reason) = call(&e, &format!("after-{n}"), "mcp__mail__send_internal", send(100 + n), None, "30");
+        assert_eq!(decision, "allow", "call {n} after graduating: {reason}");
+        assert!(reason.contains("within its constraints"), "{reason}");
+    }
+    let (decision, reason) = call(&e, "after-5", "mcp__mail__send_internal", send(105), None, "0.2");
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("`rate_limit`: 5 call(s) of this class in the last PT1H (at most 5)"), "{reason}");
     // The principal refuses one of the calls that waited in vain: the class is held again.
     let o = e.run(&["refuse", "--yes", "cc-g-0", "--reason", "wrong list"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let (decision, reason) = call(&e, "after-2", "mcp__mail__send_internal", send(101), None, "0.2");
+    let (decision, reason) = call(&e, "after-6", "mcp__mail__send_internal", send(106), None, "0.2");
     assert_eq!(decision, "deny", "{reason}");
     assert!(reason.contains("cannot graduate on approvals"), "{reason}");
 }

@@ -8,6 +8,7 @@ initializes, then runs STEPS_JSON, a list of steps:
     {"list": true}                                   tools/list
     {"call": "TOOL", "args": {...}, "progress": true} tools/call (with a progress token when
                                                      "progress" is true)
+    {"wait_for": "PATH"}                             wait (up to 60 s) until PATH exists
 
 and prints one JSON line per event, flushed at once:
 
@@ -49,6 +50,11 @@ async def main(steps, command):
                         {"name": t.name, "annotations": dump(t.annotations) if t.annotations else None}
                         for t in tools.tools
                     ]})
+                    continue
+                if "wait_for" in step:
+                    with anyio.fail_after(60):
+                        while not os.path.exists(step["wait_for"]):
+                            await anyio.sleep(0.02)
                     continue
                 name = step["call"]
                 progress = []

@@ -1,0 +1,85 @@
+//! The long-lived governor the MCP gateway keeps between calls (`warrant::govern::Live`): a
+//! call the gate allows on its own is judged in memory with no packet, and every change the
+//! principal makes — the tool table, a quarantine, the chain itself — is seen by the next call.
+
+#[path = "support/cli_env.rs"]
+mod cli_env;
+
+use cli_env::{Env, text};
+use serde_json::{Value, json};
+use warrant::calls::ToolCall;
+use warrant::govern::Live;
+use warrant::spool::Spool;
+
+const SAFE_READ: &str = "[tools.\"fs/read\"]\ntier = \"safe\"\nclass = \"read.context\"\nlevel = 1\n";
+
+fn call(tool: &str) -> ToolCall {
+    ToolCall {
+        host: "mcp-gateway".into(),
+        agent: "reader".into(),
+        session: Some("conn1".into()),
+        tool: tool.into(),
+        input: json!({"path": "/tmp/a"}),
+        notebook: "notes".into(),
+        cwd: None,
+        annotations: Value::Null,
+    }
+}
+
+fn ok(env: &Env, args: &[&str]) {
+    let o = env.run(args);
+    assert_eq!(o.status.code(), Some(0), "warrant {args:?}: {}", text(&o));
+}
+
+#[test]
+fn a_safe_call_runs_with_no_packet_until_the_principal_changes_something() {
+    let env = Env::new();
+    env.policy(SAFE_READ);
+    std::fs::create_dir_all(env.spool()).expect("spool");
+    let live = Live::new(Spool::new(env.spool()), &env.config());
+    // Nothing read yet: the caller must refresh first.
+    assert_eq!(live.quick(&call("fs/read")), None);
+    live.refresh().expect("refresh");
+    assert_eq!(live.quick(&call("fs/read")).as_deref(), Some("read.context"));
+    // A tool the table does not name is never allowed with no packet.
+    assert_eq!(live.quick(&call("fs/write")), None);
+    assert!(std::fs::read_dir(env.spool().join("packets")).map_or(0, |d| d.count()) == 0, "no packet published");
+
+    // The tool table changes: the next call is not judged on the old one.
+    env.policy(&SAFE_READ.replace("\"safe\"", "\"mutating\""));
+    assert_eq!(live.quick(&call("fs/read")), None, "stale: must refresh");
+    live.refresh().expect("refresh");
+    assert_eq!(live.quick(&call("fs/read")), None, "a mutating call needs a packet");
+    env.policy(SAFE_READ);
+    live.refresh().expect("refresh");
+    assert!(live.quick(&call("fs/read")).is_some());
+
+    // A quarantine is a chain record: the next call sees it, and a release lifts it.
+    ok(&env, &["agent", "quarantine", "reader", "--reason", "test"]);
+    assert_eq!(live.quick(&call("fs/read")), None);
+    live.refresh().expect("refresh");
+    assert_eq!(live.quick(&call("fs/read")), None, "a quarantined agent's calls are judged with a packet");
+    ok(&env, &["agent", "release", "reader"]);
+    live.refresh().expect("refresh");
+    assert!(live.quick(&call("fs/read")).is_some());
+
+    // A chain that no longer verifies: nothing runs with no packet.
+    let chain = env.spool().join("chain.jsonl");
+    let mut bytes = std::fs::read(&chain).expect("chain");
+    let at = bytes.iter().position(|&b| b == b'"').expect("a record");
+    bytes[at + 1] ^= 1;
+    std::fs::write(&chain, bytes).expect("tamper");
+    live.refresh().expect("refresh");
+    assert_eq!(live.quick(&call("fs/read")), None, "a broken chain allows nothing on its own");
+}
+
+#[test]
+fn without_a_pinned_key_or_a_spool_refresh_fails_and_nothing_is_allowed() {
+    let env = Env::without_key();
+    env.policy(SAFE_READ);
+    let live = Live::new(Spool::new(env.spool()), &env.config());
+    assert!(live.refresh().is_err(), "no spool");
+    std::fs::create_dir_all(env.spool()).expect("spool");
+    assert!(live.refresh().is_err(), "no pinned key");
+    assert_eq!(live.quick(&call("fs/read")), None);
+}
