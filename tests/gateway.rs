@@ -1,20 +1,22 @@
 //! Issue 17: `warrant mcp-gateway` in front of real MCP servers from the registries —
 //! `@modelcontextprotocol/server-filesystem` (npm) and `mcp-server-git` (PyPI) — driven by a real
 //! MCP client, the Python `mcp` SDK (`tests/support/mcp_client.py`), with the principal deciding
-//! from another process (`warrant approve|refuse --yes ID`), as the console would.
+//! from another process: `warrant approve|refuse --yes ID`, or the real console under tmux.
 //!
-//! `.ci/run` installs the servers and the SDK. Without them these tests fail when `CI=true` and
-//! are skipped (with the reason printed) elsewhere.
+//! `.ci/run` installs the servers and the SDK (and tmux, for the console). Without them these
+//! tests fail when `CI=true` and are skipped (with the reason printed) elsewhere.
 #![cfg(feature = "console")]
 
 #[path = "support/cli_env.rs"]
 mod cli_env;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use cli_env::{BIN, Env, text};
 use serde_json::{Value, json};
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -92,6 +94,18 @@ impl Setup {
     /// The client running `steps` against `warrant mcp-gateway GATEWAY_ARGS -- SERVER…` (or,
     /// with `wrap`, the same command line under `sh -c` that writes its pid to `pidfile` first).
     fn client(&self, steps: &Value, gateway: &[&str], server: &[&str], pidfile: Option<&Path>) -> Child {
+        self.spawn_client(&steps.to_string(), gateway, server, pidfile, Stdio::null())
+    }
+
+    /// The client with its steps given as `mcp_client.py`'s first argument (`-`: on `stdin`).
+    fn spawn_client(
+        &self,
+        steps: &str,
+        gateway: &[&str],
+        server: &[&str],
+        pidfile: Option<&Path>,
+        stdin: Stdio,
+    ) -> Child {
         let mut command: Vec<String> = vec![BIN.into(), "mcp-gateway".into()];
         command.extend(gateway.iter().map(|s| (*s).to_owned()));
         command.push("--".into());
@@ -103,21 +117,36 @@ impl Setup {
             command = vec!["sh".into(), "-c".into(), script];
         }
         let mut c = Command::new("python3");
-        c.arg(CLIENT).arg(steps.to_string()).arg("--").args(&command);
-        c.env("WARRANT_CONFIG", self.env.config())
-            .env("WARRANT_SPOOL", self.env.spool())
-            .env("WARRANT_PRINCIPAL", "alice")
-            .env("XDG_DATA_HOME", self.env.dir.path().join("data"))
-            .current_dir(self.root.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        c.arg(CLIENT).arg(steps).arg("--").args(&command);
+        c.envs(self.vars()).current_dir(self.root.path()).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
         c.spawn().expect("python3 mcp_client.py")
+    }
+
+    /// The environment that points warrant at this configuration and spool (the principal is
+    /// alice).
+    fn vars(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("WARRANT_CONFIG", self.env.config().display().to_string()),
+            ("WARRANT_SPOOL", self.env.spool().display().to_string()),
+            ("WARRANT_PRINCIPAL", "alice".into()),
+            ("XDG_DATA_HOME", self.env.dir.path().join("data").display().to_string()),
+        ]
     }
 
     fn fs_client(&self, steps: &Value, gateway: &[&str]) -> Child {
         let root = self.root.path().to_string_lossy().into_owned();
         self.client(steps, gateway, &["mcp-server-filesystem", &root], None)
+    }
+
+    /// A client of `warrant mcp-gateway GATEWAY_ARGS -- mcp-server-filesystem ROOT` that takes its
+    /// steps one at a time ([`Session::call`]), so a test decides each call after the answers so
+    /// far.
+    fn fs_session(&self, gateway: &[&str]) -> Session {
+        let root = self.root.path().to_string_lossy().into_owned();
+        let mut child = self.spawn_client("-", gateway, &["mcp-server-filesystem", &root], None, Stdio::piped());
+        let stdin = child.stdin.take();
+        let rx = lines(&mut child);
+        Session { child, stdin, rx }
     }
 
     /// `warrant list --json`'s packets.
@@ -149,6 +178,75 @@ impl Setup {
         let Ok(dir) = std::fs::read_dir(self.env.spool().join("receipts")) else { return Vec::new() };
         dir.filter_map(|e| std::fs::read(e.ok()?.path()).ok()).filter_map(|b| serde_json::from_slice(&b).ok()).collect()
     }
+}
+
+/// A client whose steps the test writes one at a time on its stdin (`mcp_client.py -`).
+struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: mpsc::Receiver<Value>,
+}
+
+impl Session {
+    /// Calls `tool` with `args` (asking for progress).
+    fn call(&mut self, tool: &str, args: Value) {
+        let stdin = self.stdin.as_mut().expect("the session's stdin is open");
+        writeln!(stdin, "{}", call(tool, args)).and_then(|()| stdin.flush()).expect("write the step");
+    }
+
+    /// The first thing the client hears about the call it just made: its answer, or, for a call
+    /// the gateway holds, its first progress message (sent at once when a call is held).
+    fn first_event(&self) -> Event {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(v) if v.get("call").is_some() => return Event::Answer(v),
+                Ok(v) if v.get("progress").is_some() => {
+                    let message = v["at"][2].as_str().unwrap_or_else(|| panic!("a progress message: {v}")).to_owned();
+                    return Event::Held(message);
+                }
+                Ok(_) => {}
+                Err(e) => panic!("the client heard nothing about the call within 40s: {e}"),
+            }
+        }
+    }
+
+    /// The answer to the call it made.
+    fn answer(&self) -> Value {
+        answer(&self.rx, 40)
+    }
+
+    /// Ends the session (stdin closes, the client ends) and returns the client's stderr.
+    fn end(mut self) -> String {
+        drop(self.stdin.take());
+        finish(self.child)
+    }
+}
+
+/// What a client heard first about a call.
+#[derive(Debug)]
+enum Event {
+    /// Its answer: it was not held.
+    Answer(Value),
+    /// It was held: the first progress message.
+    Held(String),
+}
+
+/// The packet a held call's progress message names: "held: waiting up to …s for the principal to
+/// decide ID in warrant (…)".
+fn held_packet(message: &str) -> String {
+    let after = message.split_once(" to decide ").map(|(_, a)| a);
+    let id = after.and_then(|a| a.split_once(" in warrant")).map(|(id, _)| id);
+    id.filter(|id| id.starts_with("gw-")).unwrap_or_else(|| panic!("no packet in {message:?}")).to_owned()
+}
+
+/// The number of further approved calls a held call's message says graduate its class ("N more
+/// approved calls of `CLASS` and it runs on its own"), if it says one.
+fn approvals_left(message: &str) -> Option<u32> {
+    let (before, _) = message.split_once(" more approved call")?;
+    let digits: String = before.chars().rev().take_while(char::is_ascii_digit).collect();
+    digits.chars().rev().collect::<String>().parse().ok()
 }
 
 fn is_waiting(p: &Value) -> bool {
@@ -576,4 +674,197 @@ fn a_tools_call_the_sdk_cannot_read_is_refused_never_forwarded() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(!target.exists(), "the write never ran");
+}
+
+// Issue 17 with the real console: the gateway holds a write; the principal, in `warrant console`
+// running in a real terminal (tmux) on the same spool and configuration, sees the packet, opens
+// the sign dialog, reads it to its end and signs the approval. The call runs then: the client's
+// answer is the server's result, the file holds what the agent wrote, and a receipt names the
+// packet.
+#[test]
+fn a_held_write_is_approved_from_the_console_under_tmux_then_runs_and_leaves_a_receipt() {
+    if !have(&["mcp-server-filesystem", "tmux"]) {
+        return;
+    }
+    let s = setup();
+    let mut vars = s.vars();
+    vars.push(("TERM", "xterm-256color".into()));
+    let console = tmux::Tmux::start("gateway-approve", &vars, &["console"]);
+    console.wait_for("the console", |sc| sc.contains("chain ok") && sc.contains("0 pending"));
+    let target = s.path("from-the-console.txt");
+    let mut child = s.fs_client(
+        &json!([call("write_file", json!({"path": target, "content": "approved in the console\n"}))]),
+        &["--wait", "60"],
+    );
+    let rx = lines(&mut child);
+    let id = s.held("filesystem/write_file");
+    console.wait_for("the held call", |sc| sc.contains("1 pending") && sc.contains("mcp-gateway"));
+    assert!(!target.exists(), "nothing runs while the call is held");
+    console.send(&["a"]);
+    let (dialog, _) =
+        console.wait_for("the sign dialog", |sc| sc.contains("Confirm: approve") && sc.contains("[ Cancel ]"));
+    assert!(dialog.contains(&id) && dialog.contains("filesystem/write_file"), "the dialog names the call:\n{dialog}");
+    // Approval unlocks once every line of the dialog has been on screen: page down, one page per
+    // frame, until the dialog says so.
+    let start = Instant::now();
+    loop {
+        let (screen, _) = console.wait_for("the sign dialog", |sc| sc.contains("Confirm: approve"));
+        if screen.contains("✓ all") {
+            assert!(screen.contains("[ Sign approval ]"), "unlocked:\n{screen}");
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "the dialog never unlocked:\n{screen}");
+        console.send(&["space"]);
+        console.wait_for("the next page", |sc| sc != screen);
+    }
+    console.send(&["y"]);
+    console.wait_for("the approval", |sc| sc.contains(&format!("approved {id}")));
+    let a = answer(&rx, 40);
+    let stderr = finish(child);
+    assert_eq!(a["result"]["isError"], json!(false), "{a}\n{stderr}");
+    assert!(a["result"]["_meta"].get("_warrant").is_none(), "the server's own result: {a}");
+    assert!(result_text(&a).contains("from-the-console.txt"), "{a}");
+    assert_eq!(std::fs::read_to_string(&target).expect("written"), "approved in the console\n");
+    // The decision is the console's, signed by the principal and in the chain.
+    let listed = s.packets();
+    let p = listed.iter().find(|p| p["packet_id"] == json!(id)).expect("listed");
+    assert_eq!(p["decision"], json!("approve"), "{p}");
+    let o = s.env.run(&["verify", &s.env.spool().display().to_string(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let report: Value = serde_json::from_slice(&o.stdout).expect("verify --json");
+    assert_eq!(report["signatures_verified"], json!(1), "{report}");
+    let receipts = s.receipts();
+    let mine: Vec<&Value> = receipts.iter().filter(|r| r["packet_id"] == json!(id)).collect();
+    assert_eq!(mine.len(), 1, "{receipts:?}");
+    assert_eq!(mine[0]["action_class"], json!("file.write"));
+    assert_eq!(mine[0]["outcome"], json!("execute"));
+    assert!(mine[0]["note"].as_str().is_some_and(|n| n.contains("isError false")), "{:?}", mine[0]);
+    console.send(&["q"]);
+    let start = Instant::now();
+    while console.alive() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!console.alive(), "q quits the console");
+}
+
+/// A tool table where `filesystem/write_file` is an L1 call of a local class that must earn
+/// autonomy level 3 (auto_capped) before it runs on its own. The server marks the tool
+/// `destructiveHint: true`, so it is destructive whatever the table says: only an `autonomous`
+/// notebook lets the tiers model run it without a prompt, which leaves Trust Graduation to decide.
+const GRADUATING: &str = r#"
+[[class]]
+id = "file.write"
+type = "internal"
+minimum_level = 3
+
+[tools."filesystem/write_file"]
+tier = "destructive"
+class = "file.write"
+level = 1
+"#;
+
+// Trust Graduation end to end through the gateway: in a notebook the principal made autonomous, a
+// write of a class that must earn evidence is held, and its first progress message says how many
+// approved calls graduate the class; each
+// approval (with `warrant approve`) runs the call and brings the count down by one; after that
+// many the next call runs at once, with no packet left pending. Then the principal refuses one
+// call of the class (another agent connection's, held since the start) and the next call is held
+// again, its class unable to graduate on approvals.
+#[test]
+fn graduation_through_the_gateway_lets_the_next_call_run_then_one_refusal_holds_it_again() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    s.env.policy(GRADUATING);
+    let o = s.env.run(&["trust", "set", "nb-grad", "autonomous", "--confirm", "nb-grad", "--reason", "e2e"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let gateway = ["--notebook", "nb-grad", "--wait", "60"];
+    let write = |name: &str| json!({"path": s.path(name), "content": format!("{name}\n")});
+    // A call that stays held while the class graduates: the one the principal refuses at the end.
+    let mut other = s.fs_client(&json!([call("write_file", write("refused.txt"))]), &gateway);
+    let other_rx = lines(&mut other);
+    let other_id = loop {
+        let v = other_rx.recv_timeout(Duration::from_secs(40)).expect("the other call is held");
+        assert!(v.get("call").is_none(), "held, not answered: {v}");
+        if let Some(m) = v["at"][2].as_str() {
+            break held_packet(m);
+        }
+    };
+    let mut session = s.fs_session(&gateway);
+    let mut needed: Option<u32> = None;
+    let mut approved = Vec::new();
+    let free = loop {
+        let name = format!("g-{}.txt", approved.len());
+        session.call("write_file", write(&name));
+        let message = match session.first_event() {
+            Event::Answer(a) => break (name, a),
+            Event::Held(m) => m,
+        };
+        let left = approvals_left(&message).unwrap_or_else(|| panic!("held with no way to graduate: {message}"));
+        assert!(message.contains("of `file.write` and it runs on its own"), "{message}");
+        let n = *needed.get_or_insert(left);
+        let done = u32::try_from(approved.len()).expect("count");
+        assert_eq!(Some(left), n.checked_sub(done), "each approval brings the count down by one: {message}");
+        let id = held_packet(&message);
+        assert!(!s.path(&name).exists(), "nothing runs while the call is held");
+        let o = s.env.run(&["approve", "--yes", &id, "--reason", "checked"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let a = session.answer();
+        assert_eq!(a["result"]["isError"], json!(false), "{a}");
+        assert_eq!(std::fs::read_to_string(s.path(&name)).expect("written"), format!("{name}\n"));
+        approved.push(id);
+        assert!(approved.len() <= 20, "still held after {} approvals: {message}", approved.len());
+    };
+    let needed = needed.expect("the class was held before it graduated");
+    assert!(needed > 1, "graduation takes evidence: {needed}");
+    assert_eq!(approved.len(), usize::try_from(needed).expect("count"), "graduates after as many approvals as it said");
+    // The graduated call ran at once: the server's result, never held (no progress), and no
+    // packet waits for the principal but the other connection's.
+    let (name, a) = free;
+    assert_eq!(a["result"]["isError"], json!(false), "{a}");
+    assert!(a["result"]["_meta"].get("_warrant").is_none(), "{a}");
+    assert_eq!(a["progress"], json!([]), "not held: {a}");
+    assert_eq!(std::fs::read_to_string(s.path(&name)).expect("written"), format!("{name}\n"));
+    let receipts = s.receipts();
+    assert_eq!(receipts.len(), approved.len() + 1, "every call that ran left a receipt: {receipts:?}");
+    let ran = receipts
+        .iter()
+        .filter_map(|r| r["packet_id"].as_str())
+        .find(|id| !approved.iter().any(|a| a == id))
+        .unwrap_or_else(|| panic!("a receipt for the graduated call: {receipts:?}"))
+        .to_owned();
+    let listed = s.packets();
+    let p = listed.iter().find(|p| p["packet_id"] == json!(ran)).expect("the graduated call's packet");
+    assert_eq!(p["state"], json!("allowed"), "the gate allowed it on its own: {p}");
+    assert!(p["decision"].is_null(), "nobody decided it: {p}");
+    let waiting: Vec<&Value> = listed.iter().filter(|p| is_waiting(p) && p["packet_id"] != json!(other_id)).collect();
+    assert!(waiting.is_empty(), "no packet left pending: {waiting:?}");
+    let p = listed.iter().find(|p| p["packet_id"] == json!(other_id)).expect("the other call's packet");
+    assert!(p["decision"].is_null(), "the other call is still undecided: {p}");
+    // One refusal of a call of the class.
+    let o = s.env.run(&["refuse", "--yes", &other_id, "--reason", "not that file"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let refused = answer(&other_rx, 40);
+    finish(other);
+    assert_eq!(refused["result"]["_meta"]["_warrant"]["status"], json!("refused"), "{refused}");
+    assert!(!s.path("refused.txt").exists(), "the refused call never ran");
+    // The next call is held again, and approvals alone no longer graduate the class.
+    session.call("write_file", write("after.txt"));
+    let message = match session.first_event() {
+        Event::Held(m) => m,
+        Event::Answer(a) => panic!("ran after a refusal: {a}"),
+    };
+    assert!(message.contains("`file.write` cannot graduate on approvals"), "{message}");
+    let id = held_packet(&message);
+    let o = s.env.run(&["refuse", "--yes", &id, "--reason", "done"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let a = session.answer();
+    let stderr = session.end();
+    let w = &a["result"]["_meta"]["_warrant"];
+    assert_eq!(w["status"], json!("refused"), "{a}\n{stderr}");
+    let level = |k: &str| w["graduationPath"][k].as_u64().unwrap_or_else(|| panic!("graduationPath.{k}: {w}"));
+    assert_eq!(level("needed"), 3, "the class's minimum_level: {w}");
+    assert!(level("current") < 3, "below the level it needs again: {w}");
+    assert!(!s.path("after.txt").exists());
 }

@@ -1,9 +1,11 @@
 """A real MCP client for tests/gateway.rs: the Python `mcp` SDK's ClientSession over stdio.
 
     python3 mcp_client.py STEPS_JSON -- COMMAND [ARGS...]
+    python3 mcp_client.py - -- COMMAND [ARGS...]
 
 starts COMMAND (the gateway, or a server directly) with this process's whole environment,
-initializes, then runs STEPS_JSON, a list of steps:
+initializes, then runs STEPS_JSON, a list of steps (or, with `-`, the steps read from stdin one
+JSON object a line, each run as it comes, until stdin ends):
 
     {"list": true}                                   tools/list
     {"call": "TOOL", "args": {...}, "progress": true} tools/call (with a progress token when
@@ -36,6 +38,22 @@ def dump(model):
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+async def stdin_steps():
+    """The steps on stdin, one JSON object a line, as they come (the test decides each next step
+    after reading the answers so far)."""
+    while True:
+        line = await anyio.to_thread.run_sync(sys.stdin.readline)
+        if not line:
+            return
+        if line.strip():
+            yield json.loads(line)
+
+
+async def listed_steps(steps):
+    for step in steps:
+        yield step
+
+
 async def main(steps, command):
     params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     async with stdio_client(params) as streams:
@@ -43,7 +61,7 @@ async def main(steps, command):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             emit({"initialize": dump(init)})
-            for step in steps:
+            async for step in steps:
                 if step.get("list"):
                     tools = await session.list_tools()
                     emit({"list": [
@@ -77,4 +95,5 @@ async def main(steps, command):
 if __name__ == "__main__":
     if len(sys.argv) < 4 or sys.argv[2] != "--":
         sys.exit("usage: mcp_client.py STEPS_JSON -- COMMAND [ARGS...]")
-    anyio.run(main, json.loads(sys.argv[1]), sys.argv[3:])
+    steps = stdin_steps() if sys.argv[1] == "-" else listed_steps(json.loads(sys.argv[1]))
+    anyio.run(main, steps, sys.argv[3:])

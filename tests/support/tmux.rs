@@ -1,0 +1,94 @@
+//! A private tmux server running the real `warrant` binary in a real terminal, for the
+//! end-to-end tests (`tests/e2e_tmux.rs`, `tests/gateway.rs`). Requires tmux (`.ci/run`
+//! installs it).
+
+#![allow(dead_code)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+const BIN: &str = env!("CARGO_BIN_EXE_warrant");
+
+/// A private tmux server and session running one command; killed on drop.
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts `warrant ARGS` in a 110×32 session with `env`, on a socket named after `name` and
+    /// this process.
+    pub fn start(name: &str, env: &[(&str, String)], args: &[&str]) -> Self {
+        let version = Command::new("tmux").arg("-V").output();
+        assert!(
+            version.is_ok_and(|o| o.status.success()),
+            "tmux is required for the end-to-end tests (apt-get install -y tmux)"
+        );
+        let socket = format!("warrant-e2e-{name}-{}", std::process::id());
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "110", "-y", "32"]);
+        for (k, v) in env {
+            cmd.args(["-e", &format!("{k}={v}")]);
+        }
+        cmd.arg(BIN).args(args);
+        let status = cmd.status().expect("run tmux");
+        assert!(status.success(), "tmux new-session failed");
+        Self { socket }
+    }
+
+    /// Sends keys (tmux key names), one at a time.
+    pub fn send(&self, keys: &[&str]) {
+        for k in keys {
+            let status =
+                Command::new("tmux").args(["-L", &self.socket, "send-keys", "-t", "t", k]).status().expect("send-keys");
+            assert!(status.success());
+            std::thread::sleep(Duration::from_millis(40));
+        }
+    }
+
+    /// Types literal text.
+    pub fn type_text(&self, text: &str) {
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-t", "t", "-l", text])
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    /// The screen as text.
+    pub fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Whether the session (the command in it) is still running.
+    pub fn alive(&self) -> bool {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "has-session", "-t", "t"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// Waits until the screen satisfies `pred`; returns the screen and the time it took.
+    pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> (String, Duration) {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return (s, start.elapsed());
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {what}; screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).stderr(Stdio::null()).status();
+    }
+}
