@@ -765,11 +765,12 @@ level = 1
 
 // Trust Graduation end to end through the gateway: in a notebook the principal made autonomous, a
 // write of a class that must earn evidence is held, and its first progress message says how many
-// approved calls graduate the class; each
-// approval (with `warrant approve`) runs the call and brings the count down by one; after that
-// many the next call runs at once, with no packet left pending. Then the principal refuses one
-// call of the class (another agent connection's, held since the start) and the next call is held
-// again, its class unable to graduate on approvals.
+// approved calls graduate the class; each approval (with `warrant approve`) runs the call and
+// brings the count down by one; after that many the next call runs at once, with no packet left
+// pending, and a call that was held all along (another connection's) runs too, judged again while
+// it waited. Then the principal refuses one call of the class (a third connection's, which waited
+// in vain before the class graduated) and the next call is held again, its class unable to
+// graduate on approvals.
 #[test]
 fn graduation_through_the_gateway_lets_the_next_call_run_then_one_refusal_holds_it_again() {
     if !have(&["mcp-server-filesystem"]) {
@@ -781,8 +782,17 @@ fn graduation_through_the_gateway_lets_the_next_call_run_then_one_refusal_holds_
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let gateway = ["--notebook", "nb-grad", "--wait", "60"];
     let write = |name: &str| json!({"path": s.path(name), "content": format!("{name}\n")});
-    // A call that stays held while the class graduates: the one the principal refuses at the end.
-    let mut other = s.fs_client(&json!([call("write_file", write("refused.txt"))]), &gateway);
+    // A call nobody decides in its second: refused at its timeout; the principal refuses its
+    // packet at the end.
+    let mut short =
+        s.fs_client(&json!([call("write_file", write("never.txt"))]), &["--notebook", "nb-grad", "--wait", "1"]);
+    let short_rx = lines(&mut short);
+    let timed_out = answer(&short_rx, 40);
+    finish(short);
+    assert_eq!(timed_out["result"]["_meta"]["_warrant"]["status"], json!("timeout"), "{timed_out}");
+    let short_id = timed_out["result"]["_meta"]["_warrant"]["packet_id"].as_str().expect("packet id").to_owned();
+    // A call that stays held while the class graduates, and runs once it has.
+    let mut other = s.fs_client(&json!([call("write_file", write("waited.txt"))]), &gateway);
     let other_rx = lines(&mut other);
     let other_id = loop {
         let v = other_rx.recv_timeout(Duration::from_secs(40)).expect("the other call is held");
@@ -819,36 +829,37 @@ fn graduation_through_the_gateway_lets_the_next_call_run_then_one_refusal_holds_
     let needed = needed.expect("the class was held before it graduated");
     assert!(needed > 1, "graduation takes evidence: {needed}");
     assert_eq!(approved.len(), usize::try_from(needed).expect("count"), "graduates after as many approvals as it said");
-    // The graduated call ran at once: the server's result, never held (no progress), and no
-    // packet waits for the principal but the other connection's.
+    // The graduated call ran at once: the server's result, never held (no progress).
     let (name, a) = free;
     assert_eq!(a["result"]["isError"], json!(false), "{a}");
     assert!(a["result"]["_meta"].get("_warrant").is_none(), "{a}");
     assert_eq!(a["progress"], json!([]), "not held: {a}");
     assert_eq!(std::fs::read_to_string(s.path(&name)).expect("written"), format!("{name}\n"));
+    // The call held all along runs too, with no decision: the gate allows it now.
+    let waited = answer(&other_rx, 40);
+    finish(other);
+    assert_eq!(waited["result"]["isError"], json!(false), "{waited}");
+    assert_eq!(std::fs::read_to_string(s.path("waited.txt")).expect("written"), "waited.txt\n");
     let receipts = s.receipts();
-    assert_eq!(receipts.len(), approved.len() + 1, "every call that ran left a receipt: {receipts:?}");
+    assert_eq!(receipts.len(), approved.len() + 2, "every call that ran left a receipt: {receipts:?}");
     let ran = receipts
         .iter()
         .filter_map(|r| r["packet_id"].as_str())
-        .find(|id| !approved.iter().any(|a| a == id))
+        .find(|id| !approved.iter().any(|a| a == id) && *id != other_id)
         .unwrap_or_else(|| panic!("a receipt for the graduated call: {receipts:?}"))
         .to_owned();
     let listed = s.packets();
-    let p = listed.iter().find(|p| p["packet_id"] == json!(ran)).expect("the graduated call's packet");
-    assert_eq!(p["state"], json!("allowed"), "the gate allowed it on its own: {p}");
-    assert!(p["decision"].is_null(), "nobody decided it: {p}");
-    let waiting: Vec<&Value> = listed.iter().filter(|p| is_waiting(p) && p["packet_id"] != json!(other_id)).collect();
+    for id in [&ran, &other_id] {
+        let p = listed.iter().find(|p| p["packet_id"] == json!(id)).expect("the call's packet");
+        assert_eq!(p["state"], json!("allowed"), "the gate allowed it on its own: {p}");
+        assert!(p["decision"].is_null(), "nobody decided it: {p}");
+    }
+    let waiting: Vec<&Value> = listed.iter().filter(|p| is_waiting(p)).collect();
     assert!(waiting.is_empty(), "no packet left pending: {waiting:?}");
-    let p = listed.iter().find(|p| p["packet_id"] == json!(other_id)).expect("the other call's packet");
-    assert!(p["decision"].is_null(), "the other call is still undecided: {p}");
-    // One refusal of a call of the class.
-    let o = s.env.run(&["refuse", "--yes", &other_id, "--reason", "not that file"]);
+    // One refusal of a call of the class: the one that waited in vain.
+    let o = s.env.run(&["refuse", "--yes", &short_id, "--reason", "not that file"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let refused = answer(&other_rx, 40);
-    finish(other);
-    assert_eq!(refused["result"]["_meta"]["_warrant"]["status"], json!("refused"), "{refused}");
-    assert!(!s.path("refused.txt").exists(), "the refused call never ran");
+    assert!(!s.path("never.txt").exists(), "the call that timed out never ran");
     // The next call is held again, and approvals alone no longer graduate the class.
     session.call("write_file", write("after.txt"));
     let message = match session.first_event() {
