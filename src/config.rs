@@ -45,8 +45,21 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// directory, FIFO or device; `InvalidData` for a file over `max` bytes or not UTF-8; other I/O
 /// errors as they come. Messages say what is wrong, not where: callers add the path.
 pub fn read_text_file(path: &Path, max: u64) -> io::Result<String> {
+    read_text_file_owned(path, max, None).map(Option::unwrap_or_default)
+}
+
+/// [`read_text_file`], only when the file (as opened: no swap between the check and the read) is
+/// owned by `owner`: `Ok(None)` when another user owns it. `owner: None` reads any file.
+///
+/// # Errors
+/// As [`read_text_file`].
+pub fn read_text_file_owned(path: &Path, max: u64, owner: Option<u32>) -> io::Result<Option<String>> {
+    use std::os::unix::fs::MetadataExt as _;
     let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
     let meta = file.metadata()?;
+    if owner.is_some_and(|uid| meta.uid() != uid) {
+        return Ok(None);
+    }
     if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
     }
@@ -62,6 +75,7 @@ pub fn read_text_file(path: &Path, max: u64) -> io::Result<String> {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("over the {max} byte limit")));
     }
     String::from_utf8(bytes)
+        .map(Some)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not UTF-8: {}", e.utf8_error())))
 }
 

@@ -143,7 +143,9 @@ pub struct Governor {
 
 impl Governor {
     /// A governor for `spool`, reading `policy.toml` and the pinned keys from `config_dir` (and
-    /// the spool's `policy.toml`).
+    /// the spool's `policy.toml`). When another user owns the spool (agents run as their own
+    /// users), a `policy.toml` counts only if that user, the principal, owns it: an agent cannot
+    /// loosen the tool table from its own configuration directory.
     ///
     /// # Errors
     /// [`GovernError::NoSpool`] when the spool directory is missing, [`GovernError::NoPinnedKey`]
@@ -152,7 +154,7 @@ impl Governor {
         if !spool.root().is_dir() {
             return Err(GovernError::NoSpool(spool.root().to_owned()));
         }
-        let policies = PolicySet::load(config_dir, Some(spool.root()))?;
+        let policies = load_policies(&spool, config_dir)?;
         let pinned = PinnedKeys::load(config_dir)?;
         if pinned.is_empty() {
             return Err(GovernError::NoPinnedKey(config_dir.to_owned()));
@@ -628,6 +630,20 @@ impl Governor {
 
 /// How often a held call is judged again while it waits ([`Governor::wait`]).
 pub const REJUDGE_EVERY: Duration = Duration::from_secs(2);
+
+/// The policy set a hook or the gateway governs with: `<config_dir>/policy.toml` and the spool's
+/// ([`PolicySet::load`]); when another user owns the spool (the principal, with agents running
+/// as their own users), only the files that user owns count ([`PolicySet::load_owned`]), so an
+/// agent cannot loosen the tool table from its own configuration directory.
+///
+/// # Errors
+/// [`GovernError::Io`] when the spool cannot be read; policy errors.
+pub fn load_policies(spool: &Spool, config_dir: &Path) -> Result<PolicySet, GovernError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let principal = std::fs::symlink_metadata(spool.root())?.uid();
+    let owner = (principal != rustix::process::geteuid().as_raw()).then_some(principal);
+    Ok(PolicySet::load_owned(config_dir, Some(spool.root()), owner)?)
+}
 
 /// A packet's `governance` with every precondition's `expected_at_approval` set to `null`: two
 /// proposals of one call are the same call whatever the world was when each was observed.

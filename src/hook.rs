@@ -168,6 +168,25 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
         Ok(g) => g,
         Err(e) => return deny(opts.host, kind, &e.to_string()),
     };
+    // A `safe` call the gate allows on its own runs with no packet, as through the gateway
+    // (`govern::Live::quick`): reads neither fill the spool nor spend the agent's rate limit.
+    let safe = crate::calls::classify(governor.policies(), &call.tool, &call.input, &call.annotations).tier
+        == Some(crate::tiers::ToolTier::Safe);
+    if safe && kind == Event::PreToolUse {
+        let live = crate::govern::Live::new(opts.spool.clone(), &opts.config_dir);
+        match live.refresh() {
+            Ok(_) => {
+                if let Some(class) = live.quick(&call) {
+                    return allow(
+                        opts.host,
+                        kind,
+                        &format!("warrant: the gate allows this `{class}` call on its own (no packet)"),
+                    );
+                }
+            }
+            Err(e) => return deny(opts.host, kind, &e.to_string()),
+        }
+    }
     let outcome = match governor.submit(&call, call_id, Some(opts.wait)) {
         Ok(s) => {
             let o = match &s.outcome {
@@ -248,7 +267,7 @@ fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&
         };
     }
     let packet_id = crate::calls::packet_id(call, call_id);
-    let policies = crate::graduation::policy::PolicySet::load(&opts.config_dir, Some(opts.spool.root()));
+    let policies = crate::govern::load_policies(&opts.spool, &opts.config_dir);
     let class = match policies {
         Ok(p) => crate::calls::classify(&p, &call.tool, &call.input, &Value::Null).class,
         Err(e) => return Answer::block(e.to_string()),

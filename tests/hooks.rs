@@ -64,21 +64,26 @@ fn wait_for_packet(e: &Env, id: &str) {
 }
 
 #[test]
-fn an_allowed_read_runs_with_no_prompt_in_both_hosts_formats() {
+fn an_allowed_read_runs_with_no_prompt_and_no_packet_in_both_hosts_formats() {
     let e = env();
     let o = hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-read.json"), &[]);
     let (decision, reason) = pre_tool_use(&o);
     assert_eq!(decision, "allow", "{reason}");
-    assert!(reason.contains("cc-toolu_01ReadReadme"), "{reason}");
+    assert!(reason.contains("`read.context`") && reason.contains("no packet"), "{reason}");
     // Codex: an allow is empty stdout and exit 0, nothing else.
     let o = hook(&e, "codex", &fixture("codex-pre-tool-use-bash-status.json"), &[]);
     assert_eq!((o.status.code(), o.stdout.as_slice()), (Some(0), &b""[..]), "{}", text(&o));
-    // The packet is in the spool with the exact input and the class the tool table gives.
+    // `safe` calls the gate allows on their own leave nothing in the spool.
+    let packets = std::fs::read_dir(e.spool().join("packets")).map_or(0, |d| d.count());
+    assert_eq!(packets, 0, "no packet for reads");
+    // A call that needs a person is a packet with the exact input and the class the table gives.
+    let o = hook(&e, "codex", &fixture("codex-pre-tool-use-bash-git-push.json"), &["--wait", "0.2"]);
+    assert_eq!(pre_tool_use(&o).0, "deny", "{}", text(&o));
     let doc: Value =
-        serde_json::from_slice(&std::fs::read(e.spool().join("packets/cx-call_status01.json")).expect("packet"))
+        serde_json::from_slice(&std::fs::read(e.spool().join("packets/cx-call_push01.json")).expect("packet"))
             .expect("json");
-    assert_eq!(doc["proposed_action"]["input"], json!({"command": "git status --short"}));
-    assert_eq!(doc["action_class"], json!("read.context"));
+    assert_eq!(doc["proposed_action"]["input"], json!({"command": "git push origin main"}));
+    assert_eq!(doc["action_class"], json!("code.push"));
     assert_eq!(doc["agent"], json!("codex"));
     assert_eq!(doc["governance"]["session_id"], json!("019a-codex-session"));
 }
@@ -86,14 +91,18 @@ fn an_allowed_read_runs_with_no_prompt_in_both_hosts_formats() {
 #[test]
 fn a_retried_hook_finds_its_packet_and_another_call_under_the_same_id_is_denied() {
     let e = env();
-    let input = fixture("claude-code-pre-tool-use-read.json");
+    // An edit in a trusted notebook runs on its own, with a packet (it is not `safe`).
+    let notebook = warrant::calls::notebook_for_dir("/home/user/project");
+    let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let input = fixture("claude-code-pre-tool-use-edit.json");
     assert_eq!(pre_tool_use(&hook(&e, "claude-code", &input, &[])).0, "allow");
     assert_eq!(pre_tool_use(&hook(&e, "claude-code", &input, &[])).0, "allow", "the retry reuses the packet");
     let packets = std::fs::read_dir(e.spool().join("packets")).expect("packets").count();
     assert_eq!(packets, 1);
     // The same tool_use_id with another input is not the same call.
     let mut other: Value = serde_json::from_slice(&input).expect("json");
-    other["tool_input"]["file_path"] = json!("/etc/shadow");
+    other["tool_input"]["new_string"] = json!("something else");
     let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", other.to_string().as_bytes(), &[]));
     assert_eq!(decision, "deny");
     assert!(reason.contains("already exists with another call"), "{reason}");
@@ -561,4 +570,38 @@ fn a_broken_chain_denies_every_call() {
     let (decision, _) =
         pre_tool_use(&hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-bash-git-push.json"), &[]));
     assert_eq!(decision, "deny", "an approval in a broken chain runs nothing");
+}
+
+// In a spool the principal owns and the agent does not (agents as their own Unix users), the tool
+// table comes from the principal's files: a `policy.toml` in the agent's own configuration
+// directory that makes a payment tool `safe` changes nothing; the same file owned by the
+// principal counts. Needs root (files given to another owner); skipped, and said, otherwise.
+#[test]
+fn an_agents_own_policy_cannot_loosen_the_tool_table_of_a_shared_spool() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("not root: cannot give the spool to another owner; skipped");
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root: this test must run there");
+        return;
+    }
+    let e = env();
+    let principal = 4242;
+    std::os::unix::fs::chown(e.spool(), Some(principal), None).expect("chown the spool");
+    e.policy("[tools.\"mcp__bank__pay\"]\ntier = \"safe\"\nclass = \"read.context\"\nlevel = 1\n");
+    let event = |id: &str| {
+        json!({
+            "session_id": "s1", "cwd": "/home/agent/project", "hook_event_name": "PreToolUse",
+            "tool_name": "mcp__bank__pay", "tool_input": {"to": "acct-9", "amount": 900}, "tool_use_id": id,
+        })
+        .to_string()
+    };
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", event("pay-1").as_bytes(), &["--wait", "0.3"]));
+    assert_eq!(decision, "deny", "the agent's own table is ignored: {reason}");
+    assert!(reason.contains("timeout"), "{reason}");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("packets/cc-pay-1.json")).expect("packet")).expect("json");
+    assert_eq!(doc["action_class"], json!("tool.call.external"), "held as an unregistered tool: {doc}");
+    // The same file, the principal's: it counts.
+    std::os::unix::fs::chown(e.config().join("policy.toml"), Some(principal), None).expect("chown the policy");
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", event("pay-2").as_bytes(), &["--wait", "0.3"]));
+    assert_eq!(decision, "allow", "{reason}");
 }

@@ -599,12 +599,24 @@ impl PolicySet {
     /// # Errors
     /// [`PolicyError`] for an unreadable or invalid file, or an invalid class.
     pub fn load(config_dir: &Path, spool_root: Option<&Path>) -> Result<Self, PolicyError> {
+        Self::load_owned(config_dir, spool_root, None)
+    }
+
+    /// [`PolicySet::load`], reading only the files `owner` owns (`None`: any): the MCP gateway
+    /// and the hooks run as the agent's user, and in a spool shared with agents the tool table
+    /// must be the principal's, not one the agent wrote into its own configuration directory
+    /// (`docs/integrations.md`, Threat model). A file another user owns is skipped.
+    ///
+    /// # Errors
+    /// As [`PolicySet::load`].
+    pub fn load_owned(config_dir: &Path, spool_root: Option<&Path>, owner: Option<u32>) -> Result<Self, PolicyError> {
         let mut set = Self::builtin();
         let mut files = vec![config_dir.join("policy.toml")];
         files.extend(spool_root.map(|r| r.join("policy.toml")));
         for path in files {
-            let text = match crate::config::read_text_file(&path, crate::config::MAX_CONFIG_BYTES) {
-                Ok(t) => t,
+            let text = match crate::config::read_text_file_owned(&path, crate::config::MAX_CONFIG_BYTES, owner) {
+                Ok(Some(t)) => t,
+                Ok(None) => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(PolicyError::Io { path, source }),
             };
