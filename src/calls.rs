@@ -119,11 +119,11 @@ pub fn classify(policies: &PolicySet, tool: &str, input: &Value, annotations: &V
         }
         c.rule.push_str(&format!(", names a protected path ({hit})"));
     }
-    if annotations.get("destructiveHint").and_then(Value::as_bool) == Some(true) {
-        if c.tier.is_some_and(|t| t < ToolTier::Destructive) {
-            c.tier = Some(ToolTier::Destructive);
-            c.rule.push_str(", destructiveHint");
-        }
+    if annotations.get("destructiveHint").and_then(Value::as_bool) == Some(true)
+        && c.tier.is_some_and(|t| t < ToolTier::Destructive)
+    {
+        c.tier = Some(ToolTier::Destructive);
+        c.rule.push_str(", destructiveHint");
     }
     if annotations.is_object() {
         c.annotations = annotations.clone();
