@@ -208,8 +208,23 @@ pub enum Command {
         /// How long a held call waits for the principal before it is refused.
         #[arg(long, value_name = "SECS", default_value_t = 300.0)]
         wait: f64,
-        /// The real MCP server's command line.
-        #[arg(last = true, required = true, value_name = "COMMAND")]
+        /// Listen on a Unix socket at PATH (created mode 0660, removed on exit) instead of stdio:
+        /// each connection is one MCP session with its own COMMAND; SIGINT/SIGTERM stop it. For a
+        /// gateway run under its own Unix user; agents connect with `--connect PATH`.
+        #[arg(long, value_name = "PATH", conflicts_with = "connect")]
+        listen: Option<PathBuf>,
+        /// Relay stdin/stdout to the gateway listening at PATH, byte for byte (what the agent's
+        /// MCP client runs); exits non-zero when it cannot be reached.
+        #[arg(long, value_name = "PATH", conflicts_with_all = ["agent", "notebook", "name", "sign_receipts"])]
+        connect: Option<PathBuf>,
+        /// Sign every receipt with this user's own key (`principal.key` in its WARRANT_CONFIG, as
+        /// `warrant keys init` makes it); refuses to start when the key cannot be loaded. Only
+        /// with --listen. Receipts count as observed outcomes once the principal pins the key with
+        /// `warrant keys pin --gateway`.
+        #[arg(long, requires = "listen")]
+        sign_receipts: bool,
+        /// The real MCP server's command line (none with --connect).
+        #[arg(last = true, required_unless_present = "connect", value_name = "COMMAND")]
         command: Vec<std::ffi::OsString>,
     },
     /// Generate a spool for the scale runs: a chain of N records (mostly receipts, one signed
@@ -408,11 +423,17 @@ pub enum KeysAction {
     Show,
     /// Print the principal's public key (SPKI PEM).
     Export,
-    /// Pin a public key (SPKI PEM or base64 of the raw 32 bytes) for a principal.
+    /// Pin a public key (SPKI PEM or base64 of the raw 32 bytes) for a principal, or with
+    /// --gateway as a gateway's receipt-signing key (`role = "gateway"`: it verifies only the
+    /// receipts that gateway signs, never a decision).
     Pin {
         /// The principal the key speaks for.
-        #[arg(long)]
-        principal: String,
+        #[arg(long, required_unless_present = "gateway", conflicts_with = "gateway")]
+        principal: Option<String>,
+        /// The gateway the key is (`warrant mcp-gateway --listen … --sign-receipts`, run under
+        /// its own Unix user): its signed receipts count as observed outcomes.
+        #[arg(long, value_name = "NAME")]
+        gateway: Option<String>,
         /// The key file (`-` for stdin).
         file: PathBuf,
     },
@@ -592,11 +613,21 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         // Before anything that could fail with a code the host reads as "proceed".
         return Ok(hook_cmd(cli.spool, host, agent, notebook, wait));
     }
-    if let Some(Command::McpGateway { agent, notebook, name, wait, command }) = cli.command {
+    if let Some(Command::McpGateway { agent, notebook, name, wait, listen, connect, sign_receipts, command }) =
+        cli.command
+    {
+        if let Some(path) = connect {
+            if !command.is_empty() {
+                return Err(Failure::usage("--connect takes no COMMAND: the gateway at PATH runs the server"));
+            }
+            return mcp_connect(&path);
+        }
         // A configuration or spool it cannot use does not stop the gateway: every call is refused
-        // with the reason, which the agent reads.
-        let spool = Config::load().and_then(|c| resolve_spool(cli.spool, &c).map_err(|f| f.message));
-        return mcp_gateway(spool, McpGatewayArgs { agent, notebook, name, wait, command });
+        // with the reason, which the agent reads. A signing key it cannot load does.
+        let config = Config::load();
+        let signer = if sign_receipts { Some(gateway_key(config.as_ref().ok())?) } else { None };
+        let spool = config.and_then(|c| resolve_spool(cli.spool, &c).map_err(|f| f.message));
+        return mcp_gateway(spool, McpGatewayArgs { agent, notebook, name, wait, listen, signer, command });
     }
     let config = Config::load().map_err(Failure::usage)?;
     let spool_arg = cli.spool.clone();
@@ -722,7 +753,8 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             // (docs/eval.md, "Evidence from the spool"); unreadable pinned keys fail it closed.
             let evaluator = match spool {
                 Some(spool) => crate::eval::Evaluator::new(policies)
-                    .with_spool(spool, PinnedKeys::load(&config::config_dir()).map_err(|e| e.to_string())),
+                    .with_spool(spool, PinnedKeys::load(&config::config_dir()).map_err(|e| e.to_string()))
+                    .with_gateway_keys(crate::keys::GatewayKeys::load(&config::config_dir()).unwrap_or_default()),
                 None => crate::eval::Evaluator::new(policies),
             };
             let stdout = io::stdout().lock();
@@ -784,7 +816,41 @@ struct McpGatewayArgs {
     notebook: Option<String>,
     name: Option<String>,
     wait: f64,
+    listen: Option<PathBuf>,
+    signer: Option<Principal>,
     command: Vec<std::ffi::OsString>,
+}
+
+/// `--sign-receipts`: the gateway user's own key from its configuration directory, loaded as the
+/// principal's is (`WARRANT_PASSPHRASE_FILE` or the terminal for a protected key; an unprotected
+/// key is fine for a service user). Its name is that configuration's principal name
+/// (informational: a gateway's pin is matched by its key).
+///
+/// # Errors
+/// A usage failure naming why the key cannot be loaded: the gateway does not start unsigned.
+fn gateway_key(config: Option<&Config>) -> Result<Principal, Failure> {
+    let dir = config::config_dir();
+    let path = dir.join(keys::PRIVATE_KEY_FILE);
+    let why = |e: String| Failure::usage(format!("--sign-receipts: {e}; the gateway does not start without its key"));
+    if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound) {
+        return Err(why(keys::KeyError::NoKey { dir }.to_string()));
+    }
+    let name = config.map_or_else(|| "mcp-gateway".to_owned(), Config::principal_name);
+    let source = keys::passphrase_source();
+    let prompt = format!("passphrase for {}: ", path.display());
+    Principal::load_with(&path, &name, || keys::read_passphrase(&source, &prompt, &path))
+        .map_err(|e| why(e.to_string()))
+}
+
+/// `warrant mcp-gateway --connect PATH` (`crate::gateway::connect`).
+#[cfg(feature = "console")]
+fn mcp_connect(path: &Path) -> Result<u8, Failure> {
+    crate::gateway::connect(path).map_err(|e| Failure { code: 1, message: e, closed_pipe: false })
+}
+
+#[cfg(not(feature = "console"))]
+fn mcp_connect(_path: &Path) -> Result<u8, Failure> {
+    Err(Failure::usage("this build has no MCP gateway (built without the `console` feature)"))
 }
 
 /// `warrant mcp-gateway` (`crate::gateway`). A spool that cannot be resolved does not stop it:
@@ -815,6 +881,8 @@ fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Result<u8, Fa
         name: check("--name", a.name.unwrap_or_else(|| crate::gateway::default_name(&a.command)))?,
         wait: Duration::from_secs_f64(a.wait.min(1e9)),
         command: a.command,
+        listen: a.listen,
+        signer: a.signer.map(std::sync::Arc::new),
     };
     crate::gateway::run(opts).map_err(Failure::usage)
 }
@@ -1352,7 +1420,7 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     if !spool.root().is_dir() {
         return Err(Failure::usage(format!("{}: no such spool directory", spool.root().display())));
     }
-    let snap = Scanner::new().scan(spool)?;
+    let snap = Scanner::for_config(&config::config_dir()).scan(spool)?;
     // A listing also writes again decision files a full disk cost (`docs/spool.md`).
     let missing = spool::ids_without_decision_files(spool);
     let (view, restored) = spool::verify_chain_restoring(spool, &load_pinned()?, &missing)?;
@@ -1814,14 +1882,22 @@ fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: KeysAction) -> 
                 Err(e) => return Err(e.into()),
             };
             println!("protected  {protection}");
-            println!("pinned keys ({}):", pinned.len());
+            let gateways = keys::GatewayKeys::load(&dir)?;
+            println!("pinned keys ({}):", pinned.len() + gateways.len());
             for k in pinned.iter() {
                 if k.aliases.is_empty() {
-                    println!("  {}  {}", k.fingerprint, crate::text::inert(&k.principal, 200));
+                    println!("  {}  principal  {}", k.fingerprint, crate::text::inert(&k.principal, 200));
                 } else {
                     let was = crate::text::inert(&k.aliases.join(", "), 400);
-                    println!("  {}  {} (formerly {was})", k.fingerprint, crate::text::inert(&k.principal, 200));
+                    println!(
+                        "  {}  principal  {} (formerly {was})",
+                        k.fingerprint,
+                        crate::text::inert(&k.principal, 200)
+                    );
                 }
+            }
+            for k in gateways.iter() {
+                println!("  {}  gateway    {}", k.fingerprint, crate::text::inert(&k.principal, 200));
             }
         }
         KeysAction::Export => {
@@ -1836,7 +1912,7 @@ fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: KeysAction) -> 
                 }
             }
         }
-        KeysAction::Pin { principal, file } => {
+        KeysAction::Pin { principal, gateway, file } => {
             let mut text = String::new();
             if file == Path::new("-") {
                 std::io::stdin().read_to_string(&mut text)?;
@@ -1845,18 +1921,54 @@ fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: KeysAction) -> 
                     std::fs::read_to_string(&file).map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
             }
             let key = keys::parse_public_key(&text).map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
-            let mut pinned = load_pinned()?;
-            pinned.pin(&principal, key);
+            let fp = keys::fingerprint(&key);
+            let pinned = load_pinned()?;
+            let mut gateways = keys::GatewayKeys::load(&dir)?;
             std::fs::create_dir_all(&dir)?;
-            pinned.save(&dir)?;
-            println!("pinned {} for {principal}", keys::fingerprint(&key));
+            match (principal, gateway) {
+                (_, Some(gateway)) => {
+                    // One role per key: a principal's key pinned as a gateway's would sign both.
+                    if let Some(pin) = pinned.get(&fp) {
+                        return Err(Failure::usage(format!(
+                            "{fp} is pinned as the principal {:?}'s key: a gateway needs a key of its own",
+                            pin.principal
+                        )));
+                    }
+                    if !packet::is_safe_id(&gateway) {
+                        return Err(Failure::usage(format!("gateway name {gateway:?} is not a safe id")));
+                    }
+                    gateways.pin(&gateway, key);
+                    gateways.save(&dir)?;
+                    println!(
+                        "pinned {fp} for gateway {gateway} (role gateway: its signed receipts are observed outcomes)"
+                    );
+                }
+                (Some(principal), None) => {
+                    if let Some(pin) = gateways.get(&fp) {
+                        return Err(Failure::usage(format!(
+                            "{fp} is pinned as the gateway {:?}'s key: unpin it first",
+                            pin.principal
+                        )));
+                    }
+                    let mut pinned = pinned;
+                    pinned.pin(&principal, key);
+                    pinned.save(&dir)?;
+                    println!("pinned {fp} for {principal}");
+                }
+                (None, None) => return Err(Failure::usage("--principal NAME or --gateway NAME")),
+            }
         }
         KeysAction::Unpin { fingerprint } => {
             let mut pinned = load_pinned()?;
-            if !pinned.unpin(&fingerprint) {
-                return Err(Failure::invalid(format!("no pinned key {fingerprint}")));
+            if pinned.unpin(&fingerprint) {
+                pinned.save(&dir)?;
+            } else {
+                let mut gateways = keys::GatewayKeys::load(&dir)?;
+                if !gateways.unpin(&fingerprint) {
+                    return Err(Failure::invalid(format!("no pinned key {fingerprint}")));
+                }
+                gateways.save(&dir)?;
             }
-            pinned.save(&dir)?;
             println!("unpinned {fingerprint}");
         }
     }

@@ -104,7 +104,25 @@ impl Evaluator {
     /// false) and every posterior `chain_intact: false`, never graduation-ready.
     #[must_use]
     pub fn with_spool(mut self, spool: Spool, pinned: Result<PinnedKeys, String>) -> Self {
-        self.spool = Some(SpoolEvidence { spool, pinned, loaded: RefCell::new(None) });
+        self.spool = Some(SpoolEvidence {
+            spool,
+            pinned,
+            gateways: crate::keys::GatewayKeys::default(),
+            receipts: RefCell::new(crate::spool::Scanner::new()),
+            loaded: RefCell::new(None),
+        });
+        self
+    }
+
+    /// With the spool of [`Evaluator::with_spool`], the receipts in its `receipts/` that one of
+    /// `gateways` signed count as observed outcomes (provenance `receipt`), with the chain's
+    /// evidence, as in the console. Without this call no receipt file is evidence.
+    #[must_use]
+    pub fn with_gateway_keys(mut self, gateways: crate::keys::GatewayKeys) -> Self {
+        if let Some(s) = self.spool.as_mut() {
+            s.receipts = RefCell::new(crate::spool::Scanner::new().with_gateway_keys(gateways.clone()));
+            s.gateways = gateways;
+        }
         self
     }
 
@@ -550,6 +568,10 @@ fn chain_stamp(spool: &Spool) -> Option<ChainStamp> {
 struct SpoolEvidence {
     spool: Spool,
     pinned: Result<PinnedKeys, String>,
+    /// The gateway keys whose signed receipts are observed outcomes ([`Evaluator::with_gateway_keys`]).
+    gateways: crate::keys::GatewayKeys,
+    /// Reads `receipts/` (each file once per version) when there are gateway keys.
+    receipts: RefCell<crate::spool::Scanner>,
     /// The last verification: the stamp it was made at, the verified view (extended
     /// incrementally when the chain grows) and what the requests read.
     loaded: RefCell<Option<Loaded>>,
@@ -557,7 +579,17 @@ struct SpoolEvidence {
 
 /// A verification of a spool's chain: the stamp it was made at, the verified view, and what the
 /// requests read.
-type Loaded = (Option<ChainStamp>, Option<VerifiedView>, Rc<ChainSnapshot>);
+type Loaded = (Stamps, Option<VerifiedView>, Rc<ChainSnapshot>);
+
+/// The chain file's stamp and, when gateway keys are pinned, `receipts/`'s (a file added,
+/// removed or renamed changes it).
+type Stamps = (Option<ChainStamp>, Option<ChainStamp>);
+
+fn dir_stamp(dir: &std::path::Path) -> Option<ChainStamp> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::symlink_metadata(dir).ok()?;
+    Some((m.len(), m.modified().ok()?, m.ctime(), m.ctime_nsec(), m.ino()))
+}
 
 /// What the requests read of a spool's chain at one moment.
 #[derive(Debug, Default)]
@@ -573,7 +605,10 @@ struct ChainSnapshot {
 
 impl SpoolEvidence {
     fn current(&self) -> Rc<ChainSnapshot> {
-        let stamp = chain_stamp(&self.spool);
+        let stamp = (
+            chain_stamp(&self.spool),
+            (!self.gateways.is_empty()).then(|| dir_stamp(&self.spool.receipts_dir())).flatten(),
+        );
         let mut loaded = self.loaded.borrow_mut();
         if let Some((at, _, snap)) = loaded.as_ref()
             && *at == stamp
@@ -601,7 +636,18 @@ impl SpoolEvidence {
                     ),
                     Ok(v) => {
                         let broken = v.view.report.findings.first().map(|f| format!("the chain does not verify: {f}"));
-                        let evidence = v.view.evidence.clone();
+                        let mut evidence = v.view.evidence.clone();
+                        // The receipts a pinned gateway signed: observed outcomes, each once.
+                        if !self.gateways.is_empty() {
+                            let receipts =
+                                self.receipts.borrow_mut().scan(&self.spool).map(|s| s.receipts).unwrap_or_default();
+                            let observed = crate::graduation::receipt::observed_evidence(
+                                receipts.iter().filter_map(|r| Some((&r.raw, r.observed_by.as_deref()?))),
+                            );
+                            for row in observed {
+                                evidence.push(row);
+                            }
+                        }
                         let index = EvidenceIndex::new(evidence.rows());
                         (Some(v), ChainSnapshot { evidence, index, broken })
                     }

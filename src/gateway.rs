@@ -19,6 +19,12 @@
 //!
 //! Fail closed: a missing spool, no pinned key, a policy error, a panic or any other internal
 //! error refuses the call; the gateway itself still starts, so the agent reads why.
+//!
+//! `--listen PATH` serves agents on a Unix socket instead ([`run`] with [`Options::listen`]):
+//! each accepted connection is one session exactly as stdio's, and `--connect PATH` ([`connect`])
+//! is the agent's side, a byte relay. With `--sign-receipts` ([`Options::signer`]) every receipt
+//! carries the gateway's own signature; a receipt signed by a key the principal pinned as a
+//! gateway's is an observed outcome (`docs/integrations.md`, "A gateway under its own Unix user").
 
 use crate::calls::ToolCall;
 use crate::govern::{Governor, Live, Outcome, Submitted, warrant_object};
@@ -67,6 +73,12 @@ pub struct Options {
     pub wait: Duration,
     /// The real server's command line (program and arguments).
     pub command: Vec<OsString>,
+    /// `--listen`: the Unix socket agents connect to (each connection one MCP session, with its
+    /// own server child); `None` serves one agent on stdio.
+    pub listen: Option<PathBuf>,
+    /// `--sign-receipts`: the gateway's own key, which signs every receipt it publishes
+    /// ([`crate::spool::publish_signed_receipt`]).
+    pub signer: Option<Arc<crate::keys::Principal>>,
 }
 
 /// Launchers whose first non-option argument names the server (`npx -y PACKAGE`).
@@ -162,13 +174,149 @@ pub fn run(opts: Options) -> Result<u8, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("could not start the runtime: {e}"))?;
-    let result = rt.block_on(serve(opts));
+    let result = match opts.listen.clone() {
+        Some(path) => rt.block_on(listen(opts, path)),
+        None => rt.block_on(serve(opts, AgentIo::Stdio, None)),
+    };
     // Standard input is read on a blocking thread that cannot be interrupted: do not wait for it.
     rt.shutdown_timeout(Duration::from_secs(2));
     result
 }
 
-async fn serve(opts: Options) -> Result<u8, String> {
+/// How the agent reaches one session.
+enum AgentIo {
+    /// Standard input and output (the agent's MCP client started the gateway).
+    Stdio,
+    /// A connection accepted on the `--listen` socket.
+    Unix(tokio::net::UnixStream),
+}
+
+/// The `--listen` socket: removed when the gateway stops (if it is still the one it bound).
+struct SocketFile {
+    path: PathBuf,
+    ino: u64,
+}
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        use std::os::unix::fs::MetadataExt as _;
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.ino() == self.ino) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Binds the `--listen` socket at `path`, mode 0660 (its group may connect): refuses a path that
+/// exists and is not a socket, and a socket another process still accepts on; a stale socket
+/// (nobody accepts) is replaced.
+fn bind_socket(path: &std::path::Path) -> Result<(tokio::net::UnixListener, SocketFile), String> {
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, PermissionsExt as _};
+    let shown = path.display();
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => {
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(format!("{shown}: another process is listening on this socket"));
+            }
+            std::fs::remove_file(path).map_err(|e| format!("{shown}: could not remove the stale socket: {e}"))?;
+        }
+        Ok(_) => return Err(format!("{shown} exists and is not a socket: refusing to replace it")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("{shown}: {e}")),
+    }
+    // Created 0660 from the start (no moment where others could connect), then made so whatever
+    // the umask was.
+    let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o117));
+    let bound = tokio::net::UnixListener::bind(path);
+    rustix::process::umask(old);
+    let listener = bound.map_err(|e| format!("{shown}: could not listen: {e}"))?;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("{shown}: {e}"))?;
+    let file = SocketFile { path: path.to_owned(), ino: meta.ino() };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660)).map_err(|e| format!("{shown}: {e}"))?;
+    Ok((listener, file))
+}
+
+/// `--listen`: accepts agents on the Unix socket at `path`, each connection one MCP session
+/// served concurrently ([`serve`]: its own server child and connection id), until SIGINT or
+/// SIGTERM; then every session stops (its server child with it) and the socket is removed.
+async fn listen(opts: Options, path: PathBuf) -> Result<u8, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (listener, _socket) = bind_socket(&path)?;
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("could not handle SIGTERM: {e}"))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("could not handle SIGINT: {e}"))?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut sessions = tokio::task::JoinSet::new();
+    eprintln!("warrant mcp-gateway: listening on {}", path.display());
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let (o, stop) = (opts.clone(), stop_rx.clone());
+                    sessions.spawn(async move {
+                        if let Err(e) = serve(o, AgentIo::Unix(stream), Some(stop)).await {
+                            eprintln!("warrant mcp-gateway: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    eprintln!("warrant mcp-gateway: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    // Each session flushes its receipts and stops its server; those that do not in time are
+    // dropped, which kills their server child.
+    let _ = tokio::time::timeout(Duration::from_secs(5), async { while sessions.join_next().await.is_some() {} }).await;
+    sessions.shutdown().await;
+    Ok(0)
+}
+
+/// `warrant mcp-gateway --connect PATH`: relays standard input to the gateway listening on the
+/// Unix socket at PATH and its answers to standard output, byte for byte (no framing of its
+/// own), until the gateway closes the connection. Returns the exit code.
+///
+/// # Errors
+/// The socket cannot be reached (no gateway is listening, or this user may not connect).
+pub fn connect(path: &std::path::Path) -> Result<u8, String> {
+    use tokio::io::AsyncWriteExt as _;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("could not start the runtime: {e}"))?;
+    let result = rt.block_on(async {
+        let stream = tokio::net::UnixStream::connect(path)
+            .await
+            .map_err(|e| format!("cannot reach the MCP gateway at {}: {e}", path.display()))?;
+        let (mut from_gateway, mut to_gateway) = stream.into_split();
+        let (mut input, mut output): (
+            Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+            Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
+        ) = match fifo_stdio() {
+            Some((r, w)) => (Box::new(r), Box::new(w)),
+            None => (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout())),
+        };
+        // The agent's end of input ends the gateway's: it closes the session, then the socket.
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut input, &mut to_gateway).await;
+            let _ = to_gateway.shutdown().await;
+        });
+        let down = tokio::io::copy(&mut from_gateway, &mut output).await;
+        let _ = output.flush().await;
+        down.map(|_| 0u8).map_err(|e| format!("the connection to the MCP gateway failed: {e}"))
+    });
+    rt.shutdown_timeout(Duration::from_millis(200));
+    result
+}
+
+/// One MCP session with one agent: its own [`Shared`] (connection id, server child, receipts),
+/// until the agent closes the connection, the server exits, or `shutdown` turns true (`--listen`
+/// shutting down).
+async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::Receiver<bool>>) -> Result<u8, String> {
     let live = opts.spool.as_ref().ok().map(|spool| Arc::new(Live::new(spool.clone(), &opts.config_dir)));
     let shared = Arc::new(Shared {
         connection: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
@@ -184,9 +332,12 @@ async fn serve(opts: Options) -> Result<u8, String> {
         server_gone: tokio::sync::Notify::new(),
     });
     let gateway = Gateway { shared: shared.clone() };
-    let running = match fifo_stdio() {
-        Some(pipes) => gateway.serve(pipes).await,
-        None => gateway.serve(rmcp::transport::stdio()).await,
+    let running = match io {
+        AgentIo::Stdio => match fifo_stdio() {
+            Some(pipes) => gateway.serve(pipes).await,
+            None => gateway.serve(rmcp::transport::stdio()).await,
+        },
+        AgentIo::Unix(stream) => gateway.serve(stream.into_split()).await,
     }
     .map_err(|e| format!("MCP handshake with the agent failed: {e}"))?;
     let stop = running.cancellation_token();
@@ -197,12 +348,21 @@ async fn serve(opts: Options) -> Result<u8, String> {
             flusher.clone().flush_receipts().await;
         }
     });
+    let stopped = async move {
+        match shutdown {
+            Some(mut rx) => {
+                let _ = rx.wait_for(|s| *s).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         _ = running.waiting() => {}
         () = shared.server_gone.notified() => {
             eprintln!("warrant mcp-gateway: the MCP server exited; closing the connection");
             stop.cancel();
         }
+        () = stopped => stop.cancel(),
     }
     receipts.abort();
     shared.clone().flush_receipts().await;
@@ -319,7 +479,9 @@ impl Shared {
             Ok(mut m) if !m.is_empty() => std::mem::take(&mut *m),
             _ => return,
         };
-        let (Some(live), agent) = (self.live.clone(), self.opts.agent.clone()) else { return };
+        let (Some(live), agent, signer) = (self.live.clone(), self.opts.agent.clone(), self.opts.signer.clone()) else {
+            return;
+        };
         let written = tokio::task::spawn_blocking(move || {
             for ((class, key, is_error), u) in batch {
                 let note = format!(
@@ -334,7 +496,8 @@ impl Shared {
                     source_type: None,
                     note: Some(&note),
                 };
-                if let Err(e) = crate::spool::publish_receipt(live.spool(), &req, &crate::clock::now_rfc3339()) {
+                let now = crate::clock::now_rfc3339();
+                if let Err(e) = crate::spool::publish_signed_receipt(live.spool(), &req, &now, signer.as_deref()) {
                     eprintln!("warrant mcp-gateway: could not record the receipt of {note}: {e}");
                 }
             }
@@ -587,11 +750,12 @@ impl Gateway {
                         format!("forwarded; the server answered with an error: {}", crate::text::inert(&e.message, 300))
                     }
                 };
-                let (g, agent, class, id) = (
+                let (g, agent, class, id, signer) = (
                     governor.clone(),
                     s.opts.agent.clone(),
                     submitted.classification.class.clone(),
                     submitted.packet_id.clone(),
+                    s.opts.signer.clone(),
                 );
                 let receipt = tokio::task::spawn_blocking(move || {
                     let req = crate::spool::ReceiptRequest {
@@ -602,7 +766,8 @@ impl Gateway {
                         source_type: None,
                         note: Some(&note),
                     };
-                    crate::spool::publish_receipt(g.spool(), &req, &crate::clock::now_rfc3339()).map(|_| ())
+                    let now = crate::clock::now_rfc3339();
+                    crate::spool::publish_signed_receipt(g.spool(), &req, &now, signer.as_deref()).map(|_| ())
                 })
                 .await;
                 match receipt {

@@ -351,7 +351,9 @@ impl Governor {
     /// # Errors
     /// [`GovernError::InvalidPacket`] when the packet is missing or invalid; chain and I/O errors.
     pub fn judge(&self, id: &str) -> Result<(String, Outcome), GovernError> {
-        let snap = Scanner::new().scan_packets_selected(&self.spool, recent_or_foreign)?;
+        let mut snap = Scanner::new().scan_packets_selected(&self.spool, recent_or_foreign)?;
+        // The receipts a pinned gateway signed are the gate's evidence too (observed outcomes).
+        snap.receipts = spool::observed_receipts(&self.spool, &self.config_dir);
         let Some(entry) = snap.packet(id).cloned() else {
             let reason = snap
                 .invalid

@@ -481,60 +481,123 @@ struct PinnedEntry {
     /// Earlier names of the principal ([`PinnedKey::aliases`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     aliases: Vec<String>,
+    /// `gateway` for a gateway's receipt-signing key ([`GatewayKeys`]); absent (or `principal`)
+    /// for a principal's key, so files written before roles existed mean what they meant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    role: Option<String>,
+}
+
+/// The role a `pinned_keys.toml` entry gives its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyRole {
+    /// A principal's key: verifies decisions, controls, key events and checkpoints.
+    Principal,
+    /// A gateway's key (`role = "gateway"`): verifies only the receipts that gateway signs.
+    Gateway,
+}
+
+impl KeyRole {
+    /// The role of an entry's `role` field: absent or `principal` is a principal's key,
+    /// `gateway` a gateway's; anything else is an error (never read as either).
+    ///
+    /// # Errors
+    /// An unknown role, named.
+    pub fn parse(role: Option<&str>) -> Result<Self, String> {
+        match role {
+            None | Some("principal") => Ok(KeyRole::Principal),
+            Some("gateway") => Ok(KeyRole::Gateway),
+            Some(other) => Err(format!("unknown role {other:?} (expected \"principal\" or \"gateway\")")),
+        }
+    }
+
+    /// The spelling `keys show` prints.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyRole::Principal => "principal",
+            KeyRole::Gateway => "gateway",
+        }
+    }
+}
+
+/// Reads `pinned_keys.toml` in `dir` (a missing file is empty) and returns its path and the keys
+/// of `role`, parsed, with the raw entries of every other role (kept as they are when the file is
+/// written again).
+fn read_pinned(dir: &Path, role: KeyRole) -> Result<(PinnedKeys, Vec<PinnedEntry>), KeyError> {
+    let path = dir.join(PINNED_FILE);
+    let text = match crate::config::read_text_file(&path, crate::config::MAX_CONFIG_BYTES) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((PinnedKeys::default(), Vec::new())),
+        Err(source) => return Err(KeyError::Io { path, source }),
+    };
+    let file: PinnedFile =
+        toml::from_str(&text).map_err(|e| KeyError::Pinned { path: path.clone(), message: e.to_string() })?;
+    let mut out = PinnedKeys::default();
+    let mut others = Vec::new();
+    for entry in file.keys {
+        let pin_err =
+            |m: String| KeyError::Pinned { path: path.clone(), message: format!("pin for {:?}: {m}", entry.principal) };
+        let entry_role = KeyRole::parse(entry.role.as_deref()).map_err(pin_err)?;
+        let key = parse_public_key(&entry.public_key).map_err(pin_err)?;
+        if entry_role != role {
+            others.push(entry);
+            continue;
+        }
+        out.pin(&entry.principal, key);
+        for alias in entry.aliases {
+            out.add_alias(&fingerprint(&key), &alias);
+        }
+    }
+    Ok((out, others))
+}
+
+/// The entries of `keys`, with `role` written out (`None` for a principal's).
+fn entries_of(keys: &PinnedKeys, role: KeyRole) -> Vec<PinnedEntry> {
+    keys.keys
+        .iter()
+        .map(|k| PinnedEntry {
+            principal: k.principal.clone(),
+            public_key: STANDARD.encode(k.key.as_bytes()),
+            fingerprint: k.fingerprint.clone(),
+            aliases: k.aliases.clone(),
+            role: (role == KeyRole::Gateway).then(|| "gateway".to_owned()),
+        })
+        .collect()
+}
+
+/// Writes `entries` to `pinned_keys.toml` in `dir`, atomically.
+fn write_pinned(dir: &Path, entries: Vec<PinnedEntry>) -> Result<(), KeyError> {
+    let path = dir.join(PINNED_FILE);
+    let text = format!(
+        "# Public keys whose signatures warrant accepts. Edit with `warrant keys pin|unpin`.\n# A key with role = \"gateway\" verifies only the receipts its gateway signs, never a decision.\n{}",
+        toml::to_string(&PinnedFile { keys: entries }).unwrap_or_default()
+    );
+    write_atomic(&path, text.as_bytes(), 0o644).map_err(|source| KeyError::Io { path, source })
 }
 
 impl PinnedKeys {
-    /// Loads `pinned_keys.toml` from `dir`; a missing file is an empty set.
+    /// Loads the **principal** keys of `pinned_keys.toml` in `dir` (entries without a `role`, or
+    /// `role = "principal"`); a missing file is an empty set. Gateway keys are
+    /// [`GatewayKeys::load`]'s.
     ///
     /// # Errors
-    /// I/O errors, or a file that does not parse or holds an invalid key (a broken pin would
-    /// otherwise look exactly like a forgery, §A7.3).
+    /// I/O errors, or a file that does not parse, holds an invalid key or an unknown role (a
+    /// broken pin would otherwise look exactly like a forgery, §A7.3).
     pub fn load(dir: &Path) -> Result<Self, KeyError> {
-        let path = dir.join(PINNED_FILE);
-        let text = match crate::config::read_text_file(&path, crate::config::MAX_CONFIG_BYTES) {
-            Ok(t) => t,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(source) => return Err(KeyError::Io { path, source }),
-        };
-        let file: PinnedFile =
-            toml::from_str(&text).map_err(|e| KeyError::Pinned { path: path.clone(), message: e.to_string() })?;
-        let mut out = Self::default();
-        for entry in file.keys {
-            let key = parse_public_key(&entry.public_key).map_err(|m| KeyError::Pinned {
-                path: path.clone(),
-                message: format!("pin for {:?}: {m}", entry.principal),
-            })?;
-            out.pin(&entry.principal, key);
-            for alias in entry.aliases {
-                out.add_alias(&fingerprint(&key), &alias);
-            }
-        }
-        Ok(out)
+        // Principal keys only: a `role = "gateway"` entry is never in this set, so no gateway key
+        // can verify a decision, control, key event or checkpoint.
+        read_pinned(dir, KeyRole::Principal).map(|(keys, _)| keys)
     }
 
-    /// Writes the set to `pinned_keys.toml` in `dir`, atomically.
+    /// Writes the set to `pinned_keys.toml` in `dir`, atomically, keeping the file's gateway keys.
     ///
     /// # Errors
-    /// I/O errors.
+    /// I/O errors; a file that does not parse (its gateway keys could not be kept).
     pub fn save(&self, dir: &Path) -> Result<(), KeyError> {
-        let path = dir.join(PINNED_FILE);
-        let file = PinnedFile {
-            keys: self
-                .keys
-                .iter()
-                .map(|k| PinnedEntry {
-                    principal: k.principal.clone(),
-                    public_key: STANDARD.encode(k.key.as_bytes()),
-                    fingerprint: k.fingerprint.clone(),
-                    aliases: k.aliases.clone(),
-                })
-                .collect(),
-        };
-        let text = format!(
-            "# Public keys whose signatures warrant accepts. Edit with `warrant keys pin|unpin`.\n{}",
-            toml::to_string(&file).unwrap_or_default()
-        );
-        write_atomic(&path, text.as_bytes(), 0o644).map_err(|source| KeyError::Io { path, source })
+        let (_, others) = read_pinned(dir, KeyRole::Principal)?;
+        let mut entries = entries_of(self, KeyRole::Principal);
+        entries.extend(others);
+        write_pinned(dir, entries)
     }
 
     /// Adds (or re-binds) a key for `principal`.
@@ -597,6 +660,104 @@ impl PinnedKeys {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+}
+
+/// The gateways' receipt-signing keys: the `role = "gateway"` entries of `pinned_keys.toml`
+/// (`warrant keys pin --gateway NAME FILE`). A separate type from [`PinnedKeys`], which never holds
+/// them: the only thing a gateway key verifies is a receipt ([`GatewayKeys::verify_document`]).
+/// A key pinned as a principal's too is left out here: a principal's signature on a receipt is
+/// not a gateway's observation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GatewayKeys {
+    keys: PinnedKeys,
+}
+
+impl GatewayKeys {
+    /// Loads the gateway keys of `pinned_keys.toml` in `dir`; a missing file is an empty set.
+    ///
+    /// # Errors
+    /// As [`PinnedKeys::load`].
+    pub fn load(dir: &Path) -> Result<Self, KeyError> {
+        let principals = PinnedKeys::load(dir)?;
+        let (mut keys, _) = read_pinned(dir, KeyRole::Gateway)?;
+        keys.keys.retain(|k| principals.get(&k.fingerprint).is_none());
+        Ok(Self { keys })
+    }
+
+    /// Writes the set to `pinned_keys.toml` in `dir`, atomically, keeping the file's principal
+    /// keys.
+    ///
+    /// # Errors
+    /// As [`PinnedKeys::save`].
+    pub fn save(&self, dir: &Path) -> Result<(), KeyError> {
+        let (_, others) = read_pinned(dir, KeyRole::Gateway)?;
+        let mut entries = others;
+        entries.extend(entries_of(&self.keys, KeyRole::Gateway));
+        write_pinned(dir, entries)
+    }
+
+    /// Adds (or re-binds) the key of the gateway `name`.
+    pub fn pin(&mut self, name: &str, key: VerifyingKey) {
+        self.keys.pin(name, key);
+    }
+
+    /// Removes the key with this fingerprint; true if one was removed.
+    pub fn unpin(&mut self, fingerprint: &str) -> bool {
+        self.keys.unpin(fingerprint)
+    }
+
+    /// The gateway key with this fingerprint (its `principal` is the gateway's name).
+    #[must_use]
+    pub fn get(&self, fingerprint: &str) -> Option<&PinnedKey> {
+        self.keys.get(fingerprint)
+    }
+
+    /// Every gateway key.
+    pub fn iter(&self) -> std::slice::Iter<'_, PinnedKey> {
+        self.keys.iter()
+    }
+
+    /// Number of gateway keys.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when no gateway key is pinned.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Verifies a detached signature object made by [`crate::decision::sign_document`] over
+    /// `doc` against the gateway keys: payload hash, algorithm, a pinned gateway key, Ed25519
+    /// (`verify_strict`). The `signer` name is not checked (the gateway's own configuration names
+    /// it; the pin's name is the principal's); the key is.
+    ///
+    /// # Errors
+    /// A sentence naming the first failed check.
+    pub fn verify_document(&self, doc: &serde_json::Value, sig: &serde_json::Value) -> Result<&PinnedKey, String> {
+        use serde_json::Value;
+        let field = |k: &str| sig.get(k).and_then(Value::as_str);
+        let claimed = field("payload_hash").ok_or("signature has no payload_hash")?;
+        let actual = crate::decision::payload_hash(doc);
+        if claimed != actual {
+            return Err(format!("payload hash mismatch (signed {claimed}, now {actual})"));
+        }
+        if field("algorithm") != Some(crate::decision::ALGORITHM) {
+            return Err(format!("unsupported signature algorithm {:?}", field("algorithm")));
+        }
+        let fp = field("key_fingerprint").ok_or("signature has no key_fingerprint")?;
+        let pin = self.keys.get(fp).ok_or_else(|| format!("key {fp} is not pinned as a gateway key"))?;
+        let raw = STANDARD
+            .decode(field("signature").ok_or("signature has no signature bytes")?)
+            .map_err(|e| format!("signature is not base64: {e}"))?;
+        let bytes: [u8; 64] = raw.try_into().map_err(|_| "signature is not 64 bytes".to_owned())?;
+        pin.key
+            .verify_strict(actual.as_bytes(), &ed25519_dalek::Signature::from_bytes(&bytes))
+            .map_err(|_| format!("Ed25519 signature does not verify under gateway key {fp}"))?;
+        Ok(pin)
     }
 }
 
@@ -677,5 +838,72 @@ mod tests {
         let mut again = loaded.clone();
         again.pin("bob", a.verifying_key());
         assert!(!again.get(&a.fingerprint()).expect("pinned").speaks_for("alice"));
+    }
+
+    #[test]
+    fn gateway_roles_are_kept_apart_from_principal_keys() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = Principal::from_seed("alice", &[1; 32]);
+        let g = Principal::from_seed("gw", &[2; 32]);
+        let u = Principal::from_seed("old", &[3; 32]);
+        let b64 = |p: &Principal| STANDARD.encode(p.verifying_key().as_bytes());
+        // A file written before roles: its entries are principal keys.
+        fs::write(
+            dir.path().join(PINNED_FILE),
+            format!(
+                "[[key]]\nprincipal = \"alice\"\npublic_key = \"{}\"\n\n[[key]]\nprincipal = \"fs-gw\"\npublic_key = \"{}\"\nrole = \"gateway\"\n\n[[key]]\nprincipal = \"old\"\npublic_key = \"{}\"\nrole = \"principal\"\n",
+                b64(&a),
+                b64(&g),
+                b64(&u)
+            ),
+        )
+        .expect("write");
+        let pinned = PinnedKeys::load(dir.path()).expect("load");
+        assert_eq!(pinned.len(), 2, "only principal keys: {pinned:?}");
+        assert!(pinned.get(&a.fingerprint()).is_some() && pinned.get(&u.fingerprint()).is_some());
+        assert!(pinned.get(&g.fingerprint()).is_none(), "a gateway key is never a principal key");
+        let gateways = GatewayKeys::load(dir.path()).expect("gateways");
+        assert_eq!(gateways.len(), 1);
+        assert_eq!(gateways.get(&g.fingerprint()).map(|k| k.principal.as_str()), Some("fs-gw"));
+        // Saving either set keeps the other's entries.
+        let mut p2 = pinned.clone();
+        p2.unpin(&u.fingerprint());
+        p2.save(dir.path()).expect("save");
+        assert_eq!(GatewayKeys::load(dir.path()).expect("gateways"), gateways);
+        let mut g2 = gateways.clone();
+        g2.pin("other-gw", u.verifying_key());
+        g2.save(dir.path()).expect("save");
+        assert_eq!(PinnedKeys::load(dir.path()).expect("load"), p2);
+        assert_eq!(GatewayKeys::load(dir.path()).expect("gateways").len(), 2);
+        // A key pinned as a principal's is never a gateway key, whatever else the file says.
+        let mut g3 = GatewayKeys::default();
+        g3.pin("sneaky", a.verifying_key());
+        g3.save(dir.path()).expect("save");
+        assert!(GatewayKeys::load(dir.path()).expect("gateways").get(&a.fingerprint()).is_none());
+        // An unknown role is an error, never read as a principal's key.
+        fs::write(
+            dir.path().join(PINNED_FILE),
+            format!("[[key]]\nprincipal = \"x\"\npublic_key = \"{}\"\nrole = \"admin\"\n", b64(&a)),
+        )
+        .expect("write");
+        let err = PinnedKeys::load(dir.path()).expect_err("unknown role");
+        assert!(err.to_string().contains("unknown role"), "{err}");
+        assert!(GatewayKeys::load(dir.path()).is_err());
+    }
+
+    #[test]
+    fn a_gateway_signature_verifies_only_under_a_pinned_gateway_key() {
+        let g = Principal::from_seed("gw", &[2; 32]);
+        let other = Principal::from_seed("gw", &[4; 32]);
+        let doc = serde_json::json!({"domain": "warrant.receipt/v1", "content_hash": "sha256:00"});
+        let sig = crate::decision::sign_document(&g, &doc);
+        let mut gateways = GatewayKeys::default();
+        assert!(gateways.verify_document(&doc, &sig).is_err(), "not pinned");
+        gateways.pin("fs-gw", g.verifying_key());
+        assert_eq!(gateways.verify_document(&doc, &sig).map(|k| k.principal.as_str()), Ok("fs-gw"));
+        let forged = crate::decision::sign_document(&other, &doc);
+        assert!(gateways.verify_document(&doc, &forged).is_err());
+        let edited = serde_json::json!({"domain": "warrant.receipt/v1", "content_hash": "sha256:01"});
+        assert!(gateways.verify_document(&edited, &sig).is_err());
     }
 }

@@ -313,10 +313,12 @@ fn new_summary(ctx: &VerdictContext<'_>, agent: &str) -> AgentSummary {
 /// verdict. The console and the CLI both use it, so they agree.
 #[derive(Debug, Clone, Default)]
 pub struct Assessment {
-    /// Evidence rows of the spool's receipt files, as the agents wrote them about themselves:
-    /// shown apart, capped at the weakest provenance (`model_inferred`), and never given to the
-    /// gate. The gate's evidence is the chain's ([`crate::spool::ChainEvidence`], the caller's):
-    /// the principal's decisions and the receipts the principal recorded.
+    /// Evidence rows of the spool's receipt files: first those the agents wrote about
+    /// themselves — shown apart, capped at the weakest provenance (`model_inferred`), never given
+    /// to the gate — then those a pinned gateway signed (`Receipt::observed_by`: provenance
+    /// `receipt`, each receipt once), which the gate counts with the chain's
+    /// ([`crate::spool::ChainEvidence`], the caller's: the principal's decisions and the receipts
+    /// the principal recorded).
     pub evidence: Vec<crate::graduation::evidence::EvidenceRow>,
     /// Rates and agent summaries.
     pub monitor: Monitor,
@@ -447,11 +449,18 @@ fn assess_with(
     workspace: &str,
 ) -> Assessment {
     use crate::graduation::evidence::SourceType;
-    // The receipts' evidence: the chain's is kept compactly by the caller.
-    let evidence: Vec<_> = receipts
+    // The receipts' evidence: the chain's is kept compactly by the caller. First the agents' own
+    // word, then the receipts a pinned gateway signed (observed outcomes, each once): only those
+    // reach the gate, with the chain's.
+    let mut evidence: Vec<_> = receipts
         .iter()
+        .filter(|r| r.observed_by.is_none())
         .filter_map(|r| crate::graduation::receipt::receipt_evidence(&r.raw, Some(SourceType::ModelInferred)))
         .collect();
+    let own = evidence.len();
+    evidence.extend(crate::graduation::receipt::observed_evidence(
+        receipts.iter().filter_map(|r| Some((&r.raw, r.observed_by.as_deref()?))),
+    ));
     // Whether `prev`'s per-packet results were made from the same inputs (fail closed: any doubt
     // and everything is assessed again).
     let base = prev.filter(|b| {
@@ -506,9 +515,10 @@ fn assess_with(
             }
             None => {
                 let index = index.get_or_insert_with(|| {
-                    // Only the chain's evidence: the principal's decisions and the receipts the
-                    // principal recorded. What an agent writes about itself never graduates it.
-                    crate::graduation::evidence::EvidenceIndex::new(chain_evidence.rows())
+                    // The chain's evidence (the principal's decisions and the receipts the
+                    // principal recorded) and the receipts a pinned gateway observed. What an
+                    // agent writes about itself never graduates it.
+                    crate::graduation::evidence::EvidenceIndex::new(chain_evidence.rows().chain(&evidence[own..]))
                 });
                 let tg = crate::verdict::packet_gate(ctx, p, index, workspace, chain_intact);
                 let verdict = crate::verdict::evaluate(ctx, p, &tg, rate, rv.as_deref());

@@ -550,6 +550,11 @@ pub struct Receipt {
     pub created_at: String,
     /// The receipt as published.
     pub raw: Value,
+    /// The name of the pinned gateway whose signature on this receipt verifies
+    /// ([`crate::graduation::receipt::gateway_signer`]), when the scanner that read it was given
+    /// the gateway keys ([`crate::spool::Scanner::with_gateway_keys`]): an observed outcome.
+    /// `None`: the agent's own word.
+    pub observed_by: Option<String>,
 }
 
 /// Parses and validates a receipt (`site/spec/0.1/receipt.schema.json` or
@@ -625,6 +630,7 @@ pub fn parse_receipt(bytes: &[u8]) -> Result<Receipt, InvalidReason> {
         packet_id,
         created_at: created,
         raw: Value::Object(m),
+        observed_by: None,
     })
 }
 

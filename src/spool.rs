@@ -390,6 +390,8 @@ pub struct Scanner {
     /// File names the next [`Recheck::Renamed`] scan `lstat`s even when the listing shows the
     /// inode they were parsed from ([`Scanner::recheck_names`]).
     recheck: HashSet<String, foldhash::fast::RandomState>,
+    /// The pinned gateway keys receipts are checked against ([`Scanner::with_gateway_keys`]).
+    gateways: Option<Arc<crate::keys::GatewayKeys>>,
 }
 
 /// What a scan's [`Scanner::refresh`] found: the files listed (`None` for a [`Recheck::Touched`]
@@ -414,7 +416,13 @@ enum Look {
 /// Looks at the file `name` of `kind` at `path`: `lstat`s it and parses it again unless the cache
 /// holds it with the same stamp. Answers the name as the cache shares it and what changed, or
 /// `None` when it cannot be `lstat`ed (it is gone; the caller drops it from the cache).
-fn look(cache: &mut FileCache, kind: FileKind, name: &str, path: &Path) -> Option<(Arc<str>, Look)> {
+fn look(
+    cache: &mut FileCache,
+    kind: FileKind,
+    name: &str,
+    path: &Path,
+    gateways: Option<&crate::keys::GatewayKeys>,
+) -> Option<(Arc<str>, Look)> {
     let meta = fs::symlink_metadata(path).ok()?;
     let stamp = Stamp {
         len: meta.len(),
@@ -442,7 +450,13 @@ fn look(cache: &mut FileCache, kind: FileKind, name: &str, path: &Path) -> Optio
                 Err(r) => Parsed::Invalid(r),
             },
             FileKind::Receipt => match packet::parse_receipt(&bytes) {
-                Ok(r) => Parsed::Receipt(Arc::new(r)),
+                Ok(mut r) => {
+                    // Checked once per file version: the scanner's gateway keys never change.
+                    r.observed_by = gateways.and_then(|g| {
+                        crate::graduation::receipt::gateway_signer(&r.raw, g).ok().map(|pin| pin.principal.clone())
+                    });
+                    Parsed::Receipt(Arc::new(r))
+                }
                 Err(r) => Parsed::Invalid(r),
             },
         },
@@ -469,6 +483,27 @@ impl Scanner {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// This scanner, checking every receipt it reads against `gateways`: a receipt whose
+    /// signature verifies under one of them is marked [`crate::packet::Receipt::observed_by`]
+    /// (an observed outcome, evidence for the gate); every other receipt stays the agent's own
+    /// word. Give it before the first scan (receipts already read are not checked again).
+    #[must_use]
+    pub fn with_gateway_keys(mut self, gateways: crate::keys::GatewayKeys) -> Self {
+        self.gateways = (!gateways.is_empty()).then(|| Arc::new(gateways));
+        self
+    }
+
+    /// A scanner checking receipts against the gateway keys pinned in `config_dir`
+    /// ([`crate::keys::GatewayKeys::load`]); when they cannot be read, against none (no receipt
+    /// is then an observed outcome: fail closed).
+    #[must_use]
+    pub fn for_config(config_dir: &Path) -> Self {
+        match crate::keys::GatewayKeys::load(config_dir) {
+            Ok(g) => Self::new().with_gateway_keys(g),
+            Err(_) => Self::new(),
+        }
     }
 
     /// Asks the next [`Recheck::Renamed`] scan to `lstat` these file names (in `packets/` or
@@ -527,7 +562,7 @@ impl Scanner {
         let cache = &mut self.cache[FileKind::Packet as usize];
         let mut seen: Vec<SeenFile> = Vec::new();
         for ((name, _), keep) in listed.iter().zip(keep) {
-            if keep && let Some((key, _)) = look(cache, FileKind::Packet, name, &dir.join(name)) {
+            if keep && let Some((key, _)) = look(cache, FileKind::Packet, name, &dir.join(name), None) {
                 seen.push((FileKind::Packet, key));
             }
         }
@@ -585,7 +620,9 @@ impl Scanner {
                     seen.push((kind, Arc::clone(key)));
                     continue;
                 }
-                let Some((key, change)) = look(cache, kind, &name, &entry.path()) else { continue };
+                let Some((key, change)) = look(cache, kind, &name, &entry.path(), self.gateways.as_deref()) else {
+                    continue;
+                };
                 match change {
                     Look::New => added.push((kind, Arc::clone(&key))),
                     Look::Changed => other = true,
@@ -617,7 +654,7 @@ impl Scanner {
             }
             for (kind, dir) in [(FileKind::Packet, spool.packets_dir()), (FileKind::Receipt, spool.receipts_dir())] {
                 let cache = &mut self.cache[kind as usize];
-                match look(cache, kind, &name, &dir.join(&name)) {
+                match look(cache, kind, &name, &dir.join(&name), self.gateways.as_deref()) {
                     Some((key, Look::New)) => added.push((kind, key)),
                     Some((_, Look::Changed)) => other = true,
                     Some((_, Look::Same)) => {}
@@ -1531,11 +1568,57 @@ pub fn publish_receipt(
     req: &ReceiptRequest<'_>,
     created_at: &str,
 ) -> Result<(Value, PathBuf), ReceiptError> {
+    publish_signed_receipt(spool, req, created_at, None)
+}
+
+/// [`publish_receipt`], signed with `gateway`'s key when given
+/// ([`crate::graduation::receipt::sign_receipt`]): what `warrant mcp-gateway --sign-receipts`
+/// publishes. Once the principal pins that key as a gateway's (`warrant keys pin --gateway`), the
+/// receipt is an observed outcome (provenance `receipt`, evidence for the gate).
+///
+/// # Errors
+/// As [`publish_receipt`].
+pub fn publish_signed_receipt(
+    spool: &Spool,
+    req: &ReceiptRequest<'_>,
+    created_at: &str,
+    gateway: Option<&Principal>,
+) -> Result<(Value, PathBuf), ReceiptError> {
     let (class, agent) = receipt_subject(req)?;
     let receipt_id = format!("rcpt-{}", uuid::Uuid::now_v7());
-    let receipt = receipt_of(req, &receipt_id, &class, agent, created_at, None);
+    let mut receipt = receipt_of(req, &receipt_id, &class, agent, created_at, None);
+    if let Some(key) = gateway {
+        crate::graduation::receipt::sign_receipt(&mut receipt, key);
+    }
     let path = spool.publish(&spool.receipts_dir(), &receipt_id, &receipt)?;
     Ok((receipt, path))
+}
+
+/// The receipts of `spool` that a gateway pinned in `config_dir` signed (observed outcomes,
+/// [`crate::packet::Receipt::observed_by`]), for a caller that reads packets only
+/// ([`Scanner::scan_packets_selected`]) but judges with the gate's evidence. A scanner is kept per
+/// spool and configuration for the process's life, so each receipt file is read and its
+/// signature checked once per version; it is replaced when the gateway keys change. Empty when
+/// the directory cannot be read.
+#[must_use]
+pub fn observed_receipts(spool: &Spool, config_dir: &Path) -> Vec<Arc<Receipt>> {
+    type Kept = HashMap<(PathBuf, PathBuf), (crate::keys::GatewayKeys, Scanner)>;
+    static SCANNERS: std::sync::OnceLock<std::sync::Mutex<Kept>> = std::sync::OnceLock::new();
+    let Ok(gateways) = crate::keys::GatewayKeys::load(config_dir) else { return Vec::new() };
+    if gateways.is_empty() {
+        return Vec::new();
+    }
+    let Ok(mut kept) = SCANNERS.get_or_init(Default::default).lock() else { return Vec::new() };
+    let key = (spool.root().to_owned(), config_dir.to_owned());
+    let entry =
+        kept.entry(key).or_insert_with(|| (gateways.clone(), Scanner::new().with_gateway_keys(gateways.clone())));
+    if entry.0 != gateways {
+        *entry = (gateways.clone(), Scanner::new().with_gateway_keys(gateways));
+    }
+    match entry.1.scan(spool) {
+        Ok(snap) => snap.receipts.into_iter().filter(|r| r.observed_by.is_some()).collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Assesses every pending packet of `snap` now, as the console would: the precondition re-checks

@@ -82,6 +82,8 @@ pub fn run(opts: Options) -> Result<()> {
     let keymap = keymap::Keymap::load().map_err(|e| eyre!(e))?;
     opts.spool.ensure().wrap_err_with(|| format!("creating the spool at {}", opts.spool.root().display()))?;
     let pinned = PinnedKeys::load(&opts.config_dir)?;
+    // The gateways' keys: receipts they sign are observed outcomes (docs/integrations.md).
+    let gateways = crate::keys::GatewayKeys::load(&opts.config_dir)?;
     // An append interrupted by a crash leaves a torn final line: set it aside on open (not in
     // observe-only mode, which writes nothing) and tell the principal where it went.
     let set_aside = if opts.read_only {
@@ -133,7 +135,16 @@ pub fn run(opts: Options) -> Result<()> {
     app::update(&mut state, app::Action::Resize { width: size.width, height: size.height });
 
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let result = rt.block_on(event_loop(&mut terminal, state, &theme, opts.spool, opts.principal, pinned, opts.rescan));
+    let result = rt.block_on(event_loop(
+        &mut terminal,
+        state,
+        &theme,
+        opts.spool,
+        opts.principal,
+        pinned,
+        gateways,
+        opts.rescan,
+    ));
     // Give the terminal back first: a blocking job (a signature waiting for the chain's lock)
     // must not keep the principal's terminal in raw mode.
     restore_terminal();
@@ -494,6 +505,7 @@ impl Runner {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn event_loop<B: ratatui::backend::Backend>(
     terminal: &mut ratatui::Terminal<B>,
     mut state: State,
@@ -501,6 +513,7 @@ async fn event_loop<B: ratatui::backend::Backend>(
     spool: Spool,
     principal: Option<Principal>,
     pinned: PinnedKeys,
+    gateways: crate::keys::GatewayKeys,
     rescan: Duration,
 ) -> Result<()>
 where
@@ -526,7 +539,7 @@ where
         pinned: Arc::new(pinned),
         policies: Arc::clone(&state.policies),
         observer: Arc::clone(&state.observer),
-        scanner: Arc::new(Mutex::new(Scanner::new())),
+        scanner: Arc::new(Mutex::new(Scanner::new().with_gateway_keys(gateways))),
         tx: tx.clone(),
         scanning: false,
         scan_again: false,

@@ -179,6 +179,88 @@ pub fn receipt_evidence(receipt: &Value, max_provenance: Option<SourceType>) -> 
     Some(row)
 }
 
+/// The `domain` of the document a gateway signs for a receipt ([`sign_receipt`]).
+pub const RECEIPT_SIGNATURE_DOMAIN: &str = "warrant.receipt/v1";
+
+/// The document a gateway's signature on a receipt covers: the domain and the receipt's
+/// `content_hash` (which commits to everything in the receipt but the hash and the signature).
+#[must_use]
+pub fn receipt_signature_document(content_hash: &str) -> Value {
+    json!({"domain": RECEIPT_SIGNATURE_DOMAIN, "content_hash": content_hash})
+}
+
+/// Signs a receipt built by [`build_receipt`] with a gateway's key: its `signature` is the
+/// detached signature object of [`crate::decision::sign_document`] (`algorithm`, `signer`,
+/// `key_fingerprint`, `payload_hash`, base64 `signature`) over
+/// [`receipt_signature_document`] of its `content_hash`. The `content_hash` does not cover
+/// `signature`, so it is unchanged. A receipt without a `content_hash` is left unsigned.
+pub fn sign_receipt(receipt: &mut Value, key: &crate::keys::Principal) {
+    let Some(hash) = receipt.get("content_hash").and_then(Value::as_str).map(str::to_owned) else { return };
+    let sig = crate::decision::sign_document(key, &receipt_signature_document(&hash));
+    if let Some(m) = receipt.as_object_mut() {
+        m.insert("signature".into(), sig);
+    }
+}
+
+/// The pinned gateway key that signed `receipt`: its `content_hash` is the hash of its content
+/// ([`content_hash`]) and its `signature` ([`sign_receipt`]) verifies under a key of
+/// `gateways` (never a principal's: [`crate::keys::GatewayKeys`] holds none).
+///
+/// # Errors
+/// Why the receipt is not a gateway's observation: no signature, an edited receipt, a key that
+/// is not pinned as a gateway's, a bad signature.
+pub fn gateway_signer<'k>(
+    receipt: &Value,
+    gateways: &'k crate::keys::GatewayKeys,
+) -> Result<&'k crate::keys::PinnedKey, String> {
+    let m = receipt.as_object().ok_or("a receipt is a JSON object")?;
+    let sig = m.get("signature").filter(|s| s.is_object()).ok_or("the receipt is not signed")?;
+    let declared = m.get("content_hash").and_then(Value::as_str).ok_or("the receipt has no content_hash")?;
+    if content_hash(m) != declared {
+        return Err("the receipt's content_hash is not the hash of its content (edited)".into());
+    }
+    gateways.verify_document(&receipt_signature_document(declared), sig)
+}
+
+/// The evidence rows of receipts a pinned gateway signed, each given with that gateway's name
+/// (as [`gateway_signer`] found it): observed outcomes, provenance `receipt` whatever the receipt
+/// declares, `source` `gateway:<name>`, each receipt counted once — a copy under another file
+/// name (same `content_hash`) or another receipt with the same `receipt_id` adds nothing.
+/// Unsigned and badly signed receipts have no row here (they stay the agent's own word,
+/// [`receipt_evidence`] capped by the caller).
+#[must_use]
+pub fn observed_evidence<'r>(receipts: impl IntoIterator<Item = (&'r Value, &'r str)>) -> Vec<EvidenceRow> {
+    let mut seen = std::collections::HashSet::new();
+    let mut rows = Vec::new();
+    for (r, gateway) in receipts {
+        let hash = r.get("content_hash").and_then(Value::as_str).unwrap_or_default();
+        let id = r.get("receipt_id").and_then(Value::as_str).unwrap_or_default();
+        if !seen.insert(format!("h:{hash}")) || (!id.is_empty() && !seen.insert(format!("i:{id}"))) {
+            continue;
+        }
+        let mut observed = r.clone();
+        if let Some(m) = observed.as_object_mut() {
+            m.insert("source_type".into(), json!(SourceType::Receipt.as_str()));
+        }
+        if let Some(mut row) = receipt_evidence(&observed, None) {
+            row.source = Some(format!("gateway:{gateway}"));
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// [`observed_evidence`] of the receipts among `receipts` that a key of `gateways` signed.
+#[must_use]
+pub fn verified_evidence<'r>(
+    receipts: impl IntoIterator<Item = &'r Value>,
+    gateways: &crate::keys::GatewayKeys,
+) -> Vec<EvidenceRow> {
+    observed_evidence(
+        receipts.into_iter().filter_map(|r| gateway_signer(r, gateways).ok().map(|pin| (r, pin.principal.as_str()))),
+    )
+}
+
 /// Builds a portable v0.1 approval packet from a gate decision (`prepareApprovalPacket`):
 /// `external_actions: 0`, the decision, the evidence rows of the class, the exact action binding
 /// when the class needs approval, and an expiry (the binding's, else `created_at` + 10 minutes).
@@ -253,5 +335,50 @@ mod tests {
         assert_eq!((row.label.as_str(), row.evidence_weight), ("sent", 1.0));
         let capped = receipt_evidence(&second, Some(SourceType::Connector)).expect("row");
         assert_eq!(capped.evidence_weight, 0.3);
+    }
+
+    #[test]
+    fn a_signed_receipt_counts_once_and_only_under_a_pinned_gateway_key() {
+        let gw = crate::keys::Principal::from_seed("fs-gw", &[7; 32]);
+        let principal = crate::keys::Principal::from_seed("alice", &[8; 32]);
+        let input = ReceiptInput {
+            receipt_id: "rcpt-1",
+            action_class: "file.write",
+            outcome: ReceiptOutcome::Execute,
+            agent: "coder",
+            packet_id: Some("p1"),
+            source_type: None,
+            created_at: "2026-11-21T09:00:00Z",
+            prev_hash: None,
+            note: None,
+        };
+        let mut r = build_receipt(&input);
+        let hash = r["content_hash"].clone();
+        sign_receipt(&mut r, &gw);
+        assert_eq!(r["content_hash"], hash, "the signature is outside the content hash");
+        assert_eq!(r.as_object().map(content_hash), hash.as_str().map(str::to_owned));
+        let mut gateways = crate::keys::GatewayKeys::default();
+        assert!(verified_evidence([&r], &gateways).is_empty(), "an unpinned gateway's receipt is not observed");
+        gateways.pin("fs-gw", gw.verifying_key());
+        let rows = verified_evidence([&r, &r.clone()], &gateways);
+        assert_eq!(rows.len(), 1, "a copy counts once: {rows:?}");
+        assert_eq!(rows[0].source_type, Some(SourceType::Receipt));
+        assert_eq!(rows[0].evidence_weight, 1.0);
+        assert_eq!(rows[0].source.as_deref(), Some("gateway:fs-gw"));
+        // Edited under the signature: the content hash no longer matches.
+        let mut edited = r.clone();
+        edited["action_class"] = json!("email.send.external");
+        assert!(gateway_signer(&edited, &gateways).is_err());
+        // Edited and re-hashed: the signature no longer covers it.
+        let mut rehashed = edited.clone();
+        let h = rehashed.as_object().map(content_hash).expect("object");
+        rehashed["content_hash"] = json!(h);
+        assert!(gateway_signer(&rehashed, &gateways).is_err());
+        // Signed by a principal's key: not a gateway's observation.
+        let mut by_principal = build_receipt(&ReceiptInput { receipt_id: "rcpt-2", ..input.clone() });
+        sign_receipt(&mut by_principal, &principal);
+        assert!(verified_evidence([&by_principal], &gateways).is_empty());
+        // Unsigned: not observed.
+        assert!(verified_evidence([&build_receipt(&input)], &gateways).is_empty());
     }
 }
