@@ -524,9 +524,19 @@ impl KeyRole {
 /// of `role`, parsed, with the raw entries of every other role (kept as they are when the file is
 /// written again).
 fn read_pinned(dir: &Path, role: KeyRole) -> Result<(PinnedKeys, Vec<PinnedEntry>), KeyError> {
+    read_pinned_owned(dir, role, None)
+}
+
+/// [`read_pinned`] of a file `owner` owns (`None`: any); another user's file is an empty set.
+fn read_pinned_owned(
+    dir: &Path,
+    role: KeyRole,
+    owner: Option<u32>,
+) -> Result<(PinnedKeys, Vec<PinnedEntry>), KeyError> {
     let path = dir.join(PINNED_FILE);
-    let text = match crate::config::read_text_file(&path, crate::config::MAX_CONFIG_BYTES) {
-        Ok(t) => t,
+    let text = match crate::config::read_text_file_owned(&path, crate::config::MAX_CONFIG_BYTES, owner) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok((PinnedKeys::default(), Vec::new())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((PinnedKeys::default(), Vec::new())),
         Err(source) => return Err(KeyError::Io { path, source }),
     };
@@ -679,8 +689,19 @@ impl GatewayKeys {
     /// # Errors
     /// As [`PinnedKeys::load`].
     pub fn load(dir: &Path) -> Result<Self, KeyError> {
+        Self::load_owned(dir, None)
+    }
+
+    /// [`GatewayKeys::load`] from a `pinned_keys.toml` that `owner` owns (`None`: any); another
+    /// user's file is an empty set. A hook or gateway runs as the agent's user: in a spool the
+    /// principal owns, only a file the principal owns may say whose receipts are observed
+    /// outcomes, or an agent could pin its own key and graduate itself.
+    ///
+    /// # Errors
+    /// As [`PinnedKeys::load`].
+    pub fn load_owned(dir: &Path, owner: Option<u32>) -> Result<Self, KeyError> {
         let principals = PinnedKeys::load(dir)?;
-        let (mut keys, _) = read_pinned(dir, KeyRole::Gateway)?;
+        let (mut keys, _) = read_pinned_owned(dir, KeyRole::Gateway, owner)?;
         keys.keys.retain(|k| principals.get(&k.fingerprint).is_none());
         Ok(Self { keys })
     }
@@ -865,6 +886,10 @@ mod tests {
         let gateways = GatewayKeys::load(dir.path()).expect("gateways");
         assert_eq!(gateways.len(), 1);
         assert_eq!(gateways.get(&g.fingerprint()).map(|k| k.principal.as_str()), Some("fs-gw"));
+        // Only from a file the given owner owns: another user's says nothing.
+        let me = rustix::process::geteuid().as_raw();
+        assert_eq!(GatewayKeys::load_owned(dir.path(), Some(me)).expect("mine"), gateways);
+        assert!(GatewayKeys::load_owned(dir.path(), Some(me.wrapping_add(1))).expect("another's").is_empty());
         // Saving either set keeps the other's entries.
         let mut p2 = pinned.clone();
         p2.unpin(&u.fingerprint());
