@@ -778,6 +778,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                 packet_id: packet.as_deref(),
                 source_type: source_type.as_deref().and_then(SourceType::parse),
                 note: note.as_deref(),
+                tool_call: None,
             };
             let bad = |e: spool::ReceiptError| match e {
                 spool::ReceiptError::Invalid(m) => Failure::usage(m),

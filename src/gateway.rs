@@ -488,6 +488,7 @@ impl Shared {
                     "{} call(s) of {key} ran with no packet (the gate allows them on their own), isError {is_error}: {} ({}) to {} ({})",
                     u.count, u.first, u.first_at, u.last, u.last_at
                 );
+                let call = json!({"host": "mcp-gateway", "tool": key, "calls": u.count});
                 let req = crate::spool::ReceiptRequest {
                     action_class: &class,
                     outcome: crate::graduation::receipt::ReceiptOutcome::Execute,
@@ -495,6 +496,7 @@ impl Shared {
                     packet_id: None,
                     source_type: None,
                     note: Some(&note),
+                    tool_call: Some(&call),
                 };
                 let now = crate::clock::now_rfc3339();
                 if let Err(e) = crate::spool::publish_signed_receipt(live.spool(), &req, &now, signer.as_deref()) {
@@ -757,6 +759,7 @@ impl Gateway {
                     submitted.packet_id.clone(),
                     s.opts.signer.clone(),
                 );
+                let call = json!({"host": "mcp-gateway", "tool": key, "calls": 1});
                 let receipt = tokio::task::spawn_blocking(move || {
                     let req = crate::spool::ReceiptRequest {
                         action_class: &class,
@@ -765,6 +768,7 @@ impl Gateway {
                         packet_id: Some(&id),
                         source_type: None,
                         note: Some(&note),
+                        tool_call: Some(&call),
                     };
                     let now = crate::clock::now_rfc3339();
                     crate::spool::publish_signed_receipt(g.spool(), &req, &now, signer.as_deref()).map(|_| ())

@@ -278,6 +278,7 @@ fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&
         || response.get("success").and_then(Value::as_bool) == Some(false)
         || response.get("interrupted").and_then(Value::as_bool) == Some(true);
     let note = if failed { "the tool reported an error" } else { "the tool ran" };
+    let tool_call = json!({"host": call.host, "tool": call.tool, "calls": 1});
     let req = crate::spool::ReceiptRequest {
         action_class: &class,
         outcome: crate::graduation::receipt::ReceiptOutcome::Execute,
@@ -285,6 +286,7 @@ fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&
         packet_id: Some(&packet_id),
         source_type: None,
         note: Some(note),
+        tool_call: Some(&tool_call),
     };
     match crate::spool::publish_receipt(&opts.spool, &req, &crate::clock::now_rfc3339()) {
         Ok(_) => Answer { stdout: String::new(), stderr: String::new(), code: 0 },

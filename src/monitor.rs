@@ -99,8 +99,51 @@ pub fn ran_on_its_own(a: &Assessment, p: &crate::packet::Packet) -> bool {
         && crate::calls::is_call_packet(p)
 }
 
-/// Counts each agent's tool calls into its summary, from the verdicts just computed.
-fn count_calls(a: &mut Assessment, packets: &[PacketEntry], decisions: &HashMap<String, ChainDecision>, now: f64) {
+/// Counts each agent's tool calls into its summary, from the verdicts just computed, and the
+/// calls that ran with no packet from the receipts that record them ([`count_unpacketed`]).
+fn count_calls(
+    a: &mut Assessment,
+    packets: &[PacketEntry],
+    receipts: &[Arc<Receipt>],
+    decisions: &HashMap<String, ChainDecision>,
+    now: f64,
+) {
+    count_packeted(a, packets, decisions, now);
+    count_unpacketed(a, packets, receipts, now);
+}
+
+/// Counts the calls that ran with no packet: the receipts a hook or the gateway wrote with a
+/// `tool_call` (`{"host", "tool", "calls"}`) that name no packet in the spool, each standing for
+/// `calls` calls that ran (the gateway writes one a second for all the calls of a tool). The
+/// agent's own word, as every receipt file: shown, never the gate's evidence.
+fn count_unpacketed(a: &mut Assessment, packets: &[PacketEntry], receipts: &[Arc<Receipt>], now: f64) {
+    let ids: std::collections::HashSet<&str> = packets.iter().map(|e| e.packet.id.as_str()).collect();
+    for r in receipts {
+        let Some(call) = r.raw.get("tool_call").filter(|c| c.is_object()) else { continue };
+        if r.packet_id.as_deref().is_some_and(|p| ids.contains(p)) {
+            continue;
+        }
+        let Some(agent) = r.agent.as_deref() else { continue };
+        let Some(summary) = a.monitor.agents.get_mut(agent) else { continue };
+        let n = call.get("calls").and_then(serde_json::Value::as_u64).unwrap_or(1).clamp(1, 1_000_000_000);
+        let at = crate::clock::unix_seconds(&r.created_at).unwrap_or(0.0).min(now);
+        let c = summary.calls.get_or_insert_with(ToolCalls::default);
+        c.allowed += n;
+        if now - at < 60.0 {
+            c.last_minute += n;
+        }
+        if at >= c.last_at {
+            let text = |k: &str| call.get(k).and_then(serde_json::Value::as_str).map(|s| crate::text::inert(s, 200));
+            c.host = text("host").unwrap_or_default();
+            let tool = text("tool").unwrap_or_default();
+            c.last_call = if n == 1 { tool } else { format!("{tool} ×{n} (no packet)") };
+            c.last_at = at;
+        }
+    }
+}
+
+/// Counts each agent's call packets into its summary, from the verdicts just computed.
+fn count_packeted(a: &mut Assessment, packets: &[PacketEntry], decisions: &HashMap<String, ChainDecision>, now: f64) {
     use crate::packet::DecisionState as S;
     let mut sessions: HashMap<&str, std::collections::HashSet<&str>> = HashMap::new();
     for e in packets.iter().filter(|e| crate::calls::is_call_packet(&e.packet)) {
@@ -547,7 +590,7 @@ fn assess_with(
         assessed.insert(p.id.clone(), Arc::clone(p));
     }
     drop(index);
-    count_calls(&mut a, packets, decisions, ctx.now);
+    count_calls(&mut a, packets, receipts, decisions, ctx.now);
     a.inputs = policies.map(|p| AssessInputs {
         policies: Arc::clone(p),
         controls: ctx.controls.clone(),

@@ -120,6 +120,7 @@ pub fn generate(
                 created_at: &at,
                 prev_hash: prev_receipt.as_deref(),
                 note: None,
+                tool_call: None,
             });
             crate::spool::receipt_record_body(&receipt, outcome, None)
         };

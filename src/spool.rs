@@ -1506,6 +1506,8 @@ pub struct ReceiptRequest<'a> {
     pub source_type: Option<SourceType>,
     /// A note.
     pub note: Option<&'a str>,
+    /// The tool call a hook or the gateway ran ([`crate::graduation::receipt::ReceiptInput::tool_call`]).
+    pub tool_call: Option<&'a Value>,
 }
 
 /// The canonical class and the agent of a receipt request, checked: a class id, a safe agent
@@ -1553,6 +1555,7 @@ fn receipt_of(
         created_at,
         prev_hash,
         note: req.note,
+        tool_call: req.tool_call,
     })
 }
 
@@ -1779,6 +1782,7 @@ pub fn decision_record_body(
         created_at: input.decided_at,
         prev_hash: prev_receipt,
         note: None,
+        tool_call: None,
     });
     if let Some(Value::Object(meta)) = body.get_mut("metadata") {
         meta.insert("tg_receipt".into(), receipt);

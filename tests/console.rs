@@ -1836,3 +1836,59 @@ fn tool_calls_that_ran_on_their_own_leave_pending_and_the_agents_view_counts_eve
     );
     assert!(shown.contains("Bash: git push origin main"), "{shown}");
 }
+
+/// A receipt a hook or the gateway writes for calls that ran: `calls` of `tool`, `seconds_ago`.
+fn call_receipt(
+    id: &str,
+    agent: &str,
+    packet: Option<&str>,
+    host: &str,
+    tool: &str,
+    calls: u64,
+    seconds_ago: i64,
+) -> Arc<warrant::packet::Receipt> {
+    let created = warrant::clock::format_rfc3339(
+        time::OffsetDateTime::from_unix_timestamp(NOW as i64 - seconds_ago).expect("time"),
+    );
+    let call = json!({"host": host, "tool": tool, "calls": calls});
+    let r = warrant::graduation::receipt::build_receipt(&warrant::graduation::receipt::ReceiptInput {
+        receipt_id: id,
+        action_class: "read.context",
+        outcome: warrant::graduation::receipt::ReceiptOutcome::Execute,
+        agent,
+        packet_id: packet,
+        source_type: None,
+        created_at: &created,
+        prev_hash: None,
+        note: None,
+        tool_call: Some(&call),
+    });
+    Arc::new(warrant::packet::parse_receipt(&serde_json::to_vec(&r).expect("json")).expect("valid receipt"))
+}
+
+// Calls that ran with no packet (the gateway's and the hooks' `safe` reads) are counted from the
+// receipts that record them: the gateway's one a second for many calls, a hook's one per call.
+// A receipt naming a packet in the spool is that packet's: not counted twice.
+#[test]
+fn calls_that_ran_with_no_packet_are_counted_from_their_receipts() {
+    let mut s = state(false);
+    let mut snap = snapshot();
+    snap.packets = vec![call_packet("cc-push", "Bash", json!({"command": "git push origin main"}), 5)];
+    snap.receipts = vec![
+        call_receipt("rcpt-gw", "mcp-gateway", None, "mcp-gateway", "filesystem/read_text_file", 40, 10),
+        call_receipt("rcpt-old", "mcp-gateway", None, "mcp-gateway", "filesystem/list_directory", 3, 600),
+        call_receipt("rcpt-read", "claude-code", Some("cc-toolu_01"), "claude-code", "Read", 1, 5),
+        call_receipt("rcpt-push", "claude-code", Some("cc-push"), "claude-code", "Bash", 1, 240),
+    ];
+    scanned(&mut s, snap);
+    let calls = |agent: &str| {
+        s.agents().iter().find(|a| a.agent == agent).and_then(|a| a.calls.clone()).unwrap_or_else(|| panic!("{agent}"))
+    };
+    let gw = calls("mcp-gateway");
+    assert_eq!((gw.allowed, gw.held, gw.refused, gw.last_minute), (43, 0, 0, 40), "{gw:?}");
+    assert_eq!(gw.host, "mcp-gateway");
+    assert_eq!(gw.last_call, "filesystem/read_text_file ×40 (no packet)");
+    let cc = calls("claude-code");
+    assert_eq!((cc.allowed, cc.held, cc.last_minute), (1, 1, 1), "the push's receipt is its packet's: {cc:?}");
+    assert_eq!(cc.last_call, "Read", "the latest call: {cc:?}");
+}

@@ -50,6 +50,7 @@ fn record(i: usize, receipt: bool, approve: bool, class: usize) -> Map<String, V
             created_at: &at,
             prev_hash: None,
             note: None,
+            tool_call: None,
         });
         return spool::receipt_record_body(&receipt, ReceiptOutcome::Execute, None);
     }

@@ -85,6 +85,7 @@ fn build_chain(path: &Path, specs: &[Spec]) {
                 created_at: &at,
                 prev_hash: None,
                 note: s.reason.as_deref(),
+                tool_call: None,
             });
             let mut meta = serde_json::Map::new();
             meta.insert("tg_receipt".into(), receipt);

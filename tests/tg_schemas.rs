@@ -311,6 +311,7 @@ fn receipt_inputs() -> Vec<(String, Value)> {
                 created_at: &created,
                 prev_hash: prev.as_deref(),
                 note: full.then_some("looks right — Grüße"),
+                tool_call: None,
             });
             prev = r["content_hash"].as_str().map(str::to_owned);
             out.push((format!("{outcome} {}", c.id), r));

@@ -172,6 +172,7 @@ fn main() {
             created_at: NOW,
             prev_hash: (i > 0).then_some("sha256:0000000000000000000000000000000000000000000000000000000000000000"),
             note: (i == 1).then_some("refused: wrong recipient"),
+            tool_call: None,
         });
         s.add_json("receipt", &r);
     }

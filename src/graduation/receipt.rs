@@ -105,6 +105,10 @@ pub struct ReceiptInput<'a> {
     pub prev_hash: Option<&'a str>,
     /// A reason or note, if any.
     pub note: Option<&'a str>,
+    /// The tool call a hook or the gateway ran, as `tool_call` (an extension field: the schema
+    /// allows any): `{"host", "tool", "calls"}`, `calls` counting the calls one receipt stands for
+    /// (the gateway's calls that ran with no packet). The Agents view counts them.
+    pub tool_call: Option<&'a Value>,
 }
 
 /// The `content_hash` of a receipt: over everything but `content_hash` and `signature`.
@@ -141,6 +145,9 @@ pub fn build_receipt(r: &ReceiptInput<'_>) -> Value {
     }
     if let Some(n) = r.note {
         m.insert("note".into(), json!(n));
+    }
+    if let Some(t) = r.tool_call {
+        m.insert("tool_call".into(), t.clone());
     }
     if let Some(p) = r.prev_hash {
         m.insert("prev_hash".into(), json!(p));
@@ -324,6 +331,7 @@ mod tests {
             created_at: "2026-11-21T09:00:00Z",
             prev_hash: None,
             note: None,
+            tool_call: None,
         };
         let first = build_receipt(&input);
         let h1 = first["content_hash"].as_str().expect("hash").to_owned();
@@ -351,6 +359,7 @@ mod tests {
             created_at: "2026-11-21T09:00:00Z",
             prev_hash: None,
             note: None,
+            tool_call: None,
         };
         let mut r = build_receipt(&input);
         let hash = r["content_hash"].clone();

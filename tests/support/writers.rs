@@ -231,6 +231,7 @@ fn library_writer(
                 packet_id: None,
                 source_type: None,
                 note: Some(&t),
+                tool_call: None,
             };
             match spool::record_receipt(spool, &req, &warrant::clock::now_rfc3339()) {
                 Ok((_, a)) => out.push(Reply::Ack((w, seq, a.chain_index), false)),
