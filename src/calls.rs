@@ -599,10 +599,10 @@ pub fn is_call_packet(p: &crate::packet::Packet) -> bool {
 /// `constraints`, the ten keys of [`crate::graduation::gate::CONSTRAINT_VOCABULARY`]). A hook or
 /// the gateway sees only the tool's input, so:
 ///
-/// - `domain_allowlist` / `recipient_allowlist`: every e-mail address in the input (any string
-///   value, at any depth) must be on the list (its domain, for domains; case-insensitive); an
-///   input with no address cannot be checked. An empty list restricts nothing (the reference's
-///   default for `email.send.internal`; a context's list narrows it, [`crate::graduation::gate`]).
+/// - `domain_allowlist` / `recipient_allowlist`: an empty list restricts nothing (the
+///   reference's default for `email.send.internal`; a context's list narrows it,
+///   [`crate::graduation::gate`]); any other cannot be checked, since which arguments name
+///   recipients, and in what form, only the tool knows.
 /// - `rate_limit` (`count` per `window`, an ISO 8601 duration): `recent` is how many calls of
 ///   the class the agent made in the window before this one; `None` skips the check (the caller
 ///   cannot count).
@@ -612,12 +612,7 @@ pub fn is_call_packet(p: &crate::packet::Packet) -> bool {
 ///
 /// Keys outside the vocabulary are not constraints and are ignored, as the gate ignores them.
 #[must_use]
-pub fn constraint_failures(
-    constraints: &serde_json::Map<String, Value>,
-    input: &Value,
-    now: f64,
-    recent: Option<u64>,
-) -> Vec<String> {
+pub fn constraint_failures(constraints: &serde_json::Map<String, Value>, now: f64, recent: Option<u64>) -> Vec<String> {
     let mut out = Vec::new();
     let unchecked = |k: &str| format!("`{k}` cannot be checked on a tool call");
     for (k, v) in constraints {
@@ -634,25 +629,13 @@ pub fn constraint_failures(
                 }
             }
             "domain_allowlist" | "recipient_allowlist" => {
-                let Some(list) = v.as_array().and_then(|a| a.iter().map(Value::as_str).collect::<Option<Vec<_>>>())
-                else {
+                // Which of a tool's arguments name recipients, and in what form (an address, a
+                // contact, an id, a MIME message), only the tool knows: a list that restricts
+                // anything cannot be checked on the input, so the principal decides.
+                if !v.as_array().is_some_and(|a| a.iter().all(Value::is_string)) {
                     out.push(format!("`{k}` is not a list of strings"));
-                    continue;
-                };
-                if list.is_empty() {
-                    continue;
-                }
-                let allowed: Vec<String> = list.iter().map(|s| s.trim().to_lowercase()).collect();
-                let addresses = email_addresses(input);
-                if addresses.is_empty() {
-                    out.push(format!("`{k}`: the call names no e-mail address to check"));
-                }
-                for a in addresses {
-                    let subject =
-                        if k == "domain_allowlist" { a.rsplit('@').next().unwrap_or("").to_owned() } else { a };
-                    if !allowed.contains(&subject) {
-                        out.push(format!("`{k}`: {} is not on it", crate::text::inert(&subject, 200)));
-                    }
+                } else if !v.as_array().is_some_and(Vec::is_empty) {
+                    out.push(unchecked(k));
                 }
             }
             "rate_limit" => {
@@ -684,34 +667,6 @@ pub fn constraint_failures(
 pub fn rate_window(constraints: &serde_json::Map<String, Value>) -> Option<u64> {
     let w = constraints.get("rate_limit")?.get("window")?.as_str()?;
     Some(std::time::Duration::from(iso8601::duration(w).ok()?).as_secs()).filter(|s| *s > 0)
-}
-
-/// Every e-mail address in the string values of `v` (at any depth), lower-cased: a word with
-/// one `@`, something before it, and a dotted domain after it.
-fn email_addresses(v: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![v];
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::String(s) => {
-                for word in s.split(|c: char| c.is_whitespace() || ",;<>\"'()[]{}".contains(c)) {
-                    let word = word.trim_end_matches(['.', ':']).to_lowercase();
-                    if let Some((local, domain)) = word.split_once('@')
-                        && !local.is_empty()
-                        && !domain.contains('@')
-                        && domain.contains('.')
-                        && !domain.starts_with('.')
-                    {
-                        out.push(word);
-                    }
-                }
-            }
-            Value::Array(a) => stack.extend(a),
-            Value::Object(m) => stack.extend(m.values()),
-            _ => {}
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -978,42 +933,40 @@ mod tests {
     #[test]
     fn constraints_hold_only_when_the_call_can_be_checked_against_them() {
         let c = |v: Value| v.as_object().cloned().expect("object");
-        let to = |addr: &str| json!({"to": [addr], "subject": "standup"});
         let now = 1_799_000_000.0;
+        // An allowlist that restricts anything cannot be checked on a tool's input: a quoted
+        // local part, an address as an object key, a contact name or a MIME message would slip
+        // past any extraction.
         let domains = c(json!({"domain_allowlist": ["acme.example"], "scope": "once"}));
-        assert!(constraint_failures(&domains, &to("Team@ACME.example"), now, None).is_empty());
-        let f = constraint_failures(&domains, &json!({"to": "a@acme.example, b@evil.example"}), now, None);
-        assert_eq!(f, vec!["`domain_allowlist`: evil.example is not on it".to_owned()]);
-        assert_eq!(constraint_failures(&domains, &json!({"text": "hi"}), now, None).len(), 1, "no address");
-        assert!(constraint_failures(&c(json!({"domain_allowlist": []})), &json!({}), now, None).is_empty());
-        let people = c(json!({"recipient_allowlist": ["bob@acme.example"]}));
-        assert!(constraint_failures(&people, &to("<bob@acme.example>"), now, None).is_empty());
-        assert_eq!(constraint_failures(&people, &to("eve@acme.example"), now, None).len(), 1);
         assert_eq!(
-            constraint_failures(&c(json!({"domain_allowlist": "acme"})), &to("a@acme.example"), now, None).len(),
-            1
+            constraint_failures(&domains, now, None),
+            vec!["`domain_allowlist` cannot be checked on a tool call".to_owned()]
         );
+        assert!(constraint_failures(&c(json!({"domain_allowlist": []})), now, None).is_empty());
+        assert!(constraint_failures(&c(json!({"recipient_allowlist": [], "scope": "once"})), now, None).is_empty());
+        assert_eq!(constraint_failures(&c(json!({"recipient_allowlist": ["bob@acme.example"]})), now, None).len(), 1);
+        assert_eq!(constraint_failures(&c(json!({"domain_allowlist": "acme"})), now, None).len(), 1);
 
         let rate = c(json!({"rate_limit": {"count": 2, "window": "PT1H"}}));
         assert_eq!(rate_window(&rate), Some(3600));
-        assert!(constraint_failures(&rate, &json!({}), now, Some(1)).is_empty());
+        assert!(constraint_failures(&rate, now, Some(1)).is_empty());
         assert_eq!(
-            constraint_failures(&rate, &json!({}), now, Some(2)),
+            constraint_failures(&rate, now, Some(2)),
             vec!["`rate_limit`: 2 call(s) of this class in the last PT1H (at most 2)".to_owned()]
         );
         for bad in [json!({"count": 0, "window": "PT1H"}), json!({"count": 2, "window": "soon"}), json!(5)] {
-            assert_eq!(constraint_failures(&c(json!({"rate_limit": bad})), &json!({}), now, Some(0)).len(), 1);
+            assert_eq!(constraint_failures(&c(json!({"rate_limit": bad})), now, Some(0)).len(), 1);
         }
 
         for flag in ["internal_only", "staging_only", "dry_run_only", "requires_witness"] {
-            assert!(constraint_failures(&c(json!({flag: false})), &json!({}), now, None).is_empty());
-            assert_eq!(constraint_failures(&c(json!({flag: true})), &json!({}), now, None).len(), 1, "{flag}");
+            assert!(constraint_failures(&c(json!({flag: false})), now, None).is_empty());
+            assert_eq!(constraint_failures(&c(json!({flag: true})), now, None).len(), 1, "{flag}");
         }
-        assert_eq!(constraint_failures(&c(json!({"max_amount": 10})), &json!({"amount": 1}), now, None).len(), 1);
-        assert_eq!(constraint_failures(&c(json!({"redaction_rules": ["ssn"]})), &json!({}), now, None).len(), 1);
-        assert!(constraint_failures(&c(json!({"redaction_rules": []})), &json!({}), now, None).is_empty());
+        assert_eq!(constraint_failures(&c(json!({"max_amount": 10})), now, None).len(), 1);
+        assert_eq!(constraint_failures(&c(json!({"redaction_rules": ["ssn"]})), now, None).len(), 1);
+        assert!(constraint_failures(&c(json!({"redaction_rules": []})), now, None).is_empty());
         let expiring = c(json!({"expires_at": "2027-01-15T08:00:00Z"}));
-        assert!(constraint_failures(&expiring, &json!({}), now, None).is_empty());
-        assert_eq!(constraint_failures(&expiring, &json!({}), 1_900_000_000.0, None).len(), 1);
+        assert!(constraint_failures(&expiring, now, None).is_empty());
+        assert_eq!(constraint_failures(&expiring, 1_900_000_000.0, None).len(), 1);
     }
 }

@@ -48,16 +48,19 @@ pub fn read_text_file(path: &Path, max: u64) -> io::Result<String> {
     read_text_file_owned(path, max, None).map(Option::unwrap_or_default)
 }
 
-/// [`read_text_file`], only when the file (as opened: no swap between the check and the read) is
-/// owned by `owner`: `Ok(None)` when another user owns it. `owner: None` reads any file.
+/// [`read_text_file`], only when the file is owned by `owner` (`None`: any file): `Ok(None)`
+/// when another user owns it, or it has another name too (a hard link). With an owner, a
+/// symbolic link is not followed (an error), and the checks are on the file as opened, so it
+/// cannot be swapped between the check and the read.
 ///
 /// # Errors
-/// As [`read_text_file`].
+/// As [`read_text_file`]; with an owner, a symbolic link (`ELOOP`).
 pub fn read_text_file_owned(path: &Path, max: u64, owner: Option<u32>) -> io::Result<Option<String>> {
     use std::os::unix::fs::MetadataExt as _;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let flags = libc::O_NONBLOCK | if owner.is_some() { libc::O_NOFOLLOW } else { 0 };
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path)?;
     let meta = file.metadata()?;
-    if owner.is_some_and(|uid| meta.uid() != uid) {
+    if owner.is_some_and(|uid| meta.uid() != uid || meta.nlink() != 1) {
         return Ok(None);
     }
     if !meta.is_file() {

@@ -176,10 +176,35 @@ pub fn run(opts: Options) -> Result<u8, String> {
         .map_err(|e| format!("could not start the runtime: {e}"))?;
     let result = match opts.listen.clone() {
         Some(path) => rt.block_on(listen(opts, path)),
-        None => rt.block_on(serve(opts, AgentIo::Stdio, None)),
+        None => rt.block_on(serve_stdio(opts)),
     };
     // Standard input is read on a blocking thread that cannot be interrupted: do not wait for it.
     rt.shutdown_timeout(Duration::from_secs(2));
+    result
+}
+
+/// One session over standard input and output, ended (its receipts written, its server stopped)
+/// by SIGTERM or SIGINT as by the agent closing its end.
+async fn serve_stdio(opts: Options) -> Result<u8, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let keep = match signal(SignalKind::terminate()).and_then(|t| signal(SignalKind::interrupt()).map(|i| (t, i))) {
+        Ok((mut term, mut int)) => {
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+                let _ = tx.send(true);
+                // The sender lives on: a dropped one would read as a stop.
+                std::future::pending::<()>().await;
+            });
+            None
+        }
+        Err(_) => Some(tx),
+    };
+    let result = serve(opts, AgentIo::Stdio, Some(rx)).await;
+    drop(keep);
     result
 }
 
@@ -322,6 +347,7 @@ async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::
         connection: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
         live,
         unpacketed: Mutex::new(HashMap::new()),
+        receipts_behind: std::sync::atomic::AtomicBool::new(false),
         opts,
         upstream: OnceLock::new(),
         upstream_stop: Mutex::new(None),
@@ -420,6 +446,9 @@ struct Shared {
     /// Calls that ran with no packet, by (action class, tool key, `isError`), until their
     /// receipt is written.
     unpacketed: Mutex<HashMap<(String, String, bool), Unpacketed>>,
+    /// The last [`Shared::flush_receipts`] could not write every receipt: until one does, no
+    /// call runs with no packet.
+    receipts_behind: std::sync::atomic::AtomicBool,
     /// This connection's id: the packets' session, and the prefix of their call ids.
     connection: String,
     /// The real server, once the agent's `initialize` started it.
@@ -474,6 +503,9 @@ impl Shared {
 
     /// Writes one receipt for each tool, class and result whose calls ran with no packet since
     /// the last time: its note counts them and names the first and last call ids and times.
+    /// What could not be written is kept for the next time, and until it is, no call runs with
+    /// no packet ([`Shared::receipts_behind`]): each then needs its own packet, which fails
+    /// closed while the spool cannot be written.
     async fn flush_receipts(self: Arc<Self>) {
         let batch = match self.unpacketed.lock() {
             Ok(mut m) if !m.is_empty() => std::mem::take(&mut *m),
@@ -483,6 +515,7 @@ impl Shared {
             return;
         };
         let written = tokio::task::spawn_blocking(move || {
+            let mut unwritten = Vec::new();
             for ((class, key, is_error), u) in batch {
                 let note = format!(
                     "{} call(s) of {key} ran with no packet (the gate allows them on their own), isError {is_error}: {} ({}) to {} ({})",
@@ -499,15 +532,40 @@ impl Shared {
                     tool_call: Some(&call),
                 };
                 let now = crate::clock::now_rfc3339();
-                if let Err(e) = crate::spool::publish_signed_receipt(live.spool(), &req, &now, signer.as_deref()) {
+                // Only a result the tool reported as a success is signed: an observed outcome is
+                // evidence for the class, and an error is no evidence of a good call.
+                let signer = signer.as_deref().filter(|_| !is_error);
+                if let Err(e) = crate::spool::publish_signed_receipt(live.spool(), &req, &now, signer) {
                     eprintln!("warrant mcp-gateway: could not record the receipt of {note}: {e}");
+                    unwritten.push(((class, key, is_error), u));
                 }
             }
+            unwritten
         })
         .await;
-        if let Err(e) = written {
-            eprintln!("warrant mcp-gateway: could not record receipts: {e}");
+        let (unwritten, lost) = match written {
+            Ok(u) => (u, false),
+            Err(e) => {
+                eprintln!("warrant mcp-gateway: could not record receipts: {e}");
+                (Vec::new(), true)
+            }
+        };
+        let behind = lost || !unwritten.is_empty();
+        if let Ok(mut m) = self.unpacketed.lock() {
+            for (k, u) in unwritten {
+                match m.get_mut(&k) {
+                    Some(newer) => {
+                        newer.count += u.count;
+                        newer.first = u.first;
+                        newer.first_at = u.first_at;
+                    }
+                    None => {
+                        m.insert(k, u);
+                    }
+                }
+            }
         }
+        self.receipts_behind.store(behind, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn upstream(&self) -> Result<&Peer<RoleClient>, McpError> {
@@ -687,11 +745,14 @@ impl Gateway {
         };
         let call_id = s.call_id(&ctx.id);
         // A call the gate allows on its own, judged in memory against what was read before (when
-        // nothing changed since): it runs with no packet.
-        if let Some(class) = s.live.as_ref().and_then(|l| l.quick(&call)) {
+        // nothing changed since): it runs with no packet — unless receipts are not being written.
+        let live = s.live.clone().filter(|_| !s.receipts_behind.load(std::sync::atomic::Ordering::SeqCst));
+        if let Some(class) = live.as_ref().and_then(|l| l.quick(&call)) {
             return self.run_unpacketed(request, &ctx, class, key, &call_id).await;
         }
-        let (opts, live, id) = (s.opts.clone(), s.live.clone(), call_id.clone());
+        let (opts, id) = (s.opts.clone(), call_id.clone());
+        let quick_ok = live.is_some();
+        let live = s.live.clone();
         let submitted = tokio::task::spawn_blocking(move || -> Result<Judged, String> {
             let spool = opts.spool.clone()?;
             let g = match &live {
@@ -699,7 +760,7 @@ impl Gateway {
                 None => Arc::new(Governor::open(spool, &opts.config_dir).map_err(|e| e.to_string())?),
             };
             // What changed has been read again: the call may run with no packet after all.
-            if let Some(class) = live.as_ref().and_then(|l| l.quick(&call)) {
+            if let Some(class) = live.as_ref().filter(|_| quick_ok).and_then(|l| l.quick(&call)) {
                 return Ok(Judged::Unpacketed(class));
             }
             // The packet expires with the wait: a call nobody decided in time never runs, and the
@@ -760,6 +821,9 @@ impl Gateway {
                     s.opts.signer.clone(),
                 );
                 let call = json!({"host": "mcp-gateway", "tool": key, "calls": 1});
+                // Only a result the tool reported as a success is signed (see `flush_receipts`).
+                let succeeded = matches!(&answer, Ok(ServerResult::CallToolResult(r)) if r.is_error != Some(true));
+                let signer = signer.filter(|_| succeeded);
                 let receipt = tokio::task::spawn_blocking(move || {
                     let req = crate::spool::ReceiptRequest {
                         action_class: &class,

@@ -432,14 +432,28 @@ impl Governor {
                 // The class's constraints bind whatever runs the call: the ones a hook or the
                 // gateway can check on the tool's input are checked here; the others, and any
                 // that fail, hold the call for the principal (`docs/conformance.md`).
-                let constraints = a.gate.get(id).map(|d| d.constraints.clone().into_owned()).unwrap_or_default();
+                let Some(gate) = a.gate.get(id) else {
+                    return Err(GovernError::InvalidPacket { id: id.to_owned(), reason: "no gate decision".into() });
+                };
+                let constraints = gate.constraints.clone().into_owned();
+                // The count is of the agent's own packets and receipts: where the agent runs as
+                // another user than the spool's owner, it may remove them (its own files, in its
+                // group's directories), so the count cannot be trusted and the principal decides.
+                let counted = spool::owned_by_me(&self.spool);
                 let recent = match crate::calls::rate_window(&constraints) {
-                    Some(window) => Some(self.recent_calls(&entry.packet, &class, window, &view.decisions)?),
-                    None => None,
+                    Some(window) if counted => {
+                        Some(self.recent_calls(&entry.packet, &class, window, &view.decisions)?)
+                    }
+                    _ => None,
                 };
                 let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
-                let input = entry.packet.proposed_action.get("input").unwrap_or(&Value::Null);
-                let failures = crate::calls::constraint_failures(&constraints, input, now, recent);
+                let mut failures = crate::calls::constraint_failures(&constraints, now, recent);
+                if !counted && constraints.contains_key("rate_limit") {
+                    failures.push(
+                        "`rate_limit` cannot be counted by the agent's own user (it could remove the files counted)"
+                            .to_owned(),
+                    );
+                }
                 let keys: Vec<&str> = constraints
                     .keys()
                     .map(String::as_str)
@@ -502,24 +516,22 @@ impl Governor {
         decisions: &std::collections::HashMap<String, spool::ChainDecision>,
     ) -> Result<u64, GovernError> {
         let snap = Scanner::new().scan(&self.spool)?;
-        let until = packet
-            .created_unix
-            .unwrap_or_else(|| crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY));
-        let since = until - window as f64;
-        let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0);
+        // When each packet arrived (its inode change time, which no one can set back), not the
+        // time it declares.
+        let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
+        let since = now - window as f64;
         let ran: std::collections::HashSet<&str> =
             snap.receipts.iter().filter_map(|r| r.packet_id.as_deref()).collect();
         let n = snap
             .packets
             .iter()
-            .map(|e| &e.packet)
-            .filter(|p| {
+            .filter(|e| {
+                let p = &e.packet;
                 p.id != packet.id
                     && p.agent == packet.agent
                     && crate::calls::is_call_packet(p)
                     && self.policies.normalize(&p.action_class) == class
-                    // A packet with no time counts: the count errs on the side of holding.
-                    && p.created_unix.is_none_or(|t| t >= since && t <= until)
+                    && e.arrived >= since
                     && !decisions.contains_key(&p.id)
                     && (ran.contains(p.id.as_str())
                         || !p.expires_at.as_deref().and_then(crate::clock::unix_seconds).is_some_and(|t| t <= now))
@@ -553,7 +565,9 @@ impl Governor {
             if waited != Waited::Timeout || left <= REJUDGE_EVERY {
                 return self.outcome_of(s, waited, timeout);
             }
-            match self.judge(&id) {
+            // Judged with the policies and keys as they are now, not as they were when the call
+            // was proposed: a table the principal tightened meanwhile applies.
+            match Governor::open(self.spool.clone(), &self.config_dir).and_then(|g| g.judge(&id)) {
                 Ok((hash, o @ (Outcome::Allow { .. } | Outcome::Deny { .. }))) if hash == s.content_hash => return o,
                 Ok((hash, _)) if hash == s.content_hash => {}
                 Ok(_) => {
@@ -642,7 +656,8 @@ pub const REJUDGE_EVERY: Duration = Duration::from_secs(2);
 /// [`GovernError::Io`] when the spool cannot be read; policy errors.
 pub fn load_policies(spool: &Spool, config_dir: &Path) -> Result<PolicySet, GovernError> {
     use std::os::unix::fs::MetadataExt as _;
-    let principal = std::fs::symlink_metadata(spool.root())?.uid();
+    // The directory itself, through a symbolic link the agent may own.
+    let principal = std::fs::metadata(spool.root())?.uid();
     let owner = (principal != rustix::process::geteuid().as_raw()).then_some(principal);
     Ok(PolicySet::load_owned(config_dir, Some(spool.root()), owner)?)
 }
@@ -816,14 +831,15 @@ pub fn warrant_object(o: &Outcome) -> Value {
 }
 
 /// A file's identity and state, to tell whether it changed since it was last read: device,
-/// inode, length, modification and change times (ns). `None` when it does not exist.
-type Stamp = Option<(u64, u64, u64, i64, i64, i64, i64)>;
+/// inode, length, modification and change times (ns) of the link itself and of the file it
+/// names (the files are read through symbolic links: an edit of a link's target is a change).
+/// `None` for one that does not exist.
+type Stamp = [Option<(u64, u64, u64, i64, i64, i64, i64)>; 2];
 
 fn stamp(path: &Path) -> Stamp {
     use std::os::unix::fs::MetadataExt as _;
-    std::fs::symlink_metadata(path)
-        .ok()
-        .map(|m| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()))
+    let of = |m: std::fs::Metadata| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
+    [std::fs::symlink_metadata(path).ok().map(of), std::fs::metadata(path).ok().map(of)]
 }
 
 /// What [`Live`] last read, and the stamps of the files it read it from.
@@ -838,7 +854,8 @@ struct LiveState {
     /// Whether every file in `packets/` is this process's user's (then whoever publishes first
     /// for an agent, it is this user: [`crate::monitor::speakers`]).
     packets_all_mine: bool,
-    /// The stamps: chain, config `policy.toml`, spool `policy.toml`, pinned keys, `packets/`.
+    /// The stamps ([`stamp`]): chain, config `policy.toml`, spool `policy.toml`, pinned keys,
+    /// `packets/`.
     stamps: [Stamp; 5],
 }
 

@@ -1603,16 +1603,19 @@ pub fn publish_signed_receipt(
 /// spool and configuration for the process's life, so each receipt file is read and its
 /// signature checked once per version; it is replaced when the gateway keys change. Empty when
 /// the directory cannot be read. When another user owns the spool (the caller is an agent's hook
-/// or gateway), the gateway keys count only from a `pinned_keys.toml` that user owns
-/// ([`crate::keys::GatewayKeys::load_owned`]).
+/// or a gateway under its own user), the gateway keys are those of the spool's own
+/// `pinned_keys.toml`, which that user must own ([`crate::keys::GatewayKeys::load_owned`]).
 #[must_use]
 pub fn observed_receipts(spool: &Spool, config_dir: &Path) -> Vec<Arc<Receipt>> {
     type Kept = HashMap<(PathBuf, PathBuf), (crate::keys::GatewayKeys, Scanner)>;
     static SCANNERS: std::sync::OnceLock<std::sync::Mutex<Kept>> = std::sync::OnceLock::new();
     // In a spool another user (the principal) owns, only that user's pin file counts.
-    let Ok(principal) = fs::symlink_metadata(spool.root()).map(|m| m.uid()) else { return Vec::new() };
+    let Ok(principal) = fs::metadata(spool.root()).map(|m| m.uid()) else { return Vec::new() };
     let owner = (principal != rustix::process::geteuid().as_raw()).then_some(principal);
-    let Ok(gateways) = crate::keys::GatewayKeys::load_owned(config_dir, owner) else { return Vec::new() };
+    // There, the pins are the ones the principal published in the spool: the process's own
+    // configuration directory is the agent's (or the gateway user's) to change.
+    let dir = if owner.is_some() { spool.root() } else { config_dir };
+    let Ok(gateways) = crate::keys::GatewayKeys::load_owned(dir, owner) else { return Vec::new() };
     if gateways.is_empty() {
         return Vec::new();
     }

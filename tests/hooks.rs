@@ -573,9 +573,10 @@ fn a_broken_chain_denies_every_call() {
 }
 
 // In a spool the principal owns and the agent does not (agents as their own Unix users), the tool
-// table comes from the principal's files: a `policy.toml` in the agent's own configuration
-// directory that makes a payment tool `safe` changes nothing; the same file owned by the
-// principal counts. Needs root (files given to another owner); skipped, and said, otherwise.
+// table is the spool's `policy.toml`, the principal's: a `policy.toml` in the agent's own
+// configuration directory that makes a payment tool `safe` changes nothing, even one the principal
+// owns; the same table in the spool counts; a spool table someone else owns refuses every call.
+// Needs root (files given to another owner); skipped, and said, otherwise.
 #[test]
 fn an_agents_own_policy_cannot_loosen_the_tool_table_of_a_shared_spool() {
     if !rustix::process::geteuid().is_root() {
@@ -600,8 +601,18 @@ fn an_agents_own_policy_cannot_loosen_the_tool_table_of_a_shared_spool() {
     let doc: Value =
         serde_json::from_slice(&std::fs::read(e.spool().join("packets/cc-pay-1.json")).expect("packet")).expect("json");
     assert_eq!(doc["action_class"], json!("tool.call.external"), "held as an unregistered tool: {doc}");
-    // The same file, the principal's: it counts.
+    // Even the principal's own file there: the agent could delete it. The spool's counts.
     std::os::unix::fs::chown(e.config().join("policy.toml"), Some(principal), None).expect("chown the policy");
     let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", event("pay-2").as_bytes(), &["--wait", "0.3"]));
+    assert_eq!(decision, "deny", "{reason}");
+    let table = e.spool().join("policy.toml");
+    std::fs::copy(e.config().join("policy.toml"), &table).expect("the spool's table");
+    std::os::unix::fs::chown(&table, Some(principal), None).expect("chown the spool's policy");
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", event("pay-3").as_bytes(), &["--wait", "0.3"]));
     assert_eq!(decision, "allow", "{reason}");
+    // A spool table that is not the principal's is an error: every call is refused, with why.
+    std::os::unix::fs::chown(&table, Some(0), None).expect("chown to root");
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", event("pay-4").as_bytes(), &["--wait", "0.3"]));
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("not the spool owner's own file"), "{reason}");
 }

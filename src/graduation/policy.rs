@@ -602,21 +602,31 @@ impl PolicySet {
         Self::load_owned(config_dir, spool_root, None)
     }
 
-    /// [`PolicySet::load`], reading only the files `owner` owns (`None`: any): the MCP gateway
-    /// and the hooks run as the agent's user, and in a spool shared with agents the tool table
-    /// must be the principal's, not one the agent wrote into its own configuration directory
-    /// (`docs/integrations.md`, Threat model). A file another user owns is skipped.
+    /// [`PolicySet::load`] for a process that runs as an agent's user (the MCP gateway, the
+    /// hooks) in a spool `owner` owns: with `owner` (the principal), only the spool's
+    /// `policy.toml` counts — the agent's own configuration directory is the agent's to change,
+    /// even a file the principal put there can be deleted — and it must be `owner`'s, not a
+    /// symbolic link and not a hard link, or the set is an error (fail closed: every call is
+    /// refused with the reason). `owner: None` is [`PolicySet::load`].
     ///
     /// # Errors
-    /// As [`PolicySet::load`].
+    /// As [`PolicySet::load`]; the spool's file belonging to another user.
     pub fn load_owned(config_dir: &Path, spool_root: Option<&Path>, owner: Option<u32>) -> Result<Self, PolicyError> {
         let mut set = Self::builtin();
-        let mut files = vec![config_dir.join("policy.toml")];
+        let mut files = if owner.is_some() { Vec::new() } else { vec![config_dir.join("policy.toml")] };
         files.extend(spool_root.map(|r| r.join("policy.toml")));
         for path in files {
             let text = match crate::config::read_text_file_owned(&path, crate::config::MAX_CONFIG_BYTES, owner) {
                 Ok(Some(t)) => t,
-                Ok(None) => continue,
+                Ok(None) => {
+                    return Err(PolicyError::Io {
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::PermissionDenied,
+                            "not the spool owner's own file (another owner, or a hard link): the tool table of a shared spool is the principal's",
+                        ),
+                        path,
+                    });
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(PolicyError::Io { path, source }),
             };
