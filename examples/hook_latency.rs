@@ -4,18 +4,18 @@
 //!
 //! ```text
 //! cargo build --release --bin warrant --example noop --example hook_latency
-//! target/release/examples/hook_latency --runs 500 --spool-packets 1000
+//! target/release/examples/hook_latency --runs 200
+//! target/release/examples/hook_latency --runs 100 --spool-packets 1000
 //! ```
 //! Options: `--runs N` (default 500) answers timed for each, `--spool-packets M` (default 0)
 //! chain records and M/2 pending packets already in the spool (`warrant generate-spool`, a decision every 50 records), `--bin
 //! PATH` (default `target/release/warrant`), `--noop PATH` (default
-//! `target/release/examples/noop`), `--pace MS` (default 250) between calls: the hook's agent
-//! claims no score, so it is in Ring 3, whose rate limit (5 calls/s, burst 10) the hook enforces.
+//! `target/release/examples/noop`), `--pace MS` (default 0) between calls. A `Read` is `safe`,
+//! so the gate allows it with no packet, and it spends none of Ring 3's rate limit.
 //!
 //! Method. A fresh configuration (an unprotected key, pinned) and spool; each run spawns the
 //! process with a Claude Code PreToolUse event for `Read` on stdin (a new `tool_use_id` each
-//! time, so each run publishes and judges its own packet, as a real call does) and waits for it
-//! to exit; the noop gets the same stdin. Every answer is checked to be the allow. Percentiles
+//! time, as a real call has) and waits for it to exit; the noop gets the same stdin. Every answer is checked to be the allow. Percentiles
 //! are over the runs; the two series alternate so the machine's state is shared.
 
 use std::io::Write as _;
@@ -27,7 +27,7 @@ fn main() {
     let mut packets = 0usize;
     let mut bin = "target/release/warrant".to_owned();
     let mut noop = "target/release/examples/noop".to_owned();
-    let mut pace = 250u64;
+    let mut pace = 0u64;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
@@ -83,15 +83,17 @@ fn main() {
         );
         base.push(time(&noop, &[], event.as_bytes(), None));
         hook.push(time(&bin, &["hook", "claude-code"], event.as_bytes(), Some("\"permissionDecision\":\"allow\"")));
-        // Under Ring 3's rate limit (5 calls/s, burst 10), which the hook enforces: an agent with
-        // no score is in Ring 3.
         std::thread::sleep(Duration::from_millis(pace));
     }
     let pct = |v: &mut Vec<Duration>, p: f64| {
         v.sort();
         v[((v.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3
     };
-    println!("spool: {packets} packets before the runs, {runs} calls published during them");
+    let after = std::fs::read_dir(dir.path().join("spool/packets")).map_or(0, |d| d.count());
+    println!(
+        "spool: {packets} chain records and {} packets before the runs, {runs} calls, {after} packets after them",
+        packets / 2
+    );
     for (name, v) in [("trivial Rust binary (noop)", &mut base), ("warrant hook claude-code (allow)", &mut hook)] {
         println!("{name:34} p50 {:7.2} ms   p90 {:7.2} ms   p99 {:7.2} ms", pct(v, 0.5), pct(v, 0.9), pct(v, 0.99));
     }
