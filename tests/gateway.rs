@@ -741,7 +741,7 @@ fn a_held_write_is_approved_from_the_console_under_tmux_then_runs_and_leaves_a_r
     assert!(mine[0]["note"].as_str().is_some_and(|n| n.contains("isError false")), "{:?}", mine[0]);
     console.send(&["q"]);
     let start = Instant::now();
-    while console.alive() && start.elapsed() < Duration::from_secs(5) {
+    while console.alive() && start.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!console.alive(), "q quits the console");
