@@ -932,6 +932,12 @@ fn run_console(
         read_only,
         theme: theme.or_else(|| config.theme.clone()),
         rescan: Duration::from_secs(config.rescan_seconds.unwrap_or(5).max(1)),
+        // The demo's simulated agents ring and count in the title, but never run the
+        // principal's notify command (their packets would reach a phone).
+        notify: crate::config::Notify {
+            command: if demo.is_some() { None } else { config.notify.command.clone() },
+            ..config.notify.clone()
+        },
         demo_interval: demo.map(|d| d.interval),
         config_dir,
     };

@@ -94,6 +94,30 @@ pub struct Config {
     pub theme: Option<String>,
     /// Seconds between full rescans of the spool (default 5).
     pub rescan_seconds: Option<u64>,
+    /// How the console tells the principal that a packet needs them (`[notify]`).
+    pub notify: Notify,
+}
+
+/// `[notify]` in `config.toml`: how the console tells the principal that a new packet needs
+/// them. The bell and the command are off by default; the title is on (it is warrant's own text:
+/// `warrant — 3 pending`, never an agent's).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Notify {
+    /// Ring the terminal bell (BEL) when new packets need the principal.
+    pub bell: bool,
+    /// Show the pending count in the terminal's title.
+    pub title: bool,
+    /// A program and its arguments, run once per new packet (no shell unless it is one), with
+    /// `WARRANT_PACKET_ID`, `WARRANT_CLASS`, `WARRANT_AGENT`, `WARRANT_SUMMARY` (made inert) and
+    /// `WARRANT_PENDING` in its environment.
+    pub command: Option<Vec<String>>,
+}
+
+impl Default for Notify {
+    fn default() -> Self {
+        Self { bell: false, title: true, command: None }
+    }
 }
 
 impl Config {
@@ -119,9 +143,16 @@ impl Config {
     /// let c = warrant::config::Config::parse("principal = \"alice\"\nrescan_seconds = 2").unwrap();
     /// assert_eq!(c.principal.as_deref(), Some("alice"));
     /// assert!(warrant::config::Config::parse("colour = \"red\"").is_err());
+    /// let n = warrant::config::Config::parse("[notify]\nbell = true\ncommand = [\"notify-send\", \"warrant\"]").unwrap();
+    /// assert!(n.notify.bell && n.notify.title && n.notify.command.is_some());
+    /// assert!(warrant::config::Config::parse("[notify]\ncommand = []").is_err());
     /// ```
     pub fn parse(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+        let config: Self = toml::from_str(text).map_err(|e| e.to_string())?;
+        if config.notify.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
+            return Err("[notify] command must name a program: command = [\"notify-send\", \"warrant\"]".into());
+        }
+        Ok(config)
     }
 
     /// The principal's name (see the module docs for the order).

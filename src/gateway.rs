@@ -876,7 +876,8 @@ impl Gateway {
     /// the client after each (when it asked for progress), until the decision, the gateway's
     /// `--wait`, or the client's cancellation.
     async fn hold(&self, governor: &Arc<Governor>, submitted: &Submitted, ctx: &RequestContext<RoleServer>) -> Outcome {
-        let wait = self.shared.opts.wait;
+        // The class's `refuse_after` in `policy.toml` caps the gateway's `--wait`.
+        let wait = submitted.wait_for(self.shared.opts.wait);
         let started = Instant::now();
         let deadline = started + wait;
         let id = submitted.packet_id.clone();

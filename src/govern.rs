@@ -129,6 +129,17 @@ pub struct Submitted {
     pub preconditions: Vec<ActionPrecondition>,
     /// The answer now.
     pub outcome: Outcome,
+    /// The class's `[timeouts]` entry in `policy.toml`, if it has one.
+    pub timeout: Option<crate::graduation::policy::ClassTimeout>,
+}
+
+impl Submitted {
+    /// How long a host whose own wait is `host` (`--wait`) waits for the principal: capped by the
+    /// class's `refuse_after` (`wait = "forever"`, or no entry, lets the host's wait stand).
+    #[must_use]
+    pub fn wait_for(&self, host: Duration) -> Duration {
+        self.timeout.map_or(host, |t| t.cap(host))
+    }
 }
 
 /// Governs calls against one spool with the policies and pinned keys of one configuration
@@ -187,8 +198,9 @@ impl Governor {
     /// does not exist is `null` for `file.sha256` (recorded again at approval) and `false` for
     /// `file.exists`.
     ///
-    /// The packet expires `expires_in` after it is published (the caller's wait): a call the
-    /// principal did not decide in time is never run later, and the console shows it expired.
+    /// The packet expires `expires_in` after it is published (the caller's wait, capped by the
+    /// class's `refuse_after` in `policy.toml`'s `[timeouts]`): a call the principal did not
+    /// decide in time is never run later, and the console shows it expired.
     ///
     /// # Errors
     /// [`GovernError`]: the surfaces answer every one with a deny.
@@ -199,6 +211,13 @@ impl Governor {
         expires_in: Option<Duration>,
     ) -> Result<Submitted, GovernError> {
         let classification = crate::calls::classify(&self.policies, &call.tool, &call.input, &call.annotations);
+        // The class's `refuse_after` caps the wait: the packet expires with it.
+        let timeout = self.policies.class_timeout(&classification.class);
+        let expires_in = match (expires_in, timeout) {
+            (Some(d), Some(t)) => Some(t.cap(d)),
+            (None, Some(t)) => t.refuse_after(),
+            (d, None) => d,
+        };
         let id = crate::calls::packet_id(call, call_id);
         let now = time::OffsetDateTime::now_utc();
         let mut doc =
@@ -259,6 +278,7 @@ impl Governor {
             classification,
             preconditions,
             outcome,
+            timeout,
         })
     }
 
@@ -548,6 +568,7 @@ impl Governor {
     /// the timeout.
     #[must_use]
     pub fn wait(&self, s: &Submitted, timeout: Duration) -> Outcome {
+        let timeout = s.wait_for(timeout);
         let deadline = Instant::now() + timeout;
         let id = s.packet_id.clone();
         loop {

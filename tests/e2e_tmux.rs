@@ -361,3 +361,59 @@ fn the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind() {
     assert!(left.is_empty(), "the demo left {left:?} in the real configuration");
     assert!(!spool.exists(), "the demo's temporary spool {} was removed", spool.display());
 }
+
+// Issue 18: the real console with `[notify]` in config.toml. A packet there at start-up is not
+// announced; one published later runs the principal's command (a shell script writing its
+// environment to a file) with the packet's fields made inert, and the title shows the count.
+#[test]
+fn a_new_packet_runs_the_notify_command_with_inert_text_and_counts_in_the_title() {
+    let w = World::new();
+    let out = w.dir.path().join("notified.txt");
+    let script = w.dir.path().join("notify.sh");
+    std::fs::write(&script, "#!/bin/sh\nenv | grep '^WARRANT_' | sort >> \"$1\"\necho ---- >> \"$1\"\n")
+        .expect("script");
+    let config = format!(
+        "[notify]\nbell = true\ncommand = [\"/bin/sh\", {:?}, {:?}]\n",
+        script.display().to_string(),
+        out.display().to_string()
+    );
+    std::fs::write(w.dir.path().join("config/config.toml"), config).expect("config.toml");
+    let packet = |id: &str, summary: &str| {
+        serde_json::to_vec(&serde_json::json!({
+            "type": "trust_graduation_approval_packet",
+            "packet_id": id,
+            "agent": "agent-scribe",
+            "summary": summary,
+            "action_class": "email.send.external",
+            "proposed_action": {"to": "dana@northwind.example"},
+            "decision": {"status": "review_required", "action_class": "email.send.external", "reason": "Awaiting."},
+            "external_actions": 0,
+            "created_at": warrant::clock::now_rfc3339(),
+        }))
+        .expect("json")
+    };
+    w.publish("p-old.json", &packet("p-old", "There before the console"));
+    let tmux = Tmux::start("notify", &w.env(), &["console"]);
+    tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("1 pending"));
+    w.publish("p-new.json", &packet("p-new", "Pay now \u{1b}]0;pwned\u{7}\u{1b}[2J $(id)"));
+    tmux.wait_for("the new packet", |s| s.contains("2 pending"));
+    let start = Instant::now();
+    let text = loop {
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        if text.contains("----") {
+            break text;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "the notify command never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(text.matches("----").count(), 1, "one packet announced: {text}");
+    assert!(text.contains("WARRANT_PACKET_ID=p-new\n"), "{text}");
+    assert!(text.contains("WARRANT_AGENT=agent-scribe\n"), "{text}");
+    assert!(text.contains("WARRANT_CLASS=email.send.external\n"), "{text}");
+    assert!(text.contains("WARRANT_SUMMARY=Pay now ␛]0;pwned␇␛[2J $(id)\n"), "{text}");
+    assert!(text.contains("WARRANT_PENDING=2\n"), "{text}");
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{text:?}");
+    assert_eq!(tmux.title(), "warrant — 2 pending");
+    assert!(!tmux.screen().contains("notify command"), "no failure in the status line");
+    tmux.send(&["q"]);
+}

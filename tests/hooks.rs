@@ -616,3 +616,26 @@ fn an_agents_own_policy_cannot_loosen_the_tool_table_of_a_shared_spool() {
     assert_eq!(decision, "deny", "{reason}");
     assert!(reason.contains("not the spool owner's own file"), "{reason}");
 }
+
+// Issue 18: a class's `refuse_after` in policy.toml caps the hook's `--wait`, and the packet
+// expires with it; the agent is told "timeout" and nothing is signed.
+#[test]
+fn a_class_timeout_caps_the_hooks_wait() {
+    let e = env();
+    e.policy("[timeouts.\"*\"]\nrefuse_after = \"PT1S\"\n");
+    let started = Instant::now();
+    let o = hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-mcp.json"), &["--wait", "120"]);
+    let (decision, reason) = pre_tool_use(&o);
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("timeout") && reason.contains("within 1s"), "{reason}");
+    assert!(started.elapsed() < Duration::from_secs(20), "waited {:?}", started.elapsed());
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("packets/cc-toolu_01CreateIssue.json")).expect("packet"))
+            .expect("json");
+    let at = |k: &str| warrant::clock::unix_seconds(doc[k].as_str().expect(k)).expect("time");
+    assert!((at("expires_at") - at("created_at") - 1.0).abs() < 0.01, "{doc}");
+    assert!(
+        !e.spool().join("chain.jsonl").exists()
+            || std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain").is_empty()
+    );
+}

@@ -85,8 +85,10 @@ pub enum Action {
     ScanFailed(String),
     /// Reading the chain failed — shown, never fatal; signing stays refused.
     VerifyFailed(String),
-    /// Something else failed (the terminal) — shown, never fatal.
+    /// Something else failed (the terminal, the notify command) — shown, never fatal.
     Error(String),
+    /// A timed-out packet's refusal ([`Effect::RefuseTimedOut`]) was signed, or why not.
+    TimedOutRefused(Result<SignedSummary, String>),
     /// Quit requested by a signal.
     Quit,
 }
@@ -149,6 +151,27 @@ pub enum Effect {
     /// runs the kill switch for its result fields and an elevation is checked again against the
     /// spool and chain as they are then (see [`super::execute_control`]).
     Control(ControlInput),
+    /// New packets need the principal: ring the bell and run the notify command
+    /// (`[notify]` in `config.toml`; see [`super::notify`]).
+    Notify {
+        /// The new packets.
+        packets: Vec<super::notify::Notice>,
+        /// Packets pending now.
+        pending: usize,
+    },
+    /// The pending count changed: put it in the terminal's title (when `[notify] title`).
+    Title {
+        /// Packets pending now.
+        pending: usize,
+    },
+    /// Sign the refusal of a packet past its class's `refuse_after`, as `policy.toml` asks
+    /// (`sign_refusal = true`).
+    RefuseTimedOut {
+        /// The packet.
+        packet: Arc<Packet>,
+        /// The reason signed (`timed out after …`).
+        reason: String,
+    },
     /// Leave.
     Quit,
 }
@@ -459,6 +482,8 @@ pub struct State {
     agents: Vec<AgentSummary>,
     /// Agent ids that look like another known agent's ([`crate::text::confusable_ids`]).
     look_alike: HashMap<String, String>,
+    /// What the principal was told about (see [`super::notify`]).
+    pub(super) notified: super::notify::Notified,
 }
 
 /// A class's posterior with what rendering needs and should not recompute per frame.
@@ -618,6 +643,7 @@ impl State {
             notebooks: Vec::new(),
             agents: Vec::new(),
             look_alike: HashMap::new(),
+            notified: super::notify::Notified::default(),
         }
     }
 
@@ -999,6 +1025,16 @@ impl State {
         self.snapshot_generation += 1;
     }
 
+    /// How many snapshots were taken.
+    pub(super) fn snapshot_generation(&self) -> u64 {
+        self.snapshot_generation
+    }
+
+    /// The assessment, shared.
+    pub(super) fn assessment_arc(&self) -> &Arc<Assessment> {
+        &self.assessment
+    }
+
     /// Whether the assessment is older than the last scan (an assessment is due).
     #[must_use]
     pub fn assessment_due(&self) -> bool {
@@ -1215,7 +1251,9 @@ const PAGE: isize = 10;
 /// the message log.
 pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
     let before = state.flash.clone();
-    let fx = apply(state, action);
+    let tick = matches!(action, Action::Tick(_));
+    let mut fx = apply(state, action);
+    fx.extend(super::notify::effects(state, tick));
     if state.flash != before
         && let Some(f) = &state.flash
     {
@@ -1374,6 +1412,21 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
                     error: false,
                 },
                 Err(e) => Flash { text: format!("control not recorded: {e}"), error: true },
+            });
+            vec![Effect::VerifyChain { force: false }, Effect::Scan]
+        }
+        Action::TimedOutRefused(result) => {
+            state.flash = Some(match result {
+                Ok(s) => Flash {
+                    text: format!(
+                        "⏱ refused {} (timed out) · record {} {}",
+                        s.packet_id,
+                        s.chain_index,
+                        short_hash(&s.entry_hash)
+                    ),
+                    error: false,
+                },
+                Err(e) => Flash { text: format!("refusing a timed-out packet failed: {e}"), error: true },
             });
             vec![Effect::VerifyChain { force: false }, Effect::Scan]
         }

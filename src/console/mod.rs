@@ -10,10 +10,12 @@ pub mod app;
 pub mod dialog;
 pub mod fields;
 pub mod keymap;
+pub mod notify;
 pub mod theme;
 pub mod ui;
 mod watcher;
 
+use crate::decision::Verdict;
 use crate::keys::{PinnedKeys, Principal};
 use crate::spool::{self, Scanner, Spool};
 use app::{Action, ControlSummary, Effect, SignedSummary, State};
@@ -37,6 +39,8 @@ pub struct Options {
     pub theme: Option<String>,
     /// Period of the full rescan.
     pub rescan: Duration,
+    /// `[notify]` from `config.toml`: bell, title and command for packets that need the principal.
+    pub notify: crate::config::Notify,
     /// For `warrant demo`: run simulated agents at this interval (seconds).
     pub demo_interval: Option<f64>,
     /// The configuration directory whose pinned keys, `policy.toml` and key the console uses (the
@@ -144,6 +148,7 @@ pub fn run(opts: Options) -> Result<()> {
         pinned,
         gateways,
         opts.rescan,
+        opts.notify,
     ));
     // Give the terminal back first: a blocking job (a signature waiting for the chain's lock)
     // must not keep the principal's terminal in raw mode.
@@ -275,6 +280,8 @@ struct Runner {
     /// The last verification: the view and the prefix it covers, extended by the next one
     /// ([`spool::verify_chain_from`]).
     cache: Arc<Mutex<Option<spool::VerifiedView>>>,
+    /// `[notify]` from `config.toml`.
+    notify: crate::config::Notify,
 }
 
 /// Sets a flag when dropped (a finished or panicked background verification).
@@ -285,6 +292,9 @@ impl Drop for DoneOnDrop {
         self.0.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
+
+/// How long a notify command may run before the console ends it.
+const NOTIFY_DEADLINE: Duration = Duration::from_secs(30);
 
 /// However quiet the watcher, a scan checks every file at least this often.
 const RECHECK_EVERY: Duration = Duration::from_secs(60);
@@ -463,7 +473,95 @@ impl Runner {
                     Action::ControlSigned(result)
                 });
             }
+            Effect::Notify { packets, pending } => self.notify(&packets, pending),
+            Effect::Title { pending } => {
+                if self.notify.title {
+                    let _ = execute!(std::io::stdout(), terminal::SetTitle(notify::title(pending)));
+                }
+            }
+            Effect::RefuseTimedOut { packet, reason } => {
+                let Some(principal) = self.principal.clone() else { return };
+                let (spool, pinned) = (self.spool.clone(), Arc::clone(&self.pinned));
+                let on_panic = Action::TimedOutRefused(Err("internal error while signing (see the log)".into()));
+                spawn_job(self.tx.clone(), on_panic, move || {
+                    let at = crate::clock::now_rfc3339();
+                    let result =
+                        spool::decide(&spool, &principal, &pinned, &packet, Verdict::Refuse, Some(&reason), &at)
+                            .map(|d| SignedSummary {
+                                packet_id: packet.id.clone(),
+                                verdict: Verdict::Refuse,
+                                chain_index: d.appended.chain_index,
+                                entry_hash: d.appended.entry_hash,
+                            })
+                            .map_err(|e| e.to_string());
+                    match &result {
+                        Ok(s) => {
+                            tracing::info!(packet = %s.packet_id, index = s.chain_index, %reason, "timed out: refused")
+                        }
+                        Err(e) => tracing::warn!(packet = %packet.id, error = %e, "refusing a timed-out packet failed"),
+                    }
+                    Action::TimedOutRefused(result)
+                });
+            }
             Effect::Quit => {}
+        }
+    }
+
+    /// Rings the bell and starts the notify command for each new packet (at most
+    /// [`notify::MAX_COMMANDS`] at once), never waiting for it: a blocking thread reaps each
+    /// child, ending it after [`NOTIFY_DEADLINE`], and a failure reaches the status line.
+    fn notify(&self, packets: &[notify::Notice], pending: usize) {
+        if self.notify.bell {
+            use std::io::Write as _;
+            let mut out = std::io::stdout();
+            let _ = out.write_all(b"\x07").and_then(|()| out.flush());
+        }
+        let Some(command) = &self.notify.command else { return };
+        for notice in packets.iter().take(notify::MAX_COMMANDS) {
+            let tx = self.tx.clone();
+            match notify::spawn(command, notice, pending) {
+                Ok(mut child) => {
+                    let program = command[0].clone();
+                    tokio::task::spawn_blocking(move || {
+                        let started = Instant::now();
+                        let status = loop {
+                            match child.try_wait() {
+                                Ok(Some(status)) => break Ok(status),
+                                Ok(None) if started.elapsed() < NOTIFY_DEADLINE => {
+                                    std::thread::sleep(Duration::from_millis(50));
+                                }
+                                Ok(None) => {
+                                    let _ = child.kill();
+                                    let _ = child.wait();
+                                    break Err(format!("still running after {}s: ended", NOTIFY_DEADLINE.as_secs()));
+                                }
+                                Err(e) => break Err(e.to_string()),
+                            }
+                        };
+                        let failed = match status {
+                            Ok(s) if s.success() => return,
+                            Ok(s) => s.to_string(),
+                            Err(e) => e,
+                        };
+                        let _ = tx.send(Action::Error(format!(
+                            "notify command {} failed ({failed})",
+                            crate::text::inert(&program, 80)
+                        )));
+                    });
+                }
+                Err(e) => {
+                    let _ = tx.send(Action::Error(format!(
+                        "notify command {} could not start: {e}",
+                        crate::text::inert(&command[0], 80)
+                    )));
+                }
+            }
+        }
+        if packets.len() > notify::MAX_COMMANDS {
+            tracing::info!(
+                skipped = packets.len() - notify::MAX_COMMANDS,
+                "notify command not run for every new packet"
+            );
         }
     }
 
@@ -515,6 +613,7 @@ async fn event_loop<B: ratatui::backend::Backend>(
     pinned: PinnedKeys,
     gateways: crate::keys::GatewayKeys,
     rescan: Duration,
+    notify: crate::config::Notify,
 ) -> Result<()>
 where
     B::Error: Send + Sync + 'static,
@@ -552,6 +651,7 @@ where
         watching: _watcher.is_some(),
         last_recheck: Instant::now(),
         cache: Arc::new(Mutex::new(None)),
+        notify,
     };
     runner.run(Effect::Scan);
     // The chain is verified once the first scan is in: the first frame with the packet list

@@ -357,7 +357,20 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
         Pane::Pending => {
             let list = &state.pending()[from..to];
             let cols = vec![
-                Column::new("AGE", list.iter().map(|e| raw(clock::human_age(state.now - e.created()))).collect(), 3, 0),
+                // `⏱` marks a packet past its class's `refuse_after` (timed out).
+                Column::new(
+                    "AGE",
+                    list.iter()
+                        .map(|e| match state.timed_out(&e.packet) {
+                            Some(_) => {
+                                styled(format!("⏱{}", clock::human_age(state.now - e.created())), theme.get("warn"))
+                            }
+                            None => raw(clock::human_age(state.now - e.created())),
+                        })
+                        .collect(),
+                    3,
+                    0,
+                ),
                 Column::new(
                     "AGENT",
                     list.iter()
@@ -935,6 +948,17 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         } else {
             lines.push(kv(theme, "expires", inert(e, 40)));
         }
+    }
+    if let Some((after, signs)) = state.timed_out(p) {
+        let what = if signs { "the console signs its refusal" } else { "no refusal is signed for it" };
+        lines.push(kv(
+            theme,
+            "timeout",
+            Span::styled(
+                format!("⏱ TIMED OUT after {} (policy.toml): {what}", super::notify::human(after)),
+                theme.get("warn"),
+            ),
+        ));
     }
     if let Some(t) = state.changed_at(&p.id) {
         lines.push(Line::from(Span::styled(

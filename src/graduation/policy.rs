@@ -328,6 +328,97 @@ struct PolicyFile {
     /// `default`), a `humantime` duration.
     #[serde(default)]
     expiry: BTreeMap<String, String>,
+    /// How long a held packet of a class (or a glob of classes) waits for the principal
+    /// (`[timeouts."email.*"] refuse_after = "PT10M"`, or `wait = "forever"`).
+    #[serde(default)]
+    timeouts: BTreeMap<String, TimeoutDef>,
+}
+
+/// `[timeouts."<class or glob>"]` as written.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TimeoutDef {
+    /// An ISO 8601 duration (`PT10M`).
+    #[serde(default)]
+    refuse_after: Option<String>,
+    /// `"forever"`: the host's own wait stands.
+    #[serde(default)]
+    wait: Option<String>,
+    /// Whether the principal's console signs the refusal a timeout implies.
+    #[serde(default)]
+    sign_refusal: bool,
+}
+
+/// How long a held packet of a class waits for the principal (`[timeouts]` in `policy.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassTimeout {
+    /// Refused after this long undecided (`refuse_after`); with `sign_refusal`, the principal's
+    /// running console signs that refusal, else the agent is told `timeout` and nothing is signed.
+    RefuseAfter {
+        /// The wait, from the packet's `created_at`.
+        after: std::time::Duration,
+        /// The principal's console signs the refusal.
+        sign_refusal: bool,
+    },
+    /// `wait = "forever"`: as long as the host waits (`--wait`).
+    Forever,
+}
+
+impl ClassTimeout {
+    /// The wait of a hook or gateway whose own wait is `host`: capped by `refuse_after`.
+    #[must_use]
+    pub fn cap(self, host: std::time::Duration) -> std::time::Duration {
+        match self {
+            ClassTimeout::RefuseAfter { after, .. } => host.min(after),
+            ClassTimeout::Forever => host,
+        }
+    }
+
+    /// `refuse_after`, if set.
+    #[must_use]
+    pub fn refuse_after(self) -> Option<std::time::Duration> {
+        match self {
+            ClassTimeout::RefuseAfter { after, .. } => Some(after),
+            ClassTimeout::Forever => None,
+        }
+    }
+}
+
+/// One `[timeouts]` entry, its key compiled when it is a glob.
+#[derive(Debug, Clone)]
+struct TimeoutRule {
+    key: String,
+    glob: Option<LazyGlob>,
+    timeout: ClassTimeout,
+}
+
+/// Reads one `[timeouts."<key>"]` entry.
+fn timeout_rule(key: String, def: TimeoutDef) -> Result<TimeoutRule, PolicyError> {
+    let bad = |message: String| PolicyError::Class { id: format!("timeouts.{key}"), message };
+    let timeout = match (def.refuse_after.as_deref(), def.wait.as_deref()) {
+        (Some(text), None) => {
+            let d = iso8601::duration(text)
+                .map(std::time::Duration::from)
+                .map_err(|e| bad(format!("refuse_after {text:?} is not an ISO 8601 duration (PT10M): {e}")))?;
+            if d.is_zero() {
+                return Err(bad("refuse_after must be longer than zero".into()));
+            }
+            ClassTimeout::RefuseAfter { after: d, sign_refusal: def.sign_refusal }
+        }
+        (None, Some("forever")) if !def.sign_refusal => ClassTimeout::Forever,
+        (None, Some("forever")) => return Err(bad("sign_refusal needs refuse_after".into())),
+        (None, Some(other)) => return Err(bad(format!("wait = {other:?}: the only wait is \"forever\""))),
+        (Some(_), Some(_)) => return Err(bad("give refuse_after or wait = \"forever\", not both".into())),
+        (None, None) => return Err(bad("give refuse_after = \"PT10M\" or wait = \"forever\"".into())),
+    };
+    let glob = if is_glob(&key) {
+        Some(LazyGlob::new(&key).map_err(|e| bad(format!("not a glob: {e}")))?)
+    } else if is_class_id(&key) {
+        None
+    } else {
+        return Err(bad("not a class id or a glob of class ids".into()));
+    };
+    Ok(TimeoutRule { key, glob, timeout })
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -559,6 +650,8 @@ pub struct PolicySet {
     unregistered_floors: BTreeMap<String, u8>,
     /// `[expiry]`: how long packets of a class (or `default`) wait for a decision.
     expiry: BTreeMap<String, std::time::Duration>,
+    /// `[timeouts]`: the configuration's entries first (they win over the spool's for one key).
+    timeouts: Vec<TimeoutRule>,
 }
 
 /// Lodestar's conservative floor for a tool no policy registers (`lodestar-and-tiers.md`).
@@ -590,6 +683,7 @@ impl PolicySet {
             precondition_roots: Vec::new(),
             unregistered_floors: BTreeMap::new(),
             expiry: BTreeMap::new(),
+            timeouts: Vec::new(),
         }
     }
 
@@ -735,6 +829,12 @@ impl PolicySet {
             let kept = self.expiry.entry(class).or_insert(d);
             *kept = (*kept).min(d);
         }
+        for (key, def) in file.timeouts {
+            let rule = timeout_rule(key, def)?;
+            if !self.timeouts.iter().any(|r| r.key == rule.key) {
+                self.timeouts.push(rule);
+            }
+        }
         if let Some(pre) = file.preconditions {
             if let Some(bad) = pre.roots.iter().find(|r| !r.is_absolute()) {
                 return Err(PolicyError::Class {
@@ -811,6 +911,29 @@ impl PolicySet {
     pub fn default_expiry(&self, class: &str) -> Option<std::time::Duration> {
         let canonical = self.normalize(class);
         self.expiry.get(&canonical).or_else(|| self.expiry.get("default")).copied()
+    }
+
+    /// How long a held packet of `class` waits for the principal (`[timeouts]`): the entry for
+    /// its canonical id, else the most specific glob that matches it (ties: the shorter wait),
+    /// else `None` (the host's wait stands).
+    #[must_use]
+    pub fn class_timeout(&self, class: &str) -> Option<ClassTimeout> {
+        let canonical = self.normalize(class);
+        if let Some(r) = self.timeouts.iter().find(|r| r.glob.is_none() && r.key == canonical) {
+            return Some(r.timeout);
+        }
+        let wait = |t: ClassTimeout| t.refuse_after().unwrap_or(std::time::Duration::MAX);
+        self.timeouts
+            .iter()
+            .filter(|r| r.glob.as_ref().is_some_and(|g| g.is_match(&canonical)))
+            .max_by(|a, b| specificity(&a.key).cmp(&specificity(&b.key)).then(wait(b.timeout).cmp(&wait(a.timeout))))
+            .map(|r| r.timeout)
+    }
+
+    /// Whether some `[timeouts]` entry asks the principal's console to sign its refusals.
+    #[must_use]
+    pub fn signs_timeouts(&self) -> bool {
+        self.timeouts.iter().any(|r| matches!(r.timeout, ClassTimeout::RefuseAfter { sign_refusal: true, .. }))
     }
 
     /// The directories preconditions may observe (`[preconditions] roots`): see
@@ -1145,6 +1268,52 @@ fn class_from_json(v: &Value) -> Result<ClassPolicy, PolicyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn class_timeouts_from_toml() {
+        let set = PolicySet::from_toml(
+            r#"
+            [timeouts."email.*"]
+            refuse_after = "PT10M"
+            sign_refusal = true
+            [timeouts."email.send.external"]
+            refuse_after = "PT30S"
+            [timeouts."*"]
+            wait = "forever"
+            "#,
+        )
+        .expect("parses");
+        let ten = std::time::Duration::from_secs(600);
+        assert_eq!(
+            set.class_timeout("email.send.external"),
+            Some(ClassTimeout::RefuseAfter { after: std::time::Duration::from_secs(30), sign_refusal: false })
+        );
+        assert_eq!(
+            set.class_timeout("email.draft"),
+            Some(ClassTimeout::RefuseAfter { after: ten, sign_refusal: true })
+        );
+        assert_eq!(set.class_timeout("file.write"), Some(ClassTimeout::Forever));
+        assert!(set.signs_timeouts());
+        assert_eq!(
+            ClassTimeout::RefuseAfter { after: ten, sign_refusal: false }
+                .cap(std::time::Duration::from_secs(60))
+                .as_secs(),
+            60
+        );
+        assert_eq!(ClassTimeout::Forever.cap(std::time::Duration::from_secs(60)).as_secs(), 60);
+        assert_eq!(PolicySet::builtin().class_timeout("email.draft"), None);
+        for bad in [
+            "[timeouts.\"x.y\"]\nrefuse_after = \"10m\"",
+            "[timeouts.\"x.y\"]\nwait = \"long\"",
+            "[timeouts.\"x.y\"]\nwait = \"forever\"\nsign_refusal = true",
+            "[timeouts.\"x.y\"]\nrefuse_after = \"PT1M\"\nwait = \"forever\"",
+            "[timeouts.\"x.y\"]\nrefuse_after = \"PT0S\"",
+            "[timeouts.\"x.y\"]\n",
+            "[timeouts.\"Not A Class\"]\nwait = \"forever\"",
+        ] {
+            assert!(PolicySet::from_toml(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn local_classes_from_toml() {

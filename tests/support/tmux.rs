@@ -64,6 +64,15 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The pane's title, as the program set it (OSC 0/2).
+    pub fn title(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "display-message", "-p", "-t", "t", "#{pane_title}"])
+            .output()
+            .expect("display-message");
+        String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+    }
+
     /// Whether the session (the command in it) is still running.
     pub fn alive(&self) -> bool {
         Command::new("tmux")

@@ -1,0 +1,193 @@
+//! Telling the principal that a packet needs them, and the class timeouts the console enforces.
+//!
+//! [`super::app::update`] finds, after each new assessment made with the chain read, the packets
+//! that need the principal (undecided, and not a tool call the gate let run on its own: what the
+//! Pending list shows) and were not seen before ([`effects`]); the first such assessment after
+//! start-up only marks what is already there as seen. It returns [`Effect::Notify`] with them, [`Effect::Title`] when the
+//! pending count changed, and [`Effect::RefuseTimedOut`] for a packet past its class's
+//! `refuse_after` when `policy.toml` says `sign_refusal = true`. The runner performs them
+//! ([`super::Runner`]): the bell, the title (warrant's own text: [`title`]), and the principal's
+//! `notify_command` ([`spawn`]), whose environment carries the packet's id, class, agent and
+//! summary made inert ([`Notice::env`]).
+
+use super::app::{ChainState, Effect, State};
+use crate::graduation::policy::ClassTimeout;
+use crate::packet::Packet;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// The most characters of the summary the notify command gets (before [`crate::text::inert`]).
+pub const MAX_SUMMARY: usize = 200;
+/// The most characters of the id, class and agent the notify command gets.
+pub const MAX_FIELD: usize = 128;
+/// The most notify commands one batch of new packets starts (the rest are counted in the
+/// status line, and in `WARRANT_PENDING`).
+pub const MAX_COMMANDS: usize = 5;
+
+/// A packet that needs the principal, as [`Effect::Notify`] carries it: the agent's own words,
+/// made inert only where they leave warrant ([`Notice::env`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// The packet id.
+    pub id: String,
+    /// The action class, as the packet names it.
+    pub class: String,
+    /// The agent.
+    pub agent: String,
+    /// The packet's summary.
+    pub summary: String,
+}
+
+impl Notice {
+    /// The notice for `p`.
+    #[must_use]
+    pub fn of(p: &Packet) -> Self {
+        Self { id: p.id.clone(), class: p.action_class.clone(), agent: p.agent.clone(), summary: p.summary.clone() }
+    }
+
+    /// The environment of the notify command: `WARRANT_PACKET_ID`, `WARRANT_CLASS`,
+    /// `WARRANT_AGENT`, `WARRANT_SUMMARY` (each through [`crate::text::inert`], so no control,
+    /// escape, bidi or invisible character reaches the command, and cut to [`MAX_FIELD`] or
+    /// [`MAX_SUMMARY`] characters) and `WARRANT_PENDING` (the pending count).
+    #[must_use]
+    pub fn env(&self, pending: usize) -> [(&'static str, String); 5] {
+        use crate::text::inert;
+        [
+            ("WARRANT_PACKET_ID", inert(&self.id, MAX_FIELD)),
+            ("WARRANT_CLASS", inert(&self.class, MAX_FIELD)),
+            ("WARRANT_AGENT", inert(&self.agent, MAX_FIELD)),
+            ("WARRANT_SUMMARY", inert(&self.summary, MAX_SUMMARY)),
+            ("WARRANT_PENDING", pending.to_string()),
+        ]
+    }
+}
+
+/// The terminal's title: warrant's own words and a count, never an agent's text.
+#[must_use]
+pub fn title(pending: usize) -> String {
+    format!("warrant — {pending} pending")
+}
+
+/// Starts the principal's notify command (`[notify] command`, a program and its arguments; no
+/// shell unless the program is one) for `notice`, with [`Notice::env`] added to warrant's own
+/// environment, standard input, output and error on `/dev/null` (the console owns the
+/// terminal). The caller reaps the child ([`std::process::Child::wait`]).
+///
+/// # Errors
+/// An empty command, or the program could not be started.
+pub fn spawn(command: &[String], notice: &Notice, pending: usize) -> std::io::Result<std::process::Child> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty [notify] command"))?;
+    std::process::Command::new(program)
+        .args(args)
+        .envs(notice.env(pending))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+}
+
+/// What the console has told the principal about, kept in the [`State`].
+#[derive(Debug, Clone, Default)]
+pub struct Notified {
+    /// The first assessment after start-up was seen: its packets were there already.
+    primed: bool,
+    /// Packets already counted as seen (notified, or there at start-up).
+    seen: HashSet<String>,
+    /// The assessment last looked at (held, so its address is not reused).
+    assessment: Option<Arc<crate::monitor::Assessment>>,
+    /// The pending count last put in the title.
+    title: Option<usize>,
+    /// Timed-out packets whose refusal was asked for (never asked twice).
+    refusing: HashSet<String>,
+}
+
+impl State {
+    /// The class's `refuse_after` when the pending packet `p` is past it (from its
+    /// `created_at`), with whether the console signs the refusal: the packet is timed out. A
+    /// packet without `created_at`, or of a class with no `[timeouts]` entry or with
+    /// `wait = "forever"`, never times out here.
+    #[must_use]
+    pub fn timed_out(&self, p: &Packet) -> Option<(std::time::Duration, bool)> {
+        let ClassTimeout::RefuseAfter { after, sign_refusal } = self.policies.class_timeout(&p.action_class)? else {
+            return None;
+        };
+        let created = crate::clock::unix_seconds(p.created_at.as_deref()?)?;
+        (created + after.as_secs_f64() <= self.now && !self.decisions.contains_key(&p.id))
+            .then_some((after, sign_refusal))
+    }
+}
+
+/// `30s`, `10m`, `1h 30m`: a timeout in words.
+#[must_use]
+pub fn human(d: std::time::Duration) -> String {
+    humantime::format_duration(std::time::Duration::from_secs(d.as_secs().max(1))).to_string()
+}
+
+/// The effects the state now calls for: [`Effect::Notify`] for packets that need the principal
+/// and are new since the last assessment looked at (none for what the first assessment after
+/// start-up found), [`Effect::Title`] when the pending count changed, and
+/// [`Effect::RefuseTimedOut`] for timed-out packets whose class signs its refusals.
+pub(super) fn effects(state: &mut State, tick: bool) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    let pending = state.pending_total();
+    let mut notified = std::mem::take(&mut state.notified);
+    if notified.title != Some(pending) {
+        notified.title = Some(pending);
+        fx.push(Effect::Title { pending });
+    }
+    // Only an assessment of the last scan with the chain read says which packets wait for a
+    // person (a tool call the gate lets run never does; before the chain is read the gate
+    // blocks everything), and only a new one can show new packets.
+    let fresh = state.snapshot_generation() > 0
+        && !state.assessment_due()
+        && !matches!(state.chain, ChainState::Unknown)
+        && !notified.assessment.as_ref().is_some_and(|a| Arc::ptr_eq(a, state.assessment_arc()));
+    if fresh {
+        notified.assessment = Some(Arc::clone(state.assessment_arc()));
+        let mut new = Vec::new();
+        for e in &state.snapshot.packets {
+            let p = &e.packet;
+            if state.decisions.contains_key(&p.id)
+                || crate::monitor::ran_on_its_own(state.assessment(), p)
+                || notified.seen.contains(&p.id)
+            {
+                continue;
+            }
+            notified.seen.insert(p.id.clone());
+            if notified.primed {
+                new.push(Notice::of(p));
+            }
+        }
+        notified.primed = true;
+        // Packets gone from the spool are forgotten once they outnumber the ones there.
+        if notified.seen.len() > 2 * state.snapshot.packets.len() + 1024 {
+            let there: HashSet<&str> = state.snapshot.packets.iter().map(|e| e.packet.id.as_str()).collect();
+            notified.seen.retain(|id| there.contains(id.as_str()));
+        }
+        if !new.is_empty() {
+            fx.push(Effect::Notify { packets: new, pending });
+        }
+    }
+    let can_refuse = state.policies.signs_timeouts()
+        && !state.read_only
+        && state.principal.is_some()
+        && matches!(state.chain, ChainState::Valid { .. });
+    if can_refuse && (fresh || tick) {
+        for e in &state.snapshot.packets {
+            let p = &e.packet;
+            if let Some((after, true)) = state.timed_out(p)
+                && !crate::monitor::ran_on_its_own(state.assessment(), p)
+                && notified.refusing.insert(p.id.clone())
+            {
+                fx.push(Effect::RefuseTimedOut {
+                    packet: Arc::clone(p),
+                    reason: format!("timed out after {} (policy.toml [timeouts], sign_refusal)", human(after)),
+                });
+            }
+        }
+    }
+    state.notified = notified;
+    fx
+}

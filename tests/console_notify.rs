@@ -1,0 +1,230 @@
+//! Issue 18: notifications and class timeouts in the console, without a terminal. `update`
+//! emits `Effect::Notify` for packets that need the principal and are new since start-up,
+//! `Effect::Title` when the pending count changes, and `Effect::RefuseTimedOut` for a packet
+//! past its class's `refuse_after` when `policy.toml` asks the console to sign the refusal; the
+//! notify command (a real shell) gets the packet's fields made inert.
+#![cfg(feature = "console")]
+
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use warrant::chain::VerifyReport;
+use warrant::console::app::{self, Action, Effect, State};
+use warrant::console::keymap::Keymap;
+use warrant::console::notify::{self, Notice};
+use warrant::graduation::PolicySet;
+use warrant::spool::{ChainView, PacketEntry, Snapshot};
+
+#[path = "support/screen.rs"]
+mod support_screen;
+use support_screen::screen;
+
+/// 2026-11-21T09:00:00Z.
+const NOW: f64 = 1_795_251_600.0;
+
+fn packet(id: &str, agent: &str, class: &str, summary: &str, minutes_ago: i64) -> PacketEntry {
+    let created = warrant::clock::format_rfc3339(
+        time::OffsetDateTime::from_unix_timestamp(NOW as i64 - minutes_ago * 60).expect("time"),
+    );
+    let v: Value = json!({
+        "type": "trust_graduation_approval_packet",
+        "packet_id": id,
+        "agent": agent,
+        "summary": summary,
+        "action_class": class,
+        "proposed_action": {"to": "dana@northwind.example"},
+        "decision": {"status": "review_required", "action_class": class, "reason": "Awaiting the principal's signed decision."},
+        "external_actions": 0,
+        "created_at": created,
+    });
+    let p = warrant::packet::parse_packet(&serde_json::to_vec(&v).expect("json"), id).expect("valid packet");
+    PacketEntry { file: format!("{id}.json").into(), arrived: NOW, owner: 4_000_000, packet: Arc::new(p) }
+}
+
+fn snap(packets: Vec<PacketEntry>) -> Snapshot {
+    Snapshot { packets, receipts: vec![], invalid: vec![] }
+}
+
+/// A scan, then its assessment as the event loop makes it; every effect `update` returned.
+fn scanned(s: &mut State, snapshot: Snapshot) -> Vec<Effect> {
+    let mut fx = app::update(s, Action::Scanned(snapshot));
+    if let Some(job) = s.assess_job() {
+        fx.extend(app::update(s, Action::Assessed(Box::new(job.run()))));
+    }
+    fx
+}
+
+fn verified(s: &mut State) -> Vec<Effect> {
+    let report = VerifyReport {
+        total: 0,
+        root_hash: Some(format!("sha256:{}", "cd".repeat(32))),
+        signatures_verified: 0,
+        findings: vec![],
+        torn_tail: None,
+    };
+    app::update(
+        s,
+        Action::ChainVerified(Box::new(ChainView { report, decisions: HashMap::new(), ..ChainView::default() })),
+    )
+}
+
+fn state(policy: &str, read_only: bool) -> State {
+    State::new(
+        "/tmp/spool".into(),
+        (!read_only).then(|| "alice".to_owned()),
+        (!read_only).then(|| "SHA256:S1I+LnIehTKTATEWkIjfe40E1haIYEbCmd6nU3nMHAQ".to_owned()),
+        read_only,
+        Keymap::default_map(),
+        NOW,
+    )
+    .with_policies(Arc::new(PolicySet::from_toml(policy).expect("policy")))
+}
+
+fn quote() -> PacketEntry {
+    packet("p-quote", "agent-scribe", "email.send.external", "Quote for 40 units to Dana", 2)
+}
+
+fn notified(fx: &[Effect]) -> Vec<String> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::Notify { packets, .. } => Some(packets.iter().map(|n| n.id.clone()).collect::<Vec<_>>()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+// Packets there when the console starts are not announced; a packet that needs the principal
+// and arrives later is, once, with the pending count; the title follows the count.
+#[test]
+fn only_new_packets_that_need_the_principal_are_announced() {
+    let mut s = state("", false);
+    let fx = scanned(&mut s, snap(vec![quote()]));
+    assert!(notified(&fx).is_empty(), "start-up packets are not announced: {fx:?}");
+    assert!(fx.contains(&Effect::Title { pending: 1 }), "{fx:?}");
+    assert!(notified(&verified(&mut s)).is_empty());
+
+    let new = packet("p-new", "agent-planner", "calendar.create", "Kick-off \u{1b}]0;pwned\u{7} now", 0);
+    let fx = scanned(&mut s, snap(vec![quote(), new.clone()]));
+    assert_eq!(notified(&fx), vec!["p-new".to_owned()], "{fx:?}");
+    assert!(fx.iter().any(|e| matches!(e, Effect::Notify { pending: 2, .. })));
+    assert!(fx.contains(&Effect::Title { pending: 2 }), "{fx:?}");
+
+    // The same spool scanned again: nothing new, no second notice, no title change.
+    let fx = scanned(&mut s, snap(vec![quote(), new]));
+    assert!(notified(&fx).is_empty() && !fx.iter().any(|e| matches!(e, Effect::Title { .. })), "{fx:?}");
+    // Ticks, keys and frames announce nothing.
+    assert!(app::update(&mut s, Action::Tick(NOW + 1.0)).is_empty());
+}
+
+// The notify command's environment: the packet's fields made inert (no escape or control
+// character reaches it) and cut; the title is warrant's own text.
+#[test]
+fn the_notify_environment_is_inert() {
+    let n = Notice {
+        id: "p-1".into(),
+        class: "email.send.external".into(),
+        agent: "agent\u{202e}x".into(),
+        summary: format!("hi \u{1b}[2J\u{7}\n{}", "z".repeat(500)),
+    };
+    let env: HashMap<&str, String> = n.env(3).into_iter().collect();
+    assert_eq!(env["WARRANT_PACKET_ID"], "p-1");
+    assert_eq!(env["WARRANT_CLASS"], "email.send.external");
+    assert_eq!(env["WARRANT_AGENT"], "agent⟨U+202E⟩x");
+    assert!(env["WARRANT_SUMMARY"].starts_with("hi ␛[2J␇␊zzz"), "{}", env["WARRANT_SUMMARY"]);
+    assert!(env["WARRANT_SUMMARY"].ends_with('…'));
+    assert!(env.values().all(|v| !v.chars().any(warrant::text::is_unsafe)));
+    assert_eq!(env["WARRANT_PENDING"], "3");
+    assert_eq!(notify::title(3), "warrant — 3 pending");
+}
+
+// A real command, run as the console's runner runs it (`notify::spawn`: no shell but the one
+// the principal names, output on /dev/null): a shell script writes its environment to a file.
+#[test]
+fn the_notify_command_receives_inert_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("env.txt");
+    let script = dir.path().join("notify.sh");
+    std::fs::write(&script, "#!/bin/sh\nenv | grep '^WARRANT_' | sort > \"$1\"\necho to-stdout\necho to-stderr >&2\n")
+        .expect("script");
+    let command = vec!["/bin/sh".to_owned(), script.display().to_string(), out.display().to_string()];
+    let n = Notice {
+        id: "p-evil".into(),
+        class: "email.send.external".into(),
+        agent: "agent-scribe".into(),
+        summary: "Pay now\u{1b}]52;c;ZWNobyBwd25lZA==\u{7}; $(touch /tmp/x) `id`".into(),
+    };
+    let status = notify::spawn(&command, &n, 1).expect("spawn").wait().expect("wait");
+    assert!(status.success());
+    let text = std::fs::read_to_string(&out).expect("env file");
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{text:?}");
+    assert!(text.contains("WARRANT_PACKET_ID=p-evil\n"), "{text}");
+    assert!(text.contains("WARRANT_AGENT=agent-scribe\n"), "{text}");
+    assert!(text.contains("WARRANT_SUMMARY=Pay now␛]52;c;ZWNobyBwd25lZA==␇; $(touch /tmp/x) `id`\n"), "{text}");
+    assert!(text.contains("WARRANT_PENDING=1\n"), "{text}");
+    assert!(notify::spawn(&["/nonexistent/notify".to_owned()], &n, 1).is_err());
+}
+
+const SIGNED: &str = "[timeouts.\"email.*\"]\nrefuse_after = \"PT1M\"\nsign_refusal = true\n";
+const UNSIGNED: &str =
+    "[timeouts.\"email.*\"]\nrefuse_after = \"PT1M\"\n[timeouts.\"calendar.create\"]\nwait = \"forever\"\n";
+
+// Past its class's `refuse_after`, a packet is timed out; with `sign_refusal = true` the
+// console asks once for a signed refusal, once the chain is verified and only with a key.
+#[test]
+fn a_timed_out_packet_is_refused_only_when_the_principal_configured_it() {
+    let mut s = state(SIGNED, false);
+    let fx = scanned(&mut s, snap(vec![quote(), packet("p-cal", "agent-planner", "calendar.create", "Kick-off", 300)]));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::RefuseTimedOut { .. })), "not before the chain verified");
+    let e = s.snapshot.packet("p-quote").expect("quote").packet.clone();
+    assert_eq!(s.timed_out(&e), Some((std::time::Duration::from_secs(60), true)));
+    let cal = s.snapshot.packet("p-cal").expect("cal").packet.clone();
+    assert_eq!(s.timed_out(&cal), None, "no entry: waits as long as the host does");
+    let fx = verified(&mut s);
+    let refusals: Vec<_> = fx
+        .iter()
+        .filter_map(|e| match e {
+            Effect::RefuseTimedOut { packet, reason } => Some((packet.id.clone(), reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        refusals,
+        vec![("p-quote".to_owned(), "timed out after 1m (policy.toml [timeouts], sign_refusal)".to_owned())]
+    );
+    // Asked once.
+    assert!(!app::update(&mut s, Action::Tick(NOW + 1.0)).iter().any(|e| matches!(e, Effect::RefuseTimedOut { .. })));
+
+    // Without sign_refusal: shown as timed out, nothing signed.
+    let mut s = state(UNSIGNED, false);
+    scanned(&mut s, snap(vec![quote()]));
+    let fx = verified(&mut s);
+    assert!(!fx.iter().any(|e| matches!(e, Effect::RefuseTimedOut { .. })), "{fx:?}");
+    let e = s.snapshot.packet("p-quote").expect("quote").packet.clone();
+    assert_eq!(s.timed_out(&e), Some((std::time::Duration::from_secs(60), false)));
+
+    // Read-only: no key, nothing signed.
+    let mut s = state(SIGNED, true);
+    scanned(&mut s, snap(vec![quote()]));
+    assert!(!verified(&mut s).iter().any(|e| matches!(e, Effect::RefuseTimedOut { .. })));
+
+    // A packet that times out while the console runs is refused at the tick that passes it.
+    let mut s = state(SIGNED, false);
+    scanned(&mut s, snap(vec![packet("p-young", "agent-scribe", "email.send.external", "Soon", 0)]));
+    assert!(!verified(&mut s).iter().any(|e| matches!(e, Effect::RefuseTimedOut { .. })));
+    let fx = app::update(&mut s, Action::Tick(NOW + 61.0));
+    assert!(fx.iter().any(|e| matches!(e, Effect::RefuseTimedOut { packet, .. } if packet.id == "p-young")), "{fx:?}");
+}
+
+// The list marks a timed-out packet with ⏱ and the detail says it timed out and what follows.
+#[test]
+fn timed_out_packets_on_screen() {
+    let mut s = state(UNSIGNED, false);
+    scanned(&mut s, snap(vec![quote(), packet("p-cal", "agent-planner", "calendar.create", "Kick-off", 300)]));
+    verified(&mut s);
+    app::update(&mut s, Action::Resize { width: 100, height: 30 });
+    let shown = screen(&s, 100, 30);
+    assert!(shown.contains("⏱2m"), "{shown}");
+    assert!(shown.contains("TIMED OUT after 1m"), "{shown}");
+    insta::assert_snapshot!("timed_out_100x30", shown);
+}
