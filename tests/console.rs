@@ -2074,6 +2074,13 @@ fn space_v_and_shift_v_select_packets_for_batch_triage() {
     decisions.insert("p-quote".into(), d);
     app::update(&mut s, Action::ChainVerified(view(*valid_report(8), decisions)));
     assert_eq!(s.marked.iter().collect::<Vec<_>>(), ["p-kickoff"]);
+    // In a packet read whole, space selects it and stays on it.
+    press(&mut s, &["g", "enter", "space"]);
+    assert!(s.zoomed && s.marked.is_empty());
+    press(&mut s, &["space"]);
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-kickoff"));
+    press(&mut s, &["esc"]);
+    assert_eq!(s.marked.iter().collect::<Vec<_>>(), ["p-kickoff"]);
     // Selecting is for the pending list.
     press(&mut s, &["2", "v"]);
     assert_eq!(s.marked.len(), 1);

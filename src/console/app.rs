@@ -1189,7 +1189,7 @@ impl State {
             .iter()
             .filter(|n| {
                 filter.matches(&[&n.id, n.level.as_str()], |f| {
-                    (f == Field::Notebook).then(|| Cow::Borrowed(n.id.as_str()))
+                    (f == Field::Notebook).then_some(Cow::Borrowed(n.id.as_str()))
                 })
             })
             .cloned()
@@ -1201,7 +1201,7 @@ impl State {
             .values()
             .filter(|a| {
                 filter.matches(&[&a.agent, a.standing.as_str()], |f| {
-                    (f == Field::Agent).then(|| Cow::Borrowed(a.agent.as_str()))
+                    (f == Field::Agent).then_some(Cow::Borrowed(a.agent.as_str()))
                 })
             })
             .cloned()
@@ -1744,8 +1744,11 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
                 if !state.marked.remove(&id) {
                     state.marked.insert(id);
                 }
-                // Down to the next packet, so that space runs down the list.
-                state.move_selection(1);
+                // Down to the next packet, so that space runs down the list (not while one
+                // packet is read whole: what is shown stays).
+                if !state.zoomed {
+                    state.move_selection(1);
+                }
             }
         }
         "mark_all" => {
@@ -1756,11 +1759,9 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
                 error: false,
             });
         }
-        "unmark_all" => {
-            if !state.marked.is_empty() {
-                state.flash = Some(Flash { text: format!("{} unselected", state.marked.len()), error: false });
-                state.marked.clear();
-            }
+        "unmark_all" if !state.marked.is_empty() => {
+            state.flash = Some(Flash { text: format!("{} unselected", state.marked.len()), error: false });
+            state.marked.clear();
         }
         "chain" => {
             if matches!(state.chain, ChainState::Broken { .. }) {

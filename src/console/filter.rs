@@ -118,7 +118,8 @@ impl Filter {
         let mut out = Filter::default();
         for (raw, quoted_from) in tokens(text) {
             let (negated, body) = match raw.strip_prefix('-') {
-                Some(rest) if !rest.is_empty() => (true, rest),
+                // `"-x"` is the text `-x`, `-"x"` the negated text `x`.
+                Some(rest) if !rest.is_empty() && quoted_from != Some(0) => (true, rest),
                 _ => (false, raw.as_str()),
             };
             // A field's name is letters before a colon that is outside quotes.
@@ -349,6 +350,12 @@ mod tests {
         // Not letters before the colon: text.
         assert_eq!(Filter::parse("12:30").terms, vec![text("12:30")]);
         assert_eq!(Filter::parse(":x").terms, vec![text(":x")]);
+        // Quoted, `-` is text; before the quote, a negation.
+        assert_eq!(Filter::parse(r#""-x y""#).terms, vec![text("-x y")]);
+        assert_eq!(
+            Filter::parse(r#"-"x:y""#).terms,
+            vec![Term { negated: true, matcher: Matcher::Text("x:y".into()) }]
+        );
         // A bare `-` is a word.
         assert_eq!(Filter::parse("-").terms, vec![text("-")]);
         // Still being typed: no term, no error.
