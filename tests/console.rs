@@ -1892,3 +1892,197 @@ fn calls_that_ran_with_no_packet_are_counted_from_their_receipts() {
     assert_eq!((cc.allowed, cc.held, cc.last_minute), (1, 1, 1), "the push's receipt is its packet's: {cc:?}");
     assert_eq!(cc.last_call, "Read", "the latest call: {cc:?}");
 }
+
+/// The pending list's packet ids, top to bottom.
+fn pending_ids(s: &State) -> Vec<String> {
+    s.pending().iter().map(|e| e.packet.id.clone()).collect()
+}
+
+/// `/`, the text, `enter`.
+fn filter_by(s: &mut State, text: &str) {
+    press(s, &["/", "ctrl-u"]);
+    typed(s, text);
+    press(s, &["enter"]);
+}
+
+// Issue 18: the filter understands fields (`agent`, `class`, `risk`, `state`, `tool`, `notebook`,
+// `id`), globs, quoted phrases and negation; all terms must hold.
+#[test]
+fn field_filters_narrow_the_pending_list() {
+    let mut s = state(false);
+    filter_by(&mut s, r#"agent:scribe class:email.* risk:high state:review "Quote for""#);
+    assert_eq!(pending_ids(&s), ["p-quote"]);
+    assert_eq!(s.filter_error, None);
+    filter_by(&mut s, "-agent:scribe");
+    assert_eq!(pending_ids(&s), ["p-kickoff", "p-pay"]);
+    filter_by(&mut s, "state:human");
+    assert_eq!(pending_ids(&s), ["p-pay"]);
+    filter_by(&mut s, "risk:critical");
+    assert_eq!(pending_ids(&s), ["p-pay"]);
+    filter_by(&mut s, "class:email");
+    assert_eq!(pending_ids(&s), ["p-quote"]);
+    // A glob matches the whole field.
+    filter_by(&mut s, "class:send.*");
+    assert!(pending_ids(&s).is_empty());
+    filter_by(&mut s, "class:*.create northwind");
+    assert_eq!(pending_ids(&s), ["p-kickoff"]);
+    // No tool named in any of these packets: the field is empty (`*` matches it, `?*` does not).
+    filter_by(&mut s, "-tool:?*");
+    assert_eq!(pending_ids(&s).len(), 3);
+    filter_by(&mut s, "tool:*");
+    assert_eq!(pending_ids(&s).len(), 3);
+    // Other lists read the fields they have: the decided refusal of agent-herald.
+    filter_by(&mut s, "agent:herald");
+    assert!(pending_ids(&s).is_empty());
+    assert_eq!(s.decided().iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["p-post"]);
+    // Field filters shown in the list's title, at both sizes.
+    filter_by(&mut s, "agent:scribe class:email.*");
+    insta::assert_snapshot!("field_filter_80x24", screen(&s, 80, 24));
+    insta::assert_snapshot!("field_filter_160x48", screen(&s, 160, 48));
+}
+
+// An unknown field is an error: the filter line says so while typing, the list says so, and
+// nothing matches, in any list; it never matches everything.
+#[test]
+fn an_unknown_field_matches_nothing_and_says_why() {
+    let mut s = state(false);
+    press(&mut s, &["/"]);
+    typed(&mut s, "colour:red");
+    assert!(s.pending().is_empty() && s.decided().is_empty() && s.invalid().is_empty());
+    let err = s.filter_error.clone().expect("an error");
+    assert!(err.contains("unknown field colour"), "{err}");
+    let typing = screen(&s, 160, 48);
+    assert!(typing.contains("✗ unknown field colour:"), "{typing}");
+    press(&mut s, &["enter"]);
+    let shown = screen(&s, 80, 24);
+    assert!(shown.contains("✗ /colour:red"), "{shown}");
+    assert!(shown.contains("the filter matches nothing: unknown field colour"), "{shown}");
+    // esc clears it.
+    press(&mut s, &["esc"]);
+    assert_eq!((s.pending().len(), s.filter_error.clone()), (3, None));
+}
+
+// A state term reads the assessment as it is now: the packets' answers to the other terms are
+// kept, but a state that changes without the packet changing is matched afresh.
+#[test]
+fn state_terms_follow_the_assessment() {
+    let mut s = governed_state(false);
+    filter_by(&mut s, "state:blocked agent:rogue");
+    assert_eq!(pending_ids(&s), ["p-exfil"]);
+    // The chain no longer quarantines agent-rogue: its packet is not blocked any more.
+    let mut controls = governed_controls();
+    controls.apply(&control_event(ControlKind::Release, "agent-rogue", "2026-11-21T08:50:00Z", json!({})));
+    let view = ChainView { report: *valid_report(4), controls, ..ChainView::default() };
+    app::update(&mut s, Action::ChainVerified(Box::new(view)));
+    assert!(pending_ids(&s).is_empty(), "{:?}", pending_ids(&s));
+    filter_by(&mut s, "-state:blocked agent:rogue");
+    assert_eq!(pending_ids(&s), ["p-exfil"]);
+    // Governance fields.
+    filter_by(&mut s, "tool:notes.* notebook:nb-sales");
+    assert_eq!(pending_ids(&s), ["p-exfil", "p-note2", "p-note3"]);
+}
+
+// `s` cycles the pending list's order age → risk → class → agent → age (ties newest first), says
+// so in the list's title, and keeps the packet under the cursor under it, across rescans too.
+#[test]
+fn s_cycles_the_sort_and_keeps_the_selected_packet() {
+    let mut s = state(false);
+    press(&mut s, &["j"]);
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-kickoff"));
+    let mut orders = vec![];
+    for _ in 0..4 {
+        press(&mut s, &["s"]);
+        orders.push((s.sort.as_str(), pending_ids(&s)));
+        assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-kickoff"), "{orders:?}");
+    }
+    assert_eq!(
+        orders,
+        [
+            ("risk", vec!["p-pay".to_owned(), "p-quote".into(), "p-kickoff".into()]),
+            ("class", vec!["p-kickoff".to_owned(), "p-quote".into(), "p-pay".into()]),
+            ("agent", vec!["p-pay".to_owned(), "p-kickoff".into(), "p-quote".into()]),
+            ("age", vec!["p-quote".to_owned(), "p-kickoff".into(), "p-pay".into()]),
+        ]
+    );
+    press(&mut s, &["s"]);
+    assert!(screen(&s, 80, 24).contains(" sort: risk "));
+    // A rescan bringing a newer, riskier packet: sorted in, the selection stays.
+    let mut next = snapshot();
+    next.packets.insert(0, packet("p-pay2", "agent-bursar", "payment.initiate", "Pay INV-3313", 1, json!({})));
+    scanned(&mut s, next);
+    assert_eq!(pending_ids(&s), ["p-pay2", "p-pay", "p-quote", "p-kickoff"]);
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-kickoff"));
+    // The header with the sort and a field filter, at both sizes.
+    filter_by(&mut s, "risk:high -class:social.*");
+    insta::assert_snapshot!("sort_risk_filter_80x24", screen(&s, 80, 24));
+    insta::assert_snapshot!("sort_risk_filter_160x48", screen(&s, 160, 48));
+    // Sorting is for the pending list.
+    press(&mut s, &["2", "s"]);
+    assert_eq!(s.sort.as_str(), "risk");
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("pending list")));
+}
+
+// What is signed is the packet the dialog shows, whatever the order or the filter.
+#[test]
+fn the_sign_dialog_shows_the_packet_under_the_cursor_whatever_the_sort() {
+    let mut s = state(false);
+    press(&mut s, &["s", "s", "g"]);
+    assert_eq!(s.sort.as_str(), "class");
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-kickoff"));
+    press(&mut s, &["a"]);
+    let Mode::Confirm(c) = &s.mode else { panic!("no dialog: {:?}", s.mode) };
+    assert_eq!(c.packet.id, "p-kickoff");
+    for _ in 0..50 {
+        if matches!(&s.mode, Mode::Confirm(c) if c.read) {
+            break;
+        }
+        press(&mut s, &["pagedown"]);
+    }
+    let fx = press(&mut s, &["y"]);
+    assert!(matches!(fx.as_slice(), [Effect::Sign { packet, .. }] if packet.id == "p-kickoff"), "{fx:?}");
+}
+
+// Batch triage's selection: `space` toggles the packet under the cursor (and moves down), `v`
+// selects every packet the filter shows, `V` clears; selected rows are marked and counted; a
+// decided packet leaves the selection. Nothing is signed by selecting.
+#[test]
+fn space_v_and_shift_v_select_packets_for_batch_triage() {
+    let mut s = state(false);
+    assert!(press(&mut s, &["space"]).is_empty());
+    assert_eq!(s.marked.iter().collect::<Vec<_>>(), ["p-quote"]);
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-kickoff"));
+    press(&mut s, &["k", "space"]);
+    assert!(s.marked.is_empty());
+    press(&mut s, &["k", "space", "space"]);
+    assert_eq!(s.marked.iter().collect::<Vec<_>>(), ["p-kickoff", "p-quote"]);
+    insta::assert_snapshot!("selected_80x24", screen(&s, 80, 24));
+    let wide = screen(&s, 160, 48);
+    assert!(wide.contains("■ 2 selected"), "{wide}");
+    // `V` clears; `v` selects what the filter shows, and the selection outlives the filter.
+    press(&mut s, &["V"]);
+    assert!(s.marked.is_empty());
+    filter_by(&mut s, "risk:high");
+    assert!(press(&mut s, &["v"]).is_empty());
+    assert_eq!(s.marked.iter().collect::<Vec<_>>(), ["p-kickoff", "p-quote"]);
+    press(&mut s, &["esc"]);
+    assert_eq!(s.pending().len(), 3);
+    assert_eq!(s.marked.len(), 2);
+    // A decided packet leaves the selection.
+    let mut decisions = decided_post();
+    let mut d = decisions["p-post"].clone();
+    d.chain_index = 8;
+    decisions.insert("p-quote".into(), d);
+    app::update(&mut s, Action::ChainVerified(view(*valid_report(8), decisions)));
+    assert_eq!(s.marked.iter().collect::<Vec<_>>(), ["p-kickoff"]);
+    // In a packet read whole, space selects it and stays on it.
+    press(&mut s, &["g", "enter", "space"]);
+    assert!(s.zoomed && s.marked.is_empty());
+    press(&mut s, &["space"]);
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-kickoff"));
+    press(&mut s, &["esc"]);
+    assert_eq!(s.marked.iter().collect::<Vec<_>>(), ["p-kickoff"]);
+    // Selecting is for the pending list.
+    press(&mut s, &["2", "v"]);
+    assert_eq!(s.marked.len(), 1);
+    assert!(s.flash.as_ref().is_some_and(|f| f.error));
+}

@@ -417,3 +417,41 @@ fn a_new_packet_runs_the_notify_command_with_inert_text_and_counts_in_the_title(
     assert!(!tmux.screen().contains("notify command"), "no failure in the status line");
     tmux.send(&["q"]);
 }
+
+// Issue 18: the real binary filters by fields and sorts the pending list; an unknown field says
+// so and shows nothing; `space` marks a packet for batch triage and signs nothing.
+#[test]
+fn filter_by_fields_sort_and_select_in_the_console() {
+    let w = World::new();
+    let tmux = Tmux::start("filter", &w.env(), &["console"]);
+    tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
+    let now = warrant::clock::format_rfc3339(time::OffsetDateTime::now_utc());
+    for (id, class, agent, summary) in [
+        ("f-draft", "draft.compose", "agent-scribe", "Draft the minutes"),
+        ("f-mail", "email.send.external", "agent-scribe", "Mail Northwind the quote"),
+        ("f-pay", "payment.initiate", "agent-bursar", "Pay the Northwind invoice"),
+    ] {
+        let doc = warrant::packet::portable_packet(id, class, agent, summary, serde_json::json!({"n": 1}), &now);
+        w.publish(&format!("{id}.json"), &serde_json::to_vec(&doc).expect("json"));
+    }
+    tmux.wait_for("the packets", |s| s.contains("3 pending") && s.contains("Pay the Northwind"));
+    tmux.send(&["/"]);
+    tmux.type_text("agent:scribe \"northwind\"");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the field filter", |s| {
+        s.contains("filtered: 1 of 3") && s.contains("Mail Northwind") && !s.contains("Pay the Northwind")
+    });
+    tmux.send(&["/", "C-u"]);
+    tmux.type_text("colour:red");
+    tmux.wait_for("the unknown field", |s| s.contains("✗ unknown field colour:") && s.contains("filtered: 0 of 3"));
+    tmux.send(&["Escape"]);
+    tmux.wait_for("the whole list", |s| !s.contains("filtered:") && s.contains("Draft the minutes"));
+    tmux.send(&["s"]);
+    let (sorted, _) = tmux.wait_for("the sort", |s| s.contains("sort: risk"));
+    let row = |text: &str| sorted.lines().position(|l| l.contains(text)).unwrap_or(usize::MAX);
+    assert!(row("Pay the Northwind") < row("Mail Northwind") && row("Mail Northwind") < row("Draft the"), "{sorted}");
+    tmux.send(&["Space"]);
+    tmux.wait_for("the selection", |s| s.contains("■ 1 selected"));
+    assert!(w.chain().is_empty(), "selecting signs nothing");
+    tmux.send(&["q"]);
+}

@@ -5,6 +5,7 @@
 //! chain view or the minute changes, or once a second while an elevation counts down) observes
 //! the preconditions of pending packets' contracts, reading the files and repositories they name.
 
+use super::filter::{Field, Filter, SortKey};
 use super::keymap::{Key, Keymap};
 use crate::chain::Finding;
 use crate::control::{ControlInput, ControlKind, ControlState};
@@ -19,7 +20,8 @@ use crate::packet::{DecisionState, Packet, Receipt};
 use crate::spool::{ChainDecision, ChainView, InvalidFile, PacketEntry, Snapshot};
 use crate::tiers::NotebookTrust;
 use crate::verdict::{Governance, PacketVerdict, VerdictContext};
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// Everything that can happen to the console.
@@ -418,8 +420,15 @@ pub struct State {
     pub selected: [usize; 6],
     /// The packet detail is zoomed to the whole screen.
     pub zoomed: bool,
-    /// The list filter (case-insensitive substring of id, agent, class, summary).
+    /// The list filter as typed ([`super::filter`]: words, `"phrases"`, `field:value`, `-term`).
     pub filter: String,
+    /// What is wrong with the filter (an unknown field), if anything: then nothing matches.
+    pub filter_error: Option<String>,
+    /// The pending list's order.
+    pub sort: SortKey,
+    /// Pending packets selected for batch triage, by id (kept across filters and sorts; a packet
+    /// decided or gone leaves it).
+    pub marked: BTreeSet<String>,
     /// Modal state.
     pub mode: Mode,
     /// Status-line message.
@@ -613,6 +622,9 @@ impl State {
             selected: [0; 6],
             zoomed: false,
             filter: String::new(),
+            filter_error: None,
+            sort: SortKey::Age,
+            marked: BTreeSet::new(),
             mode: Mode::Normal,
             flash: None,
             signing: false,
@@ -917,7 +929,8 @@ impl State {
         self.changed_at.get(id).copied()
     }
 
-    /// Pending packets after the filter, newest first.
+    /// Pending packets after the filter, in the order of [`State::sort`] (newest first by
+    /// default).
     #[must_use]
     pub fn pending(&self) -> &[PacketEntry] {
         &self.pending
@@ -1087,19 +1100,30 @@ impl State {
     /// Recomputes the filtered lists, keeping the selection on the same item where possible.
     fn refresh(&mut self) {
         let keep: Vec<Option<String>> = Pane::ALL.iter().map(|p| self.selected_id(*p)).collect();
-        // Case-insensitive substring match; the needle is lowered once per refresh.
-        let needle = self.filter.to_lowercase();
-        let matches = |hay: &[&str]| needle.is_empty() || hay.iter().any(|h| contains_folded(h, &needle));
+        // Parsed once per refresh; words are lowered once here.
+        let filter = Filter::parse(&self.filter);
+        self.filter_error = filter.error().map(str::to_owned);
+        let policies = Arc::clone(&self.policies);
+        // A packet's state comes from the assessment, which changes without the packet: its
+        // terms are matched afresh each time, the others' answers are kept per packet.
+        let (kept, live) = filter.split_off(Field::State);
         // One pass over the packets: the undecided ones that match, and the decided ones'
         // packets (few) for the decided rows.
         let mut pending: Vec<PacketEntry> = Vec::with_capacity(self.snapshot.packets.len());
         let mut decided_packets: HashMap<&str, &Arc<Packet>> = HashMap::new();
         let memo = &mut self.filter_memo;
-        if memo.needle != needle || memo.hits.len() > 2 * self.snapshot.packets.len() + 1024 {
-            // A new filter, or packets gone from the spool piling up: start again.
+        let policies_at = Arc::as_ptr(&policies) as usize;
+        if memo.needle != self.filter
+            || memo.policies != policies_at
+            || memo.hits.len() > 2 * self.snapshot.packets.len() + 1024
+        {
+            // A new filter or policy (a class's risk), or packets gone from the spool piling up:
+            // start again.
             memo.hits.clear();
-            memo.needle.clone_from(&needle);
+            memo.needle.clone_from(&self.filter);
+            memo.policies = policies_at;
         }
+        let mut marked = BTreeSet::new();
         let mut pending_total = 0;
         for e in &self.snapshot.packets {
             let p = &e.packet;
@@ -1112,17 +1136,39 @@ impl State {
                 continue;
             }
             pending_total += 1;
-            if needle.is_empty()
+            if !self.marked.is_empty() && self.marked.contains(&p.id) {
+                marked.insert(p.id.clone());
+            }
+            if filter.is_empty()
                 || memo
                     .hits
                     .entry(Arc::as_ptr(p) as usize)
-                    .or_insert_with(|| (Arc::clone(p), matches(&[&p.id, &p.agent, &p.action_class, &p.summary])))
+                    .or_insert_with(|| {
+                        let hit = kept.matches(&[&p.id, &p.agent, &p.action_class, &p.summary], |f| {
+                            packet_field(&policies, p, f)
+                        });
+                        (Arc::clone(p), hit)
+                    })
                     .1
+                    && (live.is_empty() || {
+                        let shown = self.assessment.verdicts.get(&p.id).map(|v| v.state).or(p.state);
+                        live.matches(&[], |_| Some(Cow::Borrowed(shown.map_or("unknown", |s| s.as_str()))))
+                    })
             {
                 pending.push(e.clone());
             }
         }
+        self.marked = marked;
         self.pending_total = pending_total;
+        // Stable sorts: ties stay in the scan's order (newest first, then by id).
+        match self.sort {
+            SortKey::Age => {}
+            SortKey::Risk => {
+                pending.sort_by_cached_key(|e| std::cmp::Reverse(policies.class_risk(&e.packet.action_class)));
+            }
+            SortKey::Class => pending.sort_by(|a, b| a.packet.action_class.cmp(&b.packet.action_class)),
+            SortKey::Agent => pending.sort_by(|a, b| a.packet.agent.cmp(&b.packet.agent)),
+        }
         let mut decided: Vec<DecidedRow> = self
             .decisions
             .iter()
@@ -1133,12 +1179,22 @@ impl State {
             })
             .filter(|r| {
                 let p = r.packet.as_deref();
-                matches(&[
-                    &r.id,
-                    p.map_or("", |p| &p.agent),
-                    p.map_or("", |p| &p.action_class),
-                    p.map_or("", |p| &p.summary),
-                ])
+                filter.matches(
+                    &[
+                        &r.id,
+                        p.map_or("", |p| &p.agent),
+                        p.map_or("", |p| &p.action_class),
+                        p.map_or("", |p| &p.summary),
+                    ],
+                    |f| match (f, p) {
+                        (Field::Id, _) => Some(Cow::Borrowed(r.id.as_str())),
+                        // A decided packet has a decision, not a state.
+                        (Field::State, _) => None,
+                        (_, Some(p)) => packet_field(&policies, p, f),
+                        // The packet's file is gone: its fields are unknown.
+                        (_, None) => Some(Cow::Borrowed("")),
+                    },
+                )
             })
             .collect();
         decided.sort_by_key(|r| std::cmp::Reverse(r.decision.chain_index));
@@ -1148,19 +1204,42 @@ impl State {
             .iter()
             .filter(|f| {
                 let reason = f.reason.to_string();
-                matches(&[&f.name, &reason])
+                filter.matches(&[&f.name, &reason], |_| None)
             })
             .cloned()
             .collect();
-        self.posteriors =
-            self.all_posteriors.iter().filter(|p| matches(&[&p.action_class, p.tier.as_str()])).cloned().collect();
-        self.notebooks = self.all_notebooks.iter().filter(|n| matches(&[&n.id, n.level.as_str()])).cloned().collect();
+        self.posteriors = self
+            .all_posteriors
+            .iter()
+            .filter(|p| {
+                filter.matches(&[&p.action_class, p.tier.as_str()], |f| match f {
+                    Field::Class => Some(Cow::Borrowed(p.action_class.as_str())),
+                    Field::Risk => Some(Cow::Borrowed(policies.class_risk(&p.action_class).as_str())),
+                    _ => None,
+                })
+            })
+            .cloned()
+            .collect();
+        self.notebooks = self
+            .all_notebooks
+            .iter()
+            .filter(|n| {
+                filter.matches(&[&n.id, n.level.as_str()], |f| {
+                    (f == Field::Notebook).then_some(Cow::Borrowed(n.id.as_str()))
+                })
+            })
+            .cloned()
+            .collect();
         self.agents = self
             .assessment
             .monitor
             .agents
             .values()
-            .filter(|a| matches(&[&a.agent, a.standing.as_str()]))
+            .filter(|a| {
+                filter.matches(&[&a.agent, a.standing.as_str()], |f| {
+                    (f == Field::Agent).then_some(Cow::Borrowed(a.agent.as_str()))
+                })
+            })
             .cloned()
             .collect();
         self.pending = pending;
@@ -1217,6 +1296,8 @@ impl State {
 #[derive(Debug, Clone, Default)]
 struct FilterMemo {
     needle: String,
+    /// The policies the answers were made with (a `risk:` term reads them), by address.
+    policies: usize,
     hits: HashMap<usize, (Arc<Packet>, bool), foldhash::fast::RandomState>,
 }
 
@@ -1227,7 +1308,7 @@ struct FilterMemo {
 /// and no character outside ASCII lowers to anything with ASCII in it but `İ` (U+0130, to
 /// `i` + U+0307) and the Kelvin sign (U+212A, to `k`). Their first bytes (0xC4, 0xE2) send `hay`
 /// to the full lowering when the needle has an `i` or a `k`.
-fn contains_folded(hay: &str, needle: &str) -> bool {
+pub(super) fn contains_folded(hay: &str, needle: &str) -> bool {
     if !needle.is_ascii() {
         return hay.to_lowercase().contains(needle);
     }
@@ -1242,6 +1323,23 @@ fn contains_folded(hay: &str, needle: &str) -> bool {
     n.iter().any(|b| matches!(b, b'i' | b'k'))
         && memchr::memchr2(0xC4, 0xE2, h).is_some()
         && hay.to_lowercase().contains(needle)
+}
+
+/// A packet's field as a filter term reads it ([`Field::State`] is matched apart: it comes from
+/// the assessment). An unset tool or notebook is empty.
+fn packet_field<'a>(policies: &PolicySet, p: &'a Packet, f: Field) -> Option<Cow<'a, str>> {
+    let governance = |get: fn(&Governance) -> Option<&String>| {
+        Cow::Owned(Governance::of_packet(p).and_then(|g| get(&g).cloned()).unwrap_or_default())
+    };
+    Some(match f {
+        Field::Agent => Cow::Borrowed(p.agent.as_str()),
+        Field::Class => Cow::Borrowed(p.action_class.as_str()),
+        Field::Risk => Cow::Borrowed(policies.class_risk(&p.action_class).as_str()),
+        Field::Tool => governance(|g| g.tool.as_ref()),
+        Field::Notebook => governance(|g| g.notebook.as_ref()),
+        Field::Id => Cow::Borrowed(p.id.as_str()),
+        Field::State => return None,
+    })
 }
 
 /// Page size used by page up/down.
@@ -1684,6 +1782,40 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         "filter" => {
             state.mode = Mode::Input { purpose: InputPurpose::Filter, text: state.filter.clone() };
         }
+        "sort" | "mark" | "mark_all" | "unmark_all" if state.pane != Pane::Pending => {
+            let what = if cmd == "sort" { "sorting orders" } else { "selecting marks packets of" };
+            state.flash = Some(Flash { text: format!("{what} the pending list (press 1)"), error: true });
+        }
+        "sort" => {
+            // The packet under the cursor stays under it: `refresh` keeps the selection by id.
+            state.sort = state.sort.next();
+            state.refresh();
+            state.flash = Some(Flash { text: format!("pending sorted by {}", sort_words(state.sort)), error: false });
+        }
+        "mark" => {
+            if let Some(id) = state.selected_packet().map(|p| p.id.clone()) {
+                if !state.marked.remove(&id) {
+                    state.marked.insert(id);
+                }
+                // Down to the next packet, so that space runs down the list (not while one
+                // packet is read whole: what is shown stays).
+                if !state.zoomed {
+                    state.move_selection(1);
+                }
+            }
+        }
+        "mark_all" => {
+            state.marked.extend(state.pending.iter().map(|e| e.packet.id.clone()));
+            let shown = state.pending.len();
+            state.flash = Some(Flash {
+                text: format!("{} selected: every packet shown ({shown}) · V clears the selection", state.marked.len()),
+                error: false,
+            });
+        }
+        "unmark_all" if !state.marked.is_empty() => {
+            state.flash = Some(Flash { text: format!("{} unselected", state.marked.len()), error: false });
+            state.marked.clear();
+        }
         "chain" => {
             if matches!(state.chain, ChainState::Broken { .. }) {
                 state.mode = Mode::ChainAlert;
@@ -1701,6 +1833,17 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         _ => {}
     }
     vec![]
+}
+
+/// How the pending list is ordered, in words.
+#[must_use]
+pub fn sort_words(key: SortKey) -> &'static str {
+    match key {
+        SortKey::Age => "age, newest first",
+        SortKey::Risk => "risk, highest first",
+        SortKey::Class => "action class",
+        SortKey::Agent => "agent",
+    }
 }
 
 /// One line describing the chain state.

@@ -9,6 +9,7 @@
 pub mod app;
 pub mod dialog;
 pub mod fields;
+pub mod filter;
 pub mod keymap;
 pub mod notify;
 pub mod theme;

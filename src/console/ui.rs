@@ -5,6 +5,7 @@
 //! visible placeholders and never reach the terminal.
 
 use super::app::{Button, ChainState, InputPurpose, Mode, Pane, State, chain_line};
+use super::filter::SortKey;
 use super::theme::Theme;
 use crate::clock;
 use crate::control::{ControlInput, ControlKind};
@@ -130,6 +131,9 @@ fn render_title(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
             theme.get("accent"),
         ));
     }
+    if !state.marked.is_empty() {
+        spans.push(Span::styled(format!("· ■ {} selected ", state.marked.len()), theme.get("accent")));
+    }
     if state.read_only {
         spans.push(Span::styled(" READ-ONLY ", theme.get("warn")));
     }
@@ -141,8 +145,16 @@ fn render_title(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
 /// counts, else only numbers (the focused pane always shows its name and count).
 fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
     let filter = (!state.filter.is_empty() || matches!(state.mode, Mode::Input { purpose: InputPurpose::Filter, .. }))
-        .then(|| format!(" /{} ", inert(&state.filter, 40)));
-    let room = usize::from(width.saturating_sub(2)).saturating_sub(filter.as_ref().map_or(0, |f| f.chars().count()));
+        .then(|| {
+            let mark = if state.filter_error.is_some() { "✗ " } else { "" };
+            format!(" {mark}/{} ", inert(&state.filter, 40))
+        });
+    // The pending list's order, when it is not the default (newest first).
+    let sort =
+        (state.pane == Pane::Pending && state.sort != SortKey::Age).then(|| format!(" sort: {} ", state.sort.as_str()));
+    let room = usize::from(width.saturating_sub(2))
+        .saturating_sub(filter.as_ref().map_or(0, |f| f.chars().count()))
+        .saturating_sub(sort.as_ref().map_or(0, |f| f.chars().count()));
     let labels = |detail: u8| -> Vec<String> {
         Pane::ALL
             .iter()
@@ -174,8 +186,11 @@ fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
             Span::styled(label, if *pane == state.pane { theme.get("selection") } else { theme.get("muted") })
         })
         .collect();
+    if let Some(f) = sort {
+        spans.push(Span::styled(f, theme.get("header")));
+    }
     if let Some(f) = filter {
-        spans.push(Span::styled(f, theme.get("accent")));
+        spans.push(Span::styled(f, theme.get(if state.filter_error.is_some() { "error" } else { "accent" })));
     }
     Line::from(spans)
 }
@@ -339,7 +354,9 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
         .title(tabs_line(state, theme, area.width));
     // Rows above the window are told on the bottom border, left, so the tabs keep the top one.
     if from > 0 {
-        block = block.title_bottom(Line::from(Span::styled(format!(" ↑ {from} newer "), theme.get("warn"))));
+        // Newer only in the scan's order; sorted otherwise, they are only above.
+        let above = if state.pane == Pane::Pending && state.sort != SortKey::Age { "above" } else { "newer" };
+        block = block.title_bottom(Line::from(Span::styled(format!(" ↑ {from} {above} "), theme.get("warn"))));
     }
     if to < len {
         block = block.title_bottom(
@@ -356,7 +373,7 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
     let (header, widths, rows): (Vec<&str>, Vec<Constraint>, Vec<Row<'_>>) = match state.pane {
         Pane::Pending => {
             let list = &state.pending()[from..to];
-            let cols = vec![
+            let mut cols = vec![
                 // `⏱` marks a packet past its class's `refuse_after` (timed out).
                 Column::new(
                     "AGE",
@@ -423,6 +440,21 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                 },
                 Column::new("SUMMARY", list.iter().map(|e| raw(inert(&e.packet.summary, 200))).collect(), 10, 3),
             ];
+            // Packets selected for batch triage are marked `■`, in a column there only while
+            // something is selected.
+            if !state.marked.is_empty() {
+                let cells = list
+                    .iter()
+                    .map(|e| {
+                        if state.marked.contains(&e.packet.id) {
+                            styled("■".into(), theme.get("accent"))
+                        } else {
+                            raw(" ".into())
+                        }
+                    })
+                    .collect();
+                cols.insert(0, Column { fixed: true, ..Column::new("■", cells, 0, 0) });
+            }
             fit_columns(cols, avail)
         }
         Pane::Decided => {
@@ -560,7 +592,12 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
         Pane::Matrices | Pane::Agents => (vec![], vec![], vec![]),
     };
     if state.len(state.pane) == 0 {
+        let error = state
+            .filter_error
+            .as_ref()
+            .map(|e| format!("the filter matches nothing: {} (esc clears it)", inert(e, 200)));
         let msg = match (state.pane, state.filter.is_empty()) {
+            _ if error.is_some() => error.as_deref().unwrap_or_default(),
             (_, false) => "nothing matches the filter (esc clears it)",
             (Pane::Pending, true) => "no pending packets: agents publish them in packets/",
             (Pane::Decided, true) => "no decisions yet",
@@ -1306,6 +1343,9 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
     }
     if let Mode::Input { purpose: InputPurpose::Filter, text } = &state.mode {
         spans.push(Span::styled(format!(" filter: {}▏ ", inert(text, 60)), theme.get("accent")));
+        if let Some(e) = &state.filter_error {
+            spans.push(Span::styled(format!("✗ {} ", inert(e, 120)), theme.get("error")));
+        }
     }
     // Hints that do not fit go whole, never cut; help (which lists every key) is kept.
     let hint = |c: &str| {
