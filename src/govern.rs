@@ -155,8 +155,9 @@ pub struct Governor {
 impl Governor {
     /// A governor for `spool`, reading `policy.toml` and the pinned keys from `config_dir` (and
     /// the spool's `policy.toml`). When another user owns the spool (agents run as their own
-    /// users), a `policy.toml` counts only if that user, the principal, owns it: an agent cannot
-    /// loosen the tool table from its own configuration directory.
+    /// users), only the spool's `policy.toml` counts, and it must be that user's, the
+    /// principal's ([`load_policies`]): an agent cannot loosen the tool table from its own
+    /// configuration directory.
     ///
     /// # Errors
     /// [`GovernError::NoSpool`] when the spool directory is missing, [`GovernError::NoPinnedKey`]
@@ -523,8 +524,8 @@ impl Governor {
 
     /// How many calls of `class` the packet's agent ran on its own in the last `window` seconds
     /// before `packet` (a `rate_limit` constraint bounds the post-approval boundary: what runs
-    /// with no person). A call packet of the agent and class published in the window with no
-    /// decision of the principal counts while it has not expired (a held call still waiting
+    /// with no person). A call packet of the agent and class that arrived in the window (its
+    /// inode change time) with no decision of the principal counts while it has not expired (a held call still waiting
     /// counts too: the count errs on the side of holding), and after that when a receipt names
     /// it (it ran; one that expired with none was held and never ran). Reads every packet and
     /// receipt in the spool.
@@ -670,8 +671,9 @@ pub const REJUDGE_EVERY: Duration = Duration::from_secs(2);
 
 /// The policy set a hook or the gateway governs with: `<config_dir>/policy.toml` and the spool's
 /// ([`PolicySet::load`]); when another user owns the spool (the principal, with agents running
-/// as their own users), only the files that user owns count ([`PolicySet::load_owned`]), so an
-/// agent cannot loosen the tool table from its own configuration directory.
+/// as their own users), the spool's alone, which must be that user's own file
+/// ([`PolicySet::load_owned`]), so an agent cannot loosen the tool table from its own
+/// configuration directory.
 ///
 /// # Errors
 /// [`GovernError::Io`] when the spool cannot be read; policy errors.

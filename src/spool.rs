@@ -1680,7 +1680,8 @@ pub fn assess_view(
 /// into a shared spool does not.
 #[must_use]
 pub fn owned_by_me(spool: &Spool) -> bool {
-    fs::symlink_metadata(spool.root()).is_ok_and(|m| m.uid() == rustix::process::geteuid().as_raw())
+    // The directory itself, through a symbolic link (which anyone may own).
+    fs::metadata(spool.root()).is_ok_and(|m| m.uid() == rustix::process::geteuid().as_raw())
 }
 
 /// Records a portable v0.1 receipt in the chain (`record_receipt`): under the chain's lock,
