@@ -1,8 +1,8 @@
 //! Issue 18: notifications and class timeouts in the console, without a terminal. `update`
-//! emits `Effect::Notify` for packets that need the principal and are new since start-up,
-//! `Effect::Title` when the pending count changes, and `Effect::RefuseTimedOut` for a packet
-//! past its class's `refuse_after` when `policy.toml` asks the console to sign the refusal; the
-//! notify command (a real shell) gets the packet's fields made inert.
+//! emits `Effect::Notify` for packets that need the principal and are new since start-up and
+//! `Effect::Title` when the pending count changes; a packet past its class's `refuse_after` is
+//! shown timed out and can only be refused, and nothing is signed for it; the notify command (a
+//! real shell) gets the packet's fields made inert.
 #![cfg(feature = "console")]
 
 use serde_json::{Value, json};
@@ -38,7 +38,8 @@ fn packet(id: &str, agent: &str, class: &str, summary: &str, minutes_ago: i64) -
         "created_at": created,
     });
     let p = warrant::packet::parse_packet(&serde_json::to_vec(&v).expect("json"), id).expect("valid packet");
-    PacketEntry { file: format!("{id}.json").into(), arrived: NOW, owner: 4_000_000, packet: Arc::new(p) }
+    let arrived = NOW - (minutes_ago * 60) as f64;
+    PacketEntry { file: format!("{id}.json").into(), arrived, owner: 4_000_000, packet: Arc::new(p) }
 }
 
 fn snap(packets: Vec<PacketEntry>) -> Snapshot {
@@ -78,6 +79,10 @@ fn state(policy: &str, read_only: bool) -> State {
         NOW,
     )
     .with_policies(Arc::new(PolicySet::from_toml(policy).expect("policy")))
+}
+
+fn key(k: &str) -> Action {
+    Action::Key(warrant::console::keymap::Key::parse(k).expect("key"))
 }
 
 fn quote() -> PacketEntry {
@@ -165,55 +170,40 @@ fn the_notify_command_receives_inert_text() {
     assert!(notify::spawn(&["/nonexistent/notify".to_owned()], &n, 1).is_err());
 }
 
-const SIGNED: &str = "[timeouts.\"email.*\"]\nrefuse_after = \"PT1M\"\nsign_refusal = true\n";
 const UNSIGNED: &str =
     "[timeouts.\"email.*\"]\nrefuse_after = \"PT1M\"\n[timeouts.\"calendar.create\"]\nwait = \"forever\"\n";
 
-// Past its class's `refuse_after`, a packet is timed out; with `sign_refusal = true` the
-// console asks once for a signed refusal, once the chain is verified and only with a key.
+// Past its class's `refuse_after`, a packet is timed out: shown so, it can only be refused, and
+// the console signs nothing for it. The wait counts from when the packet arrived, so a packet
+// that declares an old `created_at` does not time out early.
 #[test]
-fn a_timed_out_packet_is_refused_only_when_the_principal_configured_it() {
-    let mut s = state(SIGNED, false);
-    let fx = scanned(&mut s, snap(vec![quote(), packet("p-cal", "agent-planner", "calendar.create", "Kick-off", 300)]));
-    assert!(!fx.iter().any(|e| matches!(e, Effect::RefuseTimedOut { .. })), "not before the chain verified");
-    let e = s.snapshot.packet("p-quote").expect("quote").packet.clone();
-    assert_eq!(s.timed_out(&e), Some((std::time::Duration::from_secs(60), true)));
-    let cal = s.snapshot.packet("p-cal").expect("cal").packet.clone();
-    assert_eq!(s.timed_out(&cal), None, "no entry: waits as long as the host does");
-    let fx = verified(&mut s);
-    let refusals: Vec<_> = fx
-        .iter()
-        .filter_map(|e| match e {
-            Effect::RefuseTimedOut { packet, reason } => Some((packet.id.clone(), reason.clone())),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        refusals,
-        vec![("p-quote".to_owned(), "timed out after 1m (policy.toml [timeouts], sign_refusal)".to_owned())]
-    );
-    // Asked once.
-    assert!(!app::update(&mut s, Action::Tick(NOW + 1.0)).iter().any(|e| matches!(e, Effect::RefuseTimedOut { .. })));
-
-    // Without sign_refusal: shown as timed out, nothing signed.
+fn a_timed_out_packet_can_only_be_refused_and_nothing_is_signed_for_it() {
     let mut s = state(UNSIGNED, false);
-    scanned(&mut s, snap(vec![quote()]));
+    let mut backdated = packet("p-old", "agent-scribe", "email.send.external", "Backdated", 600);
+    backdated.arrived = NOW;
+    scanned(
+        &mut s,
+        snap(vec![quote(), packet("p-cal", "agent-planner", "calendar.create", "Kick-off", 300), backdated]),
+    );
     let fx = verified(&mut s);
-    assert!(!fx.iter().any(|e| matches!(e, Effect::RefuseTimedOut { .. })), "{fx:?}");
-    let e = s.snapshot.packet("p-quote").expect("quote").packet.clone();
-    assert_eq!(s.timed_out(&e), Some((std::time::Duration::from_secs(60), false)));
-
-    // Read-only: no key, nothing signed.
-    let mut s = state(SIGNED, true);
-    scanned(&mut s, snap(vec![quote()]));
-    assert!(!verified(&mut s).iter().any(|e| matches!(e, Effect::RefuseTimedOut { .. })));
-
-    // A packet that times out while the console runs is refused at the tick that passes it.
-    let mut s = state(SIGNED, false);
-    scanned(&mut s, snap(vec![packet("p-young", "agent-scribe", "email.send.external", "Soon", 0)]));
-    assert!(!verified(&mut s).iter().any(|e| matches!(e, Effect::RefuseTimedOut { .. })));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Sign { .. })), "nothing is signed on its own: {fx:?}");
+    let entry = |s: &State, id: &str| s.snapshot.packet(id).expect("packet").clone();
+    assert_eq!(s.timed_out(&entry(&s, "p-quote")), Some(std::time::Duration::from_secs(60)));
+    assert_eq!(s.timed_out(&entry(&s, "p-cal")), None, "wait = forever: as long as the host waits");
+    assert_eq!(s.timed_out(&entry(&s, "p-old")), None, "counted from its arrival, not its created_at");
     let fx = app::update(&mut s, Action::Tick(NOW + 61.0));
-    assert!(fx.iter().any(|e| matches!(e, Effect::RefuseTimedOut { packet, .. } if packet.id == "p-young")), "{fx:?}");
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Sign { .. })), "{fx:?}");
+    assert_eq!(s.timed_out(&entry(&s, "p-old")), Some(std::time::Duration::from_secs(60)));
+    // Approving it is refused, with the reason; refusing it opens the dialog as usual.
+    let pos = s.pending().iter().position(|e| e.packet.id == "p-quote").expect("pending");
+    for _ in 0..pos {
+        app::update(&mut s, key("j"));
+    }
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-quote"));
+    app::update(&mut s, key("a"));
+    let flash = s.flash.as_ref().map(|f| f.text.clone()).unwrap_or_default();
+    assert!(flash.contains("timed out after 1m") && flash.contains("only be refused"), "{flash}");
+    assert!(matches!(s.mode, app::Mode::Normal), "no approval dialog: {:?}", s.mode);
 }
 
 // The list marks a timed-out packet with ⏱ and the detail says it timed out and what follows.

@@ -89,8 +89,6 @@ pub enum Action {
     VerifyFailed(String),
     /// Something else failed (the terminal, the notify command) — shown, never fatal.
     Error(String),
-    /// A timed-out packet's refusal ([`Effect::RefuseTimedOut`]) was signed, or why not.
-    TimedOutRefused(Result<SignedSummary, String>),
     /// Quit requested by a signal.
     Quit,
 }
@@ -165,14 +163,6 @@ pub enum Effect {
     Title {
         /// Packets pending now.
         pending: usize,
-    },
-    /// Sign the refusal of a packet past its class's `refuse_after`, as `policy.toml` asks
-    /// (`sign_refusal = true`).
-    RefuseTimedOut {
-        /// The packet.
-        packet: Arc<Packet>,
-        /// The reason signed (`timed out after …`).
-        reason: String,
     },
     /// Leave.
     Quit,
@@ -1349,9 +1339,8 @@ const PAGE: isize = 10;
 /// the message log.
 pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
     let before = state.flash.clone();
-    let tick = matches!(action, Action::Tick(_));
     let mut fx = apply(state, action);
-    fx.extend(super::notify::effects(state, tick));
+    fx.extend(super::notify::effects(state));
     if state.flash != before
         && let Some(f) = &state.flash
     {
@@ -1510,21 +1499,6 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
                     error: false,
                 },
                 Err(e) => Flash { text: format!("control not recorded: {e}"), error: true },
-            });
-            vec![Effect::VerifyChain { force: false }, Effect::Scan]
-        }
-        Action::TimedOutRefused(result) => {
-            state.flash = Some(match result {
-                Ok(s) => Flash {
-                    text: format!(
-                        "⏱ refused {} (timed out) · record {} {}",
-                        s.packet_id,
-                        s.chain_index,
-                        short_hash(&s.entry_hash)
-                    ),
-                    error: false,
-                },
-                Err(e) => Flash { text: format!("refusing a timed-out packet failed: {e}"), error: true },
             });
             vec![Effect::VerifyChain { force: false }, Effect::Scan]
         }
@@ -1882,6 +1856,17 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
         let wait = (SETTLE_SECONDS - (state.now - t)).ceil();
         state.flash = Some(Flash {
             text: format!("{} just changed: read it again (decisions open in {wait:.0}s)", packet.id),
+            error: true,
+        });
+        return vec![];
+    }
+    if approve && let Some(after) = state.packet_timed_out(&packet) {
+        state.flash = Some(Flash {
+            text: format!(
+                "{} timed out after {} (policy.toml [timeouts]): it can only be refused",
+                packet.id,
+                super::notify::human(after)
+            ),
             error: true,
         });
         return vec![];

@@ -16,7 +16,6 @@ pub mod theme;
 pub mod ui;
 mod watcher;
 
-use crate::decision::Verdict;
 use crate::keys::{PinnedKeys, Principal};
 use crate::spool::{self, Scanner, Spool};
 use app::{Action, ControlSummary, Effect, SignedSummary, State};
@@ -283,6 +282,17 @@ struct Runner {
     cache: Arc<Mutex<Option<spool::VerifiedView>>>,
     /// `[notify]` from `config.toml`.
     notify: crate::config::Notify,
+    /// Notify commands still running ([`notify::MAX_COMMANDS`] at most).
+    notifying: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Counts a running notify command down when its reaper ends (however it ends).
+struct Running(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Sets a flag when dropped (a finished or panicked background verification).
@@ -480,30 +490,6 @@ impl Runner {
                     let _ = execute!(std::io::stdout(), terminal::SetTitle(notify::title(pending)));
                 }
             }
-            Effect::RefuseTimedOut { packet, reason } => {
-                let Some(principal) = self.principal.clone() else { return };
-                let (spool, pinned) = (self.spool.clone(), Arc::clone(&self.pinned));
-                let on_panic = Action::TimedOutRefused(Err("internal error while signing (see the log)".into()));
-                spawn_job(self.tx.clone(), on_panic, move || {
-                    let at = crate::clock::now_rfc3339();
-                    let result =
-                        spool::decide(&spool, &principal, &pinned, &packet, Verdict::Refuse, Some(&reason), &at)
-                            .map(|d| SignedSummary {
-                                packet_id: packet.id.clone(),
-                                verdict: Verdict::Refuse,
-                                chain_index: d.appended.chain_index,
-                                entry_hash: d.appended.entry_hash,
-                            })
-                            .map_err(|e| e.to_string());
-                    match &result {
-                        Ok(s) => {
-                            tracing::info!(packet = %s.packet_id, index = s.chain_index, %reason, "timed out: refused")
-                        }
-                        Err(e) => tracing::warn!(packet = %packet.id, error = %e, "refusing a timed-out packet failed"),
-                    }
-                    Action::TimedOutRefused(result)
-                });
-            }
             Effect::Quit => {}
         }
     }
@@ -517,13 +503,22 @@ impl Runner {
             let mut out = std::io::stdout();
             let _ = out.write_all(b"\x07").and_then(|()| out.flush());
         }
-        let Some(command) = &self.notify.command else { return };
+        let Some(command) = self.notify.command.as_ref().filter(|c| !c.is_empty()) else { return };
         for notice in packets.iter().take(notify::MAX_COMMANDS) {
+            // At most MAX_COMMANDS run at once, whatever the rate of new packets: a burst an
+            // agent publishes cannot start processes (or hold threads) without bound.
+            if self.notifying.load(std::sync::atomic::Ordering::SeqCst) >= notify::MAX_COMMANDS {
+                tracing::info!("notify command not run: {} still running", notify::MAX_COMMANDS);
+                break;
+            }
             let tx = self.tx.clone();
             match notify::spawn(command, notice, pending) {
                 Ok(mut child) => {
                     let program = command[0].clone();
+                    let running = Arc::clone(&self.notifying);
+                    running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     tokio::task::spawn_blocking(move || {
+                        let _done = Running(running);
                         let started = Instant::now();
                         let status = loop {
                             match child.try_wait() {
@@ -653,6 +648,7 @@ where
         last_recheck: Instant::now(),
         cache: Arc::new(Mutex::new(None)),
         notify,
+        notifying: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
     };
     runner.run(Effect::Scan);
     // The chain is verified once the first scan is in: the first frame with the packet list

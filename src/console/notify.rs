@@ -3,9 +3,10 @@
 //! [`super::app::update`] finds, after each new assessment made with the chain read, the packets
 //! that need the principal (undecided, and not a tool call the gate let run on its own: what the
 //! Pending list shows) and were not seen before ([`effects`]); the first such assessment after
-//! start-up only marks what is already there as seen. It returns [`Effect::Notify`] with them, [`Effect::Title`] when the
-//! pending count changed, and [`Effect::RefuseTimedOut`] for a packet past its class's
-//! `refuse_after` when `policy.toml` says `sign_refusal = true`. The runner performs them
+//! start-up only marks what is already there as seen. It returns [`Effect::Notify`] with them,
+//! and [`Effect::Title`] when the pending count changed. A packet past its class's
+//! `refuse_after` is shown as timed out ([`State::timed_out`]); nothing is signed for it. The
+//! runner performs the effects
 //! ([`super::Runner`]): the bell, the title (warrant's own text: [`title`]), and the principal's
 //! `notify_command` ([`spawn`]), whose environment carries the packet's id, class, agent and
 //! summary made inert ([`Notice::env`]).
@@ -20,8 +21,8 @@ use std::sync::Arc;
 pub const MAX_SUMMARY: usize = 200;
 /// The most characters of the id, class and agent the notify command gets.
 pub const MAX_FIELD: usize = 128;
-/// The most notify commands one batch of new packets starts (the rest are counted in the
-/// status line, and in `WARRANT_PENDING`).
+/// The most notify commands one batch of new packets starts, and the most that run at once (the
+/// rest are logged; `WARRANT_PENDING` counts every pending packet).
 pub const MAX_COMMANDS: usize = 5;
 
 /// A packet that needs the principal, as [`Effect::Notify`] carries it: the agent's own words,
@@ -99,23 +100,29 @@ pub struct Notified {
     assessment: Option<Arc<crate::monitor::Assessment>>,
     /// The pending count last put in the title.
     title: Option<usize>,
-    /// Timed-out packets whose refusal was asked for (never asked twice).
-    refusing: HashSet<String>,
 }
 
 impl State {
-    /// The class's `refuse_after` when the pending packet `p` is past it (from its
-    /// `created_at`), with whether the console signs the refusal: the packet is timed out. A
-    /// packet without `created_at`, or of a class with no `[timeouts]` entry or with
-    /// `wait = "forever"`, never times out here.
+    /// The class's `refuse_after` when the undecided packet `e` is past it: the packet is timed
+    /// out (shown so, and never approved: its call was refused at that time). The wait counts
+    /// from when the packet arrived or from its `created_at`, whichever is later (a backdated
+    /// packet does not time out early). A packet of a class with no `[timeouts]` entry or with
+    /// `wait = "forever"` never times out here.
     #[must_use]
-    pub fn timed_out(&self, p: &Packet) -> Option<(std::time::Duration, bool)> {
-        let ClassTimeout::RefuseAfter { after, sign_refusal } = self.policies.class_timeout(&p.action_class)? else {
+    pub fn timed_out(&self, e: &crate::spool::PacketEntry) -> Option<std::time::Duration> {
+        let p = &e.packet;
+        let ClassTimeout::RefuseAfter { after } = self.policies.class_timeout(&p.action_class)? else {
             return None;
         };
-        let created = crate::clock::unix_seconds(p.created_at.as_deref()?)?;
-        (created + after.as_secs_f64() <= self.now && !self.decisions.contains_key(&p.id))
-            .then_some((after, sign_refusal))
+        let from = p.created_at.as_deref().and_then(crate::clock::unix_seconds).map_or(e.arrived, |c| c.max(e.arrived));
+        (from + after.as_secs_f64() <= self.now && !self.decisions.contains_key(&p.id)).then_some(after)
+    }
+
+    /// [`State::timed_out`] of the packet `p` as the last scan found it (`None` when it is not in
+    /// it).
+    #[must_use]
+    pub fn packet_timed_out(&self, p: &Packet) -> Option<std::time::Duration> {
+        self.snapshot.packet(&p.id).and_then(|e| self.timed_out(e))
     }
 }
 
@@ -127,9 +134,8 @@ pub fn human(d: std::time::Duration) -> String {
 
 /// The effects the state now calls for: [`Effect::Notify`] for packets that need the principal
 /// and are new since the last assessment looked at (none for what the first assessment after
-/// start-up found), [`Effect::Title`] when the pending count changed, and
-/// [`Effect::RefuseTimedOut`] for timed-out packets whose class signs its refusals.
-pub(super) fn effects(state: &mut State, tick: bool) -> Vec<Effect> {
+/// start-up found), and [`Effect::Title`] when the pending count changed.
+pub(super) fn effects(state: &mut State) -> Vec<Effect> {
     let mut fx = Vec::new();
     let pending = state.pending_total();
     let mut notified = std::mem::take(&mut state.notified);
@@ -168,24 +174,6 @@ pub(super) fn effects(state: &mut State, tick: bool) -> Vec<Effect> {
         }
         if !new.is_empty() {
             fx.push(Effect::Notify { packets: new, pending });
-        }
-    }
-    let can_refuse = state.policies.signs_timeouts()
-        && !state.read_only
-        && state.principal.is_some()
-        && matches!(state.chain, ChainState::Valid { .. });
-    if can_refuse && (fresh || tick) {
-        for e in &state.snapshot.packets {
-            let p = &e.packet;
-            if let Some((after, true)) = state.timed_out(p)
-                && !crate::monitor::ran_on_its_own(state.assessment(), p)
-                && notified.refusing.insert(p.id.clone())
-            {
-                fx.push(Effect::RefuseTimedOut {
-                    packet: Arc::clone(p),
-                    reason: format!("timed out after {} (policy.toml [timeouts], sign_refusal)", human(after)),
-                });
-            }
         }
     }
     state.notified = notified;

@@ -378,7 +378,7 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                 Column::new(
                     "AGE",
                     list.iter()
-                        .map(|e| match state.timed_out(&e.packet) {
+                        .map(|e| match state.timed_out(e) {
                             Some(_) => {
                                 styled(format!("⏱{}", clock::human_age(state.now - e.created())), theme.get("warn"))
                             }
@@ -986,13 +986,15 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             lines.push(kv(theme, "expires", inert(e, 40)));
         }
     }
-    if let Some((after, signs)) = state.timed_out(p) {
-        let what = if signs { "the console signs its refusal" } else { "no refusal is signed for it" };
+    if let Some(after) = state.packet_timed_out(p) {
         lines.push(kv(
             theme,
             "timeout",
             Span::styled(
-                format!("⏱ TIMED OUT after {} (policy.toml): {what}", super::notify::human(after)),
+                format!(
+                    "⏱ TIMED OUT after {} (policy.toml): the agent was told `timeout`; refuse only",
+                    super::notify::human(after)
+                ),
                 theme.get("warn"),
             ),
         ));

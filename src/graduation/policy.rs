@@ -344,7 +344,7 @@ struct TimeoutDef {
     /// `"forever"`: the host's own wait stands.
     #[serde(default)]
     wait: Option<String>,
-    /// Whether the principal's console signs the refusal a timeout implies.
+    /// Not supported (an error when `true`): see [`timeout_rule`].
     #[serde(default)]
     sign_refusal: bool,
 }
@@ -352,13 +352,11 @@ struct TimeoutDef {
 /// How long a held packet of a class waits for the principal (`[timeouts]` in `policy.toml`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClassTimeout {
-    /// Refused after this long undecided (`refuse_after`); with `sign_refusal`, the principal's
-    /// running console signs that refusal, else the agent is told `timeout` and nothing is signed.
+    /// Refused after this long undecided (`refuse_after`): the agent is told `timeout` and
+    /// nothing is signed.
     RefuseAfter {
-        /// The wait, from the packet's `created_at`.
+        /// The wait, from when the packet arrived.
         after: std::time::Duration,
-        /// The principal's console signs the refusal.
-        sign_refusal: bool,
     },
     /// `wait = "forever"`: as long as the host waits (`--wait`).
     Forever,
@@ -395,6 +393,14 @@ struct TimeoutRule {
 /// Reads one `[timeouts."<key>"]` entry.
 fn timeout_rule(key: String, def: TimeoutDef) -> Result<TimeoutRule, PolicyError> {
     let bad = |message: String| PolicyError::Class { id: format!("timeouts.{key}"), message };
+    if def.sign_refusal {
+        // A refusal signed with the principal's key is the principal's refusal evidence for the
+        // class; one signed by a clock, for packets anyone can publish, would let an agent stop
+        // a class from graduating with no person judging anything.
+        return Err(bad(
+            "sign_refusal is not supported: a timed-out call is told `timeout` and nothing is signed".into()
+        ));
+    }
     let timeout = match (def.refuse_after.as_deref(), def.wait.as_deref()) {
         (Some(text), None) => {
             let d = iso8601::duration(text)
@@ -403,10 +409,9 @@ fn timeout_rule(key: String, def: TimeoutDef) -> Result<TimeoutRule, PolicyError
             if d.is_zero() {
                 return Err(bad("refuse_after must be longer than zero".into()));
             }
-            ClassTimeout::RefuseAfter { after: d, sign_refusal: def.sign_refusal }
+            ClassTimeout::RefuseAfter { after: d }
         }
-        (None, Some("forever")) if !def.sign_refusal => ClassTimeout::Forever,
-        (None, Some("forever")) => return Err(bad("sign_refusal needs refuse_after".into())),
+        (None, Some("forever")) => ClassTimeout::Forever,
         (None, Some(other)) => return Err(bad(format!("wait = {other:?}: the only wait is \"forever\""))),
         (Some(_), Some(_)) => return Err(bad("give refuse_after or wait = \"forever\", not both".into())),
         (None, None) => return Err(bad("give refuse_after = \"PT10M\" or wait = \"forever\"".into())),
@@ -919,21 +924,17 @@ impl PolicySet {
     #[must_use]
     pub fn class_timeout(&self, class: &str) -> Option<ClassTimeout> {
         let canonical = self.normalize(class);
-        if let Some(r) = self.timeouts.iter().find(|r| r.glob.is_none() && r.key == canonical) {
+        let raw = class.trim().to_lowercase();
+        // An exact key names the class by its id or an alias.
+        if let Some(r) = self.timeouts.iter().find(|r| r.glob.is_none() && self.normalize(&r.key) == canonical) {
             return Some(r.timeout);
         }
         let wait = |t: ClassTimeout| t.refuse_after().unwrap_or(std::time::Duration::MAX);
         self.timeouts
             .iter()
-            .filter(|r| r.glob.as_ref().is_some_and(|g| g.is_match(&canonical)))
+            .filter(|r| r.glob.as_ref().is_some_and(|g| g.is_match(&canonical) || g.is_match(&raw)))
             .max_by(|a, b| specificity(&a.key).cmp(&specificity(&b.key)).then(wait(b.timeout).cmp(&wait(a.timeout))))
             .map(|r| r.timeout)
-    }
-
-    /// Whether some `[timeouts]` entry asks the principal's console to sign its refusals.
-    #[must_use]
-    pub fn signs_timeouts(&self) -> bool {
-        self.timeouts.iter().any(|r| matches!(r.timeout, ClassTimeout::RefuseAfter { sign_refusal: true, .. }))
     }
 
     /// The directories preconditions may observe (`[preconditions] roots`): see
@@ -1275,9 +1276,10 @@ mod tests {
             r#"
             [timeouts."email.*"]
             refuse_after = "PT10M"
-            sign_refusal = true
             [timeouts."email.send.external"]
             refuse_after = "PT30S"
+            [timeouts."payment.spend"]
+            refuse_after = "PT5M"
             [timeouts."*"]
             wait = "forever"
             "#,
@@ -1286,26 +1288,23 @@ mod tests {
         let ten = std::time::Duration::from_secs(600);
         assert_eq!(
             set.class_timeout("email.send.external"),
-            Some(ClassTimeout::RefuseAfter { after: std::time::Duration::from_secs(30), sign_refusal: false })
+            Some(ClassTimeout::RefuseAfter { after: std::time::Duration::from_secs(30) })
         );
+        assert_eq!(set.class_timeout("email.draft"), Some(ClassTimeout::RefuseAfter { after: ten }));
+        // A key may name a class by an alias; a glob matches the class as the packet names it too.
         assert_eq!(
-            set.class_timeout("email.draft"),
-            Some(ClassTimeout::RefuseAfter { after: ten, sign_refusal: true })
+            set.class_timeout("payment.initiate"),
+            Some(ClassTimeout::RefuseAfter { after: std::time::Duration::from_secs(300) })
         );
+        assert_eq!(set.class_timeout("email.draft.external"), Some(ClassTimeout::RefuseAfter { after: ten }));
         assert_eq!(set.class_timeout("file.write"), Some(ClassTimeout::Forever));
-        assert!(set.signs_timeouts());
-        assert_eq!(
-            ClassTimeout::RefuseAfter { after: ten, sign_refusal: false }
-                .cap(std::time::Duration::from_secs(60))
-                .as_secs(),
-            60
-        );
+        assert_eq!(ClassTimeout::RefuseAfter { after: ten }.cap(std::time::Duration::from_secs(60)).as_secs(), 60);
         assert_eq!(ClassTimeout::Forever.cap(std::time::Duration::from_secs(60)).as_secs(), 60);
         assert_eq!(PolicySet::builtin().class_timeout("email.draft"), None);
         for bad in [
             "[timeouts.\"x.y\"]\nrefuse_after = \"10m\"",
             "[timeouts.\"x.y\"]\nwait = \"long\"",
-            "[timeouts.\"x.y\"]\nwait = \"forever\"\nsign_refusal = true",
+            "[timeouts.\"x.y\"]\nrefuse_after = \"PT1M\"\nsign_refusal = true",
             "[timeouts.\"x.y\"]\nrefuse_after = \"PT1M\"\nwait = \"forever\"",
             "[timeouts.\"x.y\"]\nrefuse_after = \"PT0S\"",
             "[timeouts.\"x.y\"]\n",
