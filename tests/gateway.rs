@@ -9,6 +9,9 @@
 
 #[path = "support/cli_env.rs"]
 mod cli_env;
+#[path = "support/real_parts.rs"]
+mod real_parts;
+use real_parts::have;
 #[path = "support/tmux.rs"]
 mod tmux;
 
@@ -45,32 +48,6 @@ tier = "mutating"
 class = "code.commit"
 level = 2
 "#;
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-}
-
-/// Whether the real parts are here: in CI their absence fails the test (`.ci/run` installs
-/// them); elsewhere the test is skipped with the reason.
-fn have(servers: &[&str]) -> bool {
-    let mut missing: Vec<String> = servers.iter().filter(|s| !on_path(s)).map(|s| (*s).to_owned()).collect();
-    let sdk = Command::new("python3")
-        .args(["-c", "import mcp.client.stdio"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !sdk {
-        missing.push("the Python `mcp` SDK (python3 -c 'import mcp')".into());
-    }
-    if missing.is_empty() {
-        return true;
-    }
-    let why = format!("missing {}: `.ci/run` installs them", missing.join(", "));
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
-    eprintln!("skipped: {why}");
-    false
-}
 
 /// A config with a pinned key, the test's policy and a spool; a root directory for the server.
 struct Setup {
