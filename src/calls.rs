@@ -617,17 +617,11 @@ pub fn constraint_failures(constraints: &serde_json::Map<String, Value>, now: f6
     let unchecked = |k: &str| format!("`{k}` cannot be checked on a tool call");
     for (k, v) in constraints {
         match k.as_str() {
-            "internal_only" | "staging_only" | "dry_run_only" | "requires_witness" => {
-                if v != &Value::Bool(false) {
-                    out.push(unchecked(k));
-                }
+            "internal_only" | "staging_only" | "dry_run_only" | "requires_witness" if v != &Value::Bool(false) => {
+                out.push(unchecked(k));
             }
             "max_amount" => out.push(unchecked(k)),
-            "redaction_rules" => {
-                if !v.as_array().is_some_and(Vec::is_empty) {
-                    out.push(unchecked(k));
-                }
-            }
+            "redaction_rules" if !v.as_array().is_some_and(Vec::is_empty) => out.push(unchecked(k)),
             "domain_allowlist" | "recipient_allowlist" => {
                 // Which of a tool's arguments name recipients, and in what form (an address, a
                 // contact, an id, a MIME message), only the tool knows: a list that restricts

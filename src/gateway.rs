@@ -766,11 +766,11 @@ impl Gateway {
             // The packet expires with the wait: a call nobody decided in time never runs, and the
             // console shows it expired.
             let submitted = g.submit(&call, Some(&id), Some(opts.wait)).map_err(|e| e.to_string())?;
-            Ok(Judged::Submitted(g, submitted))
+            Ok(Judged::Submitted(g, Box::new(submitted)))
         })
         .await;
         let (governor, submitted) = match submitted {
-            Ok(Ok(Judged::Submitted(g, submitted))) => (g, submitted),
+            Ok(Ok(Judged::Submitted(g, submitted))) => (g, *submitted),
             Ok(Ok(Judged::Unpacketed(class))) => {
                 return self.run_unpacketed(request, &ctx, class, key, &call_id).await;
             }
@@ -956,7 +956,7 @@ enum Judged {
     /// What was read again lets it run with no packet (its action class).
     Unpacketed(String),
     /// Its packet was published and judged.
-    Submitted(Arc<Governor>, Submitted),
+    Submitted(Arc<Governor>, Box<Submitted>),
 }
 
 /// The tool result of a call warrant did not run: `isError: true`, a text for the model, and

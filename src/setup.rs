@@ -170,7 +170,7 @@ mod tests {
         assert_eq!(pre[0]["hooks"][0]["command"], json!("lint"));
         assert_eq!(pre[1]["hooks"][0]["timeout"], json!(65));
         for event in EVENTS {
-            assert_eq!(once["hooks"][event].as_array().map(Vec::len).unwrap_or(0) >= 1, true, "{event}");
+            assert!(once["hooks"][event].as_array().map(Vec::len).unwrap_or(0) >= 1, "{event}");
         }
         // A new wait replaces the old entry rather than adding a second.
         let changed = with_hooks(&once, Host::ClaudeCode, "/bin/warrant --spool /s hook claude-code --wait 9", 69)

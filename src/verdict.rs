@@ -429,15 +429,14 @@ impl Governance {
                 None
             }
         };
-        let mut text = |key: &str| match m.get(key) {
+        g.notebook = match m.get("notebook") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if crate::packet::is_safe_id(s) => Some(s.clone()),
             Some(_) => {
-                errors.push(format!("`governance.{key}` must be a safe id"));
+                errors.push("`governance.notebook` must be a safe id".to_owned());
                 None
             }
         };
-        g.notebook = text("notebook");
         match m.get("eff_score") {
             None | Some(Value::Null) => {}
             Some(Value::Number(n)) => g.eff_score = n.as_f64(),
