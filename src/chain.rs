@@ -605,11 +605,12 @@ where
 
 /// Metadata members the checks read (approval rule, signatures, lineage): a record whose
 /// metadata has any of them is parsed whole.
-const CHECKED_METADATA: [&str; 9] = [
+const CHECKED_METADATA: [&str; 10] = [
     "approval",
     "warrant_decision",
     "warrant_control",
     "warrant_key",
+    "warrant_grant",
     "reason",
     "parent_record_id",
     "effects_used",

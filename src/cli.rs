@@ -113,6 +113,9 @@ pub enum Command {
         #[allow(missing_docs)]
         #[command(flatten)]
         review: Review,
+        #[allow(missing_docs)]
+        #[command(flatten)]
+        grant: GrantArgs,
     },
     /// Sign a refusal of a pending packet and append it to the chain. On a terminal, shows the
     /// whole packet and asks for confirmation; otherwise needs --hash or --yes.
@@ -309,6 +312,56 @@ pub enum Command {
         #[command(subcommand)]
         action: CheckpointAction,
     },
+    /// The principal's grants: list the live ones, revoke one.
+    Grants {
+        /// What to do.
+        #[command(subcommand)]
+        action: GrantsAction,
+    },
+}
+
+/// `warrant grants` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum GrantsAction {
+    /// List the grants in the spool's chain that are live (issued, not revoked, not expired,
+    /// uses left): id, what it covers in words, uses so far, end, signer and record.
+    List {
+        /// Print JSON (an array).
+        #[arg(long)]
+        json: bool,
+        /// Also the revoked, expired and used-up grants.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Sign a revocation of a grant and append it to the chain: the next call it would have
+    /// covered waits for the principal again.
+    Revoke {
+        /// The grant id (`warrant grants list` prints it).
+        id: String,
+        /// Why (required).
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+/// How far an approval reaches (`warrant approve --scope`), see `docs/cli.md` "Grants".
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct GrantArgs {
+    /// `once` (this packet only), `session` (the agent's calls of this tool and class in this
+    /// session), `until:TIME` (RFC 3339, or 30m/8h/2d from now) or `pattern:GLOB`
+    /// (`Bash(git push origin feature/*)`).
+    #[arg(long, value_name = "SCOPE", default_value = "once")]
+    pub scope: String,
+    /// End a session or pattern grant at TIME (RFC 3339, or 30m/8h/2d from now) [session
+    /// default: 24h].
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Allow at most N calls under the grant (each use is claimed atomically).
+    #[arg(long, value_name = "N")]
+    pub uses: Option<u64>,
+    /// The pattern typed again: needed for a grant that covers destructive calls.
+    #[arg(long, value_name = "PATTERN")]
+    pub confirm_pattern: Option<String>,
 }
 
 /// `warrant checkpoint` subcommands.
@@ -652,15 +705,29 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             let opts = ProposeOptions { payload: payload.as_deref(), id, wait, expires: expires.as_deref() };
             propose(&spool, &class, &agent, &summary, &opts)
         }
-        Command::Approve { id, reason, review } => {
+        Command::Approve { id, reason, review, grant } => {
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;
-            decide_cli(&spool, &config, &id, Verdict::Approve, reason.as_deref(), &review)
+            let now = time::OffsetDateTime::now_utc();
+            let scope = crate::grant::ScopeRequest::parse(&grant.scope, now).map_err(Failure::usage)?;
+            let options = crate::grant::GrantOptions {
+                until: grant
+                    .until
+                    .as_deref()
+                    .map(|t| crate::grant::parse_until(t, now))
+                    .transpose()
+                    .map_err(Failure::usage)?,
+                max_uses: grant.uses,
+                confirm_pattern: grant.confirm_pattern.clone(),
+                reason: reason.clone(),
+            };
+            let grant = (scope != crate::grant::ScopeRequest::Once).then_some((scope, options));
+            decide_cli(&spool, &config, &id, Verdict::Approve, reason.as_deref(), &review, grant.as_ref())
         }
         Command::Refuse { id, reason, review } => {
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;
-            decide_cli(&spool, &config, &id, Verdict::Refuse, Some(&reason), &review)
+            decide_cli(&spool, &config, &id, Verdict::Refuse, Some(&reason), &review, None)
         }
         Command::List { json } => {
             let spool = resolve_spool(spool_arg, &config)?;
@@ -731,6 +798,11 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Init { agents_group, dir } => {
             let spool = resolve_spool(dir.or(spool_arg), &config)?;
             init_shared_spool(&spool, &agents_group)
+        }
+        Command::Grants { action } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            set_aside_torn_tail(&spool)?;
+            grants_cmd(&spool, &config, action)
         }
         Command::Checkpoint { action: CheckpointAction::Forget { spool, yes } } => {
             let spool = resolve_spool(spool.or(spool_arg), &config)?;
@@ -1319,6 +1391,7 @@ fn decide_cli(
     verdict: Verdict,
     reason: Option<&str>,
     review: &Review,
+    grant: Option<&(crate::grant::ScopeRequest, crate::grant::GrantOptions)>,
 ) -> Result<u8, Failure> {
     use std::io::IsTerminal as _;
     let interactive = std::io::stdin().is_terminal() && !review.yes;
@@ -1339,8 +1412,19 @@ fn decide_cli(
             crate::text::inert(want, 80)
         )));
     }
+    // A grant asked for is checked before anything is signed, and shown with the packet.
+    let policies = load_policies(Some(spool))?;
+    let decided_at = crate::clock::now_rfc3339();
+    let grant_input = match grant {
+        Some((scope, options)) => crate::grant::prepare(&entry.packet, &policies, scope, options, &decided_at)
+            .map_err(|e| Failure::invalid(format!("{e}; nothing was signed")))?,
+        None => None,
+    };
     if interactive {
         show_for_review(&entry, verdict)?;
+        if let Some(g) = &grant_input {
+            show_grant_preview(g, &snap, &policies, &principal)?;
+        }
         if !confirmed(&format!("sign {} {id}?", verdict.as_str()))? {
             eprintln!("warrant: nothing was signed");
             return Ok(EXIT_INVALID);
@@ -1357,7 +1441,6 @@ fn decide_cli(
     }
     // An approval must pass the composed verdict, checked on the chain verified under the lock.
     // Its preconditions are observed here, before the lock is taken, never under it.
-    let policies = load_policies(Some(spool))?;
     let observer = crate::preconditions::Observer::for_policies(&policies, Some(&config::config_dir()));
     let mut revalidations = crate::monitor::Revalidations::default();
     if verdict == Verdict::Approve
@@ -1390,7 +1473,7 @@ fn decide_cli(
         Some(entry.owner),
         verdict,
         reason,
-        &crate::clock::now_rfc3339(),
+        &decided_at,
         &observer,
         admit,
     )
@@ -1411,6 +1494,18 @@ fn decide_cli(
             println!("  this approval stands in for {s}");
         }
     }
+    if let Some(g) = &grant_input {
+        match spool::append_grant(spool, &principal, &pinned, g) {
+            Ok((g, a)) => {
+                println!("granted {}: record {} {}", g.grant_id, a.chain_index, a.entry_hash);
+                println!("  covers {}", crate::text::inert(&g.describe(), usize::MAX));
+            }
+            Err(e) => {
+                eprintln!("warrant: {id} is approved (once), but the grant was not recorded: {e}");
+                return Ok(EXIT_USAGE);
+            }
+        }
+    }
     if let Some(e) = &decided.file_error {
         // The agent waiting on the decision file has not got it: not a success.
         eprintln!(
@@ -1420,6 +1515,144 @@ fn decide_cli(
         return Ok(EXIT_USAGE);
     }
     Ok(0)
+}
+
+/// What `approve --scope` shows before asking: the grant in words, and the calls in the spool it
+/// would have covered (`grant::Grant::covers`, time aside).
+fn show_grant_preview(
+    input: &crate::grant::GrantInput,
+    snap: &spool::Snapshot,
+    policies: &PolicySet,
+    principal: &Principal,
+) -> Result<(), Failure> {
+    let g = grant_preview(input, principal)?;
+    let past = crate::grant::past_calls(&g, snap.packets.iter().map(|e| &*e.packet), policies);
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "and a GRANT ({}) for {}", g.scope.as_str(), crate::text::inert(&g.describe(), usize::MAX))?;
+    writeln!(
+        out,
+        "it would have covered {} earlier call{} in this spool:",
+        past.len(),
+        if past.len() == 1 { "" } else { "s" }
+    )?;
+    for p in &past {
+        writeln!(out, "  {}  {}", crate::text::inert(&p.id, 120), crate::text::inert(&p.summary, 200))?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The grant `input` would be once signed by `principal` (for previews).
+fn grant_preview(input: &crate::grant::GrantInput, principal: &Principal) -> Result<crate::grant::Grant, Failure> {
+    crate::grant::Grant::from_document(&crate::grant::grant_document(input, &principal.name, &principal.fingerprint()))
+        .map_err(Failure::invalid)
+}
+
+/// `warrant grants list|revoke`.
+fn grants_cmd(spool: &Spool, config: &Config, action: GrantsAction) -> Result<u8, Failure> {
+    match action {
+        GrantsAction::List { json, all } => {
+            if !spool.root().is_dir() {
+                return Err(Failure::usage(format!("{}: no such spool directory", spool.root().display())));
+            }
+            let view = spool::verify_chain(spool, &load_pinned()?)?;
+            if let Some(first) = view.report.first() {
+                return Err(Failure::invalid(format!(
+                    "the chain does not verify ({first}); its grants are not listed (`warrant verify`)"
+                )));
+            }
+            let uses = spool::grant_uses(spool);
+            let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
+            let mut rows: Vec<(std::sync::Arc<crate::grant::Grant>, &'static str, Option<&crate::grant::Revocation>)> =
+                Vec::new();
+            for g in view.grants.issued() {
+                let used = uses.get(&g.grant_id).copied().unwrap_or(0);
+                let status = if g.expires_unix.is_some_and(|t| t <= now) {
+                    "expired"
+                } else if g.max_uses.is_some_and(|m| used >= m) {
+                    "used up"
+                } else {
+                    "live"
+                };
+                if all || status == "live" {
+                    rows.push((g.clone(), status, None));
+                }
+            }
+            if all {
+                for (g, r) in view.grants.revoked_all() {
+                    rows.push((g.clone(), "revoked", Some(r)));
+                }
+                rows.sort_by_key(|(g, ..)| g.chain_index);
+            }
+            if json {
+                let list: Vec<Value> = rows
+                    .iter()
+                    .map(|(g, status, revoked)| {
+                        let mut v = grant_json(g, uses.get(&g.grant_id).copied().unwrap_or(0));
+                        v["status"] = json!(status);
+                        if let Some(r) = revoked {
+                            v["revoked"] = json!({"by": r.principal, "at": r.decided_at, "reason": r.reason});
+                        }
+                        v
+                    })
+                    .collect();
+                write_json_inert(&mut std::io::stdout().lock(), &Value::Array(list))?;
+                println!();
+                return Ok(0);
+            }
+            if rows.is_empty() {
+                println!("no {}grants in {}", if all { "" } else { "live " }, spool.root().display());
+                return Ok(0);
+            }
+            for (g, status, revoked) in &rows {
+                let used = uses.get(&g.grant_id).copied().unwrap_or(0);
+                let t = |s: &str| crate::text::inert(s, usize::MAX);
+                let uses = g.max_uses.map_or_else(|| format!("{used} uses"), |m| format!("{used}/{m} uses"));
+                println!("{}  {status}  {}  {uses}", g.grant_id, g.scope.as_str());
+                println!("  covers {}", t(&g.describe()));
+                println!(
+                    "  signed by {} ({}) at {}, record {}",
+                    t(&g.principal),
+                    t(&g.key),
+                    t(&g.decided_at),
+                    g.chain_index
+                );
+                if let Some(r) = revoked {
+                    println!("  revoked by {} at {}: {}", t(&r.principal), t(&r.decided_at), t(&r.reason));
+                }
+            }
+            Ok(0)
+        }
+        GrantsAction::Revoke { id, reason } => {
+            let (principal, pinned) = load_principal(config)?;
+            let a = spool::revoke_grant(spool, &principal, &pinned, &id, &reason, &crate::clock::now_rfc3339())
+                .map_err(|e| match e {
+                    spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
+                    _ => Failure::invalid(e.to_string()),
+                })?;
+            println!(
+                "revoked {id}: record {} {} signed by {} ({})",
+                a.chain_index,
+                a.entry_hash,
+                principal.name,
+                principal.fingerprint()
+            );
+            Ok(0)
+        }
+    }
+}
+
+/// A grant as `warrant grants list --json` prints it.
+fn grant_json(g: &crate::grant::Grant, uses: u64) -> Value {
+    json!({
+        "grant_id": g.grant_id, "scope": g.scope.as_str(), "covers": g.describe(), "agent": g.agent,
+        "notebook": g.notebook, "action_class": g.action_class, "tool": g.tool,
+        "session": match &g.scope { crate::grant::Scope::Session(s) => Some(s.clone()), _ => None },
+        "pattern": match &g.scope { crate::grant::Scope::Pattern(p) => Some(p.to_string()), _ => None },
+        "expires_at": g.expires_at, "max_uses": g.max_uses, "uses": uses,
+        "covers_destructive": g.covers_destructive, "packet_id": g.packet_id, "principal": g.principal,
+        "key": g.key, "decided_at": g.decided_at, "reason": g.reason, "record": g.chain_index,
+    })
 }
 
 fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
@@ -1586,6 +1819,9 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
                 path.display()
             )));
         }
+        // The checkpoint first, then the chain: a decision signed between the two reads must
+        // not make the chain look cut off (the chain only grows).
+        let (checkpoint, notes) = crate::checkpoint::latest(&spool, pinned);
         // A spool without chain.jsonl has an empty chain, which is valid (as `export` says).
         let chain_path = spool.chain_path();
         let mut report = match chain::open_regular(&chain_path, true) {
@@ -1596,7 +1832,6 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
             }
             Err(e) => return Err(e.into()),
         };
-        let (checkpoint, notes) = crate::checkpoint::latest(&spool, pinned);
         for note in notes {
             eprintln!("warrant: {}", crate::text::inert(&note, 4000));
         }

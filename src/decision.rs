@@ -286,11 +286,18 @@ pub fn approval_metadata(signed: &SignedDecision, signed_at: &str, decision: &st
 /// A sentence naming what failed.
 pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Result<bool, String> {
     let Some(meta) = rec.get("metadata").and_then(Value::as_object) else { return Ok(false) };
+    let documents = ["warrant_decision", "warrant_control", "warrant_key", "warrant_grant"];
+    if documents.iter().filter(|k| meta.contains_key(**k)).count() > 1 {
+        return Err("a record carries more than one signed warrant document".into());
+    }
     if meta.contains_key("warrant_control") {
         return crate::control::check_record_signature(rec, pinned);
     }
     if meta.contains_key("warrant_key") {
         return crate::key_event::check_record_signature(rec, pinned);
+    }
+    if meta.contains_key("warrant_grant") {
+        return crate::grant::check_record_signature(rec, pinned);
     }
     let Some(doc) = meta.get("warrant_decision") else { return Ok(false) };
     if doc.get("domain").and_then(Value::as_str) != Some(DECISION_DOMAIN) {
@@ -334,7 +341,7 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
 #[must_use]
 pub fn is_warrant_signed(meta: Option<&Value>) -> bool {
     meta.is_some_and(|m| {
-        m.get("warrant_decision").is_some() || m.get("warrant_control").is_some() || m.get("warrant_key").is_some()
+        ["warrant_decision", "warrant_control", "warrant_key", "warrant_grant"].iter().any(|k| m.get(*k).is_some())
     })
 }
 

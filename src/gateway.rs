@@ -801,7 +801,7 @@ impl Gateway {
             other => other,
         };
         match outcome {
-            Outcome::Allow { .. } => {
+            Outcome::Allow { grant, .. } => {
                 let answer = s.forward(ClientRequest::CallToolRequest(request), &ctx).await;
                 let note = match &answer {
                     Ok(ServerResult::CallToolResult(r)) if r.is_error == Some(true) => {
@@ -820,7 +820,11 @@ impl Gateway {
                     submitted.packet_id.clone(),
                     s.opts.signer.clone(),
                 );
-                let call = json!({"host": "mcp-gateway", "tool": key, "calls": 1});
+                let mut call = json!({"host": "mcp-gateway", "tool": key, "calls": 1});
+                // Which grant allowed it, if one did (the audit's "how").
+                if let Some(g) = grant {
+                    call["grant_id"] = json!(g);
+                }
                 // Only a result the tool reported as a success is signed (see `flush_receipts`).
                 let succeeded = matches!(&answer, Ok(ServerResult::CallToolResult(r)) if r.is_error != Some(true));
                 let signer = signer.filter(|_| succeeded);

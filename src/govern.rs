@@ -62,8 +62,10 @@ pub enum Outcome {
         packet_id: String,
         /// Why, in words.
         reason: String,
-        /// The principal signed an approval (not the gate on its own).
+        /// The principal signed an approval (not the gate on its own): of this packet, or a grant.
         by_principal: bool,
+        /// The principal's grant that allowed it ([`crate::grant`]), if one did.
+        grant: Option<String>,
     },
     /// A person must decide: the packet waits in the console.
     Hold {
@@ -410,11 +412,7 @@ impl Governor {
                         reason: format!("{id} changed after {by} decided it"),
                         remedy: None,
                     },
-                    (Verdict::Approve, true) => Outcome::Allow {
-                        packet_id: id.to_owned(),
-                        reason: format!("approved by {by}{why}"),
-                        by_principal: true,
-                    },
+                    (Verdict::Approve, true) => self.use_approval(id, format!("approved by {by}{why}")),
                     (Verdict::Refuse, true) => Outcome::Deny {
                         packet_id: Some(id.to_owned()),
                         status: "refused",
@@ -485,6 +483,7 @@ impl Governor {
                         packet_id: id.to_owned(),
                         reason: format!("the gate allows it within its constraints ({}: they hold)", keys.join(", ")),
                         by_principal: false,
+                        grant: None,
                     }
                 } else {
                     Outcome::Hold {
@@ -502,6 +501,7 @@ impl Governor {
                 packet_id: id.to_owned(),
                 reason: format!("the gate allows it ({reason})"),
                 by_principal: false,
+                grant: None,
             },
             DecisionState::Blocked => Outcome::Deny {
                 packet_id: Some(id.to_owned()),
@@ -519,7 +519,72 @@ impl Governor {
                 graduation: a.gate.get(id).and_then(|d| d.graduation_path.as_ref().map(|g| g.to_json())),
             },
         };
+        // A person would decide: a live grant of the principal's may answer instead. Never for
+        // what is blocked or human-only (those are not holds of these states).
+        let outcome = match outcome {
+            Outcome::Hold {
+                state: DecisionState::ReviewRequired | DecisionState::Deferred | DecisionState::AllowedWithConstraints,
+                ..
+            } if !view.grants.is_empty() => self.use_grant(&entry.packet, &view.grants)?.unwrap_or(outcome),
+            o => o,
+        };
         Ok((hash, outcome))
+    }
+
+    /// The first live grant that covers the call packet `packet` and has a use left, claimed for
+    /// it ([`spool::claim_grant_use`]): the call runs on it. `None` when no grant covers it, or
+    /// every covering grant's uses are taken.
+    ///
+    /// # Errors
+    /// I/O errors claiming a use.
+    fn use_grant(
+        &self,
+        packet: &crate::packet::Packet,
+        grants: &crate::grant::GrantBook,
+    ) -> Result<Option<Outcome>, GovernError> {
+        if self.policies.policy(&self.policies.normalize(&packet.action_class)).is_human_only() {
+            return Ok(None);
+        }
+        let Some(facts) = crate::grant::CallFacts::of_packet(packet, &self.policies) else { return Ok(None) };
+        let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
+        for g in grants.covering(&facts, now) {
+            if let Some(n) = spool::claim_grant_use(&self.spool, g, &packet.id)? {
+                let by = crate::text::inert(&g.principal, 200);
+                let nth = g.max_uses.map(|max| format!(", use {n} of {max}")).unwrap_or_default();
+                return Ok(Some(Outcome::Allow {
+                    packet_id: packet.id.clone(),
+                    reason: format!(
+                        "allowed by {by}'s grant {}{nth}: {}",
+                        g.grant_id,
+                        crate::text::inert(&g.describe(), 2000)
+                    ),
+                    by_principal: true,
+                    grant: Some(g.grant_id.clone()),
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The principal's approval of `id`, used once ([`spool::claim_approval`]): `Allow` with
+    /// `reason` for the first caller, a refusal (`consumed`) for any later one, and a block when
+    /// the use cannot be recorded.
+    fn use_approval(&self, id: &str, reason: String) -> Outcome {
+        match spool::claim_approval(&self.spool, id) {
+            Ok(true) => Outcome::Allow { packet_id: id.to_owned(), reason, by_principal: true, grant: None },
+            Ok(false) => Outcome::Deny {
+                packet_id: Some(id.to_owned()),
+                status: "consumed",
+                reason: format!("the approval of {id} was already used by another call (an approval answers one call)"),
+                remedy: Some("make the call again for a new approval, or ask the principal for a grant".into()),
+            },
+            Err(e) => Outcome::Deny {
+                packet_id: Some(id.to_owned()),
+                status: "blocked",
+                reason: format!("could not record the use of the approval of {id}: {e}"),
+                remedy: None,
+            },
+        }
     }
 
     /// How many calls of `class` the packet's agent ran on its own in the last `window` seconds
@@ -620,9 +685,7 @@ impl Governor {
                 let why = d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
                 let by = crate::text::inert(&d.principal, 200);
                 match d.verdict {
-                    Verdict::Approve => {
-                        Outcome::Allow { packet_id: id, reason: format!("approved by {by}{why}"), by_principal: true }
-                    }
+                    Verdict::Approve => self.use_approval(&id, format!("approved by {by}{why}")),
                     Verdict::Refuse => Outcome::Deny {
                         packet_id: Some(id),
                         status: "refused",

@@ -43,6 +43,7 @@ pub mod demo;
 pub mod eval;
 pub mod govern;
 pub mod graduation;
+pub mod grant;
 pub mod hook;
 pub mod key_event;
 pub mod keys;

@@ -855,6 +855,9 @@ pub struct ChainView {
     /// The principal's controls (notebook levels, agent standings and elevations), folded in
     /// chain order over the control records that passed every check.
     pub controls: ControlState,
+    /// The principal's grants, issued and not revoked, folded in chain order over the grant
+    /// records that passed every check ([`crate::grant::GrantBook`]).
+    pub grants: crate::grant::GrantBook,
 }
 
 /// The evidence row a chain record stands for: a warrant decision (from its signed document:
@@ -988,9 +991,14 @@ fn view_after(
     // (32-bit halves: 8 bytes a record).
     let mut evidence: Vec<(u32, u32)> = Vec::new();
     let mut controls: Vec<(usize, ControlEvent)> = Vec::new();
+    let mut grants: Vec<(usize, crate::grant::GrantEvent)> = Vec::new();
     let mut publishers: Vec<(usize, String, u32)> = Vec::new();
     let mut last_receipt_hash = None;
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
+    // The checkpoint is read before the chain: the chain only grows, so it holds at least what a
+    // checkpoint read first pins, while one read after could pin records appended after the chain
+    // was read (a decision signed meanwhile), and a sound chain would look cut off.
+    let (checkpoint, _) = crate::checkpoint::latest(spool, pinned);
     let tail = chain::verify_tail_with(&spool.chain_path(), prefix, opts, &["tg_receipt"], progress, |i, rec| {
         if let Some((id, d)) = chain_decision_of(rec) {
             let kept = keep(&id).then(|| rec.clone());
@@ -1006,13 +1014,15 @@ fn view_after(
         if let Some(c) = ControlEvent::of_record(rec) {
             controls.push((i, c));
         }
+        if let Some(g) = crate::grant::GrantEvent::of_record(rec) {
+            grants.push((i, g));
+        }
         if let Some((agent, uid)) = crate::control::publisher_of(rec) {
             publishers.push((i, agent.to_owned(), uid));
         }
     })?;
     let Some(tail) = tail else { return Ok(None) };
     let mut report = tail.report.clone();
-    let (checkpoint, _) = crate::checkpoint::latest(spool, pinned);
     if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint::check(&spool.chain_path(), &cp, &report)) {
         report.findings.push(f);
     }
@@ -1034,6 +1044,9 @@ fn view_after(
     for (_, c) in controls.iter().filter(|(i, _)| !bad.contains(i)) {
         view.controls.apply(c);
     }
+    for (_, g) in grants.iter().filter(|(i, _)| !bad.contains(i)) {
+        view.grants.apply(g);
+    }
     for (_, agent, uid) in publishers.iter().filter(|(i, ..)| !bad.contains(i)) {
         view.controls.bind_publisher(agent, *uid);
     }
@@ -1045,6 +1058,8 @@ fn view_after(
 struct PrefixScan {
     /// The principal's controls, in chain order.
     controls: Vec<ControlEvent>,
+    /// The principal's grants and revocations, in chain order.
+    grants: Vec<crate::grant::GrantEvent>,
     /// The key events (rotations, renames) and their 0-based record indexes, in chain order.
     key_events: Vec<(crate::key_event::KeyEvent, usize)>,
     /// The agents' publishers the decision records name, in chain order.
@@ -1122,7 +1137,7 @@ fn record_ids_after(path: &Path, from: u64) -> io::Result<std::collections::Hash
 /// SHA-256 of the prefix's bytes.
 ///
 /// One pass: the prefix is read in 8 MiB blocks, hashed, and searched for the bytes that name
-/// these records (`warrant_control`, `warrant_decision` or the packet id); only those lines are
+/// these records (`warrant_control`, `warrant_grant`, `warrant_key`, `warrant_decision` or the packet id); only those lines are
 /// parsed. A line with a `\u` escape is parsed too, since a key or id could be spelled with one,
 /// so no such record is missed.
 fn scan_prefix(
@@ -1139,6 +1154,7 @@ fn scan_prefix(
     let decision_needle = decisions_of.unwrap_or("warrant_decision");
     let finders = [
         Finder::new("warrant_control"),
+        Finder::new("warrant_grant"),
         Finder::new("warrant_key"),
         Finder::new(decision_needle),
         Finder::new(crate::control::PUBLISHER_KEY),
@@ -1189,6 +1205,9 @@ fn scan_prefix(
             let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(&block[start..stop]) else { continue };
             if let Some(c) = ControlEvent::of_record(&rec) {
                 out.controls.push(c);
+            }
+            if let Some(g) = crate::grant::GrantEvent::of_record(&rec) {
+                out.grants.push(g);
             }
             if let Some(e) = crate::key_event::KeyEvent::of_record(&rec) {
                 let index = rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0).saturating_sub(1);
@@ -1286,6 +1305,9 @@ fn checkpointed_view(
     let mut base = ChainView { decisions: scan.decisions, ..ChainView::default() };
     for c in &scan.controls {
         base.controls.apply(c);
+    }
+    for g in &scan.grants {
+        base.grants.apply(g);
     }
     for (agent, uid) in &scan.publishers {
         base.controls.bind_publisher(agent, *uid);
@@ -1858,6 +1880,9 @@ fn whole_view_for_signing(
     for c in &scan.controls {
         view.controls.apply(c);
     }
+    for g in &scan.grants {
+        view.grants.apply(g);
+    }
     for (agent, uid) in &scan.publishers {
         view.controls.bind_publisher(agent, *uid);
     }
@@ -2240,6 +2265,248 @@ pub fn append_key_event(
         },
     );
     appended.map_err(|e| refusal.unwrap_or(DecideError::Chain(e)))
+}
+
+/// Records a grant ([`crate::grant`]) signed by `principal`: under the chain's lock, verifies the
+/// whole chain (refusing a broken one, or a grant id already used), checks that the new record
+/// would itself verify under `pinned`, and appends it durably. Returns the grant as the chain
+/// now holds it.
+///
+/// # Errors
+/// [`DecideError`]: an unsafe spool, a broken chain, a record that would not verify, I/O; on any
+/// error nothing was appended.
+pub fn append_grant(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    input: &crate::grant::GrantInput,
+) -> Result<(crate::grant::Grant, chain::Appended), DecideError> {
+    let signed =
+        crate::grant::sign(principal, crate::grant::grant_document(input, &principal.name, &principal.fingerprint()));
+    let mut grant = crate::grant::Grant::from_document(&signed.document).map_err(DecideError::WouldNotVerify)?;
+    let a = append_grant_record(spool, principal, pinned, &signed, |view| {
+        if view.grants.get(&input.grant_id).is_some() || view.grants.revoked(&input.grant_id).is_some() {
+            return Err(format!("grant id {} is already in the chain", input.grant_id));
+        }
+        Ok(())
+    })?;
+    grant.chain_index = a.chain_index;
+    Ok((grant, a))
+}
+
+/// Records the revocation of the live grant `grant_id`, signed by `principal`, with `reason`
+/// (required): effective for the next call a hook or the gateway judges.
+///
+/// # Errors
+/// [`DecideError::ReasonRequired`]; [`DecideError::Refused`] when the chain holds no live grant
+/// with that id (unknown, or already revoked); as [`append_grant`].
+pub fn revoke_grant(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    grant_id: &str,
+    reason: &str,
+    decided_at: &str,
+) -> Result<chain::Appended, DecideError> {
+    if reason.trim().is_empty() {
+        return Err(DecideError::ReasonRequired);
+    }
+    // The agent is the grant's, as the chain verified under the lock holds it.
+    append_grant_record_with(spool, principal, pinned, |view| {
+        let g = match (view.grants.get(grant_id), view.grants.revoked(grant_id)) {
+            (Some(g), _) => g,
+            (None, Some((_, r))) => {
+                return Err(format!("{grant_id} was already revoked by {} at {}", r.principal, r.decided_at));
+            }
+            (None, None) => return Err(format!("no grant {grant_id:?} in the chain")),
+        };
+        let doc = crate::grant::revocation_document(
+            grant_id,
+            &g.agent,
+            reason,
+            decided_at,
+            &principal.name,
+            &principal.fingerprint(),
+        );
+        Ok(crate::grant::record_body(&crate::grant::sign(principal, doc)))
+    })
+}
+
+/// [`append_grant_record_with`] for a document signed before the lock: `check` runs on the
+/// chain as verified under the lock.
+fn append_grant_record(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    signed: &SignedDecision,
+    check: impl Fn(&ChainView) -> Result<(), String>,
+) -> Result<chain::Appended, DecideError> {
+    append_grant_record_with(spool, principal, pinned, |view| {
+        check(view)?;
+        Ok(crate::grant::record_body(signed))
+    })
+}
+
+/// Appends the grant record `body_of` makes from the chain as verified under its lock (an `Err`
+/// refuses, [`DecideError::Refused`]), after checking that the record would verify, and signs
+/// the checkpoint that follows.
+fn append_grant_record_with(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    mut body_of: impl FnMut(&ChainView) -> Result<Map<String, Value>, String>,
+) -> Result<chain::Appended, DecideError> {
+    spool.ensure()?;
+    spool.check_private().map_err(DecideError::UnsafeSpool)?;
+    let mut refusal: Option<DecideError> = None;
+    let prefix_hash = std::cell::Cell::new(None);
+    let signed_at = crate::clock::now_rfc3339();
+    let appended = chain::append_then(
+        &spool.chain_path(),
+        chain::LOCK_DEADLINE,
+        |head| {
+            let view = match verified_view(spool, pinned, |_| false, None) {
+                Ok(c) => {
+                    prefix_hash.set(c.prefix_hash);
+                    c.view
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    refusal = Some(e);
+                    return Err(msg);
+                }
+            };
+            let body = match body_of(&view) {
+                Ok(b) => b,
+                Err(why) => {
+                    refusal = Some(DecideError::Refused(why.clone()));
+                    return Err(why);
+                }
+            };
+            if let Some(problem) = first_problem(&body, head, Some(pinned)) {
+                refusal = Some(DecideError::WouldNotVerify(problem));
+                return Err("would not verify".into());
+            }
+            Ok(body)
+        },
+        |a, bytes| {
+            sign_checkpoint(spool, principal, a, bytes, &signed_at, prefix_hash.take());
+        },
+    );
+    appended.map_err(|e| refusal.unwrap_or(DecideError::Chain(e)))
+}
+
+/// The suffix of the files that claim one use of a grant or of an approval, in `receipts/`
+/// (not `.json`, so no scanner reads them as receipts).
+pub const USE_SUFFIX: &str = ".use";
+
+/// Claims one use of `grant` for the call packet `packet_id`, atomically across processes: a
+/// file `receipts/<grant_id>.<n>.use` created with `O_EXCL` for the first free `n` ≤
+/// `max_uses` (synced, with its directory, before this returns), or, for a grant with no bound,
+/// `receipts/<grant_id>.<packet_id>.use`. The file names the grant, the packet and the time:
+/// the record of which grant allowed which call. `Ok(None)` when every use is taken: of racing
+/// callers, exactly `max_uses` succeed.
+///
+/// Where agents run as their own users, the files are theirs: an agent that deletes its claims
+/// could use a bounded grant again (`docs/spool.md`, "Trust boundary"); the audit counts them.
+///
+/// # Errors
+/// I/O errors other than a taken use (each is a refusal for the caller).
+pub fn claim_grant_use(spool: &Spool, grant: &crate::grant::Grant, packet_id: &str) -> io::Result<Option<u64>> {
+    if !packet::is_safe_id(packet_id) || !packet::is_safe_id(&grant.grant_id) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe grant or packet id"));
+    }
+    let dir = spool.receipts_dir();
+    fs::create_dir_all(&dir)?;
+    let body = |n: Option<u64>| {
+        serde_json::json!({
+            "type": "warrant_grant_use", "grant_id": grant.grant_id, "packet_id": packet_id,
+            "use": n, "at": crate::clock::now_rfc3339(),
+        })
+    };
+    match grant.max_uses {
+        None => {
+            let path = dir.join(format!("{}.{packet_id}{USE_SUFFIX}", grant.grant_id));
+            match create_claim(&path, &body(None)) {
+                Ok(()) => Ok(Some(0)),
+                // The same packet judged again (a retried hook): still this grant's one use.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Some(0)),
+                Err(e) => Err(e),
+            }
+        }
+        Some(max) => {
+            for n in 1..=max {
+                let path = dir.join(format!("{}.{n}{USE_SUFFIX}", grant.grant_id));
+                match create_claim(&path, &body(Some(n))) {
+                    Ok(()) => return Ok(Some(n)),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// Claims the one use of the principal's approval of `packet_id` (`receipts/<id>.approval.use`,
+/// `O_EXCL`, synced): an approval answers one call, so of several processes waiting on one
+/// packet (a retried hook, a replayed call) exactly one runs it. `Ok(false)` when it was used.
+///
+/// # Errors
+/// An unsafe id; I/O errors other than a taken use.
+pub fn claim_approval(spool: &Spool, packet_id: &str) -> io::Result<bool> {
+    if !packet::is_safe_id(packet_id) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe packet id"));
+    }
+    let dir = spool.receipts_dir();
+    fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{packet_id}.approval{USE_SUFFIX}"));
+    let body =
+        serde_json::json!({"type": "warrant_approval_use", "packet_id": packet_id, "at": crate::clock::now_rfc3339()});
+    match create_claim(&path, &body) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates `path` with `O_EXCL` (never following a symlink), writes `body`, syncs it and its
+/// directory.
+fn create_claim(path: &Path, body: &Value) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)?;
+    let mut bytes = serde_json::to_vec(body).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    io::Write::write_all(&mut f, &bytes)?;
+    f.sync_all()?;
+    if let Some(dir) = path.parent() {
+        fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// How many uses of each grant are claimed ([`claim_grant_use`]), by grant id, from the names of
+/// the files in `receipts/`. Empty when the directory cannot be read.
+#[must_use]
+pub fn grant_uses(spool: &Spool) -> HashMap<String, u64> {
+    let mut uses = HashMap::new();
+    let Ok(entries) = fs::read_dir(spool.receipts_dir()) else { return uses };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(stem) = name.strip_suffix(USE_SUFFIX)
+            && stem.starts_with("grant-")
+            && let Some((id, _)) = stem.split_once('.')
+        {
+            *uses.entry(id.to_owned()).or_insert(0) += 1;
+        }
+    }
+    uses
 }
 
 /// The control-specific part of [`append_control`], against the chain as verified under the

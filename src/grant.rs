@@ -1,0 +1,1112 @@
+//! Scoped grants (issue 18): the principal's signed permission for more than one call.
+//!
+//! Approving a packet answers that one call (`once`). A grant answers later calls too: the same
+//! agent's calls of the same tool and action class in the same notebook (workspace), **for this
+//! session** (the host's session id, or the gateway's connection), **until** a time, or **for a
+//! pattern** of the tool's argument (`Bash(git push origin feature/*)`). A grant is a canonical
+//! document signed with the principal's Ed25519 key by the rule of decisions and controls
+//! (Lodestar §A7.4), carried in an OpenTrustGraph record as `metadata.warrant_grant`; a
+//! revocation is another such record. The live grants are a pure fold ([`GrantBook::apply`]) over
+//! the grant records that passed every check, so the chain is the only source of truth.
+//!
+//! Never broader than asked:
+//! - a grant covers only its agent, notebook, action class and tool;
+//! - it never covers a call the composed verdict blocks or keeps for a person alone
+//!   (`blocked`, `human_only`): the caller consults grants only for `review_required`,
+//!   `deferred` and constrained holds (`govern`);
+//! - it covers a `destructive`-tier call only when the principal typed its pattern a second time
+//!   (`covers_destructive`); session and time grants never do;
+//! - a pattern's `*` never crosses a `/` or white space (`**` does), and a command line is
+//!   covered only when it is one simple command with no substitution, redirection or subshell;
+//!   a path argument only when it is absolute with no `.` or `..` component.
+//!
+//! Document shape (`domain` `warrant.grant/v1`):
+//!
+//! ```json
+//! {"domain": "warrant.grant/v1", "grant": "issue", "grant_id": "grant-0193…", "scope": "pattern",
+//!  "agent": "claude-code", "notebook": "shop-1a2b3c", "action_class": "code.push", "tool": "Bash",
+//!  "pattern": "Bash(git push origin feature/*)", "expires_at": "2026-11-26T09:00:00Z",
+//!  "max_uses": 5, "covers_destructive": false, "packet_id": "cc-toolu_01",
+//!  "principal": "alice", "key": "SHA256:…", "decided_at": "2026-11-25T09:00:00Z", "reason": "…"}
+//! ```
+//!
+//! `session` is present for `scope` `session`; `pattern` for `pattern`; `expires_at` and
+//! `max_uses` when set. A revocation is `{"domain", "grant": "revoke", "grant_id", "agent",
+//! "principal", "key", "decided_at", "reason"}`.
+
+use crate::chain;
+use crate::decision::{SignedDecision, sign_document, verify_document};
+use crate::keys::{PinnedKeys, Principal};
+use crate::tiers::ToolTier;
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// The domain string of a signed grant or revocation document.
+pub const GRANT_DOMAIN: &str = "warrant.grant/v1";
+/// The chain record `action` of a grant.
+pub const GRANT_ACTION: &str = "warrant.grant";
+/// The chain record `action` of a revocation.
+pub const REVOKE_ACTION: &str = "warrant.grant.revoke";
+/// How long a session grant lasts when the principal names no end: hosts do not announce the
+/// end of a session, so a session grant ends on its own after a working day.
+pub const SESSION_DEFAULT_SECONDS: i64 = 24 * 3600;
+
+/// What a grant covers beyond its agent, notebook, class and tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Calls in one session of the host (or one gateway connection).
+    Session(String),
+    /// Every call until `expires_at` (which a grant of this scope always has).
+    Until,
+    /// Calls whose argument matches a pattern ([`ToolPattern`]).
+    Pattern(ToolPattern),
+}
+
+impl Scope {
+    /// The wire spelling: `session`, `until`, `pattern`.
+    #[must_use]
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Scope::Session(_) => "session",
+            Scope::Until => "until",
+            Scope::Pattern(_) => "pattern",
+        }
+    }
+}
+
+/// A tool pattern: `Tool` (every call of the tool) or `Tool(GLOB)`, the glob over the call's
+/// argument ([`call_argument`]): `*` is any run of characters but `/` and white space, `?` one
+/// such character, `**` any run at all; everything else is literal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolPattern {
+    /// The tool key, exactly.
+    pub tool: String,
+    /// The argument glob, if any.
+    pub argument: Option<String>,
+}
+
+impl ToolPattern {
+    /// Parses `Tool` or `Tool(GLOB)`.
+    ///
+    /// # Errors
+    /// A sentence: an empty or unbalanced pattern, or a tool that is not a tool key.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let (tool, argument) = match text.find('(') {
+            None => (text, None),
+            Some(open) => {
+                let Some(inner) = text[open + 1..].strip_suffix(')') else {
+                    return Err(format!("pattern {text:?} opens `(` but does not end with `)`"));
+                };
+                if inner.is_empty() {
+                    return Err(format!("pattern {text:?} has an empty argument: write `{}` alone", &text[..open]));
+                }
+                (&text[..open], Some(inner.to_owned()))
+            }
+        };
+        if !crate::calls::is_tool_key(tool) {
+            return Err(format!("{tool:?} is not a tool name (write `Tool` or `Tool(argument glob)`)"));
+        }
+        Ok(Self { tool: tool.to_owned(), argument })
+    }
+
+    /// Whether a call of `tool` whose argument is `argument` matches.
+    #[must_use]
+    pub fn matches(&self, tool: &str, argument: Option<&str>) -> bool {
+        if tool != self.tool {
+            return false;
+        }
+        match (&self.argument, argument) {
+            (None, _) => true,
+            (Some(glob), Some(arg)) => glob_matches(glob, arg),
+            (Some(_), None) => false,
+        }
+    }
+}
+
+impl std::fmt::Display for ToolPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.argument {
+            Some(a) => write!(f, "{}({a})", self.tool),
+            None => f.write_str(&self.tool),
+        }
+    }
+}
+
+/// Matches `text` against `glob` ([`ToolPattern`]'s rules). Linear in practice: backtracking is
+/// bounded to the last `*` or `**` seen.
+#[must_use]
+pub fn glob_matches(glob: &str, text: &str) -> bool {
+    let p: Vec<char> = glob.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    glob_at(&p, &t)
+}
+
+fn narrow(c: char) -> bool {
+    c != '/' && !c.is_whitespace()
+}
+
+fn glob_at(p: &[char], t: &[char]) -> bool {
+    match p.first() {
+        None => t.is_empty(),
+        Some('*') if p.get(1) == Some(&'*') => {
+            let rest = &p[2..];
+            (0..=t.len()).any(|i| glob_at(rest, &t[i..]))
+        }
+        Some('*') => {
+            let rest = &p[1..];
+            let mut i = 0;
+            loop {
+                if glob_at(rest, &t[i..]) {
+                    return true;
+                }
+                match t.get(i) {
+                    Some(c) if narrow(*c) => i += 1,
+                    _ => return false,
+                }
+            }
+        }
+        Some('?') => t.first().is_some_and(|c| narrow(*c)) && glob_at(&p[1..], &t[1..]),
+        Some(c) => t.first() == Some(c) && glob_at(&p[1..], &t[1..]),
+    }
+}
+
+/// The argument of a call that a pattern is matched against, or `None` when it has none a
+/// pattern may cover:
+/// - for a command tool (`command_field` is the input field holding the command line, a string
+///   or an argv such as `["bash", "-lc", LINE]`): the line, trimmed, when it is one simple
+///   command with no substitution, redirection or subshell ([`crate::calls::split_command_line`]);
+/// - for another tool: its `file_path` or `path` argument, when it is an absolute path with no
+///   `.` or `..` component.
+#[must_use]
+pub fn call_argument(input: &Value, command_field: Option<&str>) -> Option<String> {
+    if let Some(field) = command_field {
+        let line = match input.get(field)? {
+            Value::String(s) => s.clone(),
+            Value::Array(a) => {
+                let words: Option<Vec<&str>> = a.iter().map(Value::as_str).collect();
+                match words?.as_slice() {
+                    [sh, flag, line] if flag.starts_with('-') && flag.ends_with('c') && is_shell(sh) => {
+                        (*line).to_owned()
+                    }
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        let line = line.trim();
+        let parts = crate::calls::split_command_line(line);
+        return match parts.as_slice() {
+            [one] if !one.complex && one.words.is_some() && !line.contains('\n') => Some(line.to_owned()),
+            _ => None,
+        };
+    }
+    let path = ["file_path", "path"].iter().find_map(|k| input.get(*k)?.as_str())?;
+    let clean = path.starts_with('/') && !path.split('/').any(|c| c == "." || c == "..");
+    clean.then(|| path.to_owned())
+}
+
+fn is_shell(word: &str) -> bool {
+    let name = word.rsplit('/').next().unwrap_or(word);
+    matches!(name, "sh" | "bash" | "zsh" | "dash")
+}
+
+/// What a grant is matched against: one call packet's facts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallFacts {
+    /// The agent.
+    pub agent: String,
+    /// The notebook (workspace) id.
+    pub notebook: String,
+    /// The canonical action class.
+    pub action_class: String,
+    /// The tool key.
+    pub tool: String,
+    /// The host's session id (the gateway's connection), if any.
+    pub session: Option<String>,
+    /// The argument a pattern is matched against ([`call_argument`]).
+    pub argument: Option<String>,
+    /// The call's tool tier (`None`: unregistered, treated as destructive).
+    pub tier: Option<ToolTier>,
+}
+
+impl CallFacts {
+    /// The facts of a call packet ([`crate::calls::call_packet`]'s form), classified with
+    /// `policies` as a hook or the gateway would classify the call now; `None` for a packet that
+    /// is not a tool call, or names no notebook.
+    #[must_use]
+    pub fn of_packet(p: &crate::packet::Packet, policies: &crate::graduation::PolicySet) -> Option<Self> {
+        let g = crate::verdict::Governance::of_packet(p)?;
+        let tool = g.tool.clone()?;
+        let (input, annotations) = crate::calls::call_of_packet(&p.proposed_action, &tool)?;
+        let command_field =
+            policies.tool(&tool).and_then(|t| t.command.as_deref()).or_else(|| policies.host_command_field(&tool));
+        Some(Self {
+            agent: p.agent.clone(),
+            notebook: g.notebook.clone()?,
+            action_class: policies.normalize(&p.action_class),
+            argument: call_argument(input, command_field),
+            tier: crate::calls::classify(policies, &tool, input, annotations).tier,
+            session: p.proposed_action.get("session").and_then(Value::as_str).map(str::to_owned),
+            tool,
+        })
+    }
+}
+
+/// One live grant: the signed document's fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grant {
+    /// Its id (a safe id, `grant-<uuid v7>`).
+    pub grant_id: String,
+    /// What it covers.
+    pub scope: Scope,
+    /// The agent it is for.
+    pub agent: String,
+    /// The notebook it is for.
+    pub notebook: String,
+    /// The canonical action class.
+    pub action_class: String,
+    /// The tool key.
+    pub tool: String,
+    /// When it ends (RFC 3339), if it does.
+    pub expires_at: Option<String>,
+    /// `expires_at` in unix seconds (`None`: no end).
+    pub expires_unix: Option<f64>,
+    /// How many calls it may allow in all, if bounded (each use is claimed atomically).
+    pub max_uses: Option<u64>,
+    /// The principal typed the pattern twice: it may cover `destructive`-tier calls.
+    pub covers_destructive: bool,
+    /// The packet approved with it.
+    pub packet_id: String,
+    /// Who signed it.
+    pub principal: String,
+    /// The signing key's fingerprint.
+    pub key: String,
+    /// When it was signed (RFC 3339).
+    pub decided_at: String,
+    /// Why, if given.
+    pub reason: Option<String>,
+    /// The record's 1-based `chain_index` (0 when not known).
+    pub chain_index: u64,
+}
+
+impl Grant {
+    /// Whether it covers a call with `facts` at `now` (unix seconds): same agent, notebook,
+    /// class and tool; in its session, before its end, matching its pattern; a destructive (or
+    /// unregistered) tier only when `covers_destructive`. Uses are counted by the store, not here.
+    #[must_use]
+    pub fn covers(&self, facts: &CallFacts, now: f64) -> bool {
+        let same = facts.agent == self.agent
+            && facts.notebook == self.notebook
+            && facts.action_class == self.action_class
+            && facts.tool == self.tool;
+        let live = self.expires_unix.is_none_or(|t| now < t);
+        let tier_ok = self.covers_destructive || facts.tier.is_some_and(|t| t < ToolTier::Destructive);
+        let scoped = match &self.scope {
+            Scope::Session(s) => facts.session.as_deref() == Some(s.as_str()),
+            Scope::Until => true,
+            Scope::Pattern(p) => p.matches(&facts.tool, facts.argument.as_deref()),
+        };
+        same && live && tier_ok && scoped
+    }
+
+    /// What it covers, in words (the console's dialog and Grants view, `warrant grants list`).
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let whom = format!("{}'s `{}` calls ({}) in {}", self.agent, self.tool, self.action_class, self.notebook);
+        let what = match &self.scope {
+            Scope::Session(s) => format!("{whom}, in session {s}"),
+            Scope::Until => whom,
+            Scope::Pattern(p) => match &p.argument {
+                Some(a) => format!("{whom} whose argument matches `{a}`"),
+                None => format!("every one of {whom}"),
+            },
+        };
+        let until = self.expires_at.as_deref().map_or_else(|| ", until revoked".to_owned(), |t| format!(", until {t}"));
+        let uses =
+            self.max_uses.map(|n| format!(", at most {n} call{}", if n == 1 { "" } else { "s" })).unwrap_or_default();
+        let destructive = if self.covers_destructive { ", destructive ones included" } else { "" };
+        format!("{what}{until}{uses}{destructive}")
+    }
+
+    /// Reads a grant document (its signature is checked by [`check_record_signature`]).
+    ///
+    /// # Errors
+    /// A sentence naming the field that is missing or malformed.
+    pub fn from_document(doc: &Value) -> Result<Self, String> {
+        let s = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
+        let need = |k: &str| s(k).filter(|v| !v.is_empty()).ok_or_else(|| format!("warrant_grant has no `{k}`"));
+        if doc.get("grant").and_then(Value::as_str) != Some("issue") {
+            return Err("warrant_grant is not an issue".into());
+        }
+        let grant_id = need("grant_id")?;
+        if !crate::packet::is_safe_id(&grant_id) {
+            return Err(format!("grant id {grant_id:?} is not a safe id"));
+        }
+        let tool = need("tool")?;
+        let scope = match need("scope")?.as_str() {
+            "session" => Scope::Session(need("session")?),
+            "until" => Scope::Until,
+            "pattern" => {
+                let p = ToolPattern::parse(&need("pattern")?)?;
+                if p.tool != tool {
+                    return Err(format!("the pattern's tool {:?} is not the grant's {tool:?}", p.tool));
+                }
+                Scope::Pattern(p)
+            }
+            other => return Err(format!("unknown grant scope {other:?}")),
+        };
+        let expires_at = s("expires_at");
+        let expires_unix = match &expires_at {
+            Some(t) => Some(crate::clock::unix_seconds(t).ok_or_else(|| format!("expires_at {t:?} is not a time"))?),
+            None => None,
+        };
+        if matches!(scope, Scope::Until) && expires_at.is_none() {
+            return Err("a grant of scope `until` has no `expires_at`".into());
+        }
+        let max_uses = match doc.get("max_uses") {
+            None => None,
+            Some(v) => Some(v.as_u64().filter(|n| *n >= 1).ok_or("max_uses must be a whole number ≥ 1")?),
+        };
+        Ok(Self {
+            grant_id,
+            scope,
+            agent: need("agent")?,
+            notebook: need("notebook")?,
+            action_class: need("action_class")?,
+            tool,
+            expires_at,
+            expires_unix,
+            max_uses,
+            covers_destructive: doc.get("covers_destructive").and_then(Value::as_bool).unwrap_or(false),
+            packet_id: need("packet_id")?,
+            principal: need("principal")?,
+            key: need("key")?,
+            decided_at: need("decided_at")?,
+            reason: s("reason"),
+            chain_index: 0,
+        })
+    }
+}
+
+/// The call packets among `packets` that `grant` would have covered, its end and uses aside
+/// (the preview before signing a grant).
+pub fn past_calls<'a>(
+    grant: &Grant,
+    packets: impl Iterator<Item = &'a crate::packet::Packet>,
+    policies: &crate::graduation::PolicySet,
+) -> Vec<&'a crate::packet::Packet> {
+    packets
+        .filter(|p| p.id != grant.packet_id)
+        .filter(|p| CallFacts::of_packet(p, policies).is_some_and(|f| grant.covers(&f, f64::NEG_INFINITY)))
+        .collect()
+}
+
+/// A grant before signing: what the principal asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrantInput {
+    /// Its id (a safe id; [`new_grant_id`]).
+    pub grant_id: String,
+    /// What it covers.
+    pub scope: Scope,
+    /// The agent, notebook, canonical class and tool of the approved packet.
+    pub agent: String,
+    /// The notebook.
+    pub notebook: String,
+    /// The canonical action class.
+    pub action_class: String,
+    /// The tool key.
+    pub tool: String,
+    /// When it ends (RFC 3339), if it does.
+    pub expires_at: Option<String>,
+    /// At most this many calls, if bounded.
+    pub max_uses: Option<u64>,
+    /// The principal typed the pattern twice.
+    pub covers_destructive: bool,
+    /// The packet approved with it.
+    pub packet_id: String,
+    /// Why, if given.
+    pub reason: Option<String>,
+    /// When (RFC 3339 UTC).
+    pub decided_at: String,
+}
+
+/// What the principal asked for, beyond the scope: an end, a bound on uses, the pattern typed a
+/// second time (to cover destructive calls), a reason.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GrantOptions {
+    /// `--until` for a session or pattern grant (RFC 3339 UTC; [`parse_until`]).
+    pub until: Option<String>,
+    /// `--uses N`: at most N calls.
+    pub max_uses: Option<u64>,
+    /// `--confirm-pattern`: the pattern typed again.
+    pub confirm_pattern: Option<String>,
+    /// Why.
+    pub reason: Option<String>,
+}
+
+/// The grant a principal asks for when approving `packet` with `scope`, checked against the
+/// rules that keep a grant no broader than asked (module docs): `None` for [`ScopeRequest::Once`].
+/// `decided_at` is RFC 3339 UTC; a session grant with no `until` ends
+/// [`SESSION_DEFAULT_SECONDS`] after it.
+///
+/// # Errors
+/// A sentence the principal can act on: the packet is not a tool call, its class is human-only
+/// or its verdict `blocked`/`human_only`, the call is destructive and the pattern was not typed
+/// again (or the scope is not a pattern), the pattern does not cover the approved call itself,
+/// the call has no session, `--uses 0`.
+pub fn prepare(
+    packet: &crate::packet::Packet,
+    policies: &crate::graduation::PolicySet,
+    scope: &ScopeRequest,
+    options: &GrantOptions,
+    decided_at: &str,
+) -> Result<Option<GrantInput>, String> {
+    use crate::packet::DecisionState;
+    if *scope == ScopeRequest::Once {
+        return Ok(None);
+    }
+    let id = &packet.id;
+    let facts = CallFacts::of_packet(packet, policies)
+        .ok_or_else(|| format!("{id} is not a tool call from a hook or the gateway: only `once` applies to it"))?;
+    if policies.policy(&facts.action_class).is_human_only() {
+        return Err(format!("`{}` is human-only: no grant ever covers it (approve once)", facts.action_class));
+    }
+    if let Some(state @ (DecisionState::Blocked | DecisionState::HumanOnly)) = packet.state {
+        return Err(format!("{id} is {}: no grant covers it", state.as_str()));
+    }
+    if options.max_uses == Some(0) {
+        return Err("--uses must be 1 or more".into());
+    }
+    let destructive = facts.tier.is_none_or(|t| t >= ToolTier::Destructive);
+    let (scope, expires_at) = match scope {
+        ScopeRequest::Once => return Ok(None),
+        ScopeRequest::Session => {
+            let s =
+                facts.session.clone().ok_or_else(|| format!("{id} names no session: grant `until:` or `pattern:`"))?;
+            let end = options.until.clone().or_else(|| {
+                let t = crate::clock::parse_rfc3339(decided_at)?
+                    .checked_add(time::Duration::seconds(SESSION_DEFAULT_SECONDS))?;
+                Some(crate::clock::format_rfc3339(t))
+            });
+            (Scope::Session(s), end)
+        }
+        ScopeRequest::Until(t) => (Scope::Until, Some(t.clone())),
+        ScopeRequest::Pattern(p) => {
+            if p.tool != facts.tool {
+                return Err(format!("the pattern names `{}`, but {id} calls `{}`", p.tool, facts.tool));
+            }
+            if !p.matches(&facts.tool, facts.argument.as_deref()) {
+                return Err(format!(
+                    "the pattern `{p}` does not cover {id} itself (its argument: {})",
+                    facts
+                        .argument
+                        .as_deref()
+                        .map_or_else(|| "none a pattern can match".to_owned(), |a| format!("`{a}`"))
+                ));
+            }
+            (Scope::Pattern(p.clone()), options.until.clone())
+        }
+    };
+    let covers_destructive = match (&scope, destructive) {
+        (_, false) => false,
+        (Scope::Pattern(p), true) => {
+            if options.confirm_pattern.as_deref().map(str::trim) != Some(p.to_string().as_str()) {
+                return Err(format!(
+                    "{id} is a destructive call: a grant covers such calls only for a pattern typed twice (--confirm-pattern '{p}')"
+                ));
+            }
+            true
+        }
+        (_, true) => {
+            return Err(format!(
+                "{id} is a destructive call: session and time grants never cover such calls; grant a pattern and type it twice"
+            ));
+        }
+    };
+    Ok(Some(GrantInput {
+        grant_id: new_grant_id(),
+        scope,
+        agent: facts.agent,
+        notebook: facts.notebook,
+        action_class: facts.action_class,
+        tool: facts.tool,
+        expires_at,
+        max_uses: options.max_uses,
+        covers_destructive,
+        packet_id: id.clone(),
+        reason: options.reason.clone(),
+        decided_at: decided_at.to_owned(),
+    }))
+}
+
+/// A fresh grant id: `grant-<uuid v7>`.
+#[must_use]
+pub fn new_grant_id() -> String {
+    format!("grant-{}", uuid::Uuid::now_v7().simple())
+}
+
+/// The canonical document signed for a grant.
+#[must_use]
+pub fn grant_document(input: &GrantInput, principal: &str, key_fingerprint: &str) -> Value {
+    let mut doc = json!({
+        "domain": GRANT_DOMAIN,
+        "grant": "issue",
+        "grant_id": input.grant_id,
+        "scope": input.scope.as_str(),
+        "agent": input.agent,
+        "notebook": input.notebook,
+        "action_class": input.action_class,
+        "tool": input.tool,
+        "covers_destructive": input.covers_destructive,
+        "packet_id": input.packet_id,
+        "principal": principal,
+        "key": key_fingerprint,
+        "decided_at": input.decided_at,
+    });
+    match &input.scope {
+        Scope::Session(s) => doc["session"] = json!(s),
+        Scope::Pattern(p) => doc["pattern"] = json!(p.to_string()),
+        Scope::Until => {}
+    }
+    if let Some(t) = &input.expires_at {
+        doc["expires_at"] = json!(t);
+    }
+    if let Some(n) = input.max_uses {
+        doc["max_uses"] = json!(n);
+    }
+    if let Some(r) = &input.reason {
+        doc["reason"] = json!(r);
+    }
+    doc
+}
+
+/// The canonical document signed for a revocation of `grant_id` (of `agent`'s grant).
+#[must_use]
+pub fn revocation_document(
+    grant_id: &str,
+    agent: &str,
+    reason: &str,
+    decided_at: &str,
+    principal: &str,
+    key_fingerprint: &str,
+) -> Value {
+    json!({
+        "domain": GRANT_DOMAIN,
+        "grant": "revoke",
+        "grant_id": grant_id,
+        "agent": agent,
+        "principal": principal,
+        "key": key_fingerprint,
+        "decided_at": decided_at,
+        "reason": reason,
+    })
+}
+
+/// Signs a grant or revocation document with the principal's key.
+#[must_use]
+pub fn sign(principal: &Principal, document: Value) -> SignedDecision {
+    let signature = sign_document(principal, &document);
+    SignedDecision { document, signature }
+}
+
+/// The chain record body of a signed grant or revocation: `agent` the grant's agent, `action`
+/// [`GRANT_ACTION`] or [`REVOKE_ACTION`], `approver` the principal, `outcome` `success`,
+/// `autonomy_tier` `act_with_approval`, `metadata.approval` with the signature and
+/// `metadata.warrant_grant` with the document.
+#[must_use]
+pub fn record_body(signed: &SignedDecision) -> Map<String, Value> {
+    let doc = &signed.document;
+    let s = |k: &str| doc.get(k).and_then(Value::as_str).unwrap_or_default();
+    let revoke = s("grant") == "revoke";
+    let mut meta = crate::decision::approval_metadata(signed, s("decided_at"), if revoke { "revoke" } else { "grant" });
+    meta.insert("warrant_grant".into(), doc.clone());
+    chain::new_record_body(
+        s("agent"),
+        if revoke { REVOKE_ACTION } else { GRANT_ACTION },
+        Some(s("principal")),
+        "success",
+        &format!("warrant:grant:{}", s("grant_id")),
+        "act_with_approval",
+        s("decided_at"),
+        meta,
+    )
+}
+
+/// Checks a chain record carrying `metadata.warrant_grant`: the document verifies under a pinned
+/// key of its principal, is a well-formed grant or revocation, and the record agrees with it
+/// (action, agent, approver, outcome, timestamp, reviewer, signed_at). `Ok(false)` when the
+/// record carries no grant.
+///
+/// # Errors
+/// A sentence naming what failed.
+pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Result<bool, String> {
+    let Some(meta) = rec.get("metadata").and_then(Value::as_object) else { return Ok(false) };
+    let Some(doc) = meta.get("warrant_grant") else { return Ok(false) };
+    if doc.get("domain").and_then(Value::as_str) != Some(GRANT_DOMAIN) {
+        return Err(format!("warrant_grant has an unknown domain {:?}", doc.get("domain")));
+    }
+    if ["warrant_decision", "warrant_control", "warrant_key"].iter().any(|k| meta.contains_key(*k)) {
+        return Err("a record cannot carry a grant and another signed document".into());
+    }
+    let sig = meta
+        .get("approval")
+        .and_then(|a| a.get("signatures"))
+        .and_then(Value::as_array)
+        .and_then(|s| s.first())
+        .ok_or("warrant_grant without a signature in metadata.approval")?;
+    verify_document(doc, sig, pinned)?;
+    let event = GrantEvent::from_document(doc)?;
+    let d = |k: &str| doc.get(k).and_then(Value::as_str);
+    let r = |k: &str| rec.get(k).and_then(Value::as_str);
+    let (action, decision) = match event {
+        GrantEvent::Issue(_) => (GRANT_ACTION, "grant"),
+        GrantEvent::Revoke { .. } => (REVOKE_ACTION, "revoke"),
+    };
+    let checks = [
+        ("action", r("action") == Some(action)),
+        ("agent", r("agent") == d("agent")),
+        ("approver", r("approver") == d("principal")),
+        ("outcome", r("outcome") == Some("success")),
+        ("timestamp", r("timestamp") == d("decided_at")),
+        ("reviewer", sig.get("reviewer").and_then(Value::as_str) == d("principal")),
+        ("signed_at", sig.get("signed_at").and_then(Value::as_str) == d("decided_at")),
+        (
+            "metadata.approval.decision",
+            meta.get("approval").and_then(|a| a.get("decision")).and_then(Value::as_str) == Some(decision),
+        ),
+    ];
+    if let Some((field, _)) = checks.iter().find(|(_, ok)| !ok) {
+        return Err(format!("record field `{field}` disagrees with the signed grant"));
+    }
+    Ok(true)
+}
+
+/// A verified grant record, as the fold sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GrantEvent {
+    /// A grant issued.
+    Issue(Grant),
+    /// A grant revoked.
+    Revoke {
+        /// The grant.
+        grant_id: String,
+        /// Who revoked it.
+        principal: String,
+        /// When.
+        decided_at: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl GrantEvent {
+    /// Reads a grant or revocation document.
+    ///
+    /// # Errors
+    /// A sentence naming what is malformed.
+    pub fn from_document(doc: &Value) -> Result<Self, String> {
+        if doc.get("domain").and_then(Value::as_str) != Some(GRANT_DOMAIN) {
+            return Err(format!("warrant_grant has an unknown domain {:?}", doc.get("domain")));
+        }
+        match doc.get("grant").and_then(Value::as_str) {
+            Some("issue") => Grant::from_document(doc).map(GrantEvent::Issue),
+            Some("revoke") => {
+                let s = |k: &str| {
+                    doc.get(k)
+                        .and_then(Value::as_str)
+                        .filter(|v| !v.is_empty())
+                        .map(str::to_owned)
+                        .ok_or_else(|| format!("the revocation has no `{k}`"))
+                };
+                Ok(GrantEvent::Revoke {
+                    grant_id: s("grant_id")?,
+                    principal: s("principal")?,
+                    decided_at: s("decided_at")?,
+                    reason: s("reason")?,
+                })
+            }
+            other => Err(format!("warrant_grant is neither an issue nor a revocation ({other:?})")),
+        }
+    }
+
+    /// The grant event of a chain record, if it carries a well-formed one (call only on records
+    /// that verified), with the record's `chain_index` on an issued grant.
+    #[must_use]
+    pub fn of_record(rec: &Map<String, Value>) -> Option<Self> {
+        let mut e = Self::from_document(rec.get("metadata")?.get("warrant_grant")?).ok()?;
+        if let GrantEvent::Issue(g) = &mut e {
+            g.chain_index = rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0);
+        }
+        Some(e)
+    }
+}
+
+/// A revocation as the book keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revocation {
+    /// Who revoked it.
+    pub principal: String,
+    /// When.
+    pub decided_at: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The key grants are indexed by: agent, notebook, canonical class, tool.
+type BookKey = (String, String, String, String);
+
+/// The grants that may cover calls of one key: by session, and the rest.
+#[derive(Debug, Clone, Default)]
+struct Bucket {
+    by_session: HashMap<String, Vec<Arc<Grant>>>,
+    other: Vec<Arc<Grant>>,
+}
+
+/// The live grants, folded in chain order over the verified grant records: issued and not
+/// revoked (expiry and uses are judged at the time of a call). Looking up the grants that may
+/// cover a call is a `BTreeMap` lookup on (agent, notebook, class, tool), O(log n) in the number
+/// of grants, then a hash lookup of the call's session.
+#[derive(Debug, Clone, Default)]
+pub struct GrantBook {
+    by_key: BTreeMap<BookKey, Bucket>,
+    by_id: HashMap<String, Arc<Grant>>,
+    revoked: HashMap<String, (Arc<Grant>, Revocation)>,
+}
+
+impl GrantBook {
+    /// Applies one verified grant event. A grant id issued twice keeps the first; a revocation
+    /// of an unknown id is ignored.
+    pub fn apply(&mut self, e: &GrantEvent) {
+        match e {
+            GrantEvent::Issue(g) => {
+                if self.by_id.contains_key(&g.grant_id) || self.revoked.contains_key(&g.grant_id) {
+                    return;
+                }
+                let g = Arc::new(g.clone());
+                let bucket = self
+                    .by_key
+                    .entry((g.agent.clone(), g.notebook.clone(), g.action_class.clone(), g.tool.clone()))
+                    .or_default();
+                match &g.scope {
+                    Scope::Session(s) => bucket.by_session.entry(s.clone()).or_default().push(g.clone()),
+                    _ => bucket.other.push(g.clone()),
+                }
+                self.by_id.insert(g.grant_id.clone(), g);
+            }
+            GrantEvent::Revoke { grant_id, principal, decided_at, reason } => {
+                let Some(g) = self.by_id.remove(grant_id) else { return };
+                let key = (g.agent.clone(), g.notebook.clone(), g.action_class.clone(), g.tool.clone());
+                if let Some(bucket) = self.by_key.get_mut(&key) {
+                    let list = match &g.scope {
+                        Scope::Session(s) => bucket.by_session.get_mut(s),
+                        _ => Some(&mut bucket.other),
+                    };
+                    if let Some(list) = list {
+                        list.retain(|x| x.grant_id != *grant_id);
+                    }
+                }
+                let r =
+                    Revocation { principal: principal.clone(), decided_at: decided_at.clone(), reason: reason.clone() };
+                self.revoked.insert(grant_id.clone(), (g, r));
+            }
+        }
+    }
+
+    /// The grants that cover a call with `facts` at `now` (unix seconds), sessions first, then
+    /// in the order they were issued.
+    pub fn covering<'a>(&'a self, facts: &'a CallFacts, now: f64) -> impl Iterator<Item = &'a Arc<Grant>> + 'a {
+        let key = (facts.agent.clone(), facts.notebook.clone(), facts.action_class.clone(), facts.tool.clone());
+        let bucket = self.by_key.get(&key);
+        let session = bucket.zip(facts.session.as_ref()).and_then(|(b, s)| b.by_session.get(s)).into_iter().flatten();
+        let other = bucket.into_iter().flat_map(|b| b.other.iter());
+        session.chain(other).filter(move |g| g.covers(facts, now))
+    }
+
+    /// A grant issued and not revoked, by id.
+    #[must_use]
+    pub fn get(&self, grant_id: &str) -> Option<&Arc<Grant>> {
+        self.by_id.get(grant_id)
+    }
+
+    /// A revoked grant and its revocation, by id.
+    #[must_use]
+    pub fn revoked(&self, grant_id: &str) -> Option<&(Arc<Grant>, Revocation)> {
+        self.revoked.get(grant_id)
+    }
+
+    /// Every grant issued and not revoked (expired ones included), in id order.
+    #[must_use]
+    pub fn issued(&self) -> Vec<&Arc<Grant>> {
+        let mut v: Vec<&Arc<Grant>> = self.by_id.values().collect();
+        v.sort_by(|a, b| a.chain_index.cmp(&b.chain_index).then_with(|| a.grant_id.cmp(&b.grant_id)));
+        v
+    }
+
+    /// Every revoked grant with its revocation, in the order they were issued.
+    #[must_use]
+    pub fn revoked_all(&self) -> Vec<(&Arc<Grant>, &Revocation)> {
+        let mut v: Vec<(&Arc<Grant>, &Revocation)> = self.revoked.values().map(|(g, r)| (g, r)).collect();
+        v.sort_by(|a, b| a.0.chain_index.cmp(&b.0.chain_index).then_with(|| a.0.grant_id.cmp(&b.0.grant_id)));
+        v
+    }
+
+    /// How many grants are issued and not revoked.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Whether no grant is issued and unrevoked.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+}
+
+/// What a principal asks for when approving (`warrant approve --scope`): `once` (the default:
+/// this packet only), `session`, `until:TIME` (RFC 3339, or a duration from now such as `30m`,
+/// `8h`, `2d`), `pattern:GLOB` ([`ToolPattern`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScopeRequest {
+    /// This packet only.
+    Once,
+    /// The packet's session.
+    Session,
+    /// Until a time (RFC 3339 UTC).
+    Until(String),
+    /// A tool pattern.
+    Pattern(ToolPattern),
+}
+
+impl ScopeRequest {
+    /// Parses a scope as `--scope` takes it; `now` is when it is asked (for `until:30m`).
+    ///
+    /// # Errors
+    /// A sentence saying what is accepted.
+    pub fn parse(text: &str, now: time::OffsetDateTime) -> Result<Self, String> {
+        let text = text.trim();
+        match text.split_once(':') {
+            None if text == "once" => Ok(Self::Once),
+            None if text == "session" => Ok(Self::Session),
+            Some(("until", t)) => Ok(Self::Until(parse_until(t, now)?)),
+            Some(("pattern", p)) => Ok(Self::Pattern(ToolPattern::parse(p)?)),
+            _ => Err(format!(
+                "scope {text:?} is not one of once, session, until:TIME (RFC 3339 or 30m/8h/2d), pattern:GLOB"
+            )),
+        }
+    }
+}
+
+/// An end time: RFC 3339, or a duration from `now` (`45s`, `30m`, `8h`, `2d`), as canonical RFC
+/// 3339 UTC. It must be in the future.
+///
+/// # Errors
+/// A sentence saying what is accepted.
+pub fn parse_until(text: &str, now: time::OffsetDateTime) -> Result<String, String> {
+    let text = text.trim();
+    let at = if let Some(t) = crate::clock::parse_rfc3339(text) {
+        t
+    } else {
+        let (n, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+        let n: i64 = n.parse().map_err(|_| format!("{text:?} is neither an RFC 3339 time nor a duration like 30m"))?;
+        let secs = match unit {
+            "s" => n,
+            "m" => n.saturating_mul(60),
+            "h" => n.saturating_mul(3600),
+            "d" => n.saturating_mul(86_400),
+            _ => return Err(format!("{text:?}: a duration ends with s, m, h or d")),
+        };
+        now.checked_add(time::Duration::seconds(secs)).ok_or_else(|| format!("{text:?} is too far"))?
+    };
+    if at <= now {
+        return Err(format!("{text:?} is not in the future"));
+    }
+    Ok(crate::clock::format_rfc3339(at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(tool: &str, argument: Option<&str>, session: Option<&str>, tier: ToolTier) -> CallFacts {
+        CallFacts {
+            agent: "claude-code".into(),
+            notebook: "shop-1a2b3c".into(),
+            action_class: "code.push".into(),
+            tool: tool.into(),
+            session: session.map(str::to_owned),
+            argument: argument.map(str::to_owned),
+            tier: Some(tier),
+        }
+    }
+
+    fn grant(scope: Scope, expires: Option<f64>) -> Grant {
+        Grant {
+            grant_id: "grant-1".into(),
+            scope,
+            agent: "claude-code".into(),
+            notebook: "shop-1a2b3c".into(),
+            action_class: "code.push".into(),
+            tool: "Bash".into(),
+            expires_at: expires.map(|_| "2026-11-26T00:00:00Z".into()),
+            expires_unix: expires,
+            max_uses: None,
+            covers_destructive: false,
+            packet_id: "cc-1".into(),
+            principal: "alice".into(),
+            key: "SHA256:x".into(),
+            decided_at: "2026-11-25T00:00:00Z".into(),
+            reason: None,
+            chain_index: 1,
+        }
+    }
+
+    #[test]
+    fn a_star_stays_within_one_word_and_one_path_segment() {
+        assert!(glob_matches("git push origin feature/*", "git push origin feature/login"));
+        assert!(!glob_matches("git push origin feature/*", "git push origin feature/a/b"));
+        assert!(!glob_matches("git push origin feature/*", "git push origin feature/x --force"));
+        assert!(!glob_matches("git push origin *", "git push origin main --force"));
+        assert!(glob_matches("git push origin **", "git push origin main --force"));
+        assert!(glob_matches("/work/notes/**", "/work/notes/a/b.md"));
+        assert!(!glob_matches("/work/notes/*", "/work/notes/a/b.md"));
+        assert!(glob_matches("ls -?", "ls -l"));
+        assert!(!glob_matches("ls -?", "ls -la"));
+        assert!(!glob_matches("ls", "ls -la"), "no implicit prefix");
+    }
+
+    #[test]
+    fn only_one_simple_command_or_a_clean_absolute_path_is_an_argument() {
+        let cmd = |c: &str| call_argument(&json!({"command": c}), Some("command"));
+        assert_eq!(cmd("  git push origin feature/x "), Some("git push origin feature/x".into()));
+        assert_eq!(cmd("git push origin feature/x; rm -rf ~"), None);
+        assert_eq!(cmd("git push origin $(whoami)"), None);
+        assert_eq!(cmd("git push origin x > /tmp/out"), None);
+        assert_eq!(cmd("git push origin x\nrm -rf ~"), None);
+        assert_eq!(cmd("git push && rm -rf ~"), None);
+        let argv = json!({"command": ["bash", "-lc", "git push origin feature/x"]});
+        assert_eq!(call_argument(&argv, Some("command")), Some("git push origin feature/x".into()));
+        let path = |p: &str| call_argument(&json!({"file_path": p}), None);
+        assert_eq!(path("/work/notes/a.md"), Some("/work/notes/a.md".into()));
+        assert_eq!(path("/work/notes/../secrets"), None);
+        assert_eq!(path("notes/a.md"), None);
+        assert_eq!(call_argument(&json!({"content": "x"}), None), None);
+    }
+
+    #[test]
+    fn a_grant_covers_only_its_agent_notebook_class_tool_and_scope() {
+        let p = ToolPattern::parse("Bash(git push origin feature/*)").expect("pattern");
+        let g = grant(Scope::Pattern(p), None);
+        let ok = facts("Bash", Some("git push origin feature/x"), None, ToolTier::Mutating);
+        assert!(g.covers(&ok, 0.0));
+        assert!(!g.covers(&facts("Bash", Some("git push origin main"), None, ToolTier::Mutating), 0.0));
+        assert!(!g.covers(&facts("Bash", None, None, ToolTier::Mutating), 0.0), "a complex line has no argument");
+        assert!(!g.covers(&CallFacts { agent: "codex".into(), ..ok.clone() }, 0.0));
+        assert!(!g.covers(&CallFacts { notebook: "other-000000".into(), ..ok.clone() }, 0.0));
+        assert!(!g.covers(&CallFacts { action_class: "code.merge".into(), ..ok.clone() }, 0.0));
+        assert!(!g.covers(&facts("Bash", Some("git push origin feature/x"), None, ToolTier::Destructive), 0.0));
+        assert!(!g.covers(&CallFacts { tier: None, ..ok.clone() }, 0.0), "unregistered counts as destructive");
+        let typed_twice = Grant { covers_destructive: true, ..g.clone() };
+        assert!(
+            typed_twice.covers(&facts("Bash", Some("git push origin feature/x"), None, ToolTier::Destructive), 0.0)
+        );
+        let s = grant(Scope::Session("s1".into()), Some(100.0));
+        assert!(s.covers(&facts("Bash", None, Some("s1"), ToolTier::Mutating), 99.0));
+        assert!(!s.covers(&facts("Bash", None, Some("s1"), ToolTier::Mutating), 100.0), "ends at its time");
+        assert!(!s.covers(&facts("Bash", None, Some("s2"), ToolTier::Mutating), 0.0));
+        assert!(!s.covers(&facts("Bash", None, None, ToolTier::Mutating), 0.0));
+    }
+
+    #[test]
+    fn the_book_finds_covering_grants_and_forgets_revoked_ones() {
+        let mut book = GrantBook::default();
+        let mut a = grant(Scope::Session("s1".into()), None);
+        a.grant_id = "grant-a".into();
+        let mut b = grant(Scope::Until, Some(1e12));
+        b.grant_id = "grant-b".into();
+        book.apply(&GrantEvent::Issue(a));
+        book.apply(&GrantEvent::Issue(b));
+        let f = facts("Bash", None, Some("s1"), ToolTier::Mutating);
+        let ids: Vec<&str> = book.covering(&f, 0.0).map(|g| g.grant_id.as_str()).collect();
+        assert_eq!(ids, ["grant-a", "grant-b"], "the session's grant first");
+        book.apply(&GrantEvent::Revoke {
+            grant_id: "grant-a".into(),
+            principal: "alice".into(),
+            decided_at: "2026-11-25T01:00:00Z".into(),
+            reason: "done".into(),
+        });
+        let ids: Vec<&str> = book.covering(&f, 0.0).map(|g| g.grant_id.as_str()).collect();
+        assert_eq!(ids, ["grant-b"]);
+        assert!(book.revoked("grant-a").is_some());
+        // A revoked id issued again stays revoked.
+        let mut again = grant(Scope::Session("s1".into()), None);
+        again.grant_id = "grant-a".into();
+        book.apply(&GrantEvent::Issue(again));
+        assert_eq!(book.covering(&f, 0.0).count(), 1);
+    }
+
+    #[test]
+    fn scopes_parse_as_the_cli_takes_them() {
+        let now = time::macros::datetime!(2026-11-25 12:00 UTC);
+        assert_eq!(ScopeRequest::parse("once", now), Ok(ScopeRequest::Once));
+        assert_eq!(ScopeRequest::parse("session", now), Ok(ScopeRequest::Session));
+        assert_eq!(ScopeRequest::parse("until:8h", now), Ok(ScopeRequest::Until("2026-11-25T20:00:00Z".into())));
+        assert_eq!(
+            ScopeRequest::parse("until:2026-11-26T00:00:00Z", now),
+            Ok(ScopeRequest::Until("2026-11-26T00:00:00Z".into()))
+        );
+        assert!(ScopeRequest::parse("until:2026-11-24T00:00:00Z", now).is_err(), "the past");
+        assert!(ScopeRequest::parse("until:8y", now).is_err());
+        assert!(ScopeRequest::parse("forever", now).is_err());
+        assert!(ScopeRequest::parse("pattern:Bash(git push", now).is_err());
+        assert!(matches!(ScopeRequest::parse("pattern:Bash(git push *)", now), Ok(ScopeRequest::Pattern(_))));
+    }
+
+    #[test]
+    fn a_signed_grant_and_its_revocation_verify_and_an_edit_does_not() {
+        let key = Principal::from_seed("alice", &[7; 32]);
+        let mut pinned = PinnedKeys::default();
+        pinned.pin("alice", key.verifying_key());
+        let input = GrantInput {
+            grant_id: new_grant_id(),
+            scope: Scope::Pattern(ToolPattern::parse("Bash(git push origin feature/*)").expect("p")),
+            agent: "claude-code".into(),
+            notebook: "shop-1a2b3c".into(),
+            action_class: "code.push".into(),
+            tool: "Bash".into(),
+            expires_at: None,
+            max_uses: Some(3),
+            covers_destructive: false,
+            packet_id: "cc-1".into(),
+            reason: None,
+            decided_at: "2026-11-25T12:00:00Z".into(),
+        };
+        let signed = sign(&key, grant_document(&input, &key.name, &key.fingerprint()));
+        let rec = record_body(&signed);
+        assert_eq!(check_record_signature(&rec, &pinned), Ok(true));
+        let Some(GrantEvent::Issue(g)) = GrantEvent::of_record(&rec) else { panic!("an issue") };
+        assert_eq!((g.max_uses, g.tool.as_str()), (Some(3), "Bash"));
+        let mut edited = rec.clone();
+        edited["metadata"]["warrant_grant"]["pattern"] = json!("Bash(**)");
+        assert!(check_record_signature(&edited, &pinned).is_err());
+        let mut moved = rec.clone();
+        moved.insert("agent".into(), json!("codex"));
+        assert!(check_record_signature(&moved, &pinned).unwrap_err().contains("agent"));
+        let revoke = sign(
+            &key,
+            revocation_document(
+                &g.grant_id,
+                "claude-code",
+                "done",
+                "2026-11-25T13:00:00Z",
+                &key.name,
+                &key.fingerprint(),
+            ),
+        );
+        let rec = record_body(&revoke);
+        assert_eq!(check_record_signature(&rec, &pinned), Ok(true));
+        assert!(matches!(GrantEvent::of_record(&rec), Some(GrantEvent::Revoke { .. })));
+    }
+}

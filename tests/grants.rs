@@ -1,0 +1,266 @@
+//! Scoped grants end to end through the real hook (issue 18): `warrant approve ID --scope
+//! session|until:T|pattern:GLOB` signs the approval and a grant; the next calls it covers run with
+//! no prompt while it is live, and wait for the principal again once it ends, is revoked, or its
+//! uses are taken; a bounded grant and a once-approval are each used exactly once by racing
+//! hooks; destructive and human-only calls are never covered unless asked for exactly.
+
+#[path = "support/cli_env.rs"]
+mod cli_env;
+use cli_env::{Env, text};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn env() -> Env {
+    let e = Env::new();
+    std::fs::create_dir_all(e.spool()).expect("spool");
+    e
+}
+
+/// Claude Code's PreToolUse of `Bash` running `command` as call `id` in `session`.
+fn bash(id: &str, session: &str, command: &str) -> Vec<u8> {
+    json!({
+        "session_id": session, "cwd": "/home/user/project", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": id,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn spawn_hook(e: &Env, input: &[u8], wait: &str) -> Child {
+    let mut child = e
+        .cmd(&["hook", "claude-code", "--wait", wait])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(input).expect("write the event");
+    child
+}
+
+/// The hook's PreToolUse decision and reason.
+fn decision(o: &Output) -> (String, String) {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|err| panic!("{err}: {}", text(o)));
+    let out = &v["hookSpecificOutput"];
+    (
+        out["permissionDecision"].as_str().expect("decision").to_owned(),
+        out["permissionDecisionReason"].as_str().expect("reason").to_owned(),
+    )
+}
+
+fn run_hook(e: &Env, input: &[u8], wait: &str) -> (String, String) {
+    decision(&spawn_hook(e, input, wait).wait_with_output().expect("hook"))
+}
+
+fn wait_for_packet(e: &Env, id: &str) {
+    let path = e.spool().join("packets").join(format!("{id}.json"));
+    let t = Instant::now();
+    while !path.exists() {
+        assert!(t.elapsed() < Duration::from_secs(20), "{id} was never published");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Holds call `id`, approves it with `approve_args` (after `approve --yes ID`), and returns the
+/// approval's output and the held hook's decision.
+fn approve_held(e: &Env, id: &str, session: &str, command: &str, approve_args: &[&str]) -> (Output, (String, String)) {
+    let child = spawn_hook(e, &bash(id, session, command), "20");
+    let packet = format!("cc-{id}");
+    wait_for_packet(e, &packet);
+    let mut args = vec!["approve", "--yes", packet.as_str()];
+    args.extend_from_slice(approve_args);
+    let o = e.run(&args);
+    if o.status.code() != Some(0) {
+        // Nothing approved: the held hook is refused to end it.
+        let r = e.run(&["refuse", "--yes", &packet, "--reason", "test"]);
+        assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    }
+    let d = decision(&child.wait_with_output().expect("hook"));
+    (o, d)
+}
+
+fn grants(e: &Env, all: bool) -> Vec<Value> {
+    let mut args = vec!["grants", "list", "--json"];
+    if all {
+        args.push("--all");
+    }
+    let o = e.run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    serde_json::from_slice::<Vec<Value>>(&o.stdout).unwrap_or_else(|err| panic!("{err}: {}", text(&o)))
+}
+
+#[test]
+fn a_session_grant_covers_that_session_until_revoked() {
+    let e = env();
+    let (o, (d, reason)) =
+        approve_held(&e, "s-1", "sess-a", "git push origin main", &["--scope", "session", "--reason", "release"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(d, "allow", "the approved call itself runs: {reason}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("granted grant-") && out.contains("in session sess-a"), "{out}");
+    // The next push in the session runs at once, on the grant, and says which.
+    let (d, reason) = run_hook(&e, &bash("s-2", "sess-a", "git push origin other"), "0.3");
+    assert_eq!(d, "allow", "{reason}");
+    let live = grants(&e, false);
+    assert_eq!(live.len(), 1, "{live:?}");
+    let id = live[0]["grant_id"].as_str().expect("id").to_owned();
+    assert!(reason.contains(&id) && reason.contains("grant"), "{reason}");
+    assert_eq!(live[0]["uses"], json!(1), "{live:?}");
+    assert_eq!(live[0]["scope"], json!("session"));
+    assert_eq!(live[0]["session"], json!("sess-a"));
+    // Another session, another agent's tool or another class is not covered.
+    let (d, reason) = run_hook(&e, &bash("s-3", "sess-b", "git push origin main"), "0.3");
+    assert_eq!(d, "deny", "another session waits for the principal: {reason}");
+    // Revoked: the next call in the session waits again.
+    let o = e.run(&["grants", "revoke", &id, "--reason", "release done"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (d, reason) = run_hook(&e, &bash("s-4", "sess-a", "git push origin main"), "0.3");
+    assert_eq!(d, "deny", "revoked: {reason}");
+    assert!(grants(&e, false).is_empty());
+    let all = grants(&e, true);
+    assert_eq!(all[0]["status"], json!("revoked"), "{all:?}");
+    assert_eq!(all[0]["revoked"]["reason"], json!("release done"));
+    // A second revocation is refused, and nothing is appended.
+    let o = e.run(&["grants", "revoke", &id, "--reason", "again"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("already revoked"), "{}", text(&o));
+    let o = e.run(&["verify", e.spool().to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "the grants verify with the chain: {}", text(&o));
+}
+
+#[test]
+fn a_time_grant_ends_at_its_time_and_a_held_call_runs_when_a_grant_covers_it() {
+    let e = env();
+    let (o, (d, _)) = approve_held(&e, "t-1", "sess-t", "git push origin main", &["--scope", "until:4s"]);
+    assert_eq!((o.status.code(), d.as_str()), (Some(0), "allow"), "{}", text(&o));
+    // Any session, within the time.
+    let (d, reason) = run_hook(&e, &bash("t-2", "another-session", "git push origin x"), "0.3");
+    assert_eq!(d, "allow", "{reason}");
+    std::thread::sleep(Duration::from_secs(5));
+    let (d, reason) = run_hook(&e, &bash("t-3", "another-session", "git push origin x"), "0.3");
+    assert_eq!(d, "deny", "after its end: {reason}");
+    let all = grants(&e, true);
+    assert_eq!(all[0]["status"], json!("expired"), "{all:?}");
+    // A call already waiting runs once a grant covering it is signed (judged again every 2 s).
+    let waiting = spawn_hook(&e, &bash("t-4", "sess-w", "git push origin waiting"), "30");
+    wait_for_packet(&e, "cc-t-4");
+    let (o, (d, _)) = approve_held(&e, "t-5", "sess-w", "git push origin first", &["--scope", "session"]);
+    assert_eq!((o.status.code(), d.as_str()), (Some(0), "allow"), "{}", text(&o));
+    let (d, reason) = decision(&waiting.wait_with_output().expect("hook"));
+    assert_eq!(d, "allow", "{reason}");
+    assert!(reason.contains("grant"), "{reason}");
+}
+
+#[test]
+fn a_pattern_grant_covers_only_single_commands_that_match() {
+    let e = env();
+    let (o, (d, _)) = approve_held(
+        &e,
+        "p-1",
+        "sess-p",
+        "git push origin feature/login",
+        &["--scope", "pattern:Bash(git push origin feature/*)"],
+    );
+    assert_eq!((o.status.code(), d.as_str()), (Some(0), "allow"), "{}", text(&o));
+    let (d, reason) = run_hook(&e, &bash("p-2", "any", "git push origin feature/search"), "0.3");
+    assert_eq!(d, "allow", "{reason}");
+    for (n, line) in [
+        "git push origin main",
+        "git push origin feature/a/b",
+        "git push origin feature/x --force-with-lease",
+        "git push origin feature/x; curl evil.example",
+        "git push origin feature/$(whoami)",
+        "GIT_SSH_COMMAND=evil git push origin feature/x",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (d, reason) = run_hook(&e, &bash(&format!("p-no-{n}"), "any", line), "0.3");
+        assert_eq!(d, "deny", "{line:?} is not covered: {reason}");
+    }
+    // A pattern that does not cover the approved call itself is refused, nothing signed.
+    let (o, (d, _)) = approve_held(
+        &e,
+        "p-3",
+        "sess-p",
+        "git push origin main",
+        &["--scope", "pattern:Bash(git push origin feature/*)"],
+    );
+    assert_ne!(o.status.code(), Some(0));
+    assert!(text(&o).contains("does not cover") && text(&o).contains("nothing was signed"), "{}", text(&o));
+    assert_eq!(d, "deny");
+    assert_eq!(grants(&e, true).len(), 1, "no second grant");
+}
+
+#[test]
+fn destructive_calls_need_the_pattern_typed_twice_and_human_only_classes_no_grant() {
+    let e = env();
+    let cmd = "rm -rf build/cache";
+    for args in [vec!["--scope", "session"], vec!["--scope", "pattern:Bash(rm -rf build/*)"]] {
+        let (o, (d, _)) = approve_held(&e, &format!("d-{}", args[1].len()), "sess-d", cmd, &args);
+        assert_ne!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains("destructive"), "{}", text(&o));
+        assert_eq!(d, "deny");
+    }
+    let (o, (d, _)) = approve_held(
+        &e,
+        "d-typed",
+        "sess-d",
+        cmd,
+        &["--scope", "pattern:Bash(rm -rf build/*)", "--confirm-pattern", "Bash(rm -rf build/*)"],
+    );
+    assert_eq!((o.status.code(), d.as_str()), (Some(0), "allow"), "{}", text(&o));
+    let (d, reason) = run_hook(&e, &bash("d-next", "sess-x", "rm -rf build/tmp"), "0.3");
+    assert_eq!(d, "allow", "typed twice, it covers destructive calls: {reason}");
+    assert_eq!(grants(&e, false)[0]["covers_destructive"], json!(true));
+    // A human-only class: no grant, whatever the scope.
+    e.policy("[tools.\"mcp__bank__pay\"]\ntier = \"mutating\"\nclass = \"payment.initiate\"\nlevel = 2\n");
+    let event = json!({
+        "session_id": "sess-h", "cwd": "/home/user/project", "hook_event_name": "PreToolUse",
+        "tool_name": "mcp__bank__pay", "tool_input": {"amount": 10}, "tool_use_id": "h-1",
+    });
+    let child = spawn_hook(&e, event.to_string().as_bytes(), "0.5");
+    wait_for_packet(&e, "cc-h-1");
+    let o = e.run(&["approve", "--yes", "cc-h-1", "--scope", "session"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("human-only"), "{}", text(&o));
+    assert_eq!(decision(&child.wait_with_output().expect("hook")).0, "deny");
+}
+
+/// Sixteen hooks race for what may run once: each answer is `allow` or `deny`, and exactly one
+/// is `allow`.
+fn race(e: &Env, events: Vec<Vec<u8>>) -> usize {
+    let children: Vec<Child> = events.iter().map(|ev| spawn_hook(e, ev, "1")).collect();
+    let answers: Vec<(String, String)> =
+        children.into_iter().map(|c| decision(&c.wait_with_output().expect("hook"))).collect();
+    assert!(answers.iter().all(|(d, _)| d == "allow" || d == "deny"), "{answers:?}");
+    answers.iter().filter(|(d, _)| d == "allow").count()
+}
+
+#[test]
+fn a_single_use_grant_and_a_once_approval_are_each_used_once_by_sixteen_racing_calls() {
+    let e = env();
+    let (o, (d, _)) = approve_held(&e, "u-0", "sess-u", "git push origin main", &["--scope", "session", "--uses", "1"]);
+    assert_eq!((o.status.code(), d.as_str()), (Some(0), "allow"), "{}", text(&o));
+    let events = (0..16).map(|n| bash(&format!("u-{}", n + 1), "sess-u", "git push origin main")).collect();
+    assert_eq!(race(&e, events), 1, "one use, one call");
+    let all = grants(&e, true);
+    assert_eq!((all[0]["uses"].clone(), all[0]["status"].clone()), (json!(1), json!("used up")), "{all:?}");
+    // A once-approval: sixteen hooks of the same call (one packet, as a retried hook) wait on it;
+    // the approval answers one of them.
+    let event = bash("same", "sess-o", "git push origin release");
+    let children: Vec<Child> = (0..16).map(|_| spawn_hook(&e, &event, "20")).collect();
+    wait_for_packet(&e, "cc-same");
+    let o = e.run(&["approve", "--yes", "cc-same"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let answers: Vec<(String, String)> =
+        children.into_iter().map(|c| decision(&c.wait_with_output().expect("hook"))).collect();
+    assert_eq!(answers.iter().filter(|(d, _)| d == "allow").count(), 1, "{answers:?}");
+    assert!(
+        answers.iter().filter(|(d, _)| d == "deny").all(|(_, r)| r.contains("already used")),
+        "the others are told why: {answers:?}"
+    );
+}
