@@ -242,5 +242,81 @@ fn verdict(c: &mut Criterion) {
     });
 }
 
-criterion_group!(protocol, benches, graduation, verdict);
+/// The gate's lookup of live grants (issue 18): the composed verdict of a held call and the
+/// grant book's lookup, with 0 and 100,000 live grants (spread over agents and tools, and all
+/// for the call's own agent and tool in other sessions), side by side.
+fn grants(c: &mut Criterion) {
+    use warrant::calls::{ToolCall, call_packet, classify};
+    use warrant::control::ControlState;
+    use warrant::graduation::policy::PolicySet;
+    use warrant::grant::{CallFacts, Grant, GrantBook, GrantEvent, Scope};
+    use warrant::verdict::{VerdictContext, evaluate, packet_gate};
+    let policies = PolicySet::from_toml("").expect("policy");
+    let controls = ControlState::default();
+    let call = ToolCall {
+        host: "claude-code".into(),
+        agent: "claude-code".into(),
+        session: Some("sess-0".into()),
+        tool: "Bash".into(),
+        input: json!({"command": "git push origin feature/x"}),
+        notebook: "shop-1a2b3c".into(),
+        cwd: Some("/home/user/shop".into()),
+        annotations: serde_json::Value::Null,
+    };
+    let class = classify(&policies, &call.tool, &call.input, &call.annotations);
+    let doc = call_packet(&call, &class, &policies, "cc-1", "2026-11-25T09:00:00Z");
+    let packet = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "cc-1").expect("packet");
+    let ctx = VerdictContext { policies: &policies, controls: &controls, now: 1_795_251_600.0 };
+    let evidence = warrant::graduation::evidence::EvidenceIndex::default();
+    let grant = |i: u64, agent: &str, tool: &str, session: &str| Grant {
+        grant_id: format!("grant-{i}"),
+        scope: Scope::Session(session.to_owned()),
+        agent: agent.to_owned(),
+        notebook: "shop-1a2b3c".into(),
+        action_class: "code.push".into(),
+        tool: tool.to_owned(),
+        expires_at: None,
+        expires_unix: None,
+        max_uses: None,
+        covers_destructive: false,
+        packet_id: format!("cc-{i}"),
+        principal: "alice".into(),
+        key: "SHA256:x".into(),
+        decided_at: "2026-11-25T09:00:00Z".into(),
+        reason: None,
+        chain_index: i,
+    };
+    let spread = {
+        let mut b = GrantBook::default();
+        for i in 0..100_000 {
+            b.apply(&GrantEvent::Issue(grant(i, &format!("agent-{}", i % 1000), &format!("tool{}", i % 100), "s")));
+        }
+        b
+    };
+    let same_key = {
+        let mut b = GrantBook::default();
+        for i in 0..100_000 {
+            b.apply(&GrantEvent::Issue(grant(i, "claude-code", "Bash", &format!("sess-{}", i + 1))));
+        }
+        b
+    };
+    let mut g = c.benchmark_group("gate with live grants");
+    for (name, book) in [
+        ("0 grants", GrantBook::default()),
+        ("100000 grants, other agents and tools", spread),
+        ("100000 grants, the call's agent and tool in other sessions", same_key),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let tg = packet_gate(&ctx, black_box(&packet), &evidence, "local", true);
+                let v = evaluate(&ctx, &packet, &tg, None, None);
+                let facts = CallFacts::of_packet(&packet, &policies).expect("a call");
+                (v.state, book.covering(&facts, ctx.now).next().is_some())
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(protocol, benches, graduation, verdict, grants);
 criterion_main!(protocol);

@@ -253,8 +253,8 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<KeysAction>,
     },
-    /// Create (or repair) a spool shared with the agents' Unix group: `packets/` and `receipts/`
-    /// writable by the group and sticky, everything else writable only by the principal.
+    /// Create (or repair) a spool shared with the agents' Unix group: `packets/`, `receipts/` and
+    /// `uses/` writable by the group and sticky, everything else writable only by the principal.
     Init {
         /// The agents' Unix group.
         #[arg(long, value_name = "GROUP")]
@@ -1280,7 +1280,7 @@ fn confirmed(question: &str) -> Result<bool, Failure> {
 /// | path | owner:group | mode |
 /// | --- | --- | --- |
 /// | spool, `decisions/` | principal:GROUP | `0755` |
-/// | `packets/`, `receipts/` | principal:GROUP | `3770` (setgid, sticky: the group writes, no one removes another's files) |
+/// | `packets/`, `receipts/`, `uses/` | principal:GROUP | `3770` (setgid, sticky: the group writes, no one removes another's files) |
 /// | `chain.jsonl` | principal:GROUP | `0644` |
 /// | `.chain.lock` | principal | `0600` |
 fn init_shared_spool(spool: &Spool, group: &str) -> Result<u8, Failure> {
@@ -1299,6 +1299,7 @@ fn init_shared_spool(spool: &Spool, group: &str) -> Result<u8, Failure> {
         (spool.decisions_dir(), Some(gid), 0o755),
         (spool.packets_dir(), Some(gid), 0o3770),
         (spool.receipts_dir(), Some(gid), 0o3770),
+        (spool.uses_dir(), Some(gid), 0o3770),
         (spool.chain_path(), Some(gid), 0o644),
         (lock, None, 0o600),
     ];
@@ -1334,7 +1335,7 @@ fn init_shared_spool(spool: &Spool, group: &str) -> Result<u8, Failure> {
         println!("{:<40} {:04o} {}  {what}", path.display(), mode, if group_of.is_some() { group } else { "-" });
     }
     println!(
-        "agents in {group} can now publish into packets/ and receipts/ and read decisions; only you can sign and append"
+        "agents in {group} can now publish into packets/ and receipts/, claim uses in uses/ and read decisions; only you can sign and append"
     );
     Ok(0)
 }
@@ -1607,7 +1608,10 @@ fn grants_cmd(spool: &Spool, config: &Config, action: GrantsAction) -> Result<u8
             for (g, status, revoked) in &rows {
                 let used = uses.get(&g.grant_id).copied().unwrap_or(0);
                 let t = |s: &str| crate::text::inert(s, usize::MAX);
-                let uses = g.max_uses.map_or_else(|| format!("{used} uses"), |m| format!("{used}/{m} uses"));
+                let uses = match g.max_uses {
+                    Some(m) => format!("{used}/{m} uses"),
+                    None => format!("{used} use{}", if used == 1 { "" } else { "s" }),
+                };
                 println!("{}  {status}  {}  {uses}", g.grant_id, g.scope.as_str());
                 println!("  covers {}", t(&g.describe()));
                 println!(

@@ -97,6 +97,13 @@ impl Spool {
     pub fn signals_dir(&self) -> PathBuf {
         self.root.join("signals")
     }
+    /// `uses/`: the claims of single uses of grants and approvals ([`claim_grant_use`],
+    /// [`claim_approval`]).
+    #[must_use]
+    pub fn uses_dir(&self) -> PathBuf {
+        self.root.join("uses")
+    }
+
     /// `decisions/<id>.json` (the id must be safe; see [`packet::is_safe_id`]).
     #[must_use]
     pub fn decision_path(&self, packet_id: &str) -> PathBuf {
@@ -123,7 +130,7 @@ impl Spool {
                 fs::set_permissions(dir, fs::Permissions::from_mode(0o755))?;
             }
         }
-        for dir in [self.packets_dir(), self.receipts_dir()] {
+        for dir in [self.packets_dir(), self.receipts_dir(), self.uses_dir()] {
             fs::create_dir_all(dir)?;
         }
         Ok(())
@@ -2396,14 +2403,13 @@ fn append_grant_record_with(
     appended.map_err(|e| refusal.unwrap_or(DecideError::Chain(e)))
 }
 
-/// The suffix of the files that claim one use of a grant or of an approval, in `receipts/`
-/// (not `.json`, so no scanner reads them as receipts).
+/// The suffix of the files that claim one use of a grant or of an approval, in `uses/`.
 pub const USE_SUFFIX: &str = ".use";
 
 /// Claims one use of `grant` for the call packet `packet_id`, atomically across processes: a
-/// file `receipts/<grant_id>.<n>.use` created with `O_EXCL` for the first free `n` ≤
+/// file `uses/<grant_id>.<n>.use` created with `O_EXCL` for the first free `n` ≤
 /// `max_uses` (synced, with its directory, before this returns), or, for a grant with no bound,
-/// `receipts/<grant_id>.<packet_id>.use`. The file names the grant, the packet and the time:
+/// `uses/<grant_id>.<packet_id>.use`. The file names the grant, the packet and the time:
 /// the record of which grant allowed which call. `Ok(None)` when every use is taken: of racing
 /// callers, exactly `max_uses` succeed.
 ///
@@ -2416,7 +2422,7 @@ pub fn claim_grant_use(spool: &Spool, grant: &crate::grant::Grant, packet_id: &s
     if !packet::is_safe_id(packet_id) || !packet::is_safe_id(&grant.grant_id) {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe grant or packet id"));
     }
-    let dir = spool.receipts_dir();
+    let dir = spool.uses_dir();
     fs::create_dir_all(&dir)?;
     let body = |n: Option<u64>| {
         serde_json::json!({
@@ -2448,7 +2454,7 @@ pub fn claim_grant_use(spool: &Spool, grant: &crate::grant::Grant, packet_id: &s
     }
 }
 
-/// Claims the one use of the principal's approval of `packet_id` (`receipts/<id>.approval.use`,
+/// Claims the one use of the principal's approval of `packet_id` (`uses/<id>.approval.use`,
 /// `O_EXCL`, synced): an approval answers one call, so of several processes waiting on one
 /// packet (a retried hook, a replayed call) exactly one runs it. `Ok(false)` when it was used.
 ///
@@ -2458,7 +2464,7 @@ pub fn claim_approval(spool: &Spool, packet_id: &str) -> io::Result<bool> {
     if !packet::is_safe_id(packet_id) {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe packet id"));
     }
-    let dir = spool.receipts_dir();
+    let dir = spool.uses_dir();
     fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{packet_id}.approval{USE_SUFFIX}"));
     let body =
@@ -2491,11 +2497,11 @@ fn create_claim(path: &Path, body: &Value) -> io::Result<()> {
 }
 
 /// How many uses of each grant are claimed ([`claim_grant_use`]), by grant id, from the names of
-/// the files in `receipts/`. Empty when the directory cannot be read.
+/// the files in `uses/`. Empty when the directory cannot be read.
 #[must_use]
 pub fn grant_uses(spool: &Spool) -> HashMap<String, u64> {
     let mut uses = HashMap::new();
-    let Ok(entries) = fs::read_dir(spool.receipts_dir()) else { return uses };
+    let Ok(entries) = fs::read_dir(spool.uses_dir()) else { return uses };
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };

@@ -315,6 +315,7 @@ fn masked(line: &str) -> String {
                 || core.contains("SHA256:")
                 || core.starts_with('/')
                 || core.starts_with("wp-")
+                || core.starts_with("grant-")
                 || (core.len() >= 40 && core.chars().all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c)))
                 || (core.len() >= 10 && core.as_bytes()[4] == b'-' && core.contains('T'))
                 || (!core.is_empty() && core.chars().all(|c| c.is_ascii_digit() || c == '.'));

@@ -856,3 +856,83 @@ fn graduation_through_the_gateway_lets_the_next_call_run_then_one_refusal_holds_
     assert!(level("current") < 3, "below the level it needs again: {w}");
     assert!(!s.path("after.txt").exists());
 }
+
+// Grants through the gateway (issue 18): a `create_directory` approved with `--scope session`
+// lets the same connection's next one run with no prompt, its receipt naming the grant; another
+// connection waits for the principal. `write_file` is destructive (the server's
+// `destructiveHint`), so only a pattern typed twice covers it: the paths it names and no other,
+// across connections, until it is revoked.
+#[test]
+fn a_session_grant_covers_the_connection_and_a_pattern_grant_its_paths_until_revoked() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    s.env.policy(&format!(
+        "{POLICY}\n[tools.\"filesystem/create_directory\"]\ntier = \"mutating\"\nclass = \"file.write\"\nlevel = 2\n"
+    ));
+    let gateway = ["--wait", "60"];
+    let write = |name: &str| json!({"path": s.path(name)});
+    let mut session = s.fs_session(&gateway);
+    session.call("create_directory", write("first"));
+    let Event::Held(message) = session.first_event() else { panic!("the first write is held") };
+    let id = held_packet(&message);
+    let o = s.env.run(&["approve", "--yes", &id, "--scope", "session", "--reason", "this session"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(session.answer()["result"]["isError"], json!(false));
+    // The same connection: runs at once, on the grant.
+    session.call("create_directory", write("second"));
+    let Event::Answer(a) = session.first_event() else { panic!("the second call runs with no prompt") };
+    assert_eq!(a["result"]["isError"], json!(false), "{a}");
+    assert!(s.path("second").is_dir());
+    // Another connection is another session: held.
+    let mut other = s.fs_session(&["--wait", "1"]);
+    other.call("create_directory", write("other"));
+    assert!(matches!(other.first_event(), Event::Held(_)), "another connection waits for the principal");
+    let refused = other.answer();
+    assert_eq!(refused["result"]["_meta"]["_warrant"]["status"], json!("timeout"), "{refused}");
+    other.end();
+    session.end();
+    let grants: Vec<Value> =
+        serde_json::from_slice(&s.env.run(&["grants", "list", "--json"]).stdout).expect("grants list --json");
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    let grant_id = grants[0]["grant_id"].as_str().expect("id").to_owned();
+    let named: Vec<Value> =
+        s.receipts().into_iter().filter(|r| r["tool_call"]["grant_id"] == json!(grant_id)).collect();
+    assert_eq!(named.len(), 1, "the second call's receipt names the grant: {named:?}");
+    // A pattern grant over the `notes/` directory, on another connection.
+    let notes = s.path("notes");
+    std::fs::create_dir_all(&notes).expect("notes");
+    let glob = format!("filesystem/write_file({}/*)", notes.display());
+    let pattern = format!("pattern:{glob}");
+    let mut session = s.fs_session(&gateway);
+    session.call("write_file", json!({"path": notes.join("a.md"), "content": "a\n"}));
+    let Event::Held(message) = session.first_event() else { panic!("held") };
+    let id = held_packet(&message);
+    let o = s.env.run(&["approve", "--yes", &id, "--scope", &pattern]);
+    assert_ne!(o.status.code(), Some(0), "destructive: the pattern must be typed twice");
+    assert!(text(&o).contains("--confirm-pattern"), "{}", text(&o));
+    let o = s.env.run(&["approve", "--yes", &id, "--scope", &pattern, "--confirm-pattern", &glob]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(session.answer()["result"]["isError"], json!(false));
+    session.end();
+    let mut session = s.fs_session(&["--wait", "1"]);
+    session.call("write_file", json!({"path": notes.join("b.md"), "content": "b\n"}));
+    assert!(matches!(session.first_event(), Event::Answer(_)), "a path the pattern covers runs at once");
+    session.call("write_file", json!({"path": s.path("outside.md"), "content": "x\n"}));
+    assert!(matches!(session.first_event(), Event::Held(_)), "a path it does not cover waits");
+    let _ = session.answer();
+    let pattern_id = serde_json::from_slice::<Vec<Value>>(&s.env.run(&["grants", "list", "--json"]).stdout)
+        .expect("json")
+        .into_iter()
+        .find(|g| g["scope"] == json!("pattern"))
+        .and_then(|g| g["grant_id"].as_str().map(str::to_owned))
+        .expect("the pattern grant");
+    let o = s.env.run(&["grants", "revoke", &pattern_id, "--reason", "notes are done"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    session.call("write_file", json!({"path": notes.join("c.md"), "content": "c\n"}));
+    assert!(matches!(session.first_event(), Event::Held(_)), "revoked: the next call waits");
+    let _ = session.answer();
+    session.end();
+    assert!(!notes.join("c.md").exists());
+}
