@@ -1562,7 +1562,7 @@ fn grants_cmd(spool: &Spool, config: &Config, action: GrantsAction) -> Result<u8
                     "the chain does not verify ({first}); its grants are not listed (`warrant verify`)"
                 )));
             }
-            let uses = spool::grant_uses(spool);
+            let uses = spool::read_uses(spool, &mut std::collections::HashMap::new()).by_grant;
             let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
             let mut rows: Vec<(std::sync::Arc<crate::grant::Grant>, &'static str, Option<&crate::grant::Revocation>)> =
                 Vec::new();

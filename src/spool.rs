@@ -326,6 +326,8 @@ pub struct Snapshot {
     pub receipts: Vec<Arc<Receipt>>,
     /// Invalid files, by name.
     pub invalid: Vec<InvalidFile>,
+    /// The claims in `uses/` ([`read_uses`]; empty for a scan of packets only).
+    pub uses: Arc<Uses>,
 }
 
 impl Snapshot {
@@ -399,6 +401,9 @@ pub struct Scanner {
     recheck: HashSet<String, foldhash::fast::RandomState>,
     /// The pinned gateway keys receipts are checked against ([`Scanner::with_gateway_keys`]).
     gateways: Option<Arc<crate::keys::GatewayKeys>>,
+    /// What each claim file in `uses/` named ([`read_uses`]), and the claims last read.
+    uses_known: HashMap<String, Option<String>>,
+    uses: Arc<Uses>,
 }
 
 /// What a scan's [`Scanner::refresh`] found: the files listed (`None` for a [`Recheck::Touched`]
@@ -529,7 +534,20 @@ impl Scanner {
     pub fn scan(&mut self, spool: &Spool) -> io::Result<Snapshot> {
         // A failed scan may have cached some files already: the next one rebuilds in full.
         let listing = self.refresh(spool, Recheck::Every).inspect_err(|_| self.last = None)?;
-        Ok(self.snapshot(&listing))
+        self.refresh_uses(spool);
+        let mut snap = self.snapshot(&listing);
+        snap.uses = Arc::clone(&self.uses);
+        Ok(snap)
+    }
+
+    /// Reads `uses/` again; true when its claims changed.
+    fn refresh_uses(&mut self, spool: &Spool) -> bool {
+        let uses = read_uses(spool, &mut self.uses_known);
+        let changed = *self.uses != uses;
+        if changed {
+            self.uses = Arc::new(uses);
+        }
+        changed
     }
 
     /// Scans `packets/` only, parsing just the files `choose` keeps: it gets the metadata of
@@ -590,7 +608,12 @@ impl Scanner {
             self.last = None;
         })?;
         let first = !std::mem::replace(&mut self.scanned, true);
-        Ok((listing.changed() || first).then(|| self.snapshot(&listing)))
+        let uses_changed = self.refresh_uses(spool);
+        Ok((listing.changed() || first || uses_changed).then(|| {
+            let mut snap = self.snapshot(&listing);
+            snap.uses = Arc::clone(&self.uses);
+            snap
+        }))
     }
 
     /// Lists both directories (or, for a [`Recheck::Touched`] scan after a complete listing, only
@@ -2407,9 +2430,9 @@ fn append_grant_record_with(
 pub const USE_SUFFIX: &str = ".use";
 
 /// Claims one use of `grant` for the call packet `packet_id`, atomically across processes: a
-/// file `uses/<grant_id>.<n>.use` created with `O_EXCL` for the first free `n` ≤
+/// file `uses/grant+<grant_id>+<n>.use` created with `O_EXCL` for the first free `n` ≤
 /// `max_uses` (synced, with its directory, before this returns), or, for a grant with no bound,
-/// `uses/<grant_id>.<packet_id>.use`. The file names the grant, the packet and the time:
+/// `uses/grant+<grant_id>+<packet_id>.use`. The file names the grant, the packet and the time:
 /// the record of which grant allowed which call. `Ok(None)` when every use is taken: of racing
 /// callers, exactly `max_uses` succeed.
 ///
@@ -2432,7 +2455,7 @@ pub fn claim_grant_use(spool: &Spool, grant: &crate::grant::Grant, packet_id: &s
     };
     match grant.max_uses {
         None => {
-            let path = dir.join(format!("{}.{packet_id}{USE_SUFFIX}", grant.grant_id));
+            let path = dir.join(format!("grant+{}+{packet_id}{USE_SUFFIX}", grant.grant_id));
             match create_claim(&path, &body(None)) {
                 Ok(()) => Ok(Some(0)),
                 // The same packet judged again (a retried hook): still this grant's one use.
@@ -2442,7 +2465,7 @@ pub fn claim_grant_use(spool: &Spool, grant: &crate::grant::Grant, packet_id: &s
         }
         Some(max) => {
             for n in 1..=max {
-                let path = dir.join(format!("{}.{n}{USE_SUFFIX}", grant.grant_id));
+                let path = dir.join(format!("grant+{}+{n}{USE_SUFFIX}", grant.grant_id));
                 match create_claim(&path, &body(Some(n))) {
                     Ok(()) => return Ok(Some(n)),
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -2454,7 +2477,7 @@ pub fn claim_grant_use(spool: &Spool, grant: &crate::grant::Grant, packet_id: &s
     }
 }
 
-/// Claims the one use of the principal's approval of `packet_id` (`uses/<id>.approval.use`,
+/// Claims the one use of the principal's approval of `packet_id` (`uses/approval+<id>.use`,
 /// `O_EXCL`, synced): an approval answers one call, so of several processes waiting on one
 /// packet (a retried hook, a replayed call) exactly one runs it. `Ok(false)` when it was used.
 ///
@@ -2466,7 +2489,7 @@ pub fn claim_approval(spool: &Spool, packet_id: &str) -> io::Result<bool> {
     }
     let dir = spool.uses_dir();
     fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("{packet_id}.approval{USE_SUFFIX}"));
+    let path = dir.join(format!("approval+{packet_id}{USE_SUFFIX}"));
     let body =
         serde_json::json!({"type": "warrant_approval_use", "packet_id": packet_id, "at": crate::clock::now_rfc3339()});
     match create_claim(&path, &body) {
@@ -2496,22 +2519,43 @@ fn create_claim(path: &Path, body: &Value) -> io::Result<()> {
     Ok(())
 }
 
-/// How many uses of each grant are claimed ([`claim_grant_use`]), by grant id, from the names of
-/// the files in `uses/`. Empty when the directory cannot be read.
+/// The claims in `uses/` ([`claim_grant_use`], [`claim_approval`]): how many uses of each grant
+/// are claimed, and which grant each call packet ran on. `+` is in no safe id, so a claim's name
+/// says what it claims: `approval+<packet>.use`, `grant+<grant>+<n or packet>.use`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Uses {
+    /// Claimed uses by grant id.
+    pub by_grant: HashMap<String, u64>,
+    /// The grant each call packet ran on, by packet id.
+    pub granted: HashMap<String, String>,
+}
+
+/// Reads `uses/` ([`Uses`]). `known` keeps what each claim file said (they never change once
+/// made) across calls, so a long-lived reader reads each file once. Empty when the directory
+/// cannot be read; a file that cannot be read or parsed counts as a use of its grant and names
+/// no packet.
 #[must_use]
-pub fn grant_uses(spool: &Spool) -> HashMap<String, u64> {
-    let mut uses = HashMap::new();
+pub fn read_uses(spool: &Spool, known: &mut HashMap<String, Option<String>>) -> Uses {
+    let mut uses = Uses::default();
     let Ok(entries) = fs::read_dir(spool.uses_dir()) else { return uses };
+    let mut live = HashSet::new();
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        if let Some(stem) = name.strip_suffix(USE_SUFFIX)
-            && stem.starts_with("grant-")
-            && let Some((id, _)) = stem.split_once('.')
-        {
-            *uses.entry(id.to_owned()).or_insert(0) += 1;
+        let Some(rest) = name.strip_suffix(USE_SUFFIX).and_then(|n| n.strip_prefix("grant+")) else { continue };
+        let Some((grant, _)) = rest.split_once('+') else { continue };
+        *uses.by_grant.entry(grant.to_owned()).or_insert(0) += 1;
+        live.insert(name.to_owned());
+        let packet = known.entry(name.to_owned()).or_insert_with(|| {
+            let bytes = read_limited(&e.path()).ok()?;
+            let v: Value = serde_json::from_slice(&bytes).ok()?;
+            v.get("packet_id").and_then(Value::as_str).filter(|p| packet::is_safe_id(p)).map(str::to_owned)
+        });
+        if let Some(p) = packet {
+            uses.granted.insert(p.clone(), grant.to_owned());
         }
     }
+    known.retain(|n, _| live.contains(n.as_str()));
     uses
 }
 

@@ -88,6 +88,7 @@ fn snapshot() -> Snapshot {
             ),
             arrived: NOW,
         }],
+        ..Snapshot::default()
     }
 }
 
@@ -839,6 +840,7 @@ fn governed_snapshot() -> Snapshot {
         ],
         receipts: vec![],
         invalid: vec![],
+        ..Snapshot::default()
     }
 }
 

@@ -43,7 +43,7 @@ fn packet(id: &str, agent: &str, class: &str, summary: &str, minutes_ago: i64) -
 }
 
 fn snap(packets: Vec<PacketEntry>) -> Snapshot {
-    Snapshot { packets, receipts: vec![], invalid: vec![] }
+    Snapshot { packets, receipts: vec![], invalid: vec![], ..Snapshot::default() }
 }
 
 /// A scan, then its assessment as the event loop makes it; every effect `update` returned.

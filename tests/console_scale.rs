@@ -41,7 +41,7 @@ fn snapshot() -> Snapshot {
             PacketEntry { file: format!("{id}.json").into(), arrived: NOW, owner: 4_000_000, packet: Arc::new(p) }
         })
         .collect();
-    Snapshot { packets, receipts: vec![], invalid: vec![] }
+    Snapshot { packets, receipts: vec![], invalid: vec![], ..Snapshot::default() }
 }
 
 fn state() -> State {

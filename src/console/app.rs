@@ -83,6 +83,8 @@ pub enum Action {
     Signed(Result<SignedSummary, String>),
     /// A control effect finished (the control appended to the chain, or why not).
     ControlSigned(Result<ControlSummary, String>),
+    /// A revocation of a grant was appended (the grant id, record index and entry hash) or not.
+    GrantRevoked(Result<(String, u64, String), String>),
     /// A scan of the spool failed — shown, never fatal.
     ScanFailed(String),
     /// Reading the chain failed — shown, never fatal; signing stays refused.
@@ -146,6 +148,13 @@ pub enum Effect {
         /// ([`crate::verdict::PacketVerdict::stands_in_for`]); signed into the decision.
         stands_in_for: Vec<String>,
     },
+    /// Sign and append the revocation of a grant ([`crate::spool::revoke_grant`]).
+    RevokeGrant {
+        /// The grant.
+        grant_id: String,
+        /// Why.
+        reason: String,
+    },
     /// Sign and append one of the principal's controls (notebook trust, quarantine, release,
     /// kill, elevation) in the background. The runner stamps `decided_at` when it signs; a kill
     /// runs the kill switch for its result fields and an elevation is checked again against the
@@ -184,12 +193,14 @@ pub enum Pane {
     Matrices,
     /// One row per agent: ring, score, standing, counts, activity, rate limit, elevation.
     Agents,
+    /// The principal's grants: scope in words, uses, end, signer ([`super::grants`]).
+    Grants,
 }
 
 impl Pane {
     /// All panes in tab order.
-    pub const ALL: [Pane; 6] =
-        [Pane::Pending, Pane::Decided, Pane::Invalid, Pane::Posteriors, Pane::Matrices, Pane::Agents];
+    pub const ALL: [Pane; 7] =
+        [Pane::Pending, Pane::Decided, Pane::Invalid, Pane::Posteriors, Pane::Matrices, Pane::Agents, Pane::Grants];
 
     /// Title word.
     #[must_use]
@@ -201,6 +212,7 @@ impl Pane {
             Pane::Posteriors => "Posteriors",
             Pane::Matrices => "Matrices",
             Pane::Agents => "Agents",
+            Pane::Grants => "Grants",
         }
     }
 }
@@ -277,6 +289,8 @@ pub enum InputPurpose {
     TypedConfirm(ControlInput),
     /// The ring (1 or 2) and the TTL in seconds of an elevation of this agent, e.g. `2 300`.
     Elevation(String),
+    /// The reason for revoking this grant (required).
+    RevokeReason(String),
 }
 
 /// The modal state.
@@ -407,7 +421,7 @@ pub struct State {
     /// The focused list.
     pub pane: Pane,
     /// Selection per pane (index into the filtered list).
-    pub selected: [usize; 6],
+    pub selected: [usize; 7],
     /// The packet detail is zoomed to the whole screen.
     pub zoomed: bool,
     /// The list filter as typed ([`super::filter`]: words, `"phrases"`, `field:value`, `-term`).
@@ -483,6 +497,10 @@ pub struct State {
     look_alike: HashMap<String, String>,
     /// What the principal was told about (see [`super::notify`]).
     pub(super) notified: super::notify::Notified,
+    /// The principal's grants, issued and not revoked, from the verified chain.
+    pub grants: crate::grant::GrantBook,
+    /// The Grants view's rows ([`super::grants::rows`]).
+    grant_rows: Vec<super::grants::GrantRow>,
 }
 
 /// A class's posterior with what rendering needs and should not recompute per frame.
@@ -609,7 +627,7 @@ impl State {
             chain_progress: None,
             chain_from_checkpoint: false,
             pane: Pane::Pending,
-            selected: [0; 6],
+            selected: [0; 7],
             zoomed: false,
             filter: String::new(),
             filter_error: None,
@@ -646,6 +664,8 @@ impl State {
             agents: Vec::new(),
             look_alike: HashMap::new(),
             notified: super::notify::Notified::default(),
+            grants: crate::grant::GrantBook::default(),
+            grant_rows: Vec::new(),
         }
     }
 
@@ -815,6 +835,12 @@ impl State {
         let day = |t: f64| (t / 86_400.0).floor() as i64;
         let before = self.assessed_at;
         self.now = now;
+        // A grant that reached its end is shown so at once.
+        if self.grant_rows.iter().any(|r| {
+            r.status == super::grants::GrantStatus::Live && r.grant.expires_unix.is_some_and(|t| t <= now)
+        }) {
+            self.recompute_grants();
+        }
         let elevated = self.elevation_active() && (now - before).abs() >= 1.0;
         if minute(now) == minute(before) && !elevated {
             return;
@@ -919,6 +945,39 @@ impl State {
         self.changed_at.get(id).copied()
     }
 
+    /// The Grants view's rows, live first.
+    #[must_use]
+    pub fn grant_rows(&self) -> &[super::grants::GrantRow] {
+        &self.grant_rows
+    }
+
+    /// Recomputes the Grants view's rows from the chain's grants and the claimed uses, keeping
+    /// the selected grant under the cursor.
+    fn recompute_grants(&mut self) {
+        let selected = self.grant_rows.get(self.selection(Pane::Grants)).map(|r| r.grant.grant_id.clone());
+        self.grant_rows = super::grants::rows(&self.grants, &self.snapshot.uses, self.now);
+        if let Some(i) = selected.and_then(|id| self.grant_rows.iter().position(|r| r.grant.grant_id == id)) {
+            self.selected[Pane::Grants as usize] = i;
+        }
+    }
+
+    /// The live grant that covers the pending packet `p`, if one does: the agent's call runs on it
+    /// the next time its hook or gateway judges it.
+    #[must_use]
+    pub fn covering_grant(&self, p: &Packet) -> Option<&Arc<crate::grant::Grant>> {
+        if self.grants.is_empty() {
+            return None;
+        }
+        let facts = crate::grant::CallFacts::of_packet(p, &self.policies)?;
+        let uses = &self.snapshot.uses.by_grant;
+        let id = self
+            .grants
+            .covering(&facts, self.now)
+            .find(|g| g.max_uses.is_none_or(|m| uses.get(&g.grant_id).copied().unwrap_or(0) < m))
+            .map(|g| g.grant_id.clone())?;
+        self.grants.get(&id)
+    }
+
     /// Pending packets after the filter, in the order of [`State::sort`] (newest first by
     /// default).
     #[must_use]
@@ -962,6 +1021,7 @@ impl State {
             Pane::Posteriors => self.posteriors.len(),
             Pane::Matrices => self.notebooks.len(),
             Pane::Agents => self.agents.len(),
+            Pane::Grants => self.grant_rows.len(),
         }
     }
 
@@ -978,7 +1038,7 @@ impl State {
         match self.pane {
             Pane::Pending => self.pending.get(i).map(|e| Arc::clone(&e.packet)),
             Pane::Decided => self.decided.get(i).and_then(|r| r.packet.clone()),
-            Pane::Invalid | Pane::Posteriors | Pane::Matrices | Pane::Agents => None,
+            Pane::Invalid | Pane::Posteriors | Pane::Matrices | Pane::Agents | Pane::Grants => None,
         }
     }
 
@@ -1025,6 +1085,7 @@ impl State {
         }
         // The lists show the scan at once; the models' assessment follows.
         self.refresh();
+        self.recompute_grants();
         self.snapshot_generation += 1;
     }
 
@@ -1121,8 +1182,9 @@ impl State {
                 decided_packets.insert(&p.id, p);
                 continue;
             }
-            // A tool call the gate let run on its own waits for nobody (the Agents view counts it).
-            if crate::monitor::ran_on_its_own(&self.assessment, p) {
+            // A tool call the gate let run on its own waits for nobody (the Agents view counts it),
+            // nor one that ran on a grant (its use is claimed in `uses/`).
+            if crate::monitor::ran_on_its_own(&self.assessment, p) || self.snapshot.uses.granted.contains_key(&p.id) {
                 continue;
             }
             pending_total += 1;
@@ -1254,6 +1316,7 @@ impl State {
             Pane::Posteriors => self.posteriors.get(i).map(|p| p.action_class.clone()),
             Pane::Matrices => self.notebooks.get(i).map(|n| n.id.clone()),
             Pane::Agents => self.agents.get(i).map(|a| a.agent.clone()),
+            Pane::Grants => self.grant_rows.get(i).map(|r| r.grant.grant_id.clone()),
         }
     }
 
@@ -1265,6 +1328,7 @@ impl State {
             Pane::Posteriors => self.posteriors.iter().position(|p| p.action_class == id),
             Pane::Matrices => self.notebooks.iter().position(|n| n.id == id),
             Pane::Agents => self.agents.iter().position(|a| a.agent == id),
+            Pane::Grants => self.grant_rows.iter().position(|r| r.grant.grant_id == id),
         }
     }
 
@@ -1502,6 +1566,20 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             });
             vec![Effect::VerifyChain { force: false }, Effect::Scan]
         }
+        Action::GrantRevoked(result) => {
+            state.signing = false;
+            state.flash = Some(match result {
+                Ok((id, index, hash)) => Flash {
+                    text: format!(
+                        "✓ revoked {id} · record {index} {} · the next call it covered waits for you",
+                        short_hash(&hash)
+                    ),
+                    error: false,
+                },
+                Err(e) => Flash { text: format!("revocation not recorded: {e}"), error: true },
+            });
+            vec![Effect::VerifyChain { force: false }, Effect::Scan]
+        }
         Action::ScanFailed(e) | Action::Error(e) => {
             state.flash = Some(Flash { text: e, error: true });
             vec![]
@@ -1525,7 +1603,7 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
 /// finding is new), decisions, evidence and controls; cancels a control dialog the chain no
 /// longer admits.
 fn apply_chain_view(state: &mut State, view: ChainView) {
-    let ChainView { report, decisions, evidence, controls, .. } = view;
+    let ChainView { report, decisions, evidence, controls, grants, .. } = view;
     state.chain = if report.is_valid() {
         state.chain_alert_seen = false;
         ChainState::Valid { total: report.total, root: report.root_hash.clone() }
@@ -1543,6 +1621,8 @@ fn apply_chain_view(state: &mut State, view: ChainView) {
     state.decisions = decisions;
     state.chain_evidence = evidence;
     state.controls = controls;
+    state.grants = grants;
+    state.recompute_grants();
     state.recompute_graduation();
     // A control dialog confirms a change from what the chain said: if the chain now says
     // otherwise (another signature moved the notebook or the agent), sign nothing.
@@ -1652,7 +1732,10 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
                             state.refresh();
                         }
                         InputPurpose::RefuseReason(_) => {}
-                        InputPurpose::ControlReason(_) | InputPurpose::TypedConfirm(_) | InputPurpose::Elevation(_) => {
+                        InputPurpose::ControlReason(_)
+                        | InputPurpose::TypedConfirm(_)
+                        | InputPurpose::Elevation(_)
+                        | InputPurpose::RevokeReason(_) => {
                             return cancelled(state);
                         }
                     }
@@ -1735,7 +1818,7 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
             let i = Pane::ALL.iter().position(|p| *p == state.pane).unwrap_or(0);
             let n = Pane::ALL.len();
             state.pane = Pane::ALL[if cmd == "next_pane" { (i + 1) % n } else { (i + n - 1) % n }];
-            if matches!(state.pane, Pane::Matrices | Pane::Agents) {
+            if matches!(state.pane, Pane::Matrices | Pane::Agents | Pane::Grants) {
                 state.zoomed = false;
             }
         }
@@ -1743,10 +1826,15 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         "decided" => state.pane = Pane::Decided,
         "invalid" => state.pane = Pane::Invalid,
         "posteriors" => state.pane = Pane::Posteriors,
-        "matrices" | "agents" => {
-            state.pane = if cmd == "matrices" { Pane::Matrices } else { Pane::Agents };
+        "matrices" | "agents" | "grants" => {
+            state.pane = match cmd {
+                "matrices" => Pane::Matrices,
+                "agents" => Pane::Agents,
+                _ => Pane::Grants,
+            };
             state.zoomed = false;
         }
+        "revoke" => return start_revoke(state),
         "approve" | "refuse" => return start_decision(state, cmd == "approve"),
         "raise" | "lower" => return start_trust_change(state, cmd == "raise"),
         "quarantine" => return start_agent_control(state, ControlKind::Quarantine),
@@ -2006,6 +2094,28 @@ fn scroll_confirm(state: &State, c: &mut Confirm, cmd: &str) {
     measure_confirm(state, c);
 }
 
+/// `x` in the Grants view: asks why, then signs the revocation of the selected live grant.
+fn start_revoke(state: &mut State) -> Vec<Effect> {
+    if state.pane != Pane::Grants {
+        state.flash = Some(Flash { text: "revoking is for grants: press 7 for the Grants view".into(), error: true });
+        return vec![];
+    }
+    let Some(row) = state.grant_rows.get(state.selection(Pane::Grants)) else { return vec![] };
+    if row.status != super::grants::GrantStatus::Live {
+        state.flash = Some(Flash {
+            text: format!("{} is {}: it covers nothing already", row.grant.grant_id, row.status.as_str()),
+            error: true,
+        });
+        return vec![];
+    }
+    if let Err(e) = state.can_sign() {
+        state.flash = Some(Flash { text: e, error: true });
+        return vec![];
+    }
+    state.mode = Mode::Input { purpose: InputPurpose::RevokeReason(row.grant.grant_id.clone()), text: String::new() };
+    vec![]
+}
+
 fn cancelled(state: &mut State) -> Vec<Effect> {
     state.mode = Mode::Normal;
     state.flash = Some(Flash { text: "cancelled: nothing was signed".into(), error: false });
@@ -2037,6 +2147,20 @@ fn submit(state: &mut State, purpose: InputPurpose, text: String) -> Vec<Effect>
                 input.reason = Some(reason.to_owned()).filter(|r| !r.is_empty());
                 state.mode = Mode::ControlConfirm(ControlConfirm { input, focus: Button::Cancel });
             }
+        }
+        InputPurpose::RevokeReason(grant_id) => {
+            let reason = text.trim().to_owned();
+            if reason.is_empty() {
+                state.flash = Some(Flash { text: "a revocation needs a reason".into(), error: true });
+                state.mode = Mode::Input { purpose: InputPurpose::RevokeReason(grant_id), text };
+                return vec![];
+            }
+            if let Err(e) = state.can_sign() {
+                state.flash = Some(Flash { text: e, error: true });
+                return vec![];
+            }
+            state.signing = true;
+            return vec![Effect::RevokeGrant { grant_id, reason }];
         }
         InputPurpose::TypedConfirm(input) => {
             if text.trim() == input.subject {

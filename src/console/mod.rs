@@ -10,6 +10,7 @@ pub mod app;
 pub mod dialog;
 pub mod fields;
 pub mod filter;
+pub mod grants;
 pub mod keymap;
 pub mod notify;
 pub mod theme;
@@ -462,6 +463,25 @@ impl Runner {
                         Err(e) => tracing::warn!(packet = %packet.id, error = %e, "signing failed"),
                     }
                     Action::Signed(result)
+                });
+            }
+            Effect::RevokeGrant { grant_id, reason } => {
+                let Some(principal) = self.principal.clone() else {
+                    let _ = self.tx.send(Action::GrantRevoked(Err("read-only: no key".into())));
+                    return;
+                };
+                let (spool, pinned) = (self.spool.clone(), Arc::clone(&self.pinned));
+                let on_panic = Action::GrantRevoked(Err("internal error while signing (see the log)".into()));
+                spawn_job(self.tx.clone(), on_panic, move || {
+                    let at = crate::clock::now_rfc3339();
+                    let result = spool::revoke_grant(&spool, &principal, &pinned, &grant_id, &reason, &at)
+                        .map(|a| (grant_id.clone(), a.chain_index, a.entry_hash))
+                        .map_err(|e| e.to_string());
+                    match &result {
+                        Ok((_, index, _)) => tracing::info!(grant = %grant_id, index, "grant revoked"),
+                        Err(e) => tracing::warn!(grant = %grant_id, error = %e, "revocation failed"),
+                    }
+                    Action::GrantRevoked(result)
                 });
             }
             Effect::Control(input) => {

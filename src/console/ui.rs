@@ -79,6 +79,8 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
         render_matrices(state, theme, frame, body);
     } else if state.pane == Pane::Agents {
         render_agents(state, theme, frame, body);
+    } else if state.pane == Pane::Grants {
+        super::grants::render(state, theme, frame, body);
     } else if state.zoomed {
         render_detail(state, theme, frame, body, true);
     } else if body.width >= 120 {
@@ -108,6 +110,9 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
         }
         Mode::Input { purpose: InputPurpose::Elevation(agent), text } => {
             render_elevation_input(state, theme, frame, area, agent, text);
+        }
+        Mode::Input { purpose: InputPurpose::RevokeReason(grant), text } => {
+            super::grants::render_revoke_reason(state, theme, frame, area, grant, text);
         }
         Mode::Input { purpose: InputPurpose::Filter, .. } | Mode::Normal => {}
     }
@@ -143,7 +148,7 @@ fn render_title(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
 /// The pane tabs for a block title `width` cells wide: every pane with its count when that fits,
 /// else counts only for the packet lists, else none, else short names with the packet lists'
 /// counts, else only numbers (the focused pane always shows its name and count).
-fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
+pub(super) fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
     let filter = (!state.filter.is_empty() || matches!(state.mode, Mode::Input { purpose: InputPurpose::Filter, .. }))
         .then(|| {
             let mark = if state.filter_error.is_some() { "✗ " } else { "" };
@@ -204,6 +209,7 @@ fn short_title(pane: Pane) -> &'static str {
         Pane::Posteriors => "Post",
         Pane::Matrices => "Mat",
         Pane::Agents => "Agt",
+        Pane::Grants => "Gr",
     }
 }
 
@@ -218,7 +224,7 @@ fn state_style(theme: &Theme, s: Option<DecisionState>) -> Style {
 }
 
 /// First visible row so that `selected` is on screen in a window of `height` rows.
-fn window(selected: usize, len: usize, height: usize) -> (usize, usize) {
+pub(super) fn window(selected: usize, len: usize, height: usize) -> (usize, usize) {
     if height == 0 || len == 0 {
         return (0, 0);
     }
@@ -589,7 +595,7 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
             fit_columns(cols, avail)
         }
         // Drawn by their own views.
-        Pane::Matrices | Pane::Agents => (vec![], vec![], vec![]),
+        Pane::Matrices | Pane::Agents | Pane::Grants => (vec![], vec![], vec![]),
     };
     if state.len(state.pane) == 0 {
         let error = state
@@ -605,6 +611,7 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
             (Pane::Posteriors, true) => "no action classes",
             (Pane::Matrices, true) => "no notebooks",
             (Pane::Agents, true) => "no agents",
+            (Pane::Grants, true) => "no grants",
         };
         frame.render_widget(Paragraph::new(msg).style(theme.get("muted")), inner);
         return;
@@ -999,6 +1006,20 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             ),
         ));
     }
+    if let Some(grant) = state.snapshot.uses.granted.get(&p.id) {
+        lines.push(kv(theme, "grant", format!("ran on {}", inert(grant, 80))));
+    } else if !state.decisions.contains_key(&p.id)
+        && let Some(g) = state.covering_grant(p)
+    {
+        lines.push(kv(
+            theme,
+            "grant",
+            Span::styled(
+                format!("covered by {}: {}", inert(&g.grant_id, 80), inert(&g.describe(), text_w)),
+                theme.get("accent"),
+            ),
+        ));
+    }
     if let Some(t) = state.changed_at(&p.id) {
         lines.push(Line::from(Span::styled(
             format!(
@@ -1317,6 +1338,7 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
         Mode::Normal if state.pane == Pane::Agents => {
             ("normal", &["quarantine", "release", "kill", "elevate", "next_pane", "help", "quit"])
         }
+        Mode::Normal if state.pane == Pane::Grants => ("normal", &["down", "up", "revoke", "next_pane", "help", "quit"]),
         Mode::Normal if state.pane == Pane::Pending => {
             ("normal", &["down", "up", "open", "approve", "refuse", "next_pane", "filter", "help", "quit"])
         }

@@ -138,6 +138,11 @@ impl SpoolWatcher {
         watcher.watch(spool.root(), RecursiveMode::NonRecursive)?;
         watcher.watch(&spool.packets_dir(), RecursiveMode::NonRecursive)?;
         watcher.watch(&spool.receipts_dir(), RecursiveMode::NonRecursive)?;
+        // A grant's use (a call that ran on it) leaves the Pending list: `uses/` is watched too
+        // (it may be missing in an older spool; the periodic rescan reads it then).
+        if spool.uses_dir().is_dir() {
+            watcher.watch(&spool.uses_dir(), RecursiveMode::NonRecursive)?;
+        }
         Ok(Self { _watcher: watcher })
     }
 }

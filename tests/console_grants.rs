@@ -1,0 +1,203 @@
+//! The console and the principal's grants (issue 18), without a terminal: a call that ran on a
+//! grant leaves the Pending list, a held call a live grant covers says so in its detail, the
+//! Grants view (`7`) lists the grants with their uses, and `x` revokes one with a reason. Screens
+//! at 80×24 and 160×48.
+#![cfg(feature = "console")]
+
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use warrant::chain::VerifyReport;
+use warrant::console::app::{self, Action, Effect, Mode, Pane, State};
+use warrant::console::keymap::{Key, Keymap};
+use warrant::grant::{Grant, GrantBook, GrantEvent, Scope, ToolPattern};
+use warrant::spool::{ChainView, PacketEntry, Snapshot, Uses};
+
+#[path = "support/screen.rs"]
+mod support_screen;
+use support_screen::screen;
+
+/// 2026-11-21T09:00:00Z.
+const NOW: f64 = 1_795_251_600.0;
+
+fn call_packet(id: &str, command: &str, session: &str, minutes_ago: i64) -> PacketEntry {
+    let policies = warrant::graduation::policy::PolicySet::builtin();
+    let call = warrant::calls::ToolCall {
+        host: "claude-code".into(),
+        agent: "claude-code".into(),
+        session: Some(session.into()),
+        tool: "Bash".into(),
+        input: json!({"command": command}),
+        notebook: "project-1a2b3c".into(),
+        cwd: Some("/home/user/project".into()),
+        annotations: Value::Null,
+    };
+    let c = warrant::calls::classify(&policies, "Bash", &call.input, &Value::Null);
+    let created = warrant::clock::format_rfc3339(
+        time::OffsetDateTime::from_unix_timestamp(NOW as i64 - minutes_ago * 60).expect("time"),
+    );
+    let doc = warrant::calls::call_packet(&call, &c, &policies, id, &created);
+    let p = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), id).expect("valid packet");
+    PacketEntry { file: format!("{id}.json").into(), arrived: NOW, owner: 4_000_000, packet: Arc::new(p) }
+}
+
+fn grant(id: &str, scope: Scope, index: u64, expires: Option<(&str, f64)>, max_uses: Option<u64>) -> Grant {
+    Grant {
+        grant_id: id.into(),
+        scope,
+        agent: "claude-code".into(),
+        notebook: "project-1a2b3c".into(),
+        action_class: "code.push".into(),
+        tool: "Bash".into(),
+        expires_at: expires.map(|(t, _)| t.to_owned()),
+        expires_unix: expires.map(|(_, u)| u),
+        max_uses,
+        covers_destructive: false,
+        packet_id: "cc-first".into(),
+        principal: "alice".into(),
+        key: "SHA256:S1I+LnIehTKTATEWkIjfe40E1haIYEbCmd6nU3nMHAQ".into(),
+        decided_at: "2026-11-21T08:00:00Z".into(),
+        reason: Some("feature branches".into()),
+        chain_index: index,
+    }
+}
+
+fn book() -> GrantBook {
+    let mut b = GrantBook::default();
+    let pattern = ToolPattern::parse("Bash(git push origin feature/*)").expect("pattern");
+    b.apply(&GrantEvent::Issue(grant("grant-pattern", Scope::Pattern(pattern), 3, None, None)));
+    b.apply(&GrantEvent::Issue(grant(
+        "grant-session",
+        Scope::Session("s-old".into()),
+        5,
+        Some(("2026-11-21T08:30:00Z", NOW - 1800.0)),
+        None,
+    )));
+    b.apply(&GrantEvent::Issue(grant("grant-once", Scope::Until, 6, Some(("2026-11-22T09:00:00Z", NOW + 86_400.0)), Some(1))));
+    b
+}
+
+fn state() -> State {
+    let mut s = State::new(
+        "/tmp/spool".into(),
+        Some("alice".into()),
+        Some("SHA256:S1I+LnIehTKTATEWkIjfe40E1haIYEbCmd6nU3nMHAQ".into()),
+        false,
+        Keymap::default_map(),
+        NOW,
+    );
+    let uses = Uses {
+        by_grant: HashMap::from([("grant-pattern".to_owned(), 2), ("grant-once".to_owned(), 1)]),
+        granted: HashMap::from([("cc-ran".to_owned(), "grant-pattern".to_owned())]),
+    };
+    let snap = Snapshot {
+        packets: vec![
+            call_packet("cc-ran", "git push origin feature/login", "s-1", 3),
+            call_packet("cc-covered", "git push origin feature/search", "s-2", 2),
+            call_packet("cc-main", "git push origin main", "s-2", 1),
+        ],
+        uses: Arc::new(uses),
+        ..Snapshot::default()
+    };
+    app::update(&mut s, Action::Scanned(snap));
+    if let Some(job) = s.assess_job() {
+        app::update(&mut s, Action::Assessed(Box::new(job.run())));
+    }
+    let report = VerifyReport { total: 7, root_hash: Some(format!("sha256:{}", "cd".repeat(32))), ..VerifyReport::default() };
+    app::update(&mut s, Action::ChainVerified(Box::new(ChainView { report, grants: book(), ..ChainView::default() })));
+    app::update(&mut s, Action::Resize { width: 80, height: 24 });
+    s
+}
+
+fn key(s: &str) -> Action {
+    Action::Key(Key::parse(s).expect("key"))
+}
+
+fn pending_ids(s: &State) -> Vec<String> {
+    s.pending().iter().map(|e| e.packet.id.clone()).collect()
+}
+
+#[test]
+fn a_call_that_ran_on_a_grant_leaves_pending_and_a_covered_one_names_its_grant() {
+    let mut s = state();
+    let ids = pending_ids(&s);
+    assert!(!ids.contains(&"cc-ran".to_owned()), "ran on a grant: {ids:?}");
+    assert!(ids.contains(&"cc-covered".to_owned()) && ids.contains(&"cc-main".to_owned()), "{ids:?}");
+    let covered = s.snapshot.packet("cc-covered").expect("packet").packet.clone();
+    assert_eq!(s.covering_grant(&covered).map(|g| g.grant_id.as_str()), Some("grant-pattern"));
+    let main = s.snapshot.packet("cc-main").expect("packet").packet.clone();
+    assert!(s.covering_grant(&main).is_none(), "main is not under feature/*");
+    // The detail of the covered packet says which grant covers it.
+    let at = s.pending().iter().position(|e| e.packet.id == "cc-covered").expect("listed");
+    for _ in 0..at {
+        app::update(&mut s, key("j"));
+    }
+    let shown = screen(&s, 160, 48);
+    assert!(shown.contains("covered by grant-pattern"), "{shown}");
+}
+
+#[test]
+fn the_grants_view_lists_live_grants_first_with_their_uses_and_status() {
+    let mut s = state();
+    app::update(&mut s, key("7"));
+    assert_eq!(s.pane, Pane::Grants);
+    let rows: Vec<(&str, &str, String)> = s
+        .grant_rows()
+        .iter()
+        .map(|r| (r.grant.grant_id.as_str(), r.status.as_str(), warrant::console::grants::uses_words(r)))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("grant-pattern", "live", "2 uses".to_owned()),
+            ("grant-session", "expired", "0 uses".to_owned()),
+            ("grant-once", "used up", "1/1 uses".to_owned()),
+        ]
+    );
+    insta::assert_snapshot!("grants_80x24", screen(&s, 80, 24));
+    insta::assert_snapshot!("grants_160x48", screen(&s, 160, 48));
+}
+
+#[test]
+fn x_revokes_the_selected_live_grant_with_a_reason_and_only_a_live_one() {
+    let mut s = state();
+    app::update(&mut s, key("7"));
+    // An expired grant covers nothing: nothing to revoke.
+    app::update(&mut s, key("j"));
+    assert!(app::update(&mut s, key("x")).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("expired")), "{:?}", s.flash);
+    app::update(&mut s, key("k"));
+    app::update(&mut s, key("x"));
+    assert!(matches!(&s.mode, Mode::Input { .. }), "{:?}", s.mode);
+    insta::assert_snapshot!("grants_revoke_reason_80x24", screen(&s, 80, 24));
+    // No reason: nothing is signed.
+    assert!(app::update(&mut s, key("enter")).is_empty());
+    assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("needs a reason")));
+    for c in "done".chars() {
+        app::update(&mut s, key(&c.to_string()));
+    }
+    let fx = app::update(&mut s, key("enter"));
+    assert_eq!(fx, vec![Effect::RevokeGrant { grant_id: "grant-pattern".into(), reason: "done".into() }]);
+    assert!(s.signing);
+    let fx = app::update(&mut s, Action::GrantRevoked(Ok(("grant-pattern".into(), 8, format!("sha256:{}", "ef".repeat(32))))));
+    assert!(!s.signing);
+    assert!(s.flash.as_ref().is_some_and(|f| !f.error && f.text.contains("revoked grant-pattern")), "{:?}", s.flash);
+    assert!(fx.contains(&Effect::VerifyChain { force: false }), "{fx:?}");
+    // Esc on the reason signs nothing.
+    app::update(&mut s, key("x"));
+    assert!(app::update(&mut s, key("esc")).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+}
+
+#[test]
+fn read_only_consoles_list_grants_but_revoke_nothing() {
+    let mut s = State::new("/tmp/spool".into(), None, None, true, Keymap::default_map(), NOW);
+    let report = VerifyReport { total: 7, ..VerifyReport::default() };
+    app::update(&mut s, Action::ChainVerified(Box::new(ChainView { report, grants: book(), ..ChainView::default() })));
+    app::update(&mut s, key("7"));
+    assert_eq!(s.grant_rows().len(), 3);
+    assert!(app::update(&mut s, key("x")).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.error), "{:?}", s.flash);
+}
