@@ -306,13 +306,17 @@ fn grants(c: &mut Criterion) {
         ("100000 grants, other agents and tools", spread),
         ("100000 grants, the call's agent and tool in other sessions", same_key),
     ] {
-        g.bench_function(name, |b| {
+        g.bench_function(format!("verdict and grant lookup, {name}"), |b| {
             b.iter(|| {
                 let tg = packet_gate(&ctx, black_box(&packet), &evidence, "local", true);
                 let v = evaluate(&ctx, &packet, &tg, None, None);
                 let facts = CallFacts::of_packet(&packet, &policies).expect("a call");
                 (v.state, book.covering(&facts, ctx.now).next().is_some())
             })
+        });
+        let facts = CallFacts::of_packet(&packet, &policies).expect("a call");
+        g.bench_function(format!("grant lookup alone, {name}"), |b| {
+            b.iter(|| book.covering(black_box(&facts), ctx.now).next().is_some())
         });
     }
     g.finish();

@@ -20,7 +20,7 @@
 //! the kill switch's result (`terminated`, `handoffs`, `compensation_triggered`, `details`).
 
 use crate::chain;
-use crate::decision::{SignedDecision, sign_document, verify_document};
+use crate::decision::{SignedDecision, sign_document};
 use crate::graduation::gate::AgentStanding;
 use crate::keys::{PinnedKeys, Principal};
 use crate::tiers::NotebookTrust;
@@ -166,13 +166,7 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
     if meta.contains_key("warrant_decision") {
         return Err("a record cannot carry both a decision and a control".into());
     }
-    let sig = meta
-        .get("approval")
-        .and_then(|a| a.get("signatures"))
-        .and_then(Value::as_array)
-        .and_then(|s| s.first())
-        .ok_or("warrant_control without a signature in metadata.approval")?;
-    verify_document(doc, sig, pinned)?;
+    let sig = crate::decision::verified_signature(meta, "warrant_control", pinned)?;
     let event = ControlEvent::from_document(doc)?;
     let d = |k: &str| doc.get(k).and_then(Value::as_str);
     let r = |k: &str| rec.get(k).and_then(Value::as_str);

@@ -303,13 +303,7 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
     if doc.get("domain").and_then(Value::as_str) != Some(DECISION_DOMAIN) {
         return Err(format!("warrant_decision has an unknown domain {:?}", doc.get("domain")));
     }
-    let sig = meta
-        .get("approval")
-        .and_then(|a| a.get("signatures"))
-        .and_then(Value::as_array)
-        .and_then(|s| s.first())
-        .ok_or("warrant_decision without a signature in metadata.approval")?;
-    verify_document(doc, sig, pinned)?;
+    let sig = verified_signature(meta, "warrant_decision", pinned)?;
     let d = |k: &str| doc.get(k).and_then(Value::as_str);
     let r = |k: &str| rec.get(k).and_then(Value::as_str);
     let verdict = d("decision").and_then(Verdict::parse).ok_or("signed decision is neither approve nor refuse")?;
@@ -335,6 +329,27 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
         return Err(format!("record field `{field}` disagrees with the signed decision"));
     }
     Ok(true)
+}
+
+/// The first signature of `metadata.approval.signatures`, checked over the record's signed
+/// document `metadata.<document>` with [`verify_document`] (decisions, controls, grants).
+///
+/// # Errors
+/// No signature, or one that does not verify under `pinned`: a sentence naming `document`.
+pub fn verified_signature<'a>(
+    meta: &'a Map<String, Value>,
+    document: &str,
+    pinned: &PinnedKeys,
+) -> Result<&'a Value, String> {
+    let sig = meta
+        .get("approval")
+        .and_then(|a| a.get("signatures"))
+        .and_then(Value::as_array)
+        .and_then(|s| s.first())
+        .ok_or_else(|| format!("{document} without a signature in metadata.approval"))?;
+    let doc = meta.get(document).ok_or_else(|| format!("no {document} in metadata"))?;
+    verify_document(doc, sig, pinned)?;
+    Ok(sig)
 }
 
 /// True when a record's metadata carries a warrant-signed document (a decision or a control).

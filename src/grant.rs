@@ -35,7 +35,7 @@
 //! "principal", "key", "decided_at", "reason"}`.
 
 use crate::chain;
-use crate::decision::{SignedDecision, sign_document, verify_document};
+use crate::decision::{SignedDecision, sign_document};
 use crate::keys::{PinnedKeys, Principal};
 use crate::tiers::ToolTier;
 use serde_json::{Map, Value, json};
@@ -650,13 +650,7 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
     if ["warrant_decision", "warrant_control", "warrant_key"].iter().any(|k| meta.contains_key(*k)) {
         return Err("a record cannot carry a grant and another signed document".into());
     }
-    let sig = meta
-        .get("approval")
-        .and_then(|a| a.get("signatures"))
-        .and_then(Value::as_array)
-        .and_then(|s| s.first())
-        .ok_or("warrant_grant without a signature in metadata.approval")?;
-    verify_document(doc, sig, pinned)?;
+    let sig = crate::decision::verified_signature(meta, "warrant_grant", pinned)?;
     let event = GrantEvent::from_document(doc)?;
     let d = |k: &str| doc.get(k).and_then(Value::as_str);
     let r = |k: &str| rec.get(k).and_then(Value::as_str);

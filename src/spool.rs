@@ -2179,49 +2179,13 @@ pub fn append_control(
     if !packet::is_safe_id(&input.subject) {
         return Err(DecideError::WouldNotVerify(format!("{:?} is not a safe notebook or agent id", input.subject)));
     }
-    spool.ensure()?;
-    spool.check_private().map_err(DecideError::UnsafeSpool)?;
-    let mut refusal: Option<DecideError> = None;
-    // The SHA-256 over the prefix the verification proved, from the check to the checkpoint.
-    let prefix_hash = std::cell::Cell::new(None);
     let signed_at = input.decided_at.clone();
-    let appended = chain::append_then(
-        &spool.chain_path(),
-        chain::LOCK_DEADLINE,
-        |head| {
-            let view = match verified_view(spool, pinned, |_| false, None) {
-                Ok(c) => {
-                    prefix_hash.set(c.prefix_hash);
-                    c.view
-                }
-                Err(e) => {
-                    let msg = e.to_string();
-                    refusal = Some(e);
-                    return Err(msg);
-                }
-            };
-            if let Err(e) = prepare_control(spool, policies, &view, &mut input) {
-                refusal = Some(e);
-                return Err("control refused".into());
-            }
-            let body = crate::control::record_body(&input, &crate::control::sign_control(principal, &input));
-            if let Some(problem) = first_problem(&body, head, Some(pinned)) {
-                refusal = Some(DecideError::WouldNotVerify(problem));
-                return Err("would not verify".into());
-            }
-            Ok(body)
-        },
-        |a, bytes| {
-            sign_checkpoint(spool, principal, a, bytes, &signed_at, prefix_hash.take());
-        },
-    );
-    match appended {
-        Ok(a) => {
-            standing_signal(spool, &input);
-            Ok((input, a))
-        }
-        Err(e) => Err(refusal.unwrap_or(DecideError::Chain(e))),
-    }
+    let a = append_signed_record(spool, principal, pinned, &signed_at, |view| {
+        prepare_control(spool, policies, view, &mut input)?;
+        Ok(crate::control::record_body(&input, &crate::control::sign_control(principal, &input)))
+    })?;
+    standing_signal(spool, &input);
+    Ok((input, a))
 }
 
 /// After a quarantine or a release is recorded: tells the agent, as the kill switch does, in
@@ -2267,34 +2231,9 @@ pub fn append_key_event(
     event: &crate::key_event::KeyEvent,
     decided_at: &str,
 ) -> Result<chain::Appended, DecideError> {
-    spool.ensure()?;
-    spool.check_private().map_err(DecideError::UnsafeSpool)?;
-    let mut refusal: Option<DecideError> = None;
-    let prefix_hash = std::cell::Cell::new(None);
-    let appended = chain::append_then(
-        &spool.chain_path(),
-        chain::LOCK_DEADLINE,
-        |head| {
-            match verified_view(spool, pinned, |_| false, None) {
-                Ok(c) => prefix_hash.set(c.prefix_hash),
-                Err(e) => {
-                    let msg = e.to_string();
-                    refusal = Some(e);
-                    return Err(msg);
-                }
-            }
-            let body = crate::key_event::record_body(event, principal, new, decided_at);
-            if let Some(problem) = first_problem(&body, head, Some(pinned)) {
-                refusal = Some(DecideError::WouldNotVerify(problem));
-                return Err("would not verify".into());
-            }
-            Ok(body)
-        },
-        |a, bytes| {
-            sign_checkpoint(spool, principal, a, bytes, decided_at, prefix_hash.take());
-        },
-    );
-    appended.map_err(|e| refusal.unwrap_or(DecideError::Chain(e)))
+    append_signed_record(spool, principal, pinned, decided_at, |_| {
+        Ok(crate::key_event::record_body(event, principal, new, decided_at))
+    })
 }
 
 /// Records a grant ([`crate::grant`]) signed by `principal`: under the chain's lock, verifies the
@@ -2314,11 +2253,11 @@ pub fn append_grant(
     let signed =
         crate::grant::sign(principal, crate::grant::grant_document(input, &principal.name, &principal.fingerprint()));
     let mut grant = crate::grant::Grant::from_document(&signed.document).map_err(DecideError::WouldNotVerify)?;
-    let a = append_grant_record(spool, principal, pinned, &signed, |view| {
+    let a = append_signed_record(spool, principal, pinned, &input.decided_at, |view| {
         if view.grants.get(&input.grant_id).is_some() || view.grants.revoked(&input.grant_id).is_some() {
-            return Err(format!("grant id {} is already in the chain", input.grant_id));
+            return Err(DecideError::Refused(format!("grant id {} is already in the chain", input.grant_id)));
         }
-        Ok(())
+        Ok(crate::grant::record_body(&signed))
     })?;
     grant.chain_index = a.chain_index;
     Ok((grant, a))
@@ -2342,13 +2281,16 @@ pub fn revoke_grant(
         return Err(DecideError::ReasonRequired);
     }
     // The agent is the grant's, as the chain verified under the lock holds it.
-    append_grant_record_with(spool, principal, pinned, |view| {
+    append_signed_record(spool, principal, pinned, decided_at, |view| {
         let g = match (view.grants.get(grant_id), view.grants.revoked(grant_id)) {
             (Some(g), _) => g,
             (None, Some((_, r))) => {
-                return Err(format!("{grant_id} was already revoked by {} at {}", r.principal, r.decided_at));
+                return Err(DecideError::Refused(format!(
+                    "{grant_id} was already revoked by {} at {}",
+                    r.principal, r.decided_at
+                )));
             }
-            (None, None) => return Err(format!("no grant {grant_id:?} in the chain")),
+            (None, None) => return Err(DecideError::Refused(format!("no grant {grant_id:?} in the chain"))),
         };
         let doc = crate::grant::revocation_document(
             grant_id,
@@ -2362,35 +2304,26 @@ pub fn revoke_grant(
     })
 }
 
-/// [`append_grant_record_with`] for a document signed before the lock: `check` runs on the
-/// chain as verified under the lock.
-fn append_grant_record(
+/// Appends the signed record `body_of` makes from the chain as verified under the chain's lock
+/// (a control, a key event, a grant): refuses a broken chain, and whatever `body_of` refuses;
+/// checks that the record would itself verify under `pinned`; appends it durably and signs the
+/// checkpoint that follows (dated `signed_at`).
+///
+/// # Errors
+/// [`DecideError`]: an unsafe spool, a broken chain, `body_of`'s refusal, a record that would
+/// not verify, I/O; on any error nothing was appended.
+fn append_signed_record(
     spool: &Spool,
     principal: &Principal,
     pinned: &PinnedKeys,
-    signed: &SignedDecision,
-    check: impl Fn(&ChainView) -> Result<(), String>,
-) -> Result<chain::Appended, DecideError> {
-    append_grant_record_with(spool, principal, pinned, |view| {
-        check(view)?;
-        Ok(crate::grant::record_body(signed))
-    })
-}
-
-/// Appends the grant record `body_of` makes from the chain as verified under its lock (an `Err`
-/// refuses, [`DecideError::Refused`]), after checking that the record would verify, and signs
-/// the checkpoint that follows.
-fn append_grant_record_with(
-    spool: &Spool,
-    principal: &Principal,
-    pinned: &PinnedKeys,
-    mut body_of: impl FnMut(&ChainView) -> Result<Map<String, Value>, String>,
+    signed_at: &str,
+    mut body_of: impl FnMut(&ChainView) -> Result<Map<String, Value>, DecideError>,
 ) -> Result<chain::Appended, DecideError> {
     spool.ensure()?;
     spool.check_private().map_err(DecideError::UnsafeSpool)?;
     let mut refusal: Option<DecideError> = None;
+    // The SHA-256 over the prefix the verification proved, from the check to the checkpoint.
     let prefix_hash = std::cell::Cell::new(None);
-    let signed_at = crate::clock::now_rfc3339();
     let appended = chain::append_then(
         &spool.chain_path(),
         chain::LOCK_DEADLINE,
@@ -2408,9 +2341,10 @@ fn append_grant_record_with(
             };
             let body = match body_of(&view) {
                 Ok(b) => b,
-                Err(why) => {
-                    refusal = Some(DecideError::Refused(why.clone()));
-                    return Err(why);
+                Err(e) => {
+                    let msg = e.to_string();
+                    refusal = Some(e);
+                    return Err(msg);
                 }
             };
             if let Some(problem) = first_problem(&body, head, Some(pinned)) {
@@ -2420,7 +2354,7 @@ fn append_grant_record_with(
             Ok(body)
         },
         |a, bytes| {
-            sign_checkpoint(spool, principal, a, bytes, &signed_at, prefix_hash.take());
+            sign_checkpoint(spool, principal, a, bytes, signed_at, prefix_hash.take());
         },
     );
     appended.map_err(|e| refusal.unwrap_or(DecideError::Chain(e)))

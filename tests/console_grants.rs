@@ -73,7 +73,13 @@ fn book() -> GrantBook {
         Some(("2026-11-21T08:30:00Z", NOW - 1800.0)),
         None,
     )));
-    b.apply(&GrantEvent::Issue(grant("grant-once", Scope::Until, 6, Some(("2026-11-22T09:00:00Z", NOW + 86_400.0)), Some(1))));
+    b.apply(&GrantEvent::Issue(grant(
+        "grant-once",
+        Scope::Until,
+        6,
+        Some(("2026-11-22T09:00:00Z", NOW + 86_400.0)),
+        Some(1),
+    )));
     b
 }
 
@@ -103,7 +109,8 @@ fn state() -> State {
     if let Some(job) = s.assess_job() {
         app::update(&mut s, Action::Assessed(Box::new(job.run())));
     }
-    let report = VerifyReport { total: 7, root_hash: Some(format!("sha256:{}", "cd".repeat(32))), ..VerifyReport::default() };
+    let report =
+        VerifyReport { total: 7, root_hash: Some(format!("sha256:{}", "cd".repeat(32))), ..VerifyReport::default() };
     app::update(&mut s, Action::ChainVerified(Box::new(ChainView { report, grants: book(), ..ChainView::default() })));
     app::update(&mut s, Action::Resize { width: 80, height: 24 });
     s
@@ -180,7 +187,10 @@ fn x_revokes_the_selected_live_grant_with_a_reason_and_only_a_live_one() {
     let fx = app::update(&mut s, key("enter"));
     assert_eq!(fx, vec![Effect::RevokeGrant { grant_id: "grant-pattern".into(), reason: "done".into() }]);
     assert!(s.signing);
-    let fx = app::update(&mut s, Action::GrantRevoked(Ok(("grant-pattern".into(), 8, format!("sha256:{}", "ef".repeat(32))))));
+    let fx = app::update(
+        &mut s,
+        Action::GrantRevoked(Ok(("grant-pattern".into(), 8, format!("sha256:{}", "ef".repeat(32))))),
+    );
     assert!(!s.signing);
     assert!(s.flash.as_ref().is_some_and(|f| !f.error && f.text.contains("revoked grant-pattern")), "{:?}", s.flash);
     assert!(fx.contains(&Effect::VerifyChain { force: false }), "{fx:?}");

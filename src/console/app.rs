@@ -836,9 +836,11 @@ impl State {
         let before = self.assessed_at;
         self.now = now;
         // A grant that reached its end is shown so at once.
-        if self.grant_rows.iter().any(|r| {
-            r.status == super::grants::GrantStatus::Live && r.grant.expires_unix.is_some_and(|t| t <= now)
-        }) {
+        if self
+            .grant_rows
+            .iter()
+            .any(|r| r.status == super::grants::GrantStatus::Live && r.grant.expires_unix.is_some_and(|t| t <= now))
+        {
             self.recompute_grants();
         }
         let elevated = self.elevation_active() && (now - before).abs() >= 1.0;

@@ -142,7 +142,13 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
         ]),
         Line::from(vec![
             Span::styled("signed  ", theme.get("muted")),
-            Span::raw(format!("by {} ({}) at {} · record {}", t(&g.principal), t(&g.key), t(&g.decided_at), g.chain_index)),
+            Span::raw(format!(
+                "by {} ({}) at {} · record {}",
+                t(&g.principal),
+                t(&g.key),
+                t(&g.decided_at),
+                g.chain_index
+            )),
         ]),
         Line::from(vec![
             Span::styled("with    ", theme.get("muted")),
@@ -154,20 +160,29 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
     }
     if r.status == GrantStatus::Live && !state.read_only {
         let key = state.keymap.first_key("normal", "revoke").unwrap_or_default();
-        lines.push(Line::from(Span::styled(format!("{key}: revoke (the next call waits for you again)"), theme.get("muted"))));
+        lines.push(Line::from(Span::styled(
+            format!("{key}: revoke (the next call waits for you again)"),
+            theme.get("muted"),
+        )));
     }
     let block = Block::default().borders(Borders::ALL).border_style(theme.get("border"));
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), detail_area);
 }
 
 /// The reason line for revoking `grant`.
-pub fn render_revoke_reason(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect, grant_id: &str, text: &str) {
-    let words = state
-        .grants
-        .get(grant_id)
-        .map_or_else(|| grant_id.to_owned(), |g| format!("{grant_id}: {}", g.describe()));
+pub fn render_revoke_reason(
+    state: &State,
+    theme: &Theme,
+    frame: &mut Frame<'_>,
+    area: Rect,
+    grant_id: &str,
+    text: &str,
+) {
+    let words =
+        state.grants.get(grant_id).map_or_else(|| grant_id.to_owned(), |g| format!("{grant_id}: {}", g.describe()));
     let w = area.width.saturating_sub(4).min(100);
-    let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + area.height / 3, width: w, height: 6.min(area.height) };
+    let r =
+        Rect { x: area.x + (area.width - w) / 2, y: area.y + area.height / 3, width: w, height: 6.min(area.height) };
     frame.render_widget(ratatui::widgets::Clear, r);
     let block = Block::default()
         .borders(Borders::ALL)

@@ -1338,7 +1338,9 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
         Mode::Normal if state.pane == Pane::Agents => {
             ("normal", &["quarantine", "release", "kill", "elevate", "next_pane", "help", "quit"])
         }
-        Mode::Normal if state.pane == Pane::Grants => ("normal", &["down", "up", "revoke", "next_pane", "help", "quit"]),
+        Mode::Normal if state.pane == Pane::Grants => {
+            ("normal", &["down", "up", "revoke", "next_pane", "help", "quit"])
+        }
         Mode::Normal if state.pane == Pane::Pending => {
             ("normal", &["down", "up", "open", "approve", "refuse", "next_pane", "filter", "help", "quit"])
         }
