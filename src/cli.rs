@@ -1346,7 +1346,9 @@ fn decide_batch_cli(
 ) -> Result<u8, Failure> {
     use std::io::IsTerminal as _;
     if review.hash.is_some() {
-        return Err(Failure::usage("--hash names one packet's content; a batch is confirmed on a terminal or with --yes"));
+        return Err(Failure::usage(
+            "--hash names one packet's content; a batch is confirmed on a terminal or with --yes",
+        ));
     }
     let interactive = std::io::stdin().is_terminal() && !review.yes;
     if !interactive && !review.yes {
@@ -1394,8 +1396,8 @@ fn decide_batch_cli(
         if verdict == Verdict::Refuse {
             return Ok(Vec::new());
         }
-        let a = assessed
-            .get_or_insert_with(|| spool::assess_view(&policies, &snap, view, &revalidations, &principal.name));
+        let a =
+            assessed.get_or_insert_with(|| spool::assess_view(&policies, &snap, view, &revalidations, &principal.name));
         approvable(a, &p.id)
     };
     let items: Vec<spool::BatchItem<'_>> =
@@ -1429,7 +1431,10 @@ fn decide_batch_cli(
             principal.fingerprint()
         );
         if let Some(err) = &d.file_error {
-            eprintln!("warrant: {}: the decision is recorded in the chain, but its decision file was not written: {err}", e.packet.id);
+            eprintln!(
+                "warrant: {}: the decision is recorded in the chain, but its decision file was not written: {err}",
+                e.packet.id
+            );
             code = EXIT_USAGE;
         }
     }

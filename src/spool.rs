@@ -2155,9 +2155,8 @@ pub fn decide_many(
             preconditions.push(None);
             continue;
         }
-        let checked = packet_admits(p, verdict, decided_at).and_then(|()| {
-            if verdict == Verdict::Approve { record_preconditions(observer, p) } else { Ok(None) }
-        });
+        let checked = packet_admits(p, verdict, decided_at)
+            .and_then(|()| if verdict == Verdict::Approve { record_preconditions(observer, p) } else { Ok(None) });
         match checked {
             Ok(pre) => preconditions.push(pre),
             Err(e) => {
@@ -2172,10 +2171,8 @@ pub fn decide_many(
     spool.ensure().map_err(DecideError::from)?;
     spool.check_private().map_err(DecideError::UnsafeSpool)?;
     let classes: Vec<String> = items.iter().map(|i| crate::registry::normalize(&i.packet.action_class)).collect();
-    let traces: Vec<String> = items
-        .iter()
-        .map(|i| i.packet.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", i.packet.id)))
-        .collect();
+    let traces: Vec<String> =
+        items.iter().map(|i| i.packet.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", i.packet.id))).collect();
     let mut signed: Vec<SignedDecision> = Vec::with_capacity(items.len());
     let mut failure: Option<BatchError> = None;
     let mut to_restore: Vec<Map<String, Value>> = Vec::new();
@@ -2186,9 +2183,7 @@ pub fn decide_many(
         &spool.chain_path(),
         chain::LOCK_DEADLINE,
         |head| {
-            let keep = |id: &str| {
-                missing.contains(id) || (seen.contains(id) && !spool.decision_path(id).exists())
-            };
+            let keep = |id: &str| missing.contains(id) || (seen.contains(id) && !spool.decision_path(id).exists());
             let view = match verified_view(spool, pinned, keep, None) {
                 Ok(c) => {
                     prefix_hash.set(c.prefix_hash);

@@ -28,7 +28,14 @@ const AT: &str = "2026-11-21T10:00:00Z";
 
 fn publish(f: &Fixture, ids: &[&str]) -> spool::Snapshot {
     for id in ids {
-        let doc = warrant::packet::portable_packet(id, "draft.compose", "agent-a", "s", json!({"to": *id}), "2026-11-21T09:00:00Z");
+        let doc = warrant::packet::portable_packet(
+            id,
+            "draft.compose",
+            "agent-a",
+            "s",
+            json!({"to": *id}),
+            "2026-11-21T09:00:00Z",
+        );
         f.spool.publish(&f.spool.packets_dir(), id, &doc).expect("publish");
     }
     Scanner::new().scan(&f.spool).expect("scan")
@@ -110,7 +117,8 @@ fn a_batch_on_a_broken_chain_signs_nothing() {
 #[test]
 fn a_batch_with_a_packet_that_cannot_be_decided_signs_nothing() {
     let f = fixture();
-    let mut doc = warrant::packet::portable_packet("p-old", "draft.compose", "agent-a", "s", json!({}), "2026-11-21T08:00:00Z");
+    let mut doc =
+        warrant::packet::portable_packet("p-old", "draft.compose", "agent-a", "s", json!({}), "2026-11-21T08:00:00Z");
     doc["expires_at"] = json!("2026-11-21T09:30:00Z");
     f.spool.publish(&f.spool.packets_dir(), "p-old", &doc).expect("publish");
     let snap = publish(&f, &["p-1", "p-2"]);
@@ -129,10 +137,11 @@ fn a_batch_with_a_packet_that_cannot_be_decided_signs_nothing() {
         .map(|id| BatchItem { packet: &snap.packet(id).expect("packet").packet, publisher: None })
         .collect();
     let observer = warrant::preconditions::Observer::default();
-    let err = spool::decide_many(&f.spool, &f.principal, &f.pinned, &items, Verdict::Approve, None, AT, &observer, |_, p| {
-        if p.id == "p-2" { Err("quarantined".into()) } else { Ok(Vec::new()) }
-    })
-    .expect_err("admit refuses p-2");
+    let err =
+        spool::decide_many(&f.spool, &f.principal, &f.pinned, &items, Verdict::Approve, None, AT, &observer, |_, p| {
+            if p.id == "p-2" { Err("quarantined".into()) } else { Ok(Vec::new()) }
+        })
+        .expect_err("admit refuses p-2");
     assert!(err.to_string().contains("p-2: quarantined"), "{err}");
     assert!(chain_bytes(&f).is_empty(), "nothing was ever appended");
     // The expired one can be refused with the others.

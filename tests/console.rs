@@ -2189,7 +2189,8 @@ fn a_batch_with_a_packet_that_cannot_be_approved_opens_nothing() {
     assert!(dialog_text(&s, 80, 24).contains("payee: Acme Paper"));
     // A packet rewritten while the dialog is open: the dialog closes, nothing is signed.
     let mut snap = snapshot();
-    snap.packets[1] = packet("p-kickoff", "agent-planner", "calendar.create", "Kick-off", 15, json!({"title": "moved"}));
+    snap.packets[1] =
+        packet("p-kickoff", "agent-planner", "calendar.create", "Kick-off", 15, json!({"title": "moved"}));
     app::update(&mut s, Action::Scanned(snap));
     assert_eq!(s.mode, Mode::Normal);
     assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("p-kickoff changed")), "{:?}", s.flash);

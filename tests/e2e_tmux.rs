@@ -522,7 +522,11 @@ fn approve_100_packets_with_one_confirmation() {
     assert_eq!(ids.len(), 100, "100 distinct packets");
     let out = w.cli(&["verify", &w.spool().display().to_string()]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("100 signatures verified"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("100 signatures verified"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     tmux.wait_for("the list emptied", |s| s.contains("0 pending"));
     tmux.send(&["q"]);
 }

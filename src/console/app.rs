@@ -2052,12 +2052,8 @@ fn start_batch_decision(state: &mut State, approve: bool) -> Vec<Effect> {
 /// The selected packets, in the pending list's order, then those the filter hides (in the
 /// spool's order).
 fn selected_packets(state: &State) -> Vec<Arc<Packet>> {
-    let mut out: Vec<Arc<Packet>> = state
-        .pending
-        .iter()
-        .filter(|e| state.marked.contains(&e.packet.id))
-        .map(|e| Arc::clone(&e.packet))
-        .collect();
+    let mut out: Vec<Arc<Packet>> =
+        state.pending.iter().filter(|e| state.marked.contains(&e.packet.id)).map(|e| Arc::clone(&e.packet)).collect();
     let shown: BTreeSet<&str> = out.iter().map(|p| p.id.as_str()).collect();
     let hidden: Vec<Arc<Packet>> = state
         .snapshot
@@ -2131,7 +2127,12 @@ fn sign_batch(state: &mut State, c: Confirm) -> Vec<Effect> {
     }
     state.signing = true;
     state.flash = Some(Flash {
-        text: format!("signing {} of {} {}…", c.verdict.as_str(), c.batch.len(), super::ui::plural(c.batch.len(), "packet")),
+        text: format!(
+            "signing {} of {} {}…",
+            c.verdict.as_str(),
+            c.batch.len(),
+            super::ui::plural(c.batch.len(), "packet")
+        ),
         error: false,
     });
     let items = c
@@ -2139,7 +2140,11 @@ fn sign_batch(state: &mut State, c: Confirm) -> Vec<Effect> {
         .iter()
         .map(|p| BatchSign {
             packet: Arc::clone(p),
-            publisher: state.snapshot.packet(&p.id).filter(|e| e.packet.content_hash == p.content_hash).map(|e| e.owner),
+            publisher: state
+                .snapshot
+                .packet(&p.id)
+                .filter(|e| e.packet.content_hash == p.content_hash)
+                .map(|e| e.owner),
             stands_in_for: match c.verdict {
                 Verdict::Approve => state.verdict(&p.id).map(PacketVerdict::stands_in_for).unwrap_or_default(),
                 Verdict::Refuse => Vec::new(),

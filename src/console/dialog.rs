@@ -157,7 +157,13 @@ fn batch_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
     let any = usize::MAX;
     let mut out = vec![Row(vec![(what, role)]), Row(vec![])];
     labelled(&mut out, "packets", &format!("{n}, each signed and recorded on its own"), "base", width);
-    labelled(&mut out, "classes", &inert(&counted(c.batch.iter().map(|p| p.action_class.as_str())), any), "title", width);
+    labelled(
+        &mut out,
+        "classes",
+        &inert(&counted(c.batch.iter().map(|p| p.action_class.as_str())), any),
+        "title",
+        width,
+    );
     labelled(&mut out, "agents", &inert(&counted(c.batch.iter().map(|p| p.agent.as_str())), any), "base", width);
     labelled(&mut out, "key", state.fingerprint.as_deref().unwrap_or(""), "base", width);
     labelled(&mut out, "principal", &inert(state.principal.as_deref().unwrap_or(""), any), "base", width);

@@ -478,7 +478,11 @@ impl Runner {
                         items.iter().map(|i| spool::BatchItem { packet: &i.packet, publisher: i.publisher }).collect();
                     // What each approval stands in for is what the principal saw in the dialog.
                     let stands = |_: &spool::ChainView, p: &crate::packet::Packet| {
-                        Ok(items.iter().find(|i| i.packet.id == p.id).map(|i| i.stands_in_for.clone()).unwrap_or_default())
+                        Ok(items
+                            .iter()
+                            .find(|i| i.packet.id == p.id)
+                            .map(|i| i.stands_in_for.clone())
+                            .unwrap_or_default())
                     };
                     let result = spool::decide_many(
                         &spool,

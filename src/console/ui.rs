@@ -1617,14 +1617,20 @@ fn render_batch_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, ps: &[s
             Span::styled("▏", theme.get("accent")),
         ]),
         Line::from(""),
-        Line::from(Span::styled("enter continue (every packet is shown before signing) · esc cancel", theme.get("muted"))),
+        Line::from(Span::styled(
+            "enter continue (every packet is shown before signing) · esc cancel",
+            theme.get("muted"),
+        )),
     ];
     let rect = centered(area, 80, lines.len() as u16 + 2);
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(Block::default().borders(Borders::ALL).border_style(theme.get("refuse")).title(" Refuse the selection: why? ")),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.get("refuse"))
+                .title(" Refuse the selection: why? "),
+        ),
         rect,
     );
 }
