@@ -1993,23 +1993,78 @@ where
     result
 }
 
-/// A line written under the lock, not yet synced.
-struct Written {
+/// As [`append_then`], for a group of records: under one lock, `build` returns the bodies of
+/// the records to append after `head` (in order; each is sealed onto the one before it), they are
+/// written with one `write`, synced with one `fdatasync` under the lock, and then `after` is
+/// called, still under the lock, with what was appended and the chain's length in bytes now. The
+/// batch signing of issue 18 (`spool::decide_many`): N decisions cost one lock, one verification
+/// and one sync. A failed write or sync is truncated back: on error none of the records was
+/// written. An empty group is refused ([`ChainError::Build`]) before anything is written.
+///
+/// # Errors
+/// As [`append`].
+pub fn append_many_then<F, A>(
+    path: &Path,
+    deadline: std::time::Duration,
+    build: F,
+    after: A,
+) -> Result<Vec<Appended>, ChainError>
+where
+    F: FnOnce(&ChainHead) -> Result<Vec<Map<String, Value>>, String>,
+    A: FnOnce(&[Appended], u64),
+{
+    let Written { lock, file, appended, start, end } = write_locked_many(path, deadline, build)?;
+    let result = match file.sync_data() {
+        Ok(()) => {
+            after(&appended, end);
+            Ok(appended)
+        }
+        Err(source) => {
+            let _ = file.set_len(start);
+            let _ = file.sync_data();
+            Err(ChainError::Io { path: path.to_owned(), source })
+        }
+    };
+    let _ = lock.unlock();
+    result
+}
+
+/// Lines written under the lock, not yet synced.
+struct Written<T> {
     /// The chain's lock, still held.
     lock: File,
     /// The chain, open for appending.
     file: File,
-    appended: Appended,
-    /// The chain's length before the line.
+    appended: T,
+    /// The chain's length before the lines.
     start: u64,
-    /// The chain's length after the line.
+    /// The chain's length after the lines.
     end: u64,
 }
 
 /// The steps of [`append`] up to and including the `write`, under the lock (released on error).
-fn write_locked<F>(path: &Path, deadline: std::time::Duration, build: F) -> Result<Written, ChainError>
+fn write_locked<F>(path: &Path, deadline: std::time::Duration, build: F) -> Result<Written<Appended>, ChainError>
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
+{
+    let Written { lock, file, mut appended, start, end } =
+        write_locked_many(path, deadline, |head| build(head).map(|rec| vec![rec]))?;
+    match appended.pop() {
+        Some(one) => Ok(Written { lock, file, appended: one, start, end }),
+        // Unreachable: the builder returned exactly one record.
+        None => Err(ChainError::Build("no record was built".into())),
+    }
+}
+
+/// [`write_locked`] for a group of records, sealed one onto the other and written with one
+/// `write` (an empty group is a [`ChainError::Build`]).
+fn write_locked_many<F>(
+    path: &Path,
+    deadline: std::time::Duration,
+    build: F,
+) -> Result<Written<Vec<Appended>>, ChainError>
+where
+    F: FnOnce(&ChainHead) -> Result<Vec<Map<String, Value>>, String>,
 {
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
@@ -2037,11 +2092,20 @@ where
         if let Some(aside) = set_aside_torn_tail(path, &mut file)? {
             tracing::warn!(side_file = %aside.side_file.display(), bytes = aside.bytes, "{}", aside.message());
         }
-        let head = read_head(path, &mut file)?;
-        let rec = build(&head).map_err(ChainError::Build)?;
-        let appended = seal(rec, &head);
-        let mut line = canonical::to_canonical_vec(&appended.record);
-        line.push(b'\n');
+        let mut head = read_head(path, &mut file)?;
+        let recs = build(&head).map_err(ChainError::Build)?;
+        if recs.is_empty() {
+            return Err(ChainError::Build("no record to append".into()));
+        }
+        let mut appended = Vec::with_capacity(recs.len());
+        let mut line = Vec::new();
+        for rec in recs {
+            let one = seal(rec, &head);
+            line.extend_from_slice(&canonical::to_canonical_vec(&one.record));
+            line.push(b'\n');
+            head = ChainHead { last_index: one.chain_index, last_hash: Some(one.entry_hash.clone()) };
+            appended.push(one);
+        }
         // The builder read the chain by path: it must still be the file this append holds.
         let now = path.symlink_metadata().map_err(io_err)?;
         if now.ino() != meta.ino() || now.dev() != meta.dev() {

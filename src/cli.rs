@@ -105,8 +105,10 @@ pub enum Command {
     /// Sign an approval of a pending packet and append it to the chain. On a terminal, shows the
     /// whole packet and asks for confirmation; otherwise needs --hash or --yes.
     Approve {
-        /// The packet id.
-        id: String,
+        /// The packet id; several ids sign a batch: one signed record per packet, appended under
+        /// one lock with one sync, all or nothing (`docs/spool.md`, Batch decisions).
+        #[arg(required = true, num_args = 1..)]
+        ids: Vec<String>,
         /// Why.
         #[arg(long)]
         reason: Option<String>,
@@ -120,8 +122,9 @@ pub enum Command {
     /// Sign a refusal of a pending packet and append it to the chain. On a terminal, shows the
     /// whole packet and asks for confirmation; otherwise needs --hash or --yes.
     Refuse {
-        /// The packet id.
-        id: String,
+        /// The packet id; several ids refuse a batch with the one reason, all or nothing.
+        #[arg(required = true, num_args = 1..)]
+        ids: Vec<String>,
         /// Why (required).
         #[arg(long)]
         reason: String,
@@ -705,7 +708,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             let opts = ProposeOptions { payload: payload.as_deref(), id, wait, expires: expires.as_deref() };
             propose(&spool, &class, &agent, &summary, &opts)
         }
-        Command::Approve { id, reason, review, grant } => {
+        Command::Approve { ids, reason, review, grant } => {
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;
             let now = time::OffsetDateTime::now_utc();
@@ -722,12 +725,23 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                 reason: reason.clone(),
             };
             let grant = (scope != crate::grant::ScopeRequest::Once).then_some((scope, options));
-            decide_cli(&spool, &config, &id, Verdict::Approve, reason.as_deref(), &review, grant.as_ref())
+            match (ids.as_slice(), grant) {
+                ([id], grant) => {
+                    decide_cli(&spool, &config, id, Verdict::Approve, reason.as_deref(), &review, grant.as_ref())
+                }
+                (_, Some(_)) => Err(Failure::usage(
+                    "--scope grants with one packet's approval: approve the others without it, or one at a time",
+                )),
+                (_, None) => decide_batch_cli(&spool, &config, &ids, Verdict::Approve, reason.as_deref(), &review),
+            }
         }
-        Command::Refuse { id, reason, review } => {
+        Command::Refuse { ids, reason, review } => {
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;
-            decide_cli(&spool, &config, &id, Verdict::Refuse, Some(&reason), &review, None)
+            match ids.as_slice() {
+                [id] => decide_cli(&spool, &config, id, Verdict::Refuse, Some(&reason), &review, None),
+                _ => decide_batch_cli(&spool, &config, &ids, Verdict::Refuse, Some(&reason), &review),
+            }
         }
         Command::List { json } => {
             let spool = resolve_spool(spool_arg, &config)?;
@@ -1235,13 +1249,8 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
 /// A fresh scan of `spool` and its packet `id`, or why there is none.
 fn scanned_packet(spool: &Spool, id: &str) -> Result<(spool::Snapshot, spool::PacketEntry), Failure> {
     let snap = Scanner::new().scan(spool)?;
-    if let Some(entry) = snap.packet(id).cloned() {
-        return Ok((snap, entry));
-    }
-    if let Some(bad) = snap.invalid.iter().find(|f| f.name.strip_suffix(".json") == Some(id)) {
-        return Err(Failure::invalid(format!("packet {id:?} is invalid: {}", bad.reason)));
-    }
-    Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())))
+    let entry = scanned_in(spool, &snap, id)?;
+    Ok((snap, entry))
 }
 
 /// What `approve` or `refuse` shows on a terminal before asking: the packet's id, agent,
@@ -1385,6 +1394,142 @@ fn checkpoint_forget(spool: &Spool, yes: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// What an approval of `id` stands in for, or why the composed verdict of assessment `a` forbids
+/// approving it.
+fn approvable(a: &crate::monitor::Assessment, id: &str) -> Result<Vec<String>, String> {
+    let Some(v) = a.verdicts.get(id) else { return Ok(Vec::new()) };
+    match v.why_not_approvable() {
+        None => Ok(v.stands_in_for()),
+        Some((why, remedy)) => Err(format!(
+            "packet {id:?} is {} by {} ({}); it can only be refused. To change that: {}",
+            v.state,
+            v.decisive.as_str(),
+            crate::text::inert(&why, 300),
+            crate::text::inert(&remedy, 300)
+        )),
+    }
+}
+
+/// `warrant approve ID ID …` / `warrant refuse ID ID … --reason`: one confirmation for the
+/// batch (on a terminal, every packet shown whole first; otherwise `--yes`), then
+/// [`spool::decide_many`]: one signed record per packet under one lock and one sync, all or
+/// nothing. Prints one line per packet signed.
+fn decide_batch_cli(
+    spool: &Spool,
+    config: &Config,
+    ids: &[String],
+    verdict: Verdict,
+    reason: Option<&str>,
+    review: &Review,
+) -> Result<u8, Failure> {
+    use std::io::IsTerminal as _;
+    if review.hash.is_some() {
+        return Err(Failure::usage(
+            "--hash names one packet's content; a batch is confirmed on a terminal or with --yes",
+        ));
+    }
+    let interactive = std::io::stdin().is_terminal() && !review.yes;
+    if !interactive && !review.yes {
+        return Err(Failure::usage(format!("{} of several packets without a terminal needs --yes", verdict.as_str())));
+    }
+    let (principal, pinned) = load_principal(config)?;
+    let mut snap = Scanner::new().scan(spool)?;
+    let mut entries = Vec::with_capacity(ids.len());
+    for id in ids {
+        entries.push(scanned_in(spool, &snap, id)?);
+    }
+    if interactive {
+        for e in &entries {
+            show_for_review(e, verdict)?;
+        }
+        if !confirmed(&format!("sign {} of these {} packets?", verdict.as_str(), entries.len()))? {
+            eprintln!("warrant: nothing was signed");
+            return Ok(EXIT_INVALID);
+        }
+        // What is signed is what was shown.
+        snap = Scanner::new().scan(spool)?;
+        for e in &entries {
+            let now = scanned_in(spool, &snap, &e.packet.id)?;
+            if now.packet.content_hash != e.packet.content_hash {
+                return Err(Failure::invalid(format!(
+                    "packet {:?} changed while you were reviewing it; nothing was signed: review it again",
+                    e.packet.id
+                )));
+            }
+        }
+    }
+    let policies = load_policies(Some(spool))?;
+    let observer = crate::preconditions::Observer::for_policies(&policies, Some(&config::config_dir()));
+    let mut revalidations = crate::monitor::Revalidations::default();
+    if verdict == Verdict::Approve {
+        for e in &entries {
+            if let Some(pre) = crate::monitor::revalidated_preconditions(&e.packet) {
+                revalidations.insert(e.packet.id.clone(), std::sync::Arc::new(observer.recheck_pending(&pre)));
+            }
+        }
+    }
+    // The composed verdict, assessed once on the chain verified under the lock.
+    let mut assessed: Option<crate::monitor::Assessment> = None;
+    let admit = |view: &spool::ChainView, p: &crate::packet::Packet| -> Result<Vec<String>, String> {
+        if verdict == Verdict::Refuse {
+            return Ok(Vec::new());
+        }
+        let a =
+            assessed.get_or_insert_with(|| spool::assess_view(&policies, &snap, view, &revalidations, &principal.name));
+        approvable(a, &p.id)
+    };
+    let items: Vec<spool::BatchItem<'_>> =
+        entries.iter().map(|e| spool::BatchItem { packet: &e.packet, publisher: Some(e.owner) }).collect();
+    let decided = spool::decide_many(
+        spool,
+        &principal,
+        &pinned,
+        &items,
+        verdict,
+        reason,
+        &crate::clock::now_rfc3339(),
+        &observer,
+        admit,
+    )
+    .map_err(|e| match e {
+        spool::BatchError::Decide(spool::DecideError::Io(_) | spool::DecideError::Chain(_)) => {
+            Failure::usage(e.to_string())
+        }
+        _ => Failure::invalid(e.to_string()),
+    })?;
+    let mut code = 0;
+    for (e, d) in entries.iter().zip(&decided) {
+        println!(
+            "{} {}: record {} {} signed by {} ({})",
+            if verdict == Verdict::Approve { "approved" } else { "refused" },
+            e.packet.id,
+            d.appended.chain_index,
+            d.appended.entry_hash,
+            principal.name,
+            principal.fingerprint()
+        );
+        if let Some(err) = &d.file_error {
+            eprintln!(
+                "warrant: {}: the decision is recorded in the chain, but its decision file was not written: {err}",
+                e.packet.id
+            );
+            code = EXIT_USAGE;
+        }
+    }
+    Ok(code)
+}
+
+/// The packet `id` of a scan, or why it is not there.
+fn scanned_in(spool: &Spool, snap: &spool::Snapshot, id: &str) -> Result<spool::PacketEntry, Failure> {
+    if let Some(entry) = snap.packet(id).cloned() {
+        return Ok(entry);
+    }
+    if let Some(bad) = snap.invalid.iter().find(|f| f.name.strip_suffix(".json") == Some(id)) {
+        return Err(Failure::invalid(format!("packet {id:?} is invalid: {}", bad.reason)));
+    }
+    Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())))
+}
+
 fn decide_cli(
     spool: &Spool,
     config: &Config,
@@ -1454,17 +1599,7 @@ fn decide_cli(
             return Ok(Vec::new());
         }
         let a = spool::assess_view(&policies, &snap, view, &revalidations, &principal.name);
-        let Some(v) = a.verdicts.get(id) else { return Ok(Vec::new()) };
-        match v.why_not_approvable() {
-            None => Ok(v.stands_in_for()),
-            Some((why, remedy)) => Err(format!(
-                "packet {id:?} is {} by {} ({}); it can only be refused. To change that: {}",
-                v.state,
-                v.decisive.as_str(),
-                crate::text::inert(&why, 300),
-                crate::text::inert(&remedy, 300)
-            )),
-        }
+        approvable(&a, id)
     };
     let decided = spool::decide_with(
         spool,

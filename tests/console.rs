@@ -2088,3 +2088,135 @@ fn space_v_and_shift_v_select_packets_for_batch_triage() {
     assert_eq!(s.marked.len(), 1);
     assert!(s.flash.as_ref().is_some_and(|f| f.error));
 }
+
+/// The dialog's lines, joined, for assertions on what it shows whatever the terminal's size.
+fn dialog_text(s: &State, w: u16, h: u16) -> String {
+    let Mode::Confirm(c) = &s.mode else { panic!("no dialog: {:?}", s.mode) };
+    let (rows, _) = warrant::console::dialog::confirm_layout(s, c, ratatui::layout::Rect::new(0, 0, w, h));
+    rows.iter().map(|r| r.0.iter().map(|(t, _)| t.as_str()).collect::<String>()).collect::<Vec<_>>().join("\n")
+}
+
+/// Pages the dialog down until it has all been on screen (at most `n` pages).
+fn read_dialog(s: &mut State, n: usize) {
+    for _ in 0..n {
+        if matches!(&s.mode, Mode::Confirm(c) if c.read) {
+            return;
+        }
+        press(s, &["pagedown"]);
+    }
+    assert!(matches!(&s.mode, Mode::Confirm(c) if c.read), "dialog never read: {:?}", s.mode);
+}
+
+// Issue 18, batch triage: `a` on a selection opens ONE dialog listing every selected packet
+// (count, classes, agents, every field of each, destinations included), focus on Cancel; it can
+// be signed only once read whole; `y` then gives one SignBatch effect with every packet, in the
+// list's order, and nothing else.
+#[test]
+fn approving_a_selection_opens_one_dialog_listing_every_packet() {
+    let mut s = state(false);
+    press(&mut s, &["space", "space"]);
+    assert_eq!(s.marked.iter().collect::<Vec<_>>(), ["p-kickoff", "p-quote"]);
+    assert!(press(&mut s, &["a"]).is_empty());
+    let Mode::Confirm(c) = &s.mode else { panic!("no dialog: {:?}", s.mode) };
+    assert_eq!(c.focus, Button::Cancel);
+    assert_eq!(c.batch.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(), ["p-quote", "p-kickoff"]);
+    let text = dialog_text(&s, 80, 24);
+    for want in [
+        "each of these 2 packets",
+        "email.send.external ×1",
+        "calendar.create ×1",
+        "agent-planner ×1",
+        "agent-scribe ×1",
+        "to: dana@northwind.example",
+        "start: 2026-11-24T10:00:00Z",
+        "── 2 of 2 ──",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    insta::assert_snapshot!("confirm_batch_80x24", screen(&s, 80, 24));
+    // Enter on the focused Cancel signs nothing and keeps the selection.
+    assert!(press(&mut s, &["enter"]).is_empty());
+    assert_eq!((&s.mode, s.marked.len()), (&Mode::Normal, 2));
+    // Not read yet: `y` signs nothing.
+    press(&mut s, &["a"]);
+    assert!(press(&mut s, &["y"]).is_empty());
+    assert!(matches!(&s.mode, Mode::Confirm(_)));
+    read_dialog(&mut s, 20);
+    let fx = press(&mut s, &["y"]);
+    let [Effect::SignBatch { items, verdict: Verdict::Approve, reason: None }] = fx.as_slice() else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(items.iter().map(|i| i.packet.id.as_str()).collect::<Vec<_>>(), ["p-quote", "p-kickoff"]);
+    assert!(items.iter().all(|i| i.publisher == Some(4_000_000)));
+    assert!(s.signing && s.mode == Mode::Normal);
+    // The result clears the signed packets from the selection and says how many.
+    let done = items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| app::SignedSummary {
+            packet_id: it.packet.id.clone(),
+            verdict: Verdict::Approve,
+            chain_index: 8 + i as u64,
+            entry_hash: format!("sha256:{}", "ef".repeat(32)),
+        })
+        .collect();
+    let fx = app::update(&mut s, Action::SignedBatch(Ok(done)));
+    assert!(fx.contains(&Effect::VerifyChain { force: false }), "{fx:?}");
+    assert!(!s.signing && s.marked.is_empty());
+    assert!(s.flash.as_ref().is_some_and(|f| !f.error && f.text.contains("approved 2 packets")), "{:?}", s.flash);
+}
+
+// A batch is all or nothing: a selection holding a packet that cannot be approved (a human_only
+// payment) opens no dialog and says which packet and why; a selection cannot be approved while
+// the chain is broken; a packet that changes under the open dialog closes it, unsigned.
+#[test]
+fn a_batch_with_a_packet_that_cannot_be_approved_opens_nothing() {
+    let mut s = state(false);
+    press(&mut s, &["space", "space", "space"]);
+    assert_eq!(s.marked.len(), 3);
+    assert!(press(&mut s, &["a"]).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    let f = s.flash.clone().expect("a reason");
+    assert!(f.error && f.text.contains("1 of the 3") && f.text.contains("p-pay"), "{f:?}");
+    // Refusing the same selection is allowed: one reason for all.
+    press(&mut s, &["r"]);
+    assert!(matches!(&s.mode, Mode::Input { purpose: app::InputPurpose::RefuseBatchReason(ps), .. } if ps.len() == 3));
+    // An empty reason is refused.
+    press(&mut s, &["enter"]);
+    assert!(matches!(&s.mode, Mode::Input { .. }) && s.flash.as_ref().is_some_and(|f| f.error));
+    typed(&mut s, "not this week");
+    press(&mut s, &["enter"]);
+    let Mode::Confirm(c) = &s.mode else { panic!("{:?}", s.mode) };
+    assert_eq!((c.batch.len(), c.focus, c.reason.as_deref()), (3, Button::Cancel, Some("not this week")));
+    assert!(dialog_text(&s, 80, 24).contains("payee: Acme Paper"));
+    // A packet rewritten while the dialog is open: the dialog closes, nothing is signed.
+    let mut snap = snapshot();
+    snap.packets[1] =
+        packet("p-kickoff", "agent-planner", "calendar.create", "Kick-off", 15, json!({"title": "moved"}));
+    app::update(&mut s, Action::Scanned(snap));
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("p-kickoff changed")), "{:?}", s.flash);
+    // A refusal of the selection signs once confirmed, without paging.
+    let mut s = state(false);
+    press(&mut s, &["space", "space", "r"]);
+    typed(&mut s, "later");
+    press(&mut s, &["enter"]);
+    let fx = press(&mut s, &["y"]);
+    assert!(
+        matches!(fx.as_slice(), [Effect::SignBatch { items, verdict: Verdict::Refuse, reason: Some(r) }] if items.len() == 2 && r == "later"),
+        "{fx:?}"
+    );
+    // A broken chain: nothing opens.
+    let mut s = state(false);
+    press(&mut s, &["space"]);
+    let broken = VerifyReport {
+        total: 7,
+        root_hash: None,
+        signatures_verified: 0,
+        findings: vec![Finding { index: Some(3), check: Check::EntryHash, message: "entry_hash mismatch".into() }],
+        torn_tail: None,
+    };
+    app::update(&mut s, Action::ChainVerified(view(broken, decided_post())));
+    press(&mut s, &["a"]);
+    assert!(!matches!(s.mode, Mode::Confirm(_)), "{:?}", s.mode);
+}

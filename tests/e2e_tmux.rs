@@ -455,3 +455,78 @@ fn filter_by_fields_sort_and_select_in_the_console() {
     assert!(w.chain().is_empty(), "selecting signs nothing");
     tmux.send(&["q"]);
 }
+
+// Issue 18, batch triage: 100 packets published, `v` selects them all, `a` opens ONE dialog
+// listing them, read to its end, `y` signs: 100 signed chain records (one per packet, each its
+// own signature) that `warrant verify` accepts, and 100 decision files that verify.
+#[test]
+fn approve_100_packets_with_one_confirmation() {
+    let w = World::new();
+    let tmux = Tmux::start("batch", &w.env(), &["console"]);
+    tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
+    let now = warrant::clock::format_rfc3339(time::OffsetDateTime::now_utc());
+    let mut hashes = std::collections::HashMap::new();
+    for i in 0..100 {
+        let id = format!("b-{i:03}");
+        let doc = warrant::packet::portable_packet(
+            &id,
+            "draft.compose",
+            // Ten agents of ten packets each: within the class's rate limit (10 per agent).
+            &format!("agent-w{}", i / 10),
+            &format!("Draft {i}"),
+            serde_json::json!({"to": format!("team-{i}@example.com")}),
+            &now,
+        );
+        let bytes = serde_json::to_vec(&doc).expect("json");
+        hashes.insert(id.clone(), warrant::packet::parse_packet(&bytes, &id).expect("packet").content_hash);
+        w.publish(&format!("{id}.json"), &bytes);
+    }
+    tmux.wait_for("the packets", |s| s.contains("100 pending"));
+    tmux.send(&["v"]);
+    tmux.wait_for("the selection", |s| s.contains("■ 100 selected"));
+    tmux.send(&["a"]);
+    tmux.wait_for("one dialog", |s| s.contains("each of these 100 packets") && s.contains("[ Cancel ]"));
+    // The dialog takes the whole terminal (z) and is paged to its end.
+    tmux.send(&["z"]);
+    let mut read = false;
+    for _ in 0..60 {
+        tmux.send(&["NPage", "NPage", "NPage", "NPage", "NPage"]);
+        if !tmux.screen().contains("read to the end") {
+            read = true;
+            break;
+        }
+    }
+    assert!(read, "the dialog was never read to its end:\n{}", tmux.screen());
+    assert!(tmux.screen().contains("team-99@example.com"), "the last destination is on screen");
+    assert!(w.chain().is_empty(), "nothing is signed before y");
+    tmux.send(&["y"]);
+    tmux.wait_for("the batch", |s| s.contains("approved 100 packets"));
+
+    let chain = w.chain();
+    assert_eq!(chain.len(), 100, "one record per packet");
+    let pinned = warrant::keys::PinnedKeys::load(&w.dir.path().join("config")).expect("pins");
+    let mut ids = std::collections::BTreeSet::new();
+    for rec in &chain {
+        assert_eq!(rec["metadata"]["approval"]["signatures"].as_array().map(Vec::len), Some(1), "{rec}");
+        let id = rec["metadata"]["warrant_decision"]["packet_id"].as_str().expect("packet id").to_owned();
+        assert_eq!(rec["metadata"]["warrant_decision"]["decision"], "approve");
+        let file: Value = serde_json::from_slice(
+            &std::fs::read(w.spool().join("decisions").join(format!("{id}.json"))).expect("decision file"),
+        )
+        .expect("json");
+        let verified = warrant::decision::verify_decision_file(&file, &id, Some(&hashes[&id]), &pinned)
+            .expect("decision file verifies");
+        assert_eq!(verified.verdict, warrant::decision::Verdict::Approve);
+        ids.insert(id);
+    }
+    assert_eq!(ids.len(), 100, "100 distinct packets");
+    let out = w.cli(&["verify", &w.spool().display().to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("100 signatures verified"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    tmux.wait_for("the list emptied", |s| s.contains("0 pending"));
+    tmux.send(&["q"]);
+}

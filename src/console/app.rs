@@ -81,6 +81,9 @@ pub enum Action {
     },
     /// A signing effect finished.
     Signed(Result<SignedSummary, String>),
+    /// A batch signing effect finished ([`Effect::SignBatch`]): a summary per packet signed, or
+    /// why nothing was signed.
+    SignedBatch(Result<Vec<SignedSummary>, String>),
     /// A control effect finished (the control appended to the chain, or why not).
     ControlSigned(Result<ControlSummary, String>),
     /// A revocation of a grant was appended (the grant id, record index and entry hash) or not.
@@ -106,6 +109,17 @@ pub struct SignedSummary {
     pub chain_index: u64,
     /// The new record's hash.
     pub entry_hash: String,
+}
+
+/// One packet of [`Effect::SignBatch`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchSign {
+    /// The packet as reviewed.
+    pub packet: Arc<Packet>,
+    /// The uid owning the file of the version reviewed.
+    pub publisher: Option<u32>,
+    /// What an approval stands in for.
+    pub stands_in_for: Vec<String>,
 }
 
 /// What a successfully appended control reports back.
@@ -154,6 +168,17 @@ pub enum Effect {
         grant_id: String,
         /// Why.
         reason: String,
+    },
+    /// Sign the same decision on each packet of the selection and append them as one group
+    /// ([`crate::spool::decide_many`]: one record per packet, one lock, one sync, all or nothing).
+    SignBatch {
+        /// Each packet as reviewed, the uid owning its file (recorded with an approval), and what
+        /// an approval stands in for, from the verdict the principal saw.
+        items: Vec<BatchSign>,
+        /// Approve or refuse.
+        verdict: Verdict,
+        /// The reason, if any (one for all; required to refuse).
+        reason: Option<String>,
     },
     /// Sign and append one of the principal's controls (notebook trust, quarantine, release,
     /// kill, elevation) in the background. The runner stamps `decided_at` when it signs; a kill
@@ -249,13 +274,39 @@ pub struct Confirm {
     pub read: bool,
     /// The dialog takes the whole terminal.
     pub zoomed: bool,
+    /// A batch decision (issue 18): every packet of the selection, in the pending list's
+    /// order, `packet` being the first; empty for a decision on `packet` alone.
+    pub batch: Vec<Arc<Packet>>,
 }
 
 impl Confirm {
     /// A dialog for `packet`, scrolled to the top, focus on *Cancel*, nothing seen yet.
     #[must_use]
     pub fn new(packet: Arc<Packet>, verdict: Verdict, reason: Option<String>) -> Self {
-        Self { packet, verdict, reason, focus: Button::Cancel, scroll: 0, seen: 0, read: false, zoomed: false }
+        Self {
+            packet,
+            verdict,
+            reason,
+            focus: Button::Cancel,
+            scroll: 0,
+            seen: 0,
+            read: false,
+            zoomed: false,
+            batch: Vec::new(),
+        }
+    }
+
+    /// A dialog for a batch decision on `packets` (at least one).
+    #[must_use]
+    pub fn batch(packets: Vec<Arc<Packet>>, verdict: Verdict, reason: Option<String>) -> Option<Self> {
+        let first = Arc::clone(packets.first()?);
+        Some(Self { batch: packets, ..Self::new(first, verdict, reason) })
+    }
+
+    /// The packets the dialog signs: the batch, or the one packet.
+    #[must_use]
+    pub fn packets(&self) -> &[Arc<Packet>] {
+        if self.batch.is_empty() { std::slice::from_ref(&self.packet) } else { &self.batch }
     }
 
     /// Whether *Sign* may be pressed: always for a refusal (refusing is fail-safe), for an
@@ -282,6 +333,8 @@ pub enum InputPurpose {
     Filter,
     /// The reason for refusing this packet.
     RefuseReason(Arc<Packet>),
+    /// The one reason for refusing every packet of the selection (issue 18).
+    RefuseBatchReason(Vec<Arc<Packet>>),
     /// The reason for a control on an agent (required to quarantine or kill, optional to release).
     ControlReason(ControlInput),
     /// The typed confirmation of a control: the notebook's name, to raise it to `autonomous`.
@@ -1478,17 +1531,20 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             // The dialog signs the packet as it was shown: if the file changed or went away
             // meanwhile, cancel rather than sign something the principal is no longer looking at.
             if let Mode::Confirm(c) = &state.mode {
-                let now = state.snapshot.packet(&c.packet.id).map(|e| e.packet.content_hash.clone());
-                if now.as_deref() != Some(c.packet.content_hash.as_str()) {
-                    let what = if now.is_some() { "changed" } else { "disappeared" };
-                    state.flash = Some(Flash {
-                        text: format!(
-                            "{} {what} while you were confirming: nothing was signed; review it again",
-                            c.packet.id
-                        ),
-                        error: true,
-                    });
-                    state.mode = Mode::Normal;
+                for p in c.packets() {
+                    let now = state.snapshot.packet(&p.id).map(|e| e.packet.content_hash.clone());
+                    if now.as_deref() != Some(p.content_hash.as_str()) {
+                        let what = if now.is_some() { "changed" } else { "disappeared" };
+                        state.flash = Some(Flash {
+                            text: format!(
+                                "{} {what} while you were confirming: nothing was signed; review it again",
+                                p.id
+                            ),
+                            error: true,
+                        });
+                        state.mode = Mode::Normal;
+                        break;
+                    }
                 }
             }
             vec![]
@@ -1538,6 +1594,47 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
                             s.packet_id,
                             s.chain_index,
                             short_hash(&s.entry_hash)
+                        ),
+                        error: false,
+                    });
+                }
+                Err(e) => state.flash = Some(Flash { text: format!("signing failed: {e}"), error: true }),
+            }
+            vec![Effect::VerifyChain { force: false }, Effect::Scan]
+        }
+        Action::SignedBatch(result) => {
+            state.signing = false;
+            match result {
+                Ok(done) => {
+                    let decided_at = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
+                        .map_or_else(|_| String::new(), crate::clock::format_rfc3339);
+                    let mut moved = false;
+                    for s in &done {
+                        state.marked.remove(&s.packet_id);
+                        if let Some(row) = state.snapshot.packet(&s.packet_id).and_then(|e| {
+                            let class = state.policies.normalize(&e.packet.action_class);
+                            crate::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
+                        }) {
+                            state.chain_evidence.push(row);
+                            moved = true;
+                        }
+                    }
+                    if moved {
+                        state.recompute_graduation();
+                    }
+                    let word = if done.first().is_some_and(|s| s.verdict == Verdict::Approve) {
+                        "✓ approved"
+                    } else {
+                        "✗ refused"
+                    };
+                    let (first, last) = (done.first().map(|s| s.chain_index), done.last().map(|s| s.chain_index));
+                    state.flash = Some(Flash {
+                        text: format!(
+                            "{word} {} {} · records {}–{} · one sync",
+                            done.len(),
+                            super::ui::plural(done.len(), "packet"),
+                            first.unwrap_or(0),
+                            last.unwrap_or(0)
                         ),
                         error: false,
                     });
@@ -1733,7 +1830,7 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
                             state.filter.clear();
                             state.refresh();
                         }
-                        InputPurpose::RefuseReason(_) => {}
+                        InputPurpose::RefuseReason(_) | InputPurpose::RefuseBatchReason(_) => {}
                         InputPurpose::ControlReason(_)
                         | InputPurpose::TypedConfirm(_)
                         | InputPurpose::Elevation(_)
@@ -1931,6 +2028,9 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
         state.flash = Some(Flash { text: "select a pending packet to decide (press 1)".into(), error: true });
         return vec![];
     }
+    if !state.marked.is_empty() {
+        return start_batch_decision(state, approve);
+    }
     let Some(packet) = state.selected_packet() else {
         state.flash = Some(Flash { text: "no pending packet selected".into(), error: true });
         return vec![];
@@ -1981,6 +2081,81 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
     vec![]
 }
 
+/// `a`/`r` with a selection: one dialog for every selected packet (in the pending list's order,
+/// then the selected packets the filter hides, in the spool's order). The batch is all or
+/// nothing: when any packet cannot be approved now (it just changed, timed out, expired, or the
+/// composed verdict forbids it), no dialog opens and the status line says which and why.
+fn start_batch_decision(state: &mut State, approve: bool) -> Vec<Effect> {
+    if let Err(why) = state.can_sign() {
+        if matches!(state.chain, ChainState::Broken { .. }) && !state.chain_alert_seen {
+            state.mode = Mode::ChainAlert;
+        }
+        state.flash = Some(Flash { text: why, error: true });
+        return vec![];
+    }
+    let packets = selected_packets(state);
+    if packets.is_empty() {
+        state.flash = Some(Flash { text: "no pending packet selected".into(), error: true });
+        return vec![];
+    }
+    let mut problems = Vec::new();
+    for p in &packets {
+        if let Some(t) = state.changed_at(&p.id).filter(|t| state.now - t < SETTLE_SECONDS) {
+            let wait = (SETTLE_SECONDS - (state.now - t)).ceil();
+            problems.push(format!("{} just changed (decisions open in {wait:.0}s)", p.id));
+        } else if approve && let Some(after) = state.packet_timed_out(p) {
+            problems.push(format!("{} timed out after {}", p.id, super::notify::human(after)));
+        } else if approve
+            && let Some(expires) = p.expires_at.as_deref()
+            && crate::clock::unix_seconds(expires).is_none_or(|t| t <= state.now)
+        {
+            problems.push(format!("{} expired at {expires}", p.id));
+        } else if approve && let Some(text) = approval_forbidden(state, p) {
+            problems.push(text);
+        }
+    }
+    if let Some(first) = problems.first() {
+        let n = problems.len();
+        state.flash = Some(Flash {
+            text: format!(
+                "nothing to sign: {n} of the {} selected cannot be {} now ({first}{}); unselect {} (space) and try again",
+                packets.len(),
+                if approve { "approved" } else { "refused" },
+                if n > 1 { format!("; and {} more", n - 1) } else { String::new() },
+                if n > 1 { "them" } else { "it" },
+            ),
+            error: true,
+        });
+        return vec![];
+    }
+    state.mode = if approve {
+        match Confirm::batch(packets, Verdict::Approve, None) {
+            Some(c) => confirm_mode(state, c),
+            None => Mode::Normal,
+        }
+    } else {
+        Mode::Input { purpose: InputPurpose::RefuseBatchReason(packets), text: String::new() }
+    };
+    vec![]
+}
+
+/// The selected packets, in the pending list's order, then those the filter hides (in the
+/// spool's order).
+fn selected_packets(state: &State) -> Vec<Arc<Packet>> {
+    let mut out: Vec<Arc<Packet>> =
+        state.pending.iter().filter(|e| state.marked.contains(&e.packet.id)).map(|e| Arc::clone(&e.packet)).collect();
+    let shown: BTreeSet<&str> = out.iter().map(|p| p.id.as_str()).collect();
+    let hidden: Vec<Arc<Packet>> = state
+        .snapshot
+        .packets
+        .iter()
+        .filter(|e| state.marked.contains(&e.packet.id) && !shown.contains(e.packet.id.as_str()))
+        .map(|e| Arc::clone(&e.packet))
+        .collect();
+    out.extend(hidden);
+    out
+}
+
 /// Why an approval of `packet` is refused, if it is: what the packet declares, then the composed
 /// verdict of every model (strictest wins), saying blocked or human_only. The decisive model's
 /// reason is given.
@@ -2007,6 +2182,9 @@ fn sign(state: &mut State, c: Confirm) -> Vec<Effect> {
         state.flash = Some(Flash { text: why, error: true });
         return vec![];
     }
+    if !c.batch.is_empty() {
+        return sign_batch(state, c);
+    }
     // The verdict may have changed while the dialog was open (the agent was quarantined, an
     // elevation expired, a precondition changed): check it again at the moment of signing.
     if c.verdict == Verdict::Approve
@@ -2024,6 +2202,46 @@ fn sign(state: &mut State, c: Confirm) -> Vec<Effect> {
         Verdict::Refuse => Vec::new(),
     };
     vec![Effect::Sign { packet: c.packet, publisher, verdict: c.verdict, reason: c.reason, stands_in_for }]
+}
+
+/// *Sign* in a batch dialog: every approval checked again at the moment of signing (all or
+/// nothing), then one [`Effect::SignBatch`].
+fn sign_batch(state: &mut State, c: Confirm) -> Vec<Effect> {
+    if c.verdict == Verdict::Approve {
+        for p in &c.batch {
+            if let Some(text) = approval_forbidden(state, p) {
+                state.flash = Some(Flash { text: format!("nothing was signed: {text}"), error: true });
+                return vec![];
+            }
+        }
+    }
+    state.signing = true;
+    state.flash = Some(Flash {
+        text: format!(
+            "signing {} of {} {}…",
+            c.verdict.as_str(),
+            c.batch.len(),
+            super::ui::plural(c.batch.len(), "packet")
+        ),
+        error: false,
+    });
+    let items = c
+        .batch
+        .iter()
+        .map(|p| BatchSign {
+            packet: Arc::clone(p),
+            publisher: state
+                .snapshot
+                .packet(&p.id)
+                .filter(|e| e.packet.content_hash == p.content_hash)
+                .map(|e| e.owner),
+            stands_in_for: match c.verdict {
+                Verdict::Approve => state.verdict(&p.id).map(PacketVerdict::stands_in_for).unwrap_or_default(),
+                Verdict::Refuse => Vec::new(),
+            },
+        })
+        .collect();
+    vec![Effect::SignBatch { items, verdict: c.verdict, reason: c.reason }]
 }
 
 /// A key in a sign/cancel dialog: `Some(true)` signs, `Some(false)` cancels, `None` stays (the
@@ -2137,6 +2355,14 @@ fn submit(state: &mut State, purpose: InputPurpose, text: String) -> Vec<Effect>
                 state.flash = Some(Flash { text: "a refusal needs a reason".into(), error: true });
             } else {
                 state.mode = confirm_mode(state, Confirm::new(packet, Verdict::Refuse, Some(text.trim().to_owned())));
+            }
+        }
+        InputPurpose::RefuseBatchReason(packets) => {
+            if text.trim().is_empty() {
+                state.mode = Mode::Input { purpose: InputPurpose::RefuseBatchReason(packets), text };
+                state.flash = Some(Flash { text: "a refusal needs a reason".into(), error: true });
+            } else if let Some(c) = Confirm::batch(packets, Verdict::Refuse, Some(text.trim().to_owned())) {
+                state.mode = confirm_mode(state, c);
             }
         }
         InputPurpose::ControlReason(mut input) => {

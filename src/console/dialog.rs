@@ -85,6 +85,9 @@ fn field_row(l: FieldLine, indent: usize) -> Row {
 /// proposed action, where it goes first.
 #[must_use]
 pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
+    if !c.batch.is_empty() {
+        return batch_rows(state, c, width);
+    }
     let p = &c.packet;
     let role = if c.verdict == Verdict::Approve { "approve" } else { "refuse" };
     let what = if c.verdict == Verdict::Approve {
@@ -124,6 +127,65 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
         "header",
     )]));
     out.extend(fields.into_iter().map(|l| field_row(l, 2)));
+    out
+}
+
+/// Distinct values with their counts, most frequent first then by name: `email.send ×3, pay ×1`.
+#[must_use]
+pub fn counted<'a>(values: impl Iterator<Item = &'a str>) -> String {
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for v in values {
+        *counts.entry(v).or_default() += 1;
+    }
+    let mut v: Vec<(&str, usize)> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v.iter().map(|(k, n)| format!("{k} ×{n}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The batch dialog (issue 18): what is signed for all (count, classes, agents, key, principal,
+/// the one reason), then each packet as the single dialog shows it (summary, id, agent, class,
+/// content hash, what an approval stands in for, and every field of the proposed action, where
+/// it goes first), numbered. Nothing is cut: the dialog scrolls.
+fn batch_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
+    let n = c.batch.len();
+    let role = if c.verdict == Verdict::Approve { "approve" } else { "refuse" };
+    let what = if c.verdict == Verdict::Approve {
+        format!("✓ Sign an APPROVAL of each of these {n} packets?")
+    } else {
+        format!("✗ Sign a REFUSAL of each of these {n} packets?")
+    };
+    let any = usize::MAX;
+    let mut out = vec![Row(vec![(what, role)]), Row(vec![])];
+    labelled(&mut out, "packets", &format!("{n}, each signed and recorded on its own"), "base", width);
+    labelled(
+        &mut out,
+        "classes",
+        &inert(&counted(c.batch.iter().map(|p| p.action_class.as_str())), any),
+        "title",
+        width,
+    );
+    labelled(&mut out, "agents", &inert(&counted(c.batch.iter().map(|p| p.agent.as_str())), any), "base", width);
+    labelled(&mut out, "key", state.fingerprint.as_deref().unwrap_or(""), "base", width);
+    labelled(&mut out, "principal", &inert(state.principal.as_deref().unwrap_or(""), any), "base", width);
+    if let Some(r) = &c.reason {
+        labelled(&mut out, "reason", &inert(r, any), "base", width);
+    }
+    for (i, p) in c.batch.iter().enumerate() {
+        out.push(Row(vec![]));
+        out.push(Row(vec![(format!("── {} of {n} ──", i + 1), "header")]));
+        labelled(&mut out, "summary", &inert(&p.summary, any), "base", width);
+        labelled(&mut out, "packet", &inert(&p.id, any), "base", width);
+        labelled(&mut out, "agent", &inert(&p.agent, any), "base", width);
+        labelled(&mut out, "class", &inert(&p.action_class, any), "title", width);
+        labelled(&mut out, "payload", &p.content_hash, "accent", width);
+        if c.verdict == Verdict::Approve {
+            for what in state.verdict(&p.id).map(crate::verdict::PacketVerdict::stands_in_for).unwrap_or_default() {
+                labelled(&mut out, "stands in", &format!("for {}", inert(&what, any)), "warn", width);
+            }
+        }
+        let fields = field_lines(&p.proposed_action, width.saturating_sub(2), usize::MAX, true);
+        out.extend(fields.into_iter().map(|l| field_row(l, 2)));
+    }
     out
 }
 

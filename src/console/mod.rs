@@ -484,6 +484,57 @@ impl Runner {
                     Action::GrantRevoked(result)
                 });
             }
+            Effect::SignBatch { items, verdict, reason } => {
+                let Some(principal) = self.principal.clone() else {
+                    let _ = self.tx.send(Action::SignedBatch(Err("read-only: no key".into())));
+                    return;
+                };
+                let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
+                let observer = Arc::clone(&self.observer);
+                let on_panic = Action::SignedBatch(Err("internal error while signing (see the log)".into()));
+                spawn_job(tx, on_panic, move || {
+                    let at = crate::clock::now_rfc3339();
+                    let batch: Vec<spool::BatchItem<'_>> =
+                        items.iter().map(|i| spool::BatchItem { packet: &i.packet, publisher: i.publisher }).collect();
+                    // What each approval stands in for is what the principal saw in the dialog.
+                    let stands = |_: &spool::ChainView, p: &crate::packet::Packet| {
+                        Ok(items
+                            .iter()
+                            .find(|i| i.packet.id == p.id)
+                            .map(|i| i.stands_in_for.clone())
+                            .unwrap_or_default())
+                    };
+                    let result = spool::decide_many(
+                        &spool,
+                        &principal,
+                        &pinned,
+                        &batch,
+                        verdict,
+                        reason.as_deref(),
+                        &at,
+                        &observer,
+                        stands,
+                    )
+                    .map(|done| {
+                        items
+                            .iter()
+                            .zip(done)
+                            .map(|(i, d)| SignedSummary {
+                                packet_id: i.packet.id.clone(),
+                                verdict,
+                                chain_index: d.appended.chain_index,
+                                entry_hash: d.appended.entry_hash,
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .map_err(|e| e.to_string());
+                    match &result {
+                        Ok(s) => tracing::info!(packets = s.len(), verdict = verdict.as_str(), "batch signed"),
+                        Err(e) => tracing::warn!(error = %e, "batch signing failed"),
+                    }
+                    Action::SignedBatch(result)
+                });
+            }
             Effect::Control(input) => {
                 let Some(principal) = self.principal.clone() else {
                     let _ = self.tx.send(Action::ControlSigned(Err("read-only: no key".into())));

@@ -101,6 +101,9 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
         Mode::ChainAlert => render_chain_alert(state, theme, frame, area),
         Mode::Log => render_log(state, theme, frame, area),
         Mode::Input { purpose: InputPurpose::RefuseReason(p), text } => render_reason(theme, frame, area, p, text),
+        Mode::Input { purpose: InputPurpose::RefuseBatchReason(ps), text } => {
+            render_batch_reason(theme, frame, area, ps, text);
+        }
         Mode::ControlConfirm(c) => render_control_confirm(state, theme, frame, area, &c.input, Some(c.focus), None),
         Mode::Input { purpose: InputPurpose::TypedConfirm(input), text } => {
             render_control_confirm(state, theme, frame, area, input, None, Some(text));
@@ -1621,6 +1624,37 @@ fn render_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, p: &Packet, t
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
             .block(Block::default().borders(Borders::ALL).border_style(theme.get("refuse")).title(" Refuse: why? ")),
+        rect,
+    );
+}
+
+/// The one reason for refusing a selection: how many packets, their classes; every packet is
+/// listed whole in the dialog that follows.
+fn render_batch_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, ps: &[std::sync::Arc<Packet>], text: &str) {
+    let lines = vec![
+        kv(theme, "refuse", format!("{} selected {}", ps.len(), plural(ps.len(), "packet"))),
+        kv(theme, "classes", inert(&super::dialog::counted(ps.iter().map(|p| p.action_class.as_str())), 200)),
+        Line::from(""),
+        Line::from(vec![
+            Span::styled("one reason for all: ", theme.get("header")),
+            Span::raw(inert(text, 200)),
+            Span::styled("▏", theme.get("accent")),
+        ]),
+        Line::from(""),
+        Line::from(Span::styled(
+            "enter continue (every packet is shown before signing) · esc cancel",
+            theme.get("muted"),
+        )),
+    ];
+    let rect = centered(area, 80, lines.len() as u16 + 2);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.get("refuse"))
+                .title(" Refuse the selection: why? "),
+        ),
         rect,
     );
 }
