@@ -46,6 +46,9 @@ pub struct Options {
     /// The configuration directory whose pinned keys, `policy.toml` and key the console uses (the
     /// demo's own temporary one for `warrant demo`, else the principal's).
     pub config_dir: std::path::PathBuf,
+    /// Capture the mouse (`[console] mouse`, default true): clicks select rows and switch views,
+    /// the wheel scrolls lists.
+    pub mouse: bool,
 }
 
 fn now_secs() -> f64 {
@@ -65,6 +68,7 @@ fn restore_terminal() {
     let _ = terminal::disable_raw_mode();
     let _ = execute!(
         std::io::stdout(),
+        ratatui::crossterm::event::DisableMouseCapture,
         ratatui::crossterm::event::DisableBracketedPaste,
         terminal::LeaveAlternateScreen,
         ratatui::crossterm::cursor::Show
@@ -130,6 +134,10 @@ pub fn run(opts: Options) -> Result<()> {
     terminal::enable_raw_mode().wrap_err("enabling raw mode (is this a terminal?)")?;
     let _guard = TerminalGuard;
     execute!(std::io::stdout(), terminal::EnterAlternateScreen, ratatui::crossterm::event::EnableBracketedPaste)?;
+    if opts.mouse {
+        // Disabled again by `restore_terminal` on every exit path (guard, panic hook, quit).
+        execute!(std::io::stdout(), ratatui::crossterm::event::EnableMouseCapture)?;
+    }
     execute!(std::io::stdout(), terminal::SetTitle(format!("warrant — {}", opts.spool.root().display())))?;
     let backend = ratatui::backend::CrosstermBackend::new(std::io::stdout());
     let mut terminal = ratatui::Terminal::new(backend)?;
