@@ -145,6 +145,24 @@ pub enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Check an exported audit (`warrant audit --json` lines) against the spool's verified
+        /// chain: every line that claims a record must match it (exit 1 otherwise).
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+    },
+    /// Print the audit: every decision, control, key event, grant and allowed call in chain
+    /// order, with how it was allowed, the signer, the record's number and entry_hash; calls that
+    /// left no chain record (receipt files) interleaved by time and marked as not in the chain.
+    Audit {
+        /// Print JSON lines, one entry a line (`warrant verify --audit FILE` checks them).
+        #[arg(long)]
+        json: bool,
+        /// Only entries at or after this time (RFC 3339, e.g. 2026-11-21T00:00:00Z).
+        #[arg(long, value_name = "TIME")]
+        since: Option<String>,
+        /// Only entries about this agent.
+        #[arg(long, value_name = "AGENT")]
+        agent: Option<String>,
     },
     /// Print the chain as an opentrustgraph-chain/v0 export.
     Export,
@@ -747,12 +765,23 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             let spool = resolve_spool(spool_arg, &config)?;
             list(&spool, json)
         }
-        Command::Verify { path, json } => {
+        Command::Verify { path, json, audit: Some(file) } => {
+            let spool = match path {
+                Some(p) => Spool::new(p),
+                None => resolve_spool(spool_arg, &config)?,
+            };
+            verify_audit(&spool, &file, json)
+        }
+        Command::Verify { path, json, audit: None } => {
             let path = match path {
                 Some(p) => p,
                 None => resolve_spool(spool_arg, &config)?.root().to_owned(),
             };
             verify(&path, json)
+        }
+        Command::Audit { json, since, agent } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            audit_cmd(&spool, json, since.as_deref(), agent)
         }
         Command::Export => {
             let spool = resolve_spool(spool_arg, &config)?;
@@ -1026,6 +1055,7 @@ fn run_console(
         },
         demo_interval: demo.map(|d| d.interval),
         config_dir,
+        mouse: config.console.mouse,
     };
     crate::console::run(options).map_err(|e| Failure::usage(format!("{e:#}")))?;
     Ok(0)
@@ -2010,6 +2040,149 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
 /// Findings `warrant verify` prints before summarising the rest (a tampered million-record chain
 /// can have a million findings; `--json` lists every one).
 const SHOWN_FINDINGS: usize = 50;
+
+/// The audit of a spool: the entries of its verified chain and the calls of its receipt files,
+/// and the verification report.
+fn spool_audit(spool: &Spool) -> Result<(VerifyReport, Vec<crate::audit::AuditEntry>), Failure> {
+    // A mistyped spool is an error, not an empty audit.
+    if !spool.root().is_dir() {
+        return Err(Failure::usage(format!("{}: no such spool directory", spool.root().display())));
+    }
+    let pinned = load_pinned()?;
+    Ok(spool::audit_chain(spool, &pinned)?)
+}
+
+/// One JSON line with every [`crate::text::is_unsafe`] character escaped as `\uXXXX` (outside
+/// strings a JSON text has none, so escaping the whole line changes no value).
+fn json_line_inert(v: &Value) -> String {
+    let mut out = String::new();
+    for c in v.to_string().chars() {
+        if crate::text::is_unsafe(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `warrant audit`: exit 0, or 1 when the chain does not verify (the records that failed are
+/// left out and the first finding is on stderr).
+fn audit_cmd(spool: &Spool, as_json: bool, since: Option<&str>, agent: Option<String>) -> Result<u8, Failure> {
+    let since =
+        match since {
+            Some(t) => Some(crate::clock::unix_seconds(t).ok_or_else(|| {
+                Failure::usage(format!("--since {}: not an RFC 3339 time", crate::text::inert(t, 80)))
+            })?),
+            None => None,
+        };
+    let (report, chain_entries) = spool_audit(spool)?;
+    let snap = Scanner::for_config(&config::config_dir()).scan(spool)?;
+    let entries = crate::audit::build(chain_entries, &snap.receipts, &crate::audit::AuditFilter { since, agent });
+    let mut out = std::io::stdout().lock();
+    for e in &entries {
+        if as_json {
+            writeln!(out, "{}", json_line_inert(&e.to_json()))?;
+        } else {
+            writeln!(out, "{}", audit_text_line(e))?;
+        }
+    }
+    out.flush()?;
+    if let Some(first) = report.first() {
+        eprintln!(
+            "warrant: the chain does not verify ({}); records that fail a check are left out",
+            crate::text::inert(&first.to_string(), 400)
+        );
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// One audit entry as a line of text (everything from the spool made inert).
+fn audit_text_line(e: &crate::audit::AuditEntry) -> String {
+    use crate::text::inert;
+    let place = e.record.map_or_else(|| "not in the chain".to_owned(), |r| format!("record {r}"));
+    let mut line = format!(
+        "{place:<16} {}  {:<10} {:<8} {}  agent {}  {}",
+        inert(&e.at, 40),
+        e.kind.word(),
+        inert(&e.decision, 40),
+        inert(&e.action, 80),
+        inert(&e.agent, 80),
+        e.how.words()
+    );
+    if let Some(s) = &e.signer {
+        line.push_str(&format!("  signer {} {}", inert(&s.name, 64), inert(&s.key, 80)));
+    }
+    if let Some(p) = &e.packet_id {
+        line.push_str(&format!("  packet {}", inert(p, 128)));
+    }
+    if let Some(t) = &e.tool {
+        line.push_str(&format!("  tool {}", inert(t, 80)));
+        if e.calls > 1 {
+            line.push_str(&format!(" ×{}", e.calls));
+        }
+    }
+    if let Some(r) = &e.receipt_id {
+        line.push_str(&format!("  receipt {}", inert(r, 128)));
+    }
+    if let Some(g) = &e.observed_by {
+        line.push_str(&format!("  observed by gateway {}", inert(g, 64)));
+    }
+    if let Some(r) = &e.reason {
+        line.push_str(&format!("  reason \"{}\"", inert(r, 200)));
+    }
+    if let Some(h) = &e.entry_hash {
+        line.push_str(&format!("  {}", inert(h, 80)));
+    }
+    line
+}
+
+/// `warrant verify --audit FILE`: every line of an exported audit that claims a chain record
+/// checked against the spool's verified chain. Exit 0 when the chain verifies and every such
+/// line matches, 1 otherwise.
+fn verify_audit(spool: &Spool, file: &Path, as_json: bool) -> Result<u8, Failure> {
+    let text =
+        crate::config::read_text_file(file, 1 << 30).map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
+    let (report, entries) = spool_audit(spool)?;
+    let check = crate::audit::check_lines(&text, &entries);
+    let ok = report.is_valid() && check.mismatches.is_empty();
+    if as_json {
+        print_json(&json!({
+            "valid": ok,
+            "chain_valid": report.is_valid(),
+            "checked": check.checked,
+            "off_chain": check.off_chain,
+            "mismatches": check.mismatches.iter().map(|m| json!({"line": m.line, "message": m.message})).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        let mut err = std::io::stderr().lock();
+        if let Some(first) = report.first() {
+            writeln!(err, "invalid chain: {}", crate::text::inert(&first.to_string(), 4000))?;
+        }
+        for m in &check.mismatches {
+            writeln!(err, "audit line {}: {}", m.line, crate::text::inert(&m.message, 4000))?;
+        }
+        if ok {
+            println!(
+                "audit matches the chain: {} lines checked against {} records, {} not in the chain (receipt files, not checkable)",
+                check.checked, report.total, check.off_chain
+            );
+        } else {
+            writeln!(
+                err,
+                "audit does not match the chain: {} mismatches, {} lines matched, {} not in the chain",
+                check.mismatches.len(),
+                check.checked,
+                check.off_chain
+            )?;
+        }
+    }
+    Ok(if ok { 0 } else { 1 })
+}
 
 fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
     let pinned = load_pinned()?;

@@ -96,6 +96,23 @@ pub struct Config {
     pub rescan_seconds: Option<u64>,
     /// How the console tells the principal that a packet needs them (`[notify]`).
     pub notify: Notify,
+    /// The console's own settings (`[console]`).
+    pub console: ConsoleConfig,
+}
+
+/// `[console]` in `config.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsoleConfig {
+    /// Capture the mouse: clicks select rows and switch views, the wheel scrolls lists (default
+    /// true). `false` leaves the mouse to the terminal (its own text selection).
+    pub mouse: bool,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        Self { mouse: true }
+    }
 }
 
 /// `[notify]` in `config.toml`: how the console tells the principal that a new packet needs
@@ -146,6 +163,8 @@ impl Config {
     /// let n = warrant::config::Config::parse("[notify]\nbell = true\ncommand = [\"notify-send\", \"warrant\"]").unwrap();
     /// assert!(n.notify.bell && n.notify.title && n.notify.command.is_some());
     /// assert!(warrant::config::Config::parse("[notify]\ncommand = []").is_err());
+    /// assert!(!warrant::config::Config::parse("[console]\nmouse = false").unwrap().console.mouse);
+    /// assert!(warrant::config::Config::parse("").unwrap().console.mouse);
     /// ```
     pub fn parse(text: &str) -> Result<Self, String> {
         let config: Self = toml::from_str(text).map_err(|e| e.to_string())?;

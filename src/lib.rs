@@ -8,6 +8,7 @@
 //! - [`keys`]: the principal's Ed25519 key and the pinned public keys;
 //! - [`decision`]: signed approve/refuse decisions and their chain records;
 //! - [`control`]: the principal's signed controls (notebook trust, quarantine, kill, elevation);
+//! - [`audit`]: the audit: every decision, control, grant and allowed call, with how it was allowed;
 //! - [`packet`]: approval packets and receipts in both Trust Graduation forms;
 //! - [`registry`]: the ten canonical action classes;
 //! - [`graduation`]: Trust Graduation v0.1: the gate, evidence, posteriors, packets, receipts;
@@ -29,6 +30,7 @@
 //! tokio and `rmcp`) in `gateway`, both behind the default `console` feature; the protocol
 //! modules above import neither.
 
+pub mod audit;
 pub mod calls;
 pub mod canonical;
 pub mod chain;

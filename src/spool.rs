@@ -2873,3 +2873,33 @@ pub fn record_preconditions(
         Some(Ok(c)) => observer.record(&c.preconditions).map_err(DecideError::PreconditionFailed),
     }
 }
+
+/// The audit entries ([`crate::audit::entry_of_record`]) of every record of `spool`'s chain that
+/// passed every check, in chain order, with the verification report (checked as
+/// [`verify_chain`] checks, the principal's checkpoint included). A record that failed a check
+/// has no entry; the caller says so from the report.
+///
+/// # Errors
+/// As [`verify_chain`].
+pub fn audit_chain(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+) -> Result<(chain::VerifyReport, Vec<crate::audit::AuditEntry>), ChainError> {
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
+    let mut entries = Vec::new();
+    let keep = ["tg_receipt", "warrant_grant", "approval", "reason"];
+    let tail =
+        chain::verify_tail_with(&spool.chain_path(), &chain::Verified::default(), opts, &keep, &progress, |i, rec| {
+            entries.push(crate::audit::entry_of_record(i, rec));
+        })?;
+    let mut report = tail.map(|t| t.report).unwrap_or_default();
+    let (checkpoint, _) = crate::checkpoint::latest(spool, pinned);
+    if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint::check(&spool.chain_path(), &cp, &report)) {
+        report.findings.push(f);
+    }
+    let bad: std::collections::HashSet<u64> =
+        report.findings.iter().filter_map(|f| f.index).map(|i| i as u64 + 1).collect();
+    entries.retain(|e| e.record.is_some_and(|r| !bad.contains(&r)));
+    Ok((report, entries))
+}

@@ -468,3 +468,84 @@ fn preconditions_are_recorded_at_approval_and_rechecked_at_execution() {
     assert_eq!(e.run(&["refuse", "--yes", "p-stale", "--reason", "stale"]).status.code(), Some(0));
     assert_eq!(e.run(&["check-preconditions", "p-stale"]).status.code(), Some(3), "refused");
 }
+
+/// A receipt file a hook or the gateway would write for a call that ran with no packet.
+fn write_call_receipt(e: &Env, id: &str, agent: &str, created_at: &str) {
+    let dir = e.spool().join("receipts");
+    std::fs::create_dir_all(&dir).expect("receipts");
+    let r = serde_json::json!({
+        "type": "trust_graduation_receipt", "receipt_id": id, "action_class": "file.read",
+        "outcome": "execute", "created_at": created_at, "agent": agent,
+        "note": "3 call(s) of fs.read ran with no packet (the gate allows them on their own)",
+        "tool_call": {"host": "mcp-gateway", "tool": "fs.read", "calls": 3}
+    });
+    std::fs::write(dir.join(format!("{id}.json")), r.to_string()).expect("receipt");
+}
+
+// `warrant audit` lists decisions, controls and calls off the chain in chain order with how they
+// were allowed, numbered as `verify` numbers records; `--json` lines verify against the chain,
+// and `verify --audit` catches an edited line; `--since` and `--agent` filter.
+#[test]
+fn audit_lists_the_chain_and_calls_and_verify_checks_an_export() {
+    let e = Env::new();
+    assert_eq!(e.propose("draft.compose", "agent-a", "p-1", &[]).status.code(), Some(0));
+    assert_eq!(e.propose("draft.compose", "agent-b", "p-2", &[]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "p-1"]).status.code(), Some(0));
+    assert_eq!(e.run(&["refuse", "--yes", "p-2", "--reason", "not now"]).status.code(), Some(0));
+    let o = e.run(&["agent", "quarantine", "agent-b", "--reason", "odd traffic"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Before every record, and after all of them.
+    write_call_receipt(&e, "rcpt-early", "agent-a", "2000-01-01T00:00:00Z");
+    write_call_receipt(&e, "rcpt-late", "agent-b", "2999-01-01T00:00:00Z");
+
+    let o = e.run(&["audit"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    assert!(lines[0].starts_with("not in the chain") && lines[0].contains("by the gate alone"), "{out}");
+    assert!(
+        lines[1].starts_with("record 1") && lines[1].contains("approve") && lines[1].contains("signer alice SHA256:"),
+        "{out}"
+    );
+    assert!(lines[2].starts_with("record 2") && lines[2].contains("refuse") && lines[2].contains("not now"), "{out}");
+    assert!(lines[3].starts_with("record 3") && lines[3].contains("control") && lines[3].contains("agent-b"), "{out}");
+    assert!(lines[4].contains("rcpt-late") && lines[4].contains("fs.read ×3"), "{out}");
+
+    let o = e.run(&["audit", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let json = String::from_utf8_lossy(&o.stdout).into_owned();
+    let rows: Vec<Value> = json.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
+    assert_eq!(rows.len(), 5);
+    let chain = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");
+    let second: Value = serde_json::from_str(chain.lines().nth(1).expect("record 2")).expect("record");
+    assert_eq!(rows[2]["record"], 2);
+    assert_eq!(rows[2]["entry_hash"], second["entry_hash"]);
+    assert_eq!((rows[2]["kind"].as_str(), rows[2]["how"]["by"].as_str()), (Some("decision"), Some("person")));
+    assert_eq!(rows[0]["in_chain"], false);
+    assert_eq!(rows[0]["how"]["by"], "gate");
+
+    let file = e.dir.path().join("audit.jsonl");
+    std::fs::write(&file, &json).expect("audit file");
+    let f = file.display().to_string();
+    let o = e.run(&["verify", "--audit", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("3 lines checked"), "{}", text(&o));
+    // Edited: the refusal turned into an approval.
+    std::fs::write(&file, json.replacen("\"decision\":\"refuse\"", "\"decision\":\"approve\"", 1)).expect("edit");
+    let o = e.run(&["verify", "--audit", &f]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("audit line 3: record 2: decision"), "{}", text(&o));
+    // A line claiming a record the chain does not have.
+    std::fs::write(&file, json.replacen("\"record\":3", "\"record\":9", 1)).expect("edit");
+    assert_eq!(e.run(&["verify", "--audit", &f]).status.code(), Some(1));
+
+    let o = e.run(&["audit", "--agent", "agent-b"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(out.lines().all(|l| l.contains("agent agent-b")), "{out}");
+    let o = e.run(&["audit", "--since", "2500-01-01T00:00:00Z"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert_eq!(e.run(&["audit", "--since", "yesterday"]).status.code(), Some(2));
+}

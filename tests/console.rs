@@ -2220,3 +2220,274 @@ fn a_batch_with_a_packet_that_cannot_be_approved_opens_nothing() {
     press(&mut s, &["a"]);
     assert!(!matches!(s.mode, Mode::Confirm(_)), "{:?}", s.mode);
 }
+
+/// Types `text` into the open text line, one key a character.
+fn type_text(s: &mut State, text: &str) {
+    for c in text.chars() {
+        let k = if c == ' ' { "space".to_owned() } else { c.to_string() };
+        app::update(s, key(&k));
+    }
+}
+
+/// `:` and `line`, then enter.
+fn command(s: &mut State, line: &str) -> Vec<Effect> {
+    app::update(s, key(":"));
+    type_text(s, line);
+    press(s, &["enter"])
+}
+
+// The command line parses, completes and refuses what it does not know (issue 18).
+#[test]
+fn command_line_parses_and_completes() {
+    use warrant::console::command::{Command, complete, parse};
+    use warrant::console::filter::SortKey;
+    assert_eq!(parse("sort risk"), Ok(Command::Sort(SortKey::Risk)));
+    assert_eq!(parse("refuse not today"), Ok(Command::Refuse(Some("not today".into()))));
+    assert_eq!(parse("refuse"), Ok(Command::Refuse(None)));
+    assert_eq!(parse("audit"), Ok(Command::View(Pane::Audit)));
+    assert_eq!(parse("grant until 2026-12-01T00:00:00Z"), Ok(Command::Grant("until 2026-12-01T00:00:00Z".into())));
+    assert!(parse("grant forever").is_err());
+    assert!(parse("sort size").unwrap_err().contains("age, risk, class, agent"));
+    assert!(parse("approve now").is_err());
+    assert!(parse("frobnicate").unwrap_err().contains("unknown command :frobnicate"));
+    assert!(parse("theme").is_err());
+    let themes = vec!["default".to_owned(), "mono".to_owned()];
+    assert_eq!(complete("th", &themes).0, "theme ");
+    assert_eq!(complete("theme m", &themes).0, "theme mono");
+    assert_eq!(complete("sort ri", &themes).0, "sort risk");
+    assert_eq!(complete("au", &themes).0, "audit");
+    // Two candidates: the line keeps their common prefix and lists them.
+    let (line, options) = complete("p", &themes);
+    assert_eq!((line.as_str(), options), ("p", vec!["pending".to_owned(), "posteriors".to_owned()]));
+    let (line, options) = complete("a", &themes);
+    assert_eq!(line, "a");
+    assert_eq!(options, ["approve", "agents", "audit"]);
+    assert_eq!(complete("zz", &themes), ("zz".to_owned(), vec![]));
+}
+
+// `:` runs the same actions as the keys: approve and refuse open the confirmation dialog (no
+// signature without it), filter, sort, views, theme, quit; an unknown command does nothing and
+// says so; esc cancels; Up/Down walk the history; Tab completes in place.
+#[test]
+fn command_line_dispatches_to_the_keys_actions() {
+    let mut s = state(false);
+    // Tab completes the command name, then its argument.
+    app::update(&mut s, key(":"));
+    type_text(&mut s, "so");
+    app::update(&mut s, key("tab"));
+    type_text(&mut s, "ri");
+    app::update(&mut s, key("tab"));
+    assert!(matches!(&s.mode, Mode::Input { text, .. } if text == "sort risk"), "{:?}", s.mode);
+    assert!(press(&mut s, &["enter"]).is_empty());
+    assert_eq!(s.sort, warrant::console::filter::SortKey::Risk);
+    assert_eq!(s.mode, Mode::Normal);
+
+    // Unknown: nothing done, a clear error.
+    let (pane, filter, sort) = (s.pane, s.filter.clone(), s.sort);
+    assert!(command(&mut s, "frobnicate").is_empty());
+    let flash = s.flash.clone().expect("error shown");
+    assert!(flash.error && flash.text.contains("unknown command :frobnicate"), "{flash:?}");
+    assert_eq!((s.pane, s.filter.clone(), s.sort, s.mode.clone()), (pane, filter, sort, Mode::Normal));
+
+    // Esc cancels what was typed.
+    app::update(&mut s, key(":"));
+    type_text(&mut s, "q");
+    assert!(press(&mut s, &["esc"]).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(!s.quit);
+
+    // History: Up gives the newest first, Down walks back to what was being typed.
+    app::update(&mut s, key(":"));
+    type_text(&mut s, "fil");
+    app::update(&mut s, key("up"));
+    assert!(matches!(&s.mode, Mode::Input { text, .. } if text == "frobnicate"), "{:?}", s.mode);
+    app::update(&mut s, key("up"));
+    assert!(matches!(&s.mode, Mode::Input { text, .. } if text == "sort risk"), "{:?}", s.mode);
+    app::update(&mut s, key("up"));
+    assert!(matches!(&s.mode, Mode::Input { text, .. } if text == "sort risk"), "oldest stays: {:?}", s.mode);
+    app::update(&mut s, key("down"));
+    app::update(&mut s, key("down"));
+    assert!(matches!(&s.mode, Mode::Input { text, .. } if text == "fil"), "{:?}", s.mode);
+    app::update(&mut s, key("esc"));
+
+    // Filter and views.
+    assert!(command(&mut s, "filter northwind").is_empty());
+    assert_eq!(s.filter, "northwind");
+    assert!(command(&mut s, "filter").is_empty());
+    assert!(s.filter.is_empty());
+    command(&mut s, "sort age");
+    assert!(command(&mut s, "decided").is_empty());
+    assert_eq!(s.pane, Pane::Decided);
+    assert_eq!(command(&mut s, "audit"), vec![Effect::Audit]);
+    assert_eq!(s.pane, Pane::Audit);
+    command(&mut s, "pending");
+
+    // Approve and refuse open the same dialog as `a` and `r` for the packet under the cursor;
+    // nothing is signed by the command.
+    let under = s.selected_packet().map(|p| p.id.clone()).expect("a packet");
+    assert!(command(&mut s, "approve").is_empty());
+    let Mode::Confirm(c) = &s.mode else { panic!("no dialog: {:?}", s.mode) };
+    assert_eq!((c.verdict, c.focus, c.packet.id.as_str()), (Verdict::Approve, Button::Cancel, under.as_str()));
+    press(&mut s, &["esc"]);
+    assert!(command(&mut s, "refuse not before Monday").is_empty());
+    let Mode::Confirm(c) = &s.mode else { panic!("no dialog: {:?}", s.mode) };
+    assert_eq!((c.verdict, c.reason.as_deref()), (Verdict::Refuse, Some("not before Monday")));
+    press(&mut s, &["esc"]);
+    command(&mut s, "refuse");
+    assert!(matches!(s.mode, Mode::Input { purpose: app::InputPurpose::RefuseReason(_), .. }), "{:?}", s.mode);
+    press(&mut s, &["esc"]);
+
+    // Theme, grant (not in this build), help, quit.
+    assert_eq!(command(&mut s, "theme mono"), vec![Effect::Theme("mono".into())]);
+    assert!(command(&mut s, "grant session").is_empty());
+    assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("grants: not available in this build")), "{:?}", s.flash);
+    assert!(command(&mut s, "help").is_empty());
+    assert_eq!(s.mode, Mode::Help);
+    press(&mut s, &["esc"]);
+    assert_eq!(command(&mut s, "q"), vec![Effect::Quit]);
+    assert!(s.quit);
+}
+
+// The command line with Tab's candidates, at both sizes.
+#[test]
+fn command_line_snapshots() {
+    let mut s = state(false);
+    app::update(&mut s, key(":"));
+    type_text(&mut s, "a");
+    app::update(&mut s, key("tab"));
+    let small = screen(&s, 80, 24);
+    assert!(small.contains(":a▏  approve agents audit"), "{small}");
+    insta::assert_snapshot!("command_line_80x24", small);
+    insta::assert_snapshot!("command_line_160x48", screen(&s, 160, 48));
+}
+
+/// A signed chain record as `audit_chain` hands it to `entry_of_record`.
+fn audit_record(action: &str, agent: &str, at: &str, approval: &str, meta_key: &str, doc: Value) -> Value {
+    json!({
+        "action": action, "agent": agent, "timestamp": at, "outcome": "success",
+        "entry_hash": format!("sha256:{}", warrant::canonical::sha256_hex(format!("{action}{at}").as_bytes())),
+        "metadata": {
+            "approval": {"decision": approval, "signatures": [{"signer": "alice", "key_fingerprint": "SHA256:S1I+LnIehTKTATEWkIjfe40E1haIYEbCmd6nU3nMHAQ"}]},
+            meta_key: doc,
+        }
+    })
+}
+
+fn audit_state() -> State {
+    let mut s = state(false);
+    let records = [
+        audit_record(
+            "email.send.external",
+            "agent-scribe",
+            "2026-11-21T08:10:00Z",
+            "approve",
+            "warrant_decision",
+            json!({"packet_id": "p-old", "decision": "approve", "reason": "quote checked"}),
+        ),
+        audit_record(
+            "social.post.public",
+            "agent-herald",
+            "2026-11-21T08:30:00Z",
+            "refuse",
+            "warrant_decision",
+            json!({"packet_id": "p-post", "decision": "refuse", "reason": "not before the launch review"}),
+        ),
+        audit_record(
+            "warrant.control.agent.quarantine",
+            "agent-herald",
+            "2026-11-21T08:31:00Z",
+            "agent.quarantine",
+            "warrant_control",
+            json!({"control": "agent.quarantine", "subject": "agent-herald", "reason": "odd posts"}),
+        ),
+        audit_record(
+            "warrant.grant",
+            "agent-scribe",
+            "2026-11-21T08:40:00Z",
+            "grant",
+            "warrant_grant",
+            json!({"domain": "warrant.grant/v1", "grant_id": "g-7"}),
+        ),
+    ];
+    let entries: Vec<_> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| warrant::audit::entry_of_record(i, r.as_object().expect("record")))
+        .collect();
+    let mut snap = snapshot();
+    let receipt = json!({
+        "type": "trust_graduation_receipt", "receipt_id": "rcpt-reads", "action_class": "file.read",
+        "outcome": "execute", "created_at": "2026-11-21T08:20:00Z", "agent": "agent-scribe",
+        "note": "12 call(s) of fs.read ran with no packet (the gate allows them on their own)",
+        "tool_call": {"host": "mcp-gateway", "tool": "fs.read", "calls": 12}
+    });
+    let r = warrant::packet::parse_receipt(&serde_json::to_vec(&receipt).expect("json")).expect("receipt");
+    snap.receipts.push(Arc::new(r));
+    scanned(&mut s, snap);
+    assert_eq!(press(&mut s, &["8"]), vec![Effect::Audit]);
+    app::update(&mut s, Action::Audited(Ok(Arc::new(entries))));
+    s
+}
+
+// The Audit view (8): chain records in order with the call off the chain between them, how
+// each was allowed and who signed; the detail of the selected entry.
+#[test]
+fn audit_view_snapshots() {
+    let mut s = audit_state();
+    assert_eq!(s.pane, Pane::Audit);
+    let kinds: Vec<&str> = s.audit().iter().map(|e| e.kind.word()).collect();
+    assert_eq!(kinds, ["decision", "call", "decision", "control", "grant"]);
+    assert_eq!(s.audit()[1].record, None);
+    // A chain verification asks for the audit again.
+    let fx = app::update(&mut s, Action::ChainVerified(view(*valid_report(7), decided_post())));
+    assert_eq!(fx, vec![Effect::Audit]);
+    press(&mut s, &["j"]);
+    let small = screen(&s, 80, 24);
+    assert!(small.contains("∉ chain") && small.contains("not in the chain"), "{small}");
+    insta::assert_snapshot!("audit_80x24", small);
+    let big = screen(&s, 160, 48);
+    assert!(big.contains("8 Audit (5)") && big.contains("by the gate alone"), "{big}");
+    insta::assert_snapshot!("audit_160x48", big);
+    // The filter narrows the audit too.
+    command(&mut s, "filter agent:agent-herald");
+    assert_eq!(s.len(Pane::Audit), 2);
+}
+
+// The mouse: a click on a row selects it, a click on a tab switches view, the wheel scrolls;
+// in a dialog the mouse does nothing.
+#[test]
+fn mouse_selects_rows_switches_views_and_scrolls() {
+    use app::{MouseInput, MouseKind};
+    let mut s = state(false);
+    app::update(&mut s, Action::Resize { width: 160, height: 48 });
+    let text = screen(&s, 160, 48);
+    let lines: Vec<&str> = text.lines().collect();
+    let (row, line) =
+        lines.iter().enumerate().find(|(_, l)| l.contains("p-kickoff") || l.contains("agent-planner")).expect("row");
+    let click = |column: usize, row: usize| {
+        Action::Mouse(MouseInput { kind: MouseKind::Click, column: column as u16, row: row as u16 })
+    };
+    assert_eq!(s.selection(Pane::Pending), 0);
+    let col = line.find("agent-planner").map_or(5, |b| line[..b].chars().count());
+    app::update(&mut s, click(col, row));
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-kickoff"));
+    // Wheel down and up.
+    app::update(&mut s, Action::Mouse(MouseInput { kind: MouseKind::ScrollUp, column: 5, row: 5 }));
+    assert_eq!(s.selection(Pane::Pending), 0);
+    app::update(&mut s, Action::Mouse(MouseInput { kind: MouseKind::ScrollDown, column: 5, row: 5 }));
+    assert_eq!(s.selection(Pane::Pending), 2);
+    // The "2 Decided" tab in the list's title.
+    let tab_row = lines.iter().position(|l| l.contains("2 Decided")).expect("tabs");
+    let tab_col = lines[tab_row].find("2 Decided").map(|b| lines[tab_row][..b].chars().count()).expect("tab");
+    app::update(&mut s, click(tab_col + 2, tab_row));
+    assert_eq!(s.pane, Pane::Decided);
+    let audit_col = lines[tab_row].find("8 Audit").map(|b| lines[tab_row][..b].chars().count()).expect("audit tab");
+    assert_eq!(app::update(&mut s, click(audit_col + 1, tab_row)), vec![Effect::Audit]);
+    assert_eq!(s.pane, Pane::Audit);
+    // In the confirmation dialog a click does nothing.
+    command(&mut s, "pending");
+    press(&mut s, &["a"]);
+    let before = s.mode.clone();
+    assert!(app::update(&mut s, click(80, 24)).is_empty());
+    assert_eq!(s.mode, before);
+}

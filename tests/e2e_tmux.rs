@@ -530,3 +530,44 @@ fn approve_100_packets_with_one_confirmation() {
     tmux.wait_for("the list emptied", |s| s.contains("0 pending"));
     tmux.send(&["q"]);
 }
+
+/// Sends a left click at the 0-based cell (`column`, `row`) as a terminal in SGR mouse mode
+/// reports it (`ESC [ < 0 ; X ; Y M`, then the release `m`), written to the pane's input.
+fn click(tmux: &Tmux, column: usize, row: usize) {
+    let (x, y) = (column + 1, row + 1);
+    tmux.type_text(&format!("\x1b[<0;{x};{y}M\x1b[<0;{x};{y}m"));
+}
+
+// Issue 18: `:audit` runs from the command line of the real console and shows the chain's
+// decision in the Audit view; an unknown command says so; a mouse click on a row selects it.
+#[test]
+fn command_line_and_mouse_in_the_console() {
+    let w = World::new();
+    for (id, summary) in [("m-1", "First draft"), ("m-2", "Second draft"), ("m-3", "Third draft")] {
+        let o = w.cli(&["propose", "--class", "draft.compose", "--agent", "agent-a", "--summary", summary, "--id", id]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert!(w.cli(&["approve", "--yes", "m-1"]).status.success());
+    let tmux = Tmux::start("cmdline", &w.env(), &["console"]);
+    let (screen, _) = tmux.wait_for("the packets", |s| s.contains("chain ok") && s.contains("2 pending"));
+
+    // A click on the row of m-2 (newest first: m-3 is selected) selects it: the detail shows it.
+    let row = screen.lines().position(|l| l.contains("Second draft")).expect("row of m-2");
+    assert!(!screen.contains("packet  m-2"), "{screen}");
+    click(&tmux, 10, row);
+    tmux.wait_for("the clicked packet in the detail", |s| s.contains("packet  m-2"));
+
+    tmux.send(&[":"]);
+    tmux.type_text("frob");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the error", |s| s.contains("unknown command :frob"));
+    tmux.send(&[":"]);
+    tmux.type_text("au");
+    tmux.send(&["Tab"]);
+    tmux.wait_for("the completion", |s| s.contains(":audit▏"));
+    tmux.send(&["Enter"]);
+    let (audit, _) = tmux.wait_for("the audit", |s| s.contains("Audit entry") && s.contains("decision"));
+    assert!(audit.contains("approve") && audit.contains("person"), "{audit}");
+    assert!(w.chain().len() == 1, "the command line signed nothing");
+    tmux.send(&["q"]);
+}

@@ -94,8 +94,38 @@ pub enum Action {
     VerifyFailed(String),
     /// Something else failed (the terminal, the notify command) — shown, never fatal.
     Error(String),
+    /// The audit of the verified chain ([`crate::spool::audit_chain`]), or why it could not be
+    /// made.
+    Audited(Result<Arc<Vec<crate::audit::AuditEntry>>, String>),
+    /// A mouse event on the terminal (when `[console] mouse` is on).
+    Mouse(MouseInput),
+    /// `:grant SCOPE`: open the grant dialog for the packet under the cursor with this scope
+    /// (`session`, `until TIME`, `pattern GLOB`). Grants are not in this build: it only says so.
+    GrantDialog(String),
     /// Quit requested by a signal.
     Quit,
+}
+
+/// What the mouse did, where (0-based cell).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MouseInput {
+    /// Click, or wheel.
+    pub kind: MouseKind,
+    /// Column.
+    pub column: u16,
+    /// Row.
+    pub row: u16,
+}
+
+/// The mouse events the console uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MouseKind {
+    /// The left button went down.
+    Click,
+    /// The wheel turned up (towards the top of a list).
+    ScrollUp,
+    /// The wheel turned down.
+    ScrollDown,
 }
 
 /// What a successful signature reports back.
@@ -198,6 +228,11 @@ pub enum Effect {
         /// Packets pending now.
         pending: usize,
     },
+    /// Build the audit of the chain ([`crate::spool::audit_chain`]) off the UI thread.
+    Audit,
+    /// Switch to this theme (`:theme`): a built-in or `<config>/themes/NAME.toml`; the runner
+    /// reports a theme it cannot load as an error.
+    Theme(String),
     /// Leave.
     Quit,
 }
@@ -220,12 +255,38 @@ pub enum Pane {
     Agents,
     /// The principal's grants: scope in words, uses, end, signer ([`super::grants`]).
     Grants,
+    /// Every decision, control, key event, grant and allowed call in chain order, with how it
+    /// was allowed ([`crate::audit`]); view 8 (7 is kept for the grants).
+    Audit,
 }
 
 impl Pane {
     /// All panes in tab order.
-    pub const ALL: [Pane; 7] =
-        [Pane::Pending, Pane::Decided, Pane::Invalid, Pane::Posteriors, Pane::Matrices, Pane::Agents, Pane::Grants];
+    pub const ALL: [Pane; 8] = [
+        Pane::Pending,
+        Pane::Decided,
+        Pane::Invalid,
+        Pane::Posteriors,
+        Pane::Matrices,
+        Pane::Agents,
+        Pane::Grants,
+        Pane::Audit,
+    ];
+
+    /// The number key and tab number of the view (the Audit view is 8).
+    #[must_use]
+    pub fn number(self) -> u8 {
+        match self {
+            Pane::Pending => 1,
+            Pane::Decided => 2,
+            Pane::Invalid => 3,
+            Pane::Posteriors => 4,
+            Pane::Matrices => 5,
+            Pane::Agents => 6,
+            Pane::Grants => 7,
+            Pane::Audit => 8,
+        }
+    }
 
     /// Title word.
     #[must_use]
@@ -238,6 +299,7 @@ impl Pane {
             Pane::Matrices => "Matrices",
             Pane::Agents => "Agents",
             Pane::Grants => "Grants",
+            Pane::Audit => "Audit",
         }
     }
 }
@@ -344,6 +406,8 @@ pub enum InputPurpose {
     Elevation(String),
     /// The reason for revoking this grant (required).
     RevokeReason(String),
+    /// The `:` command line ([`super::command`]).
+    Command,
 }
 
 /// The modal state.
@@ -474,7 +538,7 @@ pub struct State {
     /// The focused list.
     pub pane: Pane,
     /// Selection per pane (index into the filtered list).
-    pub selected: [usize; 7],
+    pub selected: [usize; 8],
     /// The packet detail is zoomed to the whole screen.
     pub zoomed: bool,
     /// The list filter as typed ([`super::filter`]: words, `"phrases"`, `field:value`, `-term`).
@@ -554,6 +618,20 @@ pub struct State {
     pub grants: crate::grant::GrantBook,
     /// The Grants view's rows ([`super::grants::rows`]).
     grant_rows: Vec<super::grants::GrantRow>,
+    /// The audit of the chain as last built (entries of verified records), shared with the
+    /// job that built it.
+    audit_chain: Arc<Vec<crate::audit::AuditEntry>>,
+    /// The audit shown: the chain's entries and the receipt files' calls, after the filter.
+    audit: Vec<crate::audit::AuditEntry>,
+    /// An audit has been asked for (the view was opened): it is built again after each chain
+    /// verification.
+    pub audit_wanted: bool,
+    /// The `:` command line's history.
+    pub history: super::command::History,
+    /// The candidates of the last Tab completion (shown above the command line).
+    pub completions: Vec<String>,
+    /// The theme names `:theme` completes (the built-ins and `<config>/themes/*.toml`).
+    pub themes: Vec<String>,
 }
 
 /// A class's posterior with what rendering needs and should not recompute per frame.
@@ -680,7 +758,7 @@ impl State {
             chain_progress: None,
             chain_from_checkpoint: false,
             pane: Pane::Pending,
-            selected: [0; 7],
+            selected: [0; 8],
             zoomed: false,
             filter: String::new(),
             filter_error: None,
@@ -719,6 +797,12 @@ impl State {
             notified: super::notify::Notified::default(),
             grants: crate::grant::GrantBook::default(),
             grant_rows: Vec::new(),
+            audit_chain: Arc::new(Vec::new()),
+            audit: Vec::new(),
+            audit_wanted: false,
+            history: super::command::History::default(),
+            completions: Vec::new(),
+            themes: vec!["default".into(), "mono".into()],
         }
     }
 
@@ -1077,7 +1161,20 @@ impl State {
             Pane::Matrices => self.notebooks.len(),
             Pane::Agents => self.agents.len(),
             Pane::Grants => self.grant_rows.len(),
+            Pane::Audit => self.audit.len(),
         }
+    }
+
+    /// The audit entries shown (after the filter), in chain order.
+    #[must_use]
+    pub fn audit(&self) -> &[crate::audit::AuditEntry] {
+        &self.audit
+    }
+
+    /// The audit entry under the cursor in the Audit view.
+    #[must_use]
+    pub fn selected_audit(&self) -> Option<&crate::audit::AuditEntry> {
+        self.audit.get(self.selection(Pane::Audit))
     }
 
     /// The selected index of a pane, clamped to its list.
@@ -1093,7 +1190,7 @@ impl State {
         match self.pane {
             Pane::Pending => self.pending.get(i).map(|e| Arc::clone(&e.packet)),
             Pane::Decided => self.decided.get(i).and_then(|r| r.packet.clone()),
-            Pane::Invalid | Pane::Posteriors | Pane::Matrices | Pane::Agents | Pane::Grants => None,
+            Pane::Invalid | Pane::Posteriors | Pane::Matrices | Pane::Agents | Pane::Grants | Pane::Audit => None,
         }
     }
 
@@ -1349,6 +1446,25 @@ impl State {
             })
             .cloned()
             .collect();
+        // Built only once the Audit view has been opened (its chain part comes from a job).
+        self.audit = if self.audit_wanted {
+            crate::audit::build(
+                self.audit_chain.as_ref().clone(),
+                &self.snapshot.receipts,
+                &crate::audit::AuditFilter::default(),
+            )
+        } else {
+            Vec::new()
+        };
+        self.audit.retain(|e| {
+            let record = e.record.map(|r| r.to_string()).unwrap_or_default();
+            filter.matches(&[&e.agent, &e.action, e.kind.word(), &e.decision, e.how.word(), &record], |f| match f {
+                Field::Agent => Some(Cow::Borrowed(e.agent.as_str())),
+                Field::Class => Some(Cow::Borrowed(e.action.as_str())),
+                Field::Id => Some(Cow::Borrowed(e.packet_id.as_deref().unwrap_or_default())),
+                _ => None,
+            })
+        });
         self.pending = pending;
         self.decided = decided;
         self.invalid = invalid;
@@ -1372,6 +1488,7 @@ impl State {
             Pane::Matrices => self.notebooks.get(i).map(|n| n.id.clone()),
             Pane::Agents => self.agents.get(i).map(|a| a.agent.clone()),
             Pane::Grants => self.grant_rows.get(i).map(|r| r.grant.grant_id.clone()),
+            Pane::Audit => self.audit.get(i).map(audit_key),
         }
     }
 
@@ -1384,6 +1501,7 @@ impl State {
             Pane::Matrices => self.notebooks.iter().position(|n| n.id == id),
             Pane::Agents => self.agents.iter().position(|a| a.agent == id),
             Pane::Grants => self.grant_rows.iter().position(|r| r.grant.grant_id == id),
+            Pane::Audit => self.audit.iter().position(|e| audit_key(e) == id),
         }
     }
 
@@ -1396,6 +1514,12 @@ impl State {
         let next = (cur + delta).clamp(0, len as isize - 1);
         self.selected[self.pane as usize] = next as usize;
     }
+}
+
+/// What keeps the Audit view's selection on its entry across rebuilds: the record number, or
+/// the receipt's id off the chain.
+fn audit_key(e: &crate::audit::AuditEntry) -> String {
+    e.record.map_or_else(|| format!("r:{}", e.receipt_id.as_deref().unwrap_or_default()), |r| format!("#{r}"))
 }
 
 /// The filter's answer for each packet it was asked about under `needle`. A packet is immutable
@@ -1570,7 +1694,8 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             state.chain_progress = None;
             state.chain_from_checkpoint = false;
             apply_chain_view(state, *view);
-            vec![]
+            // The audit follows the chain once it has been asked for.
+            if state.audit_wanted { vec![Effect::Audit] } else { vec![] }
         }
         Action::Signed(result) => {
             state.signing = false;
@@ -1691,11 +1816,62 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
                 Some(Flash { text: format!("{e}; signing is refused until the chain can be verified"), error: true });
             vec![]
         }
+        Action::Audited(Ok(entries)) => {
+            state.audit_chain = entries;
+            state.refresh();
+            vec![]
+        }
+        Action::Audited(Err(e)) => {
+            state.flash = Some(Flash { text: format!("audit: {e}"), error: true });
+            vec![]
+        }
+        Action::Mouse(m) => on_mouse(state, m),
+        Action::GrantDialog(scope) => {
+            state.flash = Some(Flash {
+                text: format!("grants: not available in this build (:grant {})", crate::text::inert(&scope, 80)),
+                error: true,
+            });
+            vec![]
+        }
         Action::Quit => {
             state.quit = true;
             vec![Effect::Quit]
         }
     }
+}
+
+/// A mouse event in the normal mode: a click on a view's tab switches to it, a click on a row
+/// selects it, the wheel moves the selection (three rows a notch). Elsewhere, and in dialogs,
+/// the mouse does nothing (nothing is ever signed by a click).
+fn on_mouse(state: &mut State, m: MouseInput) -> Vec<Effect> {
+    if state.mode != Mode::Normal {
+        return vec![];
+    }
+    let before = (state.pane, state.selection(state.pane));
+    let mut fx = vec![];
+    match m.kind {
+        MouseKind::ScrollUp if state.zoomed => state.detail_scroll = state.detail_scroll.saturating_sub(3),
+        MouseKind::ScrollDown if state.zoomed => {
+            state.detail_scroll = state.detail_scroll.saturating_add(3).min(60_000)
+        }
+        MouseKind::ScrollUp => state.move_selection(-3),
+        MouseKind::ScrollDown => state.move_selection(3),
+        MouseKind::Click => {
+            let Some((w, h)) = state.viewport else { return vec![] };
+            match super::ui::hit(state, w, h, m.column, m.row) {
+                Some(super::ui::Hit::Tab(pane)) => {
+                    let cmd = super::command::VIEWS.iter().find(|(_, p)| *p == pane).map_or("pending", |(n, _)| *n);
+                    fx = on_normal_command(state, cmd);
+                }
+                Some(super::ui::Hit::Row(i)) => state.selected[state.pane as usize] = i,
+                None => {}
+            }
+        }
+    }
+    if (state.pane, state.selection(state.pane)) != before {
+        state.detail_scroll = 0;
+    }
+    fx
 }
 
 /// Takes a verified chain view: the chain state (and the broken-chain alert when the first
@@ -1818,6 +1994,11 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
             }
         },
         Mode::Input { purpose, mut text } => {
+            if purpose == InputPurpose::Command
+                && let Some(fx) = command_key(state, &key, &mut text)
+            {
+                return fx;
+            }
             match state.keymap.command("input", &key) {
                 Some("submit") => {
                     state.mode = Mode::Normal;
@@ -1830,7 +2011,7 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
                             state.filter.clear();
                             state.refresh();
                         }
-                        InputPurpose::RefuseReason(_) | InputPurpose::RefuseBatchReason(_) => {}
+                        InputPurpose::RefuseReason(_) | InputPurpose::RefuseBatchReason(_) | InputPurpose::Command => {}
                         InputPurpose::ControlReason(_)
                         | InputPurpose::TypedConfirm(_)
                         | InputPurpose::Elevation(_)
@@ -1901,7 +2082,8 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         "page_up" => state.move_selection(-PAGE),
         "open"
             if (state.selected_packet().is_some()
-                || matches!(state.pane, Pane::Invalid | Pane::Posteriors) && state.len(state.pane) > 0) =>
+                || matches!(state.pane, Pane::Invalid | Pane::Posteriors | Pane::Audit)
+                    && state.len(state.pane) > 0) =>
         {
             state.zoomed = true;
         }
@@ -1920,6 +2102,10 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
             if matches!(state.pane, Pane::Matrices | Pane::Agents | Pane::Grants) {
                 state.zoomed = false;
             }
+            if state.pane == Pane::Audit && !state.audit_wanted {
+                state.audit_wanted = true;
+                return vec![Effect::Audit];
+            }
         }
         "pending" => state.pane = Pane::Pending,
         "decided" => state.pane = Pane::Decided,
@@ -1934,6 +2120,17 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
             state.zoomed = false;
         }
         "revoke" => return start_revoke(state),
+        "audit" => {
+            state.pane = Pane::Audit;
+            if !state.audit_wanted {
+                state.audit_wanted = true;
+                return vec![Effect::Audit];
+            }
+        }
+        "command" => {
+            state.completions.clear();
+            state.mode = Mode::Input { purpose: InputPurpose::Command, text: String::new() };
+        }
         "approve" | "refuse" => return start_decision(state, cmd == "approve"),
         "raise" | "lower" => return start_trust_change(state, cmd == "raise"),
         "quarantine" => return start_agent_control(state, ControlKind::Quarantine),
@@ -2343,8 +2540,92 @@ fn cancelled(state: &mut State) -> Vec<Effect> {
 }
 
 /// A submitted text line (the mode is already back to normal).
+/// The keys the command line handles itself: Tab completes, Up/Down walk the history. `None`
+/// for any other key (edited as in every text line). Changes `text` in place and keeps the
+/// command line open.
+fn command_key(state: &mut State, key: &Key, text: &mut String) -> Option<Vec<Effect>> {
+    use ratatui::crossterm::event::KeyCode;
+    if !key.mods.is_empty() {
+        return None;
+    }
+    match key.code {
+        KeyCode::Tab => {
+            let (line, options) = super::command::complete(text, &state.themes);
+            *text = line;
+            state.completions = if options.len() > 1 { options } else { Vec::new() };
+        }
+        KeyCode::Up => {
+            if let Some(line) = state.history.older(text) {
+                *text = line;
+            }
+        }
+        KeyCode::Down => {
+            if let Some(line) = state.history.newer() {
+                *text = line;
+            }
+        }
+        _ => {
+            state.completions.clear();
+            return None;
+        }
+    }
+    state.mode = Mode::Input { purpose: InputPurpose::Command, text: std::mem::take(text) };
+    Some(vec![])
+}
+
+/// Runs a `:` command: the same work as its key. An unknown command or a bad argument does
+/// nothing and says why in the status line.
+fn run_command(state: &mut State, line: &str) -> Vec<Effect> {
+    use super::command::Command;
+    state.completions.clear();
+    state.history.push(line);
+    let command = match super::command::parse(line) {
+        Ok(c) => c,
+        Err(e) => {
+            state.flash = Some(Flash { text: e, error: true });
+            return vec![];
+        }
+    };
+    let before = (state.pane, state.selection(state.pane));
+    let fx = match command {
+        Command::Approve => on_normal_command(state, "approve"),
+        Command::Refuse(reason) => {
+            let fx = on_normal_command(state, "refuse");
+            // With a reason, straight to the same dialog `r` and a typed reason open.
+            match (reason, state.mode.clone()) {
+                (Some(r), Mode::Input { purpose: p @ InputPurpose::RefuseReason(_), .. }) => submit(state, p, r),
+                _ => fx,
+            }
+        }
+        Command::Filter(text) => {
+            state.filter = text;
+            state.refresh();
+            vec![]
+        }
+        Command::Sort(key) => {
+            state.sort = key;
+            state.refresh();
+            state.flash = Some(Flash { text: format!("pending sorted by {}", sort_words(key)), error: false });
+            vec![]
+        }
+        Command::Theme(name) => vec![Effect::Theme(name)],
+        Command::Grant(scope) => apply(state, Action::GrantDialog(scope)),
+        Command::Quit => on_normal_command(state, "quit"),
+        Command::Help => on_normal_command(state, "help"),
+        Command::View(pane) => {
+            let name = super::command::VIEWS.iter().find(|(_, p)| *p == pane).map_or("pending", |(n, _)| *n);
+            on_normal_command(state, name)
+        }
+    };
+    if (state.pane, state.selection(state.pane)) != before {
+        state.detail_scroll = 0;
+    }
+    fx
+}
+
 fn submit(state: &mut State, purpose: InputPurpose, text: String) -> Vec<Effect> {
     match purpose {
+        InputPurpose::Command => return run_command(state, &text),
         InputPurpose::Filter => {
             state.filter = text;
             state.refresh();

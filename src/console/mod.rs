@@ -7,6 +7,7 @@
 //! something changed, at most once per 16 ms.
 
 pub mod app;
+pub mod command;
 pub mod dialog;
 pub mod fields;
 pub mod filter;
@@ -47,10 +48,26 @@ pub struct Options {
     /// The configuration directory whose pinned keys, `policy.toml` and key the console uses (the
     /// demo's own temporary one for `warrant demo`, else the principal's).
     pub config_dir: std::path::PathBuf,
+    /// Capture the mouse (`[console] mouse`, default true): clicks select rows and switch views,
+    /// the wheel scrolls lists.
+    pub mouse: bool,
 }
 
 fn now_secs() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The console's mouse action for a terminal mouse event: a left click or the wheel; anything
+/// else (moves, drags, other buttons) is dropped.
+fn mouse_action(m: &ratatui::crossterm::event::MouseEvent) -> Option<Action> {
+    use ratatui::crossterm::event::{MouseButton, MouseEventKind};
+    let kind = match m.kind {
+        MouseEventKind::Down(MouseButton::Left) => app::MouseKind::Click,
+        MouseEventKind::ScrollUp => app::MouseKind::ScrollUp,
+        MouseEventKind::ScrollDown => app::MouseKind::ScrollDown,
+        _ => return None,
+    };
+    Some(Action::Mouse(app::MouseInput { kind, column: m.column, row: m.row }))
 }
 
 /// Restores the terminal when dropped (early return, error or panic unwinding).
@@ -66,6 +83,7 @@ fn restore_terminal() {
     let _ = terminal::disable_raw_mode();
     let _ = execute!(
         std::io::stdout(),
+        ratatui::crossterm::event::DisableMouseCapture,
         ratatui::crossterm::event::DisableBracketedPaste,
         terminal::LeaveAlternateScreen,
         ratatui::crossterm::cursor::Show
@@ -131,6 +149,10 @@ pub fn run(opts: Options) -> Result<()> {
     terminal::enable_raw_mode().wrap_err("enabling raw mode (is this a terminal?)")?;
     let _guard = TerminalGuard;
     execute!(std::io::stdout(), terminal::EnterAlternateScreen, ratatui::crossterm::event::EnableBracketedPaste)?;
+    if opts.mouse {
+        // Disabled again by `restore_terminal` on every exit path (guard, panic hook, quit).
+        execute!(std::io::stdout(), ratatui::crossterm::event::EnableMouseCapture)?;
+    }
     execute!(std::io::stdout(), terminal::SetTitle(format!("warrant — {}", opts.spool.root().display())))?;
     let backend = ratatui::backend::CrosstermBackend::new(std::io::stdout());
     let mut terminal = ratatui::Terminal::new(backend)?;
@@ -140,10 +162,11 @@ pub fn run(opts: Options) -> Result<()> {
     app::update(&mut state, app::Action::Resize { width: size.width, height: size.height });
 
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    state.themes = theme::names(&crate::config::config_dir());
     let result = rt.block_on(event_loop(
         &mut terminal,
         state,
-        &theme,
+        theme,
         opts.spool,
         opts.principal,
         pinned,
@@ -332,6 +355,22 @@ fn chain_stamp(spool: &Spool) -> Option<ChainStamp> {
 impl Runner {
     fn run(&mut self, effect: Effect) {
         match effect {
+            Effect::Audit => {
+                let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
+                spawn_job(
+                    tx,
+                    Action::Audited(Err("internal error while building the audit (see the log)".into())),
+                    move || {
+                        Action::Audited(
+                            spool::audit_chain(&spool, &pinned)
+                                .map(|(_, entries)| Arc::new(entries))
+                                .map_err(|e| e.to_string()),
+                        )
+                    },
+                );
+            }
+            // Handled by the event loop, which owns the theme.
+            Effect::Theme(_) => {}
             Effect::Scan => {
                 if self.scanning || self.last_scan.elapsed() < SCAN_EVERY {
                     self.scan_again = true;
@@ -674,7 +713,7 @@ impl Runner {
 async fn event_loop<B: ratatui::backend::Backend>(
     terminal: &mut ratatui::Terminal<B>,
     mut state: State,
-    theme: &theme::Theme,
+    mut theme: theme::Theme,
     spool: Spool,
     principal: Option<Principal>,
     pinned: PinnedKeys,
@@ -749,7 +788,7 @@ where
         // handled while a frame waits, so it shows the newest state (a sleep before drawing
         // would hold a scan's result back by a whole frame, and draw the one before it).
         if dirty && now >= last_draw + FRAME_EVERY {
-            let area = terminal.draw(|f| ui::render(&state, theme, f))?.area;
+            let area = terminal.draw(|f| ui::render(&state, &theme, f))?.area;
             last_draw = Instant::now();
             // What the frame showed counts as seen: the sign dialog unlocks once its end has
             // been drawn, which the next frame shows.
@@ -787,6 +826,7 @@ where
                 Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press => Some(Action::Key(keymap::Key::from_event(&k))),
                 Some(Ok(Event::Paste(s))) => Some(Action::Paste(s)),
                 Some(Ok(Event::Resize(width, height))) => Some(Action::Resize { width, height }),
+                Some(Ok(Event::Mouse(m))) => mouse_action(&m),
                 Some(Ok(_)) => None,
                 Some(Err(e)) => Some(Action::Error(format!("terminal: {e}"))),
                 None => Some(Action::Quit),
@@ -822,6 +862,22 @@ where
             for effect in effects {
                 if effect == Effect::Quit {
                     state.quit = true;
+                }
+                if let Effect::Theme(name) = &effect {
+                    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+                    let text = match theme::Theme::resolve(Some(name), no_color) {
+                        Ok(t) if no_color => {
+                            theme = t;
+                            "NO_COLOR is set: the mono theme stays".to_owned()
+                        }
+                        Ok(t) => {
+                            theme = t;
+                            format!("theme {}", crate::text::inert(name, 40))
+                        }
+                        Err(e) => format!("theme not changed: {}", crate::text::inert(&e, 300)),
+                    };
+                    let _ = tx.send(Action::Error(text));
+                    dirty = true;
                 }
                 runner.run(effect);
             }

@@ -122,6 +122,21 @@ impl RoleSpec {
     }
 }
 
+/// The theme names `:theme` offers: the built-ins, then the files `<config_dir>/themes/*.toml`
+/// whose names are safe ids, sorted.
+#[must_use]
+pub fn names(config_dir: &std::path::Path) -> Vec<String> {
+    let mut own: Vec<String> = std::fs::read_dir(config_dir.join("themes"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".toml").map(str::to_owned))
+        .filter(|n| crate::packet::is_safe_id(n) && !BUILTIN.iter().any(|(b, _)| b == n))
+        .collect();
+    own.sort();
+    BUILTIN.iter().map(|(n, _)| (*n).to_owned()).chain(own).collect()
+}
+
 impl Theme {
     /// Parses a theme file over `base` (roles the file leaves out keep the base's style).
     ///

@@ -117,7 +117,7 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
         Mode::Input { purpose: InputPurpose::RevokeReason(grant), text } => {
             super::grants::render_revoke_reason(state, theme, frame, area, grant, text);
         }
-        Mode::Input { purpose: InputPurpose::Filter, .. } | Mode::Normal => {}
+        Mode::Input { purpose: InputPurpose::Filter | InputPurpose::Command, .. } | Mode::Normal => {}
     }
 }
 
@@ -166,19 +166,18 @@ pub(super) fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'stati
     let labels = |detail: u8| -> Vec<String> {
         Pane::ALL
             .iter()
-            .enumerate()
-            .map(|(i, pane)| match detail {
-                _ if *pane == state.pane => format!(" {} {} ({}) ", i + 1, pane.title(), state.len(*pane)),
-                3 => format!(" {} {} ({}) ", i + 1, pane.title(), state.len(*pane)),
+            .map(|pane| match detail {
+                _ if *pane == state.pane => format!(" {} {} ({}) ", pane.number(), pane.title(), state.len(*pane)),
+                3 => format!(" {} {} ({}) ", pane.number(), pane.title(), state.len(*pane)),
                 2 if matches!(pane, Pane::Pending | Pane::Decided | Pane::Invalid) => {
-                    format!(" {} {} ({}) ", i + 1, pane.title(), state.len(*pane))
+                    format!(" {} {} ({}) ", pane.number(), pane.title(), state.len(*pane))
                 }
-                1 | 2 => format!(" {} {} ", i + 1, pane.title()),
+                1 | 2 => format!(" {} {} ", pane.number(), pane.title()),
                 4 if matches!(pane, Pane::Pending | Pane::Decided | Pane::Invalid) => {
-                    format!(" {} {} ({}) ", i + 1, short_title(*pane), state.len(*pane))
+                    format!(" {} {} ({}) ", pane.number(), short_title(*pane), state.len(*pane))
                 }
-                4 | 5 => format!(" {} {} ", i + 1, short_title(*pane)),
-                _ => format!(" {} ", i + 1),
+                4 | 5 => format!(" {} {} ", pane.number(), short_title(*pane)),
+                _ => format!(" {} ", pane.number()),
             })
             .collect()
     };
@@ -213,6 +212,7 @@ fn short_title(pane: Pane) -> &'static str {
         Pane::Matrices => "Mat",
         Pane::Agents => "Agt",
         Pane::Grants => "Gr",
+        Pane::Audit => "Aud",
     }
 }
 
@@ -597,6 +597,55 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
             ];
             fit_columns(cols, avail)
         }
+        Pane::Audit => {
+            let list = &state.audit()[from..to];
+            let cols = vec![
+                Column::new(
+                    "#",
+                    list.iter()
+                        .map(|e| match e.record {
+                            Some(r) => raw(r.to_string()),
+                            // Not a chain record: the receipt file's word (marked, not numbered).
+                            None => styled("∉ chain".into(), theme.get("warn")),
+                        })
+                        .collect(),
+                    7,
+                    0,
+                ),
+                Column::new(
+                    "TIME",
+                    list.iter().map(|e| raw(inert(e.at.get(..19).unwrap_or(&e.at), 19))).collect(),
+                    10,
+                    3,
+                ),
+                Column::new("KIND", list.iter().map(|e| raw(e.kind.word().to_owned())).collect(), 4, 0),
+                Column::new(
+                    "WHAT",
+                    list.iter()
+                        .map(|e| {
+                            let role = match e.decision.as_str() {
+                                "approve" => "approve",
+                                "refuse" => "refuse",
+                                _ => "base",
+                            };
+                            styled(inert(&e.decision, 40), theme.get(role))
+                        })
+                        .collect(),
+                    6,
+                    0,
+                ),
+                Column::new("ACTION", list.iter().map(|e| raw(inert(&e.action, 80))).collect(), 8, 0),
+                Column::new("AGENT", list.iter().map(|e| raw(inert(&e.agent, 64))).collect(), 6, 1),
+                Column::new("HOW", list.iter().map(|e| raw(audit_how_short(e))).collect(), 6, 0),
+                Column::new(
+                    "SIGNER",
+                    list.iter().map(|e| raw(e.signer.as_ref().map_or("—".into(), |s| inert(&s.name, 40)))).collect(),
+                    6,
+                    2,
+                ),
+            ];
+            fit_columns(cols, avail)
+        }
         // Drawn by their own views.
         Pane::Matrices | Pane::Agents | Pane::Grants => (vec![], vec![], vec![]),
     };
@@ -615,6 +664,8 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
             (Pane::Matrices, true) => "no notebooks",
             (Pane::Agents, true) => "no agents",
             (Pane::Grants, true) => "no grants",
+            (Pane::Audit, true) if !state.audit_wanted => "the audit is being built…",
+            (Pane::Audit, true) => "nothing to audit yet: no decision, control or call",
         };
         frame.render_widget(Paragraph::new(msg).style(theme.get("muted")), inner);
         return;
@@ -1142,6 +1193,7 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
     let what = match state.pane {
         Pane::Posteriors => "Class",
         Pane::Invalid => "File",
+        Pane::Audit => "Audit entry",
         _ => "Packet",
     };
     let title = if zoomed {
@@ -1174,6 +1226,7 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
             Some(p) => posterior_lines(state, theme, p, zoomed),
             None => vec![],
         },
+        Pane::Audit => state.selected_audit().map_or_else(Vec::new, |e| audit_lines(theme, e)),
         _ => match state.selected_packet() {
             Some(p) => packet_lines(state, theme, &p, width, zoomed).into_iter().map(own_line).collect(),
             None => match state.decided().get(state.selection(Pane::Decided)) {
@@ -1323,6 +1376,15 @@ fn render_status(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
 }
 
 fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    if let Mode::Input { purpose: InputPurpose::Command, text } = &state.mode {
+        // The command line, as vim and k9s have it: `:` and the text, then Tab's candidates.
+        let mut spans = vec![Span::styled(format!(":{}▏", inert(text, 200)), theme.get("accent"))];
+        if !state.completions.is_empty() {
+            spans.push(Span::styled(format!("  {}", state.completions.join(" ")), theme.get("muted")));
+        }
+        frame.render_widget(Paragraph::new(Line::from(spans)), area);
+        return;
+    }
     if let Some(f) = &state.flash {
         let style = if f.error { theme.get("error") } else { theme.get("accent") };
         frame.render_widget(Paragraph::new(Span::styled(format!(" {} ", inert(&f.text, 400)), style)), area);
@@ -1407,6 +1469,117 @@ fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect)
         spans.push(Span::styled(what, theme.get("key_hint")));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// How an audit entry was allowed, in a few words for the list.
+fn audit_how_short(e: &crate::audit::AuditEntry) -> String {
+    use crate::audit::How;
+    match &e.how {
+        How::Person { record: None } => "person".into(),
+        How::Person { record: Some(n) } => format!("person (#{n})"),
+        How::Gate { .. } => "gate".into(),
+        How::Grant { grant_id } => format!("grant {}", inert(grant_id, 24)),
+        How::Recorded => "recorded".into(),
+    }
+}
+
+/// The detail of an audit entry: every field, agent text inert.
+fn audit_lines(theme: &Theme, e: &crate::audit::AuditEntry) -> Vec<Line<'static>> {
+    let place = match e.record {
+        Some(r) => Span::raw(format!("record {r} of the verified chain")),
+        None => Span::styled("not in the chain: a receipt file (the writer's word)", theme.get("warn")),
+    };
+    let mut lines = vec![
+        kv(theme, "entry", place),
+        kv(theme, "kind", e.kind.word()),
+        kv(theme, "what", inert(&e.decision, 80)),
+        kv(theme, "action", inert(&e.action, 200)),
+        kv(theme, "agent", inert(&e.agent, 200)),
+        kv(theme, "at", inert(&e.at, 40)),
+        kv(theme, "how", e.how.words()),
+        kv(theme, "signer", e.signer_words()),
+    ];
+    let optional = [
+        ("packet", e.packet_id.as_deref()),
+        ("grant", e.grant_id.as_deref()),
+        ("reason", e.reason.as_deref()),
+        ("receipt", e.receipt_id.as_deref()),
+        ("tool", e.tool.as_deref()),
+        ("observed by", e.observed_by.as_deref()),
+        ("entry_hash", e.entry_hash.as_deref()),
+    ];
+    for (k, v) in optional {
+        if let Some(v) = v {
+            lines.push(kv(theme, k, inert(v, 400)));
+        }
+    }
+    if e.calls > 1 {
+        lines.push(kv(theme, "calls", e.calls.to_string()));
+    }
+    lines.into_iter().map(own_line).collect()
+}
+
+/// What a mouse click at (`column`, `row`) lands on, on a `width`×`height` terminal showing
+/// `state` (the layout `render` draws, worked out again: rendering stays a pure read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    /// A view's tab in the list's title.
+    Tab(Pane),
+    /// A row of the focused list (index into the filtered list).
+    Row(usize),
+}
+
+/// The list's area on a `width`×`height` terminal, when the focused view draws one (not the
+/// Matrices and Agents views, and not while the packet is zoomed).
+fn list_area(state: &State, width: u16, height: u16) -> Option<Rect> {
+    let area = Rect::new(0, 0, width, height);
+    if width < MIN_WIDTH || height < MIN_HEIGHT || state.zoomed || matches!(state.pane, Pane::Matrices | Pane::Agents) {
+        return None;
+    }
+    let [_, body, _, _] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1), Constraint::Length(1)])
+            .areas(area);
+    Some(if body.width >= 120 {
+        let [list, _] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
+        list
+    } else {
+        let list_h = (body.height * 2 / 5).max(5).min(body.height.saturating_sub(3));
+        let [list, _] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(body);
+        list
+    })
+}
+
+/// What a click at (`column`, `row`) lands on ([`Hit`]), if anything.
+#[must_use]
+pub fn hit(state: &State, width: u16, height: u16, column: u16, row: u16) -> Option<Hit> {
+    let list = list_area(state, width, height)?;
+    if column <= list.x || column >= list.right().saturating_sub(1) || row < list.y || row >= list.bottom() {
+        return None;
+    }
+    if row == list.y {
+        // The tabs start after the block's corner, one span per view in `Pane::ALL` order.
+        let theme = Theme::builtin("mono")?;
+        let tabs = tabs_line(state, &theme, list.width);
+        let mut x = list.x + 1;
+        for (span, pane) in tabs.spans.iter().zip(Pane::ALL) {
+            let w = u16::try_from(span.width()).unwrap_or(u16::MAX);
+            if column >= x && column < x.saturating_add(w) {
+                return Some(Hit::Tab(pane));
+            }
+            x = x.saturating_add(w);
+        }
+        return None;
+    }
+    // Border, header, then the rows of the window `render_list` shows.
+    let first_row = list.y + 2;
+    if row < first_row || row >= list.bottom().saturating_sub(1) {
+        return None;
+    }
+    let rows_h = list.height.saturating_sub(3) as usize;
+    let len = state.len(state.pane);
+    let (from, to) = window(state.selection(state.pane), len, rows_h);
+    let i = from + usize::from(row - first_row);
+    (i < to).then_some(Hit::Row(i))
 }
 
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
