@@ -2476,12 +2476,12 @@ fn mouse_selects_rows_switches_views_and_scrolls() {
     assert_eq!(s.selection(Pane::Pending), 0);
     app::update(&mut s, Action::Mouse(MouseInput { kind: MouseKind::ScrollDown, column: 5, row: 5 }));
     assert_eq!(s.selection(Pane::Pending), 2);
-    // The "2 Decided" tab in the list's title.
-    let tab_row = lines.iter().position(|l| l.contains("2 Decided")).expect("tabs");
-    let tab_col = lines[tab_row].find("2 Decided").map(|b| lines[tab_row][..b].chars().count()).expect("tab");
+    // The "2 Dec(ided)" tab in the list's title.
+    let tab_row = lines.iter().position(|l| l.contains("2 Dec")).expect("tabs");
+    let tab_col = lines[tab_row].find("2 Dec").map(|b| lines[tab_row][..b].chars().count()).expect("tab");
     app::update(&mut s, click(tab_col + 2, tab_row));
     assert_eq!(s.pane, Pane::Decided);
-    let audit_col = lines[tab_row].find("8 Audit").map(|b| lines[tab_row][..b].chars().count()).expect("audit tab");
+    let audit_col = lines[tab_row].find("8 Aud").map(|b| lines[tab_row][..b].chars().count()).expect("audit tab");
     assert_eq!(app::update(&mut s, click(audit_col + 1, tab_row)), vec![Effect::Audit]);
     assert_eq!(s.pane, Pane::Audit);
     // In the confirmation dialog a click does nothing.

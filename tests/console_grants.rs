@@ -211,3 +211,21 @@ fn read_only_consoles_list_grants_but_revoke_nothing() {
     assert_eq!(s.mode, Mode::Normal);
     assert!(s.flash.as_ref().is_some_and(|f| f.error), "{:?}", s.flash);
 }
+
+#[test]
+fn a_click_selects_a_grant_and_the_grants_tab() {
+    use app::{MouseInput, MouseKind};
+    let mut s = state();
+    app::update(&mut s, Action::Resize { width: 160, height: 48 });
+    let click = |column: u16, row: u16| Action::Mouse(MouseInput { kind: MouseKind::Click, column, row });
+    let text = screen(&s, 160, 48);
+    let lines: Vec<&str> = text.lines().collect();
+    let tab_row = lines.iter().position(|l| l.contains("7 Gr")).expect("tabs");
+    let col = lines[tab_row].find("7 Gr").map(|b| lines[tab_row][..b].chars().count()).expect("tab");
+    app::update(&mut s, click(col as u16 + 2, tab_row as u16));
+    assert_eq!(s.pane, Pane::Grants);
+    let text = screen(&s, 160, 48);
+    let row = text.lines().position(|l| l.contains("used up")).expect("the used-up grant's row");
+    app::update(&mut s, click(10, row as u16));
+    assert_eq!(s.grant_rows()[s.selection(Pane::Grants)].grant.grant_id, "grant-once");
+}

@@ -30,13 +30,14 @@ pub enum Command {
 }
 
 /// The view names the command line knows, with their panes.
-pub const VIEWS: [(&str, Pane); 7] = [
+pub const VIEWS: [(&str, Pane); 8] = [
     ("pending", Pane::Pending),
     ("decided", Pane::Decided),
     ("invalid", Pane::Invalid),
     ("posteriors", Pane::Posteriors),
     ("matrices", Pane::Matrices),
     ("agents", Pane::Agents),
+    ("grants", Pane::Grants),
     ("audit", Pane::Audit),
 ];
 

@@ -80,14 +80,21 @@ pub fn uses_words(r: &GrantRow) -> String {
     }
 }
 
-/// Draws the Grants view: the list, and the selected grant whole below it.
-pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
-    let rows = state.grant_rows();
-    let detail_h = match area.height {
+/// The height of the selected grant's box below the list, in a view `height` rows high (none
+/// when it would not leave the list room).
+#[must_use]
+pub fn detail_height(height: u16) -> u16 {
+    match height {
         20.. => 10,
         16.. => 8,
         _ => 0,
-    };
+    }
+}
+
+/// Draws the Grants view: the list, and the selected grant whole below it.
+pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
+    let rows = state.grant_rows();
+    let detail_h = detail_height(area.height);
     let [list_area, detail_area] = Layout::vertical([Constraint::Min(4), Constraint::Length(detail_h)]).areas(area);
     let block = Block::default()
         .borders(Borders::ALL)

@@ -1539,7 +1539,12 @@ fn list_area(state: &State, width: u16, height: u16) -> Option<Rect> {
     let [_, body, _, _] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1), Constraint::Length(1)])
             .areas(area);
-    Some(if body.width >= 120 {
+    Some(if state.pane == Pane::Grants {
+        let [list, _] =
+            Layout::vertical([Constraint::Min(4), Constraint::Length(super::grants::detail_height(body.height))])
+                .areas(body);
+        list
+    } else if body.width >= 120 {
         let [list, _] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
         list
     } else {
@@ -1570,12 +1575,14 @@ pub fn hit(state: &State, width: u16, height: u16, column: u16, row: u16) -> Opt
         }
         return None;
     }
-    // Border, header, then the rows of the window `render_list` shows.
-    let first_row = list.y + 2;
+    // Border, header, then the rows of the window `render_list` shows (the Grants view's list
+    // has no header).
+    let header = u16::from(state.pane != Pane::Grants);
+    let first_row = list.y + 1 + header;
     if row < first_row || row >= list.bottom().saturating_sub(1) {
         return None;
     }
-    let rows_h = list.height.saturating_sub(3) as usize;
+    let rows_h = list.height.saturating_sub(2 + header) as usize;
     let len = state.len(state.pane);
     let (from, to) = window(state.selection(state.pane), len, rows_h);
     let i = from + usize::from(row - first_row);
