@@ -586,6 +586,7 @@ fn signed_result_flashes_and_rescans() {
             verdict: Verdict::Approve,
             chain_index: 8,
             entry_hash: format!("sha256:{}", "ef".repeat(32)),
+            grant: None,
         })),
     );
     assert_eq!(fx, vec![Effect::VerifyChain { force: false }, Effect::Scan]);
@@ -777,6 +778,7 @@ fn a_signed_approval_moves_the_posterior_at_once() {
             verdict: Verdict::Approve,
             chain_index: 9,
             entry_hash: format!("sha256:{}", "0".repeat(64)),
+            grant: None,
         })),
     );
     let after = posterior_of(&s, "email.send.external");
@@ -2158,6 +2160,7 @@ fn approving_a_selection_opens_one_dialog_listing_every_packet() {
             verdict: Verdict::Approve,
             chain_index: 8 + i as u64,
             entry_hash: format!("sha256:{}", "ef".repeat(32)),
+            grant: None,
         })
         .collect();
     let fx = app::update(&mut s, Action::SignedBatch(Ok(done)));
@@ -2337,10 +2340,11 @@ fn command_line_dispatches_to_the_keys_actions() {
     assert!(matches!(s.mode, Mode::Input { purpose: app::InputPurpose::RefuseReason(_), .. }), "{:?}", s.mode);
     press(&mut s, &["esc"]);
 
-    // Theme, grant (not in this build), help, quit.
+    // Theme, grant (the packet under the cursor is no tool call: no grant, the reason), help, quit.
     assert_eq!(command(&mut s, "theme mono"), vec![Effect::Theme("mono".into())]);
     assert!(command(&mut s, "grant session").is_empty());
-    assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("grants: not available in this build")), "{:?}", s.flash);
+    assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("not a tool call")), "{:?}", s.flash);
+    assert_eq!(s.mode, Mode::Normal);
     assert!(command(&mut s, "help").is_empty());
     assert_eq!(s.mode, Mode::Help);
     press(&mut s, &["esc"]);

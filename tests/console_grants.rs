@@ -229,3 +229,115 @@ fn a_click_selects_a_grant_and_the_grants_tab() {
     app::update(&mut s, click(10, row as u16));
     assert_eq!(s.grant_rows()[s.selection(Pane::Grants)].grant.grant_id, "grant-once");
 }
+
+/// Keys as the event loop gives them: each key, then a frame drawn at the terminal's size.
+fn press(s: &mut State, keys: &[&str]) -> Vec<Effect> {
+    keys.iter()
+        .flat_map(|k| {
+            let fx = app::update(s, key(k));
+            if let Some((width, height)) = s.viewport {
+                app::update(s, Action::Drawn { width, height });
+            }
+            fx
+        })
+        .collect()
+}
+
+fn read_dialog(s: &mut State) {
+    app::update(s, Action::Drawn { width: 80, height: 24 });
+    for _ in 0..20 {
+        if matches!(&s.mode, Mode::Confirm(c) if c.read) {
+            return;
+        }
+        press(s, &["pagedown"]);
+    }
+    panic!("dialog never read: {:?}", s.mode);
+}
+
+fn select(s: &mut State, id: &str) {
+    app::update(s, key("1"));
+    let at = s.pending().iter().position(|e| e.packet.id == id).expect("listed");
+    app::update(s, key("g"));
+    for _ in 0..at {
+        app::update(s, key("j"));
+    }
+}
+
+fn dialog_grant(s: &State) -> Option<warrant::grant::GrantInput> {
+    match &s.mode {
+        Mode::Confirm(c) => c.grant.clone(),
+        other => panic!("no dialog: {other:?}"),
+    }
+}
+
+// The approval dialog of one call: `s` cycles once → session → 1 h → 8 h → this argument as a
+// pattern → once; each grant is shown in words with the earlier calls it would have covered, the
+// dialog must be read again, and *Sign* signs the approval with the grant.
+#[test]
+fn s_in_the_approval_dialog_chooses_a_grant_shown_in_words_and_signed_with_the_approval() {
+    let mut s = state();
+    select(&mut s, "cc-main");
+    press(&mut s, &["a"]);
+    assert_eq!(dialog_grant(&s), None);
+    assert!(screen(&s, 80, 24).contains("once: this call only"));
+    read_dialog(&mut s);
+    press(&mut s, &["s"]);
+    let g = dialog_grant(&s).expect("a session grant");
+    assert_eq!(g.scope, Scope::Session("s-2".into()));
+    assert!(matches!(&s.mode, Mode::Confirm(c) if !c.read), "a changed dialog is read again");
+    let shown = screen(&s, 160, 48);
+    assert!(shown.contains("GRANT") && shown.contains("in session s-2"), "{shown}");
+    assert!(shown.contains("1 earlier call in this spool") && shown.contains("cc-covered"), "{shown}");
+    let mut scopes = vec![];
+    for _ in 0..4 {
+        press(&mut s, &["s"]);
+        scopes.push(dialog_grant(&s).map(|g| g.scope.as_str().to_owned()));
+    }
+    assert_eq!(
+        scopes,
+        vec![Some("until".to_owned()), Some("until".to_owned()), Some("pattern".to_owned()), None],
+        "1 h, 8 h, the argument, once again"
+    );
+    press(&mut s, &["s"]);
+    read_dialog(&mut s);
+    let fx = press(&mut s, &["y"]);
+    match fx.as_slice() {
+        [Effect::Sign { packet, grant: Some(g), .. }] => {
+            assert_eq!(packet.id, "cc-main");
+            assert_eq!((g.packet_id.as_str(), g.tool.as_str()), ("cc-main", "Bash"));
+            assert_eq!(g.scope, Scope::Session("s-2".into()));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The result says which grant was signed, or that it was not.
+    app::update(
+        &mut s,
+        Action::Signed(Ok(app::SignedSummary {
+            packet_id: "cc-main".into(),
+            verdict: warrant::decision::Verdict::Approve,
+            chain_index: 8,
+            entry_hash: format!("sha256:{}", "ef".repeat(32)),
+            grant: Some(Err("the chain is locked".into())),
+        })),
+    );
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("grant was NOT recorded")), "{:?}", s.flash);
+}
+
+#[test]
+fn colon_grant_opens_the_dialog_with_that_grant_or_says_why_not() {
+    let mut s = state();
+    select(&mut s, "cc-main");
+    app::update(&mut s, Action::GrantDialog("pattern Bash(git push origin *)".into()));
+    let g = dialog_grant(&s).expect("the pattern grant");
+    assert_eq!(g.scope.as_str(), "pattern");
+    app::update(&mut s, key("esc"));
+    // A pattern that does not cover the call itself: no dialog, the reason.
+    app::update(&mut s, Action::GrantDialog("pattern Bash(git push origin feature/*)".into()));
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("does not cover")), "{:?}", s.flash);
+    app::update(&mut s, Action::GrantDialog("until 2h".into()));
+    assert_eq!(dialog_grant(&s).map(|g| g.scope), Some(Scope::Until));
+    app::update(&mut s, key("esc"));
+    app::update(&mut s, Action::GrantDialog("forever".into()));
+    assert_eq!(s.mode, Mode::Normal);
+}

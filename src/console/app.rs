@@ -139,6 +139,8 @@ pub struct SignedSummary {
     pub chain_index: u64,
     /// The new record's hash.
     pub entry_hash: String,
+    /// The grant signed with it: its id, or why it was not recorded (the approval stands).
+    pub grant: Option<Result<String, String>>,
 }
 
 /// One packet of [`Effect::SignBatch`].
@@ -191,6 +193,8 @@ pub enum Effect {
         /// What an approval stands in for, from the verdict the principal saw
         /// ([`crate::verdict::PacketVerdict::stands_in_for`]); signed into the decision.
         stands_in_for: Vec<String>,
+        /// The grant signed after the approval, if the principal chose a scope.
+        grant: Option<crate::grant::GrantInput>,
     },
     /// Sign and append the revocation of a grant ([`crate::spool::revoke_grant`]).
     RevokeGrant {
@@ -339,6 +343,9 @@ pub struct Confirm {
     /// A batch decision (issue 18): every packet of the selection, in the pending list's
     /// order, `packet` being the first; empty for a decision on `packet` alone.
     pub batch: Vec<Arc<Packet>>,
+    /// The grant signed with an approval of `packet` alone ([`crate::grant`]; `s` cycles the
+    /// scopes, `:grant` names one): `None` approves this call once.
+    pub grant: Option<crate::grant::GrantInput>,
 }
 
 impl Confirm {
@@ -355,6 +362,7 @@ impl Confirm {
             read: false,
             zoomed: false,
             batch: Vec::new(),
+            grant: None,
         }
     }
 
@@ -1713,14 +1721,19 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
                         state.recompute_graduation();
                     }
                     let word = if s.verdict == Verdict::Approve { "✓ approved" } else { "✗ refused" };
+                    let (grant, error) = match &s.grant {
+                        None => (String::new(), false),
+                        Some(Ok(id)) => (format!(" · granted {id}"), false),
+                        Some(Err(e)) => (format!(" · the grant was NOT recorded: {e}"), true),
+                    };
                     state.flash = Some(Flash {
                         text: format!(
-                            "{word} {} · record {} {}",
+                            "{word} {} · record {} {}{grant}",
                             s.packet_id,
                             s.chain_index,
                             short_hash(&s.entry_hash)
                         ),
-                        error: false,
+                        error,
                     });
                 }
                 Err(e) => state.flash = Some(Flash { text: format!("signing failed: {e}"), error: true }),
@@ -1826,13 +1839,7 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             vec![]
         }
         Action::Mouse(m) => on_mouse(state, m),
-        Action::GrantDialog(scope) => {
-            state.flash = Some(Flash {
-                text: format!("grants: not available in this build (:grant {})", crate::text::inert(&scope, 80)),
-                error: true,
-            });
-            vec![]
-        }
+        Action::GrantDialog(scope) => grant_dialog(state, &scope),
         Action::Quit => {
             state.quit = true;
             vec![Effect::Quit]
@@ -1955,6 +1962,11 @@ fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
             vec![]
         }
         Mode::Confirm(mut c) => {
+            if state.keymap.command("confirm", &key) == Some("scope") {
+                cycle_scope(state, &mut c);
+                state.mode = Mode::Confirm(c);
+                return vec![];
+            }
             if let Some(cmd @ ("down" | "up" | "page_down" | "page_up" | "top" | "zoom")) =
                 state.keymap.command("confirm", &key)
             {
@@ -2398,7 +2410,8 @@ fn sign(state: &mut State, c: Confirm) -> Vec<Effect> {
         Verdict::Approve => state.verdict(&c.packet.id).map(PacketVerdict::stands_in_for).unwrap_or_default(),
         Verdict::Refuse => Vec::new(),
     };
-    vec![Effect::Sign { packet: c.packet, publisher, verdict: c.verdict, reason: c.reason, stands_in_for }]
+    let grant = c.grant.filter(|_| c.verdict == Verdict::Approve);
+    vec![Effect::Sign { packet: c.packet, publisher, verdict: c.verdict, reason: c.reason, stands_in_for, grant }]
 }
 
 /// *Sign* in a batch dialog: every approval checked again at the moment of signing (all or
@@ -2509,6 +2522,108 @@ fn scroll_confirm(state: &State, c: &mut Confirm, cmd: &str) {
         _ => {}
     }
     measure_confirm(state, c);
+}
+
+/// The scopes `s` offers in an approval dialog, in order: once, this session, an hour, a working
+/// day, and the call's own argument as a pattern (never wider: a wider pattern is typed with
+/// `:grant pattern GLOB`). Only those the rules allow for this packet ([`crate::grant::prepare`]).
+fn scope_choices(state: &State, p: &Packet) -> Vec<crate::grant::GrantInput> {
+    use crate::grant::{GrantOptions, ScopeRequest, ToolPattern};
+    let Ok(now) = time::OffsetDateTime::from_unix_timestamp(state.now as i64) else { return Vec::new() };
+    let at = crate::clock::format_rfc3339(now);
+    let mut asks = vec![ScopeRequest::Session];
+    for h in ["1h", "8h"] {
+        if let Ok(t) = crate::grant::parse_until(h, now) {
+            asks.push(ScopeRequest::Until(t));
+        }
+    }
+    if let Some(f) = crate::grant::CallFacts::of_packet(p, &state.policies)
+        && let Some(arg) = f.argument
+        && !arg.contains(['*', '?'])
+    {
+        asks.push(ScopeRequest::Pattern(ToolPattern { tool: f.tool, argument: Some(arg) }));
+    }
+    asks.iter()
+        .filter_map(|a| crate::grant::prepare(p, &state.policies, a, &GrantOptions::default(), &at).ok().flatten())
+        .collect()
+}
+
+/// `s` in an approval dialog of one packet: the next scope ([`scope_choices`]), back to once
+/// after the last. The dialog must then be read again before it can be signed.
+fn cycle_scope(state: &mut State, c: &mut Confirm) {
+    if c.verdict != Verdict::Approve || !c.batch.is_empty() {
+        state.flash = Some(Flash { text: "a grant comes with the approval of one packet".into(), error: true });
+        return;
+    }
+    let choices = scope_choices(state, &c.packet);
+    if choices.is_empty() {
+        state.flash = Some(Flash {
+            text: format!("no grant can cover {} (human-only, destructive or not a tool call): once only", c.packet.id),
+            error: true,
+        });
+        return;
+    }
+    let same =
+        |a: &crate::grant::GrantInput, b: &crate::grant::GrantInput| a.scope == b.scope && a.expires_at == b.expires_at;
+    let next = match &c.grant {
+        None => Some(0),
+        Some(g) => choices.iter().position(|x| same(x, g)).map(|i| i + 1).filter(|i| *i < choices.len()),
+    };
+    c.grant = next.map(|i| choices[i].clone());
+    set_grant_read_again(state, c);
+}
+
+/// The dialog changed what it signs: it is read again from the top before *Sign* unlocks.
+fn set_grant_read_again(state: &mut State, c: &mut Confirm) {
+    c.read = false;
+    c.seen = 0;
+    c.scroll = 0;
+    c.focus = Button::Cancel;
+    measure_confirm(state, c);
+    state.flash = Some(Flash {
+        text: match &c.grant {
+            Some(g) => format!("with a grant ({}): read the dialog again, then sign", g.scope.as_str()),
+            None => "once: this call only".into(),
+        },
+        error: false,
+    });
+}
+
+/// `:grant session|until TIME|pattern GLOB`: the approval dialog of the selected pending packet,
+/// with that grant (checked by [`crate::grant::prepare`]; nothing opens when it is refused).
+fn grant_dialog(state: &mut State, scope: &str) -> Vec<Effect> {
+    let text = scope.trim();
+    let asked = match text.split_once(char::is_whitespace) {
+        Some((kind @ ("until" | "pattern"), rest)) => format!("{kind}:{}", rest.trim()),
+        _ => text.to_owned(),
+    };
+    let Ok(now) = time::OffsetDateTime::from_unix_timestamp(state.now as i64) else { return vec![] };
+    let request = match crate::grant::ScopeRequest::parse(&asked, now) {
+        Ok(r) => r,
+        Err(e) => {
+            state.flash = Some(Flash { text: e, error: true });
+            return vec![];
+        }
+    };
+    let fx = start_decision(state, true);
+    let Mode::Confirm(mut c) = std::mem::replace(&mut state.mode, Mode::Normal) else { return fx };
+    if !c.batch.is_empty() {
+        state.flash = Some(Flash {
+            text: "a grant comes with the approval of one packet: clear the selection (V)".into(),
+            error: true,
+        });
+        return fx;
+    }
+    let at = crate::clock::format_rfc3339(now);
+    match crate::grant::prepare(&c.packet, &state.policies, &request, &crate::grant::GrantOptions::default(), &at) {
+        Ok(grant) => {
+            c.grant = grant;
+            set_grant_read_again(state, &mut c);
+            state.mode = Mode::Confirm(c);
+        }
+        Err(e) => state.flash = Some(Flash { text: format!("no grant: {e}"), error: true }),
+    }
+    fx
 }
 
 /// `x` in the Grants view: asks why, then signs the revocation of the selected live grant.

@@ -115,6 +115,7 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
         for what in state.verdict(&p.id).map(crate::verdict::PacketVerdict::stands_in_for).unwrap_or_default() {
             labelled(&mut out, "stands in", &format!("for {}", inert(&what, any)), "warn", width);
         }
+        grant_rows(state, c, &mut out, width);
     }
     out.push(Row(vec![]));
     let fields = field_lines(&p.proposed_action, width.saturating_sub(2), usize::MAX, true);
@@ -128,6 +129,41 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
     )]));
     out.extend(fields.into_iter().map(|l| field_row(l, 2)));
     out
+}
+
+/// The scope of an approval of one packet (issue 18): once, or the grant signed with it in words
+/// and the calls of the spool it would have covered, every one.
+fn grant_rows(state: &State, c: &Confirm, out: &mut Vec<Row>, width: usize) {
+    let any = usize::MAX;
+    let Some(input) = &c.grant else {
+        // Only a tool call can be granted more than once: for others there is nothing to choose.
+        if crate::grant::CallFacts::of_packet(&c.packet, &state.policies).is_some() {
+            labelled(out, "scope", "once: this call only (s: grant more)", "base", width);
+        }
+        return;
+    };
+    let principal = state.principal.as_deref().unwrap_or_default();
+    let doc = crate::grant::grant_document(input, principal, state.fingerprint.as_deref().unwrap_or_default());
+    let Ok(g) = crate::grant::Grant::from_document(&doc) else {
+        labelled(out, "scope", "this grant is malformed: it will not be signed", "error", width);
+        return;
+    };
+    labelled(out, "GRANT", &format!("{}: {}", g.scope.as_str(), inert(&g.describe(), any)), "warn", width);
+    let past = crate::grant::past_calls(&g, state.snapshot.packets.iter().map(|e| &*e.packet), &state.policies);
+    let n = past.len();
+    labelled(
+        out,
+        "covers",
+        &format!("{n} earlier call{} in this spool{}", if n == 1 { "" } else { "s" }, if n > 0 { ":" } else { "" }),
+        "base",
+        width,
+    );
+    for p in past {
+        let line = format!("{}  {}", inert(&p.id, any), inert(&p.summary, any));
+        for piece in super::fields::wrap(&line, width.saturating_sub(2)) {
+            out.push(Row(vec![("  ".into(), "base"), (piece, "muted")]));
+        }
+    }
 }
 
 /// Distinct values with their counts, most frequent first then by name: `email.send ×3, pay ×1`.

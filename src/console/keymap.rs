@@ -177,7 +177,9 @@ pub fn known_commands(mode: &str) -> &'static [&'static str] {
             "log",
             "quit",
         ],
-        "confirm" => &["confirm", "cancel", "toggle", "activate", "down", "up", "page_down", "page_up", "top", "zoom"],
+        "confirm" => {
+            &["confirm", "cancel", "toggle", "activate", "down", "up", "page_down", "page_up", "top", "zoom", "scope"]
+        }
         "input" => &["submit", "cancel", "erase", "clear"],
         "help" => &["close", "down", "up"],
         _ => &[],

@@ -467,7 +467,7 @@ impl Runner {
                     }
                 });
             }
-            Effect::Sign { packet, publisher, verdict, reason, stands_in_for } => {
+            Effect::Sign { packet, publisher, verdict, reason, stands_in_for, grant } => {
                 let Some(principal) = self.principal.clone() else {
                     let _ = self.tx.send(Action::Signed(Err("read-only: no key".into())));
                     return;
@@ -493,6 +493,12 @@ impl Runner {
                         verdict,
                         chain_index: d.appended.chain_index,
                         entry_hash: d.appended.entry_hash,
+                        // The approval stands even if the grant after it cannot be recorded.
+                        grant: grant.map(|g| {
+                            spool::append_grant(&spool, &principal, &pinned, &g)
+                                .map(|(g, _)| g.grant_id)
+                                .map_err(|e| e.to_string())
+                        }),
                     })
                     .map_err(|e| e.to_string());
                     match &result {
@@ -563,6 +569,7 @@ impl Runner {
                                 verdict,
                                 chain_index: d.appended.chain_index,
                                 entry_hash: d.appended.entry_hash,
+                                grant: None,
                             })
                             .collect::<Vec<_>>()
                     })
