@@ -248,14 +248,25 @@ pub fn entry_of_record(index: usize, rec: &Map<String, Value>) -> AuditEntry {
 
 /// The audit entry of a receipt file that records a call (one with a `tool_call` object or a
 /// `grant_id`); `None` for any other receipt. `decisions` finds the chain decision of a packet
-/// (its verdict and 1-based record), for a call whose packet a person decided.
+/// (its verdict and 1-based record), for a call whose packet a person decided; `granted` the
+/// grant whose use a hook or the gateway claimed for a packet (`uses/`, [`crate::spool::Uses`]).
+/// The grant is the receipt's `grant_id`, its `tool_call.grant_id` (the gateway's), or the
+/// claimed one.
 #[must_use]
 pub fn entry_of_receipt(
     r: &Receipt,
     decisions: &dyn Fn(&str) -> Option<(crate::decision::Verdict, u64)>,
+    granted: &dyn Fn(&str) -> Option<String>,
 ) -> Option<AuditEntry> {
     let call = r.raw.get("tool_call").filter(|c| c.is_object());
-    let grant = r.raw.get("grant_id").and_then(Value::as_str);
+    let grant = r
+        .raw
+        .get("grant_id")
+        .or_else(|| call.and_then(|c| c.get("grant_id")))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| r.packet_id.as_deref().and_then(granted));
+    let grant = grant.as_deref();
     if call.is_none() && grant.is_none() {
         return None;
     }
@@ -309,8 +320,14 @@ impl AuditFilter {
 /// The audit: `chain` (the entries of the verified records, in chain order) with the calls of
 /// `receipts` that left no chain record interleaved by time, each after the chain entries at or
 /// before its time (receipts among themselves by time, then id), then `filter` applied.
+/// `granted` maps a call packet to the grant whose use was claimed for it (`uses/`).
 #[must_use]
-pub fn build(chain: Vec<AuditEntry>, receipts: &[Arc<Receipt>], filter: &AuditFilter) -> Vec<AuditEntry> {
+pub fn build(
+    chain: Vec<AuditEntry>,
+    receipts: &[Arc<Receipt>],
+    granted: &std::collections::HashMap<String, String>,
+    filter: &AuditFilter,
+) -> Vec<AuditEntry> {
     let decisions: std::collections::HashMap<&str, (crate::decision::Verdict, u64)> = chain
         .iter()
         .filter(|e| e.kind == EntryKind::Decision)
@@ -319,8 +336,10 @@ pub fn build(chain: Vec<AuditEntry>, receipts: &[Arc<Receipt>], filter: &AuditFi
             Some((e.packet_id.as_deref()?, (v, e.record?)))
         })
         .collect();
-    let mut calls: Vec<AuditEntry> =
-        receipts.iter().filter_map(|r| entry_of_receipt(r, &|p| decisions.get(p).copied())).collect();
+    let mut calls: Vec<AuditEntry> = receipts
+        .iter()
+        .filter_map(|r| entry_of_receipt(r, &|p| decisions.get(p).copied(), &|p| granted.get(p).cloned()))
+        .collect();
     calls.sort_by(|a, b| a.at_secs.total_cmp(&b.at_secs).then_with(|| a.receipt_id.cmp(&b.receipt_id)));
     // The latest time seen so far along the chain: a call goes after the last entry whose
     // running latest time is at or before it.
@@ -467,6 +486,25 @@ pub fn check_lines(text: &str, chain: &[AuditEntry]) -> AuditCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+
+    // A call allowed by a grant names it: the gateway in its receipt's `tool_call`, a hook's call
+    // through the use claimed for its packet.
+    #[test]
+    fn calls_allowed_by_a_grant_name_it() {
+        let gateway = receipt(
+            "r-gw",
+            "2026-01-01T00:01:00Z",
+            json!({"tool_call": {"host": "mcp-gateway", "tool": "fs.write", "calls": 1, "grant_id": "grant-a"}}),
+        );
+        let mut hook = receipt("r-hook", "2026-01-01T00:02:00Z", json!({}));
+        Arc::make_mut(&mut hook).packet_id = Some("cc-1".into());
+        let granted = HashMap::from([("cc-1".to_owned(), "grant-b".to_owned())]);
+        let all = build(Vec::new(), &[gateway, hook], &granted, &AuditFilter::default());
+        let hows: Vec<&How> = all.iter().map(|e| &e.how).collect();
+        assert_eq!(hows, [&How::Grant { grant_id: "grant-a".into() }, &How::Grant { grant_id: "grant-b".into() }]);
+        assert_eq!(all[1].grant_id.as_deref(), Some("grant-b"));
+    }
 
     fn receipt(id: &str, at: &str, extra: Value) -> Arc<Receipt> {
         let mut raw = json!({"tool_call": {"host": "mcp-gateway", "tool": "fs.read", "calls": 3}});
@@ -506,7 +544,7 @@ mod tests {
             receipt("r-mid", "2026-01-01T00:05:00Z", json!({})),
             receipt("r-grant", "2026-01-01T00:06:00Z", json!({"grant_id": "g-1"})),
         ];
-        let all = build(chain, &receipts, &AuditFilter::default());
+        let all = build(chain, &receipts, &HashMap::new(), &AuditFilter::default());
         let order: Vec<String> =
             all.iter().map(|e| e.receipt_id.clone().unwrap_or_else(|| format!("#{}", e.record.unwrap_or(0)))).collect();
         assert_eq!(order, ["#1", "r-mid", "r-grant", "#2", "r-late"]);
@@ -514,7 +552,7 @@ mod tests {
         assert_eq!(all[2].how, How::Grant { grant_id: "g-1".into() });
         assert_eq!(all[1].calls, 3);
         let since = AuditFilter { since: crate::clock::unix_seconds("2026-01-01T00:06:00Z"), agent: None };
-        assert_eq!(build(vec![decision(0, "2026-01-01T00:00:00Z")], &receipts, &since).len(), 2);
+        assert_eq!(build(vec![decision(0, "2026-01-01T00:00:00Z")], &receipts, &HashMap::new(), &since).len(), 2);
     }
 
     #[test]

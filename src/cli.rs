@@ -2081,7 +2081,12 @@ fn audit_cmd(spool: &Spool, as_json: bool, since: Option<&str>, agent: Option<St
         };
     let (report, chain_entries) = spool_audit(spool)?;
     let snap = Scanner::for_config(&config::config_dir()).scan(spool)?;
-    let entries = crate::audit::build(chain_entries, &snap.receipts, &crate::audit::AuditFilter { since, agent });
+    let entries = crate::audit::build(
+        chain_entries,
+        &snap.receipts,
+        &snap.uses.granted,
+        &crate::audit::AuditFilter { since, agent },
+    );
     let mut out = std::io::stdout().lock();
     for e in &entries {
         if as_json {

@@ -1459,6 +1459,7 @@ impl State {
             crate::audit::build(
                 self.audit_chain.as_ref().clone(),
                 &self.snapshot.receipts,
+                &self.snapshot.uses.granted,
                 &crate::audit::AuditFilter::default(),
             )
         } else {
