@@ -6,6 +6,8 @@
 
 #[path = "support/cli_env.rs"]
 mod cli_env;
+#[path = "support/tmux.rs"]
+mod tmux;
 use cli_env::{Env, text};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -263,4 +265,53 @@ fn a_single_use_grant_and_a_once_approval_are_each_used_once_by_sixteen_racing_c
         answers.iter().filter(|(d, _)| d == "deny").all(|(_, r)| r.contains("already used")),
         "the others are told why: {answers:?}"
     );
+}
+
+// The real console under tmux: a held push, `a`, `s` (this session), the dialog read to its end,
+// `y`: the approval and the grant are signed, the held call runs, and the session's next push runs
+// with no prompt; the Grants view (7) lists the grant with its use.
+#[test]
+fn the_console_approves_with_a_session_grant_and_the_sessions_next_call_runs() {
+    let e = env();
+    let vars = vec![
+        ("WARRANT_CONFIG", e.config().display().to_string()),
+        ("WARRANT_SPOOL", e.spool().display().to_string()),
+        ("WARRANT_PRINCIPAL", "alice".to_owned()),
+        ("XDG_DATA_HOME", e.dir.path().join("data").display().to_string()),
+        ("TERM", "xterm-256color".to_owned()),
+    ];
+    let console = tmux::Tmux::start("grant-session", &vars, &["console"]);
+    console.wait_for("the console", |sc| sc.contains("chain ok") && sc.contains("0 pending"));
+    let held = spawn_hook(&e, &bash("c-1", "sess-c", "git push origin main"), "60");
+    wait_for_packet(&e, "cc-c-1");
+    console.wait_for("the held call", |sc| sc.contains("1 pending"));
+    console.send(&["a"]);
+    console.wait_for("the sign dialog", |sc| sc.contains("Confirm: approve") && sc.contains("once: this call only"));
+    console.send(&["s"]);
+    console.wait_for("the grant in the dialog", |sc| sc.contains("GRANT") && sc.contains("in session sess-c"));
+    let start = Instant::now();
+    loop {
+        let (screen, _) = console.wait_for("the sign dialog", |sc| sc.contains("Confirm: approve"));
+        if screen.contains("✓ all") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "the dialog never unlocked:\n{screen}");
+        console.send(&["space"]);
+        console.wait_for("the next page", |sc| sc != screen);
+    }
+    console.send(&["y"]);
+    console
+        .wait_for("the approval and its grant", |sc| sc.contains("approved cc-c-1") && sc.contains("granted grant-"));
+    let (d, reason) = decision(&held.wait_with_output().expect("hook"));
+    assert_eq!(d, "allow", "{reason}");
+    let (d, reason) = run_hook(&e, &bash("c-2", "sess-c", "git push origin other"), "0.3");
+    assert_eq!(d, "allow", "the session's next call runs on the grant: {reason}");
+    console.send(&["7"]);
+    console.wait_for("the Grants view", |sc| sc.contains("live") && sc.contains("session") && sc.contains("1 use"));
+    console.send(&["q"]);
+    let start = Instant::now();
+    while console.alive() && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!console.alive(), "the console quits");
 }
