@@ -2311,7 +2311,11 @@ fn run_command(state: &mut State, line: &str) -> Vec<Effect> {
             state.flash = Some(Flash { text: format!("pending sorted by {}", sort_words(key)), error: false });
             vec![]
         }
-        Command::Theme(name) => vec![Effect::Theme(name)],
+        Command::Theme(name) => {
+            // The event loop loads it and says so in the status line if it cannot.
+            state.flash = Some(Flash { text: format!("theme {}", crate::text::inert(&name, 40)), error: false });
+            vec![Effect::Theme(name)]
+        }
         Command::Grant(scope) => apply(state, Action::GrantDialog(scope)),
         Command::Quit => on_normal_command(state, "quit"),
         Command::Help => on_normal_command(state, "help"),

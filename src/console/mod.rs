@@ -788,18 +788,16 @@ where
                 }
                 if let Effect::Theme(name) = &effect {
                     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-                    let text = match theme::Theme::resolve(Some(name), no_color) {
-                        Ok(t) if no_color => {
-                            theme = t;
-                            "NO_COLOR is set: the mono theme stays".to_owned()
-                        }
+                    let problem = match theme::Theme::resolve(Some(name), no_color) {
                         Ok(t) => {
                             theme = t;
-                            format!("theme {}", crate::text::inert(name, 40))
+                            no_color.then(|| "NO_COLOR is set: the mono theme stays".to_owned())
                         }
-                        Err(e) => format!("theme not changed: {}", crate::text::inert(&e, 300)),
+                        Err(e) => Some(format!("theme not changed: {}", crate::text::inert(&e, 300))),
                     };
-                    let _ = tx.send(Action::Error(text));
+                    if let Some(text) = problem {
+                        let _ = tx.send(Action::Error(text));
+                    }
                     dirty = true;
                 }
                 runner.run(effect);
