@@ -205,8 +205,7 @@ pub fn entry_of_record(index: usize, rec: &Map<String, Value>) -> AuditEntry {
         name: s(Some(sig), "signer").or_else(|| s(Some(sig), "reviewer")).unwrap_or_default().to_owned(),
         key: s(Some(sig), "key_fingerprint").unwrap_or_default().to_owned(),
     });
-    let decision =
-        s(approval, "decision").map_or_else(|| top("outcome"), str::to_owned);
+    let decision = s(approval, "decision").map_or_else(|| top("outcome"), str::to_owned);
     let how = match kind {
         EntryKind::Decision | EntryKind::Control | EntryKind::KeyEvent | EntryKind::Grant | EntryKind::Revocation
             if signer.is_some() =>

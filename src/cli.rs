@@ -1701,13 +1701,13 @@ fn json_line_inert(v: &Value) -> String {
 /// `warrant audit`: exit 0, or 1 when the chain does not verify (the records that failed are
 /// left out and the first finding is on stderr).
 fn audit_cmd(spool: &Spool, as_json: bool, since: Option<&str>, agent: Option<String>) -> Result<u8, Failure> {
-    let since = match since {
-        Some(t) => Some(
-            crate::clock::unix_seconds(t)
-                .ok_or_else(|| Failure::usage(format!("--since {}: not an RFC 3339 time", crate::text::inert(t, 80))))?,
-        ),
-        None => None,
-    };
+    let since =
+        match since {
+            Some(t) => Some(crate::clock::unix_seconds(t).ok_or_else(|| {
+                Failure::usage(format!("--since {}: not an RFC 3339 time", crate::text::inert(t, 80)))
+            })?),
+            None => None,
+        };
     let (report, chain_entries) = spool_audit(spool)?;
     let snap = Scanner::for_config(&config::config_dir()).scan(spool)?;
     let entries = crate::audit::build(chain_entries, &snap.receipts, &crate::audit::AuditFilter { since, agent });
@@ -1774,8 +1774,8 @@ fn audit_text_line(e: &crate::audit::AuditEntry) -> String {
 /// checked against the spool's verified chain. Exit 0 when the chain verifies and every such
 /// line matches, 1 otherwise.
 fn verify_audit(spool: &Spool, file: &Path, as_json: bool) -> Result<u8, Failure> {
-    let text = crate::config::read_text_file(file, 1 << 30)
-        .map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
+    let text =
+        crate::config::read_text_file(file, 1 << 30).map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
     let (report, entries) = spool_audit(spool)?;
     let check = crate::audit::check_lines(&text, &entries);
     let ok = report.is_valid() && check.mismatches.is_empty();

@@ -2429,15 +2429,17 @@ pub fn audit_chain(
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
     let mut entries = Vec::new();
     let keep = ["tg_receipt", "warrant_grant", "approval", "reason"];
-    let tail = chain::verify_tail_with(&spool.chain_path(), &chain::Verified::default(), opts, &keep, &progress, |i, rec| {
-        entries.push(crate::audit::entry_of_record(i, rec));
-    })?;
+    let tail =
+        chain::verify_tail_with(&spool.chain_path(), &chain::Verified::default(), opts, &keep, &progress, |i, rec| {
+            entries.push(crate::audit::entry_of_record(i, rec));
+        })?;
     let mut report = tail.map(|t| t.report).unwrap_or_default();
     let (checkpoint, _) = crate::checkpoint::latest(spool, pinned);
     if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint::check(&spool.chain_path(), &cp, &report)) {
         report.findings.push(f);
     }
-    let bad: std::collections::HashSet<u64> = report.findings.iter().filter_map(|f| f.index).map(|i| i as u64 + 1).collect();
+    let bad: std::collections::HashSet<u64> =
+        report.findings.iter().filter_map(|f| f.index).map(|i| i as u64 + 1).collect();
     entries.retain(|e| e.record.is_some_and(|r| !bad.contains(&r)));
     Ok((report, entries))
 }

@@ -504,7 +504,10 @@ fn audit_lists_the_chain_and_calls_and_verify_checks_an_export() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 5, "{out}");
     assert!(lines[0].starts_with("not in the chain") && lines[0].contains("by the gate alone"), "{out}");
-    assert!(lines[1].starts_with("record 1") && lines[1].contains("approve") && lines[1].contains("signer alice SHA256:"), "{out}");
+    assert!(
+        lines[1].starts_with("record 1") && lines[1].contains("approve") && lines[1].contains("signer alice SHA256:"),
+        "{out}"
+    );
     assert!(lines[2].starts_with("record 2") && lines[2].contains("refuse") && lines[2].contains("not now"), "{out}");
     assert!(lines[3].starts_with("record 3") && lines[3].contains("control") && lines[3].contains("agent-b"), "{out}");
     assert!(lines[4].contains("rcpt-late") && lines[4].contains("fs.read ×3"), "{out}");

@@ -2246,14 +2246,38 @@ fn audit_record(action: &str, agent: &str, at: &str, approval: &str, meta_key: &
 fn audit_state() -> State {
     let mut s = state(false);
     let records = [
-        audit_record("email.send.external", "agent-scribe", "2026-11-21T08:10:00Z", "approve", "warrant_decision",
-            json!({"packet_id": "p-old", "decision": "approve", "reason": "quote checked"})),
-        audit_record("social.post.public", "agent-herald", "2026-11-21T08:30:00Z", "refuse", "warrant_decision",
-            json!({"packet_id": "p-post", "decision": "refuse", "reason": "not before the launch review"})),
-        audit_record("warrant.control.agent.quarantine", "agent-herald", "2026-11-21T08:31:00Z", "agent.quarantine",
-            "warrant_control", json!({"control": "agent.quarantine", "subject": "agent-herald", "reason": "odd posts"})),
-        audit_record("warrant.grant", "agent-scribe", "2026-11-21T08:40:00Z", "grant", "warrant_grant",
-            json!({"domain": "warrant.grant/v1", "grant_id": "g-7"})),
+        audit_record(
+            "email.send.external",
+            "agent-scribe",
+            "2026-11-21T08:10:00Z",
+            "approve",
+            "warrant_decision",
+            json!({"packet_id": "p-old", "decision": "approve", "reason": "quote checked"}),
+        ),
+        audit_record(
+            "social.post.public",
+            "agent-herald",
+            "2026-11-21T08:30:00Z",
+            "refuse",
+            "warrant_decision",
+            json!({"packet_id": "p-post", "decision": "refuse", "reason": "not before the launch review"}),
+        ),
+        audit_record(
+            "warrant.control.agent.quarantine",
+            "agent-herald",
+            "2026-11-21T08:31:00Z",
+            "agent.quarantine",
+            "warrant_control",
+            json!({"control": "agent.quarantine", "subject": "agent-herald", "reason": "odd posts"}),
+        ),
+        audit_record(
+            "warrant.grant",
+            "agent-scribe",
+            "2026-11-21T08:40:00Z",
+            "grant",
+            "warrant_grant",
+            json!({"domain": "warrant.grant/v1", "grant_id": "g-7"}),
+        ),
     ];
     let entries: Vec<_> = records
         .iter()
@@ -2308,7 +2332,8 @@ fn mouse_selects_rows_switches_views_and_scrolls() {
     app::update(&mut s, Action::Resize { width: 160, height: 48 });
     let text = screen(&s, 160, 48);
     let lines: Vec<&str> = text.lines().collect();
-    let (row, line) = lines.iter().enumerate().find(|(_, l)| l.contains("p-kickoff") || l.contains("agent-planner")).expect("row");
+    let (row, line) =
+        lines.iter().enumerate().find(|(_, l)| l.contains("p-kickoff") || l.contains("agent-planner")).expect("row");
     let click = |column: usize, row: usize| {
         Action::Mouse(MouseInput { kind: MouseKind::Click, column: column as u16, row: row as u16 })
     };

@@ -1360,15 +1360,12 @@ impl State {
         };
         self.audit.retain(|e| {
             let record = e.record.map(|r| r.to_string()).unwrap_or_default();
-            filter.matches(
-                &[&e.agent, &e.action, e.kind.word(), &e.decision, e.how.word(), &record],
-                |f| match f {
-                    Field::Agent => Some(Cow::Borrowed(e.agent.as_str())),
-                    Field::Class => Some(Cow::Borrowed(e.action.as_str())),
-                    Field::Id => Some(Cow::Borrowed(e.packet_id.as_deref().unwrap_or_default())),
-                    _ => None,
-                },
-            )
+            filter.matches(&[&e.agent, &e.action, e.kind.word(), &e.decision, e.how.word(), &record], |f| match f {
+                Field::Agent => Some(Cow::Borrowed(e.agent.as_str())),
+                Field::Class => Some(Cow::Borrowed(e.action.as_str())),
+                Field::Id => Some(Cow::Borrowed(e.packet_id.as_deref().unwrap_or_default())),
+                _ => None,
+            })
         });
         self.pending = pending;
         self.decided = decided;
@@ -1696,7 +1693,9 @@ fn on_mouse(state: &mut State, m: MouseInput) -> Vec<Effect> {
     let mut fx = vec![];
     match m.kind {
         MouseKind::ScrollUp if state.zoomed => state.detail_scroll = state.detail_scroll.saturating_sub(3),
-        MouseKind::ScrollDown if state.zoomed => state.detail_scroll = state.detail_scroll.saturating_add(3).min(60_000),
+        MouseKind::ScrollDown if state.zoomed => {
+            state.detail_scroll = state.detail_scroll.saturating_add(3).min(60_000)
+        }
         MouseKind::ScrollUp => state.move_selection(-3),
         MouseKind::ScrollDown => state.move_selection(3),
         MouseKind::Click => {
@@ -1934,7 +1933,8 @@ fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         "page_up" => state.move_selection(-PAGE),
         "open"
             if (state.selected_packet().is_some()
-                || matches!(state.pane, Pane::Invalid | Pane::Posteriors | Pane::Audit) && state.len(state.pane) > 0) =>
+                || matches!(state.pane, Pane::Invalid | Pane::Posteriors | Pane::Audit)
+                    && state.len(state.pane) > 0) =>
         {
             state.zoomed = true;
         }

@@ -90,9 +90,9 @@ pub fn parse(line: &str) -> Result<Command, String> {
         "approve" => no_args(Command::Approve),
         "refuse" => Ok(Command::Refuse((!rest.is_empty()).then(|| rest.to_owned()))),
         "filter" => Ok(Command::Filter(rest.to_owned())),
-        "sort" => sort_key(rest)
-            .map(Command::Sort)
-            .ok_or_else(|| format!(":sort takes one of {} (not {:?})", SORT_KEYS.join(", "), crate::text::inert(rest, 40))),
+        "sort" => sort_key(rest).map(Command::Sort).ok_or_else(|| {
+            format!(":sort takes one of {} (not {:?})", SORT_KEYS.join(", "), crate::text::inert(rest, 40))
+        }),
         "theme" if rest.is_empty() || rest.contains(char::is_whitespace) => {
             Err(":theme takes a theme name (default, mono, or a file in <config>/themes/)".into())
         }
@@ -137,7 +137,8 @@ pub fn complete(line: &str, themes: &[String]) -> (String, Vec<String>) {
     match fits.as_slice() {
         [] => (line.to_owned(), fits),
         [one] => {
-            let space = if head.is_empty() && !matches!(one.as_str(), "approve" | "q" | "quit" | "help")
+            let space = if head.is_empty()
+                && !matches!(one.as_str(), "approve" | "q" | "quit" | "help")
                 && !VIEWS.iter().any(|(v, _)| v == one)
             {
                 " "

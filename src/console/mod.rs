@@ -356,11 +356,17 @@ impl Runner {
         match effect {
             Effect::Audit => {
                 let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
-                spawn_job(tx, Action::Audited(Err("internal error while building the audit (see the log)".into())), move || {
-                    Action::Audited(
-                        spool::audit_chain(&spool, &pinned).map(|(_, entries)| Arc::new(entries)).map_err(|e| e.to_string()),
-                    )
-                });
+                spawn_job(
+                    tx,
+                    Action::Audited(Err("internal error while building the audit (see the log)".into())),
+                    move || {
+                        Action::Audited(
+                            spool::audit_chain(&spool, &pinned)
+                                .map(|(_, entries)| Arc::new(entries))
+                                .map_err(|e| e.to_string()),
+                        )
+                    },
+                );
             }
             // Handled by the event loop, which owns the theme.
             Effect::Theme(_) => {}

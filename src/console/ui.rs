@@ -158,7 +158,7 @@ fn tabs_line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
     let labels = |detail: u8| -> Vec<String> {
         Pane::ALL
             .iter()
-                        .map(|pane| match detail {
+            .map(|pane| match detail {
                 _ if *pane == state.pane => format!(" {} {} ({}) ", pane.number(), pane.title(), state.len(*pane)),
                 3 => format!(" {} {} ({}) ", pane.number(), pane.title(), state.len(*pane)),
                 2 if matches!(pane, Pane::Pending | Pane::Decided | Pane::Invalid) => {
@@ -603,7 +603,12 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                     7,
                     0,
                 ),
-                Column::new("TIME", list.iter().map(|e| raw(inert(e.at.get(..19).unwrap_or(&e.at), 19))).collect(), 10, 3),
+                Column::new(
+                    "TIME",
+                    list.iter().map(|e| raw(inert(e.at.get(..19).unwrap_or(&e.at), 19))).collect(),
+                    10,
+                    3,
+                ),
                 Column::new("KIND", list.iter().map(|e| raw(e.kind.word().to_owned())).collect(), 4, 0),
                 Column::new(
                     "WHAT",
@@ -984,8 +989,8 @@ fn record_lines(state: &State, theme: &Theme, p: &Packet) -> Vec<Line<'static>> 
             ),
         ));
     }
-    let contract =
-        crate::verdict::Governance::of_packet(p).and_then(|g| g.contract.as_ref().and_then(|c| c.as_ref().ok()).cloned());
+    let contract = crate::verdict::Governance::of_packet(p)
+        .and_then(|g| g.contract.as_ref().and_then(|c| c.as_ref().ok()).cloned());
     if let Some(c) = contract {
         let undo = match c.reversibility {
             Reversibility::Reversible => "can be undone",
