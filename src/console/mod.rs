@@ -292,6 +292,11 @@ struct Runner {
     verify_again: bool,
     /// `chain.jsonl`'s metadata when its last verification started.
     verified_stamp: Option<ChainStamp>,
+    /// An audit is being built; another was asked for meanwhile; `chain.jsonl`'s metadata when
+    /// the last one started (an unchanged chain is not audited again).
+    auditing: bool,
+    audit_again: bool,
+    audited_stamp: Option<ChainStamp>,
     /// Set (by the watcher) when the next scan must `lstat` every file.
     recheck_every: Arc<std::sync::atomic::AtomicBool>,
     /// Names the watcher saw touched since the last scan started: that scan `lstat`s them.
@@ -355,6 +360,16 @@ impl Runner {
     fn run(&mut self, effect: Effect) {
         match effect {
             Effect::Audit => {
+                if self.auditing {
+                    self.audit_again = true;
+                    return;
+                }
+                let stamp = chain_stamp(&self.spool);
+                if stamp.is_some() && stamp == self.audited_stamp {
+                    return;
+                }
+                self.auditing = true;
+                self.audited_stamp = stamp;
                 let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
                 spawn_job(
                     tx,
@@ -629,6 +644,15 @@ impl Runner {
                 }
             }
             Action::ScanFailed(_) => self.scanning = false,
+            Action::Audited(result) => {
+                self.auditing = false;
+                if result.is_err() {
+                    self.audited_stamp = None;
+                }
+                if std::mem::take(&mut self.audit_again) {
+                    self.run(Effect::Audit);
+                }
+            }
             Action::VerifyFailed(_) => {
                 self.verifying = false;
                 self.verified_stamp = None;
@@ -681,6 +705,9 @@ where
         verifying: false,
         verify_again: false,
         verified_stamp: None,
+        auditing: false,
+        audit_again: false,
+        audited_stamp: None,
         recheck_every,
         touched,
         watching: _watcher.is_some(),
