@@ -151,8 +151,11 @@ pub enum Command {
         audit: Option<PathBuf>,
     },
     /// Print the audit: every decision, control, key event, grant and allowed call in chain
-    /// order, with how it was allowed, the signer, the record's number and entry_hash; calls that
-    /// left no chain record (receipt files) interleaved by time and marked as not in the chain.
+    /// order, with how it was allowed and who signed
+    ///
+    /// Each entry gives the record's number (as `verify` numbers records) and entry_hash; calls
+    /// that left no chain record (receipt files) are interleaved by time and marked as not in
+    /// the chain.
     Audit {
         /// Print JSON lines, one entry a line (`warrant verify --audit FILE` checks them).
         #[arg(long)]

@@ -844,6 +844,10 @@ pub struct ChainDecision {
     pub chain_index: u64,
     /// The record's `entry_hash`.
     pub entry_hash: String,
+    /// The agent, as the signed document names it.
+    pub agent: String,
+    /// The action class, as the signed document names it.
+    pub action_class: String,
 }
 
 /// The decision a chain record carries, if it is a warrant decision record.
@@ -864,6 +868,8 @@ pub fn chain_decision_of(rec: &Map<String, Value>) -> Option<(String, ChainDecis
             packet_hash: s(doc, "packet_hash").unwrap_or_default(),
             chain_index: rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0),
             entry_hash,
+            agent: s(doc, "agent").unwrap_or_default(),
+            action_class: s(doc, "action_class").unwrap_or_default(),
         },
     ))
 }

@@ -141,6 +141,8 @@ required_trust_level = 3
             packet_hash: w.packets[1].packet.content_hash.clone(),
             chain_index: 1,
             entry_hash: String::new(),
+            agent: String::new(),
+            action_class: String::new(),
         },
     );
     a = step(&w, &a, "decision");

@@ -103,6 +103,8 @@ fn decided_post() -> HashMap<String, ChainDecision> {
             packet_hash: String::new(),
             chain_index: 7,
             entry_hash: format!("sha256:{}", "ab".repeat(32)),
+            agent: "agent-herald".into(),
+            action_class: "social.post.public".into(),
         },
     )])
 }
@@ -603,6 +605,8 @@ fn signed_result_flashes_and_rescans() {
             packet_hash: String::new(),
             chain_index: 8,
             entry_hash: String::new(),
+            agent: String::new(),
+            action_class: String::new(),
         },
     );
     app::update(&mut s, Action::ChainVerified(view(*valid_report(8), decided)));
@@ -2250,9 +2254,9 @@ fn command_line_parses_and_completes() {
     assert_eq!(parse("audit"), Ok(Command::View(Pane::Audit)));
     assert_eq!(parse("grant until 2026-12-01T00:00:00Z"), Ok(Command::Grant("until 2026-12-01T00:00:00Z".into())));
     assert!(parse("grant forever").is_err());
-    assert!(parse("sort size").unwrap_err().contains("age, risk, class, agent"));
+    assert!(parse("sort size").is_err_and(|e| e.contains("age, risk, class, agent")));
     assert!(parse("approve now").is_err());
-    assert!(parse("frobnicate").unwrap_err().contains("unknown command :frobnicate"));
+    assert!(parse("frobnicate").is_err_and(|e| e.contains("unknown command :frobnicate")));
     assert!(parse("theme").is_err());
     let themes = vec!["default".to_owned(), "mono".to_owned()];
     assert_eq!(complete("th", &themes).0, "theme ");
@@ -2494,4 +2498,44 @@ fn mouse_selects_rows_switches_views_and_scrolls() {
     let before = s.mode.clone();
     assert!(app::update(&mut s, click(80, 24)).is_empty());
     assert_eq!(s.mode, before);
+}
+
+// The packet detail tells the agent's record for the class from the verified chain (approved,
+// refused, the last refusal and its reason), the class's posterior, and the contract's
+// reversibility and blast radius in words (issue 18).
+#[test]
+fn the_detail_shows_the_agents_record_the_posterior_and_the_contract_in_words() {
+    let mut s = state(false);
+    let d = |i: u64, verdict: Verdict, reason: Option<&str>| ChainDecision {
+        verdict,
+        principal: "alice".into(),
+        reason: reason.map(Into::into),
+        decided_at: format!("2026-11-2{i}T08:00:00Z"),
+        packet_hash: String::new(),
+        chain_index: i,
+        entry_hash: String::new(),
+        agent: "agent-scribe".into(),
+        action_class: "email.send.external".into(),
+    };
+    let mut decisions = decided_post();
+    decisions.insert("old-1".into(), d(1, Verdict::Approve, None));
+    decisions.insert("old-2".into(), d(2, Verdict::Refuse, Some("wrong price")));
+    decisions.insert("old-3".into(), d(3, Verdict::Approve, None));
+    app::update(&mut s, Action::ChainVerified(view(*valid_report(9), decisions)));
+    let rec = s.agent_record("agent-scribe", "email.send.external").expect("record");
+    assert_eq!((rec.approved, rec.refused), (2, 1));
+    assert!(s.agent_record("agent-planner", "email.send.external").is_none());
+    press(&mut s, &["enter"]);
+    let text = screen(&s, 160, 48);
+    assert!(
+        text.contains("2 approved · 1 refused · last refused 2026-11-22T08:00:00Z (record 2): wrong price"),
+        "{text}"
+    );
+    assert!(text.contains("95% interval"), "{text}");
+    let mut g = governed_state(false);
+    select_pending(&mut g, "p-merge");
+    press(&mut g, &["enter"]);
+    let text = screen(&g, 160, 48);
+    assert!(text.contains("can be undone") && text.contains("the project's shared state"), "{text}");
+    assert!(!text.contains("\"reversibility\""), "words, not JSON: {text}");
 }

@@ -536,7 +536,7 @@ fn toml_examples_are_accepted_by_warrant() {
                 ("keymap.toml", &["console", "--read-only"], "enabling raw mode".to_string())
             } else if body.trim_start().starts_with("principal =") {
                 ("config.toml", &["keys", "show"], "principal  alice".to_string())
-            } else if body.trim_start().starts_with("[notify]") {
+            } else if body.trim_start().starts_with("[notify]") || body.trim_start().starts_with("[console]") {
                 // Parsed (an unknown key or an empty command is exit 2) before the key is read.
                 ("config.toml", &["keys", "show"], "principal".to_string())
             } else if body.trim_start().starts_with("[timeouts.") {

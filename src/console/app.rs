@@ -500,6 +500,17 @@ pub struct DecidedRow {
     pub packet: Option<Arc<Packet>>,
 }
 
+/// An agent's record for one action class, from the decisions of the verified chain.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentClassRecord {
+    /// Approvals signed.
+    pub approved: usize,
+    /// Refusals signed.
+    pub refused: usize,
+    /// The last refusal: its record, when, and the reason given.
+    pub last_refusal: Option<ChainDecision>,
+}
+
 /// A notebook as the matrices view lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotebookRow {
@@ -640,6 +651,8 @@ pub struct State {
     pub completions: Vec<String>,
     /// The theme names `:theme` completes (the built-ins and `<config>/themes/*.toml`).
     pub themes: Vec<String>,
+    /// Each (agent, canonical class)'s record in the verified chain, for the packet detail.
+    agent_records: HashMap<(String, String), AgentClassRecord>,
 }
 
 /// A class's posterior with what rendering needs and should not recompute per frame.
@@ -811,6 +824,7 @@ impl State {
             history: super::command::History::default(),
             completions: Vec::new(),
             themes: vec!["default".into(), "mono".into()],
+            agent_records: HashMap::new(),
         }
     }
 
@@ -1171,6 +1185,20 @@ impl State {
             Pane::Grants => self.grant_rows.len(),
             Pane::Audit => self.audit.len(),
         }
+    }
+
+    /// `agent`'s record for `class` (any spelling the registry normalises) in the verified
+    /// chain: approvals, refusals and the last refusal.
+    #[must_use]
+    pub fn agent_record(&self, agent: &str, class: &str) -> Option<&AgentClassRecord> {
+        self.agent_records.get(&(agent.to_owned(), self.policies.normalize(class)))
+    }
+
+    /// The posterior of `class` (normalised), whatever the filter.
+    #[must_use]
+    pub fn posterior_of(&self, class: &str) -> Option<&ClassPosterior> {
+        let class = self.policies.normalize(class);
+        self.all_posteriors.iter().find(|p| p.action_class == class).map(|p| &**p)
     }
 
     /// The audit entries shown (after the filter), in chain order.
@@ -1902,6 +1930,20 @@ fn apply_chain_view(state: &mut State, view: ChainView) {
         ChainState::Broken { total: report.total, first, count: report.findings.len() }
     };
     state.decisions = decisions;
+    let mut records: HashMap<(String, String), AgentClassRecord> = HashMap::new();
+    for d in state.decisions.values() {
+        let r = records.entry((d.agent.clone(), state.policies.normalize(&d.action_class))).or_default();
+        match d.verdict {
+            Verdict::Approve => r.approved += 1,
+            Verdict::Refuse => {
+                r.refused += 1;
+                if r.last_refusal.as_ref().is_none_or(|l| l.chain_index < d.chain_index) {
+                    r.last_refusal = Some(d.clone());
+                }
+            }
+        }
+    }
+    state.agent_records = records;
     state.chain_evidence = evidence;
     state.controls = controls;
     state.grants = grants;
@@ -2724,7 +2766,11 @@ fn run_command(state: &mut State, line: &str) -> Vec<Effect> {
             state.flash = Some(Flash { text: format!("pending sorted by {}", sort_words(key)), error: false });
             vec![]
         }
-        Command::Theme(name) => vec![Effect::Theme(name)],
+        Command::Theme(name) => {
+            // The event loop loads it and says so in the status line if it cannot.
+            state.flash = Some(Flash { text: format!("theme {}", crate::text::inert(&name, 40)), error: false });
+            vec![Effect::Theme(name)]
+        }
         Command::Grant(scope) => apply(state, Action::GrantDialog(scope)),
         Command::Quit => on_normal_command(state, "quit"),
         Command::Help => on_normal_command(state, "help"),

@@ -293,6 +293,11 @@ struct Runner {
     verify_again: bool,
     /// `chain.jsonl`'s metadata when its last verification started.
     verified_stamp: Option<ChainStamp>,
+    /// An audit is being built; another was asked for meanwhile; `chain.jsonl`'s metadata when
+    /// the last one started (an unchanged chain is not audited again).
+    auditing: bool,
+    audit_again: bool,
+    audited_stamp: Option<ChainStamp>,
     /// Set (by the watcher) when the next scan must `lstat` every file.
     recheck_every: Arc<std::sync::atomic::AtomicBool>,
     /// Names the watcher saw touched since the last scan started: that scan `lstat`s them.
@@ -356,6 +361,16 @@ impl Runner {
     fn run(&mut self, effect: Effect) {
         match effect {
             Effect::Audit => {
+                if self.auditing {
+                    self.audit_again = true;
+                    return;
+                }
+                let stamp = chain_stamp(&self.spool);
+                if stamp.is_some() && stamp == self.audited_stamp {
+                    return;
+                }
+                self.auditing = true;
+                self.audited_stamp = stamp;
                 let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
                 spawn_job(
                     tx,
@@ -707,6 +722,15 @@ impl Runner {
                 }
             }
             Action::ScanFailed(_) => self.scanning = false,
+            Action::Audited(result) => {
+                self.auditing = false;
+                if result.is_err() {
+                    self.audited_stamp = None;
+                }
+                if std::mem::take(&mut self.audit_again) {
+                    self.run(Effect::Audit);
+                }
+            }
             Action::VerifyFailed(_) => {
                 self.verifying = false;
                 self.verified_stamp = None;
@@ -759,6 +783,9 @@ where
         verifying: false,
         verify_again: false,
         verified_stamp: None,
+        auditing: false,
+        audit_again: false,
+        audited_stamp: None,
         recheck_every,
         touched,
         watching: _watcher.is_some(),
@@ -872,18 +899,16 @@ where
                 }
                 if let Effect::Theme(name) = &effect {
                     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-                    let text = match theme::Theme::resolve(Some(name), no_color) {
-                        Ok(t) if no_color => {
-                            theme = t;
-                            "NO_COLOR is set: the mono theme stays".to_owned()
-                        }
+                    let problem = match theme::Theme::resolve(Some(name), no_color) {
                         Ok(t) => {
                             theme = t;
-                            format!("theme {}", crate::text::inert(name, 40))
+                            no_color.then(|| "NO_COLOR is set: the mono theme stays".to_owned())
                         }
-                        Err(e) => format!("theme not changed: {}", crate::text::inert(&e, 300)),
+                        Err(e) => Some(format!("theme not changed: {}", crate::text::inert(&e, 300))),
                     };
-                    let _ = tx.send(Action::Error(text));
+                    if let Some(text) = problem {
+                        let _ = tx.send(Action::Error(text));
+                    }
                     dirty = true;
                 }
                 runner.run(effect);

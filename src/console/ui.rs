@@ -962,6 +962,64 @@ fn verdict_lines(state: &State, theme: &Theme, id: &str, row: usize, max: usize)
     out
 }
 
+/// What the principal knows of a packet's agent and class (issue 18): the agent's record for
+/// the class in the verified chain (approved, refused, the last refusal and its reason), the
+/// class's posterior (mean and 95% credible interval), and the contract's reversibility and
+/// blast radius in words.
+fn record_lines(state: &State, theme: &Theme, p: &Packet) -> Vec<Line<'static>> {
+    use crate::ladder::{BlastRadius, Reversibility};
+    let mut lines = Vec::new();
+    let record = match state.agent_record(&p.agent, &p.action_class) {
+        Some(r) => {
+            let mut text = format!("{} approved · {} refused", r.approved, r.refused);
+            if let Some(l) = &r.last_refusal {
+                text.push_str(&format!(
+                    " · last refused {} (record {}){}",
+                    inert(&l.decided_at, 30),
+                    l.chain_index,
+                    l.reason.as_deref().map_or(String::new(), |why| format!(": {}", inert(why, 200)))
+                ));
+            }
+            text
+        }
+        None => "no decision yet for this agent and class".to_owned(),
+    };
+    lines.push(kv(theme, "record", record));
+    if let Some(c) = state.posterior_of(&p.action_class) {
+        lines.push(kv(
+            theme,
+            "posterior",
+            format!(
+                "mean {:.2} · 95% interval {:.2}–{:.2} · {} ({} samples)",
+                c.mean,
+                c.ci_low,
+                c.ci_high,
+                c.tier.as_str(),
+                c.samples
+            ),
+        ));
+    }
+    let contract = crate::verdict::Governance::of_packet(p)
+        .and_then(|g| g.contract.as_ref().and_then(|c| c.as_ref().ok()).cloned());
+    if let Some(c) = contract {
+        let undo = match c.reversibility {
+            Reversibility::Reversible => "can be undone",
+            Reversibility::Compensable => "cannot be undone, only offset by a compensating action",
+            Reversibility::Irreversible => "cannot be undone",
+        };
+        let reach = match c.blast_radius {
+            BlastRadius::SelfOnly => "the agent itself only",
+            BlastRadius::Session => "this session",
+            BlastRadius::Project => "the project's shared state",
+            BlastRadius::External => "beyond the project: other people and systems",
+        };
+        let role = if c.reversibility == Reversibility::Irreversible { "warn" } else { "base" };
+        lines.push(kv(theme, "undo", Span::styled(undo, theme.get(role))));
+        lines.push(kv(theme, "reaches", reach));
+    }
+    lines.into_iter().map(own_line).collect()
+}
+
 fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, zoomed: bool) -> Vec<Line<'a>> {
     let shown = state.shown_state(p);
     let (g, w) = state_label(shown);
@@ -1098,6 +1156,7 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             state.receipts_for(&p.action_class)
         ),
     ));
+    lines.extend(record_lines(state, theme, p));
     if let Some(d) = state.decisions.get(&p.id) {
         let (g, w, role) = verdict_label(d.verdict);
         lines.push(kv(
