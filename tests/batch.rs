@@ -193,3 +193,41 @@ fn the_cli_approves_and_refuses_several_ids() {
         assert!(f.spool.decision_path(id).exists(), "{id}");
     }
 }
+
+// `chain::append_many_then`: the group is sealed record onto record and written whole, `after`
+// runs once with every record; an empty group or a builder's refusal writes nothing.
+#[test]
+fn append_many_then_writes_a_group_or_nothing() {
+    use warrant::chain;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chain.jsonl");
+    let body = |n: u64| {
+        let mut meta = serde_json::Map::new();
+        meta.insert("note".into(), json!(format!("r{n}")));
+        chain::new_record_body("agent-a", "draft.compose", None, "success", "t", "suggest", AT, meta)
+    };
+    chain::append(&path, |_| Ok(body(0))).expect("first");
+    let mut seen = Vec::new();
+    let got = chain::append_many_then(
+        &path,
+        chain::LOCK_DEADLINE,
+        |head| {
+            assert_eq!(head.last_index, 1);
+            Ok((1..=3).map(body).collect())
+        },
+        |a, bytes| seen.push((a.iter().map(|x| x.chain_index).collect::<Vec<_>>(), bytes)),
+    )
+    .expect("group");
+    let len = std::fs::metadata(&path).expect("meta").len();
+    assert_eq!(got.iter().map(|a| a.chain_index).collect::<Vec<_>>(), [2, 3, 4]);
+    assert_eq!(seen, [(vec![2, 3, 4], len)]);
+    assert_eq!(got[1].record["previous_hash"], json!(got[0].entry_hash));
+    let report = chain::verify_file(&path, chain::VerifyOptions::default()).expect("verify");
+    assert!(report.is_valid() && report.total == 4, "{report:?}");
+    let before = std::fs::read(&path).expect("read");
+    let empty = chain::append_many_then(&path, chain::LOCK_DEADLINE, |_| Ok(Vec::new()), |_, _| panic!("no after"));
+    assert!(matches!(empty, Err(chain::ChainError::Build(_))), "{empty:?}");
+    let refused = chain::append_many_then(&path, chain::LOCK_DEADLINE, |_| Err("no".into()), |_, _| panic!("no after"));
+    assert!(matches!(refused, Err(chain::ChainError::Build(_))), "{refused:?}");
+    assert_eq!(std::fs::read(&path).expect("read"), before, "nothing written");
+}
