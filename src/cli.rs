@@ -929,7 +929,9 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
     }
 }
 
-/// `warrant mcp-gateway`'s arguments.
+/// `warrant mcp-gateway`'s arguments (read only by the gateway, which needs the `console`
+/// feature's tokio).
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 struct McpGatewayArgs {
     agent: Option<String>,
     notebook: Option<String>,

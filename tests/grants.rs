@@ -6,6 +6,7 @@
 
 #[path = "support/cli_env.rs"]
 mod cli_env;
+#[cfg(feature = "console")]
 #[path = "support/tmux.rs"]
 mod tmux;
 use cli_env::{Env, text};
@@ -270,6 +271,7 @@ fn a_single_use_grant_and_a_once_approval_are_each_used_once_by_sixteen_racing_c
 // The real console under tmux: a held push, `a`, `s` (this session), the dialog read to its end,
 // `y`: the approval and the grant are signed, the held call runs, and the session's next push runs
 // with no prompt; the Grants view (7) lists the grant with its use.
+#[cfg(feature = "console")]
 #[test]
 fn the_console_approves_with_a_session_grant_and_the_sessions_next_call_runs() {
     let e = env();

@@ -90,7 +90,10 @@ impl Tmux {
             if pred(&s) {
                 return (s, start.elapsed());
             }
-            assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {what}; screen:\n{s}");
+            if start.elapsed() >= Duration::from_secs(20) {
+                let state = if self.alive() { "still running" } else { "no longer running" };
+                panic!("timed out waiting for {what} (the program is {state}); screen:\n{s}");
+            }
             std::thread::sleep(Duration::from_millis(5));
         }
     }
