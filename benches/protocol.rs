@@ -289,14 +289,19 @@ fn grants(c: &mut Criterion) {
     let spread = {
         let mut b = GrantBook::default();
         for i in 0..100_000 {
-            b.apply(&GrantEvent::Issue(grant(i, &format!("agent-{}", i % 1000), &format!("tool{}", i % 100), "s")));
+            b.apply(&GrantEvent::Issue(Box::new(grant(
+                i,
+                &format!("agent-{}", i % 1000),
+                &format!("tool{}", i % 100),
+                "s",
+            ))));
         }
         b
     };
     let same_key = {
         let mut b = GrantBook::default();
         for i in 0..100_000 {
-            b.apply(&GrantEvent::Issue(grant(i, "claude-code", "Bash", &format!("sess-{}", i + 1))));
+            b.apply(&GrantEvent::Issue(Box::new(grant(i, "claude-code", "Bash", &format!("sess-{}", i + 1)))));
         }
         b
     };

@@ -65,21 +65,21 @@ fn grant(id: &str, scope: Scope, index: u64, expires: Option<(&str, f64)>, max_u
 fn book() -> GrantBook {
     let mut b = GrantBook::default();
     let pattern = ToolPattern::parse("Bash(git push origin feature/*)").expect("pattern");
-    b.apply(&GrantEvent::Issue(grant("grant-pattern", Scope::Pattern(pattern), 3, None, None)));
-    b.apply(&GrantEvent::Issue(grant(
+    b.apply(&GrantEvent::Issue(Box::new(grant("grant-pattern", Scope::Pattern(pattern), 3, None, None))));
+    b.apply(&GrantEvent::Issue(Box::new(grant(
         "grant-session",
         Scope::Session("s-old".into()),
         5,
         Some(("2026-11-21T08:30:00Z", NOW - 1800.0)),
         None,
-    )));
-    b.apply(&GrantEvent::Issue(grant(
+    ))));
+    b.apply(&GrantEvent::Issue(Box::new(grant(
         "grant-once",
         Scope::Until,
         6,
         Some(("2026-11-22T09:00:00Z", NOW + 86_400.0)),
         Some(1),
-    )));
+    ))));
     b
 }
 
@@ -265,7 +265,7 @@ fn select(s: &mut State, id: &str) {
 
 fn dialog_grant(s: &State) -> Option<warrant::grant::GrantInput> {
     match &s.mode {
-        Mode::Confirm(c) => c.grant.clone(),
+        Mode::Confirm(c) => c.grant.as_deref().cloned(),
         other => panic!("no dialog: {other:?}"),
     }
 }

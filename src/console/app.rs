@@ -194,7 +194,7 @@ pub enum Effect {
         /// ([`crate::verdict::PacketVerdict::stands_in_for`]); signed into the decision.
         stands_in_for: Vec<String>,
         /// The grant signed after the approval, if the principal chose a scope.
-        grant: Option<crate::grant::GrantInput>,
+        grant: Option<Box<crate::grant::GrantInput>>,
     },
     /// Sign and append the revocation of a grant ([`crate::spool::revoke_grant`]).
     RevokeGrant {
@@ -345,7 +345,7 @@ pub struct Confirm {
     pub batch: Vec<Arc<Packet>>,
     /// The grant signed with an approval of `packet` alone ([`crate::grant`]; `s` cycles the
     /// scopes, `:grant` names one): `None` approves this call once.
-    pub grant: Option<crate::grant::GrantInput>,
+    pub grant: Option<Box<crate::grant::GrantInput>>,
 }
 
 impl Confirm {
@@ -2612,7 +2612,7 @@ fn cycle_scope(state: &mut State, c: &mut Confirm) {
         None => Some(0),
         Some(g) => choices.iter().position(|x| same(x, g)).map(|i| i + 1).filter(|i| *i < choices.len()),
     };
-    c.grant = next.map(|i| choices[i].clone());
+    c.grant = next.map(|i| Box::new(choices[i].clone()));
     set_grant_read_again(state, c);
 }
 
@@ -2660,7 +2660,7 @@ fn grant_dialog(state: &mut State, scope: &str) -> Vec<Effect> {
     let at = crate::clock::format_rfc3339(now);
     match crate::grant::prepare(&c.packet, &state.policies, &request, &crate::grant::GrantOptions::default(), &at) {
         Ok(grant) => {
-            c.grant = grant;
+            c.grant = grant.map(Box::new);
             set_grant_read_again(state, &mut c);
             state.mode = Mode::Confirm(c);
         }
