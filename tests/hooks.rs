@@ -347,6 +347,10 @@ fn setup_writes_the_hooks_once_and_says_what_changed() {
 /// Runs a PreToolUse of `tool` with `input` as call `id` waiting `wait` seconds, approving or
 /// refusing it (`decide`) once it is published; returns the hook's decision and reason.
 fn call(e: &Env, id: &str, tool: &str, input: Value, decide: Option<&str>, wait: &str) -> (String, String) {
+    // The host's agent runs in Ring 3 (5 packets a second, burst 10): calls are paced under that
+    // rate, so the ring's rate limit, which these tests are not about, never decides one. On a
+    // quiet machine the calls came faster than the bucket refills.
+    std::thread::sleep(Duration::from_millis(250));
     let event = json!({
         "session_id": "grad", "cwd": "/home/user/project", "hook_event_name": "PreToolUse",
         "tool_name": tool, "tool_input": input, "tool_use_id": id,
