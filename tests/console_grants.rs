@@ -94,7 +94,11 @@ fn state() -> State {
     );
     let uses = Uses {
         by_grant: HashMap::from([("grant-pattern".to_owned(), 2), ("grant-once".to_owned(), 1)]),
-        granted: HashMap::from([("cc-ran".to_owned(), "grant-pattern".to_owned())]),
+        granted: HashMap::from([
+            ("cc-ran".to_owned(), "grant-pattern".to_owned()),
+            // A claim an agent wrote for a call the grant does not cover: it hides nothing.
+            ("cc-main".to_owned(), "grant-pattern".to_owned()),
+        ]),
     };
     let snap = Snapshot {
         packets: vec![
@@ -134,6 +138,7 @@ fn a_call_that_ran_on_a_grant_leaves_pending_and_a_covered_one_names_its_grant()
     assert_eq!(s.covering_grant(&covered).map(|g| g.grant_id.as_str()), Some("grant-pattern"));
     let main = s.snapshot.packet("cc-main").expect("packet").packet.clone();
     assert!(s.covering_grant(&main).is_none(), "main is not under feature/*");
+    assert!(s.ran_on_grant(&main).is_none(), "a claim for a call the grant does not cover is not believed");
     // The detail of the covered packet says which grant covers it.
     let at = s.pending().iter().position(|e| e.packet.id == "cc-covered").expect("listed");
     for _ in 0..at {

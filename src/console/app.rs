@@ -1122,6 +1122,15 @@ impl State {
         }
     }
 
+    /// The grant the call packet `p` ran on, when `uses/` claims one and that grant, as the
+    /// chain holds it (live or revoked since), covers the call (its end and uses aside). A claim
+    /// is a file agents can write: one naming a grant the principal never signed, or one that does
+    /// not cover the call, hides nothing.
+    #[must_use]
+    pub fn ran_on_grant(&self, p: &Packet) -> Option<&Arc<crate::grant::Grant>> {
+        ran_on_grant(&self.snapshot.uses, &self.grants, &self.policies, p)
+    }
+
     /// The live grant that covers the pending packet `p`, if one does: the agent's call runs on it
     /// the next time its hook or gateway judges it.
     #[must_use]
@@ -1372,7 +1381,9 @@ impl State {
             }
             // A tool call the gate let run on its own waits for nobody (the Agents view counts it),
             // nor one that ran on a grant (its use is claimed in `uses/`).
-            if crate::monitor::ran_on_its_own(&self.assessment, p) || self.snapshot.uses.granted.contains_key(&p.id) {
+            if crate::monitor::ran_on_its_own(&self.assessment, p)
+                || ran_on_grant(&self.snapshot.uses, &self.grants, &self.policies, p).is_some()
+            {
                 continue;
             }
             pending_total += 1;
@@ -1908,6 +1919,19 @@ fn on_mouse(state: &mut State, m: MouseInput) -> Vec<Effect> {
         state.detail_scroll = 0;
     }
     fx
+}
+
+/// [`State::ran_on_grant`] over the state's parts (for use while another part is borrowed).
+fn ran_on_grant<'a>(
+    uses: &crate::spool::Uses,
+    grants: &'a crate::grant::GrantBook,
+    policies: &PolicySet,
+    p: &Packet,
+) -> Option<&'a Arc<crate::grant::Grant>> {
+    let id = uses.granted.get(&p.id)?;
+    let g = grants.get(id).or_else(|| grants.revoked(id).map(|(g, _)| g))?;
+    let facts = crate::grant::CallFacts::of_packet(p, policies)?;
+    g.covers(&facts, f64::NEG_INFINITY).then_some(g)
 }
 
 /// Takes a verified chain view: the chain state (and the broken-chain alert when the first

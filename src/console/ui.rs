@@ -1118,8 +1118,17 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             ),
         ));
     }
-    if let Some(grant) = state.snapshot.uses.granted.get(&p.id) {
-        lines.push(kv(theme, "grant", format!("ran on {}", inert(grant, 80))));
+    if let Some(g) = state.ran_on_grant(p) {
+        lines.push(kv(theme, "grant", format!("ran on {}: {}", inert(&g.grant_id, 80), inert(&g.describe(), text_w))));
+    } else if let Some(claimed) = state.snapshot.uses.granted.get(&p.id) {
+        lines.push(kv(
+            theme,
+            "grant",
+            Span::styled(
+                format!("⚠ uses/ claims {} for this call, a grant that does not cover it", inert(claimed, 80)),
+                theme.get("warn"),
+            ),
+        ));
     } else if !state.decisions.contains_key(&p.id)
         && let Some(g) = state.covering_grant(p)
     {
