@@ -1977,20 +1977,21 @@ where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
     A: FnOnce(&Appended, u64),
 {
-    let Written { lock, file, appended, start, end } = write_locked(path, deadline, build)?;
-    let result = match file.sync_data() {
-        Ok(()) => {
-            after(&appended, end);
-            Ok(appended)
-        }
-        Err(source) => {
-            let _ = file.set_len(start);
-            let _ = file.sync_data();
-            Err(ChainError::Io { path: path.to_owned(), source })
-        }
-    };
-    let _ = lock.unlock();
-    result
+    let mut appended = append_many_then(
+        path,
+        deadline,
+        |head| build(head).map(|rec| vec![rec]),
+        |group, end| {
+            if let [one] = group {
+                after(one, end);
+            }
+        },
+    )?;
+    match appended.pop() {
+        Some(one) if appended.is_empty() => Ok(one),
+        // Unreachable: the builder returned exactly one record.
+        _ => Err(ChainError::Build("not exactly one record was appended".into())),
+    }
 }
 
 /// As [`append_then`], for a group of records: under one lock, `build` returns the bodies of
