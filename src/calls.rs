@@ -183,9 +183,9 @@ pub fn classify_command(policies: &PolicySet, base: &Classification, command: &V
         Value::Array(a) if a.iter().all(Value::is_string) => {
             let words: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
             // `bash -lc LINE`, `sh -c LINE`: the line is what runs.
-            match words.as_slice() {
-                [sh, flag, line] if is_shell(sh) && flag.starts_with('-') && flag.ends_with('c') => (*line).to_owned(),
-                _ => shlex::try_join(words).unwrap_or_default(),
+            match shell_line(&words) {
+                Some(line) => line.to_owned(),
+                None => shlex::try_join(words).unwrap_or_default(),
             }
         }
         _ => return base.clone(),
@@ -212,8 +212,19 @@ pub fn classify_command(policies: &PolicySet, base: &Classification, command: &V
     strictest.unwrap_or_else(|| base.clone())
 }
 
-fn is_shell(program: &str) -> bool {
-    matches!(program.rsplit('/').next(), Some("bash" | "sh" | "zsh" | "dash"))
+/// The line an argv runs through a shell (`["bash", "-lc", LINE]`), when it is exactly that: a
+/// shell named bare or from `/bin` or `/usr/bin` (never `./bash`, which the agent may have
+/// written), and one short-option word ending in `c` (`-c`, `-lc`; never a long option such as
+/// `--norc`, after which `LINE` would be a script file to run).
+#[must_use]
+pub fn shell_line<'a>(words: &[&'a str]) -> Option<&'a str> {
+    let [sh, flag, line] = words else { return None };
+    let name = sh.strip_prefix("/usr/bin/").or_else(|| sh.strip_prefix("/bin/")).unwrap_or(sh);
+    let shell = matches!(name, "bash" | "sh" | "zsh" | "dash");
+    let short = flag
+        .strip_prefix('-')
+        .is_some_and(|f| !f.is_empty() && f.ends_with('c') && f.chars().all(|c| c.is_ascii_alphabetic()));
+    (shell && short).then_some(*line)
 }
 
 /// The most specific `[commands]` rule matching `words` (ties: the stricter; then
@@ -666,6 +677,23 @@ pub fn rate_window(constraints: &serde_json::Map<String, Value>) -> Option<u64> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_system_shell_with_a_short_c_option_runs_its_line() {
+        assert_eq!(shell_line(&["bash", "-lc", "git status"]), Some("git status"));
+        assert_eq!(shell_line(&["/usr/bin/zsh", "-c", "ls"]), Some("ls"));
+        assert_eq!(shell_line(&["./bash", "-c", "git status"]), None, "the agent's own program");
+        assert_eq!(shell_line(&["/tmp/x/sh", "-c", "git status"]), None);
+        assert_eq!(shell_line(&["bash", "--norc", "git status"]), None, "a script file, not a line");
+        assert_eq!(shell_line(&["bash", "-", "git status"]), None);
+        assert_eq!(shell_line(&["bash", "-c"]), None);
+        // The classifier reads `./bash -c LINE` as the program `./bash`, not as LINE.
+        let p = policies("");
+        let base = classify(&p, "Bash", &serde_json::json!({"command": "ls"}), &Value::Null);
+        let own = classify_command(&p, &base, &serde_json::json!(["./bash", "-c", "git status"]));
+        let real = classify_command(&p, &base, &serde_json::json!(["bash", "-c", "git status"]));
+        assert_ne!(own.rule, real.rule, "{own:?} / {real:?}");
+    }
 
     fn policies(extra: &str) -> PolicySet {
         PolicySet::from_toml(extra).expect("policy")

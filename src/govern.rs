@@ -520,12 +520,14 @@ impl Governor {
             },
         };
         // A person would decide: a live grant of the principal's may answer instead. Never for
-        // what is blocked or human-only (those are not holds of these states).
+        // what is blocked or human-only, and never for a class held at its constraints (a grant
+        // does not lift a `rate_limit` or an `expires_at` the class runs within).
         let outcome = match outcome {
-            Outcome::Hold {
-                state: DecisionState::ReviewRequired | DecisionState::Deferred | DecisionState::AllowedWithConstraints,
-                ..
-            } if !view.grants.is_empty() => self.use_grant(&entry.packet, &view.grants)?.unwrap_or(outcome),
+            Outcome::Hold { state: DecisionState::ReviewRequired | DecisionState::Deferred, .. }
+                if !view.grants.is_empty() =>
+            {
+                self.use_grant(&entry.packet, &view.grants)?.unwrap_or(outcome)
+            }
             o => o,
         };
         Ok((hash, outcome))

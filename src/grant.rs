@@ -16,9 +16,10 @@
 //!   `deferred` and constrained holds (`govern`);
 //! - it covers a `destructive`-tier call only when the principal typed its pattern a second time
 //!   (`covers_destructive`); session and time grants never do;
-//! - a pattern's `*` never crosses a `/` or white space (`**` does), and a command line is
-//!   covered only when it is one simple command with no substitution, redirection or subshell;
-//!   a path argument only when it is absolute with no `.` or `..` component.
+//! - a pattern's `*` never crosses a `/`, a `:` or white space, nor begins a word with `-` (`**`
+//!   matches anything), and a command line is covered only when it is one simple command with no
+//!   substitution, redirection or subshell, and nothing the shell expands (`$`, `` ` ``, `~`) or
+//!   `..`; a path argument only when it is the call's one absolute path with no `.` or `..`.
 //!
 //! Document shape (`domain` `warrant.grant/v1`):
 //!
@@ -48,6 +49,8 @@ pub const GRANT_DOMAIN: &str = "warrant.grant/v1";
 pub const GRANT_ACTION: &str = "warrant.grant";
 /// The chain record `action` of a revocation.
 pub const REVOKE_ACTION: &str = "warrant.grant.revoke";
+/// The most uses a bounded grant may have: each use is claimed by trying the uses in turn.
+pub const MAX_USES: u64 = 1000;
 /// How long a session grant lasts when the principal names no end: hosts do not announce the
 /// end of a session, so a session grant ends on its own after a working day.
 pub const SESSION_DEFAULT_SECONDS: i64 = 24 * 3600;
@@ -76,8 +79,9 @@ impl Scope {
 }
 
 /// A tool pattern: `Tool` (every call of the tool) or `Tool(GLOB)`, the glob over the call's
-/// argument ([`call_argument`]): `*` is any run of characters but `/` and white space, `?` one
-/// such character, `**` any run at all; everything else is literal.
+/// argument ([`call_argument`], [`glob_matches`]): `*` is any run of characters but `/`, `:` and
+/// white space that does not begin a word with `-`, `?` one such character, `**` any run at all;
+/// everything else is literal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolPattern {
     /// The tool key, exactly.
@@ -134,82 +138,106 @@ impl std::fmt::Display for ToolPattern {
     }
 }
 
-/// Matches `text` against `glob` ([`ToolPattern`]'s rules). Linear in practice: backtracking is
-/// bounded to the last `*` or `**` seen.
+/// Matches `text` against `glob` ([`ToolPattern`]'s rules): `*` is any run of characters but
+/// `/`, `:` and white space, `?` one such character, and neither begins a word with `-` (an
+/// option); `**` is any run at all. Dynamic programming over (pattern, text) positions: O(m·n)
+/// time and O(n) space whatever the pattern, so no argument can make a hook outlast its host's
+/// timeout.
 #[must_use]
 pub fn glob_matches(glob: &str, text: &str) -> bool {
     let p: Vec<char> = glob.chars().collect();
     let t: Vec<char> = text.chars().collect();
-    glob_at(&p, &t)
-}
-
-fn narrow(c: char) -> bool {
-    c != '/' && !c.is_whitespace()
-}
-
-fn glob_at(p: &[char], t: &[char]) -> bool {
-    match p.first() {
-        None => t.is_empty(),
-        Some('*') if p.get(1) == Some(&'*') => {
-            let rest = &p[2..];
-            (0..=t.len()).any(|i| glob_at(rest, &t[i..]))
-        }
-        Some('*') => {
-            let rest = &p[1..];
-            let mut i = 0;
-            loop {
-                if glob_at(rest, &t[i..]) {
-                    return true;
+    // A `*` or `?` may take `t[j]`: not `/`, `:` or white space, and not a `-` that begins a word.
+    let narrow = |j: usize| {
+        let c = t[j];
+        let word_start = j == 0 || t[j - 1].is_whitespace();
+        c != '/' && c != ':' && !c.is_whitespace() && !(c == '-' && word_start)
+    };
+    // `row[j]`: the pattern so far matches `t[..j]`.
+    let mut row = vec![false; t.len() + 1];
+    row[0] = true;
+    let mut i = 0;
+    while i < p.len() {
+        let mut next = vec![false; t.len() + 1];
+        match p[i] {
+            '*' if p.get(i + 1) == Some(&'*') => {
+                let mut any = false;
+                for j in 0..=t.len() {
+                    any |= row[j];
+                    next[j] = any;
                 }
-                match t.get(i) {
-                    Some(c) if narrow(*c) => i += 1,
-                    _ => return false,
+                i += 2;
+            }
+            '*' => {
+                for j in 0..=t.len() {
+                    next[j] = row[j] || (j > 0 && next[j - 1] && narrow(j - 1));
                 }
+                i += 1;
+            }
+            '?' => {
+                for j in 1..=t.len() {
+                    next[j] = row[j - 1] && narrow(j - 1);
+                }
+                i += 1;
+            }
+            c => {
+                for j in 1..=t.len() {
+                    next[j] = row[j - 1] && t[j - 1] == c;
+                }
+                i += 1;
             }
         }
-        Some('?') => t.first().is_some_and(|c| narrow(*c)) && glob_at(&p[1..], &t[1..]),
-        Some(c) => t.first() == Some(c) && glob_at(&p[1..], &t[1..]),
+        row = next;
     }
+    row[t.len()]
 }
+
+/// Longest argument a pattern is matched against, in bytes: a longer one has no argument.
+pub const MAX_ARGUMENT: usize = 4096;
 
 /// The argument of a call that a pattern is matched against, or `None` when it has none a
 /// pattern may cover:
 /// - for a command tool (`command_field` is the input field holding the command line, a string
-///   or an argv such as `["bash", "-lc", LINE]`): the line, trimmed, when it is one simple
-///   command with no substitution, redirection or subshell ([`crate::calls::split_command_line`]);
-/// - for another tool: its `file_path` or `path` argument, when it is an absolute path with no
-///   `.` or `..` component.
+///   or an argv such as `["bash", "-lc", LINE]`, [`crate::calls::shell_line`]): the line, with
+///   ASCII spaces and tabs trimmed, when it is one simple command with no substitution,
+///   redirection or subshell ([`crate::calls::split_command_line`]), and has no `$`, `` ` ``, `~`
+///   or `..` (what the shell expands, or a parent directory) and no other white space than ASCII
+///   spaces and tabs;
+/// - for another tool: its `file_path` or `path` argument (not both), when it is an absolute path
+///   with no `.` or `..` component;
+///
+/// and at most [`MAX_ARGUMENT`] bytes.
 #[must_use]
 pub fn call_argument(input: &Value, command_field: Option<&str>) -> Option<String> {
-    if let Some(field) = command_field {
+    let arg = if let Some(field) = command_field {
         let line = match input.get(field)? {
             Value::String(s) => s.clone(),
             Value::Array(a) => {
                 let words: Option<Vec<&str>> = a.iter().map(Value::as_str).collect();
-                match words?.as_slice() {
-                    [sh, flag, line] if flag.starts_with('-') && flag.ends_with('c') && is_shell(sh) => {
-                        (*line).to_owned()
-                    }
-                    _ => return None,
-                }
+                crate::calls::shell_line(&words?)?.to_owned()
             }
             _ => return None,
         };
-        let line = line.trim();
+        let line = line.trim_matches([' ', '\t']);
+        let odd_space = line.chars().any(|c| c.is_whitespace() && c != ' ' && c != '\t');
+        if odd_space || line.contains(['$', '`', '~']) || line.contains("..") {
+            return None;
+        }
         let parts = crate::calls::split_command_line(line);
-        return match parts.as_slice() {
-            [one] if !one.complex && one.words.is_some() && !line.contains('\n') => Some(line.to_owned()),
-            _ => None,
-        };
-    }
-    let path = ["file_path", "path"].iter().find_map(|k| input.get(*k)?.as_str())?;
-    let clean = path.starts_with('/') && !path.split('/').any(|c| c == "." || c == "..");
-    clean.then(|| path.to_owned())
-}
-
-fn is_shell(word: &str) -> bool {
-    let name = word.rsplit('/').next().unwrap_or(word);
-    matches!(name, "sh" | "bash" | "zsh" | "dash")
+        match parts.as_slice() {
+            [one] if !one.complex && one.words.is_some() => line.to_owned(),
+            _ => return None,
+        }
+    } else {
+        let paths: Vec<&str> = ["file_path", "path"].iter().filter_map(|k| input.get(*k)?.as_str()).collect();
+        let [path] = paths.as_slice() else { return None };
+        let clean = path.starts_with('/') && !path.split('/').any(|c| c == "." || c == "..");
+        if !clean {
+            return None;
+        }
+        (*path).to_owned()
+    };
+    (arg.len() <= MAX_ARGUMENT).then_some(arg)
 }
 
 /// What a grant is matched against: one call packet's facts.
@@ -476,8 +504,8 @@ pub fn prepare(
     if let Some(state @ (DecisionState::Blocked | DecisionState::HumanOnly)) = packet.state {
         return Err(format!("{id} is {}: no grant covers it", state.as_str()));
     }
-    if options.max_uses == Some(0) {
-        return Err("--uses must be 1 or more".into());
+    if options.max_uses.is_some_and(|n| n == 0 || n > MAX_USES) {
+        return Err(format!("--uses must be from 1 to {MAX_USES} (a grant for more calls needs no bound)"));
     }
     let destructive = facts.tier.is_none_or(|t| t >= ToolTier::Destructive);
     let (scope, expires_at) = match scope {
@@ -485,12 +513,14 @@ pub fn prepare(
         ScopeRequest::Session => {
             let s =
                 facts.session.clone().ok_or_else(|| format!("{id} names no session: grant `until:` or `pattern:`"))?;
-            let end = options.until.clone().or_else(|| {
-                let t = crate::clock::parse_rfc3339(decided_at)?
-                    .checked_add(time::Duration::seconds(SESSION_DEFAULT_SECONDS))?;
-                Some(crate::clock::format_rfc3339(t))
-            });
-            (Scope::Session(s), end)
+            let end = match &options.until {
+                Some(t) => t.clone(),
+                None => crate::clock::parse_rfc3339(decided_at)
+                    .and_then(|t| t.checked_add(time::Duration::seconds(SESSION_DEFAULT_SECONDS)))
+                    .map(crate::clock::format_rfc3339)
+                    .ok_or_else(|| format!("{decided_at:?} is not a time: a session grant needs an end"))?,
+            };
+            (Scope::Session(s), Some(end))
         }
         ScopeRequest::Until(t) => (Scope::Until, Some(t.clone())),
         ScopeRequest::Pattern(p) => {
@@ -969,6 +999,12 @@ mod tests {
         assert!(glob_matches("ls -?", "ls -l"));
         assert!(!glob_matches("ls -?", "ls -la"));
         assert!(!glob_matches("ls", "ls -la"), "no implicit prefix");
+        assert!(!glob_matches("git push origin *", "git push origin --force"), "a star never begins an option");
+        assert!(!glob_matches("git push origin feature/*", "git push origin feature/x:main"), "nor takes a `:`");
+        assert!(glob_matches("git push origin feature/*", "git push origin feature/x-y"));
+        // Many stars and a long text: quick (the matcher is O(m·n)).
+        let long = format!("git tag v{}/", ".".repeat(20_000));
+        assert!(!glob_matches("git tag v*.*.*.*.*", &long));
     }
 
     #[test]
@@ -980,13 +1016,26 @@ mod tests {
         assert_eq!(cmd("git push origin x > /tmp/out"), None);
         assert_eq!(cmd("git push origin x\nrm -rf ~"), None);
         assert_eq!(cmd("git push && rm -rf ~"), None);
-        let argv = json!({"command": ["bash", "-lc", "git push origin feature/x"]});
-        assert_eq!(call_argument(&argv, Some("command")), Some("git push origin feature/x".into()));
+        assert_eq!(cmd("rm -rf ~"), None, "the shell expands ~");
+        assert_eq!(cmd("rm -rf $HOME"), None);
+        assert_eq!(cmd("git checkout -- src/.."), None);
+        assert_eq!(cmd("\u{a0}make deploy"), None, "bash does not split on a no-break space");
+        assert_eq!(cmd(&format!("echo {}", "a".repeat(MAX_ARGUMENT))), None, "too long");
+        let argv = |v: Value| call_argument(&json!({"command": v}), Some("command"));
+        assert_eq!(argv(json!(["bash", "-lc", "git push origin feature/x"])), Some("git push origin feature/x".into()));
+        assert_eq!(
+            argv(json!(["/bin/sh", "-c", "git push origin feature/x"])),
+            Some("git push origin feature/x".into())
+        );
+        assert_eq!(argv(json!(["./bash", "-c", "git push origin feature/x"])), None, "the agent's own bash");
+        assert_eq!(argv(json!(["bash", "--norc", "git push origin feature/x"])), None, "a script file");
         let path = |p: &str| call_argument(&json!({"file_path": p}), None);
         assert_eq!(path("/work/notes/a.md"), Some("/work/notes/a.md".into()));
         assert_eq!(path("/work/notes/../secrets"), None);
         assert_eq!(path("notes/a.md"), None);
         assert_eq!(call_argument(&json!({"content": "x"}), None), None);
+        let both = json!({"path": "/etc/cron.d/x", "file_path": "/work/notes/a.md"});
+        assert_eq!(call_argument(&both, None), None, "two paths: which one the tool writes only it knows");
     }
 
     #[test]
