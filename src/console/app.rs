@@ -1261,6 +1261,9 @@ impl State {
     /// Takes a new scan: notes packets whose content changed under the same id, counts receipts
     /// per class, and refreshes the lists.
     fn take_snapshot(&mut self, snapshot: Snapshot) {
+        // The Grants view's rows change with the claimed uses (the scanner shares them while
+        // they are the same), not with every scan.
+        let uses_changed = !Arc::ptr_eq(&self.snapshot.uses, &snapshot.uses);
         self.snapshot = snapshot;
         for e in &self.snapshot.packets {
             let p = &e.packet;
@@ -1282,7 +1285,9 @@ impl State {
         }
         // The lists show the scan at once; the models' assessment follows.
         self.refresh();
-        self.recompute_grants();
+        if uses_changed {
+            self.recompute_grants();
+        }
         self.snapshot_generation += 1;
     }
 

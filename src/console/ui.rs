@@ -1854,55 +1854,50 @@ pub fn plural(n: usize, word: &str) -> String {
 }
 
 fn render_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, p: &Packet, text: &str) {
-    let lines = vec![
-        kv(theme, "refuse", inert(&p.id, 60)),
-        kv(theme, "class", inert(&p.action_class, 60)),
-        Line::from(""),
-        Line::from(vec![
-            Span::styled("reason: ", theme.get("header")),
-            Span::raw(inert(text, 200)),
-            Span::styled("▏", theme.get("accent")),
-        ]),
-        Line::from(""),
-        Line::from(Span::styled("enter continue · esc cancel", theme.get("muted"))),
-    ];
-    let rect = centered(area, 80, lines.len() as u16 + 2);
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(Block::default().borders(Borders::ALL).border_style(theme.get("refuse")).title(" Refuse: why? ")),
-        rect,
-    );
+    let head = vec![kv(theme, "refuse", inert(&p.id, 60)), kv(theme, "class", inert(&p.action_class, 60))];
+    render_refusal_reason(theme, frame, area, head, "reason: ", text, "enter continue · esc cancel", " Refuse: why? ");
 }
 
 /// The one reason for refusing a selection: how many packets, their classes; every packet is
 /// listed whole in the dialog that follows.
 fn render_batch_reason(theme: &Theme, frame: &mut Frame<'_>, area: Rect, ps: &[std::sync::Arc<Packet>], text: &str) {
-    let lines = vec![
+    let head = vec![
         kv(theme, "refuse", format!("{} selected {}", ps.len(), plural(ps.len(), "packet"))),
         kv(theme, "classes", inert(&super::dialog::counted(ps.iter().map(|p| p.action_class.as_str())), 200)),
+    ];
+    let hint = "enter continue (every packet is shown before signing) · esc cancel";
+    render_refusal_reason(theme, frame, area, head, "one reason for all: ", text, hint, " Refuse the selection: why? ");
+}
+
+/// A refusal's reason line in a box: `head` (what is refused), the `prompt` and the text typed
+/// so far with a cursor, then `hint`.
+#[allow(clippy::too_many_arguments)]
+fn render_refusal_reason(
+    theme: &Theme,
+    frame: &mut Frame<'_>,
+    area: Rect,
+    mut lines: Vec<Line<'static>>,
+    prompt: &'static str,
+    text: &str,
+    hint: &'static str,
+    title: &'static str,
+) {
+    lines.extend([
         Line::from(""),
         Line::from(vec![
-            Span::styled("one reason for all: ", theme.get("header")),
+            Span::styled(prompt, theme.get("header")),
             Span::raw(inert(text, 200)),
             Span::styled("▏", theme.get("accent")),
         ]),
         Line::from(""),
-        Line::from(Span::styled(
-            "enter continue (every packet is shown before signing) · esc cancel",
-            theme.get("muted"),
-        )),
-    ];
+        Line::from(Span::styled(hint, theme.get("muted"))),
+    ]);
     let rect = centered(area, 80, lines.len() as u16 + 2);
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(theme.get("refuse"))
-                .title(" Refuse the selection: why? "),
-        ),
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(Block::default().borders(Borders::ALL).border_style(theme.get("refuse")).title(title)),
         rect,
     );
 }
