@@ -205,7 +205,12 @@ pub fn entry_of_record(index: usize, rec: &Map<String, Value>) -> AuditEntry {
         name: s(Some(sig), "signer").or_else(|| s(Some(sig), "reviewer")).unwrap_or_default().to_owned(),
         key: s(Some(sig), "key_fingerprint").unwrap_or_default().to_owned(),
     });
-    let decision = s(approval, "decision").map_or_else(|| top("outcome"), str::to_owned);
+    let mut decision = s(approval, "decision").map_or_else(|| top("outcome"), str::to_owned);
+    // One approval towards a quorum approves nothing yet: `co-sign`; the one that meets the
+    // quorum is the approval.
+    if kind == EntryKind::Decision && body.is_some_and(|b| b.get("quorum").is_some() && b.get("cosigners").is_none()) {
+        decision = "co-sign".into();
+    }
     let how = match kind {
         EntryKind::Decision | EntryKind::Control | EntryKind::KeyEvent | EntryKind::Grant | EntryKind::Revocation
             if signer.is_some() =>

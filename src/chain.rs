@@ -78,6 +78,10 @@ pub enum Check {
     /// The chain is shorter than, or differs at, the principal's last signed checkpoint
     /// ([`crate::checkpoint`]).
     Checkpoint,
+    /// An approval of a class that `policy.toml` says needs several principals (`[cosign]`,
+    /// issue 18) without their signatures: the record verifies, but approves nothing. Reported
+    /// by `warrant verify` of a spool, which reads its policy.
+    Quorum,
 }
 
 impl Check {
@@ -97,6 +101,7 @@ impl Check {
             Check::Signature => "signature",
             Check::UnpinnedKey => "unpinned_key",
             Check::Checkpoint => "checkpoint",
+            Check::Quorum => "quorum",
         }
     }
 }

@@ -372,8 +372,9 @@ pub enum GrantsAction {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct GrantArgs {
     /// `once` (this packet only), `session` (the agent's calls of this tool and class in this
-    /// session), `until:TIME` (RFC 3339, or 30m/8h/2d from now) or `pattern:GLOB`
-    /// (`Bash(git push origin feature/*)`).
+    /// session), `until:TIME` (RFC 3339, or 30m/8h/2d from now), `pattern:GLOB`
+    /// (`Bash(git push origin feature/*)`) or `class:max_amount=N;domain=D` (the class's calls
+    /// within these constraints).
     #[arg(long, value_name = "SCOPE", default_value = "once")]
     pub scope: String,
     /// End a session or pattern grant at TIME (RFC 3339, or 30m/8h/2d from now) [session
@@ -383,7 +384,8 @@ pub struct GrantArgs {
     /// Allow at most N calls under the grant (each use is claimed atomically).
     #[arg(long, value_name = "N")]
     pub uses: Option<u64>,
-    /// The pattern typed again: needed for a grant that covers destructive calls.
+    /// The pattern (or a class grant's constraints) typed again: needed for a grant that covers
+    /// destructive calls.
     #[arg(long, value_name = "PATTERN")]
     pub confirm_pattern: Option<String>,
 }
@@ -1254,31 +1256,46 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
     tracing::info!(packet = %id, path = %path.display(), "published packet");
     let (Some(seconds), Some(wait_for)) = (wait, wait_for) else { return Ok(0) };
     let pinned = load_pinned()?;
-    Ok(match crate::govern::wait_for_decision(spool, &id, &content_hash, &pinned, agent, now, expires_at, wait_for) {
-        Waited::Decided(d) => {
-            let reason = d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
-            eprintln!("{} by {}{reason}", d.verdict.as_str(), crate::text::inert(&d.principal, 200));
-            if d.verdict == Verdict::Approve { 0 } else { EXIT_REFUSED }
-        }
-        Waited::Expired => {
-            eprintln!("warrant: {id} expired undecided at {}; it can no longer be approved", doc["expires_at"]);
-            EXIT_EXPIRED
-        }
-        Waited::Stopped(why) => {
-            eprintln!("warrant: {agent} was killed by the principal{why}; {id} will not be approved");
-            EXIT_STOPPED
-        }
-        Waited::Quarantined(why) => {
-            eprintln!(
-                "warrant: {agent} is quarantined by the principal{why}; {id} is blocked until the principal releases it"
-            );
-            EXIT_QUARANTINED
-        }
-        Waited::Timeout => {
-            eprintln!("warrant: no decision on {id} within {seconds}s");
-            EXIT_TIMEOUT
-        }
-    })
+    let policies = load_policies(Some(spool))?;
+    let quorum = policies.cosign(&class);
+    Ok(
+        match crate::govern::wait_for_decision(
+            spool,
+            &id,
+            &content_hash,
+            &pinned,
+            agent,
+            now,
+            expires_at,
+            wait_for,
+            quorum,
+        ) {
+            Waited::Decided(d) => {
+                let reason = d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
+                let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
+                eprintln!("{} by {}{reason}", d.verdict.as_str(), crate::text::inert(&by, 400));
+                if d.verdict == Verdict::Approve { 0 } else { EXIT_REFUSED }
+            }
+            Waited::Expired => {
+                eprintln!("warrant: {id} expired undecided at {}; it can no longer be approved", doc["expires_at"]);
+                EXIT_EXPIRED
+            }
+            Waited::Stopped(why) => {
+                eprintln!("warrant: {agent} was killed by the principal{why}; {id} will not be approved");
+                EXIT_STOPPED
+            }
+            Waited::Quarantined(why) => {
+                eprintln!(
+                    "warrant: {agent} is quarantined by the principal{why}; {id} is blocked until the principal releases it"
+                );
+                EXIT_QUARANTINED
+            }
+            Waited::Timeout => {
+                eprintln!("warrant: no decision on {id} within {seconds}s");
+                EXIT_TIMEOUT
+            }
+        },
+    )
 }
 
 /// A fresh scan of `spool` and its packet `id`, or why there is none.
@@ -1494,6 +1511,16 @@ fn decide_batch_cli(
         }
     }
     let policies = load_policies(Some(spool))?;
+    if verdict == Verdict::Approve
+        && let Some((e, q)) = entries.iter().find_map(|e| Some((e, policies.cosign(&e.packet.action_class)?)))
+    {
+        return Err(Failure::invalid(format!(
+            "{} needs the approval of {} (policy.toml [cosign]): approve it on its own (`warrant approve {}`); nothing was signed",
+            e.packet.id,
+            q.describe(),
+            e.packet.id
+        )));
+    }
     let observer = crate::preconditions::Observer::for_policies(&policies, Some(&config::config_dir()));
     let mut revalidations = crate::monitor::Revalidations::default();
     if verdict == Verdict::Approve {
@@ -1646,6 +1673,7 @@ fn decide_cli(
         reason,
         &decided_at,
         &observer,
+        policies.cosign(&entry.packet.action_class),
         admit,
     )
     .map_err(|e| match e {
@@ -1653,8 +1681,9 @@ fn decide_cli(
         _ => Failure::invalid(e.to_string()),
     })?;
     println!(
-        "{} {id}: record {} {} signed by {} ({})",
+        "{} {id}{}: record {} {} signed by {} ({})",
         if verdict == Verdict::Approve { "approved" } else { "refused" },
+        decided.cosigned.as_ref().map(|c| format!(" ({})", c.describe())).unwrap_or_default(),
         decided.appended.chain_index,
         decided.appended.entry_hash,
         principal.name,
@@ -1823,6 +1852,7 @@ fn grant_json(g: &crate::grant::Grant, uses: u64) -> Value {
         "notebook": g.notebook, "action_class": g.action_class, "tool": g.tool,
         "session": match &g.scope { crate::grant::Scope::Session(s) => Some(s.clone()), _ => None },
         "pattern": match &g.scope { crate::grant::Scope::Pattern(p) => Some(p.to_string()), _ => None },
+        "constraints": match &g.scope { crate::grant::Scope::Class(n) => Some(n.to_json()), _ => None },
         "expires_at": g.expires_at, "max_uses": g.max_uses, "uses": uses,
         "covers_destructive": g.covers_destructive, "packet_id": g.packet_id, "principal": g.principal,
         "key": g.key, "decided_at": g.decided_at, "reason": g.reason, "record": g.chain_index,
@@ -1874,6 +1904,10 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
                     "decision": decided.get(&p.id).map(|d| d.verdict.as_str()),
                     "expired": !decided.contains_key(&p.id) && is_expired(p, now),
                     "changed_since_decision": decided.get(&p.id).is_some_and(|d| d.packet_hash != p.content_hash),
+                    "cosigners": decided.get(&p.id).map(|d| &d.cosigners).filter(|c| !c.is_empty()),
+                    "cosigning": view.cosigning.get(&p.id).filter(|c| c.packet_hash == p.content_hash).map(|c| json!({
+                        "signed": c.signers(), "required": c.quorum.required, "principals": c.quorum.principals,
+                    })),
                 })
             })
             .collect();
@@ -1906,6 +1940,9 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
             t(&p.action_class, 60),
             t(&p.summary, 200)
         )?;
+        if let Some(c) = view.cosigning.get(&p.id).filter(|c| c.packet_hash == p.content_hash && status == "pending") {
+            writeln!(out, "         co-signing: {}; needs {}", t(&c.describe(), 400), t(&c.quorum.describe(), 400))?;
+        }
     }
     for f in &snap.invalid {
         writeln!(
@@ -2196,7 +2233,11 @@ fn verify_audit(spool: &Spool, file: &Path, as_json: bool) -> Result<u8, Failure
 
 fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
     let pinned = load_pinned()?;
-    let report = verify_path(path, &pinned)?;
+    let mut report = verify_path(path, &pinned)?;
+    if path.is_dir() && report.is_valid() {
+        let spool = spool_at(path.to_owned());
+        report.findings.extend(quorum_findings(&spool, &pinned, &load_policies(Some(&spool))?)?);
+    }
     let valid = report.is_valid();
     if as_json {
         print_json(&json!({
@@ -2240,6 +2281,39 @@ fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
         );
     }
     Ok(if valid { 0 } else { EXIT_INVALID })
+}
+
+/// The approvals in a spool's chain of classes its policy says need several principals
+/// (`[cosign]`) that do not meet the quorum (`chain::Check::Quorum`), in chain order.
+///
+/// # Errors
+/// Reading the chain.
+fn quorum_findings(spool: &Spool, pinned: &PinnedKeys, policies: &PolicySet) -> Result<Vec<chain::Finding>, Failure> {
+    if !policies.any_cosign() {
+        return Ok(Vec::new());
+    }
+    let view = spool::verify_chain(spool, pinned)?;
+    let mut findings: Vec<chain::Finding> = view
+        .decisions
+        .iter()
+        .filter(|(_, d)| d.verdict == Verdict::Approve)
+        .filter_map(|(id, d)| {
+            let q = policies.cosign(&d.action_class)?;
+            (!q.met_by(d.cosigners.iter().map(String::as_str))).then(|| chain::Finding {
+                index: usize::try_from(d.chain_index.saturating_sub(1)).ok(),
+                check: chain::Check::Quorum,
+                message: format!(
+                    "the approval of {} ({}) is signed by {}: policy.toml [cosign] asks the approval of {}",
+                    crate::text::inert(id, 200),
+                    crate::text::inert(&d.action_class, 200),
+                    crate::text::inert(&d.signed_by(), 400),
+                    q.describe()
+                ),
+            })
+        })
+        .collect();
+    findings.sort_by_key(|f| f.index);
+    Ok(findings)
 }
 
 /// The passphrase for a new key (`keys init`, `keys rotate`): none with `--no-passphrase`, else

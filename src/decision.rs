@@ -203,7 +203,7 @@ pub fn unpinned_message(fp: &str, signer: &str) -> String {
 }
 
 /// A decision signed by the principal: the document and its detached signature.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedDecision {
     /// The canonical document.
     pub document: Value,
@@ -227,12 +227,114 @@ pub fn sign_decision_with_preconditions(
     input: &DecisionInput<'_>,
     preconditions: Option<Value>,
 ) -> SignedDecision {
+    sign_decision_with(principal, input, preconditions, None)
+}
+
+/// [`sign_decision_with_preconditions`], and for an approval of a class that needs several
+/// principals, the co-signing terms signed into the document: `quorum` (the `k` of `n` the
+/// signer approves under) and, on the signature that meets it, `cosigners` (every principal
+/// whose approval makes up the quorum, this one included; [`Cosign`]).
+#[must_use]
+pub fn sign_decision_with(
+    principal: &Principal,
+    input: &DecisionInput<'_>,
+    preconditions: Option<Value>,
+    cosign: Option<&Cosign>,
+) -> SignedDecision {
     let mut document = decision_document(input, &principal.name, &principal.fingerprint());
-    if let (Some(p), Value::Object(m)) = (preconditions, &mut document) {
-        m.insert("preconditions".into(), p);
+    if let Value::Object(m) = &mut document {
+        if let Some(p) = preconditions {
+            m.insert("preconditions".into(), p);
+        }
+        if let Some(c) = cosign {
+            m.insert("quorum".into(), c.quorum.to_json());
+            if !c.cosigners.is_empty() {
+                m.insert("cosigners".into(), json!(c.cosigners));
+            }
+        }
     }
     let signature = sign_document(principal, &document);
     SignedDecision { document, signature }
+}
+
+/// How many of which principals must approve a packet of a class before it is approved
+/// (issue 18, co-signing: `[cosign."<class>"] required = k, principals = [n names]` in
+/// `policy.toml`). Signed into every co-signature as `{"required": k, "principals": [...]}`
+/// (`principals` sorted, distinct), so a signature counts only under the terms its signer saw.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Quorum {
+    /// `k`: distinct listed principals whose approvals are needed, `1..=principals.len()`.
+    pub required: usize,
+    /// The `n` principals who may co-sign, sorted and distinct.
+    pub principals: Vec<String>,
+}
+
+impl Quorum {
+    /// The terms `k` of `principals` (sorted, duplicates dropped).
+    ///
+    /// # Errors
+    /// A sentence when `k` is 0 or more than the distinct principals, or a name is empty.
+    pub fn new(required: usize, principals: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut principals: Vec<String> = principals.into_iter().collect();
+        principals.sort_unstable();
+        principals.dedup();
+        if principals.iter().any(|p| p.trim().is_empty() || p.trim() != p) {
+            return Err("a principal's name is empty or has white space around it".into());
+        }
+        if required == 0 || required > principals.len() {
+            return Err(format!("required = {required} must be 1..={} (the principals listed)", principals.len()));
+        }
+        Ok(Quorum { required, principals })
+    }
+
+    /// The signed form, `{"required": k, "principals": [...]}`.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        json!({"required": self.required, "principals": self.principals})
+    }
+
+    /// Reads the signed form back; `None` unless it is exactly what [`Quorum::to_json`] writes
+    /// for valid terms (sorted, distinct principals; `k` in range).
+    #[must_use]
+    pub fn from_json(v: &Value) -> Option<Self> {
+        let m = v.as_object().filter(|m| m.len() == 2)?;
+        let required = usize::try_from(m.get("required")?.as_u64()?).ok()?;
+        let names: Vec<String> =
+            m.get("principals")?.as_array()?.iter().map(|p| p.as_str().map(str::to_owned)).collect::<Option<_>>()?;
+        let q = Quorum::new(required, names.clone()).ok()?;
+        (q.principals == names).then_some(q)
+    }
+
+    /// Whether `principal` is one of those who may co-sign.
+    #[must_use]
+    pub fn lists(&self, principal: &str) -> bool {
+        self.principals.binary_search_by(|p| p.as_str().cmp(principal)).is_ok()
+    }
+
+    /// Whether the distinct listed principals among `signers` are at least `required`.
+    #[must_use]
+    pub fn met_by<'a>(&self, signers: impl IntoIterator<Item = &'a str>) -> bool {
+        let mut seen: Vec<&str> = signers.into_iter().filter(|s| self.lists(s)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len() >= self.required
+    }
+
+    /// `2 of alice, bob, carol`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        format!("{} of {}", self.required, self.principals.join(", "))
+    }
+}
+
+/// The co-signing terms of one signature ([`sign_decision_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cosign {
+    /// The terms the signer approves under.
+    pub quorum: Quorum,
+    /// Empty, unless this signature meets the quorum: then every principal whose approval makes
+    /// it up, this one included, sorted.
+    pub cosigners: Vec<String>,
 }
 
 /// The chain record body for a signed decision: `action` = the action class, `approver` = the
@@ -328,7 +430,55 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
     if let Some((field, _)) = mismatches.iter().find(|(_, ok)| !ok) {
         return Err(format!("record field `{field}` disagrees with the signed decision"));
     }
+    cosign_terms(doc)?;
     Ok(true)
+}
+
+/// The co-signing terms a signed decision document carries ([`sign_decision_with`]), if any.
+///
+/// `quorum` appears only on an approval, in exactly the form [`Quorum::to_json`] writes, and
+/// lists the document's principal; `cosigners` appears only with `quorum`, sorted, distinct,
+/// every name listed, the principal among them, and at least `required` of them.
+///
+/// # Errors
+/// A sentence naming the first rule broken.
+pub fn cosign_terms(doc: &Value) -> Result<Option<Cosign>, String> {
+    let Some(q) = doc.get("quorum") else {
+        return match doc.get("cosigners") {
+            Some(_) => Err("`cosigners` without `quorum` in a signed decision".into()),
+            None => Ok(None),
+        };
+    };
+    if doc.get("decision").and_then(Value::as_str) != Some(Verdict::Approve.as_str()) {
+        return Err("only an approval is co-signed: a refusal carries no `quorum`".into());
+    }
+    let quorum = Quorum::from_json(q).ok_or("`quorum` is not {required: k, principals: [sorted, distinct names]}")?;
+    let principal = doc.get("principal").and_then(Value::as_str).unwrap_or_default();
+    if !quorum.lists(principal) {
+        return Err(format!("the signer {principal:?} is not one of the quorum's principals"));
+    }
+    let cosigners: Vec<String> = match doc.get("cosigners") {
+        None => Vec::new(),
+        Some(v) => {
+            let names: Vec<String> = v
+                .as_array()
+                .and_then(|a| a.iter().map(|n| n.as_str().map(str::to_owned)).collect())
+                .ok_or("`cosigners` is not an array of names")?;
+            let sorted = names.windows(2).all(|w| w[0] < w[1]);
+            if !sorted
+                || names.len() < quorum.required
+                || !names.iter().all(|n| quorum.lists(n))
+                || !names.iter().any(|n| n == principal)
+            {
+                return Err(format!(
+                    "`cosigners` must be at least {} distinct sorted names of the quorum, the signer's among them",
+                    quorum.required
+                ));
+            }
+            names
+        }
+    };
+    Ok(Some(Cosign { quorum, cosigners }))
 }
 
 /// The first signature of `metadata.approval.signatures`, checked over the record's signed
@@ -374,6 +524,50 @@ pub fn decision_file(signed: &SignedDecision, appended: &Appended) -> Value {
     })
 }
 
+/// The decision file written when the last signature a quorum needs is appended: as
+/// [`decision_file`] for that signature, plus `cosignatures`, the earlier approvals that make up
+/// the quorum (`[{document, signature, chain: {chain_index, entry_hash}}]`, in chain order).
+#[must_use]
+pub fn cosigned_decision_file(signed: &SignedDecision, appended: &Appended, earlier: &[CoSignature]) -> Value {
+    let mut file = decision_file(signed, appended);
+    if let Value::Object(m) = &mut file {
+        let all: Vec<Value> = earlier
+            .iter()
+            .map(|c| {
+                json!({
+                    "document": c.signed.document,
+                    "signature": c.signed.signature,
+                    "chain": {"chain_index": c.chain_index, "entry_hash": c.entry_hash},
+                })
+            })
+            .collect();
+        m.insert("cosignatures".into(), Value::Array(all));
+    }
+    file
+}
+
+/// One principal's approval towards a quorum, as the chain holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoSignature {
+    /// The signed document and its detached signature.
+    pub signed: SignedDecision,
+    /// Its record's `chain_index`.
+    pub chain_index: u64,
+    /// Its record's `entry_hash`.
+    pub entry_hash: String,
+}
+
+impl CoSignature {
+    /// The principal who signed it.
+    #[must_use]
+    pub fn principal(&self) -> &str {
+        self.signed.document["principal"].as_str().unwrap_or_default()
+    }
+}
+
+/// The most co-signatures a decision file may carry (more is malformed, not read).
+pub const MAX_COSIGNATURES: usize = 64;
+
 /// A decision file that verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedDecision {
@@ -390,6 +584,9 @@ pub struct VerifiedDecision {
     /// The preconditions recorded at approval (`[{check_id, parameters, expected_at_approval}]`),
     /// empty when none.
     pub preconditions: Vec<Value>,
+    /// For an approval under a quorum: the distinct principals whose signatures make it up,
+    /// sorted; empty otherwise.
+    pub cosigners: Vec<String>,
 }
 
 /// Why a decision file was rejected.
@@ -417,14 +614,106 @@ pub enum DecisionError {
     /// The signature does not verify.
     #[error("signature rejected: {0}")]
     Signature(String),
+    /// An approval of a class that needs several principals lacks their signatures.
+    #[error("not enough co-signatures: {0}")]
+    Quorum(String),
 }
 
 /// Verifies a decision file for `packet_id` against the pinned keys. With `packet_hash`, also
-/// checks that the decision was signed over that exact packet content.
+/// checks that the decision was signed over that exact packet content. An approval whose
+/// document carries co-signing terms must meet them ([`verify_decision_file_under`]).
 ///
 /// # Errors
 /// [`DecisionError`] naming the first failed check.
 pub fn verify_decision_file(
+    file: &Value,
+    packet_id: &str,
+    packet_hash: Option<&str>,
+    pinned: &PinnedKeys,
+) -> Result<VerifiedDecision, DecisionError> {
+    verify_decision_file_under(file, packet_id, packet_hash, pinned, None)
+}
+
+/// [`verify_decision_file`] for a packet whose class needs `required` (the policy's
+/// `[cosign]` terms, issue 18): an approval holds only with signatures, each verified like the
+/// file's own, over the same packet id and content, each signed under exactly these terms, from
+/// at least `required.required` distinct listed principals (the file's `signature` and its
+/// `cosignatures`). With `required: None`, an approval whose document carries terms must meet
+/// those: a single co-signature is never an approval. Refusals need one signature.
+///
+/// # Errors
+/// [`DecisionError`] naming the first failed check; [`DecisionError::Quorum`] when the
+/// signatures that verify do not make up the quorum.
+pub fn verify_decision_file_under(
+    file: &Value,
+    packet_id: &str,
+    packet_hash: Option<&str>,
+    pinned: &PinnedKeys,
+    required: Option<&Quorum>,
+) -> Result<VerifiedDecision, DecisionError> {
+    let mut d = verify_one_decision(file, packet_id, packet_hash, pinned)?;
+    if d.verdict == Verdict::Refuse {
+        return Ok(d);
+    }
+    let own = cosign_terms(&file["document"]).map_err(DecisionError::Malformed)?;
+    let terms = match (required, own) {
+        (None, None) => return Ok(d),
+        (Some(q), _) => q.clone(),
+        (None, Some(c)) => c.quorum,
+    };
+    let signed_hash = file["document"]["packet_hash"].as_str().unwrap_or_default().to_owned();
+    let under_terms = |doc: &Value| matches!(cosign_terms(doc), Ok(Some(c)) if c.quorum == terms);
+    let mut signers: Vec<String> = Vec::new();
+    if under_terms(&file["document"]) {
+        signers.push(d.principal.clone());
+    }
+    let extra = match file.get("cosignatures") {
+        None => &[][..],
+        Some(Value::Array(a)) if a.len() <= MAX_COSIGNATURES => a.as_slice(),
+        Some(_) => {
+            return Err(DecisionError::Malformed(format!(
+                "`cosignatures` is not an array of at most {MAX_COSIGNATURES}"
+            )));
+        }
+    };
+    for (i, c) in extra.iter().enumerate() {
+        let doc = c
+            .get("document")
+            .filter(|d| d.is_object())
+            .ok_or_else(|| DecisionError::Malformed(format!("co-signature {i} has no document")))?;
+        let sig =
+            c.get("signature").ok_or_else(|| DecisionError::Malformed(format!("co-signature {i} has no signature")))?;
+        verify_document(doc, sig, pinned).map_err(|e| DecisionError::Signature(format!("co-signature {i}: {e}")))?;
+        let f = |k: &str| doc.get(k).and_then(Value::as_str);
+        if f("domain") != Some(DECISION_DOMAIN)
+            || f("packet_id") != Some(packet_id)
+            || f("packet_hash") != Some(signed_hash.as_str())
+            || f("decision") != Some(Verdict::Approve.as_str())
+        {
+            return Err(DecisionError::Signature(format!(
+                "co-signature {i} is not an approval of this packet's content"
+            )));
+        }
+        if under_terms(doc) {
+            signers.push(f("principal").unwrap_or_default().to_owned());
+        }
+    }
+    signers.retain(|s| terms.lists(s));
+    signers.sort_unstable();
+    signers.dedup();
+    if signers.len() < terms.required {
+        let by = if signers.is_empty() { "nobody under these terms".to_owned() } else { signers.join(", ") };
+        return Err(DecisionError::Quorum(format!(
+            "{packet_id} needs the approval of {}; signed by {by}",
+            terms.describe()
+        )));
+    }
+    d.cosigners = signers;
+    Ok(d)
+}
+
+/// The checks of one decision file's own document and signature ([`verify_decision_file`]).
+fn verify_one_decision(
     file: &Value,
     packet_id: &str,
     packet_hash: Option<&str>,
@@ -471,5 +760,6 @@ pub fn verify_decision_file(
         decided_at: d("decided_at").unwrap_or_default(),
         entry_hash: file.get("chain").and_then(|c| c.get("entry_hash")).and_then(Value::as_str).map(str::to_owned),
         preconditions: doc.get("preconditions").and_then(Value::as_array).cloned().unwrap_or_default(),
+        cosigners: Vec::new(),
     })
 }

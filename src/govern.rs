@@ -133,6 +133,9 @@ pub struct Submitted {
     pub outcome: Outcome,
     /// The class's `[timeouts]` entry in `policy.toml`, if it has one.
     pub timeout: Option<crate::graduation::policy::ClassTimeout>,
+    /// The quorum an approval of the class needs (`[cosign]` in `policy.toml`), if any: a
+    /// decision file releases the call only with that many co-signatures.
+    pub quorum: Option<crate::decision::Quorum>,
 }
 
 impl Submitted {
@@ -273,6 +276,7 @@ impl Governor {
         if content_hash != crate::canonical::canonical_hash(&published) {
             return Err(GovernError::Conflict(id));
         }
+        let quorum = self.policies.cosign(&classification.class).cloned();
         Ok(Submitted {
             packet_id: id,
             content_hash,
@@ -282,6 +286,7 @@ impl Governor {
             preconditions,
             outcome,
             timeout,
+            quorum,
         })
     }
 
@@ -327,8 +332,14 @@ impl Governor {
                 Err(e) => return fail("blocked", format!("could not read the decision on {id}: {e}")),
             };
             let decision = crate::canonical::parse_untrusted(&bytes).map_err(|e| e.to_string()).and_then(|v| {
-                crate::decision::verify_decision_file(&v, id, Some(&s.content_hash), &self.pinned)
-                    .map_err(|e| e.to_string())
+                crate::decision::verify_decision_file_under(
+                    &v,
+                    id,
+                    Some(&s.content_hash),
+                    &self.pinned,
+                    s.quorum.as_ref(),
+                )
+                .map_err(|e| e.to_string())
             });
             let d = match decision {
                 Ok(d) if d.verdict == Verdict::Approve => d,
@@ -401,7 +412,26 @@ impl Governor {
             ));
         }
         if let Some(d) = view.decisions.get(id) {
-            let by = crate::text::inert(&d.principal, 200);
+            let by = crate::text::inert(&d.signed_by(), 400);
+            // A class that needs several principals: an approval that does not meet the policy's
+            // quorum (signed under other terms, or before the policy asked for one) holds nothing.
+            if d.verdict == Verdict::Approve
+                && let Some(q) = self.policies.cosign(&entry.packet.action_class)
+                && !q.met_by(d.cosigners.iter().map(String::as_str))
+            {
+                return Ok((
+                    hash,
+                    Outcome::Deny {
+                        packet_id: Some(id.to_owned()),
+                        status: "blocked",
+                        reason: format!(
+                            "{id} needs the approval of {} (policy.toml [cosign]); the chain's approval is {by}'s",
+                            q.describe()
+                        ),
+                        remedy: None,
+                    },
+                ));
+            }
             let why = d.reason.as_deref().map(|r| format!(": {}", crate::text::inert(r, 2000))).unwrap_or_default();
             return Ok((
                 hash,
@@ -544,7 +574,8 @@ impl Governor {
         packet: &crate::packet::Packet,
         grants: &crate::grant::GrantBook,
     ) -> Result<Option<Outcome>, GovernError> {
-        if self.policies.policy(&self.policies.normalize(&packet.action_class)).is_human_only() {
+        let class = self.policies.normalize(&packet.action_class);
+        if self.policies.policy(&class).is_human_only() || self.policies.cosign(&class).is_some() {
             return Ok(None);
         }
         let Some(facts) = crate::grant::CallFacts::of_packet(packet, &self.policies) else { return Ok(None) };
@@ -650,6 +681,7 @@ impl Governor {
                 s.at,
                 None,
                 left.min(REJUDGE_EVERY),
+                s.quorum.as_ref(),
             );
             if waited != Waited::Timeout || left <= REJUDGE_EVERY {
                 return self.outcome_of(s, waited, timeout);
@@ -685,7 +717,8 @@ impl Governor {
         match waited {
             Waited::Decided(d) => {
                 let why = d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
-                let by = crate::text::inert(&d.principal, 200);
+                let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
+                let by = crate::text::inert(&by, 400);
                 match d.verdict {
                     Verdict::Approve => self.use_approval(&id, format!("approved by {by}{why}")),
                     Verdict::Refuse => Outcome::Deny {
@@ -825,6 +858,7 @@ pub fn wait_for_decision(
     since: time::OffsetDateTime,
     expires_at: Option<time::OffsetDateTime>,
     timeout: Duration,
+    quorum: Option<&crate::decision::Quorum>,
 ) -> Waited {
     let deadline = Instant::now() + timeout;
     let decision_path = spool.decision_path(id);
@@ -837,7 +871,7 @@ pub fn wait_for_decision(
                     .map_err(|e| e.to_string())
                     .and_then(|b| crate::canonical::parse_untrusted(&b).map_err(|e| format!("not JSON: {e}")))
                     .and_then(|v| {
-                        crate::decision::verify_decision_file(&v, id, Some(content_hash), pinned)
+                        crate::decision::verify_decision_file_under(&v, id, Some(content_hash), pinned, quorum)
                             .map_err(|e| e.to_string())
                     });
                 match verdict {

@@ -64,18 +64,214 @@ pub enum Scope {
     Until,
     /// Calls whose argument matches a pattern ([`ToolPattern`]).
     Pattern(ToolPattern),
+    /// Calls within constraints that narrow the class ([`Narrowing`]: a maximum amount, the
+    /// domains every recipient must be at).
+    Class(Narrowing),
 }
 
 impl Scope {
-    /// The wire spelling: `session`, `until`, `pattern`.
+    /// The wire spelling: `session`, `until`, `pattern`, `class`.
     #[must_use]
     pub fn as_str(&self) -> &'static str {
         match self {
             Scope::Session(_) => "session",
             Scope::Until => "until",
             Scope::Pattern(_) => "pattern",
+            Scope::Class(_) => "class",
         }
     }
+}
+
+/// The constraints of a class grant (`--scope class:max_amount=500;domain=example.com`), in
+/// Trust Graduation's vocabulary: they only narrow what a call may do. Checked on the call's
+/// input through the fields the principal's tool table declares (`[tools."<key>"] amount =
+/// "amount"`, `recipients = ["to", "cc"]`); a call whose fields are missing or unreadable is not
+/// covered. Signed as `"constraints": {"max_amount": 500, "domain_allowlist": ["example.com"]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Narrowing {
+    /// The largest amount a covered call may move (a whole number, in the tool's own unit).
+    pub max_amount: Option<u64>,
+    /// The domains every recipient of a covered call must be at (lower case, exact), sorted.
+    pub domain_allowlist: Vec<String>,
+}
+
+impl Narrowing {
+    /// Parses `max_amount=500`, `domain=example.com,example.org`, or both joined by `;`.
+    ///
+    /// # Errors
+    /// A sentence saying what is accepted.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut n = Narrowing::default();
+        for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            match part.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+                Some(("max_amount", v)) if n.max_amount.is_none() => {
+                    let amount = v.parse::<u64>().ok().filter(|a| *a <= MAX_SAFE_INTEGER);
+                    n.max_amount = Some(amount.ok_or_else(|| format!("max_amount {v:?} is not a whole number"))?);
+                }
+                Some(("domain", v)) if n.domain_allowlist.is_empty() => {
+                    for d in v.split(',').map(str::trim) {
+                        if !is_domain(d) {
+                            return Err(format!("{d:?} is not a domain (like example.com)"));
+                        }
+                        n.domain_allowlist.push(d.to_ascii_lowercase());
+                    }
+                    n.domain_allowlist.sort_unstable();
+                    n.domain_allowlist.dedup();
+                }
+                _ => {
+                    return Err(format!(
+                        "{part:?}: a class grant's constraints are max_amount=N and domain=D[,D…], each once, joined by `;`"
+                    ));
+                }
+            }
+        }
+        if n.max_amount.is_none() && n.domain_allowlist.is_empty() {
+            return Err("a class grant needs a constraint: max_amount=N or domain=D (or both)".into());
+        }
+        Ok(n)
+    }
+
+    /// The signed form: `{"max_amount": N, "domain_allowlist": [...]}`, each when set.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        if let Some(a) = self.max_amount {
+            m.insert("max_amount".into(), json!(a));
+        }
+        if !self.domain_allowlist.is_empty() {
+            m.insert("domain_allowlist".into(), json!(self.domain_allowlist));
+        }
+        Value::Object(m)
+    }
+
+    /// Reads the signed form back; `None` unless it is exactly what [`Narrowing::to_json`]
+    /// writes for valid constraints.
+    #[must_use]
+    pub fn from_json(v: &Value) -> Option<Self> {
+        let m = v.as_object()?;
+        if m.keys().any(|k| k != "max_amount" && k != "domain_allowlist") {
+            return None;
+        }
+        let max_amount = match m.get("max_amount") {
+            None => None,
+            Some(a) => Some(a.as_u64().filter(|a| *a <= MAX_SAFE_INTEGER)?),
+        };
+        let domain_allowlist: Vec<String> = match m.get("domain_allowlist") {
+            None => Vec::new(),
+            Some(d) => d
+                .as_array()?
+                .iter()
+                .map(|x| x.as_str().filter(|s| is_domain(s)).map(str::to_owned))
+                .collect::<Option<_>>()?,
+        };
+        let sorted = domain_allowlist.windows(2).all(|w| w[0] < w[1])
+            && domain_allowlist.iter().all(|d| *d == d.to_ascii_lowercase());
+        let n = Narrowing { max_amount, domain_allowlist };
+        (sorted && (n.max_amount.is_some() || !n.domain_allowlist.is_empty())).then_some(n)
+    }
+
+    /// Whether a call with these facts is within the constraints.
+    #[must_use]
+    pub fn admits(&self, facts: &CallFacts) -> bool {
+        let amount_ok = self.max_amount.is_none_or(|max| facts.amount.is_some_and(|a| a <= max as f64));
+        let domains_ok = self.domain_allowlist.is_empty()
+            || facts
+                .recipient_domains
+                .as_ref()
+                .is_some_and(|ds| !ds.is_empty() && ds.iter().all(|d| self.domain_allowlist.binary_search(d).is_ok()));
+        amount_ok && domains_ok
+    }
+
+    /// `amount at most 500 and every recipient at example.com`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(a) = self.max_amount {
+            parts.push(format!("amount at most {a}"));
+        }
+        if !self.domain_allowlist.is_empty() {
+            parts.push(format!("every recipient at {}", self.domain_allowlist.join(" or ")));
+        }
+        parts.join(" and ")
+    }
+}
+
+impl std::fmt::Display for Narrowing {
+    /// The form [`Narrowing::parse`] reads: `max_amount=500;domain=example.com`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(a) = self.max_amount {
+            parts.push(format!("max_amount={a}"));
+        }
+        if !self.domain_allowlist.is_empty() {
+            parts.push(format!("domain={}", self.domain_allowlist.join(",")));
+        }
+        f.write_str(&parts.join(";"))
+    }
+}
+
+/// The largest whole number JSON carries exactly (2^53 − 1): a larger amount is refused.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// A DNS domain as written in an address: labels of ASCII letters, digits and `-` (not at either
+/// end), joined by dots, at least two labels, at most 253 bytes.
+fn is_domain(d: &str) -> bool {
+    let labels: Vec<&str> = d.split('.').collect();
+    d.len() <= 253
+        && labels.len() >= 2
+        && labels.iter().all(|l| {
+            (1..=63).contains(&l.len())
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        })
+}
+
+/// The domains of the recipients in a call's `input`, read from the `fields` the tool table
+/// declares: each a string (one address, or several separated by commas) or an array of such
+/// strings; an address is `local@domain`, or `Name <local@domain>`, with one `@`. `None` when a
+/// value is of another type or an address cannot be read (the call is not covered), or no field
+/// holds any recipient.
+#[must_use]
+pub fn recipient_domains(input: &Value, fields: &[String]) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut read = |s: &str| -> Option<()> {
+        for addr in s.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            let addr = match (addr.rfind('<'), addr.strip_suffix('>')) {
+                (Some(open), Some(inner)) => &inner[open + 1..],
+                (None, None) => addr,
+                _ => return None,
+            };
+            let (local, domain) = addr.split_once('@')?;
+            if local.is_empty() || domain.contains('@') || !is_domain(domain) || local.chars().any(char::is_whitespace)
+            {
+                return None;
+            }
+            out.push(domain.to_ascii_lowercase());
+        }
+        Some(())
+    };
+    for f in fields {
+        match input.get(f) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => read(s)?,
+            Some(Value::Array(a)) => {
+                for v in a {
+                    read(v.as_str()?)?;
+                }
+            }
+            Some(_) => return None,
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    (!out.is_empty()).then_some(out)
+}
+
+/// The amount in a call's `input` field `field`: a finite, non-negative JSON number.
+#[must_use]
+pub fn call_amount(input: &Value, field: &str) -> Option<f64> {
+    input.get(field)?.as_f64().filter(|a| a.is_finite() && *a >= 0.0)
 }
 
 /// A tool pattern: `Tool` (every call of the tool) or `Tool(GLOB)`, the glob over the call's
@@ -241,7 +437,7 @@ pub fn call_argument(input: &Value, command_field: Option<&str>) -> Option<Strin
 }
 
 /// What a grant is matched against: one call packet's facts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallFacts {
     /// The agent.
     pub agent: String,
@@ -257,6 +453,11 @@ pub struct CallFacts {
     pub argument: Option<String>,
     /// The call's tool tier (`None`: unregistered, treated as destructive).
     pub tier: Option<ToolTier>,
+    /// The amount the call moves, from the field the tool table declares ([`call_amount`]).
+    pub amount: Option<f64>,
+    /// The domains of the call's recipients, from the fields the tool table declares
+    /// ([`recipient_domains`]).
+    pub recipient_domains: Option<Vec<String>>,
 }
 
 impl CallFacts {
@@ -268,9 +469,13 @@ impl CallFacts {
         let g = crate::verdict::Governance::of_packet(p)?;
         let tool = g.tool.clone()?;
         let (input, annotations) = crate::calls::call_of_packet(&p.proposed_action, &tool)?;
-        let command_field =
-            policies.tool(&tool).and_then(|t| t.command.as_deref()).or_else(|| policies.host_command_field(&tool));
+        let entry = policies.tool(&tool);
+        let command_field = entry.and_then(|t| t.command.as_deref()).or_else(|| policies.host_command_field(&tool));
         Some(Self {
+            amount: entry.and_then(|t| t.amount.as_deref()).and_then(|f| call_amount(input, f)),
+            recipient_domains: entry
+                .filter(|t| !t.recipients.is_empty())
+                .and_then(|t| recipient_domains(input, &t.recipients)),
             agent: p.agent.clone(),
             notebook: g.notebook.clone()?,
             action_class: policies.normalize(&p.action_class),
@@ -335,6 +540,7 @@ impl Grant {
             Scope::Session(s) => facts.session.as_deref() == Some(s.as_str()),
             Scope::Until => true,
             Scope::Pattern(p) => p.matches(&facts.tool, facts.argument.as_deref()),
+            Scope::Class(n) => n.admits(facts),
         };
         same && live && tier_ok && scoped
     }
@@ -350,6 +556,7 @@ impl Grant {
                 Some(a) => format!("{whom} whose argument matches `{a}`"),
                 None => format!("every one of {whom}"),
             },
+            Scope::Class(n) => format!("{whom} with {}", n.describe()),
         };
         let until = self.expires_at.as_deref().map_or_else(|| ", until revoked".to_owned(), |t| format!(", until {t}"));
         let uses =
@@ -383,6 +590,11 @@ impl Grant {
                 }
                 Scope::Pattern(p)
             }
+            "class" => Scope::Class(
+                doc.get("constraints")
+                    .and_then(Narrowing::from_json)
+                    .ok_or("a grant of scope `class` has no valid `constraints`")?,
+            ),
             other => return Err(format!("unknown grant scope {other:?}")),
         };
         let expires_at = s("expires_at");
@@ -501,6 +713,13 @@ pub fn prepare(
     if policies.policy(&facts.action_class).is_human_only() {
         return Err(format!("`{}` is human-only: no grant ever covers it (approve once)", facts.action_class));
     }
+    if let Some(q) = policies.cosign(&facts.action_class) {
+        return Err(format!(
+            "`{}` needs the approval of {} (policy.toml [cosign]): no grant covers it",
+            facts.action_class,
+            q.describe()
+        ));
+    }
     if let Some(state @ (DecisionState::Blocked | DecisionState::HumanOnly)) = packet.state {
         return Err(format!("{id} is {}: no grant covers it", state.as_str()));
     }
@@ -538,6 +757,25 @@ pub fn prepare(
             }
             (Scope::Pattern(p.clone()), options.until.clone())
         }
+        ScopeRequest::Class(n) => {
+            let entry = policies.tool(&facts.tool);
+            if n.max_amount.is_some() && entry.and_then(|t| t.amount.as_ref()).is_none() {
+                return Err(format!(
+                    "`{}` declares no `amount` field in policy.toml [tools]: a max_amount cannot be checked on its calls",
+                    facts.tool
+                ));
+            }
+            if !n.domain_allowlist.is_empty() && entry.is_none_or(|t| t.recipients.is_empty()) {
+                return Err(format!(
+                    "`{}` declares no `recipients` fields in policy.toml [tools]: a domain cannot be checked on its calls",
+                    facts.tool
+                ));
+            }
+            if !n.admits(&facts) {
+                return Err(format!("the constraints `{n}` do not cover {id} itself: {}", facts_in_words(&facts)));
+            }
+            (Scope::Class(n.clone()), options.until.clone())
+        }
     };
     let covers_destructive = match (&scope, destructive) {
         (_, false) => false,
@@ -545,6 +783,14 @@ pub fn prepare(
             if options.confirm_pattern.as_deref().map(str::trim) != Some(p.to_string().as_str()) {
                 return Err(format!(
                     "{id} is a destructive call: a grant covers such calls only for a pattern typed twice (--confirm-pattern '{p}')"
+                ));
+            }
+            true
+        }
+        (Scope::Class(n), true) => {
+            if options.confirm_pattern.as_deref().map(str::trim) != Some(n.to_string().as_str()) {
+                return Err(format!(
+                    "{id} is a destructive call: a grant covers such calls only for constraints typed twice (--confirm-pattern '{n}')"
                 ));
             }
             true
@@ -569,6 +815,16 @@ pub fn prepare(
         reason: options.reason.clone(),
         decided_at: decided_at.to_owned(),
     }))
+}
+
+/// A call's amount and recipients' domains in words (why constraints do not cover it).
+fn facts_in_words(facts: &CallFacts) -> String {
+    let amount = facts.amount.map_or_else(|| "no amount warrant can read".to_owned(), |a| format!("amount {a}"));
+    let domains = facts
+        .recipient_domains
+        .as_ref()
+        .map_or_else(|| "no recipients warrant can read".to_owned(), |d| format!("recipients at {}", d.join(", ")));
+    format!("{amount}, {domains}")
 }
 
 /// A fresh grant id: `grant-<uuid v7>`.
@@ -598,6 +854,7 @@ pub fn grant_document(input: &GrantInput, principal: &str, key_fingerprint: &str
     match &input.scope {
         Scope::Session(s) => doc["session"] = json!(s),
         Scope::Pattern(p) => doc["pattern"] = json!(p.to_string()),
+        Scope::Class(n) => doc["constraints"] = n.to_json(),
         Scope::Until => {}
     }
     if let Some(t) = &input.expires_at {
@@ -902,6 +1159,8 @@ pub enum ScopeRequest {
     Until(String),
     /// A tool pattern.
     Pattern(ToolPattern),
+    /// The class, within constraints that narrow it.
+    Class(Narrowing),
 }
 
 impl ScopeRequest {
@@ -916,8 +1175,9 @@ impl ScopeRequest {
             None if text == "session" => Ok(Self::Session),
             Some(("until", t)) => Ok(Self::Until(parse_until(t, now)?)),
             Some(("pattern", p)) => Ok(Self::Pattern(ToolPattern::parse(p)?)),
+            Some(("class", c)) => Ok(Self::Class(Narrowing::parse(c)?)),
             _ => Err(format!(
-                "scope {text:?} is not one of once, session, until:TIME (RFC 3339 or 30m/8h/2d), pattern:GLOB"
+                "scope {text:?} is not one of once, session, until:TIME (RFC 3339 or 30m/8h/2d), pattern:GLOB, class:max_amount=N;domain=D"
             )),
         }
     }
@@ -963,6 +1223,8 @@ mod tests {
             session: session.map(str::to_owned),
             argument: argument.map(str::to_owned),
             tier: Some(tier),
+            amount: None,
+            recipient_domains: None,
         }
     }
 
@@ -984,6 +1246,71 @@ mod tests {
             decided_at: "2026-11-25T00:00:00Z".into(),
             reason: None,
             chain_index: 1,
+        }
+    }
+
+    #[test]
+    fn class_constraints_parse_sign_and_narrow() {
+        let n = Narrowing::parse("domain=Example.com, b.example.org ; max_amount=500").expect("valid");
+        assert_eq!(n.max_amount, Some(500));
+        assert_eq!(n.domain_allowlist, ["b.example.org", "example.com"]);
+        assert_eq!(n.to_string(), "max_amount=500;domain=b.example.org,example.com");
+        assert_eq!(Narrowing::parse(&n.to_string()), Ok(n.clone()), "Display is what parse reads");
+        assert_eq!(Narrowing::from_json(&n.to_json()), Some(n.clone()));
+        for bad in [
+            "",
+            "max_amount=-1",
+            "max_amount=1.5",
+            "max_amount=1;max_amount=2",
+            "domain=localhost",
+            "domain=*.com",
+            "rate=1",
+        ] {
+            assert!(Narrowing::parse(bad).is_err(), "{bad:?}");
+        }
+        // The signed form is read back only as written: sorted lower-case domains, known keys.
+        for bad in [
+            json!({}),
+            json!({"max_amount": 1.5}),
+            json!({"domain_allowlist": ["b.com", "a.com"]}),
+            json!({"domain_allowlist": ["A.com"]}),
+            json!({"max_amount": 1, "other": true}),
+        ] {
+            assert_eq!(Narrowing::from_json(&bad), None, "{bad}");
+        }
+        let mut f = facts("mcp__bank__pay", None, None, ToolTier::Mutating);
+        let n = Narrowing::parse("max_amount=500;domain=example.com").expect("valid");
+        assert!(!n.admits(&f), "nothing readable: not covered");
+        f.amount = Some(500.0);
+        f.recipient_domains = Some(vec!["example.com".into()]);
+        assert!(n.admits(&f));
+        f.amount = Some(500.5);
+        assert!(!n.admits(&f));
+        f.amount = Some(10.0);
+        f.recipient_domains = Some(vec!["evil.example".into(), "example.com".into()]);
+        assert!(!n.admits(&f), "every recipient must be at an allowed domain");
+    }
+
+    #[test]
+    fn recipients_are_read_only_when_every_address_is_clear() {
+        let fields = ["to".to_owned(), "cc".to_owned()];
+        let got =
+            recipient_domains(&json!({"to": "a@Example.com, Bo <b@x.example.org>", "cc": ["c@example.com"]}), &fields);
+        assert_eq!(got, Some(vec!["example.com".to_owned(), "x.example.org".to_owned()]));
+        for bad in [
+            json!({"to": "a@b@example.com"}),
+            json!({"to": "example.com"}),
+            json!({"to": "a b@example.com"}),
+            json!({"to": "<a@example.com"}),
+            json!({"to": [1]}),
+            json!({"to": {"address": "a@example.com"}}),
+            json!({"subject": "none"}),
+        ] {
+            assert_eq!(recipient_domains(&bad, &fields), None, "{bad}");
+        }
+        assert_eq!(call_amount(&json!({"amount": 12.5}), "amount"), Some(12.5));
+        for bad in [json!({"amount": "12"}), json!({"amount": -3}), json!({})] {
+            assert_eq!(call_amount(&bad, "amount"), None, "{bad}");
         }
     }
 

@@ -848,6 +848,96 @@ pub struct ChainDecision {
     pub agent: String,
     /// The action class, as the signed document names it.
     pub action_class: String,
+    /// An approval that met a quorum (issue 18, co-signing): the distinct principals whose
+    /// approvals make it up, sorted (`principal` is the last of them). Empty otherwise.
+    pub cosigners: Vec<String>,
+    /// The co-signing terms the record's approval was signed under, if any.
+    pub quorum: Option<crate::decision::Quorum>,
+    /// For an approval under a quorum: its signed document and signature, until the fold
+    /// ([`fold_decision`]) files it with the others.
+    pub signed: Option<Box<SignedDecision>>,
+}
+
+impl ChainDecision {
+    /// Who signed it: the co-signers of a quorum, else the one principal.
+    #[must_use]
+    pub fn signed_by(&self) -> String {
+        if self.cosigners.is_empty() { self.principal.clone() } else { self.cosigners.join(" + ") }
+    }
+}
+
+/// Approvals gathered towards a quorum for a packet no decision settles yet (issue 18).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cosigning {
+    /// The terms they were signed under.
+    pub quorum: crate::decision::Quorum,
+    /// The packet content they approve.
+    pub packet_hash: String,
+    /// The approvals, one per listed principal, in chain order.
+    pub signatures: Vec<crate::decision::CoSignature>,
+}
+
+impl Cosigning {
+    /// The principals who signed so far, in chain order.
+    #[must_use]
+    pub fn signers(&self) -> Vec<&str> {
+        self.signatures.iter().map(crate::decision::CoSignature::principal).collect()
+    }
+
+    /// `1/2 signed (alice)`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        signed_so_far(&self.signers(), self.quorum.required)
+    }
+}
+
+/// `1/2 signed (alice)`: how many of the `required` have signed, and who.
+fn signed_so_far<S: AsRef<str>>(signers: &[S], required: usize) -> String {
+    let names: Vec<&str> = signers.iter().map(AsRef::as_ref).collect();
+    format!("{}/{required} signed ({})", names.len(), names.join(", "))
+}
+
+/// Folds one verified decision record (in chain order) into the decisions and the co-signing in
+/// progress. An approval under a quorum is gathered in `cosigning` (one per listed principal,
+/// over the same content and terms: a change of either starts again) and becomes the packet's
+/// decision when `required` distinct principals have signed; a later approval of a decided
+/// packet changes nothing. Any other decision (a refusal ends co-signing: one refusal refuses)
+/// is the packet's decision as it stands.
+pub fn fold_decision(
+    decisions: &mut HashMap<String, ChainDecision>,
+    cosigning: &mut HashMap<String, Cosigning>,
+    id: String,
+    mut d: ChainDecision,
+) {
+    let Some(q) = d.quorum.clone().filter(|_| d.verdict == Verdict::Approve) else {
+        cosigning.remove(&id);
+        decisions.insert(id, d);
+        return;
+    };
+    if decisions.contains_key(&id) {
+        return;
+    }
+    let Some(signed) = d.signed.take() else { return };
+    let fresh = || Cosigning { quorum: q.clone(), packet_hash: d.packet_hash.clone(), signatures: Vec::new() };
+    let entry = cosigning.entry(id.clone()).or_insert_with(fresh);
+    if entry.quorum != q || entry.packet_hash != d.packet_hash {
+        *entry = fresh();
+    }
+    if !q.lists(&d.principal) || entry.signers().contains(&d.principal.as_str()) {
+        return;
+    }
+    entry.signatures.push(crate::decision::CoSignature {
+        signed: *signed,
+        chain_index: d.chain_index,
+        entry_hash: d.entry_hash.clone(),
+    });
+    if entry.signatures.len() >= q.required {
+        let mut names: Vec<String> = entry.signers().into_iter().map(str::to_owned).collect();
+        names.sort_unstable();
+        cosigning.remove(&id);
+        d.cosigners = names;
+        decisions.insert(id, d);
+    }
 }
 
 /// The decision a chain record carries, if it is a warrant decision record.
@@ -858,9 +948,21 @@ pub fn chain_decision_of(rec: &Map<String, Value>) -> Option<(String, ChainDecis
     let id = s(doc, "packet_id")?;
     let verdict = s(doc, "decision").as_deref().and_then(Verdict::parse)?;
     let entry_hash = rec.get("entry_hash").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let terms = crate::decision::cosign_terms(doc).ok().flatten();
+    let signed = terms.as_ref().and_then(|_| {
+        let mut signature = rec.get("metadata")?.get("approval")?.get("signatures")?.get(0)?.clone();
+        if let Value::Object(m) = &mut signature {
+            m.remove("reviewer");
+            m.remove("signed_at");
+        }
+        Some(Box::new(SignedDecision { document: doc.clone(), signature }))
+    });
     Some((
         id,
         ChainDecision {
+            cosigners: Vec::new(),
+            quorum: terms.map(|t| t.quorum),
+            signed,
             verdict,
             principal: s(doc, "principal").unwrap_or_default(),
             reason: s(doc, "reason"),
@@ -894,6 +996,9 @@ pub struct ChainView {
     /// The principal's grants, issued and not revoked, folded in chain order over the grant
     /// records that passed every check ([`crate::grant::GrantBook`]).
     pub grants: crate::grant::GrantBook,
+    /// Approvals gathered towards a quorum, by packet id, for packets not yet decided
+    /// ([`fold_decision`]).
+    pub cosigning: HashMap<String, Cosigning>,
 }
 
 /// The evidence row a chain record stands for: a warrant decision (from its signed document:
@@ -904,6 +1009,11 @@ pub struct ChainView {
 pub fn chain_evidence_of(rec: &Map<String, Value>) -> Option<EvidenceRow> {
     let meta = rec.get("metadata")?;
     if let Some(doc) = meta.get("warrant_decision") {
+        // One approval towards a quorum is not yet the principals' approval: only the one that
+        // meets it (it names its `cosigners`) is evidence, once for the packet.
+        if doc.get("quorum").is_some() && doc.get("cosigners").is_none() {
+            return None;
+        }
         let s = |k: &str| doc.get(k).and_then(Value::as_str);
         return decision_evidence(
             s("action_class")?,
@@ -1071,7 +1181,7 @@ fn view_after(
     for (i, id, d, rec) in found {
         if !bad.contains(&i) {
             kept.extend(rec);
-            view.decisions.insert(id, d);
+            fold_decision(&mut view.decisions, &mut view.cosigning, id, d);
         }
     }
     for (i, pos) in evidence.into_iter().map(|(i, p)| (i as usize, p as usize)).filter(|(i, _)| bad.contains(i)) {
@@ -1102,6 +1212,8 @@ struct PrefixScan {
     publishers: Vec<(String, u32)>,
     /// The decisions asked for, by packet id.
     decisions: HashMap<String, ChainDecision>,
+    /// Approvals gathered towards a quorum for those packets ([`fold_decision`]).
+    cosigning: HashMap<String, Cosigning>,
     /// The records of those decisions whose packet id `keep` named (to restore their files).
     kept: Vec<Map<String, Value>>,
     /// A `record_id` of the prefix that is also one of the tail's (a duplicate the tail check
@@ -1258,7 +1370,7 @@ fn scan_prefix(
                 if keep(&id) {
                     out.kept.push(rec);
                 }
-                out.decisions.insert(id, d);
+                fold_decision(&mut out.decisions, &mut out.cosigning, id, d);
             }
         }
         carry.drain(..=end);
@@ -1338,7 +1450,7 @@ fn checkpointed_view(
         }
         None => None,
     };
-    let mut base = ChainView { decisions: scan.decisions, ..ChainView::default() };
+    let mut base = ChainView { decisions: scan.decisions, cosigning: scan.cosigning, ..ChainView::default() };
     for c in &scan.controls {
         base.controls.apply(c);
     }
@@ -1446,6 +1558,44 @@ pub struct Decided {
     /// Set when the decision is recorded in the chain but its decision file could not be
     /// written (the chain is the source of truth; the next decision restores the file).
     pub file_error: Option<String>,
+    /// For an approval under a quorum: the terms and who has signed so far, this signature
+    /// included. While they are fewer than `required`, no decision file is written and the packet
+    /// stays pending.
+    pub cosigned: Option<CosignProgress>,
+}
+
+/// How far an approval under a quorum has got ([`Decided::cosigned`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CosignProgress {
+    /// The terms.
+    pub quorum: crate::decision::Quorum,
+    /// Who has signed, in chain order.
+    pub signers: Vec<String>,
+}
+
+impl CosignProgress {
+    /// Whether the quorum is met (the decision file is written).
+    #[must_use]
+    pub fn met(&self) -> bool {
+        self.signers.len() >= self.quorum.required
+    }
+
+    /// `1/2 signed (alice); waits for 1 more of bob, carol`, or `2/2 signed (alice, bob)`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let head = signed_so_far(&self.signers, self.quorum.required);
+        if self.met() {
+            return head;
+        }
+        let rest: Vec<&str> = self
+            .quorum
+            .principals
+            .iter()
+            .map(String::as_str)
+            .filter(|p| !self.signers.iter().any(|s| s == p))
+            .collect();
+        format!("{head}; waits for {} more of {}", self.quorum.required - self.signers.len(), rest.join(", "))
+    }
 }
 
 /// Packet ids that may be decided in the chain but have no decision file: the names of the
@@ -1479,8 +1629,17 @@ pub fn verify_chain_restoring(
 
 /// Writes the decision file of each record in `kept`; logs the ones that fail.
 fn restore_all(spool: &Spool, kept: &[Map<String, Value>]) -> usize {
+    // Approvals towards a quorum are no decision on their own; the one that meets the quorum is
+    // restored with them (they may come in any order: the prefix's records after the tail's).
+    let mut partial: HashMap<String, Vec<decision::CoSignature>> = HashMap::new();
+    for (id, d) in kept.iter().filter_map(chain_decision_of) {
+        if let Some(signed) = d.signed.filter(|s| s.document.get("cosigners").is_none()) {
+            let c = decision::CoSignature { signed: *signed, chain_index: d.chain_index, entry_hash: d.entry_hash };
+            partial.entry(id).or_default().push(c);
+        }
+    }
     kept.iter()
-        .filter(|rec| match restore_decision_file(spool, rec) {
+        .filter(|rec| match restore_decision_file(spool, rec, &partial) {
             Ok(done) => done,
             Err(e) => {
                 tracing::warn!(error = %e, "could not restore a decision file");
@@ -1491,11 +1650,17 @@ fn restore_all(spool: &Spool, kept: &[Map<String, Value>]) -> usize {
 }
 
 /// Rebuilds `decisions/<id>.json` from a decision record in the chain (used when an earlier
-/// write of the file was lost after its record was appended).
+/// write of the file was lost after its record was appended). An approval that met a quorum is
+/// rebuilt with the earlier approvals it names (`cosigners`), taken from `partial` (by packet
+/// id); one that did not is no decision and is skipped.
 ///
 /// # Errors
 /// I/O errors; a record that is not a warrant decision is ignored.
-pub fn restore_decision_file(spool: &Spool, rec: &Map<String, Value>) -> io::Result<bool> {
+pub fn restore_decision_file(
+    spool: &Spool,
+    rec: &Map<String, Value>,
+    partial: &HashMap<String, Vec<decision::CoSignature>>,
+) -> io::Result<bool> {
     let Some(meta) = rec.get("metadata") else { return Ok(false) };
     let (Some(doc), Some(sig)) =
         (meta.get("warrant_decision"), meta.get("approval").and_then(|a| a.get("signatures")).and_then(|s| s.get(0)))
@@ -1516,7 +1681,28 @@ pub fn restore_decision_file(spool: &Spool, rec: &Map<String, Value>) -> io::Res
         entry_hash: rec.get("entry_hash").and_then(Value::as_str).unwrap_or_default().to_owned(),
         record: Value::Null,
     };
-    write_decision_file(spool, id, &decision::decision_file(&signed, &appended))?;
+    let file = match decision::cosign_terms(doc) {
+        Ok(None) => decision::decision_file(&signed, &appended),
+        Ok(Some(terms)) if !terms.cosigners.is_empty() => {
+            let mut earlier: Vec<decision::CoSignature> = partial
+                .get(id)
+                .into_iter()
+                .flatten()
+                .filter(|c| {
+                    c.signed.document.get("packet_hash") == doc.get("packet_hash")
+                        && c.signed.document.get("quorum") == doc.get("quorum")
+                        && terms.cosigners.iter().any(|p| p == c.principal())
+                        && doc.get("principal").and_then(Value::as_str) != Some(c.principal())
+                })
+                .cloned()
+                .collect();
+            earlier.sort_by_key(|c| c.chain_index);
+            earlier.dedup_by(|a, b| a.principal() == b.principal());
+            decision::cosigned_decision_file(&signed, &appended, &earlier)
+        }
+        _ => return Ok(false),
+    };
+    write_decision_file(spool, id, &file)?;
     Ok(true)
 }
 
@@ -1912,7 +2098,7 @@ fn whole_view_for_signing(
     } else {
         scan_prefix(&path, bytes, None, keep, None, true).map_err(io_error)?
     };
-    let mut view = ChainView { decisions: scan.decisions, report, ..ChainView::default() };
+    let mut view = ChainView { decisions: scan.decisions, cosigning: scan.cosigning, report, ..ChainView::default() };
     for c in &scan.controls {
         view.controls.apply(c);
     }
@@ -2012,7 +2198,19 @@ pub fn decide(
     decided_at: &str,
 ) -> Result<Decided, DecideError> {
     let observer = crate::preconditions::Observer::default();
-    decide_with(spool, principal, pinned, packet, None, verdict, reason, decided_at, &observer, |_| Ok(Vec::new()))
+    decide_with(
+        spool,
+        principal,
+        pinned,
+        packet,
+        None,
+        verdict,
+        reason,
+        decided_at,
+        &observer,
+        None,
+        |_| Ok(Vec::new()),
+    )
 }
 
 /// [`decide`], for a packet whose file `publisher` (a uid) owns, observing an approval's
@@ -2038,6 +2236,7 @@ pub fn decide_with(
     reason: Option<&str>,
     decided_at: &str,
     observer: &crate::preconditions::Observer,
+    quorum: Option<&crate::decision::Quorum>,
     admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
 ) -> Result<Decided, DecideError> {
     if verdict == Verdict::Refuse && reason.is_none_or(|r| r.trim().is_empty()) {
@@ -2067,6 +2266,8 @@ pub fn decide_with(
     let mut refusal: Option<DecideError> = None;
     let mut to_restore: Vec<Map<String, Value>> = Vec::new();
     let mut checkpoint = Value::Null;
+    // Under a quorum: the terms signed, and the approvals signed before this one.
+    let mut cosign: Option<(decision::Cosign, Vec<decision::CoSignature>)> = None;
     // The SHA-256 over the prefix the verification proved, from the check to the checkpoint.
     let prefix_hash = std::cell::Cell::new(None);
     // Decision files lost earlier (a full disk) are restored from the chain on the way (listed
@@ -2106,8 +2307,18 @@ pub fn decide_with(
                     return Err("refused".into());
                 }
             };
+            if let Some(q) = quorum.filter(|_| verdict == Verdict::Approve) {
+                match cosign_terms_for(&view, packet, principal, q) {
+                    Ok(terms) => cosign = Some(terms),
+                    Err(why) => {
+                        refusal = Some(DecideError::Refused(why));
+                        return Err("refused".into());
+                    }
+                }
+            }
             let input = DecisionInput { stands_in_for: &stands_in_for, ..input.clone() };
-            let now_signed = decision::sign_decision_with_preconditions(principal, &input, preconditions.take());
+            let now_signed =
+                decision::sign_decision_with(principal, &input, preconditions.take(), cosign.as_ref().map(|(c, _)| c));
             let publisher = publisher.filter(|_| verdict == Verdict::Approve);
             let body = decision_record_body(&input, &now_signed, view.last_receipt_hash.as_deref(), publisher);
             signed = Some(now_signed);
@@ -2130,7 +2341,19 @@ pub fn decide_with(
         (Err(e), _) => return Err(refusal.unwrap_or(DecideError::Chain(e))),
     };
     let path = spool.decision_path(&packet.id);
-    let mut file = decision::decision_file(&signed, &appended);
+    let cosigned = cosign.as_ref().map(|(terms, earlier)| {
+        let mut signers: Vec<String> = earlier.iter().map(|c| c.principal().to_owned()).collect();
+        signers.push(principal.name.clone());
+        CosignProgress { quorum: terms.quorum.clone(), signers }
+    });
+    if cosigned.as_ref().is_some_and(|c| !c.met()) {
+        // One approval towards a quorum: recorded, nothing released.
+        return Ok(Decided { signed, appended, decision_file: path, file_error: None, cosigned });
+    }
+    let mut file = match &cosign {
+        Some((_, earlier)) => decision::cosigned_decision_file(&signed, &appended, earlier),
+        None => decision::decision_file(&signed, &appended),
+    };
     if let Value::Object(m) = &mut file {
         m.insert("checkpoint".into(), checkpoint);
     }
@@ -2138,7 +2361,51 @@ pub fn decide_with(
     if let Some(e) = &file_error {
         tracing::warn!(error = %e, "decision recorded in the chain, but its decision file was not written");
     }
-    Ok(Decided { signed, appended, decision_file: path, file_error })
+    Ok(Decided { signed, appended, decision_file: path, file_error, cosigned })
+}
+
+/// The co-signing terms of `principal`'s approval of `packet` under `quorum`, on the verified
+/// chain `view`, and the approvals signed before it (over the same content, under the same
+/// terms): `cosigners` set when this one meets the quorum.
+///
+/// # Errors
+/// A sentence when `principal` is not one of the quorum's, or has signed already.
+fn cosign_terms_for(
+    view: &ChainView,
+    packet: &Packet,
+    principal: &Principal,
+    quorum: &decision::Quorum,
+) -> Result<(decision::Cosign, Vec<decision::CoSignature>), String> {
+    let class = crate::text::inert(&packet.action_class, 200);
+    if !quorum.lists(&principal.name) {
+        return Err(format!(
+            "{class} needs the approval of {}: {:?} is not one of them",
+            quorum.describe(),
+            principal.name
+        ));
+    }
+    let earlier: Vec<decision::CoSignature> = view
+        .cosigning
+        .get(&packet.id)
+        .filter(|c| c.quorum == *quorum && c.packet_hash == packet.content_hash)
+        .map(|c| c.signatures.clone())
+        .unwrap_or_default();
+    if earlier.iter().any(|c| c.principal() == principal.name) {
+        return Err(format!(
+            "{} already has your approval ({}/{} signed; needs {}): it waits for another principal",
+            packet.id,
+            earlier.len(),
+            quorum.required,
+            quorum.describe()
+        ));
+    }
+    let mut cosigners = Vec::new();
+    if earlier.len() + 1 >= quorum.required {
+        cosigners = earlier.iter().map(|c| c.principal().to_owned()).collect();
+        cosigners.push(principal.name.clone());
+        cosigners.sort_unstable();
+    }
+    Ok((decision::Cosign { quorum: quorum.clone(), cosigners }, earlier))
 }
 
 /// One packet of a batch decision ([`decide_many`]).
@@ -2343,7 +2610,7 @@ pub fn decide_many(
         if let Some(e) = &file_error {
             tracing::warn!(error = %e, "decision recorded in the chain, but its decision file was not written");
         }
-        out.push(Decided { signed, appended, decision_file: path, file_error });
+        out.push(Decided { signed, appended, decision_file: path, file_error, cosigned: None });
     }
     Ok(out)
 }

@@ -134,6 +134,9 @@ required_trust_level = 3
     w.decisions.insert(
         "p-1".into(),
         ChainDecision {
+            cosigners: Vec::new(),
+            quorum: None,
+            signed: None,
             verdict: Verdict::Approve,
             principal: "alice".into(),
             reason: None,

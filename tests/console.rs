@@ -96,6 +96,9 @@ fn decided_post() -> HashMap<String, ChainDecision> {
     HashMap::from([(
         "p-post".to_owned(),
         ChainDecision {
+            cosigners: Vec::new(),
+            quorum: None,
+            signed: None,
             verdict: Verdict::Refuse,
             principal: "alice".into(),
             reason: Some("not before the launch review".into()),
@@ -584,6 +587,7 @@ fn signed_result_flashes_and_rescans() {
     let fx = app::update(
         &mut s,
         Action::Signed(Ok(app::SignedSummary {
+            cosigned: None,
             packet_id: "p-quote".into(),
             verdict: Verdict::Approve,
             chain_index: 8,
@@ -598,6 +602,9 @@ fn signed_result_flashes_and_rescans() {
     decided.insert(
         "p-quote".into(),
         ChainDecision {
+            cosigners: Vec::new(),
+            quorum: None,
+            signed: None,
             verdict: Verdict::Approve,
             principal: "alice".into(),
             reason: None,
@@ -778,6 +785,7 @@ fn a_signed_approval_moves_the_posterior_at_once() {
     app::update(
         &mut s,
         Action::Signed(Ok(app::SignedSummary {
+            cosigned: None,
             packet_id: "p-quote".into(),
             verdict: Verdict::Approve,
             chain_index: 9,
@@ -2160,6 +2168,7 @@ fn approving_a_selection_opens_one_dialog_listing_every_packet() {
         .iter()
         .enumerate()
         .map(|(i, it)| app::SignedSummary {
+            cosigned: None,
             packet_id: it.packet.id.clone(),
             verdict: Verdict::Approve,
             chain_index: 8 + i as u64,
@@ -2507,6 +2516,9 @@ fn mouse_selects_rows_switches_views_and_scrolls() {
 fn the_detail_shows_the_agents_record_the_posterior_and_the_contract_in_words() {
     let mut s = state(false);
     let d = |i: u64, verdict: Verdict, reason: Option<&str>| ChainDecision {
+        cosigners: Vec::new(),
+        quorum: None,
+        signed: None,
         verdict,
         principal: "alice".into(),
         reason: reason.map(Into::into),

@@ -233,6 +233,108 @@ fn destructive_calls_need_the_pattern_typed_twice_and_human_only_classes_no_gran
     assert_eq!(decision(&child.wait_with_output().expect("hook")).0, "deny");
 }
 
+/// Claude Code's PreToolUse of an MCP tool `tool` with `input` as call `id`.
+fn mcp(id: &str, tool: &str, input: Value) -> Vec<u8> {
+    json!({
+        "session_id": "sess-m", "cwd": "/home/user/project", "hook_event_name": "PreToolUse",
+        "tool_name": tool, "tool_input": input, "tool_use_id": id,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[test]
+fn a_class_grant_covers_calls_within_its_amount_and_recipient_domains_only() {
+    let e = env();
+    e.policy(
+        "[tools.\"mcp__bank__pay\"]\ntier = \"mutating\"\nclass = \"payment.vendor\"\namount = \"amount\"\n\n\
+         [tools.\"mcp__mail__send\"]\ntier = \"mutating\"\nclass = \"email.send.external\"\nrecipients = [\"to\", \"cc\"]\n\n\
+         [tools.\"mcp__mail__draft\"]\ntier = \"mutating\"\nclass = \"email.send.external\"\n",
+    );
+    // A payment of 300 approved with a grant up to 500: 450 runs on it, 900 and an unreadable
+    // amount wait for the principal.
+    let held = spawn_hook(&e, &mcp("p-1", "mcp__bank__pay", json!({"amount": 300, "to": "ACME"})), "20");
+    wait_for_packet(&e, "cc-p-1");
+    let too_low = e.run(&["approve", "--yes", "cc-p-1", "--scope", "class:max_amount=200"]);
+    assert_ne!(too_low.status.code(), Some(0), "{}", text(&too_low));
+    assert!(text(&too_low).contains("do not cover cc-p-1 itself"), "{}", text(&too_low));
+    let o = e.run(&["approve", "--yes", "cc-p-1", "--scope", "class:max_amount=500"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("with amount at most 500"), "{}", text(&o));
+    assert_eq!(decision(&held.wait_with_output().expect("hook")).0, "allow");
+    let (d, reason) = run_hook(&e, &mcp("p-2", "mcp__bank__pay", json!({"amount": 450, "to": "ACME"})), "0.3");
+    assert_eq!(d, "allow", "within the grant: {reason}");
+    assert!(reason.contains("grant-"), "{reason}");
+    for (id, amount) in [("p-3", json!(900)), ("p-4", json!("450")), ("p-5", json!(-1))] {
+        let (d, reason) = run_hook(&e, &mcp(id, "mcp__bank__pay", json!({"amount": amount, "to": "ACME"})), "0.3");
+        assert_eq!(d, "deny", "{amount} is not within the grant: {reason}");
+    }
+    // Mail to example.com: every recipient must be there.
+    let held = spawn_hook(&e, &mcp("m-1", "mcp__mail__send", json!({"to": "dana@example.com"})), "20");
+    wait_for_packet(&e, "cc-m-1");
+    let o = e.run(&["approve", "--yes", "cc-m-1", "--scope", "class:domain=example.com"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(decision(&held.wait_with_output().expect("hook")).0, "allow");
+    let covered = json!({"to": ["Lee <lee@Example.com>", "kim@example.com"], "cc": "ops@example.com"});
+    let (d, reason) = run_hook(&e, &mcp("m-2", "mcp__mail__send", covered), "0.3");
+    assert_eq!(d, "allow", "{reason}");
+    for (id, input) in [
+        ("m-3", json!({"to": "dana@example.com", "cc": "eve@evil.example"})),
+        ("m-4", json!({"to": "dana@example.com.evil.example"})),
+        ("m-5", json!({"to": "not an address"})),
+        ("m-6", json!({"to": 42})),
+        ("m-7", json!({"subject": "no recipients"})),
+    ] {
+        let (d, reason) = run_hook(&e, &mcp(id, "mcp__mail__send", input.clone()), "0.3");
+        assert_eq!(d, "deny", "{input} is not within the grant: {reason}");
+    }
+    // The grant is for its tool: another tool of the class, which declares no recipients, is not
+    // covered; and a class grant for such a tool is refused before anything is signed.
+    let (d, _) = run_hook(&e, &mcp("m-8", "mcp__mail__draft", json!({"to": "dana@example.com"})), "0.3");
+    assert_eq!(d, "deny");
+    let held = spawn_hook(&e, &mcp("m-9", "mcp__mail__draft", json!({"to": "dana@example.com"})), "20");
+    wait_for_packet(&e, "cc-m-9");
+    let o = e.run(&["approve", "--yes", "cc-m-9", "--scope", "class:domain=example.com"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("declares no `recipients`"), "{}", text(&o));
+    ok_refuse(&e, "cc-m-9");
+    assert_eq!(decision(&held.wait_with_output().expect("hook")).0, "deny");
+    let live = grants(&e, false);
+    let constraints: Vec<&Value> = live.iter().map(|g| &g["constraints"]).collect();
+    assert!(constraints.contains(&&json!({"max_amount": 500})), "{live:?}");
+    assert!(constraints.contains(&&json!({"domain_allowlist": ["example.com"]})), "{live:?}");
+    let o = e.run(&["verify", e.spool().to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+fn ok_refuse(e: &Env, id: &str) {
+    let o = e.run(&["refuse", "--yes", id, "--reason", "test"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn a_grant_never_lifts_a_class_constraint_that_fails() {
+    // One call an hour at most: a session grant answers holds for review, never a call the
+    // class's own rate limit holds.
+    let e = env();
+    e.policy(
+        "[[class]]\nid = \"crm.record.update\"\ntype = \"internal\"\nrisk = \"low\"\n\
+         constraints = { rate_limit = { count = 1, window = \"PT1H\" } }\n\n\
+         [tools.\"mcp__crm__update\"]\ntier = \"safe\"\nclass = \"crm.record.update\"\n",
+    );
+    let (d, reason) = run_hook(&e, &mcp("r-1", "mcp__crm__update", json!({"id": 1})), "0.3");
+    assert_eq!(d, "allow", "the first call is within the limit: {reason}");
+    let held = spawn_hook(&e, &mcp("r-2", "mcp__crm__update", json!({"id": 2})), "20");
+    wait_for_packet(&e, "cc-r-2");
+    let o = e.run(&["approve", "--yes", "cc-r-2", "--scope", "session"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(decision(&held.wait_with_output().expect("hook")).0, "allow");
+    assert_eq!(grants(&e, false).len(), 1);
+    let (d, reason) = run_hook(&e, &mcp("r-3", "mcp__crm__update", json!({"id": 3})), "0.3");
+    assert_eq!(d, "deny", "over the class's rate limit, the session grant does not lift it: {reason}");
+    assert!(reason.contains("rate_limit"), "{reason}");
+}
+
 /// Sixteen hooks race for what may run once: each answer is `allow` or `deny`, and exactly one
 /// is `allow`.
 fn race(e: &Env, events: Vec<Vec<u8>>) -> usize {

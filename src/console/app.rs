@@ -141,6 +141,8 @@ pub struct SignedSummary {
     pub entry_hash: String,
     /// The grant signed with it: its id, or why it was not recorded (the approval stands).
     pub grant: Option<Result<String, String>>,
+    /// For an approval under a quorum (`[cosign]`): who has signed so far.
+    pub cosigned: Option<crate::spool::CosignProgress>,
 }
 
 /// One packet of [`Effect::SignBatch`].
@@ -545,6 +547,8 @@ pub struct State {
     pub snapshot: Snapshot,
     /// Decisions recorded in the chain, by packet id.
     pub decisions: HashMap<String, ChainDecision>,
+    /// Approvals gathered towards a quorum (`[cosign]`), by packet id, for packets not decided.
+    pub cosigning: HashMap<String, crate::spool::Cosigning>,
     /// The chain's verification state.
     pub chain: ChainState,
     /// The principal acknowledged the current broken-chain alert.
@@ -755,6 +759,21 @@ impl PartialEq for Assessed {
 pub const ASSESS_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl State {
+    /// The approvals of `p` gathered towards the quorum its class needs (`[cosign]`), over its
+    /// content and under the policy's terms: `None` when the class needs none or nobody signed.
+    #[must_use]
+    pub fn cosigned(&self, p: &Packet) -> Option<&crate::spool::Cosigning> {
+        let q = self.policies.cosign(&p.action_class)?;
+        self.cosigning.get(&p.id).filter(|c| c.quorum == *q && c.packet_hash == p.content_hash)
+    }
+
+    /// [`State::cosigned`] when the console's principal is among the signers.
+    #[must_use]
+    pub fn cosigned_by_me(&self, p: &Packet) -> Option<&crate::spool::Cosigning> {
+        let me = self.principal.as_deref()?;
+        self.cosigned(p).filter(|c| c.signers().contains(&me))
+    }
+
     /// A fresh state.
     #[must_use]
     pub fn new(
@@ -774,6 +793,7 @@ impl State {
             keymap,
             snapshot: Snapshot::default(),
             decisions: HashMap::new(),
+            cosigning: HashMap::new(),
             chain: ChainState::Unknown,
             chain_alert_seen: false,
             chain_progress: None,
@@ -1758,7 +1778,9 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
                     // chain's next verification replaces this row with the same one from the chain).
                     let decided_at = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
                         .map_or_else(|_| String::new(), crate::clock::format_rfc3339);
-                    if let Some(row) = state.snapshot.packet(&s.packet_id).and_then(|e| {
+                    // One approval towards a quorum is no decision yet, and no evidence.
+                    let partial = s.cosigned.as_ref().is_some_and(|c| !c.met());
+                    if let Some(row) = state.snapshot.packet(&s.packet_id).filter(|_| !partial).and_then(|e| {
                         let class = state.policies.normalize(&e.packet.action_class);
                         crate::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
                     }) {
@@ -1771,9 +1793,10 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
                         Some(Ok(id)) => (format!(" · granted {id}"), false),
                         Some(Err(e)) => (format!(" · the grant was NOT recorded: {e}"), true),
                     };
+                    let cosigned = s.cosigned.as_ref().map(|c| format!(" · {}", c.describe())).unwrap_or_default();
                     state.flash = Some(Flash {
                         text: format!(
-                            "{word} {} · record {} {}{grant}",
+                            "{word} {}{cosigned} · record {} {}{grant}",
                             s.packet_id,
                             s.chain_index,
                             short_hash(&s.entry_hash)
@@ -1943,7 +1966,8 @@ fn ran_on_grant<'a>(
 /// finding is new), decisions, evidence and controls; cancels a control dialog the chain no
 /// longer admits.
 fn apply_chain_view(state: &mut State, view: ChainView) {
-    let ChainView { report, decisions, evidence, controls, grants, .. } = view;
+    let ChainView { report, decisions, evidence, controls, grants, cosigning, .. } = view;
+    state.cosigning = cosigning;
     state.chain = if report.is_valid() {
         state.chain_alert_seen = false;
         ChainState::Valid { total: report.total, root: report.root_hash.clone() }
@@ -2354,6 +2378,13 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
         state.flash = Some(Flash { text, error: true });
         return vec![];
     }
+    if approve && let Some(c) = state.cosigned_by_me(&packet) {
+        state.flash = Some(Flash {
+            text: format!("{} has your approval already ({}): it waits for another principal", packet.id, c.describe()),
+            error: true,
+        });
+        return vec![];
+    }
     state.mode = if approve {
         confirm_mode(state, Confirm::new(packet, Verdict::Approve, None))
     } else {
@@ -2393,6 +2424,8 @@ fn start_batch_decision(state: &mut State, approve: bool) -> Vec<Effect> {
             problems.push(format!("{} expired at {expires}", p.id));
         } else if approve && let Some(text) = approval_forbidden(state, p) {
             problems.push(text);
+        } else if approve && let Some(q) = state.policies.cosign(&p.action_class) {
+            problems.push(format!("{} needs the approval of {}: approve it on its own", p.id, q.describe()));
         }
     }
     if let Some(first) = problems.first() {
@@ -2597,10 +2630,11 @@ fn scroll_confirm(state: &State, c: &mut Confirm, cmd: &str) {
 }
 
 /// The scopes `s` offers in an approval dialog, in order: once, this session, an hour, a working
-/// day, and the call's own argument as a pattern (never wider: a wider pattern is typed with
-/// `:grant pattern GLOB`). Only those the rules allow for this packet ([`crate::grant::prepare`]).
+/// day, the call's own argument as a pattern, and the class up to the call's own amount and
+/// recipients' domains (never wider: a wider pattern or constraint is typed with `:grant pattern
+/// GLOB` or `:grant class …`). Only those the rules allow for this packet ([`crate::grant::prepare`]).
 fn scope_choices(state: &State, p: &Packet) -> Vec<crate::grant::GrantInput> {
-    use crate::grant::{GrantOptions, ScopeRequest, ToolPattern};
+    use crate::grant::{GrantOptions, Narrowing, ScopeRequest, ToolPattern};
     let Ok(now) = time::OffsetDateTime::from_unix_timestamp(state.now as i64) else { return Vec::new() };
     let at = crate::clock::format_rfc3339(now);
     let mut asks = vec![ScopeRequest::Session];
@@ -2613,7 +2647,17 @@ fn scope_choices(state: &State, p: &Packet) -> Vec<crate::grant::GrantInput> {
         && let Some(arg) = f.argument
         && !arg.contains(['*', '?'])
     {
-        asks.push(ScopeRequest::Pattern(ToolPattern { tool: f.tool, argument: Some(arg) }));
+        asks.push(ScopeRequest::Pattern(ToolPattern { tool: f.tool.clone(), argument: Some(arg) }));
+    }
+    if let Some(f) = crate::grant::CallFacts::of_packet(p, &state.policies) {
+        let n = Narrowing {
+            // Only a whole amount: the grant's maximum is a whole number, never above the call's.
+            max_amount: f.amount.filter(|a| a.fract() == 0.0 && *a <= 9.0e15).map(|a| a as u64),
+            domain_allowlist: f.recipient_domains.unwrap_or_default(),
+        };
+        if n.max_amount.is_some() || !n.domain_allowlist.is_empty() {
+            asks.push(ScopeRequest::Class(n));
+        }
     }
     asks.iter()
         .filter_map(|a| crate::grant::prepare(p, &state.policies, a, &GrantOptions::default(), &at).ok().flatten())
@@ -2666,7 +2710,7 @@ fn set_grant_read_again(state: &mut State, c: &mut Confirm) {
 fn grant_dialog(state: &mut State, scope: &str) -> Vec<Effect> {
     let text = scope.trim();
     let asked = match text.split_once(char::is_whitespace) {
-        Some((kind @ ("until" | "pattern"), rest)) => format!("{kind}:{}", rest.trim()),
+        Some((kind @ ("until" | "pattern" | "class"), rest)) => format!("{kind}:{}", rest.trim()),
         _ => text.to_owned(),
     };
     let Ok(now) = time::OffsetDateTime::from_unix_timestamp(state.now as i64) else { return vec![] };

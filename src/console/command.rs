@@ -65,7 +65,7 @@ pub const NAMES: [&str; 16] = [
 pub const SORT_KEYS: [&str; 4] = ["age", "risk", "class", "agent"];
 
 /// The grant scopes `:grant` takes.
-pub const GRANT_SCOPES: [&str; 3] = ["session", "until", "pattern"];
+pub const GRANT_SCOPES: [&str; 4] = ["session", "until", "pattern", "class"];
 
 fn sort_key(word: &str) -> Option<SortKey> {
     match word {
@@ -102,8 +102,8 @@ pub fn parse(line: &str) -> Result<Command, String> {
             let scope = rest.split_whitespace().next().unwrap_or_default();
             let arg = rest.split_once(char::is_whitespace).map(|(_, a)| a.trim());
             match (scope, arg) {
-                ("session", None) | ("until" | "pattern", Some(_)) => Ok(Command::Grant(rest.to_owned())),
-                _ => Err(":grant takes session, until TIME or pattern GLOB".into()),
+                ("session", None) | ("until" | "pattern" | "class", Some(_)) => Ok(Command::Grant(rest.to_owned())),
+                _ => Err(":grant takes session, until TIME, pattern GLOB or class max_amount=N;domain=D".into()),
             }
         }
         "q" | "quit" => no_args(Command::Quit),

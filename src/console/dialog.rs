@@ -115,6 +115,19 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
         for what in state.verdict(&p.id).map(crate::verdict::PacketVerdict::stands_in_for).unwrap_or_default() {
             labelled(&mut out, "stands in", &format!("for {}", inert(&what, any)), "warn", width);
         }
+        // The co-signing terms are signed with the approval (`[cosign]`): shown before it is.
+        if let Some(q) = state.policies.cosign(&p.action_class) {
+            let before = state.cosigned(p).map_or(0, |c| c.signatures.len());
+            let signed =
+                state.cosigned(p).map_or_else(|| "nobody has signed".to_owned(), crate::spool::Cosigning::describe);
+            let then = if before + 1 >= q.required {
+                format!("yours is {} of {}: it approves the packet", before + 1, q.required)
+            } else {
+                format!("yours is {} of {}: the call waits for more", before + 1, q.required)
+            };
+            let text = format!("needs {} · {signed} · {then}", q.describe());
+            labelled(&mut out, "co-sign", &inert(&text, any), "warn", width);
+        }
         grant_rows(state, c, &mut out, width);
     }
     out.push(Row(vec![]));

@@ -489,6 +489,7 @@ impl Runner {
                 };
                 let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
                 let observer = Arc::clone(&self.observer);
+                let quorum = self.policies.cosign(&packet.action_class).cloned();
                 spawn_job(tx, Action::Signed(Err("internal error while signing (see the log)".into())), move || {
                     let at = crate::clock::now_rfc3339();
                     let result = spool::decide_with(
@@ -501,9 +502,11 @@ impl Runner {
                         reason.as_deref(),
                         &at,
                         &observer,
+                        quorum.as_ref(),
                         |_| Ok(stands_in_for),
                     )
                     .map(|d| SignedSummary {
+                        cosigned: d.cosigned,
                         packet_id: packet.id.clone(),
                         verdict,
                         chain_index: d.appended.chain_index,
@@ -585,6 +588,7 @@ impl Runner {
                                 chain_index: d.appended.chain_index,
                                 entry_hash: d.appended.entry_hash,
                                 grant: None,
+                                cosigned: None,
                             })
                             .collect::<Vec<_>>()
                     })

@@ -408,9 +408,18 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                     8,
                     0,
                 ),
+                // `✍1/2`: a class that needs several principals, and how many have signed.
                 Column::new(
                     "ACTION CLASS",
-                    list.iter().map(|e| raw(inert(&e.packet.action_class, 64))).collect(),
+                    list.iter()
+                        .map(|e| match state.policies.cosign(&e.packet.action_class) {
+                            Some(q) => {
+                                let n = state.cosigned(&e.packet).map_or(0, |c| c.signatures.len());
+                                raw(format!("{} ✍{n}/{}", inert(&e.packet.action_class, 64), q.required))
+                            }
+                            None => raw(inert(&e.packet.action_class, 64)),
+                        })
+                        .collect(),
                     10,
                     0,
                 ),
@@ -1084,6 +1093,13 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         for s in v.stands_in_for() {
             lines.push(kv(theme, "approving", format!("stands in for {}", inert(&s, text_w))));
         }
+    }
+    // A class that needs several principals: who has signed, and how many are needed.
+    if let Some(q) = state.policies.cosign(&p.action_class) {
+        let signed =
+            state.cosigned(p).map_or_else(|| format!("0/{} signed", q.required), crate::spool::Cosigning::describe);
+        let text = format!("{signed} · needs {} (policy.toml [cosign])", q.describe());
+        lines.push(kv(theme, "co-sign", inert(&text, usize::MAX)));
     }
     if let Some(r) = &p.reason {
         lines.push(kv(theme, "reason", inert(r, text_w)));

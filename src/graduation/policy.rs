@@ -332,6 +332,20 @@ struct PolicyFile {
     /// (`[timeouts."email.*"] refuse_after = "PT10M"`, or `wait = "forever"`).
     #[serde(default)]
     timeouts: BTreeMap<String, TimeoutDef>,
+    /// Classes that need several principals (`[cosign."payment.initiate"] required = 2,
+    /// principals = ["alice", "bob", "carol"]`).
+    #[serde(default)]
+    cosign: BTreeMap<String, CosignDef>,
+}
+
+/// `[cosign."<class>"]` as written.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CosignDef {
+    /// `k`: how many distinct principals of `principals` must approve.
+    required: usize,
+    /// The `n` principals who may (by the names their pinned keys speak for).
+    principals: Vec<String>,
 }
 
 /// `[timeouts."<class or glob>"]` as written.
@@ -452,6 +466,14 @@ struct ToolDef {
     /// runs (two-phase execution): `[{ check = "file.sha256", argument = "path" }]`.
     #[serde(default)]
     preconditions: Vec<ToolPrecondition>,
+    /// The input field holding the amount a call moves (a JSON number), which a grant's
+    /// `max_amount` is checked against.
+    #[serde(default)]
+    amount: Option<String>,
+    /// The input fields holding a call's recipients (addresses, a string, comma-separated, or an
+    /// array of strings), whose domains a grant's `domain_allowlist` is checked against.
+    #[serde(default)]
+    recipients: Vec<String>,
 }
 
 /// One precondition a tool entry declares (`preconditions = [{ check, argument }]` of
@@ -513,6 +535,12 @@ pub struct ToolPolicy {
     pub command: Option<String>,
     /// The preconditions a call of this tool carries (`preconditions`), in the order written.
     pub preconditions: Vec<ToolPrecondition>,
+    /// The input field holding the amount a call moves (`amount`), if declared: what a class
+    /// grant's `max_amount` is checked against ([`crate::grant::CallFacts`]).
+    pub amount: Option<String>,
+    /// The input fields holding a call's recipients (`recipients`): what a class grant's
+    /// `domain_allowlist` is checked against.
+    pub recipients: Vec<String>,
 }
 
 impl ToolPolicy {
@@ -657,6 +685,8 @@ pub struct PolicySet {
     expiry: BTreeMap<String, std::time::Duration>,
     /// `[timeouts]`: the configuration's entries first (they win over the spool's for one key).
     timeouts: Vec<TimeoutRule>,
+    /// `[cosign]`: the quorum each class needs, by canonical class id (the spool's file wins).
+    cosign: BTreeMap<String, crate::decision::Quorum>,
 }
 
 /// Lodestar's conservative floor for a tool no policy registers (`lodestar-and-tiers.md`).
@@ -689,6 +719,7 @@ impl PolicySet {
             unregistered_floors: BTreeMap::new(),
             expiry: BTreeMap::new(),
             timeouts: Vec::new(),
+            cosign: BTreeMap::new(),
         }
     }
 
@@ -840,6 +871,23 @@ impl PolicySet {
                 self.timeouts.push(rule);
             }
         }
+        for (key, def) in file.cosign {
+            let bad = |message: String| PolicyError::Class { id: format!("cosign.{key}"), message };
+            if !is_class_id(&key) {
+                return Err(bad("not a class id (co-signing names one class, not a glob)".into()));
+            }
+            if let Some(name) = def.principals.iter().find(|p| p.len() > 128 || p.chars().any(char::is_control)) {
+                return Err(bad(format!("{name:?} is not a principal's name")));
+            }
+            let distinct: std::collections::BTreeSet<&String> = def.principals.iter().collect();
+            if distinct.len() != def.principals.len() {
+                return Err(bad("a principal is listed twice".into()));
+            }
+            let quorum = crate::decision::Quorum::new(def.required, def.principals).map_err(bad)?;
+            // A later file (the spool's) wins: it is the one the hooks and the gateway of a shared
+            // spool read.
+            self.cosign.insert(self.normalize(&key), quorum);
+        }
         if let Some(pre) = file.preconditions {
             if let Some(bad) = pre.roots.iter().find(|r| !r.is_absolute()) {
                 return Err(PolicyError::Class {
@@ -935,6 +983,22 @@ impl PolicySet {
             .filter(|r| r.glob.as_ref().is_some_and(|g| g.is_match(&canonical) || g.is_match(&raw)))
             .max_by(|a, b| specificity(&a.key).cmp(&specificity(&b.key)).then(wait(b.timeout).cmp(&wait(a.timeout))))
             .map(|r| r.timeout)
+    }
+
+    /// The quorum an approval of `class` needs (`[cosign]`, issue 18): `None` when one
+    /// principal's approval is enough.
+    #[must_use]
+    pub fn cosign(&self, class: &str) -> Option<&crate::decision::Quorum> {
+        if self.cosign.is_empty() {
+            return None;
+        }
+        self.cosign.get(self.normalize_cow(class).as_ref())
+    }
+
+    /// Whether any class needs several principals (`[cosign]`).
+    #[must_use]
+    pub fn any_cosign(&self) -> bool {
+        !self.cosign.is_empty()
     }
 
     /// The directories preconditions may observe (`[preconditions] roots`): see
@@ -1104,10 +1168,19 @@ impl PolicySet {
         self.classes.iter().find(|c| c.id == canonical)
     }
 
-    /// The policy of a canonical id: registered, else inferred from the name.
+    /// The policy of a canonical id: registered, else inferred from the name. A class that
+    /// needs several principals (`[cosign]`) always requires approval: it never graduates (and
+    /// no grant covers it: [`crate::grant::prepare`]), so no call of it runs on fewer
+    /// signatures than its quorum.
     #[must_use]
     pub fn policy(&self, canonical: &str) -> Cow<'_, ClassPolicy> {
-        self.registered(canonical).map_or_else(|| Cow::Owned(inferred_policy(canonical)), Cow::Borrowed)
+        let p = self.registered(canonical).map_or_else(|| Cow::Owned(inferred_policy(canonical)), Cow::Borrowed);
+        if !self.cosign.is_empty() && self.cosign.contains_key(canonical) && !p.requires_approval {
+            let mut owned = p.into_owned();
+            owned.requires_approval = true;
+            return Cow::Owned(owned);
+        }
+        p
     }
 
     /// Every registered class, canonical ones first.
@@ -1151,6 +1224,8 @@ fn tool_from_json(key: &str, def: &Value) -> Result<ToolPolicy, String> {
         level: None,
         command: None,
         preconditions: Vec::new(),
+        amount: None,
+        recipients: Vec::new(),
     })
 }
 
@@ -1435,7 +1510,16 @@ fn parse_tool_table(
                 Some(n)
             }
         };
-        Ok(ToolPolicy { tier, required_trust_level: required, class, level, command, preconditions: Vec::new() })
+        Ok(ToolPolicy {
+            tier,
+            required_trust_level: required,
+            class,
+            level,
+            command,
+            preconditions: Vec::new(),
+            amount: None,
+            recipients: Vec::new(),
+        })
     };
     for (key, def) in tools {
         let id = format!("tools.{key}");
@@ -1460,6 +1544,13 @@ fn parse_tool_table(
             }
         }
         p.preconditions = def.preconditions;
+        if def.amount.as_deref().is_some_and(|f| f.trim().is_empty())
+            || def.recipients.iter().any(|f| f.trim().is_empty())
+        {
+            return Err(PolicyError::Class { id, message: "amount and recipients must name input fields".into() });
+        }
+        p.amount = def.amount;
+        p.recipients = def.recipients;
         if is_glob(&key) {
             let glob = LazyGlob::new(&key).map_err(|message| PolicyError::Class { id, message })?;
             table.globs.push(ToolGlob { pattern: key, glob, policy: p });

@@ -1,0 +1,412 @@
+//! Co-signing (issue 18): `policy.toml` can require `k` of `n` pinned principals for a class
+//! (here a local `payment.transfer`: Trust Graduation's `payment.initiate` is human-only, which
+//! no approval releases to an agent, however many sign it).
+//! Each approval is its own signed chain record; the decision file is written, and the agent
+//! released, only when `k` distinct listed principals have approved; one refusal refuses; a
+//! principal cannot sign twice, one not listed cannot sign at all; `warrant verify` reports an
+//! approval of such a class that lacks its quorum. Real keys, the real binary, the real hook.
+
+#[path = "support/cli_env.rs"]
+mod cli_env;
+use cli_env::{BIN, text};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The terms every test's spool asks for a payment.
+const POLICY: &str = r#"
+[[class]]
+id = "payment.transfer"
+type = "external"
+risk = "critical"
+
+[tools."mcp__bank__transfer"]
+tier = "destructive"
+class = "payment.transfer"
+
+[cosign."payment.transfer"]
+required = 2
+principals = ["alice", "bob", "carol"]
+"#;
+
+/// A shared spool and one configuration directory (own key, every other key pinned) per
+/// principal: alice, bob and carol are the quorum's, dave is pinned but not listed.
+struct Team {
+    dir: tempfile::TempDir,
+}
+
+const PEOPLE: [&str; 4] = ["alice", "bob", "carol", "dave"];
+
+impl Team {
+    fn new(policy: &str) -> Self {
+        let t = Team { dir: tempfile::tempdir().expect("tempdir") };
+        std::fs::create_dir_all(t.spool()).expect("spool");
+        std::fs::write(t.spool().join("policy.toml"), policy).expect("policy.toml");
+        for who in PEOPLE {
+            ok(&t.run(who, &["keys", "init", "--no-passphrase"]));
+        }
+        for who in PEOPLE {
+            let pem = t.run(who, &["keys", "export"]);
+            ok(&pem);
+            let file = t.dir.path().join(format!("{who}.pub"));
+            std::fs::write(&file, &pem.stdout).expect("write the public key");
+            for other in PEOPLE.iter().filter(|o| **o != who) {
+                ok(&t.run(other, &["keys", "pin", "--principal", who, file.to_str().expect("utf-8")]));
+            }
+        }
+        t
+    }
+
+    fn spool(&self) -> PathBuf {
+        self.dir.path().join("spool")
+    }
+
+    fn config(&self, who: &str) -> PathBuf {
+        self.dir.path().join(format!("config-{who}"))
+    }
+
+    fn cmd(&self, who: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .env("WARRANT_CONFIG", self.config(who))
+            .env("WARRANT_SPOOL", self.spool())
+            .env("WARRANT_PRINCIPAL", who)
+            .env("XDG_DATA_HOME", self.dir.path().join(format!("data-{who}")))
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, who: &str, args: &[&str]) -> Output {
+        self.cmd(who, args).output().expect("run warrant")
+    }
+
+    /// Claude Code's PreToolUse of the bank's transfer tool as call `id`, run by alice's hook.
+    fn hold_payment(&self, id: &str) -> Child {
+        let event = json!({
+            "session_id": "s-1", "cwd": "/home/user/project", "hook_event_name": "PreToolUse",
+            "tool_name": "mcp__bank__transfer", "tool_input": {"to": "ACME GmbH", "amount": 4200, "currency": "EUR"},
+            "tool_use_id": id,
+        });
+        let mut child = self
+            .cmd("alice", &["hook", "claude-code", "--wait", "30"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the hook");
+        child.stdin.take().expect("stdin").write_all(event.to_string().as_bytes()).expect("write the event");
+        let packet = self.spool().join("packets").join(format!("cc-{id}.json"));
+        let t = Instant::now();
+        while !packet.exists() {
+            assert!(t.elapsed() < Duration::from_secs(20), "cc-{id} was never published");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
+    }
+
+    fn decision_file(&self, packet: &str) -> PathBuf {
+        self.spool().join("decisions").join(format!("{packet}.json"))
+    }
+
+    fn chain_lines(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.spool().join("chain.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a chain line"))
+            .collect()
+    }
+}
+
+fn ok(o: &Output) {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+}
+
+/// The hook's decision and reason.
+fn hook_answer(child: Child) -> (String, String) {
+    let o = child.wait_with_output().expect("hook");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    let out = &v["hookSpecificOutput"];
+    (
+        out["permissionDecision"].as_str().expect("decision").to_owned(),
+        out["permissionDecisionReason"].as_str().expect("reason").to_owned(),
+    )
+}
+
+/// The hook is still waiting half a second later.
+fn still_held(child: &mut Child) {
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(child.try_wait().expect("try_wait").is_none(), "the agent was released early");
+}
+
+#[test]
+fn a_payment_runs_only_when_two_of_three_pinned_principals_have_signed() {
+    let t = Team::new(POLICY);
+    let mut hook = t.hold_payment("pay-1");
+    let id = "cc-pay-1";
+
+    // bob's approval is the first of two: recorded in the chain, no decision file, still held.
+    let o = t.run("bob", &["approve", "--yes", id]);
+    ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("1/2 signed (bob)") && out.contains("waits for 1 more of alice, carol"), "{out}");
+    assert!(!t.decision_file(id).exists(), "one signature wrote a decision file");
+    still_held(&mut hook);
+    let list = t.run("alice", &["list"]);
+    assert!(String::from_utf8_lossy(&list.stdout).contains("co-signing: 1/2 signed (bob)"), "{}", text(&list));
+
+    // bob again, and dave (pinned, not listed): refused, nothing appended.
+    let before = t.chain_lines().len();
+    let again = t.run("bob", &["approve", "--yes", id]);
+    assert_ne!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(text(&again).contains("already has your approval"), "{}", text(&again));
+    let dave = t.run("dave", &["approve", "--yes", id]);
+    assert_ne!(dave.status.code(), Some(0), "{}", text(&dave));
+    assert!(text(&dave).contains("needs the approval of 2 of alice, bob, carol"), "{}", text(&dave));
+    assert_eq!(t.chain_lines().len(), before, "a refused signature appended a record");
+    still_held(&mut hook);
+
+    // carol's approval meets the quorum: the decision file carries both, the agent runs.
+    let o = t.run("carol", &["approve", "--yes", id]);
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2/2 signed (bob, carol)"), "{}", text(&o));
+    let (d, reason) = hook_answer(hook);
+    assert_eq!(d, "allow", "{reason}");
+    assert!(reason.contains("bob + carol"), "the reason names both signers: {reason}");
+
+    // Each signature is its own record; the second names both co-signers.
+    let docs: Vec<Value> = t
+        .chain_lines()
+        .into_iter()
+        .filter_map(|r| r["metadata"].get("warrant_decision").cloned())
+        .filter(|d| d["packet_id"] == json!(id))
+        .collect();
+    assert_eq!(docs.len(), 2, "{docs:?}");
+    assert_eq!(docs[0]["principal"], json!("bob"));
+    assert_eq!(docs[0]["quorum"], json!({"required": 2, "principals": ["alice", "bob", "carol"]}));
+    assert!(docs[0].get("cosigners").is_none(), "{:?}", docs[0]);
+    assert_eq!(docs[1]["cosigners"], json!(["bob", "carol"]));
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(t.decision_file(id)).expect("decision file")).expect("json");
+    assert_eq!(file["cosignatures"].as_array().map(Vec::len), Some(1), "{file}");
+
+    // A third approval finds it decided; the chain verifies with its quorum for everyone.
+    let late = t.run("alice", &["approve", "--yes", id]);
+    assert_ne!(late.status.code(), Some(0), "{}", text(&late));
+    assert!(text(&late).contains("already decided"), "{}", text(&late));
+    for who in ["alice", "bob", "carol"] {
+        ok(&t.run(who, &["verify"]));
+    }
+    let listed = t.run("alice", &["list", "--json"]);
+    let v: Value = serde_json::from_slice(&listed.stdout).expect("json");
+    assert_eq!(v["packets"][0]["decision"], json!("approve"), "{v}");
+    assert_eq!(v["packets"][0]["cosigners"], json!(["bob", "carol"]), "{v}");
+    // The audit shows the first record as a co-signature, the second as the approval.
+    let audit = t.run("alice", &["audit", "--json"]);
+    let decisions: Vec<String> = String::from_utf8_lossy(&audit.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["packet_id"] == json!(id))
+        .map(|e| e["decision"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(decisions, ["co-sign", "approve"], "{}", text(&audit));
+}
+
+#[test]
+fn one_refusal_refuses_a_co_signed_payment() {
+    let t = Team::new(POLICY);
+    let hook = t.hold_payment("pay-2");
+    ok(&t.run("alice", &["approve", "--yes", "cc-pay-2"]));
+    ok(&t.run("carol", &["refuse", "--yes", "cc-pay-2", "--reason", "not this vendor"]));
+    let (d, reason) = hook_answer(hook);
+    assert_eq!(d, "deny", "{reason}");
+    assert!(reason.contains("refused by carol") && reason.contains("not this vendor"), "{reason}");
+    // bob's approval after the refusal is too late.
+    let o = t.run("bob", &["approve", "--yes", "cc-pay-2"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    ok(&t.run("alice", &["verify"]));
+}
+
+#[test]
+fn a_single_signature_never_releases_the_agent_even_as_a_forged_decision_file() {
+    let t = Team::new(POLICY);
+    let hook = t.hold_payment("pay-3");
+    let id = "cc-pay-3";
+    ok(&t.run("bob", &["approve", "--yes", id]));
+    // Someone with write access to decisions/ plants bob's genuine signature as a decision file,
+    // and another with bob's signature listed twice: neither makes up the quorum.
+    let rec = t.chain_lines().into_iter().find(|r| r["metadata"]["warrant_decision"]["packet_id"] == json!(id));
+    let rec = rec.expect("bob's record");
+    let mut sig = rec["metadata"]["approval"]["signatures"][0].clone();
+    sig.as_object_mut().expect("object").retain(|k, _| k != "reviewer" && k != "signed_at");
+    let doc = rec["metadata"]["warrant_decision"].clone();
+    let single = json!({"type": "warrant_decision", "version": 1, "packet_id": id, "decision": "approve",
+        "document": doc, "signature": sig, "chain": {"chain_index": rec["chain_index"], "entry_hash": rec["entry_hash"]}});
+    let mut twice = single.clone();
+    twice["cosignatures"] = json!([{"document": doc, "signature": sig}]);
+    let pinned = warrant::keys::PinnedKeys::load(&t.config("alice")).expect("alice's pins");
+    let hash = doc["packet_hash"].as_str().expect("hash");
+    for (name, file) in [("single", &single), ("twice", &twice)] {
+        let err = warrant::decision::verify_decision_file(file, id, Some(hash), &pinned).expect_err(name);
+        assert!(matches!(err, warrant::decision::DecisionError::Quorum(_)), "{name}: {err}");
+    }
+    std::fs::create_dir_all(t.spool().join("decisions")).expect("decisions dir");
+    std::fs::write(t.decision_file(id), serde_json::to_vec(&twice).expect("json")).expect("plant");
+    std::thread::sleep(Duration::from_millis(600));
+    // Refused to end the wait: the planted file never released the call.
+    ok(&t.run("alice", &["refuse", "--yes", id, "--reason", "end of test"]));
+    let (d, reason) = hook_answer(hook);
+    assert_eq!(d, "deny", "{reason}");
+}
+
+#[test]
+fn verify_reports_an_approval_that_lacks_the_quorum_the_policy_asks() {
+    // A payment approved by one principal before `[cosign]` named the class.
+    let t = Team::new("");
+    ok(&t.run(
+        "alice",
+        &["propose", "--class", "payment.transfer", "--agent", "payer", "--summary", "s", "--id", "p-1"],
+    ));
+    ok(&t.run("alice", &["approve", "--yes", "p-1"]));
+    ok(&t.run("alice", &["verify"]));
+    std::fs::write(t.spool().join("policy.toml"), POLICY).expect("policy.toml");
+    let o = t.run("alice", &["verify"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("the approval of p-1 (payment.transfer) is signed by alice"), "{err}");
+    assert!(err.contains("2 of alice, bob, carol"), "{err}");
+    let o = t.run("alice", &["verify", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["findings"][0]["check"], json!("quorum"), "{v}");
+    // A batch cannot approve a co-signed class; a grant cannot cover one.
+    ok(&t.run(
+        "alice",
+        &["propose", "--class", "payment.transfer", "--agent", "payer", "--summary", "s", "--id", "p-2"],
+    ));
+    ok(&t.run(
+        "alice",
+        &["propose", "--class", "payment.transfer", "--agent", "payer", "--summary", "s", "--id", "p-3"],
+    ));
+    let o = t.run("alice", &["approve", "--yes", "p-2", "p-3"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("approve it on its own"), "{}", text(&o));
+    let o = t.run("alice", &["approve", "--yes", "p-2", "--scope", "session"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn the_policy_rejects_impossible_quorums() {
+    use warrant::graduation::policy::PolicySet;
+    let bad = [
+        ("required = 0\nprincipals = [\"a\", \"b\"]", "required"),
+        ("required = 3\nprincipals = [\"a\", \"b\"]", "required"),
+        ("required = 2\nprincipals = [\"a\", \"a\"]", "listed twice"),
+        ("required = 1\nprincipals = [\" a\"]", "white space"),
+    ];
+    for (body, why) in bad {
+        let text = format!("[cosign.\"payment.initiate\"]\n{body}");
+        let err = PolicySet::from_toml(&text).expect_err(body).to_string();
+        assert!(err.contains(why), "{body}: {err}");
+    }
+    let err = PolicySet::from_toml("[cosign.\"payment.*\"]\nrequired = 1\nprincipals = [\"a\"]").expect_err("glob");
+    assert!(err.to_string().contains("not a class id"), "{err}");
+    // A co-signed class always requires approval: it never graduates to run on its own.
+    let plain = PolicySet::from_toml("").expect("empty");
+    assert!(!plain.policy("draft.compose").approval_required(), "the contrast below needs a class that graduates");
+    let set =
+        PolicySet::from_toml("[cosign.\"draft.compose\"]\nrequired = 2\nprincipals = [\"b\", \"a\"]").expect("valid");
+    let q = set.cosign("draft.compose").expect("terms");
+    assert_eq!((q.required, q.principals.as_slice()), (2, &["a".to_owned(), "b".to_owned()][..]));
+    assert!(set.policy("draft.compose").approval_required());
+    assert!(!set.policy("draft.compose").is_human_only());
+    assert!(set.cosign("email.draft").is_none());
+}
+
+#[test]
+fn only_the_approval_that_meets_the_quorum_is_evidence() {
+    let t = Team::new(POLICY);
+    ok(&t.run(
+        "alice",
+        &["propose", "--class", "payment.transfer", "--agent", "payer", "--summary", "s", "--id", "p-1"],
+    ));
+    let pinned = warrant::keys::PinnedKeys::load(&t.config("alice")).expect("pins");
+    let spool = warrant::spool::Spool::new(t.spool());
+    ok(&t.run("alice", &["approve", "--yes", "p-1"]));
+    let view = warrant::spool::verify_chain(&spool, &pinned).expect("chain");
+    assert!(view.decisions.is_empty(), "one signature decided: {:?}", view.decisions);
+    assert_eq!(view.cosigning["p-1"].signers(), ["alice"]);
+    assert_eq!(view.evidence.count("payment.transfer"), 0, "a co-signature counted as evidence");
+    ok(&t.run("carol", &["approve", "--yes", "p-1"]));
+    let view = warrant::spool::verify_chain(&spool, &pinned).expect("chain");
+    assert_eq!(view.decisions["p-1"].cosigners, ["alice", "carol"]);
+    assert!(view.cosigning.is_empty());
+    assert_eq!(view.evidence.count("payment.transfer"), 1, "one packet approved, one evidence row");
+    // Lost decision files are written again from the chain with both signatures.
+    std::fs::remove_file(t.decision_file("p-1")).expect("remove the decision file");
+    ok(&t.run("alice", &["list"]));
+    let file: Value = serde_json::from_slice(&std::fs::read(t.decision_file("p-1")).expect("restored")).expect("json");
+    let hash = file["document"]["packet_hash"].as_str().expect("hash").to_owned();
+    let quorum = warrant::decision::Quorum::new(2, ["alice", "bob", "carol"].map(str::to_owned)).expect("terms");
+    let d = warrant::decision::verify_decision_file_under(&file, "p-1", Some(&hash), &pinned, Some(&quorum))
+        .expect("the restored file meets the quorum");
+    assert_eq!(d.cosigners, ["alice", "carol"]);
+}
+
+/// The console of a co-signer: the Pending list shows `✍1/2` beside the class, the detail who
+/// has signed and what is needed, and `a` by someone who signed already opens no dialog.
+#[cfg(feature = "console")]
+#[test]
+fn the_console_shows_how_many_have_signed_and_refuses_a_second_signature() {
+    #[path = "support/screen.rs"]
+    mod support_screen;
+    use std::sync::Arc;
+    use warrant::console::app::{self, Action, Mode, State};
+    use warrant::console::keymap::{Key, Keymap};
+
+    let t = Team::new(POLICY);
+    let hook = t.hold_payment("pay-4");
+    ok(&t.run("bob", &["approve", "--yes", "cc-pay-4"]));
+    let pinned = warrant::keys::PinnedKeys::load(&t.config("bob")).expect("pins");
+    let spool = warrant::spool::Spool::new(t.spool());
+    let view = warrant::spool::verify_chain(&spool, &pinned).expect("chain");
+    let snap = warrant::spool::Scanner::new().scan(&spool).expect("scan");
+    let policies = warrant::graduation::policy::PolicySet::from_toml(POLICY).expect("policy");
+    let now = time::OffsetDateTime::now_utc().unix_timestamp() as f64;
+    let console = |who: &str| {
+        let mut s = State::new(
+            t.spool().display().to_string(),
+            Some(who.into()),
+            Some("SHA256:x".into()),
+            false,
+            Keymap::default_map(),
+            now,
+        )
+        .with_policies(Arc::new(policies.clone()));
+        app::update(&mut s, Action::Scanned(snap.clone()));
+        if let Some(job) = s.assess_job() {
+            app::update(&mut s, Action::Assessed(Box::new(job.run())));
+        }
+        app::update(&mut s, Action::ChainVerified(Box::new(view.clone())));
+        app::update(&mut s, Action::Resize { width: 160, height: 48 });
+        s
+    };
+    let mut bob = console("bob");
+    let screen = support_screen::screen(&bob, 160, 48);
+    assert!(screen.contains("payment.transfer ✍1/2"), "{screen}");
+    assert!(screen.contains("1/2 signed (bob) · needs 2 of alice, bob, carol"), "{screen}");
+    app::update(&mut bob, Action::Key(Key::parse("a").expect("key")));
+    assert_eq!(bob.mode, Mode::Normal, "a second signature opened a dialog");
+    let flash = bob.flash.as_ref().map(|f| f.text.clone()).unwrap_or_default();
+    assert!(flash.contains("has your approval already"), "{flash}");
+    // carol's console opens the dialog, and it says what her signature completes.
+    let mut carol = console("carol");
+    app::update(&mut carol, Action::Key(Key::parse("a").expect("key")));
+    assert!(matches!(carol.mode, Mode::Confirm(_)), "{:?}", carol.mode);
+    let dialog = support_screen::screen(&carol, 160, 48);
+    assert!(dialog.contains("co-sign") && dialog.contains("1/2 signed (bob)"), "{dialog}");
+    assert!(dialog.contains("yours is 2 of 2: it approves the packet"), "{dialog}");
+    ok(&t.run("alice", &["refuse", "--yes", "cc-pay-4", "--reason", "end of test"]));
+    assert_eq!(hook_answer(hook).0, "deny");
+}
