@@ -848,6 +848,10 @@ pub struct ChainDecision {
     pub agent: String,
     /// The action class, as the signed document names it.
     pub action_class: String,
+    /// Set for a system decision (a refusal the principal's console signed when the packet timed
+    /// out, [`decision::SystemCause`]): it decides the packet, and is never evidence nor part
+    /// of the agent's record. `None` for a person's decision.
+    pub system: Option<decision::SystemCause>,
 }
 
 /// The decision a chain record carries, if it is a warrant decision record.
@@ -870,6 +874,7 @@ pub fn chain_decision_of(rec: &Map<String, Value>) -> Option<(String, ChainDecis
             entry_hash,
             agent: s(doc, "agent").unwrap_or_default(),
             action_class: s(doc, "action_class").unwrap_or_default(),
+            system: decision::system_of(doc).ok().flatten(),
         },
     ))
 }
@@ -899,11 +904,15 @@ pub struct ChainView {
 /// The evidence row a chain record stands for: a warrant decision (from its signed document:
 /// approve → `approved`, refuse → `rejected`, provenance `principal`) or a receipt recorded with
 /// [`record_receipt`] (its outcome's label and declared provenance). Call only on records that
-/// verified.
+/// verified. A system decision (a document with `system`, [`decision::SystemCause`]) is no
+/// evidence: no person judged the action, so a timeout never counts as the principal's refusal.
 #[must_use]
 pub fn chain_evidence_of(rec: &Map<String, Value>) -> Option<EvidenceRow> {
     let meta = rec.get("metadata")?;
     if let Some(doc) = meta.get("warrant_decision") {
+        if doc.get("system").is_some() {
+            return None;
+        }
         let s = |k: &str| doc.get(k).and_then(Value::as_str);
         return decision_evidence(
             s("action_class")?,
@@ -2040,6 +2049,50 @@ pub fn decide_with(
     observer: &crate::preconditions::Observer,
     admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
 ) -> Result<Decided, DecideError> {
+    decide_as(spool, principal, pinned, packet, publisher, verdict, reason, decided_at, observer, None, admit)
+}
+
+/// Signs and records a *system decision* on `packet` ([`decision::SystemCause`]): a refusal,
+/// with `reason` (required), its signed document carrying `"system": cause`, made exactly as
+/// [`decide`] makes a refusal (under the chain's lock, on a verified chain, once: a packet already
+/// decided is [`DecideError::AlreadyDecided`]). The principal's console signs one when a
+/// packet of a class with `[timeouts] sign_refusal = true` timed out undecided. It decides the
+/// packet (the chain's decisions, `decisions/<id>.json`: the agent is told it was refused), and
+/// it is never evidence ([`chain_evidence_of`]).
+///
+/// # Errors
+/// As [`decide`]; on any error nothing was appended.
+pub fn decide_system(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    packet: &Packet,
+    cause: decision::SystemCause,
+    reason: &str,
+    decided_at: &str,
+) -> Result<Decided, DecideError> {
+    let observer = crate::preconditions::Observer::default();
+    let (verdict, reason) = (Verdict::Refuse, Some(reason));
+    decide_as(spool, principal, pinned, packet, None, verdict, reason, decided_at, &observer, Some(cause), |_| {
+        Ok(Vec::new())
+    })
+}
+
+/// [`decide_with`], signing a system decision when `system` is given ([`decide_system`]).
+#[allow(clippy::too_many_arguments)]
+fn decide_as(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    packet: &Packet,
+    publisher: Option<u32>,
+    verdict: Verdict,
+    reason: Option<&str>,
+    decided_at: &str,
+    observer: &crate::preconditions::Observer,
+    system: Option<decision::SystemCause>,
+    admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
+) -> Result<Decided, DecideError> {
     if verdict == Verdict::Refuse && reason.is_none_or(|r| r.trim().is_empty()) {
         return Err(DecideError::ReasonRequired);
     }
@@ -2107,7 +2160,17 @@ pub fn decide_with(
                 }
             };
             let input = DecisionInput { stands_in_for: &stands_in_for, ..input.clone() };
-            let now_signed = decision::sign_decision_with_preconditions(principal, &input, preconditions.take());
+            let now_signed = match system {
+                None => decision::sign_decision_with_preconditions(principal, &input, preconditions.take()),
+                // Only ever a refusal: anything else signs nothing.
+                Some(cause) => match decision::sign_system_decision(principal, &input, cause) {
+                    Ok(signed) => signed,
+                    Err(why) => {
+                        refusal = Some(DecideError::Refused(why));
+                        return Err("refused".into());
+                    }
+                },
+            };
             let publisher = publisher.filter(|_| verdict == Verdict::Approve);
             let body = decision_record_body(&input, &now_signed, view.last_receipt_hash.as_deref(), publisher);
             signed = Some(now_signed);
