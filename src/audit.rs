@@ -87,6 +87,16 @@ pub enum How {
         /// What allowed it, as stated (agent or gateway text, shown inert).
         basis: String,
     },
+    /// A system decision: a refusal the principal's console signed on its own, by a rule the
+    /// principal configured (`cause` `timeout`: `[timeouts] sign_refusal` in `policy.toml`), this
+    /// record (`record` `None`) or, for a call, the one at `record`. No person decided it
+    /// ([`crate::decision::SystemCause`]).
+    System {
+        /// The document's `system` member (`timeout`).
+        cause: String,
+        /// The 1-based record of the decision that covers a call; `None` for the record itself.
+        record: Option<u64>,
+    },
     /// A grant the principal signed ([`EntryKind::Grant`]); `grant_id` as the call names it.
     Grant {
         /// The grant's id.
@@ -97,11 +107,12 @@ pub enum How {
 }
 
 impl How {
-    /// A short word: `person`, `gate`, `grant`, `recorded`.
+    /// A short word: `person`, `system`, `gate`, `grant`, `recorded`.
     #[must_use]
     pub fn word(&self) -> &'static str {
         match self {
             Self::Person { .. } => "person",
+            Self::System { .. } => "system",
             Self::Gate { .. } => "gate",
             Self::Grant { .. } => "grant",
             Self::Recorded => "recorded",
@@ -114,6 +125,15 @@ impl How {
         match self {
             Self::Person { record: None } => "signed by a person".into(),
             Self::Person { record: Some(n) } => format!("by a person's decision (record {n})"),
+            Self::System { cause, record: None } => {
+                format!(
+                    "a system decision ({}): signed by the console, no person decided",
+                    crate::text::inert(cause, 40)
+                )
+            }
+            Self::System { cause, record: Some(n) } => {
+                format!("by a system decision ({}, record {n}): no person decided", crate::text::inert(cause, 40))
+            }
             Self::Gate { basis } => format!("by the gate alone: {}", crate::text::inert(basis, 200)),
             Self::Grant { grant_id } => format!("by grant {}", crate::text::inert(grant_id, 128)),
             Self::Recorded => "recorded".into(),
@@ -211,7 +231,13 @@ pub fn entry_of_record(index: usize, rec: &Map<String, Value>) -> AuditEntry {
     if kind == EntryKind::Decision && body.is_some_and(|b| b.get("quorum").is_some() && b.get("cosigners").is_none()) {
         decision = "co-sign".into();
     }
+    // A system decision (`"system": "timeout"` in the signed document) is the console's, by the
+    // principal's rule: shown as such, never as a person's refusal.
+    let system = s(body, "system").filter(|_| kind == EntryKind::Decision);
     let how = match kind {
+        EntryKind::Decision if signer.is_some() && system.is_some() => {
+            How::System { cause: system.unwrap_or_default().to_owned(), record: None }
+        }
         EntryKind::Decision | EntryKind::Control | EntryKind::KeyEvent | EntryKind::Grant | EntryKind::Revocation
             if signer.is_some() =>
         {
@@ -341,10 +367,25 @@ pub fn build(
             Some((e.packet_id.as_deref()?, (v, e.record?)))
         })
         .collect();
+    // The records that are system decisions: a call they decided was not decided by a person.
+    let system: std::collections::HashMap<u64, &str> = chain
+        .iter()
+        .filter_map(|e| match &e.how {
+            How::System { cause, .. } => Some((e.record?, cause.as_str())),
+            _ => None,
+        })
+        .collect();
     let mut calls: Vec<AuditEntry> = receipts
         .iter()
         .filter_map(|r| entry_of_receipt(r, &|p| decisions.get(p).copied(), &|p| granted.get(p).cloned()))
         .collect();
+    for c in &mut calls {
+        if let How::Person { record: Some(n) } = c.how
+            && let Some(cause) = system.get(&n)
+        {
+            c.how = How::System { cause: (*cause).to_owned(), record: Some(n) };
+        }
+    }
     calls.sort_by(|a, b| a.at_secs.total_cmp(&b.at_secs).then_with(|| a.receipt_id.cmp(&b.receipt_id)));
     // The latest time seen so far along the chain: a call goes after the last entry whose
     // running latest time is at or before it.
@@ -376,6 +417,7 @@ impl AuditEntry {
     pub fn to_json(&self) -> Value {
         let how = match &self.how {
             How::Person { record } => json!({"by": "person", "record": record}),
+            How::System { cause, record } => json!({"by": "system", "system": cause, "record": record}),
             How::Gate { basis } => json!({"by": "gate", "basis": basis}),
             How::Grant { grant_id } => json!({"by": "grant", "grant_id": grant_id}),
             How::Recorded => json!({"by": "recorded"}),
@@ -558,6 +600,29 @@ mod tests {
         assert_eq!(all[1].calls, 3);
         let since = AuditFilter { since: crate::clock::unix_seconds("2026-01-01T00:06:00Z"), agent: None };
         assert_eq!(build(vec![decision(0, "2026-01-01T00:00:00Z")], &receipts, &HashMap::new(), &since).len(), 2);
+    }
+
+    // A system decision (a timeout the console refused by the principal's rule) is the system's,
+    // not a person's: the record itself, and a call whose packet it decided.
+    #[test]
+    fn a_system_decision_is_not_a_persons() {
+        let rec = json!({
+            "action": "email.send", "agent": "scribe", "timestamp": "2026-01-01T00:00:00Z", "outcome": "denied",
+            "entry_hash": "sha256:s",
+            "metadata": {"approval": {"decision": "refuse", "signatures": [{"signer": "alice", "key_fingerprint": "SHA256:k"}]},
+                         "warrant_decision": {"packet_id": "p-t", "decision": "refuse", "system": "timeout"}}
+        });
+        let e = entry_of_record(0, rec.as_object().expect("object"));
+        assert_eq!(e.how, How::System { cause: "timeout".into(), record: None });
+        assert_eq!(e.how.word(), "system");
+        let mut call = receipt("r-t", "2026-01-01T00:01:00Z", json!({}));
+        Arc::make_mut(&mut call).packet_id = Some("p-t".into());
+        let all =
+            build(vec![e, decision(1, "2026-01-01T00:02:00Z")], &[call], &HashMap::new(), &AuditFilter::default());
+        let call = all.iter().find(|e| e.kind == EntryKind::Call).expect("call");
+        assert_eq!(call.how, How::System { cause: "timeout".into(), record: Some(1) });
+        assert!(call.how.words().contains("no person decided"), "{}", call.how.words());
+        assert_eq!(all.iter().filter(|e| e.how == How::Person { record: None }).count(), 1);
     }
 
     #[test]

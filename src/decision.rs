@@ -7,6 +7,10 @@
 //! class, agent, decision, principal, key fingerprint, time and (only when given) the reason, so
 //! a signature cannot be moved to another packet, flipped between approve and refuse, or claimed
 //! by another principal. `docs/spool.md` gives the exact bytes and a test vector.
+//!
+//! A *system decision* ([`SystemCause`], [`sign_system_decision`]) is a refusal the principal's
+//! console signed on its own by the principal's rule (a timeout); its document carries `system`,
+//! and it is never evidence.
 
 use crate::canonical;
 use crate::chain::{self, Appended};
@@ -337,6 +341,74 @@ pub struct Cosign {
     pub cosigners: Vec<String>,
 }
 
+/// Why a decision was made by the system rather than by a person: the `system` member of a
+/// *system decision*'s signed document (issue 18). A system decision is only ever a refusal,
+/// signed with the principal's key by the principal's running console when a rule the principal
+/// configured says so (`[timeouts] sign_refusal = true` in `policy.toml`). It decides its packet
+/// like any decision, but it is **never evidence**: no person judged the action, so it counts
+/// neither as the principal's refusal of the class nor in the agent's record
+/// (`docs/conformance.md`, class timeouts; `docs/spool.md`, the decision document).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SystemCause {
+    /// The packet's class timed out undecided (`refuse_after`): `"timeout"`.
+    Timeout,
+}
+
+impl SystemCause {
+    /// The document's spelling: `"timeout"`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SystemCause::Timeout => "timeout",
+        }
+    }
+
+    /// Parses the document's spelling; `None` for anything else.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        (s == "timeout").then_some(SystemCause::Timeout)
+    }
+}
+
+/// The `system` member of a signed decision document, checked: `Ok(None)` for a person's
+/// decision (no `system` member), `Ok(Some(cause))` for a system refusal.
+///
+/// # Errors
+/// A `system` member that is not a known cause (a string [`SystemCause::parse`] reads), or one on
+/// a decision that is not a refusal: a system decision never approves anything.
+pub fn system_of(doc: &Value) -> Result<Option<SystemCause>, String> {
+    let Some(v) = doc.get("system") else { return Ok(None) };
+    let cause = v.as_str().and_then(SystemCause::parse).ok_or_else(|| {
+        format!("signed decision has an unknown system cause {}", crate::text::inert(&v.to_string(), 80))
+    })?;
+    if doc.get("decision").and_then(Value::as_str) != Some(Verdict::Refuse.as_str()) {
+        return Err("a system decision that is not a refusal (a system decision only ever refuses)".into());
+    }
+    Ok(Some(cause))
+}
+
+/// Signs a system decision: the refusal `input` describes, its document carrying
+/// `"system": cause` ([`SystemCause`]). The reason should say what happened in words (the
+/// console's: `timed out after 10m undecided (policy.toml [timeouts]) …`).
+///
+/// # Errors
+/// `input` is not a refusal: a system decision only ever refuses (nothing is signed).
+pub fn sign_system_decision(
+    principal: &Principal,
+    input: &DecisionInput<'_>,
+    cause: SystemCause,
+) -> Result<SignedDecision, String> {
+    if input.verdict != Verdict::Refuse {
+        return Err("a system decision only ever refuses: nothing was signed".into());
+    }
+    let mut document = decision_document(input, &principal.name, &principal.fingerprint());
+    if let Value::Object(m) = &mut document {
+        m.insert("system".into(), json!(cause.as_str()));
+    }
+    let signature = sign_document(principal, &document);
+    Ok(SignedDecision { document, signature })
+}
+
 /// The chain record body for a signed decision: `action` = the action class, `approver` = the
 /// principal, `outcome` `success` (approve) or `denied` (refuse), `autonomy_tier`
 /// `act_with_approval`, and `metadata.approval` carrying the signature (OpenTrustGraph §2.4),
@@ -409,6 +481,7 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
     let d = |k: &str| doc.get(k).and_then(Value::as_str);
     let r = |k: &str| rec.get(k).and_then(Value::as_str);
     let verdict = d("decision").and_then(Verdict::parse).ok_or("signed decision is neither approve nor refuse")?;
+    system_of(doc)?;
     let mismatches = [
         ("outcome", r("outcome") == Some(verdict.outcome())),
         ("action", r("action") == d("action_class")),
@@ -747,6 +820,7 @@ fn verify_one_decision(
         .as_deref()
         .and_then(Verdict::parse)
         .ok_or_else(|| DecisionError::Malformed("decision is neither approve nor refuse".into()))?;
+    system_of(doc).map_err(DecisionError::Malformed)?;
     // The unsigned summary fields must agree with the signed document.
     if file.get("decision").and_then(Value::as_str) != Some(verdict.as_str())
         || file.get("packet_id").and_then(Value::as_str) != Some(packet_id)

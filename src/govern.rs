@@ -443,6 +443,15 @@ impl Governor {
                         remedy: None,
                     },
                     (Verdict::Approve, true) => self.use_approval(id, format!("approved by {by}{why}")),
+                    // A system decision: the principal's console refused it when it timed out.
+                    (Verdict::Refuse, true) if d.system.is_some() => Outcome::Deny {
+                        packet_id: Some(id.to_owned()),
+                        status: "timeout",
+                        reason: format!("{id} was not decided in time{why}"),
+                        remedy: Some(format!(
+                            "ask the principal to decide a new request in warrant ({id} can no longer run)"
+                        )),
+                    },
                     (Verdict::Refuse, true) => Outcome::Deny {
                         packet_id: Some(id.to_owned()),
                         status: "refused",

@@ -856,6 +856,10 @@ pub struct ChainDecision {
     /// For an approval under a quorum: its signed document and signature, until the fold
     /// ([`fold_decision`]) files it with the others.
     pub signed: Option<Box<SignedDecision>>,
+    /// Set for a system decision (a refusal the principal's console signed when the packet timed
+    /// out, [`decision::SystemCause`]): it decides the packet, and is never evidence nor part
+    /// of the agent's record. `None` for a person's decision.
+    pub system: Option<decision::SystemCause>,
 }
 
 impl ChainDecision {
@@ -972,6 +976,7 @@ pub fn chain_decision_of(rec: &Map<String, Value>) -> Option<(String, ChainDecis
             entry_hash,
             agent: s(doc, "agent").unwrap_or_default(),
             action_class: s(doc, "action_class").unwrap_or_default(),
+            system: decision::system_of(doc).ok().flatten(),
         },
     ))
 }
@@ -1004,14 +1009,15 @@ pub struct ChainView {
 /// The evidence row a chain record stands for: a warrant decision (from its signed document:
 /// approve → `approved`, refuse → `rejected`, provenance `principal`) or a receipt recorded with
 /// [`record_receipt`] (its outcome's label and declared provenance). Call only on records that
-/// verified.
+/// verified. A system decision (a document with `system`, [`decision::SystemCause`]) is no
+/// evidence: no person judged the action, so a timeout never counts as the principal's refusal.
 #[must_use]
 pub fn chain_evidence_of(rec: &Map<String, Value>) -> Option<EvidenceRow> {
     let meta = rec.get("metadata")?;
     if let Some(doc) = meta.get("warrant_decision") {
         // One approval towards a quorum is not yet the principals' approval: only the one that
         // meets it (it names its `cosigners`) is evidence, once for the packet.
-        if doc.get("quorum").is_some() && doc.get("cosigners").is_none() {
+        if doc.get("system").is_some() || (doc.get("quorum").is_some() && doc.get("cosigners").is_none()) {
             return None;
         }
         let s = |k: &str| doc.get(k).and_then(Value::as_str);
@@ -2239,6 +2245,52 @@ pub fn decide_with(
     quorum: Option<&crate::decision::Quorum>,
     admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
 ) -> Result<Decided, DecideError> {
+    decide_as(spool, principal, pinned, packet, publisher, verdict, reason, decided_at, observer, quorum, None, admit)
+}
+
+/// Signs and records a *system decision* on `packet` ([`decision::SystemCause`]): a refusal,
+/// with `reason` (required), its signed document carrying `"system": cause`, made exactly as
+/// [`decide`] makes a refusal (under the chain's lock, on a verified chain, once: a packet already
+/// decided is [`DecideError::AlreadyDecided`]). The principal's console signs one when a
+/// packet of a class with `[timeouts] sign_refusal = true` timed out undecided. It decides the
+/// packet (the chain's decisions, `decisions/<id>.json`: the agent is told it was refused), and
+/// it is never evidence ([`chain_evidence_of`]).
+///
+/// # Errors
+/// As [`decide`]; on any error nothing was appended.
+pub fn decide_system(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    packet: &Packet,
+    cause: decision::SystemCause,
+    reason: &str,
+    decided_at: &str,
+) -> Result<Decided, DecideError> {
+    let observer = crate::preconditions::Observer::default();
+    let (verdict, reason) = (Verdict::Refuse, Some(reason));
+    decide_as(spool, principal, pinned, packet, None, verdict, reason, decided_at, &observer, None, Some(cause), |_| {
+        Ok(Vec::new())
+    })
+}
+
+/// [`decide_with`] (an approval under `quorum` is one co-signature), signing a system decision
+/// when `system` is given ([`decide_system`]).
+#[allow(clippy::too_many_arguments)]
+fn decide_as(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    packet: &Packet,
+    publisher: Option<u32>,
+    verdict: Verdict,
+    reason: Option<&str>,
+    decided_at: &str,
+    observer: &crate::preconditions::Observer,
+    quorum: Option<&crate::decision::Quorum>,
+    system: Option<decision::SystemCause>,
+    admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
+) -> Result<Decided, DecideError> {
     if verdict == Verdict::Refuse && reason.is_none_or(|r| r.trim().is_empty()) {
         return Err(DecideError::ReasonRequired);
     }
@@ -2317,8 +2369,22 @@ pub fn decide_with(
                 }
             }
             let input = DecisionInput { stands_in_for: &stands_in_for, ..input.clone() };
-            let now_signed =
-                decision::sign_decision_with(principal, &input, preconditions.take(), cosign.as_ref().map(|(c, _)| c));
+            let now_signed = match system {
+                None => decision::sign_decision_with(
+                    principal,
+                    &input,
+                    preconditions.take(),
+                    cosign.as_ref().map(|(c, _)| c),
+                ),
+                // Only ever a refusal: anything else signs nothing.
+                Some(cause) => match decision::sign_system_decision(principal, &input, cause) {
+                    Ok(signed) => signed,
+                    Err(why) => {
+                        refusal = Some(DecideError::Refused(why));
+                        return Err("refused".into());
+                    }
+                },
+            };
             let publisher = publisher.filter(|_| verdict == Verdict::Approve);
             let body = decision_record_body(&input, &now_signed, view.last_receipt_hash.as_deref(), publisher);
             signed = Some(now_signed);

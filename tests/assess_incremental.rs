@@ -146,6 +146,7 @@ required_trust_level = 3
             entry_hash: String::new(),
             agent: String::new(),
             action_class: String::new(),
+            system: None,
         },
     );
     a = step(&w, &a, "decision");

@@ -108,6 +108,7 @@ fn decided_post() -> HashMap<String, ChainDecision> {
             entry_hash: format!("sha256:{}", "ab".repeat(32)),
             agent: "agent-herald".into(),
             action_class: "social.post.public".into(),
+            system: None,
         },
     )])
 }
@@ -614,6 +615,7 @@ fn signed_result_flashes_and_rescans() {
             entry_hash: String::new(),
             agent: String::new(),
             action_class: String::new(),
+            system: None,
         },
     );
     app::update(&mut s, Action::ChainVerified(view(*valid_report(8), decided)));
@@ -2528,6 +2530,7 @@ fn the_detail_shows_the_agents_record_the_posterior_and_the_contract_in_words() 
         entry_hash: String::new(),
         agent: "agent-scribe".into(),
         action_class: "email.send.external".into(),
+        system: None,
     };
     let mut decisions = decided_post();
     decisions.insert("old-1".into(), d(1, Verdict::Approve, None));

@@ -218,3 +218,131 @@ fn timed_out_packets_on_screen() {
     assert!(shown.contains("TIMED OUT after 1m"), "{shown}");
     insta::assert_snapshot!("timed_out_100x30", shown);
 }
+
+const SIGNED: &str = "[timeouts.\"email.*\"]\nrefuse_after = \"PT1M\"\nsign_refusal = true\n\
+                      [timeouts.\"calendar.create\"]\nrefuse_after = \"PT1M\"\n";
+
+/// The packets `fx` asks to refuse as system decisions, with the reason to sign.
+fn refusals(fx: &[Effect]) -> Vec<(String, String)> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::RefuseTimedOut { packet, reason, .. } => Some((packet.id.clone(), reason.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn ids(fx: &[Effect]) -> Vec<String> {
+    refusals(fx).into_iter().map(|(id, _)| id).collect()
+}
+
+fn refused(id: &str, result: Result<Option<app::SignedSummary>, String>) -> Action {
+    Action::TimeoutRefused { packet_id: id.into(), after: std::time::Duration::from_secs(60), result }
+}
+
+fn summary(id: &str, index: u64) -> app::SignedSummary {
+    app::SignedSummary {
+        cosigned: None,
+        packet_id: id.into(),
+        verdict: warrant::decision::Verdict::Refuse,
+        chain_index: index,
+        entry_hash: format!("sha256:{}", "ef".repeat(32)),
+        grant: None,
+    }
+}
+
+// With `sign_refusal = true`, a timed-out packet's refusal is asked for as a system decision:
+// only once the chain verified, one packet at a time, once per packet (a failure is shown and not
+// tried again; a packet decided elsewhere first is quietly fine), never for a class without
+// `sign_refusal`, never read-only; the signed refusal moves no evidence and, once in the chain,
+// takes the packet off Pending without counting in the agent's record.
+#[test]
+fn a_timed_out_packet_of_a_sign_refusal_class_is_refused_once_as_a_system_decision() {
+    let mut s = state(SIGNED, false);
+    let packets = vec![
+        quote(),
+        packet("p-other", "agent-scribe", "email.send.external", "Second quote", 3),
+        packet("p-cal", "agent-planner", "calendar.create", "Kick-off", 5),
+        packet("p-fresh", "agent-scribe", "email.send.internal", "Minutes", 0),
+    ];
+    let fx = scanned(&mut s, snap(packets.clone()));
+    assert!(ids(&fx).is_empty(), "nothing is signed before the chain is verified: {fx:?}");
+
+    let fx = verified(&mut s);
+    let reason = "timed out after 1m undecided (policy.toml [timeouts]): a system decision, no person refused it";
+    assert_eq!(refusals(&fx), [("p-quote".to_owned(), reason.to_owned())], "exactly one, the first: {fx:?}");
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Sign { .. } | Effect::SignBatch { .. })), "{fx:?}");
+    assert!(s.signing, "one signature at a time");
+    assert!(ids(&app::update(&mut s, Action::Tick(NOW + 1.0))).is_empty(), "nothing more while it is signed");
+
+    // Signed: said so, no evidence row; the next timed-out packet is asked for, p-quote never again.
+    let fx = app::update(&mut s, refused("p-quote", Ok(Some(summary("p-quote", 4)))));
+    let flash = s.flash.clone().expect("flash");
+    assert!(
+        flash.text.starts_with("p-quote refused: timed out after 1m (signed as a system decision) · record 4")
+            && !flash.error,
+        "{flash:?}"
+    );
+    assert!(fx.contains(&Effect::VerifyChain { force: false }), "{fx:?}");
+    assert_eq!(ids(&fx), ["p-other"], "{fx:?}");
+    assert_eq!(s.evidence_count("email.send.external"), 0, "a system decision is no evidence");
+    // Decided elsewhere first: quietly nothing, and nothing is asked for again.
+    let fx = app::update(&mut s, refused("p-other", Ok(None)));
+    assert_eq!(s.flash.as_ref().map(|f| f.text.as_str()), Some(flash.text.as_str()));
+    assert!(ids(&fx).is_empty(), "p-cal's class does not sign its refusal: {fx:?}");
+
+    // The chain then records p-quote's refusal: it leaves Pending, and is not in the agent's record.
+    let decision = warrant::spool::ChainDecision {
+        cosigners: Vec::new(),
+        quorum: None,
+        signed: None,
+        verdict: warrant::decision::Verdict::Refuse,
+        principal: "alice".into(),
+        reason: Some(reason.into()),
+        decided_at: "2026-11-21T09:00:05Z".into(),
+        packet_hash: s.snapshot.packet("p-quote").expect("p-quote").packet.content_hash.clone(),
+        chain_index: 4,
+        entry_hash: format!("sha256:{}", "ef".repeat(32)),
+        agent: "agent-scribe".into(),
+        action_class: "email.send.external".into(),
+        system: Some(warrant::decision::SystemCause::Timeout),
+    };
+    let report = VerifyReport { total: 4, root_hash: None, signatures_verified: 4, findings: vec![], torn_tail: None };
+    let decisions = HashMap::from([("p-quote".to_owned(), decision)]);
+    let fx =
+        app::update(&mut s, Action::ChainVerified(Box::new(ChainView { report, decisions, ..ChainView::default() })));
+    assert!(ids(&fx).is_empty(), "{fx:?}");
+    assert!(!s.pending().iter().any(|e| e.packet.id == "p-quote"), "a refused packet leaves Pending");
+    assert!(s.agent_record("agent-scribe", "email.send.external").is_none(), "nobody judged the agent");
+    // The Decided list says the system refused it, not a person.
+    app::update(&mut s, key("2"));
+    app::update(&mut s, Action::Resize { width: 100, height: 30 });
+    let shown = screen(&s, 100, 30);
+    assert!(shown.contains("⏱ TIMEOUT") && shown.contains("system"), "{shown}");
+    assert!(shown.contains("refused as a system decision"), "{shown}");
+    app::update(&mut s, key("1"));
+
+    // A minute on, p-fresh times out: asked for once; a failure is shown, never tried again.
+    let fx = app::update(&mut s, Action::Tick(NOW + 61.0));
+    assert_eq!(ids(&fx), ["p-fresh"], "{fx:?}");
+    app::update(&mut s, refused("p-fresh", Err("the chain is locked".into())));
+    let flash = s.flash.clone().expect("flash");
+    assert!(
+        flash.error
+            && flash
+                .text
+                .contains("p-fresh timed out after 1m, but its system refusal was not signed: the chain is locked"),
+        "{flash:?}"
+    );
+    for t in 62..70 {
+        assert!(ids(&app::update(&mut s, Action::Tick(NOW + f64::from(t)))).is_empty(), "no retry storm");
+    }
+    assert!(ids(&scanned(&mut s, snap(packets.clone()))).is_empty());
+
+    // Read-only, nothing is ever signed.
+    let mut r = state(SIGNED, true);
+    let mut fx = scanned(&mut r, snap(packets));
+    fx.extend(verified(&mut r));
+    fx.extend(app::update(&mut r, Action::Tick(NOW + 61.0)));
+    assert!(ids(&fx).is_empty(), "{fx:?}");
+}

@@ -571,3 +571,60 @@ fn command_line_and_mouse_in_the_console() {
     assert!(w.chain().len() == 1, "the command line signed nothing");
     tmux.send(&["q"]);
 }
+
+// Issue 18: `[timeouts] sign_refusal = true` under the real console. A packet left undecided past
+// its class's `refuse_after` (1 s) is refused by the running console on its own, signed with the
+// principal's key as a system decision (`"system": "timeout"`): the chain verifies, the decision
+// file the hook reads says refused, the class gains no evidence, and the audit says no person
+// decided it.
+#[test]
+fn a_timed_out_packet_is_refused_as_a_system_decision_by_the_running_console() {
+    let w = World::new();
+    let policy = "[timeouts.\"email.*\"]\nrefuse_after = \"PT1S\"\nsign_refusal = true\n";
+    std::fs::write(w.dir.path().join("config/policy.toml"), policy).expect("policy.toml");
+    let tmux = Tmux::start("timeout", &w.env(), &["console"]);
+    tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
+    let now = warrant::clock::now_rfc3339();
+    let doc = warrant::packet::portable_packet(
+        "t-mail",
+        "email.send.external",
+        "agent-scribe",
+        "Mail Northwind the quote",
+        serde_json::json!({"to": "dana@northwind.example"}),
+        &now,
+    );
+    let bytes = serde_json::to_vec(&doc).expect("json");
+    let published = w.publish("t-mail.json", &bytes);
+    let (screen, _) = tmux.wait_for("the system refusal", |s| s.contains("t-mail refused: timed out after 1s"));
+    eprintln!("published → refused on screen: {:?}", published.elapsed());
+    assert!(screen.contains("signed as a system decision"), "{screen}");
+    tmux.wait_for("the packet to leave Pending", |s| s.contains("0 pending"));
+
+    let chain = w.chain();
+    assert_eq!(chain.len(), 1, "one record, signed once");
+    assert_eq!(chain[0]["outcome"], "denied");
+    let signed = &chain[0]["metadata"]["warrant_decision"];
+    assert_eq!(signed["system"], "timeout");
+    assert_eq!(signed["decision"], "refuse");
+    assert_eq!(signed["principal"], "e2e-principal");
+    assert!(signed["reason"].as_str().is_some_and(|r| r.starts_with("timed out after 1s undecided")), "{signed}");
+
+    let pinned = warrant::keys::PinnedKeys::load(&w.dir.path().join("config")).expect("pins");
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(w.spool().join("decisions/t-mail.json")).expect("decision file"))
+            .expect("json");
+    let packet = warrant::packet::parse_packet(&bytes, "t-mail").expect("packet");
+    let verified = warrant::decision::verify_decision_file(&file, "t-mail", Some(&packet.content_hash), &pinned)
+        .expect("decision file verifies");
+    assert_eq!(verified.verdict, warrant::decision::Verdict::Refuse);
+
+    let out = w.cli(&["verify", &w.spool().display().to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let view = warrant::spool::verify_chain(&warrant::spool::Spool::new(w.spool()), &pinned).expect("verify");
+    assert_eq!(view.decisions["t-mail"].system, Some(warrant::decision::SystemCause::Timeout));
+    assert_eq!(view.evidence.count("email.send.external"), 0, "a timeout is not the principal's refusal");
+    let out = w.cli(&["audit", "--spool", &w.spool().display().to_string()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("a system decision (timeout): signed by the console, no person decided"), "{text}");
+    tmux.send(&["q"]);
+}

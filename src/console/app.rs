@@ -84,6 +84,17 @@ pub enum Action {
     /// A batch signing effect finished ([`Effect::SignBatch`]): a summary per packet signed, or
     /// why nothing was signed.
     SignedBatch(Result<Vec<SignedSummary>, String>),
+    /// The system refusal of a timed-out packet finished ([`Effect::RefuseTimedOut`]).
+    TimeoutRefused {
+        /// The packet.
+        packet_id: String,
+        /// Its class's `refuse_after`.
+        after: std::time::Duration,
+        /// The refusal signed, `Ok(None)` when the packet had a decision already (another
+        /// console or the command line decided it first: nothing to do), or why nothing was
+        /// signed.
+        result: Result<Option<SignedSummary>, String>,
+    },
     /// A control effect finished (the control appended to the chain, or why not).
     ControlSigned(Result<ControlSummary, String>),
     /// A revocation of a grant was appended (the grant id, record index and entry hash) or not.
@@ -197,6 +208,17 @@ pub enum Effect {
         stands_in_for: Vec<String>,
         /// The grant signed after the approval, if the principal chose a scope.
         grant: Option<Box<crate::grant::GrantInput>>,
+    },
+    /// Sign and append the refusal of a timed-out packet as a system decision
+    /// ([`crate::spool::decide_system`], `"system": "timeout"`): its class has `[timeouts]
+    /// sign_refusal = true` ([`super::notify::timeout_effects`]). Never evidence; never an approval.
+    RefuseTimedOut {
+        /// The packet as last scanned (its content hash is what gets signed).
+        packet: Arc<Packet>,
+        /// Its class's `refuse_after`.
+        after: std::time::Duration,
+        /// The reason signed ([`super::notify::timeout_reason`]).
+        reason: String,
     },
     /// Sign and append the revocation of a grant ([`crate::spool::revoke_grant`]).
     RevokeGrant {
@@ -637,6 +659,8 @@ pub struct State {
     look_alike: HashMap<String, String>,
     /// What the principal was told about (see [`super::notify`]).
     pub(super) notified: super::notify::Notified,
+    /// The system refusals of timed-out packets asked for ([`super::notify::timeout_effects`]).
+    pub(super) timeout_refusals: super::notify::TimeoutRefusals,
     /// The principal's grants, issued and not revoked, from the verified chain.
     pub grants: crate::grant::GrantBook,
     /// The Grants view's rows ([`super::grants::rows`]).
@@ -836,6 +860,7 @@ impl State {
             agents: Vec::new(),
             look_alike: HashMap::new(),
             notified: super::notify::Notified::default(),
+            timeout_refusals: super::notify::TimeoutRefusals::default(),
             grants: crate::grant::GrantBook::default(),
             grant_rows: Vec::new(),
             audit_chain: Arc::new(Vec::new()),
@@ -1657,6 +1682,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
     let before = state.flash.clone();
     let mut fx = apply(state, action);
     fx.extend(super::notify::effects(state));
+    fx.extend(super::notify::timeout_effects(state));
     if state.flash != before
         && let Some(f) = &state.flash
     {
@@ -1849,6 +1875,35 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![Effect::VerifyChain { force: false }, Effect::Scan]
         }
+        Action::TimeoutRefused { packet_id, after, result } => {
+            state.signing = false;
+            let after = super::notify::human(after);
+            match result {
+                // A system decision is no evidence: no row is added, no posterior moves.
+                Ok(Some(s)) => {
+                    state.flash = Some(Flash {
+                        text: format!(
+                            "{packet_id} refused: timed out after {after} (signed as a system decision) · record {} {}",
+                            s.chain_index,
+                            short_hash(&s.entry_hash)
+                        ),
+                        error: false,
+                    });
+                }
+                // Decided elsewhere first: nothing to say.
+                Ok(None) => {}
+                Err(e) => {
+                    state.flash = Some(Flash {
+                        text: format!(
+                            "{packet_id} timed out after {after}, but its system refusal was not signed: {e} \
+                             (not tried again; the agent was told `timeout`; refuse it yourself)"
+                        ),
+                        error: true,
+                    });
+                }
+            }
+            vec![Effect::VerifyChain { force: false }, Effect::Scan]
+        }
         Action::ControlSigned(result) => {
             state.signing = false;
             state.flash = Some(match result {
@@ -1984,7 +2039,8 @@ fn apply_chain_view(state: &mut State, view: ChainView) {
     };
     state.decisions = decisions;
     let mut records: HashMap<(String, String), AgentClassRecord> = HashMap::new();
-    for d in state.decisions.values() {
+    // A system decision (a timeout) is nobody's judgement of the agent: not in its record.
+    for d in state.decisions.values().filter(|d| d.system.is_none()) {
         let r = records.entry((d.agent.clone(), state.policies.normalize(&d.action_class))).or_default();
         match d.verdict {
             Verdict::Approve => r.approved += 1,

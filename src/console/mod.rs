@@ -528,6 +528,42 @@ impl Runner {
                     Action::Signed(result)
                 });
             }
+            Effect::RefuseTimedOut { packet, after, reason } => {
+                let packet_id = packet.id.clone();
+                let Some(principal) = self.principal.clone() else {
+                    let result = Err("read-only: no key".into());
+                    let _ = self.tx.send(Action::TimeoutRefused { packet_id, after, result });
+                    return;
+                };
+                let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
+                let result = Err("internal error while signing (see the log)".into());
+                let on_panic = Action::TimeoutRefused { packet_id: packet_id.clone(), after, result };
+                spawn_job(tx, on_panic, move || {
+                    let at = crate::clock::now_rfc3339();
+                    let cause = crate::decision::SystemCause::Timeout;
+                    let result = match spool::decide_system(&spool, &principal, &pinned, &packet, cause, &reason, &at) {
+                        Ok(d) => Ok(Some(SignedSummary {
+                            packet_id: packet_id.clone(),
+                            verdict: crate::decision::Verdict::Refuse,
+                            chain_index: d.appended.chain_index,
+                            entry_hash: d.appended.entry_hash,
+                            grant: None,
+                            cosigned: None,
+                        })),
+                        // Another console, or the command line, decided it first.
+                        Err(spool::DecideError::AlreadyDecided { .. }) => Ok(None),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    match &result {
+                        Ok(Some(s)) => {
+                            tracing::info!(packet = %packet_id, index = s.chain_index, "timed out: system refusal signed")
+                        }
+                        Ok(None) => tracing::info!(packet = %packet_id, "timed out, but already decided"),
+                        Err(e) => tracing::warn!(packet = %packet_id, error = %e, "timed out: system refusal failed"),
+                    }
+                    Action::TimeoutRefused { packet_id, after, result }
+                });
+            }
             Effect::RevokeGrant { grant_id, reason } => {
                 let Some(principal) = self.principal.clone() else {
                     let _ = self.tx.send(Action::GrantRevoked(Err("read-only: no key".into())));

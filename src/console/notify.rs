@@ -5,13 +5,16 @@
 //! Pending list shows) and were not seen before ([`effects`]); the first such assessment after
 //! start-up only marks what is already there as seen. It returns [`Effect::Notify`] with them,
 //! and [`Effect::Title`] when the pending count changed. A packet past its class's
-//! `refuse_after` is shown as timed out ([`State::timed_out`]); nothing is signed for it. The
-//! runner performs the effects
+//! `refuse_after` is shown as timed out ([`State::timed_out`]); nothing is signed for it unless
+//! its class says `sign_refusal = true`: then [`timeout_effects`] returns
+//! [`Effect::RefuseTimedOut`] for it, once per packet and one at a time, and the runner signs the
+//! refusal as a *system decision* ([`crate::spool::decide_system`]), which decides the packet but
+//! is never evidence. The runner performs the effects
 //! ([`super::Runner`]): the bell, the title (warrant's own text: [`title`]), and the principal's
 //! `notify_command` ([`spawn`]), whose environment carries the packet's id, class, agent and
 //! summary made inert ([`Notice::env`]).
 
-use super::app::{ChainState, Effect, State};
+use super::app::{ChainState, Effect, Mode, State};
 use crate::graduation::policy::ClassTimeout;
 use crate::packet::Packet;
 use std::collections::HashSet;
@@ -111,7 +114,7 @@ impl State {
     #[must_use]
     pub fn timed_out(&self, e: &crate::spool::PacketEntry) -> Option<std::time::Duration> {
         let p = &e.packet;
-        let ClassTimeout::RefuseAfter { after } = self.policies.class_timeout(&p.action_class)? else {
+        let ClassTimeout::RefuseAfter { after, .. } = self.policies.class_timeout(&p.action_class)? else {
             return None;
         };
         let from = p.created_at.as_deref().and_then(crate::clock::unix_seconds).map_or(e.arrived, |c| c.max(e.arrived));
@@ -124,6 +127,82 @@ impl State {
     pub fn packet_timed_out(&self, p: &Packet) -> Option<std::time::Duration> {
         self.snapshot.packet(&p.id).and_then(|e| self.timed_out(e))
     }
+}
+
+/// The system refusals of timed-out packets this console asked for (`sign_refusal = true`), kept
+/// in the [`State`]: each packet's refusal is asked for once per console run, whether it was
+/// signed or failed (a failure is shown, never retried in a loop).
+#[derive(Debug, Clone, Default)]
+pub struct TimeoutRefusals {
+    /// Packets whose system refusal was asked for.
+    tried: HashSet<String>,
+    /// What the last look that found nothing due looked at (the second, the snapshot generation,
+    /// the number of decisions): the same again finds nothing, so keys and frames cost nothing.
+    idle: Option<(i64, u64, usize)>,
+}
+
+impl TimeoutRefusals {
+    /// True when the system refusal of packet `id` was asked for already.
+    #[must_use]
+    pub fn tried(&self, id: &str) -> bool {
+        self.tried.contains(id)
+    }
+}
+
+/// The reason signed into the system refusal of a packet that timed out after `after`.
+#[must_use]
+pub fn timeout_reason(after: std::time::Duration) -> String {
+    format!(
+        "timed out after {} undecided (policy.toml [timeouts]): a system decision, no person refused it",
+        human(after)
+    )
+}
+
+/// The system refusal the state now calls for: [`Effect::RefuseTimedOut`] for the first pending
+/// packet (what the Pending list holds, whatever the filter) that is timed out
+/// ([`State::timed_out`]), whose class has `sign_refusal = true`, and whose refusal was not asked
+/// for before; nothing unless the console can sign now ([`State::can_sign`]: a key, the chain
+/// verified and valid, no signature in flight), the assessment is of the last scan (so a tool call
+/// the gate lets run is not taken for one that waits), and no dialog is confirming a signature of
+/// the principal's. It marks the packet as asked for and the state as signing.
+pub(super) fn timeout_effects(state: &mut State) -> Vec<Effect> {
+    if !state.policies.signs_timeouts()
+        || state.can_sign().is_err()
+        || state.snapshot_generation() == 0
+        || state.assessment_due()
+        || matches!(state.mode, Mode::Confirm(_) | Mode::ControlConfirm(_))
+    {
+        return vec![];
+    }
+    let looked_at = (state.now.floor() as i64, state.snapshot_generation(), state.decisions.len());
+    if state.timeout_refusals.idle == Some(looked_at) {
+        return vec![];
+    }
+    let due = state.snapshot.packets.iter().find_map(|e| {
+        let p = &e.packet;
+        if state.timeout_refusals.tried(&p.id)
+            || state.decisions.contains_key(&p.id)
+            || crate::monitor::ran_on_its_own(state.assessment(), p)
+            || state.ran_on_grant(p).is_some()
+        {
+            return None;
+        }
+        let after = state.timed_out(e)?;
+        state.policies.class_timeout(&p.action_class)?.signs_refusal().then(|| (Arc::clone(p), after))
+    });
+    let Some((packet, after)) = due else {
+        state.timeout_refusals.idle = Some(looked_at);
+        return vec![];
+    };
+    let tried = &mut state.timeout_refusals.tried;
+    tried.insert(packet.id.clone());
+    // Packets gone from the spool are forgotten once they outnumber the ones there.
+    if tried.len() > 2 * state.snapshot.packets.len() + 1024 {
+        let there: HashSet<&str> = state.snapshot.packets.iter().map(|e| e.packet.id.as_str()).collect();
+        tried.retain(|id| there.contains(id.as_str()));
+    }
+    state.signing = true;
+    vec![Effect::RefuseTimedOut { reason: timeout_reason(after), packet, after }]
 }
 
 /// `30s`, `10m`, `1h 30m`: a timeout in words.

@@ -52,6 +52,14 @@ fn verdict_label(v: Verdict) -> (&'static str, &'static str, &'static str) {
     }
 }
 
+/// [`verdict_label`] of a chain decision; a system refusal (a timeout) is `⏱ TIMEOUT`.
+fn decision_label(d: &crate::spool::ChainDecision) -> (&'static str, &'static str, &'static str) {
+    match d.system {
+        Some(crate::decision::SystemCause::Timeout) => ("⏱", "TIMEOUT", "refuse"),
+        None => verdict_label(d.verdict),
+    }
+}
+
 fn risk_style(theme: &Theme, risk: Option<&str>) -> Style {
     match risk {
         Some("low") => theme.get("risk_low"),
@@ -495,7 +503,7 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                         "DECISION",
                         list.iter()
                             .map(|r| {
-                                let (g, w, role) = verdict_label(r.decision.verdict);
+                                let (g, w, role) = decision_label(&r.decision);
                                 styled(format!("{g} {w}"), theme.get(role))
                             })
                             .collect(),
@@ -516,7 +524,18 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                     10,
                     0,
                 ),
-                Column::new("BY", list.iter().map(|r| raw(inert(&r.decision.principal, 40))).collect(), 6, 2),
+                Column::new(
+                    "BY",
+                    list.iter()
+                        .map(|r| match r.decision.system {
+                            // The console signed it by the principal's rule: no person decided.
+                            Some(_) => raw("system".into()),
+                            None => raw(inert(&r.decision.principal, 40)),
+                        })
+                        .collect(),
+                    6,
+                    2,
+                ),
             ];
             fit_columns(cols, avail)
         }
@@ -1122,12 +1141,18 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         }
     }
     if let Some(after) = state.packet_timed_out(p) {
+        let signs = state
+            .policies
+            .class_timeout(&p.action_class)
+            .is_some_and(crate::graduation::policy::ClassTimeout::signs_refusal);
+        let then =
+            if signs { "this console signs its refusal as a system decision (not evidence)" } else { "refuse only" };
         lines.push(kv(
             theme,
             "timeout",
             Span::styled(
                 format!(
-                    "⏱ TIMED OUT after {} (policy.toml): the agent was told `timeout`; refuse only",
+                    "⏱ TIMED OUT after {} (policy.toml): the agent was told `timeout`; {then}",
                     super::notify::human(after)
                 ),
                 theme.get("warn"),
@@ -1183,14 +1208,18 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
     ));
     lines.extend(record_lines(state, theme, p));
     if let Some(d) = state.decisions.get(&p.id) {
-        let (g, w, role) = verdict_label(d.verdict);
+        let (g, w, role) = decision_label(d);
+        let by = match d.system {
+            Some(_) => format!(
+                "refused as a system decision (signed with {}'s key, no person decided)",
+                inert(&d.principal, 30)
+            ),
+            None => format!("by {}", inert(&d.principal, 30)),
+        };
         lines.push(kv(
             theme,
             "decision",
-            Span::styled(
-                format!("{g} {w} by {} at {}", inert(&d.principal, 30), inert(&d.decided_at, 30)),
-                theme.get(role),
-            ),
+            Span::styled(format!("{g} {w} {by} at {}", inert(&d.decided_at, 30)), theme.get(role)),
         ));
         if let Some(r) = &d.reason {
             lines.push(kv(theme, "because", inert(r, text_w)));
@@ -1561,6 +1590,8 @@ fn audit_how_short(e: &crate::audit::AuditEntry) -> String {
     match &e.how {
         How::Person { record: None } => "person".into(),
         How::Person { record: Some(n) } => format!("person (#{n})"),
+        How::System { cause, record: None } => format!("system {}", inert(cause, 16)),
+        How::System { cause, record: Some(n) } => format!("system {} (#{n})", inert(cause, 16)),
         How::Gate { .. } => "gate".into(),
         How::Grant { grant_id } => format!("grant {}", inert(grant_id, 24)),
         How::Recorded => "recorded".into(),

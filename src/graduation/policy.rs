@@ -358,7 +358,8 @@ struct TimeoutDef {
     /// `"forever"`: the host's own wait stands.
     #[serde(default)]
     wait: Option<String>,
-    /// Not supported (an error when `true`): see [`timeout_rule`].
+    /// With `refuse_after`: the principal's console signs the refusal as a system decision
+    /// (`"system": "timeout"`, never evidence); an error with `wait = "forever"`.
     #[serde(default)]
     sign_refusal: bool,
 }
@@ -366,11 +367,15 @@ struct TimeoutDef {
 /// How long a held packet of a class waits for the principal (`[timeouts]` in `policy.toml`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClassTimeout {
-    /// Refused after this long undecided (`refuse_after`): the agent is told `timeout` and
-    /// nothing is signed.
+    /// Refused after this long undecided (`refuse_after`): the agent is told `timeout`; nothing
+    /// is signed unless `sign`.
     RefuseAfter {
         /// The wait, from when the packet arrived.
         after: std::time::Duration,
+        /// `sign_refusal = true`: the principal's running console signs the refusal as a system
+        /// decision (`decision::SystemCause::Timeout`), which decides the packet but is never the
+        /// principal's evidence for the class (`docs/conformance.md`, class timeouts).
+        sign: bool,
     },
     /// `wait = "forever"`: as long as the host waits (`--wait`).
     Forever,
@@ -394,6 +399,13 @@ impl ClassTimeout {
             ClassTimeout::Forever => None,
         }
     }
+
+    /// True when the refusal at `refuse_after` is signed as a system decision
+    /// (`sign_refusal = true`).
+    #[must_use]
+    pub fn signs_refusal(self) -> bool {
+        matches!(self, ClassTimeout::RefuseAfter { sign: true, .. })
+    }
 }
 
 /// One `[timeouts]` entry, its key compiled when it is a glob.
@@ -407,14 +419,6 @@ struct TimeoutRule {
 /// Reads one `[timeouts."<key>"]` entry.
 fn timeout_rule(key: String, def: TimeoutDef) -> Result<TimeoutRule, PolicyError> {
     let bad = |message: String| PolicyError::Class { id: format!("timeouts.{key}"), message };
-    if def.sign_refusal {
-        // A refusal signed with the principal's key is the principal's refusal evidence for the
-        // class; one signed by a clock, for packets anyone can publish, would let an agent stop
-        // a class from graduating with no person judging anything.
-        return Err(bad(
-            "sign_refusal is not supported: a timed-out call is told `timeout` and nothing is signed".into()
-        ));
-    }
     let timeout = match (def.refuse_after.as_deref(), def.wait.as_deref()) {
         (Some(text), None) => {
             let d = iso8601::duration(text)
@@ -423,7 +427,11 @@ fn timeout_rule(key: String, def: TimeoutDef) -> Result<TimeoutRule, PolicyError
             if d.is_zero() {
                 return Err(bad("refuse_after must be longer than zero".into()));
             }
-            ClassTimeout::RefuseAfter { after: d }
+            ClassTimeout::RefuseAfter { after: d, sign: def.sign_refusal }
+        }
+        // A refusal is signed when the wait ends: a wait that never ends has nothing to sign.
+        (None, Some("forever")) if def.sign_refusal => {
+            return Err(bad("sign_refusal needs refuse_after: wait = \"forever\" never refuses".into()));
         }
         (None, Some("forever")) => ClassTimeout::Forever,
         (None, Some(other)) => return Err(bad(format!("wait = {other:?}: the only wait is \"forever\""))),
@@ -966,6 +974,13 @@ impl PolicySet {
         self.expiry.get(&canonical).or_else(|| self.expiry.get("default")).copied()
     }
 
+    /// True when some `[timeouts]` entry has `sign_refusal = true` (the console looks for
+    /// timed-out packets to refuse only then).
+    #[must_use]
+    pub fn signs_timeouts(&self) -> bool {
+        self.timeouts.iter().any(|r| r.timeout.signs_refusal())
+    }
+
     /// How long a held packet of `class` waits for the principal (`[timeouts]`): the entry for
     /// its canonical id, else the most specific glob that matches it (ties: the shorter wait),
     /// else `None` (the host's wait stands).
@@ -1353,33 +1368,41 @@ mod tests {
             refuse_after = "PT10M"
             [timeouts."email.send.external"]
             refuse_after = "PT30S"
+            sign_refusal = true
             [timeouts."payment.spend"]
             refuse_after = "PT5M"
+            sign_refusal = false
             [timeouts."*"]
             wait = "forever"
             "#,
         )
         .expect("parses");
         let ten = std::time::Duration::from_secs(600);
-        assert_eq!(
-            set.class_timeout("email.send.external"),
-            Some(ClassTimeout::RefuseAfter { after: std::time::Duration::from_secs(30) })
-        );
-        assert_eq!(set.class_timeout("email.draft"), Some(ClassTimeout::RefuseAfter { after: ten }));
+        let after =
+            |secs: u64, sign: bool| ClassTimeout::RefuseAfter { after: std::time::Duration::from_secs(secs), sign };
+        assert_eq!(set.class_timeout("email.send.external"), Some(after(30, true)));
+        assert!(set.class_timeout("email.send.external").is_some_and(ClassTimeout::signs_refusal));
+        assert_eq!(set.class_timeout("email.draft"), Some(after(600, false)));
         // A key may name a class by an alias; a glob matches the class as the packet names it too.
-        assert_eq!(
-            set.class_timeout("payment.initiate"),
-            Some(ClassTimeout::RefuseAfter { after: std::time::Duration::from_secs(300) })
-        );
-        assert_eq!(set.class_timeout("email.draft.external"), Some(ClassTimeout::RefuseAfter { after: ten }));
+        assert_eq!(set.class_timeout("payment.initiate"), Some(after(300, false)));
+        assert_eq!(set.class_timeout("email.draft.external"), Some(after(600, false)));
         assert_eq!(set.class_timeout("file.write"), Some(ClassTimeout::Forever));
-        assert_eq!(ClassTimeout::RefuseAfter { after: ten }.cap(std::time::Duration::from_secs(60)).as_secs(), 60);
+        assert!(!ClassTimeout::Forever.signs_refusal());
+        assert!(set.signs_timeouts());
+        assert_eq!(after(600, false).cap(std::time::Duration::from_secs(60)).as_secs(), 60);
+        assert_eq!(after(600, true).refuse_after(), Some(ten));
         assert_eq!(ClassTimeout::Forever.cap(std::time::Duration::from_secs(60)).as_secs(), 60);
         assert_eq!(PolicySet::builtin().class_timeout("email.draft"), None);
+        assert!(!PolicySet::builtin().signs_timeouts());
+        let unsigned = PolicySet::from_toml("[timeouts.\"x.y\"]\nrefuse_after = \"PT1M\"").expect("parses");
+        assert!(!unsigned.signs_timeouts());
         for bad in [
             "[timeouts.\"x.y\"]\nrefuse_after = \"10m\"",
             "[timeouts.\"x.y\"]\nwait = \"long\"",
-            "[timeouts.\"x.y\"]\nrefuse_after = \"PT1M\"\nsign_refusal = true",
+            // A wait that never ends refuses nothing, so there is no refusal to sign.
+            "[timeouts.\"x.y\"]\nwait = \"forever\"\nsign_refusal = true",
+            "[timeouts.\"x.y\"]\nsign_refusal = true",
+            "[timeouts.\"x.y\"]\nrefuse_after = \"PT1M\"\nsign_refusal = \"yes\"",
             "[timeouts.\"x.y\"]\nrefuse_after = \"PT1M\"\nwait = \"forever\"",
             "[timeouts.\"x.y\"]\nrefuse_after = \"PT0S\"",
             "[timeouts.\"x.y\"]\n",
@@ -1387,6 +1410,10 @@ mod tests {
         ] {
             assert!(PolicySet::from_toml(bad).is_err(), "{bad}");
         }
+        let err = PolicySet::from_toml("[timeouts.\"x.y\"]\nwait = \"forever\"\nsign_refusal = true")
+            .expect_err("forever and sign_refusal")
+            .to_string();
+        assert!(err.contains("sign_refusal needs refuse_after"), "{err}");
     }
 
     #[test]
