@@ -261,6 +261,7 @@ fn grants(c: &mut Criterion) {
         input: json!({"command": "git push origin feature/x"}),
         notebook: "shop-1a2b3c".into(),
         cwd: Some("/home/user/shop".into()),
+        workdir: None,
         annotations: serde_json::Value::Null,
     };
     let class = classify(&policies, &call.tool, &call.input, &call.annotations);
@@ -279,6 +280,7 @@ fn grants(c: &mut Criterion) {
         expires_unix: None,
         max_uses: None,
         covers_destructive: false,
+        workdir: None,
         packet_id: format!("cc-{i}"),
         principal: "alice".into(),
         key: "SHA256:x".into(),

@@ -476,6 +476,10 @@ pub struct ToolCall {
     pub notebook: String,
     /// The workspace directory, when known (shown; the notebook id is derived from it).
     pub cwd: Option<String>,
+    /// The directory the call runs in, when the host says (Claude Code's and Codex's event
+    /// `cwd`, which follows the agent's `cd`; the project may be elsewhere): recorded in the packet
+    /// as `proposed_action.workdir`, and a grant on a command tool covers calls in it only.
+    pub workdir: Option<String>,
     /// The server's annotations of the tool (`null` when none).
     pub annotations: Value,
 }
@@ -550,7 +554,8 @@ pub fn summary(call: &ToolCall, policies: &PolicySet) -> String {
 
 /// The portable approval packet asking for `call` (`approval-packet.schema.json` plus warrant's
 /// `governance` object), with `id` and `created_at` (RFC 3339). `proposed_action` is
-/// `{"tool", "input", "host", "session", "cwd", "annotations"}` with the exact input;
+/// `{"tool", "input", "host", "session", "cwd", "workdir", "annotations"}` with the exact input
+/// (`workdir` only when the call runs elsewhere than `cwd`);
 /// `governance` names the tool, the notebook and the session, and carries the ladder contract
 /// built from the classification, with the preconditions the tool's entry declares
 /// ([`action_preconditions`]; their `expected_at_approval` is `null` here: this module does no
@@ -563,6 +568,9 @@ pub fn call_packet(call: &ToolCall, c: &Classification, policies: &PolicySet, id
     }
     if let Some(d) = &call.cwd {
         proposed["cwd"] = json!(d);
+    }
+    if let Some(d) = call.workdir.as_ref().filter(|w| call.cwd.as_ref() != Some(*w)) {
+        proposed["workdir"] = json!(d);
     }
     if c.annotations.is_object() {
         proposed["annotations"] = c.annotations.clone();
@@ -881,6 +889,7 @@ mod tests {
             input: json!({"path": "a.txt", "content": "x"}),
             notebook: "nb".into(),
             cwd: Some("/work/p".into()),
+            workdir: None,
             annotations: Value::Null,
         };
         let c = classify(&p, &call.tool, &call.input, &Value::Null);
@@ -928,6 +937,7 @@ mod tests {
             input: json!({"command": "ls"}),
             notebook: "nb".into(),
             cwd: None,
+            workdir: None,
             annotations: Value::Null,
         };
         assert_eq!(packet_id(&call, Some("toolu_01")), "cc-toolu_01");

@@ -1853,6 +1853,7 @@ fn grant_json(g: &crate::grant::Grant, uses: u64) -> Value {
         "session": match &g.scope { crate::grant::Scope::Session(s) => Some(s.clone()), _ => None },
         "pattern": match &g.scope { crate::grant::Scope::Pattern(p) => Some(p.to_string()), _ => None },
         "constraints": match &g.scope { crate::grant::Scope::Class(n) => Some(n.to_json()), _ => None },
+        "workdir": g.workdir,
         "expires_at": g.expires_at, "max_uses": g.max_uses, "uses": uses,
         "covers_destructive": g.covers_destructive, "packet_id": g.packet_id, "principal": g.principal,
         "key": g.key, "decided_at": g.decided_at, "reason": g.reason, "record": g.chain_index,

@@ -741,6 +741,7 @@ impl Gateway {
             input: Value::Object(request.params.arguments.clone().unwrap_or_default()),
             notebook: s.opts.notebook.clone(),
             cwd: s.opts.cwd.clone(),
+            workdir: None,
             annotations: info.annotations.clone(),
         };
         let call_id = s.call_id(&ctx.id);

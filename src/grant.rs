@@ -458,6 +458,9 @@ pub struct CallFacts {
     /// The domains of the call's recipients, from the fields the tool table declares
     /// ([`recipient_domains`]).
     pub recipient_domains: Option<Vec<String>>,
+    /// For a command tool: the directory the call runs in (`proposed_action.workdir`, else
+    /// `cwd`), when the host names one; `None` for other tools.
+    pub workdir: Option<String>,
 }
 
 impl CallFacts {
@@ -476,6 +479,10 @@ impl CallFacts {
             recipient_domains: entry
                 .filter(|t| !t.recipients.is_empty())
                 .and_then(|t| recipient_domains(input, &t.recipients)),
+            workdir: command_field.and_then(|_| {
+                let at = |k: &str| p.proposed_action.get(k).and_then(Value::as_str);
+                at("workdir").or_else(|| at("cwd")).map(str::to_owned)
+            }),
             agent: p.agent.clone(),
             notebook: g.notebook.clone()?,
             action_class: policies.normalize(&p.action_class),
@@ -510,6 +517,9 @@ pub struct Grant {
     pub max_uses: Option<u64>,
     /// The principal typed the pattern twice: it may cover `destructive`-tier calls.
     pub covers_destructive: bool,
+    /// For a command tool: the directory the approved call ran in, the only one whose calls it
+    /// covers (`None`: any, for a tool that is not a command tool or a host that names none).
+    pub workdir: Option<String>,
     /// The packet approved with it.
     pub packet_id: String,
     /// Who signed it.
@@ -536,13 +546,14 @@ impl Grant {
             && facts.tool == self.tool;
         let live = self.expires_unix.is_none_or(|t| now < t);
         let tier_ok = self.covers_destructive || facts.tier.is_some_and(|t| t < ToolTier::Destructive);
+        let here = self.workdir.is_none() || self.workdir == facts.workdir;
         let scoped = match &self.scope {
             Scope::Session(s) => facts.session.as_deref() == Some(s.as_str()),
             Scope::Until => true,
             Scope::Pattern(p) => p.matches(&facts.tool, facts.argument.as_deref()),
             Scope::Class(n) => n.admits(facts),
         };
-        same && live && tier_ok && scoped
+        same && live && tier_ok && scoped && here
     }
 
     /// What it covers, in words (the console's dialog and Grants view, `warrant grants list`).
@@ -562,7 +573,8 @@ impl Grant {
         let uses =
             self.max_uses.map(|n| format!(", at most {n} call{}", if n == 1 { "" } else { "s" })).unwrap_or_default();
         let destructive = if self.covers_destructive { ", destructive ones included" } else { "" };
-        format!("{what}{until}{uses}{destructive}")
+        let here = self.workdir.as_deref().map(|d| format!(", run in {d}")).unwrap_or_default();
+        format!("{what}{here}{until}{uses}{destructive}")
     }
 
     /// Reads a grant document (its signature is checked by [`check_record_signature`]).
@@ -620,6 +632,12 @@ impl Grant {
             expires_unix,
             max_uses,
             covers_destructive: doc.get("covers_destructive").and_then(Value::as_bool).unwrap_or(false),
+            workdir: match doc.get("workdir") {
+                None => None,
+                Some(w) => {
+                    Some(w.as_str().filter(|w| w.starts_with('/')).ok_or("workdir is not an absolute path")?.to_owned())
+                }
+            },
             packet_id: need("packet_id")?,
             principal: need("principal")?,
             key: need("key")?,
@@ -664,6 +682,8 @@ pub struct GrantInput {
     pub max_uses: Option<u64>,
     /// The principal typed the pattern twice.
     pub covers_destructive: bool,
+    /// For a command tool: the directory the approved call ran in ([`Grant::workdir`]).
+    pub workdir: Option<String>,
     /// The packet approved with it.
     pub packet_id: String,
     /// Why, if given.
@@ -811,6 +831,7 @@ pub fn prepare(
         expires_at,
         max_uses: options.max_uses,
         covers_destructive,
+        workdir: facts.workdir,
         packet_id: id.clone(),
         reason: options.reason.clone(),
         decided_at: decided_at.to_owned(),
@@ -859,6 +880,9 @@ pub fn grant_document(input: &GrantInput, principal: &str, key_fingerprint: &str
     }
     if let Some(t) = &input.expires_at {
         doc["expires_at"] = json!(t);
+    }
+    if let Some(w) = &input.workdir {
+        doc["workdir"] = json!(w);
     }
     if let Some(n) = input.max_uses {
         doc["max_uses"] = json!(n);
@@ -1225,6 +1249,7 @@ mod tests {
             tier: Some(tier),
             amount: None,
             recipient_domains: None,
+            workdir: None,
         }
     }
 
@@ -1240,6 +1265,7 @@ mod tests {
             expires_unix: expires,
             max_uses: None,
             covers_destructive: false,
+            workdir: None,
             packet_id: "cc-1".into(),
             principal: "alice".into(),
             key: "SHA256:x".into(),
@@ -1449,6 +1475,7 @@ mod tests {
             expires_at: None,
             max_uses: Some(3),
             covers_destructive: false,
+            workdir: None,
             packet_id: "cc-1".into(),
             reason: None,
             decided_at: "2026-11-25T12:00:00Z".into(),

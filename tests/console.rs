@@ -1805,6 +1805,7 @@ fn call_packet(id: &str, tool: &str, input: Value, minutes_ago: i64) -> PacketEn
         input,
         notebook: "project-1a2b3c".into(),
         cwd: Some("/home/user/project".into()),
+        workdir: None,
         annotations: Value::Null,
     };
     let c = warrant::calls::classify(&policies, tool, &call.input, &Value::Null);

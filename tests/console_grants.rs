@@ -30,6 +30,7 @@ fn call_packet(id: &str, command: &str, session: &str, minutes_ago: i64) -> Pack
         input: json!({"command": command}),
         notebook: "project-1a2b3c".into(),
         cwd: Some("/home/user/project".into()),
+        workdir: None,
         annotations: Value::Null,
     };
     let c = warrant::calls::classify(&policies, "Bash", &call.input, &Value::Null);
@@ -53,6 +54,7 @@ fn grant(id: &str, scope: Scope, index: u64, expires: Option<(&str, f64)>, max_u
         expires_unix: expires.map(|(_, u)| u),
         max_uses,
         covers_destructive: false,
+        workdir: None,
         packet_id: "cc-first".into(),
         principal: "alice".into(),
         key: "SHA256:S1I+LnIehTKTATEWkIjfe40E1haIYEbCmd6nU3nMHAQ".into(),

@@ -307,6 +307,55 @@ fn a_class_grant_covers_calls_within_its_amount_and_recipient_domains_only() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
+/// Claude Code's hook for `Bash` running `command` in `cwd`, its project `/home/user/project`.
+fn hook_in(e: &Env, id: &str, cwd: &str, command: &str, wait: &str) -> Child {
+    let event = json!({
+        "session_id": "sess-w", "cwd": cwd, "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": id,
+    });
+    let mut child = e
+        .cmd(&["hook", "claude-code", "--wait", wait])
+        .env("CLAUDE_PROJECT_DIR", "/home/user/project")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(event.to_string().as_bytes()).expect("write the event");
+    child
+}
+
+#[test]
+fn a_grant_on_a_command_line_covers_it_only_in_the_directory_it_was_approved_in() {
+    // The project is the same (one notebook), but the agent's shell moved: `git push` in another
+    // checkout pushes something else.
+    let e = env();
+    let held = hook_in(&e, "w-1", "/home/user/project", "git push origin main", "20");
+    wait_for_packet(&e, "cc-w-1");
+    let o = e.run(&["approve", "--yes", "cc-w-1", "--scope", "session"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("run in /home/user/project"), "{}", text(&o));
+    assert_eq!(decision(&held.wait_with_output().expect("hook")).0, "allow");
+    let here = decision(
+        &hook_in(&e, "w-2", "/home/user/project", "git push origin main", "0.3").wait_with_output().expect("hook"),
+    );
+    assert_eq!(here.0, "allow", "{}", here.1);
+    let elsewhere = decision(
+        &hook_in(&e, "w-3", "/home/user/project/vendor/lib", "git push origin main", "0.3")
+            .wait_with_output()
+            .expect("hook"),
+    );
+    assert_eq!(elsewhere.0, "deny", "another directory of the project: {}", elsewhere.1);
+    let packet: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("packets/cc-w-3.json")).expect("packet")).expect("json");
+    assert_eq!(
+        packet["proposed_action"]["workdir"],
+        json!("/home/user/project/vendor/lib"),
+        "the principal sees where it runs"
+    );
+    assert_eq!(grants(&e, false)[0]["workdir"], json!("/home/user/project"));
+}
+
 fn ok_refuse(e: &Env, id: &str) {
     let o = e.run(&["refuse", "--yes", id, "--reason", "test"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

@@ -22,6 +22,7 @@ fn call(tool: &str) -> ToolCall {
         input: json!({"path": "/tmp/a"}),
         notebook: "notes".into(),
         cwd: None,
+        workdir: None,
         annotations: Value::Null,
     }
 }
