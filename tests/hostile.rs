@@ -15,7 +15,7 @@ use std::process::{Command, Output, Stdio};
 use warrant::chain::{self, Check};
 use warrant::decision::{self, DecisionInput, SignedDecision, Verdict};
 use warrant::keys::{PinnedKeys, Principal};
-use warrant::spool::{self, DecideError, Scanner, Spool};
+use warrant::spool::{self, DecideError, Scanner};
 
 const AT: &str = "2026-11-21T09:00:00Z";
 const BIN: &str = env!("CARGO_BIN_EXE_warrant");
@@ -30,21 +30,12 @@ const HUGE_INT: &str = "1180591620717411303424";
 
 // ---- fixtures ------------------------------------------------------------------------------------
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    spool: Spool,
-    principal: Principal,
-    pinned: PinnedKeys,
-}
+#[path = "support/signed_spool.rs"]
+mod signed_spool;
+use signed_spool::Fixture;
 
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let spool = Spool::new(dir.path().join("spool"));
-    spool.ensure().expect("spool");
-    let principal = Principal::from_seed("alice", &[5; 32]);
-    let mut pinned = PinnedKeys::default();
-    pinned.pin("alice", principal.verifying_key());
-    Fixture { _dir: dir, spool, principal, pinned }
+    signed_spool::fixture_with_seed(5)
 }
 
 fn portable(id: &str, agent: &str) -> Value {
@@ -837,7 +828,7 @@ fn with_id(id: Value) -> Value {
 fn hostile_spool_files_are_listed_invalid_and_never_block_valid_ones() {
     use std::os::unix::ffi::OsStrExt as _;
     let f = fixture();
-    let outside = f._dir.path().join("outside.json");
+    let outside = f.dir.path().join("outside.json");
     std::fs::write(&outside, serde_json::to_vec(&portable("outside", "agent-a")).expect("json")).expect("outside");
     // Exactly 1 MiB, the limit itself: still valid.
     let mut at_limit = serde_json::to_vec(&portable("at-limit", "agent-a")).expect("json");
@@ -848,7 +839,7 @@ fn hostile_spool_files_are_listed_invalid_and_never_block_valid_ones() {
     let name = |s: &str| std::ffi::OsStr::new(s).to_owned();
     let cases: Vec<(std::ffi::OsString, Put, &str)> = vec![
         (name("symlink.json"), Put::Symlink(outside.clone()), "symlinks are refused"),
-        (name("dangling.json"), Put::Symlink(f._dir.path().join("nowhere")), "symlinks are refused"),
+        (name("dangling.json"), Put::Symlink(f.dir.path().join("nowhere")), "symlinks are refused"),
         (name("dev-zero.json"), Put::Symlink(PathBuf::from("/dev/zero")), "symlinks are refused"),
         (name("fifo.json"), Put::Fifo, "not a regular file"),
         (name("directory.json"), Put::Dir, "not a regular file"),
@@ -1073,7 +1064,7 @@ fn hostile_chain_lines_are_findings_not_crashes() {
         let f = fixture();
         let path = f.spool.chain_path();
         match plant {
-            0 => std::os::unix::fs::symlink(f._dir.path().join("elsewhere.jsonl"), &path).expect("symlink"),
+            0 => std::os::unix::fs::symlink(f.dir.path().join("elsewhere.jsonl"), &path).expect("symlink"),
             1 => assert!(Command::new("mkfifo").arg(&path).status().expect("mkfifo").success()),
             _ => std::fs::create_dir(&path).expect("dir"),
         }

@@ -4,27 +4,18 @@
 use serde_json::{Value, json};
 use warrant::chain::{self, Check, VerifyOptions};
 use warrant::decision::Verdict;
-use warrant::keys::{PinnedKeys, Principal};
+use warrant::keys::Principal;
 use warrant::packet::DecisionState;
 use warrant::spool::{self, DecideError, Scanner, Spool};
 
 const AT: &str = "2026-11-21T09:00:00Z";
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    spool: Spool,
-    principal: Principal,
-    pinned: PinnedKeys,
-}
+#[path = "support/signed_spool.rs"]
+mod signed_spool;
+use signed_spool::Fixture;
 
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let spool = Spool::new(dir.path().join("spool"));
-    spool.ensure().expect("spool");
-    let principal = Principal::from_seed("alice", &[5; 32]);
-    let mut pinned = PinnedKeys::default();
-    pinned.pin("alice", principal.verifying_key());
-    Fixture { _dir: dir, spool, principal, pinned }
+    signed_spool::fixture_with_seed(5)
 }
 
 fn portable(id: &str, agent: &str, class: &str, status: &str) -> Value {

@@ -10,29 +10,20 @@ use warrant::chain;
 use warrant::decision::{self, DecisionError, DecisionInput, SignedDecision, SystemCause, Verdict};
 use warrant::graduation::Posterior;
 use warrant::graduation::policy::DEFAULT_THRESHOLD;
-use warrant::keys::{PinnedKeys, Principal};
-use warrant::spool::{self, DecideError, Scanner, Spool};
+use warrant::keys::Principal;
+use warrant::spool::{self, DecideError, Scanner};
 
 const AT: &str = "2026-11-21T09:00:00Z";
 const LATER: &str = "2026-11-21T09:10:00Z";
 const CLASS: &str = "draft.compose";
 const REASON: &str = "timed out after 10m undecided (policy.toml [timeouts]): a system decision, no person refused it";
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    spool: Spool,
-    principal: Principal,
-    pinned: PinnedKeys,
-}
+#[path = "support/signed_spool.rs"]
+mod signed_spool;
+use signed_spool::Fixture;
 
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let spool = Spool::new(dir.path().join("spool"));
-    spool.ensure().expect("spool");
-    let principal = Principal::from_seed("alice", &[9; 32]);
-    let mut pinned = PinnedKeys::default();
-    pinned.pin("alice", principal.verifying_key());
-    Fixture { _dir: dir, spool, principal, pinned }
+    signed_spool::fixture_with_seed(9)
 }
 
 impl Fixture {
@@ -113,7 +104,7 @@ fn a_system_refusal_decides_the_packet_but_is_no_evidence() {
     assert_eq!((v.verdict, v.reason.as_deref()), (Verdict::Refuse, Some(REASON)));
 
     // Judged again from the chain (a hook or the gateway), the agent is told `timeout`.
-    let config = f._dir.path().join("config");
+    let config = f.dir.path().join("config");
     std::fs::create_dir_all(&config).expect("config dir");
     f.pinned.save(&config).expect("pins");
     let governor = warrant::govern::Governor::open(f.spool.clone(), &config).expect("governor");
