@@ -1270,6 +1270,11 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
             wait_for,
             quorum,
         ) {
+            // A system decision: the principal's console refused it when its class's wait ran out.
+            Waited::Decided(d) if d.system.is_some() => {
+                eprintln!("warrant: {id} was not decided in time (refused as a system decision, not by a person)");
+                EXIT_TIMEOUT
+            }
             Waited::Decided(d) => {
                 let reason = d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
                 let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
@@ -1535,6 +1540,9 @@ fn decide_batch_cli(
     let admit = |view: &spool::ChainView, p: &crate::packet::Packet| -> Result<Vec<String>, String> {
         if verdict == Verdict::Refuse {
             return Ok(Vec::new());
+        }
+        if let Some(q) = policies.cosign(&p.action_class) {
+            return Err(format!("{} needs the approval of {}: approve it on its own", p.id, q.describe()));
         }
         let a =
             assessed.get_or_insert_with(|| spool::assess_view(&policies, &snap, view, &revalidations, &principal.name));
@@ -2300,7 +2308,8 @@ fn quorum_findings(spool: &Spool, pinned: &PinnedKeys, policies: &PolicySet) -> 
         .filter(|(_, d)| d.verdict == Verdict::Approve)
         .filter_map(|(id, d)| {
             let q = policies.cosign(&d.action_class)?;
-            (!q.met_by(d.cosigners.iter().map(String::as_str))).then(|| chain::Finding {
+            let met = d.quorum.as_ref() == Some(q) && q.met_by(d.cosigners.iter().map(String::as_str));
+            (!met).then(|| chain::Finding {
                 index: usize::try_from(d.chain_index.saturating_sub(1)).ok(),
                 check: chain::Check::Quorum,
                 message: format!(
@@ -2451,6 +2460,14 @@ fn keys_rename(config: &Config, spool: &Spool, new_name: &str) -> Result<u8, Fai
     };
     if pin.principal == new_name {
         return Err(Failure::invalid(format!("the key {fp} is already pinned for {new_name:?}")));
+    }
+    if let Some(other) =
+        pinned.iter().find(|k| !pin.speaks_for(new_name) && k.fingerprint != fp && k.speaks_for(new_name))
+    {
+        return Err(Failure::invalid(format!(
+            "{new_name:?} is the name of another key ({}): a rename never takes another principal's name",
+            other.fingerprint
+        )));
     }
     principal.name = pin.principal.clone();
     let event = crate::key_event::KeyEvent::Rename {
@@ -2782,7 +2799,13 @@ fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Fai
             let file: Value = crate::canonical::parse_untrusted(&bytes)
                 .map_err(|e| Failure::invalid(format!("{}: not JSON: {e}", decision_path.display())))?;
             let hash = entry.map(|e| e.packet.content_hash.as_str());
-            let d = decision::verify_decision_file(&file, id, hash, &pinned)
+            // A class that needs several principals: only an approval with its quorum counts.
+            let class = entry.map_or_else(
+                || file["document"]["action_class"].as_str().unwrap_or_default().to_owned(),
+                |e| e.packet.action_class.clone(),
+            );
+            let policies = load_policies(Some(spool))?;
+            let d = decision::verify_decision_file_under(&file, id, hash, &pinned, policies.cosign(&class))
                 .map_err(|e| Failure::invalid(e.to_string()))?;
             if d.verdict == Verdict::Refuse {
                 println!("{id} was refused by {}; nothing may execute", d.principal);

@@ -660,6 +660,9 @@ pub struct VerifiedDecision {
     /// For an approval under a quorum: the distinct principals whose signatures make it up,
     /// sorted; empty otherwise.
     pub cosigners: Vec<String>,
+    /// Set for a system decision (a refusal signed because the packet timed out): the agent is
+    /// told `timeout`, not that a person refused.
+    pub system: Option<SystemCause>,
 }
 
 /// Why a decision file was rejected.
@@ -820,7 +823,7 @@ fn verify_one_decision(
         .as_deref()
         .and_then(Verdict::parse)
         .ok_or_else(|| DecisionError::Malformed("decision is neither approve nor refuse".into()))?;
-    system_of(doc).map_err(DecisionError::Malformed)?;
+    let system = system_of(doc).map_err(DecisionError::Malformed)?;
     // The unsigned summary fields must agree with the signed document.
     if file.get("decision").and_then(Value::as_str) != Some(verdict.as_str())
         || file.get("packet_id").and_then(Value::as_str) != Some(packet_id)
@@ -835,5 +838,6 @@ fn verify_one_decision(
         entry_hash: file.get("chain").and_then(|c| c.get("entry_hash")).and_then(Value::as_str).map(str::to_owned),
         preconditions: doc.get("preconditions").and_then(Value::as_array).cloned().unwrap_or_default(),
         cosigners: Vec::new(),
+        system,
     })
 }

@@ -792,8 +792,8 @@ impl Gateway {
         };
         let outcome = match outcome {
             Outcome::Allow { .. } => {
-                let (g, sub) = (governor.clone(), submitted.clone());
-                match tokio::task::spawn_blocking(move || g.recheck_before_run(&sub)).await {
+                let (g, sub, allowed) = (governor.clone(), submitted.clone(), outcome.clone());
+                match tokio::task::spawn_blocking(move || g.recheck_before_run(&sub, &allowed)).await {
                     Ok(None) => outcome,
                     Ok(Some(failed)) => failed,
                     Err(e) => blocked(format!("warrant failed while re-checking the preconditions: {e}")),

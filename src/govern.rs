@@ -318,14 +318,28 @@ impl Governor {
     /// The gateway calls this just before forwarding; a hook just before answering `allow` (the
     /// host runs the tool after that, so for a hook the window between the answer and the run
     /// stays open).
+    ///
+    /// `allowed` is the outcome about to be answered: one the principal's approval of this packet
+    /// allowed (`by_principal`, no grant) runs only with its decision file there and verifying: a file removed after
+    /// the judgement blocks the call, never falls back to the packet's own preconditions.
     #[must_use]
-    pub fn recheck_before_run(&self, s: &Submitted) -> Option<Outcome> {
+    pub fn recheck_before_run(&self, s: &Submitted, allowed: &Outcome) -> Option<Outcome> {
         let id = s.packet_id.as_str();
         let fail = |status: &'static str, reason: String| {
             Some(Outcome::Deny { packet_id: Some(id.to_owned()), status, reason, remedy: None })
         };
         let path = self.spool.decision_path(id);
         let decided = !matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound);
+        if !decided && matches!(allowed, Outcome::Allow { by_principal: true, grant: None, .. }) {
+            return Some(Outcome::Deny {
+                packet_id: Some(id.to_owned()),
+                status: "blocked",
+                reason: format!(
+                    "the principal's decision on {id} is not in decisions/ (removed?): nothing runs without it"
+                ),
+                remedy: Some("`warrant list` (the principal) writes lost decision files again from the chain".into()),
+            });
+        }
         let (pre, when) = if decided {
             let bytes = match spool::read_limited(&path) {
                 Ok(b) => b,
@@ -343,6 +357,7 @@ impl Governor {
             });
             let d = match decision {
                 Ok(d) if d.verdict == Verdict::Approve => d,
+                Ok(d) if d.system.is_some() => return fail("timeout", format!("{id} was not decided in time")),
                 Ok(d) => {
                     return fail("refused", format!("{id} was refused by {}", crate::text::inert(&d.principal, 200)));
                 }
@@ -417,7 +432,7 @@ impl Governor {
             // quorum (signed under other terms, or before the policy asked for one) holds nothing.
             if d.verdict == Verdict::Approve
                 && let Some(q) = self.policies.cosign(&entry.packet.action_class)
-                && !q.met_by(d.cosigners.iter().map(String::as_str))
+                && !(d.quorum.as_ref() == Some(q) && q.met_by(d.cosigners.iter().map(String::as_str)))
             {
                 return Ok((
                     hash,
@@ -730,6 +745,15 @@ impl Governor {
                 let by = crate::text::inert(&by, 400);
                 match d.verdict {
                     Verdict::Approve => self.use_approval(&id, format!("approved by {by}{why}")),
+                    // A system decision: the principal's console refused it when it timed out.
+                    Verdict::Refuse if d.system.is_some() => Outcome::Deny {
+                        status: "timeout",
+                        reason: format!("{id} was not decided in time{why}"),
+                        remedy: Some(format!(
+                            "ask the principal to decide a new request in warrant ({id} can no longer run)"
+                        )),
+                        packet_id: Some(id),
+                    },
                     Verdict::Refuse => Outcome::Deny {
                         packet_id: Some(id),
                         status: "refused",

@@ -236,14 +236,30 @@ fn is_domain(d: &str) -> bool {
 pub fn recipient_domains(input: &Value, fields: &[String]) -> Option<Vec<String>> {
     let mut out = Vec::new();
     let mut read = |s: &str| -> Option<()> {
+        if s.chars().any(char::is_control) {
+            return None;
+        }
         for addr in s.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-            let addr = match (addr.rfind('<'), addr.strip_suffix('>')) {
-                (Some(open), Some(inner)) => &inner[open + 1..],
+            // `Name <local@domain>`: one pair of angle brackets closing the string, and a display
+            // name with no address, quote or bracket of its own (mail parsers disagree on which
+            // address `a@evil <b@ok>` names).
+            let addr = match (addr.find('<'), addr.strip_suffix('>')) {
+                (Some(open), Some(inner)) => {
+                    let (name, inside) = (&inner[..open], &inner[open + 1..]);
+                    if name.contains(['@', '"', '<', '>', '\\']) || inside.contains(['<', '>']) {
+                        return None;
+                    }
+                    inside
+                }
                 (None, None) => addr,
                 _ => return None,
             };
             let (local, domain) = addr.split_once('@')?;
-            if local.is_empty() || domain.contains('@') || !is_domain(domain) || local.chars().any(char::is_whitespace)
+            if local.is_empty()
+                || domain.contains('@')
+                || !is_domain(domain)
+                || local.contains(['"', '<', '>', '(', ')', ',', ';', ':', '\\', '[', ']'])
+                || local.chars().any(char::is_whitespace)
             {
                 return None;
             }
@@ -1324,6 +1340,12 @@ mod tests {
             recipient_domains(&json!({"to": "a@Example.com, Bo <b@x.example.org>", "cc": ["c@example.com"]}), &fields);
         assert_eq!(got, Some(vec!["example.com".to_owned(), "x.example.org".to_owned()]));
         for bad in [
+            json!({"to": "a@evil.example <b@example.com>"}),
+            json!({"to": "Name <a@evil.example> <b@example.com>"}),
+            json!({"to": "<a@evil.example> <b@example.com>"}),
+            json!({"to": "X\r\nBcc: x@evil.example <b@example.com>"}),
+            json!({"to": "\"a@evil.example\" <b@example.com>"}),
+            json!({"to": "\"a@evil.example\"@example.com"}),
             json!({"to": "a@b@example.com"}),
             json!({"to": "example.com"}),
             json!({"to": "a b@example.com"}),

@@ -196,7 +196,7 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
             // The preconditions are re-checked last, just before the answer: the host runs the
             // tool after it, which no hook can see.
             match o {
-                Outcome::Allow { .. } => governor.recheck_before_run(&s).unwrap_or(o),
+                Outcome::Allow { .. } => governor.recheck_before_run(&s, &o).unwrap_or(o),
                 o => o,
             }
         }

@@ -410,3 +410,85 @@ fn the_console_shows_how_many_have_signed_and_refuses_a_second_signature() {
     ok(&t.run("alice", &["refuse", "--yes", "cc-pay-4", "--reason", "end of test"]));
     assert_eq!(hook_answer(hook).0, "deny");
 }
+
+/// The fingerprint `warrant keys show` prints for `who`.
+fn fingerprint(t: &Team, who: &str) -> String {
+    let o = t.run(who, &["keys", "show"]);
+    ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    out.split_whitespace().find(|w| w.starts_with("SHA256:")).expect("a fingerprint").to_owned()
+}
+
+#[test]
+fn a_principal_cannot_take_another_principals_name_to_sign_twice() {
+    let t = Team::new(POLICY);
+    ok(&t.run(
+        "carol",
+        &["propose", "--class", "payment.transfer", "--agent", "payer", "--summary", "s", "--id", "p-1"],
+    ));
+    ok(&t.run("carol", &["approve", "--yes", "p-1"]));
+    // With bob's key pinned, carol's own command line refuses the rename.
+    let o = t.run("carol", &["keys", "rename", "bob"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("another principal's name"), "{}", text(&o));
+    // Without it pinned, her rename is appended, but it takes a name alice's pins give bob's key:
+    // for alice the record is forged, and so is every approval carol signs as "bob".
+    ok(&t.run("carol", &["keys", "unpin", &fingerprint(&t, "bob")]));
+    ok(&t.run("carol", &["keys", "rename", "bob"]));
+    let o = t.cmd("carol", &["approve", "--yes", "p-1"]).env("WARRANT_PRINCIPAL", "bob").output().expect("run");
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2/2 signed (carol, bob)"), "carol's view: {}", text(&o));
+    let verify = t.run("alice", &["verify"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", text(&verify));
+    assert!(text(&verify).contains("a rename never takes another principal's name"), "{}", text(&verify));
+    let pinned = warrant::keys::PinnedKeys::load(&t.config("alice")).expect("pins");
+    let view = warrant::spool::verify_chain(&warrant::spool::Spool::new(t.spool()), &pinned).expect("chain");
+    assert!(!view.decisions.contains_key("p-1"), "alice's view counts carol once: {:?}", view.decisions.get("p-1"));
+    // And an agent told to check before it runs is told no.
+    let check = t.run("alice", &["check-preconditions", "p-1"]);
+    assert_ne!(check.status.code(), Some(0), "{}", text(&check));
+}
+
+#[test]
+fn an_approval_runs_only_with_its_decision_file_and_check_preconditions_asks_the_quorum() {
+    // An ordinary class, approved in the chain; its decision file is removed after the governor
+    // judged the call allowed (the agent can write decisions/): the call is blocked before it runs.
+    use warrant::govern::{Governor, Outcome};
+    let t = Team::new(POLICY);
+    let governor = Governor::open(warrant::spool::Spool::new(t.spool()), &t.config("alice")).expect("governor");
+    let call = warrant::calls::ToolCall {
+        host: "claude-code".into(),
+        agent: "claude-code".into(),
+        session: Some("s-1".into()),
+        tool: "mcp__mail__draft".into(),
+        input: json!({"to": "dana@example.com"}),
+        notebook: "project-1".into(),
+        cwd: Some("/home/user/project".into()),
+        workdir: None,
+        annotations: Value::Null,
+    };
+    let submitted = governor.submit(&call, Some("d-1"), None).expect("submitted");
+    assert!(matches!(submitted.outcome, Outcome::Hold { .. }), "{:?}", submitted.outcome);
+    ok(&t.run("alice", &["approve", "--yes", &submitted.packet_id]));
+    let (_, allowed) = governor.judge(&submitted.packet_id).expect("judged");
+    assert!(matches!(allowed, Outcome::Allow { by_principal: true, .. }), "{allowed:?}");
+    std::fs::remove_file(t.decision_file(&submitted.packet_id)).expect("remove the decision file");
+    match governor.recheck_before_run(&submitted, &allowed) {
+        Some(Outcome::Deny { status: "blocked", reason, .. }) => {
+            assert!(reason.contains("not in decisions/"), "{reason}")
+        }
+        other => panic!("ran without its decision file: {other:?}"),
+    }
+    // A plain approval of a class the policy later co-signs: check-preconditions says no.
+    let plain = Team::new("");
+    ok(&plain.run(
+        "alice",
+        &["propose", "--class", "payment.transfer", "--agent", "payer", "--summary", "s", "--id", "p-1"],
+    ));
+    ok(&plain.run("alice", &["approve", "--yes", "p-1"]));
+    ok(&plain.run("alice", &["check-preconditions", "p-1"]));
+    std::fs::write(plain.spool().join("policy.toml"), POLICY).expect("policy.toml");
+    let o = plain.run("alice", &["check-preconditions", "p-1"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("not enough co-signatures"), "{}", text(&o));
+}

@@ -590,6 +590,7 @@ impl Runner {
                 };
                 let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
                 let observer = Arc::clone(&self.observer);
+                let policies = Arc::clone(&self.policies);
                 let on_panic = Action::SignedBatch(Err("internal error while signing (see the log)".into()));
                 spawn_job(tx, on_panic, move || {
                     let at = crate::clock::now_rfc3339();
@@ -597,6 +598,17 @@ impl Runner {
                         items.iter().map(|i| spool::BatchItem { packet: &i.packet, publisher: i.publisher }).collect();
                     // What each approval stands in for is what the principal saw in the dialog.
                     let stands = |_: &spool::ChainView, p: &crate::packet::Packet| {
+                        // A co-signed class is approved one packet at a time (checked again here,
+                        // under the chain's lock, with the policy as loaded).
+                        if verdict == crate::decision::Verdict::Approve
+                            && let Some(q) = policies.cosign(&p.action_class)
+                        {
+                            return Err(format!(
+                                "{} needs the approval of {}: approve it on its own",
+                                p.id,
+                                q.describe()
+                            ));
+                        }
                         Ok(items
                             .iter()
                             .find(|i| i.packet.id == p.id)

@@ -693,8 +693,9 @@ pub struct PolicySet {
     expiry: BTreeMap<String, std::time::Duration>,
     /// `[timeouts]`: the configuration's entries first (they win over the spool's for one key).
     timeouts: Vec<TimeoutRule>,
-    /// `[cosign]`: the quorum each class needs, by canonical class id (the spool's file wins).
-    cosign: BTreeMap<String, crate::decision::Quorum>,
+    /// `[cosign]`: the quorum each class needs, by class id or alias as written (normalised when
+    /// looked up, once every file's aliases are known), the spool's file last (it wins).
+    cosign: Vec<(String, crate::decision::Quorum)>,
 }
 
 /// Lodestar's conservative floor for a tool no policy registers (`lodestar-and-tiers.md`).
@@ -727,7 +728,7 @@ impl PolicySet {
             unregistered_floors: BTreeMap::new(),
             expiry: BTreeMap::new(),
             timeouts: Vec::new(),
-            cosign: BTreeMap::new(),
+            cosign: Vec::new(),
         }
     }
 
@@ -894,7 +895,7 @@ impl PolicySet {
             let quorum = crate::decision::Quorum::new(def.required, def.principals).map_err(bad)?;
             // A later file (the spool's) wins: it is the one the hooks and the gateway of a shared
             // spool read.
-            self.cosign.insert(self.normalize(&key), quorum);
+            self.cosign.push((key, quorum));
         }
         if let Some(pre) = file.preconditions {
             if let Some(bad) = pre.roots.iter().find(|r| !r.is_absolute()) {
@@ -1007,7 +1008,8 @@ impl PolicySet {
         if self.cosign.is_empty() {
             return None;
         }
-        self.cosign.get(self.normalize_cow(class).as_ref())
+        let canonical = self.normalize_cow(class);
+        self.cosign.iter().rev().find(|(k, _)| self.normalize_cow(k) == canonical).map(|(_, q)| q)
     }
 
     /// Whether any class needs several principals (`[cosign]`).
@@ -1190,7 +1192,7 @@ impl PolicySet {
     #[must_use]
     pub fn policy(&self, canonical: &str) -> Cow<'_, ClassPolicy> {
         let p = self.registered(canonical).map_or_else(|| Cow::Owned(inferred_policy(canonical)), Cow::Borrowed);
-        if !self.cosign.is_empty() && self.cosign.contains_key(canonical) && !p.requires_approval {
+        if !p.requires_approval && self.cosign(canonical).is_some() {
             let mut owned = p.into_owned();
             owned.requires_approval = true;
             return Cow::Owned(owned);
