@@ -54,15 +54,9 @@ pub fn ops() -> Vec<&'static str> {
     all
 }
 
-/// An error response: a stable `code` and a sentence.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EvalError {
-    /// `parse_error`, `invalid_request`, `unknown_op`, `invalid_evidence`, `invalid_policy`,
-    /// `invalid_action_class`, `line_too_long`.
-    pub code: &'static str,
-    /// What is wrong.
-    pub message: String,
-}
+/// An error response: a stable `code` and a sentence ([`crate::request::RequestError`], the
+/// protocol's, which the models' request readers return).
+pub type EvalError = crate::request::RequestError;
 
 fn bad(code: &'static str, message: impl Into<String>) -> EvalError {
     EvalError { code, message: message.into() }

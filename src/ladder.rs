@@ -15,7 +15,7 @@
 //! Everything here is a pure function of its arguments. Choices where the spec is silent are in
 //! `docs/conformance.md, "Trust ladder and tool tiers"`.
 
-use crate::eval::EvalError;
+use crate::request::RequestError;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -951,7 +951,7 @@ impl DenialKind {
 // ---------------------------------------------------------------------------------------------
 
 /// The signature of an eval adapter: a request object to a response object or an error.
-pub type EvalOp = fn(&Map<String, Value>) -> Result<Value, EvalError>;
+pub type EvalOp = fn(&Map<String, Value>) -> Result<Value, RequestError>;
 
 /// The ops of this module and [`crate::tiers`], by name, for the evaluator's dispatch.
 pub const EVAL_OPS: [(&str, EvalOp); 3] = [
@@ -960,8 +960,8 @@ pub const EVAL_OPS: [(&str, EvalOp); 3] = [
     ("ladder.revalidate", eval_ladder_revalidate),
 ];
 
-fn bad(code: &'static str, message: impl fmt::Display) -> EvalError {
-    EvalError { code, message: message.to_string() }
+fn bad(code: &'static str, message: impl fmt::Display) -> RequestError {
+    RequestError { code, message: message.to_string() }
 }
 
 /// `warrant eval` op `ladder.gate` (`docs/eval-ladder.md`).
@@ -976,7 +976,7 @@ fn bad(code: &'static str, message: impl fmt::Display) -> EvalError {
 /// # Errors
 /// `invalid_request` (missing or mistyped `tool`, `approver_id`, `required_trust_level`; a bad ceiling;
 /// both `policy` and `auto_approve_up_to`), `invalid_contract`, `invalid_policy`.
-pub fn eval_ladder_gate(req: &Map<String, Value>) -> Result<Value, EvalError> {
+pub fn eval_ladder_gate(req: &Map<String, Value>) -> Result<Value, RequestError> {
     let tool =
         req.get("tool").and_then(Value::as_str).ok_or_else(|| bad("invalid_request", "missing string `tool`"))?;
     let contract = req.get("contract").ok_or_else(|| bad("invalid_request", "missing `contract`"))?;
@@ -1023,7 +1023,7 @@ pub fn eval_ladder_gate(req: &Map<String, Value>) -> Result<Value, EvalError> {
 /// # Errors
 /// `invalid_request` (missing `preconditions`, `observed` not an object), `invalid_contract`
 /// (a malformed precondition, named by index).
-pub fn eval_ladder_revalidate(req: &Map<String, Value>) -> Result<Value, EvalError> {
+pub fn eval_ladder_revalidate(req: &Map<String, Value>) -> Result<Value, RequestError> {
     let pre = req.get("preconditions").ok_or_else(|| bad("invalid_request", "missing `preconditions`"))?;
     let pre: Vec<ActionPrecondition> = items(pre, "preconditions", leaf).map_err(|e| bad("invalid_contract", e))?;
     let Some(Value::Object(observed)) = req.get("observed") else {

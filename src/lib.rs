@@ -54,6 +54,7 @@ pub mod monitor;
 pub mod packet;
 pub mod preconditions;
 pub mod registry;
+pub mod request;
 pub mod rings;
 pub mod scale;
 pub mod setup;

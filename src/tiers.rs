@@ -16,7 +16,7 @@
 //! - the vocabulary is tiers × trust → action; the page calling auto/gated/confirm "trust levels"
 //!   is treated as stale (§B5), and a new notebook starts at `cautious`, not a project default.
 
-use crate::eval::EvalError;
+use crate::request::RequestError;
 use serde_json::{Map, Value, json};
 use std::fmt;
 
@@ -187,11 +187,11 @@ pub fn gate_action_str(tier: &str, trust: &str) -> TierAction {
 ///
 /// # Errors
 /// `invalid_request` when a field is missing or is neither a string nor `null`.
-pub fn eval_tiers_gate(req: &Map<String, Value>) -> Result<Value, EvalError> {
+pub fn eval_tiers_gate(req: &Map<String, Value>) -> Result<Value, RequestError> {
     let field = |name: &str| match req.get(name) {
         Some(v @ (Value::String(_) | Value::Null)) => Ok((v, v.as_str())),
-        Some(_) => Err(EvalError { code: "invalid_request", message: format!("`{name}` must be a string or null") }),
-        None => Err(EvalError { code: "invalid_request", message: format!("missing `{name}`") }),
+        Some(_) => Err(RequestError { code: "invalid_request", message: format!("`{name}` must be a string or null") }),
+        None => Err(RequestError { code: "invalid_request", message: format!("missing `{name}`") }),
     };
     let (tier_raw, tier_str) = field("tool_tier")?;
     let (trust_raw, trust_str) = field("notebook_trust")?;

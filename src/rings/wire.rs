@@ -20,7 +20,7 @@ use super::rate::RateLimiter;
 use super::saga::{SAGA_DEFAULT_STEP_TIMEOUT_SECONDS, SagaOrchestrator, StepFailure};
 use super::session::{SessionConfig, SessionParticipant};
 use super::{Ring, UnixSeconds, ValidationError, from_eff_score, should_demote};
-use crate::eval::EvalError;
+use crate::request::RequestError;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::path::Path;
@@ -58,11 +58,11 @@ pub struct RingsSession {
 
 type Req = Map<String, Value>;
 
-fn bad(code: &'static str, message: impl Into<String>) -> EvalError {
-    EvalError { code, message: message.into() }
+fn bad(code: &'static str, message: impl Into<String>) -> RequestError {
+    RequestError { code, message: message.into() }
 }
 
-fn invalid(message: impl Into<String>) -> EvalError {
+fn invalid(message: impl Into<String>) -> RequestError {
     bad("invalid_request", message)
 }
 
@@ -70,11 +70,11 @@ fn to_json<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-fn string<'a>(r: &'a Req, key: &str) -> Result<&'a str, EvalError> {
+fn string<'a>(r: &'a Req, key: &str) -> Result<&'a str, RequestError> {
     r.get(key).and_then(Value::as_str).ok_or_else(|| invalid(format!("missing string `{key}`")))
 }
 
-fn opt_string<'a>(r: &'a Req, key: &str) -> Result<Option<&'a str>, EvalError> {
+fn opt_string<'a>(r: &'a Req, key: &str) -> Result<Option<&'a str>, RequestError> {
     match r.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -82,14 +82,14 @@ fn opt_string<'a>(r: &'a Req, key: &str) -> Result<Option<&'a str>, EvalError> {
     }
 }
 
-fn boolean(r: &Req, key: &str) -> Result<bool, EvalError> {
+fn boolean(r: &Req, key: &str) -> Result<bool, RequestError> {
     match r.get(key) {
         None => Ok(false),
         Some(v) => v.as_bool().ok_or_else(|| invalid(format!("`{key}` must be a boolean"))),
     }
 }
 
-fn number(r: &Req, key: &str) -> Result<Option<f64>, EvalError> {
+fn number(r: &Req, key: &str) -> Result<Option<f64>, RequestError> {
     match r.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => n.as_f64().map(Some).ok_or_else(|| invalid(format!("`{key}` must be a number"))),
@@ -97,7 +97,7 @@ fn number(r: &Req, key: &str) -> Result<Option<f64>, EvalError> {
     }
 }
 
-fn integer(r: &Req, key: &str) -> Result<Option<i64>, EvalError> {
+fn integer(r: &Req, key: &str) -> Result<Option<i64>, RequestError> {
     match r.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
@@ -108,12 +108,12 @@ fn integer(r: &Req, key: &str) -> Result<Option<i64>, EvalError> {
     }
 }
 
-fn ring(r: &Req, key: &str) -> Result<Ring, EvalError> {
+fn ring(r: &Req, key: &str) -> Result<Ring, RequestError> {
     integer(r, key)?.and_then(Ring::from_value).ok_or_else(|| invalid(format!("`{key}` must be a ring number 0-3")))
 }
 
 /// `now`: unix seconds (a number) or an RFC 3339 string; required.
-fn now(r: &Req) -> Result<UnixSeconds, EvalError> {
+fn now(r: &Req) -> Result<UnixSeconds, RequestError> {
     match r.get("now") {
         Some(Value::Number(n)) => n.as_f64().filter(|t| t.is_finite()).ok_or_else(|| invalid("`now` must be finite")),
         Some(Value::String(s)) => {
@@ -123,16 +123,16 @@ fn now(r: &Req) -> Result<UnixSeconds, EvalError> {
     }
 }
 
-fn sub_action<'a>(r: &'a Req, default: &'a str) -> Result<&'a str, EvalError> {
+fn sub_action<'a>(r: &'a Req, default: &'a str) -> Result<&'a str, RequestError> {
     Ok(opt_string(r, "action")?.unwrap_or(default))
 }
 
-fn descriptor(r: &Req) -> Result<ActionDescriptor, EvalError> {
+fn descriptor(r: &Req) -> Result<ActionDescriptor, RequestError> {
     let v = r.get("action").ok_or_else(|| invalid("missing `action` (an action descriptor object)"))?;
     ActionDescriptor::from_json(v).map_err(|e| bad("invalid_descriptor", format!("{}: {e}", e.kind())))
 }
 
-fn unknown_action(op: &str, action: &str, known: &str) -> EvalError {
+fn unknown_action(op: &str, action: &str, known: &str) -> RequestError {
     invalid(format!("unknown `action` {action:?} for {op}; known: {known}"))
 }
 
@@ -140,7 +140,7 @@ fn ring_json(ring: Ring) -> Value {
     json!({"ring": ring.value(), "label": ring.label()})
 }
 
-fn simulated_callback(kind: &str, timeout: Duration) -> Result<Option<TerminationCallback>, EvalError> {
+fn simulated_callback(kind: &str, timeout: Duration) -> Result<Option<TerminationCallback>, RequestError> {
     Ok(match kind {
         "none" => None,
         "ok" => Some(Box::new(|| Ok(()))),
@@ -154,7 +154,7 @@ fn simulated_callback(kind: &str, timeout: Duration) -> Result<Option<Terminatio
     })
 }
 
-fn step_failure(outcome: &str) -> Result<Result<(), StepFailure>, EvalError> {
+fn step_failure(outcome: &str) -> Result<Result<(), StepFailure>, RequestError> {
     match outcome {
         "ok" => Ok(Ok(())),
         "fail" => Ok(Err(StepFailure::Error("simulated failure".into()))),
@@ -167,9 +167,9 @@ impl RingsSession {
     /// Serves one `rings.*` request (`op` is the request's `op`, `req` the whole request).
     ///
     /// # Errors
-    /// [`EvalError`] with code `invalid_request`, `invalid_descriptor`, `invalid_scope` or
+    /// [`RequestError`] with code `invalid_request`, `invalid_descriptor`, `invalid_scope` or
     /// `unknown_op` (an op not in [`OPS`]).
-    pub fn handle(&mut self, op: &str, req: &Req) -> Result<Value, EvalError> {
+    pub fn handle(&mut self, op: &str, req: &Req) -> Result<Value, RequestError> {
         match op {
             "rings.assign" => {
                 let score = number(req, "eff_score")?.ok_or_else(|| invalid("missing number `eff_score`"))?;
@@ -241,7 +241,7 @@ impl RingsSession {
         }
     }
 
-    fn elevate(&mut self, r: &Req) -> Result<Value, EvalError> {
+    fn elevate(&mut self, r: &Req) -> Result<Value, RequestError> {
         let t = now(r)?;
         match sub_action(r, "request")? {
             "request" => {
@@ -293,7 +293,7 @@ impl RingsSession {
         }
     }
 
-    fn rate_check(&mut self, r: &Req) -> Result<Value, EvalError> {
+    fn rate_check(&mut self, r: &Req) -> Result<Value, RequestError> {
         let t = now(r)?;
         let (agent, session) = (string(r, "agent_did")?, string(r, "session_id")?);
         let mut v = match sub_action(r, "check")? {
@@ -320,7 +320,7 @@ impl RingsSession {
         Ok(v)
     }
 
-    fn kill(&mut self, r: &Req) -> Result<Value, EvalError> {
+    fn kill(&mut self, r: &Req) -> Result<Value, RequestError> {
         let t = now(r)?;
         let agent = string(r, "agent_did")?;
         match sub_action(r, "kill")? {
@@ -377,7 +377,7 @@ impl RingsSession {
         }
     }
 
-    fn quarantine(&mut self, r: &Req) -> Result<Value, EvalError> {
+    fn quarantine(&mut self, r: &Req) -> Result<Value, RequestError> {
         let t = now(r)?;
         let agent = string(r, "agent_did")?;
         let mut v = match sub_action(r, "quarantine")? {
@@ -418,7 +418,7 @@ impl RingsSession {
         Ok(v)
     }
 
-    fn path_check(&mut self, r: &Req) -> Result<Value, EvalError> {
+    fn path_check(&mut self, r: &Req) -> Result<Value, RequestError> {
         let session = string(r, "session_id")?;
         let scope_error = |e: ValidationError| bad("invalid_scope", e.to_string());
         let level = match opt_string(r, "isolation_level")? {
@@ -427,7 +427,7 @@ impl RingsSession {
                 invalid(format!("`isolation_level` must be snapshot, read_committed or serializable, got {s:?}"))
             })?),
         };
-        let new_scope = |r: &Req| -> Result<IsolationScope, EvalError> {
+        let new_scope = |r: &Req| -> Result<IsolationScope, RequestError> {
             let base = opt_string(r, "base_path")?.unwrap_or(isolation::DEFAULT_BASE_PATH);
             let agent = opt_string(r, "agent_did")?.unwrap_or("");
             let mut scope =
@@ -478,7 +478,7 @@ impl RingsSession {
         }
     }
 
-    fn saga(&mut self, r: &Req) -> Result<Value, EvalError> {
+    fn saga(&mut self, r: &Req) -> Result<Value, RequestError> {
         let t = now(r)?;
         let session = string(r, "session_id")?;
         let steps = r.get("steps").and_then(Value::as_array).ok_or_else(|| invalid("missing array `steps`"))?;
@@ -496,8 +496,8 @@ impl RingsSession {
         let mut script = Vec::with_capacity(steps.len());
         for (i, s) in steps.iter().enumerate() {
             let s = s.as_object().ok_or_else(|| invalid(format!("steps[{i}] must be an object")))?;
-            let at = |e: EvalError| invalid(format!("steps[{i}]: {}", e.message));
-            let count = |key: &str, default: u64, max: u64| -> Result<u64, EvalError> {
+            let at = |e: RequestError| invalid(format!("steps[{i}]: {}", e.message));
+            let count = |key: &str, default: u64, max: u64| -> Result<u64, RequestError> {
                 match integer(s, key).map_err(at)? {
                     None => Ok(default),
                     Some(n) => u64::try_from(n)
@@ -565,7 +565,7 @@ fn denial(e: &ElevationError) -> Value {
     json!({"granted": false, "denial_reason": e.reason(), "message": e.to_string()})
 }
 
-fn session_validate(r: &Req) -> Result<Value, EvalError> {
+fn session_validate(r: &Req) -> Result<Value, RequestError> {
     let object = |key: &str| match r.get(key) {
         None => Ok(None),
         Some(Value::Object(m)) => Ok(Some(m)),
