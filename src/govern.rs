@@ -320,8 +320,9 @@ impl Governor {
     /// stays open).
     ///
     /// `allowed` is the outcome about to be answered: one the principal's approval of this packet
-    /// allowed (`by_principal`, no grant) runs only with its decision file there and verifying: a file removed after
-    /// the judgement blocks the call, never falls back to the packet's own preconditions.
+    /// allowed (`by_principal`, no grant) runs only with its decision file there and verifying:
+    /// a file removed after the judgement blocks the call, never falls back to the packet's own
+    /// preconditions.
     #[must_use]
     pub fn recheck_before_run(&self, s: &Submitted, allowed: &Outcome) -> Option<Outcome> {
         let id = s.packet_id.as_str();
@@ -357,7 +358,7 @@ impl Governor {
             });
             let d = match decision {
                 Ok(d) if d.verdict == Verdict::Approve => d,
-                Ok(d) if d.system.is_some() => return fail("timeout", format!("{id} was not decided in time")),
+                Ok(d) if d.system.is_some() => return Some(timed_out(id, "")),
                 Ok(d) => {
                     return fail("refused", format!("{id} was refused by {}", crate::text::inert(&d.principal, 200)));
                 }
@@ -458,15 +459,7 @@ impl Governor {
                         remedy: None,
                     },
                     (Verdict::Approve, true) => self.use_approval(id, format!("approved by {by}{why}")),
-                    // A system decision: the principal's console refused it when it timed out.
-                    (Verdict::Refuse, true) if d.system.is_some() => Outcome::Deny {
-                        packet_id: Some(id.to_owned()),
-                        status: "timeout",
-                        reason: format!("{id} was not decided in time{why}"),
-                        remedy: Some(format!(
-                            "ask the principal to decide a new request in warrant ({id} can no longer run)"
-                        )),
-                    },
+                    (Verdict::Refuse, true) if d.system.is_some() => timed_out(id, &why),
                     (Verdict::Refuse, true) => Outcome::Deny {
                         packet_id: Some(id.to_owned()),
                         status: "refused",
@@ -745,15 +738,7 @@ impl Governor {
                 let by = crate::text::inert(&by, 400);
                 match d.verdict {
                     Verdict::Approve => self.use_approval(&id, format!("approved by {by}{why}")),
-                    // A system decision: the principal's console refused it when it timed out.
-                    Verdict::Refuse if d.system.is_some() => Outcome::Deny {
-                        status: "timeout",
-                        reason: format!("{id} was not decided in time{why}"),
-                        remedy: Some(format!(
-                            "ask the principal to decide a new request in warrant ({id} can no longer run)"
-                        )),
-                        packet_id: Some(id),
-                    },
+                    Verdict::Refuse if d.system.is_some() => timed_out(&id, &why),
                     Verdict::Refuse => Outcome::Deny {
                         packet_id: Some(id),
                         status: "refused",
@@ -873,6 +858,18 @@ pub enum Waited {
     Quarantined(String),
     /// The time ran out.
     Timeout,
+}
+
+/// The answer for a packet the principal's console refused as a system decision when its class's
+/// wait ran out (`[timeouts] sign_refusal`): `timeout`, not a person's refusal. `why` is `": "`
+/// and the signed reason, or empty.
+fn timed_out(id: &str, why: &str) -> Outcome {
+    Outcome::Deny {
+        packet_id: Some(id.to_owned()),
+        status: "timeout",
+        reason: format!("{id} was not decided in time{why}"),
+        remedy: Some(format!("ask the principal to decide a new request in warrant ({id} can no longer run)")),
+    }
 }
 
 /// Waits for `decisions/<id>.json` to hold a decision that verifies against `pinned` for the
