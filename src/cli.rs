@@ -2308,8 +2308,7 @@ fn quorum_findings(spool: &Spool, pinned: &PinnedKeys, policies: &PolicySet) -> 
         .filter(|(_, d)| d.verdict == Verdict::Approve)
         .filter_map(|(id, d)| {
             let q = policies.cosign(&d.action_class)?;
-            let met = d.quorum.as_ref() == Some(q) && q.met_by(d.cosigners.iter().map(String::as_str));
-            (!met).then(|| chain::Finding {
+            (!d.meets(q)).then(|| chain::Finding {
                 index: usize::try_from(d.chain_index.saturating_sub(1)).ok(),
                 check: chain::Check::Quorum,
                 message: format!(
@@ -2461,9 +2460,7 @@ fn keys_rename(config: &Config, spool: &Spool, new_name: &str) -> Result<u8, Fai
     if pin.principal == new_name {
         return Err(Failure::invalid(format!("the key {fp} is already pinned for {new_name:?}")));
     }
-    if let Some(other) =
-        pinned.iter().find(|k| !pin.speaks_for(new_name) && k.fingerprint != fp && k.speaks_for(new_name))
-    {
+    if let Some(other) = pinned.name_taken(&fp, new_name) {
         return Err(Failure::invalid(format!(
             "{new_name:?} is the name of another key ({}): a rename never takes another principal's name",
             other.fingerprint

@@ -433,7 +433,7 @@ impl Governor {
             // quorum (signed under other terms, or before the policy asked for one) holds nothing.
             if d.verdict == Verdict::Approve
                 && let Some(q) = self.policies.cosign(&entry.packet.action_class)
-                && !(d.quorum.as_ref() == Some(q) && q.met_by(d.cosigners.iter().map(String::as_str)))
+                && !d.meets(q)
             {
                 return Ok((
                     hash,

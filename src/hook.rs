@@ -234,7 +234,7 @@ fn call_of(opts: &HookOptions, event: &Value) -> Result<ToolCall, String> {
     };
     // Where the command runs: the event's `cwd` (it follows the agent's `cd`), recorded beside
     // the project so a grant on a command line covers it only there.
-    let workdir = event.get("cwd").and_then(Value::as_str).filter(|d| d.starts_with('/')).map(str::to_owned);
+    let workdir = event.get("cwd").and_then(Value::as_str).map(str::to_owned);
     let cwd = project.or_else(|| event.get("cwd").and_then(Value::as_str).map(str::to_owned));
     let notebook = match (&opts.notebook, &cwd) {
         (Some(n), _) => n.clone(),

@@ -231,10 +231,8 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
         }
         KeyEvent::Rename { new_principal, key, .. } => {
             // A name is one principal's: a key that took a name another key speaks for would
-            // sign as two principals (two co-signatures of a quorum, issue 18). Going back to a
-            // name the key had (its retired predecessor keeps speaking for it) is not taking one.
-            let own = pinned.get(key).is_some_and(|k| k.speaks_for(new_principal));
-            if let Some(other) = pinned.iter().find(|k| !own && k.fingerprint != *key && k.speaks_for(new_principal)) {
+            // sign as two principals (two co-signatures of a quorum, issue 18).
+            if let Some(other) = pinned.name_taken(key, new_principal) {
                 return Err(format!(
                     "principal.rename to {:?}, a name the key {} speaks for: a rename never takes another principal's name",
                     crate::text::inert(new_principal, 200),

@@ -632,6 +632,18 @@ impl PinnedKeys {
         true
     }
 
+    /// The other pinned key that already speaks for `name`, if renaming the key `fingerprint` to
+    /// `name` would take another principal's name (issue 18: one principal signing as two). A
+    /// key going back to a name it had (its retired predecessor keeps speaking for it) takes
+    /// nothing.
+    #[must_use]
+    pub fn name_taken(&self, fingerprint: &str, name: &str) -> Option<&PinnedKey> {
+        if self.get(fingerprint).is_some_and(|k| k.speaks_for(name)) {
+            return None;
+        }
+        self.keys.iter().find(|k| k.fingerprint != fingerprint && k.speaks_for(name))
+    }
+
     /// Adds `alias` as an earlier name of the pinned key `fingerprint` (no-op when it is the
     /// principal or already an alias, or when no such key is pinned).
     pub fn add_alias(&mut self, fingerprint: &str, alias: &str) {

@@ -863,6 +863,13 @@ pub struct ChainDecision {
 }
 
 impl ChainDecision {
+    /// Whether this approval meets `quorum`: signed under exactly these terms, by at least
+    /// `required` distinct listed principals (a plain approval never does).
+    #[must_use]
+    pub fn meets(&self, quorum: &crate::decision::Quorum) -> bool {
+        self.quorum.as_ref() == Some(quorum) && quorum.met_by(self.cosigners.iter().map(String::as_str))
+    }
+
     /// Who signed it: the co-signers of a quorum, else the one principal.
     #[must_use]
     pub fn signed_by(&self) -> String {
