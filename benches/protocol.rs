@@ -6,6 +6,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::hint::black_box;
 use warrant::chain::{self, ChainHead, VerifyOptions};
+use warrant::chain_file;
 use warrant::decision::{self, DecisionInput, Verdict};
 use warrant::keys::{PinnedKeys, Principal};
 
@@ -72,7 +73,7 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(text.len() as u64));
     g.bench_function("read and verify chain.jsonl of 1000 records", |b| {
         b.iter(|| {
-            chain::read_chain(black_box(&path))
+            chain_file::read_chain(black_box(&path))
                 .expect("read")
                 .verify(VerifyOptions { pinned: Some(&pins), strict_signatures: true })
         })
@@ -89,7 +90,7 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(generated.bytes));
     g.bench_function("verify_file, 10,000 generated records (receipts, a signed decision every 50)", |b| {
         b.iter(|| {
-            let report = chain::verify_file(
+            let report = chain_file::verify_file(
                 black_box(&spool.chain_path()),
                 VerifyOptions { pinned: Some(&pins), strict_signatures: true },
             )

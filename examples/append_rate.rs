@@ -1,6 +1,6 @@
 //! Durable appends per second: the disk's own synced-write rate (a loop of ~1 KB `write` +
-//! `fdatasync` on one file, as an append does), beside `chain::append` (group commit: the sync
-//! runs after the lock is released) and `chain::append_then` (the sync under the lock, as every
+//! `fdatasync` on one file, as an append does), beside `chain_file::append` (group commit: the sync
+//! runs after the lock is released) and `chain_file::append_then` (the sync under the lock, as every
 //! append did before group commit and as decisions still do), each from 1 writer, 16 threads and
 //! 16 processes, all on files in `--dir` (default: a new directory under the current one, so the
 //! figures are for the disk the spool is on).
@@ -16,6 +16,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use warrant::chain;
+use warrant::chain_file;
 
 /// A record body whose line is about 1 KB, like a receipt's.
 fn body(writer: usize, seq: usize) -> Map<String, Value> {
@@ -29,9 +30,9 @@ fn body(writer: usize, seq: usize) -> Map<String, Value> {
 enum Mode {
     /// 1 KB `write` + `fdatasync`, no chain, no lock.
     Disk,
-    /// `chain::append`: group commit.
+    /// `chain_file::append`: group commit.
     Group,
-    /// `chain::append_then` with nothing after: the sync under the lock.
+    /// `chain_file::append_then` with nothing after: the sync under the lock.
     Locked,
 }
 
@@ -66,12 +67,13 @@ fn write_loop(mode: Mode, path: &Path, writer: usize, n: usize) {
         }
         Mode::Group => {
             for seq in 0..n {
-                chain::append(path, |_| Ok(body(writer, seq))).expect("append");
+                chain_file::append(path, |_| Ok(body(writer, seq))).expect("append");
             }
         }
         Mode::Locked => {
             for seq in 0..n {
-                chain::append_then(path, chain::LOCK_DEADLINE, |_| Ok(body(writer, seq)), |_, _| {}).expect("append");
+                chain_file::append_then(path, chain_file::LOCK_DEADLINE, |_| Ok(body(writer, seq)), |_, _| {})
+                    .expect("append");
             }
         }
     }
@@ -107,7 +109,7 @@ fn measure(mode: Mode, dir: &Path, writers: usize, count: usize, processes: bool
     }
     let seconds = start.elapsed().as_secs_f64();
     if mode != Mode::Disk {
-        let report = chain::verify_file(&path, chain::VerifyOptions::default()).expect("verify");
+        let report = chain_file::verify_file(&path, chain::VerifyOptions::default()).expect("verify");
         assert!(report.is_valid() && report.total == per * writers, "{report:?}");
     }
     (per * writers) as f64 / seconds

@@ -5,11 +5,13 @@
 //! approved, 3 when refused and 4 on timeout.
 
 use crate::chain::{self, VerifyOptions, VerifyReport};
+use crate::chain_file;
 use crate::config::{self, Config};
 use crate::control::{ControlInput, ControlKind};
 use crate::decision::{self, Verdict};
 use crate::govern::Waited;
 use crate::graduation::{PolicySet, SourceType, receipt::ReceiptOutcome};
+use crate::key_files;
 use crate::keys::{self, PinnedKeys, Principal};
 use crate::packet::{self, DecisionState};
 use crate::spool::{self, Scanner, Spool};
@@ -614,7 +616,7 @@ fn set_aside_torn_tail(spool: &Spool) -> Result<(), Failure> {
     if spool.chain_path().symlink_metadata().is_err() {
         return Ok(());
     }
-    if let Some(aside) = chain::recover_torn_tail(&spool.chain_path())? {
+    if let Some(aside) = chain_file::recover_torn_tail(&spool.chain_path())? {
         eprintln!("warrant: {}", aside.message());
     }
     Ok(())
@@ -643,13 +645,13 @@ pub fn load_principal(config: &Config) -> Result<(Principal, PinnedKeys), Failur
 /// # Errors
 /// A usage failure (exit 2): no key, no passphrase to be had, a wrong passphrase, an unpinned key.
 fn load_principal_from(dir: &Path, name: &str) -> Result<(Principal, PinnedKeys), Failure> {
-    let path = dir.join(keys::PRIVATE_KEY_FILE);
+    let path = dir.join(key_files::PRIVATE_KEY_FILE);
     if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound) {
-        return Err(keys::KeyError::NoKey { dir: dir.to_owned() }.into());
+        return Err(key_files::KeyError::NoKey { dir: dir.to_owned() }.into());
     }
-    let source = keys::passphrase_source();
+    let source = key_files::passphrase_source();
     let prompt = format!("passphrase for {}: ", path.display());
-    let principal = Principal::load_with(&path, name, || keys::read_passphrase(&source, &prompt, &path))?;
+    let principal = Principal::load_with(&path, name, || key_files::read_passphrase(&source, &prompt, &path))?;
     // A signature verifies only under a key pinned for the signing principal; catch a renamed
     // principal or an unpinned own key here rather than at the first signature.
     let pinned = PinnedKeys::load(dir)?;
@@ -790,7 +792,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Export => {
             let spool = resolve_spool(spool_arg, &config)?;
-            let file = chain::read_chain(&spool.chain_path())?;
+            let file = chain_file::read_chain(&spool.chain_path())?;
             let pinned = load_pinned()?;
             let envelope = chain::export(
                 file.records,
@@ -953,15 +955,15 @@ struct McpGatewayArgs {
 /// A usage failure naming why the key cannot be loaded: the gateway does not start unsigned.
 fn gateway_key(config: Option<&Config>) -> Result<Principal, Failure> {
     let dir = config::config_dir();
-    let path = dir.join(keys::PRIVATE_KEY_FILE);
+    let path = dir.join(key_files::PRIVATE_KEY_FILE);
     let why = |e: String| Failure::usage(format!("--sign-receipts: {e}; the gateway does not start without its key"));
     if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound) {
-        return Err(why(keys::KeyError::NoKey { dir }.to_string()));
+        return Err(why(key_files::KeyError::NoKey { dir }.to_string()));
     }
     let name = config.map_or_else(|| "mcp-gateway".to_owned(), Config::principal_name);
-    let source = keys::passphrase_source();
+    let source = key_files::passphrase_source();
     let prompt = format!("passphrase for {}: ", path.display());
-    Principal::load_with(&path, &name, || keys::read_passphrase(&source, &prompt, &path))
+    Principal::load_with(&path, &name, || key_files::read_passphrase(&source, &prompt, &path))
         .map_err(|e| why(e.to_string()))
 }
 
@@ -1410,7 +1412,7 @@ fn init_shared_spool(spool: &Spool, group: &str) -> Result<u8, Failure> {
 /// holds now, asks (or takes `--yes`), and moves them aside.
 fn checkpoint_forget(spool: &Spool, yes: bool) -> Result<u8, Failure> {
     use std::io::IsTerminal as _;
-    let found = crate::checkpoint::held_for(spool, &load_pinned()?);
+    let found = crate::checkpoint_files::held_for(spool, &load_pinned()?);
     if found.is_empty() {
         println!("no checkpoint pins {}", spool.root().display());
         return Ok(0);
@@ -1445,7 +1447,8 @@ fn checkpoint_forget(spool: &Spool, yes: bool) -> Result<u8, Failure> {
         }
     }
     for (path, _) in &found {
-        let to = crate::checkpoint::forget(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+        let to =
+            crate::checkpoint_files::forget(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
         println!("forgot {} (kept as {})", path.display(), to.display());
     }
     Ok(0)
@@ -2041,13 +2044,13 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
         }
         // The checkpoint first, then the chain: a decision signed between the two reads must
         // not make the chain look cut off (the chain only grows).
-        let (checkpoint, notes) = crate::checkpoint::latest(&spool, pinned);
+        let (checkpoint, notes) = crate::checkpoint_files::latest(&spool, pinned);
         // A spool without chain.jsonl has an empty chain, which is valid (as `export` says).
         let chain_path = spool.chain_path();
-        let mut report = match chain::open_regular(&chain_path, true) {
+        let mut report = match chain_file::open_regular(&chain_path, true) {
             Ok(file) => chain::verify_reader(file, own, &std::sync::atomic::AtomicU64::new(0))
-                .map_err(|source| chain::ChainError::Io { path: chain_path.clone(), source })?,
-            Err(chain::ChainError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                .map_err(|source| chain_file::ChainError::Io { path: chain_path.clone(), source })?,
+            Err(chain_file::ChainError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 VerifyReport::default()
             }
             Err(e) => return Err(e.into()),
@@ -2055,13 +2058,13 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
         for note in notes {
             eprintln!("warrant: {}", crate::text::inert(&note, 4000));
         }
-        if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint::check(&spool.chain_path(), &cp, &report)) {
+        if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint_files::check(&spool.chain_path(), &cp, &report)) {
             report.findings.push(f);
         }
         return Ok(report);
     }
     // A JSON-lines chain starts with a record line; anything else is read as an export envelope.
-    let file = chain::open_regular(path, false)?;
+    let file = chain_file::open_regular(path, false)?;
     let mut first = Vec::new();
     std::io::BufRead::read_until(
         &mut std::io::BufReader::new(&file).take(chain::MAX_LINE_BYTES as u64),
@@ -2074,7 +2077,7 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
         .and_then(|v| v.get("schema").and_then(Value::as_str).map(|s| s.starts_with("opentrustgraph/")))
         .unwrap_or(false);
     if first_is_record {
-        return Ok(chain::verify_file(path, own)?);
+        return Ok(chain_file::verify_file(path, own)?);
     }
     let bytes = std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
     match crate::canonical::parse_strict(&bytes) {
@@ -2084,7 +2087,7 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
         }
         // Neither an export nor a chain that starts well: verify as JSON lines, which reports
         // the first bad line.
-        _ => Ok(chain::verify_file(path, own)?),
+        _ => Ok(chain_file::verify_file(path, own)?),
     }
 }
 
@@ -2335,17 +2338,17 @@ fn new_passphrase(
     if no_passphrase {
         return Ok(None);
     }
-    let source = keys::passphrase_source();
+    let source = key_files::passphrase_source();
     let first =
-        keys::read_passphrase(&source, "new passphrase for the principal's key: ", key_file).map_err(|e| match e {
-            keys::KeyError::NoPassphrase { .. } => Failure::usage(format!(
+        key_files::read_passphrase(&source, "new passphrase for the principal's key: ", key_file).map_err(|e| match e {
+            key_files::KeyError::NoPassphrase { .. } => Failure::usage(format!(
                 "`{command}` needs a passphrase: run it on a terminal or set WARRANT_PASSPHRASE_FILE (or pass --no-passphrase for an unprotected key)"
             )),
             other => other.into(),
         })?;
-    if source == keys::PassphraseSource::Terminal {
+    if source == key_files::PassphraseSource::Terminal {
         use age::secrecy::ExposeSecret as _;
-        let again = keys::read_passphrase(&source, "the same passphrase again: ", key_file)?;
+        let again = key_files::read_passphrase(&source, "the same passphrase again: ", key_file)?;
         if again.expose_secret() != first.expose_secret() {
             return Err(Failure::usage("the two passphrases differ; no key was created"));
         }
@@ -2365,7 +2368,7 @@ fn retired_key_file(dir: &Path, fingerprint: &str) -> PathBuf {
             c => c,
         })
         .collect();
-    dir.join(format!("{}.{safe}.retired", keys::PRIVATE_KEY_FILE))
+    dir.join(format!("{}.{safe}.retired", key_files::PRIVATE_KEY_FILE))
 }
 
 fn key_event_failure(e: spool::DecideError) -> Failure {
@@ -2380,13 +2383,13 @@ fn key_event_failure(e: spool::DecideError) -> Failure {
 /// (hard-linked to its `.retired` file, then replaced by a rename) and the new one pinned.
 fn keys_rotate(config: &Config, spool: &Spool, no_passphrase: bool) -> Result<u8, Failure> {
     let dir = config::config_dir();
-    let key_file = dir.join(keys::PRIVATE_KEY_FILE);
+    let key_file = dir.join(key_files::PRIVATE_KEY_FILE);
     let (old, mut pinned) = load_principal(config)?;
     let passphrase = new_passphrase("keys rotate", no_passphrase, &key_file)?;
-    let next = dir.join(format!("{}.next", keys::PRIVATE_KEY_FILE));
+    let next = dir.join(format!("{}.next", key_files::PRIVATE_KEY_FILE));
     let new = Principal::generate(&old.name, &next)?;
     new.write_private(&next, passphrase.as_ref()).map_err(|e| match e {
-        keys::KeyError::Exists { .. } => Failure::invalid(format!(
+        key_files::KeyError::Exists { .. } => Failure::invalid(format!(
             "{} exists: an earlier `keys rotate` was interrupted; see whether the chain announces its key (`warrant verify`), then move it away",
             next.display()
         )),
@@ -2420,7 +2423,7 @@ fn keys_rotate(config: &Config, spool: &Spool, no_passphrase: bool) -> Result<u8
             retired.display()
         )));
     }
-    keys::write_atomic(&dir.join(keys::PUBLIC_KEY_FILE), new.public_pem().as_bytes(), 0o644)?;
+    key_files::write_atomic(&dir.join(key_files::PUBLIC_KEY_FILE), new.public_pem().as_bytes(), 0o644)?;
     pinned.pin(&new.name, new.verifying_key());
     pinned.save(&dir)?;
     println!(
@@ -2440,16 +2443,16 @@ fn keys_rotate(config: &Config, spool: &Spool, no_passphrase: bool) -> Result<u8
 /// is pinned for, so the rename also works after the configured name was changed first.
 fn keys_rename(config: &Config, spool: &Spool, new_name: &str) -> Result<u8, Failure> {
     let dir = config::config_dir();
-    let path = dir.join(keys::PRIVATE_KEY_FILE);
+    let path = dir.join(key_files::PRIVATE_KEY_FILE);
     if new_name.trim().is_empty() || new_name.trim() != new_name {
         return Err(Failure::usage("the new name must not be blank or start or end with spaces"));
     }
     if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound) {
-        return Err(keys::KeyError::NoKey { dir: dir.clone() }.into());
+        return Err(key_files::KeyError::NoKey { dir: dir.clone() }.into());
     }
-    let source = keys::passphrase_source();
+    let source = key_files::passphrase_source();
     let prompt = format!("passphrase for {}: ", path.display());
-    let mut principal = Principal::load_with(&path, "", || keys::read_passphrase(&source, &prompt, &path))?;
+    let mut principal = Principal::load_with(&path, "", || key_files::read_passphrase(&source, &prompt, &path))?;
     let mut pinned = PinnedKeys::load(&dir)?;
     let fp = principal.fingerprint();
     let Some(pin) = pinned.get(&fp) else {
@@ -2494,7 +2497,7 @@ fn keys_rename(config: &Config, spool: &Spool, new_name: &str) -> Result<u8, Fai
 
 fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: KeysAction) -> Result<u8, Failure> {
     let dir = config::config_dir();
-    let key_file = dir.join(keys::PRIVATE_KEY_FILE);
+    let key_file = dir.join(key_files::PRIVATE_KEY_FILE);
     match action {
         KeysAction::Rotate { no_passphrase } => {
             let spool = resolve_spool(spool_arg, config)?;
@@ -2510,7 +2513,7 @@ fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: KeysAction) -> 
             let passphrase = new_passphrase("keys init", no_passphrase, &key_file)?;
             let principal =
                 Principal::init(&dir, &config.principal_name(), passphrase.as_ref()).map_err(|e| match e {
-                    keys::KeyError::Exists { .. } => Failure::invalid(e.to_string()),
+                    key_files::KeyError::Exists { .. } => Failure::invalid(e.to_string()),
                     other => other.into(),
                 })?;
             println!("created the principal key for {} in {}", principal.name, key_file.display());
@@ -2528,10 +2531,10 @@ fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: KeysAction) -> 
             }
             println!("key file   {}", key_file.display());
             // A key others can read is refused here too, as ssh refuses it.
-            let protection = match keys::protection(&key_file) {
-                Ok(keys::Protection::Passphrase) => "yes (passphrase)",
-                Ok(keys::Protection::None) => "no: anyone who can read the file can sign as you",
-                Err(keys::KeyError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => "no key",
+            let protection = match key_files::protection(&key_file) {
+                Ok(key_files::Protection::Passphrase) => "yes (passphrase)",
+                Ok(key_files::Protection::None) => "no: anyone who can read the file can sign as you",
+                Err(key_files::KeyError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => "no key",
                 Err(e) => return Err(e.into()),
             };
             println!("protected  {protection}");
@@ -2556,7 +2559,7 @@ fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: KeysAction) -> 
         KeysAction::Export => {
             // The private key must exist and be private; its public half is read from
             // `principal.pub` (no passphrase), else from the key itself.
-            keys::protection(&key_file)?;
+            key_files::protection(&key_file)?;
             match public_key(&dir) {
                 Some(key) => print!("{}", keys::public_pem(&key)),
                 None => {
@@ -2630,7 +2633,7 @@ fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: KeysAction) -> 
 
 /// The principal's public key from `principal.pub` in `dir` (no passphrase needed), if readable.
 fn public_key(dir: &Path) -> Option<ed25519_dalek::VerifyingKey> {
-    let text = crate::config::read_text_file(&dir.join(keys::PUBLIC_KEY_FILE), 64 << 10).ok()?;
+    let text = crate::config::read_text_file(&dir.join(key_files::PUBLIC_KEY_FILE), 64 << 10).ok()?;
     keys::parse_public_key(&text).ok()
 }
 

@@ -185,3 +185,53 @@ impl Config {
             .unwrap_or_else(|| "principal".to_owned())
     }
 }
+
+/// Reading the policy files: the built-in set, then the principal's and the spool's
+/// `policy.toml` (`crate::graduation::policy`, module docs, for how they combine).
+impl crate::graduation::policy::PolicySet {
+    /// The built-in set plus `<config_dir>/policy.toml` and `<spool_root>/policy.toml` when they
+    /// exist (see the module docs for how the two combine).
+    ///
+    /// # Errors
+    /// [`crate::graduation::policy::PolicyError`] for an unreadable or invalid file, or an invalid class.
+    pub fn load(config_dir: &Path, spool_root: Option<&Path>) -> Result<Self, crate::graduation::policy::PolicyError> {
+        Self::load_owned(config_dir, spool_root, None)
+    }
+
+    /// [`PolicySet::load`] for a process that runs as an agent's user (the MCP gateway, the
+    /// hooks) in a spool `owner` owns: with `owner` (the principal), only the spool's
+    /// `policy.toml` counts — the agent's own configuration directory is the agent's to change,
+    /// even a file the principal put there can be deleted — and it must be `owner`'s, not a
+    /// symbolic link and not a hard link, or the set is an error (fail closed: every call is
+    /// refused with the reason). `owner: None` is [`PolicySet::load`].
+    ///
+    /// # Errors
+    /// As [`PolicySet::load`]; the spool's file belonging to another user.
+    pub fn load_owned(
+        config_dir: &Path,
+        spool_root: Option<&Path>,
+        owner: Option<u32>,
+    ) -> Result<Self, crate::graduation::policy::PolicyError> {
+        let mut set = Self::builtin();
+        let mut files = if owner.is_some() { Vec::new() } else { vec![config_dir.join("policy.toml")] };
+        files.extend(spool_root.map(|r| r.join("policy.toml")));
+        for path in files {
+            let text = match read_text_file_owned(&path, MAX_CONFIG_BYTES, owner) {
+                Ok(Some(t)) => t,
+                Ok(None) => {
+                    return Err(crate::graduation::policy::PolicyError::Io {
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::PermissionDenied,
+                            "not the spool owner's own file (another owner, or a hard link): the tool table of a shared spool is the principal's",
+                        ),
+                        path,
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(crate::graduation::policy::PolicyError::Io { path, source }),
+            };
+            set.merge_toml(&text, &path)?;
+        }
+        Ok(set)
+    }
+}

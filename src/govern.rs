@@ -44,10 +44,10 @@ pub enum GovernError {
     Policy(#[from] crate::graduation::policy::PolicyError),
     /// The pinned keys file.
     #[error("{0}")]
-    Keys(#[from] crate::keys::KeyError),
+    Keys(#[from] crate::key_files::KeyError),
     /// The chain.
     #[error("{0}")]
-    Chain(#[from] crate::chain::ChainError),
+    Chain(#[from] crate::chain_file::ChainError),
     /// I/O.
     #[error("{0}")]
     Io(#[from] io::Error),
@@ -1044,7 +1044,7 @@ impl Live {
             self.spool.chain_path(),
             self.config_dir.join("policy.toml"),
             self.spool.root().join("policy.toml"),
-            self.config_dir.join(crate::keys::PINNED_FILE),
+            self.config_dir.join(crate::key_files::PINNED_FILE),
             self.spool.packets_dir(),
         ]
     }

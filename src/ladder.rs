@@ -800,6 +800,11 @@ pub fn merge_preconditions(tool: &[ActionPrecondition], caller: &[ActionPrecondi
     tool.iter().chain(caller).cloned().collect()
 }
 
+/// The `check_id`s of two-phase execution warrant can observe (`lodestar-and-tiers.md` §A5):
+/// the observer ([`crate::preconditions`], a surface) knows these, and a tool table that names
+/// another is refused when it is read.
+pub const PRECONDITION_CHECKS: [&str; 4] = ["file.sha256", "file.exists", "git.head_unchanged", "git.head"];
+
 /// One re-checked precondition (§A3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PreconditionCheck {

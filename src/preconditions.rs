@@ -42,8 +42,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The `check_id`s [`Observer::observe`] knows.
-pub const CHECKS: [&str; 4] = ["file.sha256", "file.exists", "git.head_unchanged", "git.head"];
+/// The `check_id`s [`Observer::observe`] knows (the protocol's list).
+pub use crate::ladder::PRECONDITION_CHECKS as CHECKS;
 
 /// Limits on what observing one packet's preconditions may cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! The chain is mostly receipts (agents report far more than the principal decides), with one
 //! signed principal decision every `decision_every` records. Records are sealed in memory and
 //! written through one buffered writer, synced once at the end: this is a generator, not an
-//! append path (appends are [`crate::chain::append`], one `fsync` each).
+//! append path (appends are [`crate::chain_file::append`], one `fsync` each).
 
 use crate::chain::{self, ChainHead};
 use crate::decision::{self, DecisionInput, Verdict};

@@ -11,13 +11,15 @@
 //! over 1 MiB, not JSON, fail their schema, or carry unsafe or duplicate ids are listed as
 //! invalid with the reason, beside the valid ones.
 
-use crate::chain::{self, ChainError, VerifyOptions};
+use crate::chain::{self, VerifyOptions};
 pub use crate::chain_evidence::ChainEvidence;
+use crate::chain_file::{self, ChainError};
 use crate::control::{ControlEvent, ControlInput, ControlKind, ControlState};
 use crate::decision::{self, DecisionInput, SignedDecision, Verdict};
 use crate::graduation::evidence::{EvidenceRow, SourceType};
 use crate::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt, receipt_evidence};
-use crate::keys::{PinnedKeys, Principal, write_atomic};
+use crate::key_files::write_atomic;
+use crate::keys::{PinnedKeys, Principal};
 use crate::packet::{self, DecisionState, InvalidReason, MAX_FILE_BYTES, Packet, Receipt};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -1082,8 +1084,8 @@ pub struct VerifiedView {
 }
 
 /// Verifies a spool's chain, extending `cache` (a previous [`VerifiedView`] of this spool) when
-/// it can: when the chain grew and still starts with the cached prefix ([`chain::prefix_holds`]),
-/// only the records after it are verified ([`chain::verify_tail_with`]) and folded into the cached
+/// it can: when the chain grew and still starts with the cached prefix ([`chain_file::prefix_holds`]),
+/// only the records after it are verified ([`chain_file::verify_tail_with`]) and folded into the cached
 /// view; when the tail has any finding, or the prefix does not hold, or there is no cache, the
 /// whole chain is verified, so every report with findings comes from a full verification.
 /// `progress` counts the bytes read (for a progress bar).
@@ -1131,7 +1133,7 @@ fn verify_chain_records(
     Ok((view, kept))
 }
 
-/// Verifies the records after `prefix` ([`chain::verify_tail_with`]) and builds the view of the
+/// Verifies the records after `prefix` ([`chain_file::verify_tail_with`]) and builds the view of the
 /// whole chain: `base` is the view of the prefix (`None`: an empty view, right for the empty
 /// prefix), the tail's decisions, evidence, receipts and controls are folded onto it, and the
 /// principal's latest checkpoint is checked against the whole report. `Ok(None)` when the chain
@@ -1157,8 +1159,8 @@ fn view_after(
     // The checkpoint is read before the chain: the chain only grows, so it holds at least what a
     // checkpoint read first pins, while one read after could pin records appended after the chain
     // was read (a decision signed meanwhile), and a sound chain would look cut off.
-    let (checkpoint, _) = crate::checkpoint::latest(spool, pinned);
-    let tail = chain::verify_tail_with(&spool.chain_path(), prefix, opts, &["tg_receipt"], progress, |i, rec| {
+    let (checkpoint, _) = crate::checkpoint_files::latest(spool, pinned);
+    let tail = chain_file::verify_tail_with(&spool.chain_path(), prefix, opts, &["tg_receipt"], progress, |i, rec| {
         if let Some((id, d)) = chain_decision_of(rec) {
             let kept = keep(&id).then(|| rec.clone());
             found.push((i, id, d, kept));
@@ -1182,7 +1184,7 @@ fn view_after(
     })?;
     let Some(tail) = tail else { return Ok(None) };
     let mut report = tail.report.clone();
-    if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint::check(&spool.chain_path(), &cp, &report)) {
+    if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint_files::check(&spool.chain_path(), &cp, &report)) {
         report.findings.push(f);
     }
     let bad: std::collections::HashSet<usize> = report.findings.iter().filter_map(|f| f.index).collect();
@@ -1271,7 +1273,7 @@ const RECORD_ID_NEEDLE: &str = "\"record_id\":\"";
 /// A spool's chain (never through a symlink) opened for reading at byte `from`.
 fn open_chain_at(path: &Path, from: u64) -> io::Result<fs::File> {
     use io::{Seek as _, SeekFrom};
-    let mut file = chain::open_regular(path, true).map_err(|e| io::Error::other(e.to_string()))?;
+    let mut file = chain_file::open_regular(path, true).map_err(|e| io::Error::other(e.to_string()))?;
     file.seek(SeekFrom::Start(from))?;
     Ok(file)
 }
@@ -1416,8 +1418,8 @@ struct Checkpointed {
 }
 
 /// The chain view a decision or a control is signed onto, from the principal's own signed
-/// checkpoint copy ([`crate::checkpoint::local_copy`], verified under the pinned keys) and the
-/// records after it: the tail is verified ([`chain::verify_tail_with`]), and what the caller needs
+/// checkpoint copy ([`crate::checkpoint_files::local_copy`], verified under the pinned keys) and the
+/// records after it: the tail is verified ([`chain_file::verify_tail_with`]), and what the caller needs
 /// of the prefix is scanned ([`scan_prefix`]: controls, and the decisions on `decisions_of`, or
 /// all). With `prove_prefix` (before a signature) the prefix must still be, byte for byte, the one
 /// the principal verified: its SHA-256 must equal the checkpoint's `prefix_sha256`, and no tail
@@ -1433,7 +1435,7 @@ fn checkpointed_view(
     prove_prefix: bool,
 ) -> Option<Checkpointed> {
     use sha2::Digest as _;
-    let local = crate::checkpoint::local_copy(spool)?;
+    let local = crate::checkpoint_files::local_copy(spool)?;
     let bytes = read_limited(&local).ok()?;
     let signed: Value = serde_json::from_slice(&bytes).ok()?;
     let cp = crate::checkpoint::verify(&signed, pinned, &local.display().to_string()).ok()?;
@@ -1480,7 +1482,7 @@ fn checkpointed_view(
         return None;
     }
     if view.last_receipt_hash.is_none() {
-        view.last_receipt_hash = chain::find_last(&spool.chain_path(), receipt_hash_of).ok()?;
+        view.last_receipt_hash = chain_file::find_last(&spool.chain_path(), receipt_hash_of).ok()?;
     }
     Some(Checkpointed { view, kept, prefix_hash })
 }
@@ -1962,8 +1964,8 @@ pub fn record_receipt(
     let path = spool.chain_path();
     let mut refusal = None;
     let mut receipt = Value::Null;
-    let appended = chain::append(&path, |head| {
-        let prev = match chain::find_last(&path, receipt_hash_of) {
+    let appended = chain_file::append(&path, |head| {
+        let prev = match chain_file::find_last(&path, receipt_hash_of) {
             Ok(p) => p,
             Err(e) => return Err(e.to_string()),
         };
@@ -2077,7 +2079,7 @@ fn verified_view(
     whole_view_for_signing(spool, pinned, &keep)
 }
 
-/// The whole chain verified (the parallel byte-level verifier, [`chain::verify_file`], with every
+/// The whole chain verified (the parallel byte-level verifier, [`chain_file::verify_file`], with every
 /// warrant signature against the pinned keys, and the principal's latest checkpoint checked),
 /// then, if it verified, scanned once ([`scan_prefix`]) for its controls and decisions and
 /// hashed for the next checkpoint. As with a checkpointed view, the evidence rows are not read
@@ -2095,10 +2097,10 @@ fn whole_view_for_signing(
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
     let mut report = match fs::symlink_metadata(&path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => chain::VerifyReport::default(),
-        _ => chain::verify_file(&path, opts)?,
+        _ => chain_file::verify_file(&path, opts)?,
     };
-    let (checkpoint, _) = crate::checkpoint::latest(spool, pinned);
-    if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint::check(&path, &cp, &report)) {
+    let (checkpoint, _) = crate::checkpoint_files::latest(spool, pinned);
+    if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint_files::check(&path, &cp, &report)) {
         report.findings.push(f);
     }
     if let Some(first) = report.first() {
@@ -2121,12 +2123,12 @@ fn whole_view_for_signing(
     for (agent, uid) in &scan.publishers {
         view.controls.bind_publisher(agent, *uid);
     }
-    view.last_receipt_hash = chain::find_last(&path, receipt_hash_of)?;
+    view.last_receipt_hash = chain_file::find_last(&path, receipt_hash_of)?;
     Ok(Checkpointed { view, kept: scan.kept, prefix_hash: scan.hasher.map(|h| (h, bytes)) })
 }
 
 /// Signs the checkpoint that follows an appended decision or control (`bytes`: the chain's length
-/// now) and writes it ([`crate::checkpoint::write`]); a failed write is logged, the decision
+/// now) and writes it ([`crate::checkpoint_files::write`]); a failed write is logged, the decision
 /// stands. Its `prefix_sha256` extends `hashed` (the SHA-256 state over the chain's first bytes,
 /// and how many) over the rest of the chain up to `bytes`, read under the lock; without it the
 /// chain is hashed from its start. Returns the signed checkpoint for the decision file, `Null`
@@ -2160,7 +2162,7 @@ fn sign_checkpoint(
         &crate::canonical::prefixed(&digest),
         at,
     );
-    if let Err(e) = crate::checkpoint::write(spool, &cp) {
+    if let Err(e) = crate::checkpoint_files::write(spool, &cp) {
         tracing::warn!(error = %e, "could not write the checkpoint");
     }
     cp
@@ -2332,9 +2334,9 @@ fn decide_as(
     // Decision files lost earlier (a full disk) are restored from the chain on the way (listed
     // before the lock is taken): the prefix is scanned for every decision only when some are.
     let missing = ids_without_decision_files(spool);
-    let appended = chain::append_then(
+    let appended = chain_file::append_then(
         &chain_path,
-        chain::LOCK_DEADLINE,
+        chain_file::LOCK_DEADLINE,
         |head| {
             let decisions_of = missing.is_empty().then_some(packet.id.as_str());
             let keep = |id: &str| missing.contains(id) || (id == packet.id && !spool.decision_path(id).exists());
@@ -2515,7 +2517,7 @@ fn list_refused(refused: &[(String, DecideError)]) -> String {
 /// Signs the same decision on each of `items` and records them as one group (issue 18, batch
 /// triage): one signed decision document and one chain record per packet, exactly as
 /// [`decide_with`] makes them, appended under one lock of the chain, after one verification of
-/// it, with one `fdatasync` for the group ([`chain::append_many_then`]) and one checkpoint after
+/// it, with one `fdatasync` for the group ([`chain_file::append_many_then`]) and one checkpoint after
 /// the last record; then one decision file per packet.
 ///
 /// **All or nothing.** Every packet is checked as [`decide_with`] checks one (blocked,
@@ -2580,9 +2582,9 @@ pub fn decide_many(
     let mut checkpoint = Value::Null;
     let prefix_hash = std::cell::Cell::new(None);
     let missing = ids_without_decision_files(spool);
-    let appended = chain::append_many_then(
+    let appended = chain_file::append_many_then(
         &spool.chain_path(),
-        chain::LOCK_DEADLINE,
+        chain_file::LOCK_DEADLINE,
         |head| {
             let keep = |id: &str| missing.contains(id) || (seen.contains(id) && !spool.decision_path(id).exists());
             let view = match verified_view(spool, pinned, keep, None) {
@@ -2885,9 +2887,9 @@ fn append_signed_record(
     let mut refusal: Option<DecideError> = None;
     // The SHA-256 over the prefix the verification proved, from the check to the checkpoint.
     let prefix_hash = std::cell::Cell::new(None);
-    let appended = chain::append_then(
+    let appended = chain_file::append_then(
         &spool.chain_path(),
-        chain::LOCK_DEADLINE,
+        chain_file::LOCK_DEADLINE,
         |head| {
             let view = match verified_view(spool, pinned, |_| false, None) {
                 Ok(c) => {
@@ -3235,13 +3237,19 @@ pub fn audit_chain(
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
     let mut entries = Vec::new();
     let keep = ["tg_receipt", "warrant_grant", "approval", "reason"];
-    let tail =
-        chain::verify_tail_with(&spool.chain_path(), &chain::Verified::default(), opts, &keep, &progress, |i, rec| {
+    let tail = chain_file::verify_tail_with(
+        &spool.chain_path(),
+        &chain::Verified::default(),
+        opts,
+        &keep,
+        &progress,
+        |i, rec| {
             entries.push(crate::audit::entry_of_record(i, rec));
-        })?;
+        },
+    )?;
     let mut report = tail.map(|t| t.report).unwrap_or_default();
-    let (checkpoint, _) = crate::checkpoint::latest(spool, pinned);
-    if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint::check(&spool.chain_path(), &cp, &report)) {
+    let (checkpoint, _) = crate::checkpoint_files::latest(spool, pinned);
+    if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint_files::check(&spool.chain_path(), &cp, &report)) {
         report.findings.push(f);
     }
     let bad: std::collections::HashSet<u64> =

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 use std::process::Command;
+use warrant::chain_file;
 use warrant::decision::Verdict;
 use warrant::keys::{PinnedKeys, Principal};
 use warrant::spool::{self, BatchError, BatchItem, DecideError, Scanner, Spool};
@@ -82,7 +83,7 @@ fn a_batch_signs_one_record_and_one_decision_file_per_packet() {
         assert_eq!(receipt["prev_hash"].as_str().map(str::to_owned), prev, "{id}: receipts linked");
         prev = receipt["content_hash"].as_str().map(str::to_owned);
     }
-    let (cp, notes) = warrant::checkpoint::latest(&f.spool, &f.pinned);
+    let (cp, notes) = warrant::checkpoint_files::latest(&f.spool, &f.pinned);
     assert!(notes.is_empty(), "{notes:?}");
     assert_eq!(cp.expect("a checkpoint").records, 5);
     // A second batch naming a decided packet signs nothing.
@@ -194,7 +195,7 @@ fn the_cli_approves_and_refuses_several_ids() {
     }
 }
 
-// `chain::append_many_then`: the group is sealed record onto record and written whole, `after`
+// `chain_file::append_many_then`: the group is sealed record onto record and written whole, `after`
 // runs once with every record; an empty group or a builder's refusal writes nothing.
 #[test]
 fn append_many_then_writes_a_group_or_nothing() {
@@ -206,11 +207,11 @@ fn append_many_then_writes_a_group_or_nothing() {
         meta.insert("note".into(), json!(format!("r{n}")));
         chain::new_record_body("agent-a", "draft.compose", None, "success", "t", "suggest", AT, meta)
     };
-    chain::append(&path, |_| Ok(body(0))).expect("first");
+    chain_file::append(&path, |_| Ok(body(0))).expect("first");
     let mut seen = Vec::new();
-    let got = chain::append_many_then(
+    let got = chain_file::append_many_then(
         &path,
-        chain::LOCK_DEADLINE,
+        chain_file::LOCK_DEADLINE,
         |head| {
             assert_eq!(head.last_index, 1);
             Ok((1..=3).map(body).collect())
@@ -222,12 +223,14 @@ fn append_many_then_writes_a_group_or_nothing() {
     assert_eq!(got.iter().map(|a| a.chain_index).collect::<Vec<_>>(), [2, 3, 4]);
     assert_eq!(seen, [(vec![2, 3, 4], len)]);
     assert_eq!(got[1].record["previous_hash"], json!(got[0].entry_hash));
-    let report = chain::verify_file(&path, chain::VerifyOptions::default()).expect("verify");
+    let report = chain_file::verify_file(&path, chain::VerifyOptions::default()).expect("verify");
     assert!(report.is_valid() && report.total == 4, "{report:?}");
     let before = std::fs::read(&path).expect("read");
-    let empty = chain::append_many_then(&path, chain::LOCK_DEADLINE, |_| Ok(Vec::new()), |_, _| panic!("no after"));
-    assert!(matches!(empty, Err(chain::ChainError::Build(_))), "{empty:?}");
-    let refused = chain::append_many_then(&path, chain::LOCK_DEADLINE, |_| Err("no".into()), |_, _| panic!("no after"));
-    assert!(matches!(refused, Err(chain::ChainError::Build(_))), "{refused:?}");
+    let empty =
+        chain_file::append_many_then(&path, chain_file::LOCK_DEADLINE, |_| Ok(Vec::new()), |_, _| panic!("no after"));
+    assert!(matches!(empty, Err(chain_file::ChainError::Build(_))), "{empty:?}");
+    let refused =
+        chain_file::append_many_then(&path, chain_file::LOCK_DEADLINE, |_| Err("no".into()), |_, _| panic!("no after"));
+    assert!(matches!(refused, Err(chain_file::ChainError::Build(_))), "{refused:?}");
     assert_eq!(std::fs::read(&path).expect("read"), before, "nothing written");
 }

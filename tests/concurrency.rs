@@ -1,6 +1,6 @@
 //! Many writers at once: 16 writers (4 running the real `warrant` binary, 12 library threads)
 //! append receipts and decisions to one spool while the real console runs under tmux on it.
-//! Afterwards the chain verifies (`chain::verify_file` and `warrant verify`), no acknowledged
+//! Afterwards the chain verifies (`chain_file::verify_file` and `warrant verify`), no acknowledged
 //! append is lost or duplicated, each is at the index it reported, each writer's records are in its
 //! own order, and the console is alive and shows the whole chain as ok. The full run (80,000
 //! records) is `cargo run --release --example writers` (docs/performance.md#appends).

@@ -4,7 +4,7 @@
 //! verification path ([`spool::verify_chain_from`] extending its cached verification, and at start
 //! [`spool::checkpointed_chain_view`] then the whole chain), fed through `app::update` without a
 //! terminal. The console must show, located, the first finding `warrant verify`
-//! (`chain::verify_file`) reports; and a decision must be refused on it, naming that finding,
+//! (`chain_file::verify_file`) reports; and a decision must be refused on it, naming that finding,
 //! wherever the mutation is (the checkpointed prefix is trusted only while it hashes to the
 //! checkpoint's `prefix_sha256`).
 #![cfg(feature = "console")]
@@ -13,7 +13,8 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{Map, Value, json};
 use std::sync::atomic::AtomicU64;
-use warrant::chain::{self, VerifyOptions};
+use warrant::chain::VerifyOptions;
+use warrant::chain_file;
 use warrant::console::app::{self, Action, ChainState, Mode, State};
 use warrant::console::keymap::Keymap;
 use warrant::decision::{self, DecisionInput, Verdict};
@@ -163,7 +164,7 @@ proptest! {
         let path = spool.chain_path();
         for (i, (receipt, approve, class)) in kinds.iter().enumerate() {
             let body = record(i, *receipt, *approve, *class);
-            chain::append(&path, |_| Ok(body)).expect("append");
+            chain_file::append(&path, |_| Ok(body)).expect("append");
         }
         let bytes = std::fs::read(&path).expect("read");
         let spans = line_spans(&bytes);
@@ -178,7 +179,7 @@ proptest! {
             &warrant::canonical::sha256_prefixed(&bytes[..spans[k - 1].1]),
             "2026-11-21T08:59:00Z",
         );
-        warrant::checkpoint::write(&spool, &cp).expect("checkpoint");
+        warrant::checkpoint_files::write(&spool, &cp).expect("checkpoint");
         let pinned = pins();
         let progress = AtomicU64::new(0);
 
@@ -199,7 +200,7 @@ proptest! {
         prop_assume!(mutated.last() == Some(&b'\n'));
         std::fs::write(&path, &mutated).expect("write");
         let opts = VerifyOptions { pinned: Some(&pinned), strict_signatures: true };
-        let expected = chain::verify_file(&path, opts).expect("verify_file");
+        let expected = chain_file::verify_file(&path, opts).expect("verify_file");
         let expected = expected.first().cloned().expect("the mutation is a finding");
 
         // (a) The running console verifies again, from its cache.
@@ -240,7 +241,7 @@ proptest! {
             match result {
                 Err(spool::DecideError::ChainBroken(why)) => prop_assert_eq!(why, expected.to_string()),
                 // The last line itself no longer parses: the append refuses before verifying.
-                Err(spool::DecideError::Chain(chain::ChainError::BadTail { .. })) => {
+                Err(spool::DecideError::Chain(chain_file::ChainError::BadTail { .. })) => {
                     prop_assert_eq!(expected.index, Some(spans.len() - 1), "{}", expected);
                 }
                 other => prop_assert!(false, "decided on a tampered chain: {:?}", other.map(|d| d.appended.chain_index)),

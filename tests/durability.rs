@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 use warrant::chain::{self, Check, VerifyOptions};
+use warrant::chain_file;
 use warrant::decision::Verdict;
 use warrant::keys::{PinnedKeys, Principal};
 use warrant::spool::{self, Scanner, Spool};
@@ -18,28 +19,28 @@ fn a_torn_final_line_is_reported_then_set_aside_byte_for_byte() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("chain.jsonl");
     for n in 0..3 {
-        chain::append(&path, |_| Ok(receipt_body(n))).expect("append");
+        chain_file::append(&path, |_| Ok(receipt_body(n))).expect("append");
     }
     let whole = std::fs::read(&path).expect("read");
     let fragment = br#"{"action":"draft.compose","agent":"agent-a","approver":nu"#;
     std::fs::write(&path, [whole.as_slice(), fragment].concat()).expect("tear");
 
     // Verification reports the torn tail, and the three records still verify.
-    let report = chain::verify_file(&path, VerifyOptions::default()).expect("verify");
+    let report = chain_file::verify_file(&path, VerifyOptions::default()).expect("verify");
     assert!(report.is_valid(), "{:?}", report.findings);
     assert_eq!((report.total, report.torn_tail), (3, Some(fragment.len() as u64)));
 
     // Recovery moves exactly the fragment to a side file and restores the chain's bytes.
-    let aside = chain::recover_torn_tail(&path).expect("recover").expect("something set aside");
+    let aside = chain_file::recover_torn_tail(&path).expect("recover").expect("something set aside");
     assert_eq!(std::fs::read(&aside.side_file).expect("side file"), fragment);
     assert_eq!((aside.bytes, aside.offset), (fragment.len() as u64, whole.len() as u64));
     assert!(aside.message().contains("torn") && aside.message().contains(&aside.side_file.display().to_string()));
     assert_eq!(std::fs::read(&path).expect("read"), whole);
-    assert_eq!(chain::recover_torn_tail(&path).expect("again"), None);
+    assert_eq!(chain_file::recover_torn_tail(&path).expect("again"), None);
 
     // An append onto a torn chain sets the fragment aside itself and links to the last record.
     std::fs::write(&path, [whole.as_slice(), b"{\"half"].concat()).expect("tear again");
-    let appended = chain::append(&path, |_| Ok(receipt_body(9))).expect("append after a tear");
+    let appended = chain_file::append(&path, |_| Ok(receipt_body(9))).expect("append after a tear");
     assert_eq!(appended.chain_index, 4);
     let sides: Vec<_> = std::fs::read_dir(dir.path())
         .expect("dir")
@@ -47,7 +48,7 @@ fn a_torn_final_line_is_reported_then_set_aside_byte_for_byte() {
         .filter(|e| e.file_name().to_string_lossy().starts_with("chain.jsonl.torn-"))
         .collect();
     assert_eq!(sides.len(), 2, "each tear keeps its own side file");
-    let report = chain::verify_file(&path, VerifyOptions::default()).expect("verify");
+    let report = chain_file::verify_file(&path, VerifyOptions::default()).expect("verify");
     assert!(report.is_valid() && report.torn_tail.is_none(), "{:?}", report);
     assert_eq!(report.total, 4);
 }
@@ -95,7 +96,7 @@ fn decide_all(f: &Fixture, n: usize) {
 fn every_decision_signs_a_checkpoint_and_truncation_is_detected() {
     let f = fixture();
     decide_all(&f, 4);
-    let (cp, notes) = warrant::checkpoint::latest(&f.spool, &f.pinned);
+    let (cp, notes) = warrant::checkpoint_files::latest(&f.spool, &f.pinned);
     let cp = cp.expect("a checkpoint");
     assert!(notes.is_empty(), "{notes:?}");
     assert_eq!(cp.records, 4);
@@ -110,7 +111,7 @@ fn every_decision_signs_a_checkpoint_and_truncation_is_detected() {
     // Cut the last record off: the chain alone still verifies, the checkpoint does not agree.
     let cut = bytes[..bytes.len() - 1].iter().rposition(|&b| b == b'\n').expect("newline") + 1;
     std::fs::write(f.spool.chain_path(), &bytes[..cut]).expect("truncate");
-    let plain = chain::verify_file(&f.spool.chain_path(), VerifyOptions::default()).expect("verify");
+    let plain = chain_file::verify_file(&f.spool.chain_path(), VerifyOptions::default()).expect("verify");
     assert!(plain.is_valid(), "a prefix of a chain is a valid chain");
     let view = spool::verify_chain(&f.spool, &f.pinned).expect("verify");
     let first = view.report.first().expect("a finding");
@@ -146,10 +147,10 @@ fn checkpoints_hash_their_prefix_and_a_repeated_record_id_is_refused() {
     decide_all(&f, 2);
     // Receipts after the checkpoint, then a decision: its checkpoint extends the prefix's hash.
     for n in 0..3 {
-        chain::append(&f.spool.chain_path(), |_| Ok(receipt_body(n))).expect("append");
+        chain_file::append(&f.spool.chain_path(), |_| Ok(receipt_body(n))).expect("append");
     }
     publish_and_decide(&f, "p-next").expect("decided after the receipts");
-    let (cp, _) = warrant::checkpoint::latest(&f.spool, &f.pinned);
+    let (cp, _) = warrant::checkpoint_files::latest(&f.spool, &f.pinned);
     let cp = cp.expect("a checkpoint");
     let bytes = std::fs::read(f.spool.chain_path()).expect("chain");
     assert_eq!((cp.records, cp.bytes), (6, bytes.len() as u64));
@@ -159,8 +160,8 @@ fn checkpoints_hash_their_prefix_and_a_repeated_record_id_is_refused() {
     let first: Value = serde_json::from_slice(bytes.split(|&b| b == b'\n').next().expect("line")).expect("json");
     let mut body = receipt_body(9);
     body.insert("record_id".into(), first["record_id"].clone());
-    chain::append(&f.spool.chain_path(), |_| Ok(body)).expect("append");
-    let full = chain::verify_file(&f.spool.chain_path(), VerifyOptions::default()).expect("verify");
+    chain_file::append(&f.spool.chain_path(), |_| Ok(body)).expect("append");
+    let full = chain_file::verify_file(&f.spool.chain_path(), VerifyOptions::default()).expect("verify");
     let expected = full.first().expect("a duplicate").to_string();
     assert!(expected.contains("duplicate record_id"), "{expected}");
     match publish_and_decide(&f, "p-after-dup") {
@@ -174,7 +175,7 @@ fn a_rewritten_head_and_a_forged_checkpoint_are_caught() {
     let f = fixture();
     decide_all(&f, 2);
     let good = std::fs::read(f.spool.chain_path()).expect("chain");
-    let cp_file = f.spool.root().join(warrant::checkpoint::CHECKPOINT_FILE);
+    let cp_file = f.spool.root().join(warrant::checkpoint_files::CHECKPOINT_FILE);
     let signed: Value = serde_json::from_slice(&std::fs::read(&cp_file).expect("checkpoint")).expect("json");
 
     // A checkpoint claiming more records, re-signed by a key that is not pinned, is ignored with a note.
@@ -182,7 +183,7 @@ fn a_rewritten_head_and_a_forged_checkpoint_are_caught() {
     let head = signed["document"]["head_hash"].as_str().expect("hash");
     let forged = warrant::checkpoint::sign(&mallory, 99, head, 1, &warrant::canonical::sha256_prefixed(&good), "t");
     std::fs::write(&cp_file, serde_json::to_vec(&forged).expect("json")).expect("write");
-    let (cp, notes) = warrant::checkpoint::latest(&f.spool, &f.pinned);
+    let (cp, notes) = warrant::checkpoint_files::latest(&f.spool, &f.pinned);
     assert_eq!(cp.expect("the decision files' checkpoint").records, 2);
     assert!(notes.iter().any(|n| n.contains("checkpoint ignored")), "{notes:?}");
 
@@ -191,14 +192,14 @@ fn a_rewritten_head_and_a_forged_checkpoint_are_caught() {
     for e in std::fs::read_dir(f.spool.decisions_dir()).expect("dir").flatten() {
         std::fs::remove_file(e.path()).expect("rm");
     }
-    let (cp, _) = warrant::checkpoint::latest(&f.spool, &f.pinned);
+    let (cp, _) = warrant::checkpoint_files::latest(&f.spool, &f.pinned);
     assert_eq!(cp.expect("the principal's copy").records, 2);
 
     // Cut the last record and append another in its place: as long, valid, but not what was signed.
     let text = String::from_utf8(good).expect("utf-8");
     let first_line = text.lines().next().expect("line");
     std::fs::write(f.spool.chain_path(), format!("{first_line}\n")).expect("cut");
-    chain::append(&f.spool.chain_path(), |_| Ok(receipt_body(1))).expect("append");
+    chain_file::append(&f.spool.chain_path(), |_| Ok(receipt_body(1))).expect("append");
     let view = spool::verify_chain(&f.spool, &f.pinned).expect("verify");
     let finding = view.report.findings.iter().find(|x| x.check == Check::Checkpoint).expect("checkpoint finding");
     assert_eq!(finding.index, Some(1), "{finding}");
@@ -209,7 +210,7 @@ fn a_rewritten_head_and_a_forged_checkpoint_are_caught() {
 // Crashes: writers killed with SIGKILL at random points of their appends.
 //
 // The test binary runs itself as the child writers (the same test, with WARRANT_CRASH_CHILD set),
-// so the children are real processes calling the real library: `chain::append` on a real file
+// so the children are real processes calling the real library: `chain_file::append` on a real file
 // under the real lock. A looping child prints `B <seq>` before an append, `L <seq>` from inside
 // the builder (called under the lock, just before the line is written) and `A <seq> <index>`
 // only after `append` returned Ok: the acknowledgement. A torn child takes the chain's lock as
@@ -253,7 +254,7 @@ fn crash_child(spec: &str) -> ! {
     if parts[0] == "loop" {
         for seq in 0u64.. {
             writeln!(out, "B {seq}").and_then(|()| out.flush()).expect("stdout");
-            let appended = chain::append(&path, |_| {
+            let appended = chain_file::append(&path, |_| {
                 // Under the lock: the line is written right after this returns.
                 let mut o = std::io::stdout().lock();
                 writeln!(o, "L {seq}").and_then(|()| o.flush()).expect("stdout");
@@ -477,7 +478,7 @@ fn sigkill_at_random_points_of_appends_loses_nothing_acknowledged() {
     );
 
     // The torn line at the end is detected on open (`warrant verify` says so, and verifies the rest).
-    let report = chain::verify_file(&path, VerifyOptions::default()).expect("verify");
+    let report = chain_file::verify_file(&path, VerifyOptions::default()).expect("verify");
     assert!(report.is_valid(), "{:?}", report.findings);
     let last_torn = torn.last().expect("at least one torn write");
     assert_eq!(report.torn_tail, Some(last_torn.len() as u64), "the final torn line is reported");
@@ -489,7 +490,7 @@ fn sigkill_at_random_points_of_appends_loses_nothing_acknowledged() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the chain ends in a torn line"));
     // Opening it for the principal sets it aside with a message naming the side file.
-    let aside = chain::recover_torn_tail(&path).expect("recover").expect("set aside");
+    let aside = chain_file::recover_torn_tail(&path).expect("recover").expect("set aside");
     assert!(aside.message().contains(&aside.side_file.display().to_string()), "{}", aside.message());
 
     // Every torn line is in its own side file, byte for byte; none is in the chain.
@@ -532,7 +533,7 @@ fn sigkill_at_random_points_of_appends_loses_nothing_acknowledged() {
 
     // The chain verifies; every acknowledged append is present, once, at its index; each writer's
     // records are in its order.
-    let report = chain::verify_file(&path, VerifyOptions::default()).expect("verify");
+    let report = chain_file::verify_file(&path, VerifyOptions::default()).expect("verify");
     assert!(report.is_valid() && report.torn_tail.is_none(), "{report:?}");
     let text = std::fs::read_to_string(&path).expect("chain");
     let notes: Vec<String> =

@@ -13,6 +13,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use warrant::chain::{self, Check};
+use warrant::chain_file;
 use warrant::decision::{self, DecisionInput, SignedDecision, Verdict};
 use warrant::keys::{PinnedKeys, Principal};
 use warrant::spool::{self, DecideError, Scanner};
@@ -386,7 +387,7 @@ fn forged_or_edited_chain_records_decide_nothing() {
     };
     let append_signed = |f: &Fixture, signed: &SignedDecision, hash: &str, verdict: Verdict| {
         let inp = input("victim", hash, verdict);
-        chain::append(&f.spool.chain_path(), |_| Ok(decision::record_body(&inp, signed))).expect("append");
+        chain_file::append(&f.spool.chain_path(), |_| Ok(decision::record_body(&inp, signed))).expect("append");
     };
     let cases: Vec<(&str, Attack, Check, &str)> = vec![
         (
@@ -486,7 +487,7 @@ fn forged_or_edited_chain_records_decide_nothing() {
         (
             "foreign: an approval signature that is no warrant decision",
             Box::new(move |f: &Fixture| {
-                chain::append(&f.spool.chain_path(), |_| {
+                chain_file::append(&f.spool.chain_path(), |_| {
                     let mut meta = serde_json::Map::new();
                     meta.insert(
                         "approval".into(),
@@ -1069,7 +1070,7 @@ fn hostile_chain_lines_are_findings_not_crashes() {
             _ => std::fs::create_dir(&path).expect("dir"),
         }
         let err = spool::verify_chain(&f.spool, &f.pinned).expect_err(case);
-        assert!(matches!(err, chain::ChainError::NotRegular { .. }), "{case}: {err}");
+        assert!(matches!(err, chain_file::ChainError::NotRegular { .. }), "{case}: {err}");
     }
     assert_eq!(cases.len(), 10);
 }
@@ -1402,7 +1403,7 @@ fn cli_output_shows_agent_text_inert() {
 
     // A chain with a hostile record: verify names it, inert.
     e.run(&["approve", "--yes", "p-evil"]);
-    chain::append(&e.spool().join("chain.jsonl"), |_| {
+    chain_file::append(&e.spool().join("chain.jsonl"), |_| {
         let mut body = chain::new_record_body(
             &agent,
             "draft.compose",

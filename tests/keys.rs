@@ -14,7 +14,7 @@ use base64::Engine as _;
 use cli_env::{BIN, Env, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use warrant::chain;
+use warrant::chain_file;
 use warrant::decision::{self, DecisionInput, Verdict};
 use warrant::key_event::{self, KeyEvent};
 use warrant::keys::Principal;
@@ -180,11 +180,11 @@ fn append_decision(path: &Path, p: &Principal, id: &str) {
         decided_at: AT,
     };
     let signed = decision::sign_decision(p, &input);
-    chain::append(path, |_| Ok(decision::record_body(&input, &signed))).expect("append decision");
+    chain_file::append(path, |_| Ok(decision::record_body(&input, &signed))).expect("append decision");
 }
 
 fn append_event(path: &Path, event: &KeyEvent, current: &Principal, new: Option<&Principal>) {
-    chain::append(path, |_| Ok(key_event::record_body(event, current, new, AT))).expect("append event");
+    chain_file::append(path, |_| Ok(key_event::record_body(event, current, new, AT))).expect("append event");
 }
 
 fn pin_file(e: &Env, name: &str, p: &Principal) -> PathBuf {
@@ -351,7 +351,7 @@ fn an_auditor_without_the_pin_gets_the_pin_hint_not_a_forgery() {
     let mut sig = decision::sign_document(&mallory, &doc);
     sig["key_fingerprint"] = Value::from(key.fingerprint());
     let signed = decision::SignedDecision { document: doc, signature: sig };
-    chain::append(&path, |_| Ok(decision::record_body(&input, &signed))).expect("append");
+    chain_file::append(&path, |_| Ok(decision::record_body(&input, &signed))).expect("append");
     let (code, report, out) = verify_as(&e, &aud, &path);
     assert_eq!(code, Some(1), "{out}");
     assert_eq!(report["first"]["check"], "signature", "{out}");
@@ -392,7 +392,7 @@ fn a_rotation_record_with_a_finding_trusts_no_new_key() {
     let aud = auditor(&e, "auditor", &[("alice", &pin_file(&e, "old.pub", &old))]);
     let path = e.dir.path().join("flawed.jsonl");
     let rotate = KeyEvent::Rotate { principal: "alice".into(), old: old.fingerprint(), new_key: new.verifying_key() };
-    chain::append(&path, |_| {
+    chain_file::append(&path, |_| {
         let mut body = key_event::record_body(&rotate, &old, Some(&new), AT);
         body.insert("unexpected".into(), Value::from(1));
         Ok(body)

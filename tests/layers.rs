@@ -28,16 +28,20 @@ const PROTOCOL: &[&str] = &[
     "chain_evidence.rs",
     "packet.rs",
     "calls.rs",
+    "chain.rs",
+    "checkpoint.rs",
+    "keys.rs",
 ];
 
 /// Modules that read or write the spool, the configuration or the file system, or serve a
-/// surface. `chain`, `checkpoint` and `keys` hold protocol (records, verification, documents,
-/// signatures) and files (appends, locks, key files) together until issue 19 splits them.
+/// surface. The chain, checkpoints and keys are split: their records, documents and signatures
+/// are the protocol's (`chain`, `checkpoint`, `keys`), their files the store's (`chain_file`,
+/// `checkpoint_files`, `key_files`).
 const NOT_PROTOCOL: &[&str] = &[
     "spool",
-    "chain",
-    "checkpoint",
-    "keys",
+    "chain_file",
+    "checkpoint_files",
+    "key_files",
     "config",
     "preconditions",
     "monitor",
@@ -53,20 +57,9 @@ const NOT_PROTOCOL: &[&str] = &[
     "scale",
 ];
 
-/// The crossings that still exist: (file, module, why).
-const KNOWN: &[(&str, &str, &str)] = &[
-    ("graduation/policy.rs", "config", "policy.toml is read from files by the policy module itself"),
-    ("graduation/policy.rs", "preconditions", "the tool table checks precondition names against the observer's list"),
-    ("graduation/receipt.rs", "keys", "receipt signatures use the key types that live with the key files"),
-    ("decision.rs", "chain", "decision records are built with chain::new_record_body, beside the appends"),
-    ("decision.rs", "keys", "the key types live with the key files"),
-    ("control.rs", "chain", "control records are built with chain::new_record_body"),
-    ("control.rs", "keys", "the key types live with the key files"),
-    ("grant.rs", "chain", "grant records are built with chain::new_record_body"),
-    ("grant.rs", "keys", "the key types live with the key files"),
-    ("key_event.rs", "chain", "key-event records are built with chain::new_record_body"),
-    ("key_event.rs", "keys", "the key types live with the key files"),
-];
+/// The crossings that still exist: (file, module, why). Empty since issue 19 cut the last ones;
+/// kept so a crossing that must exist for a while is listed with its reason, not hidden.
+const KNOWN: &[(&str, &str, &str)] = &[];
 
 /// The `crate::<module>` paths of `code` (comment lines skipped), including each name of a
 /// `crate::{a, b::c}` group.

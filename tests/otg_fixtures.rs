@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 use warrant::canonical;
 use warrant::chain::{self, Check, Finding, VerifyOptions, VerifyReport};
+use warrant::chain_file;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/opentrustgraph/fixtures");
 const VALID: [&str; 3] = ["decision-chain", "effect-inheritance-chain", "tier-transition"];
@@ -218,7 +219,7 @@ fn shared_first_record_of_the_v0_1_fixtures() {
     assert!(h.starts_with("sha256:4995c13f") && h.ends_with("12f0"), "{h}");
 }
 
-// CONFORMANCE §4: appending the same logical records via chain::append reproduces every entry_hash and the root_hash.
+// CONFORMANCE §4: appending the same logical records via chain_file::append reproduces every entry_hash and the root_hash.
 #[test]
 fn appending_the_valid_fixtures_reproduces_their_hashes() {
     for name in VALID {
@@ -231,7 +232,7 @@ fn appending_the_valid_fixtures_reproduces_their_hashes() {
             for k in ["chain_index", "previous_hash", "entry_hash"] {
                 body.remove(k);
             }
-            let appended = chain::append(&path, |head| {
+            let appended = chain_file::append(&path, |head| {
                 assert_eq!(head.last_index, i as u64, "{name}: head index before record {i}");
                 assert_eq!(head.last_hash.as_deref(), last.as_deref(), "{name}: head hash before record {i}");
                 Ok(body)
@@ -245,7 +246,7 @@ fn appending_the_valid_fixtures_reproduces_their_hashes() {
         assert_eq!(last.as_deref(), env["chain"]["root_hash"].as_str(), "{name} root_hash");
 
         // The file reads back, verifies, and exports to an envelope that verifies with the same root.
-        let file = chain::read_chain(&path).expect("read back");
+        let file = chain_file::read_chain(&path).expect("read back");
         assert!(file.parse_findings.is_empty(), "{name}: {:?}", file.parse_findings);
         assert_eq!(&file.records, records(&env), "{name}");
         let report = file.verify(VerifyOptions::default());

@@ -7,6 +7,7 @@ use proptest::sample::Index;
 use serde_json::Value;
 use std::path::Path;
 use warrant::chain::{self, Check, VerifyOptions, VerifyReport};
+use warrant::chain_file;
 use warrant::decision::{self, DecisionError, DecisionInput, Verdict};
 use warrant::graduation::SourceType;
 use warrant::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt};
@@ -55,7 +56,7 @@ fn spec() -> impl Strategy<Value = Spec> {
         })
 }
 
-/// Appends one signed decision record per spec to `path` with `chain::append`.
+/// Appends one signed decision record per spec to `path` with `chain_file::append`.
 fn build_chain(path: &Path, specs: &[Spec]) {
     let p = principal();
     for (i, s) in specs.iter().enumerate() {
@@ -91,11 +92,11 @@ fn build_chain(path: &Path, specs: &[Spec]) {
             meta.insert("tg_receipt".into(), receipt);
             let body =
                 chain::new_record_body(&s.agent, CANONICAL[s.class].id, None, "success", &trace, "suggest", &at, meta);
-            chain::append(path, |_| Ok(body)).expect("append");
+            chain_file::append(path, |_| Ok(body)).expect("append");
             continue;
         }
         let signed = decision::sign_decision(&p, &input);
-        chain::append(path, |_| Ok(decision::record_body(&input, &signed))).expect("append");
+        chain_file::append(path, |_| Ok(decision::record_body(&input, &signed))).expect("append");
     }
 }
 
@@ -110,8 +111,8 @@ fn verify_bytes(dir: &Path, bytes: &[u8], pinned: Option<&PinnedKeys>) -> Verify
     let path = dir.join("mutated.jsonl");
     std::fs::write(&path, bytes).expect("write");
     let opts = VerifyOptions { pinned, strict_signatures: true };
-    let parsed = chain::read_chain(&path).expect("read").verify(opts);
-    let fast = chain::verify_file(&path, opts).expect("verify_file");
+    let parsed = chain_file::read_chain(&path).expect("read").verify(opts);
+    let fast = chain_file::verify_file(&path, opts).expect("verify_file");
     assert_eq!(parsed, fast, "the parsed and the byte-level verification disagree");
     parsed
 }

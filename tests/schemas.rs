@@ -8,6 +8,7 @@ use jsonschema::{Resource, Validator};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use warrant::chain::{self, VerifyOptions};
+use warrant::chain_file;
 use warrant::decision::Verdict;
 use warrant::keys::{PinnedKeys, Principal};
 use warrant::packet::{self, InvalidReason, PacketForm};
@@ -152,7 +153,7 @@ fn decided_chain(dir: &Path) -> (Vec<Value>, PinnedKeys) {
         spool::decide(&spool, &principal, &pinned, p, verdict, reason, &at)
             .unwrap_or_else(|e| panic!("decide {}: {e}", p.id));
     }
-    let file = chain::read_chain(&spool.chain_path()).expect("read chain");
+    let file = chain_file::read_chain(&spool.chain_path()).expect("read chain");
     assert!(file.parse_findings.is_empty(), "{:?}", file.parse_findings);
     assert_eq!(file.records.len(), packets.len());
     (file.records, pinned)

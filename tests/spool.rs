@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 use warrant::chain::{self, Check, VerifyOptions};
+use warrant::chain_file;
 use warrant::decision::Verdict;
 use warrant::keys::Principal;
 use warrant::packet::DecisionState;
@@ -193,9 +194,11 @@ fn scanner_is_incremental_and_sees_changes() {
     let snap = scanner.scan(&f.spool).expect("scan");
     assert!(snap.packets.is_empty() && snap.invalid.is_empty());
     // The verified chain of an empty spool is valid and empty.
-    let report =
-        chain::verify_file(&f.spool.chain_path(), VerifyOptions { pinned: Some(&f.pinned), strict_signatures: true })
-            .expect("verify");
+    let report = chain_file::verify_file(
+        &f.spool.chain_path(),
+        VerifyOptions { pinned: Some(&f.pinned), strict_signatures: true },
+    )
+    .expect("verify");
     assert!(report.is_valid() && report.total == 0);
 }
 
@@ -267,9 +270,9 @@ fn a_fifo_chain_is_refused_without_blocking() {
     let status = std::process::Command::new("mkfifo").arg(f.spool.chain_path()).status().expect("mkfifo");
     assert!(status.success());
     let err = spool::verify_chain(&f.spool, &f.pinned).expect_err("fifo");
-    assert!(matches!(err, chain::ChainError::NotRegular { .. }), "{err}");
-    let err = chain::verify_file(&f.spool.chain_path(), VerifyOptions::default()).expect_err("fifo");
-    assert!(matches!(err, chain::ChainError::NotRegular { .. }), "{err}");
+    assert!(matches!(err, chain_file::ChainError::NotRegular { .. }), "{err}");
+    let err = chain_file::verify_file(&f.spool.chain_path(), VerifyOptions::default()).expect_err("fifo");
+    assert!(matches!(err, chain_file::ChainError::NotRegular { .. }), "{err}");
 }
 
 // A record appended by someone else, correctly linked but with a bad signature, decides nothing:
@@ -292,7 +295,7 @@ fn forged_records_decide_nothing() {
         decided_at: AT,
     };
     let signed = warrant::decision::sign_decision(&mallory, &input);
-    chain::append(&f.spool.chain_path(), |_| Ok(warrant::decision::record_body(&input, &signed))).expect("append");
+    chain_file::append(&f.spool.chain_path(), |_| Ok(warrant::decision::record_body(&input, &signed))).expect("append");
     let spool::ChainView { report, decisions, .. } = spool::verify_chain(&f.spool, &f.pinned).expect("verify");
     assert!(!report.is_valid());
     assert!(report.findings.iter().any(|x| x.check == Check::UnpinnedKey && x.message.contains("not pinned")));
@@ -300,7 +303,7 @@ fn forged_records_decide_nothing() {
     // A foreign approval signature (not a warrant decision) in the spool's own chain is a
     // finding too: only pinned keys are accepted there.
     let g = fixture();
-    chain::append(&g.spool.chain_path(), |_| {
+    chain_file::append(&g.spool.chain_path(), |_| {
         let mut meta = serde_json::Map::new();
         meta.insert(
             "approval".into(),
@@ -337,11 +340,11 @@ fn a_held_lock_times_out_instead_of_hanging() {
         .expect("lock file");
     lock.lock().expect("hold the lock");
     let start = std::time::Instant::now();
-    let err = chain::append_with_deadline(&f.spool.chain_path(), std::time::Duration::from_millis(200), |_| {
+    let err = chain_file::append_with_deadline(&f.spool.chain_path(), std::time::Duration::from_millis(200), |_| {
         Ok(serde_json::Map::new())
     })
     .expect_err("locked");
-    assert!(matches!(err, chain::ChainError::Locked { .. }), "{err}");
+    assert!(matches!(err, chain_file::ChainError::Locked { .. }), "{err}");
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
     lock.unlock().expect("unlock");
 }

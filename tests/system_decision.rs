@@ -7,6 +7,7 @@
 use serde_json::{Map, Value, json};
 use warrant::audit::How;
 use warrant::chain;
+use warrant::chain_file;
 use warrant::decision::{self, DecisionError, DecisionInput, SignedDecision, SystemCause, Verdict};
 use warrant::graduation::Posterior;
 use warrant::graduation::policy::DEFAULT_THRESHOLD;
@@ -203,7 +204,7 @@ fn a_system_member_on_an_approval_or_an_unknown_cause_does_not_verify() {
 
     // In the chain, the approval marked as the system's is a finding and decides nothing.
     let forged = signed_with(&f.principal, &approve, json!("timeout"));
-    chain::append(&f.spool.chain_path(), |_| Ok(decision::record_body(&approve, &forged))).expect("append");
+    chain_file::append(&f.spool.chain_path(), |_| Ok(decision::record_body(&approve, &forged))).expect("append");
     let view = spool::verify_chain(&f.spool, &f.pinned).expect("verify");
     assert!(!view.report.is_valid(), "an approval marked as the system's must not verify");
     assert!(view.decisions.is_empty(), "{:?}", view.decisions);

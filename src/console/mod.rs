@@ -112,7 +112,7 @@ pub fn run(opts: Options) -> Result<()> {
     let set_aside = if opts.read_only {
         None
     } else {
-        crate::chain::recover_torn_tail(&opts.spool.chain_path()).wrap_err("checking the chain's last line")?
+        crate::chain_file::recover_torn_tail(&opts.spool.chain_path()).wrap_err("checking the chain's last line")?
     };
     // The demo writes its policy.toml before the policies are loaded.
     let demo = opts.demo_interval.map(|i| crate::demo::Demo::start(opts.spool.clone(), Duration::from_secs_f64(i)));

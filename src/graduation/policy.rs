@@ -491,7 +491,7 @@ struct ToolDef {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolPrecondition {
-    /// The check: one of [`crate::preconditions::CHECKS`] (`file.sha256`, `file.exists`,
+    /// The check: one of [`crate::ladder::PRECONDITION_CHECKS`] (`file.sha256`, `file.exists`,
     /// `git.head_unchanged`, `git.head`).
     pub check: String,
     /// The name of the call's input field holding the path (a string, or an array of strings:
@@ -732,52 +732,19 @@ impl PolicySet {
         }
     }
 
-    /// The built-in set plus `<config_dir>/policy.toml` and `<spool_root>/policy.toml` when they
-    /// exist (see the module docs for how the two combine).
+    /// Parses one `policy.toml` text (read from `path`, named in every error) on top of this set,
+    /// as the directory store reads them ([`PolicySet::load`], in `crate::config`).
     ///
     /// # Errors
-    /// [`PolicyError`] for an unreadable or invalid file, or an invalid class.
-    pub fn load(config_dir: &Path, spool_root: Option<&Path>) -> Result<Self, PolicyError> {
-        Self::load_owned(config_dir, spool_root, None)
-    }
-
-    /// [`PolicySet::load`] for a process that runs as an agent's user (the MCP gateway, the
-    /// hooks) in a spool `owner` owns: with `owner` (the principal), only the spool's
-    /// `policy.toml` counts — the agent's own configuration directory is the agent's to change,
-    /// even a file the principal put there can be deleted — and it must be `owner`'s, not a
-    /// symbolic link and not a hard link, or the set is an error (fail closed: every call is
-    /// refused with the reason). `owner: None` is [`PolicySet::load`].
-    ///
-    /// # Errors
-    /// As [`PolicySet::load`]; the spool's file belonging to another user.
-    pub fn load_owned(config_dir: &Path, spool_root: Option<&Path>, owner: Option<u32>) -> Result<Self, PolicyError> {
-        let mut set = Self::builtin();
-        let mut files = if owner.is_some() { Vec::new() } else { vec![config_dir.join("policy.toml")] };
-        files.extend(spool_root.map(|r| r.join("policy.toml")));
-        for path in files {
-            let text = match crate::config::read_text_file_owned(&path, crate::config::MAX_CONFIG_BYTES, owner) {
-                Ok(Some(t)) => t,
-                Ok(None) => {
-                    return Err(PolicyError::Io {
-                        source: std::io::Error::new(
-                            std::io::ErrorKind::PermissionDenied,
-                            "not the spool owner's own file (another owner, or a hard link): the tool table of a shared spool is the principal's",
-                        ),
-                        path,
-                    });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(source) => return Err(PolicyError::Io { path, source }),
-            };
-            let file: PolicyFile =
-                toml::from_str(&text).map_err(|e| PolicyError::Parse { path: path.clone(), message: e.to_string() })?;
-            // Name the file in every error, not only in parse errors.
-            set.merge_file(file).map_err(|e| match e {
-                PolicyError::Class { .. } => PolicyError::Parse { path: path.clone(), message: e.to_string() },
-                other => other,
-            })?;
-        }
-        Ok(set)
+    /// [`PolicyError::Parse`] naming `path`, or the errors of an invalid class or tool.
+    pub fn merge_toml(&mut self, text: &str, path: &Path) -> Result<(), PolicyError> {
+        let file: PolicyFile =
+            toml::from_str(text).map_err(|e| PolicyError::Parse { path: path.to_owned(), message: e.to_string() })?;
+        // Name the file in every error, not only in parse errors.
+        self.merge_file(file).map_err(|e| match e {
+            PolicyError::Class { .. } => PolicyError::Parse { path: path.to_owned(), message: e.to_string() },
+            other => other,
+        })
     }
 
     /// Parses one `policy.toml` text on top of the built-in set (for tests and tools).
@@ -1561,11 +1528,11 @@ fn parse_tool_table(
                 id: id.clone(),
                 message: format!("preconditions[{i}]: {message}"),
             };
-            if !crate::preconditions::CHECKS.contains(&pre.check.as_str()) {
+            if !crate::ladder::PRECONDITION_CHECKS.contains(&pre.check.as_str()) {
                 return Err(bad(format!(
                     "check {:?} is not one warrant can observe ({})",
                     pre.check,
-                    crate::preconditions::CHECKS.join(", ")
+                    crate::ladder::PRECONDITION_CHECKS.join(", ")
                 )));
             }
             if pre.argument.trim().is_empty() {

@@ -11,7 +11,8 @@
 use serde_json::{Map, Value, json};
 use std::io::Cursor;
 use warrant::canonical::{self, parse_strict, to_canonical_vec};
-use warrant::chain::{self, ChainHead, ChainReader, Line, VerifyOptions, VerifyReport};
+use warrant::chain::{self, ChainHead, Line, VerifyOptions, VerifyReport};
+use warrant::chain_file::ChainReader;
 use warrant::decision::{self, DecisionInput, Verdict};
 use warrant::graduation::evidence::{EvidenceRow, EvidenceSummary, SourceType, rows_from_json};
 use warrant::graduation::gate::{AgentStanding, GateRequest, can_execute};
@@ -202,7 +203,7 @@ fn borrowed(line: &Line<Value>) -> Line<&Value> {
     }
 }
 
-/// `chain.jsonl` bytes: `chain::ChainReader` and `chain::verify_stream`. A chain that verifies
+/// `chain.jsonl` bytes: `chain_file::ChainReader` and `chain::verify_stream`. A chain that verifies
 /// still verifies, with the same head, when its records are written out again (plain and
 /// canonical JSON), and its export verifies with `verified: true`.
 pub fn record(data: &[u8]) -> Result<(), String> {

@@ -13,7 +13,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use warrant::chain::{self, VerifyOptions};
+use warrant::chain::VerifyOptions;
+use warrant::chain_file;
 use warrant::decision::Verdict;
 use warrant::graduation::receipt::ReceiptOutcome;
 use warrant::keys::{PinnedKeys, Principal};
@@ -56,13 +57,13 @@ pub struct Outcome {
     pub chain_records: usize,
     /// Chain bytes.
     pub chain_bytes: u64,
-    /// `chain::verify_file` with the pinned keys: valid?
+    /// `chain_file::verify_file` with the pinned keys: valid?
     pub verify_file_valid: bool,
     /// Signatures it verified.
     pub signatures: usize,
     /// `warrant verify --json` exit code and `valid`.
     pub warrant_verify: (Option<i32>, bool),
-    /// Seconds `chain::verify_file` took.
+    /// Seconds `chain_file::verify_file` took.
     pub verify_seconds: f64,
     /// Problems found by the checks (lost, duplicated, out of order, wrong index).
     pub problems: Vec<String>,
@@ -369,11 +370,11 @@ pub fn check_chain(spool: &Spool, pinned: &PinnedKeys, acks: &[Ack], out: &mut O
     out.chain_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let started = Instant::now();
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
-    let report = chain::verify_file(&path, opts).expect("verify_file");
+    let report = chain_file::verify_file(&path, opts).expect("verify_file");
     out.verify_seconds = started.elapsed().as_secs_f64();
     // The records whole (verify_file hands its callback only the fields it keeps).
     let tags: Vec<Option<(usize, usize)>> =
-        chain::read_chain(&path).expect("read_chain").records.iter().map(tag_of).collect();
+        chain_file::read_chain(&path).expect("read_chain").records.iter().map(tag_of).collect();
     out.verify_file_valid = report.is_valid() && report.torn_tail.is_none();
     out.signatures = report.signatures_verified;
     out.chain_records = report.total;
