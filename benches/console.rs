@@ -12,7 +12,7 @@ use warrant::console::app::{self, Action, State};
 use warrant::console::keymap::{Key, Keymap};
 use warrant::console::theme::Theme;
 use warrant::console::ui;
-use warrant::spool::{Recheck, Scanner, Spool};
+use warrant::store::spool::{Recheck, Scanner, Spool};
 
 /// 2026-11-21T09:00:00Z.
 const NOW: f64 = 1_795_251_600.0;
@@ -21,13 +21,13 @@ const CLASSES: [&str; 4] = ["email.send.external", "calendar.create", "draft.com
 
 fn packet(k: usize) -> serde_json::Value {
     let at = time::OffsetDateTime::from_unix_timestamp(NOW as i64 - k as i64).expect("time");
-    warrant::packet::portable_packet(
+    warrant::protocol::packet::portable_packet(
         &format!("bench-{k:05}"),
         CLASSES[k % CLASSES.len()],
         &format!("agent-{}", k % 7),
         &format!("benchmark packet {k}"),
         serde_json::json!({"n": k}),
-        &warrant::clock::format_rfc3339(at),
+        &warrant::protocol::clock::format_rfc3339(at),
     )
 }
 

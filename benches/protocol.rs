@@ -5,10 +5,10 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::hint::black_box;
-use warrant::chain::{self, ChainHead, VerifyOptions};
-use warrant::chain_file;
-use warrant::decision::{self, DecisionInput, Verdict};
-use warrant::keys::{PinnedKeys, Principal};
+use warrant::protocol::chain::{self, ChainHead, VerifyOptions};
+use warrant::protocol::decision::{self, DecisionInput, Verdict};
+use warrant::protocol::keys::{PinnedKeys, Principal};
+use warrant::store::chain_file;
 
 fn input(i: u64, id: &str, hash: &str) -> DecisionInput<'static> {
     // Leak small strings: benchmark set-up only.
@@ -32,7 +32,7 @@ fn build_chain(principal: &Principal, n: u64) -> Vec<Value> {
     let mut out = Vec::with_capacity(n as usize);
     for i in 0..n {
         let id = format!("bench-{i}");
-        let inp = input(i, &id, &warrant::canonical::sha256_prefixed(id.as_bytes()));
+        let inp = input(i, &id, &warrant::protocol::canonical::sha256_prefixed(id.as_bytes()));
         let signed = decision::sign_decision(principal, &inp);
         let a = chain::seal(decision::record_body(&inp, &signed), &head);
         head = ChainHead { last_index: a.chain_index, last_hash: Some(a.entry_hash) };
@@ -48,11 +48,11 @@ fn benches(c: &mut Criterion) {
     let records = build_chain(&principal, 1000);
 
     let Value::Object(rec) = &records[10] else { unreachable!() };
-    let bytes = warrant::canonical::to_canonical_vec(&records[10]).len() as u64;
+    let bytes = warrant::protocol::canonical::to_canonical_vec(&records[10]).len() as u64;
     let mut g = c.benchmark_group("canonical");
     g.throughput(Throughput::Bytes(bytes));
     g.bench_function("entry_hash of one decision record", |b| {
-        b.iter(|| warrant::canonical::canonical_digest_without(black_box(rec), "entry_hash"))
+        b.iter(|| warrant::protocol::canonical::canonical_digest_without(black_box(rec), "entry_hash"))
     });
     g.finish();
 
@@ -66,7 +66,7 @@ fn benches(c: &mut Criterion) {
             chain::verify_records(black_box(&records), VerifyOptions { pinned: Some(&pins), strict_signatures: true })
         })
     });
-    let text: String = records.iter().map(|r| warrant::canonical::to_canonical_string(r) + "\n").collect();
+    let text: String = records.iter().map(|r| warrant::protocol::canonical::to_canonical_string(r) + "\n").collect();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("chain.jsonl");
     std::fs::write(&path, &text).expect("write");
@@ -82,7 +82,7 @@ fn benches(c: &mut Criterion) {
 
     // The scale spool's mix (`warrant generate-spool`): receipts, one signed decision every 50
     // records, verified from the file's bytes by the parallel byte path `warrant verify` uses.
-    let spool = warrant::spool::Spool::new(dir.path().join("scale"));
+    let spool = warrant::store::spool::Spool::new(dir.path().join("scale"));
     let spec = warrant::scale::GenerateSpec { records: 10_000, pending: 0, ..Default::default() };
     let generated =
         warrant::scale::generate(&spool, &principal, &spec, time::OffsetDateTime::now_utc()).expect("generate");
@@ -111,11 +111,11 @@ fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("packet");
     g.throughput(Throughput::Bytes(packet.len() as u64));
     g.bench_function("parse and validate a portable packet", |b| {
-        b.iter(|| warrant::packet::parse_packet(black_box(&packet), "p-1"))
+        b.iter(|| warrant::protocol::packet::parse_packet(black_box(&packet), "p-1"))
     });
     g.finish();
 
-    let inp = input(0, "p-1", &warrant::canonical::sha256_prefixed(b"p-1"));
+    let inp = input(0, "p-1", &warrant::protocol::canonical::sha256_prefixed(b"p-1"));
     let signed = decision::sign_decision(&principal, &inp);
     let mut g = c.benchmark_group("decision");
     g.bench_function("sign", |b| b.iter(|| decision::sign_decision(black_box(&principal), black_box(&inp))));
@@ -126,10 +126,10 @@ fn benches(c: &mut Criterion) {
 }
 
 fn graduation(c: &mut Criterion) {
-    use warrant::graduation::evidence::{EvidenceIndex, EvidenceRow, SourceType};
-    use warrant::graduation::gate::{AgentStanding, GateRequest, can_execute};
-    use warrant::graduation::policy::PolicySet;
-    use warrant::graduation::posterior::Posterior;
+    use warrant::protocol::graduation::evidence::{EvidenceIndex, EvidenceRow, SourceType};
+    use warrant::protocol::graduation::gate::{AgentStanding, GateRequest, can_execute};
+    use warrant::protocol::graduation::policy::PolicySet;
+    use warrant::protocol::graduation::posterior::Posterior;
     let policies = PolicySet::builtin();
     // 40 rows for each of the two classes decided below (approvals with receipts, dated).
     let rows: Vec<EvidenceRow> = ["draft.response", "email.send.external"]
@@ -211,14 +211,14 @@ fn graduation(c: &mut Criterion) {
 }
 
 fn verdict(c: &mut Criterion) {
-    use warrant::control::ControlState;
-    use warrant::graduation::policy::PolicySet;
-    use warrant::verdict::{VerdictContext, evaluate, packet_gate};
+    use warrant::protocol::control::ControlState;
+    use warrant::protocol::graduation::policy::PolicySet;
+    use warrant::protocol::verdict::{VerdictContext, evaluate, packet_gate};
     let policies =
         PolicySet::from_toml("[tools.\"corrections.merge\"]\ntier = \"destructive\"\nrequired_trust_level = 3\n")
             .expect("policy");
     let controls = ControlState::default();
-    let mut doc = warrant::packet::portable_packet(
+    let mut doc = warrant::protocol::packet::portable_packet(
         "p-1",
         "draft.compose",
         "agent-a",
@@ -232,9 +232,10 @@ fn verdict(c: &mut Criterion) {
         "contract": {"required_level": 3, "blast_radius": "project", "reversibility": "reversible",
                      "scope": {"level": "repo", "identifier": "acme"}, "data_sensitivity": "private", "preconditions": []},
     });
-    let packet = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "p-1").expect("packet");
+    let packet =
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "p-1").expect("packet");
     let ctx = VerdictContext { policies: &policies, controls: &controls, now: 1_795_251_600.0 };
-    let evidence = warrant::graduation::evidence::EvidenceIndex::default();
+    let evidence = warrant::protocol::graduation::evidence::EvidenceIndex::default();
     c.bench_function("verdict: gate + tiers + rings + ladder, composed", |b| {
         b.iter(|| {
             let tg = packet_gate(&ctx, black_box(&packet), &evidence, "local", true);
@@ -247,11 +248,11 @@ fn verdict(c: &mut Criterion) {
 /// grant book's lookup, with 0 and 100,000 live grants (spread over agents and tools, and all
 /// for the call's own agent and tool in other sessions), side by side.
 fn grants(c: &mut Criterion) {
-    use warrant::calls::{ToolCall, call_packet, classify};
-    use warrant::control::ControlState;
-    use warrant::graduation::policy::PolicySet;
-    use warrant::grant::{CallFacts, Grant, GrantBook, GrantEvent, Scope};
-    use warrant::verdict::{VerdictContext, evaluate, packet_gate};
+    use warrant::protocol::calls::{ToolCall, call_packet, classify};
+    use warrant::protocol::control::ControlState;
+    use warrant::protocol::graduation::policy::PolicySet;
+    use warrant::protocol::grant::{CallFacts, Grant, GrantBook, GrantEvent, Scope};
+    use warrant::protocol::verdict::{VerdictContext, evaluate, packet_gate};
     let policies = PolicySet::from_toml("").expect("policy");
     let controls = ControlState::default();
     let call = ToolCall {
@@ -267,9 +268,10 @@ fn grants(c: &mut Criterion) {
     };
     let class = classify(&policies, &call.tool, &call.input, &call.annotations);
     let doc = call_packet(&call, &class, &policies, "cc-1", "2026-11-25T09:00:00Z");
-    let packet = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "cc-1").expect("packet");
+    let packet =
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "cc-1").expect("packet");
     let ctx = VerdictContext { policies: &policies, controls: &controls, now: 1_795_251_600.0 };
-    let evidence = warrant::graduation::evidence::EvidenceIndex::default();
+    let evidence = warrant::protocol::graduation::evidence::EvidenceIndex::default();
     let grant = |i: u64, agent: &str, tool: &str, session: &str| Grant {
         grant_id: format!("grant-{i}"),
         scope: Scope::Session(session.to_owned()),

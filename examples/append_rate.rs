@@ -15,8 +15,8 @@ use serde_json::{Map, Value, json};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use warrant::chain;
-use warrant::chain_file;
+use warrant::protocol::chain;
+use warrant::store::chain_file;
 
 /// A record body whose line is about 1 KB, like a receipt's.
 fn body(writer: usize, seq: usize) -> Map<String, Value> {

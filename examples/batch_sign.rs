@@ -15,9 +15,9 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
-use warrant::decision::Verdict;
-use warrant::keys::{PinnedKeys, Principal};
-use warrant::spool::{self, BatchItem, Scanner, Spool};
+use warrant::protocol::decision::Verdict;
+use warrant::protocol::keys::{PinnedKeys, Principal};
+use warrant::store::spool::{self, BatchItem, Scanner, Spool};
 
 const AT: &str = "2026-11-21T10:00:00Z";
 
@@ -38,7 +38,7 @@ fn prepare(dir: &Path, n: usize) {
     spool.ensure().expect("spool");
     for i in 0..n {
         let id = format!("b-{i:05}");
-        let doc = warrant::packet::portable_packet(
+        let doc = warrant::protocol::packet::portable_packet(
             &id,
             "draft.compose",
             &format!("agent-{}", i % 10),

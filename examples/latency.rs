@@ -182,13 +182,13 @@ fn parse_screen(lines: &[String]) -> (Vec<usize>, Option<usize>) {
 fn publish(packets: &Path, k: usize, sampled: bool, sync: bool) -> Instant {
     let id = format!("lat-{k:06}");
     let summary = if sampled { format!("zqprobe {k:06}") } else { format!("load {k:06}") };
-    let doc = warrant::packet::portable_packet(
+    let doc = warrant::protocol::packet::portable_packet(
         &id,
         "draft.compose",
         &format!("agent-lat-{}", k % 8),
         &summary,
         serde_json::json!({"n": k}),
-        &warrant::clock::now_rfc3339(),
+        &warrant::protocol::clock::now_rfc3339(),
     );
     let tmp = packets.join(format!(".{id}.tmp"));
     let mut f = std::fs::File::create(&tmp).expect("create");

@@ -2,7 +2,7 @@
 //! order, with *how* each was allowed and who signed it (issue 18). Pure: built from the records
 //! of a verified chain (their 0-based position and their JSON) and the spool's receipt files, so
 //! the command line (`warrant audit`) and the console's Audit view show the same entries. The
-//! store side (reading and verifying the chain) is [`crate::spool::audit_chain`].
+//! store side (reading and verifying the chain) is [`crate::store::spool::audit_chain`].
 //!
 //! Entries that claim a chain record carry its 1-based number (`record`, as `warrant verify`
 //! numbers records) and `entry_hash`, so an exported audit can be checked against the chain
@@ -10,7 +10,7 @@
 //! files a hook or the gateway wrote) are marked `in_chain: false`: they are the agent's (or a
 //! gateway's) word, never checked against the chain.
 
-use crate::packet::Receipt;
+use crate::protocol::packet::Receipt;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -90,7 +90,7 @@ pub enum How {
     /// A system decision: a refusal the principal's console signed on its own, by a rule the
     /// principal configured (`cause` `timeout`: `[timeouts] sign_refusal` in `policy.toml`), this
     /// record (`record` `None`) or, for a call, the one at `record`. No person decided it
-    /// ([`crate::decision::SystemCause`]).
+    /// ([`crate::protocol::decision::SystemCause`]).
     System {
         /// The document's `system` member (`timeout`).
         cause: String,
@@ -128,14 +128,17 @@ impl How {
             Self::System { cause, record: None } => {
                 format!(
                     "a system decision ({}): signed by the console, no person decided",
-                    crate::text::inert(cause, 40)
+                    crate::protocol::text::inert(cause, 40)
                 )
             }
             Self::System { cause, record: Some(n) } => {
-                format!("by a system decision ({}, record {n}): no person decided", crate::text::inert(cause, 40))
+                format!(
+                    "by a system decision ({}, record {n}): no person decided",
+                    crate::protocol::text::inert(cause, 40)
+                )
             }
-            Self::Gate { basis } => format!("by the gate alone: {}", crate::text::inert(basis, 200)),
-            Self::Grant { grant_id } => format!("by grant {}", crate::text::inert(grant_id, 128)),
+            Self::Gate { basis } => format!("by the gate alone: {}", crate::protocol::text::inert(basis, 200)),
+            Self::Grant { grant_id } => format!("by grant {}", crate::protocol::text::inert(grant_id, 128)),
             Self::Recorded => "recorded".into(),
         }
     }
@@ -262,7 +265,7 @@ pub fn entry_of_record(index: usize, rec: &Map<String, Value>) -> AuditEntry {
         kind,
         action,
         agent: top("agent"),
-        at_secs: crate::clock::unix_seconds(&at).unwrap_or(0.0),
+        at_secs: crate::protocol::clock::unix_seconds(&at).unwrap_or(0.0),
         at,
         decision,
         how,
@@ -280,13 +283,13 @@ pub fn entry_of_record(index: usize, rec: &Map<String, Value>) -> AuditEntry {
 /// The audit entry of a receipt file that records a call (one with a `tool_call` object or a
 /// `grant_id`); `None` for any other receipt. `decisions` finds the chain decision of a packet
 /// (its verdict and 1-based record), for a call whose packet a person decided; `granted` the
-/// grant whose use a hook or the gateway claimed for a packet (`uses/`, [`crate::spool::Uses`]).
+/// grant whose use a hook or the gateway claimed for a packet (`uses/`, [`crate::store::spool::Uses`]).
 /// The grant is the receipt's `grant_id`, its `tool_call.grant_id` (the gateway's), or the
 /// claimed one.
 #[must_use]
 pub fn entry_of_receipt(
     r: &Receipt,
-    decisions: &dyn Fn(&str) -> Option<(crate::decision::Verdict, u64)>,
+    decisions: &dyn Fn(&str) -> Option<(crate::protocol::decision::Verdict, u64)>,
     granted: &dyn Fn(&str) -> Option<String>,
 ) -> Option<AuditEntry> {
     let call = r.raw.get("tool_call").filter(|c| c.is_object());
@@ -316,7 +319,7 @@ pub fn entry_of_receipt(
         kind: EntryKind::Call,
         action: r.action_class.clone(),
         agent: r.agent.clone().unwrap_or_default(),
-        at_secs: crate::clock::unix_seconds(&r.created_at).unwrap_or(0.0),
+        at_secs: crate::protocol::clock::unix_seconds(&r.created_at).unwrap_or(0.0),
         at: r.created_at.clone(),
         decision: decided.map_or_else(|| r.outcome.clone(), |(v, _)| v.as_str().to_owned()),
         how,
@@ -359,11 +362,11 @@ pub fn build(
     granted: &std::collections::HashMap<String, String>,
     filter: &AuditFilter,
 ) -> Vec<AuditEntry> {
-    let decisions: std::collections::HashMap<&str, (crate::decision::Verdict, u64)> = chain
+    let decisions: std::collections::HashMap<&str, (crate::protocol::decision::Verdict, u64)> = chain
         .iter()
         .filter(|e| e.kind == EntryKind::Decision)
         .filter_map(|e| {
-            let v = crate::decision::Verdict::parse(&e.decision)?;
+            let v = crate::protocol::decision::Verdict::parse(&e.decision)?;
             Some((e.packet_id.as_deref()?, (v, e.record?)))
         })
         .collect();
@@ -449,7 +452,7 @@ impl AuditEntry {
     pub fn signer_words(&self) -> String {
         self.signer.as_ref().map_or_else(
             || "—".into(),
-            |s| format!("{} {}", crate::text::inert(&s.name, 64), crate::text::inert(&s.key, 80)),
+            |s| format!("{} {}", crate::protocol::text::inert(&s.name, 64), crate::protocol::text::inert(&s.key, 80)),
         )
     }
 }
@@ -598,7 +601,7 @@ mod tests {
         assert!(matches!(&all[1].how, How::Gate { .. }));
         assert_eq!(all[2].how, How::Grant { grant_id: "g-1".into() });
         assert_eq!(all[1].calls, 3);
-        let since = AuditFilter { since: crate::clock::unix_seconds("2026-01-01T00:06:00Z"), agent: None };
+        let since = AuditFilter { since: crate::protocol::clock::unix_seconds("2026-01-01T00:06:00Z"), agent: None };
         assert_eq!(build(vec![decision(0, "2026-01-01T00:00:00Z")], &receipts, &HashMap::new(), &since).len(), 2);
     }
 
@@ -639,7 +642,7 @@ mod tests {
     #[test]
     fn an_edited_line_is_a_mismatch() {
         let chain = vec![decision(0, "2026-01-01T00:00:00Z")];
-        let good = crate::text::inert(&chain[0].to_json().to_string(), usize::MAX);
+        let good = crate::protocol::text::inert(&chain[0].to_json().to_string(), usize::MAX);
         assert_eq!(check_lines(&good, &chain).checked, 1);
         let edited = good.replace("\"approve\"", "\"refuse\"");
         let c = check_lines(&edited, &chain);

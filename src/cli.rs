@@ -4,18 +4,18 @@
 //! decided, broken chain, unknown packet); 2 usage or I/O errors. `propose --wait` exits 0 when
 //! approved, 3 when refused and 4 on timeout.
 
-use crate::chain::{self, VerifyOptions, VerifyReport};
-use crate::chain_file;
-use crate::config::{self, Config};
-use crate::control::{ControlInput, ControlKind};
-use crate::decision::{self, Verdict};
 use crate::govern::Waited;
-use crate::graduation::{PolicySet, SourceType, receipt::ReceiptOutcome};
-use crate::key_files;
-use crate::keys::{self, PinnedKeys, Principal};
-use crate::packet::{self, DecisionState};
-use crate::spool::{self, Scanner, Spool};
-use crate::tiers::NotebookTrust;
+use crate::protocol::chain::{self, VerifyOptions, VerifyReport};
+use crate::protocol::control::{ControlInput, ControlKind};
+use crate::protocol::decision::{self, Verdict};
+use crate::protocol::graduation::{PolicySet, SourceType, receipt::ReceiptOutcome};
+use crate::protocol::keys::{self, PinnedKeys, Principal};
+use crate::protocol::packet::{self, DecisionState};
+use crate::protocol::tiers::NotebookTrust;
+use crate::store::chain_file;
+use crate::store::config::{self, Config};
+use crate::store::key_files;
+use crate::store::spool::{self, Scanner, Spool};
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use std::io::{self, Read as _, Write as _};
@@ -581,7 +581,7 @@ pub fn main() -> ExitCode {
         Err(f) if f.closed_pipe => ExitCode::SUCCESS,
         Err(f) => {
             // Messages can quote agent-written text: never let it drive the terminal.
-            eprintln!("warrant: {}", crate::text::inert(&f.message, 4000));
+            eprintln!("warrant: {}", crate::protocol::text::inert(&f.message, 4000));
             ExitCode::from(f.code)
         }
     }
@@ -737,19 +737,19 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;
             let now = time::OffsetDateTime::now_utc();
-            let scope = crate::grant::ScopeRequest::parse(&grant.scope, now).map_err(Failure::usage)?;
-            let options = crate::grant::GrantOptions {
+            let scope = crate::protocol::grant::ScopeRequest::parse(&grant.scope, now).map_err(Failure::usage)?;
+            let options = crate::protocol::grant::GrantOptions {
                 until: grant
                     .until
                     .as_deref()
-                    .map(|t| crate::grant::parse_until(t, now))
+                    .map(|t| crate::protocol::grant::parse_until(t, now))
                     .transpose()
                     .map_err(Failure::usage)?,
                 max_uses: grant.uses,
                 confirm_pattern: grant.confirm_pattern.clone(),
                 reason: reason.clone(),
             };
-            let grant = (scope != crate::grant::ScopeRequest::Once).then_some((scope, options));
+            let grant = (scope != crate::protocol::grant::ScopeRequest::Once).then_some((scope, options));
             match (ids.as_slice(), grant) {
                 ([id], grant) => {
                     decide_cli(&spool, &config, id, Verdict::Approve, reason.as_deref(), &review, grant.as_ref())
@@ -797,7 +797,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             let envelope = chain::export(
                 file.records,
                 VerifyOptions { pinned: Some(&pinned), strict_signatures: true },
-                &crate::clock::now_rfc3339(),
+                &crate::protocol::clock::now_rfc3339(),
             );
             print_json(&envelope)?;
             Ok(0)
@@ -876,7 +876,9 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             let evaluator = match spool {
                 Some(spool) => crate::eval::Evaluator::new(policies)
                     .with_spool(spool, PinnedKeys::load(&config::config_dir()).map_err(|e| e.to_string()))
-                    .with_gateway_keys(crate::keys::GatewayKeys::load(&config::config_dir()).unwrap_or_default()),
+                    .with_gateway_keys(
+                        crate::protocol::keys::GatewayKeys::load(&config::config_dir()).unwrap_or_default(),
+                    ),
                 None => crate::eval::Evaluator::new(policies),
             };
             let stdout = io::stdout().lock();
@@ -910,11 +912,12 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             // word); the principal records one in the chain.
             if spool.root().exists() && !spool::owned_by_me(&spool) {
                 let (receipt, path) =
-                    spool::publish_receipt(&spool, &req, &crate::clock::now_rfc3339()).map_err(bad)?;
+                    spool::publish_receipt(&spool, &req, &crate::protocol::clock::now_rfc3339()).map_err(bad)?;
                 print_json(&serde_json::json!({"receipt": receipt, "published": path}))?;
                 return Ok(0);
             }
-            let (receipt, appended) = spool::record_receipt(&spool, &req, &crate::clock::now_rfc3339()).map_err(bad)?;
+            let (receipt, appended) =
+                spool::record_receipt(&spool, &req, &crate::protocol::clock::now_rfc3339()).map_err(bad)?;
             print_json(&serde_json::json!({
                 "receipt": receipt,
                 "chain": {"chain_index": appended.chain_index, "entry_hash": appended.entry_hash},
@@ -927,7 +930,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::WellKnown => {
             let policies = load_policies(resolve_spool(spool_arg, &config).ok().as_ref())?;
-            print_json(&crate::graduation::discovery_document(&policies))?;
+            print_json(&crate::protocol::graduation::discovery_document(&policies))?;
             Ok(0)
         }
     }
@@ -995,7 +998,7 @@ fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Result<u8, Fa
     let cwd = std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned());
     let notebook = match a.notebook {
         Some(n) => check("--notebook", n)?,
-        None => crate::calls::notebook_for_dir(cwd.as_deref().unwrap_or("/")),
+        None => crate::protocol::calls::notebook_for_dir(cwd.as_deref().unwrap_or("/")),
     };
     let opts = crate::gateway::Options {
         spool,
@@ -1058,7 +1061,7 @@ fn run_console(
         rescan: Duration::from_secs(config.rescan_seconds.unwrap_or(5).max(1)),
         // The demo's simulated agents ring and count in the title, but never run the
         // principal's notify command (their packets would reach a phone).
-        notify: crate::config::Notify {
+        notify: crate::store::config::Notify {
             command: if demo.is_some() { None } else { config.notify.command.clone() },
             ..config.notify.clone()
         },
@@ -1081,7 +1084,7 @@ fn run_console(
     Err(Failure::usage("this build has no console (built without the `console` feature)"))
 }
 
-/// Prints `v` as pretty JSON in which every [`crate::text::is_unsafe`] character inside a
+/// Prints `v` as pretty JSON in which every [`crate::protocol::text::is_unsafe`] character inside a
 /// string (C1 controls, bidi overrides, zero-width characters, …) is written as a `\uXXXX`
 /// escape, like the C0 controls serde_json already escapes: the same JSON value for programs,
 /// inert text on a terminal.
@@ -1093,7 +1096,7 @@ fn print_json(v: &Value) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Writes `v` as pretty JSON with every [`crate::text::is_unsafe`] character escaped (see
+/// Writes `v` as pretty JSON with every [`crate::protocol::text::is_unsafe`] character escaped (see
 /// [`print_json`]); the text parses back to exactly `v`.
 ///
 /// # Errors
@@ -1113,7 +1116,7 @@ pub fn write_json_inert<W: io::Write>(out: &mut W, v: &Value) -> io::Result<()> 
         fn write_string_fragment<W: ?Sized + io::Write>(&mut self, w: &mut W, fragment: &str) -> io::Result<()> {
             let mut start = 0;
             for (i, c) in fragment.char_indices() {
-                if crate::text::is_unsafe(c) {
+                if crate::protocol::text::is_unsafe(c) {
                     w.write_all(&fragment.as_bytes()[start..i])?;
                     let mut units = [0u16; 2];
                     for unit in c.encode_utf16(&mut units) {
@@ -1181,7 +1184,7 @@ fn expiry_of(
     };
     match expires {
         None => policies.default_expiry(class).map(after).transpose(),
-        Some(s) => match crate::clock::parse_rfc3339(s) {
+        Some(s) => match crate::protocol::clock::parse_rfc3339(s) {
             Some(t) if t > now => Ok(Some(t)),
             Some(_) => Err(Failure::usage(format!("--expires {s} is not in the future"))),
             None => {
@@ -1208,14 +1211,14 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
         ),
         None => None,
     };
-    let class = crate::registry::normalize(class);
+    let class = crate::protocol::registry::normalize(class);
     if !packet::is_class_id(&class) {
         return Err(Failure::usage(format!("{class:?} is not an action class (like email.send.external)")));
     }
     if !packet::is_safe_id(agent) {
         return Err(Failure::usage(format!(
             "agent id {:?} is not a safe id: use only A-Z a-z 0-9 . _ : -",
-            crate::text::inert(agent, 60)
+            crate::protocol::text::inert(agent, 60)
         )));
     }
     let proposed = match payload {
@@ -1239,11 +1242,12 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
     }
     let now = time::OffsetDateTime::now_utc();
     let expires_at = expiry_of(opts.expires, &load_policies(Some(spool))?, &class, now)?;
-    let mut doc = packet::portable_packet(&id, &class, agent, summary, proposed, &crate::clock::format_rfc3339(now));
+    let mut doc =
+        packet::portable_packet(&id, &class, agent, summary, proposed, &crate::protocol::clock::format_rfc3339(now));
     if let Some(t) = expires_at {
-        doc["expires_at"] = json!(crate::clock::format_rfc3339(t));
+        doc["expires_at"] = json!(crate::protocol::clock::format_rfc3339(t));
     }
-    let content_hash = crate::canonical::canonical_hash(&doc);
+    let content_hash = crate::protocol::canonical::canonical_hash(&doc);
     spool.ensure()?;
     // A packet is never replaced, pending or decided (a decision file in `decisions/` is not
     // consulted: only the chain decides, and an agent-planted file must not block a new packet).
@@ -1278,9 +1282,10 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
                 EXIT_TIMEOUT
             }
             Waited::Decided(d) => {
-                let reason = d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
+                let reason =
+                    d.reason.map(|r| format!(": {}", crate::protocol::text::inert(&r, 2000))).unwrap_or_default();
                 let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
-                eprintln!("{} by {}{reason}", d.verdict.as_str(), crate::text::inert(&by, 400));
+                eprintln!("{} by {}{reason}", d.verdict.as_str(), crate::protocol::text::inert(&by, 400));
                 if d.verdict == Verdict::Approve { 0 } else { EXIT_REFUSED }
             }
             Waited::Expired => {
@@ -1317,7 +1322,7 @@ fn scanned_packet(spool: &Spool, id: &str) -> Result<(spool::Snapshot, spool::Pa
 /// text inert (issue 15 §3).
 fn show_for_review(entry: &spool::PacketEntry, verdict: Verdict) -> Result<(), Failure> {
     let p = &entry.packet;
-    let t = |s: &str| crate::text::inert(s, usize::MAX);
+    let t = |s: &str| crate::protocol::text::inert(s, usize::MAX);
     let mut out = std::io::stdout().lock();
     writeln!(out, "Sign {} of this packet?", if verdict == Verdict::Approve { "an APPROVAL" } else { "a REFUSAL" })?;
     writeln!(out, "     packet  {}", t(&p.id))?;
@@ -1354,7 +1359,10 @@ fn confirmed(question: &str) -> Result<bool, Failure> {
 fn init_shared_spool(spool: &Spool, group: &str) -> Result<u8, Failure> {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     let gid = uzers::get_group_by_name(group).map(|g| g.gid()).ok_or_else(|| {
-        Failure::usage(format!("no Unix group {:?} (create it with `groupadd`)", crate::text::inert(group, 60)))
+        Failure::usage(format!(
+            "no Unix group {:?} (create it with `groupadd`)",
+            crate::protocol::text::inert(group, 60)
+        ))
     })?;
     spool.ensure()?;
     let lock = spool.root().join(".chain.lock");
@@ -1412,7 +1420,7 @@ fn init_shared_spool(spool: &Spool, group: &str) -> Result<u8, Failure> {
 /// holds now, asks (or takes `--yes`), and moves them aside.
 fn checkpoint_forget(spool: &Spool, yes: bool) -> Result<u8, Failure> {
     use std::io::IsTerminal as _;
-    let found = crate::checkpoint_files::held_for(spool, &load_pinned()?);
+    let found = crate::store::checkpoint_files::held_for(spool, &load_pinned()?);
     if found.is_empty() {
         println!("no checkpoint pins {}", spool.root().display());
         return Ok(0);
@@ -1431,10 +1439,10 @@ fn checkpoint_forget(spool: &Spool, yes: bool) -> Result<u8, Failure> {
                 cp.records,
                 cp.bytes,
                 cp.head_hash,
-                crate::text::inert(&cp.principal, 60),
-                crate::text::inert(&cp.signed_at, 40)
+                crate::protocol::text::inert(&cp.principal, 60),
+                crate::protocol::text::inert(&cp.signed_at, 40)
             ),
-            Err(e) => println!("{}: does not verify ({})", path.display(), crate::text::inert(e, 200)),
+            Err(e) => println!("{}: does not verify ({})", path.display(), crate::protocol::text::inert(e, 200)),
         }
     }
     if !yes {
@@ -1447,8 +1455,8 @@ fn checkpoint_forget(spool: &Spool, yes: bool) -> Result<u8, Failure> {
         }
     }
     for (path, _) in &found {
-        let to =
-            crate::checkpoint_files::forget(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+        let to = crate::store::checkpoint_files::forget(path)
+            .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
         println!("forgot {} (kept as {})", path.display(), to.display());
     }
     Ok(0)
@@ -1464,8 +1472,8 @@ fn approvable(a: &crate::monitor::Assessment, id: &str) -> Result<Vec<String>, S
             "packet {id:?} is {} by {} ({}); it can only be refused. To change that: {}",
             v.state,
             v.decisive.as_str(),
-            crate::text::inert(&why, 300),
-            crate::text::inert(&remedy, 300)
+            crate::protocol::text::inert(&why, 300),
+            crate::protocol::text::inert(&remedy, 300)
         )),
     }
 }
@@ -1540,7 +1548,7 @@ fn decide_batch_cli(
     }
     // The composed verdict, assessed once on the chain verified under the lock.
     let mut assessed: Option<crate::monitor::Assessment> = None;
-    let admit = |view: &spool::ChainView, p: &crate::packet::Packet| -> Result<Vec<String>, String> {
+    let admit = |view: &spool::ChainView, p: &crate::protocol::packet::Packet| -> Result<Vec<String>, String> {
         if verdict == Verdict::Refuse {
             return Ok(Vec::new());
         }
@@ -1560,7 +1568,7 @@ fn decide_batch_cli(
         &items,
         verdict,
         reason,
-        &crate::clock::now_rfc3339(),
+        &crate::protocol::clock::now_rfc3339(),
         &observer,
         admit,
     )
@@ -1610,7 +1618,7 @@ fn decide_cli(
     verdict: Verdict,
     reason: Option<&str>,
     review: &Review,
-    grant: Option<&(crate::grant::ScopeRequest, crate::grant::GrantOptions)>,
+    grant: Option<&(crate::protocol::grant::ScopeRequest, crate::protocol::grant::GrantOptions)>,
 ) -> Result<u8, Failure> {
     use std::io::IsTerminal as _;
     let interactive = std::io::stdin().is_terminal() && !review.yes;
@@ -1628,15 +1636,17 @@ fn decide_cli(
         return Err(Failure::invalid(format!(
             "packet {id:?} changed since it was reviewed: its content hash is {}, not {}; nothing was signed",
             entry.packet.content_hash,
-            crate::text::inert(want, 80)
+            crate::protocol::text::inert(want, 80)
         )));
     }
     // A grant asked for is checked before anything is signed, and shown with the packet.
     let policies = load_policies(Some(spool))?;
-    let decided_at = crate::clock::now_rfc3339();
+    let decided_at = crate::protocol::clock::now_rfc3339();
     let grant_input = match grant {
-        Some((scope, options)) => crate::grant::prepare(&entry.packet, &policies, scope, options, &decided_at)
-            .map_err(|e| Failure::invalid(format!("{e}; nothing was signed")))?,
+        Some((scope, options)) => {
+            crate::protocol::grant::prepare(&entry.packet, &policies, scope, options, &decided_at)
+                .map_err(|e| Failure::invalid(format!("{e}; nothing was signed")))?
+        }
         None => None,
     };
     if interactive {
@@ -1709,7 +1719,7 @@ fn decide_cli(
         match spool::append_grant(spool, &principal, &pinned, g) {
             Ok((g, a)) => {
                 println!("granted {}: record {} {}", g.grant_id, a.chain_index, a.entry_hash);
-                println!("  covers {}", crate::text::inert(&g.describe(), usize::MAX));
+                println!("  covers {}", crate::protocol::text::inert(&g.describe(), usize::MAX));
             }
             Err(e) => {
                 eprintln!("warrant: {id} is approved (once), but the grant was not recorded: {e}");
@@ -1731,15 +1741,20 @@ fn decide_cli(
 /// What `approve --scope` shows before asking: the grant in words, and the calls in the spool it
 /// would have covered (`grant::Grant::covers`, time aside).
 fn show_grant_preview(
-    input: &crate::grant::GrantInput,
+    input: &crate::protocol::grant::GrantInput,
     snap: &spool::Snapshot,
     policies: &PolicySet,
     principal: &Principal,
 ) -> Result<(), Failure> {
     let g = grant_preview(input, principal)?;
-    let past = crate::grant::past_calls(&g, snap.packets.iter().map(|e| &*e.packet), policies);
+    let past = crate::protocol::grant::past_calls(&g, snap.packets.iter().map(|e| &*e.packet), policies);
     let mut out = std::io::stdout().lock();
-    writeln!(out, "and a GRANT ({}) for {}", g.scope.as_str(), crate::text::inert(&g.describe(), usize::MAX))?;
+    writeln!(
+        out,
+        "and a GRANT ({}) for {}",
+        g.scope.as_str(),
+        crate::protocol::text::inert(&g.describe(), usize::MAX)
+    )?;
     writeln!(
         out,
         "it would have covered {} earlier call{} in this spool:",
@@ -1747,16 +1762,28 @@ fn show_grant_preview(
         if past.len() == 1 { "" } else { "s" }
     )?;
     for p in &past {
-        writeln!(out, "  {}  {}", crate::text::inert(&p.id, 120), crate::text::inert(&p.summary, 200))?;
+        writeln!(
+            out,
+            "  {}  {}",
+            crate::protocol::text::inert(&p.id, 120),
+            crate::protocol::text::inert(&p.summary, 200)
+        )?;
     }
     out.flush()?;
     Ok(())
 }
 
 /// The grant `input` would be once signed by `principal` (for previews).
-fn grant_preview(input: &crate::grant::GrantInput, principal: &Principal) -> Result<crate::grant::Grant, Failure> {
-    crate::grant::Grant::from_document(&crate::grant::grant_document(input, &principal.name, &principal.fingerprint()))
-        .map_err(Failure::invalid)
+fn grant_preview(
+    input: &crate::protocol::grant::GrantInput,
+    principal: &Principal,
+) -> Result<crate::protocol::grant::Grant, Failure> {
+    crate::protocol::grant::Grant::from_document(&crate::protocol::grant::grant_document(
+        input,
+        &principal.name,
+        &principal.fingerprint(),
+    ))
+    .map_err(Failure::invalid)
 }
 
 /// `warrant grants list|revoke`.
@@ -1773,9 +1800,13 @@ fn grants_cmd(spool: &Spool, config: &Config, action: GrantsAction) -> Result<u8
                 )));
             }
             let uses = spool::read_uses(spool, &mut std::collections::HashMap::new()).by_grant;
-            let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
-            let mut rows: Vec<(std::sync::Arc<crate::grant::Grant>, &'static str, Option<&crate::grant::Revocation>)> =
-                Vec::new();
+            let now =
+                crate::protocol::clock::unix_seconds(&crate::protocol::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
+            let mut rows: Vec<(
+                std::sync::Arc<crate::protocol::grant::Grant>,
+                &'static str,
+                Option<&crate::protocol::grant::Revocation>,
+            )> = Vec::new();
             for g in view.grants.issued() {
                 let used = uses.get(&g.grant_id).copied().unwrap_or(0);
                 let status = if g.expires_unix.is_some_and(|t| t <= now) {
@@ -1817,7 +1848,7 @@ fn grants_cmd(spool: &Spool, config: &Config, action: GrantsAction) -> Result<u8
             }
             for (g, status, revoked) in &rows {
                 let used = uses.get(&g.grant_id).copied().unwrap_or(0);
-                let t = |s: &str| crate::text::inert(s, usize::MAX);
+                let t = |s: &str| crate::protocol::text::inert(s, usize::MAX);
                 let uses = match g.max_uses {
                     Some(m) => format!("{used}/{m} uses"),
                     None => format!("{used} use{}", if used == 1 { "" } else { "s" }),
@@ -1839,8 +1870,9 @@ fn grants_cmd(spool: &Spool, config: &Config, action: GrantsAction) -> Result<u8
         }
         GrantsAction::Revoke { id, reason } => {
             let (principal, pinned) = load_principal(config)?;
-            let a = spool::revoke_grant(spool, &principal, &pinned, &id, &reason, &crate::clock::now_rfc3339())
-                .map_err(|e| match e {
+            let a =
+                spool::revoke_grant(spool, &principal, &pinned, &id, &reason, &crate::protocol::clock::now_rfc3339())
+                    .map_err(|e| match e {
                     spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
                     _ => Failure::invalid(e.to_string()),
                 })?;
@@ -1857,13 +1889,13 @@ fn grants_cmd(spool: &Spool, config: &Config, action: GrantsAction) -> Result<u8
 }
 
 /// A grant as `warrant grants list --json` prints it.
-fn grant_json(g: &crate::grant::Grant, uses: u64) -> Value {
+fn grant_json(g: &crate::protocol::grant::Grant, uses: u64) -> Value {
     json!({
         "grant_id": g.grant_id, "scope": g.scope.as_str(), "covers": g.describe(), "agent": g.agent,
         "notebook": g.notebook, "action_class": g.action_class, "tool": g.tool,
-        "session": match &g.scope { crate::grant::Scope::Session(s) => Some(s.clone()), _ => None },
-        "pattern": match &g.scope { crate::grant::Scope::Pattern(p) => Some(p.to_string()), _ => None },
-        "constraints": match &g.scope { crate::grant::Scope::Class(n) => Some(n.to_json()), _ => None },
+        "session": match &g.scope { crate::protocol::grant::Scope::Session(s) => Some(s.clone()), _ => None },
+        "pattern": match &g.scope { crate::protocol::grant::Scope::Pattern(p) => Some(p.to_string()), _ => None },
+        "constraints": match &g.scope { crate::protocol::grant::Scope::Class(n) => Some(n.to_json()), _ => None },
         "workdir": g.workdir,
         "expires_at": g.expires_at, "max_uses": g.max_uses, "uses": uses,
         "covers_destructive": g.covers_destructive, "packet_id": g.packet_id, "principal": g.principal,
@@ -1886,7 +1918,7 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     if let Some(first) = view.report.first() {
         eprintln!(
             "warrant: the chain does not verify ({}); decisions from failing records are not shown",
-            crate::text::inert(&first.to_string(), 400)
+            crate::protocol::text::inert(&first.to_string(), 400)
         );
     }
     let decided = &view.decisions;
@@ -1942,7 +1974,7 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
             Some(d) if d.packet_hash != p.content_hash => "changed",
             Some(d) => d.verdict.as_str(),
         };
-        let t = |s: &str, n: usize| crate::text::inert(s, n);
+        let t = |s: &str, n: usize| crate::protocol::text::inert(s, n);
         writeln!(
             out,
             "{status:8} {:40} {} {:20} {:22} {}",
@@ -1960,8 +1992,8 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         writeln!(
             out,
             "invalid  {:40} {}",
-            crate::text::inert(&f.name, 200),
-            crate::text::inert(&f.reason.to_string(), 400)
+            crate::protocol::text::inert(&f.name, 200),
+            crate::protocol::text::inert(&f.reason.to_string(), 400)
         )?;
     }
     Ok(0)
@@ -1985,7 +2017,10 @@ fn hook_cmd(
             .ok_or_else(|| format!("--wait {wait}: give a number of seconds from 0 to 86400"))?;
         for (flag, id) in [("--agent", &agent), ("--notebook", &notebook)] {
             if let Some(id) = id.as_deref().filter(|id| !packet::is_safe_id(id)) {
-                return Err(format!("{flag} {:?} is not a safe id (A-Z a-z 0-9 . _ : -)", crate::text::inert(id, 60)));
+                return Err(format!(
+                    "{flag} {:?} is not a safe id (A-Z a-z 0-9 . _ : -)",
+                    crate::protocol::text::inert(id, 60)
+                ));
             }
         }
         Ok(crate::hook::HookOptions { host, spool, config_dir: config::config_dir(), agent, notebook, wait })
@@ -2017,7 +2052,7 @@ fn hook_cmd(
 /// Whether the packet's `expires_at` has passed at `now` (an undecided packet then can only be
 /// refused).
 fn is_expired(p: &packet::Packet, now: time::OffsetDateTime) -> bool {
-    p.expires_at.as_deref().and_then(crate::clock::parse_rfc3339).is_some_and(|t| t <= now)
+    p.expires_at.as_deref().and_then(crate::protocol::clock::parse_rfc3339).is_some_and(|t| t <= now)
 }
 
 /// Reads PATH as a spool directory, a JSON-lines chain, or an export envelope, and verifies it.
@@ -2044,7 +2079,7 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
         }
         // The checkpoint first, then the chain: a decision signed between the two reads must
         // not make the chain look cut off (the chain only grows).
-        let (checkpoint, notes) = crate::checkpoint_files::latest(&spool, pinned);
+        let (checkpoint, notes) = crate::store::checkpoint_files::latest(&spool, pinned);
         // A spool without chain.jsonl has an empty chain, which is valid (as `export` says).
         let chain_path = spool.chain_path();
         let mut report = match chain_file::open_regular(&chain_path, true) {
@@ -2056,9 +2091,11 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
             Err(e) => return Err(e.into()),
         };
         for note in notes {
-            eprintln!("warrant: {}", crate::text::inert(&note, 4000));
+            eprintln!("warrant: {}", crate::protocol::text::inert(&note, 4000));
         }
-        if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint_files::check(&spool.chain_path(), &cp, &report)) {
+        if let Some(f) =
+            checkpoint.and_then(|cp| crate::store::checkpoint_files::check(&spool.chain_path(), &cp, &report))
+        {
             report.findings.push(f);
         }
         return Ok(report);
@@ -2072,7 +2109,7 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
         &mut first,
     )
     .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
-    let first_is_record = crate::canonical::parse_strict(first.trim_ascii())
+    let first_is_record = crate::protocol::canonical::parse_strict(first.trim_ascii())
         .ok()
         .and_then(|v| v.get("schema").and_then(Value::as_str).map(|s| s.starts_with("opentrustgraph/")))
         .unwrap_or(false);
@@ -2080,7 +2117,7 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
         return Ok(chain_file::verify_file(path, own)?);
     }
     let bytes = std::fs::read(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
-    match crate::canonical::parse_strict(&bytes) {
+    match crate::protocol::canonical::parse_strict(&bytes) {
         Ok(v @ Value::Object(_)) => {
             let foreign = VerifyOptions { pinned: Some(pinned), strict_signatures: false };
             Ok(chain::verify_export(&v, foreign))
@@ -2106,12 +2143,12 @@ fn spool_audit(spool: &Spool) -> Result<(VerifyReport, Vec<crate::audit::AuditEn
     Ok(spool::audit_chain(spool, &pinned)?)
 }
 
-/// One JSON line with every [`crate::text::is_unsafe`] character escaped as `\uXXXX` (outside
+/// One JSON line with every [`crate::protocol::text::is_unsafe`] character escaped as `\uXXXX` (outside
 /// strings a JSON text has none, so escaping the whole line changes no value).
 fn json_line_inert(v: &Value) -> String {
     let mut out = String::new();
     for c in v.to_string().chars() {
-        if crate::text::is_unsafe(c) {
+        if crate::protocol::text::is_unsafe(c) {
             let mut units = [0u16; 2];
             for unit in c.encode_utf16(&mut units) {
                 out.push_str(&format!("\\u{unit:04x}"));
@@ -2126,13 +2163,12 @@ fn json_line_inert(v: &Value) -> String {
 /// `warrant audit`: exit 0, or 1 when the chain does not verify (the records that failed are
 /// left out and the first finding is on stderr).
 fn audit_cmd(spool: &Spool, as_json: bool, since: Option<&str>, agent: Option<String>) -> Result<u8, Failure> {
-    let since =
-        match since {
-            Some(t) => Some(crate::clock::unix_seconds(t).ok_or_else(|| {
-                Failure::usage(format!("--since {}: not an RFC 3339 time", crate::text::inert(t, 80)))
-            })?),
-            None => None,
-        };
+    let since = match since {
+        Some(t) => Some(crate::protocol::clock::unix_seconds(t).ok_or_else(|| {
+            Failure::usage(format!("--since {}: not an RFC 3339 time", crate::protocol::text::inert(t, 80)))
+        })?),
+        None => None,
+    };
     let (report, chain_entries) = spool_audit(spool)?;
     let snap = Scanner::for_config(&config::config_dir()).scan(spool)?;
     let entries = crate::audit::build(
@@ -2153,7 +2189,7 @@ fn audit_cmd(spool: &Spool, as_json: bool, since: Option<&str>, agent: Option<St
     if let Some(first) = report.first() {
         eprintln!(
             "warrant: the chain does not verify ({}); records that fail a check are left out",
-            crate::text::inert(&first.to_string(), 400)
+            crate::protocol::text::inert(&first.to_string(), 400)
         );
         return Ok(1);
     }
@@ -2162,7 +2198,7 @@ fn audit_cmd(spool: &Spool, as_json: bool, since: Option<&str>, agent: Option<St
 
 /// One audit entry as a line of text (everything from the spool made inert).
 fn audit_text_line(e: &crate::audit::AuditEntry) -> String {
-    use crate::text::inert;
+    use crate::protocol::text::inert;
     let place = e.record.map_or_else(|| "not in the chain".to_owned(), |r| format!("record {r}"));
     let mut line = format!(
         "{place:<16} {}  {:<10} {:<8} {}  agent {}  {}",
@@ -2204,8 +2240,8 @@ fn audit_text_line(e: &crate::audit::AuditEntry) -> String {
 /// checked against the spool's verified chain. Exit 0 when the chain verifies and every such
 /// line matches, 1 otherwise.
 fn verify_audit(spool: &Spool, file: &Path, as_json: bool) -> Result<u8, Failure> {
-    let text =
-        crate::config::read_text_file(file, 1 << 30).map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
+    let text = crate::store::config::read_text_file(file, 1 << 30)
+        .map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
     let (report, entries) = spool_audit(spool)?;
     let check = crate::audit::check_lines(&text, &entries);
     let ok = report.is_valid() && check.mismatches.is_empty();
@@ -2220,10 +2256,10 @@ fn verify_audit(spool: &Spool, file: &Path, as_json: bool) -> Result<u8, Failure
     } else {
         let mut err = std::io::stderr().lock();
         if let Some(first) = report.first() {
-            writeln!(err, "invalid chain: {}", crate::text::inert(&first.to_string(), 4000))?;
+            writeln!(err, "invalid chain: {}", crate::protocol::text::inert(&first.to_string(), 4000))?;
         }
         for m in &check.mismatches {
-            writeln!(err, "audit line {}: {}", m.line, crate::text::inert(&m.message, 4000))?;
+            writeln!(err, "audit line {}: {}", m.line, crate::protocol::text::inert(&m.message, 4000))?;
         }
         if ok {
             println!(
@@ -2271,10 +2307,10 @@ fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
     } else {
         let mut err = std::io::stderr().lock();
         if let Some(first) = report.first() {
-            writeln!(err, "invalid: {}", crate::text::inert(&first.to_string(), 4000))?;
+            writeln!(err, "invalid: {}", crate::protocol::text::inert(&first.to_string(), 4000))?;
         }
         for f in report.findings.iter().skip(1).take(SHOWN_FINDINGS - 1) {
-            writeln!(err, "  {}", crate::text::inert(&f.to_string(), 4000))?;
+            writeln!(err, "  {}", crate::protocol::text::inert(&f.to_string(), 4000))?;
         }
         if let Some(more) = report.findings.len().checked_sub(SHOWN_FINDINGS).filter(|&n| n > 0) {
             writeln!(err, "  … and {more} more findings ({} in all; `--json` lists every one)", report.findings.len())?;
@@ -2316,9 +2352,9 @@ fn quorum_findings(spool: &Spool, pinned: &PinnedKeys, policies: &PolicySet) -> 
                 check: chain::Check::Quorum,
                 message: format!(
                     "the approval of {} ({}) is signed by {}: policy.toml [cosign] asks the approval of {}",
-                    crate::text::inert(id, 200),
-                    crate::text::inert(&d.action_class, 200),
-                    crate::text::inert(&d.signed_by(), 400),
+                    crate::protocol::text::inert(id, 200),
+                    crate::protocol::text::inert(&d.action_class, 200),
+                    crate::protocol::text::inert(&d.signed_by(), 400),
                     q.describe()
                 ),
             })
@@ -2395,20 +2431,21 @@ fn keys_rotate(config: &Config, spool: &Spool, no_passphrase: bool) -> Result<u8
         )),
         other => other.into(),
     })?;
-    let event = crate::key_event::KeyEvent::Rotate {
+    let event = crate::protocol::key_event::KeyEvent::Rotate {
         principal: old.name.clone(),
         old: old.fingerprint(),
         new_key: new.verifying_key(),
     };
-    let appended = match spool::append_key_event(spool, &old, Some(&new), &pinned, &event, &crate::clock::now_rfc3339())
-    {
-        Ok(a) => a,
-        Err(e) => {
-            // Nothing was announced: the new key is not needed.
-            let _ = std::fs::remove_file(&next);
-            return Err(key_event_failure(e));
-        }
-    };
+    let appended =
+        match spool::append_key_event(spool, &old, Some(&new), &pinned, &event, &crate::protocol::clock::now_rfc3339())
+        {
+            Ok(a) => a,
+            Err(e) => {
+                // Nothing was announced: the new key is not needed.
+                let _ = std::fs::remove_file(&next);
+                return Err(key_event_failure(e));
+            }
+        };
     let retired = retired_key_file(&dir, &old.fingerprint());
     let swapped = std::fs::hard_link(&key_file, &retired)
         .and_then(|()| std::fs::rename(&next, &key_file))
@@ -2470,13 +2507,14 @@ fn keys_rename(config: &Config, spool: &Spool, new_name: &str) -> Result<u8, Fai
         )));
     }
     principal.name = pin.principal.clone();
-    let event = crate::key_event::KeyEvent::Rename {
+    let event = crate::protocol::key_event::KeyEvent::Rename {
         principal: principal.name.clone(),
         new_principal: new_name.to_owned(),
         key: fp.clone(),
     };
-    let appended = spool::append_key_event(spool, &principal, None, &pinned, &event, &crate::clock::now_rfc3339())
-        .map_err(key_event_failure)?;
+    let appended =
+        spool::append_key_event(spool, &principal, None, &pinned, &event, &crate::protocol::clock::now_rfc3339())
+            .map_err(key_event_failure)?;
     pinned.rename(&fp, new_name);
     pinned.save(&dir)?;
     println!(
@@ -2542,18 +2580,18 @@ fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: KeysAction) -> 
             println!("pinned keys ({}):", pinned.len() + gateways.len());
             for k in pinned.iter() {
                 if k.aliases.is_empty() {
-                    println!("  {}  principal  {}", k.fingerprint, crate::text::inert(&k.principal, 200));
+                    println!("  {}  principal  {}", k.fingerprint, crate::protocol::text::inert(&k.principal, 200));
                 } else {
-                    let was = crate::text::inert(&k.aliases.join(", "), 400);
+                    let was = crate::protocol::text::inert(&k.aliases.join(", "), 400);
                     println!(
                         "  {}  principal  {} (formerly {was})",
                         k.fingerprint,
-                        crate::text::inert(&k.principal, 200)
+                        crate::protocol::text::inert(&k.principal, 200)
                     );
                 }
             }
             for k in gateways.iter() {
-                println!("  {}  gateway    {}", k.fingerprint, crate::text::inert(&k.principal, 200));
+                println!("  {}  gateway    {}", k.fingerprint, crate::protocol::text::inert(&k.principal, 200));
             }
         }
         KeysAction::Export => {
@@ -2633,7 +2671,7 @@ fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: KeysAction) -> 
 
 /// The principal's public key from `principal.pub` in `dir` (no passphrase needed), if readable.
 fn public_key(dir: &Path) -> Option<ed25519_dalek::VerifyingKey> {
-    let text = crate::config::read_text_file(&dir.join(key_files::PUBLIC_KEY_FILE), 64 << 10).ok()?;
+    let text = crate::store::config::read_text_file(&dir.join(key_files::PUBLIC_KEY_FILE), 64 << 10).ok()?;
     keys::parse_public_key(&text).ok()
 }
 
@@ -2677,7 +2715,7 @@ fn control_input(kind: ControlKind, subject: &str, reason: Option<String>) -> Re
         subject: subject.to_owned(),
         fields: serde_json::Map::new(),
         reason: reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()),
-        decided_at: crate::clock::now_rfc3339(),
+        decided_at: crate::protocol::clock::now_rfc3339(),
     })
 }
 
@@ -2686,7 +2724,7 @@ fn trust_cmd(spool: &Spool, config: &Config, action: TrustAction) -> Result<u8, 
     if let Some(first) = view.report.first() {
         eprintln!(
             "warrant: the chain does not verify ({}); levels from failing records are not used",
-            crate::text::inert(&first.to_string(), 400)
+            crate::protocol::text::inert(&first.to_string(), 400)
         );
     }
     match action {
@@ -2711,15 +2749,15 @@ fn trust_cmd(spool: &Spool, config: &Config, action: TrustAction) -> Result<u8, 
                 for (id, n) in &view.controls.notebooks {
                     println!(
                         "  {:<24} {:<10} set by {} at {}",
-                        crate::text::inert(id, 64),
+                        crate::protocol::text::inert(id, 64),
                         n.level.as_str(),
-                        crate::text::inert(&n.principal, 64),
-                        crate::text::inert(&n.set_at, 40)
+                        crate::protocol::text::inert(&n.principal, 64),
+                        crate::protocol::text::inert(&n.set_at, 40)
                     );
                 }
                 println!("tools (tier from policy.toml; any other tool is unknown and gates to confirm):");
                 for (id, t) in policies.tools() {
-                    println!("  {:<24} {}", crate::text::inert(id, 64), t.tier.as_str());
+                    println!("  {:<24} {}", crate::protocol::text::inert(id, 64), t.tier.as_str());
                 }
             }
             Ok(0)
@@ -2781,7 +2819,7 @@ fn agent_cmd(spool: &Spool, config: &Config, action: AgentAction) -> Result<u8, 
 }
 
 fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Failure> {
-    use crate::ladder::ActionPrecondition;
+    use crate::protocol::ladder::ActionPrecondition;
     if !packet::is_safe_id(id) {
         return Err(Failure::usage(format!("{id:?} is not a packet id")));
     }
@@ -2796,7 +2834,7 @@ fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Fai
     };
     let (phase, preconditions): (&str, Vec<ActionPrecondition>) = match read {
         Ok(bytes) => {
-            let file: Value = crate::canonical::parse_untrusted(&bytes)
+            let file: Value = crate::protocol::canonical::parse_untrusted(&bytes)
                 .map_err(|e| Failure::invalid(format!("{}: not JSON: {e}", decision_path.display())))?;
             let hash = entry.map(|e| e.packet.content_hash.as_str());
             // A class that needs several principals: only an approval with its quorum counts.
@@ -2828,7 +2866,8 @@ fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Fai
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let entry = entry.ok_or_else(|| Failure::invalid(format!("no packet or decision {id:?} in the spool")))?;
-            let contract = crate::verdict::Governance::of_packet(&entry.packet).and_then(|g| g.contract.clone());
+            let contract =
+                crate::protocol::verdict::Governance::of_packet(&entry.packet).and_then(|g| g.contract.clone());
             let preconditions = match contract {
                 Some(Ok(c)) => c.preconditions,
                 Some(Err(e)) => return Err(Failure::invalid(format!("{id}: invalid action contract: {e}"))),
@@ -2851,13 +2890,13 @@ fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Fai
             println!(
                 "  {} {:<22} expected {}  now {}",
                 if c.holds { "✓" } else { "✗" },
-                crate::text::inert(&c.check_id, 64),
-                crate::text::inert(&c.expected.to_string(), 120),
-                crate::text::inert(&now, 120)
+                crate::protocol::text::inert(&c.check_id, 64),
+                crate::protocol::text::inert(&c.expected.to_string(), 120),
+                crate::protocol::text::inert(&now, 120)
             );
         }
         if let Some(f) = &rv.failure {
-            println!("precondition_failed: {}", crate::text::inert(&f.detail, 400));
+            println!("precondition_failed: {}", crate::protocol::text::inert(&f.detail, 400));
         }
     }
     // 0 only for a packet approved by a verified decision whose preconditions all hold: an

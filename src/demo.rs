@@ -8,7 +8,7 @@
 //! the world drifting under a pending approval), and one agent misbehaves: `agent-rogue` bursts
 //! past its Ring 3 rate limit and asks for Ring 0 (an admin action).
 
-use crate::spool::Spool;
+use crate::store::spool::Spool;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -177,8 +177,14 @@ fn publish_proposal(spool: &Spool, index: usize, seq: u64) -> std::io::Result<()
     let all = proposals();
     let Some((agent, class, summary, action)) = all.get(index) else { return Ok(()) };
     let id = format!("demo-{seq:04}-{}", class.replace('.', "-"));
-    let mut doc =
-        crate::packet::portable_packet(&id, class, agent, summary, action.clone(), &crate::clock::now_rfc3339());
+    let mut doc = crate::protocol::packet::portable_packet(
+        &id,
+        class,
+        agent,
+        summary,
+        action.clone(),
+        &crate::protocol::clock::now_rfc3339(),
+    );
     doc["governance"] = governance_of(agent, class, seq);
     spool.publish(&spool.packets_dir(), &id, &doc).map(|_| ())
 }
@@ -187,13 +193,13 @@ fn publish_proposal(spool: &Spool, index: usize, seq: u64) -> std::io::Result<()
 /// The console shows it `⊘ blocked` with why and what would change it.
 fn publish_prohibited_packet(spool: &Spool) -> std::io::Result<()> {
     let id = "demo-crm-purge";
-    let mut doc = crate::packet::portable_packet(
+    let mut doc = crate::protocol::packet::portable_packet(
         id,
         "crm.record.delete",
         "agent-archivist",
         "Delete 3,400 inactive contacts from the CRM",
         json!({"system": "crm.acme.example", "filter": "last_activity < 2024-01-01", "records": 3400}),
-        &crate::clock::now_rfc3339(),
+        &crate::protocol::clock::now_rfc3339(),
     );
     let mut g = governance_of("agent-archivist", "crm.record.delete", 0);
     g["tool"] = json!("crm.purge");
@@ -219,13 +225,13 @@ fn publish_precondition_packet(spool: &Spool) -> std::io::Result<()> {
     let observer = crate::preconditions::Observer::new(&[root], None, crate::preconditions::Budget::default());
     let expected = observer.observe("file.sha256", &params).unwrap_or(Value::Null);
     let id = "demo-report-publish";
-    let mut doc = crate::packet::portable_packet(
+    let mut doc = crate::protocol::packet::portable_packet(
         id,
         "document.publish.internal",
         "agent-analyst",
         "Publish the Q3 revenue report to the intranet",
         json!({"file": path.to_string_lossy(), "destination": "intranet/reports/q3"}),
-        &crate::clock::now_rfc3339(),
+        &crate::protocol::clock::now_rfc3339(),
     );
     let mut g = governance_of("agent-analyst", "document.publish.internal", 0);
     g["contract"]["preconditions"] = json!([{
@@ -241,13 +247,13 @@ fn publish_precondition_packet(spool: &Spool) -> std::io::Result<()> {
 fn publish_rogue_burst(spool: &Spool, seq: u64) -> std::io::Result<()> {
     for i in 0..14 {
         let id = format!("demo-rogue-{seq:04}-{i:02}");
-        let mut doc = crate::packet::portable_packet(
+        let mut doc = crate::protocol::packet::portable_packet(
             &id,
             "data.export",
             "agent-rogue",
             &format!("Export the customer table, part {}", i + 1),
             json!({"table": "customers", "part": i + 1, "destination": "s3://rogue-bucket/dump"}),
-            &crate::clock::now_rfc3339(),
+            &crate::protocol::clock::now_rfc3339(),
         );
         let mut g = governance_of("agent-rogue", "data.export", seq * 100 + i);
         // It claims a score it does not have (policy.toml caps it at 0.5).
@@ -276,7 +282,7 @@ fn publish_receipt(spool: &Spool, rng: &mut Rng, seq: u64) -> std::io::Result<()
         "outcome": outcome,
         "agent": agent,
         "external_action_executed": outcome == "execute",
-        "created_at": crate::clock::now_rfc3339(),
+        "created_at": crate::protocol::clock::now_rfc3339(),
     });
     spool.publish(&spool.receipts_dir(), &id, &doc).map(|_| ())
 }
@@ -297,7 +303,7 @@ fn runtime_packet() -> Value {
             {"id": "revise", "label": "Revise", "effect": "Keeps action blocked and returns changes to the agent."},
             {"id": "reject", "label": "Reject", "effect": "Blocks action and records negative evidence."}
         ],
-        "createdAt": crate::clock::now_rfc3339(),
+        "createdAt": crate::protocol::clock::now_rfc3339(),
     })
 }
 
@@ -381,7 +387,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let spool = Spool::new(dir.path());
         let demo = Demo::start(spool.clone(), Duration::from_millis(10));
-        let mut scanner = crate::spool::Scanner::new();
+        let mut scanner = crate::store::spool::Scanner::new();
         let mut snap = scanner.scan(&spool).expect("scan");
         for _ in 0..400 {
             let rogue = snap.packets.iter().filter(|e| e.packet.agent == "agent-rogue").count();
@@ -394,15 +400,15 @@ mod tests {
         drop(demo);
         assert!(snap.packets.len() >= 6, "packets: {}", snap.packets.len());
         assert!(!snap.receipts.is_empty());
-        assert!(snap.packets.iter().any(|p| p.packet.form == crate::packet::PacketForm::Runtime));
+        assert!(snap.packets.iter().any(|p| p.packet.form == crate::protocol::packet::PacketForm::Runtime));
         assert_eq!(snap.invalid.len(), 1, "{:?}", snap.invalid);
         assert!(snap.invalid[0].reason.to_string().contains("external_actions"));
         // The misbehaving agent: over its rate limit, and asking for Ring 0.
-        let policies = crate::graduation::PolicySet::load(dir.path(), Some(dir.path())).expect("demo policy");
+        let policies = crate::protocol::graduation::PolicySet::load(dir.path(), Some(dir.path())).expect("demo policy");
         assert!(policies.tool("feed.post").is_some());
-        let controls = crate::control::ControlState::default();
-        let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(0.0);
-        let ctx = crate::verdict::VerdictContext { policies: &policies, controls: &controls, now };
+        let controls = crate::protocol::control::ControlState::default();
+        let now = crate::protocol::clock::unix_seconds(&crate::protocol::clock::now_rfc3339()).unwrap_or(0.0);
+        let ctx = crate::protocol::verdict::VerdictContext { policies: &policies, controls: &controls, now };
         let a = crate::monitor::assess(
             &ctx,
             &snap.packets,
@@ -417,7 +423,7 @@ mod tests {
         // A burst of 14 against Ring 3's bucket (10 tokens, 5 a second): what the bucket can
         // have let through is 10 plus what it refilled between the first and the last arrival
         // (the files' modification times), however slowly the demo could publish them.
-        let limits = crate::rings::rate::default_limits(crate::rings::Ring::Sandbox);
+        let limits = crate::protocol::rings::rate::default_limits(crate::protocol::rings::Ring::Sandbox);
         let times: Vec<f64> =
             snap.packets.iter().filter(|e| e.packet.agent == "agent-rogue").map(|e| e.arrived).collect();
         let span = times.iter().copied().fold(f64::MIN, f64::max) - times.iter().copied().fold(f64::MAX, f64::min);
@@ -435,19 +441,16 @@ mod tests {
             a.verdicts.iter().find(|(id, _)| id.ends_with("-00") && id.starts_with("demo-rogue")).expect("admin");
         assert!(matches!(
             admin.1.state,
-            crate::packet::DecisionState::Blocked | crate::packet::DecisionState::HumanOnly
+            crate::protocol::packet::DecisionState::Blocked | crate::protocol::packet::DecisionState::HumanOnly
         ));
-        assert!(
-            a.verdicts.values().any(|v| v
-                .models
-                .iter()
-                .any(|m| m.model == crate::verdict::Model::RateLimit && m.verdict == "exceeded"))
-        );
+        assert!(a.verdicts.values().any(|v| {
+            v.models.iter().any(|m| m.model == crate::protocol::verdict::Model::RateLimit && m.verdict == "exceeded")
+        }));
         assert!(a.preconditions.contains_key("demo-report-publish"));
         // The opening mix (issue 16): most decidable, one human only, one blocked with its reason.
         // (demo-report-publish is decidable until the demo changes its world file, at tick 18.)
         let report = &a.verdicts["demo-report-publish"];
-        assert!(report.approvable() || report.decisive == crate::verdict::Model::Preconditions, "{report:?}");
+        assert!(report.approvable() || report.decisive == crate::protocol::verdict::Model::Preconditions, "{report:?}");
         let opening = [
             "demo-0001-email-send-external",
             "demo-0002-calendar-create",
@@ -457,7 +460,7 @@ mod tests {
             "demo-crm-purge",
         ];
         let state = |id: &str| a.verdicts.get(id).map(|v| v.state);
-        use crate::packet::DecisionState::{Blocked, HumanOnly};
+        use crate::protocol::packet::DecisionState::{Blocked, HumanOnly};
         let states: Vec<_> = opening.iter().map(|id| (*id, state(id))).collect();
         assert!(states.iter().all(|(_, s)| s.is_some()), "every opening packet is assessed: {states:?}");
         let blocked: Vec<&str> = opening.iter().copied().filter(|id| state(id) == Some(Blocked)).collect();

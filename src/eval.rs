@@ -12,16 +12,16 @@
 //! process, each taking `now`); `tiers.gate`; `ladder.gate`, `ladder.revalidate`; `verdict` (every
 //! model on one packet, composed); and `ops` (the list).
 
-use crate::chain::{self, VerifyOptions};
-use crate::chain_evidence::ChainEvidence;
-use crate::graduation::evidence::{EvidenceIndex, EvidenceRow, rows_from_json};
-use crate::graduation::gate::{AgentStanding, GateRequest, can_execute};
-use crate::graduation::policy::{PolicySet, Threshold};
-use crate::graduation::posterior::Posterior;
-use crate::graduation::receipt::prepare_approval_packet;
-use crate::keys::PinnedKeys;
-use crate::rings::wire::RingsSession;
-use crate::spool::{Spool, VerifiedView};
+use crate::protocol::chain::{self, VerifyOptions};
+use crate::protocol::chain_evidence::ChainEvidence;
+use crate::protocol::graduation::evidence::{EvidenceIndex, EvidenceRow, rows_from_json};
+use crate::protocol::graduation::gate::{AgentStanding, GateRequest, can_execute};
+use crate::protocol::graduation::policy::{PolicySet, Threshold};
+use crate::protocol::graduation::posterior::Posterior;
+use crate::protocol::graduation::receipt::prepare_approval_packet;
+use crate::protocol::keys::PinnedKeys;
+use crate::protocol::rings::wire::RingsSession;
+use crate::store::spool::{Spool, VerifiedView};
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -33,7 +33,7 @@ use time::OffsetDateTime;
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// The Trust Graduation, OpenTrustGraph and composition ops this module serves itself; the
-/// tier and ladder ops are [`crate::ladder::EVAL_OPS`], the ring ops [`crate::rings::wire::OPS`].
+/// tier and ladder ops are [`crate::protocol::ladder::EVAL_OPS`], the ring ops [`crate::protocol::rings::wire::OPS`].
 const OWN_OPS: [&str; 8] = [
     "tg.can_execute",
     "tg.prepare_approval_packet",
@@ -49,14 +49,14 @@ const OWN_OPS: [&str; 8] = [
 #[must_use]
 pub fn ops() -> Vec<&'static str> {
     let mut all = OWN_OPS.to_vec();
-    all.extend(crate::ladder::EVAL_OPS.iter().map(|(name, _)| *name));
-    all.extend(crate::rings::wire::OPS);
+    all.extend(crate::protocol::ladder::EVAL_OPS.iter().map(|(name, _)| *name));
+    all.extend(crate::protocol::rings::wire::OPS);
     all
 }
 
-/// An error response: a stable `code` and a sentence ([`crate::request::RequestError`], the
+/// An error response: a stable `code` and a sentence ([`crate::protocol::request::RequestError`], the
 /// protocol's, which the models' request readers return).
-pub type EvalError = crate::request::RequestError;
+pub type EvalError = crate::protocol::request::RequestError;
 
 fn bad(code: &'static str, message: impl Into<String>) -> EvalError {
     EvalError { code, message: message.into() }
@@ -101,8 +101,8 @@ impl Evaluator {
         self.spool = Some(SpoolEvidence {
             spool,
             pinned,
-            gateways: crate::keys::GatewayKeys::default(),
-            receipts: RefCell::new(crate::spool::Scanner::new()),
+            gateways: crate::protocol::keys::GatewayKeys::default(),
+            receipts: RefCell::new(crate::store::spool::Scanner::new()),
             loaded: RefCell::new(None),
         });
         self
@@ -112,9 +112,9 @@ impl Evaluator {
     /// `gateways` signed count as observed outcomes (provenance `receipt`), with the chain's
     /// evidence, as in the console. Without this call no receipt file is evidence.
     #[must_use]
-    pub fn with_gateway_keys(mut self, gateways: crate::keys::GatewayKeys) -> Self {
+    pub fn with_gateway_keys(mut self, gateways: crate::protocol::keys::GatewayKeys) -> Self {
         if let Some(s) = self.spool.as_mut() {
-            s.receipts = RefCell::new(crate::spool::Scanner::new().with_gateway_keys(gateways.clone()));
+            s.receipts = RefCell::new(crate::store::spool::Scanner::new().with_gateway_keys(gateways.clone()));
             s.gateways = gateways;
         }
         self
@@ -142,7 +142,7 @@ impl Evaluator {
         if answered.is_err() {
             out.truncate(mark);
             self.internal_errors.set(self.internal_errors.get() + 1);
-            let id = match crate::canonical::parse_strict(line) {
+            let id = match crate::protocol::canonical::parse_strict(line) {
                 Ok(Value::Object(m)) => m.get("id").cloned(),
                 _ => None,
             };
@@ -159,7 +159,7 @@ impl Evaluator {
     /// Answers one request line (without its newline). Never panics on input.
     #[must_use]
     pub fn handle_line(&self, line: &[u8]) -> Value {
-        let request = match crate::canonical::parse_untrusted(line) {
+        let request = match crate::protocol::canonical::parse_untrusted(line) {
             Ok(Value::Object(m)) => m,
             Ok(_) => return error_response(None, &bad("invalid_request", "a request must be a JSON object")),
             Err(e) => return error_response(refused_line_id(line), &bad("parse_error", e)),
@@ -196,7 +196,7 @@ impl Evaluator {
     fn fast_can_execute(&self, line: &[u8], out: &mut Vec<u8>) -> bool {
         use serde::Deserializer as _;
         // An integer outside 64 bits is refused by `parse_untrusted` on the general path.
-        if crate::canonical::check_integer_literals(line).is_err() {
+        if crate::protocol::canonical::check_integer_literals(line).is_err() {
             return false;
         }
         let mut de = serde_json::Deserializer::from_slice(line);
@@ -228,7 +228,7 @@ impl Evaluator {
         };
         let now = match &g.now {
             None | Some(None) => OffsetDateTime::now_utc(),
-            Some(Some(s)) => match crate::clock::parse_rfc3339(s) {
+            Some(Some(s)) => match crate::protocol::clock::parse_rfc3339(s) {
                 Some(t) => t,
                 None => return false,
             },
@@ -288,7 +288,10 @@ impl Evaluator {
                 let Some(Value::Object(rec)) = r.get("record") else {
                     return Err(bad("invalid_request", "missing `record` (an object)"));
                 };
-                let hash = crate::canonical::prefixed(&crate::canonical::canonical_digest_without(rec, "entry_hash"));
+                let hash = crate::protocol::canonical::prefixed(&crate::protocol::canonical::canonical_digest_without(
+                    rec,
+                    "entry_hash",
+                ));
                 let mut v = json!({"entry_hash": hash});
                 if let Some(recorded) = rec.get("entry_hash") {
                     v["matches"] = json!(recorded.as_str() == Some(hash.as_str()));
@@ -296,8 +299,8 @@ impl Evaluator {
                 Ok(v)
             }
             "verdict" => self.verdict(r),
-            "ops" => Ok(json!({"ops": ops(), "protocol_version": crate::graduation::PROTOCOL_VERSION})),
-            op if crate::rings::wire::OPS.contains(&op) => {
+            "ops" => Ok(json!({"ops": ops(), "protocol_version": crate::protocol::graduation::PROTOCOL_VERSION})),
+            op if crate::protocol::rings::wire::OPS.contains(&op) => {
                 if self.internal_errors.get() > 0 {
                     return Err(bad(
                         "internal_error",
@@ -322,12 +325,12 @@ impl Evaluator {
                     {
                         let mut raised = r.clone();
                         raised.insert("required_trust_level".into(), json!(floor));
-                        crate::ladder::eval_ladder_gate(&raised)
+                        crate::protocol::ladder::eval_ladder_gate(&raised)
                     }
-                    _ => crate::ladder::eval_ladder_gate(r),
+                    _ => crate::protocol::ladder::eval_ladder_gate(r),
                 }
             }
-            op => match crate::ladder::EVAL_OPS.iter().find(|(name, _)| *name == op) {
+            op => match crate::protocol::ladder::EVAL_OPS.iter().find(|(name, _)| *name == op) {
                 Some((_, serve)) => serve(r),
                 None => Err(bad("unknown_op", format!("unknown op {op:?}; known: {}", ops().join(", ")))),
             },
@@ -362,7 +365,7 @@ impl Evaluator {
             .or_else(|| r.get("actionClass"))
             .and_then(Value::as_str)
             .ok_or_else(|| bad("invalid_request", "missing string `action_class`"))?;
-        if !crate::packet::is_class_id(&crate::registry::normalize(class)) {
+        if !crate::protocol::packet::is_class_id(&crate::protocol::registry::normalize(class)) {
             return Err(bad(
                 "invalid_action_class",
                 format!("{class:?} is not an action class (like email.send.external)"),
@@ -433,7 +436,7 @@ impl Evaluator {
             .and_then(Value::as_str)
             .ok_or_else(|| bad("invalid_request", "missing string `action_class`"))?;
         let canonical = self.policies.normalize(class);
-        if !crate::packet::is_class_id(&canonical) {
+        if !crate::protocol::packet::is_class_id(&canonical) {
             return Err(bad("invalid_action_class", format!("{class:?} is not an action class")));
         }
         let evidence = evidence_of(r)?;
@@ -478,7 +481,8 @@ impl Evaluator {
             .filter(|p| p.is_object())
             .ok_or_else(|| bad("invalid_request", "missing `packet` (an object)"))?;
         let bytes = serde_json::to_vec(raw).map_err(|e| bad("invalid_request", e.to_string()))?;
-        let packet = crate::packet::parse_packet(&bytes, "packet").map_err(|e| bad("invalid_packet", e.to_string()))?;
+        let packet = crate::protocol::packet::parse_packet(&bytes, "packet")
+            .map_err(|e| bad("invalid_packet", e.to_string()))?;
         let mut policies = self.policies_for(r)?.into_owned();
         if let Some(tools) = r.get("tools") {
             let Value::Object(tools) = tools else { return Err(bad("invalid_policy", "`tools` must be an object")) };
@@ -494,10 +498,10 @@ impl Evaluator {
             // A request can lower the host's ceiling, never raise it.
             policies.ladder_ceiling = policies.ladder_ceiling.min(c as u8);
         }
-        let controls = crate::control::ControlState::from_json(r.get("controls").unwrap_or(&Value::Null))
+        let controls = crate::protocol::control::ControlState::from_json(r.get("controls").unwrap_or(&Value::Null))
             .map_err(|e| bad("invalid_request", e))?;
         let now = now_of(r)?;
-        let ctx = crate::verdict::VerdictContext {
+        let ctx = crate::protocol::verdict::VerdictContext {
             policies: &policies,
             controls: &controls,
             now: now.unix_timestamp() as f64 + f64::from(now.nanosecond()) / 1e9,
@@ -509,14 +513,14 @@ impl Evaluator {
             Some(v) => v.as_bool().ok_or_else(|| bad("invalid_request", "`chain_intact` must be a boolean"))?,
         } && chain.as_ref().is_none_or(|c| c.broken.is_none());
         let index = combined_index(chain.as_deref(), Some(&evidence));
-        let tg = crate::verdict::packet_gate(&ctx, &packet, &index, "local", chain_intact);
+        let tg = crate::protocol::verdict::packet_gate(&ctx, &packet, &index, "local", chain_intact);
         let rate = match r.get("rate_limited") {
             None | Some(Value::Null) => None,
             Some(Value::Bool(limited)) => {
-                let g = crate::verdict::Governance::of_packet(&packet);
-                let ring = crate::verdict::packet_ring(&ctx, &packet, g.as_deref());
-                let burst = crate::rings::RateLimiter::default().limits(ring).burst;
-                Some(crate::verdict::RateOutcome {
+                let g = crate::protocol::verdict::Governance::of_packet(&packet);
+                let ring = crate::protocol::verdict::packet_ring(&ctx, &packet, g.as_deref());
+                let burst = crate::protocol::rings::RateLimiter::default().limits(ring).burst;
+                Some(crate::protocol::verdict::RateOutcome {
                     allowed: !limited,
                     ring,
                     tokens: if *limited { 0.0 } else { burst - 1.0 },
@@ -527,11 +531,11 @@ impl Evaluator {
         };
         let revalidation = match r.get("observed") {
             None | Some(Value::Null) => None,
-            Some(Value::Object(observed)) => crate::verdict::Governance::of_packet(&packet)
+            Some(Value::Object(observed)) => crate::protocol::verdict::Governance::of_packet(&packet)
                 .and_then(|g| g.contract.clone())
                 .and_then(Result::ok)
                 .map(|c| {
-                    crate::ladder::revalidate(&c.preconditions, |p| {
+                    crate::protocol::ladder::revalidate(&c.preconditions, |p| {
                         observed
                             .get(&p.check_id)
                             .cloned()
@@ -540,7 +544,7 @@ impl Evaluator {
                 }),
             Some(_) => return Err(bad("invalid_request", "`observed` must be an object")),
         };
-        let verdict = crate::verdict::evaluate(&ctx, &packet, &tg, rate.as_ref(), revalidation.as_ref());
+        let verdict = crate::protocol::verdict::evaluate(&ctx, &packet, &tg, rate.as_ref(), revalidation.as_ref());
         let mut v = verdict.to_json();
         v["packet_id"] = json!(packet.id);
         v["trust_graduation"] = tg.to_json();
@@ -563,9 +567,9 @@ struct SpoolEvidence {
     spool: Spool,
     pinned: Result<PinnedKeys, String>,
     /// The gateway keys whose signed receipts are observed outcomes ([`Evaluator::with_gateway_keys`]).
-    gateways: crate::keys::GatewayKeys,
+    gateways: crate::protocol::keys::GatewayKeys,
     /// Reads `receipts/` (each file once per version) when there are gateway keys.
-    receipts: RefCell<crate::spool::Scanner>,
+    receipts: RefCell<crate::store::spool::Scanner>,
     /// The last verification: the stamp it was made at, the verified view (extended
     /// incrementally when the chain grows) and what the requests read.
     loaded: RefCell<Option<Loaded>>,
@@ -620,7 +624,7 @@ impl SpoolEvidence {
             ),
             Ok(pinned) => {
                 let progress = std::sync::atomic::AtomicU64::new(0);
-                match crate::spool::verify_chain_from(&self.spool, pinned, cache.as_ref(), &progress) {
+                match crate::store::spool::verify_chain_from(&self.spool, pinned, cache.as_ref(), &progress) {
                     Err(e) => (
                         None,
                         ChainSnapshot {
@@ -635,7 +639,7 @@ impl SpoolEvidence {
                         if !self.gateways.is_empty() {
                             let receipts =
                                 self.receipts.borrow_mut().scan(&self.spool).map(|s| s.receipts).unwrap_or_default();
-                            let observed = crate::graduation::receipt::observed_evidence(
+                            let observed = crate::protocol::graduation::receipt::observed_evidence(
                                 receipts.iter().filter_map(|r| Some((&r.raw, r.observed_by.as_deref()?))),
                             );
                             for row in observed {
@@ -735,14 +739,15 @@ fn canonical_spellings<'a>(op: &str, r: &'a Map<String, Value>) -> Result<Respel
 /// allocating for an id already made of `[a-z0-9.]`.
 fn request_class_ok(class: &str) -> bool {
     if class.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.') {
-        crate::packet::is_class_id(class) || crate::registry::ALIASES.iter().any(|(alias, _)| *alias == class)
+        crate::protocol::packet::is_class_id(class)
+            || crate::protocol::registry::ALIASES.iter().any(|(alias, _)| *alias == class)
     } else {
-        crate::packet::is_class_id(&crate::registry::normalize(class))
+        crate::protocol::packet::is_class_id(&crate::protocol::registry::normalize(class))
     }
 }
 
 /// The members of a `tg.can_execute` request, read strictly (duplicate keys anywhere are an
-/// error, as in [`crate::canonical::parse_strict`]); strings are borrowed from the line when
+/// error, as in [`crate::protocol::canonical::parse_strict`]); strings are borrowed from the line when
 /// they have no escapes.
 #[derive(Default)]
 struct FastGate<'de> {
@@ -771,7 +776,7 @@ impl<'de> serde::de::Visitor<'de> for FastGateVisitor {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<FastGate<'de>, A::Error> {
-        use crate::canonical::{StrictValue, Text};
+        use crate::protocol::canonical::{StrictValue, Text};
         use serde::de::Error as _;
         let mut g = FastGate::default();
         let mut seen = 0u32;
@@ -818,7 +823,7 @@ impl<'de> serde::de::Visitor<'de> for FastGateVisitor {
                 "actionClass" => g.action_class_camel = Some(map.next_value::<Text<'de>>()?.0),
                 "context" => g.context = Some(map.next_value::<StrictValue>()?.0),
                 "approval" => g.approval = Some(map.next_value::<StrictValue>()?.0),
-                "evidence" => g.evidence = Some(map.next_value::<crate::graduation::evidence::WireRows>()?.0),
+                "evidence" => g.evidence = Some(map.next_value::<crate::protocol::graduation::evidence::WireRows>()?.0),
                 "agent_status" => g.agent_status = Some(map.next_value::<Text<'de>>()?.0),
                 "chain_intact" => g.chain_intact = Some(map.next_value()?),
                 "workspace" => g.workspace = Some(map.next_value::<Text<'de>>()?.0),
@@ -845,7 +850,7 @@ fn evidence_of(r: &Map<String, Value>) -> Result<Vec<EvidenceRow>, EvalError> {
 fn now_of(r: &Map<String, Value>) -> Result<OffsetDateTime, EvalError> {
     match r.get("now") {
         None | Some(Value::Null) => Ok(OffsetDateTime::now_utc()),
-        Some(Value::String(s)) => crate::clock::parse_rfc3339(s)
+        Some(Value::String(s)) => crate::protocol::clock::parse_rfc3339(s)
             .ok_or_else(|| bad("invalid_request", format!("`now` is not an RFC 3339 date-time: {s:?}"))),
         Some(_) => Err(bad("invalid_request", "`now` must be an RFC 3339 string")),
     }
@@ -855,7 +860,7 @@ fn now_of(r: &Map<String, Value>) -> Result<OffsetDateTime, EvalError> {
 /// but would be read approximately), so the client can match the error to its request. A
 /// fractional id is not echoed: it may be the approximated integer itself.
 fn refused_line_id(line: &[u8]) -> Option<Value> {
-    match crate::canonical::parse_strict(line) {
+    match crate::protocol::canonical::parse_strict(line) {
         Ok(Value::Object(m)) => {
             m.get("id").filter(|id| !id.as_number().is_some_and(serde_json::Number::is_f64)).cloned()
         }
@@ -1116,6 +1121,6 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[0]["id"], 1);
         assert!(lines[1]["error"]["code"].is_string());
-        assert_eq!(lines[2]["entry_hash"], crate::canonical::canonical_hash(&json!({"a": 1})));
+        assert_eq!(lines[2]["entry_hash"], crate::protocol::canonical::canonical_hash(&json!({"a": 1})));
     }
 }

@@ -5,7 +5,7 @@
 //! elicitation) — except `tools/call`, which it governs first (`docs/integrations.md`, "MCP gateway",
 //! `../shared/reference/agent-integrations.md` §3, Lodestar's proxy in `lodestar-and-tiers.md`).
 //!
-//! A call is a packet ([`crate::calls::call_packet`], tool key `<name>/<tool>`, the server's
+//! A call is a packet ([`crate::protocol::calls::call_packet`], tool key `<name>/<tool>`, the server's
 //! annotations from `tools/list`) judged by [`Governor`]: allowed calls are forwarded, once the
 //! preconditions the tool table declares are re-checked ([`Governor::recheck_before_run`]), and
 //! their result returned unchanged; held calls wait for the principal's signed decision, with
@@ -26,9 +26,9 @@
 //! carries the gateway's own signature; a receipt signed by a key the principal pinned as a
 //! gateway's is an observed outcome (`docs/integrations.md`, "A gateway under its own Unix user").
 
-use crate::calls::ToolCall;
 use crate::govern::{Governor, Live, Outcome, Submitted, warrant_object};
-use crate::spool::Spool;
+use crate::protocol::calls::ToolCall;
+use crate::store::spool::Spool;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequest, CallToolResult, ClientNotification, ClientRequest, ClientResult, ContentBlock, GetMeta as _,
@@ -77,8 +77,8 @@ pub struct Options {
     /// own server child); `None` serves one agent on stdio.
     pub listen: Option<PathBuf>,
     /// `--sign-receipts`: the gateway's own key, which signs every receipt it publishes
-    /// ([`crate::spool::publish_signed_receipt`]).
-    pub signer: Option<Arc<crate::keys::Principal>>,
+    /// ([`crate::store::spool::publish_signed_receipt`]).
+    pub signer: Option<Arc<crate::protocol::keys::Principal>>,
 }
 
 /// Launchers whose first non-option argument names the server (`npx -y PACKAGE`).
@@ -486,7 +486,7 @@ fn service_error(e: ServiceError) -> McpError {
 impl Shared {
     /// Counts a call that ran with no packet towards its receipt.
     fn ran_unpacketed(&self, class: String, key: String, call_id: &str, is_error: bool) {
-        let at = crate::clock::now_rfc3339();
+        let at = crate::protocol::clock::now_rfc3339();
         if let Ok(mut m) = self.unpacketed.lock() {
             let e = m.entry((class, key, is_error)).or_insert_with(|| Unpacketed {
                 count: 0,
@@ -522,20 +522,20 @@ impl Shared {
                     u.count, u.first, u.first_at, u.last, u.last_at
                 );
                 let call = json!({"host": "mcp-gateway", "tool": key, "calls": u.count});
-                let req = crate::spool::ReceiptRequest {
+                let req = crate::store::spool::ReceiptRequest {
                     action_class: &class,
-                    outcome: crate::graduation::receipt::ReceiptOutcome::Execute,
+                    outcome: crate::protocol::graduation::receipt::ReceiptOutcome::Execute,
                     agent: &agent,
                     packet_id: None,
                     source_type: None,
                     note: Some(&note),
                     tool_call: Some(&call),
                 };
-                let now = crate::clock::now_rfc3339();
+                let now = crate::protocol::clock::now_rfc3339();
                 // Only a result the tool reported as a success is signed: an observed outcome is
                 // evidence for the class, and an error is no evidence of a good call.
                 let signer = signer.as_deref().filter(|_| !is_error);
-                if let Err(e) = crate::spool::publish_signed_receipt(live.spool(), &req, &now, signer) {
+                if let Err(e) = crate::store::spool::publish_signed_receipt(live.spool(), &req, &now, signer) {
                     eprintln!("warrant mcp-gateway: could not record the receipt of {note}: {e}");
                     unwritten.push(((class, key, is_error), u));
                 }
@@ -725,7 +725,7 @@ impl Gateway {
             Ok(ServerResult::CallToolResult(refusal(&key, &outcome, None, structured)))
         };
         let blocked = |reason: String| Outcome::Deny { packet_id: None, status: "blocked", reason, remedy: None };
-        if !crate::calls::is_tool_key(&key) {
+        if !crate::protocol::calls::is_tool_key(&key) {
             return refuse(blocked(format!("the tool name {tool:?} cannot be governed (not a valid tool key)")), false);
         }
         let info = match s.tool_info(&tool).await {
@@ -811,7 +811,10 @@ impl Gateway {
                     Ok(ServerResult::CallToolResult(_)) => "forwarded; the tool ran (isError false)".to_owned(),
                     Ok(_) => "forwarded; the server answered with a task or an input request".to_owned(),
                     Err(e) => {
-                        format!("forwarded; the server answered with an error: {}", crate::text::inert(&e.message, 300))
+                        format!(
+                            "forwarded; the server answered with an error: {}",
+                            crate::protocol::text::inert(&e.message, 300)
+                        )
                     }
                 };
                 let (g, agent, class, id, signer) = (
@@ -830,17 +833,17 @@ impl Gateway {
                 let succeeded = matches!(&answer, Ok(ServerResult::CallToolResult(r)) if r.is_error != Some(true));
                 let signer = signer.filter(|_| succeeded);
                 let receipt = tokio::task::spawn_blocking(move || {
-                    let req = crate::spool::ReceiptRequest {
+                    let req = crate::store::spool::ReceiptRequest {
                         action_class: &class,
-                        outcome: crate::graduation::receipt::ReceiptOutcome::Execute,
+                        outcome: crate::protocol::graduation::receipt::ReceiptOutcome::Execute,
                         agent: &agent,
                         packet_id: Some(&id),
                         source_type: None,
                         note: Some(&note),
                         tool_call: Some(&call),
                     };
-                    let now = crate::clock::now_rfc3339();
-                    crate::spool::publish_signed_receipt(g.spool(), &req, &now, signer.as_deref()).map(|_| ())
+                    let now = crate::protocol::clock::now_rfc3339();
+                    crate::store::spool::publish_signed_receipt(g.spool(), &req, &now, signer.as_deref()).map(|_| ())
                 })
                 .await;
                 match receipt {
@@ -1154,7 +1157,7 @@ mod tests {
         assert_eq!(name(&["..."]), "server");
         assert_eq!(name(&["mcp-server-"]), "mcp-server-");
         for n in ["filesystem", "git", "my-server", "server"] {
-            assert!(crate::calls::is_tool_key(&format!("{n}/read_file")));
+            assert!(crate::protocol::calls::is_tool_key(&format!("{n}/read_file")));
         }
     }
 

@@ -6,13 +6,13 @@
 //! Fail closed everywhere: every error is an [`Outcome::Deny`] or an `Err` that the surfaces turn
 //! into a deny; nothing here ever answers `Allow` for a packet it could not judge.
 
-use crate::calls::{Classification, ToolCall};
-use crate::decision::Verdict;
-use crate::graduation::policy::PolicySet;
-use crate::keys::PinnedKeys;
-use crate::ladder::ActionPrecondition;
-use crate::packet::DecisionState;
-use crate::spool::{self, Scanner, Spool};
+use crate::protocol::calls::{Classification, ToolCall};
+use crate::protocol::decision::Verdict;
+use crate::protocol::graduation::policy::PolicySet;
+use crate::protocol::keys::PinnedKeys;
+use crate::protocol::ladder::ActionPrecondition;
+use crate::protocol::packet::DecisionState;
+use crate::store::spool::{self, Scanner, Spool};
 use serde_json::{Value, json};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -41,13 +41,13 @@ pub enum GovernError {
     },
     /// The policy files.
     #[error("{0}")]
-    Policy(#[from] crate::graduation::policy::PolicyError),
+    Policy(#[from] crate::protocol::graduation::policy::PolicyError),
     /// The pinned keys file.
     #[error("{0}")]
-    Keys(#[from] crate::key_files::KeyError),
+    Keys(#[from] crate::store::key_files::KeyError),
     /// The chain.
     #[error("{0}")]
-    Chain(#[from] crate::chain_file::ChainError),
+    Chain(#[from] crate::store::chain_file::ChainError),
     /// I/O.
     #[error("{0}")]
     Io(#[from] io::Error),
@@ -64,7 +64,7 @@ pub enum Outcome {
         reason: String,
         /// The principal signed an approval (not the gate on its own): of this packet, or a grant.
         by_principal: bool,
-        /// The principal's grant that allowed it ([`crate::grant`]), if one did.
+        /// The principal's grant that allowed it ([`crate::protocol::grant`]), if one did.
         grant: Option<String>,
     },
     /// A person must decide: the packet waits in the console.
@@ -132,10 +132,10 @@ pub struct Submitted {
     /// The answer now.
     pub outcome: Outcome,
     /// The class's `[timeouts]` entry in `policy.toml`, if it has one.
-    pub timeout: Option<crate::graduation::policy::ClassTimeout>,
+    pub timeout: Option<crate::protocol::graduation::policy::ClassTimeout>,
     /// The quorum an approval of the class needs (`[cosign]` in `policy.toml`), if any: a
     /// decision file releases the call only with that many co-signatures.
-    pub quorum: Option<crate::decision::Quorum>,
+    pub quorum: Option<crate::protocol::decision::Quorum>,
 }
 
 impl Submitted {
@@ -194,7 +194,7 @@ impl Governor {
     /// Classifies `call`, publishes its packet (or finds the one a retry of the same call made:
     /// same id, same call) and judges it.
     ///
-    /// The preconditions the tool table declares for the call ([`crate::calls::action_preconditions`])
+    /// The preconditions the tool table declares for the call ([`crate::protocol::calls::action_preconditions`])
     /// are observed now, within the principal's `[preconditions] roots`, and published as their
     /// `expected_at_approval`: the world the call was proposed in. The principal's approval
     /// must then find them unchanged (or it is refused with `precondition_failed`), and the
@@ -216,7 +216,8 @@ impl Governor {
         call_id: Option<&str>,
         expires_in: Option<Duration>,
     ) -> Result<Submitted, GovernError> {
-        let classification = crate::calls::classify(&self.policies, &call.tool, &call.input, &call.annotations);
+        let classification =
+            crate::protocol::calls::classify(&self.policies, &call.tool, &call.input, &call.annotations);
         // The class's `refuse_after` caps the wait: the packet expires with it.
         let timeout = self.policies.class_timeout(&classification.class);
         let expires_in = match (expires_in, timeout) {
@@ -224,12 +225,17 @@ impl Governor {
             (None, Some(t)) => t.refuse_after(),
             (d, None) => d,
         };
-        let id = crate::calls::packet_id(call, call_id);
+        let id = crate::protocol::calls::packet_id(call, call_id);
         let now = time::OffsetDateTime::now_utc();
-        let mut doc =
-            crate::calls::call_packet(call, &classification, &self.policies, &id, &crate::clock::format_rfc3339(now));
+        let mut doc = crate::protocol::calls::call_packet(
+            call,
+            &classification,
+            &self.policies,
+            &id,
+            &crate::protocol::clock::format_rfc3339(now),
+        );
         if let Some(t) = expires_in.and_then(|d| time::Duration::try_from(d).ok()).and_then(|d| now.checked_add(d)) {
-            doc["expires_at"] = json!(crate::clock::format_rfc3339(t));
+            doc["expires_at"] = json!(crate::protocol::clock::format_rfc3339(t));
         }
         self.observe_at_proposal(&mut doc);
         self.spool.ensure()?;
@@ -240,7 +246,7 @@ impl Governor {
                 // preconditions had when it was first proposed, aside).
                 let bytes = spool::read_limited(&self.spool.packets_dir().join(format!("{id}.json")))
                     .map_err(|e| GovernError::InvalidPacket { id: id.clone(), reason: e.to_string() })?;
-                let old = crate::canonical::parse_untrusted(&bytes)
+                let old = crate::protocol::canonical::parse_untrusted(&bytes)
                     .map_err(|reason| GovernError::InvalidPacket { id: id.clone(), reason })?;
                 // Everything but the time it was made and when it expires, and the values its
                 // preconditions had when first proposed, must be the same; and a packet that
@@ -273,7 +279,7 @@ impl Governor {
         // What was judged is what this call published (or the retried call's packet it found):
         // an agent that swaps the file between the two gets a refusal, never a verdict on other
         // content.
-        if content_hash != crate::canonical::canonical_hash(&published) {
+        if content_hash != crate::protocol::canonical::canonical_hash(&published) {
             return Err(GovernError::Conflict(id));
         }
         let quorum = self.policies.cosign(&classification.class).cloned();
@@ -346,21 +352,25 @@ impl Governor {
                 Ok(b) => b,
                 Err(e) => return fail("blocked", format!("could not read the decision on {id}: {e}")),
             };
-            let decision = crate::canonical::parse_untrusted(&bytes).map_err(|e| e.to_string()).and_then(|v| {
-                crate::decision::verify_decision_file_under(
-                    &v,
-                    id,
-                    Some(&s.content_hash),
-                    &self.pinned,
-                    s.quorum.as_ref(),
-                )
-                .map_err(|e| e.to_string())
-            });
+            let decision =
+                crate::protocol::canonical::parse_untrusted(&bytes).map_err(|e| e.to_string()).and_then(|v| {
+                    crate::protocol::decision::verify_decision_file_under(
+                        &v,
+                        id,
+                        Some(&s.content_hash),
+                        &self.pinned,
+                        s.quorum.as_ref(),
+                    )
+                    .map_err(|e| e.to_string())
+                });
             let d = match decision {
                 Ok(d) if d.verdict == Verdict::Approve => d,
                 Ok(d) if d.system.is_some() => return Some(timed_out(id, "")),
                 Ok(d) => {
-                    return fail("refused", format!("{id} was refused by {}", crate::text::inert(&d.principal, 200)));
+                    return fail(
+                        "refused",
+                        format!("{id} was refused by {}", crate::protocol::text::inert(&d.principal, 200)),
+                    );
                 }
                 Err(e) => return fail("blocked", format!("the decision on {id} does not verify: {e}")),
             };
@@ -422,13 +432,13 @@ impl Governor {
                 Outcome::Deny {
                     packet_id: Some(id.to_owned()),
                     status: "blocked",
-                    reason: format!("the chain does not verify ({})", crate::text::inert(&first, 400)),
+                    reason: format!("the chain does not verify ({})", crate::protocol::text::inert(&first, 400)),
                     remedy: Some("the principal must repair the chain (`warrant verify`)".into()),
                 },
             ));
         }
         if let Some(d) = view.decisions.get(id) {
-            let by = crate::text::inert(&d.signed_by(), 400);
+            let by = crate::protocol::text::inert(&d.signed_by(), 400);
             // A class that needs several principals: an approval that does not meet the policy's
             // quorum (signed under other terms, or before the policy asked for one) holds nothing.
             if d.verdict == Verdict::Approve
@@ -448,7 +458,8 @@ impl Governor {
                     },
                 ));
             }
-            let why = d.reason.as_deref().map(|r| format!(": {}", crate::text::inert(r, 2000))).unwrap_or_default();
+            let why =
+                d.reason.as_deref().map(|r| format!(": {}", crate::protocol::text::inert(r, 2000))).unwrap_or_default();
             return Ok((
                 hash,
                 match (d.verdict, d.packet_hash == entry.packet.content_hash) {
@@ -469,11 +480,10 @@ impl Governor {
                 },
             ));
         }
-        if let Some(at) = entry
-            .packet
-            .expires_at
-            .as_deref()
-            .filter(|t| crate::clock::parse_rfc3339(t).is_some_and(|t| t <= time::OffsetDateTime::now_utc()))
+        if let Some(at) =
+            entry.packet.expires_at.as_deref().filter(|t| {
+                crate::protocol::clock::parse_rfc3339(t).is_some_and(|t| t <= time::OffsetDateTime::now_utc())
+            })
         {
             return Ok((
                 hash,
@@ -506,14 +516,15 @@ impl Governor {
                 // another user than the spool's owner, it may remove them (its own files, in its
                 // group's directories), so the count cannot be trusted and the principal decides.
                 let counted = spool::owned_by_me(&self.spool);
-                let recent = match crate::calls::rate_window(&constraints) {
+                let recent = match crate::protocol::calls::rate_window(&constraints) {
                     Some(window) if counted => {
                         Some(self.recent_calls(&entry.packet, &class, window, &view.decisions)?)
                     }
                     _ => None,
                 };
-                let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
-                let mut failures = crate::calls::constraint_failures(&constraints, now, recent);
+                let now = crate::protocol::clock::unix_seconds(&crate::protocol::clock::now_rfc3339())
+                    .unwrap_or(f64::INFINITY);
+                let mut failures = crate::protocol::calls::constraint_failures(&constraints, now, recent);
                 if !counted && constraints.contains_key("rate_limit") {
                     failures.push(
                         "`rate_limit` cannot be counted by the agent's own user (it could remove the files counted)"
@@ -523,7 +534,7 @@ impl Governor {
                 let keys: Vec<&str> = constraints
                     .keys()
                     .map(String::as_str)
-                    .filter(|k| crate::graduation::gate::CONSTRAINT_VOCABULARY.contains(k))
+                    .filter(|k| crate::protocol::graduation::gate::CONSTRAINT_VOCABULARY.contains(k))
                     .collect();
                 if failures.is_empty() {
                     Outcome::Allow {
@@ -559,7 +570,7 @@ impl Governor {
             state => Outcome::Hold {
                 packet_id: id.to_owned(),
                 state,
-                reason: match a.gate.get(id).and_then(|tg| crate::verdict::graduation_hint(v, tg, &class)) {
+                reason: match a.gate.get(id).and_then(|tg| crate::protocol::verdict::graduation_hint(v, tg, &class)) {
                     Some(hint) => format!("{reason} ({hint})"),
                     None => reason,
                 },
@@ -588,25 +599,25 @@ impl Governor {
     /// I/O errors claiming a use.
     fn use_grant(
         &self,
-        packet: &crate::packet::Packet,
-        grants: &crate::grant::GrantBook,
+        packet: &crate::protocol::packet::Packet,
+        grants: &crate::protocol::grant::GrantBook,
     ) -> Result<Option<Outcome>, GovernError> {
         let class = self.policies.normalize(&packet.action_class);
         if self.policies.policy(&class).is_human_only() || self.policies.cosign(&class).is_some() {
             return Ok(None);
         }
-        let Some(facts) = crate::grant::CallFacts::of_packet(packet, &self.policies) else { return Ok(None) };
-        let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
+        let Some(facts) = crate::protocol::grant::CallFacts::of_packet(packet, &self.policies) else { return Ok(None) };
+        let now = crate::protocol::clock::unix_seconds(&crate::protocol::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
         for g in grants.covering(&facts, now) {
             if let Some(n) = spool::claim_grant_use(&self.spool, g, &packet.id)? {
-                let by = crate::text::inert(&g.principal, 200);
+                let by = crate::protocol::text::inert(&g.principal, 200);
                 let nth = g.max_uses.map(|max| format!(", use {n} of {max}")).unwrap_or_default();
                 return Ok(Some(Outcome::Allow {
                     packet_id: packet.id.clone(),
                     reason: format!(
                         "allowed by {by}'s grant {}{nth}: {}",
                         g.grant_id,
-                        crate::text::inert(&g.describe(), 2000)
+                        crate::protocol::text::inert(&g.describe(), 2000)
                     ),
                     by_principal: true,
                     grant: Some(g.grant_id.clone()),
@@ -646,7 +657,7 @@ impl Governor {
     /// receipt in the spool.
     fn recent_calls(
         &self,
-        packet: &crate::packet::Packet,
+        packet: &crate::protocol::packet::Packet,
         class: &str,
         window: u64,
         decisions: &std::collections::HashMap<String, spool::ChainDecision>,
@@ -654,7 +665,7 @@ impl Governor {
         let snap = Scanner::new().scan(&self.spool)?;
         // When each packet arrived (its inode change time, which no one can set back), not the
         // time it declares.
-        let now = crate::clock::unix_seconds(&crate::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
+        let now = crate::protocol::clock::unix_seconds(&crate::protocol::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
         let since = now - window as f64;
         let ran: std::collections::HashSet<&str> =
             snap.receipts.iter().filter_map(|r| r.packet_id.as_deref()).collect();
@@ -665,12 +676,16 @@ impl Governor {
                 let p = &e.packet;
                 p.id != packet.id
                     && p.agent == packet.agent
-                    && crate::calls::is_call_packet(p)
+                    && crate::protocol::calls::is_call_packet(p)
                     && self.policies.normalize(&p.action_class) == class
                     && e.arrived >= since
                     && !decisions.contains_key(&p.id)
                     && (ran.contains(p.id.as_str())
-                        || !p.expires_at.as_deref().and_then(crate::clock::unix_seconds).is_some_and(|t| t <= now))
+                        || !p
+                            .expires_at
+                            .as_deref()
+                            .and_then(crate::protocol::clock::unix_seconds)
+                            .is_some_and(|t| t <= now))
             })
             .count();
         Ok(n as u64)
@@ -733,9 +748,9 @@ impl Governor {
         let id = s.packet_id.clone();
         match waited {
             Waited::Decided(d) => {
-                let why = d.reason.map(|r| format!(": {}", crate::text::inert(&r, 2000))).unwrap_or_default();
+                let why = d.reason.map(|r| format!(": {}", crate::protocol::text::inert(&r, 2000))).unwrap_or_default();
                 let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
-                let by = crate::text::inert(&by, 400);
+                let by = crate::protocol::text::inert(&by, 400);
                 match d.verdict {
                     Verdict::Approve => self.use_approval(&id, format!("approved by {by}{why}")),
                     Verdict::Refuse if d.system.is_some() => timed_out(&id, &why),
@@ -829,10 +844,10 @@ fn recent_or_foreign(metas: &[std::fs::Metadata]) -> Vec<bool> {
     if metas.iter().any(|m| m.uid() != me) {
         return vec![true; metas.len()];
     }
-    let quiet = crate::rings::Ring::ALL
+    let quiet = crate::protocol::rings::Ring::ALL
         .iter()
         .map(|r| {
-            let l = crate::rings::rate::default_limits(*r);
+            let l = crate::protocol::rings::rate::default_limits(*r);
             l.burst / l.rate
         })
         .fold(0.0_f64, f64::max)
@@ -849,7 +864,7 @@ fn recent_or_foreign(metas: &[std::fs::Metadata]) -> Vec<bool> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Waited {
     /// A decision file verified against the pinned keys and the packet's content.
-    Decided(crate::decision::VerifiedDecision),
+    Decided(crate::protocol::decision::VerifiedDecision),
     /// The packet's `expires_at` passed.
     Expired,
     /// The agent was killed (`": <reason>"` or empty).
@@ -888,7 +903,7 @@ pub fn wait_for_decision(
     since: time::OffsetDateTime,
     expires_at: Option<time::OffsetDateTime>,
     timeout: Duration,
-    quorum: Option<&crate::decision::Quorum>,
+    quorum: Option<&crate::protocol::decision::Quorum>,
 ) -> Waited {
     let deadline = Instant::now() + timeout;
     let decision_path = spool.decision_path(id);
@@ -899,10 +914,16 @@ pub fn wait_for_decision(
             if rejected != Some(stamp) {
                 let verdict = spool::read_limited(&decision_path)
                     .map_err(|e| e.to_string())
-                    .and_then(|b| crate::canonical::parse_untrusted(&b).map_err(|e| format!("not JSON: {e}")))
+                    .and_then(|b| crate::protocol::canonical::parse_untrusted(&b).map_err(|e| format!("not JSON: {e}")))
                     .and_then(|v| {
-                        crate::decision::verify_decision_file_under(&v, id, Some(content_hash), pinned, quorum)
-                            .map_err(|e| e.to_string())
+                        crate::protocol::decision::verify_decision_file_under(
+                            &v,
+                            id,
+                            Some(content_hash),
+                            pinned,
+                            quorum,
+                        )
+                        .map_err(|e| e.to_string())
                     });
                 match verdict {
                     Ok(d) => return Waited::Decided(d),
@@ -910,7 +931,7 @@ pub fn wait_for_decision(
                         eprintln!(
                             "warrant: ignoring decision file {}: {}",
                             decision_path.display(),
-                            crate::text::inert(&e, 2000)
+                            crate::protocol::text::inert(&e, 2000)
                         );
                         rejected = Some(stamp);
                     }
@@ -942,19 +963,19 @@ enum Signal {
 
 /// Reads `agent`'s signal; `None` when there is none that applies.
 fn standing_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> Option<Signal> {
-    if !crate::packet::is_safe_id(agent) {
+    if !crate::protocol::packet::is_safe_id(agent) {
         return None;
     }
     let bytes = spool::read_limited(&spool.signals_dir().join(format!("{agent}.json"))).ok()?;
-    let v = crate::canonical::parse_untrusted(&bytes).ok()?;
-    let at = v.get("at").and_then(Value::as_str).and_then(crate::clock::parse_rfc3339)?;
+    let v = crate::protocol::canonical::parse_untrusted(&bytes).ok()?;
+    let at = v.get("at").and_then(Value::as_str).and_then(crate::protocol::clock::parse_rfc3339)?;
     if v.get("agent").and_then(Value::as_str) != Some(agent) {
         return None;
     }
     let reason = v
         .get("reason")
         .and_then(Value::as_str)
-        .map(|r| format!(": {}", crate::text::inert(r, 400)))
+        .map(|r| format!(": {}", crate::protocol::text::inert(r, 400)))
         .unwrap_or_default();
     match v.get("type").and_then(Value::as_str) {
         Some("warrant_stop") if at >= since - time::Duration::seconds(1) => Some(Signal::Stopped(reason)),
@@ -1000,9 +1021,9 @@ struct LiveState {
     /// Policies and pinned keys.
     governor: Arc<Governor>,
     /// The chain, verified (extended record by record as it grows).
-    chain: Arc<crate::spool::VerifiedView>,
+    chain: Arc<crate::store::spool::VerifiedView>,
     /// The gate's evidence index over the chain's evidence rows.
-    index: Arc<crate::graduation::evidence::EvidenceIndex>,
+    index: Arc<crate::protocol::graduation::evidence::EvidenceIndex>,
     /// Whether every file in `packets/` is this process's user's (then whoever publishes first
     /// for an agent, it is this user: [`crate::monitor::speakers`]).
     packets_all_mine: bool,
@@ -1013,7 +1034,7 @@ struct LiveState {
 
 /// A governor for a long-lived process (the MCP gateway): the policies, the pinned keys and the
 /// verified chain are read once and read again only when their files change — the chain is then
-/// extended by the records appended to it ([`crate::spool::verify_chain_from`]), not verified
+/// extended by the records appended to it ([`crate::store::spool::verify_chain_from`]), not verified
 /// whole — so a call the gate allows on its own is judged in memory, in microseconds, with no
 /// packet ([`Live::quick`]). Every other call goes through [`Governor::submit`] as before.
 ///
@@ -1044,7 +1065,7 @@ impl Live {
             self.spool.chain_path(),
             self.config_dir.join("policy.toml"),
             self.spool.root().join("policy.toml"),
-            self.config_dir.join(crate::key_files::PINNED_FILE),
+            self.config_dir.join(crate::store::key_files::PINNED_FILE),
             self.spool.packets_dir(),
         ]
     }
@@ -1088,8 +1109,8 @@ impl Live {
         let (chain, index) = match old.as_ref().filter(|o| config_same && o.stamps[0] == stamps[0]) {
             Some(o) => (o.chain.clone(), o.index.clone()),
             None => {
-                let chain = crate::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?;
-                let index = crate::graduation::evidence::EvidenceIndex::new(chain.view.evidence.rows());
+                let chain = crate::store::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?;
+                let index = crate::protocol::graduation::evidence::EvidenceIndex::new(chain.view.evidence.rows());
                 (Arc::new(chain), Arc::new(index))
             }
         };
@@ -1124,18 +1145,20 @@ impl Live {
             return None;
         }
         let policies = &state.governor.policies;
-        let c = crate::calls::classify(policies, &call.tool, &call.input, &call.annotations);
-        if c.tier != Some(crate::tiers::ToolTier::Safe)
-            || !crate::calls::action_preconditions(&c.preconditions, &call.input, call.cwd.as_deref()).is_empty()
+        let c = crate::protocol::calls::classify(policies, &call.tool, &call.input, &call.annotations);
+        if c.tier != Some(crate::protocol::tiers::ToolTier::Safe)
+            || !crate::protocol::calls::action_preconditions(&c.preconditions, &call.input, call.cwd.as_deref())
+                .is_empty()
         {
             return None;
         }
         let now = time::OffsetDateTime::now_utc();
-        let id = crate::calls::packet_id(call, Some("live"));
-        let doc = crate::calls::call_packet(call, &c, policies, &id, &crate::clock::format_rfc3339(now));
+        let id = crate::protocol::calls::packet_id(call, Some("live"));
+        let doc =
+            crate::protocol::calls::call_packet(call, &c, policies, &id, &crate::protocol::clock::format_rfc3339(now));
         let bytes = serde_json::to_vec(&doc).ok()?;
-        let packet = crate::packet::parse_packet(&bytes, &id).ok()?;
-        let ctx = crate::verdict::VerdictContext {
+        let packet = crate::protocol::packet::parse_packet(&bytes, &id).ok()?;
+        let ctx = crate::protocol::verdict::VerdictContext {
             policies,
             controls: &view.controls,
             now: now.unix_timestamp() as f64 + f64::from(now.nanosecond()) * 1e-9,
@@ -1149,8 +1172,8 @@ impl Live {
         if !speaks {
             return None;
         }
-        let tg = crate::verdict::packet_gate(&ctx, &packet, &state.index, "local", true);
-        let v = crate::verdict::evaluate(&ctx, &packet, &tg, None, None);
+        let tg = crate::protocol::verdict::packet_gate(&ctx, &packet, &state.index, "local", true);
+        let v = crate::protocol::verdict::evaluate(&ctx, &packet, &tg, None, None);
         (v.state == DecisionState::Allowed).then_some(c.class)
     }
 }

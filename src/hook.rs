@@ -8,9 +8,9 @@
 //! panic is caught and becomes exit 2. The wait for the principal ends before the host's own
 //! hook timeout (`--wait`, default [`DEFAULT_WAIT_SECS`]; the hosts' default is 600 s).
 
-use crate::calls::ToolCall;
 use crate::govern::{Governor, Outcome};
-use crate::spool::Spool;
+use crate::protocol::calls::ToolCall;
+use crate::store::spool::Spool;
 use serde_json::{Value, json};
 use std::io::Read;
 use std::path::PathBuf;
@@ -137,7 +137,7 @@ pub fn run_stdin(host: Host, opts: Result<&HookOptions, &str>) -> Answer {
 }
 
 fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer {
-    let event: Value = match crate::canonical::parse_untrusted(input) {
+    let event: Value = match crate::protocol::canonical::parse_untrusted(input) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => return Answer::block("the event is not a JSON object"),
         Err(e) => return Answer::block(format!("the event is not JSON: {e}")),
@@ -146,7 +146,7 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
         return Answer::block("the event has no hook_event_name");
     };
     let Some(kind) = Event::parse(name) else {
-        return Answer::block(format!("unsupported event {:?}", crate::text::inert(name, 60)));
+        return Answer::block(format!("unsupported event {:?}", crate::protocol::text::inert(name, 60)));
     };
     let opts = match opts {
         Ok(o) => o,
@@ -170,8 +170,8 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
     };
     // A `safe` call the gate allows on its own runs with no packet, as through the gateway
     // (`govern::Live::quick`): reads neither fill the spool nor spend the agent's rate limit.
-    let safe = crate::calls::classify(governor.policies(), &call.tool, &call.input, &call.annotations).tier
-        == Some(crate::tiers::ToolTier::Safe);
+    let safe = crate::protocol::calls::classify(governor.policies(), &call.tool, &call.input, &call.annotations).tier
+        == Some(crate::protocol::tiers::ToolTier::Safe);
     if safe && kind == Event::PreToolUse {
         let live = crate::govern::Live::new(opts.spool.clone(), &opts.config_dir);
         match live.refresh() {
@@ -223,7 +223,7 @@ fn call_of(opts: &HookOptions, event: &Value) -> Result<ToolCall, String> {
     let tool = event
         .get("tool_name")
         .and_then(Value::as_str)
-        .filter(|t| crate::calls::is_tool_key(t))
+        .filter(|t| crate::protocol::calls::is_tool_key(t))
         .ok_or("the event has no valid tool_name")?;
     let input = event.get("tool_input").cloned().ok_or("the event has no tool_input")?;
     // Claude Code names the project in `CLAUDE_PROJECT_DIR`; the event's `cwd` follows the
@@ -238,14 +238,14 @@ fn call_of(opts: &HookOptions, event: &Value) -> Result<ToolCall, String> {
     let cwd = project.or_else(|| event.get("cwd").and_then(Value::as_str).map(str::to_owned));
     let notebook = match (&opts.notebook, &cwd) {
         (Some(n), _) => n.clone(),
-        (None, Some(d)) => crate::calls::notebook_for_dir(d),
+        (None, Some(d)) => crate::protocol::calls::notebook_for_dir(d),
         (None, None) => "workspace".to_owned(),
     };
     let session = event.get("session_id").and_then(Value::as_str).map(|s| {
-        if crate::packet::is_safe_id(s) {
+        if crate::protocol::packet::is_safe_id(s) {
             s.to_owned()
         } else {
-            crate::canonical::sha256_hex(s.as_bytes())[..32].to_owned()
+            crate::protocol::canonical::sha256_hex(s.as_bytes())[..32].to_owned()
         }
     });
     Ok(ToolCall {
@@ -270,10 +270,10 @@ fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&
             code: 2,
         };
     }
-    let packet_id = crate::calls::packet_id(call, call_id);
+    let packet_id = crate::protocol::calls::packet_id(call, call_id);
     let policies = crate::govern::load_policies(&opts.spool, &opts.config_dir);
     let class = match policies {
-        Ok(p) => crate::calls::classify(&p, &call.tool, &call.input, &Value::Null).class,
+        Ok(p) => crate::protocol::calls::classify(&p, &call.tool, &call.input, &Value::Null).class,
         Err(e) => return Answer::block(e.to_string()),
     };
     let response = event.get("tool_response").unwrap_or(&Value::Null);
@@ -283,16 +283,16 @@ fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&
         || response.get("interrupted").and_then(Value::as_bool) == Some(true);
     let note = if failed { "the tool reported an error" } else { "the tool ran" };
     let tool_call = json!({"host": call.host, "tool": call.tool, "calls": 1});
-    let req = crate::spool::ReceiptRequest {
+    let req = crate::store::spool::ReceiptRequest {
         action_class: &class,
-        outcome: crate::graduation::receipt::ReceiptOutcome::Execute,
+        outcome: crate::protocol::graduation::receipt::ReceiptOutcome::Execute,
         agent: &call.agent,
         packet_id: Some(&packet_id),
         source_type: None,
         note: Some(note),
         tool_call: Some(&tool_call),
     };
-    match crate::spool::publish_receipt(&opts.spool, &req, &crate::clock::now_rfc3339()) {
+    match crate::store::spool::publish_receipt(&opts.spool, &req, &crate::protocol::clock::now_rfc3339()) {
         Ok(_) => Answer { stdout: String::new(), stderr: String::new(), code: 0 },
         // The call already ran: exit 2 shows the reason to the host's user.
         Err(e) => Answer::block(format!("could not record the receipt of {packet_id}: {e}")),
@@ -316,7 +316,7 @@ fn allow(host: Host, event: Event, reason: &str) -> Answer {
 
 /// The host's deny for `event`, with `reason` for the model (and the user).
 fn deny(host: Host, event: Event, reason: &str) -> Answer {
-    let reason = crate::text::inert(&format!("warrant: {reason}"), 4000);
+    let reason = crate::protocol::text::inert(&format!("warrant: {reason}"), 4000);
     let stdout = match (host, event) {
         (_, Event::PreToolUse) => output(json!({"hookSpecificOutput": {
             "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason,

@@ -8,11 +8,11 @@
 //! with the bucket empty is over the limit, and its verdict is `blocked`. Because the replay
 //! depends only on the files, the console and the CLI agree on it.
 
-use crate::graduation::gate::AgentStanding;
-use crate::packet::Receipt;
-use crate::rings::{RateLimiter, Ring};
-use crate::spool::{ChainDecision, PacketEntry};
-use crate::verdict::{Governance, RateOutcome, VerdictContext, packet_ring};
+use crate::protocol::graduation::gate::AgentStanding;
+use crate::protocol::packet::Receipt;
+use crate::protocol::rings::{RateLimiter, Ring};
+use crate::protocol::verdict::{Governance, RateOutcome, VerdictContext, packet_ring};
+use crate::store::spool::{ChainDecision, PacketEntry};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -94,9 +94,9 @@ pub struct ToolCalls {
 /// the Agents view counts it). Only `allowed`: a call `allowed_with_constraints` is held for the
 /// principal, who alone can check the constraints on a tool call (`crate::govern`).
 #[must_use]
-pub fn ran_on_its_own(a: &Assessment, p: &crate::packet::Packet) -> bool {
-    a.verdicts.get(&p.id).is_some_and(|v| v.state == crate::packet::DecisionState::Allowed)
-        && crate::calls::is_call_packet(p)
+pub fn ran_on_its_own(a: &Assessment, p: &crate::protocol::packet::Packet) -> bool {
+    a.verdicts.get(&p.id).is_some_and(|v| v.state == crate::protocol::packet::DecisionState::Allowed)
+        && crate::protocol::calls::is_call_packet(p)
 }
 
 /// Counts each agent's tool calls into its summary, from the verdicts just computed, and the
@@ -126,14 +126,15 @@ fn count_unpacketed(a: &mut Assessment, packets: &[PacketEntry], receipts: &[Arc
         let Some(agent) = r.agent.as_deref() else { continue };
         let Some(summary) = a.monitor.agents.get_mut(agent) else { continue };
         let n = call.get("calls").and_then(serde_json::Value::as_u64).unwrap_or(1).clamp(1, 1_000_000_000);
-        let at = crate::clock::unix_seconds(&r.created_at).unwrap_or(0.0).min(now);
+        let at = crate::protocol::clock::unix_seconds(&r.created_at).unwrap_or(0.0).min(now);
         let c = summary.calls.get_or_insert_with(ToolCalls::default);
         c.allowed += n;
         if now - at < 60.0 {
             c.last_minute += n;
         }
         if at >= c.last_at {
-            let text = |k: &str| call.get(k).and_then(serde_json::Value::as_str).map(|s| crate::text::inert(s, 200));
+            let text =
+                |k: &str| call.get(k).and_then(serde_json::Value::as_str).map(|s| crate::protocol::text::inert(s, 200));
             c.host = text("host").unwrap_or_default();
             let tool = text("tool").unwrap_or_default();
             c.last_call = if n == 1 { tool } else { format!("{tool} ×{n} (no packet)") };
@@ -144,18 +145,19 @@ fn count_unpacketed(a: &mut Assessment, packets: &[PacketEntry], receipts: &[Arc
 
 /// Counts each agent's call packets into its summary, from the verdicts just computed.
 fn count_packeted(a: &mut Assessment, packets: &[PacketEntry], decisions: &HashMap<String, ChainDecision>, now: f64) {
-    use crate::packet::DecisionState as S;
+    use crate::protocol::packet::DecisionState as S;
     let mut sessions: HashMap<&str, std::collections::HashSet<&str>> = HashMap::new();
-    for e in packets.iter().filter(|e| crate::calls::is_call_packet(&e.packet)) {
+    for e in packets.iter().filter(|e| crate::protocol::calls::is_call_packet(&e.packet)) {
         let p = &e.packet;
         if a.monitor.impersonations.contains_key(&p.id) {
             continue;
         }
         let answer = match decisions.get(&p.id) {
-            Some(d) if d.verdict == crate::decision::Verdict::Approve => S::Allowed,
+            Some(d) if d.verdict == crate::protocol::decision::Verdict::Approve => S::Allowed,
             Some(_) => S::Blocked,
             None => {
-                let expired = p.expires_at.as_deref().and_then(crate::clock::unix_seconds).is_some_and(|t| t <= now);
+                let expired =
+                    p.expires_at.as_deref().and_then(crate::protocol::clock::unix_seconds).is_some_and(|t| t <= now);
                 match a.verdicts.get(&p.id).map(|v| v.state) {
                     // It ran on its own (a packet expires with the wait of its call, whatever the
                     // answer): not a refusal once that time has passed.
@@ -305,10 +307,10 @@ pub fn observe(
         }
     }
     for r in receipts {
-        let Some(agent) = r.agent.as_deref().filter(|a| crate::packet::is_safe_id(a)) else { continue };
+        let Some(agent) = r.agent.as_deref().filter(|a| crate::protocol::packet::is_safe_id(a)) else { continue };
         let summary = mon.agents.entry(agent.to_owned()).or_insert_with(|| new_summary(ctx, agent));
         summary.receipts += 1;
-        if let Some(t) = crate::clock::unix_seconds(&r.created_at) {
+        if let Some(t) = crate::protocol::clock::unix_seconds(&r.created_at) {
             summary.last_seen = summary.last_seen.max(t.min(ctx.now));
             if let Some(m) = minute_of(t) {
                 summary.activity[m] += 1;
@@ -319,7 +321,7 @@ pub fn observe(
         mon.agents.entry(agent.clone()).or_insert_with(|| new_summary(ctx, agent));
     }
     for s in mon.agents.values_mut() {
-        let (ring, _) = crate::verdict::agent_ring(ctx, &s.agent, s.eff_score, false);
+        let (ring, _) = crate::protocol::verdict::agent_ring(ctx, &s.agent, s.eff_score, false);
         s.ring = ring;
         let limits = limiter.limits(ring);
         match limiter.stats(&s.agent, RATE_SESSION, ctx.now) {
@@ -360,17 +362,17 @@ pub struct Assessment {
     /// themselves — shown apart, capped at the weakest provenance (`model_inferred`), never given
     /// to the gate — then those a pinned gateway signed (`Receipt::observed_by`: provenance
     /// `receipt`, each receipt once), which the gate counts with the chain's
-    /// ([`crate::spool::ChainEvidence`], the caller's: the principal's decisions and the receipts
+    /// ([`crate::store::spool::ChainEvidence`], the caller's: the principal's decisions and the receipts
     /// the principal recorded).
-    pub evidence: Vec<crate::graduation::evidence::EvidenceRow>,
+    pub evidence: Vec<crate::protocol::graduation::evidence::EvidenceRow>,
     /// Rates and agent summaries.
     pub monitor: Monitor,
     /// The Trust Graduation gate's decision per pending packet.
-    pub gate: ByPacket<Arc<crate::graduation::gate::Decision<'static>>>,
+    pub gate: ByPacket<Arc<crate::protocol::graduation::gate::Decision<'static>>>,
     /// The precondition re-check per pending packet that has a contract with any.
-    pub preconditions: ByPacket<Arc<crate::ladder::Revalidation>>,
+    pub preconditions: ByPacket<Arc<crate::protocol::ladder::Revalidation>>,
     /// The composed verdict per pending packet.
-    pub verdicts: ByPacket<Arc<crate::verdict::PacketVerdict>>,
+    pub verdicts: ByPacket<Arc<crate::protocol::verdict::PacketVerdict>>,
     /// What the per-packet results were computed from, when [`assess_incremental`] made them
     /// (`None` from [`assess`]: nothing is reused from it).
     pub inputs: Option<AssessInputs>,
@@ -381,9 +383,9 @@ pub struct Assessment {
 #[derive(Debug, Clone)]
 pub struct AssessInputs {
     /// The policy set, held so its address stays its own while compared by pointer.
-    policies: Arc<crate::graduation::policy::PolicySet>,
+    policies: Arc<crate::protocol::graduation::policy::PolicySet>,
     /// The principal's controls.
-    controls: crate::control::ControlState,
+    controls: crate::protocol::control::ControlState,
     /// Whether the chain verified.
     chain_intact: bool,
     /// The workspace the gate was asked about.
@@ -391,21 +393,23 @@ pub struct AssessInputs {
     /// `now`, unix seconds.
     now: f64,
     /// Each assessed packet, by id, as it was when assessed.
-    packets: ByPacket<Arc<crate::packet::Packet>>,
+    packets: ByPacket<Arc<crate::protocol::packet::Packet>>,
     /// The chain's evidence (compact: a few thousand distinct rows at most in practice).
-    chain_evidence: crate::spool::ChainEvidence,
+    chain_evidence: crate::store::spool::ChainEvidence,
 }
 
 /// The precondition re-checks of pending packets, by packet id, as the caller observed them
 /// ([`crate::preconditions::observe_pending`]: the I/O happens there, off the console's UI thread
 /// and outside the chain's lock). A packet whose contract has preconditions to re-check but that
 /// has no entry here is assessed as failing them ("not observed yet"): fail closed.
-pub type Revalidations = ByPacket<Arc<crate::ladder::Revalidation>>;
+pub type Revalidations = ByPacket<Arc<crate::protocol::ladder::Revalidation>>;
 
 /// The preconditions of `p`'s contract that must be re-checked at execution, if any (a packet
 /// without a contract, or with an invalid one, has none here: the verdict refuses the latter).
 #[must_use]
-pub fn revalidated_preconditions(p: &crate::packet::Packet) -> Option<Vec<crate::ladder::ActionPrecondition>> {
+pub fn revalidated_preconditions(
+    p: &crate::protocol::packet::Packet,
+) -> Option<Vec<crate::protocol::ladder::ActionPrecondition>> {
     match &Governance::of_packet(p)?.contract {
         Some(Ok(c)) if c.preconditions.iter().any(|x| x.must_revalidate_at_execution) => Some(c.preconditions.clone()),
         _ => None,
@@ -413,8 +417,8 @@ pub fn revalidated_preconditions(p: &crate::packet::Packet) -> Option<Vec<crate:
 }
 
 /// The re-check of preconditions nobody has observed yet: each fails closed.
-fn not_observed(pre: &[crate::ladder::ActionPrecondition]) -> crate::ladder::Revalidation {
-    crate::ladder::revalidate(pre, |_| Err("not observed yet".into()))
+fn not_observed(pre: &[crate::protocol::ladder::ActionPrecondition]) -> crate::protocol::ladder::Revalidation {
+    crate::protocol::ladder::revalidate(pre, |_| Err("not observed yet".into()))
 }
 
 /// Assesses every pending packet of `packets` (those without a decision in `decisions`), with
@@ -427,7 +431,7 @@ pub fn assess(
     packets: &[PacketEntry],
     receipts: &[Arc<Receipt>],
     decisions: &HashMap<String, ChainDecision>,
-    chain_evidence: &crate::spool::ChainEvidence,
+    chain_evidence: &crate::store::spool::ChainEvidence,
     revalidations: &Revalidations,
     chain_intact: bool,
     workspace: &str,
@@ -444,7 +448,7 @@ pub fn assess(
 /// and equal evidence rows (the chain's and the receipts', compared row by row), and the packet
 /// has the same content (same `Arc` or `content_hash`) and an equal rate outcome from this
 /// [`observe`]. Time: the gate reads the clock only as its decision time (whole seconds), so in
-/// another second the decision is [`crate::graduation::gate::Decision::retimed`]; the verdict
+/// another second the decision is [`crate::protocol::graduation::gate::Decision::retimed`]; the verdict
 /// reads it only through the agent's active elevation, so it is reused only when the elevated
 /// ring is the same at both times. Packets with preconditions to re-check take theirs from
 /// `revalidations` every time, and their verdicts are recomputed.
@@ -453,12 +457,12 @@ pub fn assess(
 #[allow(clippy::too_many_arguments)]
 pub fn assess_incremental(
     prev: Option<&Assessment>,
-    policies: &Arc<crate::graduation::policy::PolicySet>,
+    policies: &Arc<crate::protocol::graduation::policy::PolicySet>,
     ctx: &VerdictContext<'_>,
     packets: &[PacketEntry],
     receipts: &[Arc<Receipt>],
     decisions: &HashMap<String, ChainDecision>,
-    chain_evidence: &crate::spool::ChainEvidence,
+    chain_evidence: &crate::store::spool::ChainEvidence,
     revalidations: &Revalidations,
     chain_intact: bool,
     workspace: &str,
@@ -481,27 +485,27 @@ pub fn assess_incremental(
 #[allow(clippy::too_many_arguments)]
 fn assess_with(
     prev: Option<&Assessment>,
-    policies: Option<&Arc<crate::graduation::policy::PolicySet>>,
+    policies: Option<&Arc<crate::protocol::graduation::policy::PolicySet>>,
     ctx: &VerdictContext<'_>,
     packets: &[PacketEntry],
     receipts: &[Arc<Receipt>],
     decisions: &HashMap<String, ChainDecision>,
-    chain_evidence: &crate::spool::ChainEvidence,
+    chain_evidence: &crate::store::spool::ChainEvidence,
     revalidations: &Revalidations,
     chain_intact: bool,
     workspace: &str,
 ) -> Assessment {
-    use crate::graduation::evidence::SourceType;
+    use crate::protocol::graduation::evidence::SourceType;
     // The receipts' evidence: the chain's is kept compactly by the caller. First the agents' own
     // word, then the receipts a pinned gateway signed (observed outcomes, each once): only those
     // reach the gate, with the chain's.
     let mut evidence: Vec<_> = receipts
         .iter()
         .filter(|r| r.observed_by.is_none())
-        .filter_map(|r| crate::graduation::receipt::receipt_evidence(&r.raw, Some(SourceType::ModelInferred)))
+        .filter_map(|r| crate::protocol::graduation::receipt::receipt_evidence(&r.raw, Some(SourceType::ModelInferred)))
         .collect();
     let own = evidence.len();
-    evidence.extend(crate::graduation::receipt::observed_evidence(
+    evidence.extend(crate::protocol::graduation::receipt::observed_evidence(
         receipts.iter().filter_map(|r| Some((&r.raw, r.observed_by.as_deref()?))),
     ));
     // Whether `prev`'s per-packet results were made from the same inputs (fail closed: any doubt
@@ -553,7 +557,7 @@ fn assess_with(
         let (gate, verdict) = match reused {
             Some((gate, Some(verdict))) => (gate, verdict),
             Some((gate, None)) => {
-                let verdict = crate::verdict::evaluate(ctx, p, &gate, rate, rv.as_deref());
+                let verdict = crate::protocol::verdict::evaluate(ctx, p, &gate, rate, rv.as_deref());
                 (gate, Arc::new(verdict))
             }
             None => {
@@ -561,10 +565,12 @@ fn assess_with(
                     // The chain's evidence (the principal's decisions and the receipts the
                     // principal recorded) and the receipts a pinned gateway observed. What an
                     // agent writes about itself never graduates it.
-                    crate::graduation::evidence::EvidenceIndex::new(chain_evidence.rows().chain(&evidence[own..]))
+                    crate::protocol::graduation::evidence::EvidenceIndex::new(
+                        chain_evidence.rows().chain(&evidence[own..]),
+                    )
                 });
-                let tg = crate::verdict::packet_gate(ctx, p, index, workspace, chain_intact);
-                let verdict = crate::verdict::evaluate(ctx, p, &tg, rate, rv.as_deref());
+                let tg = crate::protocol::verdict::packet_gate(ctx, p, index, workspace, chain_intact);
+                let verdict = crate::protocol::verdict::evaluate(ctx, p, &tg, rate, rv.as_deref());
                 (Arc::new(tg.into_owned()), Arc::new(verdict))
             }
         };
@@ -572,12 +578,12 @@ fn assess_with(
             .monitor
             .impersonations
             .get(&p.id)
-            .filter(|_| !verdict.models.iter().any(|m| m.model == crate::verdict::Model::Identity))
+            .filter(|_| !verdict.models.iter().any(|m| m.model == crate::protocol::verdict::Model::Identity))
         {
-            Some(why) => Arc::new((*verdict).clone().with(crate::verdict::ModelVerdict::new(
-                crate::verdict::Model::Identity,
+            Some(why) => Arc::new((*verdict).clone().with(crate::protocol::verdict::ModelVerdict::new(
+                crate::protocol::verdict::Model::Identity,
                 "impersonation",
-                crate::packet::DecisionState::Blocked,
+                crate::protocol::packet::DecisionState::Blocked,
                 why.clone(),
             ))),
             None => verdict,

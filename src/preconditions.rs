@@ -1,6 +1,6 @@
 //! Observing the world for two-phase execution (lodestar-and-tiers.md §A3): the checks warrant
 //! itself can evaluate for a contract's preconditions. This is the I/O edge; comparing what was
-//! recorded at approval with what is observed now is the pure [`crate::ladder::revalidate`].
+//! recorded at approval with what is observed now is the pure [`crate::protocol::ladder::revalidate`].
 //!
 //! | `check_id` | `parameters` | observed value |
 //! | --- | --- | --- |
@@ -30,7 +30,7 @@
 //!
 //! Any other `check_id` cannot be observed, which fails the precondition closed.
 
-use crate::ladder::{ActionPrecondition, Revalidation, revalidate};
+use crate::protocol::ladder::{ActionPrecondition, Revalidation, revalidate};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use serde_json::{Value, json};
@@ -43,7 +43,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The `check_id`s [`Observer::observe`] knows (the protocol's list).
-pub use crate::ladder::PRECONDITION_CHECKS as CHECKS;
+pub use crate::protocol::ladder::PRECONDITION_CHECKS as CHECKS;
 
 /// Limits on what observing one packet's preconditions may cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +119,7 @@ impl Observer {
 
     /// The observer for a policy set's `[preconditions] roots`, guarding `config_dir`.
     #[must_use]
-    pub fn for_policies(policies: &crate::graduation::PolicySet, config_dir: Option<&Path>) -> Self {
+    pub fn for_policies(policies: &crate::protocol::graduation::PolicySet, config_dir: Option<&Path>) -> Self {
         Self::new(policies.precondition_roots(), config_dir, Budget::default())
     }
 
@@ -190,7 +190,7 @@ impl Observer {
             .collect()
     }
 
-    /// Re-checks preconditions against the world now ([`crate::ladder::revalidate`] with this
+    /// Re-checks preconditions against the world now ([`crate::protocol::ladder::revalidate`] with this
     /// observer, one packet's budget): the execution-time check of an approved action.
     #[must_use]
     pub fn recheck(&self, preconditions: &[ActionPrecondition]) -> Revalidation {
@@ -406,7 +406,7 @@ impl Observer {
         }
         let mut hasher = Sha256::new();
         self.read_charged(path, file, spent, |b| hasher.update(b))?;
-        let digest = format!("sha256:{}", crate::canonical::hex(&hasher.finalize()));
+        let digest = format!("sha256:{}", crate::protocol::canonical::hex(&hasher.finalize()));
         if let Ok(mut m) = self.digests.lock() {
             if m.len() >= MAX_KEPT_DIGESTS {
                 m.clear();
@@ -453,7 +453,7 @@ impl Observer {
 #[must_use]
 pub fn observe_pending<D>(
     observer: &Observer,
-    packets: &[crate::spool::PacketEntry],
+    packets: &[crate::store::spool::PacketEntry],
     decisions: &HashMap<String, D>,
 ) -> crate::monitor::Revalidations {
     let mut out = crate::monitor::Revalidations::default();

@@ -5,14 +5,14 @@
 //! The chain is mostly receipts (agents report far more than the principal decides), with one
 //! signed principal decision every `decision_every` records. Records are sealed in memory and
 //! written through one buffered writer, synced once at the end: this is a generator, not an
-//! append path (appends are [`crate::chain_file::append`], one `fsync` each).
+//! append path (appends are [`crate::store::chain_file::append`], one `fsync` each).
 
-use crate::chain::{self, ChainHead};
-use crate::decision::{self, DecisionInput, Verdict};
-use crate::graduation::SourceType;
-use crate::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt};
-use crate::keys::Principal;
-use crate::spool::Spool;
+use crate::protocol::chain::{self, ChainHead};
+use crate::protocol::decision::{self, DecisionInput, Verdict};
+use crate::protocol::graduation::SourceType;
+use crate::protocol::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt};
+use crate::protocol::keys::Principal;
+use crate::store::spool::Spool;
 use serde_json::{Value, json};
 use std::fs::OpenOptions;
 use std::io::{self, BufWriter, Write as _};
@@ -68,7 +68,7 @@ pub fn generate(
     let path = spool.chain_path();
     let file = OpenOptions::new().write(true).create_new(true).open(&path)?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
-    let classes: Vec<&str> = crate::registry::CANONICAL.iter().map(|c| c.id).collect();
+    let classes: Vec<&str> = crate::protocol::registry::CANONICAL.iter().map(|c| c.id).collect();
     let agents = spec.agents.max(1);
     let span = time::Duration::days(60);
     let start = now - span;
@@ -78,7 +78,7 @@ pub fn generate(
     let (mut decisions, mut bytes) = (0_u64, 0_u64);
     let mut line = Vec::with_capacity(4096);
     for i in 0..spec.records {
-        let at = crate::clock::format_rfc3339(start + step * i32::try_from(i).unwrap_or(i32::MAX));
+        let at = crate::protocol::clock::format_rfc3339(start + step * i32::try_from(i).unwrap_or(i32::MAX));
         let agent = format!("agent-{:02}", i % agents);
         let class = classes[(i % classes.len() as u64) as usize];
         let decide = spec.decision_every > 0 && (i + 1) % spec.decision_every == 0;
@@ -87,7 +87,7 @@ pub fn generate(
             let packet_id = format!("gen-{i}");
             let verdict = if i % 7 == 0 { Verdict::Refuse } else { Verdict::Approve };
             let trace = format!("warrant:{packet_id}");
-            let packet_hash = crate::canonical::sha256_prefixed(packet_id.as_bytes());
+            let packet_hash = crate::protocol::canonical::sha256_prefixed(packet_id.as_bytes());
             let input = DecisionInput {
                 stands_in_for: &[],
                 packet_id: &packet_id,
@@ -100,7 +100,7 @@ pub fn generate(
                 decided_at: &at,
             };
             let signed = decision::sign_decision(principal, &input);
-            crate::spool::decision_record_body(&input, &signed, prev_receipt.as_deref(), None)
+            crate::store::spool::decision_record_body(&input, &signed, prev_receipt.as_deref(), None)
         } else {
             let outcome = match i % 50 {
                 0..=34 => ReceiptOutcome::Approve,
@@ -122,7 +122,7 @@ pub fn generate(
                 note: None,
                 tool_call: None,
             });
-            crate::spool::receipt_record_body(&receipt, outcome, None)
+            crate::store::spool::receipt_record_body(&receipt, outcome, None)
         };
         // Each receipt links to the one before it, the principal's receipts included.
         prev_receipt = body
@@ -132,7 +132,7 @@ pub fn generate(
             .map(str::to_owned);
         let sealed = chain::seal(body, &head);
         line.clear();
-        crate::canonical::write_canonical(&sealed.record, &mut line)?;
+        crate::protocol::canonical::write_canonical(&sealed.record, &mut line)?;
         line.push(b'\n');
         out.write_all(&line)?;
         bytes += line.len() as u64;
@@ -143,9 +143,9 @@ pub fn generate(
         let id = format!("pending-{j:06}");
         let class = classes[(j % classes.len() as u64) as usize];
         let agent = format!("agent-{:02}", j % agents);
-        let created = crate::clock::format_rfc3339(now - time::Duration::seconds((j % 3600) as i64));
+        let created = crate::protocol::clock::format_rfc3339(now - time::Duration::seconds((j % 3600) as i64));
         let summary = format!("generated packet {j} for {class}");
-        let doc = crate::packet::portable_packet(&id, class, &agent, &summary, json!({"n": j}), &created);
+        let doc = crate::protocol::packet::portable_packet(&id, class, &agent, &summary, json!({"n": j}), &created);
         spool.publish(&spool.packets_dir(), &id, &doc)?;
     }
     Ok(Generated { records: spec.records, decisions, pending: spec.pending, bytes, head: head.last_hash })

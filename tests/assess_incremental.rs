@@ -5,19 +5,20 @@
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
-use warrant::control::{ControlState, Elevation, NotebookLevel};
-use warrant::decision::Verdict;
-use warrant::graduation::PolicySet;
 use warrant::monitor::{Assessment, assess, assess_incremental};
-use warrant::packet::{Receipt, parse_packet, parse_receipt};
-use warrant::spool::{ChainDecision, ChainEvidence, PacketEntry};
-use warrant::verdict::VerdictContext;
+use warrant::protocol::control::{ControlState, Elevation, NotebookLevel};
+use warrant::protocol::decision::Verdict;
+use warrant::protocol::graduation::PolicySet;
+use warrant::protocol::packet::{Receipt, parse_packet, parse_receipt};
+use warrant::protocol::verdict::VerdictContext;
+use warrant::store::spool::{ChainDecision, ChainEvidence, PacketEntry};
 
 const NOW: f64 = 1_795_251_600.0; // 2026-11-21T09:00:00Z
 
 fn entry(n: usize, agent: &str, class: &str, arrived: f64) -> PacketEntry {
     let id = format!("p-{n}");
-    let mut doc = warrant::packet::portable_packet(&id, class, agent, "s", json!({"x": n}), "2026-11-21T08:59:00Z");
+    let mut doc =
+        warrant::protocol::packet::portable_packet(&id, class, agent, "s", json!({"x": n}), "2026-11-21T08:59:00Z");
     if n.is_multiple_of(3) {
         doc["governance"] = json!({"tool": "corrections.merge", "notebook": "nb", "eff_score": 0.7,
             "action": {"action_id": "a-1", "name": "n", "execute_api": "/x", "reversibility": "full",
@@ -128,8 +129,13 @@ required_trust_level = 3
     a = step(&w, &a, "changed packet");
 
     // The principal decides one: it leaves the pending set and its evidence row moves the class.
-    let row = warrant::spool::decision_evidence("draft.compose", Verdict::Approve, "2026-11-21T09:00:00Z", Some("p-1"))
-        .expect("row");
+    let row = warrant::store::spool::decision_evidence(
+        "draft.compose",
+        Verdict::Approve,
+        "2026-11-21T09:00:00Z",
+        Some("p-1"),
+    )
+    .expect("row");
     w.evidence.push(row);
     w.decisions.insert(
         "p-1".into(),
@@ -168,14 +174,14 @@ required_trust_level = 3
     w.controls.notebooks.insert(
         "nb".into(),
         NotebookLevel {
-            level: warrant::tiers::NotebookTrust::parse("trusted").expect("level"),
+            level: warrant::protocol::tiers::NotebookTrust::parse("trusted").expect("level"),
             principal: "alice".into(),
             set_at: String::new(),
         },
     );
     a = step(&w, &a, "notebook trust");
     w.controls.agents.entry("agent-2".into()).or_default().standing =
-        warrant::graduation::gate::AgentStanding::Quarantined;
+        warrant::protocol::graduation::gate::AgentStanding::Quarantined;
     a = step(&w, &a, "quarantine");
     w.controls.agents.entry("agent-3".into()).or_default().elevation =
         Some(Elevation { ring: 2, granted_at: String::new(), expires_at: "2026-11-21T09:05:00Z".into() });

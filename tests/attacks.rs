@@ -201,7 +201,7 @@ fn publish_as(e: &Env, uid: u32, file: &str, doc: &Value) -> std::path::PathBuf 
 }
 
 fn packet_doc(id: &str, agent: &str, class: &str) -> Value {
-    warrant::packet::portable_packet(
+    warrant::protocol::packet::portable_packet(
         id,
         class,
         agent,
@@ -313,7 +313,7 @@ fn backdated_packets_from_another_user_do_not_spend_an_agents_rate_limit() {
     let spam = listed(&e, "p-spam-0");
     assert_eq!(spam["decisive_model"], "identity", "{spam}");
     // The same user backdating its own files gains nothing either: arrival is the change time.
-    let snap = warrant::spool::Scanner::new().scan(&warrant::spool::Spool::new(e.spool())).expect("scan");
+    let snap = warrant::store::spool::Scanner::new().scan(&warrant::store::spool::Spool::new(e.spool())).expect("scan");
     let spam = snap.packet("p-spam-0").expect("listed");
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs_f64();
     assert!(now - spam.arrived < 600.0, "arrived {} s ago, not an hour", now - spam.arrived);
@@ -392,25 +392,27 @@ fn the_list_shows_the_class_risk_and_warrants_verdict_not_the_packets_claims() {
 fn the_gate_ignores_receipts_an_agent_wrote_about_itself() {
     use std::sync::Arc;
     let doc = packet_doc("p-mail", "agent-s", "email.send.internal");
-    let packet = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "p-mail").expect("packet");
-    let entry = warrant::spool::PacketEntry {
+    let packet =
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "p-mail").expect("packet");
+    let entry = warrant::store::spool::PacketEntry {
         file: "p-mail.json".into(),
         arrived: 1.0,
         owner: 4_000_000,
         packet: Arc::new(packet),
     };
-    let receipts: Vec<Arc<warrant::packet::Receipt>> = (0..60)
+    let receipts: Vec<Arc<warrant::protocol::packet::Receipt>> = (0..60)
         .map(|i| {
             let r = json!({"receipt_id": format!("r-{i}"), "action_class": "email.send.internal", "outcome": "approved",
                 "agent": "agent-s", "source_type": "principal", "created_at": "2026-11-21T09:00:00Z",
                 "external_action_executed": false, "human_approved": true, "type": "trust_graduation_receipt"});
-            Arc::new(warrant::packet::parse_receipt(&serde_json::to_vec(&r).expect("json")).expect("receipt"))
+            Arc::new(warrant::protocol::packet::parse_receipt(&serde_json::to_vec(&r).expect("json")).expect("receipt"))
         })
         .collect();
-    let policies = warrant::graduation::PolicySet::builtin();
-    let controls = warrant::control::ControlState::default();
-    let ctx = warrant::verdict::VerdictContext { policies: &policies, controls: &controls, now: 1_795_251_600.0 };
-    let assess = |receipts: &[Arc<warrant::packet::Receipt>]| {
+    let policies = warrant::protocol::graduation::PolicySet::builtin();
+    let controls = warrant::protocol::control::ControlState::default();
+    let ctx =
+        warrant::protocol::verdict::VerdictContext { policies: &policies, controls: &controls, now: 1_795_251_600.0 };
+    let assess = |receipts: &[Arc<warrant::protocol::packet::Receipt>]| {
         warrant::monitor::assess(
             &ctx,
             std::slice::from_ref(&entry),
@@ -428,7 +430,7 @@ fn the_gate_ignores_receipts_an_agent_wrote_about_itself() {
     // Shown apart: each receipt is a row of the weakest provenance, marked as from the spool.
     assert_eq!(with.evidence.len(), 60);
     assert!(with.evidence.iter().all(|r| r.source.as_deref() == Some("spool")
-        && r.source_type == Some(warrant::graduation::evidence::SourceType::ModelInferred)));
+        && r.source_type == Some(warrant::protocol::graduation::evidence::SourceType::ModelInferred)));
 }
 
 // ---- §3: what the CLI signs is what the principal reviewed -------------------------------------
@@ -466,7 +468,7 @@ fn approve_signs_only_what_was_reviewed() {
     assert_eq!(e.propose("draft.compose", "agent-a", "p-0", &[]).status.code(), Some(0));
     assert_eq!(e.run(&["approve", "--yes", "p-0"]).status.code(), Some(0), "the principal exists");
     let dir = e.spool().join("packets");
-    let mut doc = warrant::packet::portable_packet(
+    let mut doc = warrant::protocol::packet::portable_packet(
         "q-1",
         "email.send.external",
         "agent-a",

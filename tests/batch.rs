@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 use std::process::Command;
-use warrant::chain_file;
-use warrant::decision::Verdict;
-use warrant::keys::{PinnedKeys, Principal};
-use warrant::spool::{self, BatchError, BatchItem, DecideError, Scanner, Spool};
+use warrant::protocol::decision::Verdict;
+use warrant::protocol::keys::{PinnedKeys, Principal};
+use warrant::store::chain_file;
+use warrant::store::spool::{self, BatchError, BatchItem, DecideError, Scanner, Spool};
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -29,7 +29,7 @@ const AT: &str = "2026-11-21T10:00:00Z";
 
 fn publish(f: &Fixture, ids: &[&str]) -> spool::Snapshot {
     for id in ids {
-        let doc = warrant::packet::portable_packet(
+        let doc = warrant::protocol::packet::portable_packet(
             id,
             "draft.compose",
             "agent-a",
@@ -78,12 +78,13 @@ fn a_batch_signs_one_record_and_one_decision_file_per_packet() {
         assert_eq!(d.signed.document["packet_id"], *id);
         let file: Value = serde_json::from_slice(&std::fs::read(&d.decision_file).expect("file")).expect("json");
         let hash = &snap.packet(id).expect("packet").packet.content_hash;
-        warrant::decision::verify_decision_file(&file, id, Some(hash), &f.pinned).expect("decision file verifies");
+        warrant::protocol::decision::verify_decision_file(&file, id, Some(hash), &f.pinned)
+            .expect("decision file verifies");
         let receipt = &d.appended.record["metadata"]["tg_receipt"];
         assert_eq!(receipt["prev_hash"].as_str().map(str::to_owned), prev, "{id}: receipts linked");
         prev = receipt["content_hash"].as_str().map(str::to_owned);
     }
-    let (cp, notes) = warrant::checkpoint_files::latest(&f.spool, &f.pinned);
+    let (cp, notes) = warrant::store::checkpoint_files::latest(&f.spool, &f.pinned);
     assert!(notes.is_empty(), "{notes:?}");
     assert_eq!(cp.expect("a checkpoint").records, 5);
     // A second batch naming a decided packet signs nothing.
@@ -118,8 +119,14 @@ fn a_batch_on_a_broken_chain_signs_nothing() {
 #[test]
 fn a_batch_with_a_packet_that_cannot_be_decided_signs_nothing() {
     let f = fixture();
-    let mut doc =
-        warrant::packet::portable_packet("p-old", "draft.compose", "agent-a", "s", json!({}), "2026-11-21T08:00:00Z");
+    let mut doc = warrant::protocol::packet::portable_packet(
+        "p-old",
+        "draft.compose",
+        "agent-a",
+        "s",
+        json!({}),
+        "2026-11-21T08:00:00Z",
+    );
     doc["expires_at"] = json!("2026-11-21T09:30:00Z");
     f.spool.publish(&f.spool.packets_dir(), "p-old", &doc).expect("publish");
     let snap = publish(&f, &["p-1", "p-2"]);
@@ -170,9 +177,9 @@ fn the_cli_approves_and_refuses_several_ids() {
         cmd.output().expect("run")
     };
     assert!(run(&["keys", "init", "--no-passphrase"]).status.success());
-    let now = warrant::clock::now_rfc3339();
+    let now = warrant::protocol::clock::now_rfc3339();
     for id in ["c-1", "c-2", "c-3", "c-4"] {
-        let doc = warrant::packet::portable_packet(id, "draft.compose", "agent-a", "s", json!({}), &now);
+        let doc = warrant::protocol::packet::portable_packet(id, "draft.compose", "agent-a", "s", json!({}), &now);
         f.spool.publish(&f.spool.packets_dir(), id, &doc).expect("publish");
     }
     let out = run(&["approve", "c-1", "c-2", "--hash", "sha256:00"]);
@@ -199,7 +206,7 @@ fn the_cli_approves_and_refuses_several_ids() {
 // runs once with every record; an empty group or a builder's refusal writes nothing.
 #[test]
 fn append_many_then_writes_a_group_or_nothing() {
-    use warrant::chain;
+    use warrant::protocol::chain;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("chain.jsonl");
     let body = |n: u64| {

@@ -179,26 +179,27 @@ fn propose_wait_verifies_the_decision_before_trusting_it() {
         std::thread::sleep(Duration::from_millis(10));
     }
     // A forger with their own key writes an approval for this packet.
-    let forger = warrant::keys::Principal::from_seed("alice", &[66; 32]);
+    let forger = warrant::protocol::keys::Principal::from_seed("alice", &[66; 32]);
     let bytes = std::fs::read(&packet).expect("packet");
-    let p = warrant::packet::parse_packet(&bytes, "w").expect("parse");
-    let input = warrant::decision::DecisionInput {
+    let p = warrant::protocol::packet::parse_packet(&bytes, "w").expect("parse");
+    let input = warrant::protocol::decision::DecisionInput {
         stands_in_for: &[],
         packet_id: "w",
         packet_hash: &p.content_hash,
         action_class: "email.send.external",
         agent: "a",
         trace_id: "t",
-        verdict: warrant::decision::Verdict::Approve,
+        verdict: warrant::protocol::decision::Verdict::Approve,
         reason: None,
         decided_at: "2026-11-21T09:00:00Z",
     };
-    let signed = warrant::decision::sign_decision(&forger, &input);
-    let fake = warrant::chain::Appended { chain_index: 1, entry_hash: "sha256:00".into(), record: Value::Null };
+    let signed = warrant::protocol::decision::sign_decision(&forger, &input);
+    let fake =
+        warrant::protocol::chain::Appended { chain_index: 1, entry_hash: "sha256:00".into(), record: Value::Null };
     std::fs::create_dir_all(e.spool().join("decisions")).expect("dir");
     std::fs::write(
         e.spool().join("decisions/w.json"),
-        serde_json::to_vec(&warrant::decision::decision_file(&signed, &fake)).expect("json"),
+        serde_json::to_vec(&warrant::protocol::decision::decision_file(&signed, &fake)).expect("json"),
     )
     .expect("forge");
     std::thread::sleep(Duration::from_millis(300));

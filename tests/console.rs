@@ -7,19 +7,19 @@ use ratatui::backend::TestBackend;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
-use warrant::chain::{Check, Finding, VerifyReport};
 use warrant::console::app::{self, Action, Button, ChainState, Effect, Mode, Pane, State};
 use warrant::console::keymap::{Key, Keymap};
 use warrant::console::theme::Theme;
 use warrant::console::ui;
-use warrant::decision::Verdict;
-use warrant::spool::{ChainDecision, ChainView, FileKind, InvalidFile, PacketEntry, Snapshot};
+use warrant::protocol::chain::{Check, Finding, VerifyReport};
+use warrant::protocol::decision::Verdict;
+use warrant::store::spool::{ChainDecision, ChainView, FileKind, InvalidFile, PacketEntry, Snapshot};
 
 /// 2026-11-21T09:00:00Z.
 const NOW: f64 = 1_795_251_600.0;
 
 fn packet(id: &str, agent: &str, class: &str, summary: &str, minutes_ago: i64, extra: Value) -> PacketEntry {
-    let created = warrant::clock::format_rfc3339(
+    let created = warrant::protocol::clock::format_rfc3339(
         time::OffsetDateTime::from_unix_timestamp(NOW as i64 - minutes_ago * 60).expect("time"),
     );
     let mut v = json!({
@@ -36,7 +36,7 @@ fn packet(id: &str, agent: &str, class: &str, summary: &str, minutes_ago: i64, e
     if class == "payment.initiate" {
         v["decision"]["status"] = json!("human_only");
     }
-    let p = warrant::packet::parse_packet(&serde_json::to_vec(&v).expect("json"), id).expect("valid packet");
+    let p = warrant::protocol::packet::parse_packet(&serde_json::to_vec(&v).expect("json"), id).expect("valid packet");
     PacketEntry { file: format!("{id}.json").into(), arrived: NOW, owner: 4_000_000, packet: Arc::new(p) }
 }
 
@@ -83,7 +83,7 @@ fn snapshot() -> Snapshot {
         invalid: vec![InvalidFile {
             kind: FileKind::Packet,
             name: "broken.json".into(),
-            reason: warrant::packet::InvalidReason::Schema(
+            reason: warrant::protocol::packet::InvalidReason::Schema(
                 "`external_actions` must be the integer 0: packets are prepare-only".into(),
             ),
             arrived: NOW,
@@ -637,7 +637,8 @@ fn zoomed_view_shows_everything_and_scrolls() {
     let mut long = packet("p-long", "agent-x", "email.send.external", "Innocent", 0, Value::Object(action));
     let mut raw = long.packet.raw.clone();
     raw["receipt_preview"] = json!({"hidden": "look here"});
-    let reparsed = warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-long").expect("packet");
+    let reparsed =
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-long").expect("packet");
     long.packet = Arc::new(reparsed);
     let mut snap = snapshot();
     snap.packets.insert(0, long);
@@ -710,8 +711,9 @@ fn expired_packets_can_only_be_refused() {
     let mut e = packet("p-old", "agent-x", "draft.compose", "Old", 0, json!({}));
     let mut raw = e.packet.raw.clone();
     raw["expires_at"] = json!("2026-11-21T08:00:00Z");
-    e.packet =
-        Arc::new(warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-old").expect("packet"));
+    e.packet = Arc::new(
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-old").expect("packet"),
+    );
     let mut snap = snapshot();
     snap.packets.insert(0, e);
     scanned(&mut s, snap);
@@ -724,7 +726,7 @@ fn expired_packets_can_only_be_refused() {
     assert!(matches!(&s.mode, Mode::Confirm(c) if c.verdict == Verdict::Refuse));
 }
 
-fn posterior_of<'a>(s: &'a State, class: &str) -> &'a warrant::graduation::Posterior {
+fn posterior_of<'a>(s: &'a State, class: &str) -> &'a warrant::protocol::graduation::Posterior {
     s.posteriors().iter().find(|p| p.action_class == class).map(|p| &p.posterior).expect("posterior row")
 }
 
@@ -732,7 +734,7 @@ fn posterior_of<'a>(s: &'a State, class: &str) -> &'a warrant::graduation::Poste
 // evidence moves them, and the packet detail shows the gate's decision and the evidence rows.
 #[test]
 fn posteriors_pane_shows_intervals_from_chain_evidence() {
-    use warrant::graduation::{EvidenceRow, SourceType};
+    use warrant::protocol::graduation::{EvidenceRow, SourceType};
     let mut s = state(false);
     assert_eq!(posterior_of(&s, "draft.compose").samples, 0);
     let mut evidence: Vec<EvidenceRow> =
@@ -804,10 +806,10 @@ fn a_signed_approval_moves_the_posterior_at_once() {
 // ---------------------------------------------------------------------------------------------
 // Issue 4: one assessment, the verdict block, the matrices and agents views, signed controls.
 
-use warrant::control::{CONTROL_DOMAIN, ControlEvent, ControlKind, ControlState};
-use warrant::graduation::PolicySet;
 use warrant::preconditions::{Budget, Observer};
-use warrant::tiers::NotebookTrust;
+use warrant::protocol::control::{CONTROL_DOMAIN, ControlEvent, ControlKind, ControlState};
+use warrant::protocol::graduation::PolicySet;
+use warrant::protocol::tiers::NotebookTrust;
 
 /// Tools and their tiers, as `policy.toml` registers them.
 const GOVERNED_POLICY: &str = r#"
@@ -824,7 +826,9 @@ fn governed(id: &str, agent: &str, summary: &str, minutes_ago: i64, governance: 
     let mut e = packet(id, agent, class, summary, minutes_ago, json!({"text": summary}));
     let mut raw = e.packet.raw.clone();
     raw["governance"] = governance;
-    e.packet = Arc::new(warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), id).expect("packet"));
+    e.packet = Arc::new(
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), id).expect("packet"),
+    );
     e.arrived = NOW - (minutes_ago * 60) as f64;
     e
 }
@@ -1176,7 +1180,7 @@ fn ticks_reassess_only_when_time_matters() {
     assert!(!std::ptr::eq(quiet, s.assessment()), "a new minute moves the sparklines");
 }
 
-fn control_effect(fx: &[Effect]) -> &warrant::control::ControlInput {
+fn control_effect(fx: &[Effect]) -> &warrant::protocol::control::ControlInput {
     match fx {
         [Effect::Control(input)] => input,
         other => panic!("expected one control effect, got {other:?}"),
@@ -1354,12 +1358,17 @@ fn a_chain_change_cancels_an_open_control_dialog() {
 }
 
 /// A spool in a temp dir with alice's key pinned.
-fn real_spool() -> (tempfile::TempDir, warrant::spool::Spool, warrant::keys::Principal, warrant::keys::PinnedKeys) {
+fn real_spool() -> (
+    tempfile::TempDir,
+    warrant::store::spool::Spool,
+    warrant::protocol::keys::Principal,
+    warrant::protocol::keys::PinnedKeys,
+) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let spool = warrant::spool::Spool::new(dir.path().join("spool"));
+    let spool = warrant::store::spool::Spool::new(dir.path().join("spool"));
     spool.ensure().expect("spool");
-    let principal = warrant::keys::Principal::from_seed("alice", &[5; 32]);
-    let mut pinned = warrant::keys::PinnedKeys::default();
+    let principal = warrant::protocol::keys::Principal::from_seed("alice", &[5; 32]);
+    let mut pinned = warrant::protocol::keys::PinnedKeys::default();
     pinned.pin("alice", principal.verifying_key());
     (dir, spool, principal, pinned)
 }
@@ -1378,7 +1387,7 @@ fn the_control_effect_appends_a_verified_control() {
     assert_eq!(before.map(|m| m.verdict), Some("confirm".to_owned()));
     let summary = warrant::console::execute_control(&spool, &principal, &pinned, &policies, input).expect("signed");
     assert_eq!((summary.kind, summary.subject.as_str()), (ControlKind::TrustSet, "nb-ops"));
-    let view = warrant::spool::verify_chain(&spool, &pinned).expect("verify");
+    let view = warrant::store::spool::verify_chain(&spool, &pinned).expect("verify");
     assert!(view.report.is_valid(), "{:?}", view.report.findings);
     assert_eq!(view.report.signatures_verified, 1);
     assert_eq!(view.controls.notebook_trust("nb-ops"), NotebookTrust::Trusted);
@@ -1390,7 +1399,7 @@ fn the_control_effect_appends_a_verified_control() {
     let after = s.verdict("p-purge").and_then(|v| v.models.iter().find(|m| m.model.as_str() == "tiers").cloned());
     assert!(after.is_some_and(|m| m.reason.contains("nb-ops is trusted")), "the next gate call uses the new level");
     // A second raise from a stale `previous` is refused and appends nothing.
-    let mut stale = warrant::control::ControlInput {
+    let mut stale = warrant::protocol::control::ControlInput {
         kind: ControlKind::TrustSet,
         subject: "nb-ops".into(),
         fields: serde_json::Map::new(),
@@ -1401,7 +1410,7 @@ fn the_control_effect_appends_a_verified_control() {
     stale.fields.insert("previous".into(), json!("cautious"));
     let err = warrant::console::execute_control(&spool, &principal, &pinned, &policies, stale).expect_err("stale");
     assert!(err.contains("look again"), "{err}");
-    assert_eq!(warrant::spool::verify_chain(&spool, &pinned).expect("verify").report.total, 1);
+    assert_eq!(warrant::store::spool::verify_chain(&spool, &pinned).expect("verify").report.total, 1);
 }
 
 // A kill executed for real writes the stop signal and records the kill switch's result; the
@@ -1417,7 +1426,7 @@ fn the_kill_effect_runs_the_kill_switch_and_records_it() {
 fn kill_once() {
     let (_dir, spool, principal, pinned) = real_spool();
     let policies = PolicySet::from_toml(GOVERNED_POLICY).expect("policy");
-    let input = warrant::control::ControlInput {
+    let input = warrant::protocol::control::ControlInput {
         kind: ControlKind::Kill,
         subject: "agent-rogue".into(),
         fields: serde_json::Map::new(),
@@ -1425,9 +1434,9 @@ fn kill_once() {
         decided_at: String::new(),
     };
     warrant::console::execute_control(&spool, &principal, &pinned, &policies, input).expect("killed");
-    let view = warrant::spool::verify_chain(&spool, &pinned).expect("verify");
+    let view = warrant::store::spool::verify_chain(&spool, &pinned).expect("verify");
     assert!(view.report.is_valid(), "{:?}", view.report.findings);
-    assert_eq!(view.controls.standing("agent-rogue"), warrant::graduation::gate::AgentStanding::Killed);
+    assert_eq!(view.controls.standing("agent-rogue"), warrant::protocol::graduation::gate::AgentStanding::Killed);
     assert!(spool.signals_dir().join("agent-rogue.json").exists(), "the stop signal");
 }
 
@@ -1451,9 +1460,13 @@ fn buffer(s: &State, w: u16, h: u16) -> ratatui::buffer::Buffer {
 fn assert_cells_inert(what: &str, buf: &ratatui::buffer::Buffer) {
     for (i, cell) in buf.content().iter().enumerate() {
         let sym = cell.symbol();
-        assert!(!sym.chars().any(warrant::text::is_unsafe), "{what}: cell {i} holds {sym:?}:\n{}", buffer_text(buf));
         assert!(
-            sym.chars().count() <= 1 + warrant::text::MAX_MARKS,
+            !sym.chars().any(warrant::protocol::text::is_unsafe),
+            "{what}: cell {i} holds {sym:?}:\n{}",
+            buffer_text(buf)
+        );
+        assert!(
+            sym.chars().count() <= 1 + warrant::protocol::text::MAX_MARKS,
             "{what}: cell {i} stacks {} characters",
             sym.chars().count()
         );
@@ -1483,8 +1496,9 @@ fn hostile_entry() -> PacketEntry {
     let mut raw = e.packet.raw.clone();
     raw["decision"]["reason"] = json!(format!("because{EVIL}"));
     raw["note"] = json!(EVIL);
-    e.packet =
-        Arc::new(warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-evil").expect("packet"));
+    e.packet = Arc::new(
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-evil").expect("packet"),
+    );
     e
 }
 
@@ -1501,19 +1515,20 @@ fn hostile_state() -> State {
     let mut raw = q.packet.raw.clone();
     raw["evidence"] = json!([{"label": EVIL, "type": "x"}, {"label": "approved"}]);
     raw["context"] = json!({"recipient": EVIL});
-    q.packet =
-        Arc::new(warrant::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-q").expect("packet"));
+    q.packet = Arc::new(
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-q").expect("packet"),
+    );
     snap.packets.push(q);
     snap.invalid.push(InvalidFile {
         kind: FileKind::Packet,
         name: format!("n{EVIL}.json"),
-        reason: warrant::packet::InvalidReason::Schema(format!("`summary` {EVIL:?} and raw {EVIL}")),
+        reason: warrant::protocol::packet::InvalidReason::Schema(format!("`summary` {EVIL:?} and raw {EVIL}")),
         arrived: NOW,
     });
     snap.invalid.push(InvalidFile {
         kind: FileKind::Receipt,
         name: format!("r{EVIL}.json"),
-        reason: warrant::packet::InvalidReason::UnsafeId(EVIL.to_owned()),
+        reason: warrant::protocol::packet::InvalidReason::UnsafeId(EVIL.to_owned()),
         arrived: NOW,
     });
     scanned(&mut s, snap);
@@ -1558,7 +1573,10 @@ fn hostile_text_never_reaches_a_cell_on_any_screen() {
     app::update(&mut r, Action::Paste(format!("pasted{EVIL}")));
     screens.push(("refuse reason".into(), r.clone()));
     let Mode::Input { text, .. } = &r.mode else { panic!("no reason line: {:?}", r.mode) };
-    assert!(!text.chars().any(warrant::text::is_unsafe), "a pasted reason keeps no unsafe character: {text:?}");
+    assert!(
+        !text.chars().any(warrant::protocol::text::is_unsafe),
+        "a pasted reason keeps no unsafe character: {text:?}"
+    );
     press(&mut r, &["enter"]);
     assert!(matches!(r.mode, Mode::Confirm(_)), "{:?}", r.mode);
     screens.push(("confirm refusal".into(), r));
@@ -1639,7 +1657,7 @@ fn look_alike_agent_ids_are_marked_and_the_publisher_is_shown() {
 /// Every view has something to show: governed packets (one with a long agent id, class and
 /// summary), a decision, invalid files, 10,000 evidence rows for one class, notebooks and agents.
 fn every_view_state() -> State {
-    use warrant::graduation::{EvidenceRow, SourceType};
+    use warrant::protocol::graduation::{EvidenceRow, SourceType};
     let mut s = governed_state(false);
     let mut snap = governed_snapshot();
     snap.packets.push(packet(
@@ -1796,8 +1814,8 @@ fn readme_key_tables_follow_the_keymap() {
 
 /// A packet asking for a tool call, as `warrant hook` publishes it.
 fn call_packet(id: &str, tool: &str, input: Value, minutes_ago: i64) -> PacketEntry {
-    let policies = warrant::graduation::policy::PolicySet::builtin();
-    let call = warrant::calls::ToolCall {
+    let policies = warrant::protocol::graduation::policy::PolicySet::builtin();
+    let call = warrant::protocol::calls::ToolCall {
         host: "claude-code".into(),
         agent: "claude-code".into(),
         session: Some(format!("s-{}", minutes_ago % 2)),
@@ -1808,12 +1826,13 @@ fn call_packet(id: &str, tool: &str, input: Value, minutes_ago: i64) -> PacketEn
         workdir: None,
         annotations: Value::Null,
     };
-    let c = warrant::calls::classify(&policies, tool, &call.input, &Value::Null);
-    let created = warrant::clock::format_rfc3339(
+    let c = warrant::protocol::calls::classify(&policies, tool, &call.input, &Value::Null);
+    let created = warrant::protocol::clock::format_rfc3339(
         time::OffsetDateTime::from_unix_timestamp(NOW as i64 - minutes_ago * 60).expect("time"),
     );
-    let doc = warrant::calls::call_packet(&call, &c, &policies, id, &created);
-    let p = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), id).expect("valid packet");
+    let doc = warrant::protocol::calls::call_packet(&call, &c, &policies, id, &created);
+    let p =
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), id).expect("valid packet");
     PacketEntry {
         file: format!("{id}.json").into(),
         arrived: NOW - (minutes_ago * 60) as f64,
@@ -1865,24 +1884,25 @@ fn call_receipt(
     tool: &str,
     calls: u64,
     seconds_ago: i64,
-) -> Arc<warrant::packet::Receipt> {
-    let created = warrant::clock::format_rfc3339(
+) -> Arc<warrant::protocol::packet::Receipt> {
+    let created = warrant::protocol::clock::format_rfc3339(
         time::OffsetDateTime::from_unix_timestamp(NOW as i64 - seconds_ago).expect("time"),
     );
     let call = json!({"host": host, "tool": tool, "calls": calls});
-    let r = warrant::graduation::receipt::build_receipt(&warrant::graduation::receipt::ReceiptInput {
-        receipt_id: id,
-        action_class: "read.context",
-        outcome: warrant::graduation::receipt::ReceiptOutcome::Execute,
-        agent,
-        packet_id: packet,
-        source_type: None,
-        created_at: &created,
-        prev_hash: None,
-        note: None,
-        tool_call: Some(&call),
-    });
-    Arc::new(warrant::packet::parse_receipt(&serde_json::to_vec(&r).expect("json")).expect("valid receipt"))
+    let r =
+        warrant::protocol::graduation::receipt::build_receipt(&warrant::protocol::graduation::receipt::ReceiptInput {
+            receipt_id: id,
+            action_class: "read.context",
+            outcome: warrant::protocol::graduation::receipt::ReceiptOutcome::Execute,
+            agent,
+            packet_id: packet,
+            source_type: None,
+            created_at: &created,
+            prev_hash: None,
+            note: None,
+            tool_call: Some(&call),
+        });
+    Arc::new(warrant::protocol::packet::parse_receipt(&serde_json::to_vec(&r).expect("json")).expect("valid receipt"))
 }
 
 // Calls that ran with no packet (the gateway's and the hooks' `safe` reads) are counted from the
@@ -2385,7 +2405,7 @@ fn command_line_snapshots() {
 fn audit_record(action: &str, agent: &str, at: &str, approval: &str, meta_key: &str, doc: Value) -> Value {
     json!({
         "action": action, "agent": agent, "timestamp": at, "outcome": "success",
-        "entry_hash": format!("sha256:{}", warrant::canonical::sha256_hex(format!("{action}{at}").as_bytes())),
+        "entry_hash": format!("sha256:{}", warrant::protocol::canonical::sha256_hex(format!("{action}{at}").as_bytes())),
         "metadata": {
             "approval": {"decision": approval, "signatures": [{"signer": "alice", "key_fingerprint": "SHA256:S1I+LnIehTKTATEWkIjfe40E1haIYEbCmd6nU3nMHAQ"}]},
             meta_key: doc,
@@ -2441,7 +2461,7 @@ fn audit_state() -> State {
         "note": "12 call(s) of fs.read ran with no packet (the gate allows them on their own)",
         "tool_call": {"host": "mcp-gateway", "tool": "fs.read", "calls": 12}
     });
-    let r = warrant::packet::parse_receipt(&serde_json::to_vec(&receipt).expect("json")).expect("receipt");
+    let r = warrant::protocol::packet::parse_receipt(&serde_json::to_vec(&receipt).expect("json")).expect("receipt");
     snap.receipts.push(Arc::new(r));
     scanned(&mut s, snap);
     assert_eq!(press(&mut s, &["8"]), vec![Effect::Audit]);

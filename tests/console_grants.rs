@@ -7,11 +7,11 @@
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
-use warrant::chain::VerifyReport;
 use warrant::console::app::{self, Action, Effect, Mode, Pane, State};
 use warrant::console::keymap::{Key, Keymap};
-use warrant::grant::{Grant, GrantBook, GrantEvent, Scope, ToolPattern};
-use warrant::spool::{ChainView, PacketEntry, Snapshot, Uses};
+use warrant::protocol::chain::VerifyReport;
+use warrant::protocol::grant::{Grant, GrantBook, GrantEvent, Scope, ToolPattern};
+use warrant::store::spool::{ChainView, PacketEntry, Snapshot, Uses};
 
 #[path = "support/screen.rs"]
 mod support_screen;
@@ -21,8 +21,8 @@ use support_screen::screen;
 const NOW: f64 = 1_795_251_600.0;
 
 fn call_packet(id: &str, command: &str, session: &str, minutes_ago: i64) -> PacketEntry {
-    let policies = warrant::graduation::policy::PolicySet::builtin();
-    let call = warrant::calls::ToolCall {
+    let policies = warrant::protocol::graduation::policy::PolicySet::builtin();
+    let call = warrant::protocol::calls::ToolCall {
         host: "claude-code".into(),
         agent: "claude-code".into(),
         session: Some(session.into()),
@@ -33,12 +33,13 @@ fn call_packet(id: &str, command: &str, session: &str, minutes_ago: i64) -> Pack
         workdir: None,
         annotations: Value::Null,
     };
-    let c = warrant::calls::classify(&policies, "Bash", &call.input, &Value::Null);
-    let created = warrant::clock::format_rfc3339(
+    let c = warrant::protocol::calls::classify(&policies, "Bash", &call.input, &Value::Null);
+    let created = warrant::protocol::clock::format_rfc3339(
         time::OffsetDateTime::from_unix_timestamp(NOW as i64 - minutes_ago * 60).expect("time"),
     );
-    let doc = warrant::calls::call_packet(&call, &c, &policies, id, &created);
-    let p = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), id).expect("valid packet");
+    let doc = warrant::protocol::calls::call_packet(&call, &c, &policies, id, &created);
+    let p =
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), id).expect("valid packet");
     PacketEntry { file: format!("{id}.json").into(), arrived: NOW, owner: 4_000_000, packet: Arc::new(p) }
 }
 
@@ -270,7 +271,7 @@ fn select(s: &mut State, id: &str) {
     }
 }
 
-fn dialog_grant(s: &State) -> Option<warrant::grant::GrantInput> {
+fn dialog_grant(s: &State) -> Option<warrant::protocol::grant::GrantInput> {
     match &s.mode {
         Mode::Confirm(c) => c.grant.as_deref().cloned(),
         other => panic!("no dialog: {other:?}"),
@@ -322,7 +323,7 @@ fn s_in_the_approval_dialog_chooses_a_grant_shown_in_words_and_signed_with_the_a
         Action::Signed(Ok(app::SignedSummary {
             cosigned: None,
             packet_id: "cc-main".into(),
-            verdict: warrant::decision::Verdict::Approve,
+            verdict: warrant::protocol::decision::Verdict::Approve,
             chain_index: 8,
             entry_hash: format!("sha256:{}", "ef".repeat(32)),
             grant: Some(Err("the chain is locked".into())),

@@ -8,12 +8,12 @@
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
-use warrant::chain::VerifyReport;
 use warrant::console::app::{self, Action, Effect, State};
 use warrant::console::keymap::Keymap;
 use warrant::console::notify::{self, Notice};
-use warrant::graduation::PolicySet;
-use warrant::spool::{ChainView, PacketEntry, Snapshot};
+use warrant::protocol::chain::VerifyReport;
+use warrant::protocol::graduation::PolicySet;
+use warrant::store::spool::{ChainView, PacketEntry, Snapshot};
 
 #[path = "support/screen.rs"]
 mod support_screen;
@@ -23,7 +23,7 @@ use support_screen::screen;
 const NOW: f64 = 1_795_251_600.0;
 
 fn packet(id: &str, agent: &str, class: &str, summary: &str, minutes_ago: i64) -> PacketEntry {
-    let created = warrant::clock::format_rfc3339(
+    let created = warrant::protocol::clock::format_rfc3339(
         time::OffsetDateTime::from_unix_timestamp(NOW as i64 - minutes_ago * 60).expect("time"),
     );
     let v: Value = json!({
@@ -37,7 +37,7 @@ fn packet(id: &str, agent: &str, class: &str, summary: &str, minutes_ago: i64) -
         "external_actions": 0,
         "created_at": created,
     });
-    let p = warrant::packet::parse_packet(&serde_json::to_vec(&v).expect("json"), id).expect("valid packet");
+    let p = warrant::protocol::packet::parse_packet(&serde_json::to_vec(&v).expect("json"), id).expect("valid packet");
     let arrived = NOW - (minutes_ago * 60) as f64;
     PacketEntry { file: format!("{id}.json").into(), arrived, owner: 4_000_000, packet: Arc::new(p) }
 }
@@ -138,7 +138,7 @@ fn the_notify_environment_is_inert() {
     assert_eq!(env["WARRANT_AGENT"], "agent⟨U+202E⟩x");
     assert!(env["WARRANT_SUMMARY"].starts_with("hi ␛[2J␇␊zzz"), "{}", env["WARRANT_SUMMARY"]);
     assert!(env["WARRANT_SUMMARY"].ends_with('…'));
-    assert!(env.values().all(|v| !v.chars().any(warrant::text::is_unsafe)));
+    assert!(env.values().all(|v| !v.chars().any(warrant::protocol::text::is_unsafe)));
     assert_eq!(env["WARRANT_PENDING"], "3");
     assert_eq!(notify::title(3), "warrant — 3 pending");
 }
@@ -244,7 +244,7 @@ fn summary(id: &str, index: u64) -> app::SignedSummary {
     app::SignedSummary {
         cosigned: None,
         packet_id: id.into(),
-        verdict: warrant::decision::Verdict::Refuse,
+        verdict: warrant::protocol::decision::Verdict::Refuse,
         chain_index: index,
         entry_hash: format!("sha256:{}", "ef".repeat(32)),
         grant: None,
@@ -292,11 +292,11 @@ fn a_timed_out_packet_of_a_sign_refusal_class_is_refused_once_as_a_system_decisi
     assert!(ids(&fx).is_empty(), "p-cal's class does not sign its refusal: {fx:?}");
 
     // The chain then records p-quote's refusal: it leaves Pending, and is not in the agent's record.
-    let decision = warrant::spool::ChainDecision {
+    let decision = warrant::store::spool::ChainDecision {
         cosigners: Vec::new(),
         quorum: None,
         signed: None,
-        verdict: warrant::decision::Verdict::Refuse,
+        verdict: warrant::protocol::decision::Verdict::Refuse,
         principal: "alice".into(),
         reason: Some(reason.into()),
         decided_at: "2026-11-21T09:00:05Z".into(),
@@ -305,7 +305,7 @@ fn a_timed_out_packet_of_a_sign_refusal_class_is_refused_once_as_a_system_decisi
         entry_hash: format!("sha256:{}", "ef".repeat(32)),
         agent: "agent-scribe".into(),
         action_class: "email.send.external".into(),
-        system: Some(warrant::decision::SystemCause::Timeout),
+        system: Some(warrant::protocol::decision::SystemCause::Timeout),
     };
     let report = VerifyReport { total: 4, root_hash: None, signatures_verified: 4, findings: vec![], torn_tail: None };
     let decisions = HashMap::from([("p-quote".to_owned(), decision)]);

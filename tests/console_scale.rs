@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use warrant::console::app::{self, Action, Pane, State};
 use warrant::console::keymap::{Key, Keymap};
-use warrant::spool::{PacketEntry, Recheck, Scanner, Snapshot, Spool};
+use warrant::store::spool::{PacketEntry, Recheck, Scanner, Snapshot, Spool};
 
 /// 2026-11-21T09:00:00Z.
 const NOW: f64 = 1_795_251_600.0;
@@ -16,13 +16,13 @@ const N: usize = 10_000;
 /// Packet `k` was created `k` seconds before `NOW`, so the list (newest first) is in `k` order.
 fn packet(k: usize) -> serde_json::Value {
     let at = time::OffsetDateTime::from_unix_timestamp(NOW as i64 - k as i64).expect("time");
-    warrant::packet::portable_packet(
+    warrant::protocol::packet::portable_packet(
         &format!("p-{k:05}"),
         "draft.compose",
         &format!("agent-{}", k % 7),
         &format!("row {k:05}"),
         serde_json::json!({"n": k}),
-        &warrant::clock::format_rfc3339(at),
+        &warrant::protocol::clock::format_rfc3339(at),
     )
 }
 
@@ -37,7 +37,7 @@ fn snapshot() -> Snapshot {
         .map(|k| {
             let bytes = serde_json::to_vec(&packet(k)).expect("json");
             let id = format!("p-{k:05}");
-            let p = warrant::packet::parse_packet(&bytes, &id).expect("valid packet");
+            let p = warrant::protocol::packet::parse_packet(&bytes, &id).expect("valid packet");
             PacketEntry { file: format!("{id}.json").into(), arrived: NOW, owner: 4_000_000, packet: Arc::new(p) }
         })
         .collect();
@@ -133,7 +133,8 @@ fn arrivals_keep_the_selection_on_the_packet_under_review() {
     let mut doc = packet(0);
     doc["packet_id"] = "p-new".into();
     doc["summary"] = "the newest".into();
-    let newest = warrant::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "p-new").expect("packet");
+    let newest =
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&doc).expect("json"), "p-new").expect("packet");
     snap.packets
         .insert(0, PacketEntry { file: "p-new.json".into(), arrived: NOW, owner: 4_000_000, packet: Arc::new(newest) });
     scanned(&mut s, snap);

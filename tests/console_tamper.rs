@@ -13,16 +13,16 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{Map, Value, json};
 use std::sync::atomic::AtomicU64;
-use warrant::chain::VerifyOptions;
-use warrant::chain_file;
 use warrant::console::app::{self, Action, ChainState, Mode, State};
 use warrant::console::keymap::Keymap;
-use warrant::decision::{self, DecisionInput, Verdict};
-use warrant::graduation::SourceType;
-use warrant::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt};
-use warrant::keys::{PinnedKeys, Principal};
-use warrant::registry::CANONICAL;
-use warrant::spool::{self, Scanner, Spool};
+use warrant::protocol::chain::VerifyOptions;
+use warrant::protocol::decision::{self, DecisionInput, Verdict};
+use warrant::protocol::graduation::SourceType;
+use warrant::protocol::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt};
+use warrant::protocol::keys::{PinnedKeys, Principal};
+use warrant::protocol::registry::CANONICAL;
+use warrant::store::chain_file;
+use warrant::store::spool::{self, Scanner, Spool};
 
 fn principal() -> Principal {
     Principal::from_seed("alice", &[7u8; 32])
@@ -55,7 +55,7 @@ fn record(i: usize, receipt: bool, approve: bool, class: usize) -> Map<String, V
         });
         return spool::receipt_record_body(&receipt, ReceiptOutcome::Execute, None);
     }
-    let hash = warrant::canonical::sha256_prefixed(id.as_bytes());
+    let hash = warrant::protocol::canonical::sha256_prefixed(id.as_bytes());
     let trace = format!("warrant:{id}");
     let input = DecisionInput {
         stands_in_for: &[],
@@ -131,12 +131,15 @@ fn mutate(bytes: &[u8], spans: &[(usize, usize)], m: &Mutation) -> (Vec<u8>, Opt
         Mutation::Forge { line, hash } => {
             let i = line.index(n);
             let mut rec: Map<String, Value> = serde_json::from_slice(&lines[i]).expect("record");
-            rec.insert("previous_hash".into(), json!(format!("sha256:{}", warrant::canonical::hex(hash))));
+            rec.insert("previous_hash".into(), json!(format!("sha256:{}", warrant::protocol::canonical::hex(hash))));
             rec.remove("entry_hash");
-            let h = warrant::canonical::prefixed(&warrant::canonical::canonical_digest_without(&rec, "entry_hash"));
+            let h = warrant::protocol::canonical::prefixed(&warrant::protocol::canonical::canonical_digest_without(
+                &rec,
+                "entry_hash",
+            ));
             rec.insert("entry_hash".into(), json!(h));
             let mut l = lines;
-            l[i] = warrant::canonical::to_canonical_vec(&Value::Object(rec));
+            l[i] = warrant::protocol::canonical::to_canonical_vec(&Value::Object(rec));
             l[i].push(b'\n');
             l.concat()
         }
@@ -171,15 +174,15 @@ proptest! {
         // The principal's checkpoint after record k (1-based), as a decision would leave it.
         let k = checkpoint_at.index(spans.len()) + 1;
         let head: Value = serde_json::from_slice(&bytes[spans[k - 1].0..spans[k - 1].1]).expect("record");
-        let cp = warrant::checkpoint::sign(
+        let cp = warrant::protocol::checkpoint::sign(
             &principal(),
             k as u64,
             head["entry_hash"].as_str().expect("hash"),
             spans[k - 1].1 as u64,
-            &warrant::canonical::sha256_prefixed(&bytes[..spans[k - 1].1]),
+            &warrant::protocol::canonical::sha256_prefixed(&bytes[..spans[k - 1].1]),
             "2026-11-21T08:59:00Z",
         );
-        warrant::checkpoint_files::write(&spool, &cp).expect("checkpoint");
+        warrant::store::checkpoint_files::write(&spool, &cp).expect("checkpoint");
         let pinned = pins();
         let progress = AtomicU64::new(0);
 
@@ -229,7 +232,7 @@ proptest! {
         // checkpointed prefix is trusted only while its bytes hash to the checkpoint's
         // `prefix_sha256`.
         {
-            let doc = warrant::packet::portable_packet(
+            let doc = warrant::protocol::packet::portable_packet(
                 "p-new", "email.send.external", "agent-1", "a new packet", json!({}), "2026-11-21T08:59:30Z",
             );
             spool.publish(&spool.packets_dir(), "p-new", &doc).expect("publish");

@@ -246,11 +246,11 @@ fn a_single_signature_never_releases_the_agent_even_as_a_forged_decision_file() 
         "document": doc, "signature": sig, "chain": {"chain_index": rec["chain_index"], "entry_hash": rec["entry_hash"]}});
     let mut twice = single.clone();
     twice["cosignatures"] = json!([{"document": doc, "signature": sig}]);
-    let pinned = warrant::keys::PinnedKeys::load(&t.config("alice")).expect("alice's pins");
+    let pinned = warrant::protocol::keys::PinnedKeys::load(&t.config("alice")).expect("alice's pins");
     let hash = doc["packet_hash"].as_str().expect("hash");
     for (name, file) in [("single", &single), ("twice", &twice)] {
-        let err = warrant::decision::verify_decision_file(file, id, Some(hash), &pinned).expect_err(name);
-        assert!(matches!(err, warrant::decision::DecisionError::Quorum(_)), "{name}: {err}");
+        let err = warrant::protocol::decision::verify_decision_file(file, id, Some(hash), &pinned).expect_err(name);
+        assert!(matches!(err, warrant::protocol::decision::DecisionError::Quorum(_)), "{name}: {err}");
     }
     std::fs::create_dir_all(t.spool().join("decisions")).expect("decisions dir");
     std::fs::write(t.decision_file(id), serde_json::to_vec(&twice).expect("json")).expect("plant");
@@ -298,7 +298,7 @@ fn verify_reports_an_approval_that_lacks_the_quorum_the_policy_asks() {
 
 #[test]
 fn the_policy_rejects_impossible_quorums() {
-    use warrant::graduation::policy::PolicySet;
+    use warrant::protocol::graduation::policy::PolicySet;
     let bad = [
         ("required = 0\nprincipals = [\"a\", \"b\"]", "required"),
         ("required = 3\nprincipals = [\"a\", \"b\"]", "required"),
@@ -331,15 +331,15 @@ fn only_the_approval_that_meets_the_quorum_is_evidence() {
         "alice",
         &["propose", "--class", "payment.transfer", "--agent", "payer", "--summary", "s", "--id", "p-1"],
     ));
-    let pinned = warrant::keys::PinnedKeys::load(&t.config("alice")).expect("pins");
-    let spool = warrant::spool::Spool::new(t.spool());
+    let pinned = warrant::protocol::keys::PinnedKeys::load(&t.config("alice")).expect("pins");
+    let spool = warrant::store::spool::Spool::new(t.spool());
     ok(&t.run("alice", &["approve", "--yes", "p-1"]));
-    let view = warrant::spool::verify_chain(&spool, &pinned).expect("chain");
+    let view = warrant::store::spool::verify_chain(&spool, &pinned).expect("chain");
     assert!(view.decisions.is_empty(), "one signature decided: {:?}", view.decisions);
     assert_eq!(view.cosigning["p-1"].signers(), ["alice"]);
     assert_eq!(view.evidence.count("payment.transfer"), 0, "a co-signature counted as evidence");
     ok(&t.run("carol", &["approve", "--yes", "p-1"]));
-    let view = warrant::spool::verify_chain(&spool, &pinned).expect("chain");
+    let view = warrant::store::spool::verify_chain(&spool, &pinned).expect("chain");
     assert_eq!(view.decisions["p-1"].cosigners, ["alice", "carol"]);
     assert!(view.cosigning.is_empty());
     assert_eq!(view.evidence.count("payment.transfer"), 1, "one packet approved, one evidence row");
@@ -348,8 +348,9 @@ fn only_the_approval_that_meets_the_quorum_is_evidence() {
     ok(&t.run("alice", &["list"]));
     let file: Value = serde_json::from_slice(&std::fs::read(t.decision_file("p-1")).expect("restored")).expect("json");
     let hash = file["document"]["packet_hash"].as_str().expect("hash").to_owned();
-    let quorum = warrant::decision::Quorum::new(2, ["alice", "bob", "carol"].map(str::to_owned)).expect("terms");
-    let d = warrant::decision::verify_decision_file_under(&file, "p-1", Some(&hash), &pinned, Some(&quorum))
+    let quorum =
+        warrant::protocol::decision::Quorum::new(2, ["alice", "bob", "carol"].map(str::to_owned)).expect("terms");
+    let d = warrant::protocol::decision::verify_decision_file_under(&file, "p-1", Some(&hash), &pinned, Some(&quorum))
         .expect("the restored file meets the quorum");
     assert_eq!(d.cosigners, ["alice", "carol"]);
 }
@@ -368,11 +369,11 @@ fn the_console_shows_how_many_have_signed_and_refuses_a_second_signature() {
     let t = Team::new(POLICY);
     let hook = t.hold_payment("pay-4");
     ok(&t.run("bob", &["approve", "--yes", "cc-pay-4"]));
-    let pinned = warrant::keys::PinnedKeys::load(&t.config("bob")).expect("pins");
-    let spool = warrant::spool::Spool::new(t.spool());
-    let view = warrant::spool::verify_chain(&spool, &pinned).expect("chain");
-    let snap = warrant::spool::Scanner::new().scan(&spool).expect("scan");
-    let policies = warrant::graduation::policy::PolicySet::from_toml(POLICY).expect("policy");
+    let pinned = warrant::protocol::keys::PinnedKeys::load(&t.config("bob")).expect("pins");
+    let spool = warrant::store::spool::Spool::new(t.spool());
+    let view = warrant::store::spool::verify_chain(&spool, &pinned).expect("chain");
+    let snap = warrant::store::spool::Scanner::new().scan(&spool).expect("scan");
+    let policies = warrant::protocol::graduation::policy::PolicySet::from_toml(POLICY).expect("policy");
     let now = time::OffsetDateTime::now_utc().unix_timestamp() as f64;
     let console = |who: &str| {
         let mut s = State::new(
@@ -441,8 +442,9 @@ fn a_principal_cannot_take_another_principals_name_to_sign_twice() {
     let verify = t.run("alice", &["verify"]);
     assert_eq!(verify.status.code(), Some(1), "{}", text(&verify));
     assert!(text(&verify).contains("a rename never takes another principal's name"), "{}", text(&verify));
-    let pinned = warrant::keys::PinnedKeys::load(&t.config("alice")).expect("pins");
-    let view = warrant::spool::verify_chain(&warrant::spool::Spool::new(t.spool()), &pinned).expect("chain");
+    let pinned = warrant::protocol::keys::PinnedKeys::load(&t.config("alice")).expect("pins");
+    let view =
+        warrant::store::spool::verify_chain(&warrant::store::spool::Spool::new(t.spool()), &pinned).expect("chain");
     assert!(!view.decisions.contains_key("p-1"), "alice's view counts carol once: {:?}", view.decisions.get("p-1"));
     // And an agent told to check before it runs is told no.
     let check = t.run("alice", &["check-preconditions", "p-1"]);
@@ -455,8 +457,8 @@ fn an_approval_runs_only_with_its_decision_file_and_check_preconditions_asks_the
     // judged the call allowed (the agent can write decisions/): the call is blocked before it runs.
     use warrant::govern::{Governor, Outcome};
     let t = Team::new(POLICY);
-    let governor = Governor::open(warrant::spool::Spool::new(t.spool()), &t.config("alice")).expect("governor");
-    let call = warrant::calls::ToolCall {
+    let governor = Governor::open(warrant::store::spool::Spool::new(t.spool()), &t.config("alice")).expect("governor");
+    let call = warrant::protocol::calls::ToolCall {
         host: "claude-code".into(),
         agent: "claude-code".into(),
         session: Some("s-1".into()),

@@ -136,8 +136,8 @@ fn packets_expire_and_waiting_agents_are_told() {
     assert_eq!(e.propose("draft.compose", "agent-a", "x-2", &[]).status.code(), Some(0));
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(e.spool().join("packets/x-2.json")).expect("packet")).expect("json");
-    let at = warrant::clock::unix_seconds(doc["expires_at"].as_str().expect("expires_at")).expect("time");
-    let now = warrant::clock::unix_seconds(&warrant::clock::now_rfc3339()).expect("now");
+    let at = warrant::protocol::clock::unix_seconds(doc["expires_at"].as_str().expect("expires_at")).expect("time");
+    let now = warrant::protocol::clock::unix_seconds(&warrant::protocol::clock::now_rfc3339()).expect("now");
     assert!((at - now - 7200.0).abs() < 60.0, "two hours from now: {doc}");
 }
 

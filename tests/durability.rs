@@ -2,11 +2,11 @@
 //! chain; the principal's signed checkpoints detect records cut off the end.
 
 use serde_json::{Map, Value, json};
-use warrant::chain::{self, Check, VerifyOptions};
-use warrant::chain_file;
-use warrant::decision::Verdict;
-use warrant::keys::{PinnedKeys, Principal};
-use warrant::spool::{self, Scanner, Spool};
+use warrant::protocol::chain::{self, Check, VerifyOptions};
+use warrant::protocol::decision::Verdict;
+use warrant::protocol::keys::{PinnedKeys, Principal};
+use warrant::store::chain_file;
+use warrant::store::spool::{self, Scanner, Spool};
 
 fn receipt_body(n: u64) -> Map<String, Value> {
     let mut meta = Map::new();
@@ -73,7 +73,7 @@ fn fixture() -> Fixture {
 fn decide_all(f: &Fixture, n: usize) {
     for i in 0..n {
         let id = format!("p-{i}");
-        let doc = warrant::packet::portable_packet(
+        let doc = warrant::protocol::packet::portable_packet(
             &id,
             "draft.compose",
             "agent-a",
@@ -96,7 +96,7 @@ fn decide_all(f: &Fixture, n: usize) {
 fn every_decision_signs_a_checkpoint_and_truncation_is_detected() {
     let f = fixture();
     decide_all(&f, 4);
-    let (cp, notes) = warrant::checkpoint_files::latest(&f.spool, &f.pinned);
+    let (cp, notes) = warrant::store::checkpoint_files::latest(&f.spool, &f.pinned);
     let cp = cp.expect("a checkpoint");
     assert!(notes.is_empty(), "{notes:?}");
     assert_eq!(cp.records, 4);
@@ -105,7 +105,7 @@ fn every_decision_signs_a_checkpoint_and_truncation_is_detected() {
     // The agent's decision file carries the checkpoint signed with it.
     let file: Value =
         serde_json::from_slice(&std::fs::read(f.spool.decision_path("p-3")).expect("decision file")).expect("json");
-    assert_eq!(warrant::checkpoint::verify(&file["checkpoint"], &f.pinned, "p-3").expect("valid").records, 4);
+    assert_eq!(warrant::protocol::checkpoint::verify(&file["checkpoint"], &f.pinned, "p-3").expect("valid").records, 4);
     assert!(spool::verify_chain(&f.spool, &f.pinned).expect("verify").report.is_valid());
 
     // Cut the last record off: the chain alone still verifies, the checkpoint does not agree.
@@ -119,8 +119,14 @@ fn every_decision_signs_a_checkpoint_and_truncation_is_detected() {
     assert!(first.message.contains("3 records, fewer than the 4"), "{first}");
     // A broken chain is never signed onto.
     let snap = Scanner::new().scan(&f.spool).expect("scan");
-    let doc =
-        warrant::packet::portable_packet("p-x", "draft.compose", "agent-a", "s", json!({}), "2026-11-21T09:00:00Z");
+    let doc = warrant::protocol::packet::portable_packet(
+        "p-x",
+        "draft.compose",
+        "agent-a",
+        "s",
+        json!({}),
+        "2026-11-21T09:00:00Z",
+    );
     f.spool.publish(&f.spool.packets_dir(), "p-x", &doc).expect("publish");
     let snap2 = Scanner::new().scan(&f.spool).expect("scan");
     drop(snap);
@@ -131,7 +137,14 @@ fn every_decision_signs_a_checkpoint_and_truncation_is_detected() {
 }
 
 fn publish_and_decide(f: &Fixture, id: &str) -> Result<spool::Decided, spool::DecideError> {
-    let doc = warrant::packet::portable_packet(id, "draft.compose", "agent-a", "s", json!({}), "2026-11-21T09:00:00Z");
+    let doc = warrant::protocol::packet::portable_packet(
+        id,
+        "draft.compose",
+        "agent-a",
+        "s",
+        json!({}),
+        "2026-11-21T09:00:00Z",
+    );
     f.spool.publish(&f.spool.packets_dir(), id, &doc).expect("publish");
     let snap = Scanner::new().scan(&f.spool).expect("scan");
     let packet = snap.packet(id).expect("packet").packet.clone();
@@ -150,11 +163,11 @@ fn checkpoints_hash_their_prefix_and_a_repeated_record_id_is_refused() {
         chain_file::append(&f.spool.chain_path(), |_| Ok(receipt_body(n))).expect("append");
     }
     publish_and_decide(&f, "p-next").expect("decided after the receipts");
-    let (cp, _) = warrant::checkpoint_files::latest(&f.spool, &f.pinned);
+    let (cp, _) = warrant::store::checkpoint_files::latest(&f.spool, &f.pinned);
     let cp = cp.expect("a checkpoint");
     let bytes = std::fs::read(f.spool.chain_path()).expect("chain");
     assert_eq!((cp.records, cp.bytes), (6, bytes.len() as u64));
-    assert_eq!(cp.prefix_sha256, Some(warrant::canonical::sha256_prefixed(&bytes)));
+    assert_eq!(cp.prefix_sha256, Some(warrant::protocol::canonical::sha256_prefixed(&bytes)));
 
     // A receipt reusing the first record's id: the tail alone is clean, the chain is not.
     let first: Value = serde_json::from_slice(bytes.split(|&b| b == b'\n').next().expect("line")).expect("json");
@@ -175,15 +188,22 @@ fn a_rewritten_head_and_a_forged_checkpoint_are_caught() {
     let f = fixture();
     decide_all(&f, 2);
     let good = std::fs::read(f.spool.chain_path()).expect("chain");
-    let cp_file = f.spool.root().join(warrant::checkpoint_files::CHECKPOINT_FILE);
+    let cp_file = f.spool.root().join(warrant::store::checkpoint_files::CHECKPOINT_FILE);
     let signed: Value = serde_json::from_slice(&std::fs::read(&cp_file).expect("checkpoint")).expect("json");
 
     // A checkpoint claiming more records, re-signed by a key that is not pinned, is ignored with a note.
     let mallory = Principal::from_seed("alice", &[9u8; 32]);
     let head = signed["document"]["head_hash"].as_str().expect("hash");
-    let forged = warrant::checkpoint::sign(&mallory, 99, head, 1, &warrant::canonical::sha256_prefixed(&good), "t");
+    let forged = warrant::protocol::checkpoint::sign(
+        &mallory,
+        99,
+        head,
+        1,
+        &warrant::protocol::canonical::sha256_prefixed(&good),
+        "t",
+    );
     std::fs::write(&cp_file, serde_json::to_vec(&forged).expect("json")).expect("write");
-    let (cp, notes) = warrant::checkpoint_files::latest(&f.spool, &f.pinned);
+    let (cp, notes) = warrant::store::checkpoint_files::latest(&f.spool, &f.pinned);
     assert_eq!(cp.expect("the decision files' checkpoint").records, 2);
     assert!(notes.iter().any(|n| n.contains("checkpoint ignored")), "{notes:?}");
 
@@ -192,7 +212,7 @@ fn a_rewritten_head_and_a_forged_checkpoint_are_caught() {
     for e in std::fs::read_dir(f.spool.decisions_dir()).expect("dir").flatten() {
         std::fs::remove_file(e.path()).expect("rm");
     }
-    let (cp, _) = warrant::checkpoint_files::latest(&f.spool, &f.pinned);
+    let (cp, _) = warrant::store::checkpoint_files::latest(&f.spool, &f.pinned);
     assert_eq!(cp.expect("the principal's copy").records, 2);
 
     // Cut the last record and append another in its place: as long, valid, but not what was signed.
@@ -300,7 +320,7 @@ fn crash_child(spec: &str) -> ! {
             _ => chain::ChainHead { last_index: 0, last_hash: None },
         };
         let sealed = chain::seal(tagged_body(&format!("{writer}:torn")), &head);
-        let line = warrant::canonical::to_canonical_vec(&sealed.record);
+        let line = warrant::protocol::canonical::to_canonical_vec(&sealed.record);
         // 1..=line.len() bytes of the line, never its newline: a torn line.
         let cut = 1 + (xorshift(&mut seed) as usize) % line.len();
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("chain");

@@ -101,11 +101,11 @@ fn approve_a_real_packet_from_the_console() {
     let decision_path = w.spool().join("decisions").join(format!("{id}.json"));
     wait_file(&decision_path);
     let file: Value = serde_json::from_slice(&std::fs::read(&decision_path).expect("decision")).expect("json");
-    let pinned = warrant::keys::PinnedKeys::load(&w.dir.path().join("config")).expect("pins");
-    let packet = warrant::packet::parse_packet(&bytes, "quote").expect("packet");
-    let verified = warrant::decision::verify_decision_file(&file, id, Some(&packet.content_hash), &pinned)
+    let pinned = warrant::protocol::keys::PinnedKeys::load(&w.dir.path().join("config")).expect("pins");
+    let packet = warrant::protocol::packet::parse_packet(&bytes, "quote").expect("packet");
+    let verified = warrant::protocol::decision::verify_decision_file(&file, id, Some(&packet.content_hash), &pinned)
         .expect("decision verifies");
-    assert_eq!(verified.verdict, warrant::decision::Verdict::Approve);
+    assert_eq!(verified.verdict, warrant::protocol::decision::Verdict::Approve);
     assert_eq!(verified.principal, "e2e-principal");
 
     let chain = w.chain();
@@ -388,7 +388,7 @@ fn a_new_packet_runs_the_notify_command_with_inert_text_and_counts_in_the_title(
             "proposed_action": {"to": "dana@northwind.example"},
             "decision": {"status": "review_required", "action_class": "email.send.external", "reason": "Awaiting."},
             "external_actions": 0,
-            "created_at": warrant::clock::now_rfc3339(),
+            "created_at": warrant::protocol::clock::now_rfc3339(),
         }))
         .expect("json")
     };
@@ -425,13 +425,14 @@ fn filter_by_fields_sort_and_select_in_the_console() {
     let w = World::new();
     let tmux = Tmux::start("filter", &w.env(), &["console"]);
     tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
-    let now = warrant::clock::format_rfc3339(time::OffsetDateTime::now_utc());
+    let now = warrant::protocol::clock::format_rfc3339(time::OffsetDateTime::now_utc());
     for (id, class, agent, summary) in [
         ("f-draft", "draft.compose", "agent-scribe", "Draft the minutes"),
         ("f-mail", "email.send.external", "agent-scribe", "Mail Northwind the quote"),
         ("f-pay", "payment.initiate", "agent-bursar", "Pay the Northwind invoice"),
     ] {
-        let doc = warrant::packet::portable_packet(id, class, agent, summary, serde_json::json!({"n": 1}), &now);
+        let doc =
+            warrant::protocol::packet::portable_packet(id, class, agent, summary, serde_json::json!({"n": 1}), &now);
         w.publish(&format!("{id}.json"), &serde_json::to_vec(&doc).expect("json"));
     }
     tmux.wait_for("the packets", |s| s.contains("3 pending") && s.contains("Pay the Northwind"));
@@ -464,11 +465,11 @@ fn approve_100_packets_with_one_confirmation() {
     let w = World::new();
     let tmux = Tmux::start("batch", &w.env(), &["console"]);
     tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
-    let now = warrant::clock::format_rfc3339(time::OffsetDateTime::now_utc());
+    let now = warrant::protocol::clock::format_rfc3339(time::OffsetDateTime::now_utc());
     let mut hashes = std::collections::HashMap::new();
     for i in 0..100 {
         let id = format!("b-{i:03}");
-        let doc = warrant::packet::portable_packet(
+        let doc = warrant::protocol::packet::portable_packet(
             &id,
             "draft.compose",
             // Ten agents of ten packets each: within the class's rate limit (10 per agent).
@@ -478,7 +479,7 @@ fn approve_100_packets_with_one_confirmation() {
             &now,
         );
         let bytes = serde_json::to_vec(&doc).expect("json");
-        hashes.insert(id.clone(), warrant::packet::parse_packet(&bytes, &id).expect("packet").content_hash);
+        hashes.insert(id.clone(), warrant::protocol::packet::parse_packet(&bytes, &id).expect("packet").content_hash);
         w.publish(&format!("{id}.json"), &bytes);
     }
     tmux.wait_for("the packets", |s| s.contains("100 pending"));
@@ -504,7 +505,7 @@ fn approve_100_packets_with_one_confirmation() {
 
     let chain = w.chain();
     assert_eq!(chain.len(), 100, "one record per packet");
-    let pinned = warrant::keys::PinnedKeys::load(&w.dir.path().join("config")).expect("pins");
+    let pinned = warrant::protocol::keys::PinnedKeys::load(&w.dir.path().join("config")).expect("pins");
     let mut ids = std::collections::BTreeSet::new();
     for rec in &chain {
         assert_eq!(rec["metadata"]["approval"]["signatures"].as_array().map(Vec::len), Some(1), "{rec}");
@@ -514,9 +515,9 @@ fn approve_100_packets_with_one_confirmation() {
             &std::fs::read(w.spool().join("decisions").join(format!("{id}.json"))).expect("decision file"),
         )
         .expect("json");
-        let verified = warrant::decision::verify_decision_file(&file, &id, Some(&hashes[&id]), &pinned)
+        let verified = warrant::protocol::decision::verify_decision_file(&file, &id, Some(&hashes[&id]), &pinned)
             .expect("decision file verifies");
-        assert_eq!(verified.verdict, warrant::decision::Verdict::Approve);
+        assert_eq!(verified.verdict, warrant::protocol::decision::Verdict::Approve);
         ids.insert(id);
     }
     assert_eq!(ids.len(), 100, "100 distinct packets");
@@ -584,8 +585,8 @@ fn a_timed_out_packet_is_refused_as_a_system_decision_by_the_running_console() {
     std::fs::write(w.dir.path().join("config/policy.toml"), policy).expect("policy.toml");
     let tmux = Tmux::start("timeout", &w.env(), &["console"]);
     tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
-    let now = warrant::clock::now_rfc3339();
-    let doc = warrant::packet::portable_packet(
+    let now = warrant::protocol::clock::now_rfc3339();
+    let doc = warrant::protocol::packet::portable_packet(
         "t-mail",
         "email.send.external",
         "agent-scribe",
@@ -609,19 +610,21 @@ fn a_timed_out_packet_is_refused_as_a_system_decision_by_the_running_console() {
     assert_eq!(signed["principal"], "e2e-principal");
     assert!(signed["reason"].as_str().is_some_and(|r| r.starts_with("timed out after 1s undecided")), "{signed}");
 
-    let pinned = warrant::keys::PinnedKeys::load(&w.dir.path().join("config")).expect("pins");
+    let pinned = warrant::protocol::keys::PinnedKeys::load(&w.dir.path().join("config")).expect("pins");
     let file: Value =
         serde_json::from_slice(&std::fs::read(w.spool().join("decisions/t-mail.json")).expect("decision file"))
             .expect("json");
-    let packet = warrant::packet::parse_packet(&bytes, "t-mail").expect("packet");
-    let verified = warrant::decision::verify_decision_file(&file, "t-mail", Some(&packet.content_hash), &pinned)
-        .expect("decision file verifies");
-    assert_eq!(verified.verdict, warrant::decision::Verdict::Refuse);
+    let packet = warrant::protocol::packet::parse_packet(&bytes, "t-mail").expect("packet");
+    let verified =
+        warrant::protocol::decision::verify_decision_file(&file, "t-mail", Some(&packet.content_hash), &pinned)
+            .expect("decision file verifies");
+    assert_eq!(verified.verdict, warrant::protocol::decision::Verdict::Refuse);
 
     let out = w.cli(&["verify", &w.spool().display().to_string()]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let view = warrant::spool::verify_chain(&warrant::spool::Spool::new(w.spool()), &pinned).expect("verify");
-    assert_eq!(view.decisions["t-mail"].system, Some(warrant::decision::SystemCause::Timeout));
+    let view =
+        warrant::store::spool::verify_chain(&warrant::store::spool::Spool::new(w.spool()), &pinned).expect("verify");
+    assert_eq!(view.decisions["t-mail"].system, Some(warrant::protocol::decision::SystemCause::Timeout));
     assert_eq!(view.evidence.count("email.send.external"), 0, "a timeout is not the principal's refusal");
     let out = w.cli(&["audit", "--spool", &w.spool().display().to_string()]);
     let text = String::from_utf8_lossy(&out.stdout);

@@ -625,8 +625,8 @@ fn eval_in(env: &cli_env::Env, requests: &[Value]) -> Vec<Value> {
 /// and takes graduation away from the posterior.
 #[test]
 fn eval_reads_the_spools_verified_chain_as_the_console_does() {
-    use warrant::graduation::policy::PolicySet;
-    use warrant::graduation::posterior::Posterior;
+    use warrant::protocol::graduation::policy::PolicySet;
+    use warrant::protocol::graduation::posterior::Posterior;
     let env = cli_env::Env::new();
     let o = env.propose("calendar.create", "agent-planner", "k-1", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", cli_env::text(&o));
@@ -646,9 +646,9 @@ fn eval_reads_the_spools_verified_chain_as_the_console_does() {
     assert_eq!(o.status.code(), Some(0), "{}", cli_env::text(&o));
 
     // What the console computes for its posterior row.
-    let spool = warrant::spool::Spool::new(env.spool());
-    let pinned = warrant::keys::PinnedKeys::load(&env.config()).expect("pinned keys");
-    let view = warrant::spool::verify_chain(&spool, &pinned).expect("verify");
+    let spool = warrant::store::spool::Spool::new(env.spool());
+    let pinned = warrant::protocol::keys::PinnedKeys::load(&env.config()).expect("pinned keys");
+    let view = warrant::store::spool::verify_chain(&spool, &pinned).expect("verify");
     assert!(view.report.is_valid(), "{:?}", view.report.findings);
     let policies = PolicySet::load(&env.config(), Some(&env.spool())).expect("policies");
     let class = "calendar.create";

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use warrant::eval::Evaluator;
-use warrant::graduation::PolicySet;
+use warrant::protocol::graduation::PolicySet;
 
 /// One request of every op, as the docs show them (`docs/eval*.md`).
 fn templates() -> Vec<Value> {
@@ -15,7 +15,7 @@ fn templates() -> Vec<Value> {
         "scope": {"level": "repo", "identifier": "acme/web"}, "data_sensitivity": "private",
         "preconditions": [{"check_id": "file.sha256", "parameters": {"path": "/x"}, "expected_at_approval": "sha256:00",
                            "must_revalidate_at_execution": true}]});
-    let packet = warrant::packet::portable_packet(
+    let packet = warrant::protocol::packet::portable_packet(
         "p-1",
         "email.send.external",
         "agent-a",
@@ -254,8 +254,14 @@ fn a_request_cannot_declare_a_human_only_class_free() {
 #[test]
 fn a_request_cannot_make_a_host_tool_safe() {
     let e = Evaluator::new(host());
-    let mut packet =
-        warrant::packet::portable_packet("p-1", "draft.compose", "agent-a", "s", json!({}), "2026-11-21T09:00:00Z");
+    let mut packet = warrant::protocol::packet::portable_packet(
+        "p-1",
+        "draft.compose",
+        "agent-a",
+        "s",
+        json!({}),
+        "2026-11-21T09:00:00Z",
+    );
     packet["governance"] = json!({"tool": "db.drop", "notebook": "nb", "contract": {"required_level": 3,
         "blast_radius": "project", "reversibility": "reversible", "scope": {"level": "repo", "identifier": "x"},
         "data_sensitivity": "private", "preconditions": []}});
@@ -286,7 +292,7 @@ fn each_class_field_only_tightens() {
         r["actionClass"] = json!("crm.record.update");
         h.tightened_by(&[r]).expect("policy").registered("crm.record.update").expect("class").clone()
     };
-    use warrant::graduation::policy::{ClassType, Risk};
+    use warrant::protocol::graduation::policy::{ClassType, Risk};
     // Loosening attempts: each field back to the laxest value.
     let loose = tightened(json!({"type": "internal", "riskClass": "low", "minimumLevel": 0, "requiresApproval": false,
         "receiptRequired": false, "humanOnly": false, "constraints": {"max_amount": 1_000_000}}));
@@ -322,7 +328,7 @@ fn each_class_field_only_tightens() {
 // Field by field for tools, the posterior's threshold and ladder.gate's floor.
 #[test]
 fn tools_thresholds_and_floors_only_tighten() {
-    use warrant::tiers::ToolTier;
+    use warrant::protocol::tiers::ToolTier;
     let mut p = host();
     p.tighten_tool("db.drop", &json!({"tier": "safe", "required_trust_level": 0})).expect("tool");
     let t = p.tool("db.drop").expect("tool");

@@ -10,8 +10,8 @@ mod harness;
 
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use warrant::graduation::evidence::EvidenceRow;
-use warrant::graduation::receipt::receipt_evidence;
+use warrant::protocol::graduation::evidence::EvidenceRow;
+use warrant::protocol::graduation::receipt::receipt_evidence;
 
 type Target = fn(&[u8]) -> Result<(), String>;
 
@@ -83,7 +83,7 @@ fn regression_directories_name_targets() {
 // The harness's properties hold on ordinary inputs, and its refusals carry the parser's reason.
 #[test]
 fn harness_accepts_real_inputs_and_explains_refusals() {
-    let packet = warrant::packet::portable_packet(
+    let packet = warrant::protocol::packet::portable_packet(
         "q-1",
         "email.send.external",
         "agent-scribe",

@@ -327,18 +327,19 @@ fn a_gateway_key_cannot_sign_an_approval() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not pinned"), "{}", text(&o));
     // A decision signed with it, appended by a writer that trusts it.
-    let gateway = warrant::keys::Principal::load(&gw_config.join("principal.key"), "fs-gw").expect("gateway key");
-    let mut trusting = warrant::keys::PinnedKeys::load(&env.config()).expect("pins");
+    let gateway =
+        warrant::protocol::keys::Principal::load(&gw_config.join("principal.key"), "fs-gw").expect("gateway key");
+    let mut trusting = warrant::protocol::keys::PinnedKeys::load(&env.config()).expect("pins");
     trusting.pin("fs-gw", gateway.verifying_key());
-    let spool = warrant::spool::Spool::new(env.spool());
+    let spool = warrant::store::spool::Spool::new(env.spool());
     let bytes = std::fs::read(env.spool().join("packets/p-forge.json")).expect("packet");
-    let packet = warrant::packet::parse_packet(&bytes, "p-forge").expect("packet");
-    warrant::spool::decide(
+    let packet = warrant::protocol::packet::parse_packet(&bytes, "p-forge").expect("packet");
+    warrant::store::spool::decide(
         &spool,
         &gateway,
         &trusting,
         &packet,
-        warrant::decision::Verdict::Approve,
+        warrant::protocol::decision::Verdict::Approve,
         Some("forged"),
         "2026-11-21T09:00:00Z",
     )

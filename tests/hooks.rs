@@ -92,7 +92,7 @@ fn an_allowed_read_runs_with_no_prompt_and_no_packet_in_both_hosts_formats() {
 fn a_retried_hook_finds_its_packet_and_another_call_under_the_same_id_is_denied() {
     let e = env();
     // An edit in a trusted notebook runs on its own, with a packet (it is not `safe`).
-    let notebook = warrant::calls::notebook_for_dir("/home/user/project");
+    let notebook = warrant::protocol::calls::notebook_for_dir("/home/user/project");
     let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let input = fixture("claude-code-pre-tool-use-edit.json");
@@ -263,7 +263,7 @@ fn quarantine_blocks_at_once_and_notebook_trust_changes_the_next_answer_live() {
     assert_eq!(decision, "deny");
     assert!(reason.contains("timeout"), "{reason}");
     // Raising the workspace's notebook to trusted lets the next edit run on its own.
-    let notebook = warrant::calls::notebook_for_dir("/home/user/project");
+    let notebook = warrant::protocol::calls::notebook_for_dir("/home/user/project");
     let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let mut next: Value = serde_json::from_slice(&edit).expect("json");
@@ -636,7 +636,7 @@ fn a_class_timeout_caps_the_hooks_wait() {
     let doc: Value =
         serde_json::from_slice(&std::fs::read(e.spool().join("packets/cc-toolu_01CreateIssue.json")).expect("packet"))
             .expect("json");
-    let at = |k: &str| warrant::clock::unix_seconds(doc[k].as_str().expect(k)).expect("time");
+    let at = |k: &str| warrant::protocol::clock::unix_seconds(doc[k].as_str().expect(k)).expect("time");
     assert!((at("expires_at") - at("created_at") - 1.0).abs() < 0.01, "{doc}");
     assert!(
         !e.spool().join("chain.jsonl").exists()

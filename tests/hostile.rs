@@ -12,18 +12,18 @@ use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use warrant::chain::{self, Check};
-use warrant::chain_file;
-use warrant::decision::{self, DecisionInput, SignedDecision, Verdict};
-use warrant::keys::{PinnedKeys, Principal};
-use warrant::spool::{self, DecideError, Scanner};
+use warrant::protocol::chain::{self, Check};
+use warrant::protocol::decision::{self, DecisionInput, SignedDecision, Verdict};
+use warrant::protocol::keys::{PinnedKeys, Principal};
+use warrant::store::chain_file;
+use warrant::store::spool::{self, DecideError, Scanner};
 
 const AT: &str = "2026-11-21T09:00:00Z";
 const BIN: &str = env!("CARGO_BIN_EXE_warrant");
 
-/// Every character [`warrant::text::inert`] must never let through, for the assertions below.
+/// Every character [`warrant::protocol::text::inert`] must never let through, for the assertions below.
 fn unsafe_char(c: char) -> bool {
-    warrant::text::is_unsafe(c)
+    warrant::protocol::text::is_unsafe(c)
 }
 
 /// `2^70`, an integer no 64-bit type holds.
@@ -40,14 +40,14 @@ fn fixture() -> Fixture {
 }
 
 fn portable(id: &str, agent: &str) -> Value {
-    warrant::packet::portable_packet(id, "draft.compose", agent, "s", json!({"text": "hello"}), AT)
+    warrant::protocol::packet::portable_packet(id, "draft.compose", agent, "s", json!({"text": "hello"}), AT)
 }
 
 impl Fixture {
     fn publish(&self, id: &str) {
         self.spool.publish(&self.spool.packets_dir(), id, &portable(id, "agent-a")).expect("publish");
     }
-    fn packet(&self, id: &str) -> std::sync::Arc<warrant::packet::Packet> {
+    fn packet(&self, id: &str) -> std::sync::Arc<warrant::protocol::packet::Packet> {
         let snap = Scanner::new().scan(&self.spool).expect("scan");
         std::sync::Arc::clone(&snap.packet(id).unwrap_or_else(|| panic!("no packet {id}: {:?}", snap.invalid)).packet)
     }
@@ -140,7 +140,7 @@ fn decision_files_forged_unpinned_replayed_swapped_or_edited_are_rejected() {
         out["signature"]["payload_hash"] = json!(decision::payload_hash(&out["document"]));
         out
     };
-    let edited_hash = warrant::canonical::canonical_hash(&json!({"edited": true}));
+    let edited_hash = warrant::protocol::canonical::canonical_hash(&json!({"edited": true}));
 
     /// (case, decision file, packet waited for, its content hash, pinned keys, expected reason)
     type Case<'a> = (&'a str, Value, &'a str, Option<&'a str>, &'a PinnedKeys, &'a str);
@@ -367,9 +367,9 @@ fn rewrite_last(f: &Fixture, reseal: bool, change: impl FnOnce(&mut serde_json::
             }
             None => chain::ChainHead { last_index: 0, last_hash: None },
         };
-        warrant::canonical::to_canonical_string(&chain::seal(rec, &head).record)
+        warrant::protocol::canonical::to_canonical_string(&chain::seal(rec, &head).record)
     } else {
-        warrant::canonical::to_canonical_string(&Value::Object(rec))
+        warrant::protocol::canonical::to_canonical_string(&Value::Object(rec))
     };
     lines.push(text);
     std::fs::write(f.spool.chain_path(), lines.join("\n") + "\n").expect("rewrite chain");
@@ -611,7 +611,7 @@ enum Plant {
 fn propose_wait_keeps_waiting_past_hostile_decision_files() {
     let e = Env::new();
     let alice = e.principal();
-    let any_hash = warrant::canonical::canonical_hash(&json!({"some": "other content"}));
+    let any_hash = warrant::protocol::canonical::canonical_hash(&json!({"some": "other content"}));
     let signed_for = |id: &str, hash: &str, v: Verdict| file_of(&decision::sign_decision(&alice, &input(id, hash, v)));
     let mallory = Principal::from_seed("alice", &[66; 32]);
     let forged = {
@@ -1036,7 +1036,7 @@ fn hostile_chain_lines_are_findings_not_crashes() {
             Box::new(move |f: &Fixture| {
                 let mut rec: Value = serde_json::from_str(&valid_record_text(f)).expect("record");
                 rec["schema"] = json!("\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{202e}");
-                format!("{}\n", warrant::canonical::to_canonical_string(&rec)).into_bytes()
+                format!("{}\n", warrant::protocol::canonical::to_canonical_string(&rec)).into_bytes()
             }),
             Check::RecordSchema,
             "unsupported record schema",
@@ -1122,13 +1122,13 @@ fn hostile_policy_files_are_errors_naming_the_file() {
         let root = dir.path().join(format!("spool-{i}"));
         std::fs::create_dir_all(&root).expect("spool");
         put(&root, std::ffi::OsStr::new("policy.toml"), what);
-        let err = warrant::graduation::PolicySet::load(&config, Some(&root)).expect_err(case).to_string();
+        let err = warrant::protocol::graduation::PolicySet::load(&config, Some(&root)).expect_err(case).to_string();
         assert!(err.contains("policy.toml") && err.contains(expected.as_str()), "{case}: {err}");
     }
     let root = dir.path().join("spool-empty");
     std::fs::create_dir_all(&root).expect("spool");
     std::fs::write(root.join("policy.toml"), "").expect("empty");
-    warrant::graduation::PolicySet::load(&config, Some(&root)).expect("an empty policy.toml is no policy");
+    warrant::protocol::graduation::PolicySet::load(&config, Some(&root)).expect("an empty policy.toml is no policy");
     assert_eq!(cases.len(), 12);
 }
 
@@ -1232,7 +1232,7 @@ fn hostile_eval_lines_get_errors_and_the_next_line_still_works() {
         input.push(b'\n');
     }
     input.extend_from_slice(b"\n   \n"); // blank lines are skipped, not answered
-    let evaluator = warrant::eval::Evaluator::new(warrant::graduation::PolicySet::builtin());
+    let evaluator = warrant::eval::Evaluator::new(warrant::protocol::graduation::PolicySet::builtin());
     let mut out = Vec::new();
     warrant::eval::run(&evaluator, &input[..], &mut out).expect("eval");
     let responses: Vec<Value> = out
@@ -1363,10 +1363,17 @@ fn cli_output_shows_agent_text_inert() {
     // An agent id with escapes is invalid (issue 15: agent ids are safe ids), its reason inert.
     let agent = format!("agent{EVIL}");
     let summary = format!("Pay{EVIL}");
-    let doc = warrant::packet::portable_packet("p-evilagent", "draft.compose", &agent, &summary, json!({}), AT);
-    std::fs::write(packets.join("p-evilagent.json"), serde_json::to_vec(&doc).expect("json")).expect("write");
     let doc =
-        warrant::packet::portable_packet("p-evil", "draft.compose", "agent-e", &summary, json!({"body": EVIL}), AT);
+        warrant::protocol::packet::portable_packet("p-evilagent", "draft.compose", &agent, &summary, json!({}), AT);
+    std::fs::write(packets.join("p-evilagent.json"), serde_json::to_vec(&doc).expect("json")).expect("write");
+    let doc = warrant::protocol::packet::portable_packet(
+        "p-evil",
+        "draft.compose",
+        "agent-e",
+        &summary,
+        json!({"body": EVIL}),
+        AT,
+    );
     std::fs::write(packets.join("p-evil.json"), serde_json::to_vec(&doc).expect("json")).expect("write");
     let mut bad = doc.clone();
     bad["packet_id"] = json!("p-bad");
@@ -1453,13 +1460,13 @@ proptest::proptest! {
         max in 0usize..400,
     ) {
         use unicode_width::UnicodeWidthChar as _;
-        let out = warrant::text::inert(&s, max);
+        let out = warrant::protocol::text::inert(&s, max);
         proptest::prop_assert!(!out.chars().any(unsafe_char), "{:?} -> {:?}", s, out);
-        proptest::prop_assert!(out.chars().count() <= warrant::text::MAX_EXPANSION * s.chars().count().min(max) + 1);
+        proptest::prop_assert!(out.chars().count() <= warrant::protocol::text::MAX_EXPANSION * s.chars().count().min(max) + 1);
         let mut run = 0;
         for c in out.chars() {
             run = if c.width() == Some(0) { run + 1 } else { 0 };
-            proptest::prop_assert!(run <= warrant::text::MAX_MARKS, "{:?}", out);
+            proptest::prop_assert!(run <= warrant::protocol::text::MAX_MARKS, "{:?}", out);
         }
         let plain = s.chars().all(|c| !unsafe_char(c) && c.width() != Some(0));
         if plain && s.chars().count() <= max {
@@ -1475,7 +1482,7 @@ proptest::proptest! {
         const ALPHABET: [&str; 16] = ["\u{1b}", "[", "]", "\u{7}", "\u{9b}", "\u{202e}", "\u{2067}", "\u{200d}",
             "\u{301}", "\u{36f}", "a", "\u{0}", "\u{7f}", "\u{85}", "\u{e0001}", "\u{fe0f}"];
         let s: String = picks.iter().map(|&i| ALPHABET[i]).collect();
-        let out = warrant::text::inert(&s, usize::MAX);
+        let out = warrant::protocol::text::inert(&s, usize::MAX);
         proptest::prop_assert!(!out.chars().any(unsafe_char), "{:?}", out);
         proptest::prop_assert!(!out.contains(char::from(0x1b)), "an escape survived");
     }

@@ -14,10 +14,10 @@ use base64::Engine as _;
 use cli_env::{BIN, Env, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use warrant::chain_file;
-use warrant::decision::{self, DecisionInput, Verdict};
-use warrant::key_event::{self, KeyEvent};
-use warrant::keys::Principal;
+use warrant::protocol::decision::{self, DecisionInput, Verdict};
+use warrant::protocol::key_event::{self, KeyEvent};
+use warrant::protocol::keys::Principal;
+use warrant::store::chain_file;
 
 const AT: &str = "2026-11-21T09:00:00Z";
 
@@ -167,7 +167,7 @@ fn rotate_protects_the_new_key_with_the_passphrase() {
 
 /// A decision record for packet `id` signed by `p`, appended to the chain at `path`.
 fn append_decision(path: &Path, p: &Principal, id: &str) {
-    let hash = warrant::canonical::canonical_hash(&serde_json::json!({ "id": id }));
+    let hash = warrant::protocol::canonical::canonical_hash(&serde_json::json!({ "id": id }));
     let input = DecisionInput {
         stands_in_for: &[],
         packet_id: id,
@@ -334,7 +334,7 @@ fn an_auditor_without_the_pin_gets_the_pin_hint_not_a_forgery() {
     let aud = auditor(&e, "auditor", &[("alice", &pin_file(&e, "k.pub", &key))]);
     let path = e.dir.path().join("forged.jsonl");
     let mallory = Principal::from_seed("alice", &[66; 32]);
-    let hash = warrant::canonical::canonical_hash(&serde_json::json!({"id": "f"}));
+    let hash = warrant::protocol::canonical::canonical_hash(&serde_json::json!({"id": "f"}));
     let input = DecisionInput {
         stands_in_for: &[],
         packet_id: "f",

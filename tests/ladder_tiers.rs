@@ -1,14 +1,14 @@
-//! Table tests for the Lodestar trust ladder (`src/ladder.rs`, `lodestar-and-tiers.md` Part A)
-//! and the workbench tool tiers × notebook trust (`src/tiers.rs`, Part B).
+//! Table tests for the Lodestar trust ladder (`src/protocol/ladder.rs`, `lodestar-and-tiers.md` Part A)
+//! and the workbench tool tiers × notebook trust (`src/protocol/tiers.rs`, Part B).
 //!
 //! Every table is a `const` array, so the cases can be counted; each test runs one table through
 //! the library API and, where there is one, through the `warrant eval` adapter too.
 
 use serde_json::{Map, Value, json};
-use warrant::ladder::{
+use warrant::protocol::ladder::{
     self, ActionContract, ActionPrecondition, DenialKind, LadderError, MatchSource, Policy, TrustLevel, Verdict,
 };
-use warrant::tiers::{self, NotebookTrust, TierAction, ToolTier, TrustChange};
+use warrant::protocol::tiers::{self, NotebookTrust, TierAction, ToolTier, TrustChange};
 
 fn parse(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("test JSON {text:?}: {e}"))

@@ -7,9 +7,9 @@ mod cli_env;
 
 use cli_env::{Env, text};
 use serde_json::{Value, json};
-use warrant::calls::ToolCall;
 use warrant::govern::Live;
-use warrant::spool::Spool;
+use warrant::protocol::calls::ToolCall;
+use warrant::store::spool::Spool;
 
 const SAFE_READ: &str = "[tools.\"fs/read\"]\ntier = \"safe\"\nclass = \"read.context\"\nlevel = 1\n";
 

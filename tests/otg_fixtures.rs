@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value};
 use std::path::PathBuf;
-use warrant::canonical;
-use warrant::chain::{self, Check, Finding, VerifyOptions, VerifyReport};
-use warrant::chain_file;
+use warrant::protocol::canonical;
+use warrant::protocol::chain::{self, Check, Finding, VerifyOptions, VerifyReport};
+use warrant::store::chain_file;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/opentrustgraph/fixtures");
 const VALID: [&str; 3] = ["decision-chain", "effect-inheritance-chain", "tier-transition"];

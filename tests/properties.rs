@@ -6,13 +6,13 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::Value;
 use std::path::Path;
-use warrant::chain::{self, Check, VerifyOptions, VerifyReport};
-use warrant::chain_file;
-use warrant::decision::{self, DecisionError, DecisionInput, Verdict};
-use warrant::graduation::SourceType;
-use warrant::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt};
-use warrant::keys::{PinnedKeys, Principal};
-use warrant::registry::CANONICAL;
+use warrant::protocol::chain::{self, Check, VerifyOptions, VerifyReport};
+use warrant::protocol::decision::{self, DecisionError, DecisionInput, Verdict};
+use warrant::protocol::graduation::SourceType;
+use warrant::protocol::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt};
+use warrant::protocol::keys::{PinnedKeys, Principal};
+use warrant::protocol::registry::CANONICAL;
+use warrant::store::chain_file;
 
 fn principal() -> Principal {
     Principal::from_seed("alice", &[1u8; 32])
@@ -61,7 +61,7 @@ fn build_chain(path: &Path, specs: &[Spec]) {
     let p = principal();
     for (i, s) in specs.iter().enumerate() {
         let id = format!("p-{i}");
-        let hash = format!("sha256:{}", warrant::canonical::hex(&s.packet_hash));
+        let hash = format!("sha256:{}", warrant::protocol::canonical::hex(&s.packet_hash));
         let trace = format!("warrant:{id}");
         let at = format!("2026-11-21T09:{:02}:{:02}.{}Z", i / 60, i % 60, i % 9 + 1);
         let input = DecisionInput {
@@ -279,7 +279,7 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 fn prefixed(h: &[u8; 32]) -> String {
-    format!("sha256:{}", warrant::canonical::hex(h))
+    format!("sha256:{}", warrant::protocol::canonical::hex(h))
 }
 
 proptest! {
@@ -383,7 +383,7 @@ proptest! {
         at in any::<Index>(),
         delta in 1..=255u8,
     ) {
-        use warrant::canonical::{self, scan};
+        use warrant::protocol::canonical::{self, scan};
         let mut map: serde_json::Map<String, Value> = members.into_iter().collect();
         if with_hash {
             map.insert("entry_hash".into(), Value::String(canonical::sha256_prefixed(b"x")));

@@ -22,19 +22,19 @@
 use serde_json::{Value, json};
 use std::sync::mpsc;
 use std::time::Duration;
-use warrant::rings::action::{ActionDescriptor, Reversibility};
-use warrant::rings::delta::{ChainError, DeltaEngine, VfsChange, verify_chain};
-use warrant::rings::elevation::{DenialReason, ElevationManager, ElevationRequest, granted_ttl};
-use warrant::rings::enforcer::{
+use warrant::protocol::rings::action::{ActionDescriptor, Reversibility};
+use warrant::protocol::rings::delta::{ChainError, DeltaEngine, VfsChange, verify_chain};
+use warrant::protocol::rings::elevation::{DenialReason, ElevationManager, ElevationRequest, granted_ttl};
+use warrant::protocol::rings::enforcer::{
     FilesystemScope, ResourceType, check, check_resource, constraints, constraints_for_value,
 };
-use warrant::rings::isolation::{IsolationLevel, IsolationManager, IsolationScope};
-use warrant::rings::kill::{HandoffStatus, InFlightStep, KillReason, KillSwitch};
-use warrant::rings::quarantine::{DEFAULT_QUARANTINE_SECONDS, QuarantineReason, QuarantineRegistry};
-use warrant::rings::rate::{RateLimiter, RingLimits};
-use warrant::rings::saga::{Saga, SagaError, SagaState, StepFailure, StepState};
-use warrant::rings::session::{SessionConfig, SessionParticipant, SessionState, SharedSession};
-use warrant::rings::{Ring, from_eff_score, should_demote, validate_identifier};
+use warrant::protocol::rings::isolation::{IsolationLevel, IsolationManager, IsolationScope};
+use warrant::protocol::rings::kill::{HandoffStatus, InFlightStep, KillReason, KillSwitch};
+use warrant::protocol::rings::quarantine::{DEFAULT_QUARANTINE_SECONDS, QuarantineReason, QuarantineRegistry};
+use warrant::protocol::rings::rate::{RateLimiter, RingLimits};
+use warrant::protocol::rings::saga::{Saga, SagaError, SagaState, StepFailure, StepState};
+use warrant::protocol::rings::session::{SessionConfig, SessionParticipant, SessionState, SharedSession};
+use warrant::protocol::rings::{Ring, from_eff_score, should_demote, validate_identifier};
 
 const T0: f64 = 1_790_000_000.0;
 
@@ -474,7 +474,7 @@ fn resource_table_checks_and_fallback() {
     for n in RESOURCE_FALLBACK {
         assert_eq!(constraints_for_value(n), constraints(Ring::Sandbox), "{n}");
     }
-    let fresh = warrant::rings::enforcer::ResourceConstraints::default();
+    let fresh = warrant::protocol::rings::enforcer::ResourceConstraints::default();
     assert_eq!(
         (fresh.filesystem_scope, fresh.max_concurrent_tools, fresh.network_allowed),
         (FilesystemScope::None, 1, false)
@@ -716,8 +716,10 @@ fn refill_costs_ring_argument_and_update_ring() {
 
 #[test]
 fn bucket_cap_is_fifo_by_insertion_and_keys_are_tuples() {
-    let mut rl =
-        RateLimiter::new(Ring::ALL.into_iter().map(|r| (r, warrant::rings::rate::default_limits(r))).collect(), 3);
+    let mut rl = RateLimiter::new(
+        Ring::ALL.into_iter().map(|r| (r, warrant::protocol::rings::rate::default_limits(r))).collect(),
+        3,
+    );
     for a in ["a1", "a2", "a3"] {
         rl.check(a, "s", Ring::Sandbox, 1.0, T0).expect("ok");
     }
@@ -1286,7 +1288,7 @@ fn delta_vector_and_python_serialisation() {
     assert_eq!((e.verify(), e.chain_root()), (Ok(()), None));
     let d = e.capture("did:mesh:a", vec![VfsChange::new("/data/a.txt", "write")], None, VECTOR_TIME).clone();
     assert_eq!(
-        warrant::rings::delta::hash_input(&d),
+        warrant::protocol::rings::delta::hash_input(&d),
         r#"{"agent_did": "did:mesh:a", "changes": [{"agent_did": null, "content_hash": null, "operation": "write", "path": "/data/a.txt", "previous_hash": null}], "delta_id": "delta:1", "parent_hash": "", "session_id": "session-1", "timestamp": "2026-05-17T12:00:00+00:00", "turn_id": 1}"#
     );
     assert_eq!(d.delta_hash, VECTOR_HASH);
@@ -1295,17 +1297,20 @@ fn delta_vector_and_python_serialisation() {
         (second.delta_id.as_str(), second.turn_id, second.parent_hash.as_deref()),
         ("custom", 2, Some(VECTOR_HASH))
     );
-    assert!(warrant::rings::delta::hash_input(&second).contains(r#""timestamp": "2026-05-17T12:00:00.001000+00:00""#));
+    assert!(
+        warrant::protocol::rings::delta::hash_input(&second)
+            .contains(r#""timestamp": "2026-05-17T12:00:00.001000+00:00""#)
+    );
     assert_eq!(e.chain_root(), Some(second.delta_hash.as_str()));
     assert_eq!(
-        warrant::rings::delta::py_json_dumps(
+        warrant::protocol::rings::delta::py_json_dumps(
             &json!({"b": "é/\u{7f}\u{1f600}\"\\\n\t\u{8}\u{c}\r\u{1}", "a": [1, true, null]})
         ),
         r#"{"a": [1, true, null], "b": "\u00e9/\u007f\ud83d\ude00\"\\\n\t\b\f\r\u0001"}"#
     );
 }
 
-type Tamper = fn(&mut Vec<warrant::rings::delta::Delta>);
+type Tamper = fn(&mut Vec<warrant::protocol::rings::delta::Delta>);
 
 /// (what, tamper, expected verification).
 const TAMPERS: [(&str, Tamper, Result<(), ChainError>); 9] = [

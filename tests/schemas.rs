@@ -7,12 +7,12 @@
 use jsonschema::{Resource, Validator};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use warrant::chain::{self, VerifyOptions};
-use warrant::chain_file;
-use warrant::decision::Verdict;
-use warrant::keys::{PinnedKeys, Principal};
-use warrant::packet::{self, InvalidReason, PacketForm};
-use warrant::spool::{self, Spool};
+use warrant::protocol::chain::{self, VerifyOptions};
+use warrant::protocol::decision::Verdict;
+use warrant::protocol::keys::{PinnedKeys, Principal};
+use warrant::protocol::packet::{self, InvalidReason, PacketForm};
+use warrant::store::chain_file;
+use warrant::store::spool::{self, Spool};
 
 const CONFORMANCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance");
 /// The URI the chain schema's `records.items.$ref` resolves to (relative to the chain `$id`); no
@@ -262,7 +262,7 @@ fn js_reference_packets_load_and_validate() {
         assert_eq!(Some(p.id.as_str()), v["packetId"].as_str(), "{name}");
         assert_eq!(Some(p.action_class.as_str()), v["actionClass"].as_str(), "{name}");
         assert_eq!(p.risk.as_deref(), v["riskClass"].as_str(), "{name}");
-        assert_eq!(p.content_hash, warrant::canonical::canonical_hash(v), "{name}");
+        assert_eq!(p.content_hash, warrant::protocol::canonical::canonical_hash(v), "{name}");
         assert_eq!(&p.raw, v, "{name}");
     }
 }

@@ -6,12 +6,12 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
-use warrant::canonical;
-use warrant::chain::Appended;
-use warrant::decision::{
+use warrant::protocol::canonical;
+use warrant::protocol::chain::Appended;
+use warrant::protocol::decision::{
     self, DecisionError, DecisionInput, SignedDecision, Verdict, decision_document, sign_decision, verify_document,
 };
-use warrant::keys::{PinnedKeys, Principal};
+use warrant::protocol::keys::{PinnedKeys, Principal};
 
 /// RFC 8032 §7.1 test 1 secret key.
 const RFC8032_SEED: [u8; 32] = [
@@ -97,7 +97,7 @@ fn lodestar_a7_8_vectors_reproduce() {
     for (doc, canon, hash, sig) in rows {
         assert_eq!(canonical::to_canonical_string(doc), canon);
         assert_eq!(decision::payload_hash(doc), hash);
-        assert_eq!(warrant::canonical::sha256_hex(canon.as_bytes()), hash);
+        assert_eq!(warrant::protocol::canonical::sha256_hex(canon.as_bytes()), hash);
         // The message signed is the 64 ASCII bytes of the hex hash.
         let signature = operator.sign(hash.as_bytes());
         assert_eq!(STANDARD.encode(signature.to_bytes()), sig);
@@ -125,7 +125,7 @@ fn warrant_decision_vector() {
     assert_eq!(canonical::to_canonical_string(&signed.document), DOCUMENT);
     assert_eq!(signed.document, decision_document(&vector_input(PACKET_HASH), "alice", FINGERPRINT));
     assert_eq!(decision::payload_hash(&signed.document), PAYLOAD_HASH);
-    assert_eq!(warrant::canonical::sha256_hex(DOCUMENT.as_bytes()), PAYLOAD_HASH);
+    assert_eq!(warrant::protocol::canonical::sha256_hex(DOCUMENT.as_bytes()), PAYLOAD_HASH);
     assert_eq!(
         signed.signature,
         json!({

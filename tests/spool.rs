@@ -2,12 +2,12 @@
 //! verifiable whatever agents publish.
 
 use serde_json::{Value, json};
-use warrant::chain::{self, Check, VerifyOptions};
-use warrant::chain_file;
-use warrant::decision::Verdict;
-use warrant::keys::Principal;
-use warrant::packet::DecisionState;
-use warrant::spool::{self, DecideError, Scanner, Spool};
+use warrant::protocol::chain::{self, Check, VerifyOptions};
+use warrant::protocol::decision::Verdict;
+use warrant::protocol::keys::Principal;
+use warrant::protocol::packet::DecisionState;
+use warrant::store::chain_file;
+use warrant::store::spool::{self, DecideError, Scanner, Spool};
 
 const AT: &str = "2026-11-21T09:00:00Z";
 
@@ -32,7 +32,7 @@ impl Fixture {
     fn publish(&self, id: &str, doc: &Value) {
         self.spool.publish(&self.spool.packets_dir(), id, doc).expect("publish");
     }
-    fn packet(&self, id: &str) -> std::sync::Arc<warrant::packet::Packet> {
+    fn packet(&self, id: &str) -> std::sync::Arc<warrant::protocol::packet::Packet> {
         let snap = Scanner::new().scan(&self.spool).expect("scan");
         std::sync::Arc::clone(&snap.packet(id).unwrap_or_else(|| panic!("no packet {id}: {:?}", snap.invalid)).packet)
     }
@@ -148,7 +148,7 @@ fn lost_decision_files_are_restored_from_the_chain() {
         serde_json::from_slice(&std::fs::read(&first.decision_file).expect("restored")).expect("json");
     assert_eq!(restored, original);
     let packet = f.packet("a");
-    let v = warrant::decision::verify_decision_file(&restored, "a", Some(&packet.content_hash), &f.pinned)
+    let v = warrant::protocol::decision::verify_decision_file(&restored, "a", Some(&packet.content_hash), &f.pinned)
         .expect("verifies");
     assert_eq!(v.reason.as_deref(), Some("ok"));
 }
@@ -160,7 +160,7 @@ fn unsigned_metadata_must_match_the_signed_document() {
     f.publish("p", &portable("p", "agent-a", "draft.compose", "review_required"));
     let d = f.decide("p", Verdict::Approve, Some("fine")).expect("decide");
     let Value::Object(rec) = d.appended.record else { panic!("record") };
-    assert_eq!(warrant::decision::check_record_signature(&rec, &f.pinned), Ok(true));
+    assert_eq!(warrant::protocol::decision::check_record_signature(&rec, &f.pinned), Ok(true));
     for (path, value) in [("reason", json!("something else")), ("decision", json!("refuse"))] {
         let mut bad = rec.clone();
         let meta = bad.get_mut("metadata").and_then(Value::as_object_mut).expect("metadata");
@@ -169,7 +169,7 @@ fn unsigned_metadata_must_match_the_signed_document() {
         } else {
             meta.get_mut("approval").and_then(Value::as_object_mut).expect("approval").insert("decision".into(), value);
         }
-        let err = warrant::decision::check_record_signature(&bad, &f.pinned).expect_err(path);
+        let err = warrant::protocol::decision::check_record_signature(&bad, &f.pinned).expect_err(path);
         assert!(err.contains("disagrees with the signed decision"), "{err}");
         let findings = chain::check_new_record(&bad, Some(&f.pinned));
         assert!(findings.iter().any(|x| x.check == Check::Signature));
@@ -283,7 +283,7 @@ fn forged_records_decide_nothing() {
     f.publish("victim", &portable("victim", "agent-a", "draft.compose", "review_required"));
     let mallory = Principal::from_seed("alice", &[99; 32]);
     let packet = f.packet("victim");
-    let input = warrant::decision::DecisionInput {
+    let input = warrant::protocol::decision::DecisionInput {
         stands_in_for: &[],
         packet_id: "victim",
         packet_hash: &packet.content_hash,
@@ -294,8 +294,9 @@ fn forged_records_decide_nothing() {
         reason: None,
         decided_at: AT,
     };
-    let signed = warrant::decision::sign_decision(&mallory, &input);
-    chain_file::append(&f.spool.chain_path(), |_| Ok(warrant::decision::record_body(&input, &signed))).expect("append");
+    let signed = warrant::protocol::decision::sign_decision(&mallory, &input);
+    chain_file::append(&f.spool.chain_path(), |_| Ok(warrant::protocol::decision::record_body(&input, &signed)))
+        .expect("append");
     let spool::ChainView { report, decisions, .. } = spool::verify_chain(&f.spool, &f.pinned).expect("verify");
     assert!(!report.is_valid());
     assert!(report.findings.iter().any(|x| x.check == Check::UnpinnedKey && x.message.contains("not pinned")));
@@ -393,7 +394,7 @@ fn apply(spool: &Spool, op: &SpoolOp) {
     match op {
         SpoolOp::Publish { file, id, second } => {
             let created = format!("2026-11-21T09:00:0{second}Z");
-            let doc = warrant::packet::portable_packet(
+            let doc = warrant::protocol::packet::portable_packet(
                 &format!("p-{id}"),
                 "draft.compose",
                 "scribe",
@@ -451,7 +452,7 @@ fn a_recheck_name_sees_a_file_the_listing_cannot() {
     let f = fixture();
     let path = f.spool.packets_dir().join("p-1.json");
     let doc = |summary: &str| {
-        let d = warrant::packet::portable_packet("p-1", "draft.compose", "scribe", summary, json!({}), AT);
+        let d = warrant::protocol::packet::portable_packet("p-1", "draft.compose", "scribe", summary, json!({}), AT);
         serde_json::to_vec(&d).expect("JSON")
     };
     std::fs::write(&path, doc("first")).expect("write");
@@ -474,7 +475,7 @@ fn a_recheck_name_sees_a_file_the_listing_cannot() {
 fn a_touched_scan_looks_only_at_the_names_given() {
     let f = fixture();
     let put = |id: &str| {
-        let d = warrant::packet::portable_packet(id, "draft.compose", "scribe", "a draft", json!({}), AT);
+        let d = warrant::protocol::packet::portable_packet(id, "draft.compose", "scribe", "a draft", json!({}), AT);
         std::fs::write(f.spool.packets_dir().join(format!("{id}.json")), serde_json::to_vec(&d).expect("JSON"))
             .expect("write");
     };

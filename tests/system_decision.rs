@@ -6,13 +6,13 @@
 
 use serde_json::{Map, Value, json};
 use warrant::audit::How;
-use warrant::chain;
-use warrant::chain_file;
-use warrant::decision::{self, DecisionError, DecisionInput, SignedDecision, SystemCause, Verdict};
-use warrant::graduation::Posterior;
-use warrant::graduation::policy::DEFAULT_THRESHOLD;
-use warrant::keys::Principal;
-use warrant::spool::{self, DecideError, Scanner};
+use warrant::protocol::chain;
+use warrant::protocol::decision::{self, DecisionError, DecisionInput, SignedDecision, SystemCause, Verdict};
+use warrant::protocol::graduation::Posterior;
+use warrant::protocol::graduation::policy::DEFAULT_THRESHOLD;
+use warrant::protocol::keys::Principal;
+use warrant::store::chain_file;
+use warrant::store::spool::{self, DecideError, Scanner};
 
 const AT: &str = "2026-11-21T09:00:00Z";
 const LATER: &str = "2026-11-21T09:10:00Z";
@@ -37,7 +37,7 @@ impl Fixture {
         });
         self.spool.publish(&self.spool.packets_dir(), id, &doc).expect("publish");
     }
-    fn packet(&self, id: &str) -> std::sync::Arc<warrant::packet::Packet> {
+    fn packet(&self, id: &str) -> std::sync::Arc<warrant::protocol::packet::Packet> {
         let snap = Scanner::new().scan(&self.spool).expect("scan");
         std::sync::Arc::clone(&snap.packet(id).unwrap_or_else(|| panic!("no packet {id}: {:?}", snap.invalid)).packet)
     }

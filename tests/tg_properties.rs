@@ -13,13 +13,13 @@ use serde_json::{Map, Value, json};
 use statrs::function::beta::beta_reg;
 use time::OffsetDateTime;
 use time::macros::date;
-use warrant::graduation::binding;
-use warrant::graduation::evidence::{EvidenceIndex, EvidenceRow, EvidenceSummary, SourceType};
-use warrant::graduation::gate::{AgentStanding, Decision, GateRequest, Mode, can_execute};
-use warrant::graduation::policy::{PolicySet, Threshold};
-use warrant::graduation::posterior::Posterior;
-use warrant::graduation::receipt::prepare_approval_packet;
-use warrant::packet::DecisionState;
+use warrant::protocol::graduation::binding;
+use warrant::protocol::graduation::evidence::{EvidenceIndex, EvidenceRow, EvidenceSummary, SourceType};
+use warrant::protocol::graduation::gate::{AgentStanding, Decision, GateRequest, Mode, can_execute};
+use warrant::protocol::graduation::policy::{PolicySet, Threshold};
+use warrant::protocol::graduation::posterior::Posterior;
+use warrant::protocol::graduation::receipt::prepare_approval_packet;
+use warrant::protocol::packet::DecisionState;
 
 const CASES: u32 = 96;
 
@@ -242,7 +242,7 @@ fn junk() -> impl Strategy<Value = Value> {
 
 /// The ten vocabulary keys and one key outside the vocabulary.
 fn vocabulary() -> Vec<&'static str> {
-    let mut keys = warrant::graduation::gate::CONSTRAINT_VOCABULARY.to_vec();
+    let mut keys = warrant::protocol::graduation::gate::CONSTRAINT_VOCABULARY.to_vec();
     keys.push("scope");
     keys
 }
@@ -252,7 +252,7 @@ fn malformed_constraints(context: &Value) -> bool {
     context
         .get("constraints")
         .and_then(Value::as_object)
-        .is_some_and(|c| warrant::graduation::gate::check_constraints(c).is_err())
+        .is_some_and(|c| warrant::protocol::graduation::gate::check_constraints(c).is_err())
 }
 
 fn constraints() -> impl Strategy<Value = Value> {
@@ -504,7 +504,7 @@ proptest! {
     fn internal_classes_can_be_allowed(g in gate_input(&CONTRAST_CLASSES)) {
         let set = policies(g.strict);
         let d = decide(&set, &g, None);
-        let reviewed = d.summary.tier() == warrant::graduation::Tier::Review;
+        let reviewed = d.summary.tier() == warrant::protocol::graduation::Tier::Review;
         if g.agent == AgentStanding::Active && g.chain_intact && !reviewed && !malformed_constraints(&g.context) {
             prop_assert!(d.allowed, "{:#}", d.to_json());
             prop_assert!(matches!(d.status, DecisionState::Allowed | DecisionState::AllowedWithConstraints));

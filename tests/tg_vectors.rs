@@ -8,11 +8,11 @@
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use warrant::graduation::binding::{self, BindingInput};
-use warrant::graduation::evidence::{EvidenceIndex, EvidenceRow, EvidenceSummary, SourceType};
-use warrant::graduation::gate::{AgentStanding, GateRequest, can_execute};
-use warrant::graduation::policy::{DEFAULT_THRESHOLD, PolicySet, Threshold};
-use warrant::graduation::posterior::Posterior;
+use warrant::protocol::graduation::binding::{self, BindingInput};
+use warrant::protocol::graduation::evidence::{EvidenceIndex, EvidenceRow, EvidenceSummary, SourceType};
+use warrant::protocol::graduation::gate::{AgentStanding, GateRequest, can_execute};
+use warrant::protocol::graduation::policy::{DEFAULT_THRESHOLD, PolicySet, Threshold};
+use warrant::protocol::graduation::posterior::Posterior;
 
 fn derived(name: &str) -> Value {
     let path =
@@ -356,7 +356,7 @@ fn action_binding_vectors() {
     let i = &doc["binding_input"];
     let s = |k: &str| i[k].as_str().unwrap_or_default();
     assert_eq!(
-        warrant::canonical::to_canonical_string(&i["input"]),
+        warrant::protocol::canonical::to_canonical_string(&i["input"]),
         doc["input_canonical"].as_str().unwrap_or_default()
     );
     let b = binding::bind_action(&BindingInput {
@@ -375,14 +375,17 @@ fn action_binding_vectors() {
     let mut without = b.clone();
     without.as_object_mut().map(|m| m.remove("actionHash"));
     assert_eq!(
-        warrant::canonical::to_canonical_string(&without),
+        warrant::protocol::canonical::to_canonical_string(&without),
         doc["binding_canonical_without_actionHash"].as_str().unwrap_or_default()
     );
     let grant =
         binding::create_grant(&b, "grant-1", "principal:principal-1", "2026-08-16T12:00:00.000Z").expect("grant");
     assert_eq!(grant, doc["expected_grant"]);
     let ex = &doc["canonical_example"];
-    assert_eq!(warrant::canonical::to_canonical_string(&ex["input"]), ex["canonical"].as_str().unwrap_or_default());
+    assert_eq!(
+        warrant::protocol::canonical::to_canonical_string(&ex["input"]),
+        ex["canonical"].as_str().unwrap_or_default()
+    );
     assert_eq!(binding::digest(&ex["input"]), ex["digest"].as_str().unwrap_or_default());
     assert_eq!(binding::digest(&json!({})), doc["empty_object_digest"].as_str().unwrap_or_default());
 }

@@ -2,12 +2,12 @@
 //! principal's controls, policies and time as inputs.
 
 use serde_json::{Value, json};
-use warrant::control::{ControlState, Elevation, NotebookLevel};
-use warrant::graduation::PolicySet;
-use warrant::graduation::evidence::EvidenceIndex;
-use warrant::graduation::gate::AgentStanding;
-use warrant::packet::{DecisionState, Packet, parse_packet};
-use warrant::verdict::{Model, ModelVerdict, VerdictContext, compose, evaluate, packet_gate, strictness};
+use warrant::protocol::control::{ControlState, Elevation, NotebookLevel};
+use warrant::protocol::graduation::PolicySet;
+use warrant::protocol::graduation::evidence::EvidenceIndex;
+use warrant::protocol::graduation::gate::AgentStanding;
+use warrant::protocol::packet::{DecisionState, Packet, parse_packet};
+use warrant::protocol::verdict::{Model, ModelVerdict, VerdictContext, compose, evaluate, packet_gate, strictness};
 
 use DecisionState::{Allowed, AllowedWithConstraints, Blocked, Deferred, HumanOnly, ReviewRequired};
 
@@ -55,7 +55,8 @@ fn composition_table() {
 }
 
 fn packet(agent: &str, class: &str, governance: Option<Value>) -> Packet {
-    let mut doc = warrant::packet::portable_packet("p-1", class, agent, "s", json!({"x": 1}), "2026-11-21T08:59:00Z");
+    let mut doc =
+        warrant::protocol::packet::portable_packet("p-1", class, agent, "s", json!({"x": 1}), "2026-11-21T08:59:00Z");
     if let Some(g) = governance {
         doc["governance"] = g;
     }
@@ -89,14 +90,14 @@ max_score = 0.5
     .expect("policy")
 }
 
-fn verdict_of(p: &Packet, policies: &PolicySet, controls: &ControlState) -> warrant::verdict::PacketVerdict {
+fn verdict_of(p: &Packet, policies: &PolicySet, controls: &ControlState) -> warrant::protocol::verdict::PacketVerdict {
     let ctx = VerdictContext { policies, controls, now: NOW };
     let none = EvidenceIndex::default();
     let tg = packet_gate(&ctx, p, &none, "local", true);
     evaluate(&ctx, p, &tg, None, None)
 }
 
-fn model(v: &warrant::verdict::PacketVerdict, m: Model) -> &ModelVerdict {
+fn model(v: &warrant::protocol::verdict::PacketVerdict, m: Model) -> &ModelVerdict {
     v.models.iter().find(|x| x.model == m).unwrap_or_else(|| panic!("no {m:?} in {v:?}"))
 }
 
@@ -125,7 +126,7 @@ fn tiers_model_reads_policy_tiers_and_chain_levels() {
                 controls.notebooks.insert(
                     "nb".into(),
                     NotebookLevel {
-                        level: warrant::tiers::NotebookTrust::parse(l).expect("level"),
+                        level: warrant::protocol::tiers::NotebookTrust::parse(l).expect("level"),
                         principal: "alice".into(),
                         set_at: String::new(),
                     },

@@ -15,11 +15,11 @@ use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use warrant::canonical::{parse_strict, to_canonical_vec};
-use warrant::chain::{self, ChainHead, VerifyOptions};
-use warrant::decision::{self, DecisionInput, Verdict};
-use warrant::graduation::evidence::SourceType;
-use warrant::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt};
+use warrant::protocol::canonical::{parse_strict, to_canonical_vec};
+use warrant::protocol::chain::{self, ChainHead, VerifyOptions};
+use warrant::protocol::decision::{self, DecisionInput, Verdict};
+use warrant::protocol::graduation::evidence::SourceType;
+use warrant::protocol::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt};
 use warrant_fuzz::{NOW, principal};
 
 const TARGETS: [&str; 10] =
@@ -33,7 +33,7 @@ struct Seeds {
 impl Seeds {
     /// Writes `bytes` as a seed of `target`, named by a short content hash (duplicates merge).
     fn add(&mut self, target: &str, bytes: &[u8]) {
-        let name = warrant::canonical::sha256_hex(bytes)[..16].to_owned();
+        let name = warrant::protocol::canonical::sha256_hex(bytes)[..16].to_owned();
         if self.written.insert((target.to_owned(), name.clone())) {
             fs::write(self.out.join(target).join(name), bytes).expect("write seed");
         }
@@ -91,8 +91,8 @@ fn signed_chain() -> (Vec<Value>, Vec<Value>) {
         ("post-1", "social.post.public", "agent-herald", Verdict::Approve, Some("copy approved by comms")),
     ];
     for (id, class, agent, verdict, reason) in packets {
-        let packet = warrant::packet::portable_packet(id, class, agent, "seed", json!({"summary": "seed"}), NOW);
-        let hash = warrant::canonical::canonical_hash(&packet);
+        let packet = warrant::protocol::packet::portable_packet(id, class, agent, "seed", json!({"summary": "seed"}), NOW);
+        let hash = warrant::protocol::canonical::canonical_hash(&packet);
         let trace = format!("warrant:{id}");
         let input = DecisionInput { stands_in_for: &[],
             packet_id: id,
@@ -208,7 +208,7 @@ fn main() {
 
     // Packets warrant publishes (`propose`), and one with a full governance block.
     for (id, class) in [("q-1", "email.send.external"), ("pay-1", "payment.initiate"), ("d-1", "draft.compose")] {
-        let p = warrant::packet::portable_packet(
+        let p = warrant::protocol::packet::portable_packet(
             id,
             class,
             "agent-scribe",
@@ -236,7 +236,7 @@ fn main() {
         let mut session = Vec::new();
         for (info, body) in code_blocks(&text) {
             if info == "toml" {
-                let target = if warrant::config::Config::parse(&body).is_ok() {
+                let target = if warrant::store::config::Config::parse(&body).is_ok() {
                     "config"
                 } else if body.contains("[normal]") || body.contains("[confirm]") {
                     "keymap"
@@ -283,7 +283,7 @@ fn main() {
     // Requests over the generated chain, packets and receipts, and malformed lines.
     let export = chain::export(records, VerifyOptions::default(), NOW);
     let pk =
-        warrant::packet::portable_packet("q-9", "email.send.external", "agent-scribe", "s", json!({"to": "x"}), NOW);
+        warrant::protocol::packet::portable_packet("q-9", "email.send.external", "agent-scribe", "s", json!({"to": "x"}), NOW);
     let mut session = Vec::new();
     for req in [
         json!({"op": "ops", "id": 0}),

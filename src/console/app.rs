@@ -7,19 +7,19 @@
 
 use super::filter::{Field, Filter, SortKey};
 use super::keymap::{Key, Keymap};
-use crate::chain::Finding;
-use crate::control::{ControlInput, ControlKind, ControlState};
-use crate::decision::Verdict;
-use crate::graduation::evidence::EvidenceRow;
-use crate::graduation::gate::{AgentStanding, Decision};
-use crate::graduation::policy::PolicySet;
-use crate::graduation::posterior::Posterior;
-use crate::ladder::Revalidation;
 use crate::monitor::{AgentSummary, Assessment};
-use crate::packet::{DecisionState, Packet, Receipt};
-use crate::spool::{ChainDecision, ChainView, InvalidFile, PacketEntry, Snapshot};
-use crate::tiers::NotebookTrust;
-use crate::verdict::{Governance, PacketVerdict, VerdictContext};
+use crate::protocol::chain::Finding;
+use crate::protocol::control::{ControlInput, ControlKind, ControlState};
+use crate::protocol::decision::Verdict;
+use crate::protocol::graduation::evidence::EvidenceRow;
+use crate::protocol::graduation::gate::{AgentStanding, Decision};
+use crate::protocol::graduation::policy::PolicySet;
+use crate::protocol::graduation::posterior::Posterior;
+use crate::protocol::ladder::Revalidation;
+use crate::protocol::packet::{DecisionState, Packet, Receipt};
+use crate::protocol::tiers::NotebookTrust;
+use crate::protocol::verdict::{Governance, PacketVerdict, VerdictContext};
+use crate::store::spool::{ChainDecision, ChainView, InvalidFile, PacketEntry, Snapshot};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -105,7 +105,7 @@ pub enum Action {
     VerifyFailed(String),
     /// Something else failed (the terminal, the notify command) — shown, never fatal.
     Error(String),
-    /// The audit of the verified chain ([`crate::spool::audit_chain`]), or why it could not be
+    /// The audit of the verified chain ([`crate::store::spool::audit_chain`]), or why it could not be
     /// made.
     Audited(Result<Arc<Vec<crate::audit::AuditEntry>>, String>),
     /// A mouse event on the terminal (when `[console] mouse` is on).
@@ -153,7 +153,7 @@ pub struct SignedSummary {
     /// The grant signed with it: its id, or why it was not recorded (the approval stands).
     pub grant: Option<Result<String, String>>,
     /// For an approval under a quorum (`[cosign]`): who has signed so far.
-    pub cosigned: Option<crate::spool::CosignProgress>,
+    pub cosigned: Option<crate::store::spool::CosignProgress>,
 }
 
 /// One packet of [`Effect::SignBatch`].
@@ -204,13 +204,13 @@ pub enum Effect {
         /// The reason, if any.
         reason: Option<String>,
         /// What an approval stands in for, from the verdict the principal saw
-        /// ([`crate::verdict::PacketVerdict::stands_in_for`]); signed into the decision.
+        /// ([`crate::protocol::verdict::PacketVerdict::stands_in_for`]); signed into the decision.
         stands_in_for: Vec<String>,
         /// The grant signed after the approval, if the principal chose a scope.
-        grant: Option<Box<crate::grant::GrantInput>>,
+        grant: Option<Box<crate::protocol::grant::GrantInput>>,
     },
     /// Sign and append the refusal of a timed-out packet as a system decision
-    /// ([`crate::spool::decide_system`], `"system": "timeout"`): its class has `[timeouts]
+    /// ([`crate::store::spool::decide_system`], `"system": "timeout"`): its class has `[timeouts]
     /// sign_refusal = true` ([`super::notify::timeout_effects`]). Never evidence; never an approval.
     RefuseTimedOut {
         /// The packet as last scanned (its content hash is what gets signed).
@@ -220,7 +220,7 @@ pub enum Effect {
         /// The reason signed ([`super::notify::timeout_reason`]).
         reason: String,
     },
-    /// Sign and append the revocation of a grant ([`crate::spool::revoke_grant`]).
+    /// Sign and append the revocation of a grant ([`crate::store::spool::revoke_grant`]).
     RevokeGrant {
         /// The grant.
         grant_id: String,
@@ -228,7 +228,7 @@ pub enum Effect {
         reason: String,
     },
     /// Sign the same decision on each packet of the selection and append them as one group
-    /// ([`crate::spool::decide_many`]: one record per packet, one lock, one sync, all or nothing).
+    /// ([`crate::store::spool::decide_many`]: one record per packet, one lock, one sync, all or nothing).
     SignBatch {
         /// Each packet as reviewed, the uid owning its file (recorded with an approval), and what
         /// an approval stands in for, from the verdict the principal saw.
@@ -256,7 +256,7 @@ pub enum Effect {
         /// Packets pending now.
         pending: usize,
     },
-    /// Build the audit of the chain ([`crate::spool::audit_chain`]) off the UI thread.
+    /// Build the audit of the chain ([`crate::store::spool::audit_chain`]) off the UI thread.
     Audit,
     /// Switch to this theme (`:theme`): a built-in or `<config>/themes/NAME.toml`; the runner
     /// reports a theme it cannot load as an error.
@@ -367,9 +367,9 @@ pub struct Confirm {
     /// A batch decision (issue 18): every packet of the selection, in the pending list's
     /// order, `packet` being the first; empty for a decision on `packet` alone.
     pub batch: Vec<Arc<Packet>>,
-    /// The grant signed with an approval of `packet` alone ([`crate::grant`]; `s` cycles the
+    /// The grant signed with an approval of `packet` alone ([`crate::protocol::grant`]; `s` cycles the
     /// scopes, `:grant` names one): `None` approves this call once.
-    pub grant: Option<Box<crate::grant::GrantInput>>,
+    pub grant: Option<Box<crate::protocol::grant::GrantInput>>,
 }
 
 impl Confirm {
@@ -570,7 +570,7 @@ pub struct State {
     /// Decisions recorded in the chain, by packet id.
     pub decisions: HashMap<String, ChainDecision>,
     /// Approvals gathered towards a quorum (`[cosign]`), by packet id, for packets not decided.
-    pub cosigning: HashMap<String, crate::spool::Cosigning>,
+    pub cosigning: HashMap<String, crate::store::spool::Cosigning>,
     /// The chain's verification state.
     pub chain: ChainState,
     /// The principal acknowledged the current broken-chain alert.
@@ -633,7 +633,7 @@ pub struct State {
     /// Observes preconditions for the assessment job, confined to the policies' roots.
     pub observer: Arc<crate::preconditions::Observer>,
     /// Evidence rows from the verified chain (the principal's decisions and recorded receipts).
-    chain_evidence: crate::spool::ChainEvidence,
+    chain_evidence: crate::store::spool::ChainEvidence,
     /// The principal's controls (notebook levels, agent standings, elevations) from the chain.
     controls: ControlState,
     /// One posterior per action class (registered classes, then others seen), filtered.
@@ -655,14 +655,14 @@ pub struct State {
     notebooks: Vec<NotebookRow>,
     /// Agents after the filter, by id.
     agents: Vec<AgentSummary>,
-    /// Agent ids that look like another known agent's ([`crate::text::confusable_ids`]).
+    /// Agent ids that look like another known agent's ([`crate::protocol::text::confusable_ids`]).
     look_alike: HashMap<String, String>,
     /// What the principal was told about (see [`super::notify`]).
     pub(super) notified: super::notify::Notified,
     /// The system refusals of timed-out packets asked for ([`super::notify::timeout_effects`]).
     pub(super) timeout_refusals: super::notify::TimeoutRefusals,
     /// The principal's grants, issued and not revoked, from the verified chain.
-    pub grants: crate::grant::GrantBook,
+    pub grants: crate::protocol::grant::GrantBook,
     /// The Grants view's rows ([`super::grants::rows`]).
     grant_rows: Vec<super::grants::GrantRow>,
     /// The audit of the chain as last built (entries of verified records), shared with the
@@ -722,7 +722,7 @@ pub struct AssessJob {
     packets: Vec<PacketEntry>,
     receipts: Vec<Arc<Receipt>>,
     decisions: HashMap<String, ChainDecision>,
-    chain_evidence: crate::spool::ChainEvidence,
+    chain_evidence: crate::store::spool::ChainEvidence,
     chain_intact: bool,
     workspace: String,
 }
@@ -786,14 +786,14 @@ impl State {
     /// The approvals of `p` gathered towards the quorum its class needs (`[cosign]`), over its
     /// content and under the policy's terms: `None` when the class needs none or nobody signed.
     #[must_use]
-    pub fn cosigned(&self, p: &Packet) -> Option<&crate::spool::Cosigning> {
+    pub fn cosigned(&self, p: &Packet) -> Option<&crate::store::spool::Cosigning> {
         let q = self.policies.cosign(&p.action_class)?;
         self.cosigning.get(&p.id).filter(|c| c.quorum == *q && c.packet_hash == p.content_hash)
     }
 
     /// [`State::cosigned`] when the console's principal is among the signers.
     #[must_use]
-    pub fn cosigned_by_me(&self, p: &Packet) -> Option<&crate::spool::Cosigning> {
+    pub fn cosigned_by_me(&self, p: &Packet) -> Option<&crate::store::spool::Cosigning> {
         let me = self.principal.as_deref()?;
         self.cosigned(p).filter(|c| c.signers().contains(&me))
     }
@@ -848,7 +848,7 @@ impl State {
             policies: Arc::new(PolicySet::builtin()),
             observer: Arc::default(),
             all_posteriors: Vec::new(),
-            chain_evidence: crate::spool::ChainEvidence::default(),
+            chain_evidence: crate::store::spool::ChainEvidence::default(),
             controls: ControlState::default(),
             posteriors: Vec::new(),
             assessment: Arc::new(Assessment::default()),
@@ -861,7 +861,7 @@ impl State {
             look_alike: HashMap::new(),
             notified: super::notify::Notified::default(),
             timeout_refusals: super::notify::TimeoutRefusals::default(),
-            grants: crate::grant::GrantBook::default(),
+            grants: crate::protocol::grant::GrantBook::default(),
             grant_rows: Vec::new(),
             audit_chain: Arc::new(Vec::new()),
             audit: Vec::new(),
@@ -999,7 +999,7 @@ impl State {
     }
 
     /// Evidence rows of a canonical class, in chain order then spool receipts: of the chain's,
-    /// the last [`crate::chain_evidence::RECENT_ROWS`] (a long chain's are counted, not kept;
+    /// the last [`crate::protocol::chain_evidence::RECENT_ROWS`] (a long chain's are counted, not kept;
     /// [`State::evidence_count`] counts them all).
     pub fn evidence_for<'a>(&'a self, class: &'a str) -> impl Iterator<Item = &'a EvidenceRow> + 'a {
         self.chain_evidence
@@ -1088,7 +1088,8 @@ impl State {
 
     /// Every notebook named by the controls or by a packet's governance, with its pending count.
     fn recompute_notebooks(&mut self) {
-        self.look_alike = crate::text::confusable_ids(self.assessment.monitor.agents.keys().map(String::as_str));
+        self.look_alike =
+            crate::protocol::text::confusable_ids(self.assessment.monitor.agents.keys().map(String::as_str));
         let mut notebooks: BTreeMap<String, NotebookRow> = self
             .controls
             .notebooks
@@ -1129,7 +1130,7 @@ impl State {
             .map(str::to_owned)
             .chain(evidence.iter().map(|r| r.action_class.clone()))
             .chain(self.snapshot.packets.iter().map(|e| self.policies.normalize(&e.packet.action_class)))
-            .filter(|c| crate::packet::is_class_id(c) && !classes.contains(c))
+            .filter(|c| crate::protocol::packet::is_class_id(c) && !classes.contains(c))
             .collect();
         extra.sort();
         extra.dedup();
@@ -1172,18 +1173,18 @@ impl State {
     /// is a file agents can write: one naming a grant the principal never signed, or one that does
     /// not cover the call, hides nothing.
     #[must_use]
-    pub fn ran_on_grant(&self, p: &Packet) -> Option<&Arc<crate::grant::Grant>> {
+    pub fn ran_on_grant(&self, p: &Packet) -> Option<&Arc<crate::protocol::grant::Grant>> {
         ran_on_grant(&self.snapshot.uses, &self.grants, &self.policies, p)
     }
 
     /// The live grant that covers the pending packet `p`, if one does: the agent's call runs on it
     /// the next time its hook or gateway judges it.
     #[must_use]
-    pub fn covering_grant(&self, p: &Packet) -> Option<&Arc<crate::grant::Grant>> {
+    pub fn covering_grant(&self, p: &Packet) -> Option<&Arc<crate::protocol::grant::Grant>> {
         if self.grants.is_empty() {
             return None;
         }
-        let facts = crate::grant::CallFacts::of_packet(p, &self.policies)?;
+        let facts = crate::protocol::grant::CallFacts::of_packet(p, &self.policies)?;
         let uses = &self.snapshot.uses.by_grant;
         let id = self
             .grants
@@ -1701,7 +1702,7 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             if let Mode::Input { text: buf, .. } = &mut state.mode {
                 // Pasted text may be copied from an agent's packet: no controls, bidi or
                 // invisible characters go into a reason the principal signs.
-                buf.extend(text.chars().filter(|c| !crate::text::is_unsafe(*c)));
+                buf.extend(text.chars().filter(|c| !crate::protocol::text::is_unsafe(*c)));
             }
             vec![]
         }
@@ -1803,12 +1804,12 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
                     // The principal's decision is a receipt: it moves the posterior at once (the
                     // chain's next verification replaces this row with the same one from the chain).
                     let decided_at = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
-                        .map_or_else(|_| String::new(), crate::clock::format_rfc3339);
+                        .map_or_else(|_| String::new(), crate::protocol::clock::format_rfc3339);
                     // One approval towards a quorum is no decision yet, and no evidence.
                     let partial = s.cosigned.as_ref().is_some_and(|c| !c.met());
                     if let Some(row) = state.snapshot.packet(&s.packet_id).filter(|_| !partial).and_then(|e| {
                         let class = state.policies.normalize(&e.packet.action_class);
-                        crate::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
+                        crate::store::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
                     }) {
                         state.chain_evidence.push(row);
                         state.recompute_graduation();
@@ -1839,13 +1840,13 @@ fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             match result {
                 Ok(done) => {
                     let decided_at = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
-                        .map_or_else(|_| String::new(), crate::clock::format_rfc3339);
+                        .map_or_else(|_| String::new(), crate::protocol::clock::format_rfc3339);
                     let mut moved = false;
                     for s in &done {
                         state.marked.remove(&s.packet_id);
                         if let Some(row) = state.snapshot.packet(&s.packet_id).and_then(|e| {
                             let class = state.policies.normalize(&e.packet.action_class);
-                            crate::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
+                            crate::store::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
                         }) {
                             state.chain_evidence.push(row);
                             moved = true;
@@ -2006,14 +2007,14 @@ fn on_mouse(state: &mut State, m: MouseInput) -> Vec<Effect> {
 
 /// [`State::ran_on_grant`] over the state's parts (for use while another part is borrowed).
 fn ran_on_grant<'a>(
-    uses: &crate::spool::Uses,
-    grants: &'a crate::grant::GrantBook,
+    uses: &crate::store::spool::Uses,
+    grants: &'a crate::protocol::grant::GrantBook,
     policies: &PolicySet,
     p: &Packet,
-) -> Option<&'a Arc<crate::grant::Grant>> {
+) -> Option<&'a Arc<crate::protocol::grant::Grant>> {
     let id = uses.granted.get(&p.id)?;
     let g = grants.get(id).or_else(|| grants.revoked(id).map(|(g, _)| g))?;
-    let facts = crate::grant::CallFacts::of_packet(p, policies)?;
+    let facts = crate::protocol::grant::CallFacts::of_packet(p, policies)?;
     g.covers(&facts, f64::NEG_INFINITY).then_some(g)
 }
 
@@ -2424,7 +2425,7 @@ fn start_decision(state: &mut State, approve: bool) -> Vec<Effect> {
     }
     if approve
         && let Some(expires) = packet.expires_at.as_deref()
-        && crate::clock::unix_seconds(expires).is_none_or(|t| t <= state.now)
+        && crate::protocol::clock::unix_seconds(expires).is_none_or(|t| t <= state.now)
     {
         state.flash =
             Some(Flash { text: format!("{} expired at {expires}: it can only be refused", packet.id), error: true });
@@ -2475,7 +2476,7 @@ fn start_batch_decision(state: &mut State, approve: bool) -> Vec<Effect> {
             problems.push(format!("{} timed out after {}", p.id, super::notify::human(after)));
         } else if approve
             && let Some(expires) = p.expires_at.as_deref()
-            && crate::clock::unix_seconds(expires).is_none_or(|t| t <= state.now)
+            && crate::protocol::clock::unix_seconds(expires).is_none_or(|t| t <= state.now)
         {
             problems.push(format!("{} expired at {expires}", p.id));
         } else if approve && let Some(text) = approval_forbidden(state, p) {
@@ -2688,24 +2689,24 @@ fn scroll_confirm(state: &State, c: &mut Confirm, cmd: &str) {
 /// The scopes `s` offers in an approval dialog, in order: once, this session, an hour, a working
 /// day, the call's own argument as a pattern, and the class up to the call's own amount and
 /// recipients' domains (never wider: a wider pattern or constraint is typed with `:grant pattern
-/// GLOB` or `:grant class …`). Only those the rules allow for this packet ([`crate::grant::prepare`]).
-fn scope_choices(state: &State, p: &Packet) -> Vec<crate::grant::GrantInput> {
-    use crate::grant::{GrantOptions, Narrowing, ScopeRequest, ToolPattern};
+/// GLOB` or `:grant class …`). Only those the rules allow for this packet ([`crate::protocol::grant::prepare`]).
+fn scope_choices(state: &State, p: &Packet) -> Vec<crate::protocol::grant::GrantInput> {
+    use crate::protocol::grant::{GrantOptions, Narrowing, ScopeRequest, ToolPattern};
     let Ok(now) = time::OffsetDateTime::from_unix_timestamp(state.now as i64) else { return Vec::new() };
-    let at = crate::clock::format_rfc3339(now);
+    let at = crate::protocol::clock::format_rfc3339(now);
     let mut asks = vec![ScopeRequest::Session];
     for h in ["1h", "8h"] {
-        if let Ok(t) = crate::grant::parse_until(h, now) {
+        if let Ok(t) = crate::protocol::grant::parse_until(h, now) {
             asks.push(ScopeRequest::Until(t));
         }
     }
-    if let Some(f) = crate::grant::CallFacts::of_packet(p, &state.policies)
+    if let Some(f) = crate::protocol::grant::CallFacts::of_packet(p, &state.policies)
         && let Some(arg) = f.argument
         && !arg.contains(['*', '?'])
     {
         asks.push(ScopeRequest::Pattern(ToolPattern { tool: f.tool.clone(), argument: Some(arg) }));
     }
-    if let Some(f) = crate::grant::CallFacts::of_packet(p, &state.policies) {
+    if let Some(f) = crate::protocol::grant::CallFacts::of_packet(p, &state.policies) {
         let n = Narrowing {
             // Only a whole amount: the grant's maximum is a whole number, never above the call's.
             max_amount: f.amount.filter(|a| a.fract() == 0.0 && *a <= 9.0e15).map(|a| a as u64),
@@ -2716,7 +2717,9 @@ fn scope_choices(state: &State, p: &Packet) -> Vec<crate::grant::GrantInput> {
         }
     }
     asks.iter()
-        .filter_map(|a| crate::grant::prepare(p, &state.policies, a, &GrantOptions::default(), &at).ok().flatten())
+        .filter_map(|a| {
+            crate::protocol::grant::prepare(p, &state.policies, a, &GrantOptions::default(), &at).ok().flatten()
+        })
         .collect()
 }
 
@@ -2735,8 +2738,9 @@ fn cycle_scope(state: &mut State, c: &mut Confirm) {
         });
         return;
     }
-    let same =
-        |a: &crate::grant::GrantInput, b: &crate::grant::GrantInput| a.scope == b.scope && a.expires_at == b.expires_at;
+    let same = |a: &crate::protocol::grant::GrantInput, b: &crate::protocol::grant::GrantInput| {
+        a.scope == b.scope && a.expires_at == b.expires_at
+    };
     let next = match &c.grant {
         None => Some(0),
         Some(g) => choices.iter().position(|x| same(x, g)).map(|i| i + 1).filter(|i| *i < choices.len()),
@@ -2762,7 +2766,7 @@ fn set_grant_read_again(state: &mut State, c: &mut Confirm) {
 }
 
 /// `:grant session|until TIME|pattern GLOB`: the approval dialog of the selected pending packet,
-/// with that grant (checked by [`crate::grant::prepare`]; nothing opens when it is refused).
+/// with that grant (checked by [`crate::protocol::grant::prepare`]; nothing opens when it is refused).
 fn grant_dialog(state: &mut State, scope: &str) -> Vec<Effect> {
     let text = scope.trim();
     let asked = match text.split_once(char::is_whitespace) {
@@ -2770,7 +2774,7 @@ fn grant_dialog(state: &mut State, scope: &str) -> Vec<Effect> {
         _ => text.to_owned(),
     };
     let Ok(now) = time::OffsetDateTime::from_unix_timestamp(state.now as i64) else { return vec![] };
-    let request = match crate::grant::ScopeRequest::parse(&asked, now) {
+    let request = match crate::protocol::grant::ScopeRequest::parse(&asked, now) {
         Ok(r) => r,
         Err(e) => {
             state.flash = Some(Flash { text: e, error: true });
@@ -2786,8 +2790,14 @@ fn grant_dialog(state: &mut State, scope: &str) -> Vec<Effect> {
         });
         return fx;
     }
-    let at = crate::clock::format_rfc3339(now);
-    match crate::grant::prepare(&c.packet, &state.policies, &request, &crate::grant::GrantOptions::default(), &at) {
+    let at = crate::protocol::clock::format_rfc3339(now);
+    match crate::protocol::grant::prepare(
+        &c.packet,
+        &state.policies,
+        &request,
+        &crate::protocol::grant::GrantOptions::default(),
+        &at,
+    ) {
         Ok(grant) => {
             c.grant = grant.map(Box::new);
             set_grant_read_again(state, &mut c);
@@ -2897,7 +2907,8 @@ fn run_command(state: &mut State, line: &str) -> Vec<Effect> {
         }
         Command::Theme(name) => {
             // The event loop loads it and says so in the status line if it cannot.
-            state.flash = Some(Flash { text: format!("theme {}", crate::text::inert(&name, 40)), error: false });
+            state.flash =
+                Some(Flash { text: format!("theme {}", crate::protocol::text::inert(&name, 40)), error: false });
             vec![Effect::Theme(name)]
         }
         Command::Grant(scope) => apply(state, Action::GrantDialog(scope)),
@@ -2991,7 +3002,7 @@ fn submit(state: &mut State, purpose: InputPurpose, text: String) -> Vec<Effect>
                 controls: state.controls.clone(),
                 ..ChainView::default()
             };
-            match crate::spool::elevation_fields(
+            match crate::store::spool::elevation_fields(
                 &state.snapshot,
                 &view,
                 &state.policies,
@@ -3015,7 +3026,7 @@ impl State {
     /// A control on `subject` dated now (the runner re-stamps it when it signs).
     fn control_input(&self, kind: ControlKind, subject: &str) -> ControlInput {
         let decided_at = time::OffsetDateTime::from_unix_timestamp(self.now as i64)
-            .map_or_else(|_| String::new(), crate::clock::format_rfc3339);
+            .map_or_else(|_| String::new(), crate::protocol::clock::format_rfc3339);
         ControlInput { kind, subject: subject.to_owned(), fields: serde_json::Map::new(), reason: None, decided_at }
     }
 }

@@ -84,7 +84,7 @@ fn sort_key(word: &str) -> Option<SortKey> {
 pub fn parse(line: &str) -> Result<Command, String> {
     let line = line.trim();
     let (name, rest) = line.split_once(char::is_whitespace).map_or((line, ""), |(n, r)| (n, r.trim()));
-    let shown = crate::text::inert(name, 40);
+    let shown = crate::protocol::text::inert(name, 40);
     let no_args = |c: Command| if rest.is_empty() { Ok(c) } else { Err(format!(":{shown} takes no argument")) };
     match name {
         "" => Err("empty command (:help lists them)".into()),
@@ -92,7 +92,7 @@ pub fn parse(line: &str) -> Result<Command, String> {
         "refuse" => Ok(Command::Refuse((!rest.is_empty()).then(|| rest.to_owned()))),
         "filter" => Ok(Command::Filter(rest.to_owned())),
         "sort" => sort_key(rest).map(Command::Sort).ok_or_else(|| {
-            format!(":sort takes one of {} (not {:?})", SORT_KEYS.join(", "), crate::text::inert(rest, 40))
+            format!(":sort takes one of {} (not {:?})", SORT_KEYS.join(", "), crate::protocol::text::inert(rest, 40))
         }),
         "theme" if rest.is_empty() || rest.contains(char::is_whitespace) => {
             Err(":theme takes a theme name (default, mono, or a file in <config>/themes/)".into())

@@ -8,8 +8,8 @@
 
 use super::app::{Confirm, State};
 use super::fields::{FieldLine, field_lines};
-use crate::decision::Verdict;
-use crate::text::inert;
+use crate::protocol::decision::Verdict;
+use crate::protocol::text::inert;
 use ratatui::layout::Rect;
 
 /// One display line of the dialog: pieces of text with their theme role. Lines are made to fit
@@ -112,14 +112,16 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
     }
     // What an approval stands in for is signed with it (issue 16): shown before it is signed.
     if c.verdict == Verdict::Approve {
-        for what in state.verdict(&p.id).map(crate::verdict::PacketVerdict::stands_in_for).unwrap_or_default() {
+        for what in state.verdict(&p.id).map(crate::protocol::verdict::PacketVerdict::stands_in_for).unwrap_or_default()
+        {
             labelled(&mut out, "stands in", &format!("for {}", inert(&what, any)), "warn", width);
         }
         // The co-signing terms are signed with the approval (`[cosign]`): shown before it is.
         if let Some(q) = state.policies.cosign(&p.action_class) {
             let before = state.cosigned(p).map_or(0, |c| c.signatures.len());
-            let signed =
-                state.cosigned(p).map_or_else(|| "nobody has signed".to_owned(), crate::spool::Cosigning::describe);
+            let signed = state
+                .cosigned(p)
+                .map_or_else(|| "nobody has signed".to_owned(), crate::store::spool::Cosigning::describe);
             let then = if before + 1 >= q.required {
                 format!("yours is {} of {}: it approves the packet", before + 1, q.required)
             } else {
@@ -150,19 +152,21 @@ fn grant_rows(state: &State, c: &Confirm, out: &mut Vec<Row>, width: usize) {
     let any = usize::MAX;
     let Some(input) = &c.grant else {
         // Only a tool call can be granted more than once: for others there is nothing to choose.
-        if crate::grant::CallFacts::of_packet(&c.packet, &state.policies).is_some() {
+        if crate::protocol::grant::CallFacts::of_packet(&c.packet, &state.policies).is_some() {
             labelled(out, "scope", "once: this call only (s: grant more)", "base", width);
         }
         return;
     };
     let principal = state.principal.as_deref().unwrap_or_default();
-    let doc = crate::grant::grant_document(input, principal, state.fingerprint.as_deref().unwrap_or_default());
-    let Ok(g) = crate::grant::Grant::from_document(&doc) else {
+    let doc =
+        crate::protocol::grant::grant_document(input, principal, state.fingerprint.as_deref().unwrap_or_default());
+    let Ok(g) = crate::protocol::grant::Grant::from_document(&doc) else {
         labelled(out, "scope", "this grant is malformed: it will not be signed", "error", width);
         return;
     };
     labelled(out, "GRANT", &format!("{}: {}", g.scope.as_str(), inert(&g.describe(), any)), "warn", width);
-    let past = crate::grant::past_calls(&g, state.snapshot.packets.iter().map(|e| &*e.packet), &state.policies);
+    let past =
+        crate::protocol::grant::past_calls(&g, state.snapshot.packets.iter().map(|e| &*e.packet), &state.policies);
     let n = past.len();
     labelled(
         out,
@@ -228,7 +232,9 @@ fn batch_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
         labelled(&mut out, "class", &inert(&p.action_class, any), "title", width);
         labelled(&mut out, "payload", &p.content_hash, "accent", width);
         if c.verdict == Verdict::Approve {
-            for what in state.verdict(&p.id).map(crate::verdict::PacketVerdict::stands_in_for).unwrap_or_default() {
+            for what in
+                state.verdict(&p.id).map(crate::protocol::verdict::PacketVerdict::stands_in_for).unwrap_or_default()
+            {
                 labelled(&mut out, "stands in", &format!("for {}", inert(&what, any)), "warn", width);
             }
         }

@@ -3,11 +3,11 @@
 //!
 //! Pure: no theme and no state, so the dialog's layout (how many lines it has) is computed by
 //! the same function in `update` and in rendering. Every key and value is made inert
-//! ([`crate::text::inert`]) before it is measured; values are never cut, only wrapped, with
+//! ([`crate::protocol::text::inert`]) before it is measured; values are never cut, only wrapped, with
 //! continuation lines indented under the value, never at column 0. The fields that say where an
 //! action goes ([`is_where_key`]) come first at every level of nesting.
 
-use crate::text::inert;
+use crate::protocol::text::inert;
 use serde_json::Value;
 use unicode_width::UnicodeWidthChar;
 

@@ -5,9 +5,9 @@
 
 use super::app::State;
 use super::theme::Theme;
-use crate::grant::{Grant, GrantBook};
-use crate::spool::Uses;
-use crate::text::inert;
+use crate::protocol::grant::{Grant, GrantBook};
+use crate::protocol::text::inert;
+use crate::store::spool::Uses;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};

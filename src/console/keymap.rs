@@ -264,8 +264,8 @@ impl Keymap {
     /// As [`Keymap::parse`], naming the file.
     pub fn load() -> Result<Self, String> {
         let base = Self::parse(DEFAULT_KEYMAP, None)?;
-        let path = crate::config::config_dir().join("keymap.toml");
-        match crate::config::read_text_file(&path, crate::config::MAX_CONFIG_BYTES) {
+        let path = crate::store::config::config_dir().join("keymap.toml");
+        match crate::store::config::read_text_file(&path, crate::store::config::MAX_CONFIG_BYTES) {
             Ok(text) => Self::parse(&text, Some(&base)).map_err(|e| format!("{}: {e}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(base),
             Err(e) => Err(format!("{}: {e}", path.display())),

@@ -18,8 +18,8 @@ pub mod theme;
 pub mod ui;
 mod watcher;
 
-use crate::keys::{PinnedKeys, Principal};
-use crate::spool::{self, Scanner, Spool};
+use crate::protocol::keys::{PinnedKeys, Principal};
+use crate::store::spool::{self, Scanner, Spool};
 use app::{Action, ControlSummary, Effect, SignedSummary, State};
 use color_eyre::eyre::{Result, WrapErr, eyre};
 use futures_util::StreamExt as _;
@@ -42,7 +42,7 @@ pub struct Options {
     /// Period of the full rescan.
     pub rescan: Duration,
     /// `[notify]` from `config.toml`: bell, title and command for packets that need the principal.
-    pub notify: crate::config::Notify,
+    pub notify: crate::store::config::Notify,
     /// For `warrant demo`: run simulated agents at this interval (seconds).
     pub demo_interval: Option<f64>,
     /// The configuration directory whose pinned keys, `policy.toml` and key the console uses (the
@@ -106,13 +106,14 @@ pub fn run(opts: Options) -> Result<()> {
     opts.spool.ensure().wrap_err_with(|| format!("creating the spool at {}", opts.spool.root().display()))?;
     let pinned = PinnedKeys::load(&opts.config_dir)?;
     // The gateways' keys: receipts they sign are observed outcomes (docs/integrations.md).
-    let gateways = crate::keys::GatewayKeys::load(&opts.config_dir)?;
+    let gateways = crate::protocol::keys::GatewayKeys::load(&opts.config_dir)?;
     // An append interrupted by a crash leaves a torn final line: set it aside on open (not in
     // observe-only mode, which writes nothing) and tell the principal where it went.
     let set_aside = if opts.read_only {
         None
     } else {
-        crate::chain_file::recover_torn_tail(&opts.spool.chain_path()).wrap_err("checking the chain's last line")?
+        crate::store::chain_file::recover_torn_tail(&opts.spool.chain_path())
+            .wrap_err("checking the chain's last line")?
     };
     // The demo writes its policy.toml before the policies are loaded.
     let demo = opts.demo_interval.map(|i| crate::demo::Demo::start(opts.spool.clone(), Duration::from_secs_f64(i)));
@@ -125,7 +126,8 @@ pub fn run(opts: Options) -> Result<()> {
         now_secs(),
     )
     .with_policies(Arc::new(
-        crate::graduation::PolicySet::load(&opts.config_dir, Some(opts.spool.root())).map_err(|e| eyre!("{e}"))?,
+        crate::protocol::graduation::PolicySet::load(&opts.config_dir, Some(opts.spool.root()))
+            .map_err(|e| eyre!("{e}"))?,
     ));
     let observer = Arc::new(crate::preconditions::Observer::for_policies(&state.policies, Some(&opts.config_dir)));
     let state = state.with_observer(Arc::clone(&observer));
@@ -162,7 +164,7 @@ pub fn run(opts: Options) -> Result<()> {
     app::update(&mut state, app::Action::Resize { width: size.width, height: size.height });
 
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    state.themes = theme::names(&crate::config::config_dir());
+    state.themes = theme::names(&crate::store::config::config_dir());
     let result = rt.block_on(event_loop(
         &mut terminal,
         state,
@@ -253,13 +255,13 @@ pub fn execute_control(
     spool: &Spool,
     principal: &Principal,
     pinned: &PinnedKeys,
-    policies: &crate::graduation::PolicySet,
-    mut input: crate::control::ControlInput,
+    policies: &crate::protocol::graduation::PolicySet,
+    mut input: crate::protocol::control::ControlInput,
 ) -> std::result::Result<ControlSummary, String> {
-    input.decided_at = crate::clock::now_rfc3339();
+    input.decided_at = crate::protocol::clock::now_rfc3339();
     let (input, appended) =
         spool::append_control(spool, principal, pinned, policies, input).map_err(|e| e.to_string())?;
-    let refused = if input.kind == crate::control::ControlKind::Kill {
+    let refused = if input.kind == crate::protocol::control::ControlKind::Kill {
         let reason = format!("killed: {}", input.reason.as_deref().unwrap_or("the principal killed the agent"));
         spool::refuse_pending_of(spool, principal, pinned, &input.subject, &reason, &input.decided_at)
             .map_err(|e| format!("the kill is recorded, but refusing its pending packets failed: {e}"))?
@@ -280,7 +282,7 @@ struct Runner {
     spool: Spool,
     principal: Option<Arc<Principal>>,
     pinned: Arc<PinnedKeys>,
-    policies: Arc<crate::graduation::PolicySet>,
+    policies: Arc<crate::protocol::graduation::PolicySet>,
     observer: Arc<crate::preconditions::Observer>,
     scanner: Arc<Mutex<Scanner>>,
     tx: mpsc::UnboundedSender<Action>,
@@ -310,7 +312,7 @@ struct Runner {
     /// ([`spool::verify_chain_from`]).
     cache: Arc<Mutex<Option<spool::VerifiedView>>>,
     /// `[notify]` from `config.toml`.
-    notify: crate::config::Notify,
+    notify: crate::store::config::Notify,
     /// Notify commands still running ([`notify::MAX_COMMANDS`] at most).
     notifying: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -491,7 +493,7 @@ impl Runner {
                 let observer = Arc::clone(&self.observer);
                 let quorum = self.policies.cosign(&packet.action_class).cloned();
                 spawn_job(tx, Action::Signed(Err("internal error while signing (see the log)".into())), move || {
-                    let at = crate::clock::now_rfc3339();
+                    let at = crate::protocol::clock::now_rfc3339();
                     let result = spool::decide_with(
                         &spool,
                         &principal,
@@ -539,12 +541,12 @@ impl Runner {
                 let result = Err("internal error while signing (see the log)".into());
                 let on_panic = Action::TimeoutRefused { packet_id: packet_id.clone(), after, result };
                 spawn_job(tx, on_panic, move || {
-                    let at = crate::clock::now_rfc3339();
-                    let cause = crate::decision::SystemCause::Timeout;
+                    let at = crate::protocol::clock::now_rfc3339();
+                    let cause = crate::protocol::decision::SystemCause::Timeout;
                     let result = match spool::decide_system(&spool, &principal, &pinned, &packet, cause, &reason, &at) {
                         Ok(d) => Ok(Some(SignedSummary {
                             packet_id: packet_id.clone(),
-                            verdict: crate::decision::Verdict::Refuse,
+                            verdict: crate::protocol::decision::Verdict::Refuse,
                             chain_index: d.appended.chain_index,
                             entry_hash: d.appended.entry_hash,
                             grant: None,
@@ -572,7 +574,7 @@ impl Runner {
                 let (spool, pinned) = (self.spool.clone(), Arc::clone(&self.pinned));
                 let on_panic = Action::GrantRevoked(Err("internal error while signing (see the log)".into()));
                 spawn_job(self.tx.clone(), on_panic, move || {
-                    let at = crate::clock::now_rfc3339();
+                    let at = crate::protocol::clock::now_rfc3339();
                     let result = spool::revoke_grant(&spool, &principal, &pinned, &grant_id, &reason, &at)
                         .map(|a| (grant_id.clone(), a.chain_index, a.entry_hash))
                         .map_err(|e| e.to_string());
@@ -593,14 +595,14 @@ impl Runner {
                 let policies = Arc::clone(&self.policies);
                 let on_panic = Action::SignedBatch(Err("internal error while signing (see the log)".into()));
                 spawn_job(tx, on_panic, move || {
-                    let at = crate::clock::now_rfc3339();
+                    let at = crate::protocol::clock::now_rfc3339();
                     let batch: Vec<spool::BatchItem<'_>> =
                         items.iter().map(|i| spool::BatchItem { packet: &i.packet, publisher: i.publisher }).collect();
                     // What each approval stands in for is what the principal saw in the dialog.
-                    let stands = |_: &spool::ChainView, p: &crate::packet::Packet| {
+                    let stands = |_: &spool::ChainView, p: &crate::protocol::packet::Packet| {
                         // A co-signed class is approved one packet at a time (checked again here,
                         // under the chain's lock, with the policy as loaded).
-                        if verdict == crate::decision::Verdict::Approve
+                        if verdict == crate::protocol::decision::Verdict::Approve
                             && let Some(q) = policies.cosign(&p.action_class)
                         {
                             return Err(format!(
@@ -725,14 +727,14 @@ impl Runner {
                         };
                         let _ = tx.send(Action::Error(format!(
                             "notify command {} failed ({failed})",
-                            crate::text::inert(&program, 80)
+                            crate::protocol::text::inert(&program, 80)
                         )));
                     });
                 }
                 Err(e) => {
                     let _ = tx.send(Action::Error(format!(
                         "notify command {} could not start: {e}",
-                        crate::text::inert(&command[0], 80)
+                        crate::protocol::text::inert(&command[0], 80)
                     )));
                 }
             }
@@ -800,9 +802,9 @@ async fn event_loop<B: ratatui::backend::Backend>(
     spool: Spool,
     principal: Option<Principal>,
     pinned: PinnedKeys,
-    gateways: crate::keys::GatewayKeys,
+    gateways: crate::protocol::keys::GatewayKeys,
     rescan: Duration,
-    notify: crate::config::Notify,
+    notify: crate::store::config::Notify,
 ) -> Result<()>
 where
     B::Error: Send + Sync + 'static,
@@ -956,7 +958,7 @@ where
                             theme = t;
                             no_color.then(|| "NO_COLOR is set: the mono theme stays".to_owned())
                         }
-                        Err(e) => Some(format!("theme not changed: {}", crate::text::inert(&e, 300))),
+                        Err(e) => Some(format!("theme not changed: {}", crate::protocol::text::inert(&e, 300))),
                     };
                     if let Some(text) = problem {
                         let _ = tx.send(Action::Error(text));

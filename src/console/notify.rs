@@ -8,19 +8,19 @@
 //! `refuse_after` is shown as timed out ([`State::timed_out`]); nothing is signed for it unless
 //! its class says `sign_refusal = true`: then [`timeout_effects`] returns
 //! [`Effect::RefuseTimedOut`] for it, once per packet and one at a time, and the runner signs the
-//! refusal as a *system decision* ([`crate::spool::decide_system`]), which decides the packet but
+//! refusal as a *system decision* ([`crate::store::spool::decide_system`]), which decides the packet but
 //! is never evidence. The runner performs the effects
 //! ([`super::Runner`]): the bell, the title (warrant's own text: [`title`]), and the principal's
 //! `notify_command` ([`spawn`]), whose environment carries the packet's id, class, agent and
 //! summary made inert ([`Notice::env`]).
 
 use super::app::{ChainState, Effect, Mode, State};
-use crate::graduation::policy::ClassTimeout;
-use crate::packet::Packet;
+use crate::protocol::graduation::policy::ClassTimeout;
+use crate::protocol::packet::Packet;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-/// The most characters of the summary the notify command gets (before [`crate::text::inert`]).
+/// The most characters of the summary the notify command gets (before [`crate::protocol::text::inert`]).
 pub const MAX_SUMMARY: usize = 200;
 /// The most characters of the id, class and agent the notify command gets.
 pub const MAX_FIELD: usize = 128;
@@ -50,12 +50,12 @@ impl Notice {
     }
 
     /// The environment of the notify command: `WARRANT_PACKET_ID`, `WARRANT_CLASS`,
-    /// `WARRANT_AGENT`, `WARRANT_SUMMARY` (each through [`crate::text::inert`], so no control,
+    /// `WARRANT_AGENT`, `WARRANT_SUMMARY` (each through [`crate::protocol::text::inert`], so no control,
     /// escape, bidi or invisible character reaches the command, and cut to [`MAX_FIELD`] or
     /// [`MAX_SUMMARY`] characters) and `WARRANT_PENDING` (the pending count).
     #[must_use]
     pub fn env(&self, pending: usize) -> [(&'static str, String); 5] {
-        use crate::text::inert;
+        use crate::protocol::text::inert;
         [
             ("WARRANT_PACKET_ID", inert(&self.id, MAX_FIELD)),
             ("WARRANT_CLASS", inert(&self.class, MAX_FIELD)),
@@ -112,12 +112,16 @@ impl State {
     /// packet does not time out early). A packet of a class with no `[timeouts]` entry or with
     /// `wait = "forever"` never times out here.
     #[must_use]
-    pub fn timed_out(&self, e: &crate::spool::PacketEntry) -> Option<std::time::Duration> {
+    pub fn timed_out(&self, e: &crate::store::spool::PacketEntry) -> Option<std::time::Duration> {
         let p = &e.packet;
         let ClassTimeout::RefuseAfter { after, .. } = self.policies.class_timeout(&p.action_class)? else {
             return None;
         };
-        let from = p.created_at.as_deref().and_then(crate::clock::unix_seconds).map_or(e.arrived, |c| c.max(e.arrived));
+        let from = p
+            .created_at
+            .as_deref()
+            .and_then(crate::protocol::clock::unix_seconds)
+            .map_or(e.arrived, |c| c.max(e.arrived));
         (from + after.as_secs_f64() <= self.now && !self.decisions.contains_key(&p.id)).then_some(after)
     }
 

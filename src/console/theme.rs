@@ -131,7 +131,7 @@ pub fn names(config_dir: &std::path::Path) -> Vec<String> {
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.strip_suffix(".toml").map(str::to_owned))
-        .filter(|n| crate::packet::is_safe_id(n) && !BUILTIN.iter().any(|(b, _)| b == n))
+        .filter(|n| crate::protocol::packet::is_safe_id(n) && !BUILTIN.iter().any(|(b, _)| b == n))
         .collect();
     own.sort();
     BUILTIN.iter().map(|(n, _)| (*n).to_owned()).chain(own).collect()
@@ -177,8 +177,8 @@ impl Theme {
         if let Some(t) = Self::builtin(name) {
             return Ok(t);
         }
-        let path = crate::config::config_dir().join("themes").join(format!("{name}.toml"));
-        let text = crate::config::read_text_file(&path, crate::config::MAX_CONFIG_BYTES)
+        let path = crate::store::config::config_dir().join("themes").join(format!("{name}.toml"));
+        let text = crate::store::config::read_text_file(&path, crate::store::config::MAX_CONFIG_BYTES)
             .map_err(|e| format!("theme {name:?}: {}: {e}", path.display()))?;
         Self::parse(&text, Some(&default)).map_err(|e| format!("{}: {e}", path.display()))
     }

@@ -7,15 +7,15 @@
 use super::app::{Button, ChainState, InputPurpose, Mode, Pane, State, chain_line};
 use super::filter::SortKey;
 use super::theme::Theme;
-use crate::clock;
-use crate::control::{ControlInput, ControlKind};
-use crate::decision::Verdict;
-use crate::graduation::gate::AgentStanding;
 use crate::monitor::AgentSummary;
-use crate::packet::{DecisionState, Packet};
-use crate::rings::Ring;
-pub use crate::text::inert;
-use crate::tiers::{NotebookTrust, TierAction, ToolTier};
+use crate::protocol::clock;
+use crate::protocol::control::{ControlInput, ControlKind};
+use crate::protocol::decision::Verdict;
+use crate::protocol::graduation::gate::AgentStanding;
+use crate::protocol::packet::{DecisionState, Packet};
+use crate::protocol::rings::Ring;
+pub use crate::protocol::text::inert;
+use crate::protocol::tiers::{NotebookTrust, TierAction, ToolTier};
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -53,9 +53,9 @@ fn verdict_label(v: Verdict) -> (&'static str, &'static str, &'static str) {
 }
 
 /// [`verdict_label`] of a chain decision; a system refusal (a timeout) is `⏱ TIMEOUT`.
-fn decision_label(d: &crate::spool::ChainDecision) -> (&'static str, &'static str, &'static str) {
+fn decision_label(d: &crate::store::spool::ChainDecision) -> (&'static str, &'static str, &'static str) {
     match d.system {
-        Some(crate::decision::SystemCause::Timeout) => ("⏱", "TIMEOUT", "refuse"),
+        Some(crate::protocol::decision::SystemCause::Timeout) => ("⏱", "TIMEOUT", "refuse"),
         None => verdict_label(d.verdict),
     }
 }
@@ -610,8 +610,8 @@ fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) 
                         list.iter()
                             .map(|f| {
                                 let kind = match f.kind {
-                                    crate::spool::FileKind::Packet => "packet",
-                                    crate::spool::FileKind::Receipt => "receipt",
+                                    crate::store::spool::FileKind::Packet => "packet",
+                                    crate::store::spool::FileKind::Receipt => "receipt",
                                 };
                                 styled(format!("⚠ {kind}"), theme.get("invalid"))
                             })
@@ -726,18 +726,18 @@ fn interval_bar(theme: &Theme, mean: f64, low: f64, high: f64, width: usize) -> 
     Line::from(spans)
 }
 
-fn tier_style(theme: &Theme, tier: crate::graduation::Tier) -> Style {
+fn tier_style(theme: &Theme, tier: crate::protocol::graduation::Tier) -> Style {
     match tier {
-        crate::graduation::Tier::Review => theme.get("warn"),
-        crate::graduation::Tier::Gated => theme.get("muted"),
-        crate::graduation::Tier::Supervised => theme.get("pending"),
-        crate::graduation::Tier::AutoCapped => theme.get("ok"),
+        crate::protocol::graduation::Tier::Review => theme.get("warn"),
+        crate::protocol::graduation::Tier::Gated => theme.get("muted"),
+        crate::protocol::graduation::Tier::Supervised => theme.get("pending"),
+        crate::protocol::graduation::Tier::AutoCapped => theme.get("ok"),
     }
 }
 
 /// Evidence rows as lines: date, label, provenance, weight, where from. The last `max` rows.
 fn evidence_lines(state: &State, theme: &Theme, class: &str, max: usize) -> Vec<Line<'static>> {
-    let rows: Vec<&crate::graduation::EvidenceRow> = state.evidence_for(class).collect();
+    let rows: Vec<&crate::protocol::graduation::EvidenceRow> = state.evidence_for(class).collect();
     let count = state.evidence_count(class);
     let mut out = vec![Line::from(Span::styled(
         format!("evidence rows for {} ({count})", inert(class, 60)),
@@ -781,7 +781,7 @@ fn evidence_lines(state: &State, theme: &Theme, class: &str, max: usize) -> Vec<
 }
 
 /// The gate's decision on a packet: state, mode, reason, graduationPath, constraints.
-fn gate_lines(theme: &Theme, d: &crate::graduation::Decision, width: usize) -> Vec<Line<'static>> {
+fn gate_lines(theme: &Theme, d: &crate::protocol::graduation::Decision, width: usize) -> Vec<Line<'static>> {
     let (g, w) = state_label(Some(d.status));
     let style = if d.allowed { theme.get("ok") } else { theme.get("pending") };
     let mut out = vec![
@@ -995,7 +995,7 @@ fn verdict_lines(state: &State, theme: &Theme, id: &str, row: usize, max: usize)
 /// class's posterior (mean and 95% credible interval), and the contract's reversibility and
 /// blast radius in words.
 fn record_lines(state: &State, theme: &Theme, p: &Packet) -> Vec<Line<'static>> {
-    use crate::ladder::{BlastRadius, Reversibility};
+    use crate::protocol::ladder::{BlastRadius, Reversibility};
     let mut lines = Vec::new();
     let record = match state.agent_record(&p.agent, &p.action_class) {
         Some(r) => {
@@ -1027,7 +1027,7 @@ fn record_lines(state: &State, theme: &Theme, p: &Packet) -> Vec<Line<'static>> 
             ),
         ));
     }
-    let contract = crate::verdict::Governance::of_packet(p)
+    let contract = crate::protocol::verdict::Governance::of_packet(p)
         .and_then(|g| g.contract.as_ref().and_then(|c| c.as_ref().ok()).cloned());
     if let Some(c) = contract {
         let undo = match c.reversibility {
@@ -1071,7 +1071,7 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         )));
     }
     if let Some((uid, refused)) = state.publisher(&p.id) {
-        lines.push(kv(theme, "publisher", crate::spool::publisher_label(uid)));
+        lines.push(kv(theme, "publisher", crate::store::spool::publisher_label(uid)));
         if let Some(why) = refused {
             lines.push(Line::from(Span::styled(format!("  ✗ {}", inert(why, 300)), theme.get("error"))));
         }
@@ -1083,7 +1083,7 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             format!(
                 "{}{}",
                 inert(&p.action_class, 60),
-                crate::registry::lookup(&p.action_class)
+                crate::protocol::registry::lookup(&p.action_class)
                     .map_or(" (not a canonical class)".into(), |c| format!(" ({})", c.kind))
             ),
         ),
@@ -1098,13 +1098,15 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         kv(theme, "state", Span::styled(format!("{g} {w}{declared}"), state_style(theme, shown))),
     ]);
     // A packet no one may approve: why, in one line, and what would change it.
-    if let Some((why, remedy)) = state.verdict(&p.id).and_then(crate::verdict::PacketVerdict::why_not_approvable) {
+    if let Some((why, remedy)) =
+        state.verdict(&p.id).and_then(crate::protocol::verdict::PacketVerdict::why_not_approvable)
+    {
         // Whole, wrapped under the key: this line is the way out.
         lines.push(kv(theme, "why", Span::styled(inert(&why, usize::MAX), theme.get("warn"))));
         lines.push(kv(theme, "to change", inert(&remedy, usize::MAX)));
     }
     if let (Some(v), Some(tg)) = (state.verdict(&p.id), state.gate_decision(&p.id))
-        && let Some(hint) = crate::verdict::graduation_hint(v, tg, &state.policies.normalize(&p.action_class))
+        && let Some(hint) = crate::protocol::verdict::graduation_hint(v, tg, &state.policies.normalize(&p.action_class))
     {
         lines.push(kv(theme, "graduation", inert(&hint, usize::MAX)));
     }
@@ -1115,8 +1117,9 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
     }
     // A class that needs several principals: who has signed, and how many are needed.
     if let Some(q) = state.policies.cosign(&p.action_class) {
-        let signed =
-            state.cosigned(p).map_or_else(|| format!("0/{} signed", q.required), crate::spool::Cosigning::describe);
+        let signed = state
+            .cosigned(p)
+            .map_or_else(|| format!("0/{} signed", q.required), crate::store::spool::Cosigning::describe);
         let text = format!("{signed} · needs {} (policy.toml [cosign])", q.describe());
         lines.push(kv(theme, "co-sign", inert(&text, usize::MAX)));
     }
@@ -1144,7 +1147,7 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         let signs = state
             .policies
             .class_timeout(&p.action_class)
-            .is_some_and(crate::graduation::policy::ClassTimeout::signs_refusal);
+            .is_some_and(crate::protocol::graduation::policy::ClassTimeout::signs_refusal);
         let then =
             if signs { "this console signs its refusal as a system decision (not evidence)" } else { "refuse only" };
         lines.push(kv(
@@ -1325,7 +1328,7 @@ fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect
         Pane::Invalid => match state.invalid().get(state.selection(Pane::Invalid)) {
             Some(f) => vec![
                 kv(theme, "file", inert(&f.name, width)),
-                kv(theme, "in", if f.kind == crate::spool::FileKind::Packet { "packets/" } else { "receipts/" }),
+                kv(theme, "in", if f.kind == crate::store::spool::FileKind::Packet { "packets/" } else { "receipts/" }),
                 kv(theme, "problem", Span::styled(inert(&f.reason.to_string(), 1000), theme.get("invalid"))),
                 Line::from(""),
                 Line::from(Span::styled(
@@ -2041,8 +2044,8 @@ fn trust_style(theme: &Theme, t: NotebookTrust) -> Style {
 
 /// What a ring may touch, as cells: network, filesystem, subprocess, tools, rate.
 fn ring_cells(ring: Ring) -> [String; 5] {
-    let c = crate::rings::constraints(ring);
-    let limits = crate::rings::rate::default_limits(ring);
+    let c = crate::protocol::rings::constraints(ring);
+    let limits = crate::protocol::rings::rate::default_limits(ring);
     let scope = serde_json::to_value(c.filesystem_scope).ok().and_then(|v| v.as_str().map(str::to_owned));
     let scope = scope.unwrap_or_else(|| "?".into());
     [
@@ -2183,7 +2186,7 @@ fn render_tier_matrix(state: &State, theme: &Theme, frame: &mut Frame<'_>, area:
     for tier in ToolTier::ALL {
         let mut row = vec![Span::styled(format!("{:<13}", tier.as_str()), theme.get("header"))];
         for t in NotebookTrust::ALL {
-            let (label, role) = tier_action_label(crate::tiers::gate_action(Some(tier), Some(t)));
+            let (label, role) = tier_action_label(crate::protocol::tiers::gate_action(Some(tier), Some(t)));
             let mut style = theme.get(role);
             if Some(t) == highlight {
                 style = style.patch(theme.get("selection"));
@@ -2520,8 +2523,8 @@ fn control_effect_lines(state: &State, input: &ControlInput) -> Vec<String> {
                 to.map_or("?", NotebookTrust::as_str)
             )];
             for tier in ToolTier::ALL {
-                let before = crate::tiers::gate_action(Some(tier), from);
-                let after = crate::tiers::gate_action(Some(tier), to);
+                let before = crate::protocol::tiers::gate_action(Some(tier), from);
+                let after = crate::protocol::tiers::gate_action(Some(tier), to);
                 if before != after {
                     out.push(format!("{tier} tools: {before} → {after}"));
                 }

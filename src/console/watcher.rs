@@ -12,7 +12,7 @@
 //! ignored: the scanner skips those files anyway.
 
 use super::app::Action;
-use crate::spool::{Recheck, Spool};
+use crate::store::spool::{Recheck, Spool};
 use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 use std::path::Path;

@@ -10,17 +10,17 @@
 
 use serde_json::{Map, Value, json};
 use std::io::Cursor;
-use warrant::canonical::{self, parse_strict, to_canonical_vec};
-use warrant::chain::{self, ChainHead, Line, VerifyOptions, VerifyReport};
-use warrant::chain_file::ChainReader;
-use warrant::decision::{self, DecisionInput, Verdict};
-use warrant::graduation::evidence::{EvidenceRow, EvidenceSummary, SourceType, rows_from_json};
-use warrant::graduation::gate::{AgentStanding, GateRequest, can_execute};
-use warrant::graduation::policy::PolicySet;
-use warrant::graduation::posterior::Posterior;
-use warrant::graduation::receipt::{content_hash, receipt_evidence};
-use warrant::keys::{PinnedKeys, Principal};
-use warrant::packet::{self, DecisionState};
+use warrant::protocol::canonical::{self, parse_strict, to_canonical_vec};
+use warrant::protocol::chain::{self, ChainHead, Line, VerifyOptions, VerifyReport};
+use warrant::protocol::decision::{self, DecisionInput, Verdict};
+use warrant::protocol::graduation::evidence::{EvidenceRow, EvidenceSummary, SourceType, rows_from_json};
+use warrant::protocol::graduation::gate::{AgentStanding, GateRequest, can_execute};
+use warrant::protocol::graduation::policy::PolicySet;
+use warrant::protocol::graduation::posterior::Posterior;
+use warrant::protocol::graduation::receipt::{content_hash, receipt_evidence};
+use warrant::protocol::keys::{PinnedKeys, Principal};
+use warrant::protocol::packet::{self, DecisionState};
+use warrant::store::chain_file::ChainReader;
 
 /// The time every harness decision is signed at and every export is generated at.
 pub const NOW: &str = "2026-11-21T09:00:00Z";
@@ -88,15 +88,18 @@ pub fn packet(data: &[u8]) -> Result<(), String> {
     let again = packet::parse_packet(&to_canonical_vec(&p.raw), "fuzz-stem").expect("canonical packet parses");
     assert_eq!(again, p, "the packet reads differently from its canonical bytes");
     for s in [&p.summary, &p.agent, &p.action_class] {
-        assert!(!warrant::text::inert(s, 200).chars().any(char::is_control), "control character survives inert");
+        assert!(
+            !warrant::protocol::text::inert(s, 200).chars().any(char::is_control),
+            "control character survives inert"
+        );
     }
     assert!(!p.agent.trim().is_empty(), "empty agent");
-    let _ = warrant::verdict::Governance::of_packet(&p);
+    let _ = warrant::protocol::verdict::Governance::of_packet(&p);
 
     let principal = principal();
     let keys = pinned();
     let trace = p.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", p.id));
-    let class = warrant::registry::normalize(&p.action_class);
+    let class = warrant::protocol::registry::normalize(&p.action_class);
     let mut head = ChainHead { last_index: 0, last_hash: None };
     let mut records = Vec::new();
     for (verdict, reason) in [(Verdict::Refuse, Some("fuzz refusal")), (Verdict::Approve, None)] {
@@ -286,25 +289,25 @@ pub fn policy(data: &[u8]) -> Result<(), String> {
     let Ok(value) = parse_strict(data) else {
         return first_error.map_or(Ok(()), Err);
     };
-    let contract = warrant::ladder::ActionContract::from_json(&json!({
+    let contract = warrant::protocol::ladder::ActionContract::from_json(&json!({
         "required_level": 3, "blast_radius": "project", "reversibility": "reversible",
         "scope": {"level": "repo", "identifier": "acme/crm"}, "data_sensitivity": "private", "preconditions": []
     }));
     assert!(contract.is_ok(), "the harness's contract is valid");
-    match warrant::ladder::Policy::from_json(&value) {
+    match warrant::protocol::ladder::Policy::from_json(&value) {
         Ok(policy) => {
-            let hash = warrant::ladder::policy_hash(&policy);
+            let hash = warrant::protocol::ladder::policy_hash(&policy);
             assert_eq!(hash.len(), 64);
             if let Ok(c) = &contract {
-                let _ = warrant::ladder::gate(&policy, "fs.write_file", c).to_json();
+                let _ = warrant::protocol::ladder::gate(&policy, "fs.write_file", c).to_json();
             }
         }
         Err(e) => first_error = first_error.or(Some(e.to_string())),
     }
-    if let Ok(c) = warrant::ladder::ActionContract::from_json(&value) {
+    if let Ok(c) = warrant::protocol::ladder::ActionContract::from_json(&value) {
         for n in 0..=3 {
-            let policy = warrant::ladder::auto_approve_policy(n, "fuzz").expect("ceilings 0..=3 are valid");
-            let _ = warrant::ladder::gate(&policy, "fs.write_file", &c).to_json();
+            let policy = warrant::protocol::ladder::auto_approve_policy(n, "fuzz").expect("ceilings 0..=3 are valid");
+            let _ = warrant::protocol::ladder::gate(&policy, "fs.write_file", &c).to_json();
         }
     }
     let custom = match &value {
@@ -318,7 +321,7 @@ pub fn policy(data: &[u8]) -> Result<(), String> {
 }
 
 fn exercise_policies(set: &PolicySet) {
-    let _ = warrant::graduation::discovery_document(set);
+    let _ = warrant::protocol::graduation::discovery_document(set);
     let classes: Vec<String> = set.classes().map(|c| c.id.clone()).chain(["widget.thing".to_owned()]).collect();
     for id in &classes {
         let _ = set.threshold(id);
@@ -328,7 +331,7 @@ fn exercise_policies(set: &PolicySet) {
             action_class: id,
             context: &context,
             approval: None,
-            evidence: &warrant::graduation::EvidenceIndex::default(),
+            evidence: &warrant::protocol::graduation::EvidenceIndex::default(),
             workspace: "fuzz",
             now: time::macros::datetime!(2026-11-21 09:00 UTC),
             agent: AgentStanding::Active,
@@ -348,7 +351,7 @@ fn exercise_policies(set: &PolicySet) {
 
 /// `config.toml`: `config::Config::parse`.
 pub fn config(data: &[u8]) -> Result<(), String> {
-    let config = warrant::config::Config::parse(text(data)?)?;
+    let config = warrant::store::config::Config::parse(text(data)?)?;
     let _ = config.principal_name();
     Ok(())
 }
@@ -452,7 +455,7 @@ pub fn eval(data: &[u8]) -> Result<(), String> {
         let id = match parse_strict(request) {
             // A line refused for an integer outside 64 bits echoes its id unless it is fractional
             // (it may be that integer, approximated).
-            Ok(Value::Object(r)) if warrant::canonical::parse_untrusted(request).is_err() => {
+            Ok(Value::Object(r)) if warrant::protocol::canonical::parse_untrusted(request).is_err() => {
                 r.get("id").filter(|id| !id.as_number().is_some_and(serde_json::Number::is_f64)).cloned()
             }
             Ok(Value::Object(r)) => r.get("id").cloned(),

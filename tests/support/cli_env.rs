@@ -63,7 +63,7 @@ impl Env {
     /// Publishes a portable packet `id` of `draft.compose` by `agent`, with `governance`, as a
     /// file written directly into `packets/`.
     pub fn publish_governed(&self, id: &str, agent: &str, governance: serde_json::Value) {
-        let mut doc = warrant::packet::portable_packet(
+        let mut doc = warrant::protocol::packet::portable_packet(
             id,
             "draft.compose",
             agent,

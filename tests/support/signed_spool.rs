@@ -3,8 +3,8 @@
 
 #![allow(dead_code)]
 
-use warrant::keys::{PinnedKeys, Principal};
-use warrant::spool::Spool;
+use warrant::protocol::keys::{PinnedKeys, Principal};
+use warrant::store::spool::Spool;
 
 /// A spool in a temporary directory (removed on drop), `alice`'s key made from a seed, and the
 /// pins that trust it.

@@ -13,12 +13,12 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use warrant::chain::VerifyOptions;
-use warrant::chain_file;
-use warrant::decision::Verdict;
-use warrant::graduation::receipt::ReceiptOutcome;
-use warrant::keys::{PinnedKeys, Principal};
-use warrant::spool::{self, ReceiptRequest, Spool};
+use warrant::protocol::chain::VerifyOptions;
+use warrant::protocol::decision::Verdict;
+use warrant::protocol::graduation::receipt::ReceiptOutcome;
+use warrant::protocol::keys::{PinnedKeys, Principal};
+use warrant::store::chain_file;
+use warrant::store::spool::{self, ReceiptRequest, Spool};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -188,13 +188,13 @@ enum Reply {
 }
 
 fn packet_doc(id: &str, writer: usize) -> Value {
-    warrant::packet::portable_packet(
+    warrant::protocol::packet::portable_packet(
         id,
         "draft.compose",
         &format!("agent-w{writer:02}"),
         &format!("load test {id}"),
         serde_json::json!({"text": id}),
-        &warrant::clock::now_rfc3339(),
+        &warrant::protocol::clock::now_rfc3339(),
     )
 }
 
@@ -217,10 +217,18 @@ fn library_writer(
                 out.push(Reply::Fail(format!("{t}: publish: {e}")));
                 continue;
             }
-            let packet = warrant::packet::parse_packet(&bytes, &id).expect("packet");
+            let packet = warrant::protocol::packet::parse_packet(&bytes, &id).expect("packet");
             let (verdict, reason) =
                 if seq % 2 == 0 { (Verdict::Approve, None) } else { (Verdict::Refuse, Some(t.as_str())) };
-            match spool::decide(spool, principal, pinned, &packet, verdict, reason, &warrant::clock::now_rfc3339()) {
+            match spool::decide(
+                spool,
+                principal,
+                pinned,
+                &packet,
+                verdict,
+                reason,
+                &warrant::protocol::clock::now_rfc3339(),
+            ) {
                 Ok(d) => out.push(Reply::Ack((w, seq, d.appended.chain_index), true)),
                 Err(e) => out.push(Reply::Fail(format!("{t}: decide: {e}"))),
             }
@@ -234,7 +242,7 @@ fn library_writer(
                 note: Some(&t),
                 tool_call: None,
             };
-            match spool::record_receipt(spool, &req, &warrant::clock::now_rfc3339()) {
+            match spool::record_receipt(spool, &req, &warrant::protocol::clock::now_rfc3339()) {
                 Ok((_, a)) => out.push(Reply::Ack((w, seq, a.chain_index), false)),
                 Err(e) => out.push(Reply::Fail(format!("{t}: receipt: {e}"))),
             }
