@@ -777,6 +777,23 @@ fn sync_parent(path: &Path) -> io::Result<()> {
 }
 
 /// Reads the last line of the chain without reading the whole file.
+/// The head of the chain at `path` as an append would link to it: the last record's
+/// `chain_index` and `entry_hash`; a missing or empty file is the empty head. Read without the
+/// lock, so an append may follow at once: the compare-and-set of an append is what decides.
+///
+/// # Errors
+/// I/O errors, [`ChainError::NotRegular`], a torn or unparsable last line
+/// ([`ChainError::TornTail`], [`ChainError::BadTail`]).
+pub fn head(path: &Path) -> Result<ChainHead, ChainError> {
+    match open_regular(path, true) {
+        Ok(mut file) => read_head(path, &mut file),
+        Err(ChainError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            Ok(ChainHead { last_index: 0, last_hash: None })
+        }
+        Err(e) => Err(e),
+    }
+}
+
 fn read_head(path: &Path, file: &mut File) -> Result<ChainHead, ChainError> {
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
     let len = file.metadata().map_err(io_err)?.len();

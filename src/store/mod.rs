@@ -14,3 +14,181 @@ pub mod checkpoint_files;
 pub mod config;
 pub mod key_files;
 pub mod spool;
+
+use crate::protocol::chain::{Appended, ChainHead, seal};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+
+/// Why a store could not read or extend the chain.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The chain's head is no longer the one the append links to: another writer appended
+    /// first. Nothing was written; the caller reads the head again and decides anew.
+    #[error("the chain's head moved: the append links to record {expected} but the chain is at record {found}")]
+    StaleHead {
+        /// `chain_index` the append expected as the head (0: an empty chain).
+        expected: u64,
+        /// `chain_index` of the head found.
+        found: u64,
+    },
+    /// A record to copy does not hash to its own `entry_hash` once linked after the head (a
+    /// copy must be the same record, byte for byte in its canonical form).
+    #[error("record {chain_index} would not keep its entry_hash when linked here ({message})")]
+    NotACopy {
+        /// The record's `chain_index`.
+        chain_index: u64,
+        /// What differs.
+        message: String,
+    },
+    /// The directory store's chain file.
+    #[error(transparent)]
+    Directory(#[from] chain_file::ChainError),
+    /// Any other failure of the store (the network, the server, a malformed stored record).
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The chain as every store keeps it (issue 19, the store boundary; OpenTrustGraph §2, §4):
+/// records read in chain order, and appends that link to a head the caller names, refused when
+/// the chain moved on (compare-and-set), so two writers can never both extend the same head.
+/// The records are the protocol's ([`crate::protocol::chain`]); where they are kept is the
+/// store's: `chain.jsonl` under its lock ([`DirectoryChain`]) or a JetStream subject published
+/// with the expected last sequence.
+pub trait ChainLog {
+    /// Where the chain lives, for messages (a path or a URL).
+    fn location(&self) -> String;
+
+    /// The head the next append links to: the last record's `chain_index` and `entry_hash`
+    /// (`0` and `None` for an empty chain).
+    ///
+    /// # Errors
+    /// The store's I/O errors; a last record that does not parse.
+    fn head(&self) -> Result<ChainHead, StoreError>;
+
+    /// Every record line in chain order, as stored (canonical JSON without the newline).
+    ///
+    /// # Errors
+    /// The store's I/O errors.
+    fn lines(&self) -> Result<Vec<Vec<u8>>, StoreError>;
+
+    /// Appends `records` in order after `expected`, all or none, if the chain's head is still
+    /// `expected`. Each record is linked ([`seal`]: `chain_index`, `previous_hash`,
+    /// `entry_hash`); a record that carries an `entry_hash` already (a copy, `warrant migrate`)
+    /// must keep it, or nothing is written ([`StoreError::NotACopy`]).
+    ///
+    /// # Errors
+    /// [`StoreError::StaleHead`] when another writer appended first; [`StoreError::NotACopy`];
+    /// the store's I/O errors (nothing acknowledged was lost: an append is reported only once
+    /// it is durable).
+    fn append_after(&self, expected: &ChainHead, records: Vec<Map<String, Value>>)
+    -> Result<Vec<Appended>, StoreError>;
+}
+
+/// Seals `records` one after the other from `head` and checks that each one that names an
+/// `entry_hash` keeps it: the check every store makes before it writes a copied record.
+///
+/// # Errors
+/// [`StoreError::NotACopy`] for the first record that would change.
+pub fn seal_copies(head: &ChainHead, records: &[Map<String, Value>]) -> Result<Vec<Appended>, StoreError> {
+    let mut head = head.clone();
+    let mut out = Vec::with_capacity(records.len());
+    for rec in records {
+        let claimed = rec.get("entry_hash").and_then(Value::as_str).map(str::to_owned);
+        let claimed_index = rec.get("chain_index").and_then(Value::as_u64);
+        let one = seal(rec.clone(), &head);
+        if let Some(index) = claimed_index
+            && index != one.chain_index
+        {
+            return Err(StoreError::NotACopy {
+                chain_index: index,
+                message: format!("it would be record {}", one.chain_index),
+            });
+        }
+        if let Some(claimed) = claimed
+            && claimed != one.entry_hash
+        {
+            return Err(StoreError::NotACopy {
+                chain_index: one.chain_index,
+                message: format!("it claims {claimed}, it hashes to {}", one.entry_hash),
+            });
+        }
+        head = ChainHead { last_index: one.chain_index, last_hash: Some(one.entry_hash.clone()) };
+        out.push(one);
+    }
+    Ok(out)
+}
+
+/// The directory store's chain: `chain.jsonl` at `path`, appended under its lock
+/// ([`chain_file::append_many_then`], one `fdatasync` under the lock for the group).
+#[derive(Debug, Clone)]
+pub struct DirectoryChain {
+    path: PathBuf,
+}
+
+impl DirectoryChain {
+    /// The chain file `path` (a spool's `chain.jsonl`, never followed through a symlink).
+    #[must_use]
+    pub fn new(path: PathBuf) -> Self {
+        Self { path }
+    }
+}
+
+impl ChainLog for DirectoryChain {
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn head(&self) -> Result<ChainHead, StoreError> {
+        Ok(chain_file::head(&self.path)?)
+    }
+
+    fn lines(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+        let bytes = match chain_file::open_regular(&self.path, true) {
+            Ok(mut f) => {
+                let mut b = Vec::new();
+                std::io::Read::read_to_end(&mut f, &mut b)
+                    .map_err(|source| chain_file::ChainError::Io { path: self.path.clone(), source })?;
+                b
+            }
+            Err(chain_file::ChainError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Vec::new()
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect())
+    }
+
+    fn append_after(
+        &self,
+        expected: &ChainHead,
+        records: Vec<Map<String, Value>>,
+    ) -> Result<Vec<Appended>, StoreError> {
+        // The builder runs under the chain's lock: what it refuses is kept here, typed.
+        let mut refused = None;
+        let result = chain_file::append_many_then(
+            &self.path,
+            chain_file::LOCK_DEADLINE,
+            |head| {
+                let check = if head == expected {
+                    seal_copies(head, &records).map(drop)
+                } else {
+                    Err(StoreError::StaleHead { expected: expected.last_index, found: head.last_index })
+                };
+                match check {
+                    Ok(()) => Ok(records),
+                    Err(e) => {
+                        let message = e.to_string();
+                        refused = Some(e);
+                        Err(message)
+                    }
+                }
+            },
+            |_, _| {},
+        );
+        match (result, refused) {
+            (Ok(appended), _) => Ok(appended),
+            (Err(_), Some(e)) => Err(e),
+            (Err(e), None) => Err(e.into()),
+        }
+    }
+}
