@@ -534,7 +534,7 @@ impl AsyncJetStreamSpool {
         }
         let bucket = self.url.decisions_bucket();
         let kv_stream = format!("KV_{bucket}");
-        let exists = match self.js.get_stream_no_info(&kv_stream).await {
+        let exists = match self.js.get_stream(&kv_stream).await {
             Ok(_) => true,
             Err(e) => match e.kind() {
                 GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND => false,
@@ -609,10 +609,11 @@ impl AsyncJetStreamSpool {
     /// and `entry_hash` its `entry_hash` (sent as `Nats-Msg-Id`).
     ///
     /// # Errors
-    /// [`JsError::StaleHead`] when the head has moved (never retried here);
-    /// [`JsError::Timeout`] when no acknowledgement came in time (the append may have landed:
-    /// re-read the head; a retry with the same `entry_hash` within [`DUPLICATE_WINDOW`] is
-    /// answered with `duplicate: true`); [`JsError::Server`] otherwise.
+    /// [`JsError::StaleHead`] when the head has moved (never retried here; when the record right
+    /// after `expected` is this very `entry_hash`, the answer is that record's sequence with
+    /// `duplicate: true` instead, so an append whose answer was lost can be retried as it was);
+    /// [`JsError::Timeout`] when no acknowledgement came in time (the append may have landed);
+    /// [`JsError::Server`] otherwise.
     pub async fn append_chain(&self, expected: Option<u64>, record_line: &[u8], entry_hash: &str) -> Result<AppendAck, JsError> {
         if entry_hash.is_empty() || entry_hash.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
             return Err(JsError::BadToken { what: "entry_hash", value: entry_hash.to_string() });
@@ -621,11 +622,28 @@ impl AsyncJetStreamSpool {
         let mut headers = HeaderMap::new();
         headers.insert(header::NATS_EXPECTED_LAST_SUBJECT_SEQUENCE, expected.to_string().as_str());
         headers.insert(header::NATS_MESSAGE_ID, entry_hash);
-        let ack = self.publish(self.url.chain_subject(), headers, record_line).await.map_err(|e| match e {
-            PublishFail::WrongLastSequence => JsError::StaleHead { expected },
-            PublishFail::Other(e) => e,
-        })?;
-        Ok(AppendAck { seq: ack.sequence, duplicate: ack.duplicate })
+        match self.publish(self.url.chain_subject(), headers, record_line).await {
+            Ok(ack) => Ok(AppendAck { seq: ack.sequence, duplicate: ack.duplicate }),
+            // The server checks the expected sequence before the de-duplication: a retry of an
+            // append that landed (its answer lost) is refused as stale. A record sealed onto the
+            // head at `expected` can only be the one right after it: when that record carries
+            // this `entry_hash`, the append had landed there.
+            Err(PublishFail::WrongLastSequence) => match self.entry_msg_id(expected + 1).await? {
+                Some(id) if id == entry_hash => Ok(AppendAck { seq: expected + 1, duplicate: true }),
+                _ => Err(JsError::StaleHead { expected }),
+            },
+            Err(PublishFail::Other(e)) => Err(e),
+        }
+    }
+
+    /// The `Nats-Msg-Id` of the chain record at `seq` (`None` when there is no record there).
+    async fn entry_msg_id(&self, seq: u64) -> Result<Option<String>, JsError> {
+        let stream = self.stream(&self.url.chain_stream()).await?;
+        match stream.get_raw_message(seq).await {
+            Ok(m) => Ok(m.headers.get(header::NATS_MESSAGE_ID).map(|v| v.as_str().to_string())),
+            Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(server(format!("read chain record {seq}"))(e)),
+        }
     }
 
     async fn publish(&self, subject: String, headers: HeaderMap, payload: &[u8]) -> Result<jetstream::publish::PublishAck, PublishFail> {

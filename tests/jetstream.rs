@@ -31,8 +31,17 @@ fn open(url: &str, timeout: Duration) -> JetStreamSpool {
 
 fn setup(url: &str, replicas: usize) -> JetStreamSpool {
     let s = open(url, Duration::from_secs(10));
-    s.setup(SetupOptions { replicas }).expect("setup");
-    s
+    // A new cluster places R3 streams only once every peer has joined the meta group.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match s.setup(SetupOptions { replicas }) {
+            Ok(()) => return s,
+            Err(e) if replicas > 1 && Instant::now() < deadline && e.to_string().contains("no suitable peers") => {
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            Err(e) => panic!("setup: {e}"),
+        }
+    }
 }
 
 /// A record body with a note; its `record_id` is new each call.
@@ -106,7 +115,16 @@ fn a_retried_append_is_not_duplicated() {
     // A retry that names the head it moved to is still the same entry.
     let again = s.append_chain(Some(1), &line, &hash).expect("retry at new head");
     assert_eq!((again.seq, again.duplicate), (first.seq, true));
-    assert_eq!(s.read_chain().expect("read").len(), 1);
+    // Another record lands on top; the retry as it was is still recognised, not appended.
+    let tip = s.head().expect("head").expect("one");
+    let (line2, hash2, _) = sealed(Some(&tip), body("b", "on top"));
+    s.append_chain(Some(tip.seq), &line2, &hash2).expect("second");
+    let again = s.append_chain(None, &line, &hash).expect("retry under a newer head");
+    assert_eq!((again.seq, again.duplicate), (first.seq, true));
+    // A different record sealed onto the same stale head is refused, not taken for a retry.
+    let (other, other_hash, _) = sealed(None, body("a", "other"));
+    assert!(matches!(s.append_chain(None, &other, &other_hash), Err(JsError::StaleHead { expected: 0 })));
+    assert_eq!(s.read_chain().expect("read").len(), 2);
 }
 
 #[test]
