@@ -19,7 +19,8 @@
 //! the record still carries `previous_hash`, so a chain read from JetStream verifies with
 //! [`crate::chain::verify_records`] exactly as the file does. The compare-and-set is JetStream's:
 //! an append names the subject sequence of the head it was sealed onto, and the server refuses it
-//! when the head has moved ([`JsError::StaleHead`], server error 10071, "wrong last sequence").
+//! when the head has moved ([`JsError::StaleHead`], server error 10071, "wrong last sequence", or
+//! 10164 from a clustered stream's leader).
 //! The caller re-reads the head and seals again; nothing here retries an append.
 //!
 //! Everything fails closed: a timeout, a lost connection or an unexpected answer is an error,
@@ -287,7 +288,8 @@ pub enum JsError {
         message: String,
     },
     /// The chain's head is no longer the one the record was sealed onto (server error 10071,
-    /// "wrong last sequence"): another append landed first. Re-read the head and seal again.
+    /// "wrong last sequence", or 10164 from a clustered stream's leader): another append landed
+    /// first. Re-read the head and seal again.
     #[error("stale head: the chain's head is no longer at subject sequence {expected}")]
     StaleHead {
         /// The subject sequence the append expected (0 for an empty chain).
@@ -657,6 +659,11 @@ impl AsyncJetStreamSpool {
             Ok(ack) => Ok(ack),
             Err(e) => Err(match e.kind() {
                 PublishErrorKind::WrongLastSequence => PublishFail::WrongLastSequence,
+                // A clustered stream's leader refuses a stale expectation with 10164 ("wrong
+                // last sequence", without the sequence), which async-nats reports as `Other`.
+                PublishErrorKind::Other if server_code(&e) == Some(ErrorCode::STREAM_WRONG_LAST_SEQUENCE_CONSTANT) => {
+                    PublishFail::WrongLastSequence
+                }
                 PublishErrorKind::TimedOut => PublishFail::Other(JsError::Timeout { what: format!("the acknowledgement of {op}"), after: self.timeout }),
                 _ => PublishFail::Other(server(op)(e)),
             }),
@@ -933,6 +940,11 @@ impl AsyncJetStreamSpool {
         };
         tokio::time::timeout(timeout, wait).await.map_err(|_| JsError::Timeout { what: format!("the decision {key}"), after: timeout })?
     }
+}
+
+/// The JetStream error code behind a client error, if the server sent one.
+fn server_code(e: &(dyn std::error::Error + 'static)) -> Option<ErrorCode> {
+    std::error::Error::source(e).and_then(|s| s.downcast_ref::<jetstream::Error>()).map(jetstream::Error::error_code)
 }
 
 enum PublishFail {

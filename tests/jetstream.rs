@@ -439,7 +439,8 @@ fn writer(url: String, w: usize, n: usize, acked: Acked) -> usize {
                             Err(_) => std::thread::sleep(Duration::from_millis(100)),
                         }
                     }
-                    Err(_) => {
+                    Err(e) => {
+                        assert!(!e.to_string().contains("wrong last sequence"), "a stale head not reported as StaleHead: {e}");
                         uncertain = true;
                         std::thread::sleep(Duration::from_millis(100));
                     }
