@@ -32,7 +32,8 @@ fn sealed(tip: Option<&ChainEntry>, b: Map<String, Value>) -> (Vec<u8>, String) 
 }
 
 fn connect(url: &StoreUrl) -> JetStreamSpool {
-    JetStreamSpool::connect(url, &ConnectOptions { timeout: Duration::from_secs(10), ..Default::default() }).expect("connect")
+    JetStreamSpool::connect(url, &ConnectOptions { timeout: Duration::from_secs(10), ..Default::default() })
+        .expect("connect")
 }
 
 /// One writer that keeps its own head: seal onto the last append, no re-read.

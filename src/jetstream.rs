@@ -37,9 +37,9 @@ use std::time::Duration;
 
 use async_nats::HeaderMap;
 use async_nats::header;
+use async_nats::jetstream::ErrorCode;
 use async_nats::jetstream::consumer::{DeliverPolicy, push};
 use async_nats::jetstream::context::{GetStreamErrorKind, PublishErrorKind};
-use async_nats::jetstream::ErrorCode;
 use async_nats::jetstream::kv;
 use async_nats::jetstream::stream::{self, DiscardPolicy, RetentionPolicy, StorageType};
 use async_nats::jetstream::{self, Context};
@@ -174,7 +174,11 @@ fn parse_server(entry: &str) -> Result<(String, u16), UrlError> {
 
 impl fmt::Display for StoreUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let servers: Vec<String> = self.server_addresses().into_iter().map(|s| s.split("://").nth(1).unwrap_or_default().to_string()).collect();
+        let servers: Vec<String> = self
+            .server_addresses()
+            .into_iter()
+            .map(|s| s.split("://").nth(1).unwrap_or_default().to_string())
+            .collect();
         write!(f, "{}://{}/{}", if self.tls { "tls" } else { "nats" }, servers.join(","), self.name)
     }
 }
@@ -371,7 +375,8 @@ impl ChainEntry {
     /// # Errors
     /// [`JsError::Corrupt`] when the line is not canonical JSON.
     pub fn record(&self) -> Result<Value, JsError> {
-        canonical::parse_strict(&self.line).map_err(|e| JsError::Corrupt(format!("chain record at sequence {}: {e}", self.seq)))
+        canonical::parse_strict(&self.line)
+            .map_err(|e| JsError::Corrupt(format!("chain record at sequence {}: {e}", self.seq)))
     }
 
     /// The [`ChainHead`] a new record is sealed onto when this entry is the head
@@ -385,7 +390,9 @@ impl ChainEntry {
         let hash = rec.get("entry_hash").and_then(Value::as_str);
         match (index, hash) {
             (Some(last_index), Some(h)) => Ok(ChainHead { last_index, last_hash: Some(h.to_string()) }),
-            _ => Err(JsError::Corrupt(format!("chain record at sequence {} has no chain_index or entry_hash", self.seq))),
+            _ => {
+                Err(JsError::Corrupt(format!("chain record at sequence {} has no chain_index or entry_hash", self.seq)))
+            }
         }
     }
 }
@@ -466,10 +473,14 @@ impl AsyncJetStreamSpool {
             .request_timeout(Some(opts.timeout))
             .retain_servers_order();
         if let Some(path) = &opts.credentials_file {
-            o = o.credentials_file(path).await.map_err(|e| fail(format!("credentials file {}: {e}", path.display())))?;
+            o = o
+                .credentials_file(path)
+                .await
+                .map_err(|e| fail(format!("credentials file {}: {e}", path.display())))?;
         }
         if let Some(path) = &opts.nkey_seed_file {
-            let seed = std::fs::read_to_string(path).map_err(|e| fail(format!("NKey seed file {}: {e}", path.display())))?;
+            let seed =
+                std::fs::read_to_string(path).map_err(|e| fail(format!("NKey seed file {}: {e}", path.display())))?;
             o = o.nkey(seed.trim().to_string());
         }
         if let Some(ca) = &opts.tls_ca {
@@ -530,7 +541,8 @@ impl AsyncJetStreamSpool {
         );
         for want in [chain, spool] {
             let name = want.name.clone();
-            let mut s = self.js.get_or_create_stream(want.clone()).await.map_err(server(format!("create stream {name}")))?;
+            let mut s =
+                self.js.get_or_create_stream(want.clone()).await.map_err(server(format!("create stream {name}")))?;
             let got = s.info().await.map_err(server(format!("stream info {name}")))?.config.clone();
             check_stream(&want, &got)?;
         }
@@ -546,8 +558,7 @@ impl AsyncJetStreamSpool {
         let store = if exists {
             self.js.get_key_value(&bucket).await.map_err(server(format!("open bucket {bucket}")))?
         } else {
-            self
-                .js
+            self.js
                 .create_key_value(kv::Config {
                     bucket: bucket.clone(),
                     description: format!("warrant spool {}: decisions by AGENT.PACKET_ID, written once", self.url.name),
@@ -559,9 +570,15 @@ impl AsyncJetStreamSpool {
                 .await
                 .map_err(server(format!("create bucket {bucket}")))?
         };
-        let mut s = self.js.get_stream(&store.stream_name).await.map_err(server(format!("stream info {}", store.stream_name)))?;
+        let mut s = self
+            .js
+            .get_stream(&store.stream_name)
+            .await
+            .map_err(server(format!("stream info {}", store.stream_name)))?;
         let got = s.info().await.map_err(server(format!("stream info {}", store.stream_name)))?.config.clone();
-        let weak = |setting: &str| Err(JsError::WeakerStream { stream: store.stream_name.clone(), setting: setting.to_string() });
+        let weak = |setting: &str| {
+            Err(JsError::WeakerStream { stream: store.stream_name.clone(), setting: setting.to_string() })
+        };
         if got.max_messages_per_subject < 1 {
             return weak("history below 1");
         }
@@ -616,7 +633,12 @@ impl AsyncJetStreamSpool {
     /// `duplicate: true` instead, so an append whose answer was lost can be retried as it was);
     /// [`JsError::Timeout`] when no acknowledgement came in time (the append may have landed);
     /// [`JsError::Server`] otherwise.
-    pub async fn append_chain(&self, expected: Option<u64>, record_line: &[u8], entry_hash: &str) -> Result<AppendAck, JsError> {
+    pub async fn append_chain(
+        &self,
+        expected: Option<u64>,
+        record_line: &[u8],
+        entry_hash: &str,
+    ) -> Result<AppendAck, JsError> {
         if entry_hash.is_empty() || entry_hash.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
             return Err(JsError::BadToken { what: "entry_hash", value: entry_hash.to_string() });
         }
@@ -648,7 +670,12 @@ impl AsyncJetStreamSpool {
         }
     }
 
-    async fn publish(&self, subject: String, headers: HeaderMap, payload: &[u8]) -> Result<jetstream::publish::PublishAck, PublishFail> {
+    async fn publish(
+        &self,
+        subject: String,
+        headers: HeaderMap,
+        payload: &[u8],
+    ) -> Result<jetstream::publish::PublishAck, PublishFail> {
         let op = format!("publish to {subject}");
         let fut = self
             .js
@@ -664,7 +691,10 @@ impl AsyncJetStreamSpool {
                 PublishErrorKind::Other if server_code(&e) == Some(ErrorCode::STREAM_WRONG_LAST_SEQUENCE_CONSTANT) => {
                     PublishFail::WrongLastSequence
                 }
-                PublishErrorKind::TimedOut => PublishFail::Other(JsError::Timeout { what: format!("the acknowledgement of {op}"), after: self.timeout }),
+                PublishErrorKind::TimedOut => PublishFail::Other(JsError::Timeout {
+                    what: format!("the acknowledgement of {op}"),
+                    after: self.timeout,
+                }),
                 _ => PublishFail::Other(server(op)(e)),
             }),
         }
@@ -743,14 +773,21 @@ impl AsyncJetStreamSpool {
             let m = match next {
                 Some(Ok(m)) => m,
                 Some(Err(e)) => return Err(server(format!("read {filter}"))(e)),
-                None => return Err(JsError::Server { op: format!("read {filter}"), message: "the consumer ended".into() }),
+                None => {
+                    return Err(JsError::Server { op: format!("read {filter}"), message: "the consumer ended".into() });
+                }
             };
             let info = m.info().map_err(server(format!("read {filter}")))?;
             let (seq, pending) = (info.stream_sequence, info.pending);
             out.push(Raw {
                 seq,
                 subject: m.message.subject.to_string(),
-                msg_id: m.message.headers.as_ref().and_then(|h| h.get(header::NATS_MESSAGE_ID)).map(|v| v.as_str().to_string()),
+                msg_id: m
+                    .message
+                    .headers
+                    .as_ref()
+                    .and_then(|h| h.get(header::NATS_MESSAGE_ID))
+                    .map(|v| v.as_str().to_string()),
                 payload: m.message.payload.to_vec(),
             });
             if pending == 0 {
@@ -765,9 +802,16 @@ impl AsyncJetStreamSpool {
     ///
     /// # Errors
     /// [`JsError::Server`] when the consumer cannot be created.
-    pub async fn watch_chain(&self, from_seq: u64) -> Result<tokio::sync::mpsc::Receiver<Result<ChainEntry, JsError>>, JsError> {
+    pub async fn watch_chain(
+        &self,
+        from_seq: u64,
+    ) -> Result<tokio::sync::mpsc::Receiver<Result<ChainEntry, JsError>>, JsError> {
         let stream = self.stream(&self.url.chain_stream()).await?;
-        let deliver_policy = if from_seq <= 1 { DeliverPolicy::All } else { DeliverPolicy::ByStartSequence { start_sequence: from_seq } };
+        let deliver_policy = if from_seq <= 1 {
+            DeliverPolicy::All
+        } else {
+            DeliverPolicy::ByStartSequence { start_sequence: from_seq }
+        };
         let consumer = stream
             .create_consumer(push::OrderedConfig {
                 name: Some(format!("warrant_watch_{}", uuid::Uuid::new_v4().simple())),
@@ -816,7 +860,13 @@ impl AsyncJetStreamSpool {
         self.publish_kind(Kind::Receipts, agent, bytes, content_hash).await
     }
 
-    async fn publish_kind(&self, kind: Kind, agent: &str, bytes: &[u8], content_hash: &str) -> Result<PublishAck, JsError> {
+    async fn publish_kind(
+        &self,
+        kind: Kind,
+        agent: &str,
+        bytes: &[u8],
+        content_hash: &str,
+    ) -> Result<PublishAck, JsError> {
         token("agent", agent)?;
         if content_hash.is_empty() || content_hash.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
             return Err(JsError::BadToken { what: "content hash", value: content_hash.to_string() });
@@ -829,7 +879,9 @@ impl AsyncJetStreamSpool {
         headers.insert(header::NATS_MESSAGE_ID, content_hash);
         let ack = self.publish(subject, headers, bytes).await.map_err(|e| match e {
             PublishFail::Other(e) => e,
-            PublishFail::WrongLastSequence => JsError::Server { op: "publish".into(), message: "wrong last sequence".into() },
+            PublishFail::WrongLastSequence => {
+                JsError::Server { op: "publish".into(), message: "wrong last sequence".into() }
+            }
         })?;
         Ok(PublishAck { seq: ack.sequence, duplicate: ack.duplicate })
     }
@@ -896,7 +948,9 @@ impl AsyncJetStreamSpool {
         let key = decision_key(agent, packet_id)?;
         let store = self.decisions().await?;
         match store.entry(&key).await.map_err(server(format!("read decision {key}")))? {
-            Some(e) if e.operation == kv::Operation::Put => Ok(Some(Decision { revision: e.revision, bytes: e.value.to_vec() })),
+            Some(e) if e.operation == kv::Operation::Put => {
+                Ok(Some(Decision { revision: e.revision, bytes: e.value.to_vec() }))
+            }
             Some(_) | None => Ok(None),
         }
     }
@@ -938,7 +992,9 @@ impl AsyncJetStreamSpool {
             }
             Err(JsError::Server { op: format!("watch decision {key}"), message: "the watch ended".into() })
         };
-        tokio::time::timeout(timeout, wait).await.map_err(|_| JsError::Timeout { what: format!("the decision {key}"), after: timeout })?
+        tokio::time::timeout(timeout, wait)
+            .await
+            .map_err(|_| JsError::Timeout { what: format!("the decision {key}"), after: timeout })?
     }
 }
 
@@ -995,7 +1051,8 @@ fn check_stream(want: &stream::Config, got: &stream::Config) -> Result<(), JsErr
     if got.retention != RetentionPolicy::Limits {
         return weak(format!("retention {:?} drops messages", got.retention));
     }
-    if got.max_age != Duration::ZERO || got.max_bytes >= 0 || got.max_messages >= 0 || got.max_messages_per_subject >= 0 {
+    if got.max_age != Duration::ZERO || got.max_bytes >= 0 || got.max_messages >= 0 || got.max_messages_per_subject >= 0
+    {
         return weak("a limit that drops messages (max_age, max_bytes, max_msgs or max_msgs_per_subject)".into());
     }
     if got.discard != DiscardPolicy::New {
@@ -1073,7 +1130,12 @@ impl JetStreamSpool {
     ///
     /// # Errors
     /// As [`AsyncJetStreamSpool::append_chain`].
-    pub fn append_chain(&self, expected: Option<u64>, record_line: &[u8], entry_hash: &str) -> Result<AppendAck, JsError> {
+    pub fn append_chain(
+        &self,
+        expected: Option<u64>,
+        record_line: &[u8],
+        entry_hash: &str,
+    ) -> Result<AppendAck, JsError> {
         self.rt.block_on(self.inner.append_chain(expected, record_line, entry_hash))
     }
 

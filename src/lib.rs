@@ -65,7 +65,7 @@ pub mod verdict;
 
 #[cfg(feature = "console")]
 pub mod console;
-#[cfg(feature = "jetstream")]
-pub mod jetstream;
 #[cfg(feature = "console")]
 pub mod gateway;
+#[cfg(feature = "jetstream")]
+pub mod jetstream;

@@ -18,9 +18,7 @@ use nats::{Cluster, Server};
 use serde_json::{Value, json};
 use warrant::canonical;
 use warrant::chain::{self, VerifyOptions};
-use warrant::jetstream::{
-    ChainEntry, ConnectOptions, JetStreamSpool, JsError, SetupOptions, StoreUrl, chain_head_of,
-};
+use warrant::jetstream::{ChainEntry, ConnectOptions, JetStreamSpool, JsError, SetupOptions, StoreUrl, chain_head_of};
 
 const AT: &str = "2026-11-21T10:00:00Z";
 
@@ -148,7 +146,8 @@ fn of_20_concurrent_appends_on_one_head_exactly_one_lands() {
         .collect();
     let results: Vec<_> = handles.into_iter().map(|h| h.join().expect("thread")).collect();
     let won: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
-    let stale = results.iter().filter(|r| matches!(r, Err(JsError::StaleHead { expected }) if *expected == tip.seq)).count();
+    let stale =
+        results.iter().filter(|r| matches!(r, Err(JsError::StaleHead { expected }) if *expected == tip.seq)).count();
     assert_eq!(won.len(), 1, "{results:?}");
     assert_eq!(stale, 19, "{results:?}");
     assert_eq!(won[0].seq, 2);
@@ -384,7 +383,8 @@ fn a_live_watcher_catches_up_across_a_server_restart() {
     }
     let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6], "nothing missed, nothing twice, in order");
-    let hashes: Vec<String> = seen.iter().map(|e| e.record().expect("rec")["entry_hash"].as_str().expect("hash").to_string()).collect();
+    let hashes: Vec<String> =
+        seen.iter().map(|e| e.record().expect("rec")["entry_hash"].as_str().expect("hash").to_string()).collect();
     assert_eq!(hashes, appended.iter().map(|(_, h)| h.clone()).collect::<Vec<_>>());
     assert!(matches!(watch.next_timeout(Duration::from_millis(300)), Err(JsError::Timeout { .. })), "nothing more");
     assert!(chain::verify_records(&records(&seen), VerifyOptions::default()).is_valid());
@@ -431,7 +431,10 @@ fn writer(url: String, w: usize, n: usize, acked: Acked) -> usize {
                     Err(JsError::StaleHead { .. }) => {
                         // Did the lost append land? The record right after the expected head says.
                         match s.entry(expected.unwrap_or(0) + 1) {
-                            Ok(Some(e)) if e.record().ok().and_then(|r| r["entry_hash"].as_str().map(str::to_owned)) == Some(hash.clone()) => {
+                            Ok(Some(e))
+                                if e.record().ok().and_then(|r| r["entry_hash"].as_str().map(str::to_owned))
+                                    == Some(hash.clone()) =>
+                            {
                                 acked.lock().expect("lock").push((record_id.clone(), hash.clone(), e.seq));
                                 break 'record;
                             }
@@ -440,7 +443,10 @@ fn writer(url: String, w: usize, n: usize, acked: Acked) -> usize {
                         }
                     }
                     Err(e) => {
-                        assert!(!e.to_string().contains("wrong last sequence"), "a stale head not reported as StaleHead: {e}");
+                        assert!(
+                            !e.to_string().contains("wrong last sequence"),
+                            "a stale head not reported as StaleHead: {e}"
+                        );
                         uncertain = true;
                         std::thread::sleep(Duration::from_millis(100));
                     }
@@ -539,13 +545,11 @@ fn the_stream_leader_killed_mid_append_keeps_every_acknowledged_append() {
 
 /// The permissions of docs/distributed.md ("Server permissions"), with NKey users generated here.
 fn permissions_config(principal: &str, agent_a: &str) -> String {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/distributed.md")).expect("docs/distributed.md");
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/distributed.md"))
+        .expect("docs/distributed.md");
     let start = doc.find("```conf\n").expect("a ```conf block in docs/distributed.md") + "```conf\n".len();
     let end = start + doc[start..].find("```").expect("end of the block");
-    doc[start..end]
-        .replace("PRINCIPAL_NKEY", principal)
-        .replace("AGENT_A_NKEY", agent_a)
-        .replace("NAME", "perm")
+    doc[start..end].replace("PRINCIPAL_NKEY", principal).replace("AGENT_A_NKEY", agent_a).replace("NAME", "perm")
 }
 
 #[test]
@@ -565,7 +569,12 @@ fn an_agent_publishes_packets_and_reads_its_decisions_and_nothing_else() {
     let as_user = |seed_file, inbox: Option<&str>, timeout| {
         JetStreamSpool::connect(
             &url,
-            &ConnectOptions { nkey_seed_file: Some(seed_file), inbox_prefix: inbox.map(str::to_owned), timeout, ..Default::default() },
+            &ConnectOptions {
+                nkey_seed_file: Some(seed_file),
+                inbox_prefix: inbox.map(str::to_owned),
+                timeout,
+                ..Default::default()
+            },
         )
     };
     let p = as_user(seed("principal.nk", &principal), None, Duration::from_secs(10)).expect("principal connects");

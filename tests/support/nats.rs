@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 /// Whether `nats-server` is on `PATH`; under `CI=true` a missing one panics.
 pub fn have_nats_server() -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("nats-server").is_file()));
+    let found =
+        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("nats-server").is_file()));
     if found {
         return true;
     }
