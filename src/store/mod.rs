@@ -7,11 +7,14 @@
 //! - [`chain_file`]: `chain.jsonl`: reads, verification of the file or its tail, durable appends;
 //! - [`checkpoint_files`]: the spool's and the principal's checkpoint copies;
 //! - [`key_files`]: `principal.key` (protected at rest) and `pinned_keys.toml`;
-//! - [`config`]: `config.toml` and the policy files.
+//! - [`config`]: `config.toml` and the policy files;
+//! - `jetstream` (feature `jetstream`): the spool on NATS JetStream (`docs/distributed.md`).
 
 pub mod chain_file;
 pub mod checkpoint_files;
 pub mod config;
+#[cfg(feature = "jetstream")]
+pub mod jetstream;
 pub mod key_files;
 pub mod spool;
 

@@ -1,0 +1,663 @@
+//! The JetStream spool (`src/store/jetstream.rs`, issue 19) against real `nats-server` processes: the
+//! chain's compare-and-set, de-duplication, the refusals of delete, purge and rollup, a chain
+//! read back that verifies like the file, many writers on a three-node cluster with the stream
+//! leader killed, a live watch across a restart, the decisions bucket, and the server
+//! permissions of docs/distributed.md.
+#![cfg(feature = "jetstream")]
+
+#[path = "support/nats.rs"]
+mod nats;
+
+#[path = "support/chain_log.rs"]
+mod chain_log;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::stream;
+use nats::{Cluster, Server};
+use serde_json::{Value, json};
+use warrant::protocol::canonical;
+use warrant::protocol::chain::{self, VerifyOptions};
+use warrant::store::chain_file;
+use warrant::store::jetstream::{
+    ChainEntry, ConnectOptions, JetStreamSpool, JsError, SetupOptions, StoreUrl, chain_head_of,
+};
+
+const AT: &str = "2026-11-21T10:00:00Z";
+
+fn open(url: &str, timeout: Duration) -> JetStreamSpool {
+    let url: StoreUrl = url.parse().expect("store url");
+    JetStreamSpool::connect(&url, &ConnectOptions { timeout, ..Default::default() }).expect("connect")
+}
+
+fn setup(url: &str, replicas: usize) -> JetStreamSpool {
+    let s = open(url, Duration::from_secs(10));
+    // A new cluster places R3 streams only once every peer has joined the meta group.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match s.setup(SetupOptions { replicas }) {
+            Ok(()) => return s,
+            Err(e) if replicas > 1 && Instant::now() < deadline && e.to_string().contains("no suitable peers") => {
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            Err(e) => panic!("setup: {e}"),
+        }
+    }
+}
+
+/// A record body with a note; its `record_id` is new each call.
+fn body(agent: &str, note: &str) -> serde_json::Map<String, Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert("note".into(), json!(note));
+    chain::new_record_body(agent, "draft.compose", None, "success", note, "suggest", AT, meta)
+}
+
+/// `body` sealed onto `tip`: (line, entry_hash, record).
+fn sealed(tip: Option<&ChainEntry>, body: serde_json::Map<String, Value>) -> (Vec<u8>, String, Value) {
+    let head = chain_head_of(tip).expect("head");
+    let a = chain::seal(body, &head);
+    (canonical::to_canonical_vec(&a.record), a.entry_hash, a.record)
+}
+
+/// Appends `body` at the head, re-reading the head after a stale one: the acknowledged sequence.
+fn append_at_head(s: &JetStreamSpool, body: &serde_json::Map<String, Value>) -> (u64, String) {
+    loop {
+        let tip = s.head().expect("head");
+        let (line, hash, _) = sealed(tip.as_ref(), body.clone());
+        match s.append_chain(tip.as_ref().map(|t| t.seq), &line, &hash) {
+            Ok(ack) => return (ack.seq, hash),
+            Err(JsError::StaleHead { .. }) => {}
+            Err(e) => panic!("append: {e}"),
+        }
+    }
+}
+
+fn records(entries: &[ChainEntry]) -> Vec<Value> {
+    entries.iter().map(|e| e.record().expect("canonical record")).collect()
+}
+
+#[test]
+fn a_stale_expected_head_is_refused() {
+    let Some(server) = Server::start() else { return };
+    let s = setup(&server.store_url("stale"), 1);
+    assert_eq!(s.head().expect("head"), None);
+    let (line1, hash1, _) = sealed(None, body("a", "first"));
+    let ack = s.append_chain(None, &line1, &hash1).expect("first append");
+    assert_eq!((ack.seq, ack.duplicate), (1, false));
+
+    // A second record sealed onto the empty chain (a writer that read the head before) is stale.
+    let (line, hash, _) = sealed(None, body("a", "late"));
+    match s.append_chain(None, &line, &hash) {
+        Err(JsError::StaleHead { expected: 0 }) => {}
+        other => panic!("expected StaleHead, got {other:?}"),
+    }
+    // An expectation ahead of the head is refused too.
+    let tip = s.head().expect("head").expect("one record");
+    let (line, hash, _) = sealed(Some(&tip), body("a", "ahead"));
+    assert!(matches!(s.append_chain(Some(5), &line, &hash), Err(JsError::StaleHead { expected: 5 })));
+    // At the true head it lands.
+    assert_eq!(s.append_chain(Some(tip.seq), &line, &hash).expect("at head").seq, 2);
+    let chain = s.read_chain().expect("read");
+    assert_eq!(chain.len(), 2);
+    assert_eq!(chain[0].line, line1);
+    assert!(chain::verify_records(&records(&chain), VerifyOptions::default()).is_valid());
+}
+
+#[test]
+fn a_retried_append_is_not_duplicated() {
+    let Some(server) = Server::start() else { return };
+    let s = setup(&server.store_url("retry"), 1);
+    let (line, hash, _) = sealed(None, body("a", "once"));
+    let first = s.append_chain(None, &line, &hash).expect("append");
+    assert!(!first.duplicate);
+    // The same append again (an answer lost, a retry): the first sequence, flagged.
+    let again = s.append_chain(None, &line, &hash).expect("retry");
+    assert_eq!((again.seq, again.duplicate), (first.seq, true));
+    // A retry that names the head it moved to is still the same entry.
+    let again = s.append_chain(Some(1), &line, &hash).expect("retry at new head");
+    assert_eq!((again.seq, again.duplicate), (first.seq, true));
+    // Another record lands on top; the retry as it was is still recognised, not appended.
+    let tip = s.head().expect("head").expect("one");
+    let (line2, hash2, _) = sealed(Some(&tip), body("b", "on top"));
+    s.append_chain(Some(tip.seq), &line2, &hash2).expect("second");
+    let again = s.append_chain(None, &line, &hash).expect("retry under a newer head");
+    assert_eq!((again.seq, again.duplicate), (first.seq, true));
+    // A different record sealed onto the same stale head is refused, not taken for a retry.
+    let (other, other_hash, _) = sealed(None, body("a", "other"));
+    assert!(matches!(s.append_chain(None, &other, &other_hash), Err(JsError::StaleHead { expected: 0 })));
+    assert_eq!(s.read_chain().expect("read").len(), 2);
+}
+
+#[test]
+fn of_20_concurrent_appends_on_one_head_exactly_one_lands() {
+    let Some(server) = Server::start() else { return };
+    let url = server.store_url("race");
+    let s = setup(&url, 1);
+    append_at_head(&s, &body("a", "genesis"));
+    let tip = s.head().expect("head").expect("genesis");
+    let barrier = Arc::new(Barrier::new(20));
+    let handles: Vec<_> = (0..20)
+        .map(|i| {
+            let (url, barrier, tip) = (url.clone(), barrier.clone(), tip.clone());
+            std::thread::spawn(move || {
+                let w = open(&url, Duration::from_secs(10));
+                let (line, hash, _) = sealed(Some(&tip), body("a", &format!("racer-{i}")));
+                barrier.wait();
+                w.append_chain(Some(tip.seq), &line, &hash)
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().expect("thread")).collect();
+    let won: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    let stale =
+        results.iter().filter(|r| matches!(r, Err(JsError::StaleHead { expected }) if *expected == tip.seq)).count();
+    assert_eq!(won.len(), 1, "{results:?}");
+    assert_eq!(stale, 19, "{results:?}");
+    assert_eq!(won[0].seq, 2);
+    let chain = s.read_chain().expect("read");
+    assert_eq!(chain.len(), 2);
+    assert!(chain::verify_records(&records(&chain), VerifyOptions::default()).is_valid());
+}
+
+#[test]
+fn delete_purge_and_rollup_are_refused_on_the_chain() {
+    let Some(server) = Server::start() else { return };
+    let url: StoreUrl = server.store_url("immutable").parse().expect("url");
+    let s = setup(&url.to_string(), 1);
+    for i in 0..3 {
+        append_at_head(&s, &body("a", &format!("r{i}")));
+    }
+    let before = s.read_chain().expect("read");
+    let js = s.inner().context().clone();
+    s.block_on(async {
+        let stream = js.get_stream(url.chain_stream()).await.expect("stream");
+        assert!(stream.delete_message(2).await.is_err(), "delete must be refused");
+        assert!(stream.purge().await.is_err(), "purge must be refused");
+        assert!(stream.purge().keep(1).await.is_err(), "purge keeping one must be refused");
+        assert!(stream.purge().filter(url.chain_subject()).await.is_err(), "subject purge must be refused");
+        for how in ["all", "sub"] {
+            let mut h = HeaderMap::new();
+            h.insert("Nats-Rollup", how);
+            let r = match js.publish_with_headers(url.chain_subject(), h, "{}".into()).await {
+                Ok(ack) => ack.await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            assert!(r.is_err(), "rollup {how} must be refused");
+        }
+        // Nor can the stream be reconfigured to allow them.
+        let mut cfg = stream.cached_info().config.clone();
+        cfg.deny_delete = false;
+        assert!(js.update_stream(cfg).await.is_err(), "an update cancelling deny_delete must be refused");
+        let mut cfg = stream.cached_info().config.clone();
+        cfg.deny_purge = false;
+        assert!(js.update_stream(cfg).await.is_err(), "an update cancelling deny_purge must be refused");
+    });
+    assert_eq!(s.read_chain().expect("read"), before);
+}
+
+#[test]
+fn setup_is_idempotent_and_refuses_a_weaker_existing_stream() {
+    let Some(server) = Server::start() else { return };
+    let s = setup(&server.store_url("idem"), 1);
+    s.setup(SetupOptions { replicas: 1 }).expect("setup again");
+    // A single server cannot hold three replicas: asking for them is an error, not a silent R1.
+    assert!(s.setup(SetupOptions { replicas: 3 }).is_err());
+
+    let weak_url: StoreUrl = server.store_url("weak").parse().expect("url");
+    let w = open(&weak_url.to_string(), Duration::from_secs(10));
+    let js = w.inner().context().clone();
+    w.block_on(async {
+        js.create_stream(stream::Config {
+            name: weak_url.chain_stream(),
+            subjects: vec![weak_url.chain_subject()],
+            deny_delete: true,
+            deny_purge: false,
+            ..Default::default()
+        })
+        .await
+        .expect("a weaker stream made beforehand");
+    });
+    match w.setup(SetupOptions { replicas: 1 }) {
+        Err(JsError::WeakerStream { stream, setting }) => {
+            assert_eq!(stream, weak_url.chain_stream());
+            assert!(setting.contains("deny_purge"), "{setting}");
+        }
+        other => panic!("expected WeakerStream, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_chain_read_back_verifies_like_the_chain_file() {
+    let Some(server) = Server::start() else { return };
+    let s = setup(&server.store_url("verify"), 1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("chain.jsonl");
+    for i in 0..25 {
+        let b = body(&format!("agent-{}", i % 3), &format!("record {i}"));
+        let (_, js_hash) = append_at_head(&s, &b);
+        let on_file = chain_file::append(&file, |_| Ok(b.clone())).expect("file append");
+        assert_eq!(on_file.entry_hash, js_hash, "the same record seals to the same hash on both");
+    }
+    let chain = s.read_chain().expect("read");
+    assert_eq!(chain.len(), 25);
+    let from_js = chain::verify_records(&records(&chain), VerifyOptions::default());
+    let from_file = chain_file::verify_file(&file, VerifyOptions::default()).expect("verify file");
+    assert!(from_js.is_valid(), "{:?}", from_js.first());
+    assert!(from_file.is_valid());
+    assert_eq!(from_js.total, 25);
+    assert_eq!(from_js.root_hash, from_file.root_hash);
+    // The lines are the file's lines, byte for byte.
+    let file_bytes = std::fs::read(&file).expect("read file");
+    let mut js_bytes = Vec::new();
+    for e in &chain {
+        js_bytes.extend_from_slice(&e.line);
+        js_bytes.push(b'\n');
+    }
+    assert_eq!(js_bytes, file_bytes);
+    // A tampered copy does not verify: the check above could fail.
+    let mut tampered = records(&chain);
+    tampered[7]["metadata"]["note"] = json!("changed");
+    assert!(!chain::verify_records(&tampered, VerifyOptions::default()).is_valid());
+}
+
+#[test]
+fn packets_and_receipts_are_published_once_and_listed() {
+    let Some(server) = Server::start() else { return };
+    let s = setup(&server.store_url("msgs"), 1);
+    assert!(s.list_packets().expect("empty list").is_empty());
+    let p1 = s.publish_packet("agent-a", b"{\"p\":1}", "sha256:aa").expect("p1");
+    let dup = s.publish_packet("agent-a", b"{\"p\":1}", "sha256:aa").expect("p1 again");
+    assert_eq!((dup.seq, dup.duplicate), (p1.seq, true));
+    s.publish_packet("agent-b", b"{\"p\":2}", "sha256:bb").expect("p2");
+    s.publish_receipt("agent-a", b"{\"r\":1}", "sha256:cc").expect("r1");
+    let packets = s.list_packets().expect("list");
+    assert_eq!(packets.len(), 2);
+    assert_eq!((packets[0].agent.as_str(), packets[0].bytes.as_slice()), ("agent-a", &b"{\"p\":1}"[..]));
+    assert_eq!(packets[0].msg_id.as_deref(), Some("sha256:aa"));
+    assert_eq!(packets[1].agent, "agent-b");
+    let receipts = s.list_receipts().expect("receipts");
+    assert_eq!(receipts.len(), 1);
+    assert_eq!(receipts[0].bytes, b"{\"r\":1}");
+    assert!(matches!(s.publish_packet("a.b", b"x", "h"), Err(JsError::BadToken { .. })));
+    assert!(matches!(s.publish_packet("*", b"x", "h"), Err(JsError::BadToken { .. })));
+}
+
+#[test]
+fn a_decision_is_written_once_and_wait_wakes_on_it() {
+    let Some(server) = Server::start() else { return };
+    let url = server.store_url("decide");
+    let s = setup(&url, 1);
+    assert_eq!(s.get_decision("agent-a", "p1").expect("none yet"), None);
+    // Nothing comes: a timeout is an error, not a default.
+    let t0 = Instant::now();
+    assert!(matches!(s.wait_decision("agent-a", "p1", Duration::from_millis(300)), Err(JsError::Timeout { .. })));
+    assert!(t0.elapsed() >= Duration::from_millis(300));
+
+    let waiter = {
+        let url = url.clone();
+        std::thread::spawn(move || {
+            let w = open(&url, Duration::from_secs(10));
+            let t = Instant::now();
+            let d = w.wait_decision("agent-a", "p1", Duration::from_secs(20));
+            (d, t.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    s.put_decision("agent-a", "p1", b"approved").expect("first decision");
+    let (got, waited) = waiter.join().expect("waiter");
+    assert_eq!(got.expect("woke").bytes, b"approved");
+    assert!(waited < Duration::from_secs(10), "woke on the put, not by a timeout: {waited:?}");
+
+    match s.put_decision("agent-a", "p1", b"refused") {
+        Err(JsError::DecisionExists { key }) => assert_eq!(key, "agent-a.p1"),
+        other => panic!("a second decision must be refused: {other:?}"),
+    }
+    assert_eq!(s.get_decision("agent-a", "p1").expect("get").expect("some").bytes, b"approved");
+    // A decision already there is returned at once by a later wait.
+    assert_eq!(s.wait_decision("agent-a", "p1", Duration::from_secs(5)).expect("there").bytes, b"approved");
+    // Another agent's packet of the same id is another key.
+    assert_eq!(s.get_decision("agent-b", "p1").expect("other agent"), None);
+}
+
+#[test]
+fn a_dead_server_is_an_error_never_a_default() {
+    let Some(mut server) = Server::start() else { return };
+    let url = server.store_url("closed");
+    let s = setup(&url, 1);
+    append_at_head(&s, &body("a", "one"));
+    let quick = open(&url, Duration::from_secs(2));
+    server.kill();
+    assert!(quick.head().is_err(), "head");
+    assert!(quick.read_chain().is_err(), "read");
+    assert!(quick.get_decision("agent-a", "p1").is_err(), "get decision");
+    assert!(quick.list_packets().is_err(), "list");
+    let (line, hash, _) = sealed(None, body("a", "two"));
+    assert!(quick.append_chain(Some(1), &line, &hash).is_err(), "append");
+    // Connecting to nothing fails.
+    let nothing: StoreUrl = format!("nats://127.0.0.1:{}/x", nats::free_port()).parse().expect("url");
+    let opts = ConnectOptions { timeout: Duration::from_secs(2), ..Default::default() };
+    assert!(matches!(JetStreamSpool::connect(&nothing, &opts), Err(JsError::Connect { .. })));
+}
+
+#[test]
+fn a_live_watcher_catches_up_across_a_server_restart() {
+    let Some(mut server) = Server::start() else { return };
+    let url = server.store_url("watch");
+    let s = setup(&url, 1);
+    let mut watch = s.watch_chain(1).expect("watch");
+    let mut appended = Vec::new();
+    for i in 0..3 {
+        appended.push(append_at_head(&s, &body("a", &format!("before {i}"))));
+    }
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(watch.next_timeout(Duration::from_secs(10)).expect("live record"));
+    }
+    server.kill();
+    server.restart();
+    // The client reconnects by itself; appends go on once it has.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for i in 0..3 {
+        let b = body("a", &format!("after {i}"));
+        loop {
+            let tip = match s.head() {
+                Ok(t) => t,
+                Err(e) => {
+                    assert!(Instant::now() < deadline, "no reconnect: {e}");
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+            };
+            let (line, hash, _) = sealed(tip.as_ref(), b.clone());
+            match s.append_chain(tip.as_ref().map(|t| t.seq), &line, &hash) {
+                Ok(ack) => {
+                    appended.push((ack.seq, hash));
+                    break;
+                }
+                Err(e) => {
+                    assert!(Instant::now() < deadline, "append after restart: {e}");
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
+    }
+    for _ in 0..3 {
+        seen.push(watch.next_timeout(Duration::from_secs(30)).expect("record after the restart"));
+    }
+    let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6], "nothing missed, nothing twice, in order");
+    let hashes: Vec<String> =
+        seen.iter().map(|e| e.record().expect("rec")["entry_hash"].as_str().expect("hash").to_string()).collect();
+    assert_eq!(hashes, appended.iter().map(|(_, h)| h.clone()).collect::<Vec<_>>());
+    assert!(matches!(watch.next_timeout(Duration::from_millis(300)), Err(JsError::Timeout { .. })), "nothing more");
+    assert!(chain::verify_records(&records(&seen), VerifyOptions::default()).is_valid());
+}
+
+/// What one writer got acknowledged: (record_id, entry_hash, seq).
+type Acked = Arc<Mutex<Vec<(String, String, u64)>>>;
+
+/// One writer with its own connection: `n` records, each sealed onto the head it read and
+/// appended with compare-and-set; after a stale head it reads the head again and seals again.
+/// After an append whose answer was lost (timeout, failover) it retries the same line: the
+/// retry is a duplicate if the first landed; if the head moved meanwhile it looks whether the
+/// record after the expected head is its own.
+fn writer(url: String, w: usize, n: usize, acked: Acked) -> usize {
+    let s = open(&url, Duration::from_secs(4));
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let mut stale = 0;
+    for i in 0..n {
+        let b = body(&format!("w{w:02}"), &format!("w{w:02}-{i:03}"));
+        let record_id = b["record_id"].as_str().expect("record_id").to_string();
+        'record: loop {
+            assert!(Instant::now() < deadline, "writer {w} did not finish");
+            let tip = match s.head() {
+                Ok(t) => t,
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
+            };
+            let expected = tip.as_ref().map(|t| t.seq);
+            let (line, hash, _) = sealed(tip.as_ref(), b.clone());
+            let mut uncertain = false;
+            loop {
+                assert!(Instant::now() < deadline, "writer {w} did not finish");
+                match s.append_chain(expected, &line, &hash) {
+                    Ok(ack) => {
+                        acked.lock().expect("lock").push((record_id.clone(), hash.clone(), ack.seq));
+                        break 'record;
+                    }
+                    Err(JsError::StaleHead { .. }) if !uncertain => {
+                        stale += 1;
+                        continue 'record;
+                    }
+                    Err(JsError::StaleHead { .. }) => {
+                        // Did the lost append land? The record right after the expected head says.
+                        match s.entry(expected.unwrap_or(0) + 1) {
+                            Ok(Some(e))
+                                if e.record().ok().and_then(|r| r["entry_hash"].as_str().map(str::to_owned))
+                                    == Some(hash.clone()) =>
+                            {
+                                acked.lock().expect("lock").push((record_id.clone(), hash.clone(), e.seq));
+                                break 'record;
+                            }
+                            Ok(_) => continue 'record,
+                            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+                        }
+                    }
+                    Err(e) => {
+                        assert!(
+                            !e.to_string().contains("wrong last sequence"),
+                            "a stale head not reported as StaleHead: {e}"
+                        );
+                        uncertain = true;
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+            }
+        }
+    }
+    stale
+}
+
+fn check_cluster_chain(s: &JetStreamSpool, acked: &Acked, want: usize) {
+    let chain = (0..50)
+        .find_map(|_| match s.read_chain() {
+            Ok(c) => Some(c),
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(200));
+                None
+            }
+        })
+        .expect("read the chain");
+    let recs = records(&chain);
+    let report = chain::verify_records(&recs, VerifyOptions::default());
+    assert!(report.is_valid(), "{:?}", report.first());
+    let acked = acked.lock().expect("lock").clone();
+    assert_eq!(acked.len(), want, "every writer finished every record");
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    for r in &recs {
+        *ids.entry(r["record_id"].as_str().expect("id").to_string()).or_default() += 1;
+    }
+    assert!(ids.values().all(|&c| c == 1), "a record appears twice");
+    assert_eq!(chain.len(), want, "records beyond the acknowledged ones");
+    let by_seq: HashMap<u64, &Value> = chain.iter().map(|e| e.seq).zip(recs.iter()).collect();
+    let mut seqs = HashSet::new();
+    for (id, hash, seq) in &acked {
+        let r = by_seq.get(seq).unwrap_or_else(|| panic!("acknowledged sequence {seq} is missing"));
+        assert_eq!(r["entry_hash"].as_str(), Some(hash.as_str()), "sequence {seq} is not the acknowledged record");
+        assert_eq!(r["record_id"].as_str(), Some(id.as_str()));
+        assert!(seqs.insert(*seq), "two acknowledgements of sequence {seq}");
+    }
+}
+
+#[test]
+fn sixteen_writers_on_a_three_node_cluster_lose_and_duplicate_nothing() {
+    let Some(cluster) = Cluster::start() else { return };
+    let url = cluster.store_url("r3");
+    let s = setup(&url, 3);
+    let acked: Acked = Arc::default();
+    let n = 8;
+    let handles: Vec<_> = (0..16)
+        .map(|w| {
+            let (url, acked) = (url.clone(), acked.clone());
+            std::thread::spawn(move || writer(url, w, n, acked))
+        })
+        .collect();
+    let stale: usize = handles.into_iter().map(|h| h.join().expect("writer")).sum();
+    assert!(stale > 0, "16 writers on one head must have met stale heads");
+    check_cluster_chain(&s, &acked, 16 * n);
+}
+
+#[test]
+fn the_stream_leader_killed_mid_append_keeps_every_acknowledged_append() {
+    let Some(mut cluster) = Cluster::start() else { return };
+    let url: StoreUrl = cluster.store_url("failover").parse().expect("url");
+    let s = setup(&url.to_string(), 3);
+    let acked: Acked = Arc::default();
+    let n = 8;
+    let handles: Vec<_> = (0..16)
+        .map(|w| {
+            let (url, acked) = (url.to_string(), acked.clone());
+            std::thread::spawn(move || writer(url, w, n, acked))
+        })
+        .collect();
+    let t0 = Instant::now();
+    while acked.lock().expect("lock").len() < 24 {
+        assert!(t0.elapsed() < Duration::from_secs(120), "writers made no progress");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let js = s.inner().context().clone();
+    let leader = s
+        .block_on(async { js.get_stream(url.chain_stream()).await.map(|st| st.cached_info().cluster.clone()) })
+        .expect("stream info")
+        .and_then(|c| c.leader)
+        .expect("the chain stream has a leader");
+    let before = acked.lock().expect("lock").len();
+    cluster.node_mut(&leader).kill();
+    eprintln!("killed the chain stream's leader {leader} after {before} acknowledged appends");
+    let stale: usize = handles.into_iter().map(|h| h.join().expect("writer")).sum();
+    eprintln!("stale heads met: {stale}");
+    assert!(acked.lock().expect("lock").len() > before, "writers went on after the kill");
+    let survivor = cluster.nodes.iter().find(|n| n.running()).expect("a node").port;
+    let s2 = open(&format!("nats://127.0.0.1:{survivor}/failover"), Duration::from_secs(10));
+    check_cluster_chain(&s2, &acked, 16 * n);
+    // The killed node comes back and catches up.
+    cluster.node_mut(&leader).restart();
+}
+
+/// The permissions of docs/distributed.md ("Server permissions"), with NKey users generated here.
+fn permissions_config(principal: &str, agent_a: &str) -> String {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/distributed.md"))
+        .expect("docs/distributed.md");
+    let start = doc.find("```conf\n").expect("a ```conf block in docs/distributed.md") + "```conf\n".len();
+    let end = start + doc[start..].find("```").expect("end of the block");
+    doc[start..end].replace("PRINCIPAL_NKEY", principal).replace("AGENT_A_NKEY", agent_a).replace("NAME", "perm")
+}
+
+#[test]
+fn an_agent_publishes_packets_and_reads_its_decisions_and_nothing_else() {
+    let principal = nkeys::KeyPair::new_user();
+    let agent = nkeys::KeyPair::new_user();
+    let other = nkeys::KeyPair::new_user();
+    let conf = permissions_config(&principal.public_key(), &agent.public_key());
+    let Some(server) = Server::start_with_config(Some(&conf)) else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seed = |name: &str, kp: &nkeys::KeyPair| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, kp.seed().expect("seed")).expect("write seed");
+        p
+    };
+    let url: StoreUrl = server.store_url("perm").parse().expect("url");
+    let as_user = |seed_file, inbox: Option<&str>, timeout| {
+        JetStreamSpool::connect(
+            &url,
+            &ConnectOptions {
+                nkey_seed_file: Some(seed_file),
+                inbox_prefix: inbox.map(str::to_owned),
+                timeout,
+                ..Default::default()
+            },
+        )
+    };
+    let p = as_user(seed("principal.nk", &principal), None, Duration::from_secs(10)).expect("principal connects");
+    p.setup(SetupOptions { replicas: 1 }).expect("the principal sets up");
+    append_at_head(&p, &body("agent-a", "by the principal"));
+    p.put_decision("agent-a", "p1", b"approved").expect("decision for agent-a");
+    p.put_decision("agent-b", "p9", b"refused").expect("decision for agent-b");
+    // A key that is not in the server's config is refused.
+    assert!(as_user(seed("other.nk", &other), None, Duration::from_secs(3)).is_err(), "an unknown NKey connects");
+
+    let a = as_user(seed("agent.nk", &agent), Some("_INBOX_agent-a"), Duration::from_secs(2)).expect("agent connects");
+    // What it may do.
+    a.publish_packet("agent-a", b"{\"p\":1}", "sha256:p1").expect("the agent publishes its packet");
+    a.publish_receipt("agent-a", b"{\"r\":1}", "sha256:r1").expect("the agent publishes its receipt");
+    assert_eq!(a.get_decision("agent-a", "p1").expect("its decision").expect("there").bytes, b"approved");
+    assert_eq!(a.wait_decision("agent-a", "p1", Duration::from_secs(5)).expect("its decision").bytes, b"approved");
+    // What it may not.
+    assert!(a.publish_packet("agent-b", b"{}", "sha256:x").is_err(), "a packet as another agent");
+    assert!(a.get_decision("agent-b", "p9").is_err(), "another agent's decision");
+    assert!(a.wait_decision("agent-b", "p9", Duration::from_secs(2)).is_err(), "another agent's decision, watched");
+    assert!(a.put_decision("agent-a", "p2", b"approved").is_err(), "a decision of its own");
+    let (line, hash, _) = sealed(p.head().expect("head").as_ref(), body("agent-a", "forged"));
+    assert!(a.append_chain(Some(1), &line, &hash).is_err(), "a chain append");
+    assert!(a.head().is_err(), "reading the chain");
+    let js = a.inner().context().clone();
+    let chain_stream = url.chain_stream();
+    a.block_on(async {
+        let st = js.get_stream_no_info(&chain_stream).await.expect("a handle, no request");
+        assert!(st.delete_message(1).await.is_err(), "a delete");
+        assert!(st.purge().await.is_err(), "a purge");
+        assert!(js.delete_stream(&chain_stream).await.is_err(), "deleting the stream");
+    });
+    // The principal sees the chain as it was, the agent's packet, and no forged decision.
+    let chain = p.read_chain().expect("read");
+    assert_eq!(chain.len(), 1);
+    let packets = p.list_packets().expect("packets");
+    assert_eq!(packets.len(), 1);
+    assert_eq!(packets[0].agent, "agent-a");
+    assert_eq!(p.get_decision("agent-a", "p2").expect("get"), None);
+}
+
+#[test]
+fn the_jetstream_store_keeps_the_rules_of_every_store() {
+    use warrant::store::{ChainLog, DirectoryChain};
+    let Some(server) = Server::start() else { return };
+    let log = setup(&server.store_url("boundary"), 1);
+    let copy = setup(&server.store_url("boundary-copy"), 1);
+    chain_log::conformance(&log, &copy);
+    // The same records copied into a chain file keep every entry_hash: the file verifies to the
+    // same root as the stream, and holds the same bytes a line each.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = DirectoryChain::new(dir.path().join("chain.jsonl"));
+    let stored = chain_log::records(&log);
+    let log: &dyn ChainLog = &log;
+    let mut at = file.head().expect("head");
+    for rec in &stored {
+        file.append_after(&at, vec![rec.as_object().expect("object").clone()]).expect("copy into the file");
+        at = file.head().expect("head");
+    }
+    assert_eq!(
+        file.lines().expect("lines"),
+        log.lines().expect("lines"),
+        "the file and the stream hold the same lines"
+    );
+    let on_file = chain_file::verify_file(&dir.path().join("chain.jsonl"), VerifyOptions::default()).expect("verify");
+    let on_stream = chain::verify_records(&stored, VerifyOptions::default());
+    assert!(on_file.is_valid() && on_stream.is_valid());
+    assert_eq!((on_file.total, on_file.root_hash), (on_stream.total, on_stream.root_hash));
+}
+
+#[test]
+fn of_eight_writers_on_one_jetstream_head_exactly_one_appends() {
+    use warrant::store::ChainLog;
+    let Some(server) = Server::start() else { return };
+    let url = server.store_url("race");
+    let log = setup(&url, 1);
+    let head = ChainLog::head(&log).expect("head");
+    log.append_after(&head, vec![chain_log::body(0)]).expect("first record");
+    chain_log::one_of_many_wins(&|| Box::new(open(&url, Duration::from_secs(10))), 8);
+}
