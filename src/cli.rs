@@ -5,13 +5,14 @@
 //! approved, 3 when refused and 4 on timeout.
 
 use crate::govern::Waited;
-use crate::protocol::chain::{self, VerifyOptions, VerifyReport};
+use crate::protocol::chain::{self, ChainHead, VerifyOptions, VerifyReport};
 use crate::protocol::control::{ControlInput, ControlKind};
 use crate::protocol::decision::{self, Verdict};
 use crate::protocol::graduation::{PolicySet, SourceType, receipt::ReceiptOutcome};
 use crate::protocol::keys::{self, PinnedKeys, Principal};
 use crate::protocol::packet::{self, DecisionState};
 use crate::protocol::tiers::NotebookTrust;
+use crate::store::StoreLocation;
 use crate::store::chain_file;
 use crate::store::config::{self, Config};
 use crate::store::key_files;
@@ -48,6 +49,11 @@ pub struct Cli {
     /// The spool directory shared with agents [default: <data dir>/warrant/spool].
     #[arg(long, global = true, env = spool::SPOOL_ENV, value_name = "DIR")]
     pub spool: Option<PathBuf>,
+    /// Where the spool lives: a directory, or nats://HOST:PORT[,HOST:PORT...]/NAME (tls:// for
+    /// TLS) for NATS JetStream; credentials from NATS_CREDS, NATS_NKEY, NATS_CA, NATS_CERT and
+    /// NATS_KEY. It wins over --spool [default: `store` in config.toml, else the spool directory].
+    #[arg(long, global = true, env = "WARRANT_STORE", value_name = "STORE")]
+    pub store: Option<String>,
     /// What to do (default: `console`).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -171,6 +177,25 @@ pub enum Command {
     },
     /// Print the chain as an opentrustgraph-chain/v0 export.
     Export,
+    /// Copy a spool's chain to another store (a directory or JetStream) and verify the copy
+    /// chain-for-chain: the same records, the same root hash, both valid
+    ///
+    /// The source must verify against the pinned keys. A destination that already holds a prefix
+    /// of the source's chain is continued (a migration can be run again after an interruption);
+    /// one that holds anything else is refused. Each record is appended with compare-and-set on
+    /// the destination's head and keeps its entry_hash.
+    Migrate {
+        /// The store to copy from: a spool directory or nats://HOST:PORT/NAME.
+        #[arg(long, value_name = "STORE")]
+        from: String,
+        /// The store to copy to (created if missing): a spool directory or nats://HOST:PORT/NAME.
+        #[arg(long, value_name = "STORE")]
+        to: String,
+        /// Copies of each JetStream stream when the destination is created (1, or 3 on a
+        /// three-node cluster).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=5))]
+        replicas: u8,
+    },
     /// Serve the gates as JSON lines: one request per line on stdin, one response per line on
     /// stdout (docs/eval.md).
     Eval,
@@ -623,6 +648,15 @@ fn set_aside_torn_tail(spool: &Spool) -> Result<(), Failure> {
 }
 
 fn resolve_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spool, Failure> {
+    if arg.is_none()
+        && let Some(text) = &config.store
+    {
+        return match text.parse::<StoreLocation>().map_err(Failure::usage)? {
+            StoreLocation::Directory(root) => Ok(spool_at(root)),
+            #[cfg(feature = "jetstream")]
+            at @ StoreLocation::JetStream(_) => Err(jetstream_not_yet(&at)),
+        };
+    }
     arg.or_else(|| config.spool.clone())
         .or_else(Spool::default_root)
         .map(spool_at)
@@ -692,7 +726,8 @@ fn load_pinned() -> Result<PinnedKeys, Failure> {
 pub fn run(cli: Cli) -> Result<u8, Failure> {
     if let Some(Command::Hook { host, agent, notebook, wait }) = cli.command {
         // Before anything that could fail with a code the host reads as "proceed".
-        return Ok(hook_cmd(cli.spool, host, agent, notebook, wait));
+        let spool = if cli.store.is_some() { None } else { cli.spool };
+        return Ok(hook_cmd(spool, cli.store, host, agent, notebook, wait));
     }
     if let Some(Command::McpGateway { agent, notebook, name, wait, listen, connect, sign_receipts, command }) =
         cli.command
@@ -705,13 +740,24 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         }
         // A configuration or spool it cannot use does not stop the gateway: every call is refused
         // with the reason, which the agent reads. A signing key it cannot load does.
-        let config = Config::load();
+        let config = Config::load().map(|c| c.with_store(cli.store.clone()));
         let signer = if sign_receipts { Some(gateway_key(config.as_ref().ok())?) } else { None };
-        let spool = config.and_then(|c| resolve_spool(cli.spool, &c).map_err(|f| f.message));
+        let spool_arg = if cli.store.is_some() { None } else { cli.spool };
+        let spool = config.and_then(|c| resolve_spool(spool_arg, &c).map_err(|f| f.message));
         return mcp_gateway(spool, McpGatewayArgs { agent, notebook, name, wait, listen, signer, command });
     }
-    let config = Config::load().map_err(Failure::usage)?;
-    let spool_arg = cli.spool.clone();
+    let config = Config::load().map_err(Failure::usage)?.with_store(cli.store.clone());
+    // `--store` (or WARRANT_STORE) wins over `--spool` (or WARRANT_SPOOL).
+    let spool_arg = if cli.store.is_some() { None } else { cli.spool.clone() };
+    #[cfg(feature = "jetstream")]
+    if let Some(at) = jetstream_store(spool_arg.as_ref(), &config)? {
+        return match cli.command {
+            Some(Command::Verify { path: None, json, audit: None }) => verify_store(&at, json),
+            Some(Command::Export) => export_store(&at),
+            Some(Command::Migrate { from, to, replicas }) => migrate(&from, &to, replicas),
+            _ => Err(jetstream_not_yet(&at)),
+        };
+    }
     match cli.command.unwrap_or(Command::Console { read_only: false, theme: None }) {
         Command::Console { read_only, theme } => {
             let spool = resolve_spool(spool_arg, &config)?;
@@ -790,6 +836,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             let spool = resolve_spool(spool_arg, &config)?;
             audit_cmd(&spool, json, since.as_deref(), agent)
         }
+        Command::Migrate { from, to, replicas } => migrate(&from, &to, replicas),
         Command::Export => {
             let spool = resolve_spool(spool_arg, &config)?;
             let file = chain_file::read_chain(&spool.chain_path())?;
@@ -2003,13 +2050,14 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
 /// cannot be read denies every event in the host's format.
 fn hook_cmd(
     spool_arg: Option<PathBuf>,
+    store: Option<String>,
     host: crate::hook::Host,
     agent: Option<String>,
     notebook: Option<String>,
     wait: f64,
 ) -> u8 {
     let opts = (|| -> Result<crate::hook::HookOptions, String> {
-        let config = Config::load()?;
+        let config = Config::load()?.with_store(store);
         let spool = resolve_spool(spool_arg, &config).map_err(|f| f.message)?;
         let wait = Duration::try_from_secs_f64(wait)
             .ok()
@@ -2279,6 +2327,154 @@ fn verify_audit(spool: &Spool, file: &Path, as_json: bool) -> Result<u8, Failure
     Ok(if ok { 0 } else { 1 })
 }
 
+/// The JetStream store the command line or `config.toml` names, if any (`--spool` wins).
+///
+/// # Errors
+/// A `store` that is neither a directory nor a valid JetStream URL.
+#[cfg(feature = "jetstream")]
+fn jetstream_store(spool_arg: Option<&PathBuf>, config: &Config) -> Result<Option<StoreLocation>, Failure> {
+    match (spool_arg, &config.store) {
+        (None, Some(text)) => match text.parse::<StoreLocation>().map_err(Failure::usage)? {
+            at @ StoreLocation::JetStream(_) => Ok(Some(at)),
+            StoreLocation::Directory(_) => Ok(None),
+        },
+        _ => Ok(None),
+    }
+}
+
+/// What a command that does not run over JetStream yet answers (fail closed: the hooks deny, the
+/// gateway refuses every call, with this reason).
+#[cfg(feature = "jetstream")]
+fn jetstream_not_yet(at: &StoreLocation) -> Failure {
+    Failure::usage(format!(
+        "the spool is on JetStream ({at}): `warrant verify`, `warrant export` and `warrant migrate` run there; \
+         the console, decisions, propose, the hooks and the gateway need a directory spool in this version \
+         (docs/distributed.md)"
+    ))
+}
+
+/// Reads and verifies the chain of `log` as `warrant verify` verifies a spool's own chain (every
+/// warrant signature against the pinned keys), with the byte-level verifier over its lines.
+///
+/// # Errors
+/// The store's errors, pinned keys that cannot be read.
+fn verify_log(log: &dyn crate::store::ChainLog, pinned: &PinnedKeys) -> Result<VerifyReport, Failure> {
+    let mut bytes = Vec::new();
+    for line in log.lines().map_err(|e| Failure::usage(format!("{}: {e}", log.location())))? {
+        bytes.extend_from_slice(&line);
+        bytes.push(b'\n');
+    }
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
+    Ok(chain::verify_reader(bytes.as_slice(), opts, &progress)?)
+}
+
+/// `warrant verify` of a spool on JetStream: its chain, with the same checks and the same
+/// report as for the directory with the same history.
+///
+/// # Errors
+/// Connecting, a missing spool, pinned keys that cannot be read.
+#[cfg(feature = "jetstream")]
+fn verify_store(at: &StoreLocation, as_json: bool) -> Result<u8, Failure> {
+    let pinned = load_pinned()?;
+    let log = crate::store::open_chain(at, false, 1).map_err(|e| Failure::usage(format!("{at}: {e}")))?;
+    let report = verify_log(log.as_ref(), &pinned)?;
+    print_report(&report, as_json)
+}
+
+/// `warrant export` of a spool on JetStream: the same envelope as for the directory.
+///
+/// # Errors
+/// As [`verify_store`].
+#[cfg(feature = "jetstream")]
+fn export_store(at: &StoreLocation) -> Result<u8, Failure> {
+    let pinned = load_pinned()?;
+    let log = crate::store::open_chain(at, false, 1).map_err(|e| Failure::usage(format!("{at}: {e}")))?;
+    let records = log
+        .lines()
+        .map_err(|e| Failure::usage(format!("{at}: {e}")))?
+        .iter()
+        .map(|l| serde_json::from_slice(l).unwrap_or(Value::Null))
+        .collect();
+    let envelope = chain::export(
+        records,
+        VerifyOptions { pinned: Some(&pinned), strict_signatures: true },
+        &crate::protocol::clock::now_rfc3339(),
+    );
+    print_json(&envelope)?;
+    Ok(0)
+}
+
+/// `warrant migrate --from A --to B`: the source verified, its records copied after the
+/// destination's head (which must be a prefix of the source), each with compare-and-set and its
+/// own entry_hash, then both verified and compared: the same number of records and root hash.
+///
+/// # Errors
+/// Either store's errors; a source that does not verify (exit 1); a destination that holds
+/// another chain.
+fn migrate(from: &str, to: &str, replicas: u8) -> Result<u8, Failure> {
+    let pinned = load_pinned()?;
+    let parse = |t: &str| t.parse::<StoreLocation>().map_err(Failure::usage);
+    let (from_at, to_at) = (parse(from)?, parse(to)?);
+    if from_at == to_at {
+        return Err(Failure::usage("--from and --to name the same store"));
+    }
+    fn store_err(at: &StoreLocation) -> impl Fn(crate::store::StoreError) -> Failure + '_ {
+        move |e| Failure::usage(format!("{at}: {e}"))
+    }
+    let source = crate::store::open_chain(&from_at, false, 1).map_err(store_err(&from_at))?;
+    let lines = source.lines().map_err(store_err(&from_at))?;
+    let before = verify_log(source.as_ref(), &pinned)?;
+    if !before.is_valid() {
+        let first = before.first().map(|f| f.to_string()).unwrap_or_default();
+        eprintln!(
+            "warrant: {from_at} does not verify ({}); nothing was copied",
+            crate::protocol::text::inert(&first, 400)
+        );
+        return Ok(EXIT_INVALID);
+    }
+    let dest = crate::store::open_chain(&to_at, true, usize::from(replicas)).map_err(store_err(&to_at))?;
+    let there = dest.lines().map_err(store_err(&to_at))?;
+    if there.len() > lines.len() || there.iter().zip(&lines).any(|(a, b)| a != b) {
+        return Err(Failure::usage(format!(
+            "{to_at} holds {} records that are not the start of {from_at}'s chain; refusing to copy onto another chain",
+            there.len()
+        )));
+    }
+    let mut head = dest.head().map_err(store_err(&to_at))?;
+    for line in &lines[there.len()..] {
+        let rec = crate::protocol::canonical::parse_strict(line)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .ok_or_else(|| Failure::usage(format!("{from_at}: a record that verified no longer parses")))?;
+        let appended = dest.append_after(&head, vec![rec]).map_err(store_err(&to_at))?;
+        let last = appended.last().ok_or_else(|| Failure::usage(format!("{to_at}: nothing was appended")))?;
+        head = ChainHead { last_index: last.chain_index, last_hash: Some(last.entry_hash.clone()) };
+    }
+    let after = verify_log(dest.as_ref(), &pinned)?;
+    let same = after.is_valid() && after.total == before.total && after.root_hash == before.root_hash;
+    if same {
+        println!(
+            "migrated {from_at} → {to_at}: {} records ({} copied, {} already there), root {}; both verify, chain for chain",
+            after.total,
+            lines.len() - there.len(),
+            there.len(),
+            after.root_hash.as_deref().unwrap_or("null")
+        );
+        Ok(0)
+    } else {
+        eprintln!(
+            "warrant: the copy at {to_at} does not match: {} records, root {}, valid {} (the source: {} records, root {})",
+            after.total,
+            after.root_hash.as_deref().unwrap_or("null"),
+            after.is_valid(),
+            before.total,
+            before.root_hash.as_deref().unwrap_or("null")
+        );
+        Ok(EXIT_INVALID)
+    }
+}
+
 fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
     let pinned = load_pinned()?;
     let mut report = verify_path(path, &pinned)?;
@@ -2286,6 +2482,15 @@ fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
         let spool = spool_at(path.to_owned());
         report.findings.extend(quorum_findings(&spool, &pinned, &load_policies(Some(&spool))?)?);
     }
+    print_report(&report, as_json)
+}
+
+/// Prints a verification report as `warrant verify` does (JSON with `--json`), and gives its
+/// exit code: 0 when valid, [`EXIT_INVALID`] otherwise.
+///
+/// # Errors
+/// Writing to stdout or stderr.
+fn print_report(report: &VerifyReport, as_json: bool) -> Result<u8, Failure> {
     let valid = report.is_valid();
     if as_json {
         print_json(&json!({

@@ -11,6 +11,9 @@ mod nats;
 #[path = "support/chain_log.rs"]
 mod chain_log;
 
+#[path = "support/cli_env.rs"]
+mod cli_env;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -660,4 +663,102 @@ fn of_eight_writers_on_one_jetstream_head_exactly_one_appends() {
     let head = ChainLog::head(&log).expect("head");
     log.append_after(&head, vec![chain_log::body(0)]).expect("first record");
     chain_log::one_of_many_wins(&|| Box::new(open(&url, Duration::from_secs(10))), 8);
+}
+
+fn ok(o: &std::process::Output) -> String {
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    out
+}
+
+/// The parts of `warrant verify --json` and `warrant export` that describe the history (not when
+/// the export was made).
+fn verified(o: &std::process::Output) -> Value {
+    let v: Value = serde_json::from_slice(&o.stdout).expect("verify --json");
+    json!([v["valid"], v["total"], v["root_hash"], v["signatures_verified"], v["findings"]])
+}
+
+fn exported(o: &std::process::Output) -> Value {
+    let mut v: Value = serde_json::from_slice(&o.stdout).expect("export");
+    v["chain"].as_object_mut().expect("chain").remove("generated_at");
+    v
+}
+
+#[test]
+fn a_spool_migrates_to_jetstream_and_back_and_both_verify_and_export_the_same() {
+    let Some(server) = Server::start() else { return };
+    let e = cli_env::Env::new();
+    // A real history: decisions signed by the principal, a refusal, a receipt.
+    for id in ["m-1", "m-2", "m-3"] {
+        ok(&e.propose("draft.compose", "agent-a", id, &[]));
+    }
+    ok(&e.run(&["approve", "--yes", "m-1"]));
+    ok(&e.run(&["refuse", "--yes", "m-2", "--reason", "not this one"]));
+    ok(&e.run(&["approve", "--yes", "m-3"]));
+    let spool = e.spool().display().to_string();
+    let url = server.store_url("migrated");
+
+    let out = ok(&e.run(&["migrate", "--from", &spool, "--to", &url]));
+    assert!(out.contains("both verify"), "{out}");
+    let on_dir = e.run(&["verify", "--json"]);
+    let on_js = e.run(&["--store", &url, "verify", "--json"]);
+    ok(&on_dir);
+    ok(&on_js);
+    assert_eq!(verified(&on_js), verified(&on_dir), "verify gives the same answer for the same history");
+    assert!(verified(&on_js)[3].as_u64().expect("signatures") >= 3, "the decisions' signatures were checked");
+    let dir_export = e.run(&["export"]);
+    let js_export = e.run(&["--store", &url, "export"]);
+    assert_eq!(exported(&js_export), exported(&dir_export), "export gives the same envelope");
+
+    // Run again: nothing is copied twice.
+    let again = ok(&e.run(&["migrate", "--from", &spool, "--to", &url]));
+    assert!(again.contains("(0 copied, "), "{again}");
+    // And back, into a new directory: the same chain.
+    let back = e.dir.path().join("back");
+    ok(&e.run(&["migrate", "--from", &url, "--to", &back.display().to_string()]));
+    assert_eq!(
+        std::fs::read(back.join("chain.jsonl")).expect("copied chain"),
+        std::fs::read(e.spool().join("chain.jsonl")).expect("chain"),
+        "the round trip gives the chain file back byte for byte"
+    );
+
+    // A destination holding another chain is refused, and nothing is written to it.
+    let other = cli_env::Env::new();
+    ok(&other.propose("draft.compose", "agent-b", "o-1", &[]));
+    ok(&other.run(&["approve", "--yes", "o-1"]));
+    let before = std::fs::read(other.spool().join("chain.jsonl")).expect("other chain");
+    let o = e.run(&["migrate", "--from", &url, "--to", &other.spool().display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not the start of"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(other.spool().join("chain.jsonl")).expect("other chain"), before);
+
+    // A record changed on the way is caught: the source must verify before anything is copied.
+    let tampered = e.dir.path().join("tampered");
+    std::fs::create_dir_all(&tampered).expect("dir");
+    let text = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");
+    std::fs::write(tampered.join("chain.jsonl"), text.replacen("not this one", "fine by me", 1)).expect("write");
+    let o = e.run(&["migrate", "--from", &tampered.display().to_string(), "--to", &server.store_url("tampered")]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nothing was copied"));
+
+    // What does not run over JetStream yet fails closed, saying so: a command exits 2, and a
+    // hook denies the call.
+    let o = e.run(&["--store", &url, "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("JetStream"), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut hook = e
+        .cmd(&["hook", "claude-code", "--wait", "1"])
+        .env("WARRANT_STORE", &url)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("hook");
+    let event = json!({"session_id": "s", "cwd": "/tmp", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "git push"}, "tool_use_id": "h-1"});
+    std::io::Write::write_all(&mut hook.stdin.take().expect("stdin"), event.to_string().as_bytes()).expect("event");
+    let o = hook.wait_with_output().expect("hook");
+    let v: Value = serde_json::from_slice(&o.stdout).expect("the hook answers JSON");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], json!("deny"), "{v}");
+    assert!(v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").contains("JetStream"));
 }

@@ -90,6 +90,9 @@ pub struct Config {
     pub principal: Option<String>,
     /// The spool directory.
     pub spool: Option<PathBuf>,
+    /// Where the spool lives, when not the directory `spool` names: a directory, or
+    /// `nats://HOST:PORT[,HOST:PORT…]/NAME` for JetStream (`--store` and `WARRANT_STORE` win).
+    pub store: Option<String>,
     /// The console theme (`default`, `mono`, or a file in `<config>/themes/`).
     pub theme: Option<String>,
     /// Seconds between full rescans of the spool (default 5).
@@ -138,6 +141,16 @@ impl Default for Notify {
 }
 
 impl Config {
+    /// This configuration with `store` from the command line or `WARRANT_STORE`, when given
+    /// (it wins over `store` in `config.toml`).
+    #[must_use]
+    pub fn with_store(mut self, store: Option<String>) -> Self {
+        if store.is_some() {
+            self.store = store;
+        }
+        self
+    }
+
     /// Loads `<config dir>/config.toml`; a missing file is the default configuration.
     ///
     /// # Errors

@@ -253,6 +253,43 @@ pub struct ConnectOptions {
     pub client_name: Option<String>,
 }
 
+impl ConnectOptions {
+    /// The options the NATS command-line tools take from the environment: `NATS_CREDS` (a
+    /// credentials file), `NATS_NKEY` (a file holding a user NKey seed), `NATS_CA` (CA
+    /// certificates), `NATS_CERT` and `NATS_KEY` (a client certificate and its key, both or
+    /// neither), and `NATS_TIMEOUT` (seconds, default 10). Unset or empty variables are absent.
+    ///
+    /// # Errors
+    /// `NATS_CERT` without `NATS_KEY` (or the reverse), or a `NATS_TIMEOUT` that is not a
+    /// number of seconds from 0.1 to 600.
+    pub fn from_env() -> Result<Self, String> {
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let tls_client_cert = match (var("NATS_CERT"), var("NATS_KEY")) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            _ => return Err("NATS_CERT and NATS_KEY go together: set both or neither".into()),
+        };
+        let timeout = match std::env::var("NATS_TIMEOUT").ok().filter(|v| !v.is_empty()) {
+            None => Duration::from_secs(10),
+            Some(t) => t
+                .parse::<f64>()
+                .ok()
+                .filter(|s| (0.1..=600.0).contains(s))
+                .map(Duration::from_secs_f64)
+                .ok_or_else(|| format!("NATS_TIMEOUT={t:?}: give seconds from 0.1 to 600"))?,
+        };
+        Ok(ConnectOptions {
+            credentials_file: var("NATS_CREDS"),
+            nkey_seed_file: var("NATS_NKEY"),
+            tls_ca: var("NATS_CA"),
+            tls_client_cert,
+            timeout,
+            client_name: Some("warrant".into()),
+            ..ConnectOptions::default()
+        })
+    }
+}
+
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
@@ -522,6 +559,29 @@ impl AsyncJetStreamSpool {
     #[must_use]
     pub fn context(&self) -> &Context {
         &self.js
+    }
+
+    /// Whether the spool exists: its chain stream is there (nothing is created).
+    ///
+    /// # Errors
+    /// [`JsError::Server`] naming the missing stream, or the server's own error.
+    pub async fn check_exists(&self) -> Result<(), JsError> {
+        let name = self.url.chain_stream();
+        match self.js.get_stream(&name).await {
+            Ok(_) => Ok(()),
+            Err(e) => match e.kind() {
+                GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND => {
+                    Err(JsError::Server {
+                        op: format!("open stream {name}"),
+                        message: format!(
+                            "no spool {:?} on this server (its chain stream does not exist)",
+                            self.url.name
+                        ),
+                    })
+                }
+                _ => Err(server(format!("open stream {name}"))(e)),
+            },
+        }
     }
 
     /// Creates the chain stream, the packets-and-receipts stream and the decisions bucket, or
@@ -1124,6 +1184,14 @@ impl JetStreamSpool {
     /// As [`AsyncJetStreamSpool::setup`].
     pub fn setup(&self, opts: SetupOptions) -> Result<(), JsError> {
         self.rt.block_on(self.inner.setup(opts))
+    }
+
+    /// [`AsyncJetStreamSpool::check_exists`].
+    ///
+    /// # Errors
+    /// As [`AsyncJetStreamSpool::check_exists`].
+    pub fn check_exists(&self) -> Result<(), JsError> {
+        self.rt.block_on(self.inner.check_exists())
     }
 
     /// [`AsyncJetStreamSpool::append_chain`].

@@ -195,3 +195,78 @@ impl ChainLog for DirectoryChain {
         }
     }
 }
+
+/// Where a spool lives, as `--store`, `WARRANT_STORE` or `store =` in `config.toml` name it
+/// (issue 19): a directory (the embedded default), or `nats://HOST:PORT[,HOST:PORT…]/NAME`
+/// (`tls://` for TLS) for JetStream ([`jetstream::StoreUrl`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// The directory spool at this path.
+    Directory(PathBuf),
+    /// A spool on NATS JetStream.
+    #[cfg(feature = "jetstream")]
+    JetStream(jetstream::StoreUrl),
+}
+
+impl std::str::FromStr for StoreLocation {
+    type Err = String;
+
+    /// A `nats://` or `tls://` URL is JetStream (an error when this build has no `jetstream`
+    /// feature, never read as a directory of that name); anything else is a directory path.
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Err("an empty store: give a directory or nats://HOST:PORT/NAME".into());
+        }
+        if text.starts_with("nats://") || text.starts_with("tls://") {
+            #[cfg(feature = "jetstream")]
+            return text.parse().map(StoreLocation::JetStream).map_err(|e: jetstream::UrlError| e.to_string());
+            #[cfg(not(feature = "jetstream"))]
+            return Err(format!("{text}: this build of warrant has no JetStream support (the `jetstream` feature)"));
+        }
+        Ok(StoreLocation::Directory(PathBuf::from(text)))
+    }
+}
+
+impl std::fmt::Display for StoreLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreLocation::Directory(p) => write!(f, "{}", p.display()),
+            #[cfg(feature = "jetstream")]
+            StoreLocation::JetStream(url) => write!(f, "{url}"),
+        }
+    }
+}
+
+/// Opens the chain of the spool at `at` ([`ChainLog`]): a directory's `chain.jsonl`, or the
+/// chain stream of a JetStream spool, connected with the NATS ecosystem's environment
+/// ([`jetstream::ConnectOptions::from_env`]). With `create`, a JetStream spool's streams are
+/// set up first (`replicas` copies of each; an existing weaker stream is refused) and a
+/// directory is created; without it, a spool that does not exist is an error, never an empty
+/// chain.
+///
+/// # Errors
+/// Connecting, a missing spool, or the store's own errors.
+pub fn open_chain(at: &StoreLocation, create: bool, replicas: usize) -> Result<Box<dyn ChainLog>, StoreError> {
+    match at {
+        StoreLocation::Directory(root) => {
+            if create {
+                std::fs::create_dir_all(root).map_err(|e| StoreError::Other(format!("{}: {e}", root.display())))?;
+            } else if !root.is_dir() {
+                return Err(StoreError::Other(format!("{}: no such spool directory", root.display())));
+            }
+            let _ = replicas;
+            Ok(Box::new(DirectoryChain::new(root.join("chain.jsonl"))))
+        }
+        #[cfg(feature = "jetstream")]
+        StoreLocation::JetStream(url) => {
+            let opts = jetstream::ConnectOptions::from_env().map_err(StoreError::Other)?;
+            let spool = jetstream::JetStreamSpool::connect(url, &opts)?;
+            if create {
+                spool.setup(jetstream::SetupOptions { replicas })?;
+            } else {
+                spool.check_exists()?;
+            }
+            Ok(Box::new(spool))
+        }
+    }
+}
