@@ -1327,6 +1327,66 @@ impl ChainWatch {
     }
 }
 
+impl From<JsError> for crate::store::StoreError {
+    fn from(e: JsError) -> Self {
+        match e {
+            JsError::StaleHead { expected } => {
+                crate::store::StoreError::Other(format!("stale head: the chain moved past subject sequence {expected}"))
+            }
+            other => crate::store::StoreError::Other(other.to_string()),
+        }
+    }
+}
+
+/// The chain on JetStream behind the store boundary ([`crate::store::ChainLog`]): each record
+/// is published with `Nats-Expected-Last-Subject-Sequence` = the sequence of the head it links
+/// to and `Nats-Msg-Id` = its `entry_hash` (`distributed-spool.md`), so a stale head is refused
+/// by the server and a retried append is not stored twice. A group of records is appended
+/// record by record, each one compare-and-set: another writer can stop a group part-way (the
+/// records before the refusal stay, each linked and acknowledged).
+impl crate::store::ChainLog for JetStreamSpool {
+    fn location(&self) -> String {
+        self.inner.url().to_string()
+    }
+
+    fn head(&self) -> Result<ChainHead, crate::store::StoreError> {
+        Ok(chain_head_of(self.head()?.as_ref())?)
+    }
+
+    fn lines(&self) -> Result<Vec<Vec<u8>>, crate::store::StoreError> {
+        Ok(self.read_chain()?.into_iter().map(|e| e.line).collect())
+    }
+
+    fn append_after(
+        &self,
+        expected: &ChainHead,
+        records: Vec<serde_json::Map<String, Value>>,
+    ) -> Result<Vec<crate::protocol::chain::Appended>, crate::store::StoreError> {
+        use crate::store::StoreError;
+        let tip = self.head()?;
+        let found = chain_head_of(tip.as_ref())?;
+        if &found != expected {
+            return Err(StoreError::StaleHead { expected: expected.last_index, found: found.last_index });
+        }
+        let sealed = crate::store::seal_copies(expected, &records)?;
+        let mut seq = tip.map(|t| t.seq);
+        let mut out = Vec::with_capacity(sealed.len());
+        for one in sealed {
+            let line = canonical::to_canonical_vec(&one.record);
+            match self.append_chain(seq, &line, &one.entry_hash) {
+                Ok(ack) => seq = Some(ack.seq),
+                Err(JsError::StaleHead { .. }) => {
+                    let now = chain_head_of(self.head()?.as_ref())?;
+                    return Err(StoreError::StaleHead { expected: one.chain_index - 1, found: now.last_index });
+                }
+                Err(e) => return Err(e.into()),
+            }
+            out.push(one);
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1417,65 +1477,5 @@ mod tests {
                 other => panic!("{word}: {other:?}"),
             }
         }
-    }
-}
-
-impl From<JsError> for crate::store::StoreError {
-    fn from(e: JsError) -> Self {
-        match e {
-            JsError::StaleHead { expected } => {
-                crate::store::StoreError::Other(format!("stale head: the chain moved past subject sequence {expected}"))
-            }
-            other => crate::store::StoreError::Other(other.to_string()),
-        }
-    }
-}
-
-/// The chain on JetStream behind the store boundary ([`crate::store::ChainLog`]): each record
-/// is published with `Nats-Expected-Last-Subject-Sequence` = the sequence of the head it links
-/// to and `Nats-Msg-Id` = its `entry_hash` (`distributed-spool.md`), so a stale head is refused
-/// by the server and a retried append is not stored twice. A group of records is appended
-/// record by record, each one compare-and-set: another writer can stop a group part-way (the
-/// records before the refusal stay, each linked and acknowledged).
-impl crate::store::ChainLog for JetStreamSpool {
-    fn location(&self) -> String {
-        self.inner.url().to_string()
-    }
-
-    fn head(&self) -> Result<ChainHead, crate::store::StoreError> {
-        Ok(chain_head_of(self.head()?.as_ref())?)
-    }
-
-    fn lines(&self) -> Result<Vec<Vec<u8>>, crate::store::StoreError> {
-        Ok(self.read_chain()?.into_iter().map(|e| e.line).collect())
-    }
-
-    fn append_after(
-        &self,
-        expected: &ChainHead,
-        records: Vec<serde_json::Map<String, Value>>,
-    ) -> Result<Vec<crate::protocol::chain::Appended>, crate::store::StoreError> {
-        use crate::store::StoreError;
-        let tip = self.head()?;
-        let found = chain_head_of(tip.as_ref())?;
-        if &found != expected {
-            return Err(StoreError::StaleHead { expected: expected.last_index, found: found.last_index });
-        }
-        let sealed = crate::store::seal_copies(expected, &records)?;
-        let mut seq = tip.map(|t| t.seq);
-        let mut out = Vec::with_capacity(sealed.len());
-        for one in sealed {
-            let line = canonical::to_canonical_vec(&one.record);
-            match self.append_chain(seq, &line, &one.entry_hash) {
-                Ok(ack) => seq = Some(ack.seq),
-                Err(JsError::StaleHead { .. }) => {
-                    let now = chain_head_of(self.head()?.as_ref())?;
-                    return Err(StoreError::StaleHead { expected: one.chain_index - 1, found: now.last_index });
-                }
-                Err(e) => return Err(e.into()),
-            }
-            out.push(one);
-        }
-        Ok(out)
     }
 }
