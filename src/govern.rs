@@ -480,20 +480,8 @@ impl Governor {
                 },
             ));
         }
-        if let Some(at) =
-            entry.packet.expires_at.as_deref().filter(|t| {
-                crate::protocol::clock::parse_rfc3339(t).is_some_and(|t| t <= time::OffsetDateTime::now_utc())
-            })
-        {
-            return Ok((
-                hash,
-                Outcome::Deny {
-                    packet_id: Some(id.to_owned()),
-                    status: "expired",
-                    reason: format!("{id} expired undecided at {at}"),
-                    remedy: Some("make the call again".into()),
-                },
-            ));
+        if let Some(at) = expired(&entry.packet) {
+            return Ok((hash, expired_undecided(id, at)));
         }
         let a = spool::assess_now(&self.policies, &self.config_dir, &snap, &view, "local");
         let Some(v) = a.verdicts.get(id) else {
@@ -536,6 +524,18 @@ impl Governor {
                     .map(String::as_str)
                     .filter(|k| crate::protocol::graduation::gate::CONSTRAINT_VOCABULARY.contains(k))
                     .collect();
+                if failures.is_empty() && recent.is_some() {
+                    // The call counts against the rate limit from now on, whatever happens to its
+                    // packet: recorded before it runs, or it does not run. A packet that expired
+                    // before its record was written may have been left out of another call's count
+                    // in between (an expired packet with no record does not count): it does not
+                    // run either.
+                    if let Err(e) = spool::record_gate_run(&self.spool, id) {
+                        failures.push(format!("`rate_limit`: the call could not be recorded for the count ({e})"));
+                    } else if let Some(at) = expired(&entry.packet) {
+                        return Ok((hash, expired_undecided(id, at)));
+                    }
+                }
                 if failures.is_empty() {
                     Outcome::Allow {
                         packet_id: id.to_owned(),
@@ -651,10 +651,12 @@ impl Governor {
     /// How many calls of `class` the packet's agent ran on its own in the last `window` seconds
     /// before `packet` (a `rate_limit` constraint bounds the post-approval boundary: what runs
     /// with no person). A call packet of the agent and class that arrived in the window (its
-    /// inode change time) with no decision of the principal counts while it has not expired (a held call still waiting
-    /// counts too: the count errs on the side of holding), and after that when a receipt names
-    /// it (it ran; one that expired with none was held and never ran). Reads every packet and
-    /// receipt in the spool.
+    /// inode change time) with no decision of the principal counts while it has not expired (a
+    /// held call still waiting counts too: the count errs on the side of holding), and after
+    /// that when the gate let it run ([`spool::record_gate_run`], written before it ran) or a
+    /// receipt names it (one that expired with neither was held and never ran). Every call packet
+    /// expires with its hook's wait, whatever the answer: without the record, a call that ran
+    /// stopped counting then. Reads every packet, receipt and record in the spool.
     fn recent_calls(
         &self,
         packet: &crate::protocol::packet::Packet,
@@ -667,8 +669,15 @@ impl Governor {
         // time it declares.
         let now = crate::protocol::clock::unix_seconds(&crate::protocol::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
         let since = now - window as f64;
-        let ran: std::collections::HashSet<&str> =
-            snap.receipts.iter().filter_map(|r| r.packet_id.as_deref()).collect();
+        // Read after `now`: a call that ran was recorded before its packet expired
+        // (`Governor::judge`), so a packet expired by `now` has its record here.
+        let recorded = spool::gate_runs(&self.spool)?;
+        let ran: std::collections::HashSet<&str> = snap
+            .receipts
+            .iter()
+            .filter_map(|r| r.packet_id.as_deref())
+            .chain(recorded.iter().map(String::as_str))
+            .collect();
         let n = snap
             .packets
             .iter()
@@ -794,6 +803,24 @@ impl Governor {
                 remedy: Some(format!("ask the principal to decide {id} in warrant, then try again")),
             },
         }
+    }
+}
+
+/// When `packet` expired (its `expires_at`, if that is now or before).
+fn expired(packet: &crate::protocol::packet::Packet) -> Option<&str> {
+    packet
+        .expires_at
+        .as_deref()
+        .filter(|t| crate::protocol::clock::parse_rfc3339(t).is_some_and(|t| t <= time::OffsetDateTime::now_utc()))
+}
+
+/// The answer for the call packet `id` that expired at `at` before it could run.
+fn expired_undecided(id: &str, at: &str) -> Outcome {
+    Outcome::Deny {
+        packet_id: Some(id.to_owned()),
+        status: "expired",
+        reason: format!("{id} expired undecided at {at}"),
+        remedy: Some("make the call again".into()),
     }
 }
 

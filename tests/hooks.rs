@@ -395,21 +395,48 @@ fn approved_calls_graduate_a_class_and_one_refusal_holds_it_again() {
     assert_eq!(approvals, 10, "graduates at the tenth approval (auto_capped: 10 positive, 6 approvals)");
     // Graduated, it runs on its own within its class's constraints: `email.send.internal`'s
     // `rate_limit` is 5 an hour (the calls the principal approved are not counted: a person
-    // decided them). The sixth is held for the principal, with the reason.
-    for n in 0..5 {
+    // decided them). The call that found the class graduated is the first of the five, also
+    // after its packet expired with its wait of 0.2 s; the sixth is held for the principal, with
+    // the reason.
+    for n in 0..4 {
         let (decision, reason) = call(&e, &format!("after-{n}"), "mcp__mail__send_internal", send(100 + n), None, "30");
         assert_eq!(decision, "allow", "call {n} after graduating: {reason}");
         assert!(reason.contains("within its constraints"), "{reason}");
     }
-    let (decision, reason) = call(&e, "after-5", "mcp__mail__send_internal", send(105), None, "0.2");
+    let (decision, reason) = call(&e, "after-4", "mcp__mail__send_internal", send(104), None, "0.2");
     assert_eq!(decision, "deny", "{reason}");
     assert!(reason.contains("`rate_limit`: 5 call(s) of this class in the last PT1H (at most 5)"), "{reason}");
     // The principal refuses one of the calls that waited in vain: the class is held again.
     let o = e.run(&["refuse", "--yes", "cc-g-0", "--reason", "wrong list"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let (decision, reason) = call(&e, "after-6", "mcp__mail__send_internal", send(106), None, "0.2");
+    let (decision, reason) = call(&e, "after-5", "mcp__mail__send_internal", send(105), None, "0.2");
     assert_eq!(decision, "deny", "{reason}");
     assert!(reason.contains("cannot graduate on approvals"), "{reason}");
+}
+
+/// A call the gate let run on its own within a `rate_limit` is one of the calls the limit counts
+/// for the whole window, also once its packet expired with the hook's wait (every call packet
+/// expires with its wait, whatever the answer) and with no receipt (no PostToolUse hook, or one
+/// that has not run yet). It used to stop counting then, so the next call ran past the limit: a
+/// test that took longer than the hook's wait of 0.3 s under load let a third call of a class
+/// limited to one an hour run.
+#[test]
+fn a_call_the_gate_allowed_counts_against_the_rate_limit_after_its_packet_expired() {
+    let e = env();
+    e.policy(
+        "[[class]]\nid = \"crm.record.update\"\ntype = \"internal\"\nrisk = \"low\"\n\
+         constraints = { rate_limit = { count = 1, window = \"PT1H\" } }\n\n\
+         [tools.\"mcp__crm__update\"]\ntier = \"safe\"\nclass = \"crm.record.update\"\n",
+    );
+    let (decision, reason) = call(&e, "l-1", "mcp__crm__update", json!({"id": 1}), None, "0.3");
+    assert_eq!(decision, "allow", "the first call is within the limit: {reason}");
+    // Its packet expires 0.3 s after it was made; no receipt names it.
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(e.spool().join("packets/cc-l-1.json").exists());
+    assert_eq!(std::fs::read_dir(e.spool().join("receipts")).map(Iterator::count).unwrap_or(0), 0);
+    let (decision, reason) = call(&e, "l-2", "mcp__crm__update", json!({"id": 2}), None, "0.3");
+    assert_eq!(decision, "deny", "the second call in the hour is over the limit: {reason}");
+    assert!(reason.contains("`rate_limit`: 1 call(s) of this class in the last PT1H (at most 1)"), "{reason}");
 }
 
 /// A `policy.toml` that pins the file a `Write` names (`file.exists` and `file.sha256` of

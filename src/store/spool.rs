@@ -3018,6 +3018,51 @@ pub fn claim_approval(spool: &Spool, packet_id: &str) -> io::Result<bool> {
     }
 }
 
+/// Records, before the call runs, that the gate let the call packet `packet_id` run on its own
+/// within its class's `rate_limit` (`uses/gate+<id>.use`, `O_EXCL`, synced with its directory
+/// before this returns): the call then counts against the limit for the whole window
+/// ([`gate_runs`]), also after its packet expired with the hook's wait and whether or not a
+/// receipt ever names it. The same packet judged again (a retried hook) finds its record.
+///
+/// # Errors
+/// An unsafe id; I/O errors other than an existing record (the call must then not run).
+pub fn record_gate_run(spool: &Spool, packet_id: &str) -> io::Result<()> {
+    if !packet::is_safe_id(packet_id) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe packet id"));
+    }
+    let dir = spool.uses_dir();
+    fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("gate+{packet_id}{USE_SUFFIX}"));
+    let body = serde_json::json!({"type": "warrant_gate_run", "packet_id": packet_id, "at": crate::protocol::clock::now_rfc3339()});
+    match create_claim(&path, &body) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The call packets the gate let run on its own within a rate limit ([`record_gate_run`]), from
+/// the names of their records in `uses/` (`+` is in no safe id). A record someone else wrote can
+/// only make a count larger.
+///
+/// # Errors
+/// I/O errors reading `uses/` (a missing one is empty): the count is then not known.
+pub fn gate_runs(spool: &Spool) -> io::Result<HashSet<String>> {
+    let entries = match fs::read_dir(spool.uses_dir()) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(HashSet::new()),
+        Err(e) => return Err(e),
+    };
+    let mut runs = HashSet::new();
+    for e in entries {
+        let name = e?.file_name();
+        let id = name.to_str().and_then(|n| n.strip_prefix("gate+")).and_then(|n| n.strip_suffix(USE_SUFFIX));
+        if let Some(id) = id.filter(|id| packet::is_safe_id(id)) {
+            runs.insert(id.to_owned());
+        }
+    }
+    Ok(runs)
+}
+
 /// Creates `path` with `O_EXCL` (never following a symlink), writes `body`, syncs it and its
 /// directory.
 fn create_claim(path: &Path, body: &Value) -> io::Result<()> {
