@@ -30,17 +30,26 @@ pub fn fold_copy(spool: &Spool) -> Option<PathBuf> {
 }
 /// The most bytes a fold file may have to be read (256 MiB): a larger one is not used.
 pub const MAX_FOLD_BYTES: u64 = 256 << 20;
-/// Writes the principal's fold ([`fold_copy`]) atomically. `Ok(None)` when the spool keeps no
-/// copies (nothing written), `Ok(Some(()))` once written.
+/// Writes the principal's fold ([`fold_copy`]) atomically: a temporary file in the same
+/// directory (mode 0600), renamed into place. It is not synced: the fold is a cache the signed
+/// checkpoint binds by digest, so one lost or half-written by a crash only sends the next
+/// decision to read the chain, and a decision does not wait for megabytes to reach the disk.
+/// `Ok(None)` when the spool keeps no copies (nothing written), `Ok(Some(()))` once written.
 ///
 /// # Errors
 /// I/O errors.
 pub fn write_fold(spool: &Spool, bytes: &[u8]) -> std::io::Result<Option<()>> {
+    use std::os::unix::fs::PermissionsExt as _;
     let Some(path) = fold_copy(spool) else { return Ok(None) };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    crate::store::key_files::write_atomic(&path, bytes, 0o600)?;
+    let dir = path.parent().ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".fold.")
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o600))
+        .tempfile_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(&path).map_err(|e| e.error)?;
     Ok(Some(()))
 }
 /// Reads the principal's fold ([`fold_copy`]): a regular file (never through a symlink) of at
