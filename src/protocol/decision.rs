@@ -207,7 +207,7 @@ pub fn unpinned_message(fp: &str, signer: &str) -> String {
 }
 
 /// A decision signed by the principal: the document and its detached signature.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SignedDecision {
     /// The canonical document.
     pub document: Value,
@@ -265,7 +265,7 @@ pub fn sign_decision_with(
 /// (issue 18, co-signing: `[cosign."<class>"] required = k, principals = [n names]` in
 /// `policy.toml`). Signed into every co-signature as `{"required": k, "principals": [...]}`
 /// (`principals` sorted, distinct), so a signature counts only under the terms its signer saw.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Quorum {
     /// `k`: distinct listed principals whose approvals are needed, `1..=principals.len()`.
     pub required: usize,
@@ -348,7 +348,8 @@ pub struct Cosign {
 /// like any decision, but it is **never evidence**: no person judged the action, so it counts
 /// neither as the principal's refusal of the class nor in the agent's record
 /// (`docs/conformance.md`, class timeouts; `docs/spool.md`, the decision document).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SystemCause {
     /// The packet's class timed out undecided (`refuse_after`): `"timeout"`.
     Timeout,
@@ -620,7 +621,7 @@ pub fn cosigned_decision_file(signed: &SignedDecision, appended: &Appended, earl
 }
 
 /// One principal's approval towards a quorum, as the chain holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CoSignature {
     /// The signed document and its detached signature.
     pub signed: SignedDecision,

@@ -20,6 +20,60 @@ pub fn local_copy(spool: &Spool) -> Option<PathBuf> {
     let id = crate::protocol::canonical::sha256_hex(canonical.as_os_str().as_encoded_bytes());
     Some(dir.join(format!("{id}.json")))
 }
+/// The principal's fold of the prefix its own checkpoint copy describes, beside that copy:
+/// `<copies dir>/<spool id>.fold.json` (JSON, mode 0600; the checkpoint's `fold_sha256` is the
+/// SHA-256 of its bytes, `docs/spool.md`, Incremental verification), or `None` when the spool
+/// keeps no copies.
+#[must_use]
+pub fn fold_copy(spool: &Spool) -> Option<PathBuf> {
+    local_copy(spool).map(|p| p.with_extension("fold.json"))
+}
+/// The most bytes a fold file may have to be read (256 MiB): a larger one is not used.
+pub const MAX_FOLD_BYTES: u64 = 256 << 20;
+/// Writes the principal's fold ([`fold_copy`]) atomically: a temporary file in the same
+/// directory (mode 0600), renamed into place. It is not synced: the fold is a cache the signed
+/// checkpoint binds by digest, so one lost or half-written by a crash only sends the next
+/// decision to read the chain, and a decision does not wait for megabytes to reach the disk.
+/// `Ok(None)` when the spool keeps no copies (nothing written), `Ok(Some(()))` once written.
+///
+/// # Errors
+/// I/O errors.
+pub fn write_fold(spool: &Spool, bytes: &[u8]) -> std::io::Result<Option<()>> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(path) = fold_copy(spool) else { return Ok(None) };
+    let dir = path.parent().ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".fold.")
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o600))
+        .tempfile_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(&path).map_err(|e| e.error)?;
+    Ok(Some(()))
+}
+/// Reads the principal's fold ([`fold_copy`]): a regular file (never through a symlink) of at
+/// most [`MAX_FOLD_BYTES`].
+///
+/// # Errors
+/// `NotFound` when the spool keeps no copies or there is none; `InvalidData` for a file that is
+/// not regular or too large; other I/O errors.
+pub fn read_fold(spool: &Spool) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let path = fold_copy(spool).ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() || meta.len() > MAX_FOLD_BYTES {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a regular file of at most 256 MiB"));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_FOLD_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FOLD_BYTES {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "larger than 256 MiB"));
+    }
+    Ok(bytes)
+}
 /// Writes a signed checkpoint to the spool's `checkpoint.json` and to the principal's copy (if
 /// the spool keeps one),
 /// each atomically, unless the file already holds a longer one.

@@ -832,8 +832,9 @@ fn mtime_ns(meta: &fs::Metadata) -> i128 {
     meta.modified().ok().and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as i128)
 }
 
-/// A decision as the chain records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A decision as the chain records it (serialized in the principal's fold of a checkpointed
+/// prefix, [`PrefixFold`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChainDecision {
     /// Approve or refuse.
     pub verdict: Verdict,
@@ -883,7 +884,7 @@ impl ChainDecision {
 }
 
 /// Approvals gathered towards a quorum for a packet no decision settles yet (issue 18).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Cosigning {
     /// The terms they were signed under.
     pub quorum: crate::protocol::decision::Quorum,
@@ -1218,29 +1219,158 @@ fn view_after(
     Ok(Some((view, kept, tail)))
 }
 
-/// What [`scan_prefix`] found in a checkpointed prefix.
+/// The version of [`PrefixFold`]'s file; a fold of another version is not used.
+const FOLD_VERSION: u32 = 1;
+
+/// What a decision needs of a verified prefix of the chain, folded once and kept beside the
+/// principal's own checkpoint copy (`<config dir>/checkpoints/<spool id>.fold.json`,
+/// [`crate::store::checkpoint_files::fold_copy`]), bound to the checkpoint the principal signed
+/// by its `fold_sha256` (`docs/spool.md`, Incremental verification). With it, a decision reads
+/// none of the prefix: only the line at its end ([`chain_file::prefix_holds`]) and the records
+/// after it. Written only under the chain's lock, from a chain verified under that lock.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct PrefixFold {
+    /// [`FOLD_VERSION`].
+    version: u32,
+    /// Records in the prefix (the checkpoint's `records`).
+    records: u64,
+    /// The prefix's length in bytes (the checkpoint's `bytes`).
+    bytes: u64,
+    /// The prefix's last `entry_hash` (the checkpoint's `head_hash`).
+    head_hash: Option<String>,
+    /// SHA-256 over the prefix's bytes, to extend into the next checkpoint's `prefix_sha256`.
+    digest: crate::protocol::checkpoint::PrefixDigest,
+    /// Decisions by packet id, folded in chain order ([`fold_decision`]).
+    decisions: HashMap<String, ChainDecision>,
+    /// Approvals gathered towards a quorum, by packet id ([`fold_decision`]).
+    cosigning: HashMap<String, Cosigning>,
+    /// The principal's control, grant and key-event records, whole, in chain order (replayed
+    /// with the same code a verification folds them with).
+    events: Vec<Map<String, Value>>,
+    /// The first publisher each agent was bound to ([`ControlState::bind_publisher`]), in chain order.
+    publishers: Vec<(String, u32)>,
+    /// The `content_hash` of the last receipt in the prefix.
+    last_receipt_hash: Option<String>,
+    /// Every `record_id` of the prefix, as a Bloom filter: a tail id it may hold sends the
+    /// decision to the slower path, which compares the ids exactly.
+    record_ids: IdFilter,
+}
+
+impl PrefixFold {
+    /// The chain view the fold stands for (no report, no evidence) and the prefix it covers, its
+    /// key events applied to the pins (`pinned`).
+    fn view(&self, pinned: &PinnedKeys) -> (ChainView, chain::Verified) {
+        let mut prefix = chain::Verified {
+            records: self.records,
+            bytes: self.bytes,
+            head_hash: self.head_hash.clone(),
+            keys: crate::protocol::key_event::ChainKeys::default(),
+        };
+        let mut view =
+            ChainView { decisions: self.decisions.clone(), cosigning: self.cosigning.clone(), ..ChainView::default() };
+        let mut grants = Vec::new();
+        for rec in &self.events {
+            if let Some(c) = ControlEvent::of_record(rec) {
+                view.controls.apply(&c);
+            }
+            if let Some(g) = crate::protocol::grant::GrantEvent::of_record(rec) {
+                grants.push(g);
+            }
+            if let Some(e) = crate::protocol::key_event::KeyEvent::of_record(rec) {
+                let index = rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0).saturating_sub(1);
+                prefix.keys.apply(&e, usize::try_from(index).unwrap_or(usize::MAX), pinned);
+            }
+        }
+        // As a scan of the prefix applies them: controls, then grants, then publishers.
+        for g in &grants {
+            view.grants.apply(g);
+        }
+        for (agent, uid) in &self.publishers {
+            view.controls.bind_publisher(agent, *uid);
+        }
+        view.last_receipt_hash = self.last_receipt_hash.clone();
+        (view, prefix)
+    }
+}
+
+/// A Bloom filter of record ids (10 bits an id at capacity, 7 probes: under 1% false positives
+/// when full), probed at positions from the SHA-256 of the id, so it reads the same in every
+/// build. Serialized as `{"capacity", "count", "bits": base64}`.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct IdFilter {
+    /// Ids it was sized for; past it, the fold is not used (the slower path builds a larger one).
+    capacity: u64,
+    /// Ids inserted.
+    count: u64,
+    #[serde(with = "base64_bytes")]
+    bits: Vec<u8>,
+}
+
+/// Serde for bytes as a standard base64 string.
+mod base64_bytes {
+    use base64::Engine as _;
+    pub fn serialize<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text: String = serde::Deserialize::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The two 64-bit halves an id's probes are made from.
+fn id_hash(id: &str) -> [u64; 2] {
+    use sha2::Digest as _;
+    let d: [u8; 32] = sha2::Sha256::digest(id.as_bytes()).into();
+    let half = |i: usize| u64::from_le_bytes(d[i..i + 8].try_into().unwrap_or_default());
+    [half(0), half(8) | 1]
+}
+
+impl IdFilter {
+    const PROBES: u64 = 7;
+    const BITS_PER_ID: u64 = 10;
+    const MIN_CAPACITY: u64 = 1 << 16;
+
+    fn positions(&self, h: [u64; 2]) -> impl Iterator<Item = usize> + '_ {
+        let m = (self.bits.len() as u64 * 8).max(1);
+        (0..Self::PROBES).map(move |i| (h[0].wrapping_add(i.wrapping_mul(h[1])) % m) as usize)
+    }
+
+    /// Whether the filter is sized for what it holds (an empty or overfull one is not used).
+    fn usable(&self) -> bool {
+        !self.bits.is_empty() && self.count <= self.capacity
+    }
+
+    /// Inserts ids (their [`id_hash`]es). An empty filter is first sized for twice as many ids
+    /// as it is given (at least [`Self::MIN_CAPACITY`]).
+    fn insert_all(&mut self, hashes: &[[u64; 2]]) {
+        if self.bits.is_empty() {
+            self.capacity = (2 * hashes.len() as u64).max(Self::MIN_CAPACITY);
+            self.bits = vec![0; usize::try_from(self.capacity * Self::BITS_PER_ID / 8).unwrap_or(usize::MAX)];
+        }
+        for h in hashes {
+            let pos: Vec<usize> = self.positions(*h).collect();
+            for p in pos {
+                self.bits[p / 8] |= 1 << (p % 8);
+            }
+        }
+        self.count += hashes.len() as u64;
+    }
+
+    /// Whether `id` may be in the filter (false: it certainly is not).
+    fn may_hold(&self, id: &str) -> bool {
+        self.positions(id_hash(id)).all(|p| self.bits[p / 8] & (1 << (p % 8)) != 0)
+    }
+}
+
+/// What [`extend_fold`] found besides the fold.
 #[derive(Default)]
 struct PrefixScan {
-    /// The principal's controls, in chain order.
-    controls: Vec<ControlEvent>,
-    /// The principal's grants and revocations, in chain order.
-    grants: Vec<crate::protocol::grant::GrantEvent>,
-    /// The key events (rotations, renames) and their 0-based record indexes, in chain order.
-    key_events: Vec<(crate::protocol::key_event::KeyEvent, usize)>,
-    /// The agents' publishers the decision records name, in chain order.
-    publishers: Vec<(String, u32)>,
-    /// The decisions asked for, by packet id.
-    decisions: HashMap<String, ChainDecision>,
-    /// Approvals gathered towards a quorum for those packets ([`fold_decision`]).
-    cosigning: HashMap<String, Cosigning>,
-    /// The records of those decisions whose packet id `keep` named (to restore their files).
+    /// The records of the decisions whose packet id `keep` named (to restore their files).
     kept: Vec<Map<String, Value>>,
-    /// A `record_id` of the prefix that is also one of the tail's (a duplicate the tail check
+    /// A `record_id` of the range that is also one of `tail_ids` (a duplicate the tail check
     /// cannot see).
     reused_id: Option<String>,
-    /// SHA-256 over the prefix's bytes, when asked for (to compare with the checkpoint's
-    /// `prefix_sha256`, then to extend over the tail for the next checkpoint).
-    hasher: Option<sha2::Sha256>,
 }
 
 /// Calls `found` with every `record_id` value in one chain line (no newline): each
@@ -1297,39 +1427,50 @@ fn record_ids_after(path: &Path, from: u64) -> io::Result<std::collections::Hash
     Ok(ids)
 }
 
-/// What a decision or control needs of the records in a checkpointed prefix (its first `bytes`
-/// bytes), read without verifying them again: the controls, in chain order, the decisions on
-/// `decisions_of` (every decision when `None`, the records of those `keep` names kept whole), with
-/// `tail_ids` whether any of them is also a `record_id` of the prefix, and with `hash` the
-/// SHA-256 of the prefix's bytes.
+/// Folds the chain's bytes from `fold.bytes` to `to` (the records after the prefix the fold
+/// covers; from the start for an empty fold) onto `fold`, read without verifying them again (the
+/// caller verified them under the chain's lock, or only shows the result): the bytes extend the
+/// fold's SHA-256, every `record_id` goes into its filter, and the principal's controls, grants,
+/// key events, the agents' publishers and the decisions are folded in chain order. With
+/// `tail_ids`, whether any record of the range has one of those ids; with `keep`, the whole
+/// decision records of the packet ids it names.
 ///
-/// One pass: the prefix is read in 8 MiB blocks, hashed, and searched for the bytes that name
-/// these records (`warrant_control`, `warrant_grant`, `warrant_key`, `warrant_decision` or the packet id); only those lines are
-/// parsed. A line with a `\u` escape is parsed too, since a key or id could be spelled with one,
-/// so no such record is missed.
-fn scan_prefix(
+/// One pass: the range is read in 8 MiB blocks, hashed, and searched for the bytes that name
+/// these records (`warrant_control`, `warrant_grant`, `warrant_key`, `warrant_decision`, the
+/// publisher key); only those lines are parsed. A line with a `\u` escape is parsed too, since a
+/// key could be spelled with one, so no such record is missed. Without `hash` (a view only shown,
+/// never signed onto) the bytes are not hashed and the ids not filed: the fold is not kept.
+///
+/// # Errors
+/// I/O errors; `UnexpectedEof` when the chain is shorter than `to` or the range does not end
+/// with a newline; `InvalidData` when the fold's digest does not cover exactly its bytes.
+fn extend_fold(
     path: &Path,
-    bytes: u64,
-    decisions_of: Option<&str>,
+    fold: &mut PrefixFold,
+    to: u64,
     keep: &dyn Fn(&str) -> bool,
     tail_ids: Option<&std::collections::HashSet<String>>,
     hash: bool,
 ) -> io::Result<PrefixScan> {
     use memchr::memmem::Finder;
-    use sha2::Digest as _;
-    let mut reader = io::Read::take(open_chain_at(path, 0)?, bytes);
-    let decision_needle = decisions_of.unwrap_or("warrant_decision");
+    let from = fold.bytes;
+    if fold.digest.len() != from || to < from {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "the fold does not cover its prefix"));
+    }
+    let mut reader = io::Read::take(open_chain_at(path, from)?, to - from);
     let finders = [
         Finder::new("warrant_control"),
         Finder::new("warrant_grant"),
         Finder::new("warrant_key"),
-        Finder::new(decision_needle),
+        Finder::new("warrant_decision"),
         Finder::new(crate::protocol::control::PUBLISHER_KEY),
         Finder::new("\\u"),
     ];
     let id_finder = Finder::new(RECORD_ID_NEEDLE);
     let tail_ids = tail_ids.filter(|t| !t.is_empty());
-    let mut out = PrefixScan { hasher: hash.then(sha2::Sha256::new), ..PrefixScan::default() };
+    let mut bound: HashSet<String> = fold.publishers.iter().map(|(a, _)| a.clone()).collect();
+    let mut ids: Vec<[u64; 2]> = Vec::new();
+    let mut out = PrefixScan::default();
     let mut carry: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 8 << 20];
     let mut read = 0u64;
@@ -1339,24 +1480,23 @@ fn scan_prefix(
             break;
         }
         read += n as u64;
-        if let Some(h) = &mut out.hasher {
-            h.update(&buf[..n]);
+        if hash {
+            fold.digest.update(&buf[..n]);
         }
         carry.extend_from_slice(&buf[..n]);
         let Some(end) = memchr::memrchr(b'\n', &carry) else { continue };
         let block = &carry[..=end];
-        if let Some(tail_ids) = tail_ids
-            && out.reused_id.is_none()
-        {
-            let mut start = 0;
-            for nl in memchr::memchr_iter(b'\n', block) {
-                line_record_ids(&block[start..nl], &id_finder, &mut |id| {
-                    if out.reused_id.is_none() && tail_ids.contains(id) {
-                        out.reused_id = Some(id.to_owned());
-                    }
-                });
-                start = nl + 1;
-            }
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', block).filter(|_| hash || tail_ids.is_some()) {
+            line_record_ids(&block[start..nl], &id_finder, &mut |id| {
+                if hash {
+                    ids.push(id_hash(id));
+                }
+                if out.reused_id.is_none() && tail_ids.is_some_and(|t| t.contains(id)) {
+                    out.reused_id = Some(id.to_owned());
+                }
+            });
+            start = nl + 1;
         }
         let mut hits: Vec<usize> = finders.iter().flat_map(|f| f.find_iter(block)).collect();
         hits.sort_unstable();
@@ -1368,117 +1508,148 @@ fn scan_prefix(
             let start = memchr::memrchr(b'\n', &block[..h]).map_or(0, |p| p + 1);
             let stop = h + memchr::memchr(b'\n', &block[h..]).unwrap_or(block.len() - h);
             done_until = stop + 1;
-            // Lines of the prefix verified when the checkpoint was signed: parsed as they are.
+            // Lines verified under the chain's lock: parsed as they are.
             let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(&block[start..stop]) else { continue };
-            if let Some(c) = ControlEvent::of_record(&rec) {
-                out.controls.push(c);
-            }
-            if let Some(g) = crate::protocol::grant::GrantEvent::of_record(&rec) {
-                out.grants.push(g);
-            }
-            if let Some(e) = crate::protocol::key_event::KeyEvent::of_record(&rec) {
-                let index = rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0).saturating_sub(1);
-                out.key_events.push((e, usize::try_from(index).unwrap_or(usize::MAX)));
-            }
-            if let Some((agent, uid)) = crate::protocol::control::publisher_of(&rec) {
-                out.publishers.push((agent.to_owned(), uid));
-            }
-            if let Some((id, d)) = chain_decision_of(&rec)
-                && decisions_of.is_none_or(|want| want == id)
+            if ControlEvent::of_record(&rec).is_some()
+                || crate::protocol::grant::GrantEvent::of_record(&rec).is_some()
+                || crate::protocol::key_event::KeyEvent::of_record(&rec).is_some()
             {
+                fold.events.push(rec.clone());
+            }
+            if let Some((agent, uid)) = crate::protocol::control::publisher_of(&rec)
+                && bound.insert(agent.to_owned())
+            {
+                fold.publishers.push((agent.to_owned(), uid));
+            }
+            if let Some((id, d)) = chain_decision_of(&rec) {
                 if keep(&id) {
                     out.kept.push(rec);
                 }
-                fold_decision(&mut out.decisions, &mut out.cosigning, id, d);
+                fold_decision(&mut fold.decisions, &mut fold.cosigning, id, d);
             }
         }
         carry.drain(..=end);
     }
-    if read != bytes || !carry.is_empty() {
+    if read != to - from || !carry.is_empty() {
         return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the chain is shorter than its checkpoint"));
     }
+    if hash {
+        fold.record_ids.insert_all(&ids);
+    }
+    fold.bytes = to;
     Ok(out)
+}
+
+/// The principal's own checkpoint copy ([`crate::store::checkpoint_files::local_copy`]),
+/// verified under the pinned keys; `None` when there is none or it does not verify.
+fn local_checkpoint(spool: &Spool, pinned: &PinnedKeys) -> Option<crate::protocol::checkpoint::Checkpoint> {
+    let local = crate::store::checkpoint_files::local_copy(spool)?;
+    let bytes = read_limited(&local).ok()?;
+    let signed: Value = serde_json::from_slice(&bytes).ok()?;
+    crate::protocol::checkpoint::verify(&signed, pinned, &local.display().to_string()).ok()
 }
 
 /// The view of the chain from the principal's own checkpoint copy and the records after it,
 /// for the console to show at once while it verifies the whole chain in the background: the
-/// tail verified, the prefix trusted as the checkpoint describes it (its bytes are not hashed
-/// again, unlike before a decision), every decision and control of the prefix scanned. Its
-/// evidence is the tail's only. `None` when there is no copy or anything is in doubt.
+/// tail verified, the prefix taken from the principal's fold of it when the checkpoint binds one
+/// ([`crate::protocol::checkpoint::Checkpoint::fold_sha256`]), else trusted as the checkpoint
+/// describes it and scanned for its decisions and controls (its bytes are not hashed, unlike
+/// before a decision). Its evidence is the tail's only. `None` when there is no copy or anything
+/// is in doubt.
 #[must_use]
 pub fn checkpointed_chain_view(spool: &Spool, pinned: &PinnedKeys) -> Option<ChainView> {
-    checkpointed_view(spool, pinned, &|_| false, None, false).map(|c| c.view)
+    folded_view(spool, pinned, &|_| false)
+        .or_else(|| checkpointed_view(spool, pinned, &|_| false, false))
+        .map(|c| c.view)
 }
 
 /// A chain view a decision or a control is signed onto ([`verified_view`]), or the console shows
-/// first: made from a checkpoint and the records after it ([`checkpointed_view`]), or from the
-/// whole chain.
+/// first: made from a checkpoint and the records after it ([`folded_view`],
+/// [`checkpointed_view`]), or from the whole chain.
 struct Checkpointed {
     view: ChainView,
     /// Decision records kept for restoring their files.
     kept: Vec<Map<String, Value>>,
-    /// SHA-256 over the checkpoint's prefix, and its length, when the prefix was hashed.
-    prefix_hash: Option<(sha2::Sha256, u64)>,
+    /// The fold of a prefix of the chain verified under the lock (its `bytes` may end before
+    /// the chain does: the records after it are folded on when the next checkpoint is signed),
+    /// its `last_receipt_hash` the view's; `None` for a view of a prefix not proven.
+    fold: Option<PrefixFold>,
 }
 
 /// The chain view a decision or a control is signed onto, from the principal's own signed
-/// checkpoint copy ([`crate::store::checkpoint_files::local_copy`], verified under the pinned keys) and the
-/// records after it: the tail is verified ([`chain_file::verify_tail_with`]), and what the caller needs
-/// of the prefix is scanned ([`scan_prefix`]: controls, and the decisions on `decisions_of`, or
-/// all). With `prove_prefix` (before a signature) the prefix must still be, byte for byte, the one
-/// the principal verified: its SHA-256 must equal the checkpoint's `prefix_sha256`, and no tail
-/// `record_id` may repeat one of it. The view's evidence is the tail's only (`docs/spool.md`,
-/// Incremental verification). `None` whenever anything is in doubt (no copy, a bad signature, a
-/// checkpoint without `prefix_sha256`, a prefix that changed, a finding in the tail or at a
-/// checkpoint, a repeated id): the caller verifies the whole chain.
+/// checkpoint copy and the fold beside it, reading nothing of the prefix: the fold's bytes must
+/// hash to the checkpoint's `fold_sha256` and describe its prefix (`records`, `bytes`,
+/// `head_hash`); the chain must still end that prefix with the record signed
+/// ([`chain_file::prefix_holds`], one line read); no `record_id` of the tail may be in the
+/// fold's filter of the prefix's ids; the tail is verified ([`chain_file::verify_tail_with`]) and
+/// folded onto the fold's view. `None` whenever anything is in doubt (no copy, a bad signature,
+/// no `fold_sha256`, a fold that is missing, altered, of another checkpoint or overfull, a
+/// prefix decision whose file `keep` asks to restore, a tail id the filter may hold, a finding in
+/// the tail or at a checkpoint): the caller takes a slower path.
+fn folded_view(spool: &Spool, pinned: &PinnedKeys, keep: &dyn Fn(&str) -> bool) -> Option<Checkpointed> {
+    let cp = local_checkpoint(spool, pinned)?;
+    let want = cp.fold_sha256.as_deref()?;
+    let bytes = crate::store::checkpoint_files::read_fold(spool).ok()?;
+    if crate::protocol::canonical::sha256_prefixed(&bytes) != want {
+        return None;
+    }
+    let mut fold: PrefixFold = serde_json::from_slice(&bytes).ok()?;
+    let describes = fold.version == FOLD_VERSION
+        && fold.records == cp.records
+        && fold.bytes == cp.bytes
+        && fold.head_hash.as_deref() == Some(cp.head_hash.as_str())
+        && fold.digest.len() == fold.bytes
+        && fold.record_ids.usable();
+    if !describes || fold.decisions.keys().any(|id| keep(id)) {
+        return None;
+    }
+    let tail_ids = record_ids_after(&spool.chain_path(), fold.bytes).ok()?;
+    if tail_ids.iter().any(|id| fold.record_ids.may_hold(id)) {
+        return None;
+    }
+    let (base, prefix) = fold.view(pinned);
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let (view, kept, _) = view_after(spool, pinned, &prefix, Some(&base), keep, &progress).ok()??;
+    if !view.report.is_valid() {
+        return None;
+    }
+    fold.last_receipt_hash.clone_from(&view.last_receipt_hash);
+    Some(Checkpointed { view, kept, fold: Some(fold) })
+}
+
+/// The chain view from the principal's own signed checkpoint copy and the records after it, the
+/// prefix read: the tail is verified ([`chain_file::verify_tail_with`]), and the prefix is
+/// scanned ([`extend_fold`]). With `prove_prefix` (before a signature) the prefix must still be,
+/// byte for byte, the one the principal verified: its SHA-256 must equal the checkpoint's
+/// `prefix_sha256`, and no tail `record_id` may repeat one of it; the fold made is then kept for
+/// the next checkpoint. The view's evidence is the tail's only (`docs/spool.md`, Incremental
+/// verification). `None` whenever anything is in doubt (no copy, a bad signature, a checkpoint
+/// without `prefix_sha256`, a prefix that changed, a finding in the tail or at a checkpoint, a
+/// repeated id): the caller verifies the whole chain.
 fn checkpointed_view(
     spool: &Spool,
     pinned: &PinnedKeys,
     keep: &dyn Fn(&str) -> bool,
-    decisions_of: Option<&str>,
     prove_prefix: bool,
 ) -> Option<Checkpointed> {
-    use sha2::Digest as _;
-    let local = crate::store::checkpoint_files::local_copy(spool)?;
-    let bytes = read_limited(&local).ok()?;
-    let signed: Value = serde_json::from_slice(&bytes).ok()?;
-    let cp = crate::protocol::checkpoint::verify(&signed, pinned, &local.display().to_string()).ok()?;
-    let mut prefix = chain::Verified::of_checkpoint(&cp);
+    let cp = local_checkpoint(spool, pinned)?;
     let tail_ids = if prove_prefix {
         cp.prefix_sha256.as_ref()?;
-        Some(record_ids_after(&spool.chain_path(), prefix.bytes).ok()?)
+        Some(record_ids_after(&spool.chain_path(), cp.bytes).ok()?)
     } else {
         None
     };
-    let scan =
-        scan_prefix(&spool.chain_path(), prefix.bytes, decisions_of, keep, tail_ids.as_ref(), prove_prefix).ok()?;
+    let mut fold = PrefixFold { version: FOLD_VERSION, ..PrefixFold::default() };
+    let scan = extend_fold(&spool.chain_path(), &mut fold, cp.bytes, keep, tail_ids.as_ref(), prove_prefix).ok()?;
     if scan.reused_id.is_some() {
         return None;
     }
-    // The prefix verified when the checkpoint was signed: its key events stand.
-    for (event, index) in &scan.key_events {
-        prefix.keys.apply(event, *index, pinned);
+    if prove_prefix && cp.prefix_sha256.as_deref() != Some(fold.digest.finish().as_str()) {
+        return None;
     }
-    let prefix_hash = match scan.hasher {
-        Some(h) => {
-            let digest: [u8; 32] = h.clone().finalize().into();
-            if cp.prefix_sha256.as_deref() != Some(crate::protocol::canonical::prefixed(&digest).as_str()) {
-                return None;
-            }
-            Some((h, prefix.bytes))
-        }
-        None => None,
-    };
-    let mut base = ChainView { decisions: scan.decisions, cosigning: scan.cosigning, ..ChainView::default() };
-    for c in &scan.controls {
-        base.controls.apply(c);
-    }
-    for g in &scan.grants {
-        base.grants.apply(g);
-    }
-    for (agent, uid) in &scan.publishers {
-        base.controls.bind_publisher(agent, *uid);
-    }
+    fold.records = cp.records;
+    fold.head_hash = Some(cp.head_hash.clone());
+    let (base, prefix) = fold.view(pinned);
     let progress = std::sync::atomic::AtomicU64::new(0);
     let (mut view, mut kept, _) = view_after(spool, pinned, &prefix, Some(&base), keep, &progress).ok()??;
     kept.extend(scan.kept);
@@ -1488,7 +1659,8 @@ fn checkpointed_view(
     if view.last_receipt_hash.is_none() {
         view.last_receipt_hash = chain_file::find_last(&spool.chain_path(), receipt_hash_of).ok()?;
     }
-    Some(Checkpointed { view, kept, prefix_hash })
+    fold.last_receipt_hash.clone_from(&view.last_receipt_hash);
+    Some(Checkpointed { view, kept, fold: prove_prefix.then_some(fold) })
 }
 
 /// Why a decision could not be made.
@@ -2065,34 +2237,29 @@ pub fn decision_record_body(
 }
 
 /// The chain as verified under the append lock, refusing one that does not verify: what a
-/// decision or a control is signed onto. `keep` is as for [`verify_chain_records`]. From the
-/// principal's own checkpoint copy when the chain still starts, byte for byte, with the prefix
-/// it signed ([`checkpointed_view`]: the prefix hashed and scanned for the controls and the
-/// decisions on `decisions_of`, `None` meaning all; the tail after it verified), else from the
-/// whole chain verified again. A tail with findings always falls back to the whole chain, so the
-/// refusal names what `warrant verify` reports. Also returns the SHA-256 state over the prefix
-/// that is known good and its length, for the next checkpoint ([`sign_checkpoint`]).
+/// decision or a control is signed onto. `keep` is as for [`verify_chain_records`]. Three ways,
+/// the first that has no doubt: from the principal's own checkpoint copy and its fold of the
+/// prefix ([`folded_view`]: nothing of the prefix read, the tail verified); from the copy with
+/// the prefix read, hashed and compared with its `prefix_sha256` ([`checkpointed_view`]); from the
+/// whole chain verified again ([`whole_view_for_signing`]). A tail with findings always falls
+/// back to the whole chain, so the refusal names what `warrant verify` reports. Also returns the
+/// fold of the prefix that is known good, for the next checkpoint ([`sign_checkpoint`]).
 ///
 /// # Errors
 /// [`DecideError::Chain`] for I/O, [`DecideError::ChainBroken`] with the first finding.
-fn verified_view(
-    spool: &Spool,
-    pinned: &PinnedKeys,
-    keep: impl Fn(&str) -> bool,
-    decisions_of: Option<&str>,
-) -> Result<Checkpointed, DecideError> {
-    if let Some(c) = checkpointed_view(spool, pinned, &keep, decisions_of, true) {
+fn verified_view(spool: &Spool, pinned: &PinnedKeys, keep: impl Fn(&str) -> bool) -> Result<Checkpointed, DecideError> {
+    if let Some(c) = folded_view(spool, pinned, &keep).or_else(|| checkpointed_view(spool, pinned, &keep, true)) {
         return Ok(c);
     }
     whole_view_for_signing(spool, pinned, &keep)
 }
 
-/// The whole chain verified (the parallel byte-level verifier, [`chain_file::verify_file`], with every
-/// warrant signature against the pinned keys, and the principal's latest checkpoint checked),
-/// then, if it verified, scanned once ([`scan_prefix`]) for its controls and decisions and
-/// hashed for the next checkpoint. As with a checkpointed view, the evidence rows are not read
-/// (`docs/spool.md`, Incremental verification). Called under the chain's lock, so the scan reads
-/// the bytes that were verified.
+/// The whole chain verified (the parallel byte-level verifier, [`chain_file::verify_file`], with
+/// every warrant signature against the pinned keys, and the principal's latest checkpoint
+/// checked), then, if it verified, folded once ([`extend_fold`]: controls, grants, key events,
+/// publishers, decisions, record ids, SHA-256) for the view and the next checkpoint. As with a
+/// checkpointed view, the evidence rows are not read (`docs/spool.md`, Incremental
+/// verification). Called under the chain's lock, so the fold reads the bytes that were verified.
 ///
 /// # Errors
 /// [`DecideError::Chain`] for I/O, [`DecideError::ChainBroken`] with the first finding.
@@ -2116,58 +2283,67 @@ fn whole_view_for_signing(
     }
     let bytes = fs::symlink_metadata(&path).map_or(0, |m| m.len());
     let io_error = |e: io::Error| DecideError::Chain(ChainError::Io { path: path.clone(), source: e });
+    let mut fold = PrefixFold { version: FOLD_VERSION, ..PrefixFold::default() };
     let scan = if bytes == 0 {
-        PrefixScan { hasher: Some(sha2::Digest::new()), ..PrefixScan::default() }
+        PrefixScan::default()
     } else {
-        scan_prefix(&path, bytes, None, keep, None, true).map_err(io_error)?
+        extend_fold(&path, &mut fold, bytes, keep, None, true).map_err(io_error)?
     };
-    let mut view = ChainView { decisions: scan.decisions, cosigning: scan.cosigning, report, ..ChainView::default() };
-    for c in &scan.controls {
-        view.controls.apply(c);
-    }
-    for g in &scan.grants {
-        view.grants.apply(g);
-    }
-    for (agent, uid) in &scan.publishers {
-        view.controls.bind_publisher(agent, *uid);
-    }
+    let (mut view, _) = fold.view(pinned);
+    view.report = report;
     view.last_receipt_hash = chain_file::find_last(&path, receipt_hash_of)?;
-    Ok(Checkpointed { view, kept: scan.kept, prefix_hash: scan.hasher.map(|h| (h, bytes)) })
+    fold.last_receipt_hash.clone_from(&view.last_receipt_hash);
+    Ok(Checkpointed { view, kept: scan.kept, fold: Some(fold) })
 }
 
-/// Signs the checkpoint that follows an appended decision or control (`bytes`: the chain's length
-/// now) and writes it ([`crate::store::checkpoint_files::write`]); a failed write is logged, the decision
-/// stands. Its `prefix_sha256` extends `hashed` (the SHA-256 state over the chain's first bytes,
-/// and how many) over the rest of the chain up to `bytes`, read under the lock; without it the
-/// chain is hashed from its start. Returns the signed checkpoint for the decision file, `Null`
-/// when the chain could not be read to hash it (the decision stands without a checkpoint, and
-/// the next decision verifies the whole chain).
+/// Signs the checkpoint that follows an appended decision or control (`a`: the last record
+/// appended; `bytes`: the chain's length now) and writes it
+/// ([`crate::store::checkpoint_files::write`]); a failed write is logged, the decision stands.
+/// `fold` is the fold of the prefix verified under the lock ([`verified_view`]): the records
+/// after it, up to `bytes` (read under the lock), are folded on ([`extend_fold`]), so its SHA-256
+/// becomes the checkpoint's `prefix_sha256`; the fold is written beside the principal's copy
+/// ([`crate::store::checkpoint_files::write_fold`]) and its digest signed as `fold_sha256`.
+/// Without a fold the chain is hashed from its start and no fold is written. Returns the signed
+/// checkpoint for the decision file, `Null` when the chain could not be read to hash it (the
+/// decision stands without a checkpoint, and the next decision verifies the whole chain).
 fn sign_checkpoint(
     spool: &Spool,
     principal: &Principal,
     a: &chain::Appended,
     bytes: u64,
     at: &str,
-    hashed: Option<(sha2::Sha256, u64)>,
+    fold: Option<PrefixFold>,
 ) -> Value {
-    use sha2::Digest as _;
-    let (mut hasher, from) = hashed.unwrap_or_default();
-    let want = bytes.saturating_sub(from);
-    let hashed = open_chain_at(&spool.chain_path(), from).and_then(|f| {
-        let n = io::copy(&mut io::Read::take(f, want), &mut hasher)?;
-        if n == want { Ok(()) } else { Err(io::Error::from(io::ErrorKind::UnexpectedEof)) }
-    });
-    if let Err(e) = hashed {
+    let verified = fold.is_some();
+    let mut fold = fold.unwrap_or_else(|| PrefixFold { version: FOLD_VERSION, ..PrefixFold::default() });
+    if let Err(e) = extend_fold(&spool.chain_path(), &mut fold, bytes, &|_| false, None, true) {
         tracing::warn!(error = %e, "could not hash the chain for the checkpoint; none signed");
         return Value::Null;
     }
-    let digest: [u8; 32] = hasher.finalize().into();
-    let cp = crate::protocol::checkpoint::sign(
+    fold.records = a.chain_index;
+    fold.head_hash = Some(a.entry_hash.clone());
+    if let Some(h) = a.record.as_object().and_then(receipt_hash_of) {
+        fold.last_receipt_hash = Some(h);
+    }
+    let fold_sha256 = if verified {
+        let written = serde_json::to_vec(&fold).map_err(io::Error::other).and_then(|json| {
+            let digest = crate::protocol::canonical::sha256_prefixed(&json);
+            crate::store::checkpoint_files::write_fold(spool, &json).map(|w| w.map(|()| digest))
+        });
+        written.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "could not write the fold of the chain; the next decision reads the chain");
+            None
+        })
+    } else {
+        None
+    };
+    let cp = crate::protocol::checkpoint::sign_with_fold(
         principal,
         a.chain_index,
         &a.entry_hash,
         bytes,
-        &crate::protocol::canonical::prefixed(&digest),
+        &fold.digest.finish(),
+        fold_sha256.as_deref(),
         at,
     );
     if let Err(e) = crate::store::checkpoint_files::write(spool, &cp) {
@@ -2340,20 +2516,20 @@ fn decide_as(
     let mut checkpoint = Value::Null;
     // Under a quorum: the terms signed, and the approvals signed before this one.
     let mut cosign: Option<(decision::Cosign, Vec<decision::CoSignature>)> = None;
-    // The SHA-256 over the prefix the verification proved, from the check to the checkpoint.
-    let prefix_hash = std::cell::Cell::new(None);
+    // The fold of the prefix the verification proved, from the check to the checkpoint.
+    let fold = std::cell::Cell::new(None);
     // Decision files lost earlier (a full disk) are restored from the chain on the way (listed
-    // before the lock is taken): the prefix is scanned for every decision only when some are.
+    // before the lock is taken): a prefix decision among them needs its record, so the prefix is
+    // read then (the fold holds no records).
     let missing = ids_without_decision_files(spool);
     let appended = chain_file::append_then(
         &chain_path,
         chain_file::LOCK_DEADLINE,
         |head| {
-            let decisions_of = missing.is_empty().then_some(packet.id.as_str());
             let keep = |id: &str| missing.contains(id) || (id == packet.id && !spool.decision_path(id).exists());
-            let (view, kept) = match verified_view(spool, pinned, keep, decisions_of) {
+            let (view, kept) = match verified_view(spool, pinned, keep) {
                 Ok(c) => {
-                    prefix_hash.set(c.prefix_hash);
+                    fold.set(c.fold);
                     (c.view, c.kept)
                 }
                 Err(e) => {
@@ -2414,7 +2590,7 @@ fn decide_as(
             }
             Ok(body)
         },
-        |a, bytes| checkpoint = sign_checkpoint(spool, principal, a, bytes, decided_at, prefix_hash.take()),
+        |a, bytes| checkpoint = sign_checkpoint(spool, principal, a, bytes, decided_at, fold.take()),
     );
     restore_all(spool, &to_restore);
     let (appended, signed) = match (appended, signed) {
@@ -2596,16 +2772,16 @@ pub fn decide_many(
     let mut failure: Option<BatchError> = None;
     let mut to_restore: Vec<Map<String, Value>> = Vec::new();
     let mut checkpoint = Value::Null;
-    let prefix_hash = std::cell::Cell::new(None);
+    let fold = std::cell::Cell::new(None);
     let missing = ids_without_decision_files(spool);
     let appended = chain_file::append_many_then(
         &spool.chain_path(),
         chain_file::LOCK_DEADLINE,
         |head| {
             let keep = |id: &str| missing.contains(id) || (seen.contains(id) && !spool.decision_path(id).exists());
-            let view = match verified_view(spool, pinned, keep, None) {
+            let view = match verified_view(spool, pinned, keep) {
                 Ok(c) => {
-                    prefix_hash.set(c.prefix_hash);
+                    fold.set(c.fold);
                     to_restore = c.kept;
                     c.view
                 }
@@ -2675,7 +2851,7 @@ pub fn decide_many(
         },
         |a, bytes| {
             if let Some(last) = a.last() {
-                checkpoint = sign_checkpoint(spool, principal, last, bytes, decided_at, prefix_hash.take());
+                checkpoint = sign_checkpoint(spool, principal, last, bytes, decided_at, fold.take());
             }
         },
     );
@@ -2904,15 +3080,15 @@ fn append_signed_record(
     spool.ensure()?;
     spool.check_private().map_err(DecideError::UnsafeSpool)?;
     let mut refusal: Option<DecideError> = None;
-    // The SHA-256 over the prefix the verification proved, from the check to the checkpoint.
-    let prefix_hash = std::cell::Cell::new(None);
+    // The fold of the prefix the verification proved, from the check to the checkpoint.
+    let fold = std::cell::Cell::new(None);
     let appended = chain_file::append_then(
         &spool.chain_path(),
         chain_file::LOCK_DEADLINE,
         |head| {
-            let view = match verified_view(spool, pinned, |_| false, None) {
+            let view = match verified_view(spool, pinned, |_| false) {
                 Ok(c) => {
-                    prefix_hash.set(c.prefix_hash);
+                    fold.set(c.fold);
                     c.view
                 }
                 Err(e) => {
@@ -2936,7 +3112,7 @@ fn append_signed_record(
             Ok(body)
         },
         |a, bytes| {
-            sign_checkpoint(spool, principal, a, bytes, signed_at, prefix_hash.take());
+            sign_checkpoint(spool, principal, a, bytes, signed_at, fold.take());
         },
     );
     appended.map_err(|e| refusal.unwrap_or(DecideError::Chain(e)))
