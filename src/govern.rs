@@ -329,6 +329,9 @@ impl Governor {
     /// allowed (`by_principal`, no grant) runs only with its decision file there and verifying:
     /// a file removed after the judgement blocks the call, never falls back to the packet's own
     /// preconditions.
+    ///
+    /// A decision file not there yet for an approval the chain holds is waited for, at most
+    /// [`DECISION_FILE_GRACE`].
     #[must_use]
     pub fn recheck_before_run(&self, s: &Submitted, allowed: &Outcome) -> Option<Outcome> {
         let id = s.packet_id.as_str();
@@ -336,8 +339,18 @@ impl Governor {
             Some(Outcome::Deny { packet_id: Some(id.to_owned()), status, reason, remedy: None })
         };
         let path = self.spool.decision_path(id);
-        let decided = !matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound);
-        if !decided && matches!(allowed, Outcome::Allow { by_principal: true, grant: None, .. }) {
+        let exists = || !matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound);
+        let mut decided = exists();
+        let by_approval = matches!(allowed, Outcome::Allow { by_principal: true, grant: None, .. });
+        // The principal's process writes the decision file just after the chain record and its
+        // checkpoint: a call judged on the chain in that moment waits for the file (at most
+        // `DECISION_FILE_GRACE`), and is blocked only when it does not come.
+        let until = Instant::now() + DECISION_FILE_GRACE;
+        while by_approval && !decided && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+            decided = exists();
+        }
+        if !decided && by_approval {
             return Some(Outcome::Deny {
                 packet_id: Some(id.to_owned()),
                 status: "blocked",
@@ -826,6 +839,12 @@ fn expired_undecided(id: &str, at: &str) -> Outcome {
 
 /// How often a held call is judged again while it waits ([`Governor::wait`]).
 pub const REJUDGE_EVERY: Duration = Duration::from_secs(2);
+
+/// How long a call the principal's approval allowed waits for the decision file the chain
+/// already holds the approval of ([`Governor::recheck_before_run`]): the principal's process
+/// writes it right after the chain record and the checkpoint, so a judgement of the chain in
+/// between sees the approval a moment before its file.
+pub const DECISION_FILE_GRACE: Duration = Duration::from_secs(2);
 
 /// The policy set a hook or the gateway governs with: `<config_dir>/policy.toml` and the spool's
 /// ([`PolicySet::load`]); when another user owns the spool (the principal, with agents running

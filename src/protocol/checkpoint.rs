@@ -177,7 +177,7 @@ impl PrefixDigest {
             let take = (64 - self.pending.len() % 64).min(data.len());
             self.pending.extend_from_slice(&data[..take]);
             data = &data[take..];
-            if self.pending.len() % 64 != 0 {
+            if !self.pending.len().is_multiple_of(64) {
                 return;
             }
             let blocks: Vec<_> = self.pending.chunks_exact(64).map(GenericArray::clone_from_slice).collect();

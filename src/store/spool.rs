@@ -1357,9 +1357,10 @@ impl IdFilter {
         self.count += hashes.len() as u64;
     }
 
-    /// Whether `id` may be in the filter (false: it certainly is not).
+    /// Whether `id` may be in the filter (false: it certainly is not). An empty filter may hold
+    /// anything.
     fn may_hold(&self, id: &str) -> bool {
-        self.positions(id_hash(id)).all(|p| self.bits[p / 8] & (1 << (p % 8)) != 0)
+        self.bits.is_empty() || self.positions(id_hash(id)).all(|p| self.bits[p / 8] & (1 << (p % 8)) != 0)
     }
 }
 
