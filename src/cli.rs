@@ -2353,15 +2353,23 @@ fn jetstream_not_yet(at: &StoreLocation) -> Failure {
     ))
 }
 
-/// Reads and verifies the chain of `log` as `warrant verify` verifies a spool's own chain (every
-/// warrant signature against the pinned keys), with the byte-level verifier over its lines.
+/// Reads the record lines of `log` ([`crate::store::ChainLog::lines`]).
 ///
 /// # Errors
-/// The store's errors, pinned keys that cannot be read.
-fn verify_log(log: &dyn crate::store::ChainLog, pinned: &PinnedKeys) -> Result<VerifyReport, Failure> {
-    let mut bytes = Vec::new();
-    for line in log.lines().map_err(|e| Failure::usage(format!("{}: {e}", log.location())))? {
-        bytes.extend_from_slice(&line);
+/// The store's errors, naming the store.
+fn log_lines(log: &dyn crate::store::ChainLog) -> Result<Vec<Vec<u8>>, Failure> {
+    log.lines().map_err(|e| Failure::usage(format!("{}: {e}", log.location())))
+}
+
+/// Verifies a chain's record `lines` as `warrant verify` verifies a spool's own chain (every
+/// warrant signature against the pinned keys), with the byte-level verifier.
+///
+/// # Errors
+/// I/O errors of the verifier.
+fn verify_lines(lines: &[Vec<u8>], pinned: &PinnedKeys) -> Result<VerifyReport, Failure> {
+    let mut bytes = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        bytes.extend_from_slice(line);
         bytes.push(b'\n');
     }
     let progress = std::sync::atomic::AtomicU64::new(0);
@@ -2378,7 +2386,7 @@ fn verify_log(log: &dyn crate::store::ChainLog, pinned: &PinnedKeys) -> Result<V
 fn verify_store(at: &StoreLocation, as_json: bool) -> Result<u8, Failure> {
     let pinned = load_pinned()?;
     let log = crate::store::open_chain(at, false, 1).map_err(|e| Failure::usage(format!("{at}: {e}")))?;
-    let report = verify_log(log.as_ref(), &pinned)?;
+    let report = verify_lines(&log_lines(log.as_ref())?, &pinned)?;
     print_report(&report, as_json)
 }
 
@@ -2405,6 +2413,9 @@ fn export_store(at: &StoreLocation) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// Records `warrant migrate` appends at a time.
+const MIGRATE_GROUP: usize = 1024;
+
 /// `warrant migrate --from A --to B`: the source verified, its records copied after the
 /// destination's head (which must be a prefix of the source), each with compare-and-set and its
 /// own entry_hash, then both verified and compared: the same number of records and root hash.
@@ -2424,7 +2435,7 @@ fn migrate(from: &str, to: &str, replicas: u8) -> Result<u8, Failure> {
     }
     let source = crate::store::open_chain(&from_at, false, 1).map_err(store_err(&from_at))?;
     let lines = source.lines().map_err(store_err(&from_at))?;
-    let before = verify_log(source.as_ref(), &pinned)?;
+    let before = verify_lines(&lines, &pinned)?;
     if !before.is_valid() {
         let first = before.first().map(|f| f.to_string()).unwrap_or_default();
         eprintln!(
@@ -2442,16 +2453,20 @@ fn migrate(from: &str, to: &str, replicas: u8) -> Result<u8, Failure> {
         )));
     }
     let mut head = dest.head().map_err(store_err(&to_at))?;
-    for line in &lines[there.len()..] {
-        let rec = crate::protocol::canonical::parse_strict(line)
-            .ok()
-            .and_then(|v| v.as_object().cloned())
+    // Groups of records: the directory appends a group with one write and one sync under its
+    // lock (a sync per record would take hours for a million records); JetStream appends each
+    // record of a group with compare-and-set on the one before it.
+    for group in lines[there.len()..].chunks(MIGRATE_GROUP) {
+        let records = group
+            .iter()
+            .map(|line| crate::protocol::canonical::parse_strict(line).ok().and_then(|v| v.as_object().cloned()))
+            .collect::<Option<Vec<_>>>()
             .ok_or_else(|| Failure::usage(format!("{from_at}: a record that verified no longer parses")))?;
-        let appended = dest.append_after(&head, vec![rec]).map_err(store_err(&to_at))?;
+        let appended = dest.append_after(&head, records).map_err(store_err(&to_at))?;
         let last = appended.last().ok_or_else(|| Failure::usage(format!("{to_at}: nothing was appended")))?;
         head = ChainHead { last_index: last.chain_index, last_hash: Some(last.entry_hash.clone()) };
     }
-    let after = verify_log(dest.as_ref(), &pinned)?;
+    let after = verify_lines(&log_lines(dest.as_ref())?, &pinned)?;
     let same = after.is_valid() && after.total == before.total && after.root_hash == before.root_hash;
     if same {
         println!(

@@ -3,31 +3,25 @@
 //! for the prefix; a fold in any doubt (altered, of an older checkpoint, missing) sends the
 //! decision back to reading and verifying the chain (`docs/spool.md`, Incremental verification).
 
+#[path = "support/signed_spool.rs"]
+mod signed_spool;
+
 use serde_json::{Value, json};
+use signed_spool::Fixture;
 use warrant::protocol::control::{ControlInput, ControlKind};
 use warrant::protocol::decision::Verdict;
 use warrant::protocol::graduation::gate::AgentStanding;
-use warrant::protocol::keys::{PinnedKeys, Principal};
 use warrant::store::checkpoint_files;
-use warrant::store::spool::{self, DecideError, Scanner, Spool};
+use warrant::store::spool::{self, DecideError, Scanner};
 
 const AT: &str = "2026-11-21T10:00:00Z";
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    spool: Spool,
-    principal: Principal,
-    pinned: PinnedKeys,
-}
-
+/// `alice`'s spool ([`signed_spool::Fixture`]) with the principal's checkpoint copies (and the
+/// fold beside them) in `copies/`.
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let spool = Spool::new(dir.path().join("spool")).with_checkpoint_copies(dir.path().join("copies"));
-    spool.ensure().expect("spool");
-    let principal = Principal::from_seed("alice", &[7u8; 32]);
-    let mut pinned = PinnedKeys::default();
-    pinned.pin("alice", principal.verifying_key());
-    Fixture { _dir: dir, spool, principal, pinned }
+    let mut f = signed_spool::fixture_with_seed(7);
+    f.spool = f.spool.with_checkpoint_copies(f.dir.path().join("copies"));
+    f
 }
 
 impl Fixture {
