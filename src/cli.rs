@@ -54,6 +54,10 @@ pub struct Cli {
     /// NATS_KEY. It wins over --spool [default: `store` in config.toml, else the spool directory].
     #[arg(long, global = true, env = "WARRANT_STORE", value_name = "STORE")]
     pub store: Option<String>,
+    /// This host's replica of a JetStream store: the directory the principal's commands and the
+    /// console work on, kept equal to the store [default: <data dir>/warrant/replicas/NAME].
+    #[arg(long, global = true, env = "WARRANT_REPLICA", value_name = "DIR")]
+    pub replica: Option<PathBuf>,
     /// What to do (default: `console`).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -749,16 +753,65 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
     let config = Config::load().map_err(Failure::usage)?.with_store(cli.store.clone());
     // `--store` (or WARRANT_STORE) wins over `--spool` (or WARRANT_SPOOL).
     let spool_arg = if cli.store.is_some() { None } else { cli.spool.clone() };
+    let command = cli.command.unwrap_or(Command::Console { read_only: false, theme: None });
+    // On JetStream, the principal's commands run on this host's replica of the store
+    // (`store::replica`), pulled first; the console keeps it live with a follower.
     #[cfg(feature = "jetstream")]
-    if let Some(at) = jetstream_store(spool_arg.as_ref(), &config)? {
-        return match cli.command {
-            Some(Command::Verify { path: None, json, audit: None }) => verify_store(&at, json),
-            Some(Command::Export) => export_store(&at),
-            Some(Command::Migrate { from, to, replicas }) => migrate(&from, &to, replicas),
-            _ => Err(jetstream_not_yet(&at)),
-        };
-    }
-    match cli.command.unwrap_or(Command::Console { read_only: false, theme: None }) {
+    let mut _follower = None;
+    #[cfg(feature = "jetstream")]
+    let (spool_arg, config) = match jetstream_store(spool_arg.as_ref(), &config)? {
+        None => (spool_arg, config),
+        Some(at) => match (command, at) {
+            (Command::Verify { path: None, json, audit: None }, at) => return verify_store(&at, json),
+            (Command::Export, at) => return export_store(&at),
+            (Command::Migrate { from, to, replicas }, _) => return migrate(&from, &to, replicas),
+            (Command::Propose { class, agent, summary, payload, id, wait, expires }, StoreLocation::JetStream(url)) => {
+                let opts = ProposeOptions { payload: payload.as_deref(), id, wait, expires: expires.as_deref() };
+                return propose(ProposeTo::Store(&url), &class, &agent, &summary, &opts);
+            }
+            (c @ (Command::Completions { .. } | Command::Man | Command::Eval), _) => {
+                return run_command(c, spool_arg, config);
+            }
+            (
+                Command::Demo { .. } | Command::GenerateSpool { .. } | Command::Setup { .. } | Command::Init { .. },
+                at,
+            ) => {
+                return Err(Failure::usage(format!(
+                    "the spool is on JetStream ({at}): `demo`, `generate-spool`, `setup` and `init` run on a directory \
+                     spool only (docs/distributed.md)"
+                )));
+            }
+            (command, StoreLocation::JetStream(url)) => {
+                let dir = cli
+                    .replica
+                    .clone()
+                    .or_else(|| crate::store::replica::default_dir(&url))
+                    .ok_or_else(|| Failure::usage("no directory for the store's replica: pass --replica DIR"))?;
+                let (spool, pulled) =
+                    crate::store::replica::open(&url, &dir).map_err(|e| Failure::usage(format!("{url}: {e}")))?;
+                tracing::info!(store = %url, replica = %dir.display(), records = pulled.records, messages = pulled.messages, "pulled");
+                if matches!(command, Command::Console { .. }) {
+                    let follower = crate::store::replica::follow(&spool, |e| tracing::warn!("{e}"))
+                        .map_err(|e| Failure::usage(format!("{url}: {e}")))?;
+                    _follower = Some(follower);
+                }
+                let mut config = config;
+                config.store = None;
+                let code = run_command(command, Some(dir), config);
+                return code;
+            }
+            (_, at) => return Err(jetstream_not_yet(&at)),
+        },
+    };
+    run_command(command, spool_arg, config)
+}
+
+/// Runs `command` on the spool `spool_arg` names (or the configured one).
+///
+/// # Errors
+/// A [`Failure`] with its exit code.
+fn run_command(command: Command, spool_arg: Option<PathBuf>, config: Config) -> Result<u8, Failure> {
+    match command {
         Command::Console { read_only, theme } => {
             let spool = resolve_spool(spool_arg, &config)?;
             run_console(spool, &config, read_only, theme, None)
@@ -777,7 +830,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Propose { class, agent, summary, payload, id, wait, expires } => {
             let spool = resolve_spool(spool_arg, &config)?;
             let opts = ProposeOptions { payload: payload.as_deref(), id, wait, expires: expires.as_deref() };
-            propose(&spool, &class, &agent, &summary, &opts)
+            propose(ProposeTo::Directory(&spool), &class, &agent, &summary, &opts)
         }
         Command::Approve { ids, reason, review, grant } => {
             let spool = resolve_spool(spool_arg, &config)?;
@@ -1247,7 +1300,26 @@ fn expiry_of(
     }
 }
 
-fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &ProposeOptions<'_>) -> Result<u8, Failure> {
+/// Where `warrant propose` publishes: a directory spool, or a JetStream store (the agent's side
+/// of `docs/distributed.md`: the packet to the spool stream, the decision from the bucket).
+enum ProposeTo<'a> {
+    Directory(&'a Spool),
+    #[cfg(feature = "jetstream")]
+    Store(&'a crate::store::jetstream::StoreUrl),
+}
+
+fn propose(
+    to: ProposeTo<'_>,
+    class: &str,
+    agent: &str,
+    summary: &str,
+    opts: &ProposeOptions<'_>,
+) -> Result<u8, Failure> {
+    let spool = match to {
+        ProposeTo::Directory(spool) => Some(spool),
+        #[cfg(feature = "jetstream")]
+        ProposeTo::Store(_) => None,
+    };
     let (payload, id, wait) = (opts.payload, opts.id.clone(), opts.wait);
     let wait_for = match wait {
         Some(s) => Some(
@@ -1288,31 +1360,38 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
         return Err(Failure::usage("--summary must not be blank: it is what the principal reads first"));
     }
     let now = time::OffsetDateTime::now_utc();
-    let expires_at = expiry_of(opts.expires, &load_policies(Some(spool))?, &class, now)?;
+    let policies = load_policies(spool)?;
+    let expires_at = expiry_of(opts.expires, &policies, &class, now)?;
     let mut doc =
         packet::portable_packet(&id, &class, agent, summary, proposed, &crate::protocol::clock::format_rfc3339(now));
     if let Some(t) = expires_at {
         doc["expires_at"] = json!(crate::protocol::clock::format_rfc3339(t));
     }
     let content_hash = crate::protocol::canonical::canonical_hash(&doc);
-    spool.ensure()?;
-    // A packet is never replaced, pending or decided (a decision file in `decisions/` is not
-    // consulted: only the chain decides, and an agent-planted file must not block a new packet).
-    let path = spool.publish_new(&spool.packets_dir(), &id, &doc).map_err(|e| match e.kind() {
-        io::ErrorKind::AlreadyExists => Failure::usage(format!(
-            "packet {id:?} already exists in {}; choose another --id",
-            spool.packets_dir().display()
-        )),
-        _ => e.into(),
-    })?;
+    #[cfg(feature = "jetstream")]
+    let remote = match to {
+        ProposeTo::Store(url) => Some(publish_to_store(url, agent, &id, &doc, &content_hash)?),
+        ProposeTo::Directory(_) => None,
+    };
+    if let Some(spool) = spool {
+        spool.ensure()?;
+        // A packet is never replaced, pending or decided (a decision file in `decisions/` is not
+        // consulted: only the chain decides, and an agent-planted file must not block a new packet).
+        let path = spool.publish_new(&spool.packets_dir(), &id, &doc).map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => Failure::usage(format!(
+                "packet {id:?} already exists in {}; choose another --id",
+                spool.packets_dir().display()
+            )),
+            _ => e.into(),
+        })?;
+        tracing::info!(packet = %id, path = %path.display(), "published packet");
+    }
     println!("{id}");
-    tracing::info!(packet = %id, path = %path.display(), "published packet");
     let (Some(seconds), Some(wait_for)) = (wait, wait_for) else { return Ok(0) };
     let pinned = load_pinned()?;
-    let policies = load_policies(Some(spool))?;
     let quorum = policies.cosign(&class);
-    Ok(
-        match crate::govern::wait_for_decision(
+    let waited = match spool {
+        Some(spool) => crate::govern::wait_for_decision(
             spool,
             &id,
             &content_hash,
@@ -1322,39 +1401,92 @@ fn propose(spool: &Spool, class: &str, agent: &str, summary: &str, opts: &Propos
             expires_at,
             wait_for,
             quorum,
-        ) {
-            // A system decision: the principal's console refused it when its class's wait ran out.
-            Waited::Decided(d) if d.system.is_some() => {
-                eprintln!("warrant: {id} was not decided in time (refused as a system decision, not by a person)");
-                EXIT_TIMEOUT
-            }
-            Waited::Decided(d) => {
-                let reason =
-                    d.reason.map(|r| format!(": {}", crate::protocol::text::inert(&r, 2000))).unwrap_or_default();
-                let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
-                eprintln!("{} by {}{reason}", d.verdict.as_str(), crate::protocol::text::inert(&by, 400));
-                if d.verdict == Verdict::Approve { 0 } else { EXIT_REFUSED }
-            }
-            Waited::Expired => {
-                eprintln!("warrant: {id} expired undecided at {}; it can no longer be approved", doc["expires_at"]);
-                EXIT_EXPIRED
-            }
-            Waited::Stopped(why) => {
-                eprintln!("warrant: {agent} was killed by the principal{why}; {id} will not be approved");
-                EXIT_STOPPED
-            }
-            Waited::Quarantined(why) => {
-                eprintln!(
-                    "warrant: {agent} is quarantined by the principal{why}; {id} is blocked until the principal releases it"
-                );
-                EXIT_QUARANTINED
-            }
-            Waited::Timeout => {
-                eprintln!("warrant: no decision on {id} within {seconds}s");
-                EXIT_TIMEOUT
-            }
-        },
-    )
+        ),
+        #[cfg(feature = "jetstream")]
+        None => {
+            let remote = remote.ok_or_else(|| Failure::usage("internal error: no store to wait on"))?;
+            crate::govern::wait_for_store_decision(
+                &remote,
+                &id,
+                &content_hash,
+                &pinned,
+                agent,
+                expires_at,
+                wait_for,
+                quorum,
+            )
+            .map_err(|e| Failure::usage(format!("{}: {e}; {id} is not approved", remote.inner().url())))?
+        }
+        #[cfg(not(feature = "jetstream"))]
+        None => return Err(Failure::usage("internal error: no spool to wait on")),
+    };
+    Ok(match waited {
+        // A system decision: the principal's console refused it when its class's wait ran out.
+        Waited::Decided(d) if d.system.is_some() => {
+            eprintln!("warrant: {id} was not decided in time (refused as a system decision, not by a person)");
+            EXIT_TIMEOUT
+        }
+        Waited::Decided(d) => {
+            let reason = d.reason.map(|r| format!(": {}", crate::protocol::text::inert(&r, 2000))).unwrap_or_default();
+            let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
+            eprintln!("{} by {}{reason}", d.verdict.as_str(), crate::protocol::text::inert(&by, 400));
+            if d.verdict == Verdict::Approve { 0 } else { EXIT_REFUSED }
+        }
+        Waited::Expired => {
+            eprintln!("warrant: {id} expired undecided at {}; it can no longer be approved", doc["expires_at"]);
+            EXIT_EXPIRED
+        }
+        Waited::Stopped(why) => {
+            eprintln!("warrant: {agent} was killed by the principal{why}; {id} will not be approved");
+            EXIT_STOPPED
+        }
+        Waited::Quarantined(why) => {
+            eprintln!(
+                "warrant: {agent} is quarantined by the principal{why}; {id} is blocked until the principal releases it"
+            );
+            EXIT_QUARANTINED
+        }
+        Waited::Timeout => {
+            eprintln!("warrant: no decision on {id} within {seconds}s");
+            EXIT_TIMEOUT
+        }
+    })
+}
+
+/// Publishes the packet `doc` of `agent` to the store `url`'s spool stream (its subject is
+/// `agent`'s, which the server's permissions bind to the agent's credentials), refusing an id
+/// published before. Returns the connection, for the wait.
+///
+/// # Errors
+/// The connection's and the server's errors; an agent id that is no subject token.
+#[cfg(feature = "jetstream")]
+fn publish_to_store(
+    url: &crate::store::jetstream::StoreUrl,
+    agent: &str,
+    id: &str,
+    doc: &Value,
+    content_hash: &str,
+) -> Result<crate::store::jetstream::JetStreamSpool, Failure> {
+    use crate::store::jetstream::{ConnectOptions, JetStreamSpool};
+    let fail = |e: crate::store::jetstream::JsError| Failure::usage(format!("{url}: {e}"));
+    for (what, value) in [("agent", agent), ("packet", id)] {
+        if !crate::store::jetstream::is_token(value) {
+            return Err(Failure::usage(format!(
+                "{what} id {:?}: on a JetStream store, agent and packet ids use only A-Z a-z 0-9 _ - (they are subject tokens)",
+                crate::protocol::text::inert(value, 60)
+            )));
+        }
+    }
+    let opts = ConnectOptions::from_env().map_err(Failure::usage)?;
+    let remote = JetStreamSpool::connect(url, &opts).map_err(fail)?;
+    let mut bytes = serde_json::to_vec_pretty(doc).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    let ack = remote.publish_packet(agent, &bytes, content_hash).map_err(fail)?;
+    if ack.duplicate {
+        return Err(Failure::usage(format!("packet {id:?} was published before (same content); choose another --id")));
+    }
+    tracing::info!(packet = %id, seq = ack.seq, store = %url, "published packet");
+    Ok(remote)
 }
 
 /// A fresh scan of `spool` and its packet `id`, or why there is none.
@@ -2347,8 +2479,8 @@ fn jetstream_store(spool_arg: Option<&PathBuf>, config: &Config) -> Result<Optio
 #[cfg(feature = "jetstream")]
 fn jetstream_not_yet(at: &StoreLocation) -> Failure {
     Failure::usage(format!(
-        "the spool is on JetStream ({at}): `warrant verify`, `warrant export` and `warrant migrate` run there; \
-         the console, decisions, propose, the hooks and the gateway need a directory spool in this version \
+        "the spool is on JetStream ({at}): the hooks and the MCP gateway need a directory spool in this version; \
+         on JetStream, agents publish with `warrant propose --wait` and the principal works on a replica \
          (docs/distributed.md)"
     ))
 }

@@ -999,6 +999,62 @@ pub fn wait_for_decision(
     }
 }
 
+/// [`wait_for_decision`] on a JetStream store (`docs/distributed.md`): waits for the decision
+/// on `agent`'s packet `id` in the store's decisions bucket (a watch of the one key, no
+/// polling), at most `timeout` and never past `expires_at`, and verifies it as a decision file.
+/// The bucket is written once per key, so a decision that does not verify is reported and the
+/// packet is never approved (`Waited::Timeout` or `Waited::Expired` when the time runs out).
+/// The kill switch answers through the refusals it signs for pending packets.
+///
+/// # Errors
+/// The store's errors other than the wait running out: never a decision.
+#[cfg(feature = "jetstream")]
+#[allow(clippy::too_many_arguments)]
+pub fn wait_for_store_decision(
+    remote: &crate::store::jetstream::JetStreamSpool,
+    id: &str,
+    content_hash: &str,
+    pinned: &PinnedKeys,
+    agent: &str,
+    expires_at: Option<time::OffsetDateTime>,
+    timeout: Duration,
+    quorum: Option<&crate::protocol::decision::Quorum>,
+) -> Result<Waited, crate::store::jetstream::JsError> {
+    use crate::store::jetstream::JsError;
+    let until_expiry = expires_at.map(|t| {
+        let left = t - time::OffsetDateTime::now_utc();
+        Duration::try_from(left).unwrap_or(Duration::ZERO)
+    });
+    let (wait, expiry_first) = match until_expiry {
+        Some(e) if e < timeout => (e, true),
+        _ => (timeout, false),
+    };
+    let ran_out = if expiry_first { Waited::Expired } else { Waited::Timeout };
+    let decision = match remote.wait_decision(agent, id, wait) {
+        Ok(d) => d,
+        Err(JsError::Timeout { .. }) => return Ok(ran_out),
+        Err(e) => return Err(e),
+    };
+    let verdict = crate::protocol::canonical::parse_untrusted(&decision.bytes)
+        .map_err(|e| format!("not JSON: {e}"))
+        .and_then(|v| {
+            crate::protocol::decision::verify_decision_file_under(&v, id, Some(content_hash), pinned, quorum)
+                .map_err(|e| e.to_string())
+        });
+    match verdict {
+        Ok(d) => Ok(Waited::Decided(d)),
+        Err(e) => {
+            eprintln!(
+                "warrant: ignoring the decision on {id} in {}: {}",
+                remote.inner().url(),
+                crate::protocol::text::inert(&e, 2000)
+            );
+            // The key is written once: no other decision can follow, and this one is none.
+            Ok(ran_out)
+        }
+    }
+}
+
 /// What the principal told an agent through `signals/<agent>.json`.
 enum Signal {
     /// `agent kill`: `": <reason>"` or empty.

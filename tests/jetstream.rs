@@ -741,9 +741,9 @@ fn a_spool_migrates_to_jetstream_and_back_and_both_verify_and_export_the_same() 
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nothing was copied"));
 
-    // What does not run over JetStream yet fails closed, saying so: a command exits 2, and a
-    // hook denies the call.
-    let o = e.run(&["--store", &url, "list"]);
+    // What does not run over JetStream yet fails closed, saying so: a directory-only command
+    // exits 2, and a hook denies the call.
+    let o = e.run(&["--store", &url, "init", "--agents-group", "agents"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("JetStream"), "{}", String::from_utf8_lossy(&o.stderr));
     let mut hook = e

@@ -67,6 +67,15 @@ pub enum ChainError {
         /// The chain file.
         path: PathBuf,
     },
+    /// The chain is a replica's ([`crate::store::replica`]) and its store refused or could not
+    /// be reached: nothing was written.
+    #[error("chain {path}: {message}")]
+    Store {
+        /// The replica's chain file.
+        path: PathBuf,
+        /// What the store answered.
+        message: String,
+    },
 }
 
 /// How long an append waits for the chain's lock.
@@ -577,7 +586,17 @@ where
         if let Some(aside) = set_aside_torn_tail(path, &mut file)? {
             tracing::warn!(side_file = %aside.side_file.display(), bytes = aside.bytes, "{}", aside.message());
         }
+        // A replica's chain is first brought up to its store's head: what is built is built on
+        // the chain as the store holds it.
+        #[cfg(feature = "jetstream")]
+        let remote = replica_remote(path)?;
+        #[cfg(feature = "jetstream")]
+        if let Some(remote) = &remote {
+            catch_up_locked(path, &mut file, remote)?;
+        }
         let mut head = read_head(path, &mut file)?;
+        #[cfg(feature = "jetstream")]
+        let built_on = head.clone();
         let recs = build(&head).map_err(ChainError::Build)?;
         if recs.is_empty() {
             return Err(ChainError::Build("no record to append".into()));
@@ -596,6 +615,12 @@ where
         if now.ino() != meta.ino() || now.dev() != meta.dev() {
             return Err(ChainError::Replaced { path: path.to_owned() });
         }
+        // A replica's records go to its store first, with compare-and-set on the head they
+        // were built on; only what the store acknowledged is written here.
+        #[cfg(feature = "jetstream")]
+        if let Some(remote) = &remote {
+            push_to_store(path, remote, &built_on, &appended)?;
+        }
         let start = file.metadata().map_err(io_err)?.len();
         if let Err(e) = file.write_all(&line) {
             let _ = file.set_len(start);
@@ -610,6 +635,154 @@ where
             let _ = lock.unlock();
             Err(e)
         }
+    }
+}
+
+/// The store of the replica whose chain is `path`, or `None` for a directory spool's chain.
+#[cfg(feature = "jetstream")]
+fn replica_remote(path: &Path) -> Result<Option<std::sync::Arc<crate::store::jetstream::JetStreamSpool>>, ChainError> {
+    let root = path.parent().unwrap_or_else(|| Path::new("."));
+    crate::store::replica::remote_for(root)
+        .map_err(|e| ChainError::Store { path: path.to_owned(), message: e.to_string() })
+}
+
+/// Brings the replica chain `path` up to its store's head ([`crate::store::replica`]): under
+/// the chain's lock, reads the store's records after the file's head, checks that each links
+/// and keeps its `entry_hash` ([`crate::store::seal_copies`]), and appends them (one write, one
+/// `fdatasync`). Returns how many. For a directory spool's chain (no replica marker), 0.
+///
+/// # Errors
+/// As [`append`]; [`ChainError::Store`] when the store cannot be read or holds records that do
+/// not continue this file (the replica holds another chain).
+#[cfg(feature = "jetstream")]
+pub fn catch_up(path: &Path) -> Result<u64, ChainError> {
+    let Some(remote) = replica_remote(path)? else { return Ok(0) };
+    let lock = lock_chain(path, LOCK_DEADLINE)?;
+    let io_err = |source| ChainError::Io { path: path.to_owned(), source };
+    let result = (|| {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let existed = path.symlink_metadata().is_ok();
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => ChainError::NotRegular { path: path.to_owned() },
+                _ => io_err(e),
+            })?;
+        if !file.metadata().map_err(io_err)?.file_type().is_file() {
+            return Err(ChainError::NotRegular { path: path.to_owned() });
+        }
+        if !existed {
+            sync_parent(path).map_err(io_err)?;
+        }
+        set_aside_torn_tail(path, &mut file)?;
+        catch_up_locked(path, &mut file, &remote)
+    })();
+    let _ = lock.unlock();
+    result
+}
+
+/// [`catch_up`]'s work, under the lock, on the open chain.
+#[cfg(feature = "jetstream")]
+fn catch_up_locked(
+    path: &Path,
+    file: &mut File,
+    remote: &crate::store::jetstream::JetStreamSpool,
+) -> Result<u64, ChainError> {
+    let store_err = |message: String| ChainError::Store { path: path.to_owned(), message };
+    let io_err = |source| ChainError::Io { path: path.to_owned(), source };
+    let head = read_head(path, file)?;
+    // From the replica's own head record: the store must hold it, byte for byte.
+    let mut entries = crate::store::replica::off_runtime(|| remote.read_chain_from(head.last_index.max(1)))
+        .map_err(|e| store_err(format!("{}: {e}", remote.inner().url())))?;
+    if head.last_index > 0 {
+        let end = file.metadata().map_err(io_err)?.len();
+        let local = line_ending_at(file, end).map_err(io_err)?.map(|v| canonical::to_canonical_vec(&v));
+        match entries.first() {
+            Some(first) if local.as_deref() == Some(first.line.as_slice()) => {
+                entries.remove(0);
+            }
+            Some(_) => {
+                return Err(store_err(format!(
+                    "this replica does not hold a prefix of {}'s chain (its record {} differs from the store's); \
+                     move it away and pull again",
+                    remote.inner().url(),
+                    head.last_index
+                )));
+            }
+            None => {
+                return Err(store_err(format!(
+                    "this replica holds record {} and {} does not: it is not a replica of that store's chain",
+                    head.last_index,
+                    remote.inner().url()
+                )));
+            }
+        }
+    }
+    if entries.is_empty() {
+        return Ok(0);
+    }
+    let mut records = Vec::with_capacity(entries.len());
+    for e in &entries {
+        match e.record().map_err(|e| store_err(e.to_string()))? {
+            Value::Object(m) => records.push(m),
+            _ => return Err(store_err(format!("record {} of {} is not an object", e.seq, remote.inner().url()))),
+        }
+    }
+    let sealed = crate::store::seal_copies(&head, &records).map_err(|e| {
+        store_err(format!(
+            "this replica does not hold a prefix of {}'s chain ({e}); move it away and pull again",
+            remote.inner().url()
+        ))
+    })?;
+    let mut lines = Vec::new();
+    for (one, entry) in sealed.iter().zip(&entries) {
+        let line = canonical::to_canonical_vec(&one.record);
+        if line != entry.line {
+            return Err(store_err(format!(
+                "record {} of {} is not in canonical form",
+                entry.seq,
+                remote.inner().url()
+            )));
+        }
+        lines.extend_from_slice(&line);
+        lines.push(b'\n');
+    }
+    let start = file.metadata().map_err(io_err)?.len();
+    if let Err(e) = file.write_all(&lines).and_then(|()| file.sync_data()) {
+        let _ = file.set_len(start);
+        let _ = file.sync_data();
+        return Err(io_err(e));
+    }
+    Ok(sealed.len() as u64)
+}
+
+/// Publishes `appended` (sealed on `built_on`) to the replica's store, compare-and-set.
+#[cfg(feature = "jetstream")]
+fn push_to_store(
+    path: &Path,
+    remote: &crate::store::jetstream::JetStreamSpool,
+    built_on: &ChainHead,
+    appended: &[Appended],
+) -> Result<(), ChainError> {
+    use crate::store::{ChainLog as _, StoreError};
+    let records = appended.iter().filter_map(|a| a.record.as_object().cloned()).collect();
+    match crate::store::replica::off_runtime(|| remote.append_after(built_on, records)) {
+        Ok(_) => Ok(()),
+        Err(StoreError::StaleHead { found, .. }) => Err(ChainError::Store {
+            path: path.to_owned(),
+            message: format!(
+                "{} moved on (to record {found}) while this was built on record {}: another of the principal's \
+                 hosts appended first; nothing was written here, try again",
+                remote.inner().url(),
+                built_on.last_index
+            ),
+        }),
+        Err(e) => Err(ChainError::Store { path: path.to_owned(), message: format!("{}: {e}", remote.inner().url()) }),
     }
 }
 

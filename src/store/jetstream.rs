@@ -257,7 +257,9 @@ impl ConnectOptions {
     /// The options the NATS command-line tools take from the environment: `NATS_CREDS` (a
     /// credentials file), `NATS_NKEY` (a file holding a user NKey seed), `NATS_CA` (CA
     /// certificates), `NATS_CERT` and `NATS_KEY` (a client certificate and its key, both or
-    /// neither), and `NATS_TIMEOUT` (seconds, default 10). Unset or empty variables are absent.
+    /// neither), `NATS_TIMEOUT` (seconds, default 10), and `NATS_INBOX_PREFIX` (the prefix of
+    /// reply subjects, for a user whose permissions allow replies there only, as an agent's in
+    /// `docs/distributed.md`). Unset or empty variables are absent.
     ///
     /// # Errors
     /// `NATS_CERT` without `NATS_KEY` (or the reverse), or a `NATS_TIMEOUT` that is not a
@@ -285,7 +287,7 @@ impl ConnectOptions {
             tls_client_cert,
             timeout,
             client_name: Some("warrant".into()),
-            ..ConnectOptions::default()
+            inbox_prefix: std::env::var("NATS_INBOX_PREFIX").ok().filter(|v| !v.is_empty()),
         })
     }
 }
@@ -489,11 +491,28 @@ impl fmt::Debug for AsyncJetStreamSpool {
     }
 }
 
-/// Which of the spool's two message kinds.
+/// Which of the spool's two message kinds, as its subject names it
+/// (`warrant.NAME.packets.AGENT`, `warrant.NAME.receipts.AGENT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
+    /// Approval packets.
     Packets,
+    /// Receipts.
     Receipts,
+}
+
+impl Kind {
+    /// The kind a spool subject names, or `None` for a subject of neither kind.
+    #[must_use]
+    pub fn of_subject(subject: &str) -> Option<Self> {
+        let mut tokens = subject.rsplit('.');
+        let _agent = tokens.next()?;
+        match tokens.next()? {
+            "packets" => Some(Kind::Packets),
+            "receipts" => Some(Kind::Receipts),
+            _ => None,
+        }
+    }
 }
 
 impl AsyncJetStreamSpool {
@@ -796,27 +815,78 @@ impl AsyncJetStreamSpool {
     /// [`JsError::Timeout`] when a record does not arrive in time; [`JsError::Corrupt`] on a
     /// gap; [`JsError::Server`] otherwise.
     pub async fn read_chain(&self) -> Result<Vec<ChainEntry>, JsError> {
-        let all = self.read_all(&self.url.chain_stream(), self.url.chain_subject()).await?;
+        self.read_chain_from(1).await
+    }
+
+    /// The chain records from subject sequence `from_seq` on (1 for all), in order, up to the
+    /// head when the read started; checked to be `from_seq`, `from_seq + 1`, … (a gap is
+    /// corruption). What a replica reads to catch up ([`crate::store::replica`]).
+    ///
+    /// # Errors
+    /// As [`read_chain`](Self::read_chain).
+    pub async fn read_chain_from(&self, from_seq: u64) -> Result<Vec<ChainEntry>, JsError> {
+        let from_seq = from_seq.max(1);
+        let all = self.read_all(&self.url.chain_stream(), self.url.chain_subject(), from_seq).await?;
         let mut out = Vec::with_capacity(all.len());
         for (i, m) in all.into_iter().enumerate() {
-            if m.seq != i as u64 + 1 {
-                return Err(JsError::Corrupt(format!("chain stream: sequence {} where {} was expected", m.seq, i + 1)));
+            let want = from_seq + i as u64;
+            if m.seq != want {
+                return Err(JsError::Corrupt(format!("chain stream: sequence {} where {want} was expected", m.seq)));
             }
             out.push(ChainEntry { seq: m.seq, line: m.payload });
         }
         Ok(out)
     }
 
-    /// The messages of `stream` on `filter`, in order, up to the last one present when the read
-    /// started (an ordered consumer, deliver all, until the server reports none pending).
-    async fn read_all(&self, stream_name: &str, filter: String) -> Result<Vec<Raw>, JsError> {
+    /// The packets and receipts from stream sequence `from_seq` on (1 for all), in stream
+    /// order, up to the last one present when the read started, each with its kind.
+    ///
+    /// # Errors
+    /// As [`read_chain`](Self::read_chain); [`JsError::Corrupt`] for a message on a subject of
+    /// neither kind.
+    pub async fn read_spool_from(&self, from_seq: u64) -> Result<Vec<(Kind, SpoolMessage)>, JsError> {
+        let raw = self.read_all(&self.url.spool_stream(), String::new(), from_seq.max(1)).await?;
+        raw.into_iter().map(spool_item).collect()
+    }
+
+    /// Watches the packets and receipts live from stream sequence `from_seq` (as
+    /// [`watch_chain`](Self::watch_chain) does the chain: an ordered push consumer, no polling).
+    ///
+    /// # Errors
+    /// [`JsError::Server`] when the consumer cannot be created.
+    pub async fn watch_spool(
+        &self,
+        from_seq: u64,
+    ) -> Result<tokio::sync::mpsc::Receiver<Result<(Kind, SpoolMessage), JsError>>, JsError> {
+        let mut raw = self.watch_raw(&self.url.spool_stream(), String::new(), from_seq).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(1024);
+        tokio::spawn(async move {
+            while let Some(item) = raw.recv().await {
+                let item = item.and_then(spool_item);
+                let end = item.is_err();
+                if tx.send(item).await.is_err() || end {
+                    return;
+                }
+            }
+        });
+        Ok(rx)
+    }
+
+    /// The messages of `stream` on `filter` (empty: every subject of the stream) from stream
+    /// sequence `from_seq`, in order, up to the last one present when the read started (an
+    /// ordered consumer, until the server reports none pending).
+    async fn read_all(&self, stream_name: &str, mut filter: String, from_seq: u64) -> Result<Vec<Raw>, JsError> {
         let stream = self.stream(stream_name).await?;
+        let no_filter = filter.is_empty();
+        if no_filter {
+            filter = stream_name.to_owned();
+        }
         let consumer = stream
             .create_consumer(push::OrderedConfig {
                 name: Some(format!("warrant_read_{}", uuid::Uuid::new_v4().simple())),
                 deliver_subject: self.client.new_inbox(),
-                filter_subject: filter.clone(),
-                deliver_policy: DeliverPolicy::All,
+                filter_subject: if no_filter { String::new() } else { filter.clone() },
+                deliver_policy: deliver_from(from_seq),
                 ..Default::default()
             })
             .await
@@ -866,33 +936,61 @@ impl AsyncJetStreamSpool {
         &self,
         from_seq: u64,
     ) -> Result<tokio::sync::mpsc::Receiver<Result<ChainEntry, JsError>>, JsError> {
-        let stream = self.stream(&self.url.chain_stream()).await?;
-        let deliver_policy = if from_seq <= 1 {
-            DeliverPolicy::All
-        } else {
-            DeliverPolicy::ByStartSequence { start_sequence: from_seq }
-        };
+        let mut raw = self.watch_raw(&self.url.chain_stream(), self.url.chain_subject(), from_seq).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(1024);
+        tokio::spawn(async move {
+            while let Some(item) = raw.recv().await {
+                let item = item.map(|r| ChainEntry { seq: r.seq, line: r.payload });
+                let end = item.is_err();
+                if tx.send(item).await.is_err() || end {
+                    return;
+                }
+            }
+        });
+        Ok(rx)
+    }
+
+    /// The messages of `stream` on `filter` from `from_seq`, live: an ordered push consumer
+    /// whose task forwards each message once, in order; an error ends it (the last item).
+    async fn watch_raw(
+        &self,
+        stream_name: &str,
+        filter: String,
+        from_seq: u64,
+    ) -> Result<tokio::sync::mpsc::Receiver<Result<Raw, JsError>>, JsError> {
+        let stream = self.stream(stream_name).await?;
+        let what = format!("watch {}", if filter.is_empty() { stream_name } else { &filter });
         let consumer = stream
             .create_consumer(push::OrderedConfig {
                 name: Some(format!("warrant_watch_{}", uuid::Uuid::new_v4().simple())),
                 deliver_subject: self.client.new_inbox(),
-                filter_subject: self.url.chain_subject(),
-                deliver_policy,
+                filter_subject: filter,
+                deliver_policy: deliver_from(from_seq),
                 ..Default::default()
             })
             .await
-            .map_err(server("watch the chain"))?;
-        let mut messages = consumer.messages().await.map_err(server("watch the chain"))?;
+            .map_err(server(what.clone()))?;
+        let mut messages = consumer.messages().await.map_err(server(what.clone()))?;
         let (tx, rx) = tokio::sync::mpsc::channel(1024);
         tokio::spawn(async move {
             loop {
                 let item = match messages.next().await {
                     Some(Ok(m)) => match m.info() {
-                        Ok(info) => Ok(ChainEntry { seq: info.stream_sequence, line: m.message.payload.to_vec() }),
-                        Err(e) => Err(server("watch the chain")(e)),
+                        Ok(info) => Ok(Raw {
+                            seq: info.stream_sequence,
+                            subject: m.message.subject.to_string(),
+                            msg_id: m
+                                .message
+                                .headers
+                                .as_ref()
+                                .and_then(|h| h.get(header::NATS_MESSAGE_ID))
+                                .map(|v| v.as_str().to_string()),
+                            payload: m.message.payload.to_vec(),
+                        }),
+                        Err(e) => Err(server(what.clone())(e)),
                     },
-                    Some(Err(e)) => Err(server("watch the chain")(e)),
-                    None => Err(JsError::Runtime("the chain's watch ended".into())),
+                    Some(Err(e)) => Err(server(what.clone())(e)),
+                    None => Err(JsError::Runtime(format!("{what}: the watch ended"))),
                 };
                 let end = item.is_err();
                 if tx.send(item).await.is_err() || end {
@@ -967,7 +1065,7 @@ impl AsyncJetStreamSpool {
             Kind::Packets => self.url.packet_subject("*"),
             Kind::Receipts => self.url.receipt_subject("*"),
         };
-        let raw = self.read_all(&self.url.spool_stream(), filter).await?;
+        let raw = self.read_all(&self.url.spool_stream(), filter, 1).await?;
         Ok(raw
             .into_iter()
             .map(|r| SpoolMessage {
@@ -1073,6 +1171,19 @@ struct Raw {
     subject: String,
     msg_id: Option<String>,
     payload: Vec<u8>,
+}
+
+/// The deliver policy that starts at stream sequence `from_seq` (1 or 0: everything).
+fn deliver_from(from_seq: u64) -> DeliverPolicy {
+    if from_seq <= 1 { DeliverPolicy::All } else { DeliverPolicy::ByStartSequence { start_sequence: from_seq } }
+}
+
+/// A spool stream message as a packet or receipt of the agent its subject names.
+fn spool_item(r: Raw) -> Result<(Kind, SpoolMessage), JsError> {
+    let kind = Kind::of_subject(&r.subject)
+        .ok_or_else(|| JsError::Corrupt(format!("spool stream: message {} on subject {:?}", r.seq, r.subject)))?;
+    let agent = r.subject.rsplit('.').next().unwrap_or_default().to_string();
+    Ok((kind, SpoolMessage { seq: r.seq, agent, msg_id: r.msg_id, bytes: r.payload }))
 }
 
 fn token(what: &'static str, value: &str) -> Result<(), JsError> {
@@ -1231,13 +1342,38 @@ impl JetStreamSpool {
         self.rt.block_on(self.inner.read_chain())
     }
 
+    /// [`AsyncJetStreamSpool::read_chain_from`].
+    ///
+    /// # Errors
+    /// As [`AsyncJetStreamSpool::read_chain_from`].
+    pub fn read_chain_from(&self, from_seq: u64) -> Result<Vec<ChainEntry>, JsError> {
+        self.rt.block_on(self.inner.read_chain_from(from_seq))
+    }
+
+    /// [`AsyncJetStreamSpool::read_spool_from`].
+    ///
+    /// # Errors
+    /// As [`AsyncJetStreamSpool::read_spool_from`].
+    pub fn read_spool_from(&self, from_seq: u64) -> Result<Vec<(Kind, SpoolMessage)>, JsError> {
+        self.rt.block_on(self.inner.read_spool_from(from_seq))
+    }
+
+    /// [`AsyncJetStreamSpool::watch_spool`], as a blocking [`Watch`].
+    ///
+    /// # Errors
+    /// As [`AsyncJetStreamSpool::watch_spool`].
+    pub fn watch_spool(&self, from_seq: u64) -> Result<Watch<(Kind, SpoolMessage)>, JsError> {
+        let rx = self.rt.block_on(self.inner.watch_spool(from_seq))?;
+        Ok(Watch { rx, handle: self.rt.handle().clone() })
+    }
+
     /// [`AsyncJetStreamSpool::watch_chain`], as a blocking [`ChainWatch`].
     ///
     /// # Errors
     /// As [`AsyncJetStreamSpool::watch_chain`].
     pub fn watch_chain(&self, from_seq: u64) -> Result<ChainWatch, JsError> {
         let rx = self.rt.block_on(self.inner.watch_chain(from_seq))?;
-        Ok(ChainWatch { rx, handle: self.rt.handle().clone() })
+        Ok(Watch { rx, handle: self.rt.handle().clone() })
     }
 
     /// [`AsyncJetStreamSpool::publish_packet`].
@@ -1297,32 +1433,43 @@ impl JetStreamSpool {
     }
 }
 
-/// A live watch of the chain for synchronous code ([`JetStreamSpool::watch_chain`]); the
-/// console can turn its entries into events. It must not outlive its [`JetStreamSpool`].
+/// A live watch for synchronous code ([`JetStreamSpool::watch_chain`],
+/// [`JetStreamSpool::watch_spool`]); the replica's follower turns its items into files. It must
+/// not outlive its [`JetStreamSpool`].
 #[derive(Debug)]
-pub struct ChainWatch {
-    rx: tokio::sync::mpsc::Receiver<Result<ChainEntry, JsError>>,
+pub struct Watch<T> {
+    rx: tokio::sync::mpsc::Receiver<Result<T, JsError>>,
     handle: tokio::runtime::Handle,
 }
 
-impl ChainWatch {
-    /// The next record, waiting at most `timeout`.
+/// A live watch of the chain ([`JetStreamSpool::watch_chain`]).
+pub type ChainWatch = Watch<ChainEntry>;
+
+impl<T> Watch<T> {
+    /// The next item, waiting at most `timeout`.
     ///
     /// # Errors
     /// [`JsError::Timeout`] when none arrived in time (the watch goes on); any other error ends
     /// the watch.
-    pub fn next_timeout(&mut self, timeout: Duration) -> Result<ChainEntry, JsError> {
+    pub fn next_timeout(&mut self, timeout: Duration) -> Result<T, JsError> {
         let rx = &mut self.rx;
         match self.handle.block_on(async { tokio::time::timeout(timeout, rx.recv()).await }) {
             Ok(Some(item)) => item,
-            Ok(None) => Err(JsError::Runtime("the chain's watch ended".into())),
-            Err(_) => Err(JsError::Timeout { what: "the next chain record".into(), after: timeout }),
+            Ok(None) => Err(JsError::Runtime("the watch ended".into())),
+            Err(_) => Err(JsError::Timeout { what: "the next watched message".into(), after: timeout }),
         }
+    }
+
+    /// The next item, waiting as long as it takes (`None` once the watch has ended, after its
+    /// last item, an error).
+    pub fn next_blocking(&mut self) -> Option<Result<T, JsError>> {
+        let rx = &mut self.rx;
+        self.handle.block_on(rx.recv())
     }
 
     /// The receiver itself, for async code.
     #[must_use]
-    pub fn into_receiver(self) -> tokio::sync::mpsc::Receiver<Result<ChainEntry, JsError>> {
+    pub fn into_receiver(self) -> tokio::sync::mpsc::Receiver<Result<T, JsError>> {
         self.rx
     }
 }

@@ -8,7 +8,9 @@
 //! - [`checkpoint_files`]: the spool's and the principal's checkpoint copies;
 //! - [`key_files`]: `principal.key` (protected at rest) and `pinned_keys.toml`;
 //! - [`config`]: `config.toml` and the policy files;
-//! - `jetstream` (feature `jetstream`): the spool on NATS JetStream (`docs/distributed.md`).
+//! - `jetstream` (feature `jetstream`): the spool on NATS JetStream (`docs/distributed.md`);
+//! - `replica` (feature `jetstream`): a JetStream spool worked on through a directory on this
+//!   host that the store keeps equal to the streams.
 
 pub mod chain_file;
 pub mod checkpoint_files;
@@ -16,6 +18,8 @@ pub mod config;
 #[cfg(feature = "jetstream")]
 pub mod jetstream;
 pub mod key_files;
+#[cfg(feature = "jetstream")]
+pub mod replica;
 pub mod spool;
 
 use crate::protocol::chain::{Appended, ChainHead, seal};

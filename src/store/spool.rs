@@ -461,6 +461,15 @@ fn look(
         Err(reason) => Parsed::Invalid(reason),
         Ok(bytes) => match kind {
             FileKind::Packet => match packet::parse_packet(&bytes, stem) {
+                // A replica's packet named by its subject's agent must be that agent's
+                // (`crate::store::replica`: the server authenticated the publisher).
+                Ok(p) if agent_of_name(stem).is_some_and(|a| a != p.agent) => {
+                    Parsed::Invalid(InvalidReason::Schema(format!(
+                        "published on agent {:?}'s subject, but names agent {:?}",
+                        agent_of_name(stem).unwrap_or_default(),
+                        p.agent
+                    )))
+                }
                 Ok(p) => Parsed::Packet(Arc::new(p)),
                 Err(r) => Parsed::Invalid(r),
             },
@@ -481,6 +490,20 @@ fn look(
     let arrived = stamp.ctime.0 as f64 + stamp.ctime.1 as f64 / 1e9;
     cache.insert(Arc::clone(&key), (stamp, arrived, parsed));
     Some((key, change))
+}
+
+/// The file name a spool message gets in a replica that names it by its stream sequence:
+/// `~AGENT@SEQ.json` (`~` sorts after every id character, so a file named by its packet id wins
+/// a repeated id; `@` is no id character, so the agent is read back unambiguously).
+#[must_use]
+pub fn sequence_name(agent: &str, seq: u64) -> String {
+    format!("~{agent}@{seq}.json")
+}
+
+/// The agent a replica file name of [`sequence_name`]'s form names, or `None` for another name.
+#[must_use]
+pub fn agent_of_name(stem: &str) -> Option<&str> {
+    stem.strip_prefix('~')?.split_once('@').map(|(agent, _)| agent)
 }
 
 /// A file name a scan considers: temporary and hidden files are work in progress, not
@@ -1898,12 +1921,16 @@ pub fn restore_decision_file(
     Ok(true)
 }
 
+/// Writes `decisions/<id>.json`; in a replica, also to its store's decisions bucket
+/// ([`crate::store::replica::publish_decision`]), which is where agents on other hosts read it.
 fn write_decision_file(spool: &Spool, id: &str, file: &Value) -> io::Result<PathBuf> {
     fs::create_dir_all(spool.decisions_dir())?;
     let path = spool.decision_path(id);
     let mut bytes = serde_json::to_vec_pretty(file).map_err(io::Error::other)?;
     bytes.push(b'\n');
     write_atomic(&path, &bytes, 0o644)?;
+    #[cfg(feature = "jetstream")]
+    crate::store::replica::publish_decision(spool, id, &bytes).map_err(io::Error::other)?;
     Ok(path)
 }
 

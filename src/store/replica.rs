@@ -1,0 +1,406 @@
+//! A JetStream spool worked on through a *replica*: a directory spool on this host that the
+//! store keeps equal to the streams (issue 19, `docs/distributed.md`, "Replicas").
+//!
+//! ```text
+//! <replica>/.store                 the store URL it replicates (a replica is never anything else)
+//! <replica>/chain.jsonl            the chain stream's records, byte for byte, in order
+//! <replica>/packets/<id>.json      packets whose subject's agent is the packet's agent
+//! <replica>/packets/~AGENT@SEQ.json  any other packet message (listed as invalid with the reason)
+//! <replica>/receipts/~AGENT@SEQ.json receipts
+//! <replica>/decisions/<id>.json    decision files, also written to the decisions bucket
+//! <replica>/published/<id>         a decision file the bucket holds
+//! <replica>/.pulled                the spool stream's next sequence
+//! ```
+//!
+//! Every surface works on the replica as on a directory spool: the scanner, the console's
+//! inotify watch, the decide path with its checkpoints and fold, the audit. What others must see
+//! goes to JetStream first:
+//! - **the chain**: every append to a replica's `chain.jsonl` ([`crate::store::chain_file`]'s
+//!   one append path) first catches the replica up with the chain stream under the chain's lock,
+//!   then builds its records on that head and publishes them with compare-and-set
+//!   ([`crate::store::ChainLog::append_after`]); only what the store acknowledged is written to
+//!   the file. A refusal (another principal's host appended first) writes nothing and is
+//!   reported; the replica never holds a record the store does not.
+//! - **decisions**: a decision file written into a replica is also written to the decisions
+//!   bucket under `AGENT.PACKET_ID` ([`publish_decision`]), where `propose --wait` reads it.
+//!
+//! Reads come from the replica after [`pull`] (the CLI pulls before each command) or while a
+//! [`Follower`] keeps it live (the console): packets and receipts from the spool stream, the
+//! chain from the chain stream, both with ordered push consumers (no polling).
+//!
+//! Nothing fails open: a store that cannot be reached, a record that does not link, a replica
+//! that holds another chain or names another store is an error, never an empty spool.
+
+use crate::protocol::packet::{self, InvalidReason};
+use crate::store::StoreError;
+use crate::store::jetstream::{ConnectOptions, JetStreamSpool, Kind, SpoolMessage, StoreUrl};
+use crate::store::key_files::write_atomic;
+use crate::store::spool::{Spool, sequence_name};
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The file in a replica's root naming the store it replicates (`nats://…/NAME` and a newline).
+pub const MARKER: &str = ".store";
+
+/// The file holding the spool stream's next sequence to read.
+const PULLED: &str = ".pulled";
+
+/// The directory of markers of decisions the bucket holds.
+const PUBLISHED: &str = "published";
+
+/// The store a replica at `root` replicates, or `None` when `root` is not a replica (no
+/// [`MARKER`]).
+///
+/// # Errors
+/// A marker that is not a regular file, cannot be read, or does not hold a store URL.
+pub fn store_of(root: &Path) -> Result<Option<StoreUrl>, StoreError> {
+    let path = root.join(MARKER);
+    match fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::Other(format!("{}: {e}", path.display()))),
+        Ok(_) => {}
+    }
+    let bytes = crate::store::spool::read_limited(&path)
+        .map_err(|e: InvalidReason| StoreError::Other(format!("{}: {e}", path.display())))?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| StoreError::Other(format!("{}: {e}", path.display())))?;
+    text.trim()
+        .parse::<StoreUrl>()
+        .map(Some)
+        .map_err(|e| StoreError::Other(format!("{}: not a store URL: {e}", path.display())))
+}
+
+/// The connection to the store a replica at `root` replicates, or `None` for a directory that
+/// is not a replica. Connections are made once per store and process, with
+/// [`ConnectOptions::from_env`], and kept.
+///
+/// # Errors
+/// As [`store_of`]; the connection's errors.
+pub fn remote_for(root: &Path) -> Result<Option<Arc<JetStreamSpool>>, StoreError> {
+    let Some(url) = store_of(root)? else { return Ok(None) };
+    static REMOTES: OnceLock<Mutex<HashMap<String, Arc<JetStreamSpool>>>> = OnceLock::new();
+    let remotes = REMOTES.get_or_init(Default::default);
+    let key = url.to_string();
+    if let Some(r) = remotes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key) {
+        return Ok(Some(Arc::clone(r)));
+    }
+    let opts = ConnectOptions::from_env().map_err(StoreError::Other)?;
+    let remote = off_runtime(|| JetStreamSpool::connect(&url, &opts))?;
+    remote_check(&remote)?;
+    let remote = Arc::new(remote);
+    remotes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key, Arc::clone(&remote));
+    Ok(Some(remote))
+}
+
+fn remote_check(remote: &JetStreamSpool) -> Result<(), StoreError> {
+    off_runtime(|| remote.check_exists()).map_err(StoreError::from)
+}
+
+/// Runs `f`, which blocks on a [`JetStreamSpool`]'s own runtime, on a thread of its own when
+/// called from inside an async runtime (the console's), where blocking on another runtime is
+/// refused.
+pub(crate) fn off_runtime<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|s| match s.spawn(f).join() {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
+/// The default replica directory of `url`: `<data dir>/warrant/replicas/NAME`.
+#[must_use]
+pub fn default_dir(url: &StoreUrl) -> Option<PathBuf> {
+    directories::BaseDirs::new().map(|d| d.data_dir().join("warrant").join("replicas").join(&url.name))
+}
+
+/// Opens (creating on first use) the replica of `url` at `dir` and [`pull`]s it.
+///
+/// # Errors
+/// A `dir` that is a directory spool (a chain without a marker) or the replica of another
+/// store; the store's errors (it must exist: `warrant migrate` or the setup creates it).
+pub fn open(url: &StoreUrl, dir: &Path) -> Result<(Spool, Pulled), StoreError> {
+    let spool = Spool::new(dir);
+    match store_of(dir)? {
+        Some(other) if other.to_string() != url.to_string() => {
+            return Err(StoreError::Other(format!(
+                "{} is the replica of {other}, not of {url}: name another directory with --replica",
+                dir.display()
+            )));
+        }
+        Some(_) => {}
+        None => {
+            if spool.chain_path().exists() || spool.packets_dir().exists() {
+                return Err(StoreError::Other(format!(
+                    "{} is a directory spool, not a replica of {url}: name an empty directory with --replica \
+                     (or copy the spool with `warrant migrate`)",
+                    dir.display()
+                )));
+            }
+            // The marker first: a second process opening the same new replica meanwhile finds
+            // the marker, or an empty directory, never the spool's directories without it.
+            let io = |e: io::Error| StoreError::Other(format!("{}: {e}", dir.display()));
+            fs::create_dir_all(dir).map_err(io)?;
+            let mut line = url.to_string().into_bytes();
+            line.push(b'\n');
+            write_atomic(&dir.join(MARKER), &line, 0o644).map_err(io)?;
+        }
+    }
+    spool.ensure().map_err(|e| StoreError::Other(format!("{}: {e}", dir.display())))?;
+    let pulled = pull(&spool)?;
+    Ok((spool, pulled))
+}
+
+/// What a [`pull`] brought.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pulled {
+    /// Chain records appended to the replica.
+    pub records: u64,
+    /// Packet and receipt messages read from the spool stream.
+    pub messages: u64,
+    /// Decision files written to the bucket that it did not hold yet.
+    pub decisions: u64,
+}
+
+/// Brings the replica `spool` up to date with its store: the chain's new records (verified to
+/// link, [`crate::store::chain_file::catch_up`]), the spool stream's new packets and receipts
+/// ([`materialise`]), and any decision file the bucket does not hold yet.
+///
+/// # Errors
+/// `spool` is not a replica; the store's errors; a record that does not link to the replica's
+/// head (the replica holds another chain); I/O errors of the replica.
+pub fn pull(spool: &Spool) -> Result<Pulled, StoreError> {
+    let remote = remote_for(spool.root())?
+        .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?;
+    let records = crate::store::chain_file::catch_up(&spool.chain_path())?;
+    let messages = pull_spool(spool, &remote)?;
+    let decisions = publish_missing(spool, &remote)?;
+    Ok(Pulled { records, messages, decisions })
+}
+
+fn pull_spool(spool: &Spool, remote: &JetStreamSpool) -> Result<u64, StoreError> {
+    let io = |e: io::Error| StoreError::Other(format!("{}: {e}", spool.root().display()));
+    let from = next_seq(spool);
+    let items = off_runtime(|| remote.read_spool_from(from))?;
+    let count = items.len() as u64;
+    let mut next = from;
+    for (kind, msg) in &items {
+        materialise(spool, *kind, msg).map_err(io)?;
+        next = msg.seq + 1;
+    }
+    if count > 0 {
+        save_next(spool, next).map_err(io)?;
+    }
+    Ok(count)
+}
+
+/// Records that the spool stream was read up to `next` (exclusive), after flushing the files
+/// written so far to disk (`syncfs`: the messages are written without a sync each, and the
+/// mark must never be durable before them; a lost mark only means reading them again).
+fn save_next(spool: &Spool, next: u64) -> io::Result<()> {
+    let root = fs::File::open(spool.root())?;
+    rustix::fs::syncfs(&root)?;
+    write_atomic(&spool.root().join(PULLED), format!("{next}\n").as_bytes(), 0o644)
+}
+
+/// The spool stream's next sequence to read (1 when the replica has read none).
+fn next_seq(spool: &Spool) -> u64 {
+    fs::read_to_string(spool.root().join(PULLED)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(1)
+}
+
+/// Writes one spool message into the replica, never replacing a file. A packet whose agent is
+/// the agent its subject names (the server authenticated the publisher: `docs/distributed.md`,
+/// "Server permissions") is written as `packets/<id>.json`; any other packet message, and every
+/// receipt, as [`sequence_name`] (the scanner lists a packet there whose agent differs from the
+/// name's as invalid, and a repeated id as a duplicate). A message already written is skipped.
+///
+/// # Errors
+/// I/O errors of the replica.
+pub fn materialise(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Result<()> {
+    let by_seq = sequence_name(&msg.agent, msg.seq);
+    let (dir, names) = match kind {
+        Kind::Receipts => (spool.receipts_dir(), vec![by_seq]),
+        Kind::Packets => {
+            let by_id = packet::parse_packet(&msg.bytes, by_seq.trim_end_matches(".json"))
+                .ok()
+                .filter(|p| p.agent == msg.agent)
+                .map(|p| format!("{}.json", p.id));
+            (spool.packets_dir(), by_id.into_iter().chain([by_seq]).collect())
+        }
+    };
+    fs::create_dir_all(&dir)?;
+    for name in names {
+        let path = dir.join(&name);
+        match fs::read(&path) {
+            Ok(existing) if existing == msg.bytes => return Ok(()),
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        // Not synced here: [`save_next`] flushes the replica before it marks messages read.
+        let mut tmp = tempfile::Builder::new().prefix(".warrant.").suffix(".tmp").tempfile_in(&dir)?;
+        io::Write::write_all(&mut tmp, &msg.bytes)?;
+        use std::os::unix::fs::PermissionsExt as _;
+        tmp.as_file().set_permissions(fs::Permissions::from_mode(0o644))?;
+        match tmp.persist_noclobber(&path) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e.error),
+        }
+    }
+    Err(io::Error::other(format!("message {} could not be written to {}", msg.seq, dir.display())))
+}
+
+/// After a decision file `bytes` of packet `id` was written into a replica: writes it to the
+/// decisions bucket under `AGENT.ID` (the agent of its signed document), once, and marks it in
+/// `published/`. A bucket that holds the key already counts as written (another of the
+/// principal's hosts wrote the same decision: the key is written once).
+///
+/// # Errors
+/// The store's errors; an agent or id the bucket cannot key (`[A-Za-z0-9_-]+`).
+pub fn publish_decision(spool: &Spool, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    let Some(remote) = remote_for(spool.root())? else { return Ok(()) };
+    put_decision(spool, &remote, id, bytes)
+}
+
+fn put_decision(spool: &Spool, remote: &JetStreamSpool, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    let doc: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| StoreError::Other(format!("decision file {id}: {e}")))?;
+    let agent = doc
+        .pointer("/document/agent")
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| StoreError::Other(format!("decision file {id} names no agent")))?;
+    match off_runtime(|| remote.put_decision(agent, id, bytes)) {
+        Ok(_) | Err(crate::store::jetstream::JsError::DecisionExists { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let marks = spool.root().join(PUBLISHED);
+    fs::create_dir_all(&marks)
+        .and_then(|()| fs::write(marks.join(id), b""))
+        .map_err(|e| StoreError::Other(format!("{}: {e}", marks.display())))
+}
+
+/// Writes every decision file of the replica that is not marked published to the bucket (one
+/// whose earlier write failed); returns how many.
+fn publish_missing(spool: &Spool, remote: &JetStreamSpool) -> Result<u64, StoreError> {
+    let Ok(entries) = fs::read_dir(spool.decisions_dir()) else { return Ok(0) };
+    let marks = spool.root().join(PUBLISHED);
+    let mut count = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else { continue };
+        if !packet::is_safe_id(id) || marks.join(id).exists() {
+            continue;
+        }
+        let bytes = crate::store::spool::read_limited(&entry.path())
+            .map_err(|e| StoreError::Other(format!("{}: {e}", entry.path().display())))?;
+        put_decision(spool, remote, id, &bytes)?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Keeps a replica live while it runs: two threads follow the store's chain and spool streams
+/// with ordered push consumers and write what arrives into the replica (the console's inotify
+/// watch sees it as it sees agents publishing into a directory). When a watch ends (the store
+/// went away), its thread reconnects and catches up, reporting the error to `on_error`.
+#[derive(Debug)]
+pub struct Follower {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Starts a [`Follower`] of the replica `spool` (after a [`pull`]).
+///
+/// # Errors
+/// `spool` is not a replica; the store's errors.
+pub fn follow(spool: &Spool, on_error: impl Fn(String) + Send + Sync + 'static) -> Result<Follower, StoreError> {
+    let remote = remote_for(spool.root())?
+        .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let on_error = Arc::new(on_error);
+    for chain in [true, false] {
+        let (spool, remote, stop, on_error) =
+            (spool.clone(), Arc::clone(&remote), Arc::clone(&stop), Arc::clone(&on_error));
+        std::thread::Builder::new()
+            .name(if chain { "warrant-follow-chain" } else { "warrant-follow-spool" }.into())
+            .spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let result =
+                        if chain { follow_chain(&spool, &remote, &stop) } else { follow_spool(&spool, &remote, &stop) };
+                    if let Err(e) = result {
+                        on_error(format!("{}: {e}; reconnecting", remote.inner().url()));
+                        std::thread::sleep(std::time::Duration::from_secs(1));
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Other(format!("start the replica's follower: {e}")))?;
+    }
+    Ok(Follower { stop })
+}
+
+/// How long a follower waits for a message before it looks at its stop flag again.
+const FOLLOW_TICK: std::time::Duration = std::time::Duration::from_millis(500);
+
+fn follow_chain(
+    spool: &Spool,
+    remote: &JetStreamSpool,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<(), StoreError> {
+    crate::store::chain_file::catch_up(&spool.chain_path())?;
+    let from = crate::store::chain_file::head(&spool.chain_path())?.last_index + 1;
+    let mut watch = remote.watch_chain(from)?;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        match watch.next_timeout(FOLLOW_TICK) {
+            // The record is read again by the catch-up, under the chain's lock, with every
+            // record before it that this replica lacks.
+            Ok(_) => {
+                crate::store::chain_file::catch_up(&spool.chain_path())?;
+            }
+            Err(crate::store::jetstream::JsError::Timeout { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+fn follow_spool(
+    spool: &Spool,
+    remote: &JetStreamSpool,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<(), StoreError> {
+    let io = |e: io::Error| StoreError::Other(format!("{}: {e}", spool.root().display()));
+    pull_spool(spool, remote)?;
+    let mut watch = remote.watch_spool(next_seq(spool))?;
+    // The next sequence not yet marked read, and how many messages since the last mark.
+    let (mut next, mut unsaved) = (None, 0u32);
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        match watch.next_timeout(FOLLOW_TICK) {
+            Ok((kind, msg)) => {
+                materialise(spool, kind, &msg).map_err(io)?;
+                next = Some(msg.seq + 1);
+                unsaved += 1;
+                if unsaved >= 1024 {
+                    save_next(spool, msg.seq + 1).map_err(io)?;
+                    unsaved = 0;
+                }
+            }
+            Err(crate::store::jetstream::JsError::Timeout { .. }) => {
+                if let Some(n) = next.filter(|_| unsaved > 0) {
+                    save_next(spool, n).map_err(io)?;
+                    unsaved = 0;
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,390 @@
+//! One principal, many machines (issue 19, `docs/distributed.md`): the real `warrant` binary on
+//! a JetStream store, against real `nats-server` processes. Each host is its own process with
+//! its own configuration directory and data directory (the principal's replica lives in hers),
+//! talking to its own node of a three-node cluster: agents publish with `warrant propose --wait`,
+//! the principal approves and refuses on her replica, the agents get the signed decisions.
+#![cfg(feature = "jetstream")]
+
+#[path = "support/nats.rs"]
+mod nats;
+
+#[path = "support/cli_env.rs"]
+mod cli_env;
+
+use std::path::PathBuf;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use cli_env::{Env, text};
+use nats::{Cluster, Server};
+use serde_json::{Value, json};
+use warrant::store::jetstream::{ConnectOptions, JetStreamSpool, StoreUrl};
+
+/// Runs `warrant` for `env` with `extra` environment, to completion.
+fn run_with(env: &Env, extra: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut c = env.cmd(args);
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    c.output().expect("run warrant")
+}
+
+fn ok(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// An agent's host: its own configuration (no key of its own; the principal's key pinned, so it
+/// can verify her decisions) and nothing else.
+fn agent_host(principal: &Env) -> Env {
+    let a = Env::without_key();
+    let public = principal.config().join("principal.pub");
+    ok(&a.run(&["keys", "pin", "--principal", "alice", public.to_str().expect("utf-8")]));
+    a
+}
+
+/// `warrant propose --wait` on `url` as `agent`, running in the background.
+fn propose_waiting(host: &Env, url: &str, extra: &[(&str, &str)], agent: &str, id: &str) -> Child {
+    let mut c = host.cmd(&[
+        "--store",
+        url,
+        "propose",
+        "--class",
+        "draft.compose",
+        "--agent",
+        agent,
+        "--summary",
+        id,
+        "--id",
+        id,
+        "--wait",
+        "120",
+    ]);
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("propose")
+}
+
+/// Polls `warrant list --json` on the principal's replica until `ids` are all pending.
+fn wait_pending(principal: &Env, extra: &[(&str, &str)], url: &str, ids: &[&str]) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let o = run_with(principal, extra, &["--store", url, "list", "--json"]);
+        let listed: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        let pending =
+            |id: &str| listed["packets"].as_array().is_some_and(|ps| ps.iter().any(|p| p["packet_id"] == json!(id)));
+        if o.status.code() == Some(0) && ids.iter().all(|id| pending(id)) {
+            return listed;
+        }
+        assert!(Instant::now() < deadline, "not all of {ids:?} reached the principal: {}", text(&o));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn node_url(port: u16, name: &str) -> String {
+    format!("nats://127.0.0.1:{port}/{name}")
+}
+
+/// Creates the store's streams and bucket (`warrant migrate` of an empty spool), with `replicas`.
+fn create_store(principal: &Env, extra: &[(&str, &str)], url: &str, replicas: &str) {
+    let empty = principal.dir.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("dir");
+    ok(&run_with(
+        principal,
+        extra,
+        &["migrate", "--from", empty.to_str().expect("utf-8"), "--to", url, "--replicas", replicas],
+    ));
+}
+
+/// The store's chain, read by `warrant migrate` into a fresh directory.
+fn store_chain(principal: &Env, extra: &[(&str, &str)], url: &str) -> Vec<u8> {
+    let copy = principal.dir.path().join(format!("copy-{}", uuid_like()));
+    ok(&run_with(principal, extra, &["migrate", "--from", url, "--to", copy.to_str().expect("utf-8")]));
+    std::fs::read(copy.join("chain.jsonl")).expect("copied chain")
+}
+
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_nanos()
+}
+
+fn replica_dir(principal: &Env) -> PathBuf {
+    principal.dir.path().join("data").join("warrant").join("replicas").join("team")
+}
+
+#[test]
+fn a_principal_on_one_host_approves_packets_from_agents_on_two_others_through_a_cluster() {
+    let Some(cluster) = Cluster::start() else { return };
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    // Each host talks to its own node; the principal's host names all three (failover).
+    let (url_a, url_b, url_p) = (node_url(ports[0], "team"), node_url(ports[1], "team"), cluster.store_url("team"));
+    let principal = Env::new();
+    create_store(&principal, &[], &url_p, "3");
+    let (host_a, host_b) = (agent_host(&principal), agent_host(&principal));
+
+    let a1 = propose_waiting(&host_a, &url_a, &[], "agent-a", "a-1");
+    let a2 = propose_waiting(&host_a, &url_a, &[], "agent-a", "a-2");
+    let b1 = propose_waiting(&host_b, &url_b, &[], "agent-b", "b-1");
+    let listed = wait_pending(&principal, &[], &url_p, &["a-1", "a-2", "b-1"]);
+    let agent_of = |id: &str| {
+        listed["packets"].as_array().expect("packets").iter().find(|p| p["packet_id"] == json!(id)).expect("listed")
+            ["agent"]
+            .clone()
+    };
+    assert_eq!(agent_of("a-1"), json!("agent-a"));
+    assert_eq!(agent_of("b-1"), json!("agent-b"));
+
+    ok(&principal.run(&["--store", &url_p, "approve", "--yes", "a-1"]));
+    ok(&principal.run(&["--store", &url_p, "refuse", "--yes", "a-2", "--reason", "not this one"]));
+    ok(&principal.run(&["--store", &url_p, "approve", "--yes", "b-1"]));
+
+    let done = |c: Child| c.wait_with_output().expect("agent");
+    let (a1, a2, b1) = (done(a1), done(a2), done(b1));
+    assert_eq!(a1.status.code(), Some(0), "{}", text(&a1));
+    assert!(String::from_utf8_lossy(&a1.stderr).contains("approve by alice"), "{}", text(&a1));
+    assert_eq!(a2.status.code(), Some(3), "a refusal exits 3: {}", text(&a2));
+    assert!(String::from_utf8_lossy(&a2.stderr).contains("not this one"), "{}", text(&a2));
+    assert_eq!(b1.status.code(), Some(0), "{}", text(&b1));
+
+    // The store's chain verifies with the three signed decisions, and the principal's replica
+    // holds it byte for byte.
+    let v: Value = serde_json::from_str(&ok(&principal.run(&["--store", &url_p, "verify", "--json"]))).expect("json");
+    assert_eq!(v["valid"], json!(true), "{v}");
+    assert_eq!(v["total"], json!(3), "{v}");
+    let chain = store_chain(&principal, &[], &url_a);
+    assert_eq!(chain, std::fs::read(replica_dir(&principal).join("chain.jsonl")).expect("replica chain"));
+    // Now decided, the listing says so.
+    let listed = wait_pending(&principal, &[], &url_p, &["a-1"]);
+    let state = |id: &str| {
+        listed["packets"].as_array().expect("packets").iter().find(|p| p["packet_id"] == json!(id)).expect("listed")
+            ["decision"]
+            .clone()
+    };
+    assert_eq!(
+        (state("a-1"), state("a-2"), state("b-1")),
+        (json!("approve"), json!("refuse"), json!("approve")),
+        "{listed}"
+    );
+}
+
+#[test]
+fn two_of_the_principals_hosts_never_fork_the_chain() {
+    let Some(server) = Server::start() else { return };
+    let url = server.store_url("team");
+    let principal = Env::new();
+    create_store(&principal, &[], &url, "1");
+    let agent = agent_host(&principal);
+    let ids: Vec<String> = (0..8).map(|i| format!("f-{i}")).collect();
+    let mut waiting = Vec::new();
+    for id in &ids {
+        waiting.push(propose_waiting(&agent, &url, &[], "agent-a", id));
+    }
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    wait_pending(&principal, &[], &url, &refs);
+    // Two replicas of the one store (two of the principal's hosts), each approving its half,
+    // at the same time.
+    let replicas = [principal.dir.path().join("replica-1"), principal.dir.path().join("replica-2")];
+    let mut approvals = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let replica = replicas[i % 2].to_str().expect("utf-8").to_owned();
+        approvals.push(
+            principal
+                .cmd(&["--store", &url, "--replica", &replica, "approve", "--yes", id])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("approve"),
+        );
+    }
+    let mut refused = Vec::new();
+    for (id, a) in ids.iter().zip(approvals) {
+        let o = a.wait_with_output().expect("approve");
+        if o.status.code() != Some(0) {
+            // The only refusal allowed: the other host appended first; nothing was written.
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains("moved on") || err.contains("locked"), "{id}: {}", text(&o));
+            refused.push(id.clone());
+        }
+    }
+    // Tried again, each lands.
+    for id in &refused {
+        ok(&principal.run(&[
+            "--store",
+            &url,
+            "--replica",
+            replicas[0].to_str().expect("utf-8"),
+            "approve",
+            "--yes",
+            id,
+        ]));
+    }
+    for w in waiting {
+        let o = w.wait_with_output().expect("agent");
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    let v: Value = serde_json::from_str(&ok(&principal.run(&["--store", &url, "verify", "--json"]))).expect("json");
+    assert_eq!((v["valid"].clone(), v["total"].clone()), (json!(true), json!(8)), "{v}");
+    let chain = store_chain(&principal, &[], &url);
+    for r in &replicas {
+        ok(&principal.run(&["--store", &url, "--replica", r.to_str().expect("utf-8"), "list"]));
+        assert_eq!(
+            std::fs::read(r.join("chain.jsonl")).expect("replica chain"),
+            chain,
+            "{} is the store's chain",
+            r.display()
+        );
+    }
+}
+
+#[test]
+fn a_replica_is_only_ever_the_replica_of_its_store() {
+    let Some(server) = Server::start() else { return };
+    let (url, other_url) = (server.store_url("team"), server.store_url("other"));
+    let principal = Env::new();
+    create_store(&principal, &[], &url, "1");
+    create_store(&principal, &[], &other_url, "1");
+    // A directory spool is not turned into a replica.
+    ok(&principal.propose("draft.compose", "agent-a", "local-1", &[]));
+    let local = principal.spool();
+    let o = principal.run(&["--store", &url, "--replica", local.to_str().expect("utf-8"), "list"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("is a directory spool, not a replica"), "{}", text(&o));
+    // A replica of one store is not used for another.
+    ok(&principal.run(&["--store", &url, "list"]));
+    let o =
+        principal.run(&["--store", &other_url, "--replica", replica_dir(&principal).to_str().expect("utf-8"), "list"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("is the replica of"), "{}", text(&o));
+    // A store that cannot be reached is an error, never an empty spool.
+    let o = run_with(&principal, &[("NATS_TIMEOUT", "1")], &["--store", "nats://127.0.0.1:1/team", "list"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn a_replica_whose_chain_was_changed_is_refused_and_the_store_keeps_its_own() {
+    let Some(server) = Server::start() else { return };
+    let url = server.store_url("team");
+    let principal = Env::new();
+    create_store(&principal, &[], &url, "1");
+    let agent = agent_host(&principal);
+    for id in ["t-1", "t-2"] {
+        ok(&run_with(
+            &agent,
+            &[],
+            &[
+                "--store",
+                &url,
+                "propose",
+                "--class",
+                "draft.compose",
+                "--agent",
+                "agent-a",
+                "--summary",
+                "s",
+                "--id",
+                id,
+            ],
+        ));
+    }
+    ok(&principal.run(&["--store", &url, "approve", "--yes", "t-1"]));
+    // Someone rewrites the replica's record (the reason of the approval).
+    let chain = replica_dir(&principal).join("chain.jsonl");
+    let before = std::fs::read_to_string(&chain).expect("chain");
+    let tampered = before.replacen("\"agent-a\"", "\"agent-z\"", 1);
+    assert_ne!(tampered, before);
+    std::fs::write(&chain, tampered).expect("tamper");
+    // A decision on it is refused, and nothing reaches the store.
+    let o = principal.run(&["--store", &url, "approve", "--yes", "t-2"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_str(&ok(&principal.run(&["--store", &url, "verify", "--json"]))).expect("json");
+    assert_eq!((v["valid"].clone(), v["total"].clone()), (json!(true), json!(1)), "{v}");
+    // Another of the principal's hosts appends; the changed replica cannot follow it.
+    let fresh = principal.dir.path().join("fresh");
+    ok(&principal.run(&["--store", &url, "--replica", fresh.to_str().expect("utf-8"), "approve", "--yes", "t-2"]));
+    let o = principal.run(&["--store", &url, "list"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("does not hold a prefix"), "{}", text(&o));
+}
+
+#[test]
+fn a_packet_published_on_another_agents_subject_is_listed_as_invalid() {
+    let Some(server) = Server::start() else { return };
+    let url = server.store_url("team");
+    let principal = Env::new();
+    create_store(&principal, &[], &url, "1");
+    let remote =
+        JetStreamSpool::connect(&url.parse::<StoreUrl>().expect("url"), &ConnectOptions::default()).expect("connect");
+    let forged = warrant::protocol::packet::portable_packet(
+        "forged-1",
+        "draft.compose",
+        "agent-a",
+        "as agent-a",
+        json!({"summary": "x"}),
+        "2026-11-26T00:00:00Z",
+    );
+    let bytes = serde_json::to_vec(&forged).expect("json");
+    remote.publish_packet("agent-b", &bytes, "sha256:forged").expect("publish");
+    let listed: Value = serde_json::from_str(&ok(&principal.run(&["--store", &url, "list", "--json"]))).expect("json");
+    let packets = listed["packets"].as_array().expect("packets");
+    assert!(!packets.iter().any(|p| p["packet_id"] == json!("forged-1")), "{listed}");
+    let invalid = listed["invalid"].to_string();
+    assert!(invalid.contains("published on agent \\\"agent-b\\\"'s subject"), "{listed}");
+}
+
+/// The agents' side under the server permissions of `docs/distributed.md`: the agent's own NKey
+/// and inbox prefix, from the environment `warrant propose` reads.
+#[test]
+fn an_agent_with_its_own_credentials_proposes_and_waits_under_the_documented_permissions() {
+    let principal_key = nkeys::KeyPair::new_user();
+    let agent_key = nkeys::KeyPair::new_user();
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/distributed.md")).expect("docs");
+    let start = doc.find("```conf\n").expect("a ```conf block") + "```conf\n".len();
+    let end = start + doc[start..].find("```").expect("end of the block");
+    let conf = doc[start..end]
+        .replace("PRINCIPAL_NKEY", &principal_key.public_key())
+        .replace("AGENT_A_NKEY", &agent_key.public_key())
+        .replace("NAME", "team");
+    let Some(server) = Server::start_with_config(Some(&conf)) else { return };
+    let url = server.store_url("team");
+    let principal = Env::new();
+    let seed = |env: &Env, kp: &nkeys::KeyPair| -> PathBuf {
+        let p = env.dir.path().join("user.nk");
+        std::fs::write(&p, kp.seed().expect("seed")).expect("seed file");
+        p
+    };
+    let p_seed = seed(&principal, &principal_key);
+    let p_env = [("NATS_NKEY", p_seed.to_str().expect("utf-8"))];
+    create_store(&principal, &p_env, &url, "1");
+    let agent = agent_host(&principal);
+    let a_seed = seed(&agent, &agent_key);
+    let a_env = [
+        ("NATS_NKEY", a_seed.to_str().expect("utf-8")),
+        ("NATS_INBOX_PREFIX", "_INBOX_agent-a"),
+        ("NATS_TIMEOUT", "3"),
+    ];
+
+    let waiting = propose_waiting(&agent, &url, &a_env, "agent-a", "c-1");
+    wait_pending(&principal, &p_env, &url, &["c-1"]);
+    ok(&run_with(&principal, &p_env, &["--store", &url, "approve", "--yes", "c-1"]));
+    let o = waiting.wait_with_output().expect("agent");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // With its credentials it cannot publish as another agent, nor act as the principal.
+    let o = run_with(
+        &agent,
+        &a_env,
+        &["--store", &url, "propose", "--class", "draft.compose", "--agent", "agent-b", "--summary", "s"],
+    );
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    let replica = agent.dir.path().join("replica");
+    let o = run_with(&agent, &a_env, &["--store", &url, "--replica", replica.to_str().expect("utf-8"), "list"]);
+    assert_ne!(o.status.code(), Some(0), "the agent read the chain: {}", text(&o));
+    let chain_before = store_chain(&principal, &p_env, &url);
+    let o = run_with(
+        &agent,
+        &a_env,
+        &["--store", &url, "--replica", replica.to_str().expect("utf-8"), "approve", "--yes", "c-1"],
+    );
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(store_chain(&principal, &p_env, &url), chain_before, "the agent appended nothing");
+}
