@@ -12,6 +12,12 @@
 //! `--rows R` pane height (default 60), `--sync` to fsync each file and the directory as
 //! `Spool::publish` does, `--bin PATH` (default `target/release/warrant`). tmux must be installed.
 //!
+//! `--store nats://HOST:PORT/NAME` runs the same measurement over NATS JetStream (issue 19): the
+//! store is created (`warrant migrate` of an empty spool), each publishing thread publishes on
+//! its own connection to the agent's subject, the console runs on the store (its replica kept
+//! live by the follower), and the time is taken just before each publish (so it includes the
+//! publish's acknowledgement: an upper bound). A `nats-server -js` must be running there.
+//!
 //! Method. 10,000 packets do not fit on a screen, so the measurement narrows what the console
 //! shows with its own filter: `K` packets chosen at random carry the word `zqprobe` and their
 //! sequence number in their summary, and the console's filter (`/zqprobe`) is typed before the
@@ -42,6 +48,7 @@ struct Args {
     rows: u16,
     sync: bool,
     bin: String,
+    store: Option<String>,
 }
 
 fn args() -> Args {
@@ -53,6 +60,7 @@ fn args() -> Args {
         rows: 60,
         sync: false,
         bin: "target/release/warrant".into(),
+        store: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -65,6 +73,7 @@ fn args() -> Args {
             "--rows" => a.rows = value().parse().expect("--rows"),
             "--bin" => a.bin = value(),
             "--sync" => a.sync = true,
+            "--store" => a.store = Some(value()),
             other => panic!("unknown option {other} (see the example's documentation)"),
         }
     }
@@ -179,17 +188,35 @@ fn parse_screen(lines: &[String]) -> (Vec<usize>, Option<usize>) {
     (seen, pending)
 }
 
-fn publish(packets: &Path, k: usize, sampled: bool, sync: bool) -> Instant {
+/// Packet `k` of the run: its id, agent and document.
+fn packet(k: usize, sampled: bool) -> (String, String, serde_json::Value) {
     let id = format!("lat-{k:06}");
+    let agent = format!("agent-lat-{}", k % 8);
     let summary = if sampled { format!("zqprobe {k:06}") } else { format!("load {k:06}") };
     let doc = warrant::protocol::packet::portable_packet(
         &id,
         "draft.compose",
-        &format!("agent-lat-{}", k % 8),
+        &agent,
         &summary,
         serde_json::json!({"n": k}),
         &warrant::protocol::clock::now_rfc3339(),
     );
+    (id, agent, doc)
+}
+
+/// Publishes packet `k` to a JetStream store, as `warrant propose` does; the time is taken
+/// before the publish.
+fn publish_to_store(store: &warrant::store::jetstream::JetStreamSpool, k: usize, sampled: bool) -> Instant {
+    let (_, agent, doc) = packet(k, sampled);
+    let hash = warrant::protocol::canonical::canonical_hash(&doc);
+    let bytes = serde_json::to_vec(&doc).expect("json");
+    let t = Instant::now();
+    store.publish_packet(&agent, &bytes, &hash).expect("publish");
+    t
+}
+
+fn publish(packets: &Path, k: usize, sampled: bool, sync: bool) -> Instant {
+    let (id, _, doc) = packet(k, sampled);
     let tmp = packets.join(format!(".{id}.tmp"));
     let mut f = std::fs::File::create(&tmp).expect("create");
     f.write_all(&serde_json::to_vec(&doc).expect("json")).expect("write");
@@ -213,11 +240,24 @@ fn main() {
     let packets = spool.join("packets");
     std::fs::create_dir_all(&packets).expect("spool");
     let env = |k: &str, v: &Path| format!("{k}={}", v.display());
-    let envs = [
+    let mut envs = vec![
         env("WARRANT_CONFIG", &dir.path().join("config")),
         env("WARRANT_SPOOL", &spool),
         env("XDG_DATA_HOME", &dir.path().join("data")),
     ];
+    let store_url: Option<warrant::store::jetstream::StoreUrl> =
+        a.store.as_ref().map(|s| s.parse().expect("--store: a nats:// store URL"));
+    if let Some(url) = &a.store {
+        let empty = dir.path().join("empty");
+        std::fs::create_dir_all(&empty).expect("dir");
+        let made = Command::new(&a.bin)
+            .args(["migrate", "--from", &empty.display().to_string(), "--to", url])
+            .envs(envs.iter().filter_map(|e| e.split_once('=')))
+            .status()
+            .expect("warrant migrate");
+        assert!(made.success(), "could not create the store {url}");
+        envs.push(format!("WARRANT_STORE={url}"));
+    }
 
     // The sample: `a.sample` distinct sequence numbers, a partial Fisher–Yates shuffle.
     let mut seed =
@@ -265,6 +305,9 @@ fn main() {
             let (renamed, sampled, packets, lateness) =
                 (Arc::clone(&renamed), Arc::clone(&sampled), packets.clone(), Arc::clone(&lateness));
             let (rate, threads, sync) = (a.rate, a.threads, a.sync);
+            let store = store_url.as_ref().map(|url| {
+                warrant::store::jetstream::JetStreamSpool::connect(url, &Default::default()).expect("connect")
+            });
             std::thread::spawn(move || {
                 let mut late = Duration::ZERO;
                 for k in (t..total).step_by(threads) {
@@ -275,7 +318,10 @@ fn main() {
                     } else {
                         late = late.max(now - due);
                     }
-                    let at = publish(&packets, k, sampled[k], sync);
+                    let at = match &store {
+                        Some(store) => publish_to_store(store, k, sampled[k]),
+                        None => publish(&packets, k, sampled[k], sync),
+                    };
                     renamed.lock().expect("lock")[k] = Some(at);
                 }
                 let mut l = lateness.lock().expect("lock");
@@ -396,7 +442,8 @@ fn main() {
         if a.sync { ", fsync on" } else { "" }
     );
     println!(
-        "rename → on screen, {} of {k} sampled packets seen: p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "{} → on screen, {} of {k} sampled packets seen: p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        if a.store.is_some() { "publish" } else { "rename" },
         samples.len(),
         q(&samples, 0.5),
         q(&samples, 0.95),

@@ -731,7 +731,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
     if let Some(Command::Hook { host, agent, notebook, wait }) = cli.command {
         // Before anything that could fail with a code the host reads as "proceed".
         let spool = if cli.store.is_some() { None } else { cli.spool };
-        return Ok(hook_cmd(spool, cli.store, host, agent, notebook, wait));
+        return Ok(hook_cmd(spool, cli.store, cli.replica, host, agent, notebook, wait));
     }
     if let Some(Command::McpGateway { agent, notebook, name, wait, listen, connect, sign_receipts, command }) =
         cli.command
@@ -747,7 +747,12 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         let config = Config::load().map(|c| c.with_store(cli.store.clone()));
         let signer = if sign_receipts { Some(gateway_key(config.as_ref().ok())?) } else { None };
         let spool_arg = if cli.store.is_some() { None } else { cli.spool };
-        let spool = config.and_then(|c| resolve_spool(spool_arg, &c).map_err(|f| f.message));
+        // On a JetStream store, the gateway works on this host's replica, kept live while it runs.
+        let governed = config.and_then(|c| governed_spool(spool_arg, cli.replica, &c));
+        let (spool, _follower) = match governed {
+            Ok((spool, follower)) => (Ok(spool), follower),
+            Err(e) => (Err(e), None),
+        };
         return mcp_gateway(spool, McpGatewayArgs { agent, notebook, name, wait, listen, signer, command });
     }
     let config = Config::load().map_err(Failure::usage)?.with_store(cli.store.clone());
@@ -2180,17 +2185,53 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
 
 /// `warrant hook HOST`: the answer printed, its code (0 or 2) returned; a configuration that
 /// cannot be read denies every event in the host's format.
+/// The spool a hook or the gateway governs calls on: the directory spool as every command
+/// resolves it, or on a JetStream store this host's replica, pulled, with a [`Follower`] that
+/// keeps it live while it is held (`docs/distributed.md`, "Agents' hosts").
+///
+/// [`Follower`]: crate::store::replica::Follower
+///
+/// # Errors
+/// The reason, for the hook's deny or the gateway's refusals.
+#[cfg(feature = "jetstream")]
+fn governed_spool(
+    spool_arg: Option<PathBuf>,
+    replica: Option<PathBuf>,
+    config: &Config,
+) -> Result<(Spool, Option<crate::store::replica::Follower>), String> {
+    match jetstream_store(spool_arg.as_ref(), config).map_err(|f| f.message)? {
+        Some(StoreLocation::JetStream(url)) => {
+            let dir = replica
+                .or_else(|| crate::store::replica::default_dir(&url))
+                .ok_or("no directory for the store's replica: pass --replica DIR")?;
+            let (spool, _) = crate::store::replica::open(&url, &dir).map_err(|e| format!("{url}: {e}"))?;
+            let follower = crate::store::replica::follow(&spool, |e| tracing::warn!("{e}")).map_err(|e| format!("{url}: {e}"))?;
+            Ok((spool_at(dir), Some(follower)))
+        }
+        _ => Ok((resolve_spool(spool_arg, config).map_err(|f| f.message)?, None)),
+    }
+}
+
+/// [`governed_spool`] without JetStream: the directory spool.
+#[cfg(not(feature = "jetstream"))]
+fn governed_spool(spool_arg: Option<PathBuf>, _replica: Option<PathBuf>, config: &Config) -> Result<(Spool, Option<()>), String> {
+    Ok((resolve_spool(spool_arg, config).map_err(|f| f.message)?, None))
+}
+
 fn hook_cmd(
     spool_arg: Option<PathBuf>,
     store: Option<String>,
+    replica: Option<PathBuf>,
     host: crate::hook::Host,
     agent: Option<String>,
     notebook: Option<String>,
     wait: f64,
 ) -> u8 {
+    let mut follower = None;
     let opts = (|| -> Result<crate::hook::HookOptions, String> {
         let config = Config::load()?.with_store(store);
-        let spool = resolve_spool(spool_arg, &config).map_err(|f| f.message)?;
+        let (spool, kept) = governed_spool(spool_arg, replica, &config)?;
+        follower = kept;
         let wait = Duration::try_from_secs_f64(wait)
             .ok()
             .filter(|d| *d <= Duration::from_secs(86_400))
@@ -2216,6 +2257,7 @@ fn hook_cmd(
         });
     }
     let answer = crate::hook::run_stdin(host, opts.as_ref().map_err(String::as_str));
+    drop(follower);
     let mut out = io::stdout().lock();
     if out.write_all(answer.stdout.as_bytes()).and_then(|()| out.flush()).is_err() {
         // The host did not read the answer: make sure it cannot read "proceed". (`writeln!`, not

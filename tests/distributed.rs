@@ -388,3 +388,126 @@ fn an_agent_with_its_own_credentials_proposes_and_waits_under_the_documented_per
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(store_chain(&principal, &p_env, &url), chain_before, "the agent appended nothing");
 }
+
+#[cfg(feature = "console")]
+#[path = "support/tmux.rs"]
+mod tmux;
+
+/// The console on a JetStream store: packets published on another host appear live (the
+/// replica's follower, no polling), an approval in the console reaches the waiting agent, and
+/// after the server restarts the console catches up with what was published meanwhile.
+#[cfg(feature = "console")]
+#[test]
+fn the_console_on_a_store_shows_packets_live_and_its_approval_reaches_the_agent_across_a_restart() {
+    let Some(mut server) = Server::start() else { return };
+    let url = server.store_url("team");
+    let principal = Env::new();
+    create_store(&principal, &[], &url, "1");
+    let agent = agent_host(&principal);
+    let env = vec![
+        ("WARRANT_CONFIG", principal.config().display().to_string()),
+        ("WARRANT_PRINCIPAL", "alice".into()),
+        ("XDG_DATA_HOME", principal.dir.path().join("data").display().to_string()),
+        ("WARRANT_STORE", url.clone()),
+        ("NATS_TIMEOUT", "2".into()),
+        ("TERM", "xterm-256color".into()),
+    ];
+    let console = tmux::Tmux::start("distributed", &env, &["console"]);
+    console.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
+
+    let waiting = propose_waiting(&agent, &url, &[], "agent-a", "live-1");
+    console.wait_for("the packet from the other host", |s| s.contains("live-1") && s.contains("1 pending"));
+    console.send(&["a"]);
+    console.wait_for("the confirmation", |s| s.contains("Confirm: approve"));
+    console.send(&["y"]);
+    console.wait_for("the approval", |s| s.contains("approved live-1"));
+    let o = waiting.wait_with_output().expect("agent");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // The server goes away and comes back; what is published after is shown.
+    server.kill();
+    std::thread::sleep(Duration::from_millis(500));
+    server.restart();
+    ok(&run_with(&agent, &[], &["--store", &url, "propose", "--class", "draft.compose", "--agent", "agent-b", "--summary", "after", "--id", "live-2"]));
+    console.wait_for("the packet published after the restart", |s| s.contains("live-2") && s.contains("1 pending"));
+    console.send(&["q"]);
+}
+
+fn hook_fixture(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hooks").join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `warrant hook claude-code` on `host` against the store `url`, with `input` on stdin.
+fn spawn_hook_on(host: &Env, url: &str, replica: &std::path::Path, input: &[u8]) -> Child {
+    let mut child = host
+        .cmd(&["--store", url, "--replica", replica.to_str().expect("utf-8"), "hook", "claude-code", "--wait", "60"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hook");
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input).expect("event");
+    child
+}
+
+/// Claude Code's PreToolUse answer: the decision and its reason.
+fn hook_decision(o: &Output) -> (String, String) {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)));
+    let out = &v["hookSpecificOutput"];
+    (
+        out["permissionDecision"].as_str().expect("decision").to_owned(),
+        out["permissionDecisionReason"].as_str().expect("reason").to_owned(),
+    )
+}
+
+/// The hooks on agents' hosts over JetStream: the governor runs on each host's replica; a safe
+/// read runs on its own, a push is held until the principal on her host approves, the
+/// approval's one use is taken once across hosts, and a receipt reaches the principal.
+#[test]
+fn hooks_on_two_agent_hosts_are_governed_through_the_store() {
+    let Some(server) = Server::start() else { return };
+    let url = server.store_url("team");
+    let principal = Env::new();
+    create_store(&principal, &[], &url, "1");
+    let (host_a, host_b) = (agent_host(&principal), agent_host(&principal));
+    let (replica_a, replica_b) = (host_a.dir.path().join("replica"), host_b.dir.path().join("replica"));
+
+    let o = spawn_hook_on(&host_a, &url, &replica_a, &hook_fixture("claude-code-pre-tool-use-read.json"))
+        .wait_with_output()
+        .expect("hook");
+    let (decision, reason) = hook_decision(&o);
+    assert_eq!(decision, "allow", "{reason}");
+
+    let push = hook_fixture("claude-code-pre-tool-use-bash-git-push.json");
+    let held = spawn_hook_on(&host_a, &url, &replica_a, &push);
+    wait_pending(&principal, &[], &url, &["cc-toolu_01PushMain"]);
+    ok(&principal.run(&["--store", &url, "approve", "--yes", "cc-toolu_01PushMain", "--reason", "release day"]));
+    let (decision, reason) = hook_decision(&held.wait_with_output().expect("hook"));
+    assert_eq!(decision, "allow", "{reason}");
+    assert!(reason.contains("approved by alice: release day"), "{reason}");
+
+    // The same call replayed on another host: the approval was used once, on host A.
+    let o = spawn_hook_on(&host_b, &url, &replica_b, &push).wait_with_output().expect("hook");
+    let (decision, reason) = hook_decision(&o);
+    assert_ne!(decision, "allow", "the approval ran twice: {reason}");
+    assert!(reason.contains("already used"), "{reason}");
+
+    // A receipt from host A reaches the principal's replica.
+    let o = host_a
+        .cmd(&["--store", &url, "--replica", replica_a.to_str().expect("utf-8"), "hook", "claude-code"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            std::io::Write::write_all(&mut c.stdin.take().expect("stdin"), &hook_fixture("claude-code-post-tool-use-read.json"))?;
+            c.wait_with_output()
+        })
+        .expect("receipt hook");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    ok(&principal.run(&["--store", &url, "list"]));
+    let receipts = std::fs::read_dir(replica_dir(&principal).join("receipts")).expect("receipts").count();
+    assert!(receipts >= 1, "the receipt did not reach the principal's replica");
+}

@@ -649,14 +649,15 @@ fn replica_remote(path: &Path) -> Result<Option<std::sync::Arc<crate::store::jet
 /// Brings the replica chain `path` up to its store's head ([`crate::store::replica`]): under
 /// the chain's lock, reads the store's records after the file's head, checks that each links
 /// and keeps its `entry_hash` ([`crate::store::seal_copies`]), and appends them (one write, one
-/// `fdatasync`). Returns how many. For a directory spool's chain (no replica marker), 0.
+/// `fdatasync`). Returns the records appended. For a directory spool's chain (no replica
+/// marker), none.
 ///
 /// # Errors
 /// As [`append`]; [`ChainError::Store`] when the store cannot be read or holds records that do
 /// not continue this file (the replica holds another chain).
 #[cfg(feature = "jetstream")]
-pub fn catch_up(path: &Path) -> Result<u64, ChainError> {
-    let Some(remote) = replica_remote(path)? else { return Ok(0) };
+pub fn catch_up(path: &Path) -> Result<Vec<Map<String, Value>>, ChainError> {
+    let Some(remote) = replica_remote(path)? else { return Ok(Vec::new()) };
     let lock = lock_chain(path, LOCK_DEADLINE)?;
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
     let result = (|| {
@@ -692,7 +693,7 @@ fn catch_up_locked(
     path: &Path,
     file: &mut File,
     remote: &crate::store::jetstream::JetStreamSpool,
-) -> Result<u64, ChainError> {
+) -> Result<Vec<Map<String, Value>>, ChainError> {
     let store_err = |message: String| ChainError::Store { path: path.to_owned(), message };
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
     let head = read_head(path, file)?;
@@ -724,7 +725,7 @@ fn catch_up_locked(
         }
     }
     if entries.is_empty() {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     let mut records = Vec::with_capacity(entries.len());
     for e in &entries {
@@ -758,7 +759,7 @@ fn catch_up_locked(
         let _ = file.sync_data();
         return Err(io_err(e));
     }
-    Ok(sealed.len() as u64)
+    Ok(records)
 }
 
 /// Publishes `appended` (sealed on `built_on`) to the replica's store, compare-and-set.

@@ -229,6 +229,13 @@ impl StoreUrl {
     pub fn decisions_bucket(&self) -> String {
         format!("warrant_{}_decisions", self.name)
     }
+
+    /// The uses bucket, `warrant_NAME_uses`: the single-use claims of approvals and grants and
+    /// the gate's rate-limited runs (`uses/` of a directory spool), each key created once.
+    #[must_use]
+    pub fn uses_bucket(&self) -> String {
+        format!("warrant_{}_uses", self.name)
+    }
 }
 
 /// How to connect: credentials, TLS, timeouts. Every path is read when connecting; a file that
@@ -625,7 +632,15 @@ impl AsyncJetStreamSpool {
             let got = s.info().await.map_err(server(format!("stream info {name}")))?.config.clone();
             check_stream(&want, &got)?;
         }
-        let bucket = self.url.decisions_bucket();
+        let decisions = format!("warrant spool {}: decisions by AGENT.PACKET_ID, written once", self.url.name);
+        self.ensure_bucket(self.url.decisions_bucket(), decisions, replicas).await?;
+        let uses = format!("warrant spool {}: claims of single uses, each key created once", self.url.name);
+        self.ensure_bucket(self.url.uses_bucket(), uses, replicas).await
+    }
+
+    /// Creates the KV bucket `bucket` unless it exists, and checks that it keeps every key
+    /// (file storage, `replicas`, no limit that drops values, deletes denied).
+    async fn ensure_bucket(&self, bucket: String, description: String, replicas: usize) -> Result<(), JsError> {
         let kv_stream = format!("KV_{bucket}");
         let exists = match self.js.get_stream(&kv_stream).await {
             Ok(_) => true,
@@ -640,7 +655,7 @@ impl AsyncJetStreamSpool {
             self.js
                 .create_key_value(kv::Config {
                     bucket: bucket.clone(),
-                    description: format!("warrant spool {}: decisions by AGENT.PACKET_ID, written once", self.url.name),
+                    description,
                     history: 1,
                     storage: StorageType::File,
                     num_replicas: replicas,
@@ -1156,6 +1171,90 @@ impl AsyncJetStreamSpool {
     }
 }
 
+impl AsyncJetStreamSpool {
+    /// Creates the claim `name` (a `uses/` file name: `approval+ID.use`, `grant+G+N.use`,
+    /// `gate+ID.use`) with `bytes`, once: `Ok(false)` when it exists already (the use was taken).
+    /// The key is the name in hex ([`use_key`]): `+` and `:` are no key characters.
+    ///
+    /// # Errors
+    /// [`JsError::Server`] and [`JsError::Timeout`]: the claim is then not made.
+    pub async fn claim_use(&self, name: &str, bytes: &[u8]) -> Result<bool, JsError> {
+        let bucket = self.url.uses_bucket();
+        let store = self.js.get_key_value(&bucket).await.map_err(server(format!("open bucket {bucket}")))?;
+        match store.create(use_key(name), bytes.to_vec().into()).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(server(format!("claim {name}"))(e)),
+        }
+    }
+
+    /// The claims from the uses bucket's stream sequence `from_seq` on, in order, up to the last
+    /// one when the read started: `(sequence, name, bytes)`.
+    ///
+    /// # Errors
+    /// As [`read_chain`](Self::read_chain); [`JsError::Corrupt`] for a key that is not a name.
+    pub async fn read_uses_from(&self, from_seq: u64) -> Result<Vec<(u64, String, Vec<u8>)>, JsError> {
+        let stream = format!("KV_{}", self.url.uses_bucket());
+        let raw = self.read_all(&stream, String::new(), from_seq.max(1)).await?;
+        raw.into_iter()
+            .map(|r| {
+                let key = r.subject.rsplit('.').next().unwrap_or_default();
+                let name = use_name(key)
+                    .ok_or_else(|| JsError::Corrupt(format!("uses bucket: key {key:?} is not a claim's name")))?;
+                Ok((r.seq, name, r.payload))
+            })
+            .collect()
+    }
+}
+
+impl AsyncJetStreamSpool {
+    /// Watches the uses bucket's claims live from stream sequence `from_seq` (as
+    /// [`watch_chain`](Self::watch_chain): an ordered push consumer, no polling).
+    ///
+    /// # Errors
+    /// [`JsError::Server`] when the consumer cannot be created.
+    pub async fn watch_uses(
+        &self,
+        from_seq: u64,
+    ) -> Result<tokio::sync::mpsc::Receiver<Result<(u64, String, Vec<u8>), JsError>>, JsError> {
+        let stream = format!("KV_{}", self.url.uses_bucket());
+        let mut raw = self.watch_raw(&stream, String::new(), from_seq).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(1024);
+        tokio::spawn(async move {
+            while let Some(item) = raw.recv().await {
+                let item = item.and_then(|r| {
+                    let key = r.subject.rsplit('.').next().unwrap_or_default().to_owned();
+                    use_name(&key)
+                        .map(|name| (r.seq, name, r.payload))
+                        .ok_or_else(|| JsError::Corrupt(format!("uses bucket: key {key:?} is not a claim's name")))
+                });
+                let end = item.is_err();
+                if tx.send(item).await.is_err() || end {
+                    return;
+                }
+            }
+        });
+        Ok(rx)
+    }
+}
+
+/// The uses bucket's key of the claim `name`: its bytes in lowercase hex.
+#[must_use]
+pub fn use_key(name: &str) -> String {
+    name.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The claim name of a uses bucket key ([`use_key`]), or `None` for a key that is not one.
+#[must_use]
+pub fn use_name(key: &str) -> Option<String> {
+    if key.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> =
+        (0..key.len()).step_by(2).map(|i| u8::from_str_radix(key.get(i..i + 2)?, 16).ok()).collect();
+    String::from_utf8(bytes?).ok()
+}
+
 /// The JetStream error code behind a client error, if the server sent one.
 fn server_code(e: &(dyn std::error::Error + 'static)) -> Option<ErrorCode> {
     std::error::Error::source(e).and_then(|s| s.downcast_ref::<jetstream::Error>()).map(jetstream::Error::error_code)
@@ -1356,6 +1455,31 @@ impl JetStreamSpool {
     /// As [`AsyncJetStreamSpool::read_spool_from`].
     pub fn read_spool_from(&self, from_seq: u64) -> Result<Vec<(Kind, SpoolMessage)>, JsError> {
         self.rt.block_on(self.inner.read_spool_from(from_seq))
+    }
+
+    /// [`AsyncJetStreamSpool::claim_use`].
+    ///
+    /// # Errors
+    /// As [`AsyncJetStreamSpool::claim_use`].
+    pub fn claim_use(&self, name: &str, bytes: &[u8]) -> Result<bool, JsError> {
+        self.rt.block_on(self.inner.claim_use(name, bytes))
+    }
+
+    /// [`AsyncJetStreamSpool::read_uses_from`].
+    ///
+    /// # Errors
+    /// As [`AsyncJetStreamSpool::read_uses_from`].
+    pub fn read_uses_from(&self, from_seq: u64) -> Result<Vec<(u64, String, Vec<u8>)>, JsError> {
+        self.rt.block_on(self.inner.read_uses_from(from_seq))
+    }
+
+    /// [`AsyncJetStreamSpool::watch_uses`], as a blocking [`Watch`].
+    ///
+    /// # Errors
+    /// As [`AsyncJetStreamSpool::watch_uses`].
+    pub fn watch_uses(&self, from_seq: u64) -> Result<Watch<(u64, String, Vec<u8>)>, JsError> {
+        let rx = self.rt.block_on(self.inner.watch_uses(from_seq))?;
+        Ok(Watch { rx, handle: self.rt.handle().clone() })
     }
 
     /// [`AsyncJetStreamSpool::watch_spool`], as a blocking [`Watch`].

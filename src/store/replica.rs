@@ -9,7 +9,9 @@
 //! <replica>/receipts/~AGENT@SEQ.json receipts
 //! <replica>/decisions/<id>.json    decision files, also written to the decisions bucket
 //! <replica>/published/<id>         a decision file the bucket holds
+//! <replica>/uses/<claim>.use       the uses bucket's claims (one use across every host)
 //! <replica>/.pulled                the spool stream's next sequence
+//! <replica>/.pulled-uses           the uses bucket's next sequence
 //! ```
 //!
 //! Every surface works on the replica as on a directory spool: the scanner, the console's
@@ -23,6 +25,11 @@
 //!   reported; the replica never holds a record the store does not.
 //! - **decisions**: a decision file written into a replica is also written to the decisions
 //!   bucket under `AGENT.PACKET_ID` ([`publish_decision`]), where `propose --wait` reads it.
+//! - **packets and receipts** published into a replica (the hooks' and the gateway's governor,
+//!   on an agent's host) go to the spool stream on their agent's subject first ([`publish`]).
+//! - **claims** (`uses/`: an approval's one use, a grant's uses, the gate's rate-limited runs)
+//!   are created in the store's uses bucket first ([`claim`]), so a use is taken once across
+//!   every host.
 //!
 //! Reads come from the replica after [`pull`] (the CLI pulls before each command) or while a
 //! [`Follower`] keeps it live (the console): packets and receipts from the spool stream, the
@@ -47,6 +54,9 @@ pub const MARKER: &str = ".store";
 
 /// The file holding the spool stream's next sequence to read.
 const PULLED: &str = ".pulled";
+
+/// The file holding the uses bucket's next sequence to read.
+const PULLED_USES: &str = ".pulled-uses";
 
 /// The directory of markers of decisions the bucket holds.
 const PUBLISHED: &str = "published";
@@ -175,10 +185,120 @@ pub struct Pulled {
 pub fn pull(spool: &Spool) -> Result<Pulled, StoreError> {
     let remote = remote_for(spool.root())?
         .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?;
-    let records = crate::store::chain_file::catch_up(&spool.chain_path())?;
+    let records = catch_up(spool)?;
     let messages = pull_spool(spool, &remote)?;
+    pull_uses(spool, &remote)?;
     let decisions = publish_missing(spool, &remote)?;
     Ok(Pulled { records, messages, decisions })
+}
+
+/// [`crate::store::chain_file::catch_up`], then the decision files of the decisions it brought
+/// ([`crate::store::spool::restore_decision_files`]); returns how many records.
+fn catch_up(spool: &Spool) -> Result<u64, StoreError> {
+    let records = crate::store::chain_file::catch_up(&spool.chain_path())?;
+    if !records.is_empty() {
+        let _ = crate::store::spool::restore_decision_files(spool, &records);
+    }
+    Ok(records.len() as u64)
+}
+
+/// Writes the uses bucket's new claims into `uses/`.
+fn pull_uses(spool: &Spool, remote: &JetStreamSpool) -> Result<(), StoreError> {
+    let io = |e: io::Error| StoreError::Other(format!("{}: {e}", spool.uses_dir().display()));
+    let from = read_next(spool, PULLED_USES);
+    let claims = off_runtime(|| remote.read_uses_from(from))?;
+    let Some(last) = claims.last().map(|(seq, ..)| *seq) else { return Ok(()) };
+    for (_, name, bytes) in &claims {
+        write_claim(spool, name, bytes).map_err(io)?;
+    }
+    save_next_as(spool, PULLED_USES, last + 1).map_err(io)
+}
+
+/// Writes the claim `name` into `uses/` unless it is there (not synced: see [`save_next`]).
+fn write_claim(spool: &Spool, name: &str, bytes: &[u8]) -> io::Result<()> {
+    if name.contains('/') || name.starts_with('.') || !name.ends_with(".use") {
+        return Err(io::Error::other(format!("the uses bucket holds {name:?}, which is no claim's name")));
+    }
+    fs::create_dir_all(spool.uses_dir())?;
+    match fs::OpenOptions::new().write(true).create_new(true).open(spool.uses_dir().join(name)) {
+        Ok(mut f) => io::Write::write_all(&mut f, bytes),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// In a replica, creates the claim whose file is `path` (`<replica>/uses/<name>`) in the store's
+/// uses bucket. `Ok(true)` when it was made there (the file is then this process's claim, even
+/// if a follower wrote it first), `Ok(false)` outside a replica.
+///
+/// # Errors
+/// `AlreadyExists` when the store holds the claim (another process or host took the use); the
+/// store's errors (the claim is then not made, and the use must not be taken).
+pub fn claim(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    let Some(root) = path.parent().and_then(Path::parent) else { return Ok(false) };
+    let Some(remote) = remote_for(root).map_err(io::Error::other)? else { return Ok(false) };
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| io::Error::other("a claim's name is not UTF-8"))?;
+    match off_runtime(|| remote.claim_use(name, bytes)) {
+        Ok(true) => Ok(true),
+        Ok(false) => Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{name} is claimed in {}", remote.inner().url()))),
+        Err(e) => Err(io::Error::other(format!("{}: {e}", remote.inner().url()))),
+    }
+}
+
+/// In a replica, publishes the packet or receipt `doc` (to be `<dir>/<id>.json`) to the store on
+/// its agent's subject, then writes it into the replica as [`materialise`] does; returns where.
+/// `None` outside a replica. With `new`, a packet whose id the replica holds, or whose content
+/// the store holds already (a retried publication), is `AlreadyExists` (written into the replica
+/// first, so the caller finds it).
+///
+/// # Errors
+/// A directory that is neither `packets/` nor `receipts/`; a document naming no agent, or one
+/// that is no subject token; the store's errors.
+pub fn publish(spool: &Spool, dir: &Path, id: &str, doc: &serde_json::Value, new: bool) -> io::Result<Option<PathBuf>> {
+    let Some(remote) = remote_for(spool.root()).map_err(io::Error::other)? else { return Ok(None) };
+    let kind = if dir == spool.packets_dir() {
+        Kind::Packets
+    } else if dir == spool.receipts_dir() {
+        Kind::Receipts
+    } else {
+        return Err(io::Error::other(format!("{}: only packets and receipts are published to a store", dir.display())));
+    };
+    let agent = ["agent", "requested_by", "requestedBy"]
+        .iter()
+        .find_map(|k| doc.get(*k).and_then(serde_json::Value::as_str))
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{id} names no agent")))?;
+    let exists = || io::Error::new(io::ErrorKind::AlreadyExists, format!("{id} was published before"));
+    if new && kind == Kind::Packets && dir.join(format!("{id}.json")).exists() {
+        return Err(exists());
+    }
+    let mut bytes = serde_json::to_vec_pretty(doc).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    let hash = crate::protocol::canonical::canonical_hash(doc);
+    let ack = off_runtime(|| match kind {
+        Kind::Packets => remote.publish_packet(agent, &bytes, &hash),
+        Kind::Receipts => remote.publish_receipt(agent, &bytes, &hash),
+    })
+    .map_err(|e| io::Error::other(format!("{}: {e}", remote.inner().url())))?;
+    let msg = SpoolMessage { seq: ack.seq, agent: agent.to_owned(), msg_id: Some(hash), bytes };
+    let path = materialise(spool, kind, &msg)?;
+    if new && ack.duplicate {
+        return Err(exists());
+    }
+    Ok(Some(path))
+}
+
+/// In a replica, marks the decision file of `id` as one the bucket holds (a decision rebuilt
+/// from the chain: the principal's host that signed it wrote it to the bucket).
+///
+/// # Errors
+/// I/O errors.
+pub fn mark_published(spool: &Spool, id: &str) -> io::Result<()> {
+    if store_of(spool.root()).map_err(io::Error::other)?.is_none() {
+        return Ok(());
+    }
+    let marks = spool.root().join(PUBLISHED);
+    fs::create_dir_all(&marks)?;
+    fs::write(marks.join(id), b"")
 }
 
 fn pull_spool(spool: &Spool, remote: &JetStreamSpool) -> Result<u64, StoreError> {
@@ -201,14 +321,24 @@ fn pull_spool(spool: &Spool, remote: &JetStreamSpool) -> Result<u64, StoreError>
 /// written so far to disk (`syncfs`: the messages are written without a sync each, and the
 /// mark must never be durable before them; a lost mark only means reading them again).
 fn save_next(spool: &Spool, next: u64) -> io::Result<()> {
+    save_next_as(spool, PULLED, next)
+}
+
+/// [`save_next`] into the file `name`.
+fn save_next_as(spool: &Spool, name: &str, next: u64) -> io::Result<()> {
     let root = fs::File::open(spool.root())?;
     rustix::fs::syncfs(&root)?;
-    write_atomic(&spool.root().join(PULLED), format!("{next}\n").as_bytes(), 0o644)
+    write_atomic(&spool.root().join(name), format!("{next}\n").as_bytes(), 0o644)
 }
 
 /// The spool stream's next sequence to read (1 when the replica has read none).
 fn next_seq(spool: &Spool) -> u64 {
-    fs::read_to_string(spool.root().join(PULLED)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(1)
+    read_next(spool, PULLED)
+}
+
+/// The next sequence recorded in the file `name` of the replica (1 when none).
+fn read_next(spool: &Spool, name: &str) -> u64 {
+    fs::read_to_string(spool.root().join(name)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(1)
 }
 
 /// Writes one spool message into the replica, never replacing a file. A packet whose agent is
@@ -216,10 +346,11 @@ fn next_seq(spool: &Spool) -> u64 {
 /// "Server permissions") is written as `packets/<id>.json`; any other packet message, and every
 /// receipt, as [`sequence_name`] (the scanner lists a packet there whose agent differs from the
 /// name's as invalid, and a repeated id as a duplicate). A message already written is skipped.
+/// Returns the file.
 ///
 /// # Errors
 /// I/O errors of the replica.
-pub fn materialise(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Result<()> {
+pub fn materialise(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Result<PathBuf> {
     let by_seq = sequence_name(&msg.agent, msg.seq);
     let (dir, names) = match kind {
         Kind::Receipts => (spool.receipts_dir(), vec![by_seq]),
@@ -235,7 +366,7 @@ pub fn materialise(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Result<
     for name in names {
         let path = dir.join(&name);
         match fs::read(&path) {
-            Ok(existing) if existing == msg.bytes => return Ok(()),
+            Ok(existing) if existing == msg.bytes => return Ok(path),
             Ok(_) => continue,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
@@ -246,7 +377,7 @@ pub fn materialise(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Result<
         use std::os::unix::fs::PermissionsExt as _;
         tmp.as_file().set_permissions(fs::Permissions::from_mode(0o644))?;
         match tmp.persist_noclobber(&path) {
-            Ok(_) => return Ok(()),
+            Ok(_) => return Ok(path),
             Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e.error),
         }
@@ -327,15 +458,18 @@ pub fn follow(spool: &Spool, on_error: impl Fn(String) + Send + Sync + 'static) 
         .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let on_error = Arc::new(on_error);
-    for chain in [true, false] {
+    for what in [Followed::Chain, Followed::Spool, Followed::Uses] {
         let (spool, remote, stop, on_error) =
             (spool.clone(), Arc::clone(&remote), Arc::clone(&stop), Arc::clone(&on_error));
         std::thread::Builder::new()
-            .name(if chain { "warrant-follow-chain" } else { "warrant-follow-spool" }.into())
+            .name(format!("warrant-follow-{what:?}"))
             .spawn(move || {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let result =
-                        if chain { follow_chain(&spool, &remote, &stop) } else { follow_spool(&spool, &remote, &stop) };
+                    let result = match what {
+                        Followed::Chain => follow_chain(&spool, &remote, &stop),
+                        Followed::Spool => follow_spool(&spool, &remote, &stop),
+                        Followed::Uses => follow_uses(&spool, &remote, &stop),
+                    };
                     if let Err(e) = result {
                         on_error(format!("{}: {e}; reconnecting", remote.inner().url()));
                         std::thread::sleep(std::time::Duration::from_secs(1));
@@ -347,6 +481,14 @@ pub fn follow(spool: &Spool, on_error: impl Fn(String) + Send + Sync + 'static) 
     Ok(Follower { stop })
 }
 
+/// What a follower thread follows.
+#[derive(Debug, Clone, Copy)]
+enum Followed {
+    Chain,
+    Spool,
+    Uses,
+}
+
 /// How long a follower waits for a message before it looks at its stop flag again.
 const FOLLOW_TICK: std::time::Duration = std::time::Duration::from_millis(500);
 
@@ -355,7 +497,7 @@ fn follow_chain(
     remote: &JetStreamSpool,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<(), StoreError> {
-    crate::store::chain_file::catch_up(&spool.chain_path())?;
+    catch_up(spool)?;
     let from = crate::store::chain_file::head(&spool.chain_path())?.last_index + 1;
     let mut watch = remote.watch_chain(from)?;
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -363,7 +505,7 @@ fn follow_chain(
             // The record is read again by the catch-up, under the chain's lock, with every
             // record before it that this replica lacks.
             Ok(_) => {
-                crate::store::chain_file::catch_up(&spool.chain_path())?;
+                catch_up(spool)?;
             }
             Err(crate::store::jetstream::JsError::Timeout { .. }) => {}
             Err(e) => return Err(e.into()),
@@ -397,6 +539,28 @@ fn follow_spool(
                 if let Some(n) = next.filter(|_| unsaved > 0) {
                     save_next(spool, n).map_err(io)?;
                     unsaved = 0;
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+fn follow_uses(spool: &Spool, remote: &JetStreamSpool, stop: &std::sync::atomic::AtomicBool) -> Result<(), StoreError> {
+    let io = |e: io::Error| StoreError::Other(format!("{}: {e}", spool.uses_dir().display()));
+    pull_uses(spool, remote)?;
+    let mut watch = remote.watch_uses(read_next(spool, PULLED_USES))?;
+    let mut next = None;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        match watch.next_timeout(FOLLOW_TICK) {
+            Ok((seq, name, bytes)) => {
+                write_claim(spool, &name, &bytes).map_err(io)?;
+                next = Some(seq + 1);
+            }
+            Err(crate::store::jetstream::JsError::Timeout { .. }) => {
+                if let Some(n) = next.take() {
+                    save_next_as(spool, PULLED_USES, n).map_err(io)?;
                 }
             }
             Err(e) => return Err(e.into()),

@@ -184,6 +184,10 @@ impl Spool {
         if !packet::is_safe_id(id) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unsafe id {id:?}")));
         }
+        #[cfg(feature = "jetstream")]
+        if let Some(path) = crate::store::replica::publish(self, dir, id, doc, true)? {
+            return Ok(path);
+        }
         fs::create_dir_all(dir)?;
         let path = dir.join(format!("{id}.json"));
         let mut bytes = serde_json::to_vec_pretty(doc).map_err(io::Error::other)?;
@@ -201,13 +205,19 @@ impl Spool {
     }
 
     /// Publishes a JSON document as `<dir>/<id>.json` the way agents must: written to a
-    /// temporary dot-file in the same directory, synced, then renamed into place.
+    /// temporary dot-file in the same directory, synced, then renamed into place. In a replica
+    /// of a JetStream store, a packet or receipt is published to the store first, on its
+    /// agent's subject ([`crate::store::replica::publish`]).
     ///
     /// # Errors
     /// An unsafe id, or I/O errors.
     pub fn publish(&self, dir: &Path, id: &str, doc: &Value) -> io::Result<PathBuf> {
         if !packet::is_safe_id(id) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unsafe id {id:?}")));
+        }
+        #[cfg(feature = "jetstream")]
+        if let Some(path) = crate::store::replica::publish(self, dir, id, doc, false)? {
+            return Ok(path);
         }
         fs::create_dir_all(dir)?;
         let path = dir.join(format!("{id}.json"));
@@ -1917,21 +1927,61 @@ pub fn restore_decision_file(
         }
         _ => return Ok(false),
     };
-    write_decision_file(spool, id, &file)?;
+    write_decision_file_as(spool, id, &file, Written::FromChain)?;
     Ok(true)
 }
 
-/// Writes `decisions/<id>.json`; in a replica, also to its store's decisions bucket
-/// ([`crate::store::replica::publish_decision`]), which is where agents on other hosts read it.
+/// Who writes a decision file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// The decision just signed here.
+    Signed,
+    /// Rebuilt from its chain record ([`restore_decision_file`]).
+    FromChain,
+}
+
+/// Writes `decisions/<id>.json` of a decision just signed; in a replica, also to its store's
+/// decisions bucket ([`crate::store::replica::publish_decision`]), which is where agents on
+/// other hosts read it.
 fn write_decision_file(spool: &Spool, id: &str, file: &Value) -> io::Result<PathBuf> {
+    write_decision_file_as(spool, id, file, Written::Signed)
+}
+
+/// [`write_decision_file`]; a file rebuilt from the chain is not written to the bucket from here
+/// (the principal's host that signed it does; in a replica it is marked as the bucket's,
+/// [`crate::store::replica::mark_published`]).
+fn write_decision_file_as(spool: &Spool, id: &str, file: &Value, how: Written) -> io::Result<PathBuf> {
     fs::create_dir_all(spool.decisions_dir())?;
     let path = spool.decision_path(id);
     let mut bytes = serde_json::to_vec_pretty(file).map_err(io::Error::other)?;
     bytes.push(b'\n');
     write_atomic(&path, &bytes, 0o644)?;
     #[cfg(feature = "jetstream")]
-    crate::store::replica::publish_decision(spool, id, &bytes).map_err(io::Error::other)?;
+    match how {
+        Written::Signed => crate::store::replica::publish_decision(spool, id, &bytes).map_err(|e| {
+            io::Error::other(format!(
+                "written here, but not yet to the store's decisions bucket ({e}); the next pull writes it there"
+            ))
+        })?,
+        Written::FromChain => crate::store::replica::mark_published(spool, id)?,
+    }
+    #[cfg(not(feature = "jetstream"))]
+    let _ = how;
     Ok(path)
+}
+
+/// Writes the decision file of every decision record in `records` (records just appended to
+/// the chain from elsewhere: a replica's catch-up) that has none, as [`restore_decision_file`]
+/// does; returns how many. An approval towards a quorum whose earlier approvals are not among
+/// `records` is skipped (its file comes with the next full verification, `warrant list`).
+#[must_use]
+pub fn restore_decision_files(spool: &Spool, records: &[Map<String, Value>]) -> usize {
+    let fresh: Vec<Map<String, Value>> = records
+        .iter()
+        .filter(|rec| chain_decision_of(rec).is_some_and(|(id, _)| !spool.decision_path(&id).exists()))
+        .cloned()
+        .collect();
+    restore_all(spool, &fresh)
 }
 
 /// Why a receipt could not be recorded.
@@ -3268,17 +3318,28 @@ pub fn gate_runs(spool: &Spool) -> io::Result<HashSet<String>> {
 }
 
 /// Creates `path` with `O_EXCL` (never following a symlink), writes `body`, syncs it and its
-/// directory.
+/// directory. In a replica of a JetStream store, the claim is first created in the store's uses
+/// bucket ([`crate::store::replica::claim`]): `AlreadyExists` when another host made it.
 fn create_claim(path: &Path, body: &Value) -> io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let mut f = fs::OpenOptions::new()
+    let mut bytes = serde_json::to_vec(body).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    // In a replica, the claim is the store's (one use across every host), then this file's
+    // (which a follower may have written from the store already).
+    #[cfg(feature = "jetstream")]
+    let made_in_store = crate::store::replica::claim(path, &bytes)?;
+    #[cfg(not(feature = "jetstream"))]
+    let made_in_store = false;
+    let opened = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o644)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)?;
-    let mut bytes = serde_json::to_vec(body).map_err(io::Error::other)?;
-    bytes.push(b'\n');
+        .open(path);
+    let mut f = match opened {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && made_in_store => return Ok(()),
+        other => other?,
+    };
     io::Write::write_all(&mut f, &bytes)?;
     f.sync_all()?;
     if let Some(dir) = path.parent() {
