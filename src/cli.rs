@@ -2205,7 +2205,8 @@ fn governed_spool(
                 .or_else(|| crate::store::replica::default_dir(&url))
                 .ok_or("no directory for the store's replica: pass --replica DIR")?;
             let (spool, _) = crate::store::replica::open(&url, &dir).map_err(|e| format!("{url}: {e}"))?;
-            let follower = crate::store::replica::follow(&spool, |e| tracing::warn!("{e}")).map_err(|e| format!("{url}: {e}"))?;
+            let follower =
+                crate::store::replica::follow(&spool, |e| tracing::warn!("{e}")).map_err(|e| format!("{url}: {e}"))?;
             Ok((spool_at(dir), Some(follower)))
         }
         _ => Ok((resolve_spool(spool_arg, config).map_err(|f| f.message)?, None)),
@@ -2214,7 +2215,11 @@ fn governed_spool(
 
 /// [`governed_spool`] without JetStream: the directory spool.
 #[cfg(not(feature = "jetstream"))]
-fn governed_spool(spool_arg: Option<PathBuf>, _replica: Option<PathBuf>, config: &Config) -> Result<(Spool, Option<()>), String> {
+fn governed_spool(
+    spool_arg: Option<PathBuf>,
+    _replica: Option<PathBuf>,
+    config: &Config,
+) -> Result<(Spool, Option<()>), String> {
     Ok((resolve_spool(spool_arg, config).map_err(|f| f.message)?, None))
 }
 

@@ -428,7 +428,23 @@ fn the_console_on_a_store_shows_packets_live_and_its_approval_reaches_the_agent_
     server.kill();
     std::thread::sleep(Duration::from_millis(500));
     server.restart();
-    ok(&run_with(&agent, &[], &["--store", &url, "propose", "--class", "draft.compose", "--agent", "agent-b", "--summary", "after", "--id", "live-2"]));
+    ok(&run_with(
+        &agent,
+        &[],
+        &[
+            "--store",
+            &url,
+            "propose",
+            "--class",
+            "draft.compose",
+            "--agent",
+            "agent-b",
+            "--summary",
+            "after",
+            "--id",
+            "live-2",
+        ],
+    ));
     console.wait_for("the packet published after the restart", |s| s.contains("live-2") && s.contains("1 pending"));
     console.send(&["q"]);
 }
@@ -502,7 +518,10 @@ fn hooks_on_two_agent_hosts_are_governed_through_the_store() {
         .stderr(Stdio::piped())
         .spawn()
         .and_then(|mut c| {
-            std::io::Write::write_all(&mut c.stdin.take().expect("stdin"), &hook_fixture("claude-code-post-tool-use-read.json"))?;
+            std::io::Write::write_all(
+                &mut c.stdin.take().expect("stdin"),
+                &hook_fixture("claude-code-post-tool-use-read.json"),
+            )?;
             c.wait_with_output()
         })
         .expect("receipt hook");
@@ -510,4 +529,176 @@ fn hooks_on_two_agent_hosts_are_governed_through_the_store() {
     ok(&principal.run(&["--store", &url, "list"]));
     let receipts = std::fs::read_dir(replica_dir(&principal).join("receipts")).expect("receipts").count();
     assert!(receipts >= 1, "the receipt did not reach the principal's replica");
+}
+
+/// The server configuration of `docs/distributed.md` for an agent's host that runs the hooks or
+/// the gateway (the second ```conf block), for the spool `team`.
+fn hook_permissions(principal: &str, agent_a: &str) -> String {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/distributed.md")).expect("docs");
+    let blocks: Vec<&str> = doc.split("```conf\n").skip(1).map(|b| b.split("```").next().expect("block")).collect();
+    let block = match std::env::var("HOOK_CONF") {
+        Ok(conf) => std::fs::read_to_string(conf).expect("conf"),
+        Err(_) => {
+            assert!(blocks.len() >= 2, "docs/distributed.md has a second ```conf block, for the hooks' hosts");
+            blocks[1].to_owned()
+        }
+    };
+    block.replace("PRINCIPAL_NKEY", principal).replace("AGENT_A_NKEY", agent_a).replace("NAME", "team")
+}
+
+/// A hook on an agent's host with the agent's own credentials, under the documented
+/// permissions for hooks' hosts: its calls are governed on its replica, held ones run once the
+/// principal approves; it cannot publish as another agent nor append to the chain.
+#[test]
+fn a_hook_with_its_agents_own_credentials_runs_under_the_documented_permissions() {
+    let principal_key = nkeys::KeyPair::new_user();
+    let agent_key = nkeys::KeyPair::new_user();
+    let conf = hook_permissions(&principal_key.public_key(), &agent_key.public_key());
+    let Some(server) = Server::start_with_config(Some(&conf)) else { return };
+    let url = server.store_url("team");
+    let principal = Env::new();
+    let seed = |env: &Env, kp: &nkeys::KeyPair| -> PathBuf {
+        let p = env.dir.path().join("user.nk");
+        std::fs::write(&p, kp.seed().expect("seed")).expect("seed file");
+        p
+    };
+    let p_seed = seed(&principal, &principal_key);
+    let p_env = [("NATS_NKEY", p_seed.to_str().expect("utf-8"))];
+    create_store(&principal, &p_env, &url, "1");
+    let agent = agent_host(&principal);
+    let a_seed = seed(&agent, &agent_key);
+    let a_env = [
+        ("NATS_NKEY", a_seed.to_str().expect("utf-8")),
+        ("NATS_INBOX_PREFIX", "_INBOX_agent-a"),
+        ("NATS_TIMEOUT", "3"),
+    ];
+    let replica = agent.dir.path().join("replica");
+    let hook = |args: &[&str], input: &[u8]| {
+        let mut all =
+            vec!["--store", url.as_str(), "--replica", replica.to_str().expect("utf-8"), "hook", "claude-code"];
+        all.extend_from_slice(args);
+        let mut c = agent.cmd(&all);
+        for (k, v) in a_env {
+            c.env(k, v);
+        }
+        let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("hook");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input).expect("event");
+        child
+    };
+
+    let read = hook(&["--agent", "agent-a"], &hook_fixture("claude-code-pre-tool-use-read.json"));
+    let (decision, reason) = hook_decision(&read.wait_with_output().expect("hook"));
+    assert_eq!(decision, "allow", "{reason}\n{}", server.log());
+    let held =
+        hook(&["--agent", "agent-a", "--wait", "60"], &hook_fixture("claude-code-pre-tool-use-bash-git-push.json"));
+    wait_pending(&principal, &p_env, &url, &["cc-toolu_01PushMain"]);
+    ok(&run_with(&principal, &p_env, &["--store", &url, "approve", "--yes", "cc-toolu_01PushMain"]));
+    let (decision, reason) = hook_decision(&held.wait_with_output().expect("hook"));
+    assert_eq!(decision, "allow", "{reason}\n{}", server.log());
+
+    // As another agent: its packet is refused by the server, and the call is denied.
+    let mut other: Value =
+        serde_json::from_slice(&hook_fixture("claude-code-pre-tool-use-bash-git-push.json")).expect("json");
+    other["tool_use_id"] = json!("toolu_02Other");
+    let as_b = hook(&["--agent", "agent-b", "--wait", "5"], other.to_string().as_bytes());
+    let (decision, reason) = hook_decision(&as_b.wait_with_output().expect("hook"));
+    assert_eq!(decision, "deny", "{reason}");
+
+    // It reads the chain (its replica verified it), and cannot append to it.
+    let as_agent = JetStreamSpool::connect(
+        &url.parse::<StoreUrl>().expect("url"),
+        &ConnectOptions {
+            nkey_seed_file: Some(a_seed.clone()),
+            inbox_prefix: Some("_INBOX_agent-a".into()),
+            timeout: Duration::from_secs(3),
+            ..Default::default()
+        },
+    )
+    .expect("the agent connects");
+    let chain_before = store_chain(&principal, &p_env, &url);
+    let head = as_agent.head().expect("the agent reads the chain's head").expect("a record");
+    let mut forged: Value = serde_json::from_slice(&head.line).expect("record");
+    forged["chain_index"] = json!(head.seq + 1);
+    let line = serde_json::to_vec(&forged).expect("json");
+    assert!(as_agent.append_chain(Some(head.seq), &line, "sha256:forged").is_err(), "the agent appended to the chain");
+    assert_eq!(store_chain(&principal, &p_env, &url), chain_before, "the agent appended nothing");
+}
+
+/// One principal's day, run once on a directory spool and once on a JetStream store, with the
+/// same commands: the same exit codes, the same decisions and controls in the chain, the same
+/// verification and audit answers.
+#[test]
+fn the_principals_commands_answer_the_same_on_a_directory_and_on_a_store() {
+    let Some(server) = Server::start() else { return };
+    let run_day = |store: Option<&str>| -> Vec<(String, Option<i32>, Value)> {
+        let e = Env::new();
+        let pre: Vec<&str> = store.map(|url| vec!["--store", url]).unwrap_or_default();
+        if let Some(url) = store {
+            create_store(&e, &[], url, "1");
+        }
+        let mut answers = Vec::new();
+        let mut step = |name: &str, args: &[&str]| {
+            let all: Vec<&str> = pre.iter().copied().chain(args.iter().copied()).collect();
+            let o = e.run(&all);
+            // One JSON document, or JSON lines (`audit --json`) as an array.
+            let json = serde_json::from_slice::<Value>(&o.stdout).unwrap_or_else(|_| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .collect()
+            });
+            answers.push((name.to_owned(), o.status.code(), json));
+            o
+        };
+        for (agent, id) in [("agent-a", "d-1"), ("agent-a", "d-2"), ("agent-a", "d-3"), ("agent-b", "d-4")] {
+            step("propose", &["propose", "--class", "draft.compose", "--agent", agent, "--summary", id, "--id", id]);
+        }
+        step("approve", &["approve", "--yes", "d-1", "--reason", "fine"]);
+        step("refuse", &["refuse", "--yes", "d-2", "--reason", "not this"]);
+        step("approve again", &["approve", "--yes", "d-1"]);
+        step("quarantine", &["agent", "quarantine", "agent-b", "--reason", "looks odd"]);
+        step("approve quarantined", &["approve", "--yes", "d-4"]);
+        step("release", &["agent", "release", "agent-b", "--reason", "checked"]);
+        step("approve released", &["approve", "--yes", "d-4"]);
+        let o = step("list", &["list", "--json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        step("verify", &["verify", "--json"]);
+        step("audit", &["audit", "--json"]);
+        answers
+    };
+    let on_dir = run_day(None);
+    let on_store = run_day(Some(&server.store_url("day")));
+    assert_eq!(on_dir.len(), on_store.len());
+    let codes: Vec<Option<i32>> = on_dir.iter().map(|(_, c, _)| *c).collect();
+    assert!(codes.iter().filter(|c| **c != Some(0)).count() >= 2, "the refused steps fail: {codes:?}");
+    for ((name, dir_code, dir_json), (_, store_code, store_json)) in on_dir.iter().zip(&on_store) {
+        assert_eq!(dir_code, store_code, "{name}: exit codes differ");
+        match name.as_str() {
+            "list" => {
+                let view = |v: &Value| -> Vec<(Value, Value, Value)> {
+                    let mut rows: Vec<_> = v["packets"]
+                        .as_array()
+                        .expect("packets")
+                        .iter()
+                        .map(|p| (p["packet_id"].clone(), p["decision"].clone(), p["state"].clone()))
+                        .collect();
+                    rows.sort_by_key(|r| r.0.to_string());
+                    rows
+                };
+                assert_eq!(view(dir_json), view(store_json), "list");
+            }
+            "verify" => {
+                assert!(dir_json["total"].as_u64().is_some_and(|n| n >= 5), "verify: {dir_json}");
+                for k in ["valid", "total", "signatures_verified", "findings"] {
+                    assert_eq!(dir_json[k], store_json[k], "verify: {k}");
+                }
+            }
+            "audit" => {
+                let entries = |v: &Value| v.as_array().or_else(|| v["entries"].as_array()).map(Vec::len);
+                assert!(entries(dir_json).is_some_and(|n| n > 0), "audit: {dir_json}");
+                assert_eq!(entries(dir_json), entries(store_json), "audit: entries");
+            }
+            _ => {}
+        }
+    }
 }

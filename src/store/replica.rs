@@ -187,7 +187,12 @@ pub fn pull(spool: &Spool) -> Result<Pulled, StoreError> {
         .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?;
     let records = catch_up(spool)?;
     let messages = pull_spool(spool, &remote)?;
-    pull_uses(spool, &remote)?;
+    pull_uses(spool, &remote).map_err(|e| {
+        StoreError::Other(format!(
+            "{e} (a store set up by an older warrant has no uses bucket: `warrant migrate --from EMPTY_DIR --to {}` adds it)",
+            remote.inner().url()
+        ))
+    })?;
     let decisions = publish_missing(spool, &remote)?;
     Ok(Pulled { records, messages, decisions })
 }
@@ -237,10 +242,13 @@ fn write_claim(spool: &Spool, name: &str, bytes: &[u8]) -> io::Result<()> {
 pub fn claim(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     let Some(root) = path.parent().and_then(Path::parent) else { return Ok(false) };
     let Some(remote) = remote_for(root).map_err(io::Error::other)? else { return Ok(false) };
-    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| io::Error::other("a claim's name is not UTF-8"))?;
+    let name =
+        path.file_name().and_then(|n| n.to_str()).ok_or_else(|| io::Error::other("a claim's name is not UTF-8"))?;
     match off_runtime(|| remote.claim_use(name, bytes)) {
         Ok(true) => Ok(true),
-        Ok(false) => Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{name} is claimed in {}", remote.inner().url()))),
+        Ok(false) => {
+            Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{name} is claimed in {}", remote.inner().url())))
+        }
         Err(e) => Err(io::Error::other(format!("{}: {e}", remote.inner().url()))),
     }
 }
