@@ -774,9 +774,25 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                 let opts = ProposeOptions { payload: payload.as_deref(), id, wait, expires: expires.as_deref() };
                 return propose(ProposeTo::Store(&url), &class, &agent, &summary, &opts);
             }
-            (c @ (Command::Completions { .. } | Command::Man | Command::Eval), _) => {
-                return run_command(c, spool_arg, config);
-            }
+            // What needs no spool runs without the store: the agent's host pins the principal's
+            // key before it can read anything, and a key is made before the store exists.
+            (
+                c @ (Command::Completions { .. }
+                | Command::Man
+                | Command::Eval
+                | Command::Keys {
+                    action:
+                        None
+                        | Some(
+                            KeysAction::Init { .. }
+                            | KeysAction::Show
+                            | KeysAction::Export
+                            | KeysAction::Pin { .. }
+                            | KeysAction::Unpin { .. },
+                        ),
+                }),
+                _,
+            ) => return run_command(c, spool_arg, config),
             (
                 Command::Demo { .. } | Command::GenerateSpool { .. } | Command::Setup { .. } | Command::Init { .. },
                 at,
@@ -1454,6 +1470,10 @@ fn propose(
         Waited::Timeout => {
             eprintln!("warrant: no decision on {id} within {seconds}s");
             EXIT_TIMEOUT
+        }
+        Waited::Unverified(why) => {
+            eprintln!("warrant: the decision on {id} does not verify ({why}); {id} is not approved");
+            EXIT_INVALID
         }
     })
 }

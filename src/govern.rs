@@ -802,6 +802,12 @@ impl Governor {
                 reason: format!("{} is quarantined by the principal{why}", s.agent),
                 remedy: Some(format!("the principal must release {} from quarantine", s.agent)),
             },
+            Waited::Unverified(why) => Outcome::Deny {
+                packet_id: Some(id),
+                status: "blocked",
+                reason: format!("the decision does not verify: {why}"),
+                remedy: None,
+            },
             Waited::Timeout => Outcome::Deny {
                 packet_id: Some(id.clone()),
                 status: "timeout",
@@ -919,6 +925,9 @@ pub enum Waited {
     Quarantined(String),
     /// The time ran out.
     Timeout,
+    /// The decision that came does not verify (a JetStream store's bucket holds one decision
+    /// per packet: no other can follow). The reason, inert.
+    Unverified(String),
 }
 
 /// The answer for a packet the principal's console refused as a system decision when its class's
@@ -1002,8 +1011,8 @@ pub fn wait_for_decision(
 /// [`wait_for_decision`] on a JetStream store (`docs/distributed.md`): waits for the decision
 /// on `agent`'s packet `id` in the store's decisions bucket (a watch of the one key, no
 /// polling), at most `timeout` and never past `expires_at`, and verifies it as a decision file.
-/// The bucket is written once per key, so a decision that does not verify is reported and the
-/// packet is never approved (`Waited::Timeout` or `Waited::Expired` when the time runs out).
+/// The bucket is written once per key, so a decision that does not verify is
+/// `Waited::Unverified`, and the packet is never approved.
 /// The kill switch answers through the refusals it signs for pending packets.
 ///
 /// # Errors
@@ -1043,15 +1052,8 @@ pub fn wait_for_store_decision(
         });
     match verdict {
         Ok(d) => Ok(Waited::Decided(d)),
-        Err(e) => {
-            eprintln!(
-                "warrant: ignoring the decision on {id} in {}: {}",
-                remote.inner().url(),
-                crate::protocol::text::inert(&e, 2000)
-            );
-            // The key is written once: no other decision can follow, and this one is none.
-            Ok(ran_out)
-        }
+        // The key is written once: no other decision can follow, and this one is none.
+        Err(e) => Ok(Waited::Unverified(crate::protocol::text::inert(&e, 2000))),
     }
 }
 

@@ -135,13 +135,23 @@ pub fn default_dir(url: &StoreUrl) -> Option<PathBuf> {
 pub fn open(url: &StoreUrl, dir: &Path) -> Result<(Spool, Pulled), StoreError> {
     let spool = Spool::new(dir);
     match store_of(dir)? {
-        Some(other) if other.to_string() != url.to_string() => {
+        // A spool is its name: the same spool reached through other servers of its cluster is
+        // the same store (the catch-up checks that the chains agree). The marker keeps the
+        // servers named last, which the replica's writes use.
+        Some(other) if other.name != url.name || other.tls != url.tls => {
             return Err(StoreError::Other(format!(
                 "{} is the replica of {other}, not of {url}: name another directory with --replica",
                 dir.display()
             )));
         }
-        Some(_) => {}
+        Some(other) => {
+            if other.to_string() != url.to_string() {
+                let mut line = url.to_string().into_bytes();
+                line.push(b'\n');
+                write_atomic(&dir.join(MARKER), &line, 0o644)
+                    .map_err(|e| StoreError::Other(format!("{}: {e}", dir.join(MARKER).display())))?;
+            }
+        }
         None => {
             if spool.chain_path().exists() || spool.packets_dir().exists() {
                 return Err(StoreError::Other(format!(
