@@ -702,3 +702,162 @@ fn the_principals_commands_answer_the_same_on_a_directory_and_on_a_store() {
         }
     }
 }
+
+/// A chain longer than one part of the catch-up (`chain_file::CATCH_UP_PART`) reaches a new
+/// replica whole, byte for byte, and verifies there.
+#[test]
+fn a_long_chain_is_pulled_into_a_replica_in_parts_byte_for_byte() {
+    let Some(server) = Server::start() else { return };
+    let url = server.store_url("long");
+    let principal = Env::new();
+    let records = (warrant::store::chain_file::CATCH_UP_PART * 2 + 17).to_string();
+    let source = principal.dir.path().join("source");
+    ok(&principal.run(&[
+        "--spool",
+        source.to_str().expect("utf-8"),
+        "generate-spool",
+        "--records",
+        &records,
+        "--pending",
+        "3",
+    ]));
+    ok(&principal.run(&["migrate", "--from", source.to_str().expect("utf-8"), "--to", &url]));
+    let replica = principal.dir.path().join("replica");
+    let v: Value = serde_json::from_str(&ok(&principal.run(&[
+        "--store",
+        &url,
+        "--replica",
+        replica.to_str().expect("utf-8"),
+        "verify",
+        "--json",
+    ])))
+    .expect("json");
+    assert_eq!(v["valid"], json!(true), "{v}");
+    ok(&principal.run(&["--store", &url, "--replica", replica.to_str().expect("utf-8"), "list"]));
+    assert_eq!(
+        std::fs::read(replica.join("chain.jsonl")).expect("replica chain"),
+        std::fs::read(source.join("chain.jsonl")).expect("source chain"),
+        "the replica holds the chain byte for byte"
+    );
+}
+
+#[path = "support/netns.rs"]
+mod netns;
+
+/// `warrant ARGS` as `env`'s user, inside network-namespace host `i`.
+fn in_host(hosts: &netns::Hosts, i: usize, env: &Env, args: &[&str]) -> std::process::Command {
+    let mut c = hosts.command(i, cli_env::BIN);
+    c.args(args)
+        .env("WARRANT_CONFIG", env.config())
+        .env("WARRANT_SPOOL", env.spool())
+        .env("WARRANT_PRINCIPAL", "alice")
+        .env("XDG_DATA_HOME", env.dir.path().join("data"))
+        .env("NATS_TIMEOUT", "3")
+        .stdin(Stdio::null());
+    c
+}
+
+/// The same day with each host in its own network namespace (its own network stack, reaching
+/// the cluster only through its link), where the machine allows it: the principal in one,
+/// agents in two others, each on its own node of a three-node cluster with R3 streams.
+#[test]
+fn hosts_in_their_own_network_namespaces_decide_through_the_cluster() {
+    let hosts = match netns::Hosts::create(3) {
+        Ok(h) => h,
+        Err(why) => {
+            eprintln!(
+                "skipped: this machine cannot make network namespaces ({why}); the tests above run each host as a process"
+            );
+            return;
+        }
+    };
+    let Some(cluster) = Cluster::start_on("0.0.0.0") else { return };
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    let url = |host: usize, node: usize| format!("nats://{}:{}/team", hosts.gateway(host), ports[node]);
+    let principal = Env::new();
+    let (host_a, host_b) = (agent_host(&principal), agent_host(&principal));
+    let empty = principal.dir.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("dir");
+    let p_url = url(0, 2);
+    ok(&in_host(
+        &hosts,
+        0,
+        &principal,
+        &["migrate", "--from", empty.to_str().expect("utf-8"), "--to", &p_url, "--replicas", "3"],
+    )
+    .output()
+    .expect("migrate"));
+
+    // A host's own loopback is not the servers' host: the link is the only way out.
+    let o = in_host(
+        &hosts,
+        1,
+        &host_a,
+        &[
+            "--store",
+            &format!("nats://127.0.0.1:{}/team", ports[0]),
+            "propose",
+            "--class",
+            "draft.compose",
+            "--agent",
+            "agent-a",
+            "--summary",
+            "s",
+        ],
+    )
+    .output()
+    .expect("propose");
+    assert_ne!(o.status.code(), Some(0), "host 1 reached a server on its own loopback: {}", text(&o));
+
+    let spawn = |i: usize, env: &Env, agent: &str, id: &str, node: usize| {
+        in_host(
+            &hosts,
+            i,
+            env,
+            &[
+                "--store",
+                &url(i, node),
+                "propose",
+                "--class",
+                "draft.compose",
+                "--agent",
+                agent,
+                "--summary",
+                id,
+                "--id",
+                id,
+                "--wait",
+                "120",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("propose")
+    };
+    let a = spawn(1, &host_a, "agent-a", "ns-a", 0);
+    let b = spawn(2, &host_b, "agent-b", "ns-b", 1);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let o = in_host(&hosts, 0, &principal, &["--store", &p_url, "list", "--json"]).output().expect("list");
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        let has = |id: &str| v["packets"].as_array().is_some_and(|ps| ps.iter().any(|p| p["packet_id"] == json!(id)));
+        if has("ns-a") && has("ns-b") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the packets never reached the principal's host: {}", text(&o));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    ok(&in_host(&hosts, 0, &principal, &["--store", &p_url, "approve", "--yes", "ns-a"]).output().expect("approve"));
+    ok(&in_host(&hosts, 0, &principal, &["--store", &p_url, "refuse", "--yes", "ns-b", "--reason", "no"])
+        .output()
+        .expect("refuse"));
+    let (a, b) = (a.wait_with_output().expect("agent a"), b.wait_with_output().expect("agent b"));
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a));
+    assert_eq!(b.status.code(), Some(3), "{}", text(&b));
+    let v: Value = serde_json::from_slice(
+        &in_host(&hosts, 0, &principal, &["--store", &p_url, "verify", "--json"]).output().expect("verify").stdout,
+    )
+    .expect("json");
+    assert_eq!((v["valid"].clone(), v["total"].clone()), (json!(true), json!(2)), "{v}");
+}

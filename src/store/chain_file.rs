@@ -638,6 +638,21 @@ where
     }
 }
 
+/// How many records a replica's catch-up reads from the store at a time (a million-record
+/// chain is read in parts, never held whole).
+#[cfg(feature = "jetstream")]
+pub const CATCH_UP_PART: usize = 4096;
+
+/// What a catch-up appended.
+#[cfg(feature = "jetstream")]
+#[derive(Debug, Default)]
+pub struct CaughtUp {
+    /// Records appended.
+    pub records: u64,
+    /// The decision records among them (`metadata.warrant_decision`), for their decision files.
+    pub decisions: Vec<Map<String, Value>>,
+}
+
 /// The store of the replica whose chain is `path`, or `None` for a directory spool's chain.
 #[cfg(feature = "jetstream")]
 fn replica_remote(path: &Path) -> Result<Option<std::sync::Arc<crate::store::jetstream::JetStreamSpool>>, ChainError> {
@@ -649,15 +664,15 @@ fn replica_remote(path: &Path) -> Result<Option<std::sync::Arc<crate::store::jet
 /// Brings the replica chain `path` up to its store's head ([`crate::store::replica`]): under
 /// the chain's lock, reads the store's records after the file's head, checks that each links
 /// and keeps its `entry_hash` ([`crate::store::seal_copies`]), and appends them (one write, one
-/// `fdatasync`). Returns the records appended. For a directory spool's chain (no replica
-/// marker), none.
+/// `fdatasync`), in parts of [`CATCH_UP_PART`] records. Returns how many, and the decision
+/// records among them. For a directory spool's chain (no replica marker), none.
 ///
 /// # Errors
 /// As [`append`]; [`ChainError::Store`] when the store cannot be read or holds records that do
 /// not continue this file (the replica holds another chain).
 #[cfg(feature = "jetstream")]
-pub fn catch_up(path: &Path) -> Result<Vec<Map<String, Value>>, ChainError> {
-    let Some(remote) = replica_remote(path)? else { return Ok(Vec::new()) };
+pub fn catch_up(path: &Path) -> Result<CaughtUp, ChainError> {
+    let Some(remote) = replica_remote(path)? else { return Ok(CaughtUp::default()) };
     let lock = lock_chain(path, LOCK_DEADLINE)?;
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
     let result = (|| {
@@ -693,73 +708,82 @@ fn catch_up_locked(
     path: &Path,
     file: &mut File,
     remote: &crate::store::jetstream::JetStreamSpool,
-) -> Result<Vec<Map<String, Value>>, ChainError> {
+) -> Result<CaughtUp, ChainError> {
     let store_err = |message: String| ChainError::Store { path: path.to_owned(), message };
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
-    let head = read_head(path, file)?;
+    let url = remote.inner().url();
+    let mut head = read_head(path, file)?;
+    let mut caught = CaughtUp::default();
     // From the replica's own head record: the store must hold it, byte for byte.
-    let mut entries = crate::store::replica::off_runtime(|| remote.read_chain_from(head.last_index.max(1)))
-        .map_err(|e| store_err(format!("{}: {e}", remote.inner().url())))?;
-    if head.last_index > 0 {
-        let end = file.metadata().map_err(io_err)?.len();
-        let local = line_ending_at(file, end).map_err(io_err)?.map(|v| canonical::to_canonical_vec(&v));
-        match entries.first() {
-            Some(first) if local.as_deref() == Some(first.line.as_slice()) => {
-                entries.remove(0);
+    let mut from = head.last_index.max(1);
+    let mut first = head.last_index > 0;
+    loop {
+        let mut entries = crate::store::replica::off_runtime(|| remote.read_chain_some(from, CATCH_UP_PART))
+            .map_err(|e| store_err(format!("{url}: {e}")))?;
+        if first {
+            first = false;
+            let end = file.metadata().map_err(io_err)?.len();
+            let local = line_ending_at(file, end).map_err(io_err)?.map(|v| canonical::to_canonical_vec(&v));
+            match entries.first() {
+                Some(e) if local.as_deref() == Some(e.line.as_slice()) => {
+                    entries.remove(0);
+                }
+                Some(_) => {
+                    return Err(store_err(format!(
+                        "this replica does not hold a prefix of {url}'s chain (its record {} differs from the \
+                         store's); move it away and pull again",
+                        head.last_index
+                    )));
+                }
+                None => {
+                    return Err(store_err(format!(
+                        "this replica holds record {} and {url} does not: it is not a replica of that store's chain",
+                        head.last_index
+                    )));
+                }
             }
-            Some(_) => {
-                return Err(store_err(format!(
-                    "this replica does not hold a prefix of {}'s chain (its record {} differs from the store's); \
-                     move it away and pull again",
-                    remote.inner().url(),
-                    head.last_index
-                )));
-            }
-            None => {
-                return Err(store_err(format!(
-                    "this replica holds record {} and {} does not: it is not a replica of that store's chain",
-                    head.last_index,
-                    remote.inner().url()
-                )));
+            if entries.is_empty() {
+                from = head.last_index + 1;
+                continue;
             }
         }
-    }
-    if entries.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut records = Vec::with_capacity(entries.len());
-    for e in &entries {
-        match e.record().map_err(|e| store_err(e.to_string()))? {
-            Value::Object(m) => records.push(m),
-            _ => return Err(store_err(format!("record {} of {} is not an object", e.seq, remote.inner().url()))),
+        let Some(last) = entries.last().map(|e| e.seq) else { return Ok(caught) };
+        let mut records = Vec::with_capacity(entries.len());
+        for e in &entries {
+            match e.record().map_err(|e| store_err(e.to_string()))? {
+                Value::Object(m) => records.push(m),
+                _ => return Err(store_err(format!("record {} of {url} is not an object", e.seq))),
+            }
         }
-    }
-    let sealed = crate::store::seal_copies(&head, &records).map_err(|e| {
-        store_err(format!(
-            "this replica does not hold a prefix of {}'s chain ({e}); move it away and pull again",
-            remote.inner().url()
-        ))
-    })?;
-    let mut lines = Vec::new();
-    for (one, entry) in sealed.iter().zip(&entries) {
-        let line = canonical::to_canonical_vec(&one.record);
-        if line != entry.line {
-            return Err(store_err(format!(
-                "record {} of {} is not in canonical form",
-                entry.seq,
-                remote.inner().url()
-            )));
+        let sealed = crate::store::seal_copies(&head, &records).map_err(|e| {
+            store_err(format!(
+                "this replica does not hold a prefix of {url}'s chain ({e}); move it away and pull again"
+            ))
+        })?;
+        let mut lines = Vec::new();
+        for (one, entry) in sealed.iter().zip(&entries) {
+            let line = canonical::to_canonical_vec(&one.record);
+            if line != entry.line {
+                return Err(store_err(format!("record {} of {url} is not in canonical form", entry.seq)));
+            }
+            lines.extend_from_slice(&line);
+            lines.push(b'\n');
         }
-        lines.extend_from_slice(&line);
-        lines.push(b'\n');
+        let start = file.metadata().map_err(io_err)?.len();
+        if let Err(e) = file.write_all(&lines).and_then(|()| file.sync_data()) {
+            let _ = file.set_len(start);
+            let _ = file.sync_data();
+            return Err(io_err(e));
+        }
+        if let Some(one) = sealed.last() {
+            head = ChainHead { last_index: one.chain_index, last_hash: Some(one.entry_hash.clone()) };
+        }
+        caught.records += records.len() as u64;
+        caught.decisions.extend(
+            records.into_iter().filter(|r| r.get("metadata").and_then(|m| m.get("warrant_decision")).is_some()),
+        );
+        from = last + 1;
     }
-    let start = file.metadata().map_err(io_err)?.len();
-    if let Err(e) = file.write_all(&lines).and_then(|()| file.sync_data()) {
-        let _ = file.set_len(start);
-        let _ = file.sync_data();
-        return Err(io_err(e));
-    }
-    Ok(records)
 }
 
 /// Publishes `appended` (sealed on `built_on`) to the replica's store, compare-and-set.

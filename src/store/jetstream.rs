@@ -840,8 +840,17 @@ impl AsyncJetStreamSpool {
     /// # Errors
     /// As [`read_chain`](Self::read_chain).
     pub async fn read_chain_from(&self, from_seq: u64) -> Result<Vec<ChainEntry>, JsError> {
+        self.read_chain_some(from_seq, usize::MAX).await
+    }
+
+    /// [`read_chain_from`](Self::read_chain_from), at most `limit` records: a long chain is read
+    /// in parts, so a reader holds one part in memory at a time.
+    ///
+    /// # Errors
+    /// As [`read_chain`](Self::read_chain).
+    pub async fn read_chain_some(&self, from_seq: u64, limit: usize) -> Result<Vec<ChainEntry>, JsError> {
         let from_seq = from_seq.max(1);
-        let all = self.read_all(&self.url.chain_stream(), self.url.chain_subject(), from_seq).await?;
+        let all = self.read_some(&self.url.chain_stream(), self.url.chain_subject(), from_seq, limit).await?;
         let mut out = Vec::with_capacity(all.len());
         for (i, m) in all.into_iter().enumerate() {
             let want = from_seq + i as u64;
@@ -890,7 +899,18 @@ impl AsyncJetStreamSpool {
     /// The messages of `stream` on `filter` (empty: every subject of the stream) from stream
     /// sequence `from_seq`, in order, up to the last one present when the read started (an
     /// ordered consumer, until the server reports none pending).
-    async fn read_all(&self, stream_name: &str, mut filter: String, from_seq: u64) -> Result<Vec<Raw>, JsError> {
+    async fn read_all(&self, stream_name: &str, filter: String, from_seq: u64) -> Result<Vec<Raw>, JsError> {
+        self.read_some(stream_name, filter, from_seq, usize::MAX).await
+    }
+
+    /// [`read_all`](Self::read_all), stopping after `limit` messages.
+    async fn read_some(
+        &self,
+        stream_name: &str,
+        mut filter: String,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Raw>, JsError> {
         let stream = self.stream(stream_name).await?;
         let no_filter = filter.is_empty();
         if no_filter {
@@ -935,7 +955,7 @@ impl AsyncJetStreamSpool {
                     .map(|v| v.as_str().to_string()),
                 payload: m.message.payload.to_vec(),
             });
-            if pending == 0 {
+            if pending == 0 || out.len() >= limit {
                 return Ok(out);
             }
         }
@@ -1247,7 +1267,7 @@ pub fn use_key(name: &str) -> String {
 /// The claim name of a uses bucket key ([`use_key`]), or `None` for a key that is not one.
 #[must_use]
 pub fn use_name(key: &str) -> Option<String> {
-    if key.len() % 2 != 0 {
+    if !key.len().is_multiple_of(2) {
         return None;
     }
     let bytes: Option<Vec<u8>> =
@@ -1449,6 +1469,14 @@ impl JetStreamSpool {
         self.rt.block_on(self.inner.read_chain_from(from_seq))
     }
 
+    /// [`AsyncJetStreamSpool::read_chain_some`].
+    ///
+    /// # Errors
+    /// As [`AsyncJetStreamSpool::read_chain_some`].
+    pub fn read_chain_some(&self, from_seq: u64, limit: usize) -> Result<Vec<ChainEntry>, JsError> {
+        self.rt.block_on(self.inner.read_chain_some(from_seq, limit))
+    }
+
     /// [`AsyncJetStreamSpool::read_spool_from`].
     ///
     /// # Errors
@@ -1576,6 +1604,15 @@ impl<T> Watch<T> {
     /// [`JsError::Timeout`] when none arrived in time (the watch goes on); any other error ends
     /// the watch.
     pub fn next_timeout(&mut self, timeout: Duration) -> Result<T, JsError> {
+        // One already waiting is taken without entering the runtime (a follower at 1,000
+        // messages a second would otherwise block on the runtime for each).
+        match self.rx.try_recv() {
+            Ok(item) => return item,
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
+                return Err(JsError::Runtime("the watch ended".into()));
+            }
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {}
+        }
         let rx = &mut self.rx;
         match self.handle.block_on(async { tokio::time::timeout(timeout, rx.recv()).await }) {
             Ok(Some(item)) => item,

@@ -210,11 +210,11 @@ pub fn pull(spool: &Spool) -> Result<Pulled, StoreError> {
 /// [`crate::store::chain_file::catch_up`], then the decision files of the decisions it brought
 /// ([`crate::store::spool::restore_decision_files`]); returns how many records.
 fn catch_up(spool: &Spool) -> Result<u64, StoreError> {
-    let records = crate::store::chain_file::catch_up(&spool.chain_path())?;
-    if !records.is_empty() {
-        let _ = crate::store::spool::restore_decision_files(spool, &records);
+    let caught = crate::store::chain_file::catch_up(&spool.chain_path())?;
+    if !caught.decisions.is_empty() {
+        let _ = crate::store::spool::restore_decision_files(spool, &caught.decisions);
     }
-    Ok(records.len() as u64)
+    Ok(caught.records)
 }
 
 /// Writes the uses bucket's new claims into `uses/`.
@@ -235,7 +235,14 @@ fn write_claim(spool: &Spool, name: &str, bytes: &[u8]) -> io::Result<()> {
         return Err(io::Error::other(format!("the uses bucket holds {name:?}, which is no claim's name")));
     }
     fs::create_dir_all(spool.uses_dir())?;
-    match fs::OpenOptions::new().write(true).create_new(true).open(spool.uses_dir().join(name)) {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let opened = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(spool.uses_dir().join(name));
+    match opened {
         Ok(mut f) => io::Write::write_all(&mut f, bytes),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
@@ -394,10 +401,18 @@ pub fn materialise(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Result<
         io::Write::write_all(&mut tmp, &msg.bytes)?;
         use std::os::unix::fs::PermissionsExt as _;
         tmp.as_file().set_permissions(fs::Permissions::from_mode(0o644))?;
-        match tmp.persist_noclobber(&path) {
-            Ok(_) => return Ok(path),
-            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e.error),
+        // A rename that never replaces (`RENAME_NOREPLACE`), as agents publish: the console's
+        // watcher reads a rename as a new file, where a link would make it look at every file.
+        let tmp = tmp.into_temp_path();
+        let cwd = rustix::fs::CWD;
+        match rustix::fs::renameat_with(cwd, &*tmp, cwd, &path, rustix::fs::RenameFlags::NOREPLACE) {
+            Ok(()) => {
+                // Renamed away: nothing left for the temporary path to remove.
+                let _ = tmp.keep();
+                return Ok(path);
+            }
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
     Err(io::Error::other(format!("message {} could not be written to {}", msg.seq, dir.display())))

@@ -182,6 +182,12 @@ impl Cluster {
     /// Starts three nodes with routes to each other and waits for a JetStream meta leader;
     /// `None` (skipped) when `nats-server` is missing outside CI.
     pub fn start() -> Option<Cluster> {
+        Self::start_on("127.0.0.1")
+    }
+
+    /// [`Cluster::start`], the client ports listening on `listen` (`0.0.0.0`: reachable from
+    /// network namespaces too); the routes stay on loopback.
+    pub fn start_on(listen: &str) -> Option<Cluster> {
         if !have_nats_server() {
             return None;
         }
@@ -199,7 +205,7 @@ impl Cluster {
             let args = vec![
                 "-js".to_string(),
                 "-a".into(),
-                "127.0.0.1".into(),
+                listen.into(),
                 "-p".into(),
                 client[i].to_string(),
                 "-sd".into(),
