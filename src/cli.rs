@@ -187,7 +187,8 @@ pub enum Command {
     /// The source must verify against the pinned keys. A destination that already holds a prefix
     /// of the source's chain is continued (a migration can be run again after an interruption);
     /// one that holds anything else is refused. Each record is appended with compare-and-set on
-    /// the destination's head and keeps its entry_hash.
+    /// the destination's head and keeps its entry_hash. Between a directory and JetStream, the
+    /// packets, receipts and decision files are copied too.
     Migrate {
         /// The store to copy from: a spool directory or nats://HOST:PORT/NAME.
         #[arg(long, value_name = "STORE")]
@@ -2675,7 +2676,7 @@ fn migrate(from: &str, to: &str, replicas: u8) -> Result<u8, Failure> {
             there.len(),
             after.root_hash.as_deref().unwrap_or("null")
         );
-        Ok(0)
+        migrate_spool(&from_at, &to_at, &pinned)
     } else {
         eprintln!(
             "warrant: the copy at {to_at} does not match: {} records, root {}, valid {} (the source: {} records, root {})",
@@ -2686,6 +2687,48 @@ fn migrate(from: &str, to: &str, replicas: u8) -> Result<u8, Failure> {
             before.root_hash.as_deref().unwrap_or("null")
         );
         Ok(EXIT_INVALID)
+    }
+}
+
+/// After the chain, `warrant migrate` copies the packets, receipts and decision files between a
+/// directory and a JetStream store ([`crate::store::replica::copy_spool_to_store`],
+/// [`crate::store::replica::copy_store_to_spool`]); between two directories, only the chain.
+/// Prints what was copied; [`EXIT_INVALID`] when a file could not be (each named, with why).
+///
+/// # Errors
+/// The stores' errors.
+fn migrate_spool(from: &StoreLocation, to: &StoreLocation, pinned: &PinnedKeys) -> Result<u8, Failure> {
+    #[cfg(feature = "jetstream")]
+    {
+        use crate::store::jetstream::{ConnectOptions, JetStreamSpool};
+        let connect = |url| {
+            let opts = ConnectOptions::from_env().map_err(Failure::usage)?;
+            JetStreamSpool::connect(url, &opts).map_err(|e| Failure::usage(format!("{url}: {e}")))
+        };
+        let copied = match (from, to) {
+            (StoreLocation::Directory(dir), StoreLocation::JetStream(url)) => {
+                crate::store::replica::copy_spool_to_store(&Spool::new(dir), &connect(url)?)
+                    .map_err(|e| Failure::usage(format!("{url}: {e}")))?
+            }
+            (StoreLocation::JetStream(url), StoreLocation::Directory(dir)) => {
+                crate::store::replica::copy_store_to_spool(&connect(url)?, &Spool::new(dir), pinned)
+                    .map_err(|e| Failure::usage(format!("{}: {e}", dir.display())))?
+            }
+            _ => return Ok(0),
+        };
+        println!(
+            "and {} packets, {} receipts, {} decision files ({} already there)",
+            copied.packets, copied.receipts, copied.decisions, copied.already
+        );
+        for why in &copied.not_copied {
+            eprintln!("warrant: not copied: {}", crate::protocol::text::inert(why, 400));
+        }
+        Ok(if copied.not_copied.is_empty() { 0 } else { EXIT_INVALID })
+    }
+    #[cfg(not(feature = "jetstream"))]
+    {
+        let _ = (from, to, pinned);
+        Ok(0)
     }
 }
 

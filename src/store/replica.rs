@@ -376,6 +376,14 @@ fn read_next(spool: &Spool, name: &str) -> u64 {
 /// # Errors
 /// I/O errors of the replica.
 pub fn materialise(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Result<PathBuf> {
+    materialise_new(spool, kind, msg).map(|(path, _)| path)
+}
+
+/// [`materialise`], also saying whether the file was written now (`false`: it was there).
+///
+/// # Errors
+/// As [`materialise`].
+pub fn materialise_new(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Result<(PathBuf, bool)> {
     let by_seq = sequence_name(&msg.agent, msg.seq);
     let (dir, names) = match kind {
         Kind::Receipts => (spool.receipts_dir(), vec![by_seq]),
@@ -391,7 +399,7 @@ pub fn materialise(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Result<
     for name in names {
         let path = dir.join(&name);
         match fs::read(&path) {
-            Ok(existing) if existing == msg.bytes => return Ok(path),
+            Ok(existing) if existing == msg.bytes => return Ok((path, false)),
             Ok(_) => continue,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
@@ -409,7 +417,7 @@ pub fn materialise(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Result<
             Ok(()) => {
                 // Renamed away: nothing left for the temporary path to remove.
                 let _ = tmp.keep();
-                return Ok(path);
+                return Ok((path, true));
             }
             Err(rustix::io::Errno::EXIST) => continue,
             Err(e) => return Err(e.into()),
@@ -600,4 +608,157 @@ fn follow_uses(spool: &Spool, remote: &JetStreamSpool, stop: &std::sync::atomic:
         }
     }
     Ok(())
+}
+
+/// What `warrant migrate` copied besides the chain ([`copy_spool_to_store`],
+/// [`copy_store_to_spool`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CopiedSpool {
+    /// Packets written.
+    pub packets: u64,
+    /// Receipts written.
+    pub receipts: u64,
+    /// Decision files written.
+    pub decisions: u64,
+    /// Items the destination held already.
+    pub already: u64,
+    /// Files that could not be copied, each with the reason (invalid, or an agent id that is no
+    /// subject token).
+    pub not_copied: Vec<String>,
+}
+
+/// Copies a directory spool's packets, receipts and decision files to the store `remote`
+/// (after its chain: the decisions bucket holds only what the chain decided). A packet or
+/// receipt goes to its agent's subject with its content hash as `Nats-Msg-Id`; one whose content
+/// hash the spool stream holds already is not published again, however long ago. A decision
+/// file goes to the bucket under `AGENT.PACKET_ID`. Files that are invalid, or name an agent that
+/// is no subject token, are listed in [`CopiedSpool::not_copied`]; nothing else is skipped.
+///
+/// # Errors
+/// The store's errors.
+pub fn copy_spool_to_store(src: &Spool, remote: &JetStreamSpool) -> Result<CopiedSpool, StoreError> {
+    let mut copied = CopiedSpool::default();
+    let present: std::collections::HashSet<String> =
+        off_runtime(|| remote.read_spool_from(1))?.into_iter().filter_map(|(_, m)| m.msg_id).collect();
+    for kind in [Kind::Packets, Kind::Receipts] {
+        let dir = match kind {
+            Kind::Packets => src.packets_dir(),
+            Kind::Receipts => src.receipts_dir(),
+        };
+        for (name, bytes) in publications(&dir, &mut copied.not_copied) {
+            let stem = name.trim_end_matches(".json");
+            let agent = match kind {
+                Kind::Packets => packet::parse_packet(&bytes, stem).map(|p| Some(p.agent)),
+                Kind::Receipts => packet::parse_receipt(&bytes).map(|r| r.agent),
+            };
+            let agent = match agent {
+                Ok(Some(a)) if crate::store::jetstream::is_token(&a) => a,
+                Ok(Some(a)) => {
+                    copied
+                        .not_copied
+                        .push(format!("{}: agent id {a:?} is no subject token", dir.join(&name).display()));
+                    continue;
+                }
+                Ok(None) => {
+                    copied.not_copied.push(format!("{}: names no agent", dir.join(&name).display()));
+                    continue;
+                }
+                Err(e) => {
+                    copied.not_copied.push(format!("{}: invalid: {e}", dir.join(&name).display()));
+                    continue;
+                }
+            };
+            let hash = match crate::protocol::canonical::parse_untrusted(&bytes) {
+                Ok(v) => crate::protocol::canonical::canonical_hash(&v),
+                Err(e) => {
+                    copied.not_copied.push(format!("{}: invalid: {e}", dir.join(&name).display()));
+                    continue;
+                }
+            };
+            if present.contains(&hash) {
+                copied.already += 1;
+                continue;
+            }
+            let ack = off_runtime(|| match kind {
+                Kind::Packets => remote.publish_packet(&agent, &bytes, &hash),
+                Kind::Receipts => remote.publish_receipt(&agent, &bytes, &hash),
+            })?;
+            match (ack.duplicate, kind) {
+                (true, _) => copied.already += 1,
+                (false, Kind::Packets) => copied.packets += 1,
+                (false, Kind::Receipts) => copied.receipts += 1,
+            }
+        }
+    }
+    for (name, bytes) in publications(&src.decisions_dir(), &mut copied.not_copied) {
+        let id = name.trim_end_matches(".json");
+        let agent = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| v.pointer("/document/agent").and_then(serde_json::Value::as_str).map(str::to_owned));
+        let Some(agent) = agent else {
+            copied.not_copied.push(format!("{}: not a decision file", src.decisions_dir().join(&name).display()));
+            continue;
+        };
+        match off_runtime(|| remote.put_decision(&agent, id, &bytes)) {
+            Ok(_) => copied.decisions += 1,
+            Err(crate::store::jetstream::JsError::DecisionExists { .. }) => copied.already += 1,
+            Err(crate::store::jetstream::JsError::BadToken { what, value }) => {
+                copied.not_copied.push(format!(
+                    "{}: {what} {value:?} is no subject token",
+                    src.decisions_dir().join(&name).display()
+                ));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(copied)
+}
+
+/// The files of `dir` a spool scan considers (`*.json`, not hidden), sorted by name, with their
+/// bytes; one that cannot be read is listed in `not_copied`.
+fn publications(dir: &Path, not_copied: &mut Vec<String>) -> Vec<(String, Vec<u8>)> {
+    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| !n.starts_with('.') && n.ends_with(".json"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|name| match crate::store::spool::read_limited(&dir.join(&name)) {
+            Ok(bytes) => Some((name, bytes)),
+            Err(e) => {
+                not_copied.push(format!("{}: {e}", dir.join(&name).display()));
+                None
+            }
+        })
+        .collect()
+}
+
+/// Copies the store's packets and receipts into the directory spool `dst` (named as in a
+/// replica, [`materialise`]), then writes the decision file of every packet the chain (copied
+/// first) decided, as `warrant list` rebuilds a lost one.
+///
+/// # Errors
+/// The store's errors; I/O errors of `dst`; a chain that does not verify.
+pub fn copy_store_to_spool(
+    remote: &JetStreamSpool,
+    dst: &Spool,
+    pinned: &crate::protocol::keys::PinnedKeys,
+) -> Result<CopiedSpool, StoreError> {
+    let io = |e: io::Error| StoreError::Other(format!("{}: {e}", dst.root().display()));
+    dst.ensure().map_err(io)?;
+    let mut copied = CopiedSpool::default();
+    for (kind, msg) in off_runtime(|| remote.read_spool_from(1))? {
+        match (materialise_new(dst, kind, &msg).map_err(io)?.1, kind) {
+            (false, _) => copied.already += 1,
+            (true, Kind::Packets) => copied.packets += 1,
+            (true, Kind::Receipts) => copied.receipts += 1,
+        }
+    }
+    let missing = crate::store::spool::ids_without_decision_files(dst);
+    let (_, restored) = crate::store::spool::verify_chain_restoring(dst, pinned, &missing)?;
+    copied.decisions = restored as u64;
+    Ok(copied)
 }
