@@ -1585,6 +1585,52 @@ impl JetStreamSpool {
     }
 }
 
+/// The chain's record lines as one byte stream (`canonical JSON\n` each, in order), read from
+/// the store in parts of [`CHAIN_READ_PART`] records as the reader asks for them: what a
+/// verifier over any reader ([`crate::protocol::chain::verify_reader`]) reads, holding one part
+/// at a time, never the whole chain. The stream ends at the head the last part found.
+#[derive(Debug)]
+pub struct ChainReader<'a> {
+    spool: &'a JetStreamSpool,
+    next_seq: u64,
+    buf: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+/// How many records a [`ChainReader`] reads from the store at a time.
+pub const CHAIN_READ_PART: usize = 8192;
+
+impl std::io::Read for ChainReader<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.buf.len() && !self.done {
+            let part = self.spool.read_chain_some(self.next_seq, CHAIN_READ_PART).map_err(std::io::Error::other)?;
+            self.buf.clear();
+            self.pos = 0;
+            match part.last() {
+                None => self.done = true,
+                Some(last) => self.next_seq = last.seq + 1,
+            }
+            for e in part {
+                self.buf.extend_from_slice(&e.line);
+                self.buf.push(b'\n');
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+impl JetStreamSpool {
+    /// The chain as a [`ChainReader`], from its first record.
+    #[must_use]
+    pub fn chain_reader(&self) -> ChainReader<'_> {
+        ChainReader { spool: self, next_seq: 1, buf: Vec::new(), pos: 0, done: false }
+    }
+}
+
 /// A live watch for synchronous code ([`JetStreamSpool::watch_chain`],
 /// [`JetStreamSpool::watch_spool`]); the replica's follower turns its items into files. It must
 /// not outlive its [`JetStreamSpool`].
