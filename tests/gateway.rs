@@ -53,6 +53,8 @@ level = 2
 struct Setup {
     env: Env,
     root: tempfile::TempDir,
+    /// A JetStream store the gateway governs on (`WARRANT_STORE`), with its own replica.
+    store: Option<String>,
 }
 
 fn setup() -> Setup {
@@ -60,7 +62,7 @@ fn setup() -> Setup {
     env.policy(POLICY);
     std::fs::create_dir_all(env.spool()).expect("spool");
     let root = tempfile::tempdir().expect("root");
-    Setup { env, root }
+    Setup { env, root, store: None }
 }
 
 impl Setup {
@@ -102,12 +104,17 @@ impl Setup {
     /// The environment that points warrant at this configuration and spool (the principal is
     /// alice).
     fn vars(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut vars = vec![
             ("WARRANT_CONFIG", self.env.config().display().to_string()),
             ("WARRANT_SPOOL", self.env.spool().display().to_string()),
             ("WARRANT_PRINCIPAL", "alice".into()),
             ("XDG_DATA_HOME", self.env.dir.path().join("data").display().to_string()),
-        ]
+        ];
+        if let Some(url) = &self.store {
+            vars.push(("WARRANT_STORE", url.clone()));
+            vars.push(("WARRANT_REPLICA", self.env.dir.path().join("gateway-replica").display().to_string()));
+        }
+        vars
     }
 
     fn fs_client(&self, steps: &Value, gateway: &[&str]) -> Child {
@@ -935,4 +942,65 @@ fn a_session_grant_covers_the_connection_and_a_pattern_grant_its_paths_until_rev
     let _ = session.answer();
     session.end();
     assert!(!notes.join("c.md").exists());
+}
+
+#[cfg(feature = "jetstream")]
+#[path = "support/nats.rs"]
+mod nats;
+
+/// The gateway on an agent's host over a JetStream store (issue 19): it governs on its own
+/// replica; a held write runs once the principal approves it from her replica, and its receipt
+/// reaches her through the store.
+#[cfg(feature = "jetstream")]
+#[test]
+fn on_a_jetstream_store_a_held_write_runs_once_the_principal_approves_it() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let Some(server) = nats::Server::start() else { return };
+    let url = server.store_url("gw");
+    let mut s = setup();
+    let empty = s.env.dir.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("dir");
+    let o = s.env.run(&["migrate", "--from", &empty.display().to_string(), "--to", &url]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    s.store = Some(url.clone());
+    let target = s.path("approved.txt");
+    let mut child =
+        s.fs_client(&json!([call("write_file", json!({"path": target, "content": "approved\n"}))]), &["--wait", "60"]);
+    let rx = lines(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        let o = s.env.run(&["--store", &url, "list", "--json"]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        let held: Vec<String> = v["packets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| is_waiting(p) && summary_is(p, "filesystem/write_file"))
+            .filter_map(|p| p["packet_id"].as_str().map(str::to_owned))
+            .collect();
+        if let [id] = held.as_slice() {
+            break id.clone();
+        }
+        assert!(Instant::now() < deadline, "no held packet on the store: {}", text(&o));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(!target.exists(), "nothing runs while the call is held");
+    let o = s.env.run(&["--store", &url, "approve", "--yes", &id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let a = answer(&rx, 40);
+    let stderr = finish(child);
+    assert_eq!(a["result"]["isError"], json!(false), "{a}\n{stderr}");
+    assert_eq!(std::fs::read_to_string(&target).expect("written"), "approved\n");
+    // The receipt went to the store: the principal's replica has it after a pull.
+    let o = s.env.run(&["--store", &url, "list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let replica = s.env.dir.path().join("data/warrant/replicas/gw/receipts");
+    let receipts: Vec<Value> = std::fs::read_dir(&replica)
+        .expect("receipts")
+        .filter_map(|e| std::fs::read(e.ok()?.path()).ok())
+        .filter_map(|b| serde_json::from_slice(&b).ok())
+        .collect();
+    assert!(receipts.iter().any(|r| r["packet_id"] == json!(id)), "{receipts:?}");
 }
