@@ -861,3 +861,113 @@ fn hosts_in_their_own_network_namespaces_decide_through_the_cluster() {
     .expect("json");
     assert_eq!((v["valid"].clone(), v["total"].clone()), (json!(true), json!(2)), "{v}");
 }
+
+/// Runs `openssl ARGS` in `dir`.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let o = std::process::Command::new("openssl").args(args).current_dir(dir).output().expect("openssl");
+    assert!(o.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A store whose server requires TLS (`tls://`), with the CA from `NATS_CA`: the principal
+/// creates it and an agent proposes through it; without the CA, or with `nats://` to it, nothing
+/// connects and nothing is published.
+#[test]
+fn a_tls_store_is_reached_with_the_ca_from_nats_ca_and_refused_without_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    // A CA, and a server certificate for 127.0.0.1 that it signs.
+    openssl(
+        d,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=warrant test CA",
+        ],
+    );
+    openssl(
+        d,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(d.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").expect("ext");
+    openssl(
+        d,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+        ],
+    );
+    let conf = format!(
+        "tls {{\n  cert_file: \"{}\"\n  key_file: \"{}\"\n}}\n",
+        d.join("server.pem").display(),
+        d.join("server.key").display()
+    );
+    let Some(server) = Server::start_with_config(Some(&conf)) else { return };
+    let url = format!("tls://127.0.0.1:{}/team", server.port);
+    let ca = d.join("ca.pem");
+    let with_ca = [("NATS_CA", ca.to_str().expect("utf-8")), ("NATS_TIMEOUT", "3")];
+    let principal = Env::new();
+    create_store(&principal, &with_ca, &url, "1");
+    let agent = agent_host(&principal);
+    let propose = |env: &[(&str, &str)], url: &str, id: &str| {
+        run_with(
+            &agent,
+            env,
+            &[
+                "--store",
+                url,
+                "propose",
+                "--class",
+                "draft.compose",
+                "--agent",
+                "agent-a",
+                "--summary",
+                "s",
+                "--id",
+                id,
+            ],
+        )
+    };
+    ok(&propose(&with_ca, &url, "tls-1"));
+    // Without the CA the server's certificate is not trusted; nats:// does not turn TLS off.
+    let o = propose(&[("NATS_TIMEOUT", "3")], &url, "tls-2");
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    let o = propose(&[("NATS_TIMEOUT", "3")], &format!("nats://127.0.0.1:{}/team", server.port), "tls-3");
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    let listed = wait_pending(&principal, &with_ca, &url, &["tls-1"]);
+    let ids: Vec<&Value> = listed["packets"].as_array().expect("packets").iter().map(|p| &p["packet_id"]).collect();
+    assert_eq!(ids, vec![&json!("tls-1")], "only the packet sent with the CA landed");
+}
