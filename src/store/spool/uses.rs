@@ -1,0 +1,201 @@
+//! Single uses of grants and approvals, and the gate's own runs, claimed in `uses/`.
+
+use super::{Spool, read_limited};
+use crate::protocol::packet;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io;
+use std::path::Path;
+
+/// The suffix of the files that claim one use of a grant or of an approval, in `uses/`.
+pub const USE_SUFFIX: &str = ".use";
+
+/// Claims one use of `grant` for the call packet `packet_id`, atomically across processes: a
+/// file `uses/grant+<grant_id>+<n>.use` created with `O_EXCL` for the first free `n` ≤
+/// `max_uses` (synced, with its directory, before this returns), or, for a grant with no bound,
+/// `uses/grant+<grant_id>+<packet_id>.use`. The file names the grant, the packet and the time:
+/// the record of which grant allowed which call. `Ok(None)` when every use is taken: of racing
+/// callers, exactly `max_uses` succeed.
+///
+/// Where agents run as their own users, the files are theirs: an agent that deletes its claims
+/// could use a bounded grant again (`docs/spool.md`, "Trust boundary"); the audit counts them.
+///
+/// # Errors
+/// I/O errors other than a taken use (each is a refusal for the caller).
+pub fn claim_grant_use(
+    spool: &Spool,
+    grant: &crate::protocol::grant::Grant,
+    packet_id: &str,
+) -> io::Result<Option<u64>> {
+    if !packet::is_safe_id(packet_id) || !packet::is_safe_id(&grant.grant_id) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe grant or packet id"));
+    }
+    let dir = spool.uses_dir();
+    fs::create_dir_all(&dir)?;
+    let body = |n: Option<u64>| {
+        serde_json::json!({
+            "type": "warrant_grant_use", "grant_id": grant.grant_id, "packet_id": packet_id,
+            "use": n, "at": crate::protocol::clock::now_rfc3339(),
+        })
+    };
+    match grant.max_uses {
+        None => {
+            let path = dir.join(format!("grant+{}+{packet_id}{USE_SUFFIX}", grant.grant_id));
+            match create_claim(&path, &body(None)) {
+                Ok(()) => Ok(Some(0)),
+                // The same packet judged again (a retried hook): still this grant's one use.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Some(0)),
+                Err(e) => Err(e),
+            }
+        }
+        Some(max) => {
+            for n in 1..=max {
+                let path = dir.join(format!("grant+{}+{n}{USE_SUFFIX}", grant.grant_id));
+                match create_claim(&path, &body(Some(n))) {
+                    Ok(()) => return Ok(Some(n)),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// Claims the one use of the principal's approval of `packet_id` (`uses/approval+<id>.use`,
+/// `O_EXCL`, synced): an approval answers one call, so of several processes waiting on one
+/// packet (a retried hook, a replayed call) exactly one runs it. `Ok(false)` when it was used.
+///
+/// # Errors
+/// An unsafe id; I/O errors other than a taken use.
+pub fn claim_approval(spool: &Spool, packet_id: &str) -> io::Result<bool> {
+    if !packet::is_safe_id(packet_id) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe packet id"));
+    }
+    let dir = spool.uses_dir();
+    fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("approval+{packet_id}{USE_SUFFIX}"));
+    let body = serde_json::json!({"type": "warrant_approval_use", "packet_id": packet_id, "at": crate::protocol::clock::now_rfc3339()});
+    match create_claim(&path, &body) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Records, before the call runs, that the gate let the call packet `packet_id` run on its own
+/// within its class's `rate_limit` (`uses/gate+<id>.use`, `O_EXCL`, synced with its directory
+/// before this returns): the call then counts against the limit for the whole window
+/// ([`gate_runs`]), also after its packet expired with the hook's wait and whether or not a
+/// receipt ever names it. The same packet judged again (a retried hook) finds its record.
+///
+/// # Errors
+/// An unsafe id; I/O errors other than an existing record (the call must then not run).
+pub fn record_gate_run(spool: &Spool, packet_id: &str) -> io::Result<()> {
+    if !packet::is_safe_id(packet_id) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe packet id"));
+    }
+    let dir = spool.uses_dir();
+    fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("gate+{packet_id}{USE_SUFFIX}"));
+    let body = serde_json::json!({"type": "warrant_gate_run", "packet_id": packet_id, "at": crate::protocol::clock::now_rfc3339()});
+    match create_claim(&path, &body) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The call packets the gate let run on its own within a rate limit ([`record_gate_run`]), from
+/// the names of their records in `uses/` (`+` is in no safe id). A record someone else wrote can
+/// only make a count larger.
+///
+/// # Errors
+/// I/O errors reading `uses/` (a missing one is empty): the count is then not known.
+pub fn gate_runs(spool: &Spool) -> io::Result<HashSet<String>> {
+    let entries = match fs::read_dir(spool.uses_dir()) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(HashSet::new()),
+        Err(e) => return Err(e),
+    };
+    let mut runs = HashSet::new();
+    for e in entries {
+        let name = e?.file_name();
+        let id = name.to_str().and_then(|n| n.strip_prefix("gate+")).and_then(|n| n.strip_suffix(USE_SUFFIX));
+        if let Some(id) = id.filter(|id| packet::is_safe_id(id)) {
+            runs.insert(id.to_owned());
+        }
+    }
+    Ok(runs)
+}
+
+/// Creates `path` with `O_EXCL` (never following a symlink), writes `body`, syncs it and its
+/// directory. In a replica of a JetStream store, the claim is first created in the store's uses
+/// bucket ([`crate::store::replica::claim`]): `AlreadyExists` when another host made it.
+fn create_claim(path: &Path, body: &Value) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut bytes = serde_json::to_vec(body).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    // In a replica, the claim is the store's (one use across every host), then this file's
+    // (which a follower may have written from the store already).
+    #[cfg(feature = "jetstream")]
+    let made_in_store = crate::store::replica::claim(path, &bytes)?;
+    #[cfg(not(feature = "jetstream"))]
+    let made_in_store = false;
+    let opened = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path);
+    let mut f = match opened {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && made_in_store => return Ok(()),
+        other => other?,
+    };
+    io::Write::write_all(&mut f, &bytes)?;
+    f.sync_all()?;
+    if let Some(dir) = path.parent() {
+        fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// The claims in `uses/` ([`claim_grant_use`], [`claim_approval`]): how many uses of each grant
+/// are claimed, and which grant each call packet ran on. `+` is in no safe id, so a claim's name
+/// says what it claims: `approval+<packet>.use`, `grant+<grant>+<n or packet>.use`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Uses {
+    /// Claimed uses by grant id.
+    pub by_grant: HashMap<String, u64>,
+    /// The grant each call packet ran on, by packet id.
+    pub granted: HashMap<String, String>,
+}
+
+/// Reads `uses/` ([`Uses`]). `known` keeps what each claim file said (they never change once
+/// made) across calls, so a long-lived reader reads each file once. Empty when the directory
+/// cannot be read; a file that cannot be read or parsed counts as a use of its grant and names
+/// no packet.
+#[must_use]
+pub fn read_uses(spool: &Spool, known: &mut HashMap<String, Option<String>>) -> Uses {
+    let mut uses = Uses::default();
+    let Ok(entries) = fs::read_dir(spool.uses_dir()) else { return uses };
+    let mut live = HashSet::new();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(rest) = name.strip_suffix(USE_SUFFIX).and_then(|n| n.strip_prefix("grant+")) else { continue };
+        let Some((grant, _)) = rest.split_once('+') else { continue };
+        *uses.by_grant.entry(grant.to_owned()).or_insert(0) += 1;
+        live.insert(name.to_owned());
+        let packet = known.entry(name.to_owned()).or_insert_with(|| {
+            let bytes = read_limited(&e.path()).ok()?;
+            let v: Value = serde_json::from_slice(&bytes).ok()?;
+            v.get("packet_id").and_then(Value::as_str).filter(|p| packet::is_safe_id(p)).map(str::to_owned)
+        });
+        if let Some(p) = packet {
+            uses.granted.insert(p.clone(), grant.to_owned());
+        }
+    }
+    known.retain(|n, _| live.contains(n.as_str()));
+    uses
+}
