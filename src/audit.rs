@@ -1,8 +1,8 @@
 //! The audit: every decision, control, key event, grant, revocation and allowed call, in chain
 //! order, with *how* each was allowed and who signed it (issue 18). Pure: built from the records
 //! of a verified chain (their 0-based position and their JSON) and the spool's receipt files, so
-//! the command line (`warrant audit`) and the console's Audit view show the same entries. The
-//! store side (reading and verifying the chain) is [`crate::store::spool::audit_chain`].
+//! the command line (`warrant audit`) and the console's Audit view show the same entries.
+//! [`audit_chain`] reads and verifies the chain through the store and builds them.
 //!
 //! Entries that claim a chain record carry its 1-based number (`record`, as `warrant verify`
 //! numbers records) and `entry_hash`, so an exported audit can be checked against the chain
@@ -531,6 +531,43 @@ pub fn check_lines(text: &str, chain: &[AuditEntry]) -> AuditCheck {
         }
     }
     out
+}
+
+/// The audit entries ([`crate::audit::entry_of_record`]) of every record of `spool`'s chain that
+/// passed every check, in chain order, with the verification report (checked as
+/// [`crate::store::spool::verify_chain`] checks, the principal's checkpoint included). A record that failed a check
+/// has no entry; the caller says so from the report.
+///
+/// # Errors
+/// As [`crate::store::spool::verify_chain`].
+pub fn audit_chain(
+    spool: &crate::store::spool::Spool,
+    pinned: &crate::protocol::keys::PinnedKeys,
+) -> Result<(crate::protocol::chain::VerifyReport, Vec<AuditEntry>), crate::store::chain_file::ChainError> {
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let opts = crate::protocol::chain::VerifyOptions { pinned: Some(pinned), strict_signatures: true };
+    let mut entries = Vec::new();
+    let keep = ["tg_receipt", "warrant_grant", "approval", "reason"];
+    let tail = crate::store::chain_file::verify_tail_with(
+        &spool.chain_path(),
+        &crate::protocol::chain::Verified::default(),
+        opts,
+        &keep,
+        &progress,
+        |i, rec| {
+            entries.push(entry_of_record(i, rec));
+        },
+    )?;
+    let mut report = tail.map(|t| t.report).unwrap_or_default();
+    let (checkpoint, _) = crate::store::checkpoint_files::latest(spool, pinned);
+    if let Some(f) = checkpoint.and_then(|cp| crate::store::checkpoint_files::check(&spool.chain_path(), &cp, &report))
+    {
+        report.findings.push(f);
+    }
+    let bad: std::collections::HashSet<u64> =
+        report.findings.iter().filter_map(|f| f.index).map(|i| i as u64 + 1).collect();
+    entries.retain(|e| e.record.is_some_and(|r| !bad.contains(&r)));
+    Ok((report, entries))
 }
 
 #[cfg(test)]

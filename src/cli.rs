@@ -1760,8 +1760,8 @@ fn decide_batch_cli(
         if let Some(q) = policies.cosign(&p.action_class) {
             return Err(format!("{} needs the approval of {}: approve it on its own", p.id, q.describe()));
         }
-        let a =
-            assessed.get_or_insert_with(|| spool::assess_view(&policies, &snap, view, &revalidations, &principal.name));
+        let a = assessed
+            .get_or_insert_with(|| crate::assess::assess_view(&policies, &snap, view, &revalidations, &principal.name));
         approvable(a, &p.id)
     };
     let items: Vec<spool::BatchItem<'_>> =
@@ -1886,7 +1886,7 @@ fn decide_cli(
         if verdict == Verdict::Refuse {
             return Ok(Vec::new());
         }
-        let a = spool::assess_view(&policies, &snap, view, &revalidations, &principal.name);
+        let a = crate::assess::assess_view(&policies, &snap, view, &revalidations, &principal.name);
         approvable(&a, id)
     };
     let decided = spool::decide_with(
@@ -2132,7 +2132,7 @@ fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         let policies = load_policies(Some(spool))?;
         let principal = Config::load().ok().and_then(|c| c.principal).unwrap_or_else(|| "local".into());
         let now = time::OffsetDateTime::now_utc();
-        let a = spool::assess_now(&policies, &config::config_dir(), &snap, &view, &principal);
+        let a = crate::assess::assess_now(&policies, &config::config_dir(), &snap, &view, &principal);
         let packets: Vec<Value> = snap
             .packets
             .iter()
@@ -2283,7 +2283,11 @@ fn hook_cmd(
         });
     }
     let answer = crate::hook::run_stdin(host, opts.as_ref().map_err(String::as_str));
+    // The follower stops before the answer is written.
+    #[cfg(feature = "jetstream")]
     drop(follower);
+    #[cfg(not(feature = "jetstream"))]
+    let _ = follower;
     let mut out = io::stdout().lock();
     if out.write_all(answer.stdout.as_bytes()).and_then(|()| out.flush()).is_err() {
         // The host did not read the answer: make sure it cannot read "proceed". (`writeln!`, not
@@ -2388,7 +2392,7 @@ fn spool_audit(spool: &Spool) -> Result<(VerifyReport, Vec<crate::audit::AuditEn
         return Err(Failure::usage(format!("{}: no such spool directory", spool.root().display())));
     }
     let pinned = load_pinned()?;
-    Ok(spool::audit_chain(spool, &pinned)?)
+    Ok(crate::audit::audit_chain(spool, &pinned)?)
 }
 
 /// One JSON line with every [`crate::protocol::text::is_unsafe`] character escaped as `\uXXXX` (outside

@@ -496,7 +496,7 @@ impl Governor {
         if let Some(at) = expired(&entry.packet) {
             return Ok((hash, expired_undecided(id, at)));
         }
-        let a = spool::assess_now(&self.policies, &self.config_dir, &snap, &view, "local");
+        let a = crate::assess::assess_now(&self.policies, &self.config_dir, &snap, &view, "local");
         let Some(v) = a.verdicts.get(id) else {
             return Err(GovernError::InvalidPacket { id: id.to_owned(), reason: "not assessed".into() });
         };

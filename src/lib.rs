@@ -10,7 +10,8 @@
 //! - the surfaces: [`cli`], `console` (the terminal console), [`eval`], [`hook`] (Claude Code and
 //!   Codex) and `gateway` (the MCP gateway), with what they share: [`govern`] (one tool call
 //!   governed against a spool: publish, judge, wait), [`monitor`] (rate-limit replay, agent
-//!   summaries, the assessment of pending packets), [`audit`], [`preconditions`] (observing the
+//!   summaries, the assessment of pending packets), [`assess`] (assessing pending packets outside
+//!   the console's loop), [`audit`], [`preconditions`] (observing the
 //!   world for two-phase execution), [`demo`], [`setup`] and [`scale`].
 //!
 //! The terminal console and the MCP gateway (tokio, ratatui, notify, `rmcp`) sit behind the
@@ -19,6 +20,7 @@
 pub mod protocol;
 pub mod store;
 
+pub mod assess;
 pub mod audit;
 pub mod cli;
 pub mod demo;

@@ -18,21 +18,6 @@ const LAYERS: &[(&str, &[&str])] = &[("protocol", &["protocol"]), ("store", &["p
 /// ratchet: a crossing not listed fails the test, and so does a listed one that is gone.
 const KNOWN: &[(&str, &str, &str)] = &[
     (
-        "store/spool/assess.rs",
-        "monitor",
-        "deciding a packet assesses it first (spool::assessment_for); moves above the store with the store trait",
-    ),
-    (
-        "store/spool/assess.rs",
-        "preconditions",
-        "deciding a packet observes its preconditions before signing; moves above the store with the store trait",
-    ),
-    (
-        "store/spool/assess.rs",
-        "audit",
-        "spool::audit reads the chain into audit entries; moves above the store with the store trait",
-    ),
-    (
         "store/spool/batch.rs",
         "preconditions",
         "deciding a packet observes its preconditions before signing; moves above the store with the store trait",
@@ -45,7 +30,7 @@ const KNOWN: &[(&str, &str, &str)] = &[
     (
         "store/spool/records.rs",
         "monitor",
-        "deciding a packet assesses it first (spool::assessment_for); moves above the store with the store trait",
+        "a control's record names the agent's ring as the monitor observes it (elevation_fields); moves above the store with the store trait",
     ),
 ];
 

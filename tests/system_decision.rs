@@ -129,7 +129,7 @@ fn a_system_refusal_decides_the_packet_but_is_no_evidence() {
     assert_eq!(person.decisions["p-person"].system, None);
 
     // The audit shows who decided what: the system for the timeout, a person for the rest.
-    let (report, entries) = spool::audit_chain(&f.spool, &f.pinned).expect("audit");
+    let (report, entries) = warrant::audit::audit_chain(&f.spool, &f.pinned).expect("audit");
     assert!(report.is_valid());
     let how = |id: &str| entries.iter().find(|e| e.packet_id.as_deref() == Some(id)).map(|e| e.how.clone());
     assert_eq!(how("p-late"), Some(How::System { cause: "timeout".into(), record: None }));

@@ -379,7 +379,7 @@ impl Runner {
                     Action::Audited(Err("internal error while building the audit (see the log)".into())),
                     move || {
                         Action::Audited(
-                            spool::audit_chain(&spool, &pinned)
+                            crate::audit::audit_chain(&spool, &pinned)
                                 .map(|(_, entries)| Arc::new(entries))
                                 .map_err(|e| e.to_string()),
                         )

@@ -91,7 +91,7 @@ pub enum Action {
     VerifyFailed(String),
     /// Something else failed (the terminal, the notify command) — shown, never fatal.
     Error(String),
-    /// The audit of the verified chain ([`crate::store::spool::audit_chain`]), or why it could not be
+    /// The audit of the verified chain ([`crate::audit::audit_chain`]), or why it could not be
     /// made.
     Audited(Result<Arc<Vec<crate::audit::AuditEntry>>, String>),
     /// A mouse event on the terminal (when `[console] mouse` is on).
@@ -242,7 +242,7 @@ pub enum Effect {
         /// Packets pending now.
         pending: usize,
     },
-    /// Build the audit of the chain ([`crate::store::spool::audit_chain`]) off the UI thread.
+    /// Build the audit of the chain ([`crate::audit::audit_chain`]) off the UI thread.
     Audit,
     /// Switch to this theme (`:theme`): a built-in or `<config>/themes/NAME.toml`; the runner
     /// reports a theme it cannot load as an error.

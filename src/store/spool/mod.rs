@@ -22,7 +22,6 @@ use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-mod assess;
 mod batch;
 mod decide;
 mod decision_files;
@@ -33,7 +32,6 @@ mod scan;
 mod uses;
 mod view;
 
-pub use assess::{assess_now, assess_view, audit_chain};
 pub use batch::{BatchError, BatchItem, decide_many};
 pub use decide::{
     CosignProgress, DecideError, Decided, decide, decide_system, decide_with, decision_record_body,
