@@ -419,7 +419,12 @@ pub fn materialise_new(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Res
                 let _ = tmp.keep();
                 return Ok((path, true));
             }
-            Err(rustix::io::Errno::EXIST) => continue,
+            // Another process wrote the name meanwhile: the same message (a concurrent pull of
+            // the same replica) is written; another keeps the name and this one tries the next.
+            Err(rustix::io::Errno::EXIST) => match fs::read(&path) {
+                Ok(existing) if existing == msg.bytes => return Ok((path, false)),
+                _ => continue,
+            },
             Err(e) => return Err(e.into()),
         }
     }
