@@ -341,62 +341,93 @@ fn a_packet_published_on_another_agents_subject_is_listed_as_invalid() {
     assert!(invalid.contains("published on agent \\\"agent-b\\\"'s subject"), "{listed}");
 }
 
+/// The `index`th ```conf block of `docs/distributed.md` (0: agents that propose; 1: agents'
+/// hosts that run the hooks or the gateway) for the spool `team` and these users.
+fn permission_block(index: usize, principal: &str, agent_a: &str) -> String {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/distributed.md")).expect("docs");
+    let blocks: Vec<&str> = doc.split("```conf\n").skip(1).map(|b| b.split("```").next().expect("block")).collect();
+    let block = blocks.get(index).unwrap_or_else(|| panic!("docs/distributed.md has ```conf block {index}"));
+    block.replace("PRINCIPAL_NKEY", principal).replace("AGENT_A_NKEY", agent_a).replace("NAME", "team")
+}
+
+/// A server with the `index`th permission block, the store `team` created with the principal's
+/// NKey, and an agent's host with the agent's NKey and inbox prefix.
+struct Credentialed {
+    server: Server,
+    url: String,
+    principal: Env,
+    principal_seed: PathBuf,
+    agent: Env,
+    agent_seed: PathBuf,
+}
+
+impl Credentialed {
+    fn start(index: usize) -> Option<Credentialed> {
+        let (principal_key, agent_key) = (nkeys::KeyPair::new_user(), nkeys::KeyPair::new_user());
+        let conf = permission_block(index, &principal_key.public_key(), &agent_key.public_key());
+        let server = Server::start_with_config(Some(&conf))?;
+        let url = server.store_url("team");
+        let seed = |env: &Env, kp: &nkeys::KeyPair| -> PathBuf {
+            let p = env.dir.path().join("user.nk");
+            std::fs::write(&p, kp.seed().expect("seed")).expect("seed file");
+            p
+        };
+        let principal = Env::new();
+        let principal_seed = seed(&principal, &principal_key);
+        let agent = agent_host(&principal);
+        let agent_seed = seed(&agent, &agent_key);
+        let c = Credentialed { server, url, principal, principal_seed, agent, agent_seed };
+        create_store(&c.principal, &c.p_env(), &c.url, "1");
+        Some(c)
+    }
+
+    /// The principal's environment: her NKey.
+    fn p_env(&self) -> [(&str, &str); 1] {
+        [("NATS_NKEY", self.principal_seed.to_str().expect("utf-8"))]
+    }
+
+    /// The agent's environment: its NKey and the inbox prefix its permissions allow.
+    fn a_env(&self) -> [(&str, &str); 3] {
+        [
+            ("NATS_NKEY", self.agent_seed.to_str().expect("utf-8")),
+            ("NATS_INBOX_PREFIX", "_INBOX_agent-a"),
+            ("NATS_TIMEOUT", "3"),
+        ]
+    }
+}
+
 /// The agents' side under the server permissions of `docs/distributed.md`: the agent's own NKey
 /// and inbox prefix, from the environment `warrant propose` reads.
 #[test]
 fn an_agent_with_its_own_credentials_proposes_and_waits_under_the_documented_permissions() {
-    let principal_key = nkeys::KeyPair::new_user();
-    let agent_key = nkeys::KeyPair::new_user();
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/distributed.md")).expect("docs");
-    let start = doc.find("```conf\n").expect("a ```conf block") + "```conf\n".len();
-    let end = start + doc[start..].find("```").expect("end of the block");
-    let conf = doc[start..end]
-        .replace("PRINCIPAL_NKEY", &principal_key.public_key())
-        .replace("AGENT_A_NKEY", &agent_key.public_key())
-        .replace("NAME", "team");
-    let Some(server) = Server::start_with_config(Some(&conf)) else { return };
-    let url = server.store_url("team");
-    let principal = Env::new();
-    let seed = |env: &Env, kp: &nkeys::KeyPair| -> PathBuf {
-        let p = env.dir.path().join("user.nk");
-        std::fs::write(&p, kp.seed().expect("seed")).expect("seed file");
-        p
-    };
-    let p_seed = seed(&principal, &principal_key);
-    let p_env = [("NATS_NKEY", p_seed.to_str().expect("utf-8"))];
-    create_store(&principal, &p_env, &url, "1");
-    let agent = agent_host(&principal);
-    let a_seed = seed(&agent, &agent_key);
-    let a_env = [
-        ("NATS_NKEY", a_seed.to_str().expect("utf-8")),
-        ("NATS_INBOX_PREFIX", "_INBOX_agent-a"),
-        ("NATS_TIMEOUT", "3"),
-    ];
+    let Some(c) = Credentialed::start(0) else { return };
+    let (url, principal, agent) = (&c.url, &c.principal, &c.agent);
+    let (p_env, a_env) = (c.p_env(), c.a_env());
 
-    let waiting = propose_waiting(&agent, &url, &a_env, "agent-a", "c-1");
-    wait_pending(&principal, &p_env, &url, &["c-1"]);
-    ok(&run_with(&principal, &p_env, &["--store", &url, "approve", "--yes", "c-1"]));
+    let waiting = propose_waiting(agent, url, &a_env, "agent-a", "c-1");
+    wait_pending(principal, &p_env, url, &["c-1"]);
+    ok(&run_with(principal, &p_env, &["--store", url, "approve", "--yes", "c-1"]));
     let o = waiting.wait_with_output().expect("agent");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 
     // With its credentials it cannot publish as another agent, nor act as the principal.
     let o = run_with(
-        &agent,
+        agent,
         &a_env,
-        &["--store", &url, "propose", "--class", "draft.compose", "--agent", "agent-b", "--summary", "s"],
+        &["--store", url, "propose", "--class", "draft.compose", "--agent", "agent-b", "--summary", "s"],
     );
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     let replica = agent.dir.path().join("replica");
-    let o = run_with(&agent, &a_env, &["--store", &url, "--replica", replica.to_str().expect("utf-8"), "list"]);
+    let o = run_with(agent, &a_env, &["--store", url, "--replica", replica.to_str().expect("utf-8"), "list"]);
     assert_ne!(o.status.code(), Some(0), "the agent read the chain: {}", text(&o));
-    let chain_before = store_chain(&principal, &p_env, &url);
+    let chain_before = store_chain(principal, &p_env, url);
     let o = run_with(
-        &agent,
+        agent,
         &a_env,
-        &["--store", &url, "--replica", replica.to_str().expect("utf-8"), "approve", "--yes", "c-1"],
+        &["--store", url, "--replica", replica.to_str().expect("utf-8"), "approve", "--yes", "c-1"],
     );
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(store_chain(&principal, &p_env, &url), chain_before, "the agent appended nothing");
+    assert_eq!(store_chain(principal, &p_env, url), chain_before, "the agent appended nothing");
 }
 
 #[cfg(feature = "console")]
@@ -541,47 +572,14 @@ fn hooks_on_two_agent_hosts_are_governed_through_the_store() {
     assert!(receipts >= 1, "the receipt did not reach the principal's replica");
 }
 
-/// The server configuration of `docs/distributed.md` for an agent's host that runs the hooks or
-/// the gateway (the second ```conf block), for the spool `team`.
-fn hook_permissions(principal: &str, agent_a: &str) -> String {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/distributed.md")).expect("docs");
-    let blocks: Vec<&str> = doc.split("```conf\n").skip(1).map(|b| b.split("```").next().expect("block")).collect();
-    let block = match std::env::var("HOOK_CONF") {
-        Ok(conf) => std::fs::read_to_string(conf).expect("conf"),
-        Err(_) => {
-            assert!(blocks.len() >= 2, "docs/distributed.md has a second ```conf block, for the hooks' hosts");
-            blocks[1].to_owned()
-        }
-    };
-    block.replace("PRINCIPAL_NKEY", principal).replace("AGENT_A_NKEY", agent_a).replace("NAME", "team")
-}
-
 /// A hook on an agent's host with the agent's own credentials, under the documented
 /// permissions for hooks' hosts: its calls are governed on its replica, held ones run once the
 /// principal approves; it cannot publish as another agent nor append to the chain.
 #[test]
 fn a_hook_with_its_agents_own_credentials_runs_under_the_documented_permissions() {
-    let principal_key = nkeys::KeyPair::new_user();
-    let agent_key = nkeys::KeyPair::new_user();
-    let conf = hook_permissions(&principal_key.public_key(), &agent_key.public_key());
-    let Some(server) = Server::start_with_config(Some(&conf)) else { return };
-    let url = server.store_url("team");
-    let principal = Env::new();
-    let seed = |env: &Env, kp: &nkeys::KeyPair| -> PathBuf {
-        let p = env.dir.path().join("user.nk");
-        std::fs::write(&p, kp.seed().expect("seed")).expect("seed file");
-        p
-    };
-    let p_seed = seed(&principal, &principal_key);
-    let p_env = [("NATS_NKEY", p_seed.to_str().expect("utf-8"))];
-    create_store(&principal, &p_env, &url, "1");
-    let agent = agent_host(&principal);
-    let a_seed = seed(&agent, &agent_key);
-    let a_env = [
-        ("NATS_NKEY", a_seed.to_str().expect("utf-8")),
-        ("NATS_INBOX_PREFIX", "_INBOX_agent-a"),
-        ("NATS_TIMEOUT", "3"),
-    ];
+    let Some(c) = Credentialed::start(1) else { return };
+    let (url, principal, agent, server) = (&c.url, &c.principal, &c.agent, &c.server);
+    let (p_env, a_env, a_seed) = (c.p_env(), c.a_env(), &c.agent_seed);
     let replica = agent.dir.path().join("replica");
     let hook = |args: &[&str], input: &[u8]| {
         let mut all =
@@ -601,8 +599,8 @@ fn a_hook_with_its_agents_own_credentials_runs_under_the_documented_permissions(
     assert_eq!(decision, "allow", "{reason}\n{}", server.log());
     let held =
         hook(&["--agent", "agent-a", "--wait", "60"], &hook_fixture("claude-code-pre-tool-use-bash-git-push.json"));
-    wait_pending(&principal, &p_env, &url, &["cc-toolu_01PushMain"]);
-    ok(&run_with(&principal, &p_env, &["--store", &url, "approve", "--yes", "cc-toolu_01PushMain"]));
+    wait_pending(principal, &p_env, url, &["cc-toolu_01PushMain"]);
+    ok(&run_with(principal, &p_env, &["--store", url, "approve", "--yes", "cc-toolu_01PushMain"]));
     let (decision, reason) = hook_decision(&held.wait_with_output().expect("hook"));
     assert_eq!(decision, "allow", "{reason}\n{}", server.log());
 
@@ -625,13 +623,13 @@ fn a_hook_with_its_agents_own_credentials_runs_under_the_documented_permissions(
         },
     )
     .expect("the agent connects");
-    let chain_before = store_chain(&principal, &p_env, &url);
+    let chain_before = store_chain(principal, &p_env, url);
     let head = as_agent.head().expect("the agent reads the chain's head").expect("a record");
     let mut forged: Value = serde_json::from_slice(&head.line).expect("record");
     forged["chain_index"] = json!(head.seq + 1);
     let line = serde_json::to_vec(&forged).expect("json");
     assert!(as_agent.append_chain(Some(head.seq), &line, "sha256:forged").is_err(), "the agent appended to the chain");
-    assert_eq!(store_chain(&principal, &p_env, &url), chain_before, "the agent appended nothing");
+    assert_eq!(store_chain(principal, &p_env, url), chain_before, "the agent appended nothing");
 }
 
 /// One principal's day, run once on a directory spool and once on a JetStream store, with the

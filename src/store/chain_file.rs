@@ -560,32 +560,11 @@ fn write_locked_many<F>(
 where
     F: FnOnce(&ChainHead) -> Result<Vec<Map<String, Value>>, String>,
 {
-    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+    use std::os::unix::fs::MetadataExt as _;
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
     let lock = lock_chain(path, deadline)?;
     let result = (|| {
-        let existed = path.symlink_metadata().is_ok();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::ELOOP) => ChainError::NotRegular { path: path.to_owned() },
-                _ => io_err(e),
-            })?;
-        let meta = file.metadata().map_err(io_err)?;
-        if !meta.file_type().is_file() {
-            return Err(ChainError::NotRegular { path: path.to_owned() });
-        }
-        if !existed {
-            sync_parent(path).map_err(io_err)?;
-        }
-        if let Some(aside) = set_aside_torn_tail(path, &mut file)? {
-            tracing::warn!(side_file = %aside.side_file.display(), bytes = aside.bytes, "{}", aside.message());
-        }
+        let (mut file, meta) = open_locked_for_append(path)?;
         // A replica's chain is first brought up to its store's head: what is built is built on
         // the chain as the store holds it.
         #[cfg(feature = "jetstream")]
@@ -674,30 +653,7 @@ fn replica_remote(path: &Path) -> Result<Option<std::sync::Arc<crate::store::jet
 pub fn catch_up(path: &Path) -> Result<CaughtUp, ChainError> {
     let Some(remote) = replica_remote(path)? else { return Ok(CaughtUp::default()) };
     let lock = lock_chain(path, LOCK_DEADLINE)?;
-    let io_err = |source| ChainError::Io { path: path.to_owned(), source };
-    let result = (|| {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let existed = path.symlink_metadata().is_ok();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::ELOOP) => ChainError::NotRegular { path: path.to_owned() },
-                _ => io_err(e),
-            })?;
-        if !file.metadata().map_err(io_err)?.file_type().is_file() {
-            return Err(ChainError::NotRegular { path: path.to_owned() });
-        }
-        if !existed {
-            sync_parent(path).map_err(io_err)?;
-        }
-        set_aside_torn_tail(path, &mut file)?;
-        catch_up_locked(path, &mut file, &remote)
-    })();
+    let result = open_locked_for_append(path).and_then(|(mut file, _)| catch_up_locked(path, &mut file, &remote));
     let _ = lock.unlock();
     result
 }
@@ -809,6 +765,40 @@ fn push_to_store(
         }),
         Err(e) => Err(ChainError::Store { path: path.to_owned(), message: format!("{}: {e}", remote.inner().url()) }),
     }
+}
+
+/// Under the chain's lock: opens `path` for reading and appending (created if missing, mode
+/// 0644, never through a symlink, a regular file only; its directory synced when it was
+/// created) and sets a torn final line aside ([`SetAside`]). Returns the file and its metadata.
+///
+/// # Errors
+/// [`ChainError::NotRegular`], I/O errors, and those of setting the torn line aside.
+fn open_locked_for_append(path: &Path) -> Result<(File, std::fs::Metadata), ChainError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let io_err = |source| ChainError::Io { path: path.to_owned(), source };
+    let existed = path.symlink_metadata().is_ok();
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => ChainError::NotRegular { path: path.to_owned() },
+            _ => io_err(e),
+        })?;
+    let meta = file.metadata().map_err(io_err)?;
+    if !meta.file_type().is_file() {
+        return Err(ChainError::NotRegular { path: path.to_owned() });
+    }
+    if !existed {
+        sync_parent(path).map_err(io_err)?;
+    }
+    if let Some(aside) = set_aside_torn_tail(path, &mut file)? {
+        tracing::warn!(side_file = %aside.side_file.display(), bytes = aside.bytes, "{}", aside.message());
+    }
+    Ok((file, meta))
 }
 
 /// Takes the exclusive lock on `.chain.lock` beside `path` (a private file, mode 0600, never a
