@@ -3157,9 +3157,11 @@ fn control_cli(spool: &Spool, config: &Config, input: ControlInput) -> Result<u8
     let (principal, pinned) = load_principal(config)?;
     let policies = load_policies(Some(spool))?;
     let (input, appended) =
-        spool::append_control(spool, &principal, &pinned, &policies, input).map_err(|e| match e {
-            spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
-            _ => Failure::invalid(e.to_string()),
+        spool::append_control(spool, &principal, &pinned, &policies, &crate::monitor::Scores, input).map_err(|e| {
+            match e {
+                spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
+                _ => Failure::invalid(e.to_string()),
+            }
         })?;
     println!(
         "{} {}: record {} {} signed by {} ({})",

@@ -249,6 +249,24 @@ pub fn speakers<'a>(ctx: &VerdictContext<'a>, agent: &str, first_owner: u32) -> 
     ctx.controls.publishers.get(agent).map_or(Speakers::FirstSeen(first_owner), |u| Speakers::Chain(*u))
 }
 
+/// The monitor as the store's [`crate::store::spool::AgentScores`]: an agent's effective score is
+/// the one [`observe`] gives it (0 for an agent with no packet). Pass `&Scores` to
+/// [`crate::store::spool::append_control`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scores;
+
+impl crate::store::spool::AgentScores for Scores {
+    fn effective_score(
+        &self,
+        ctx: &VerdictContext<'_>,
+        snap: &crate::store::spool::Snapshot,
+        view: &crate::store::spool::ChainView,
+        agent: &str,
+    ) -> f64 {
+        observe(ctx, &snap.packets, &snap.receipts, &view.decisions).agents.get(agent).map_or(0.0, |a| a.eff_score)
+    }
+}
+
 /// Replays arrivals and summarises agents (see the module docs). `now` is unix seconds.
 #[must_use]
 pub fn observe(

@@ -94,6 +94,14 @@ pub struct Observer {
     digests: Mutex<HashMap<(u64, u64), (Stamp, String)>>,
 }
 
+/// Deciding records an approval's preconditions as this observer sees them (the store's side
+/// of it, [`crate::store::spool::decide_with`]).
+impl crate::store::spool::PreconditionRecorder for Observer {
+    fn record(&self, preconditions: &[ActionPrecondition]) -> Result<Option<Value>, String> {
+        Observer::record(self, preconditions)
+    }
+}
+
 /// Most digests kept; the cache is emptied when it is full.
 const MAX_KEPT_DIGESTS: usize = 4096;
 

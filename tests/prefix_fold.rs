@@ -73,7 +73,8 @@ impl Fixture {
             decided_at: AT.into(),
         };
         let policies = warrant::protocol::graduation::PolicySet::default();
-        spool::append_control(&self.spool, &self.principal, &self.pinned, &policies, input).expect("quarantined");
+        spool::append_control(&self.spool, &self.principal, &self.pinned, &policies, &warrant::monitor::Scores, input)
+            .expect("quarantined");
     }
 
     fn fold_path(&self) -> std::path::PathBuf {

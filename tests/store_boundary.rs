@@ -1,12 +1,21 @@
 //! The store boundary (issue 19): the directory store's chain behind [`ChainLog`], held to the
 //! same conformance checks as JetStream (`tests/support/chain_log.rs`), with real files and the
-//! chain's real lock.
+//! chain's real lock; and what deciding asks of the surfaces above the store (the preconditions
+//! an approval records, the score an elevation is checked against), given by the caller.
 
 #[path = "support/chain_log.rs"]
 mod chain_log;
+#[path = "support/signed_spool.rs"]
+mod signed_spool;
 
+use serde_json::{Value, json};
 use warrant::protocol::chain::VerifyOptions;
+use warrant::protocol::control::{ControlInput, ControlKind};
+use warrant::protocol::decision::Verdict;
+use warrant::protocol::ladder::ActionPrecondition;
+use warrant::protocol::verdict::VerdictContext;
 use warrant::store::chain_file;
+use warrant::store::spool::{self, AgentScores, ChainView, DecideError, PreconditionRecorder, Scanner, Snapshot};
 use warrant::store::{ChainLog, DirectoryChain};
 
 #[test]
@@ -32,4 +41,105 @@ fn of_eight_writers_on_one_head_exactly_one_appends() {
     let head = log.head().expect("head");
     log.append_after(&head, vec![chain_log::body(0)]).expect("first record");
     chain_log::one_of_many_wins(&|| Box::new(DirectoryChain::new(path.clone())), 8);
+}
+
+/// What the store asks of the surfaces above it when it decides: the preconditions an approval
+/// records are the ones the caller's observer gives ([`PreconditionRecorder`]), and a caller that
+/// observes nothing ([`spool::decide`], [`spool::Unobserved`]) cannot approve a packet with a
+/// precondition to re-check.
+#[test]
+fn an_approval_records_the_preconditions_its_observer_gives_and_fails_closed_without_one() {
+    struct Seen;
+    impl PreconditionRecorder for Seen {
+        fn record(&self, pre: &[ActionPrecondition]) -> Result<Option<Value>, String> {
+            let seen: Vec<Value> = pre
+                .iter()
+                .map(|p| json!({"check_id": p.check_id, "parameters": p.parameters, "expected_at_approval": "seen"}))
+                .collect();
+            Ok(Some(Value::Array(seen)))
+        }
+    }
+    let f = signed_spool::fixture_with_seed(3);
+    let mut doc = warrant::protocol::packet::portable_packet(
+        "p-pre",
+        "draft.compose",
+        "agent-a",
+        "s",
+        json!({"text": "x"}),
+        "2026-11-21T09:00:00Z",
+    );
+    doc["governance"] = json!({"contract": {
+        "required_level": 4, "blast_radius": "external", "reversibility": "irreversible",
+        "scope": {"level": "project", "identifier": "acme"}, "data_sensitivity": "private",
+        "preconditions": [{"check_id": "file.exists", "parameters": {"path": "/srv/acme/ready"},
+            "expected_at_approval": null, "must_revalidate_at_execution": true}]}});
+    f.spool.publish(&f.spool.packets_dir(), "p-pre", &doc).expect("publish");
+    let packet = Scanner::new().scan(&f.spool).expect("scan").packets.remove(0).packet;
+    let at = "2026-11-21T10:00:00Z";
+
+    let refused = spool::decide(&f.spool, &f.principal, &f.pinned, &packet, Verdict::Approve, None, at);
+    match refused {
+        Err(DecideError::PreconditionFailed(why)) => assert!(why.contains("file.exists"), "{why}"),
+        other => panic!("an approval nobody observed for must fail closed: {other:?}"),
+    }
+    assert!(chain_file::read_chain(&f.spool.chain_path()).expect("read").records.is_empty(), "nothing appended");
+
+    let decided = spool::decide_with(
+        &f.spool,
+        &f.principal,
+        &f.pinned,
+        &packet,
+        None,
+        Verdict::Approve,
+        None,
+        at,
+        &Seen,
+        None,
+        |_| Ok(Vec::new()),
+    )
+    .expect("approved");
+    let recorded = &decided.signed.document["preconditions"];
+    assert_eq!(recorded[0]["check_id"], "file.exists", "{recorded}");
+    assert_eq!(recorded[0]["expected_at_approval"], "seen", "{recorded}");
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(&decided.decision_file).expect("decision file")).expect("json");
+    assert_eq!(file["document"]["preconditions"], *recorded, "the agent's decision file carries what was signed");
+}
+
+/// An elevation is checked against the agent's effective score as the caller observes it
+/// ([`AgentScores`]; the console and CLI pass the monitor's): the score decides whether the
+/// hypervisor grants it, and the record carries the score and the ring it started from.
+#[test]
+fn an_elevation_is_checked_against_the_score_its_caller_observes() {
+    struct Claims(f64);
+    impl AgentScores for Claims {
+        fn effective_score(&self, _: &VerdictContext<'_>, _: &Snapshot, _: &ChainView, _: &str) -> f64 {
+            self.0
+        }
+    }
+    let f = signed_spool::fixture_with_seed(4);
+    let policies = warrant::protocol::graduation::PolicySet::default();
+    let elevate = |score: f64| {
+        let mut fields = serde_json::Map::new();
+        fields.insert("ring".into(), json!(1));
+        fields.insert("ttl_seconds".into(), json!(600));
+        let input = ControlInput {
+            kind: ControlKind::Elevate,
+            subject: "agent-e".into(),
+            fields,
+            reason: Some("release day".into()),
+            decided_at: "2026-11-21T10:00:00Z".into(),
+        };
+        spool::append_control(&f.spool, &f.principal, &f.pinned, &policies, &Claims(score), input)
+    };
+    match elevate(0.30) {
+        Err(DecideError::Refused(why)) => assert!(why.contains("insufficient_trust"), "{why}"),
+        other => panic!("a Ring 1 elevation at 0.30 is denied: {other:?}"),
+    }
+    let (granted, _) = elevate(0.95).expect("a Ring 1 elevation at 0.95 is granted");
+    assert_eq!(granted.fields["trust_score"], "0.9500");
+    assert_eq!(granted.fields["original_ring"], 2, "0.95 without consensus is Ring 2: {:?}", granted.fields);
+    assert_eq!(granted.fields["ring"], 1);
+    let records = chain_file::read_chain(&f.spool.chain_path()).expect("read").records;
+    assert_eq!(records.len(), 1, "only the granted elevation is recorded");
 }

@@ -259,8 +259,8 @@ pub fn execute_control(
     mut input: crate::protocol::control::ControlInput,
 ) -> std::result::Result<ControlSummary, String> {
     input.decided_at = crate::protocol::clock::now_rfc3339();
-    let (input, appended) =
-        spool::append_control(spool, principal, pinned, policies, input).map_err(|e| e.to_string())?;
+    let (input, appended) = spool::append_control(spool, principal, pinned, policies, &crate::monitor::Scores, input)
+        .map_err(|e| e.to_string())?;
     let refused = if input.kind == crate::protocol::control::ControlKind::Kill {
         let reason = format!("killed: {}", input.reason.as_deref().unwrap_or("the principal killed the agent"));
         spool::refuse_pending_of(spool, principal, pinned, &input.subject, &reason, &input.decided_at)
@@ -503,7 +503,7 @@ impl Runner {
                         verdict,
                         reason.as_deref(),
                         &at,
-                        &observer,
+                        &*observer,
                         quorum.as_ref(),
                         |_| Ok(stands_in_for),
                     )
@@ -625,7 +625,7 @@ impl Runner {
                         verdict,
                         reason.as_deref(),
                         &at,
-                        &observer,
+                        &*observer,
                         stands,
                     )
                     .map(|done| {

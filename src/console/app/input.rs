@@ -182,6 +182,7 @@ pub(super) fn submit(state: &mut State, purpose: InputPurpose, text: String) -> 
                 &state.snapshot,
                 &view,
                 &state.policies,
+                &crate::monitor::Scores,
                 &agent,
                 ring,
                 ttl,

@@ -6,7 +6,8 @@ use super::first_problem;
 use super::fold::{sign_checkpoint, verified_view};
 use super::view::receipt_hash_of;
 use super::{
-    ChainView, DecideError, Decided, Spool, decision_record_body, ids_without_decision_files, record_preconditions,
+    ChainView, DecideError, Decided, PreconditionRecorder, Spool, decision_record_body, ids_without_decision_files,
+    record_preconditions,
 };
 use crate::protocol::chain;
 use crate::protocol::decision::{self, DecisionInput, SignedDecision, Verdict};
@@ -78,7 +79,7 @@ pub fn decide_many(
     verdict: Verdict,
     reason: Option<&str>,
     decided_at: &str,
-    observer: &crate::preconditions::Observer,
+    observer: &dyn PreconditionRecorder,
     mut admit: impl FnMut(&ChainView, &Packet) -> Result<Vec<String>, String>,
 ) -> Result<Vec<Decided>, BatchError> {
     if items.is_empty() {

@@ -10,6 +10,7 @@ use crate::protocol::decision::{self, DecisionInput, SignedDecision, Verdict};
 use crate::protocol::graduation::evidence::SourceType;
 use crate::protocol::graduation::receipt::{ReceiptInput, build_receipt};
 use crate::protocol::keys::{PinnedKeys, Principal};
+use crate::protocol::ladder::ActionPrecondition;
 use crate::protocol::packet::{DecisionState, Packet};
 use crate::store::chain_file::{self, ChainError};
 use serde_json::{Map, Value};
@@ -216,9 +217,9 @@ pub(super) fn packet_admits(packet: &Packet, verdict: Verdict, decided_at: &str)
 /// `decisions/<id>.json` atomically. Decision files missing for earlier records are restored
 /// from the chain on the way.
 ///
-/// Preconditions are observed with an [`crate::preconditions::Observer`] that has no roots, so
-/// an approval of a packet with file or git preconditions fails closed here: callers that honour
-/// the principal's `[preconditions] roots` use [`decide_with`].
+/// Preconditions are not observed ([`Unobserved`]), so an approval of a packet with a
+/// precondition to re-check fails closed here: callers that honour the principal's
+/// `[preconditions] roots` use [`decide_with`] with their observer.
 ///
 /// # Errors
 /// [`DecideError`]; on any error nothing was appended.
@@ -231,24 +232,13 @@ pub fn decide(
     reason: Option<&str>,
     decided_at: &str,
 ) -> Result<Decided, DecideError> {
-    let observer = crate::preconditions::Observer::default();
-    decide_with(
-        spool,
-        principal,
-        pinned,
-        packet,
-        None,
-        verdict,
-        reason,
-        decided_at,
-        &observer,
-        None,
-        |_| Ok(Vec::new()),
-    )
+    decide_with(spool, principal, pinned, packet, None, verdict, reason, decided_at, &Unobserved, None, |_| {
+        Ok(Vec::new())
+    })
 }
 
-/// [`decide`], for a packet whose file `publisher` (a uid) owns, observing an approval's
-/// preconditions with `observer` (before the lock is taken), and with `admit` run on the chain as verified under the lock, just before signing: an `Err`
+/// [`decide`], for a packet whose file `publisher` (a uid) owns, recording an approval's
+/// preconditions as `observer` observes them (before the lock is taken), and with `admit` run on the chain as verified under the lock, just before signing: an `Err`
 /// refuses the decision ([`DecideError::Refused`]) and nothing is appended. The CLI checks the
 /// composed verdict here, so the chain is verified once and the principal's controls cannot
 /// change between the check and the signature.
@@ -269,7 +259,7 @@ pub fn decide_with(
     verdict: Verdict,
     reason: Option<&str>,
     decided_at: &str,
-    observer: &crate::preconditions::Observer,
+    observer: &dyn PreconditionRecorder,
     quorum: Option<&crate::protocol::decision::Quorum>,
     admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
 ) -> Result<Decided, DecideError> {
@@ -295,11 +285,21 @@ pub fn decide_system(
     reason: &str,
     decided_at: &str,
 ) -> Result<Decided, DecideError> {
-    let observer = crate::preconditions::Observer::default();
     let (verdict, reason) = (Verdict::Refuse, Some(reason));
-    decide_as(spool, principal, pinned, packet, None, verdict, reason, decided_at, &observer, None, Some(cause), |_| {
-        Ok(Vec::new())
-    })
+    decide_as(
+        spool,
+        principal,
+        pinned,
+        packet,
+        None,
+        verdict,
+        reason,
+        decided_at,
+        &Unobserved,
+        None,
+        Some(cause),
+        |_| Ok(Vec::new()),
+    )
 }
 
 /// [`decide_with`] (an approval under `quorum` is one co-signature), signing a system decision
@@ -314,7 +314,7 @@ fn decide_as(
     verdict: Verdict,
     reason: Option<&str>,
     decided_at: &str,
-    observer: &crate::preconditions::Observer,
+    observer: &dyn PreconditionRecorder,
     quorum: Option<&crate::protocol::decision::Quorum>,
     system: Option<decision::SystemCause>,
     admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
@@ -533,14 +533,14 @@ pub fn refuse_pending_of(
 }
 
 /// The preconditions to record when approving `packet` (lodestar-and-tiers.md §A3), observed
-/// by `observer` ([`crate::preconditions::Observer::record`]): `None` when the packet has no
-/// contract or nothing to re-check.
+/// by `observer` ([`PreconditionRecorder::record`]): `None` when the packet has no contract or
+/// nothing to re-check.
 ///
 /// # Errors
 /// [`DecideError::PreconditionFailed`] when one does not hold or cannot be observed;
 /// [`DecideError::InvalidContract`] for a malformed contract.
 pub fn record_preconditions(
-    observer: &crate::preconditions::Observer,
+    observer: &dyn PreconditionRecorder,
     packet: &Packet,
 ) -> Result<Option<Value>, DecideError> {
     let Some(g) = crate::protocol::verdict::Governance::of_packet(packet) else { return Ok(None) };
@@ -548,5 +548,35 @@ pub fn record_preconditions(
         None => Ok(None),
         Some(Err(reason)) => Err(DecideError::InvalidContract { id: packet.id.clone(), reason: reason.clone() }),
         Some(Ok(c)) => observer.record(&c.preconditions).map_err(DecideError::PreconditionFailed),
+    }
+}
+
+/// What deciding needs to observe of the principal's host to approve a packet whose action
+/// contract has preconditions to re-check at execution (lodestar-and-tiers.md §A3): each one
+/// marked `must_revalidate_at_execution`, observed now, to record in the approval. Observing
+/// files and repositories is a surface's work, confined to the principal's declared roots
+/// (`warrant::preconditions::Observer` implements this); the store only records the result.
+pub trait PreconditionRecorder {
+    /// The preconditions to record with an approval, as a JSON array of
+    /// `{"check_id", "parameters", "expected_at_approval"}`; `None` when none is to be re-checked.
+    ///
+    /// # Errors
+    /// A sentence naming the first check that does not hold or cannot be observed: the approval
+    /// is then refused ([`DecideError::PreconditionFailed`]).
+    fn record(&self, preconditions: &[ActionPrecondition]) -> Result<Option<Value>, String>;
+}
+
+/// The observer of a caller that observes nothing: a precondition to re-check cannot be
+/// observed, so an approval that needs one fails closed; one with nothing to re-check records
+/// nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unobserved;
+
+impl PreconditionRecorder for Unobserved {
+    fn record(&self, preconditions: &[ActionPrecondition]) -> Result<Option<Value>, String> {
+        match preconditions.iter().find(|p| p.must_revalidate_at_execution) {
+            Some(p) => Err(format!("{:?} cannot be observed: no precondition roots are given", p.check_id)),
+            None => Ok(None),
+        }
     }
 }

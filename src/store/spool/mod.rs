@@ -34,8 +34,8 @@ mod view;
 
 pub use batch::{BatchError, BatchItem, decide_many};
 pub use decide::{
-    CosignProgress, DecideError, Decided, decide, decide_system, decide_with, decision_record_body,
-    record_preconditions, refuse_pending_of,
+    CosignProgress, DecideError, Decided, PreconditionRecorder, Unobserved, decide, decide_system, decide_with,
+    decision_record_body, record_preconditions, refuse_pending_of,
 };
 pub use decision_files::{
     ids_without_decision_files, restore_decision_file, restore_decision_files, verify_chain_restoring,
@@ -45,7 +45,7 @@ pub use receipts::{
     ReceiptError, ReceiptRequest, observed_receipts, publish_receipt, publish_signed_receipt, receipt_record_body,
     record_receipt,
 };
-pub use records::{append_control, append_grant, append_key_event, elevation_fields, revoke_grant};
+pub use records::{AgentScores, append_control, append_grant, append_key_event, elevation_fields, revoke_grant};
 pub use scan::{FileKind, InvalidFile, PacketEntry, Recheck, Scanner, Snapshot, publisher_label, user_name};
 pub use uses::{USE_SUFFIX, Uses, claim_approval, claim_grant_use, gate_runs, read_uses, record_gate_run};
 pub use view::{

@@ -18,7 +18,8 @@ use std::fs;
 /// still start from its `previous` level, a kill runs the kill switch, an elevation is checked by
 /// the hypervisor's rules), signs it, checks that the new record would itself verify, and appends
 /// it durably. The control applies from the next gate call: every view folds the chain
-/// ([`ChainView::controls`]). Returns the control as signed and the record written.
+/// ([`ChainView::controls`]). An elevation is checked against the agent's effective score as
+/// `scores` observes it. Returns the control as signed and the record written.
 ///
 /// # Errors
 /// [`DecideError`]: an unsafe spool, a broken chain, a control the chain no longer admits or the
@@ -29,6 +30,7 @@ pub fn append_control(
     principal: &Principal,
     pinned: &PinnedKeys,
     policies: &crate::protocol::graduation::PolicySet,
+    scores: &dyn AgentScores,
     mut input: ControlInput,
 ) -> Result<(ControlInput, chain::Appended), DecideError> {
     if !packet::is_safe_id(&input.subject) {
@@ -36,7 +38,7 @@ pub fn append_control(
     }
     let signed_at = input.decided_at.clone();
     let a = append_signed_record(spool, principal, pinned, &signed_at, |view| {
-        prepare_control(spool, policies, view, &mut input)?;
+        prepare_control(spool, policies, scores, view, &mut input)?;
         Ok(crate::protocol::control::record_body(&input, &crate::protocol::control::sign_control(principal, &input)))
     })?;
     standing_signal(spool, &input);
@@ -229,6 +231,7 @@ fn append_signed_record(
 fn prepare_control(
     spool: &Spool,
     policies: &crate::protocol::graduation::PolicySet,
+    scores: &dyn AgentScores,
     view: &ChainView,
     input: &mut ControlInput,
 ) -> Result<(), DecideError> {
@@ -256,8 +259,9 @@ fn prepare_control(
                 return Err(DecideError::Refused("an elevation needs a ring and a TTL".into()));
             };
             let snap = Scanner::new().scan(spool)?;
-            input.fields = elevation_fields(&snap, view, policies, &input.subject, ring, ttl, &input.decided_at)
-                .map_err(|e| DecideError::Refused(format!("elevation denied: {e}")))?;
+            input.fields =
+                elevation_fields(&snap, view, policies, scores, &input.subject, ring, ttl, &input.decided_at)
+                    .map_err(|e| DecideError::Refused(format!("elevation denied: {e}")))?;
         }
         ControlKind::Quarantine | ControlKind::Release => {}
     }
@@ -312,17 +316,19 @@ fn kill_agent(spool: &Spool, snap: &Snapshot, view: &ChainView, input: &ControlI
 
 /// Checks an elevation the principal asks for against the Agent Hypervisor's rules
 /// (agent-hypervisor.md §2.7) and returns the control's fields (`ring`, `ttl_seconds`,
-/// `expires_at`, `original_ring`, `trust_score`). The agent's current ring and score come from
-/// its packets (see [`crate::monitor`]); the principal's signature is the sponsorship a Ring 1
-/// elevation needs.
+/// `expires_at`, `original_ring`, `trust_score`). The agent's current ring follows from its
+/// effective score, which `scores` observes from its packets; the principal's signature is the
+/// sponsorship a Ring 1 elevation needs.
 ///
 /// # Errors
 /// A sentence naming the denial (`invalid_target`, `ring_0_forbidden`, `duplicate_elevation`,
 /// `insufficient_trust`), or an agent that is quarantined or killed.
+#[allow(clippy::too_many_arguments)]
 pub fn elevation_fields(
     snap: &Snapshot,
     view: &ChainView,
     policies: &crate::protocol::graduation::PolicySet,
+    scores: &dyn AgentScores,
     agent: &str,
     ring: u8,
     ttl_seconds: i64,
@@ -339,8 +345,7 @@ pub fn elevation_fields(
     if view.controls.active_elevation(agent, now).is_some() {
         return Err(format!("duplicate_elevation: {agent} already has an active elevation"));
     }
-    let mon = crate::monitor::observe(&ctx, &snap.packets, &snap.receipts, &view.decisions);
-    let eff = mon.agents.get(agent).map_or(0.0, |a| a.eff_score);
+    let eff = scores.effective_score(&ctx, snap, view, agent);
     let (current, _) = crate::protocol::verdict::agent_ring(&ctx, agent, eff, false);
     let target = Ring::from_value(i64::from(ring)).ok_or_else(|| format!("ring {ring} is not 0-3"))?;
     let mut req = ElevationRequest::new(agent, "spool", current, target);
@@ -363,4 +368,20 @@ pub fn elevation_fields(
     );
     fields.insert("trust_score".into(), serde_json::json!(format!("{eff:.4}")));
     Ok(fields)
+}
+
+/// An agent's effective trust score as the surfaces observe it from the spool (the live monitor,
+/// `warrant::monitor::Scores`, which replays the agent's packets in arrival order and keeps the
+/// last score they claimed, capped by policy): what an elevation is checked against
+/// (agent-hypervisor.md §2.7) and recorded with ([`elevation_fields`]).
+pub trait AgentScores {
+    /// `agent`'s effective score in `[0, 1]` (0 when it has claimed none), observed from `snap`
+    /// and `view` under `ctx` (its policies, controls and time).
+    fn effective_score(
+        &self,
+        ctx: &crate::protocol::verdict::VerdictContext<'_>,
+        snap: &Snapshot,
+        view: &ChainView,
+        agent: &str,
+    ) -> f64;
 }
