@@ -1,8 +1,8 @@
 //! The JetStream spool (`src/store/jetstream.rs`, issue 19) against real `nats-server` processes: the
 //! chain's compare-and-set, de-duplication, the refusals of delete, purge and rollup, a chain
 //! read back that verifies like the file, many writers on a three-node cluster with the stream
-//! leader killed, a live watch across a restart, the decisions bucket, and the server
-//! permissions of docs/distributed.md.
+//! leader killed, a live watch across a restart, the decisions bucket, the server permissions of
+//! docs/distributed.md, and a credentials file in operator mode.
 #![cfg(feature = "jetstream")]
 
 #[path = "support/nats.rs"]
@@ -792,4 +792,114 @@ fn a_spool_migrates_to_jetstream_and_back_and_both_verify_and_export_the_same() 
     assert_eq!(v["hookSpecificOutput"]["permissionDecision"], json!("deny"), "{v}");
     let reason = v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason");
     assert!(reason.contains("no decision on"), "{reason}");
+}
+
+/// A NATS JWT as `nsc` issues them (NATS JWT v2: `header.claims.signature`, each base64url
+/// without padding; the header `{"typ":"JWT","alg":"ed25519-nkey"}`; the signature Ed25519 by
+/// `issuer`'s NKey over `header.claims`), with `nats` as the claims' `nats` object.
+fn nats_jwt(issuer: &nkeys::KeyPair, subject: &str, name: &str, nats: Value) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    let iat = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
+    let mut claims = json!({"iat": iat, "iss": issuer.public_key(), "name": name, "sub": subject, "nats": nats});
+    let id = sha2::Sha256::digest(claims.to_string().as_bytes());
+    claims["jti"] = json!(id.iter().map(|b| format!("{b:02X}")).collect::<String>());
+    let signed = format!("{}.{}", b64(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#), b64(claims.to_string().as_bytes()));
+    let signature = issuer.sign(signed.as_bytes()).expect("sign");
+    format!("{signed}.{}", b64(&signature))
+}
+
+/// A `.creds` file's text, as `nsc generate creds` writes it: the user's JWT and NKey seed.
+fn creds(jwt: &str, user: &nkeys::KeyPair) -> String {
+    format!(
+        "-----BEGIN NATS USER JWT-----\n{jwt}\n------END NATS USER JWT------\n\n\
+         ************************* IMPORTANT *************************\n\
+         NKEY Seed printed below can be used to sign and prove identity.\n\n\
+         -----BEGIN USER NKEY SEED-----\n{}\n------END USER NKEY SEED------\n",
+        user.seed().expect("seed")
+    )
+}
+
+/// Operator mode (the server trusts an operator; accounts and users are JWTs, a user connects
+/// with a `.creds` file): the principal's commands run on the store with `NATS_CREDS`; without
+/// it, or with a user the account never signed, they fail and write nothing.
+#[test]
+fn a_credentials_file_connects_in_operator_mode_and_nothing_else_does() {
+    let operator = nkeys::KeyPair::new_operator();
+    let system = nkeys::KeyPair::new_account();
+    let account = nkeys::KeyPair::new_account();
+    let stranger_account = nkeys::KeyPair::new_account();
+    let user = nkeys::KeyPair::new_user();
+    let op_jwt = nats_jwt(
+        &operator,
+        &operator.public_key(),
+        "op",
+        json!({"type": "operator", "version": 2, "system_account": system.public_key()}),
+    );
+    let unlimited = json!({"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
+        "wildcards": true, "conn": -1, "leaf": -1});
+    let sys_jwt = nats_jwt(
+        &operator,
+        &system.public_key(),
+        "SYS",
+        json!({"type": "account", "version": 2, "limits": unlimited}),
+    );
+    let mut with_js = unlimited.clone();
+    for k in ["mem_storage", "disk_storage", "streams", "consumer"] {
+        with_js[k] = json!(-1);
+    }
+    let acc_jwt = nats_jwt(
+        &operator,
+        &account.public_key(),
+        "warrant",
+        json!({"type": "account", "version": 2, "limits": with_js}),
+    );
+    let user_claims = json!({"type": "user", "version": 2, "pub": {}, "sub": {}, "subs": -1, "data": -1, "payload": -1});
+    let user_jwt = nats_jwt(&account, &user.public_key(), "principal", user_claims.clone());
+    // Signed by an account the operator never issued.
+    let stray_jwt = nats_jwt(&stranger_account, &user.public_key(), "stray", user_claims);
+    let conf = format!(
+        "operator: {op_jwt}\nsystem_account: {}\nresolver: MEMORY\nresolver_preload: {{\n  {}: {sys_jwt}\n  {}: {acc_jwt}\n}}\n",
+        system.public_key(),
+        system.public_key(),
+        account.public_key(),
+    );
+    let Some(server) = Server::start_with_config(Some(&conf)) else { return };
+    let e = cli_env::Env::new();
+    let good = e.dir.path().join("principal.creds");
+    let stray = e.dir.path().join("stray.creds");
+    std::fs::write(&good, creds(&user_jwt, &user)).expect("creds");
+    std::fs::write(&stray, creds(&stray_jwt, &user)).expect("creds");
+    let url = server.store_url("creds");
+    let run = |creds: Option<&std::path::Path>, args: &[&str]| {
+        let mut c = e.cmd(args);
+        c.env("WARRANT_STORE", &url).env_remove("NATS_CREDS");
+        if let Some(p) = creds {
+            c.env("NATS_CREDS", p);
+        }
+        c.output().expect("run warrant")
+    };
+    // Without credentials, or with a user its account never signed: refused, and no stream made.
+    let empty = e.dir.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("dir");
+    let empty = empty.display().to_string();
+    for (what, creds) in [("no credentials", None), ("a stray user", Some(stray.as_path()))] {
+        let o = run(creds, &["migrate", "--from", &empty, "--to", &url]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_ne!(o.status.code(), Some(0), "{what}: {err}");
+        assert!(err.contains("authorization violation"), "{what}: the server refused it: {err}");
+        let o = run(creds, &["verify"]);
+        assert_ne!(o.status.code(), Some(0), "{what}: verify must not pass: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    // With its credentials file the principal creates the store, and its day runs on it.
+    ok(&run(Some(&good), &["migrate", "--from", &empty, "--to", &url]));
+    ok(&run(Some(&good), &["propose", "--class", "draft.compose", "--agent", "agent-a", "--summary", "s", "--id", "c-1"]));
+    ok(&run(Some(&good), &["approve", "--yes", "c-1"]));
+    let v = verified(&run(Some(&good), &["verify", "--json"]));
+    assert_eq!((v[0].clone(), v[1].clone()), (json!(true), json!(1)), "{v}");
+    // The stray user still reads nothing of it.
+    let o = run(Some(&stray), &["verify", "--json"]);
+    assert_ne!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("root_hash"), "{}", String::from_utf8_lossy(&o.stdout));
 }
