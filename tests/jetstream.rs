@@ -14,6 +14,9 @@ mod chain_log;
 #[path = "support/cli_env.rs"]
 mod cli_env;
 
+#[path = "support/spool_log.rs"]
+mod spool_log;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -839,12 +842,8 @@ fn a_credentials_file_connects_in_operator_mode_and_nothing_else_does() {
     );
     let unlimited = json!({"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
         "wildcards": true, "conn": -1, "leaf": -1});
-    let sys_jwt = nats_jwt(
-        &operator,
-        &system.public_key(),
-        "SYS",
-        json!({"type": "account", "version": 2, "limits": unlimited}),
-    );
+    let sys_jwt =
+        nats_jwt(&operator, &system.public_key(), "SYS", json!({"type": "account", "version": 2, "limits": unlimited}));
     let mut with_js = unlimited.clone();
     for k in ["mem_storage", "disk_storage", "streams", "consumer"] {
         with_js[k] = json!(-1);
@@ -855,7 +854,8 @@ fn a_credentials_file_connects_in_operator_mode_and_nothing_else_does() {
         "warrant",
         json!({"type": "account", "version": 2, "limits": with_js}),
     );
-    let user_claims = json!({"type": "user", "version": 2, "pub": {}, "sub": {}, "subs": -1, "data": -1, "payload": -1});
+    let user_claims =
+        json!({"type": "user", "version": 2, "pub": {}, "sub": {}, "subs": -1, "data": -1, "payload": -1});
     let user_jwt = nats_jwt(&account, &user.public_key(), "principal", user_claims.clone());
     // Signed by an account the operator never issued.
     let stray_jwt = nats_jwt(&stranger_account, &user.public_key(), "stray", user_claims);
@@ -894,7 +894,10 @@ fn a_credentials_file_connects_in_operator_mode_and_nothing_else_does() {
     }
     // With its credentials file the principal creates the store, and its day runs on it.
     ok(&run(Some(&good), &["migrate", "--from", &empty, "--to", &url]));
-    ok(&run(Some(&good), &["propose", "--class", "draft.compose", "--agent", "agent-a", "--summary", "s", "--id", "c-1"]));
+    ok(&run(
+        Some(&good),
+        &["propose", "--class", "draft.compose", "--agent", "agent-a", "--summary", "s", "--id", "c-1"],
+    ));
     ok(&run(Some(&good), &["approve", "--yes", "c-1"]));
     let v = verified(&run(Some(&good), &["verify", "--json"]));
     assert_eq!((v[0].clone(), v[1].clone()), (json!(true), json!(1)), "{v}");
@@ -902,4 +905,24 @@ fn a_credentials_file_connects_in_operator_mode_and_nothing_else_does() {
     let o = run(Some(&stray), &["verify", "--json"]);
     assert_ne!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
     assert!(!String::from_utf8_lossy(&o.stdout).contains("root_hash"), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+/// A JetStream store keeps an agent's side of the spool ([`SpoolLog`]) by the rules every store
+/// keeps: messages on the agent's subject, decision files as keys of the bucket.
+#[test]
+fn the_jetstream_store_keeps_the_agents_side_by_the_rules_of_every_store() {
+    use warrant::store::publications::SpoolLog;
+    let Some(server) = Server::start() else { return };
+    let log = setup(&server.store_url("agents-side"), 1);
+    spool_log::conformance(&log, &|agent, id, bytes| {
+        log.put_decision(agent, id, bytes).expect("decision");
+    });
+    // On the agent's own subject: the principal's scan names the packet by its subject.
+    let packets = log.list_packets().expect("list");
+    assert!(packets.iter().all(|m| m.agent == "agent-a"), "{packets:?}");
+    // An id that is no subject token is refused before anything is sent.
+    let doc = spool_log::packet("p.dot", "agent-a");
+    let e = log.publish(warrant::store::publications::Publication::Packet, "agent-a", "p.dot", &doc);
+    assert!(e.is_err(), "{e:?}");
+    assert_eq!(log.list_packets().expect("list").len(), 2, "nothing was published");
 }

@@ -7,6 +7,8 @@
 mod chain_log;
 #[path = "support/signed_spool.rs"]
 mod signed_spool;
+#[path = "support/spool_log.rs"]
+mod spool_log;
 
 use serde_json::{Value, json};
 use warrant::protocol::chain::VerifyOptions;
@@ -142,4 +144,34 @@ fn an_elevation_is_checked_against_the_score_its_caller_observes() {
     assert_eq!(granted.fields["ring"], 1);
     let records = chain_file::read_chain(&f.spool.chain_path()).expect("read").records;
     assert_eq!(records.len(), 1, "only the granted elevation is recorded");
+}
+
+/// The directory spool keeps an agent's side of the store ([`SpoolLog`]) by the rules every store
+/// keeps, as files; and an id is one publication: another packet under a published id is refused
+/// and the first is kept.
+#[test]
+fn the_directory_spool_keeps_the_agents_side_by_the_rules_of_every_store() {
+    use warrant::store::publications::{Publication, SpoolLog};
+    let f = signed_spool::fixture_with_seed(5);
+    spool_log::conformance(&f.spool, &|_agent, id, bytes| {
+        std::fs::create_dir_all(f.spool.decisions_dir()).expect("mkdir");
+        std::fs::write(f.spool.decision_path(id), bytes).expect("decision file");
+    });
+    assert_eq!(
+        std::fs::read(f.spool.packets_dir().join("p-1.json")).expect("the packet file"),
+        spool_log::stored_bytes(&spool_log::packet("p-1", "agent-a")),
+        "what is listed is the file"
+    );
+    let other = spool_log::packet("p-1", "agent-b");
+    let e =
+        SpoolLog::publish(&f.spool, Publication::Packet, "agent-b", "p-1", &other).expect_err("a second packet p-1");
+    assert!(e.to_string().contains("another publication"), "{e}");
+    assert_eq!(
+        f.spool.publications(Publication::Packet).expect("list")[0],
+        spool_log::stored_bytes(&spool_log::packet("p-1", "agent-a")),
+        "the first is kept"
+    );
+    // A symlink or an oversized file among the decisions is an error, never a decision.
+    std::os::unix::fs::symlink("/etc/hostname", f.spool.decision_path("p-2")).expect("symlink");
+    assert!(f.spool.decision("agent-a", "p-2").is_err(), "a symlinked decision file is refused");
 }

@@ -8,6 +8,8 @@
 //! - [`checkpoint_files`]: the spool's and the principal's checkpoint copies;
 //! - [`key_files`]: `principal.key` (protected at rest) and `pinned_keys.toml`;
 //! - [`config`]: `config.toml` and the policy files;
+//! - [`publications`]: an agent's side of every store ([`publications::SpoolLog`]): packets and
+//!   receipts published once and listed, and the decision files on them;
 //! - `jetstream` (feature `jetstream`): the spool on NATS JetStream (`docs/distributed.md`);
 //! - `replica` (feature `jetstream`): a JetStream spool worked on through a directory on this
 //!   host that the store keeps equal to the streams.
@@ -18,6 +20,7 @@ pub mod config;
 #[cfg(feature = "jetstream")]
 pub mod jetstream;
 pub mod key_files;
+pub mod publications;
 #[cfg(feature = "jetstream")]
 pub mod replica;
 pub mod spool;
