@@ -1071,7 +1071,14 @@ fn standing_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> O
         return None;
     }
     let bytes = spool::read_limited(&spool.signals_dir().join(format!("{agent}.json"))).ok()?;
-    let v = crate::protocol::canonical::parse_untrusted(&bytes).ok()?;
+    signal_of(&bytes, agent, since)
+}
+
+/// The signal `bytes` (a `signals/<agent>.json`, or its copy in a store) tell `agent`, waiting
+/// since `since`: a stop given since then (a second's leeway), or a quarantine in force. `None`
+/// for anything else (a release, another agent's, an older stop, a malformed one).
+fn signal_of(bytes: &[u8], agent: &str, since: time::OffsetDateTime) -> Option<Signal> {
+    let v = crate::protocol::canonical::parse_untrusted(bytes).ok()?;
     let at = v.get("at").and_then(Value::as_str).and_then(crate::protocol::clock::parse_rfc3339)?;
     if v.get("agent").and_then(Value::as_str) != Some(agent) {
         return None;

@@ -1,0 +1,418 @@
+//! The principal's decisions on packets: `warrant approve` and `refuse` (one packet or a batch),
+//! and `warrant list`.
+
+use super::common::{confirmed, load_pinned, load_policies, load_principal, print_json, write_json_inert};
+use super::grants::show_grant_preview;
+use super::{EXIT_INVALID, EXIT_USAGE, Failure, Review};
+use crate::protocol::decision::Verdict;
+use crate::protocol::packet::{self, DecisionState};
+use crate::store::config::{self, Config};
+use crate::store::spool::{self, Scanner, Spool};
+use serde_json::{Value, json};
+use std::io::Write as _;
+
+/// A fresh scan of `spool` and its packet `id`, or why there is none.
+fn scanned_packet(spool: &Spool, id: &str) -> Result<(spool::Snapshot, spool::PacketEntry), Failure> {
+    let snap = Scanner::new().scan(spool)?;
+    let entry = scanned_in(spool, &snap, id)?;
+    Ok((snap, entry))
+}
+
+/// What `approve` or `refuse` shows on a terminal before asking: the packet's id, agent,
+/// publisher, class and content hash, then the whole packet as JSON, every field, never cut, its
+/// text inert (issue 15 §3).
+fn show_for_review(entry: &spool::PacketEntry, verdict: Verdict) -> Result<(), Failure> {
+    let p = &entry.packet;
+    let t = |s: &str| crate::protocol::text::inert(s, usize::MAX);
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "Sign {} of this packet?", if verdict == Verdict::Approve { "an APPROVAL" } else { "a REFUSAL" })?;
+    writeln!(out, "     packet  {}", t(&p.id))?;
+    writeln!(out, "      agent  {}", t(&p.agent))?;
+    writeln!(out, "  publisher  {}", spool::publisher_label(entry.owner))?;
+    writeln!(out, "      class  {}", t(&p.action_class))?;
+    writeln!(out, "    summary  {}", t(&p.summary))?;
+    writeln!(out, "       hash  {}", p.content_hash)?;
+    writeln!(out, "the whole packet:")?;
+    write_json_inert(&mut out, &p.raw)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// What an approval of `id` stands in for, or why the composed verdict of assessment `a` forbids
+/// approving it.
+fn approvable(a: &crate::monitor::Assessment, id: &str) -> Result<Vec<String>, String> {
+    let Some(v) = a.verdicts.get(id) else { return Ok(Vec::new()) };
+    match v.why_not_approvable() {
+        None => Ok(v.stands_in_for()),
+        Some((why, remedy)) => Err(format!(
+            "packet {id:?} is {} by {} ({}); it can only be refused. To change that: {}",
+            v.state,
+            v.decisive.as_str(),
+            crate::protocol::text::inert(&why, 300),
+            crate::protocol::text::inert(&remedy, 300)
+        )),
+    }
+}
+
+/// `warrant approve ID ID …` / `warrant refuse ID ID … --reason`: one confirmation for the
+/// batch (on a terminal, every packet shown whole first; otherwise `--yes`), then
+/// [`spool::decide_many`]: one signed record per packet under one lock and one sync, all or
+/// nothing. Prints one line per packet signed.
+pub(super) fn decide_batch_cli(
+    spool: &Spool,
+    config: &Config,
+    ids: &[String],
+    verdict: Verdict,
+    reason: Option<&str>,
+    review: &Review,
+) -> Result<u8, Failure> {
+    use std::io::IsTerminal as _;
+    if review.hash.is_some() {
+        return Err(Failure::usage(
+            "--hash names one packet's content; a batch is confirmed on a terminal or with --yes",
+        ));
+    }
+    let interactive = std::io::stdin().is_terminal() && !review.yes;
+    if !interactive && !review.yes {
+        return Err(Failure::usage(format!("{} of several packets without a terminal needs --yes", verdict.as_str())));
+    }
+    let (principal, pinned) = load_principal(config)?;
+    let mut snap = Scanner::new().scan(spool)?;
+    let mut entries = Vec::with_capacity(ids.len());
+    for id in ids {
+        entries.push(scanned_in(spool, &snap, id)?);
+    }
+    if interactive {
+        for e in &entries {
+            show_for_review(e, verdict)?;
+        }
+        if !confirmed(&format!("sign {} of these {} packets?", verdict.as_str(), entries.len()))? {
+            eprintln!("warrant: nothing was signed");
+            return Ok(EXIT_INVALID);
+        }
+        // What is signed is what was shown.
+        snap = Scanner::new().scan(spool)?;
+        for e in &entries {
+            let now = scanned_in(spool, &snap, &e.packet.id)?;
+            if now.packet.content_hash != e.packet.content_hash {
+                return Err(Failure::invalid(format!(
+                    "packet {:?} changed while you were reviewing it; nothing was signed: review it again",
+                    e.packet.id
+                )));
+            }
+        }
+    }
+    let policies = load_policies(Some(spool))?;
+    if verdict == Verdict::Approve
+        && let Some((e, q)) = entries.iter().find_map(|e| Some((e, policies.cosign(&e.packet.action_class)?)))
+    {
+        return Err(Failure::invalid(format!(
+            "{} needs the approval of {} (policy.toml [cosign]): approve it on its own (`warrant approve {}`); nothing was signed",
+            e.packet.id,
+            q.describe(),
+            e.packet.id
+        )));
+    }
+    let observer = crate::preconditions::Observer::for_policies(&policies, Some(&config::config_dir()));
+    let mut revalidations = crate::monitor::Revalidations::default();
+    if verdict == Verdict::Approve {
+        for e in &entries {
+            if let Some(pre) = crate::monitor::revalidated_preconditions(&e.packet) {
+                revalidations.insert(e.packet.id.clone(), std::sync::Arc::new(observer.recheck_pending(&pre)));
+            }
+        }
+    }
+    // The composed verdict, assessed once on the chain verified under the lock.
+    let mut assessed: Option<crate::monitor::Assessment> = None;
+    let admit = |view: &spool::ChainView, p: &crate::protocol::packet::Packet| -> Result<Vec<String>, String> {
+        if verdict == Verdict::Refuse {
+            return Ok(Vec::new());
+        }
+        if let Some(q) = policies.cosign(&p.action_class) {
+            return Err(format!("{} needs the approval of {}: approve it on its own", p.id, q.describe()));
+        }
+        let a = assessed
+            .get_or_insert_with(|| crate::assess::assess_view(&policies, &snap, view, &revalidations, &principal.name));
+        approvable(a, &p.id)
+    };
+    let items: Vec<spool::BatchItem<'_>> =
+        entries.iter().map(|e| spool::BatchItem { packet: &e.packet, publisher: Some(e.owner) }).collect();
+    let decided = spool::decide_many(
+        spool,
+        &principal,
+        &pinned,
+        &items,
+        verdict,
+        reason,
+        &crate::protocol::clock::now_rfc3339(),
+        &observer,
+        admit,
+    )
+    .map_err(|e| match e {
+        spool::BatchError::Decide(spool::DecideError::Io(_) | spool::DecideError::Chain(_)) => {
+            Failure::usage(e.to_string())
+        }
+        _ => Failure::invalid(e.to_string()),
+    })?;
+    let mut code = 0;
+    for (e, d) in entries.iter().zip(&decided) {
+        println!(
+            "{} {}: record {} {} signed by {} ({})",
+            if verdict == Verdict::Approve { "approved" } else { "refused" },
+            e.packet.id,
+            d.appended.chain_index,
+            d.appended.entry_hash,
+            principal.name,
+            principal.fingerprint()
+        );
+        if let Some(err) = &d.file_error {
+            eprintln!(
+                "warrant: {}: the decision is recorded in the chain, but its decision file was not written: {err}",
+                e.packet.id
+            );
+            code = EXIT_USAGE;
+        }
+    }
+    Ok(code)
+}
+
+/// The packet `id` of a scan, or why it is not there.
+fn scanned_in(spool: &Spool, snap: &spool::Snapshot, id: &str) -> Result<spool::PacketEntry, Failure> {
+    if let Some(entry) = snap.packet(id).cloned() {
+        return Ok(entry);
+    }
+    if let Some(bad) = snap.invalid.iter().find(|f| f.name.strip_suffix(".json") == Some(id)) {
+        return Err(Failure::invalid(format!("packet {id:?} is invalid: {}", bad.reason)));
+    }
+    Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())))
+}
+
+pub(super) fn decide_cli(
+    spool: &Spool,
+    config: &Config,
+    id: &str,
+    verdict: Verdict,
+    reason: Option<&str>,
+    review: &Review,
+    grant: Option<&(crate::protocol::grant::ScopeRequest, crate::protocol::grant::GrantOptions)>,
+) -> Result<u8, Failure> {
+    use std::io::IsTerminal as _;
+    let interactive = std::io::stdin().is_terminal() && !review.yes;
+    if !interactive && review.hash.is_none() && !review.yes {
+        return Err(Failure::usage(format!(
+            "{} without a terminal needs --hash sha256:… (the content hash `warrant list` prints for {id}) or --yes",
+            verdict.as_str()
+        )));
+    }
+    let (principal, pinned) = load_principal(config)?;
+    let (mut snap, mut entry) = scanned_packet(spool, id)?;
+    if let Some(want) = &review.hash
+        && *want != entry.packet.content_hash
+    {
+        return Err(Failure::invalid(format!(
+            "packet {id:?} changed since it was reviewed: its content hash is {}, not {}; nothing was signed",
+            entry.packet.content_hash,
+            crate::protocol::text::inert(want, 80)
+        )));
+    }
+    // A grant asked for is checked before anything is signed, and shown with the packet.
+    let policies = load_policies(Some(spool))?;
+    let decided_at = crate::protocol::clock::now_rfc3339();
+    let grant_input = match grant {
+        Some((scope, options)) => {
+            crate::protocol::grant::prepare(&entry.packet, &policies, scope, options, &decided_at)
+                .map_err(|e| Failure::invalid(format!("{e}; nothing was signed")))?
+        }
+        None => None,
+    };
+    if interactive {
+        show_for_review(&entry, verdict)?;
+        if let Some(g) = &grant_input {
+            show_grant_preview(g, &snap, &policies, &principal)?;
+        }
+        if !confirmed(&format!("sign {} {id}?", verdict.as_str()))? {
+            eprintln!("warrant: nothing was signed");
+            return Ok(EXIT_INVALID);
+        }
+        // What is signed is what was shown: a packet rewritten while the principal read it is
+        // refused, not signed in its new form.
+        let (now_snap, now) = scanned_packet(spool, id)?;
+        if now.packet.content_hash != entry.packet.content_hash {
+            return Err(Failure::invalid(format!(
+                "packet {id:?} changed while you were reviewing it; nothing was signed: review it again"
+            )));
+        }
+        (snap, entry) = (now_snap, now);
+    }
+    // An approval must pass the composed verdict, checked on the chain verified under the lock.
+    // Its preconditions are observed here, before the lock is taken, never under it.
+    let observer = crate::preconditions::Observer::for_policies(&policies, Some(&config::config_dir()));
+    let mut revalidations = crate::monitor::Revalidations::default();
+    if verdict == Verdict::Approve
+        && let Some(pre) = crate::monitor::revalidated_preconditions(&entry.packet)
+    {
+        revalidations.insert(id.to_owned(), std::sync::Arc::new(observer.recheck_pending(&pre)));
+    }
+    let admit = |view: &spool::ChainView| -> Result<Vec<String>, String> {
+        if verdict == Verdict::Refuse {
+            return Ok(Vec::new());
+        }
+        let a = crate::assess::assess_view(&policies, &snap, view, &revalidations, &principal.name);
+        approvable(&a, id)
+    };
+    let decided = spool::decide_with(
+        spool,
+        &principal,
+        &pinned,
+        &entry.packet,
+        Some(entry.owner),
+        verdict,
+        reason,
+        &decided_at,
+        &observer,
+        policies.cosign(&entry.packet.action_class),
+        admit,
+    )
+    .map_err(|e| match e {
+        spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
+        _ => Failure::invalid(e.to_string()),
+    })?;
+    println!(
+        "{} {id}{}: record {} {} signed by {} ({})",
+        if verdict == Verdict::Approve { "approved" } else { "refused" },
+        decided.cosigned.as_ref().map(|c| format!(" ({})", c.describe())).unwrap_or_default(),
+        decided.appended.chain_index,
+        decided.appended.entry_hash,
+        principal.name,
+        principal.fingerprint()
+    );
+    if let Some(Value::Array(stands)) = decided.signed.document.get("stands_in_for") {
+        for s in stands.iter().filter_map(Value::as_str) {
+            println!("  this approval stands in for {s}");
+        }
+    }
+    if let Some(g) = &grant_input {
+        match spool::append_grant(spool, &principal, &pinned, g) {
+            Ok((g, a)) => {
+                println!("granted {}: record {} {}", g.grant_id, a.chain_index, a.entry_hash);
+                println!("  covers {}", crate::protocol::text::inert(&g.describe(), usize::MAX));
+            }
+            Err(e) => {
+                eprintln!("warrant: {id} is approved (once), but the grant was not recorded: {e}");
+                return Ok(EXIT_USAGE);
+            }
+        }
+    }
+    if let Some(e) = &decided.file_error {
+        // The agent waiting on the decision file has not got it: not a success.
+        eprintln!(
+            "warrant: the decision is recorded in the chain, but its decision file was not written: {e}; \
+             the next decision or `warrant list` writes it again from the chain"
+        );
+        return Ok(EXIT_USAGE);
+    }
+    Ok(0)
+}
+
+pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
+    // A mistyped spool is an error, not an empty listing (as `verify` does).
+    if !spool.root().is_dir() {
+        return Err(Failure::usage(format!("{}: no such spool directory", spool.root().display())));
+    }
+    let snap = Scanner::for_config(&config::config_dir()).scan(spool)?;
+    // A listing also writes again decision files a full disk cost (`docs/spool.md`).
+    let missing = spool::ids_without_decision_files(spool);
+    let (view, restored) = spool::verify_chain_restoring(spool, &load_pinned()?, &missing)?;
+    if restored > 0 {
+        eprintln!("warrant: wrote {restored} decision file(s) again from the chain");
+    }
+    if let Some(first) = view.report.first() {
+        eprintln!(
+            "warrant: the chain does not verify ({}); decisions from failing records are not shown",
+            crate::protocol::text::inert(&first.to_string(), 400)
+        );
+    }
+    let decided = &view.decisions;
+    if as_json {
+        // warrant's own verdict and the class's risk, not what the packet declares about itself.
+        let policies = load_policies(Some(spool))?;
+        let principal = Config::load().ok().and_then(|c| c.principal).unwrap_or_else(|| "local".into());
+        let now = time::OffsetDateTime::now_utc();
+        let a = crate::assess::assess_now(&policies, &config::config_dir(), &snap, &view, &principal);
+        let packets: Vec<Value> = snap
+            .packets
+            .iter()
+            .map(|e| {
+                let p = &e.packet;
+                let risk = policies.class_risk(&p.action_class).as_str();
+                let verdict = a.verdicts.get(&p.id);
+                json!({
+                    "packet_id": p.id, "agent": p.agent, "action_class": p.action_class,
+                    "risk": risk,
+                    "declared_risk": p.risk.as_deref().filter(|r| *r != risk),
+                    "state": verdict.map(|v| v.state.as_str()),
+                    "decisive_model": verdict.map(|v| v.decisive.as_str()),
+                    "declared_state": p.state.map(DecisionState::as_str),
+                    "publisher": {"uid": e.owner, "user": spool::user_name(e.owner).as_deref()},
+                    "impersonation": a.monitor.impersonations.get(&p.id),
+                    "summary": p.summary, "content_hash": p.content_hash,
+                    "decision": decided.get(&p.id).map(|d| d.verdict.as_str()),
+                    "expired": !decided.contains_key(&p.id) && is_expired(p, now),
+                    "changed_since_decision": decided.get(&p.id).is_some_and(|d| d.packet_hash != p.content_hash),
+                    "cosigners": decided.get(&p.id).map(|d| &d.cosigners).filter(|c| !c.is_empty()),
+                    "cosigning": view.cosigning.get(&p.id).filter(|c| c.packet_hash == p.content_hash).map(|c| json!({
+                        "signed": c.signers(), "required": c.quorum.required, "principals": c.quorum.principals,
+                    })),
+                })
+            })
+            .collect();
+        let invalid: Vec<Value> = snap
+            .invalid
+            .iter()
+            .map(|f| json!({"file": f.name, "kind": f.kind, "reason": f.reason.to_string()}))
+            .collect();
+        print_json(&json!({"packets": packets, "invalid": invalid}))?;
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    let now = time::OffsetDateTime::now_utc();
+    for e in &snap.packets {
+        let p = &e.packet;
+        // A packet rewritten after its decision: the decision binds the content that was signed.
+        let status = match decided.get(&p.id) {
+            None if is_expired(p, now) => "expired",
+            None => "pending",
+            Some(d) if d.packet_hash != p.content_hash => "changed",
+            Some(d) => d.verdict.as_str(),
+        };
+        let t = |s: &str, n: usize| crate::protocol::text::inert(s, n);
+        writeln!(
+            out,
+            "{status:8} {:40} {} {:20} {:22} {}",
+            p.id,
+            p.content_hash,
+            t(&p.agent, 40),
+            t(&p.action_class, 60),
+            t(&p.summary, 200)
+        )?;
+        if let Some(c) = view.cosigning.get(&p.id).filter(|c| c.packet_hash == p.content_hash && status == "pending") {
+            writeln!(out, "         co-signing: {}; needs {}", t(&c.describe(), 400), t(&c.quorum.describe(), 400))?;
+        }
+    }
+    for f in &snap.invalid {
+        writeln!(
+            out,
+            "invalid  {:40} {}",
+            crate::protocol::text::inert(&f.name, 200),
+            crate::protocol::text::inert(&f.reason.to_string(), 400)
+        )?;
+    }
+    Ok(0)
+}
+
+/// Whether the packet's `expires_at` has passed at `now` (an undecided packet then can only be
+/// refused).
+fn is_expired(p: &packet::Packet, now: time::OffsetDateTime) -> bool {
+    p.expires_at.as_deref().and_then(crate::protocol::clock::parse_rfc3339).is_some_and(|t| t <= now)
+}

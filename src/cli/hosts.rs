@@ -1,0 +1,198 @@
+//! The agent hosts' commands: `warrant hook` (Claude Code, Codex) and `warrant mcp-gateway`, and
+//! the spool they govern calls on.
+
+use super::common::resolve_spool;
+#[cfg(feature = "jetstream")]
+use super::common::{jetstream_store, spool_at};
+use super::{EXIT_USAGE, Failure};
+use crate::protocol::keys::Principal;
+use crate::protocol::packet;
+#[cfg(feature = "jetstream")]
+use crate::store::StoreLocation;
+use crate::store::config::{self, Config};
+use crate::store::key_files;
+use crate::store::spool::Spool;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// `warrant mcp-gateway`'s arguments (read only by the gateway, which needs the `console`
+/// feature's tokio).
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
+pub(super) struct McpGatewayArgs {
+    pub(super) agent: Option<String>,
+    pub(super) notebook: Option<String>,
+    pub(super) name: Option<String>,
+    pub(super) wait: f64,
+    pub(super) listen: Option<PathBuf>,
+    pub(super) signer: Option<Principal>,
+    pub(super) command: Vec<std::ffi::OsString>,
+}
+
+/// `--sign-receipts`: the gateway user's own key from its configuration directory, loaded as the
+/// principal's is (`WARRANT_PASSPHRASE_FILE` or the terminal for a protected key; an unprotected
+/// key is fine for a service user). Its name is that configuration's principal name
+/// (informational: a gateway's pin is matched by its key).
+///
+/// # Errors
+/// A usage failure naming why the key cannot be loaded: the gateway does not start unsigned.
+pub(super) fn gateway_key(config: Option<&Config>) -> Result<Principal, Failure> {
+    let dir = config::config_dir();
+    let path = dir.join(key_files::PRIVATE_KEY_FILE);
+    let why = |e: String| Failure::usage(format!("--sign-receipts: {e}; the gateway does not start without its key"));
+    if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound) {
+        return Err(why(key_files::KeyError::NoKey { dir }.to_string()));
+    }
+    let name = config.map_or_else(|| "mcp-gateway".to_owned(), Config::principal_name);
+    let source = key_files::passphrase_source();
+    let prompt = format!("passphrase for {}: ", path.display());
+    Principal::load_with(&path, &name, || key_files::read_passphrase(&source, &prompt, &path))
+        .map_err(|e| why(e.to_string()))
+}
+
+/// `warrant mcp-gateway --connect PATH` (`crate::gateway::connect`).
+#[cfg(feature = "console")]
+pub(super) fn mcp_connect(path: &Path) -> Result<u8, Failure> {
+    crate::gateway::connect(path).map_err(|e| Failure { code: 1, message: e, closed_pipe: false })
+}
+
+#[cfg(not(feature = "console"))]
+pub(super) fn mcp_connect(_path: &Path) -> Result<u8, Failure> {
+    Err(Failure::usage("this build has no MCP gateway (built without the `console` feature)"))
+}
+
+/// `warrant mcp-gateway` (`crate::gateway`). A spool that cannot be resolved does not stop it:
+/// every call is refused with the reason.
+#[cfg(feature = "console")]
+pub(super) fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Result<u8, Failure> {
+    let check = |what: &str, id: String| {
+        if packet::is_safe_id(&id) {
+            Ok(id)
+        } else {
+            Err(Failure::usage(format!("{what} {id:?} is not a safe id (A-Z a-z 0-9 . _ : -)")))
+        }
+    };
+    if !(a.wait.is_finite() && a.wait >= 0.0) {
+        return Err(Failure::usage("--wait must be a number of seconds"));
+    }
+    let cwd = std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned());
+    let notebook = match a.notebook {
+        Some(n) => check("--notebook", n)?,
+        None => crate::protocol::calls::notebook_for_dir(cwd.as_deref().unwrap_or("/")),
+    };
+    let opts = crate::gateway::Options {
+        spool,
+        config_dir: config::config_dir(),
+        agent: check("--agent", a.agent.unwrap_or_else(|| "mcp-gateway".into()))?,
+        notebook,
+        cwd,
+        name: check("--name", a.name.unwrap_or_else(|| crate::gateway::default_name(&a.command)))?,
+        wait: Duration::from_secs_f64(a.wait.min(1e9)),
+        command: a.command,
+        listen: a.listen,
+        signer: a.signer.map(std::sync::Arc::new),
+    };
+    crate::gateway::run(opts).map_err(Failure::usage)
+}
+
+#[cfg(not(feature = "console"))]
+pub(super) fn mcp_gateway(_spool: Result<Spool, String>, _a: McpGatewayArgs) -> Result<u8, Failure> {
+    Err(Failure::usage("this build has no MCP gateway (built without the `console` feature)"))
+}
+
+/// `warrant hook HOST`: the answer printed, its code (0 or 2) returned; a configuration that
+/// cannot be read denies every event in the host's format.
+/// The spool a hook or the gateway governs calls on: the directory spool as every command
+/// resolves it, or on a JetStream store this host's replica, pulled, with a [`Follower`] that
+/// keeps it live while it is held (`docs/distributed.md`, "Agents' hosts").
+///
+/// [`Follower`]: crate::store::replica::Follower
+///
+/// # Errors
+/// The reason, for the hook's deny or the gateway's refusals.
+#[cfg(feature = "jetstream")]
+pub(super) fn governed_spool(
+    spool_arg: Option<PathBuf>,
+    replica: Option<PathBuf>,
+    config: &Config,
+) -> Result<(Spool, Option<crate::store::replica::Follower>), String> {
+    match jetstream_store(spool_arg.as_ref(), config).map_err(|f| f.message)? {
+        Some(StoreLocation::JetStream(url)) => {
+            let dir = replica
+                .or_else(|| crate::store::replica::default_dir(&url))
+                .ok_or("no directory for the store's replica: pass --replica DIR")?;
+            let (spool, _) = crate::store::replica::open(&url, &dir).map_err(|e| format!("{url}: {e}"))?;
+            let follower =
+                crate::store::replica::follow(&spool, |e| tracing::warn!("{e}")).map_err(|e| format!("{url}: {e}"))?;
+            Ok((spool_at(dir), Some(follower)))
+        }
+        _ => Ok((resolve_spool(spool_arg, config).map_err(|f| f.message)?, None)),
+    }
+}
+
+/// [`governed_spool`] without JetStream: the directory spool.
+#[cfg(not(feature = "jetstream"))]
+pub(super) fn governed_spool(
+    spool_arg: Option<PathBuf>,
+    _replica: Option<PathBuf>,
+    config: &Config,
+) -> Result<(Spool, Option<()>), String> {
+    Ok((resolve_spool(spool_arg, config).map_err(|f| f.message)?, None))
+}
+
+pub(super) fn hook_cmd(
+    spool_arg: Option<PathBuf>,
+    store: Option<String>,
+    replica: Option<PathBuf>,
+    host: crate::hook::Host,
+    agent: Option<String>,
+    notebook: Option<String>,
+    wait: f64,
+) -> u8 {
+    let mut follower = None;
+    let opts = (|| -> Result<crate::hook::HookOptions, String> {
+        let config = Config::load()?.with_store(store);
+        let (spool, kept) = governed_spool(spool_arg, replica, &config)?;
+        follower = kept;
+        let wait = Duration::try_from_secs_f64(wait)
+            .ok()
+            .filter(|d| *d <= Duration::from_secs(86_400))
+            .ok_or_else(|| format!("--wait {wait}: give a number of seconds from 0 to 86400"))?;
+        for (flag, id) in [("--agent", &agent), ("--notebook", &notebook)] {
+            if let Some(id) = id.as_deref().filter(|id| !packet::is_safe_id(id)) {
+                return Err(format!(
+                    "{flag} {:?} is not a safe id (A-Z a-z 0-9 . _ : -)",
+                    crate::protocol::text::inert(id, 60)
+                ));
+            }
+        }
+        Ok(crate::hook::HookOptions { host, spool, config_dir: config::config_dir(), agent, notebook, wait })
+    })();
+    if let Ok(o) = &opts {
+        // The host kills a hook at its timeout and then runs the call: whatever is slow (a large
+        // chain, a slow disk, a stdin left open), the hook ends first, with exit 2.
+        let deadline = o.wait + Duration::from_secs(crate::hook::WATCHDOG_GRACE_SECS);
+        std::thread::spawn(move || {
+            std::thread::sleep(deadline);
+            let _ = writeln!(io::stderr(), "warrant: no answer within the hook's time; the call is denied");
+            std::process::exit(i32::from(EXIT_USAGE));
+        });
+    }
+    let answer = crate::hook::run_stdin(host, opts.as_ref().map_err(String::as_str));
+    // The follower stops before the answer is written.
+    #[cfg(feature = "jetstream")]
+    drop(follower);
+    #[cfg(not(feature = "jetstream"))]
+    let _ = follower;
+    let mut out = io::stdout().lock();
+    if out.write_all(answer.stdout.as_bytes()).and_then(|()| out.flush()).is_err() {
+        // The host did not read the answer: make sure it cannot read "proceed". (`writeln!`, not
+        // `eprintln!`, which panics on a closed stderr.)
+        let _ = writeln!(io::stderr(), "warrant: could not write the answer; the call is denied");
+        return EXIT_USAGE;
+    }
+    if !answer.stderr.is_empty() {
+        let _ = writeln!(io::stderr(), "{}", answer.stderr);
+    }
+    answer.code
+}

@@ -1,0 +1,466 @@
+//! The `warrant` command line (`docs/cli.md`). `src/main.rs` calls [`main`].
+//!
+//! Exit codes: 0 success; 1 a verification failed or a request was refused by warrant (already
+//! decided, broken chain, unknown packet); 2 usage or I/O errors. `propose --wait` exits 0 when
+//! approved, 3 when refused and 4 on timeout.
+//!
+//! The clap definitions are in `args.rs` and the helpers many commands share in `common.rs`;
+//! each group of commands has its own file (`docs/architecture.md`).
+
+mod args;
+mod common;
+mod console;
+mod controls;
+mod decide;
+mod grants;
+mod hosts;
+mod keys;
+mod propose;
+mod store;
+mod verify;
+
+pub use args::{AgentAction, CheckpointAction, Cli, Command, GrantArgs, GrantsAction, KeysAction, Review, TrustAction};
+pub use common::{load_policies, load_principal, write_json_inert};
+pub use verify::verify_path;
+
+#[cfg(feature = "jetstream")]
+use self::common::{jetstream_not_yet, jetstream_store};
+use self::common::{load_pinned, print_json, resolve_spool, set_aside_torn_tail};
+use self::console::{DemoRun, run_console};
+use self::controls::{agent_cmd, trust_cmd};
+use self::decide::{decide_batch_cli, decide_cli, list};
+use self::grants::grants_cmd;
+use self::hosts::{McpGatewayArgs, gateway_key, governed_spool, hook_cmd, mcp_connect, mcp_gateway};
+use self::keys::keys_cmd;
+use self::propose::{ProposeOptions, ProposeTo, check_preconditions, propose};
+use self::store::{checkpoint_forget, init_shared_spool, migrate};
+use self::verify::{audit_cmd, verify, verify_audit};
+#[cfg(feature = "jetstream")]
+use self::verify::{export_store, verify_store};
+use crate::protocol::chain::{self, VerifyOptions};
+use crate::protocol::decision::Verdict;
+use crate::protocol::graduation::{SourceType, receipt::ReceiptOutcome};
+use crate::protocol::keys::PinnedKeys;
+#[cfg(feature = "jetstream")]
+use crate::store::StoreLocation;
+use crate::store::chain_file;
+use crate::store::config::{self, Config};
+use crate::store::spool::{self, Spool};
+use clap::Parser;
+use std::io::{self, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Exit code: verification failed, or warrant refused the request.
+pub const EXIT_INVALID: u8 = 1;
+/// Exit code: usage or I/O error.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code of `propose --wait` when the principal refused.
+pub const EXIT_REFUSED: u8 = 3;
+/// Exit code of `propose --wait` when no decision came in time.
+pub const EXIT_TIMEOUT: u8 = 4;
+/// `check-preconditions`: the packet is still pending (no decision yet), so nothing may run.
+pub const EXIT_PENDING: u8 = 5;
+/// `propose --wait`: the packet expired undecided.
+pub const EXIT_EXPIRED: u8 = 6;
+/// `propose --wait`: the principal killed the agent (its stop signal), so nothing will be approved.
+pub const EXIT_STOPPED: u8 = 7;
+/// `propose --wait`: the agent is quarantined (`agent quarantine`); its packets are blocked until
+/// it is released.
+pub const EXIT_QUARANTINED: u8 = 8;
+
+/// An error with the exit code it maps to.
+#[derive(Debug)]
+pub struct Failure {
+    /// The exit code.
+    pub code: u8,
+    /// The message for stderr.
+    pub message: String,
+    /// The failure is a closed standard output (`warrant export | head`): the reader has what
+    /// it wanted, so the command ends quietly with 0, as Unix tools do.
+    pub closed_pipe: bool,
+}
+
+impl Failure {
+    fn usage(message: impl Into<String>) -> Self {
+        Self { code: EXIT_USAGE, message: message.into(), closed_pipe: false }
+    }
+    fn invalid(message: impl Into<String>) -> Self {
+        Self { code: EXIT_INVALID, message: message.into(), closed_pipe: false }
+    }
+}
+
+impl<E: std::error::Error + 'static> From<E> for Failure {
+    fn from(e: E) -> Self {
+        let closed = (&e as &(dyn std::error::Error + 'static))
+            .downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe);
+        Self { code: EXIT_USAGE, message: e.to_string(), closed_pipe: closed }
+    }
+}
+
+/// Runs the command line and returns the process exit code.
+#[must_use]
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // A hook answers one call while the agent waits: no log file and no writer thread to start
+    // and join (the packet it publishes is its record).
+    let _log = if matches!(cli.command, Some(Command::Hook { .. })) { None } else { init_logging() };
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) if f.closed_pipe => ExitCode::SUCCESS,
+        Err(f) => {
+            // Messages can quote agent-written text: never let it drive the terminal.
+            eprintln!("warrant: {}", crate::protocol::text::inert(&f.message, 4000));
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+/// Logs go to `<data dir>/warrant/warrant.log` (filter with `WARRANT_LOG`), never to the
+/// terminal.
+fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let dir = directories::BaseDirs::new()?.data_dir().join("warrant");
+    std::fs::create_dir_all(&dir).ok()?;
+    let appender = tracing_appender::rolling::never(&dir, "warrant.log");
+    let (writer, guard) = tracing_appender::non_blocking(appender);
+    let filter = tracing_subscriber::EnvFilter::try_from_env("WARRANT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+    tracing_subscriber::fmt().with_writer(writer).with_ansi(false).with_env_filter(filter).try_init().ok()?;
+    Some(guard)
+}
+
+/// Runs a parsed command line.
+///
+/// # Errors
+/// A [`Failure`] with its exit code.
+pub fn run(cli: Cli) -> Result<u8, Failure> {
+    if let Some(Command::Hook { host, agent, notebook, wait }) = cli.command {
+        // Before anything that could fail with a code the host reads as "proceed".
+        let spool = if cli.store.is_some() { None } else { cli.spool };
+        return Ok(hook_cmd(spool, cli.store, cli.replica, host, agent, notebook, wait));
+    }
+    if let Some(Command::McpGateway { agent, notebook, name, wait, listen, connect, sign_receipts, command }) =
+        cli.command
+    {
+        if let Some(path) = connect {
+            if !command.is_empty() {
+                return Err(Failure::usage("--connect takes no COMMAND: the gateway at PATH runs the server"));
+            }
+            return mcp_connect(&path);
+        }
+        // A configuration or spool it cannot use does not stop the gateway: every call is refused
+        // with the reason, which the agent reads. A signing key it cannot load does.
+        let config = Config::load().map(|c| c.with_store(cli.store.clone()));
+        let signer = if sign_receipts { Some(gateway_key(config.as_ref().ok())?) } else { None };
+        let spool_arg = if cli.store.is_some() { None } else { cli.spool };
+        // On a JetStream store, the gateway works on this host's replica, kept live while it runs.
+        let governed = config.and_then(|c| governed_spool(spool_arg, cli.replica, &c));
+        let (spool, _follower) = match governed {
+            Ok((spool, follower)) => (Ok(spool), follower),
+            Err(e) => (Err(e), None),
+        };
+        return mcp_gateway(spool, McpGatewayArgs { agent, notebook, name, wait, listen, signer, command });
+    }
+    let config = Config::load().map_err(Failure::usage)?.with_store(cli.store.clone());
+    // `--store` (or WARRANT_STORE) wins over `--spool` (or WARRANT_SPOOL).
+    let spool_arg = if cli.store.is_some() { None } else { cli.spool.clone() };
+    let command = cli.command.unwrap_or(Command::Console { read_only: false, theme: None });
+    // On JetStream, the principal's commands run on this host's replica of the store
+    // (`store::replica`), pulled first; the console keeps it live with a follower.
+    #[cfg(feature = "jetstream")]
+    let mut _follower = None;
+    #[cfg(feature = "jetstream")]
+    let (spool_arg, config) = match jetstream_store(spool_arg.as_ref(), &config)? {
+        None => (spool_arg, config),
+        Some(at) => match (command, at) {
+            (Command::Verify { path: None, json, audit: None }, at) => return verify_store(&at, json),
+            (Command::Export, at) => return export_store(&at),
+            (Command::Migrate { from, to, replicas }, _) => return migrate(&from, &to, replicas),
+            (Command::Propose { class, agent, summary, payload, id, wait, expires }, StoreLocation::JetStream(url)) => {
+                let opts = ProposeOptions { payload: payload.as_deref(), id, wait, expires: expires.as_deref() };
+                return propose(ProposeTo::Store(&url), &class, &agent, &summary, &opts);
+            }
+            // What needs no spool runs without the store: the agent's host pins the principal's
+            // key before it can read anything, and a key is made before the store exists.
+            (
+                c @ (Command::Completions { .. }
+                | Command::Man
+                | Command::Eval
+                | Command::Keys {
+                    action:
+                        None
+                        | Some(
+                            KeysAction::Init { .. }
+                            | KeysAction::Show
+                            | KeysAction::Export
+                            | KeysAction::Pin { .. }
+                            | KeysAction::Unpin { .. },
+                        ),
+                }),
+                _,
+            ) => return run_command(c, spool_arg, config),
+            (
+                Command::Demo { .. } | Command::GenerateSpool { .. } | Command::Setup { .. } | Command::Init { .. },
+                at,
+            ) => {
+                return Err(Failure::usage(format!(
+                    "the spool is on JetStream ({at}): `demo`, `generate-spool`, `setup` and `init` run on a directory \
+                     spool only (docs/distributed.md)"
+                )));
+            }
+            (command, StoreLocation::JetStream(url)) => {
+                let dir = cli
+                    .replica
+                    .clone()
+                    .or_else(|| crate::store::replica::default_dir(&url))
+                    .ok_or_else(|| Failure::usage("no directory for the store's replica: pass --replica DIR"))?;
+                let (spool, pulled) =
+                    crate::store::replica::open(&url, &dir).map_err(|e| Failure::usage(format!("{url}: {e}")))?;
+                tracing::info!(store = %url, replica = %dir.display(), records = pulled.records, messages = pulled.messages, "pulled");
+                if matches!(command, Command::Console { .. }) {
+                    let follower = crate::store::replica::follow(&spool, |e| tracing::warn!("{e}"))
+                        .map_err(|e| Failure::usage(format!("{url}: {e}")))?;
+                    _follower = Some(follower);
+                }
+                let mut config = config;
+                config.store = None;
+                let code = run_command(command, Some(dir), config);
+                return code;
+            }
+            (_, at) => return Err(jetstream_not_yet(&at)),
+        },
+    };
+    run_command(command, spool_arg, config)
+}
+
+/// Runs `command` on the spool `spool_arg` names (or the configured one).
+///
+/// # Errors
+/// A [`Failure`] with its exit code.
+fn run_command(command: Command, spool_arg: Option<PathBuf>, config: Config) -> Result<u8, Failure> {
+    match command {
+        Command::Console { read_only, theme } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            run_console(spool, &config, read_only, theme, None)
+        }
+        Command::Demo { read_only, theme, interval } => {
+            // A temporary spool unless one is named explicitly.
+            let dir = tempfile::Builder::new().prefix("warrant-demo-").tempdir()?;
+            let demo_config = dir.path().join(".config");
+            let spool = Spool::new(spool_arg.unwrap_or_else(|| dir.path().to_owned()))
+                .with_checkpoint_copies(demo_config.join("checkpoints"));
+            let demo = DemoRun { interval: interval.max(0.05), config_dir: demo_config };
+            let code = run_console(spool, &config, read_only, theme, Some(demo))?;
+            drop(dir);
+            Ok(code)
+        }
+        Command::Propose { class, agent, summary, payload, id, wait, expires } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            let opts = ProposeOptions { payload: payload.as_deref(), id, wait, expires: expires.as_deref() };
+            propose(ProposeTo::Directory(&spool), &class, &agent, &summary, &opts)
+        }
+        Command::Approve { ids, reason, review, grant } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            set_aside_torn_tail(&spool)?;
+            let now = time::OffsetDateTime::now_utc();
+            let scope = crate::protocol::grant::ScopeRequest::parse(&grant.scope, now).map_err(Failure::usage)?;
+            let options = crate::protocol::grant::GrantOptions {
+                until: grant
+                    .until
+                    .as_deref()
+                    .map(|t| crate::protocol::grant::parse_until(t, now))
+                    .transpose()
+                    .map_err(Failure::usage)?,
+                max_uses: grant.uses,
+                confirm_pattern: grant.confirm_pattern.clone(),
+                reason: reason.clone(),
+            };
+            let grant = (scope != crate::protocol::grant::ScopeRequest::Once).then_some((scope, options));
+            match (ids.as_slice(), grant) {
+                ([id], grant) => {
+                    decide_cli(&spool, &config, id, Verdict::Approve, reason.as_deref(), &review, grant.as_ref())
+                }
+                (_, Some(_)) => Err(Failure::usage(
+                    "--scope grants with one packet's approval: approve the others without it, or one at a time",
+                )),
+                (_, None) => decide_batch_cli(&spool, &config, &ids, Verdict::Approve, reason.as_deref(), &review),
+            }
+        }
+        Command::Refuse { ids, reason, review } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            set_aside_torn_tail(&spool)?;
+            match ids.as_slice() {
+                [id] => decide_cli(&spool, &config, id, Verdict::Refuse, Some(&reason), &review, None),
+                _ => decide_batch_cli(&spool, &config, &ids, Verdict::Refuse, Some(&reason), &review),
+            }
+        }
+        Command::List { json } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            list(&spool, json)
+        }
+        Command::Verify { path, json, audit: Some(file) } => {
+            let spool = match path {
+                Some(p) => Spool::new(p),
+                None => resolve_spool(spool_arg, &config)?,
+            };
+            verify_audit(&spool, &file, json)
+        }
+        Command::Verify { path, json, audit: None } => {
+            let path = match path {
+                Some(p) => p,
+                None => resolve_spool(spool_arg, &config)?.root().to_owned(),
+            };
+            verify(&path, json)
+        }
+        Command::Audit { json, since, agent } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            audit_cmd(&spool, json, since.as_deref(), agent)
+        }
+        Command::Migrate { from, to, replicas } => migrate(&from, &to, replicas),
+        Command::Export => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            let file = chain_file::read_chain(&spool.chain_path())?;
+            let pinned = load_pinned()?;
+            let envelope = chain::export(
+                file.records,
+                VerifyOptions { pinned: Some(&pinned), strict_signatures: true },
+                &crate::protocol::clock::now_rfc3339(),
+            );
+            print_json(&envelope)?;
+            Ok(0)
+        }
+        Command::GenerateSpool { records, pending, decision_every, agents } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            let (principal, _) = load_principal(&config)?;
+            let spec = crate::scale::GenerateSpec { records, pending, decision_every, agents };
+            let started = Instant::now();
+            let made = crate::scale::generate(&spool, &principal, &spec, time::OffsetDateTime::now_utc())
+                .map_err(|e| Failure::usage(format!("{}: {e}", spool.root().display())))?;
+            println!(
+                "{}: {} records ({} signed decisions, {} bytes), {} pending packets, head {} in {:.1} s",
+                spool.root().display(),
+                made.records,
+                made.decisions,
+                made.bytes,
+                made.pending,
+                made.head.as_deref().unwrap_or("null"),
+                started.elapsed().as_secs_f64()
+            );
+            Ok(0)
+        }
+        Command::Keys { action } => keys_cmd(&config, spool_arg, action.unwrap_or(KeysAction::Show)),
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            let mut out = io::stdout().lock();
+            clap_complete::generate(shell, &mut Cli::command(), "warrant", &mut out);
+            out.flush()?;
+            Ok(0)
+        }
+        Command::Man => {
+            use clap::CommandFactory as _;
+            let mut out = io::stdout().lock();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            out.flush()?;
+            Ok(0)
+        }
+        Command::Hook { .. } => Err(Failure::usage("internal error: hook handled above")),
+        Command::Setup { host, project: _, user, print, dir, wait } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            crate::setup::setup(
+                host,
+                &crate::setup::SetupOptions { user, print, dir, wait, spool: spool.root().to_owned() },
+            )
+            .map_err(Failure::usage)
+        }
+        Command::Init { agents_group, dir } => {
+            let spool = resolve_spool(dir.or(spool_arg), &config)?;
+            init_shared_spool(&spool, &agents_group)
+        }
+        Command::Grants { action } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            set_aside_torn_tail(&spool)?;
+            grants_cmd(&spool, &config, action)
+        }
+        Command::Checkpoint { action: CheckpointAction::Forget { spool, yes } } => {
+            let spool = resolve_spool(spool.or(spool_arg), &config)?;
+            checkpoint_forget(&spool, yes)
+        }
+        Command::Trust { action } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            trust_cmd(&spool, &config, action.unwrap_or(TrustAction::Show { json: false }))
+        }
+        Command::Agent { action } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            set_aside_torn_tail(&spool)?;
+            agent_cmd(&spool, &config, action)
+        }
+        Command::McpGateway { .. } => Err(Failure::usage("internal error: mcp-gateway handled above")),
+        Command::Eval => {
+            let spool = resolve_spool(spool_arg, &config).ok();
+            let policies = load_policies(spool.as_ref())?;
+            // The gates read the evidence of the spool's verified chain, as the console does
+            // (docs/eval.md, "Evidence from the spool"); unreadable pinned keys fail it closed.
+            let evaluator = match spool {
+                Some(spool) => crate::eval::Evaluator::new(policies)
+                    .with_spool(spool, PinnedKeys::load(&config::config_dir()).map_err(|e| e.to_string()))
+                    .with_gateway_keys(
+                        crate::protocol::keys::GatewayKeys::load(&config::config_dir()).unwrap_or_default(),
+                    ),
+                None => crate::eval::Evaluator::new(policies),
+            };
+            let stdout = io::stdout().lock();
+            // Answers go out in chunks of up to 256 KiB: a pipe of the default 64 KiB is full after
+            // each, and the two sides take turns. A 1 MiB pipe (what Linux allows anyone) lets
+            // them run at once; where stdout cannot be resized, nothing changes.
+            let _ = rustix::pipe::fcntl_setpipe_size(&stdout, 1 << 20);
+            let failed = |e: &crate::eval::Evaluator| if e.internal_errors() > 0 { EXIT_INVALID } else { 0 };
+            match crate::eval::run(&evaluator, io::stdin().lock(), stdout) {
+                Ok(()) => Ok(failed(&evaluator)),
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(failed(&evaluator)),
+                Err(e) => Err(e.into()),
+            }
+        }
+        Command::Receipt { class, outcome, agent, packet, source_type, note } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            let req = spool::ReceiptRequest {
+                action_class: &class,
+                outcome: ReceiptOutcome::parse(&outcome).ok_or_else(|| Failure::usage("unknown outcome"))?,
+                agent: &agent,
+                packet_id: packet.as_deref(),
+                source_type: source_type.as_deref().and_then(SourceType::parse),
+                note: note.as_deref(),
+                tool_call: None,
+            };
+            let bad = |e: spool::ReceiptError| match e {
+                spool::ReceiptError::Invalid(m) => Failure::usage(m),
+                other => Failure::from(other),
+            };
+            // An agent that does not own the spool publishes its receipt into receipts/ (its own
+            // word); the principal records one in the chain.
+            if spool.root().exists() && !spool::owned_by_me(&spool) {
+                let (receipt, path) =
+                    spool::publish_receipt(&spool, &req, &crate::protocol::clock::now_rfc3339()).map_err(bad)?;
+                print_json(&serde_json::json!({"receipt": receipt, "published": path}))?;
+                return Ok(0);
+            }
+            let (receipt, appended) =
+                spool::record_receipt(&spool, &req, &crate::protocol::clock::now_rfc3339()).map_err(bad)?;
+            print_json(&serde_json::json!({
+                "receipt": receipt,
+                "chain": {"chain_index": appended.chain_index, "entry_hash": appended.entry_hash},
+            }))?;
+            Ok(0)
+        }
+        Command::CheckPreconditions { packet, json } => {
+            let spool = resolve_spool(spool_arg, &config)?;
+            check_preconditions(&spool, &packet, json)
+        }
+        Command::WellKnown => {
+            let policies = load_policies(resolve_spool(spool_arg, &config).ok().as_ref())?;
+            print_json(&crate::protocol::graduation::discovery_document(&policies))?;
+            Ok(0)
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The agent's commands: `warrant propose` (publishing a packet, and `--wait` for its decision)
+//! and `warrant check-preconditions`.
+
+use super::common::{load_pinned, load_policies, print_json};
+use super::{
+    EXIT_EXPIRED, EXIT_INVALID, EXIT_PENDING, EXIT_QUARANTINED, EXIT_REFUSED, EXIT_STOPPED, EXIT_TIMEOUT, Failure,
+};
+use crate::govern::Waited;
+use crate::protocol::decision::{self, Verdict};
+use crate::protocol::graduation::PolicySet;
+use crate::protocol::packet;
+use crate::store::config;
+use crate::store::spool::{self, Scanner, Spool};
+use serde_json::{Value, json};
+use std::io::{self, Read as _};
+use std::path::Path;
+use std::time::Duration;
+
+/// `propose`'s optional flags.
+pub(super) struct ProposeOptions<'a> {
+    pub(super) payload: Option<&'a Path>,
+    pub(super) id: Option<String>,
+    pub(super) wait: Option<f64>,
+    pub(super) expires: Option<&'a str>,
+}
+
+/// When a packet proposed `now` expires: `--expires` (a duration such as `30m`, or an RFC 3339
+/// time in the future), else the class's `[expiry]` default in policy.toml, else never.
+fn expiry_of(
+    expires: Option<&str>,
+    policies: &PolicySet,
+    class: &str,
+    now: time::OffsetDateTime,
+) -> Result<Option<time::OffsetDateTime>, Failure> {
+    let after = |d: std::time::Duration| {
+        time::Duration::try_from(d)
+            .ok()
+            .and_then(|d| now.checked_add(d))
+            .ok_or_else(|| Failure::usage("--expires is too far away"))
+    };
+    match expires {
+        None => policies.default_expiry(class).map(after).transpose(),
+        Some(s) => match crate::protocol::clock::parse_rfc3339(s) {
+            Some(t) if t > now => Ok(Some(t)),
+            Some(_) => Err(Failure::usage(format!("--expires {s} is not in the future"))),
+            None => {
+                let d = humantime::parse_duration(s).map_err(|e| {
+                    Failure::usage(format!("--expires {s:?}: give a duration (30m, 2h, 1d) or an RFC 3339 time ({e})"))
+                })?;
+                if d.is_zero() {
+                    return Err(Failure::usage("--expires must be later than now"));
+                }
+                after(d).map(Some)
+            }
+        },
+    }
+}
+
+/// Where `warrant propose` publishes: a directory spool, or a JetStream store (the agent's side
+/// of `docs/distributed.md`: the packet to the spool stream, the decision from the bucket).
+pub(super) enum ProposeTo<'a> {
+    Directory(&'a Spool),
+    #[cfg(feature = "jetstream")]
+    Store(&'a crate::store::jetstream::StoreUrl),
+}
+
+pub(super) fn propose(
+    to: ProposeTo<'_>,
+    class: &str,
+    agent: &str,
+    summary: &str,
+    opts: &ProposeOptions<'_>,
+) -> Result<u8, Failure> {
+    let spool = match to {
+        ProposeTo::Directory(spool) => Some(spool),
+        #[cfg(feature = "jetstream")]
+        ProposeTo::Store(_) => None,
+    };
+    let (payload, id, wait) = (opts.payload, opts.id.clone(), opts.wait);
+    let wait_for = match wait {
+        Some(s) => Some(
+            Duration::try_from_secs_f64(s)
+                .ok()
+                .filter(|d| *d <= Duration::from_secs(366 * 86_400))
+                .ok_or_else(|| Failure::usage(format!("--wait {s}: give a number of seconds from 0 to a year")))?,
+        ),
+        None => None,
+    };
+    let class = crate::protocol::registry::normalize(class);
+    if !packet::is_class_id(&class) {
+        return Err(Failure::usage(format!("{class:?} is not an action class (like email.send.external)")));
+    }
+    if !packet::is_safe_id(agent) {
+        return Err(Failure::usage(format!(
+            "agent id {:?} is not a safe id: use only A-Z a-z 0-9 . _ : -",
+            crate::protocol::text::inert(agent, 60)
+        )));
+    }
+    let proposed = match payload {
+        None => json!({"summary": summary}),
+        Some(path) => {
+            let mut text = String::new();
+            if path == Path::new("-") {
+                std::io::stdin().read_to_string(&mut text)?;
+            } else {
+                text = std::fs::read_to_string(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+            }
+            serde_json::from_str(&text).unwrap_or_else(|_| json!({"text": text}))
+        }
+    };
+    let id = id.unwrap_or_else(|| format!("wp-{}", uuid::Uuid::now_v7().simple()));
+    if !packet::is_safe_id(&id) {
+        return Err(Failure::usage(format!("unsafe packet id {id:?}")));
+    }
+    if summary.trim().is_empty() {
+        return Err(Failure::usage("--summary must not be blank: it is what the principal reads first"));
+    }
+    let now = time::OffsetDateTime::now_utc();
+    let policies = load_policies(spool)?;
+    let expires_at = expiry_of(opts.expires, &policies, &class, now)?;
+    let mut doc =
+        packet::portable_packet(&id, &class, agent, summary, proposed, &crate::protocol::clock::format_rfc3339(now));
+    if let Some(t) = expires_at {
+        doc["expires_at"] = json!(crate::protocol::clock::format_rfc3339(t));
+    }
+    let content_hash = crate::protocol::canonical::canonical_hash(&doc);
+    #[cfg(feature = "jetstream")]
+    let remote = match to {
+        ProposeTo::Store(url) => Some(publish_to_store(url, agent, &id, &doc, &content_hash)?),
+        ProposeTo::Directory(_) => None,
+    };
+    if let Some(spool) = spool {
+        spool.ensure()?;
+        // A packet is never replaced, pending or decided (a decision file in `decisions/` is not
+        // consulted: only the chain decides, and an agent-planted file must not block a new packet).
+        let path = spool.publish_new(&spool.packets_dir(), &id, &doc).map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => Failure::usage(format!(
+                "packet {id:?} already exists in {}; choose another --id",
+                spool.packets_dir().display()
+            )),
+            _ => e.into(),
+        })?;
+        tracing::info!(packet = %id, path = %path.display(), "published packet");
+    }
+    println!("{id}");
+    let (Some(seconds), Some(wait_for)) = (wait, wait_for) else { return Ok(0) };
+    let pinned = load_pinned()?;
+    let quorum = policies.cosign(&class);
+    let waited = match spool {
+        Some(spool) => crate::govern::wait_for_decision(
+            spool,
+            &id,
+            &content_hash,
+            &pinned,
+            agent,
+            now,
+            expires_at,
+            wait_for,
+            quorum,
+        ),
+        #[cfg(feature = "jetstream")]
+        None => {
+            let remote = remote.ok_or_else(|| Failure::usage("internal error: no store to wait on"))?;
+            crate::govern::wait_for_store_decision(
+                &remote,
+                &id,
+                &content_hash,
+                &pinned,
+                agent,
+                expires_at,
+                wait_for,
+                quorum,
+            )
+            .map_err(|e| Failure::usage(format!("{}: {e}; {id} is not approved", remote.inner().url())))?
+        }
+        #[cfg(not(feature = "jetstream"))]
+        None => return Err(Failure::usage("internal error: no spool to wait on")),
+    };
+    Ok(match waited {
+        // A system decision: the principal's console refused it when its class's wait ran out.
+        Waited::Decided(d) if d.system.is_some() => {
+            eprintln!("warrant: {id} was not decided in time (refused as a system decision, not by a person)");
+            EXIT_TIMEOUT
+        }
+        Waited::Decided(d) => {
+            let reason = d.reason.map(|r| format!(": {}", crate::protocol::text::inert(&r, 2000))).unwrap_or_default();
+            let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
+            eprintln!("{} by {}{reason}", d.verdict.as_str(), crate::protocol::text::inert(&by, 400));
+            if d.verdict == Verdict::Approve { 0 } else { EXIT_REFUSED }
+        }
+        Waited::Expired => {
+            eprintln!("warrant: {id} expired undecided at {}; it can no longer be approved", doc["expires_at"]);
+            EXIT_EXPIRED
+        }
+        Waited::Stopped(why) => {
+            eprintln!("warrant: {agent} was killed by the principal{why}; {id} will not be approved");
+            EXIT_STOPPED
+        }
+        Waited::Quarantined(why) => {
+            eprintln!(
+                "warrant: {agent} is quarantined by the principal{why}; {id} is blocked until the principal releases it"
+            );
+            EXIT_QUARANTINED
+        }
+        Waited::Timeout => {
+            eprintln!("warrant: no decision on {id} within {seconds}s");
+            EXIT_TIMEOUT
+        }
+        Waited::Unverified(why) => {
+            eprintln!("warrant: the decision on {id} does not verify ({why}); {id} is not approved");
+            EXIT_INVALID
+        }
+    })
+}
+
+/// Publishes the packet `doc` of `agent` to the store `url`'s spool stream (its subject is
+/// `agent`'s, which the server's permissions bind to the agent's credentials), refusing an id
+/// published before. Returns the connection, for the wait.
+///
+/// # Errors
+/// The connection's and the server's errors; an agent id that is no subject token.
+#[cfg(feature = "jetstream")]
+fn publish_to_store(
+    url: &crate::store::jetstream::StoreUrl,
+    agent: &str,
+    id: &str,
+    doc: &Value,
+    content_hash: &str,
+) -> Result<crate::store::jetstream::JetStreamSpool, Failure> {
+    use crate::store::jetstream::{ConnectOptions, JetStreamSpool};
+    let fail = |e: crate::store::jetstream::JsError| Failure::usage(format!("{url}: {e}"));
+    for (what, value) in [("agent", agent), ("packet", id)] {
+        if !crate::store::jetstream::is_token(value) {
+            return Err(Failure::usage(format!(
+                "{what} id {:?}: on a JetStream store, agent and packet ids use only A-Z a-z 0-9 _ - (they are subject tokens)",
+                crate::protocol::text::inert(value, 60)
+            )));
+        }
+    }
+    let opts = ConnectOptions::from_env().map_err(Failure::usage)?;
+    let remote = JetStreamSpool::connect(url, &opts).map_err(fail)?;
+    let mut bytes = serde_json::to_vec_pretty(doc).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    let ack = remote.publish_packet(agent, &bytes, content_hash).map_err(fail)?;
+    if ack.duplicate {
+        return Err(Failure::usage(format!("packet {id:?} was published before (same content); choose another --id")));
+    }
+    tracing::info!(packet = %id, seq = ack.seq, store = %url, "published packet");
+    Ok(remote)
+}
+
+pub(super) fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Failure> {
+    use crate::protocol::ladder::ActionPrecondition;
+    if !packet::is_safe_id(id) {
+        return Err(Failure::usage(format!("{id:?} is not a packet id")));
+    }
+    let pinned = load_pinned()?;
+    let snap = Scanner::new().scan(spool)?;
+    let entry = snap.packet(id);
+    let decision_path = spool.decision_path(id);
+    let read = match std::fs::symlink_metadata(&decision_path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(e),
+        _ => Ok(spool::read_limited(&decision_path)
+            .map_err(|e| Failure::invalid(format!("{}: {e}", decision_path.display())))?),
+    };
+    let (phase, preconditions): (&str, Vec<ActionPrecondition>) = match read {
+        Ok(bytes) => {
+            let file: Value = crate::protocol::canonical::parse_untrusted(&bytes)
+                .map_err(|e| Failure::invalid(format!("{}: not JSON: {e}", decision_path.display())))?;
+            let hash = entry.map(|e| e.packet.content_hash.as_str());
+            // A class that needs several principals: only an approval with its quorum counts.
+            let class = entry.map_or_else(
+                || file["document"]["action_class"].as_str().unwrap_or_default().to_owned(),
+                |e| e.packet.action_class.clone(),
+            );
+            let policies = load_policies(Some(spool))?;
+            let d = decision::verify_decision_file_under(&file, id, hash, &pinned, policies.cosign(&class))
+                .map_err(|e| Failure::invalid(e.to_string()))?;
+            if d.verdict == Verdict::Refuse {
+                println!("{id} was refused by {}; nothing may execute", d.principal);
+                return Ok(EXIT_REFUSED);
+            }
+            let recorded = d
+                .preconditions
+                .iter()
+                .map(|p| {
+                    Ok(ActionPrecondition {
+                        check_id: p.get("check_id").and_then(Value::as_str).ok_or("no check_id")?.to_owned(),
+                        parameters: p.get("parameters").cloned().unwrap_or(Value::Null),
+                        expected_at_approval: p.get("expected_at_approval").cloned().unwrap_or(Value::Null),
+                        must_revalidate_at_execution: true,
+                    })
+                })
+                .collect::<Result<Vec<_>, &str>>()
+                .map_err(|e| Failure::invalid(format!("recorded precondition: {e}")))?;
+            ("approved", recorded)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let entry = entry.ok_or_else(|| Failure::invalid(format!("no packet or decision {id:?} in the spool")))?;
+            let contract =
+                crate::protocol::verdict::Governance::of_packet(&entry.packet).and_then(|g| g.contract.clone());
+            let preconditions = match contract {
+                Some(Ok(c)) => c.preconditions,
+                Some(Err(e)) => return Err(Failure::invalid(format!("{id}: invalid action contract: {e}"))),
+                None => Vec::new(),
+            };
+            ("pending", preconditions)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let policies = load_policies(Some(spool))?;
+    let observer = crate::preconditions::Observer::for_policies(&policies, Some(&config::config_dir()));
+    let rv =
+        if phase == "pending" { observer.recheck_pending(&preconditions) } else { observer.recheck(&preconditions) };
+    if as_json {
+        print_json(&json!({"packet_id": id, "phase": phase, "revalidation": rv}))?;
+    } else {
+        println!("{id} ({phase}): {} precondition(s) to re-check", rv.checks.len());
+        for c in &rv.checks {
+            let now = c.observed.as_ref().map_or_else(|| c.error.clone().unwrap_or_default(), Value::to_string);
+            println!(
+                "  {} {:<22} expected {}  now {}",
+                if c.holds { "✓" } else { "✗" },
+                crate::protocol::text::inert(&c.check_id, 64),
+                crate::protocol::text::inert(&c.expected.to_string(), 120),
+                crate::protocol::text::inert(&now, 120)
+            );
+        }
+        if let Some(f) = &rv.failure {
+            println!("precondition_failed: {}", crate::protocol::text::inert(&f.detail, 400));
+        }
+    }
+    // 0 only for a packet approved by a verified decision whose preconditions all hold: an
+    // agent written as `check-preconditions X && run` never runs a pending packet.
+    Ok(match (phase, rv.ok) {
+        ("pending", _) => EXIT_PENDING,
+        (_, true) => 0,
+        (_, false) => EXIT_INVALID,
+    })
+}
