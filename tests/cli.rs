@@ -408,8 +408,6 @@ fn a_permissive_umask_still_gives_a_private_spool(e: Env) {
     }
 }
 
-/// Writes a portable packet with a `governance` block straight into the spool's `packets/`.
-
 // `trust set` records a signed level change (raising to autonomous only with the typed
 // confirmation), `trust show` reads it back from the chain, the chain verifies, and the change
 // applies to the next gate call: a destructive tool in that notebook moves from confirm to auto.
