@@ -1,9 +1,15 @@
 //! End to end: the real `warrant` binary in a real terminal (tmux), a real spool on disk, the
-//! real inotify watcher and real Ed25519 keys. Requires tmux (`.ci/run` installs it).
+//! real inotify watcher and real Ed25519 keys. Requires tmux (`.ci/run` installs it). Each test
+//! runs once on a directory spool (`directory::NAME`) and once on a JetStream store on a real
+//! `nats-server`, through the principal's replica (`jetstream::NAME`, feature `jetstream`).
 #![cfg(feature = "console")]
 
 #[path = "support/tmux.rs"]
 mod tmux;
+
+#[cfg(feature = "jetstream")]
+#[path = "support/nats.rs"]
+mod nats;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -13,37 +19,164 @@ use tmux::Tmux;
 
 const BIN: &str = env!("CARGO_BIN_EXE_warrant");
 
+/// Generates `directory::NAME` and `jetstream::NAME` for each test body `NAME(store: Store)`:
+/// the first on a directory spool (`WARRANT_SPOOL`), the second on a JetStream store of its own
+/// on a real `nats-server` (`WARRANT_STORE` and this host's replica, `WARRANT_REPLICA`), where the
+/// test publishes the agents' packets on their agents' subjects. Without `nats-server` the
+/// JetStream ones are skipped, except under `CI=true`, where they fail (`tests/support/nats.rs`).
+///
+/// Directory only (`directory_only`), each inherently about a directory spool:
+/// - `the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind`: `warrant demo` makes and
+///   removes its own temporary directory spool (on a store it exits 2, docs/distributed.md).
+///
+/// Within `malformed_files_are_listed_and_valid_packets_still_show`, the symlink planted in
+/// `packets/` is the directory's only: a store's messages are bytes.
+macro_rules! per_store {
+    (both: [$($name:ident),* $(,)?], directory_only: [$($dir:ident),* $(,)?] $(,)?) => {
+        mod directory {
+            $(#[test]
+            fn $name() {
+                super::$name(super::Store::Directory)
+            })*
+            $(#[test]
+            fn $dir() {
+                super::$dir(super::Store::Directory)
+            })*
+        }
+        #[cfg(feature = "jetstream")]
+        mod jetstream {
+            $(#[test]
+            fn $name() {
+                let Some(store) = super::Store::jetstream() else { return };
+                super::$name(store)
+            })*
+        }
+    };
+}
+
+per_store! {
+    both: [
+        approve_a_real_packet_from_the_console,
+        refuse_with_a_reason_while_the_agent_waits,
+        malformed_files_are_listed_and_valid_packets_still_show,
+        quarantine_an_agent_and_raise_a_notebook_from_the_console,
+        the_console_asks_for_the_passphrase_once,
+        a_new_packet_runs_the_notify_command_with_inert_text_and_counts_in_the_title,
+        filter_by_fields_sort_and_select_in_the_console,
+        approve_100_packets_with_one_confirmation,
+        command_line_and_mouse_in_the_console,
+        a_timed_out_packet_is_refused_as_a_system_decision_by_the_running_console,
+    ],
+    directory_only: [the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind],
+}
+
+/// Where a test's spool lives.
+enum Store {
+    /// A directory spool.
+    Directory,
+    /// A JetStream store on this server.
+    #[cfg(feature = "jetstream")]
+    JetStream(nats::Server),
+}
+
+impl Store {
+    /// A store on a new `nats-server`; `None` when there is none (skipped outside CI). The server
+    /// takes messages up to 4 MiB (its default is 1 MiB, warrant's file limit), so an agent's
+    /// oversized packet reaches the replica, as it would reach a directory spool, and the
+    /// scanner must refuse it there.
+    #[cfg(feature = "jetstream")]
+    fn jetstream() -> Option<Self> {
+        nats::Server::start_with_config(Some("max_payload: 4MB\n")).map(Store::JetStream)
+    }
+}
+
+/// A JetStream store a [`World`] runs on, and a connection to it that plays the agents' hosts.
+#[cfg(feature = "jetstream")]
+struct OnStore {
+    url: String,
+    remote: warrant::store::jetstream::JetStreamSpool,
+    _server: nats::Server,
+}
+
 fn conformance(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance").join(rel)
 }
 
-/// A temporary config dir and spool, and the environment that points warrant at them.
+/// A temporary config dir and spool (or a store and this host's replica of it), and the
+/// environment that points warrant at them.
 struct World {
     dir: tempfile::TempDir,
+    #[cfg(feature = "jetstream")]
+    store: Option<OnStore>,
 }
 
 impl World {
     /// A temporary directory with an unprotected principal key (`keys init --no-passphrase`).
-    fn new() -> Self {
-        let w = Self::without_key();
+    fn new(store: Store) -> Self {
+        let w = Self::without_key(store);
         assert!(w.cli(&["keys", "init", "--no-passphrase"]).status.success(), "keys init");
         w
     }
-    /// A temporary directory, no key.
-    fn without_key() -> Self {
-        Self { dir: tempfile::tempdir().expect("tempdir") }
+    /// A temporary directory, no key; on a store, its streams and buckets created.
+    fn without_key(store: Store) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        match store {
+            Store::Directory => Self {
+                dir,
+                #[cfg(feature = "jetstream")]
+                store: None,
+            },
+            #[cfg(feature = "jetstream")]
+            Store::JetStream(server) => {
+                use warrant::store::jetstream::{ConnectOptions, JetStreamSpool, SetupOptions, StoreUrl};
+                let url = server.store_url("e2e");
+                let parsed: StoreUrl = url.parse().expect("store url");
+                let remote = JetStreamSpool::connect(&parsed, &ConnectOptions::default()).expect("connect");
+                remote.setup(SetupOptions::default()).expect("create the store");
+                Self { dir, store: Some(OnStore { url, remote, _server: server }) }
+            }
+        }
     }
+    /// Whether warrant runs on a JetStream store.
+    fn on_a_store(&self) -> bool {
+        #[cfg(feature = "jetstream")]
+        let on = self.store.is_some();
+        #[cfg(not(feature = "jetstream"))]
+        let on = false;
+        on
+    }
+    /// The spool; on a store, this host's replica (the principal's local copy of it).
     fn spool(&self) -> PathBuf {
+        if self.on_a_store() {
+            return self.dir.path().join("replica");
+        }
         self.dir.path().join("spool")
     }
     fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut env = vec![
             ("WARRANT_CONFIG", self.dir.path().join("config").display().to_string()),
-            ("WARRANT_SPOOL", self.spool().display().to_string()),
             ("WARRANT_PRINCIPAL", "e2e-principal".into()),
             ("XDG_DATA_HOME", self.dir.path().join("data").display().to_string()),
             ("TERM", "xterm-256color".into()),
-        ]
+        ];
+        #[cfg(feature = "jetstream")]
+        if let Some(store) = &self.store {
+            env.push(("WARRANT_STORE", store.url.clone()));
+            env.push(("WARRANT_REPLICA", self.spool().display().to_string()));
+            return env;
+        }
+        env.push(("WARRANT_SPOOL", self.spool().display().to_string()));
+        env
+    }
+    /// `warrant verify` of the spool: its directory; on a store, the store's chain stream.
+    fn verify(&self, extra: &[&str]) -> std::process::Output {
+        let spool = self.spool().display().to_string();
+        let mut args = vec!["verify"];
+        if !self.on_a_store() {
+            args.push(&spool);
+        }
+        args.extend_from_slice(extra);
+        self.cli(&args)
     }
     fn cli(&self, args: &[&str]) -> std::process::Output {
         let mut cmd = Command::new(BIN);
@@ -53,8 +186,20 @@ impl World {
         }
         cmd.output().expect("run warrant")
     }
-    /// Publishes bytes as an agent must: a temporary dot-file, then a rename.
+    /// Publishes bytes as an agent must: a temporary dot-file, then a rename; on a store, as
+    /// an agent's host does, on the subject of the packet's agent (bytes that are no packet, on
+    /// `agent-unknown`'s).
     fn publish(&self, name: &str, bytes: &[u8]) -> Instant {
+        #[cfg(feature = "jetstream")]
+        if let Some(store) = &self.store {
+            let agent = warrant::protocol::packet::parse_packet(bytes, "published")
+                .map_or_else(|_| "agent-unknown".into(), |p| p.agent);
+            let at = Instant::now();
+            let hash = warrant::protocol::canonical::sha256_prefixed(bytes);
+            let ack = store.remote.publish_packet(&agent, bytes, &hash).expect("publish on the agent's subject");
+            assert!(!ack.duplicate, "{name} published once");
+            return at;
+        }
         let dir = self.spool().join("packets");
         std::fs::create_dir_all(&dir).expect("packets dir");
         let tmp = dir.join(format!(".{name}.tmp"));
@@ -82,9 +227,8 @@ fn wait_file(path: &Path) {
 
 // Publish a real js-reference packet, see it appear, approve it with a, y: the decision file
 // verifies, the chain gained one signed record, and `warrant verify` exits 0.
-#[test]
-fn approve_a_real_packet_from_the_console() {
-    let w = World::new();
+fn approve_a_real_packet_from_the_console(store: Store) {
+    let w = World::new(store);
     let tmux = Tmux::start("approve", &w.env(), &["console"]);
     tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
     let bytes = std::fs::read(conformance("trust-graduation/packets/js-reference/01-email-send-external.packet.json"))
@@ -114,7 +258,7 @@ fn approve_a_real_packet_from_the_console() {
     assert_eq!(chain[0]["autonomy_tier"], "act_with_approval");
     assert_eq!(chain[0]["approver"], "e2e-principal");
     assert_eq!(chain[0]["metadata"]["approval"]["signatures"].as_array().map(Vec::len), Some(1));
-    let out = w.cli(&["verify", &w.spool().display().to_string()]);
+    let out = w.verify(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("1 signatures verified"));
     tmux.send(&["q"]);
@@ -127,9 +271,8 @@ fn approve_a_real_packet_from_the_console() {
 
 // An agent waits with `propose --wait`; the principal refuses with a reason in the console;
 // the agent exits 3 and the chain records a signed refusal with the reason.
-#[test]
-fn refuse_with_a_reason_while_the_agent_waits() {
-    let w = World::new();
+fn refuse_with_a_reason_while_the_agent_waits(store: Store) {
+    let w = World::new(store);
     // The agent's key side: the same config, so the principal's key is pinned for the agent too.
     let tmux = Tmux::start("refuse", &w.env(), &["console"]);
     tmux.wait_for("the console", |s| s.contains("chain ok"));
@@ -166,7 +309,7 @@ fn refuse_with_a_reason_while_the_agent_waits() {
     assert_eq!(chain[0]["outcome"], "denied");
     assert_eq!(chain[0]["metadata"]["reason"], "not before the launch review");
     assert_eq!(chain[0]["metadata"]["warrant_decision"]["decision"], "refuse");
-    let out = w.cli(&["verify", &w.spool().display().to_string(), "--json"]);
+    let out = w.verify(&["--json"]);
     assert_eq!(out.status.code(), Some(0));
     let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
     assert_eq!(report["valid"], true);
@@ -176,9 +319,8 @@ fn refuse_with_a_reason_while_the_agent_waits() {
 
 // Malformed files never crash the console nor hide valid packets: each is listed with its reason.
 // Runs with NO_COLOR=1 (the mono theme).
-#[test]
-fn malformed_files_are_listed_and_valid_packets_still_show() {
-    let w = World::new();
+fn malformed_files_are_listed_and_valid_packets_still_show(store: Store) {
+    let w = World::new(store);
     let mut env = w.env();
     env.push(("NO_COLOR", "1".into()));
     let tmux = Tmux::start("malformed", &env, &["console"]);
@@ -194,18 +336,30 @@ fn malformed_files_are_listed_and_valid_packets_still_show() {
     big.resize(1 << 21, b'x');
     big.extend_from_slice(b"\"}");
     w.publish("f-huge.json", &big);
-    std::os::unix::fs::symlink("/etc/hostname", w.spool().join("packets").join("g-link.json")).expect("symlink");
+    // A symlink in `packets/` is a directory spool's: a store's messages are bytes.
+    if !w.on_a_store() {
+        std::os::unix::fs::symlink("/etc/hostname", w.spool().join("packets").join("g-link.json")).expect("symlink");
+    }
     let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     w.publish("h-deep.json", nested.as_bytes());
     let second = std::fs::read(conformance("trust-graduation/packets/js-reference/13-draft-response.packet.json"))
         .expect("fixture");
     w.publish("z-draft.json", &second);
-    let (screen, _) =
-        tmux.wait_for("valid packets and invalid count", |s| s.contains("2 pending") && s.contains("7 invalid"));
+    let (invalid, published) = if w.on_a_store() { (6, 8) } else { (7, 9) };
+    let (screen, _) = tmux.wait_for("valid packets and invalid count", |s| {
+        s.contains("2 pending") && s.contains(&format!("{invalid} invalid"))
+    });
     assert!(screen.contains("calendar.create") && screen.contains("draft.response"), "{screen}");
     tmux.send(&["3"]);
-    let (screen, _) = tmux.wait_for("the invalid list", |s| s.contains("Invalid (7)") && s.contains("c-binary.json"));
-    for reason in ["not JSON", "not a regular file", "over the 1 MiB limit", "unsafe id", "class-id pattern"] {
+    // On a store, what names no agent of its subject is named by that subject and its sequence.
+    let shown = if w.on_a_store() { "~agent-unknown@3.json" } else { "c-binary.json" };
+    let (screen, _) =
+        tmux.wait_for("the invalid list", |s| s.contains(&format!("Invalid ({invalid})")) && s.contains(shown));
+    let mut reasons = vec!["not JSON", "over the 1 MiB limit", "unsafe id", "class-id pattern"];
+    if !w.on_a_store() {
+        reasons.push("not a regular file");
+    }
+    for reason in reasons {
         assert!(screen.contains(reason), "missing {reason:?}:\n{screen}");
     }
     // Nothing an agent wrote was deleted or rewritten.
@@ -213,11 +367,13 @@ fn malformed_files_are_listed_and_valid_packets_still_show() {
         .expect("dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names.len(), 9, "{names:?}");
-    assert_eq!(
-        std::fs::read(w.spool().join("packets/b-notjson.json")).expect("kept"),
-        b"{\"type\": \"trust_graduation_approval_packet\","
-    );
+    assert_eq!(names.len(), published, "{names:?}");
+    let kept = if w.on_a_store() { "packets/~agent-unknown@2.json" } else { "packets/b-notjson.json" };
+    assert_eq!(std::fs::read(w.spool().join(kept)).expect("kept"), b"{\"type\": \"trust_graduation_approval_packet\",");
+    #[cfg(feature = "jetstream")]
+    if let Some(store) = &w.store {
+        assert_eq!(store.remote.list_packets().expect("the spool stream").len(), published, "all in the store");
+    }
     assert!(tmux.alive(), "the console died");
     tmux.send(&["1", "j"]);
     tmux.wait_for("the pending list again", |s| s.contains("Pending (2)"));
@@ -226,9 +382,8 @@ fn malformed_files_are_listed_and_valid_packets_still_show() {
 // Issue 4 in the real console: the agents view quarantines an agent (a reason, a dialog, a signed
 // control appended in the background), its packet turns blocked; the matrices view raises a
 // notebook's trust; the CLI reads both back from the verified chain.
-#[test]
-fn quarantine_an_agent_and_raise_a_notebook_from_the_console() {
-    let w = World::new();
+fn quarantine_an_agent_and_raise_a_notebook_from_the_console(store: Store) {
+    let w = World::new(store);
     let tmux = Tmux::start("controls", &w.env(), &["console"]);
     tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
     let packet = serde_json::json!({
@@ -268,7 +423,7 @@ fn quarantine_an_agent_and_raise_a_notebook_from_the_console() {
     assert_eq!(chain[0]["metadata"]["warrant_control"]["reason"], "e2e drill");
     assert_eq!(chain[1]["metadata"]["warrant_control"]["level"], "trusted");
     assert_eq!(chain[1]["metadata"]["warrant_control"]["previous"], "cautious");
-    let out = w.cli(&["verify", &w.spool().display().to_string(), "--json"]);
+    let out = w.verify(&["--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
     assert_eq!(report["signatures_verified"], 2);
@@ -280,9 +435,8 @@ fn quarantine_an_agent_and_raise_a_notebook_from_the_console() {
 // Issue 15 §6: with a protected key the console asks for the passphrase once, before it takes the
 // terminal; a wrong one starts nothing; the right one opens the console, which then signs without
 // asking again (the key stays in memory until it quits).
-#[test]
-fn the_console_asks_for_the_passphrase_once() {
-    let w = World::without_key();
+fn the_console_asks_for_the_passphrase_once(store: Store) {
+    let w = World::without_key(store);
     let pass = w.dir.path().join("pass");
     std::fs::write(&pass, "s3cret phrase\n").expect("write");
     let mut init = Command::new(BIN);
@@ -320,9 +474,8 @@ fn the_console_asks_for_the_passphrase_once() {
 // mix (a blocked packet with its reason, a human-only payment, decidable ones), signs an
 // approval with its own throwaway key, and on quit leaves nothing in the real configuration (no
 // key, no pinned keys, no checkpoint copy) and removes its temporary spool.
-#[test]
-fn the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind() {
-    let w = World::without_key();
+fn the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind(store: Store) {
+    let w = World::without_key(store);
     let home = w.dir.path().join("home");
     std::fs::create_dir_all(&home).expect("home");
     let mut env = w.env();
@@ -365,9 +518,8 @@ fn the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind() {
 // Issue 18: the real console with `[notify]` in config.toml. A packet there at start-up is not
 // announced; one published later runs the principal's command (a shell script writing its
 // environment to a file) with the packet's fields made inert, and the title shows the count.
-#[test]
-fn a_new_packet_runs_the_notify_command_with_inert_text_and_counts_in_the_title() {
-    let w = World::new();
+fn a_new_packet_runs_the_notify_command_with_inert_text_and_counts_in_the_title(store: Store) {
+    let w = World::new(store);
     let out = w.dir.path().join("notified.txt");
     let script = w.dir.path().join("notify.sh");
     std::fs::write(&script, "#!/bin/sh\nenv | grep '^WARRANT_' | sort >> \"$1\"\necho ---- >> \"$1\"\n")
@@ -420,9 +572,8 @@ fn a_new_packet_runs_the_notify_command_with_inert_text_and_counts_in_the_title(
 
 // Issue 18: the real binary filters by fields and sorts the pending list; an unknown field says
 // so and shows nothing; `space` marks a packet for batch triage and signs nothing.
-#[test]
-fn filter_by_fields_sort_and_select_in_the_console() {
-    let w = World::new();
+fn filter_by_fields_sort_and_select_in_the_console(store: Store) {
+    let w = World::new(store);
     let tmux = Tmux::start("filter", &w.env(), &["console"]);
     tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
     let now = warrant::protocol::clock::format_rfc3339(time::OffsetDateTime::now_utc());
@@ -460,9 +611,8 @@ fn filter_by_fields_sort_and_select_in_the_console() {
 // Issue 18, batch triage: 100 packets published, `v` selects them all, `a` opens ONE dialog
 // listing them, read to its end, `y` signs: 100 signed chain records (one per packet, each its
 // own signature) that `warrant verify` accepts, and 100 decision files that verify.
-#[test]
-fn approve_100_packets_with_one_confirmation() {
-    let w = World::new();
+fn approve_100_packets_with_one_confirmation(store: Store) {
+    let w = World::new(store);
     let tmux = Tmux::start("batch", &w.env(), &["console"]);
     tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));
     let now = warrant::protocol::clock::format_rfc3339(time::OffsetDateTime::now_utc());
@@ -521,7 +671,7 @@ fn approve_100_packets_with_one_confirmation() {
         ids.insert(id);
     }
     assert_eq!(ids.len(), 100, "100 distinct packets");
-    let out = w.cli(&["verify", &w.spool().display().to_string()]);
+    let out = w.verify(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("100 signatures verified"),
@@ -541,9 +691,8 @@ fn click(tmux: &Tmux, column: usize, row: usize) {
 
 // Issue 18: `:audit` runs from the command line of the real console and shows the chain's
 // decision in the Audit view; an unknown command says so; a mouse click on a row selects it.
-#[test]
-fn command_line_and_mouse_in_the_console() {
-    let w = World::new();
+fn command_line_and_mouse_in_the_console(store: Store) {
+    let w = World::new(store);
     for (id, summary) in [("m-1", "First draft"), ("m-2", "Second draft"), ("m-3", "Third draft")] {
         let o = w.cli(&["propose", "--class", "draft.compose", "--agent", "agent-a", "--summary", summary, "--id", id]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -578,9 +727,8 @@ fn command_line_and_mouse_in_the_console() {
 // principal's key as a system decision (`"system": "timeout"`): the chain verifies, the decision
 // file the hook reads says refused, the class gains no evidence, and the audit says no person
 // decided it.
-#[test]
-fn a_timed_out_packet_is_refused_as_a_system_decision_by_the_running_console() {
-    let w = World::new();
+fn a_timed_out_packet_is_refused_as_a_system_decision_by_the_running_console(store: Store) {
+    let w = World::new(store);
     let policy = "[timeouts.\"email.*\"]\nrefuse_after = \"PT1S\"\nsign_refusal = true\n";
     std::fs::write(w.dir.path().join("config/policy.toml"), policy).expect("policy.toml");
     let tmux = Tmux::start("timeout", &w.env(), &["console"]);
@@ -620,13 +768,14 @@ fn a_timed_out_packet_is_refused_as_a_system_decision_by_the_running_console() {
             .expect("decision file verifies");
     assert_eq!(verified.verdict, warrant::protocol::decision::Verdict::Refuse);
 
-    let out = w.cli(&["verify", &w.spool().display().to_string()]);
+    let out = w.verify(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let view =
         warrant::store::spool::verify_chain(&warrant::store::spool::Spool::new(w.spool()), &pinned).expect("verify");
     assert_eq!(view.decisions["t-mail"].system, Some(warrant::protocol::decision::SystemCause::Timeout));
     assert_eq!(view.evidence.count("email.send.external"), 0, "a timeout is not the principal's refusal");
-    let out = w.cli(&["audit", "--spool", &w.spool().display().to_string()]);
+    let spool = w.spool().display().to_string();
+    let out = if w.on_a_store() { w.cli(&["audit"]) } else { w.cli(&["audit", "--spool", &spool]) };
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("a system decision (timeout): signed by the console, no person decided"), "{text}");
     tmux.send(&["q"]);

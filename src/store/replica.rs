@@ -433,17 +433,37 @@ pub fn materialise_new(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Res
 
 /// After a decision file `bytes` of packet `id` was written into a replica: writes it to the
 /// decisions bucket under `AGENT.ID` (the agent of its signed document), once, and marks it in
-/// `published/`. A bucket that holds the key already counts as written (another of the
-/// principal's hosts wrote the same decision: the key is written once).
+/// `published/`. A bucket that holds the same decision under the key already counts as written
+/// (another of the principal's hosts wrote it: the key is written once).
 ///
 /// # Errors
-/// The store's errors; an agent or id the bucket cannot key (`[A-Za-z0-9_-]+`).
+/// The store's errors (the next pull writes it); a bucket holding *another* decision under the
+/// key (one that is not this file's document), which agents waiting on the packet read instead
+/// of this one, and which the bucket will never replace; an agent or id the bucket cannot key
+/// (`[A-Za-z0-9_-]+`).
 pub fn publish_decision(spool: &Spool, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
     let Some(remote) = remote_for(spool.root())? else { return Ok(()) };
-    put_decision(spool, &remote, id, bytes)
+    put_decision(spool, &remote, id, bytes).map_err(|e| match e {
+        Put::Another(message) => StoreError::Other(message),
+        Put::Failed(e) => StoreError::Other(format!("{e}; the next pull writes it there")),
+    })
 }
 
-fn put_decision(spool: &Spool, remote: &JetStreamSpool, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+/// Why [`put_decision`] did not write a decision file to the bucket.
+enum Put {
+    /// The bucket holds another decision under its key: it never will hold this one.
+    Another(String),
+    /// Any other error: a later write may succeed.
+    Failed(StoreError),
+}
+
+impl From<StoreError> for Put {
+    fn from(e: StoreError) -> Self {
+        Put::Failed(e)
+    }
+}
+
+fn put_decision(spool: &Spool, remote: &JetStreamSpool, id: &str, bytes: &[u8]) -> Result<(), Put> {
     let doc: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|e| StoreError::Other(format!("decision file {id}: {e}")))?;
     let agent = doc
@@ -451,13 +471,28 @@ fn put_decision(spool: &Spool, remote: &JetStreamSpool, id: &str, bytes: &[u8]) 
         .and_then(serde_json::Value::as_str)
         .ok_or_else(|| StoreError::Other(format!("decision file {id} names no agent")))?;
     match off_runtime(|| remote.put_decision(agent, id, bytes)) {
-        Ok(_) | Err(crate::store::jetstream::JsError::DecisionExists { .. }) => {}
-        Err(e) => return Err(e.into()),
+        Ok(_) => {}
+        Err(crate::store::jetstream::JsError::DecisionExists { key }) => {
+            // Written once: the same decision is this one, written by another of the principal's
+            // hosts (or by this one, before); any other is what agents read instead of it.
+            let held = off_runtime(|| remote.get_decision(agent, id)).map_err(StoreError::from)?;
+            let same = held.is_some_and(|d| {
+                serde_json::from_slice::<serde_json::Value>(&d.bytes)
+                    .is_ok_and(|v| v.get("document") == doc.get("document"))
+            });
+            if !same {
+                return Err(Put::Another(format!(
+                    "the store's decisions bucket holds another decision under {key}, written once: an agent waiting \
+                     on {id} reads that one, not this"
+                )));
+            }
+        }
+        Err(e) => return Err(Put::Failed(e.into())),
     }
     let marks = spool.root().join(PUBLISHED);
     fs::create_dir_all(&marks)
         .and_then(|()| fs::write(marks.join(id), b""))
-        .map_err(|e| StoreError::Other(format!("{}: {e}", marks.display())))
+        .map_err(|e| Put::Failed(StoreError::Other(format!("{}: {e}", marks.display()))))
 }
 
 /// Writes every decision file of the replica that is not marked published to the bucket (one
@@ -474,8 +509,13 @@ fn publish_missing(spool: &Spool, remote: &JetStreamSpool) -> Result<u64, StoreE
         }
         let bytes = crate::store::spool::read_limited(&entry.path())
             .map_err(|e| StoreError::Other(format!("{}: {e}", entry.path().display())))?;
-        put_decision(spool, remote, id, &bytes)?;
-        count += 1;
+        match put_decision(spool, remote, id, &bytes) {
+            Ok(()) => count += 1,
+            // Reported by the command that signed it; the bucket will never take it, and the
+            // replica's other decisions still go there.
+            Err(Put::Another(message)) => tracing::warn!(%message, "a decision file not in the store's bucket"),
+            Err(Put::Failed(e)) => return Err(e),
+        }
     }
     Ok(count)
 }

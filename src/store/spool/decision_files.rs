@@ -153,11 +153,8 @@ fn write_decision_file_as(spool: &Spool, id: &str, file: &Value, how: Written) -
     write_atomic(&path, &bytes, 0o644)?;
     #[cfg(feature = "jetstream")]
     match how {
-        Written::Signed => crate::store::replica::publish_decision(spool, id, &bytes).map_err(|e| {
-            io::Error::other(format!(
-                "written here, but not yet to the store's decisions bucket ({e}); the next pull writes it there"
-            ))
-        })?,
+        Written::Signed => crate::store::replica::publish_decision(spool, id, &bytes)
+            .map_err(|e| io::Error::other(format!("written here, but not to the store's decisions bucket: {e}")))?,
         Written::FromChain => crate::store::replica::mark_published(spool, id)?,
     }
     #[cfg(not(feature = "jetstream"))]
