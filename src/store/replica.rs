@@ -507,8 +507,15 @@ fn publish_missing(spool: &Spool, remote: &JetStreamSpool) -> Result<u64, StoreE
         if !packet::is_safe_id(id) || marks.join(id).exists() {
             continue;
         }
-        let bytes = crate::store::spool::read_limited(&entry.path())
-            .map_err(|e| StoreError::Other(format!("{}: {e}", entry.path().display())))?;
+        // Something other than a decision file in its place (a directory, a symlink) is no
+        // decision to write: it is logged, and the replica's other decisions still go there.
+        let bytes = match crate::store::spool::read_limited(&entry.path()) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::warn!(path = %entry.path().display(), error = %e, "not a decision file: not written to the store");
+                continue;
+            }
+        };
         match put_decision(spool, remote, id, &bytes) {
             Ok(()) => count += 1,
             // Reported by the command that signed it; the bucket will never take it, and the

@@ -145,17 +145,29 @@ pub(super) fn write_decision_file(spool: &Spool, id: &str, file: &Value) -> io::
 /// [`write_decision_file`]; a file rebuilt from the chain is not written to the bucket from here
 /// (the principal's host that signed it does; in a replica it is marked as the bucket's,
 /// [`crate::store::replica::mark_published`]).
+///
+/// In a replica, a decision just signed goes to the bucket *before* the file: agents on other
+/// hosts read it there, so a file that cannot be written here (a full disk, something in its
+/// place) does not keep it from them. A bucket that cannot be reached leaves the file unmarked,
+/// for the next pull to write it there.
 fn write_decision_file_as(spool: &Spool, id: &str, file: &Value, how: Written) -> io::Result<PathBuf> {
-    fs::create_dir_all(spool.decisions_dir())?;
     let path = spool.decision_path(id);
     let mut bytes = serde_json::to_vec_pretty(file).map_err(io::Error::other)?;
     bytes.push(b'\n');
+    #[cfg(feature = "jetstream")]
+    let to_store = match how {
+        Written::Signed => crate::store::replica::publish_decision(spool, id, &bytes),
+        Written::FromChain => Ok(()),
+    };
+    fs::create_dir_all(spool.decisions_dir())?;
     write_atomic(&path, &bytes, 0o644)?;
     #[cfg(feature = "jetstream")]
-    match how {
-        Written::Signed => crate::store::replica::publish_decision(spool, id, &bytes)
-            .map_err(|e| io::Error::other(format!("written here, but not to the store's decisions bucket: {e}")))?,
-        Written::FromChain => crate::store::replica::mark_published(spool, id)?,
+    {
+        if how == Written::FromChain {
+            crate::store::replica::mark_published(spool, id)?;
+        }
+        to_store
+            .map_err(|e| io::Error::other(format!("written here, but not to the store's decisions bucket: {e}")))?;
     }
     #[cfg(not(feature = "jetstream"))]
     let _ = how;
