@@ -424,7 +424,13 @@ impl Governor {
     /// # Errors
     /// [`GovernError::InvalidPacket`] when the packet is missing or invalid; chain and I/O errors.
     pub fn judge(&self, id: &str) -> Result<(String, Outcome), GovernError> {
-        let mut snap = Scanner::new().scan_packets_selected(&self.spool, recent_or_foreign)?;
+        let mut scanner = Scanner::new();
+        let mut snap = scanner.scan_packets_selected(&self.spool, recent_or_foreign)?;
+        if snap.packet(id).is_none() {
+            // The packet judged arrived before the last quiet gap (a call held for a while, then
+            // judged again while it waits): judged with every arrival, as the console judges it.
+            snap = scanner.scan_packets_selected(&self.spool, |metas| vec![true; metas.len()])?;
+        }
         // The receipts a pinned gateway signed are the gate's evidence too (observed outcomes).
         snap.receipts = spool::observed_receipts(&self.spool, &self.config_dir);
         let Some(entry) = snap.packet(id).cloned() else {

@@ -84,3 +84,27 @@ fn without_a_pinned_key_or_a_spool_refresh_fails_and_nothing_is_allowed() {
     assert!(live.refresh().is_err(), "no pinned key");
     assert_eq!(live.quick(&call("fs/read")), None);
 }
+
+/// A packet judged again while its call waits (the hooks and the gateway re-judge held calls)
+/// is found however long ago it arrived: the governor reads only the arrivals since the last
+/// quiet gap of the rate limiter (3 s with the default limits), and a call held across such a gap
+/// was "not in the spool" and denied (seen in `tests/gateway.rs` under load).
+#[test]
+fn a_packet_that_arrived_before_a_quiet_gap_is_still_judged() {
+    let env = Env::new();
+    ok(&env, &["propose", "--class", "draft.compose", "--agent", "a", "--summary", "s", "--id", "early"]);
+    std::thread::sleep(std::time::Duration::from_millis(3_300));
+    ok(&env, &["propose", "--class", "draft.compose", "--agent", "a", "--summary", "s", "--id", "late"]);
+    let governor = warrant::govern::Governor::open(Spool::new(env.spool()), &env.config()).expect("governor");
+    // Both judged alike (the same class and agent, the gate's verdict).
+    let judged: Vec<String> = ["early", "late"]
+        .iter()
+        .map(|id| match governor.judge(id) {
+            Ok((_, outcome)) => format!("{:?}", warrant::govern::warrant_object(&outcome)["status"]),
+            Err(e) => panic!("{id} is judged: {e}"),
+        })
+        .collect();
+    assert_eq!(judged[0], judged[1], "{judged:?}");
+    // A packet that is not there is still no packet.
+    assert!(governor.judge("never").is_err());
+}
