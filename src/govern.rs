@@ -1015,11 +1015,12 @@ pub fn wait_for_decision(
 }
 
 /// [`wait_for_decision`] on a JetStream store (`docs/distributed.md`): waits for the decision
-/// on `agent`'s packet `id` in the store's decisions bucket (a watch of the one key, no
-/// polling), at most `timeout` and never past `expires_at`, and verifies it as a decision file.
-/// The bucket is written once per key, so a decision that does not verify is
-/// `Waited::Unverified`, and the packet is never approved.
-/// The kill switch answers through the refusals it signs for pending packets.
+/// on `agent`'s packet `id` in the store's decisions bucket, or for the principal's signal to
+/// `agent` there (a stop given since `since`, a quarantine in force: the signals of
+/// `signals/<agent>.json`, which the principal's replica puts in the store), with a watch of
+/// each key (no polling), at most `timeout` and never past `expires_at`, and verifies a decision
+/// as a decision file. The bucket is written once per key, so a decision that does not verify
+/// is `Waited::Unverified`, and the packet is never approved.
 ///
 /// # Errors
 /// The store's errors other than the wait running out: never a decision.
@@ -1031,11 +1032,12 @@ pub fn wait_for_store_decision(
     content_hash: &str,
     pinned: &PinnedKeys,
     agent: &str,
+    since: time::OffsetDateTime,
     expires_at: Option<time::OffsetDateTime>,
     timeout: Duration,
     quorum: Option<&crate::protocol::decision::Quorum>,
 ) -> Result<Waited, crate::store::jetstream::JsError> {
-    use crate::store::jetstream::JsError;
+    use crate::store::jetstream::{Awaited, JsError};
     let until_expiry = expires_at.map(|t| {
         let left = t - time::OffsetDateTime::now_utc();
         Duration::try_from(left).unwrap_or(Duration::ZERO)
@@ -1045,8 +1047,16 @@ pub fn wait_for_store_decision(
         _ => (timeout, false),
     };
     let ran_out = if expiry_first { Waited::Expired } else { Waited::Timeout };
-    let decision = match remote.wait_decision(agent, id, wait) {
-        Ok(d) => d,
+    let applies = |bytes: &[u8]| signal_of(bytes, agent, since).is_some();
+    let decision = match remote.wait_decision_or_signal(agent, id, wait, applies) {
+        Ok(Awaited::Decision(d)) => d,
+        Ok(Awaited::Signal(bytes)) => {
+            return Ok(match signal_of(&bytes, agent, since) {
+                Some(Signal::Stopped(why)) => Waited::Stopped(why),
+                Some(Signal::Quarantined(why)) => Waited::Quarantined(why),
+                None => ran_out,
+            });
+        }
         Err(JsError::Timeout { .. }) => return Ok(ran_out),
         Err(e) => return Err(e),
     };

@@ -430,6 +430,43 @@ fn an_agent_with_its_own_credentials_proposes_and_waits_under_the_documented_per
     assert_eq!(store_chain(principal, &p_env, url), chain_before, "the agent appended nothing");
 }
 
+/// The principal's signals travel through the store: under the documented propose-only
+/// permissions, an agent waiting on another host learns of a quarantine (exit 8) and, after a
+/// release, of a kill (exit 7, or 3 when the kill's refusal of its packet reaches it first), as
+/// it would on a directory spool; a release is no reason to stop waiting.
+#[test]
+fn a_quarantine_and_a_kill_reach_an_agent_waiting_on_another_host() {
+    let Some(c) = Credentialed::start(0) else { return };
+    let (url, principal, agent) = (&c.url, &c.principal, &c.agent);
+    let (p_env, a_env) = (c.p_env(), c.a_env());
+
+    let waiting = propose_waiting(agent, url, &a_env, "agent-a", "q-1");
+    wait_pending(principal, &p_env, url, &["q-1"]);
+    ok(&run_with(principal, &p_env, &["--store", url, "agent", "quarantine", "agent-a", "--reason", "odd"]));
+    let o = waiting.wait_with_output().expect("agent");
+    assert_eq!(o.status.code(), Some(8), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("quarantined by the principal: odd"), "{}", text(&o));
+
+    ok(&run_with(principal, &p_env, &["--store", url, "agent", "release", "agent-a"]));
+    let waiting = propose_waiting(agent, url, &a_env, "agent-a", "q-2");
+    wait_pending(principal, &p_env, url, &["q-2"]);
+    // Released: the agent waits on; the principal's approval reaches it.
+    ok(&run_with(principal, &p_env, &["--store", url, "approve", "--yes", "q-2"]));
+    let o = waiting.wait_with_output().expect("agent");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    let waiting = propose_waiting(agent, url, &a_env, "agent-a", "q-3");
+    wait_pending(principal, &p_env, url, &["q-3"]);
+    ok(&run_with(principal, &p_env, &["--store", url, "agent", "kill", "agent-a", "--reason", "runaway"]));
+    let o = waiting.wait_with_output().expect("agent");
+    let err = String::from_utf8_lossy(&o.stderr);
+    match o.status.code() {
+        Some(7) => assert!(err.contains("was killed by the principal: runaway"), "{}", text(&o)),
+        Some(3) => assert!(err.contains("killed: runaway"), "{}", text(&o)),
+        other => panic!("a killed agent's wait ends with 7 or 3, not {other:?}: {}", text(&o)),
+    }
+}
+
 #[cfg(feature = "console")]
 #[path = "support/tmux.rs"]
 mod tmux;

@@ -10,6 +10,7 @@ use crate::protocol::decision::{self, Verdict};
 use crate::protocol::graduation::PolicySet;
 use crate::protocol::packet;
 use crate::store::config;
+use crate::store::publications::{Publication, SpoolLog};
 use crate::store::spool::{self, Scanner, Spool};
 use serde_json::{Value, json};
 use std::io::{self, Read as _};
@@ -126,21 +127,31 @@ pub(super) fn propose(
     let content_hash = crate::protocol::canonical::canonical_hash(&doc);
     #[cfg(feature = "jetstream")]
     let remote = match to {
-        ProposeTo::Store(url) => Some(publish_to_store(url, agent, &id, &doc, &content_hash)?),
+        ProposeTo::Store(url) => Some(connect_store(url, agent, &id)?),
         ProposeTo::Directory(_) => None,
     };
     if let Some(spool) = spool {
         spool.ensure()?;
-        // A packet is never replaced, pending or decided (a decision file in `decisions/` is not
-        // consulted: only the chain decides, and an agent-planted file must not block a new packet).
-        let path = spool.publish_new(&spool.packets_dir(), &id, &doc).map_err(|e| match e.kind() {
-            io::ErrorKind::AlreadyExists => Failure::usage(format!(
-                "packet {id:?} already exists in {}; choose another --id",
-                spool.packets_dir().display()
-            )),
-            _ => e.into(),
-        })?;
-        tracing::info!(packet = %id, path = %path.display(), "published packet");
+    }
+    // Published through the store boundary, on either store. A packet is never replaced,
+    // pending or decided (a decision file in `decisions/` is not consulted: only the chain
+    // decides, and an agent-planted file must not block a new packet).
+    let log: &dyn SpoolLog = match spool {
+        Some(spool) => spool,
+        #[cfg(feature = "jetstream")]
+        None => remote.as_ref().ok_or_else(|| Failure::usage("internal error: no store to publish to"))?,
+        #[cfg(not(feature = "jetstream"))]
+        None => return Err(Failure::usage("internal error: no spool to publish to")),
+    };
+    match log.publish(Publication::Packet, agent, &id, &doc) {
+        Ok(true) => tracing::info!(packet = %id, at = %log.location(), "published packet"),
+        Ok(false) => {
+            return Err(Failure::usage(format!(
+                "packet {id:?} was published before in {}; choose another --id",
+                log.location()
+            )));
+        }
+        Err(e) => return Err(Failure::usage(format!("packet {id:?} was not published: {e}; choose another --id"))),
     }
     println!("{id}");
     let (Some(seconds), Some(wait_for)) = (wait, wait_for) else { return Ok(0) };
@@ -167,6 +178,7 @@ pub(super) fn propose(
                 &content_hash,
                 &pinned,
                 agent,
+                now,
                 expires_at,
                 wait_for,
                 quorum,
@@ -213,22 +225,19 @@ pub(super) fn propose(
     })
 }
 
-/// Publishes the packet `doc` of `agent` to the store `url`'s spool stream (its subject is
-/// `agent`'s, which the server's permissions bind to the agent's credentials), refusing an id
-/// published before. Returns the connection, for the wait.
+/// Connects to the store `url` for `agent`'s packet `id`: both must be subject tokens there
+/// (the packet goes to `agent`'s subject, which the server's permissions bind to the agent's
+/// credentials). Returns the connection, to publish on and to wait on.
 ///
 /// # Errors
-/// The connection's and the server's errors; an agent id that is no subject token.
+/// The connection's errors; an agent or packet id that is no subject token.
 #[cfg(feature = "jetstream")]
-fn publish_to_store(
+fn connect_store(
     url: &crate::store::jetstream::StoreUrl,
     agent: &str,
     id: &str,
-    doc: &Value,
-    content_hash: &str,
 ) -> Result<crate::store::jetstream::JetStreamSpool, Failure> {
     use crate::store::jetstream::{ConnectOptions, JetStreamSpool};
-    let fail = |e: crate::store::jetstream::JsError| Failure::usage(format!("{url}: {e}"));
     for (what, value) in [("agent", agent), ("packet", id)] {
         if !crate::store::jetstream::is_token(value) {
             return Err(Failure::usage(format!(
@@ -238,15 +247,7 @@ fn publish_to_store(
         }
     }
     let opts = ConnectOptions::from_env().map_err(Failure::usage)?;
-    let remote = JetStreamSpool::connect(url, &opts).map_err(fail)?;
-    let mut bytes = serde_json::to_vec_pretty(doc).map_err(io::Error::other)?;
-    bytes.push(b'\n');
-    let ack = remote.publish_packet(agent, &bytes, content_hash).map_err(fail)?;
-    if ack.duplicate {
-        return Err(Failure::usage(format!("packet {id:?} was published before (same content); choose another --id")));
-    }
-    tracing::info!(packet = %id, seq = ack.seq, store = %url, "published packet");
-    Ok(remote)
+    JetStreamSpool::connect(url, &opts).map_err(|e| Failure::usage(format!("{url}: {e}")))
 }
 
 pub(super) fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Result<u8, Failure> {

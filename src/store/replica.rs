@@ -449,6 +449,18 @@ pub fn publish_decision(spool: &Spool, id: &str, bytes: &[u8]) -> Result<(), Sto
     })
 }
 
+/// After the principal's signal `bytes` to `agent` (`signals/<agent>.json`: a stop, a
+/// quarantine, a release) was written into a replica: puts it in the store
+/// ([`JetStreamSpool::put_signal`]), where an agent waiting on another host sees it. Nothing for
+/// a directory spool.
+///
+/// # Errors
+/// The store's errors; an agent id the bucket cannot key (`[A-Za-z0-9_-]+`).
+pub fn publish_signal(spool: &Spool, agent: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    let Some(remote) = remote_for(spool.root())? else { return Ok(()) };
+    off_runtime(|| remote.put_signal(agent, bytes)).map(|_| ()).map_err(StoreError::from)
+}
+
 /// Why [`put_decision`] did not write a decision file to the bucket.
 enum Put {
     /// The bucket holds another decision under its key: it never will hold this one.

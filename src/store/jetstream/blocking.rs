@@ -230,6 +230,28 @@ impl JetStreamSpool {
     pub fn wait_decision(&self, agent: &str, packet_id: &str, timeout: Duration) -> Result<Decision, JsError> {
         self.rt.block_on(self.inner.wait_decision(agent, packet_id, timeout))
     }
+
+    /// [`AsyncJetStreamSpool::wait_decision_or_signal`].
+    ///
+    /// # Errors
+    /// As [`AsyncJetStreamSpool::wait_decision_or_signal`].
+    pub fn wait_decision_or_signal(
+        &self,
+        agent: &str,
+        packet_id: &str,
+        timeout: Duration,
+        applies: impl FnMut(&[u8]) -> bool,
+    ) -> Result<super::Awaited, JsError> {
+        self.rt.block_on(self.inner.wait_decision_or_signal(agent, packet_id, timeout, applies))
+    }
+
+    /// [`AsyncJetStreamSpool::put_signal`].
+    ///
+    /// # Errors
+    /// As [`AsyncJetStreamSpool::put_signal`].
+    pub fn put_signal(&self, agent: &str, bytes: &[u8]) -> Result<u64, JsError> {
+        self.rt.block_on(self.inner.put_signal(agent, bytes))
+    }
 }
 
 /// The chain's record lines as one byte stream (`canonical JSON\n` each, in order), read from

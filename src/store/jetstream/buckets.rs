@@ -53,32 +53,38 @@ impl AsyncJetStreamSpool {
     /// # Errors
     /// [`JsError::Timeout`] when none came within `timeout`; [`JsError::Server`] otherwise.
     pub async fn wait_decision(&self, agent: &str, packet_id: &str, timeout: Duration) -> Result<Decision, JsError> {
+        match self.wait_decision_or_signal(agent, packet_id, timeout, |_| false).await? {
+            Awaited::Decision(d) => Ok(d),
+            Awaited::Signal(_) => Err(JsError::Server { op: "watch decision".into(), message: "a signal".into() }),
+        }
+    }
+
+    /// Waits for the decision on `agent`'s packet `packet_id`, or for a signal of the principal
+    /// to `agent` ([`put_signal`](Self::put_signal)) that `applies` accepts, whichever comes
+    /// first: two watches of one key each, which first deliver what is there already. A signal
+    /// `applies` refuses (a release, an older stop) is passed over and the wait goes on.
+    ///
+    /// # Errors
+    /// [`JsError::Timeout`] when neither came within `timeout`; [`JsError::Server`] otherwise.
+    pub async fn wait_decision_or_signal(
+        &self,
+        agent: &str,
+        packet_id: &str,
+        timeout: Duration,
+        mut applies: impl FnMut(&[u8]) -> bool,
+    ) -> Result<Awaited, JsError> {
         let key = decision_key(agent, packet_id)?;
+        let signal = signal_key(agent)?;
         let store = self.decisions().await?;
-        let subject = format!("{}{key}", store.prefix);
         let wait = async {
-            // An ordered consumer of the one key, named so that its create request names the
-            // key's subject (`$JS.API.CONSUMER.CREATE.KV_….NAME.$KV.….AGENT.PACKET_ID`), which a
-            // server permission can grant per agent (docs/distributed.md); the KV watch of
-            // async-nats creates unnamed consumers, whose request names no subject.
-            let consumer = store
-                .stream
-                .create_consumer(push::OrderedConfig {
-                    name: Some(format!("warrant_wait_{}", uuid::Uuid::new_v4().simple())),
-                    deliver_subject: self.client.new_inbox(),
-                    filter_subject: subject.clone(),
-                    deliver_policy: DeliverPolicy::LastPerSubject,
-                    ..Default::default()
-                })
-                .await
-                .map_err(server(format!("watch decision {key}")))?;
-            let mut messages = consumer.messages().await.map_err(server(format!("watch decision {key}")))?;
-            while let Some(m) = messages.next().await {
-                let m = m.map_err(server(format!("watch decision {key}")))?;
-                let op = m.message.headers.as_ref().and_then(|h| h.get("KV-Operation")).map(|v| v.as_str().to_string());
-                if op.is_none() {
-                    let info = m.info().map_err(server(format!("watch decision {key}")))?;
-                    return Ok(Decision { revision: info.stream_sequence, bytes: m.message.payload.to_vec() });
+            let decisions = self.watch_key(&store, &key).await?.map(|e| (true, e));
+            let signals = self.watch_key(&store, &signal).await?.map(|e| (false, e));
+            let mut both = futures_util::stream::select(decisions, signals);
+            while let Some((is_decision, entry)) = both.next().await {
+                match entry? {
+                    Some(d) if is_decision => return Ok(Awaited::Decision(d)),
+                    Some(s) if applies(&s.bytes) => return Ok(Awaited::Signal(s.bytes)),
+                    _ => {}
                 }
             }
             Err(JsError::Server { op: format!("watch decision {key}"), message: "the watch ended".into() })
@@ -87,6 +93,75 @@ impl AsyncJetStreamSpool {
             .await
             .map_err(|_| JsError::Timeout { what: format!("the decision {key}"), after: timeout })?
     }
+
+    /// The values of the bucket's `key` as they are put, the one there first: `Some` for a
+    /// value, `None` for a delete or purge.
+    async fn watch_key(
+        &self,
+        store: &kv::Store,
+        key: &str,
+    ) -> Result<impl futures_util::Stream<Item = Result<Option<Decision>, JsError>> + use<>, JsError> {
+        let subject = format!("{}{key}", store.prefix);
+        let op = format!("watch {key}");
+        // An ordered consumer of the one key, named so that its create request names the key's
+        // subject (`$JS.API.CONSUMER.CREATE.KV_….NAME.$KV.….AGENT.PACKET_ID`), which a server
+        // permission can grant per agent (docs/distributed.md); the KV watch of async-nats
+        // creates unnamed consumers, whose request names no subject.
+        let consumer = store
+            .stream
+            .create_consumer(push::OrderedConfig {
+                name: Some(format!("warrant_wait_{}", uuid::Uuid::new_v4().simple())),
+                deliver_subject: self.client.new_inbox(),
+                filter_subject: subject,
+                deliver_policy: DeliverPolicy::LastPerSubject,
+                ..Default::default()
+            })
+            .await
+            .map_err(server(op.clone()))?;
+        let messages = consumer.messages().await.map_err(server(op.clone()))?;
+        Ok(messages.map(move |m| {
+            let m = m.map_err(server(op.clone()))?;
+            let deleted = m.message.headers.as_ref().and_then(|h| h.get("KV-Operation")).is_some();
+            if deleted {
+                return Ok(None);
+            }
+            let info = m.info().map_err(server(op.clone()))?;
+            Ok(Some(Decision { revision: info.stream_sequence, bytes: m.message.payload.to_vec() }))
+        }))
+    }
+
+    /// Puts the principal's signal to `agent` (`{"type": "warrant_stop" | "warrant_quarantine"
+    /// | "warrant_release", "agent", "reason", "at"}`, as in `signals/<agent>.json`) under
+    /// [`signal_key`], replacing the one before: a waiting agent sees it
+    /// ([`wait_decision_or_signal`](Self::wait_decision_or_signal)). Returns the revision.
+    ///
+    /// # Errors
+    /// [`JsError::BadToken`] for an agent id that is not `[A-Za-z0-9_-]+`; [`JsError::Server`].
+    pub async fn put_signal(&self, agent: &str, bytes: &[u8]) -> Result<u64, JsError> {
+        let key = signal_key(agent)?;
+        let store = self.decisions().await?;
+        store.put(&key, bytes.to_vec().into()).await.map_err(server(format!("write signal {key}")))
+    }
+}
+
+/// What came first while waiting on a packet ([`AsyncJetStreamSpool::wait_decision_or_signal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Awaited {
+    /// The decision file on the packet, as stored (unverified).
+    Decision(Decision),
+    /// A signal of the principal to the agent, as stored (unverified), that the caller accepted.
+    Signal(Vec<u8>),
+}
+
+/// The key of `agent`'s signal in the decisions bucket: `AGENT.signal.latest`. It has three
+/// tokens, so it is never a decision's `AGENT.PACKET_ID` (a packet id is one token), and it is
+/// among the agent's own keys (`AGENT.>`), which the documented permissions let it watch.
+///
+/// # Errors
+/// [`JsError::BadToken`] for an agent id that is not `[A-Za-z0-9_-]+`.
+pub fn signal_key(agent: &str) -> Result<String, JsError> {
+    token("agent", agent)?;
+    Ok(format!("{agent}.signal.latest"))
 }
 
 impl AsyncJetStreamSpool {

@@ -61,15 +61,30 @@ fn standing_signal(spool: &Spool, input: &ControlInput) {
     let signal = serde_json::json!({
         "type": kind, "agent": input.subject, "reason": input.reason, "at": input.decided_at,
     });
-    let dir = spool.signals_dir();
-    let written = fs::create_dir_all(&dir).and_then(|()| {
-        let mut bytes = serde_json::to_vec_pretty(&signal).map_err(std::io::Error::other)?;
-        bytes.push(b'\n');
-        write_atomic(&dir.join(format!("{}.json", input.subject)), &bytes, 0o644)
-    });
-    if let Err(e) = written {
+    if let Err(e) = write_signal(spool, &input.subject, &signal) {
         tracing::warn!(agent = %input.subject, error = %e, "the {kind} signal was not written");
     }
+}
+
+/// Writes the principal's `signal` to `agent` as `signals/<agent>.json` (atomically) and, in a
+/// replica of a JetStream store, to the store, where an agent waiting on another host sees it
+/// ([`crate::store::replica::publish_signal`]; `docs/distributed.md`).
+///
+/// # Errors
+/// A sentence: an unsafe agent id or spool, I/O, the store's errors.
+fn write_signal(spool: &Spool, agent: &str, signal: &Value) -> Result<(), String> {
+    // Never write through an unsafe name or into a spool others can write to.
+    if !packet::is_safe_id(agent) || spool.check_private().is_err() {
+        return Err("unsafe agent id or spool".to_owned());
+    }
+    let dir = spool.signals_dir();
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mut bytes = serde_json::to_vec_pretty(signal).map_err(|e| e.to_string())?;
+    bytes.push(b'\n');
+    write_atomic(&dir.join(format!("{agent}.json")), &bytes, 0o644).map_err(|e| e.to_string())?;
+    #[cfg(feature = "jetstream")]
+    crate::store::replica::publish_signal(spool, agent, &bytes).map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 /// Records a key event ([`crate::protocol::key_event`]: a rotation or a rename) signed by `principal`
@@ -269,7 +284,8 @@ fn prepare_control(
 }
 
 /// Runs the kill switch on `agent` (agent-hypervisor.md §2.11): its termination callback writes
-/// the stop signal `signals/<agent>.json` (atomically; the agent is expected to watch it), its
+/// the stop signal `signals/<agent>.json` (atomically; the agent is expected to watch it; in a
+/// replica also to the store, [`write_signal`]), its
 /// pending packets are the in-flight steps (compensated: warrant has no substitute agents), and
 /// the result, recorded whatever the callback did, is returned as the control's `kill` field.
 /// `terminated` is false when the signal could not be written within the callback timeout.
@@ -287,23 +303,9 @@ fn kill_agent(spool: &Spool, snap: &Snapshot, view: &ChainView, input: &ControlI
     let signal = serde_json::json!({
         "type": "warrant_stop", "agent": agent, "reason": input.reason, "at": input.decided_at,
     });
-    let dir = spool.signals_dir();
-    let path = dir.join(format!("{agent}.json"));
-    let safe = packet::is_safe_id(&agent) && spool.check_private().is_ok();
+    let (spool, to) = (spool.clone(), agent.clone());
     let mut switch = KillSwitch::default();
-    switch.register_agent(
-        &agent,
-        Some(Box::new(move || {
-            // Never write through an unsafe name or into a spool others can write to.
-            if !safe {
-                return Err("unsafe agent id or spool".to_owned());
-            }
-            fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            let mut bytes = serde_json::to_vec_pretty(&signal).map_err(|e| e.to_string())?;
-            bytes.push(b'\n');
-            write_atomic(&path, &bytes, 0o644).map_err(|e| e.to_string())
-        })),
-    );
+    switch.register_agent(&agent, Some(Box::new(move || write_signal(&spool, &to, &signal))));
     let details = input.reason.clone().unwrap_or_default();
     let result = switch.kill(&agent, "spool", KillReason::Manual, &steps, &details, now);
     let mut kill = serde_json::to_value(&result).unwrap_or(Value::Null);
