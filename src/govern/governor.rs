@@ -1,151 +1,7 @@
-//! Governing one call against a spool (issue 17): publish the call's packet, judge it with the
-//! composed verdict from the spool's verified chain, and wait for the principal's signed decision
-//! when a person must decide. The hooks and the gateway are thin surfaces over this; `warrant
-//! propose --wait` shares its wait ([`wait_for_decision`]).
-//!
-//! Fail closed everywhere: every error is an [`Outcome::Deny`] or an `Err` that the surfaces turn
-//! into a deny; nothing here ever answers `Allow` for a packet it could not judge.
+//! The governor of one call ([`Governor`]): publish its packet, judge it with the composed
+//! verdict from the verified chain, hold it for the principal, and recheck it before it runs.
 
-use crate::protocol::calls::{Classification, ToolCall};
-use crate::protocol::decision::Verdict;
-use crate::protocol::graduation::policy::PolicySet;
-use crate::protocol::keys::PinnedKeys;
-use crate::protocol::ladder::ActionPrecondition;
-use crate::protocol::packet::DecisionState;
-use crate::store::spool::{self, Scanner, Spool};
-use serde_json::{Value, json};
-use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// Why a call could not be governed (each is a deny for the agent).
-#[derive(Debug, thiserror::Error)]
-pub enum GovernError {
-    /// The spool directory does not exist.
-    #[error("no spool at {0}: create it with `warrant init` (a missing spool is never an allow)")]
-    NoSpool(PathBuf),
-    /// No principal key is pinned, so no decision could ever verify.
-    #[error("no principal key is pinned in {0}: pin the principal's key (`warrant keys pin`) first")]
-    NoPinnedKey(PathBuf),
-    /// The call's packet id exists with other content.
-    #[error("packet {0} already exists with another call in it; refusing to reuse it")]
-    Conflict(String),
-    /// The packet this call wrote is not a valid packet (a defect, or the spool was tampered with).
-    #[error("packet {id} is not valid: {reason}")]
-    InvalidPacket {
-        /// The packet id.
-        id: String,
-        /// Why.
-        reason: String,
-    },
-    /// The policy files.
-    #[error("{0}")]
-    Policy(#[from] crate::protocol::graduation::policy::PolicyError),
-    /// The pinned keys file.
-    #[error("{0}")]
-    Keys(#[from] crate::store::key_files::KeyError),
-    /// The chain.
-    #[error("{0}")]
-    Chain(#[from] crate::store::chain_file::ChainError),
-    /// I/O.
-    #[error("{0}")]
-    Io(#[from] io::Error),
-}
-
-/// The answer for a call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    /// Run it: the gate allows it on its own, or the principal approved it.
-    Allow {
-        /// The packet.
-        packet_id: String,
-        /// Why, in words.
-        reason: String,
-        /// The principal signed an approval (not the gate on its own): of this packet, or a grant.
-        by_principal: bool,
-        /// The principal's grant that allowed it ([`crate::protocol::grant`]), if one did.
-        grant: Option<String>,
-    },
-    /// A person must decide: the packet waits in the console.
-    Hold {
-        /// The packet.
-        packet_id: String,
-        /// The composed verdict's state (`review_required`, `human_only`, `deferred`).
-        state: DecisionState,
-        /// Why, in words.
-        reason: String,
-        /// What would let it run on its own, if anything (Trust Graduation's path).
-        graduation: Option<Value>,
-    },
-    /// Do not run it.
-    Deny {
-        /// The packet, if one was published.
-        packet_id: Option<String>,
-        /// `blocked`, `refused`, `timeout`, `expired`, `quarantined`, `killed`,
-        /// `precondition_failed` (and the gateway's `cancelled`).
-        status: &'static str,
-        /// Why, in words the agent can act on.
-        reason: String,
-        /// What would change it, if anything.
-        remedy: Option<String>,
-    },
-}
-
-impl Outcome {
-    /// The packet id, if any.
-    #[must_use]
-    pub fn packet_id(&self) -> Option<&str> {
-        match self {
-            Outcome::Allow { packet_id, .. } | Outcome::Hold { packet_id, .. } => Some(packet_id),
-            Outcome::Deny { packet_id, .. } => packet_id.as_deref(),
-        }
-    }
-
-    /// The reason, in words, with the remedy when there is one.
-    #[must_use]
-    pub fn message(&self) -> String {
-        match self {
-            Outcome::Allow { reason, .. } | Outcome::Hold { reason, .. } => reason.clone(),
-            Outcome::Deny { reason, remedy: Some(r), .. } => format!("{reason} ({r})"),
-            Outcome::Deny { reason, .. } => reason.clone(),
-        }
-    }
-}
-
-/// A published call: its packet and what it is.
-#[derive(Debug, Clone)]
-pub struct Submitted {
-    /// The packet id.
-    pub packet_id: String,
-    /// The packet's `content_hash` (what a decision must have signed).
-    pub content_hash: String,
-    /// The agent.
-    pub agent: String,
-    /// When it was published (the since of kill signals).
-    pub at: time::OffsetDateTime,
-    /// The classification.
-    pub classification: Classification,
-    /// The preconditions of the packet's contract as published, with the values observed when
-    /// the call was proposed (`expected_at_approval`; `null` where nothing could be observed).
-    pub preconditions: Vec<ActionPrecondition>,
-    /// The answer now.
-    pub outcome: Outcome,
-    /// The class's `[timeouts]` entry in `policy.toml`, if it has one.
-    pub timeout: Option<crate::protocol::graduation::policy::ClassTimeout>,
-    /// The quorum an approval of the class needs (`[cosign]` in `policy.toml`), if any: a
-    /// decision file releases the call only with that many co-signatures.
-    pub quorum: Option<crate::protocol::decision::Quorum>,
-}
-
-impl Submitted {
-    /// How long a host whose own wait is `host` (`--wait`) waits for the principal: capped by the
-    /// class's `refuse_after` (`wait = "forever"`, or no entry, lets the host's wait stand).
-    #[must_use]
-    pub fn wait_for(&self, host: Duration) -> Duration {
-        self.timeout.map_or(host, |t| t.cap(host))
-    }
-}
+use super::*;
 
 /// Governs calls against one spool with the policies and pinned keys of one configuration
 /// directory.
@@ -153,8 +9,8 @@ impl Submitted {
 pub struct Governor {
     spool: Spool,
     config_dir: PathBuf,
-    policies: PolicySet,
-    pinned: PinnedKeys,
+    pub(super) policies: PolicySet,
+    pub(super) pinned: PinnedKeys,
 }
 
 impl Governor {
@@ -749,7 +605,26 @@ impl Governor {
             // Judged with the policies and keys as they are now, not as they were when the call
             // was proposed: a table the principal tightened meanwhile applies.
             match Governor::open(self.spool.clone(), &self.config_dir).and_then(|g| g.judge(&id)) {
-                Ok((hash, o @ (Outcome::Allow { .. } | Outcome::Deny { .. }))) if hash == s.content_hash => return o,
+                Ok((hash, o @ Outcome::Allow { .. })) if hash == s.content_hash => return o,
+                Ok((hash, o @ Outcome::Deny { .. })) if hash == s.content_hash => {
+                    // A decision that came while this judgement ran (it read the chain before the
+                    // principal's record) is her word on the call, and wins over that reading.
+                    let late = wait_for_decision(
+                        &self.spool,
+                        &id,
+                        &s.content_hash,
+                        &self.pinned,
+                        &s.agent,
+                        s.at,
+                        None,
+                        Duration::ZERO,
+                        s.quorum.as_ref(),
+                    );
+                    return match late {
+                        Waited::Decided(_) => self.outcome_of(s, late, timeout),
+                        _ => o,
+                    };
+                }
                 Ok((hash, _)) if hash == s.content_hash => {}
                 Ok(_) => {
                     return Outcome::Deny {
@@ -849,31 +724,6 @@ fn expired_undecided(id: &str, at: &str) -> Outcome {
     }
 }
 
-/// How often a held call is judged again while it waits ([`Governor::wait`]).
-pub const REJUDGE_EVERY: Duration = Duration::from_secs(2);
-
-/// How long a call the principal's approval allowed waits for the decision file the chain
-/// already holds the approval of ([`Governor::recheck_before_run`]): the principal's process
-/// writes it right after the chain record and the checkpoint, so a judgement of the chain in
-/// between sees the approval a moment before its file.
-pub const DECISION_FILE_GRACE: Duration = Duration::from_secs(2);
-
-/// The policy set a hook or the gateway governs with: `<config_dir>/policy.toml` and the spool's
-/// ([`PolicySet::load`]); when another user owns the spool (the principal, with agents running
-/// as their own users), the spool's alone, which must be that user's own file
-/// ([`PolicySet::load_owned`]), so an agent cannot loosen the tool table from its own
-/// configuration directory.
-///
-/// # Errors
-/// [`GovernError::Io`] when the spool cannot be read; policy errors.
-pub fn load_policies(spool: &Spool, config_dir: &Path) -> Result<PolicySet, GovernError> {
-    use std::os::unix::fs::MetadataExt as _;
-    // The directory itself, through a symbolic link the agent may own.
-    let principal = std::fs::metadata(spool.root())?.uid();
-    let owner = (principal != rustix::process::geteuid().as_raw()).then_some(principal);
-    Ok(PolicySet::load_owned(config_dir, Some(spool.root()), owner)?)
-}
-
 /// A packet's `governance` with every precondition's `expected_at_approval` set to `null`: two
 /// proposals of one call are the same call whatever the world was when each was observed.
 fn without_expected(governance: &Value) -> Value {
@@ -918,24 +768,6 @@ fn recent_or_foreign(metas: &[std::fs::Metadata]) -> Vec<bool> {
     metas.iter().map(|m| ctime(m) >= from).collect()
 }
 
-/// How a wait for a decision ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Waited {
-    /// A decision file verified against the pinned keys and the packet's content.
-    Decided(crate::protocol::decision::VerifiedDecision),
-    /// The packet's `expires_at` passed.
-    Expired,
-    /// The agent was killed (`": <reason>"` or empty).
-    Stopped(String),
-    /// The agent is quarantined (`": <reason>"` or empty).
-    Quarantined(String),
-    /// The time ran out.
-    Timeout,
-    /// The decision that came does not verify (a JetStream store's bucket holds one decision
-    /// per packet: no other can follow). The reason, inert.
-    Unverified(String),
-}
-
 /// The answer for a packet the principal's console refused as a system decision when its class's
 /// wait ran out (`[timeouts] sign_refusal`): `timeout`, not a person's refusal. `why` is `": "`
 /// and the signed reason, or empty.
@@ -945,373 +777,5 @@ fn timed_out(id: &str, why: &str) -> Outcome {
         status: "timeout",
         reason: format!("{id} was not decided in time{why}"),
         remedy: Some(format!("ask the principal to decide a new request in warrant ({id} can no longer run)")),
-    }
-}
-
-/// Waits for `decisions/<id>.json` to hold a decision that verifies against `pinned` for the
-/// packet content `content_hash`, polling every 50 ms, until `timeout`, the packet's expiry
-/// (`expires_at`), or a kill or quarantine signal for `agent` (a kill counts only when given at
-/// or after `since`). A decision file that does not verify is reported once on stderr and
-/// ignored: it is not a decision.
-#[allow(clippy::too_many_arguments)]
-#[must_use]
-pub fn wait_for_decision(
-    spool: &Spool,
-    id: &str,
-    content_hash: &str,
-    pinned: &PinnedKeys,
-    agent: &str,
-    since: time::OffsetDateTime,
-    expires_at: Option<time::OffsetDateTime>,
-    timeout: Duration,
-    quorum: Option<&crate::protocol::decision::Quorum>,
-) -> Waited {
-    let deadline = Instant::now() + timeout;
-    let decision_path = spool.decision_path(id);
-    let mut rejected: Option<(std::time::SystemTime, u64)> = None;
-    loop {
-        if let Ok(meta) = std::fs::symlink_metadata(&decision_path) {
-            let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
-            if rejected != Some(stamp) {
-                let verdict = spool::read_limited(&decision_path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|b| crate::protocol::canonical::parse_untrusted(&b).map_err(|e| format!("not JSON: {e}")))
-                    .and_then(|v| {
-                        crate::protocol::decision::verify_decision_file_under(
-                            &v,
-                            id,
-                            Some(content_hash),
-                            pinned,
-                            quorum,
-                        )
-                        .map_err(|e| e.to_string())
-                    });
-                match verdict {
-                    Ok(d) => return Waited::Decided(d),
-                    Err(e) => {
-                        eprintln!(
-                            "warrant: ignoring decision file {}: {}",
-                            decision_path.display(),
-                            crate::protocol::text::inert(&e, 2000)
-                        );
-                        rejected = Some(stamp);
-                    }
-                }
-            }
-        }
-        if expires_at.is_some_and(|t| time::OffsetDateTime::now_utc() >= t) {
-            return Waited::Expired;
-        }
-        match standing_signal(spool, agent, since) {
-            Some(Signal::Stopped(why)) => return Waited::Stopped(why),
-            Some(Signal::Quarantined(why)) => return Waited::Quarantined(why),
-            None => {}
-        }
-        if Instant::now() >= deadline {
-            return Waited::Timeout;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// [`wait_for_decision`] on a JetStream store (`docs/distributed.md`): waits for the decision
-/// on `agent`'s packet `id` in the store's decisions bucket, or for the principal's signal to
-/// `agent` there (a stop given since `since`, a quarantine in force: the signals of
-/// `signals/<agent>.json`, which the principal's replica puts in the store), with a watch of
-/// each key (no polling), at most `timeout` and never past `expires_at`, and verifies a decision
-/// as a decision file. The bucket is written once per key, so a decision that does not verify
-/// is `Waited::Unverified`, and the packet is never approved.
-///
-/// # Errors
-/// The store's errors other than the wait running out: never a decision.
-#[cfg(feature = "jetstream")]
-#[allow(clippy::too_many_arguments)]
-pub fn wait_for_store_decision(
-    remote: &crate::store::jetstream::JetStreamSpool,
-    id: &str,
-    content_hash: &str,
-    pinned: &PinnedKeys,
-    agent: &str,
-    since: time::OffsetDateTime,
-    expires_at: Option<time::OffsetDateTime>,
-    timeout: Duration,
-    quorum: Option<&crate::protocol::decision::Quorum>,
-) -> Result<Waited, crate::store::jetstream::JsError> {
-    use crate::store::jetstream::{Awaited, JsError};
-    let until_expiry = expires_at.map(|t| {
-        let left = t - time::OffsetDateTime::now_utc();
-        Duration::try_from(left).unwrap_or(Duration::ZERO)
-    });
-    let (wait, expiry_first) = match until_expiry {
-        Some(e) if e < timeout => (e, true),
-        _ => (timeout, false),
-    };
-    let ran_out = if expiry_first { Waited::Expired } else { Waited::Timeout };
-    let applies = |bytes: &[u8]| signal_of(bytes, agent, since).is_some();
-    let decision = match remote.wait_decision_or_signal(agent, id, wait, applies) {
-        Ok(Awaited::Decision(d)) => d,
-        Ok(Awaited::Signal(bytes)) => {
-            return Ok(match signal_of(&bytes, agent, since) {
-                Some(Signal::Stopped(why)) => Waited::Stopped(why),
-                Some(Signal::Quarantined(why)) => Waited::Quarantined(why),
-                None => ran_out,
-            });
-        }
-        Err(JsError::Timeout { .. }) => return Ok(ran_out),
-        Err(e) => return Err(e),
-    };
-    let verdict = crate::protocol::canonical::parse_untrusted(&decision.bytes)
-        .map_err(|e| format!("not JSON: {e}"))
-        .and_then(|v| {
-            crate::protocol::decision::verify_decision_file_under(&v, id, Some(content_hash), pinned, quorum)
-                .map_err(|e| e.to_string())
-        });
-    match verdict {
-        Ok(d) => Ok(Waited::Decided(d)),
-        // The key is written once: no other decision can follow, and this one is none.
-        Err(e) => Ok(Waited::Unverified(crate::protocol::text::inert(&e, 2000))),
-    }
-}
-
-/// What the principal told an agent through `signals/<agent>.json`.
-enum Signal {
-    /// `agent kill`: `": <reason>"` or empty.
-    Stopped(String),
-    /// `agent quarantine`: `": <reason>"` or empty.
-    Quarantined(String),
-}
-
-/// Reads `agent`'s signal; `None` when there is none that applies.
-fn standing_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> Option<Signal> {
-    if !crate::protocol::packet::is_safe_id(agent) {
-        return None;
-    }
-    let bytes = spool::read_limited(&spool.signals_dir().join(format!("{agent}.json"))).ok()?;
-    signal_of(&bytes, agent, since)
-}
-
-/// The signal `bytes` (a `signals/<agent>.json`, or its copy in a store) tell `agent`, waiting
-/// since `since`: a stop given since then (a second's leeway), or a quarantine in force. `None`
-/// for anything else (a release, another agent's, an older stop, a malformed one).
-fn signal_of(bytes: &[u8], agent: &str, since: time::OffsetDateTime) -> Option<Signal> {
-    let v = crate::protocol::canonical::parse_untrusted(bytes).ok()?;
-    let at = v.get("at").and_then(Value::as_str).and_then(crate::protocol::clock::parse_rfc3339)?;
-    if v.get("agent").and_then(Value::as_str) != Some(agent) {
-        return None;
-    }
-    let reason = v
-        .get("reason")
-        .and_then(Value::as_str)
-        .map(|r| format!(": {}", crate::protocol::text::inert(r, 400)))
-        .unwrap_or_default();
-    match v.get("type").and_then(Value::as_str) {
-        Some("warrant_stop") if at >= since - time::Duration::seconds(1) => Some(Signal::Stopped(reason)),
-        Some("warrant_quarantine") => Some(Signal::Quarantined(reason)),
-        _ => None,
-    }
-}
-
-/// The `_warrant` object the gateway returns and the hooks log: status, reason, packet id,
-/// graduation path and what would unblock the call.
-#[must_use]
-pub fn warrant_object(o: &Outcome) -> Value {
-    match o {
-        Outcome::Allow { packet_id, reason, .. } => {
-            json!({"status": "allowed", "reason": reason, "packet_id": packet_id})
-        }
-        Outcome::Hold { packet_id, state, reason, graduation } => json!({
-            "status": "held", "state": state.as_str(), "reason": reason, "packet_id": packet_id,
-            "graduationPath": graduation,
-            "unblock": "the principal approves the packet in warrant",
-        }),
-        Outcome::Deny { packet_id, status, reason, remedy } => json!({
-            "status": status, "reason": reason, "packet_id": packet_id, "unblock": remedy,
-        }),
-    }
-}
-
-/// A file's identity and state, to tell whether it changed since it was last read: device,
-/// inode, length, modification and change times (ns) of the link itself and of the file it
-/// names (the files are read through symbolic links: an edit of a link's target is a change).
-/// `None` for one that does not exist.
-type Stamp = [Option<(u64, u64, u64, i64, i64, i64, i64)>; 2];
-
-fn stamp(path: &Path) -> Stamp {
-    use std::os::unix::fs::MetadataExt as _;
-    let of = |m: std::fs::Metadata| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
-    [std::fs::symlink_metadata(path).ok().map(of), std::fs::metadata(path).ok().map(of)]
-}
-
-/// What [`Live`] last read, and the stamps of the files it read it from.
-#[derive(Debug)]
-struct LiveState {
-    /// Policies and pinned keys.
-    governor: Arc<Governor>,
-    /// The chain, verified (extended record by record as it grows).
-    chain: Arc<crate::store::spool::VerifiedView>,
-    /// The gate's evidence index over the chain's evidence rows.
-    index: Arc<crate::protocol::graduation::evidence::EvidenceIndex>,
-    /// Whether every file in `packets/` is this process's user's (then whoever publishes first
-    /// for an agent, it is this user: [`crate::monitor::speakers`]).
-    packets_all_mine: bool,
-    /// The stamps ([`stamp`]): chain, config `policy.toml`, spool `policy.toml`, pinned keys,
-    /// `packets/`.
-    stamps: [Stamp; 5],
-}
-
-/// A governor for a long-lived process (the MCP gateway): the policies, the pinned keys and the
-/// verified chain are read once and read again only when their files change — the chain is then
-/// extended by the records appended to it ([`crate::store::spool::verify_chain_from`]), not verified
-/// whole — so a call the gate allows on its own is judged in memory, in microseconds, with no
-/// packet ([`Live::quick`]). Every other call goes through [`Governor::submit`] as before.
-///
-/// Live: a control the principal signs (a notebook raised, an agent quarantined or killed, a
-/// refusal that takes a class's graduation away) is a chain record, so the next call sees it.
-#[derive(Debug)]
-pub struct Live {
-    spool: Spool,
-    config_dir: PathBuf,
-    state: std::sync::RwLock<Option<Arc<LiveState>>>,
-}
-
-impl Live {
-    /// A live governor for `spool` and `config_dir`; nothing is read until the first call.
-    #[must_use]
-    pub fn new(spool: Spool, config_dir: &Path) -> Self {
-        Self { spool, config_dir: config_dir.to_owned(), state: std::sync::RwLock::new(None) }
-    }
-
-    /// The spool.
-    #[must_use]
-    pub fn spool(&self) -> &Spool {
-        &self.spool
-    }
-
-    fn paths(&self) -> [PathBuf; 5] {
-        [
-            self.spool.chain_path(),
-            self.config_dir.join("policy.toml"),
-            self.spool.root().join("policy.toml"),
-            self.config_dir.join(crate::store::key_files::PINNED_FILE),
-            self.spool.packets_dir(),
-        ]
-    }
-
-    fn stamps(&self) -> [Stamp; 5] {
-        self.paths().map(|p| stamp(&p))
-    }
-
-    /// What was read, when none of its files changed since (ten `stat`s: [`stamp`]); `None` when one
-    /// did, or nothing was read yet: then [`Live::refresh`].
-    fn fresh(&self) -> Option<Arc<LiveState>> {
-        let state = self.state.read().ok()?.clone()?;
-        (state.stamps == self.stamps()).then_some(state)
-    }
-
-    /// Reads again what changed: the policies and pinned keys when their files did (a new
-    /// [`Governor`]), the chain's appended records (or the whole chain when it was rewritten or
-    /// the keys changed), the owners of `packets/` when it changed. Blocking: file I/O and
-    /// signature checks.
-    ///
-    /// # Errors
-    /// As [`Governor::open`]; chain I/O errors.
-    pub fn refresh(&self) -> Result<Arc<Governor>, GovernError> {
-        self.refreshed().map(|s| s.governor.clone())
-    }
-
-    fn refreshed(&self) -> Result<Arc<LiveState>, GovernError> {
-        if let Some(s) = self.fresh() {
-            return Ok(s);
-        }
-        // Stamps first: a change while reading is seen by the next call.
-        let stamps = self.stamps();
-        let old = self.state.read().ok().and_then(|s| s.clone());
-        let config_same = old.as_ref().is_some_and(|o| o.stamps[1..4] == stamps[1..4]);
-        let governor = match old.as_ref().filter(|_| config_same) {
-            Some(o) => o.governor.clone(),
-            None => Arc::new(Governor::open(self.spool.clone(), &self.config_dir)?),
-        };
-        let progress = std::sync::atomic::AtomicU64::new(0);
-        let cache = old.as_ref().filter(|_| config_same).map(|o| o.chain.as_ref());
-        let (chain, index) = match old.as_ref().filter(|o| config_same && o.stamps[0] == stamps[0]) {
-            Some(o) => (o.chain.clone(), o.index.clone()),
-            None => {
-                let chain = crate::store::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?;
-                let index = crate::protocol::graduation::evidence::EvidenceIndex::new(chain.view.evidence.rows());
-                (Arc::new(chain), Arc::new(index))
-            }
-        };
-        let packets_all_mine = match old.as_ref().filter(|o| o.stamps[4] == stamps[4]) {
-            Some(o) => o.packets_all_mine,
-            None => all_mine(&self.spool.packets_dir()),
-        };
-        let state = Arc::new(LiveState { governor, chain, index, packets_all_mine, stamps });
-        if let Ok(mut s) = self.state.write() {
-            *s = Some(state.clone());
-        }
-        Ok(state)
-    }
-
-    /// Judges `call` in memory, with no packet, when nothing it depends on changed since the last
-    /// [`Live::refresh`]: `Some` (the call's action class) when it may run with no packet and no
-    /// person, `None` when it must go through [`Governor::submit`] (or the state must be read
-    /// again first).
-    ///
-    /// A call runs with no packet only when all of these hold: the chain verified whole; the tool
-    /// table makes the call `safe` and declares no precondition for it; this process's user may
-    /// speak for the agent (`[agents] users`, the chain's publisher, or — while every packet in
-    /// the spool is this user's — whoever comes first); and the composed verdict over the
-    /// principal's controls and the chain's evidence is `allowed` (not `allowed_with_constraints`,
-    /// whose constraints only a packet can carry). Such a call is not an arrival for the rings'
-    /// rate limit, which meters the packets an agent proposes (`docs/conformance.md`).
-    #[must_use]
-    pub fn quick(&self, call: &ToolCall) -> Option<String> {
-        let state = self.fresh()?;
-        let view = &state.chain.view;
-        if !view.report.is_valid() {
-            return None;
-        }
-        let policies = &state.governor.policies;
-        let c = crate::protocol::calls::classify(policies, &call.tool, &call.input, &call.annotations);
-        if c.tier != Some(crate::protocol::tiers::ToolTier::Safe)
-            || !crate::protocol::calls::action_preconditions(&c.preconditions, &call.input, call.cwd.as_deref())
-                .is_empty()
-        {
-            return None;
-        }
-        let now = time::OffsetDateTime::now_utc();
-        let id = crate::protocol::calls::packet_id(call, Some("live"));
-        let doc =
-            crate::protocol::calls::call_packet(call, &c, policies, &id, &crate::protocol::clock::format_rfc3339(now));
-        let bytes = serde_json::to_vec(&doc).ok()?;
-        let packet = crate::protocol::packet::parse_packet(&bytes, &id).ok()?;
-        let ctx = crate::protocol::verdict::VerdictContext {
-            policies,
-            controls: &view.controls,
-            now: now.unix_timestamp() as f64 + f64::from(now.nanosecond()) * 1e-9,
-        };
-        let me = rustix::process::geteuid().as_raw();
-        let who = crate::monitor::speakers(&ctx, &packet.agent, me);
-        let speaks = match who {
-            crate::monitor::Speakers::FirstSeen(_) => state.packets_all_mine,
-            _ => who.allows(me),
-        };
-        if !speaks {
-            return None;
-        }
-        let tg = crate::protocol::verdict::packet_gate(&ctx, &packet, &state.index, "local", true);
-        let v = crate::protocol::verdict::evaluate(&ctx, &packet, &tg, None, None);
-        (v.state == DecisionState::Allowed).then_some(c.class)
-    }
-}
-
-/// Whether every entry of `dir` is owned by this process's user (true when it is empty or
-/// missing; false when it cannot be read).
-fn all_mine(dir: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    let me = rustix::process::geteuid().as_raw();
-    match std::fs::read_dir(dir) {
-        Ok(entries) => entries.into_iter().all(|e| e.and_then(|e| e.metadata()).is_ok_and(|m| m.uid() == me)),
-        Err(e) => e.kind() == io::ErrorKind::NotFound,
     }
 }
