@@ -586,9 +586,8 @@ impl Governor {
         let timeout = s.wait_for(timeout);
         let deadline = Instant::now() + timeout;
         let id = s.packet_id.clone();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let waited = wait_for_decision(
+        let decision_within = |wait: Duration| {
+            wait_for_decision(
                 &self.spool,
                 &id,
                 &s.content_hash,
@@ -596,9 +595,13 @@ impl Governor {
                 &s.agent,
                 s.at,
                 None,
-                left.min(REJUDGE_EVERY),
+                wait,
                 s.quorum.as_ref(),
-            );
+            )
+        };
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let waited = decision_within(left.min(REJUDGE_EVERY));
             if waited != Waited::Timeout || left <= REJUDGE_EVERY {
                 return self.outcome_of(s, waited, timeout);
             }
@@ -609,17 +612,7 @@ impl Governor {
                 Ok((hash, o @ Outcome::Deny { .. })) if hash == s.content_hash => {
                     // A decision that came while this judgement ran (it read the chain before the
                     // principal's record) is her word on the call, and wins over that reading.
-                    let late = wait_for_decision(
-                        &self.spool,
-                        &id,
-                        &s.content_hash,
-                        &self.pinned,
-                        &s.agent,
-                        s.at,
-                        None,
-                        Duration::ZERO,
-                        s.quorum.as_ref(),
-                    );
+                    let late = decision_within(Duration::ZERO);
                     return match late {
                         Waited::Decided(_) => self.outcome_of(s, late, timeout),
                         _ => o,
