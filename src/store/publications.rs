@@ -98,7 +98,7 @@ impl SpoolLog for Spool {
         for entry in entries {
             let name = entry.map_err(|e| err(&e))?.file_name().to_string_lossy().into_owned();
             // Temporary files of a publication under way are dot-files (`Spool::publish`).
-            if name.ends_with(".json") && !name.starts_with('.') {
+            if super::spool::is_publication(&name) {
                 names.push(name);
             }
         }

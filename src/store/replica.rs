@@ -785,7 +785,7 @@ fn publications(dir: &Path, not_copied: &mut Vec<String>) -> Vec<(String, Vec<u8
     let mut names: Vec<String> = entries
         .flatten()
         .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|n| !n.starts_with('.') && n.ends_with(".json"))
+        .filter(|n| crate::store::spool::is_publication(n))
         .collect();
     names.sort();
     names

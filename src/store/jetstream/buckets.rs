@@ -53,10 +53,20 @@ impl AsyncJetStreamSpool {
     /// # Errors
     /// [`JsError::Timeout`] when none came within `timeout`; [`JsError::Server`] otherwise.
     pub async fn wait_decision(&self, agent: &str, packet_id: &str, timeout: Duration) -> Result<Decision, JsError> {
-        match self.wait_decision_or_signal(agent, packet_id, timeout, |_| false).await? {
-            Awaited::Decision(d) => Ok(d),
-            Awaited::Signal(_) => Err(JsError::Server { op: "watch decision".into(), message: "a signal".into() }),
-        }
+        let key = decision_key(agent, packet_id)?;
+        let store = self.decisions().await?;
+        let wait = async {
+            let mut entries = self.watch_key(&store, &key).await?;
+            while let Some(entry) = entries.next().await {
+                if let Some(d) = entry? {
+                    return Ok(d);
+                }
+            }
+            Err(JsError::Server { op: format!("watch decision {key}"), message: "the watch ended".into() })
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .map_err(|_| JsError::Timeout { what: format!("the decision {key}"), after: timeout })?
     }
 
     /// Waits for the decision on `agent`'s packet `packet_id`, or for a signal of the principal

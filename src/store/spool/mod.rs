@@ -46,6 +46,7 @@ pub use receipts::{
     record_receipt,
 };
 pub use records::{AgentScores, append_control, append_grant, append_key_event, elevation_fields, revoke_grant};
+pub(crate) use scan::is_publication;
 pub use scan::{FileKind, InvalidFile, PacketEntry, Recheck, Scanner, Snapshot, publisher_label, user_name};
 pub use uses::{USE_SUFFIX, Uses, claim_approval, claim_grant_use, gate_runs, read_uses, record_gate_run};
 pub use view::{

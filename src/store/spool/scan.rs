@@ -257,7 +257,7 @@ fn look(
 
 /// A file name a scan considers: temporary and hidden files are work in progress, not
 /// publications.
-fn is_publication(name: &str) -> bool {
+pub(crate) fn is_publication(name: &str) -> bool {
     !name.starts_with('.') && name.ends_with(".json")
 }
 
