@@ -170,8 +170,7 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
     };
     // A `safe` call the gate allows on its own runs with no packet, as through the gateway
     // (`govern::Live::quick`): reads neither fill the spool nor spend the agent's rate limit.
-    let safe = crate::protocol::calls::classify(governor.policies(), &call.tool, &call.input, &call.annotations).tier
-        == Some(crate::protocol::tiers::ToolTier::Safe);
+    let safe = governor.classify(&call).tier == Some(crate::protocol::tiers::ToolTier::Safe);
     if safe && kind == Event::PreToolUse {
         let live = crate::govern::Live::new(opts.spool.clone(), &opts.config_dir);
         match live.refresh() {

@@ -41,18 +41,23 @@ const PEOPLE: [&str; 4] = ["alice", "bob", "carol", "dave"];
 
 impl Team {
     fn new(policy: &str) -> Self {
+        Self::of(policy, &PEOPLE)
+    }
+
+    /// A team of `people` only, each with a key, each pinning every other's.
+    fn of(policy: &str, people: &[&'static str]) -> Self {
         let t = Team { dir: tempfile::tempdir().expect("tempdir") };
         std::fs::create_dir_all(t.spool()).expect("spool");
         std::fs::write(t.spool().join("policy.toml"), policy).expect("policy.toml");
-        for who in PEOPLE {
+        for who in people {
             ok(&t.run(who, &["keys", "init", "--no-passphrase"]));
         }
-        for who in PEOPLE {
+        for who in people.iter().copied() {
             let pem = t.run(who, &["keys", "export"]);
             ok(&pem);
             let file = t.dir.path().join(format!("{who}.pub"));
             std::fs::write(&file, &pem.stdout).expect("write the public key");
-            for other in PEOPLE.iter().filter(|o| **o != who) {
+            for other in people.iter().filter(|o| **o != who) {
                 ok(&t.run(other, &["keys", "pin", "--principal", who, file.to_str().expect("utf-8")]));
             }
         }
@@ -68,11 +73,16 @@ impl Team {
     }
 
     fn cmd(&self, who: &str, args: &[&str]) -> Command {
+        self.cmd_named(who, who, args)
+    }
+
+    /// `who`'s configuration (key, pins), signing under the name `name`.
+    fn cmd_named(&self, who: &str, name: &str, args: &[&str]) -> Command {
         let mut c = Command::new(BIN);
         c.args(args)
             .env("WARRANT_CONFIG", self.config(who))
             .env("WARRANT_SPOOL", self.spool())
-            .env("WARRANT_PRINCIPAL", who)
+            .env("WARRANT_PRINCIPAL", name)
             .env("XDG_DATA_HOME", self.dir.path().join(format!("data-{who}")))
             .stdin(Stdio::null());
         c
@@ -433,12 +443,13 @@ fn a_principal_cannot_take_another_principals_name_to_sign_twice() {
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("another principal's name"), "{}", text(&o));
     // Without it pinned, her rename is appended, but it takes a name alice's pins give bob's key:
-    // for alice the record is forged, and so is every approval carol signs as "bob".
+    // for alice the record is forged. Her second approval, as "bob", is refused where she signs
+    // it: her key has approved already (one key counts once, whatever name it signs under).
     ok(&t.run("carol", &["keys", "unpin", &fingerprint(&t, "bob")]));
     ok(&t.run("carol", &["keys", "rename", "bob"]));
-    let o = t.cmd("carol", &["approve", "--yes", "p-1"]).env("WARRANT_PRINCIPAL", "bob").output().expect("run");
-    ok(&o);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("2/2 signed (carol, bob)"), "carol's view: {}", text(&o));
+    let o = t.cmd_named("carol", "bob", &["approve", "--yes", "p-1"]).output().expect("run");
+    assert_ne!(o.status.code(), Some(0), "carol's key signed twice: {}", text(&o));
+    assert!(text(&o).contains("already has your approval"), "{}", text(&o));
     let verify = t.run("alice", &["verify"]);
     assert_eq!(verify.status.code(), Some(1), "{}", text(&verify));
     assert!(text(&verify).contains("a rename never takes another principal's name"), "{}", text(&verify));
@@ -493,4 +504,87 @@ fn an_approval_runs_only_with_its_decision_file_and_check_preconditions_asks_the
     let o = plain.run("alice", &["check-preconditions", "p-1"]);
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("not enough co-signatures"), "{}", text(&o));
+}
+
+/// The attack of a quorum counted by names: alice approves, renames her key to `carol` (a
+/// principal nobody pinned a key for), approves again under the new name and renames back.
+/// One key counts once, for the name it is pinned for: her second approval is refused when she
+/// signs it, and a decision file carrying her key's signature under both names (what a principal
+/// who signs outside warrant could write) releases nothing, for alice's own hook or for bob.
+#[test]
+fn one_key_counts_once_however_many_names_it_signed_under() {
+    let t = Team::of(POLICY, &["alice", "bob"]);
+    let mut hook = t.hold_payment("pay-9");
+    let id = "cc-pay-9";
+    ok(&t.run("alice", &["approve", "--yes", id]));
+    ok(&t.run("alice", &["keys", "rename", "carol"]));
+    let o = t.cmd_named("alice", "carol", &["approve", "--yes", id]).output().expect("run");
+    assert_ne!(o.status.code(), Some(0), "a second approval by one key was signed: {}", text(&o));
+    assert!(text(&o).contains("already has your approval"), "{}", text(&o));
+    ok(&t.cmd_named("alice", "carol", &["keys", "rename", "alice"]).output().expect("run"));
+    still_held(&mut hook);
+
+    // The same key's signature under the name carol, made outside warrant, beside alice's own.
+    let rec = t.chain_lines().into_iter().find(|r| r["metadata"]["warrant_decision"]["packet_id"] == json!(id));
+    let rec = rec.expect("alice's record");
+    let mut first_sig = rec["metadata"]["approval"]["signatures"][0].clone();
+    first_sig.as_object_mut().expect("object").retain(|k, _| k != "reviewer" && k != "signed_at");
+    let first_doc = rec["metadata"]["warrant_decision"].clone();
+    let mut doc = first_doc.clone();
+    doc["principal"] = json!("carol");
+    doc["cosigners"] = json!(["alice", "carol"]);
+    let key = t.config("alice").join("principal.key");
+    let as_carol = warrant::protocol::keys::Principal::load(&key, "carol").expect("alice's key");
+    let sig = warrant::protocol::decision::sign_document(&as_carol, &doc);
+    let forged = json!({"type": "warrant_decision", "version": 1, "packet_id": id, "decision": "approve",
+        "document": doc, "signature": sig, "chain": {"chain_index": 99, "entry_hash": "sha256:00"},
+        "cosignatures": [{"document": first_doc, "signature": first_sig}]});
+    let hash = first_doc["packet_hash"].as_str().expect("hash");
+    for who in ["alice", "bob"] {
+        let pinned = warrant::protocol::keys::PinnedKeys::load(&t.config(who)).expect("pins");
+        let verdict = warrant::protocol::decision::verify_decision_file(&forged, id, Some(hash), &pinned);
+        assert!(verdict.is_err(), "{who} counted one key twice: {verdict:?}");
+    }
+    std::fs::create_dir_all(t.spool().join("decisions")).expect("decisions dir");
+    std::fs::write(t.decision_file(id), serde_json::to_vec(&forged).expect("json")).expect("plant");
+    still_held(&mut hook);
+
+    // bob still sees one approval of two, and his approval is the second.
+    let list = t.run("bob", &["list", "--json"]);
+    let v: Value = serde_json::from_slice(&list.stdout).expect("json");
+    assert_eq!(v["packets"][0]["cosigning"]["signed"], json!(["alice"]), "{v}");
+    std::fs::remove_file(t.decision_file(id)).expect("remove the planted file");
+    let o = t.run("bob", &["approve", "--yes", id]);
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2/2 signed (alice, bob)"), "{}", text(&o));
+    let (d, reason) = hook_answer(hook);
+    assert_eq!(d, "allow", "{reason}");
+    assert!(reason.contains("alice + bob"), "{reason}");
+}
+
+/// The quorum is counted for the name a key is pinned for by the verifier: an approval under a
+/// name the key is not pinned for (here by a rename announced in the chain, which bob's pins
+/// learn as an earlier name only) does not count, and `verify` reports it.
+#[test]
+fn an_approval_under_a_name_its_key_is_not_pinned_for_does_not_count_and_verify_says_so() {
+    let t = Team::of(POLICY, &["alice", "bob"]);
+    let hook = t.hold_payment("pay-8");
+    let id = "cc-pay-8";
+    ok(&t.run("alice", &["keys", "rename", "carol"]));
+    ok(&t.cmd_named("alice", "carol", &["approve", "--yes", id]).output().expect("run"));
+    // For alice, her key is now carol's: her approval counts for carol there. For bob, who
+    // pinned that key for alice, it counts for nobody.
+    let list = t.run("bob", &["list", "--json"]);
+    let v: Value = serde_json::from_slice(&list.stdout).expect("json");
+    assert_eq!(v["packets"][0]["cosigning"]["signed"], json!([]), "{v}");
+    assert!(
+        v["packets"][0]["cosigning"]["not_counted"][0]["why"].as_str().is_some_and(|w| w.contains("pinned for")),
+        "{v}"
+    );
+    let o = t.run("bob", &["verify"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("does not count towards 2 of alice, bob, carol"), "{}", text(&o));
+    ok(&t.run("bob", &["refuse", "--yes", id, "--reason", "end of test"]));
+    let (d, _) = hook_answer(hook);
+    assert_eq!(d, "deny");
 }

@@ -362,7 +362,8 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
                     "changed_since_decision": decided.get(&p.id).is_some_and(|d| d.packet_hash != p.content_hash),
                     "cosigners": decided.get(&p.id).map(|d| &d.cosigners).filter(|c| !c.is_empty()),
                     "cosigning": view.cosigning.get(&p.id).filter(|c| c.packet_hash == p.content_hash).map(|c| json!({
-                        "signed": c.signers(), "required": c.quorum.required, "principals": c.quorum.principals,
+                        "signed": c.count, "required": c.quorum.required, "principals": c.quorum.principals,
+                        "not_counted": c.not_counted.iter().map(|(n, why)| json!({"name": n, "why": why})).collect::<Vec<_>>(),
                     })),
                 })
             })

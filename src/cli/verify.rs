@@ -381,6 +381,28 @@ fn quorum_findings(spool: &Spool, pinned: &PinnedKeys, policies: &PolicySet) -> 
             })
         })
         .collect();
+    // Approvals gathered towards a quorum that do not count: signed under a name their key is
+    // not pinned for here (a key renamed, or pinned by the signer for another name).
+    for (id, c) in &view.cosigning {
+        // (A key announced by a rotation in the chain is not in `pinned`: its record verified
+        // under the rotation, so only a key pinned here for another name is reported.)
+        for sig in c.signatures.iter().filter(|s| pinned.get(s.key()).is_some()) {
+            let Some((name, key, why)) = c.quorum.count([(sig.principal(), sig.key())], pinned).uncounted.pop() else {
+                continue;
+            };
+            findings.push(chain::Finding {
+                index: usize::try_from(sig.chain_index.saturating_sub(1)).ok(),
+                check: chain::Check::Quorum,
+                message: format!(
+                    "the approval of {} under the name {} by key {key} does not count towards {}: {}",
+                    crate::protocol::text::inert(id, 200),
+                    crate::protocol::text::inert(&name, 200),
+                    c.quorum.describe(),
+                    crate::protocol::text::inert(&why, 400),
+                ),
+            });
+        }
+    }
     findings.sort_by_key(|f| f.index);
     Ok(findings)
 }

@@ -118,7 +118,7 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
         }
         // The co-signing terms are signed with the approval (`[cosign]`): shown before it is.
         if let Some(q) = state.policies.cosign(&p.action_class) {
-            let before = state.cosigned(p).map_or(0, |c| c.signatures.len());
+            let before = state.cosigned(p).map_or(0, |c| c.count.len());
             let signed = state
                 .cosigned(p)
                 .map_or_else(|| "nobody has signed".to_owned(), crate::store::spool::Cosigning::describe);

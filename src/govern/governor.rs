@@ -47,6 +47,23 @@ impl Governor {
         &self.spool
     }
 
+    /// What `call` is: the tool table's classification ([`crate::protocol::calls::classify`]),
+    /// raised for every protected file the call names as resolved here, in the call's real
+    /// working directory ([`super::paths::protected_hits`]): warrant's configuration, the spool,
+    /// and the built-in and `policy.toml` protected set.
+    #[must_use]
+    pub fn classify(&self, call: &ToolCall) -> crate::protocol::calls::Classification {
+        let mut c = crate::protocol::calls::classify(&self.policies, &call.tool, &call.input, &call.annotations);
+        let set = super::paths::protected_set(&self.policies, &self.config_dir, self.spool.root());
+        let command = self
+            .policies
+            .tool(&call.tool)
+            .and_then(|p| p.command.as_deref())
+            .or_else(|| self.policies.host_command_field(&call.tool));
+        c.protect(&super::paths::protected_hits(&set, call, command));
+        c
+    }
+
     /// Classifies `call`, publishes its packet (or finds the one a retry of the same call made:
     /// same id, same call) and judges it.
     ///
@@ -72,8 +89,7 @@ impl Governor {
         call_id: Option<&str>,
         expires_in: Option<Duration>,
     ) -> Result<Submitted, GovernError> {
-        let classification =
-            crate::protocol::calls::classify(&self.policies, &call.tool, &call.input, &call.annotations);
+        let classification = self.classify(call);
         // The class's `refuse_after` caps the wait: the packet expires with it.
         let timeout = self.policies.class_timeout(&classification.class);
         let expires_in = match (expires_in, timeout) {
@@ -344,7 +360,23 @@ impl Governor {
                         reason: format!("{id} changed after {by} decided it"),
                         remedy: None,
                     },
-                    (Verdict::Approve, true) => self.use_approval(id, format!("approved by {by}{why}")),
+                    (Verdict::Approve, true) => {
+                        // Verified before it is used: a decision file that does not verify
+                        // leaves the approval unused.
+                        let quorum = self.policies.cosign(&entry.packet.action_class);
+                        match self.verify_decision_file(id, &entry.packet.content_hash, quorum) {
+                            Ok(()) => self.use_approval(id, format!("approved by {by}{why}")),
+                            Err(reason) => Outcome::Deny {
+                                packet_id: Some(id.to_owned()),
+                                status: "blocked",
+                                reason: format!("{reason}; the approval was not used"),
+                                remedy: Some(
+                                    "`warrant list` (the principal) writes lost decision files again from the chain"
+                                        .into(),
+                                ),
+                            },
+                        }
+                    }
                     (Verdict::Refuse, true) if d.system.is_some() => timed_out(id, &why),
                     (Verdict::Refuse, true) => Outcome::Deny {
                         packet_id: Some(id.to_owned()),
@@ -500,6 +532,39 @@ impl Governor {
             }
         }
         Ok(None)
+    }
+
+    /// Reads and verifies the decision file of the approved packet `id` (against the pinned keys,
+    /// the packet's `content_hash` and the class's `quorum`), waiting at most
+    /// [`DECISION_FILE_GRACE`] for a file the principal's process is about to write: the check a
+    /// use of the approval needs first, so a decision that does not verify consumes nothing.
+    ///
+    /// # Errors
+    /// The reason, when the file is missing, unreadable, or does not verify as an approval.
+    fn verify_decision_file(
+        &self,
+        id: &str,
+        content_hash: &str,
+        quorum: Option<&crate::protocol::decision::Quorum>,
+    ) -> Result<(), String> {
+        let path = self.spool.decision_path(id);
+        let until = Instant::now() + DECISION_FILE_GRACE;
+        let missing = || matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound);
+        while missing() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if missing() {
+            return Err(format!("the principal's decision on {id} is not in decisions/"));
+        }
+        let bytes = spool::read_limited(&path).map_err(|e| format!("could not read the decision on {id}: {e}"))?;
+        let file = crate::protocol::canonical::parse_untrusted(&bytes)
+            .map_err(|e| format!("the decision on {id} does not verify: {e}"))?;
+        match crate::protocol::decision::verify_decision_file_under(&file, id, Some(content_hash), &self.pinned, quorum)
+        {
+            Ok(d) if d.verdict == Verdict::Approve => Ok(()),
+            Ok(_) => Err(format!("the decision file on {id} is not an approval")),
+            Err(e) => Err(format!("the decision on {id} does not verify: {e}")),
+        }
     }
 
     /// The principal's approval of `id`, used once ([`spool::claim_approval`]): `Allow` with

@@ -145,7 +145,7 @@ impl Live {
             return None;
         }
         let policies = &state.governor.policies;
-        let c = crate::protocol::calls::classify(policies, &call.tool, &call.input, &call.annotations);
+        let c = state.governor.classify(call);
         if c.tier != Some(crate::protocol::tiers::ToolTier::Safe)
             || !crate::protocol::calls::action_preconditions(&c.preconditions, &call.input, call.cwd.as_deref())
                 .is_empty()

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 mod governor;
 mod live;
+pub mod paths;
 mod wait;
 
 pub use governor::Governor;

@@ -37,6 +37,10 @@ pub struct Classification {
     /// The preconditions the tool's own table entry declares (a `[commands]` rule adds none);
     /// [`action_preconditions`] turns them into the contract's checks for one call.
     pub preconditions: Vec<ToolPrecondition>,
+    /// The protected files the call names, as the surface resolved them (the resolved file and
+    /// how the call spelled it, or why a path could not be resolved safely;
+    /// [`Classification::protect`]): recorded in the packet as `proposed_action.protected`.
+    pub protected: Vec<String>,
 }
 
 impl Classification {
@@ -61,6 +65,28 @@ impl Classification {
         }
     }
 
+    /// Raises the call to [`PROTECTED_LEVEL`] (and a registered tier to destructive) for each
+    /// protected file it names, resolved by the surface ([`ProtectedPaths::hit`]; a path that
+    /// could not be resolved safely counts as one): such a call waits for the principal,
+    /// whatever the tool table says, and no notebook trust, graduation or ceiling runs it alone.
+    pub fn protect(&mut self, hits: &[String]) {
+        if hits.is_empty() {
+            return;
+        }
+        self.level = self.level.max(PROTECTED_LEVEL);
+        if self.tier.is_some() {
+            self.tier = Some(ToolTier::Destructive);
+        }
+        let shown: Vec<&str> = hits.iter().take(3).map(String::as_str).collect();
+        let more = if hits.len() > 3 { format!(" and {} more", hits.len() - 3) } else { String::new() };
+        self.rule.push_str(&format!(", names a protected file ({}{more})", shown.join("; ")));
+        for h in hits {
+            if !self.protected.contains(h) {
+                self.protected.push(h.clone());
+            }
+        }
+    }
+
     /// Stricter of two: the higher rung, then the more dangerous tier (`None`, unregistered,
     /// is the most dangerous).
     fn strictness(&self) -> (u8, u8) {
@@ -76,6 +102,7 @@ fn from_policy(p: &ToolPolicy, rule: String, default_class: &str) -> Classificat
         rule,
         annotations: Value::Null,
         preconditions: Vec::new(),
+        protected: Vec::new(),
     }
 }
 
@@ -96,6 +123,7 @@ pub fn classify(policies: &PolicySet, tool: &str, input: &Value, annotations: &V
             rule: "unregistered (Lodestar's conservative defaults)".to_owned(),
             annotations: Value::Null,
             preconditions: Vec::new(),
+            protected: Vec::new(),
         },
         Some(p) => {
             let base = from_policy(p, format!("tools.{tool:?}"), "tool.call.local");
@@ -576,6 +604,9 @@ pub fn call_packet(call: &ToolCall, c: &Classification, policies: &PolicySet, id
     if c.annotations.is_object() {
         proposed["annotations"] = c.annotations.clone();
     }
+    if !c.protected.is_empty() {
+        proposed["protected"] = json!(c.protected);
+    }
     let mut doc = crate::protocol::packet::portable_packet(
         id,
         &c.class,
@@ -610,6 +641,25 @@ pub fn call_of_packet<'a>(proposed: &'a Value, governance_tool: &str) -> Option<
     let m = proposed.as_object()?;
     (m.get("tool")?.as_str()? == governance_tool && m.contains_key("host"))
         .then(|| (m.get("input").unwrap_or(&Value::Null), m.get("annotations").unwrap_or(&Value::Null)))
+}
+
+/// Classifies the tool call a packet asks for ([`call_of_packet`]) as [`classify`] does, raised
+/// for the protected files the surface that published it resolved (`proposed_action.protected`,
+/// [`Classification::protect`]). `None` when the packet is not a tool call.
+#[must_use]
+pub fn classify_proposed(policies: &PolicySet, proposed: &Value, governance_tool: &str) -> Option<Classification> {
+    let (input, hints) = call_of_packet(proposed, governance_tool)?;
+    let mut c = classify(policies, governance_tool, input, hints);
+    let hits: Vec<String> = match proposed.get("protected") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a.iter().map(|h| h.as_str().map_or_else(|| h.to_string(), str::to_owned)).collect(),
+        // Anything else is not what a surface writes: treated as naming a protected file.
+        Some(other) => {
+            vec![format!("an unreadable `protected` list ({})", crate::protocol::text::inert(&other.to_string(), 80))]
+        }
+    };
+    c.protect(&hits);
+    Some(c)
 }
 
 /// Whether `p` asks for a tool call a hook or the gateway governs ([`call_packet`]'s form).

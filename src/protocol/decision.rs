@@ -316,6 +316,8 @@ impl Quorum {
     }
 
     /// Whether the distinct listed principals among `signers` are at least `required`.
+    /// `signers` must already be the names their keys are pinned for ([`Quorum::count`]), never
+    /// the names the documents claim.
     #[must_use]
     pub fn met_by<'a>(&self, signers: impl IntoIterator<Item = &'a str>) -> bool {
         let mut seen: Vec<&str> = signers.into_iter().filter(|s| self.lists(s)).collect();
@@ -324,11 +326,59 @@ impl Quorum {
         seen.len() >= self.required
     }
 
+    /// Counts approvals towards these terms by **key**, never by name (`docs/spool.md`,
+    /// Co-signing): each approval is `(name, key)`, the principal its document names and the
+    /// fingerprint of the key that signed it. An approval counts for `name` only when `name` is
+    /// listed and the verifier's `pinned` keys bind that key to exactly that name (the pin's
+    /// principal: not one of its earlier names, which a rename in the chain or on the signer's
+    /// host can add). So one key counts once, however many names it signed under (a key has one
+    /// principal), and two keys pinned for one name count once. Returns the distinct names that
+    /// count, sorted, and the approvals that do not, each with the reason, for `warrant verify`.
+    #[must_use]
+    pub fn count<'a>(
+        &self,
+        approvals: impl IntoIterator<Item = (&'a str, &'a str)>,
+        pinned: &PinnedKeys,
+    ) -> QuorumCount {
+        let mut count = QuorumCount::default();
+        for (name, key) in approvals {
+            let why = if !self.lists(name) {
+                Some(format!("{name:?} is not one of the quorum's principals"))
+            } else {
+                match pinned.get(key) {
+                    None => Some(format!("key {key} is not pinned")),
+                    Some(pin) if pin.principal != name => Some(format!(
+                        "key {key} is pinned for {:?}, not {name:?}: one key counts once, for the name it is pinned for",
+                        pin.principal
+                    )),
+                    Some(_) => None,
+                }
+            };
+            match why {
+                None => count.signers.push(name.to_owned()),
+                Some(why) => count.uncounted.push((name.to_owned(), key.to_owned(), why)),
+            }
+        }
+        count.signers.sort_unstable();
+        count.signers.dedup();
+        count
+    }
+
     /// `2 of alice, bob, carol`.
     #[must_use]
     pub fn describe(&self) -> String {
         format!("{} of {}", self.required, self.principals.join(", "))
     }
+}
+
+/// What [`Quorum::count`] found: the listed principals whose approvals count, and those that do
+/// not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QuorumCount {
+    /// The distinct listed names whose pinned keys approved, sorted.
+    pub signers: Vec<String>,
+    /// `(name signed under, key fingerprint, why it does not count)`, in the order given.
+    pub uncounted: Vec<(String, String, String)>,
 }
 
 /// The co-signing terms of one signature ([`sign_decision_with`]).
@@ -632,10 +682,17 @@ pub struct CoSignature {
 }
 
 impl CoSignature {
-    /// The principal who signed it.
+    /// The principal its document names (what it claims; [`Quorum::count`] decides what it
+    /// counts for).
     #[must_use]
     pub fn principal(&self) -> &str {
         self.signed.document["principal"].as_str().unwrap_or_default()
+    }
+
+    /// The fingerprint of the key that signed it (`signature.key_fingerprint`).
+    #[must_use]
+    pub fn key(&self) -> &str {
+        self.signed.signature["key_fingerprint"].as_str().unwrap_or_default()
     }
 }
 
@@ -647,8 +704,11 @@ pub const MAX_COSIGNATURES: usize = 64;
 pub struct VerifiedDecision {
     /// Approve or refuse.
     pub verdict: Verdict,
-    /// The principal that signed.
+    /// The principal that signed, as the document names it.
     pub principal: String,
+    /// The fingerprint of the key that signed (pinned for `principal`, or one of its earlier
+    /// names).
+    pub key: String,
     /// The reason, if any.
     pub reason: Option<String>,
     /// When it was decided.
@@ -740,9 +800,10 @@ pub fn verify_decision_file_under(
     };
     let signed_hash = file["document"]["packet_hash"].as_str().unwrap_or_default().to_owned();
     let under_terms = |doc: &Value| matches!(cosign_terms(doc), Ok(Some(c)) if c.quorum == terms);
-    let mut signers: Vec<String> = Vec::new();
+    // (name signed under, key) of every approval under these terms: counted by key below.
+    let mut approvals: Vec<(String, String)> = Vec::new();
     if under_terms(&file["document"]) {
-        signers.push(d.principal.clone());
+        approvals.push((d.principal.clone(), d.key.clone()));
     }
     let extra = match file.get("cosignatures") {
         None => &[][..],
@@ -772,12 +833,11 @@ pub fn verify_decision_file_under(
             )));
         }
         if under_terms(doc) {
-            signers.push(f("principal").unwrap_or_default().to_owned());
+            let key = sig.get("key_fingerprint").and_then(Value::as_str).unwrap_or_default();
+            approvals.push((f("principal").unwrap_or_default().to_owned(), key.to_owned()));
         }
     }
-    signers.retain(|s| terms.lists(s));
-    signers.sort_unstable();
-    signers.dedup();
+    let signers = terms.count(approvals.iter().map(|(n, k)| (n.as_str(), k.as_str())), pinned).signers;
     if signers.len() < terms.required {
         let by = if signers.is_empty() { "nobody under these terms".to_owned() } else { signers.join(", ") };
         return Err(DecisionError::Quorum(format!(
@@ -834,6 +894,7 @@ fn verify_one_decision(
     Ok(VerifiedDecision {
         verdict,
         principal: d("principal").unwrap_or_default(),
+        key: sig.get("key_fingerprint").and_then(Value::as_str).unwrap_or_default().to_owned(),
         reason: d("reason"),
         decided_at: d("decided_at").unwrap_or_default(),
         entry_hash: file.get("chain").and_then(|c| c.get("entry_hash")).and_then(Value::as_str).map(str::to_owned),

@@ -37,6 +37,7 @@ pub mod key_event;
 pub mod keys;
 pub mod ladder;
 pub mod packet;
+pub mod protected;
 pub mod registry;
 pub mod request;
 pub mod rings;

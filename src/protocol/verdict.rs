@@ -537,12 +537,11 @@ pub fn evaluate(
     // table: what the packet declares about itself is never what gates it.
     let mut wanted_preconditions = Vec::new();
     let call = g.tool.as_deref().and_then(|t| {
-        crate::protocol::calls::call_of_packet(&packet.proposed_action, t).map(|(input, hints)| {
-            let c = crate::protocol::calls::classify(ctx.policies, t, input, hints);
-            let cwd = packet.proposed_action.get("cwd").and_then(Value::as_str);
-            wanted_preconditions = crate::protocol::calls::action_preconditions(&c.preconditions, input, cwd);
-            c
-        })
+        let c = crate::protocol::calls::classify_proposed(ctx.policies, &packet.proposed_action, t)?;
+        let (input, _) = crate::protocol::calls::call_of_packet(&packet.proposed_action, t)?;
+        let cwd = packet.proposed_action.get("cwd").and_then(Value::as_str);
+        wanted_preconditions = crate::protocol::calls::action_preconditions(&c.preconditions, input, cwd);
+        Some(c)
     });
     if let Some(c) = &call {
         let declared = ctx.policies.normalize(&packet.action_class);

@@ -274,11 +274,13 @@ impl State {
         self.cosigning.get(&p.id).filter(|c| c.quorum == *q && c.packet_hash == p.content_hash)
     }
 
-    /// [`State::cosigned`] when the console's principal is among the signers.
+    /// [`State::cosigned`] when the console's principal has signed one of the approvals: under
+    /// its name, or with its key under any name (a key counts once).
     #[must_use]
     pub fn cosigned_by_me(&self, p: &Packet) -> Option<&crate::store::spool::Cosigning> {
         let me = self.principal.as_deref()?;
-        self.cosigned(p).filter(|c| c.signers().contains(&me))
+        let key = self.fingerprint.as_deref();
+        self.cosigned(p).filter(|c| c.signers().contains(&me) || key.is_some_and(|k| c.signed_by_key(k)))
     }
 
     /// A fresh state.

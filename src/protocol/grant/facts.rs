@@ -107,7 +107,8 @@ impl CallFacts {
             notebook: g.notebook.clone()?,
             action_class: policies.normalize(&p.action_class),
             argument: call_argument(input, command_field),
-            tier: crate::protocol::calls::classify(policies, &tool, input, annotations).tier,
+            tier: crate::protocol::calls::classify_proposed(policies, &p.proposed_action, &tool)
+                .map_or_else(|| crate::protocol::calls::classify(policies, &tool, input, annotations).tier, |c| c.tier),
             session: p.proposed_action.get("session").and_then(Value::as_str).map(str::to_owned),
             tool,
         })

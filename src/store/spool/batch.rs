@@ -202,7 +202,7 @@ pub fn decide_many(
         },
         |a, bytes| {
             if let Some(last) = a.last() {
-                checkpoint = sign_checkpoint(spool, principal, last, bytes, decided_at, fold.take());
+                checkpoint = sign_checkpoint(spool, principal, pinned, last, bytes, decided_at, fold.take());
             }
         },
     );

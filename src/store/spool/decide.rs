@@ -388,7 +388,7 @@ fn decide_as(
                 }
             };
             if let Some(q) = quorum.filter(|_| verdict == Verdict::Approve) {
-                match cosign_terms_for(&view, packet, principal, q) {
+                match cosign_terms_for(&view, packet, principal, q, pinned) {
                     Ok(terms) => cosign = Some(terms),
                     Err(why) => {
                         refusal = Some(DecideError::Refused(why));
@@ -422,7 +422,7 @@ fn decide_as(
             }
             Ok(body)
         },
-        |a, bytes| checkpoint = sign_checkpoint(spool, principal, a, bytes, decided_at, fold.take()),
+        |a, bytes| checkpoint = sign_checkpoint(spool, principal, pinned, a, bytes, decided_at, fold.take()),
     );
     restore_all(spool, &to_restore);
     let (appended, signed) = match (appended, signed) {
@@ -436,9 +436,11 @@ fn decide_as(
     };
     let path = spool.decision_path(&packet.id);
     let cosigned = cosign.as_ref().map(|(terms, earlier)| {
-        let mut signers: Vec<String> = earlier.iter().map(|c| c.principal().to_owned()).collect();
-        signers.push(principal.name.clone());
-        CosignProgress { quorum: terms.quorum.clone(), signers }
+        // Counted by key, as every verifier counts them ([`decision::Quorum::count`]).
+        let own = principal.fingerprint();
+        let approvals =
+            earlier.iter().map(|c| (c.principal(), c.key())).chain([(principal.name.as_str(), own.as_str())]);
+        CosignProgress { quorum: terms.quorum.clone(), signers: terms.quorum.count(approvals, pinned).signers }
     });
     if cosigned.as_ref().is_some_and(|c| !c.met()) {
         // One approval towards a quorum: recorded, nothing released.
@@ -460,15 +462,18 @@ fn decide_as(
 
 /// The co-signing terms of `principal`'s approval of `packet` under `quorum`, on the verified
 /// chain `view`, and the approvals signed before it (over the same content, under the same
-/// terms): `cosigners` set when this one meets the quorum.
+/// terms): `cosigners` set when this one meets the quorum, counted by key under `pinned`
+/// ([`decision::Quorum::count`]).
 ///
 /// # Errors
-/// A sentence when `principal` is not one of the quorum's, or has signed already.
+/// A sentence when `principal` is not one of the quorum's, when the principal's key is not
+/// pinned for the name it signs under, or when this key has signed already (under any name).
 fn cosign_terms_for(
     view: &ChainView,
     packet: &Packet,
     principal: &Principal,
     quorum: &decision::Quorum,
+    pinned: &PinnedKeys,
 ) -> Result<(decision::Cosign, Vec<decision::CoSignature>), String> {
     let class = crate::protocol::text::inert(&packet.action_class, 200);
     if !quorum.lists(&principal.name) {
@@ -478,13 +483,24 @@ fn cosign_terms_for(
             principal.name
         ));
     }
+    let own = principal.fingerprint();
+    match pinned.get(&own) {
+        Some(pin) if pin.principal == principal.name => {}
+        Some(pin) => {
+            return Err(format!(
+                "your key {own} is pinned for {:?}, not {:?}: an approval towards a quorum counts only for the name its key is pinned for",
+                pin.principal, principal.name
+            ));
+        }
+        None => return Err(format!("your key {own} is not pinned: an approval towards a quorum needs a pinned key")),
+    }
     let earlier: Vec<decision::CoSignature> = view
         .cosigning
         .get(&packet.id)
         .filter(|c| c.quorum == *quorum && c.packet_hash == packet.content_hash)
         .map(|c| c.signatures.clone())
         .unwrap_or_default();
-    if earlier.iter().any(|c| c.principal() == principal.name) {
+    if earlier.iter().any(|c| c.principal() == principal.name || c.key() == own) {
         return Err(format!(
             "{} already has your approval ({}/{} signed; needs {}): it waits for another principal",
             packet.id,
@@ -493,12 +509,9 @@ fn cosign_terms_for(
             quorum.describe()
         ));
     }
-    let mut cosigners = Vec::new();
-    if earlier.len() + 1 >= quorum.required {
-        cosigners = earlier.iter().map(|c| c.principal().to_owned()).collect();
-        cosigners.push(principal.name.clone());
-        cosigners.sort_unstable();
-    }
+    let approvals = earlier.iter().map(|c| (c.principal(), c.key())).chain([(principal.name.as_str(), own.as_str())]);
+    let counted = quorum.count(approvals, pinned).signers;
+    let cosigners = if counted.len() >= quorum.required { counted } else { Vec::new() };
     Ok((decision::Cosign { quorum: quorum.clone(), cosigners }, earlier))
 }
 

@@ -20,7 +20,8 @@ use super::view::verify_chain_records;
 use crate::protocol::control::ControlState;
 
 /// The version of [`PrefixFold`]'s file; a fold of another version is not used.
-const FOLD_VERSION: u32 = 1;
+/// (2: co-signing in progress carries the principals its approvals count for, by key.)
+const FOLD_VERSION: u32 = 2;
 
 /// What a decision needs of a verified prefix of the chain, folded once and kept beside the
 /// principal's own checkpoint copy (`<config dir>/checkpoints/<spool id>.fold.json`,
@@ -76,10 +77,7 @@ impl PrefixFold {
             if let Some(g) = crate::protocol::grant::GrantEvent::of_record(rec) {
                 grants.push(g);
             }
-            if let Some(e) = crate::protocol::key_event::KeyEvent::of_record(rec) {
-                let index = rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0).saturating_sub(1);
-                prefix.keys.apply(&e, usize::try_from(index).unwrap_or(usize::MAX), pinned);
-            }
+            apply_key_event(&mut prefix.keys, rec, pinned);
         }
         // As a scan of the prefix applies them: controls, then grants, then publishers.
         for g in &grants {
@@ -90,6 +88,15 @@ impl PrefixFold {
         }
         view.last_receipt_hash = self.last_receipt_hash.clone();
         (view, prefix)
+    }
+}
+
+/// Applies the key event `rec` carries, if any, to `keys` (starting from `pinned`), at its
+/// record's 0-based index.
+fn apply_key_event(keys: &mut crate::protocol::key_event::ChainKeys, rec: &Map<String, Value>, pinned: &PinnedKeys) {
+    if let Some(e) = crate::protocol::key_event::KeyEvent::of_record(rec) {
+        let index = rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0).saturating_sub(1);
+        keys.apply(&e, usize::try_from(index).unwrap_or(usize::MAX), pinned);
     }
 }
 
@@ -252,6 +259,7 @@ fn extend_fold(
     keep: &dyn Fn(&str) -> bool,
     tail_ids: Option<&std::collections::HashSet<String>>,
     hash: bool,
+    pinned: &PinnedKeys,
 ) -> io::Result<PrefixScan> {
     use memchr::memmem::Finder;
     let from = fold.bytes;
@@ -270,6 +278,12 @@ fn extend_fold(
     let id_finder = Finder::new(RECORD_ID_NEEDLE);
     let tail_ids = tail_ids.filter(|t| !t.is_empty());
     let mut bound: HashSet<String> = fold.publishers.iter().map(|(a, _)| a.clone()).collect();
+    // The pins in effect as the range is folded (the key events so far applied in chain order),
+    // which approvals towards a quorum are counted under ([`fold_decision`]).
+    let mut keys = crate::protocol::key_event::ChainKeys::default();
+    for rec in &fold.events {
+        apply_key_event(&mut keys, rec, pinned);
+    }
     let mut ids: Vec<[u64; 2]> = Vec::new();
     let mut out = PrefixScan::default();
     let mut carry: Vec<u8> = Vec::new();
@@ -315,6 +329,7 @@ fn extend_fold(
                 || crate::protocol::grant::GrantEvent::of_record(&rec).is_some()
                 || crate::protocol::key_event::KeyEvent::of_record(&rec).is_some()
             {
+                apply_key_event(&mut keys, &rec, pinned);
                 fold.events.push(rec.clone());
             }
             if let Some((agent, uid)) = crate::protocol::control::publisher_of(&rec)
@@ -326,7 +341,7 @@ fn extend_fold(
                 if keep(&id) {
                     out.kept.push(rec);
                 }
-                fold_decision(&mut fold.decisions, &mut fold.cosigning, id, d);
+                fold_decision(&mut fold.decisions, &mut fold.cosigning, id, d, keys.effective().unwrap_or(pinned));
             }
         }
         carry.drain(..=end);
@@ -441,7 +456,8 @@ fn checkpointed_view(
         None
     };
     let mut fold = PrefixFold { version: FOLD_VERSION, ..PrefixFold::default() };
-    let scan = extend_fold(&spool.chain_path(), &mut fold, cp.bytes, keep, tail_ids.as_ref(), prove_prefix).ok()?;
+    let scan =
+        extend_fold(&spool.chain_path(), &mut fold, cp.bytes, keep, tail_ids.as_ref(), prove_prefix, pinned).ok()?;
     if scan.reused_id.is_some() {
         return None;
     }
@@ -519,7 +535,7 @@ fn whole_view_for_signing(
     let scan = if bytes == 0 {
         PrefixScan::default()
     } else {
-        extend_fold(&path, &mut fold, bytes, keep, None, true).map_err(io_error)?
+        extend_fold(&path, &mut fold, bytes, keep, None, true, pinned).map_err(io_error)?
     };
     let (mut view, _) = fold.view(pinned);
     view.report = report;
@@ -541,6 +557,7 @@ fn whole_view_for_signing(
 pub(super) fn sign_checkpoint(
     spool: &Spool,
     principal: &Principal,
+    pinned: &PinnedKeys,
     a: &chain::Appended,
     bytes: u64,
     at: &str,
@@ -548,7 +565,7 @@ pub(super) fn sign_checkpoint(
 ) -> Value {
     let verified = fold.is_some();
     let mut fold = fold.unwrap_or_else(|| PrefixFold { version: FOLD_VERSION, ..PrefixFold::default() });
-    if let Err(e) = extend_fold(&spool.chain_path(), &mut fold, bytes, &|_| false, None, true) {
+    if let Err(e) = extend_fold(&spool.chain_path(), &mut fold, bytes, &|_| false, None, true, pinned) {
         tracing::warn!(error = %e, "could not hash the chain for the checkpoint; none signed");
         return Value::Null;
     }

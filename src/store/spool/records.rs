@@ -229,7 +229,7 @@ fn append_signed_record(
             Ok(body)
         },
         |a, bytes| {
-            sign_checkpoint(spool, principal, a, bytes, signed_at, fold.take());
+            sign_checkpoint(spool, principal, pinned, a, bytes, signed_at, fold.take());
         },
     );
     appended.map_err(|e| refusal.unwrap_or(DecideError::Chain(e)))

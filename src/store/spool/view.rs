@@ -76,21 +76,49 @@ pub struct Cosigning {
     pub quorum: crate::protocol::decision::Quorum,
     /// The packet content they approve.
     pub packet_hash: String,
-    /// The approvals, one per listed principal, in chain order.
+    /// The approvals, one per listed name signed under, in chain order.
     pub signatures: Vec<crate::protocol::decision::CoSignature>,
+    /// The listed principals they count for, counted by key when they were folded
+    /// ([`Cosigning::counted`]), sorted: what every surface shows as signed.
+    #[serde(default)]
+    pub count: Vec<String>,
+    /// The approvals that do not count: `(name signed under, why)`.
+    #[serde(default)]
+    pub not_counted: Vec<(String, String)>,
 }
 
 impl Cosigning {
-    /// The principals who signed so far, in chain order.
+    /// The names the approvals so far were signed under, in chain order (what they claim:
+    /// [`Cosigning::counted`] is what they count for).
     #[must_use]
     pub fn signers(&self) -> Vec<&str> {
         self.signatures.iter().map(crate::protocol::decision::CoSignature::principal).collect()
     }
 
-    /// `1/2 signed (alice)`.
+    /// The approvals so far counted by key under `pinned` ([`Quorum::count`]).
+    ///
+    /// [`Quorum::count`]: crate::protocol::decision::Quorum::count
+    #[must_use]
+    pub fn counted(&self, pinned: &PinnedKeys) -> crate::protocol::decision::QuorumCount {
+        self.quorum.count(self.signatures.iter().map(|c| (c.principal(), c.key())), pinned)
+    }
+
+    /// Whether the key `fp` has signed one of the approvals so far.
+    #[must_use]
+    pub fn signed_by_key(&self, fp: &str) -> bool {
+        self.signatures.iter().any(|c| c.key() == fp)
+    }
+
+    /// `1/2 signed (alice)`: the principals the approvals count for ([`Cosigning::count`]), and
+    /// `; not counted: carol (key … is pinned for "alice", not "carol" …)` for those that do not.
     #[must_use]
     pub fn describe(&self) -> String {
-        signed_so_far(&self.signers(), self.quorum.required)
+        let mut text = signed_so_far(&self.count, self.quorum.required);
+        if !self.not_counted.is_empty() {
+            let not: Vec<String> = self.not_counted.iter().map(|(n, why)| format!("{n} ({why})")).collect();
+            text.push_str(&format!("; not counted: {}", not.join("; ")));
+        }
+        text
     }
 }
 
@@ -101,16 +129,20 @@ pub(super) fn signed_so_far<S: AsRef<str>>(signers: &[S], required: usize) -> St
 }
 
 /// Folds one verified decision record (in chain order) into the decisions and the co-signing in
-/// progress. An approval under a quorum is gathered in `cosigning` (one per listed principal,
-/// over the same content and terms: a change of either starts again) and becomes the packet's
-/// decision when `required` distinct principals have signed; a later approval of a decided
-/// packet changes nothing. Any other decision (a refusal ends co-signing: one refusal refuses)
-/// is the packet's decision as it stands.
+/// progress. An approval under a quorum is gathered in `cosigning` (one per listed name, over the same
+/// content and terms: a change of either starts again) and becomes the packet's decision when
+/// the approvals count for `required` distinct listed principals, counted by key under the
+/// verifier's `pinned` keys ([`Quorum::count`]: a key counts once, for the name it is pinned
+/// for); a later approval of a decided packet changes nothing. Any other decision (a refusal
+/// ends co-signing: one refusal refuses) is the packet's decision as it stands.
+///
+/// [`Quorum::count`]: crate::protocol::decision::Quorum::count
 pub fn fold_decision(
     decisions: &mut HashMap<String, ChainDecision>,
     cosigning: &mut HashMap<String, Cosigning>,
     id: String,
     mut d: ChainDecision,
+    pinned: &PinnedKeys,
 ) {
     let Some(q) = d.quorum.clone().filter(|_| d.verdict == Verdict::Approve) else {
         cosigning.remove(&id);
@@ -121,11 +153,19 @@ pub fn fold_decision(
         return;
     }
     let Some(signed) = d.signed.take() else { return };
-    let fresh = || Cosigning { quorum: q.clone(), packet_hash: d.packet_hash.clone(), signatures: Vec::new() };
+    let fresh = || Cosigning {
+        quorum: q.clone(),
+        packet_hash: d.packet_hash.clone(),
+        signatures: Vec::new(),
+        count: Vec::new(),
+        not_counted: Vec::new(),
+    };
     let entry = cosigning.entry(id.clone()).or_insert_with(fresh);
     if entry.quorum != q || entry.packet_hash != d.packet_hash {
         *entry = fresh();
     }
+    // One approval per listed name is gathered (so at most `n`); the same key under two names
+    // is gathered twice, and counted once ([`Quorum::count`]), so `warrant verify` can report it.
     if !q.lists(&d.principal) || entry.signers().contains(&d.principal.as_str()) {
         return;
     }
@@ -134,12 +174,14 @@ pub fn fold_decision(
         chain_index: d.chain_index,
         entry_hash: d.entry_hash.clone(),
     });
-    if entry.signatures.len() >= q.required {
-        let mut names: Vec<String> = entry.signers().into_iter().map(str::to_owned).collect();
-        names.sort_unstable();
+    let counted = entry.counted(pinned);
+    if counted.signers.len() >= q.required {
         cosigning.remove(&id);
-        d.cosigners = names;
+        d.cosigners = counted.signers;
         decisions.insert(id, d);
+    } else {
+        entry.count = counted.signers;
+        entry.not_counted = counted.uncounted.into_iter().map(|(n, _, why)| (n, why)).collect();
     }
 }
 
@@ -384,10 +426,13 @@ pub(super) fn view_after(
         view.last_receipt_hash = last_receipt_hash;
     }
     let mut kept = Vec::new();
+    // Approvals towards a quorum count under the pins in effect at the chain's end (the
+    // verifier's, with the rotations the chain announced).
+    let effective = tail.keys.effective().unwrap_or(pinned);
     for (i, id, d, rec) in found {
         if !bad.contains(&i) {
             kept.extend(rec);
-            fold_decision(&mut view.decisions, &mut view.cosigning, id, d);
+            fold_decision(&mut view.decisions, &mut view.cosigning, id, d, effective);
         }
     }
     for (i, pos) in evidence.into_iter().map(|(i, p)| (i as usize, p as usize)).filter(|(i, _)| bad.contains(i)) {

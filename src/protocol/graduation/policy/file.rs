@@ -42,6 +42,17 @@ struct PolicyFile {
     /// principals = ["alice", "bob", "carol"]`).
     #[serde(default)]
     cosign: BTreeMap<String, CosignDef>,
+    /// Files and directories added to the protected set (`[protected] paths = ["~/secrets"]`):
+    /// a call naming one waits for the principal. Only adds: nothing removes a built-in one.
+    #[serde(default)]
+    protected: Option<ProtectedDef>,
+}
+
+/// `[protected]` as written.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProtectedDef {
+    paths: Vec<String>,
 }
 
 /// `[cosign."<class>"]` as written.
@@ -191,6 +202,15 @@ impl PolicySet {
             if !self.timeouts.iter().any(|r| r.key == rule.key) {
                 self.timeouts.push(rule);
             }
+        }
+        if let Some(p) = file.protected {
+            if let Some(bad) = p.paths.iter().find(|p| !(p.starts_with('/') || p == &"~" || p.starts_with("~/"))) {
+                return Err(PolicyError::Class {
+                    id: "protected.paths".into(),
+                    message: format!("{bad:?} is neither absolute nor under ~/"),
+                });
+            }
+            self.protected.extend(p.paths);
         }
         for (key, def) in file.cosign {
             let bad = |message: String| PolicyError::Class { id: format!("cosign.{key}"), message };

@@ -127,6 +127,9 @@ pub struct PolicySet {
     /// `[cosign]`: the quorum each class needs, by class id or alias as written (normalised when
     /// looked up, once every file's aliases are known), the spool's file last (it wins).
     cosign: Vec<(String, crate::protocol::decision::Quorum)>,
+    /// `[protected] paths`: files and directories added to the protected set, absolute or under
+    /// `~/`, every file's (they only add).
+    protected: Vec<String>,
 }
 
 /// Lodestar's conservative floor for a tool no policy registers (`lodestar-and-tiers.md`).
@@ -160,6 +163,7 @@ impl PolicySet {
             expiry: BTreeMap::new(),
             timeouts: Vec::new(),
             cosign: Vec::new(),
+            protected: Vec::new(),
         }
     }
 
@@ -176,6 +180,13 @@ impl PolicySet {
     pub fn default_expiry(&self, class: &str) -> Option<std::time::Duration> {
         let canonical = self.normalize(class);
         self.expiry.get(&canonical).or_else(|| self.expiry.get("default")).copied()
+    }
+
+    /// The paths `policy.toml`'s `[protected] paths` adds to the protected set (absolute, or
+    /// under `~/`), in the order written.
+    #[must_use]
+    pub fn protected_paths(&self) -> &[String] {
+        &self.protected
     }
 
     /// The quorum an approval of `class` needs (`[cosign]`, issue 18): `None` when one
