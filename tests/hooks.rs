@@ -670,3 +670,107 @@ fn a_class_timeout_caps_the_hooks_wait() {
             || std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain").is_empty()
     );
 }
+
+/// Protected files are matched on the file a path resolves to, never on its spelling: in a
+/// notebook the principal made `trusted` (where an edit runs on its own), Writes that name
+/// warrant's configuration, the spool, git's configuration or a start-up file through `.`, `//`,
+/// `..`, a relative path or a symlink wait for the principal like the plain spellings, and a
+/// plain file in the project still runs. The packet says which protected file it names.
+#[test]
+fn protected_files_are_matched_as_resolved_files_not_as_text() {
+    let e = env();
+    let home = e.spool().parent().expect("parent").join("home");
+    let proj = home.join("proj");
+    std::fs::create_dir_all(proj.join(".git")).expect("project");
+    std::fs::create_dir_all(home.join(".claude")).expect(".claude");
+    std::fs::write(home.join(".claude/settings.json"), "{}").expect("settings");
+    std::os::unix::fs::symlink(home.join(".claude/settings.json"), proj.join("notes.md")).expect("symlink");
+    std::os::unix::fs::symlink(e.config(), proj.join("cfg")).expect("symlink to the configuration");
+    let notebook = warrant::protocol::calls::notebook_for_dir(proj.to_str().expect("utf-8"));
+    let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let config = e.config();
+    let spool = e.spool();
+    let (c, s, h, p) = (config.display(), spool.display(), home.display(), proj.display());
+    let held = [
+        format!("{c}/./policy.toml"),
+        format!("{c}//pinned_keys.toml"),
+        format!("{p}/../proj/cfg/policy.toml"),
+        format!("{s}/./policy.toml"),
+        format!("{p}/.git/./config"),
+        format!("{p}/.git/info/attributes"),
+        format!("{h}/.zshenv"),
+        format!("{h}/.config/git/config"),
+        format!("{p}/sub/.envrc"),
+        "notes.md".to_owned(),
+        "./cfg/./principal.key".to_owned(),
+    ];
+    let run = |id: &str, file: &str| {
+        let mut child = e
+            .cmd(&["hook", "claude-code", "--wait", "0.3"])
+            .env("HOME", &home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child.stdin.take().expect("stdin").write_all(&write_event(id, &proj, file, "x")).expect("event");
+        pre_tool_use(&child.wait_with_output().expect("hook"))
+    };
+    for (i, file) in held.iter().enumerate() {
+        let id = format!("toolu_prot{i}");
+        let (decision, reason) = run(&id, file);
+        assert_eq!(decision, "deny", "{file} ran unasked: {reason}");
+        let packet: Value = serde_json::from_slice(
+            &std::fs::read(e.spool().join(format!("packets/cc-{id}.json"))).expect("the held call's packet"),
+        )
+        .expect("json");
+        let protected = packet["proposed_action"]["protected"].as_array().map_or(0, Vec::len);
+        assert!(protected > 0, "{file}: the packet names no protected file: {packet}");
+        assert!(packet["governance"]["contract"]["required_level"].as_u64() >= Some(4), "{file}: {packet}");
+    }
+    let (decision, reason) = run("toolu_plain", &format!("{p}/plain.md"));
+    assert_eq!(decision, "allow", "a plain file in a trusted notebook: {reason}");
+}
+
+/// A shell command's words are resolved as files in the command's real working directory: a
+/// glob, a variable or a working directory inside a protected directory never runs unasked.
+#[test]
+fn a_shell_command_that_can_reach_a_protected_file_waits_for_the_principal() {
+    let e = env();
+    let home = e.spool().parent().expect("parent").join("home");
+    let proj = home.join("proj");
+    std::fs::create_dir_all(&proj).expect("project");
+    std::fs::write(proj.join("a.txt"), "a").expect("a.txt");
+    std::os::unix::fs::symlink(e.config(), proj.join("cfg")).expect("symlink");
+    let bash = |id: &str, cwd: &std::path::Path, command: &str| {
+        let event = json!({"session_id": "s", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": command}, "tool_use_id": id});
+        let mut child = e
+            .cmd(&["hook", "claude-code", "--wait", "0.3"])
+            .env("HOME", &home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child.stdin.take().expect("stdin").write_all(event.to_string().as_bytes()).expect("event");
+        pre_tool_use(&child.wait_with_output().expect("hook"))
+    };
+    // `cat` of a project file is safe and runs at once.
+    let (decision, reason) = bash("toolu_sh0", &proj, "cat a.txt");
+    assert_eq!(decision, "allow", "{reason}");
+    for (i, (cwd, command)) in [
+        (proj.clone(), "cat cfg/*.key"),
+        (proj.clone(), "cat ./cfg/../cfg/principal.key"),
+        (e.config(), "cat *.key"),
+        (proj.clone(), "cat $HOME/.ssh/id_ed25519"),
+        (proj.clone(), "head ~/.ssh/id_ed25519"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (decision, reason) = bash(&format!("toolu_sh{}", i + 1), &cwd, command);
+        assert_eq!(decision, "deny", "{command} in {} ran unasked: {reason}", cwd.display());
+    }
+}

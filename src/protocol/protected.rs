@@ -426,7 +426,7 @@ mod tests {
         assert_eq!(w.unresolvable, ["$HOME"]);
         let w = path_words(&json!({}), Some(&json!(["bash", "-lc", "cat `which x` 2>err"])));
         assert_eq!(w.words, ["err"]);
-        assert_eq!(w.unresolvable, ["`which"]);
+        assert_eq!(w.unresolvable, ["`which", "x`"]);
         let w = path_words(&json!({}), Some(&json!("echo 'unbalanced")));
         assert_eq!(w.unresolvable.len(), 1);
     }
