@@ -784,3 +784,29 @@ fn init_agents_group_shares_the_spool_and_nothing_an_agent_does_signs() {
     assert_eq!(waited.status.code(), Some(0), "approved, verified by the agent: {}", text(&waited));
     assert_eq!(e.run(&["verify"]).status.code(), Some(0));
 }
+
+// Issue "guarantees on the things themselves" §3: while `ag1` was quarantined, the same publisher
+// proposed as `AG1`, `Ag1`, `ag1.` and `ag1_`, and those packets were pending and approvable.
+// Agent ids that differ only by case or punctuation are one agent for the principal's controls:
+// each is blocked, and cannot be approved.
+#[test]
+fn a_quarantine_holds_every_id_confusable_with_the_agents() {
+    let e = Env::new();
+    let o = e.propose("draft.compose", "ag1", "p-0", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = e.run(&["agent", "quarantine", "ag1", "--reason", "odd pushes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for (i, id) in ["AG1", "Ag1", "ag1.", "ag1_"].iter().enumerate() {
+        let packet = format!("p-{}", i + 1);
+        let o = e.propose("draft.compose", id, &packet, &[]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let o = e.run(&["list", "--json"]);
+        let all: Value = serde_json::from_slice(&o.stdout).expect("json");
+        let listed =
+            all["packets"].as_array().expect("packets").iter().find(|p| p["packet_id"] == json!(packet)).cloned();
+        let listed = listed.expect("listed");
+        assert_eq!(listed["state"], json!("blocked"), "{id} escaped the quarantine of ag1: {listed}");
+        let o = e.run(&["approve", "--yes", &packet]);
+        assert_ne!(o.status.code(), Some(0), "{id}'s packet was approved: {}", text(&o));
+    }
+}

@@ -539,7 +539,10 @@ fn toml_examples_are_accepted_by_warrant() {
             } else if body.trim_start().starts_with("[notify]") || body.trim_start().starts_with("[console]") {
                 // Parsed (an unknown key or an empty command is exit 2) before the key is read.
                 ("config.toml", &["keys", "show"], "principal".to_string())
-            } else if body.trim_start().starts_with("[timeouts.") || body.trim_start().starts_with("[cosign.") {
+            } else if body.trim_start().starts_with("[timeouts.")
+                || body.trim_start().starts_with("[cosign.")
+                || body.trim_start().starts_with("[protected]")
+            {
                 ("policy.toml", &["well-known"], "email.send.external".to_string())
             } else if body.contains("[[class]]") {
                 ("policy.toml", &["well-known"], "crm.record.update".to_string())

@@ -447,10 +447,20 @@ impl ControlState {
         self.notebooks.get(notebook).map_or(NotebookTrust::default(), |n| n.level)
     }
 
-    /// An agent's standing.
+    /// An agent's standing: its own, or the strictest of every controlled agent whose id it is
+    /// confusable with ([`agent_skeleton`]: the same id but for case and punctuation), so a
+    /// quarantine of `ag1` holds `AG1`, `Ag1`, `ag1.` and `ag1_` too.
     #[must_use]
     pub fn standing(&self, agent: &str) -> AgentStanding {
-        self.agents.get(agent).map_or(AgentStanding::Active, |a| a.standing)
+        let own = self.agents.get(agent).map_or(AgentStanding::Active, |a| a.standing);
+        let skeleton = agent_skeleton(agent);
+        self.agents
+            .iter()
+            .filter(|(id, a)| {
+                a.standing != AgentStanding::Active && id.as_str() != agent && agent_skeleton(id) == skeleton
+            })
+            .map(|(_, a)| a.standing)
+            .fold(own, |worst, s| if s == AgentStanding::Killed || worst == AgentStanding::Active { s } else { worst })
     }
 
     /// The elevation in force for `agent` at `now` (unix seconds), if any.
@@ -462,6 +472,14 @@ impl ControlState {
         }
         a.elevation.as_ref().filter(|e| e.remaining_seconds(now) > 0.0)
     }
+}
+
+/// What an agent id is for telling agents apart: lower case, without the punctuation a safe id
+/// may hold (`.`, `_`, `:`, `-`). Two ids with one skeleton are confusable: a control on one
+/// holds the other ([`ControlState::standing`]).
+#[must_use]
+pub fn agent_skeleton(id: &str) -> String {
+    id.chars().filter(|c| !matches!(c, '.' | '_' | ':' | '-')).flat_map(char::to_lowercase).collect()
 }
 
 #[cfg(test)]
@@ -495,6 +513,19 @@ mod tests {
             reason: None,
             decided_at: "2026-11-21T09:00:00Z".into(),
         }
+    }
+
+    #[test]
+    fn a_control_holds_every_id_confusable_with_the_agents() {
+        let mut state = ControlState::default();
+        state
+            .agents
+            .insert("ag1".into(), AgentControl { standing: AgentStanding::Quarantined, ..AgentControl::default() });
+        for id in ["ag1", "AG1", "Ag1", "ag1.", "ag1_", "a-g:1"] {
+            assert_eq!(state.standing(id), AgentStanding::Quarantined, "{id}");
+        }
+        assert_eq!(state.standing("ag12"), AgentStanding::Active);
+        assert_eq!(state.standing("ag"), AgentStanding::Active);
     }
 
     #[test]
