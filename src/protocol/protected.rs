@@ -238,11 +238,13 @@ pub fn path_words(input: &Value, command: Option<&Value>) -> PathWords {
 
 fn value_words(v: &Value, under_path_key: bool, out: &mut PathWords) {
     match v {
-        Value::String(s) => {
-            if s.len() <= MAX_PATH_WORD && !s.contains('\n') && !s.is_empty() && (under_path_key || looks_like_path(s))
-            {
-                out.words.push(s.clone());
-            }
+        Value::String(s)
+            if s.len() <= MAX_PATH_WORD
+                && !s.contains('\n')
+                && !s.is_empty()
+                && (under_path_key || looks_like_path(s)) =>
+        {
+            out.words.push(s.clone());
         }
         Value::Array(a) => a.iter().for_each(|x| value_words(x, under_path_key, out)),
         Value::Object(m) => {
