@@ -671,6 +671,20 @@ fn a_class_timeout_caps_the_hooks_wait() {
     );
 }
 
+/// Claude Code's hook on `event` with `HOME` set to `home`, waiting 0.3 s: its PreToolUse answer.
+fn hook_at_home(e: &Env, home: &std::path::Path, event: &[u8]) -> (String, String) {
+    let mut child = e
+        .cmd(&["hook", "claude-code", "--wait", "0.3"])
+        .env("HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(event).expect("event");
+    pre_tool_use(&child.wait_with_output().expect("hook"))
+}
+
 /// Protected files are matched on the file a path resolves to, never on its spelling: in a
 /// notebook the principal made `trusted` (where an edit runs on its own), Writes that name
 /// warrant's configuration, the spool, git's configuration or a start-up file through `.`, `//`,
@@ -705,18 +719,7 @@ fn protected_files_are_matched_as_resolved_files_not_as_text() {
         "notes.md".to_owned(),
         "./cfg/./principal.key".to_owned(),
     ];
-    let run = |id: &str, file: &str| {
-        let mut child = e
-            .cmd(&["hook", "claude-code", "--wait", "0.3"])
-            .env("HOME", &home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        child.stdin.take().expect("stdin").write_all(&write_event(id, &proj, file, "x")).expect("event");
-        pre_tool_use(&child.wait_with_output().expect("hook"))
-    };
+    let run = |id: &str, file: &str| hook_at_home(&e, &home, &write_event(id, &proj, file, "x"));
     for (i, file) in held.iter().enumerate() {
         let id = format!("toolu_prot{i}");
         let (decision, reason) = run(&id, file);
@@ -746,16 +749,7 @@ fn a_shell_command_that_can_reach_a_protected_file_waits_for_the_principal() {
     let bash = |id: &str, cwd: &std::path::Path, command: &str| {
         let event = json!({"session_id": "s", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Bash",
             "tool_input": {"command": command}, "tool_use_id": id});
-        let mut child = e
-            .cmd(&["hook", "claude-code", "--wait", "0.3"])
-            .env("HOME", &home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        child.stdin.take().expect("stdin").write_all(event.to_string().as_bytes()).expect("event");
-        pre_tool_use(&child.wait_with_output().expect("hook"))
+        hook_at_home(&e, &home, event.to_string().as_bytes())
     };
     // `cat` of a project file is safe and runs at once.
     let (decision, reason) = bash("toolu_sh0", &proj, "cat a.txt");

@@ -409,7 +409,8 @@ fn simple_words(part: &str) -> Option<(String, bool)> {
     Some((std::iter::once(program).chain(rest).collect::<Vec<_>>().join(" "), hidden))
 }
 
-fn is_assignment(word: &str) -> bool {
+/// Whether `word` is a shell assignment (`NAME=value`, `NAME` a shell variable name).
+pub(crate) fn is_assignment(word: &str) -> bool {
     word.split_once('=').is_some_and(|(name, _)| {
         !name.is_empty()
             && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')

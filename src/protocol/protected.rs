@@ -288,7 +288,7 @@ fn command_words(cmd: &Value, out: &mut PathWords) {
         };
         let mut program_seen = false;
         for w in &words {
-            if !program_seen && is_assignment(w) {
+            if !program_seen && crate::protocol::calls::is_assignment(w) {
                 if let Some((_, v)) = w.split_once('=') {
                     word(v, out);
                 }
@@ -329,14 +329,6 @@ fn word(w: &str, out: &mut PathWords) {
     if !w.is_empty() && w.len() <= MAX_PATH_WORD {
         out.words.push(w.to_owned());
     }
-}
-
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            && !name.as_bytes()[0].is_ascii_digit()
-    })
 }
 
 /// The simple commands of a line, split at unquoted `;`, `&&`, `||`, `|`, `&` and newlines,
