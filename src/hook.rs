@@ -1,6 +1,6 @@
 //! `warrant hook claude-code` and `warrant hook codex` (issue 17): the agent hosts' command
 //! hooks, one JSON event on stdin, the host's documented answer on stdout
-//! (`../shared/reference/agent-integrations.md` §1–§2; `docs/integrations.md`).
+//! (`docs/integrations.md`, which states each host's contract).
 //!
 //! Both hosts read any exit code other than 0 and 2, a crash and a timeout as "proceed", so no
 //! path here ends in one: a known event that cannot be governed gets a printed deny in the

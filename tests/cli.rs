@@ -111,7 +111,7 @@ fn nothing_published(e: &Env, id: &str) -> bool {
 
 fn fixture(rel: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/conformance/opentrustgraph/fixtures")
+        .join("tests/fixtures/conformance/opentrustgraph/fixtures")
         .join(rel)
         .display()
         .to_string()

@@ -19,8 +19,9 @@
 //! - The commands of one file run in order, through `sh -c`, in one prepared environment: a
 //!   fresh `WARRANT_CONFIG` with no key (the documents create it with `warrant keys init`; the
 //!   passphrase comes from `WARRANT_PASSPHRASE_FILE`), an empty `WARRANT_SPOOL`, `HOME`, and a
-//!   working directory holding `payload.json`, `requests.jsonl`, `bob.pub` and a `../shared`
-//!   link to the reference material beside the checkout.
+//!   working directory holding `payload.json`, `requests.jsonl`, `bob.pub` and a
+//!   `tests/fixtures/conformance` link to the repository's conformance fixtures (so the examples
+//!   read as if run from the checkout).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -210,8 +211,13 @@ impl DocEnv {
             std::fs::create_dir_all(p.join(d)).expect("mkdir");
         }
         std::fs::write(p.join("passphrase"), "correct horse battery staple\n").expect("passphrase");
-        std::os::unix::fs::symlink(Path::new(ROOT).join("../shared"), p.join("shared")).expect("symlink");
         let w = p.join("work");
+        std::fs::create_dir_all(w.join("tests/fixtures")).expect("mkdir");
+        std::os::unix::fs::symlink(
+            Path::new(ROOT).join("tests/fixtures/conformance"),
+            w.join("tests/fixtures/conformance"),
+        )
+        .expect("symlink");
         std::fs::write(w.join("payload.json"), r#"{"to": "dana@northwind.example", "subject": "Quote", "units": 40}"#)
             .expect("payload");
         std::fs::write(

@@ -99,7 +99,7 @@ struct OnStore {
 }
 
 fn conformance(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conformance").join(rel)
 }
 
 /// A temporary config dir and spool (or a store and this host's replica of it), and the

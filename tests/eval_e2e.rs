@@ -19,7 +19,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_warrant");
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 fn fixture(rel: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/opentrustgraph/fixtures").join(rel);
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conformance/opentrustgraph/fixtures").join(rel);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

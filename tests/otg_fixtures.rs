@@ -1,6 +1,6 @@
 //! OpenTrustGraph conformance: the six fixtures, the §4.4 test vectors, and reproducing the valid
 //! fixtures' hashes by appending the same logical records (CONFORMANCE §4, `opentrustgraph.md`
-//! §4.4, §5, §6 items 20-21, §7). The fixtures are read in place from `../shared/conformance/`.
+//! §4.4, §5, §6 items 20-21, §7). The fixtures are read in place from `tests/fixtures/conformance/`.
 
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use warrant::protocol::canonical;
 use warrant::protocol::chain::{self, Check, Finding, VerifyOptions, VerifyReport};
 use warrant::store::chain_file;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/opentrustgraph/fixtures");
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/conformance/opentrustgraph/fixtures");
 const VALID: [&str; 3] = ["decision-chain", "effect-inheritance-chain", "tier-transition"];
 
 fn fixture(kind: &str, name: &str) -> Value {

@@ -1,4 +1,4 @@
-//! Agent Hypervisor ring-model conformance (`../shared/reference/agent-hypervisor.md`), one
+//! Agent Hypervisor ring-model conformance (the Execution Control 1.0 specification), one
 //! section per conformance area. Every table is a `const` array, so cases can be counted; where
 //! warrant fails closed instead of following the Python reference, the case asserts warrant's
 //! behaviour and says so (`docs/conformance.md, "Execution rings"`).

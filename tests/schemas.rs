@@ -1,5 +1,5 @@
 //! JSON-Schema validation of what warrant writes and reads, against the published schemas in
-//! `../shared/conformance/`: chain records (OpenTrustGraph v0.1 record schema), the export
+//! `tests/fixtures/conformance/`: chain records (OpenTrustGraph v0.1 record schema), the export
 //! envelope (chain schema), the reference runtime's packets (`schemas/v1`), and a cross-check that
 //! `parse_packet` accepts exactly what the packet schemas accept, except where it is deliberately
 //! stricter (each such case is marked and explained).
@@ -14,7 +14,7 @@ use warrant::protocol::packet::{self, InvalidReason, PacketForm};
 use warrant::store::chain_file;
 use warrant::store::spool::{self, Spool};
 
-const CONFORMANCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance");
+const CONFORMANCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/conformance");
 /// The URI the chain schema's `records.items.$ref` resolves to (relative to the chain `$id`); no
 /// schema has this `$id`, so the v0.1 record schema is registered under it (§10 item 2).
 const RECORD_REF_URI: &str = "https://harnlang.com/schemas/opentrustgraph/v0/trust-record.v0.schema.json";

@@ -69,7 +69,7 @@ fn runtime_packets_need_a_classifiable_action() {
     let f = fixture();
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/conformance/trust-graduation/packets/js-reference/01-email-send-external.packet.json"
+        "/tests/fixtures/conformance/trust-graduation/packets/js-reference/01-email-send-external.packet.json"
     );
     let mut doc: Value = serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
     doc["actionClass"] = json!("  ");
@@ -208,7 +208,7 @@ fn scanner_is_incremental_and_sees_changes() {
 #[test]
 fn runtime_status_risk_and_duplicate_ids() {
     let f = fixture();
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/trust-graduation/packets/js-reference/");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/conformance/trust-graduation/packets/js-reference/");
     let runtime: Value =
         serde_json::from_slice(&std::fs::read(format!("{dir}04-calendar-create.packet.json")).expect("fixture"))
             .expect("json");

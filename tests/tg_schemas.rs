@@ -1,5 +1,5 @@
 //! Every Trust Graduation object warrant emits validates against the portable v0.1 schemas in
-//! `../shared/conformance/trust-graduation/site/spec/0.1/`, with JSON Schema `format` asserted:
+//! `tests/fixtures/conformance/trust-graduation/site/spec/0.1/`, with JSON Schema `format` asserted:
 //! gate decisions for the ten canonical classes under several evidence mixes and standings,
 //! approval packets (whose `decision` is a `$ref` to the decision schema, registered by hand),
 //! receipts for the four outcomes, evidence rows, posteriors, and the action-class rows of the
@@ -21,7 +21,7 @@ use warrant::protocol::graduation::posterior::Posterior;
 use warrant::protocol::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt, prepare_approval_packet};
 use warrant::protocol::registry::CANONICAL;
 
-const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/trust-graduation/site");
+const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/conformance/trust-graduation/site");
 const SPEC_BASE: &str = "https://trustgraduation.org/spec/0.1/";
 
 fn load(rel: &str) -> Value {

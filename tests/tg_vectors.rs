@@ -1,4 +1,4 @@
-//! Trust Graduation conformance: every vector in `../shared/conformance/trust-graduation/derived/`
+//! Trust Graduation conformance: every vector in `tests/fixtures/conformance/trust-graduation/derived/`
 //! (decisions, posteriors, evidence weights, action bindings).
 //!
 //! Where warrant diverges from the reference on purpose (`docs/conformance.md`, "Trust Graduation
@@ -15,8 +15,9 @@ use warrant::protocol::graduation::policy::{DEFAULT_THRESHOLD, PolicySet, Thresh
 use warrant::protocol::graduation::posterior::Posterior;
 
 fn derived(name: &str) -> Value {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/trust-graduation/derived").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/conformance/trust-graduation/derived")
+        .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).expect("vector JSON")
 }

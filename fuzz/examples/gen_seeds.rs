@@ -1,5 +1,5 @@
 //! Writes the seed corpora `fuzz/seeds/<target>/` from real inputs: the conformance packets,
-//! receipts, chains and exports in `../shared/conformance` (beside the checkout), the themes and
+//! receipts, chains and exports in `tests/fixtures/conformance`, the themes and
 //! keymap, the examples in `docs/*.md`, and chains, exports, packets, receipts and decision files
 //! built with warrant's own API and signed with the harness's principal (so the strict
 //! signature checks start from chains that verify).
@@ -130,8 +130,8 @@ fn jsonl(records: &[Value]) -> Vec<u8> {
 fn main() {
     let fuzz = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let root = fuzz.parent().expect("fuzz/ is inside the repository").to_owned();
-    let shared = root.parent().expect("the repository has a parent").join("shared/conformance");
-    assert!(shared.is_dir(), "missing {} beside the checkout", shared.display());
+    let shared = root.join("tests/fixtures/conformance");
+    assert!(shared.is_dir(), "missing {}", shared.display());
     let out = fuzz.join("seeds");
     let _ = fs::remove_dir_all(&out);
     for t in TARGETS {

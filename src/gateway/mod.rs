@@ -3,7 +3,7 @@
 //! capabilities and instructions pass through), `tools/list`, resources, prompts, completions,
 //! notifications both ways, and the server's own requests to the client (roots, sampling,
 //! elicitation) — except `tools/call`, which it governs first (`docs/integrations.md`, "MCP gateway",
-//! `../shared/reference/agent-integrations.md` §3, Lodestar's proxy in `lodestar-and-tiers.md`).
+//! Lodestar's MCP proxy).
 //!
 //! A call is a packet ([`crate::protocol::calls::call_packet`], tool key `<name>/<tool>`, the server's
 //! annotations from `tools/list`) judged by [`Governor`]: allowed calls are forwarded, once the
