@@ -11,6 +11,8 @@ pub struct Governor {
     config_dir: PathBuf,
     pub(super) policies: PolicySet,
     pub(super) pinned: PinnedKeys,
+    /// The protected set, resolved once when the governor opens ([`super::paths::protected_set`]).
+    protected: crate::protocol::protected::ProtectedPaths,
 }
 
 impl Governor {
@@ -32,7 +34,8 @@ impl Governor {
         if pinned.is_empty() {
             return Err(GovernError::NoPinnedKey(config_dir.to_owned()));
         }
-        Ok(Self { spool, config_dir: config_dir.to_owned(), policies, pinned })
+        let protected = super::paths::protected_set(&policies, config_dir, spool.root());
+        Ok(Self { spool, config_dir: config_dir.to_owned(), policies, pinned, protected })
     }
 
     /// The policy set.
@@ -54,13 +57,8 @@ impl Governor {
     #[must_use]
     pub fn classify(&self, call: &ToolCall) -> crate::protocol::calls::Classification {
         let mut c = crate::protocol::calls::classify(&self.policies, &call.tool, &call.input, &call.annotations);
-        let set = super::paths::protected_set(&self.policies, &self.config_dir, self.spool.root());
-        let command = self
-            .policies
-            .tool(&call.tool)
-            .and_then(|p| p.command.as_deref())
-            .or_else(|| self.policies.host_command_field(&call.tool));
-        c.protect(&super::paths::protected_hits(&set, call, command));
+        let command = self.policies.command_field(&call.tool);
+        c.protect(&super::paths::protected_hits(&self.protected, call, command));
         c
     }
 

@@ -56,7 +56,7 @@ pub fn protected_set(policies: &PolicySet, config_dir: &Path, spool: &Path) -> P
 pub fn protected_hits(set: &ProtectedPaths, call: &ToolCall, command_field: Option<&str>) -> Vec<String> {
     let cwd = call.workdir.as_deref().or(call.cwd.as_deref()).map(PathBuf::from).filter(|d| d.is_absolute());
     let cwd = cwd.or_else(|| std::env::current_dir().ok());
-    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
+    let home = set.home().map(Path::new);
     let command = command_field.and_then(|f| call.input.get(f));
     let words = path_words(&call.input, command);
     let mut hits = Vec::new();
@@ -77,7 +77,7 @@ pub fn protected_hits(set: &ProtectedPaths, call: &ToolCall, command_field: Opti
         hits.push(format!("runs in {} ({rule})", show(&real_cwd.to_string_lossy())));
     }
     for w in &words.words {
-        let Some(spelled) = expand_home(w, home.as_deref()) else {
+        let Some(spelled) = expand_home(w, home) else {
             hits.push(format!("cannot be resolved before it runs: {}", show(w)));
             continue;
         };

@@ -128,7 +128,7 @@ pub fn classify(policies: &PolicySet, tool: &str, input: &Value, annotations: &V
         Some(p) => {
             let base = from_policy(p, format!("tools.{tool:?}"), "tool.call.local");
             // A `policy.toml` entry (or glob) for a host's command tool keeps its command field.
-            let field = p.command.as_deref().or_else(|| policies.host_command_field(tool));
+            let field = policies.command_field(tool);
             let mut c = match field.map(|f| input.get(f)) {
                 Some(Some(command)) => classify_command(policies, &base, command),
                 // A command tool without its command field: as the tool itself.
@@ -289,6 +289,9 @@ pub struct CommandPart {
     pub words: Option<String>,
     /// It has a command substitution, a process substitution, a redirection or a subshell.
     pub complex: bool,
+    /// The part as written (quotes kept, a comment dropped): what
+    /// [`crate::protocol::protected::path_words`] reads the words that may name files from.
+    pub text: String,
 }
 
 /// Splits a shell command line into its simple commands at unquoted `;`, `&&`, `||`, `|`, `&`
@@ -304,7 +307,7 @@ pub fn split_command_line(line: &str) -> Vec<CommandPart> {
     let mut finish = |cur: &mut String, complex: &mut bool| {
         if !cur.trim().is_empty() || *complex {
             let (words, hidden) = simple_words(cur).map_or((None, true), |(w, h)| (Some(w), h));
-            parts.push(CommandPart { words, complex: *complex || hidden });
+            parts.push(CommandPart { words, complex: *complex || hidden, text: cur.clone() });
         }
         cur.clear();
         *complex = false;

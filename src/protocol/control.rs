@@ -453,12 +453,12 @@ impl ControlState {
     #[must_use]
     pub fn standing(&self, agent: &str) -> AgentStanding {
         let own = self.agents.get(agent).map_or(AgentStanding::Active, |a| a.standing);
-        let skeleton = agent_skeleton(agent);
+        // The skeleton is made only when some other agent is under a control (rarely).
+        let mut skeleton: Option<String> = None;
         self.agents
             .iter()
-            .filter(|(id, a)| {
-                a.standing != AgentStanding::Active && id.as_str() != agent && agent_skeleton(id) == skeleton
-            })
+            .filter(|(id, a)| a.standing != AgentStanding::Active && id.as_str() != agent)
+            .filter(|(id, _)| *skeleton.get_or_insert_with(|| agent_skeleton(agent)) == agent_skeleton(id))
             .map(|(_, a)| a.standing)
             .fold(own, |worst, s| if s == AgentStanding::Killed || worst == AgentStanding::Active { s } else { worst })
     }

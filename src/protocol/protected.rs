@@ -111,6 +111,12 @@ impl ProtectedPaths {
         ProtectedPaths { home: home.map(|h| trim_slash(h).to_owned()), extra: Vec::new() }
     }
 
+    /// The home directory the set was made with (resolved), when known: what `~` stands for.
+    #[must_use]
+    pub fn home(&self) -> Option<&str> {
+        self.home.as_deref()
+    }
+
     /// Adds an absolute, resolved file or directory (everything in it), with the words that say
     /// what it is (`warrant's configuration`). A relative path is ignored: the surface resolves.
     pub fn add(&mut self, path: &str, why: &str) {
@@ -281,13 +287,25 @@ fn command_words(cmd: &Value, out: &mut PathWords) {
         }
         _ => return,
     };
-    for part in split_simple(&line) {
-        let Some(words) = shlex::split(&part) else {
-            out.unresolvable.push(part.trim().to_owned());
+    for part in crate::protocol::calls::split_command_line(&line) {
+        // A subshell's or a group's brackets stay in its part's words: they are not the path.
+        let Some(words) = shlex::split(&part.text) else {
+            out.unresolvable.push(part.text.trim().to_owned());
             continue;
         };
+        let words: Vec<&str> =
+            words.iter().map(|w| w.trim_start_matches(['(', '{']).trim_end_matches([')', '}'])).collect();
         let mut program_seen = false;
-        for w in &words {
+        let mut target_next = false;
+        for w in words.into_iter().filter(|w| !w.is_empty()) {
+            // A redirection, wherever it stands (`&>` also ends a part where the line splits at
+            // `&`): its target is a path, joined (`>f`) or the next word (`> f`).
+            let op = w.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
+            if target_next || op.starts_with(['<', '>']) {
+                target_next = !target_next && op.chars().all(|c| matches!(c, '<' | '>' | '&' | '|'));
+                word(w, out);
+                continue;
+            }
             if !program_seen && crate::protocol::calls::is_assignment(w) {
                 if let Some((_, v)) = w.split_once('=') {
                     word(v, out);
@@ -331,60 +349,6 @@ fn word(w: &str, out: &mut PathWords) {
     }
 }
 
-/// The simple commands of a line, split at unquoted `;`, `&&`, `||`, `|`, `&` and newlines,
-/// with substitutions' and subshells' brackets turned into separators (their words are words
-/// too), comments dropped.
-fn split_simple(line: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut cur = String::new();
-    let (mut single, mut double) = (false, false);
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if single {
-            cur.push(c);
-            single = c != '\'';
-            continue;
-        }
-        match c {
-            '\\' => {
-                cur.push(c);
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            '\'' if !double => {
-                single = true;
-                cur.push(c);
-            }
-            '"' => {
-                double = !double;
-                cur.push(c);
-            }
-            '#' if !double && cur.chars().last().is_none_or(char::is_whitespace) => {
-                while chars.peek().is_some_and(|n| *n != '\n') {
-                    chars.next();
-                }
-            }
-            ';' | '\n' | '&' | '|' | '(' | ')' | '{' | '}' if !double => {
-                // `&>` and `>&` are redirections, not separators.
-                if c == '&' && (chars.peek() == Some(&'>') || cur.ends_with('>')) {
-                    cur.push(c);
-                    continue;
-                }
-                if !cur.trim().is_empty() {
-                    parts.push(std::mem::take(&mut cur));
-                }
-                cur.clear();
-            }
-            _ => cur.push(c),
-        }
-    }
-    if !cur.trim().is_empty() {
-        parts.push(cur);
-    }
-    parts
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -421,6 +385,8 @@ mod tests {
         let w = path_words(&json!({}), Some(&json!(["bash", "-lc", "cat `which x` 2>err"])));
         assert_eq!(w.words, ["err"]);
         assert_eq!(w.unresolvable, ["`which", "x`"]);
+        let w = path_words(&json!({}), Some(&json!("cat x &>.zshenv; (cd sub && cat y) 2> ../e; ls &> z")));
+        assert_eq!(w.words, ["../e", ".zshenv", "sub", "x", "y", "z"]);
         let w = path_words(&json!({}), Some(&json!("echo 'unbalanced")));
         assert_eq!(w.unresolvable.len(), 1);
     }

@@ -93,7 +93,7 @@ impl CallFacts {
         let tool = g.tool.clone()?;
         let (input, annotations) = crate::protocol::calls::call_of_packet(&p.proposed_action, &tool)?;
         let entry = policies.tool(&tool);
-        let command_field = entry.and_then(|t| t.command.as_deref()).or_else(|| policies.host_command_field(&tool));
+        let command_field = policies.command_field(&tool);
         Some(Self {
             amount: entry.and_then(|t| t.amount.as_deref()).and_then(|f| call_amount(input, f)),
             recipient_domains: entry

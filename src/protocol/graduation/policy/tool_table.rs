@@ -213,6 +213,14 @@ impl PolicySet {
         self.host.tools.get(key).and_then(|p| p.command.as_deref())
     }
 
+    /// The field of `tool`'s input that holds its command line, when it is a command-running
+    /// tool: its table entry's `command` (a `policy.toml` entry or glob for a host's own tool
+    /// keeps the host's field, [`PolicySet::host_command_field`]).
+    #[must_use]
+    pub fn command_field(&self, tool: &str) -> Option<&str> {
+        self.tool(tool).and_then(|p| p.command.as_deref().or_else(|| self.host_command_field(tool)))
+    }
+
     /// The `[commands]` rules: `policy.toml`'s, then the built-in ones.
     pub fn command_rules(&self) -> impl Iterator<Item = &CommandRule> {
         self.commands.iter().chain(self.host.commands.iter())
