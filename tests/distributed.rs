@@ -797,7 +797,6 @@ fn in_host(hosts: &netns::Hosts, i: usize, env: &Env, args: &[&str]) -> std::pro
         .env("WARRANT_SPOOL", env.spool())
         .env("WARRANT_PRINCIPAL", "alice")
         .env("XDG_DATA_HOME", env.dir.path().join("data"))
-        .env("NATS_TIMEOUT", "3")
         .stdin(Stdio::null());
     c
 }
@@ -850,6 +849,7 @@ fn hosts_in_their_own_network_namespaces_decide_through_the_cluster() {
             "s",
         ],
     )
+    .env("NATS_TIMEOUT", "3")
     .output()
     .expect("propose");
     assert_ne!(o.status.code(), Some(0), "host 1 reached a server on its own loopback: {}", text(&o));
