@@ -809,4 +809,20 @@ fn a_quarantine_holds_every_id_confusable_with_the_agents() {
         let o = e.run(&["approve", "--yes", &packet]);
         assert_ne!(o.status.code(), Some(0), "{id}'s packet was approved: {}", text(&o));
     }
+    // An agent waiting under a confusable id is told at once that it is quarantined (exit 8),
+    // as `ag1` itself is, instead of waiting out its time.
+    let o = e.run(&[
+        "propose",
+        "--class",
+        "draft.compose",
+        "--agent",
+        "Ag1",
+        "--summary",
+        "s",
+        "--id",
+        "p-w",
+        "--wait",
+        "20",
+    ]);
+    assert_eq!(o.status.code(), Some(8), "{}", text(&o));
 }

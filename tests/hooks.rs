@@ -768,3 +768,47 @@ fn a_shell_command_that_can_reach_a_protected_file_waits_for_the_principal() {
         assert_eq!(decision, "deny", "{command} in {} ran unasked: {reason}", cwd.display());
     }
 }
+
+// Issue "guarantees on the things themselves" §3: another agent user created
+// `uses/approval+<id>.use` for this agent's packet; after the principal approved, the real
+// agent's hook answered `consumed` and its call never ran. A use is a file its publisher owns: a
+// planted one takes nothing, and the approval still answers one call only.
+#[test]
+fn a_use_of_an_approval_planted_by_another_user_takes_nothing() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("not root: files owned by another user cannot be made here; skipped");
+        return;
+    }
+    const MALLORY: u32 = 4_000_102;
+    let plant = |e: &Env, name: &str| {
+        let dir = e.spool().join("uses");
+        std::fs::create_dir_all(&dir).expect("uses");
+        let path = dir.join(name);
+        std::fs::write(&path, b"{\"type\":\"warrant_approval_use\"}\n").expect("plant");
+        std::os::unix::fs::chown(&path, Some(MALLORY), None).expect("chown");
+    };
+    let input = fixture("claude-code-pre-tool-use-bash-git-push.json");
+    let e = env();
+    let child = spawn_hook(&e, "claude-code", &input, &[]);
+    wait_for_packet(&e, "cc-toolu_01PushMain");
+    plant(&e, "approval+cc-toolu_01PushMain.use");
+    assert_eq!(e.run(&["approve", "--yes", "cc-toolu_01PushMain"]).status.code(), Some(0));
+    let (decision, reason) = pre_tool_use(&child.wait_with_output().expect("hook"));
+    assert_eq!(decision, "allow", "a planted claim took the approval: {reason}");
+    // The approval answered that call; the same call again is not run twice.
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &input, &[]));
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("already used"), "{reason}");
+
+    // Both names planted: the call does not run, and the answer names who planted them.
+    let e = env();
+    let child = spawn_hook(&e, "claude-code", &input, &[]);
+    wait_for_packet(&e, "cc-toolu_01PushMain");
+    let me = rustix::process::geteuid().as_raw();
+    plant(&e, "approval+cc-toolu_01PushMain.use");
+    plant(&e, &format!("approval+cc-toolu_01PushMain+u{me}.use"));
+    assert_eq!(e.run(&["approve", "--yes", "cc-toolu_01PushMain"]).status.code(), Some(0));
+    let (decision, reason) = pre_tool_use(&child.wait_with_output().expect("hook"));
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("uid 4000102") && reason.contains("not by this packet's publisher"), "{reason}");
+}

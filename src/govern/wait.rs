@@ -154,13 +154,31 @@ enum Signal {
     Quarantined(String),
 }
 
-/// Reads `agent`'s signal; `None` when there is none that applies.
+/// Reads the signal for `agent` or for any agent id confusable with it
+/// ([`crate::protocol::control::agent_skeleton`]: a quarantine of `ag1` stops `AG1` too, as the
+/// principal's controls hold it); `None` when there is none that applies. A stop wins over a
+/// quarantine.
 fn standing_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> Option<Signal> {
+    use crate::protocol::control::agent_skeleton;
     if !crate::protocol::packet::is_safe_id(agent) {
         return None;
     }
-    let bytes = spool::read_limited(&spool.signals_dir().join(format!("{agent}.json"))).ok()?;
-    signal_of(&bytes, agent, since)
+    let skeleton = agent_skeleton(agent);
+    let mut found = None;
+    for e in std::fs::read_dir(spool.signals_dir()).ok()?.flatten() {
+        let name = e.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else { continue };
+        if !crate::protocol::packet::is_safe_id(id) || agent_skeleton(id) != skeleton {
+            continue;
+        }
+        let Ok(bytes) = spool::read_limited(&e.path()) else { continue };
+        match signal_of(&bytes, id, since) {
+            Some(stop @ Signal::Stopped(_)) => return Some(stop),
+            Some(q) => found = Some(q),
+            None => {}
+        }
+    }
+    found
 }
 
 /// The signal `bytes` (a `signals/<agent>.json`, or its copy in a store) tell `agent`, waiting

@@ -63,23 +63,65 @@ pub fn claim_grant_use(
     }
 }
 
-/// Claims the one use of the principal's approval of `packet_id` (`uses/approval+<id>.use`,
-/// `O_EXCL`, synced): an approval answers one call, so of several processes waiting on one
+/// Claims the one use of the principal's approval of `packet_id` for this process's user, the
+/// packet's publisher: an approval answers one call, so of several processes waiting on one
 /// packet (a retried hook, a replayed call) exactly one runs it. `Ok(false)` when it was used.
 ///
+/// A use is a file this user owns (`O_EXCL`, synced), so another user in the agents' group
+/// cannot take it by planting a file under the claim's name (`uses/` is shared, and its names
+/// are predictable): the claim is `uses/approval+<id>.use`, or, when a file of another owner
+/// holds that name, `uses/approval+<id>+u<uid>.use`. A process that makes one of the two names
+/// then looks for the other: if this user owns both, a racing process made the other, and the
+/// later answer is `Ok(false)` (two racers can both lose; never both win). The two names are
+/// checked in the same order by every claimer.
+///
 /// # Errors
-/// An unsafe id; I/O errors other than a taken use.
+/// An unsafe id; both names held by other owners (the call must not run, and the principal is
+/// told who planted them); other I/O errors.
 pub fn claim_approval(spool: &Spool, packet_id: &str) -> io::Result<bool> {
     if !packet::is_safe_id(packet_id) {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe packet id"));
     }
     let dir = spool.uses_dir();
     fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("approval+{packet_id}{USE_SUFFIX}"));
-    let body = serde_json::json!({"type": "warrant_approval_use", "packet_id": packet_id, "at": crate::protocol::clock::now_rfc3339()});
-    match create_claim(&path, &body) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+    let me = rustix::process::geteuid().as_raw();
+    let primary = dir.join(format!("approval+{packet_id}{USE_SUFFIX}"));
+    let own = dir.join(format!("approval+{packet_id}+u{me}{USE_SUFFIX}"));
+    let body = serde_json::json!({
+        "type": "warrant_approval_use", "packet_id": packet_id, "uid": me,
+        "at": crate::protocol::clock::now_rfc3339(),
+    });
+    // Who holds a claim's name: `Some(uid)`, `None` when no file has it here (in a replica, the
+    // store may still hold it: `create_claim` says so).
+    let holder = |p: &Path| match fs::symlink_metadata(p) {
+        Ok(m) => Ok(Some(std::os::unix::fs::MetadataExt::uid(&m))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    };
+    let planted = |p: &Path, uid: u32| {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} was made by {}, not by this packet's publisher", p.display(), super::publisher_label(uid)),
+        )
+    };
+    match create_claim(&primary, &body) {
+        Ok(()) => return Ok(holder(&own)? != Some(me)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    match holder(&primary)? {
+        // Taken by this user (or, in a replica, on another host): used.
+        Some(uid) if uid == me => return Ok(false),
+        None => return Ok(false),
+        Some(_) => {}
+    }
+    match create_claim(&own, &body) {
+        // The planted file stays; the primary name was another owner's when this looked.
+        Ok(()) => Ok(holder(&primary)? != Some(me)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match holder(&own)? {
+            Some(uid) if uid != me => Err(planted(&own, uid)),
+            _ => Ok(false),
+        },
         Err(e) => Err(e),
     }
 }
