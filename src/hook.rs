@@ -189,7 +189,10 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
     let outcome = match governor.submit(&call, call_id, Some(opts.wait)) {
         Ok(s) => {
             let o = match &s.outcome {
-                Outcome::Hold { .. } => governor.wait(&s, opts.wait),
+                Outcome::Hold { .. } => match governor.hold_until(&s, opts.wait) {
+                    Ok(()) => governor.wait(&s, opts.wait),
+                    Err(o) => o,
+                },
                 o => o.clone(),
             };
             // The preconditions are re-checked last, just before the answer: the host runs the
@@ -201,6 +204,9 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
         }
         Err(e) => return deny(opts.host, kind, &e.to_string()),
     };
+    // Once answered, the call never runs on a later decision (a retry with the same call id,
+    // an approval signed after the answer).
+    governor.answered(&outcome);
     match &outcome {
         // The host is about to ask its own user: what the gate would allow on its own is left to
         // that prompt (an escalation the agent asks for is a person's to grant), not granted here.

@@ -26,6 +26,14 @@
 //!   change time is one the file's owner cannot set), so a thousand packets naming one large
 //!   file hash it once.
 //!
+//! - **As the publisher.** What is observed for a packet the principal approves or reviews is
+//!   observed as its publisher (the uid owning the packet file) could: every directory on the
+//!   way must be searchable and a file read must be readable by that user (its uid and groups,
+//!   by the mode bits; an ACL that grants more is not consulted, so it fails closed). Otherwise
+//!   the check cannot be observed and the packet cannot be approved, with the reason: a
+//!   principal's approval never records the digest of a file its agent could not read, nor
+//!   whether a path it could not reach exists.
+//!
 //! Callers observe off the console's UI thread and never while holding the chain's lock.
 //!
 //! Any other `check_id` cannot be observed, which fails the precondition closed.
@@ -70,12 +78,72 @@ impl Default for Budget {
     }
 }
 
+/// The user a packet's checks are observed for ([`Observer`], "As the publisher"): its uid and
+/// every group it is in, from the user database. `None` where the observing process runs as
+/// that user (the kernel then checks) or as a user that may read everything anyway (root
+/// publishing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reader {
+    uid: u32,
+    gids: Vec<u32>,
+}
+
+impl Reader {
+    /// The reader for packets published by `uid`, or `None` when this process is `uid` or the
+    /// publisher is root.
+    #[must_use]
+    pub fn for_publisher(uid: u32) -> Option<Self> {
+        if uid == 0 || uid == rustix::process::geteuid().as_raw() {
+            return None;
+        }
+        let gids = uzers::get_user_by_uid(uid)
+            .map(|u| {
+                let mut g: Vec<u32> = uzers::get_user_groups(u.name(), u.primary_group_id())
+                    .map(|gs| gs.iter().map(uzers::Group::gid).collect())
+                    .unwrap_or_default();
+                g.push(u.primary_group_id());
+                g
+            })
+            .unwrap_or_default();
+        Some(Self { uid, gids })
+    }
+
+    /// Whether this user has every permission in `want` (`0o4` read, `0o1` search) on the file
+    /// `st` describes, by its mode bits.
+    fn may(&self, st: &rustix::fs::Stat, want: u32) -> bool {
+        let mode = st.st_mode;
+        let bits = if st.st_uid == self.uid {
+            mode >> 6
+        } else if self.gids.contains(&st.st_gid) {
+            mode >> 3
+        } else {
+            mode
+        };
+        bits & want == want
+    }
+
+    /// Refuses `path` (the file `st` describes) unless this user has `want` on it.
+    fn check(&self, path: &Path, st: &rustix::fs::Stat, want: u32) -> Result<(), String> {
+        if self.may(st, want) {
+            return Ok(());
+        }
+        let what = if want == 0o1 { "search" } else { "read" };
+        Err(format!(
+            "its publisher ({}) may not {what} {}: a precondition observes only what its publisher may read",
+            crate::store::spool::publisher_label(self.uid),
+            path.display()
+        ))
+    }
+}
+
 /// What one packet's checks have spent of the [`Budget`].
 #[derive(Debug)]
 struct Spent {
     checks: usize,
     bytes: u64,
     deadline: Instant,
+    /// Whom the checks are observed for (`None`: this process's own permissions).
+    reader: Option<Reader>,
 }
 
 /// A digest kept per `(dev, ino)`: valid while size, mtime and ctime (nanoseconds) are unchanged.
@@ -97,8 +165,8 @@ pub struct Observer {
 /// Deciding records an approval's preconditions as this observer sees them (the store's side
 /// of it, [`crate::store::spool::decide_with`]).
 impl crate::store::spool::PreconditionRecorder for Observer {
-    fn record(&self, preconditions: &[ActionPrecondition]) -> Result<Option<Value>, String> {
-        Observer::record(self, preconditions)
+    fn record(&self, preconditions: &[ActionPrecondition], publisher: Option<u32>) -> Result<Option<Value>, String> {
+        Observer::record(self, preconditions, publisher)
     }
 }
 
@@ -142,7 +210,16 @@ impl Observer {
     }
 
     fn spent(&self) -> Spent {
-        Spent { checks: 0, bytes: 0, deadline: Instant::now() + self.budget.time_per_packet }
+        self.spent_for(None)
+    }
+
+    fn spent_for(&self, publisher: Option<u32>) -> Spent {
+        Spent {
+            checks: 0,
+            bytes: 0,
+            deadline: Instant::now() + self.budget.time_per_packet,
+            reader: publisher.and_then(Reader::for_publisher),
+        }
     }
 
     fn observe_within(&self, check_id: &str, parameters: &Value, spent: &mut Spent) -> Result<Value, String> {
@@ -160,7 +237,7 @@ impl Observer {
             }
             "file.exists" => {
                 let path = abs_path(parameters, "path")?;
-                let (dir, name) = match self.open_parent(&path) {
+                let (dir, name) = match self.open_parent(&path, spent.reader.as_ref()) {
                     Ok(p) => p,
                     Err(Missing) => return Ok(json!(false)),
                     Err(e) => return Err(e.into_message()),
@@ -209,9 +286,11 @@ impl Observer {
     /// The review-time check of a pending packet: a precondition the agent gave a value for must
     /// hold now; one without a value will be recorded at approval, so it is shown with what is
     /// observed now as its expected value (it fails only when it cannot be observed).
+    /// `publisher` is the uid owning the packet file: the checks are observed as that user could
+    /// (the module docs, "As the publisher"); `None` observes with this process's permissions.
     #[must_use]
-    pub fn recheck_pending(&self, preconditions: &[ActionPrecondition]) -> Revalidation {
-        let mut spent = self.spent();
+    pub fn recheck_pending(&self, preconditions: &[ActionPrecondition], publisher: Option<u32>) -> Revalidation {
+        let mut spent = self.spent_for(publisher);
         let mut now: Vec<Option<Result<Value, String>>> = preconditions
             .iter()
             .map(|p| {
@@ -238,12 +317,18 @@ impl Observer {
     /// The preconditions to record when approving a packet with `preconditions` (§A3): each one
     /// marked `must_revalidate_at_execution`, observed now within one packet's budget. One whose
     /// `expected_at_approval` is set must hold now; one without is recorded with what is
-    /// observed. `None` when there is nothing to re-check.
+    /// observed. `None` when there is nothing to re-check. Observed as `publisher` could (the
+    /// module docs, "As the publisher"; `None`: with this process's permissions).
     ///
     /// # Errors
-    /// A sentence naming the first check that does not hold or cannot be observed.
-    pub fn record(&self, preconditions: &[ActionPrecondition]) -> Result<Option<Value>, String> {
-        let mut spent = self.spent();
+    /// A sentence naming the first check that does not hold or cannot be observed (one its
+    /// publisher may not read among them).
+    pub fn record(
+        &self,
+        preconditions: &[ActionPrecondition],
+        publisher: Option<u32>,
+    ) -> Result<Option<Value>, String> {
+        let mut spent = self.spent_for(publisher);
         let mut recorded = Vec::new();
         for p in preconditions.iter().filter(|p| p.must_revalidate_at_execution) {
             let observed = self
@@ -312,8 +397,16 @@ impl Observer {
 
     /// Opens the directory holding `path`'s last component, walking from its root one component
     /// at a time without following symlinks, and returns it with that last component.
-    fn open_parent(&self, path: &Path) -> Result<(OwnedFd, String), WalkError> {
+    /// With a `reader`, every directory from `/` to the last one must be searchable by it.
+    fn open_parent(&self, path: &Path, reader: Option<&Reader>) -> Result<(OwnedFd, String), WalkError> {
         let (root, below) = self.root_of(path).map_err(WalkError::Refused)?;
+        if let Some(r) = reader {
+            // The root's own ancestors: the walk below starts at the root.
+            for dir in root.ancestors().skip(1) {
+                let st = rustix::fs::stat(dir).map_err(|e| WalkError::Refused(errno_text(dir, e)))?;
+                r.check(dir, &st, 0o1).map_err(WalkError::Refused)?;
+            }
+        }
         let rest: Vec<String> = below.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
         let Some((last, dirs)) = rest.split_last() else {
             return Err(WalkError::Refused(format!("{} is a precondition root itself", path.display())));
@@ -323,7 +416,7 @@ impl Observer {
             Errno::NOENT => Missing,
             e => WalkError::Refused(errno_text(root, e)),
         })?;
-        self.check_dir(path, &dir)?;
+        self.check_dir(path, &dir, reader)?;
         for name in dirs {
             dir = rustix::fs::openat(&dir, name.as_str(), flags | OFlags::NOFOLLOW, Mode::empty()).map_err(
                 |e| match e {
@@ -335,20 +428,30 @@ impl Observer {
                     e => WalkError::Refused(errno_text(path, e)),
                 },
             )?;
-            self.check_dir(path, &dir)?;
+            self.check_dir(path, &dir, reader)?;
         }
         Ok((dir, last.clone()))
     }
 
-    fn check_dir(&self, path: &Path, dir: &OwnedFd) -> Result<(), WalkError> {
+    fn check_dir(&self, path: &Path, dir: &OwnedFd, reader: Option<&Reader>) -> Result<(), WalkError> {
         let st = rustix::fs::fstat(dir).map_err(|e| WalkError::Refused(errno_text(path, e)))?;
-        self.refuse_guarded(path, &st).map_err(WalkError::Refused)
+        self.refuse_guarded(path, &st).map_err(WalkError::Refused)?;
+        match reader {
+            Some(r) => r.check(path.parent().unwrap_or(path), &st, 0o1).map_err(WalkError::Refused),
+            None => Ok(()),
+        }
     }
 
     /// Opens the regular file at `path` (confined, no symlinks), at most `limit` bytes. `None`
     /// when it does not exist.
-    fn open_file(&self, path: &Path, limit: u64) -> Result<Option<(std::fs::File, rustix::fs::Stat)>, String> {
-        let (dir, name) = match self.open_parent(path) {
+    /// With a `reader`, the file must be readable by it (and its directories searchable).
+    fn open_file(
+        &self,
+        path: &Path,
+        limit: u64,
+        reader: Option<&Reader>,
+    ) -> Result<Option<(std::fs::File, rustix::fs::Stat)>, String> {
+        let (dir, name) = match self.open_parent(path, reader) {
             Ok(p) => p,
             Err(Missing) => return Ok(None),
             Err(e) => return Err(e.into_message()),
@@ -363,6 +466,9 @@ impl Observer {
         let st = rustix::fs::fstat(&fd).map_err(|e| errno_text(path, e))?;
         if file_type(&st) != rustix::fs::FileType::RegularFile {
             return Err(format!("{} is not a regular file", path.display()));
+        }
+        if let Some(r) = reader {
+            r.check(path, &st, 0o4)?;
         }
         if u64::try_from(st.st_size).unwrap_or(u64::MAX) > limit {
             return Err(format!("{} is over {limit} bytes", path.display()));
@@ -400,7 +506,9 @@ impl Observer {
     }
 
     fn file_digest(&self, path: &Path, spent: &mut Spent) -> Result<Value, String> {
-        let Some((file, st)) = self.open_file(path, self.budget.bytes_per_file)? else { return Ok(Value::Null) };
+        let Some((file, st)) = self.open_file(path, self.budget.bytes_per_file, spent.reader.as_ref())? else {
+            return Ok(Value::Null);
+        };
         let key = (st.st_dev, st.st_ino);
         let stamp: Stamp = (
             u64::try_from(st.st_size).unwrap_or(u64::MAX),
@@ -426,7 +534,7 @@ impl Observer {
 
     /// A small text file below a repository (`HEAD`, a loose ref, `packed-refs`), confined.
     fn read_small(&self, path: &Path, limit: u64, spent: &mut Spent) -> Result<Option<Vec<u8>>, String> {
-        let Some((file, _)) = self.open_file(path, limit)? else { return Ok(None) };
+        let Some((file, _)) = self.open_file(path, limit, spent.reader.as_ref())? else { return Ok(None) };
         let mut out = Vec::new();
         self.read_charged(path, file, spent, |b| out.extend_from_slice(b))?;
         Ok(Some(out))
@@ -467,7 +575,7 @@ pub fn observe_pending<D>(
     let mut out = crate::monitor::Revalidations::default();
     for e in packets.iter().filter(|e| !decisions.contains_key(&e.packet.id)) {
         if let Some(pre) = crate::monitor::revalidated_preconditions(&e.packet) {
-            out.insert(e.packet.id.clone(), std::sync::Arc::new(observer.recheck_pending(&pre)));
+            out.insert(e.packet.id.clone(), std::sync::Arc::new(observer.recheck_pending(&pre, Some(e.owner))));
         }
     }
     out
@@ -694,10 +802,10 @@ mod tests {
                 .collect()
         };
         // Three checks of one file: hashed once (the later ones come from the kept digest).
-        let rv = obs.recheck_pending(&pre(3));
+        let rv = obs.recheck_pending(&pre(3), None);
         assert!(rv.ok, "{rv:?}");
         // A fourth check is over the count budget and fails closed.
-        let rv = obs.recheck_pending(&pre(4));
+        let rv = obs.recheck_pending(&pre(4), None);
         assert!(!rv.ok);
         assert!(rv.checks[3].error.as_deref().is_some_and(|e| e.contains("budget")), "{rv:?}");
         // A fresh observer with a smaller byte budget cannot hash the file at all.

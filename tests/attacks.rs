@@ -826,3 +826,60 @@ fn a_quarantine_holds_every_id_confusable_with_the_agents() {
     ]);
     assert_eq!(o.status.code(), Some(8), "{}", text(&o));
 }
+
+// Issue "guarantees on the things themselves" §3: a precondition was an oracle. An agent named a
+// file it cannot read (`secret.env`, the principal's, mode 0600) in a `file.sha256` check; after
+// approval the world-readable decision file and chain carried the file's SHA-256, enough to
+// brute-force a short secret; `file.exists` likewise told whether a path it cannot reach exists.
+// A precondition observes only what its publisher may read: the approval is refused with the
+// reason, the list shows the packet blocked, and the digest appears nowhere.
+#[test]
+fn a_precondition_observes_only_what_its_publisher_may_read() {
+    use sha2::Digest as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    if !can_chown() {
+        return;
+    }
+    let e = Env::new();
+    assert_eq!(e.propose("draft.compose", "agent-a", "p-0", &[]).status.code(), Some(0));
+    assert_eq!(e.run(&["approve", "--yes", "p-0"]).status.code(), Some(0));
+    let work = workspace(&e);
+    // The way to the workspace is open to everyone; the secret and one directory are not.
+    std::fs::set_permissions(e.dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let secret = work.join("secret.env");
+    std::fs::write(&secret, "PASSWORD=hunter2\n").expect("write");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let private = work.join("private");
+    std::fs::create_dir_all(&private).expect("mkdir");
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    std::fs::write(private.join("plan.txt"), "x").expect("write");
+    let open = work.join("open.txt");
+    std::fs::write(&open, "open").expect("write");
+    let publish = |id: &str, check: &str, path: &std::path::Path| {
+        e.publish_governed(
+            id,
+            "agent-m",
+            precondition_contract(json!([{"check_id": check, "parameters": {"path": path.to_str()},
+                "expected_at_approval": null, "must_revalidate_at_execution": true}])),
+        );
+        std::os::unix::fs::chown(e.spool().join("packets").join(format!("{id}.json")), Some(MALLORY), None)
+            .expect("chown");
+    };
+    publish("p-secret", "file.sha256", &secret);
+    publish("p-hidden", "file.exists", &private.join("plan.txt"));
+    publish("p-open", "file.sha256", &open);
+    for (id, what) in [("p-secret", "may not read"), ("p-hidden", "may not search")] {
+        assert_eq!(listed(&e, id)["state"], json!("blocked"), "{id}");
+        let o = e.run(&["approve", "--yes", id]);
+        assert_ne!(o.status.code(), Some(0), "{id} was approved: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(what), "{id}: {}", text(&o));
+    }
+    let digest = warrant::protocol::canonical::hex(&sha2::Sha256::digest(b"PASSWORD=hunter2\n"));
+    assert!(!spool_text(&e).contains(&digest), "the secret's digest is in the spool");
+    // What the publisher may read is observed and recorded as before.
+    let o = e.run(&["approve", "--yes", "p-open"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let opened = warrant::protocol::canonical::hex(&sha2::Sha256::digest(b"open"));
+    assert!(spool_text(&e).contains(&opened), "the readable file's digest is recorded");
+}

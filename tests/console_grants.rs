@@ -102,6 +102,7 @@ fn state() -> State {
             // A claim an agent wrote for a call the grant does not cover: it hides nothing.
             ("cc-main".to_owned(), "grant-pattern".to_owned()),
         ]),
+        withdrawals: HashMap::new(),
     };
     let snap = Snapshot {
         packets: vec![

@@ -170,7 +170,7 @@ fn an_undecided_call_is_denied_at_the_timeout_and_permission_requests_answer_in_
     assert!(String::from_utf8_lossy(&o.stderr).contains("expired"), "{}", text(&o));
     let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-mcp.json"), &[]));
     assert_eq!(decision, "deny");
-    assert!(reason.contains("expired"), "{reason}");
+    assert!(reason.contains("withdrawn") && reason.contains("(timeout)"), "{reason}");
 
     let o = hook(&e, "claude-code", &fixture("claude-code-permission-request-bash.json"), &["--wait", "0.2"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -811,4 +811,52 @@ fn a_use_of_an_approval_planted_by_another_user_takes_nothing() {
     let (decision, reason) = pre_tool_use(&child.wait_with_output().expect("hook"));
     assert_eq!(decision, "deny", "{reason}");
     assert!(reason.contains("uid 4000102") && reason.contains("not by this packet's publisher"), "{reason}");
+}
+
+// Issue "guarantees on the things themselves" §3: a timed-out call was revived. The hook denied
+// it (timeout), the agent rewrote `expires_at` in its own packet file, `approve --yes` signed it,
+// and the host's retry with the same `tool_use_id` ran. The hook's own deadline decides: once a
+// hook has answered a call, or stopped waiting for it (killed by its host), the packet is
+// withdrawn: it cannot be approved and no retry runs it.
+#[test]
+fn a_call_its_hook_answered_or_stopped_waiting_for_is_withdrawn_and_cannot_be_approved() {
+    let e = env();
+    let input = fixture("claude-code-pre-tool-use-bash-git-push.json");
+    let id = "cc-toolu_01PushMain";
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &input, &["--wait", "1"]));
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("timeout"), "{reason}");
+    // The agent gives its packet another day.
+    let path = e.spool().join("packets").join(format!("{id}.json"));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&path).expect("packet")).expect("json");
+    doc["expires_at"] = json!("2099-01-01T00:00:00Z");
+    std::fs::write(&path, serde_json::to_vec(&doc).expect("json")).expect("rewrite");
+    let listed = e.run(&["list", "--json"]);
+    let v: Value = serde_json::from_slice(&listed.stdout).expect("list");
+    assert!(v["packets"][0]["withdrawn"].as_str().is_some_and(|w| w.contains("(timeout)")), "{v}");
+    assert!(String::from_utf8_lossy(&e.run(&["list"]).stdout).starts_with("withdrawn"), "the plain list says so");
+    let o = e.run(&["approve", "--yes", id]);
+    assert_ne!(o.status.code(), Some(0), "a withdrawn call was approved: {}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("withdrawn"), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(e.spool().join("chain.jsonl")).unwrap_or_default(), "", "nothing signed");
+    // The host retries the call under the same id: it does not run.
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &input, &["--wait", "1"]));
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("withdrawn"), "{reason}");
+
+    // A hook its host killed while it waited: once its wait is over, the call is withdrawn too.
+    let e = env();
+    let mut child = spawn_hook(&e, "claude-code", &input, &["--wait", "2"]);
+    wait_for_packet(&e, id);
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().expect("kill the hook");
+    let _ = child.wait();
+    let path = e.spool().join("packets").join(format!("{id}.json"));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&path).expect("packet")).expect("json");
+    doc["expires_at"] = json!("2099-01-01T00:00:00Z");
+    std::fs::write(&path, serde_json::to_vec(&doc).expect("json")).expect("rewrite");
+    std::thread::sleep(Duration::from_secs(2));
+    let o = e.run(&["approve", "--yes", id]);
+    assert_ne!(o.status.code(), Some(0), "the call of a killed hook was approved: {}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("stopped waiting"), "{}", text(&o));
 }

@@ -53,7 +53,7 @@ fn of_eight_writers_on_one_head_exactly_one_appends() {
 fn an_approval_records_the_preconditions_its_observer_gives_and_fails_closed_without_one() {
     struct Seen;
     impl PreconditionRecorder for Seen {
-        fn record(&self, pre: &[ActionPrecondition]) -> Result<Option<Value>, String> {
+        fn record(&self, pre: &[ActionPrecondition], _publisher: Option<u32>) -> Result<Option<Value>, String> {
             let seen: Vec<Value> = pre
                 .iter()
                 .map(|p| json!({"check_id": p.check_id, "parameters": p.parameters, "expected_at_approval": "seen"}))

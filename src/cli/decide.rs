@@ -119,7 +119,8 @@ pub(super) fn decide_batch_cli(
     if verdict == Verdict::Approve {
         for e in &entries {
             if let Some(pre) = crate::monitor::revalidated_preconditions(&e.packet) {
-                revalidations.insert(e.packet.id.clone(), std::sync::Arc::new(observer.recheck_pending(&pre)));
+                revalidations
+                    .insert(e.packet.id.clone(), std::sync::Arc::new(observer.recheck_pending(&pre, Some(e.owner))));
             }
         }
     }
@@ -252,7 +253,7 @@ pub(super) fn decide_cli(
     if verdict == Verdict::Approve
         && let Some(pre) = crate::monitor::revalidated_preconditions(&entry.packet)
     {
-        revalidations.insert(id.to_owned(), std::sync::Arc::new(observer.recheck_pending(&pre)));
+        revalidations.insert(id.to_owned(), std::sync::Arc::new(observer.recheck_pending(&pre, Some(entry.owner))));
     }
     let admit = |view: &spool::ChainView| -> Result<Vec<String>, String> {
         if verdict == Verdict::Refuse {
@@ -359,6 +360,9 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
                     "summary": p.summary, "content_hash": p.content_hash,
                     "decision": decided.get(&p.id).map(|d| d.verdict.as_str()),
                     "expired": !decided.contains_key(&p.id) && is_expired(p, now),
+                    "withdrawn": (!decided.contains_key(&p.id))
+                        .then(|| spool::withdrawn(spool, &p.id, Some(e.owner), now).map(|w| w.to_string()))
+                        .flatten(),
                     "changed_since_decision": decided.get(&p.id).is_some_and(|d| d.packet_hash != p.content_hash),
                     "cosigners": decided.get(&p.id).map(|d| &d.cosigners).filter(|c| !c.is_empty()),
                     "cosigning": view.cosigning.get(&p.id).filter(|c| c.packet_hash == p.content_hash).map(|c| json!({
@@ -383,6 +387,7 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         // A packet rewritten after its decision: the decision binds the content that was signed.
         let status = match decided.get(&p.id) {
             None if is_expired(p, now) => "expired",
+            None if spool::withdrawn(spool, &p.id, Some(e.owner), now).is_some() => "withdrawn",
             None => "pending",
             Some(d) if d.packet_hash != p.content_hash => "changed",
             Some(d) => d.verdict.as_str(),

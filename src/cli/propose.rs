@@ -311,8 +311,12 @@ pub(super) fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Res
     };
     let policies = load_policies(Some(spool))?;
     let observer = crate::preconditions::Observer::for_policies(&policies, Some(&config::config_dir()));
-    let rv =
-        if phase == "pending" { observer.recheck_pending(&preconditions) } else { observer.recheck(&preconditions) };
+    // Observed as its publisher could: what this prints must not tell more than that user may read.
+    let rv = if phase == "pending" {
+        observer.recheck_pending(&preconditions, entry.map(|e| e.owner))
+    } else {
+        observer.recheck(&preconditions)
+    };
     if as_json {
         print_json(&json!({"packet_id": id, "phase": phase, "revalidation": rv}))?;
     } else {

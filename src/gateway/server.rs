@@ -123,6 +123,12 @@ impl Gateway {
             }
             other => other,
         };
+        if matches!(outcome, Outcome::Deny { .. }) {
+            // Answered without running (refused, timed out, cancelled by the client): no later
+            // decision runs it.
+            let (g, o) = (governor.clone(), outcome.clone());
+            let _ = tokio::task::spawn_blocking(move || g.answered(&o)).await;
+        }
         match outcome {
             Outcome::Allow { grant, .. } => {
                 let answer = s.forward(ClientRequest::CallToolRequest(request), &ctx).await;
@@ -208,6 +214,20 @@ impl Gateway {
     async fn hold(&self, governor: &Arc<Governor>, submitted: &Submitted, ctx: &RequestContext<RoleServer>) -> Outcome {
         // The class's `refuse_after` in `policy.toml` caps the gateway's `--wait`.
         let wait = submitted.wait_for(self.shared.opts.wait);
+        // Past the wait's end no approval runs the call, even if this gateway dies waiting.
+        let (g, s, total) = (governor.clone(), submitted.clone(), self.shared.opts.wait);
+        match tokio::task::spawn_blocking(move || g.hold_until(&s, total)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(refused)) => return refused,
+            Err(e) => {
+                return Outcome::Deny {
+                    packet_id: Some(submitted.packet_id.clone()),
+                    status: "blocked",
+                    reason: format!("warrant failed while recording the wait: {e}"),
+                    remedy: None,
+                };
+            }
+        }
         let started = Instant::now();
         let deadline = started + wait;
         let id = submitted.packet_id.clone();

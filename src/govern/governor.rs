@@ -326,6 +326,19 @@ impl Governor {
                 },
             ));
         }
+        // A call answered before (a retried host call after a timeout or a refusal), or whose
+        // hook stopped waiting, never runs, whatever the chain says since.
+        if let Some(w) = spool::withdrawn(&self.spool, id, Some(entry.owner), time::OffsetDateTime::now_utc()) {
+            return Ok((
+                hash,
+                Outcome::Deny {
+                    packet_id: Some(id.to_owned()),
+                    status: "withdrawn",
+                    reason: format!("{id} was withdrawn: {w}; it will not run"),
+                    remedy: Some("make the call again for a new request".into()),
+                },
+            ));
+        }
         if let Some(d) = view.decisions.get(id) {
             let by = crate::protocol::text::inert(&d.signed_by(), 400);
             // A class that needs several principals: an approval that does not meet the policy's
@@ -638,6 +651,35 @@ impl Governor {
         Ok(n as u64)
     }
 
+    /// Records, before a hook or gateway waits up to `total` for the principal's decision on
+    /// the held call `s`, when that wait ends ([`spool::record_wait`]): no approval runs the call
+    /// after it, whoever stops this process and whatever its packet's `expires_at` says.
+    ///
+    /// # Errors
+    /// The refusal to answer when the record cannot be written: a call whose withdrawal cannot
+    /// be made sure of does not wait.
+    pub fn hold_until(&self, s: &Submitted, total: Duration) -> Result<(), Outcome> {
+        let until = time::OffsetDateTime::now_utc() + time::Duration::try_from(s.wait_for(total)).unwrap_or_default();
+        spool::record_wait(&self.spool, &s.packet_id, until).map_err(|e| Outcome::Deny {
+            packet_id: Some(s.packet_id.clone()),
+            status: "blocked",
+            reason: format!("could not record how long {} waits: {e}", s.packet_id),
+            remedy: None,
+        })
+    }
+
+    /// Records that the call was answered without running (`outcome` is a refusal naming its
+    /// packet; anything else records nothing): no later decision runs it
+    /// ([`spool::record_answer`]). A record that cannot be written is reported on stderr; the
+    /// wait's record ([`Governor::hold_until`]) still withdraws the call when its time ends.
+    pub fn answered(&self, outcome: &Outcome) {
+        if let Outcome::Deny { packet_id: Some(id), status, .. } = outcome
+            && let Err(e) = spool::record_answer(&self.spool, id, status)
+        {
+            eprintln!("warrant: could not record the answer to {id}: {e}");
+        }
+    }
+
     /// Waits up to `timeout` for the principal's decision on a held call ([`wait_for_decision`]),
     /// judging the packet again every [`REJUDGE_EVERY`] ([`Governor::judge`]): a call whose class
     /// graduated, or whose notebook the principal raised, while it waited runs then (the console
@@ -666,6 +708,9 @@ impl Governor {
             let left = deadline.saturating_duration_since(Instant::now());
             let waited = decision_within(left.min(REJUDGE_EVERY));
             if waited != Waited::Timeout || left <= REJUDGE_EVERY {
+                // A decision written as the wait ran out is looked for once more: an approval is
+                // taken until shortly before the wait's end (`spool::WITHDRAW_MARGIN`).
+                let waited = if waited == Waited::Timeout { decision_within(Duration::ZERO) } else { waited };
                 return self.outcome_of(s, waited, timeout);
             }
             // Judged with the policies and keys as they are now, not as they were when the call

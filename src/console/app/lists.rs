@@ -92,8 +92,10 @@ impl State {
             }
             // A tool call the gate let run on its own waits for nobody (the Agents view counts it),
             // nor one that ran on a grant (its use is claimed in `uses/`).
+            // Nor one its hook or gateway answered, or stopped waiting for: it can no longer run.
             if crate::monitor::ran_on_its_own(&self.assessment, p)
                 || ran_on_grant(&self.snapshot.uses, &self.grants, &self.policies, p).is_some()
+                || self.snapshot.uses.withdrawn(&p.id, e.owner, self.now)
             {
                 continue;
             }

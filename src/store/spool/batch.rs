@@ -100,8 +100,9 @@ pub fn decide_many(
             preconditions.push(None);
             continue;
         }
-        let checked = packet_admits(p, verdict, decided_at)
-            .and_then(|()| if verdict == Verdict::Approve { record_preconditions(observer, p) } else { Ok(None) });
+        let checked = packet_admits(p, verdict, decided_at).and_then(|()| {
+            if verdict == Verdict::Approve { record_preconditions(observer, p, item.publisher) } else { Ok(None) }
+        });
         match checked {
             Ok(pre) => preconditions.push(pre),
             Err(e) => {
@@ -156,6 +157,12 @@ pub fn decide_many(
                             at: prior.decided_at,
                         },
                     ));
+                    continue;
+                }
+                if verdict == Verdict::Approve
+                    && let Some(w) = super::withdrawn(spool, &p.id, item.publisher, time::OffsetDateTime::now_utc())
+                {
+                    refused.push((p.id.clone(), DecideError::Refused(format!("{} was withdrawn: {w}", p.id))));
                     continue;
                 }
                 match admit(&view, p) {

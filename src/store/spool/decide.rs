@@ -338,7 +338,8 @@ fn decide_as(
         decided_at,
         stands_in_for: &[],
     };
-    let mut preconditions = if verdict == Verdict::Approve { record_preconditions(observer, packet)? } else { None };
+    let mut preconditions =
+        if verdict == Verdict::Approve { record_preconditions(observer, packet, publisher)? } else { None };
     // Signed under the lock, once `admit` has said what the approval stands in for on the
     // verified chain: what is signed is what was checked.
     let mut signed: Option<SignedDecision> = None;
@@ -379,6 +380,14 @@ fn decide_as(
                     at: prior.decided_at,
                 });
                 return Err("already decided".into());
+            }
+            // A call a hook or gateway answered, or stopped waiting for, never runs: its
+            // approval would record a call that did not run (checked under the lock, last).
+            if verdict == Verdict::Approve
+                && let Some(w) = super::withdrawn(spool, &packet.id, publisher, time::OffsetDateTime::now_utc())
+            {
+                refusal = Some(DecideError::Refused(format!("{} was withdrawn: {w}; it will not run", packet.id)));
+                return Err("refused".into());
             }
             let stands_in_for = match admit(&view) {
                 Ok(s) => s,
@@ -555,12 +564,13 @@ pub fn refuse_pending_of(
 pub fn record_preconditions(
     observer: &dyn PreconditionRecorder,
     packet: &Packet,
+    publisher: Option<u32>,
 ) -> Result<Option<Value>, DecideError> {
     let Some(g) = crate::protocol::verdict::Governance::of_packet(packet) else { return Ok(None) };
     match &g.contract {
         None => Ok(None),
         Some(Err(reason)) => Err(DecideError::InvalidContract { id: packet.id.clone(), reason: reason.clone() }),
-        Some(Ok(c)) => observer.record(&c.preconditions).map_err(DecideError::PreconditionFailed),
+        Some(Ok(c)) => observer.record(&c.preconditions, publisher).map_err(DecideError::PreconditionFailed),
     }
 }
 
@@ -572,11 +582,13 @@ pub fn record_preconditions(
 pub trait PreconditionRecorder {
     /// The preconditions to record with an approval, as a JSON array of
     /// `{"check_id", "parameters", "expected_at_approval"}`; `None` when none is to be re-checked.
+    /// Observed as `publisher` (the uid owning the packet file) could observe it, never more:
+    /// what is recorded is world-readable.
     ///
     /// # Errors
-    /// A sentence naming the first check that does not hold or cannot be observed: the approval
-    /// is then refused ([`DecideError::PreconditionFailed`]).
-    fn record(&self, preconditions: &[ActionPrecondition]) -> Result<Option<Value>, String>;
+    /// A sentence naming the first check that does not hold or cannot be observed (by the
+    /// publisher): the approval is then refused ([`DecideError::PreconditionFailed`]).
+    fn record(&self, preconditions: &[ActionPrecondition], publisher: Option<u32>) -> Result<Option<Value>, String>;
 }
 
 /// The observer of a caller that observes nothing: a precondition to re-check cannot be
@@ -586,7 +598,7 @@ pub trait PreconditionRecorder {
 pub struct Unobserved;
 
 impl PreconditionRecorder for Unobserved {
-    fn record(&self, preconditions: &[ActionPrecondition]) -> Result<Option<Value>, String> {
+    fn record(&self, preconditions: &[ActionPrecondition], _publisher: Option<u32>) -> Result<Option<Value>, String> {
         match preconditions.iter().find(|p| p.must_revalidate_at_execution) {
             Some(p) => Err(format!("{:?} cannot be observed: no precondition roots are given", p.check_id)),
             None => Ok(None),

@@ -126,6 +126,113 @@ pub fn claim_approval(spool: &Spool, packet_id: &str) -> io::Result<bool> {
     }
 }
 
+/// Why a call packet can no longer run, whoever approves it now ([`withdrawn`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Withdrawn {
+    /// What the hook or gateway answered (`timeout`, `refused`, `cancelled`, …), or `"expired"`
+    /// when its wait ran out with no answer recorded (a killed hook, a crashed gateway).
+    pub status: String,
+    /// When (RFC 3339): the answer's time, or the end of the wait.
+    pub at: String,
+}
+
+impl std::fmt::Display for Withdrawn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.status.as_str() {
+            "expired" => write!(f, "the hook or gateway holding it stopped waiting at {}", self.at),
+            status => write!(f, "the hook or gateway answered it ({status}) at {}", self.at),
+        }
+    }
+}
+
+/// How long before the end of a hook's wait an approval is no longer taken
+/// ([`withdrawn`]): the hook looks for a decision once more at the end, so a decision written
+/// this long before it is seen.
+pub const WITHDRAW_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Records, before a hook or gateway waits for the principal's decision on the call packet
+/// `packet_id`, when it stops waiting (`uses/until+<id>.use`, `O_EXCL`, synced): after `until`
+/// (less [`WITHDRAW_MARGIN`]) no approval can run the call, whoever stops the process and
+/// whatever the packet's own `expires_at` says (an agent can rewrite its own file; this record
+/// is the hook's). The first record stands: a retried hook's later deadline does not extend it.
+///
+/// # Errors
+/// An unsafe id; I/O errors other than an existing record (the call must then not wait).
+pub fn record_wait(spool: &Spool, packet_id: &str, until: time::OffsetDateTime) -> io::Result<()> {
+    let until = crate::protocol::clock::format_rfc3339(until);
+    let body = serde_json::json!({"type": "warrant_wait", "packet_id": packet_id, "until": until});
+    match create_record(spool, "until", packet_id, &body) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Records that a hook or gateway answered the call packet `packet_id` without running it
+/// (`uses/answered+<id>.use` with `status`: `timeout`, `cancelled`, `refused`, …): once a call
+/// is answered, no later decision runs it ([`withdrawn`]). The first answer stands.
+///
+/// # Errors
+/// An unsafe id; I/O errors other than an existing record.
+pub fn record_answer(spool: &Spool, packet_id: &str, status: &str) -> io::Result<()> {
+    let body = serde_json::json!({
+        "type": "warrant_answer", "packet_id": packet_id, "status": status,
+        "at": crate::protocol::clock::now_rfc3339(),
+    });
+    match create_record(spool, "answered", packet_id, &body) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the call packet `packet_id` was withdrawn at `now`: a hook or gateway answered it
+/// ([`record_answer`]), or the wait it recorded ([`record_wait`]) ends within
+/// [`WITHDRAW_MARGIN`] of `now`. Only records owned by `publisher` count (the packet file's
+/// owner; `None`: any owner), so another user cannot withdraw an agent's call. A record that
+/// cannot be read or parsed withdraws the call (it holds; it never runs more).
+#[must_use]
+pub fn withdrawn(
+    spool: &Spool,
+    packet_id: &str,
+    publisher: Option<u32>,
+    now: time::OffsetDateTime,
+) -> Option<Withdrawn> {
+    use std::os::unix::fs::MetadataExt as _;
+    if !packet::is_safe_id(packet_id) {
+        return None;
+    }
+    let record = |kind: &str| -> Option<Option<Value>> {
+        let path = spool.uses_dir().join(format!("{kind}+{packet_id}{USE_SUFFIX}"));
+        let meta = fs::symlink_metadata(&path).ok()?;
+        if publisher.is_some_and(|uid| uid != meta.uid()) {
+            return None;
+        }
+        Some(read_limited(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()))
+    };
+    let text = |v: &Option<Value>, key: &str| v.as_ref().and_then(|v| v.get(key)?.as_str().map(str::to_owned));
+    if let Some(v) = record("answered") {
+        let status = text(&v, "status").filter(|s| packet::is_safe_id(s)).unwrap_or_else(|| "unreadable".into());
+        return Some(Withdrawn { status, at: text(&v, "at").unwrap_or_default() });
+    }
+    let v = record("until")?;
+    let until = text(&v, "until");
+    let end = until.as_deref().and_then(crate::protocol::clock::parse_rfc3339);
+    let margin = time::Duration::try_from(WITHDRAW_MARGIN).unwrap_or(time::Duration::ZERO);
+    match end {
+        Some(t) if now < t - margin => None,
+        _ => Some(Withdrawn { status: "expired".into(), at: until.unwrap_or_default() }),
+    }
+}
+
+/// Creates the record `uses/<kind>+<id>.use` ([`create_claim`]).
+fn create_record(spool: &Spool, kind: &str, packet_id: &str, body: &Value) -> io::Result<()> {
+    if !packet::is_safe_id(packet_id) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe packet id"));
+    }
+    let dir = spool.uses_dir();
+    fs::create_dir_all(&dir)?;
+    create_claim(&dir.join(format!("{kind}+{packet_id}{USE_SUFFIX}")), body)
+}
+
 /// Records, before the call runs, that the gate let the call packet `packet_id` run on its own
 /// within its class's `rate_limit` (`uses/gate+<id>.use`, `O_EXCL`, synced with its directory
 /// before this returns): the call then counts against the limit for the whole window
@@ -205,12 +312,27 @@ fn create_claim(path: &Path, body: &Value) -> io::Result<()> {
 /// The claims in `uses/` ([`claim_grant_use`], [`claim_approval`]): how many uses of each grant
 /// are claimed, and which grant each call packet ran on. `+` is in no safe id, so a claim's name
 /// says what it claims: `approval+<packet>.use`, `grant+<grant>+<n or packet>.use`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Uses {
     /// Claimed uses by grant id.
     pub by_grant: HashMap<String, u64>,
     /// The grant each call packet ran on, by packet id.
     pub granted: HashMap<String, String>,
+    /// The records that withdraw call packets ([`record_answer`], [`record_wait`]), by packet
+    /// id: each record's owner uid, and from when it withdraws the call (unix seconds;
+    /// `NEG_INFINITY` for an answer, or a record that cannot be read).
+    pub withdrawals: HashMap<String, Vec<(u32, f64)>>,
+}
+
+impl Uses {
+    /// Whether the call packet `packet_id`, published by `publisher`, is withdrawn at `now`
+    /// (unix seconds): as [`withdrawn`] says, from what [`read_uses`] read.
+    #[must_use]
+    pub fn withdrawn(&self, packet_id: &str, publisher: u32, now: f64) -> bool {
+        self.withdrawals
+            .get(packet_id)
+            .is_some_and(|v| v.iter().any(|&(owner, from)| owner == publisher && now >= from))
+    }
 }
 
 /// Reads `uses/` ([`Uses`]). `known` keeps what each claim file said (they never change once
@@ -225,6 +347,28 @@ pub fn read_uses(spool: &Spool, known: &mut HashMap<String, Option<String>>) -> 
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
+        if let Some((kind, id)) = name.strip_suffix(USE_SUFFIX).and_then(|n| n.split_once('+'))
+            && (kind == "answered" || kind == "until")
+            && packet::is_safe_id(id)
+        {
+            let Ok(meta) = e.metadata() else { continue };
+            live.insert(name.to_owned());
+            let until = if kind == "until" {
+                known.entry(name.to_owned()).or_insert_with(|| {
+                    let v: Value = serde_json::from_slice(&read_limited(&e.path()).ok()?).ok()?;
+                    v.get("until").and_then(Value::as_str).map(str::to_owned)
+                })
+            } else {
+                &None
+            };
+            let from = until
+                .as_deref()
+                .and_then(crate::protocol::clock::unix_seconds)
+                .map_or(f64::NEG_INFINITY, |t| t - WITHDRAW_MARGIN.as_secs_f64());
+            let owner = std::os::unix::fs::MetadataExt::uid(&meta);
+            uses.withdrawals.entry(id.to_owned()).or_default().push((owner, from));
+            continue;
+        }
         let Some(rest) = name.strip_suffix(USE_SUFFIX).and_then(|n| n.strip_prefix("grant+")) else { continue };
         let Some((grant, _)) = rest.split_once('+') else { continue };
         *uses.by_grant.entry(grant.to_owned()).or_insert(0) += 1;
