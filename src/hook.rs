@@ -189,24 +189,29 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
     let outcome = match governor.submit(&call, call_id, Some(opts.wait)) {
         Ok(s) => {
             let o = match &s.outcome {
+                // The hold lives until the answer is recorded below.
                 Outcome::Hold { .. } => match governor.hold_until(&s, opts.wait) {
-                    Ok(()) => governor.wait(&s, opts.wait),
-                    Err(o) => o,
+                    Ok(hold) => (governor.wait(&s, opts.wait), Some(hold)),
+                    Err(o) => (o, None),
                 },
-                o => o.clone(),
+                o => (o.clone(), None),
             };
+            let (o, hold) = o;
             // The preconditions are re-checked last, just before the answer: the host runs the
             // tool after it, which no hook can see.
-            match o {
+            let o = match o {
                 Outcome::Allow { .. } => governor.recheck_before_run(&s, &o).unwrap_or(o),
                 o => o,
-            }
+            };
+            (o, hold)
         }
         Err(e) => return deny(opts.host, kind, &e.to_string()),
     };
+    let (outcome, hold) = outcome;
     // Once answered, the call never runs on a later decision (a retry with the same call id,
-    // an approval signed after the answer).
+    // an approval signed after the answer); the wait is let go after the answer is recorded.
     governor.answered(&outcome);
+    drop(hold);
     match &outcome {
         // The host is about to ask its own user: what the gate would allow on its own is left to
         // that prompt (an escalation the agent asks for is a person's to grant), not granted here.

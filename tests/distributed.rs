@@ -667,6 +667,87 @@ fn a_hook_with_its_agents_own_credentials_runs_under_the_documented_permissions(
     let line = serde_json::to_vec(&forged).expect("json");
     assert!(as_agent.append_chain(Some(head.seq), &line, "sha256:forged").is_err(), "the agent appended to the chain");
     assert_eq!(store_chain(principal, &p_env, url), chain_before, "the agent appended nothing");
+
+    // Issue "guarantees on the things themselves" §3: the permission block lets the agent publish
+    // to every key of the uses bucket. A put of a key that is not a claim's name made `list` and
+    // `approve` fail for good, and a purge gave a use back. What the docs promise ("can only take
+    // a use, never give one") is what the server enforces: raw publishes with the agent's own
+    // credentials, as any NATS client would send them.
+    let bucket = url.parse::<StoreUrl>().expect("url").uses_bucket();
+    let claim = format!("$KV.{bucket}.{}", warrant::store::jetstream::use_key("approval+cc-toolu_01PushMain.use"));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let published: Vec<(&str, bool)> = rt.block_on(async {
+        let seed = std::fs::read_to_string(a_seed).expect("seed");
+        let client = async_nats::ConnectOptions::with_nkey(seed.trim().to_owned())
+            .custom_inbox_prefix("_INBOX_agent-a")
+            .connect(server.address())
+            .await
+            .expect("the agent connects");
+        let js = async_nats::jetstream::new(client);
+        let mut tried = Vec::new();
+        for (what, headers) in [
+            ("purge", vec![("KV-Operation", "PURGE"), ("Nats-Rollup", "sub")]),
+            ("delete marker", vec![("KV-Operation", "DEL")]),
+            ("put over the claim", vec![]),
+        ] {
+            let mut h = async_nats::HeaderMap::new();
+            for (k, v) in headers {
+                h.insert(k, v);
+            }
+            let acked = match js.publish_with_headers(claim.clone(), h, "given back".into()).await {
+                Ok(ack) => ack.await.is_ok(),
+                Err(_) => false,
+            };
+            tried.push((what, acked));
+        }
+        let junk = format!("$KV.{bucket}.zz-not-a-claim");
+        let acked = match js.publish(junk, "junk".into()).await {
+            Ok(ack) => ack.await.is_ok(),
+            Err(_) => false,
+        };
+        tried.push(("a key that is no claim's name", acked));
+        tried
+    });
+    for (what, acked) in &published[..3] {
+        assert!(!acked, "the server took the agent's {what} of a claim");
+    }
+    // The claim still holds: the approval's one use cannot be taken again.
+    let as_principal = JetStreamSpool::connect(
+        &url.parse::<StoreUrl>().expect("url"),
+        &ConnectOptions {
+            nkey_seed_file: Some(c.principal_seed.clone()),
+            timeout: Duration::from_secs(3),
+            ..Default::default()
+        },
+    )
+    .expect("the principal connects");
+    assert_eq!(
+        as_principal.claim_use("approval+cc-toolu_01PushMain.use", b"{}").ok(),
+        Some(false),
+        "a use was given back"
+    );
+    // A junk key (the server may take it: the permission names every key) stops nothing.
+    let o = run_with(principal, &p_env, &["--store", url, "list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = run_with(
+        principal,
+        &p_env,
+        &[
+            "--store",
+            url,
+            "propose",
+            "--class",
+            "draft.compose",
+            "--agent",
+            "agent-a",
+            "--summary",
+            "s",
+            "--id",
+            "after-junk",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    ok(&run_with(principal, &p_env, &["--store", url, "approve", "--yes", "after-junk"]));
 }
 
 /// One principal's day, run once on a directory spool and once on a JetStream store, with the

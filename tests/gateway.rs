@@ -421,8 +421,15 @@ fn a_held_call_past_its_wait_is_refused_and_never_runs_later() {
     assert_eq!(w["status"], json!("timeout"), "{first}");
     let id = w["packet_id"].as_str().expect("packet id").to_owned();
     assert!(result_text(&first).contains("not run"), "{first}");
-    // The principal approves it now, while the gateway holds the second call: it stays unrun.
-    let _ = s.env.run(&["approve", "--yes", &id]);
+    // The agent gives the packet another day and the principal tries to approve it, while the
+    // gateway holds the second call: it was answered, so it is withdrawn and cannot be approved.
+    let path = s.env.spool().join("packets").join(format!("{id}.json"));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&path).expect("packet")).expect("json");
+    doc["expires_at"] = json!("2099-01-01T00:00:00Z");
+    std::fs::write(&path, serde_json::to_vec(&doc).expect("json")).expect("rewrite");
+    let o = s.env.run(&["approve", "--yes", &id]);
+    assert_ne!(o.status.code(), Some(0), "an answered call was approved: {}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("withdrawn"), "{}", text(&o));
     let second_answer = answer(&rx, 40);
     assert_eq!(second_answer["result"]["_meta"]["_warrant"]["status"], json!("timeout"), "{second_answer}");
     finish(child);
@@ -432,11 +439,12 @@ fn a_held_call_past_its_wait_is_refused_and_never_runs_later() {
     assert!(s.receipts().is_empty(), "{:?}", s.receipts());
     let listed = s.packets();
     let p = listed.iter().find(|p| p["packet_id"] == json!(id)).expect("the packet stays");
-    assert!(p["expired"] == json!(true) || p["decision"] == json!("approve"), "{p}");
+    assert!(p["withdrawn"].as_str().is_some_and(|w| w.contains("(timeout)")), "{p}");
 }
 
-// (5) Killing the gateway while a call is held runs nothing, even when the principal approves
-// the packet afterwards.
+// (5) Killing the gateway while a call is held runs nothing, and the call is withdrawn at once:
+// the principal cannot approve it afterwards (an approval of a call that never ran would land
+// in the chain).
 #[test]
 fn killing_the_gateway_while_a_call_is_held_runs_nothing() {
     if !have(&["mcp-server-filesystem"]) {
@@ -452,8 +460,10 @@ fn killing_the_gateway_while_a_call_is_held_runs_nothing() {
     let pid = std::fs::read_to_string(&pidfile).expect("pid file").trim().to_owned();
     let o = Command::new("kill").args(["-KILL", &pid]).output().expect("kill");
     assert!(o.status.success(), "{}", text(&o));
+    std::thread::sleep(Duration::from_millis(200));
     let o = s.env.run(&["approve", "--yes", &id]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_ne!(o.status.code(), Some(0), "the call of a killed gateway was approved: {}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("withdrawn"), "{}", text(&o));
     finish(child);
     std::thread::sleep(Duration::from_secs(1));
     assert!(!target.exists(), "the killed gateway ran nothing");

@@ -216,8 +216,10 @@ impl Gateway {
         let wait = submitted.wait_for(self.shared.opts.wait);
         // Past the wait's end no approval runs the call, even if this gateway dies waiting.
         let (g, s, total) = (governor.clone(), submitted.clone(), self.shared.opts.wait);
-        match tokio::task::spawn_blocking(move || g.hold_until(&s, total)).await {
-            Ok(Ok(())) => {}
+        // Held until this function returns (the caller then records the answer); a gateway
+        // that dies lets it go, and the call is withdrawn at once.
+        let _hold = match tokio::task::spawn_blocking(move || g.hold_until(&s, total)).await {
+            Ok(Ok(hold)) => hold,
             Ok(Err(refused)) => return refused,
             Err(e) => {
                 return Outcome::Deny {
@@ -227,7 +229,7 @@ impl Gateway {
                     remedy: None,
                 };
             }
-        }
+        };
         let started = Instant::now();
         let deadline = started + wait;
         let id = submitted.packet_id.clone();

@@ -326,9 +326,12 @@ impl Governor {
                 },
             ));
         }
-        // A call answered before (a retried host call after a timeout or a refusal), or whose
-        // hook stopped waiting, never runs, whatever the chain says since.
-        if let Some(w) = spool::withdrawn(&self.spool, id, Some(entry.owner), time::OffsetDateTime::now_utc()) {
+        // A call answered before (a retried host call after a timeout or a refusal) never runs,
+        // whatever the chain says since; one whose hook stopped waiting with no answer does not
+        // run unless the principal decided it while it waited.
+        if let Some(w) = spool::withdrawn(&self.spool, id, Some(entry.owner), time::OffsetDateTime::now_utc())
+            && (w.answered() || !view.decisions.contains_key(id))
+        {
             return Ok((
                 hash,
                 Outcome::Deny {
@@ -655,10 +658,13 @@ impl Governor {
     /// the held call `s`, when that wait ends ([`spool::record_wait`]): no approval runs the call
     /// after it, whoever stops this process and whatever its packet's `expires_at` says.
     ///
+    /// Keep the returned hold while waiting: when no process holds one, the call is withdrawn
+    /// at once (a killed hook, an interrupted host).
+    ///
     /// # Errors
     /// The refusal to answer when the record cannot be written: a call whose withdrawal cannot
     /// be made sure of does not wait.
-    pub fn hold_until(&self, s: &Submitted, total: Duration) -> Result<(), Outcome> {
+    pub fn hold_until(&self, s: &Submitted, total: Duration) -> Result<spool::WaitHold, Outcome> {
         let until = time::OffsetDateTime::now_utc() + time::Duration::try_from(s.wait_for(total)).unwrap_or_default();
         spool::record_wait(&self.spool, &s.packet_id, until).map_err(|e| Outcome::Deny {
             packet_id: Some(s.packet_id.clone()),

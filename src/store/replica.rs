@@ -231,8 +231,11 @@ fn pull_uses(spool: &Spool, remote: &JetStreamSpool) -> Result<(), StoreError> {
 
 /// Writes the claim `name` into `uses/` unless it is there (not synced: see [`save_next`]).
 fn write_claim(spool: &Spool, name: &str, bytes: &[u8]) -> io::Result<()> {
-    if name.contains('/') || name.starts_with('.') || !name.ends_with(".use") {
-        return Err(io::Error::other(format!("the uses bucket holds {name:?}, which is no claim's name")));
+    if !crate::store::jetstream::is_claim_name(name) {
+        // The store's readers skip such keys already; one here is skipped too, never an error
+        // that would stop the follower for good.
+        tracing::warn!(name = %crate::protocol::text::inert(name, 200), "uses bucket: skipped a name that is no claim's");
+        return Ok(());
     }
     fs::create_dir_all(spool.uses_dir())?;
     use std::os::unix::fs::OpenOptionsExt as _;

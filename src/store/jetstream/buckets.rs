@@ -194,19 +194,15 @@ impl AsyncJetStreamSpool {
     /// The claims from the uses bucket's stream sequence `from_seq` on, in order, up to the last
     /// one when the read started: `(sequence, name, bytes)`.
     ///
+    /// A key that is not a claim's name (an agent may create any key it can spell) is skipped
+    /// with a warning: it claims nothing, and it stops nothing.
+    ///
     /// # Errors
-    /// As [`read_chain`](Self::read_chain); [`JsError::Corrupt`] for a key that is not a name.
+    /// As [`read_chain`](Self::read_chain).
     pub async fn read_uses_from(&self, from_seq: u64) -> Result<Vec<(u64, String, Vec<u8>)>, JsError> {
         let stream = format!("KV_{}", self.url.uses_bucket());
         let raw = self.read_all(&stream, String::new(), from_seq.max(1)).await?;
-        raw.into_iter()
-            .map(|r| {
-                let key = r.subject.rsplit('.').next().unwrap_or_default();
-                let name = use_name(key)
-                    .ok_or_else(|| JsError::Corrupt(format!("uses bucket: key {key:?} is not a claim's name")))?;
-                Ok((r.seq, name, r.payload))
-            })
-            .collect()
+        Ok(raw.into_iter().filter_map(|r| claim_of(r.seq, &r.subject, r.payload)).collect())
     }
 }
 
@@ -225,12 +221,13 @@ impl AsyncJetStreamSpool {
         let (tx, rx) = tokio::sync::mpsc::channel(1024);
         tokio::spawn(async move {
             while let Some(item) = raw.recv().await {
-                let item = item.and_then(|r| {
-                    let key = r.subject.rsplit('.').next().unwrap_or_default().to_owned();
-                    use_name(&key)
-                        .map(|name| (r.seq, name, r.payload))
-                        .ok_or_else(|| JsError::Corrupt(format!("uses bucket: key {key:?} is not a claim's name")))
-                });
+                let item = match item {
+                    Ok(r) => match claim_of(r.seq, &r.subject, r.payload) {
+                        Some(claim) => Ok(claim),
+                        None => continue,
+                    },
+                    Err(e) => Err(e),
+                };
                 let end = item.is_err();
                 if tx.send(item).await.is_err() || end {
                     return;
@@ -239,6 +236,24 @@ impl AsyncJetStreamSpool {
         });
         Ok(rx)
     }
+}
+
+/// The claim a uses bucket message on `subject` holds, or `None` (with a warning) for a key that
+/// is not a claim's name ([`use_name`]) or a name that is no claim file's.
+fn claim_of(seq: u64, subject: &str, payload: Vec<u8>) -> Option<(u64, String, Vec<u8>)> {
+    let key = subject.rsplit('.').next().unwrap_or_default();
+    let name = use_name(key).filter(|n| is_claim_name(n));
+    if name.is_none() {
+        tracing::warn!(seq, key = %crate::protocol::text::inert(key, 200), "uses bucket: skipped a key that is no claim's name");
+    }
+    Some((seq, name?, payload))
+}
+
+/// Whether `name` can be a claim's file name in `uses/`: `<kind>+<ids>.use`, one path component,
+/// not hidden.
+#[must_use]
+pub fn is_claim_name(name: &str) -> bool {
+    !name.contains('/') && !name.starts_with('.') && name.ends_with(".use") && name.contains('+') && name.len() <= 255
 }
 
 /// The uses bucket's key of the claim `name`: its bytes in lowercase hex.

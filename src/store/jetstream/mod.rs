@@ -46,7 +46,7 @@ mod streams;
 
 pub use async_spool::AsyncJetStreamSpool;
 pub use blocking::{CHAIN_READ_PART, ChainReader, ChainWatch, JetStreamSpool, Watch};
-pub use buckets::{Awaited, decision_key, signal_key, use_key, use_name};
+pub use buckets::{Awaited, decision_key, is_claim_name, signal_key, use_key, use_name};
 pub use connect::{ConnectOptions, DEFAULT_PORT, StoreUrl, UrlError, is_token};
 pub use streams::SetupOptions;
 

@@ -72,7 +72,84 @@ impl AsyncJetStreamSpool {
         let decisions = format!("warrant spool {}: decisions by AGENT.PACKET_ID, written once", self.url.name);
         self.ensure_bucket(self.url.decisions_bucket(), decisions, replicas).await?;
         let uses = format!("warrant spool {}: claims of single uses, each key created once", self.url.name);
-        self.ensure_bucket(self.url.uses_bucket(), uses, replicas).await
+        self.ensure_uses_bucket(self.url.uses_bucket(), uses, replicas).await
+    }
+
+    /// The uses bucket's stream as the server must enforce it: each key written once and never
+    /// again (`discard: new` per subject with one message per subject, so a put over a claim, a
+    /// delete marker or a purge marker is refused), no rollup, no purge, no delete. The hooks'
+    /// permissions let an agent publish to every key of the bucket; this makes a claim one the
+    /// agent can only take, never give back (`docs/distributed.md`, "Agents' hosts").
+    fn uses_stream_config(&self, bucket: &str, description: String, replicas: usize) -> stream::Config {
+        stream::Config {
+            name: format!("KV_{bucket}"),
+            description: Some(description),
+            subjects: vec![format!("$KV.{bucket}.>")],
+            max_messages_per_subject: 1,
+            discard: DiscardPolicy::New,
+            discard_new_per_subject: true,
+            deny_delete: true,
+            deny_purge: true,
+            allow_rollup: false,
+            allow_direct: true,
+            storage: StorageType::File,
+            num_replicas: replicas,
+            duplicate_window: DUPLICATE_WINDOW,
+            ..Default::default()
+        }
+    }
+
+    /// Creates the uses bucket ([`Self::uses_stream_config`]) unless it exists; one made by an
+    /// earlier warrant as a plain KV bucket is hardened in place, or refused when the server
+    /// will not.
+    async fn ensure_uses_bucket(&self, bucket: String, description: String, replicas: usize) -> Result<(), JsError> {
+        let want = self.uses_stream_config(&bucket, description, replicas);
+        let name = want.name.clone();
+        let mut s = match self.js.get_stream(&name).await {
+            Ok(s) => s,
+            Err(e) => match e.kind() {
+                GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND => {
+                    self.js.create_stream(want.clone()).await.map_err(server(format!("create bucket {bucket}")))?
+                }
+                _ => return Err(server(format!("open bucket {bucket}"))(e)),
+            },
+        };
+        let mut got = s.info().await.map_err(server(format!("stream info {name}")))?.config.clone();
+        let hardened = |c: &stream::Config| {
+            c.discard == DiscardPolicy::New
+                && c.discard_new_per_subject
+                && c.max_messages_per_subject == 1
+                && !c.allow_rollup
+                && c.deny_purge
+                && c.deny_delete
+        };
+        if !hardened(&got) {
+            let mut harder = got.clone();
+            harder.discard = DiscardPolicy::New;
+            harder.discard_new_per_subject = true;
+            harder.max_messages_per_subject = 1;
+            harder.allow_rollup = false;
+            harder.deny_purge = true;
+            harder.deny_delete = true;
+            got = self.js.update_stream(harder).await.map_err(server(format!("harden bucket {bucket}")))?.config;
+        }
+        let weak = |setting: &str| Err(JsError::WeakerStream { stream: name.clone(), setting: setting.to_string() });
+        if !hardened(&got) {
+            return weak("a claim can be written over, rolled up or purged");
+        }
+        if got.storage != StorageType::File {
+            return weak("memory storage");
+        }
+        if got.num_replicas < replicas {
+            return weak(&format!("{} replicas, {replicas} wanted", got.num_replicas));
+        }
+        if got.max_age != Duration::ZERO || got.max_bytes >= 0 || got.max_messages >= 0 {
+            return weak("a limit that drops claims (max_age, max_bytes or max_msgs)");
+        }
+        if got.subjects != want.subjects {
+            return weak("other subjects");
+        }
+        Ok(())
     }
 
     /// Creates the KV bucket `bucket` unless it exists, and checks that it keeps every key

@@ -129,17 +129,27 @@ pub fn claim_approval(spool: &Spool, packet_id: &str) -> io::Result<bool> {
 /// Why a call packet can no longer run, whoever approves it now ([`withdrawn`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Withdrawn {
-    /// What the hook or gateway answered (`timeout`, `refused`, `cancelled`, …), or `"expired"`
-    /// when its wait ran out with no answer recorded (a killed hook, a crashed gateway).
+    /// What the hook or gateway answered (`timeout`, `refused`, `cancelled`, …); `"expired"`
+    /// when its wait ran out with no answer recorded; `"abandoned"` when no process waits for it
+    /// any more (a killed hook, an interrupted host, a gateway that died).
     pub status: String,
     /// When (RFC 3339): the answer's time, or the end of the wait.
     pub at: String,
+}
+
+impl Withdrawn {
+    /// Whether a hook or gateway answered the call (not only stopped waiting for it).
+    #[must_use]
+    pub fn answered(&self) -> bool {
+        !matches!(self.status.as_str(), "expired" | "abandoned")
+    }
 }
 
 impl std::fmt::Display for Withdrawn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.status.as_str() {
             "expired" => write!(f, "the hook or gateway holding it stopped waiting at {}", self.at),
+            "abandoned" => write!(f, "no hook or gateway waits for it any more (seen at {})", self.at),
             status => write!(f, "the hook or gateway answered it ({status}) at {}", self.at),
         }
     }
@@ -150,21 +160,101 @@ impl std::fmt::Display for Withdrawn {
 /// this long before it is seen.
 pub const WITHDRAW_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// A hook's or gateway's hold on a call it waits for ([`record_wait`]): a shared lock on the
+/// wait's record, kept while this value lives. When no process holds one, the call is
+/// withdrawn at once ([`withdrawn`]): a hook its host killed, an interrupted host, a gateway
+/// that died waiting.
+#[derive(Debug)]
+pub struct WaitHold {
+    _locked: Option<fs::File>,
+}
+
+/// This machine's boot id and the spool's canonical path: a wait's record names them, so a
+/// reader knows whether the process that made it could hold its lock here (not a record a
+/// replica copied from a store, made on another machine or spool).
+fn wait_place(spool: &Spool) -> (String, String) {
+    static BOOT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let boot = BOOT.get_or_init(|| {
+        fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_owned()).unwrap_or_default()
+    });
+    let root = fs::canonicalize(spool.root()).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    (boot.clone(), root)
+}
+
 /// Records, before a hook or gateway waits for the principal's decision on the call packet
-/// `packet_id`, when it stops waiting (`uses/until+<id>.use`, `O_EXCL`, synced): after `until`
-/// (less [`WITHDRAW_MARGIN`]) no approval can run the call, whoever stops the process and
-/// whatever the packet's own `expires_at` says (an agent can rewrite its own file; this record
-/// is the hook's). The first record stands: a retried hook's later deadline does not extend it.
+/// `packet_id`, when it stops waiting (`uses/until+<id>.use`, synced), and holds a shared lock
+/// on it while the returned [`WaitHold`] lives: after `until` (less [`WITHDRAW_MARGIN`]), or
+/// as soon as no process holds the lock, no approval can run the call, whatever the packet's own
+/// `expires_at` says (an agent can rewrite its own file; this record is the hook's). The first
+/// record stands: a retried hook joins its wait (its lock counts) and does not extend it.
 ///
 /// # Errors
-/// An unsafe id; I/O errors other than an existing record (the call must then not wait).
-pub fn record_wait(spool: &Spool, packet_id: &str, until: time::OffsetDateTime) -> io::Result<()> {
-    let until = crate::protocol::clock::format_rfc3339(until);
-    let body = serde_json::json!({"type": "warrant_wait", "packet_id": packet_id, "until": until});
-    match create_record(spool, "until", packet_id, &body) {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
-        _ => Ok(()),
+/// An unsafe id; I/O errors (the call must then not wait).
+pub fn record_wait(spool: &Spool, packet_id: &str, until: time::OffsetDateTime) -> io::Result<WaitHold> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if !packet::is_safe_id(packet_id) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe packet id"));
     }
+    let dir = spool.uses_dir();
+    fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("until+{packet_id}{USE_SUFFIX}"));
+    let (host, root) = wait_place(spool);
+    let body = serde_json::json!({
+        "type": "warrant_wait", "packet_id": packet_id,
+        "until": crate::protocol::clock::format_rfc3339(until), "host": host, "spool": root,
+    });
+    let mut bytes = serde_json::to_vec(&body).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    #[cfg(feature = "jetstream")]
+    match crate::store::replica::claim(&path, &bytes) {
+        Ok(_) => {}
+        // Another host waits for it: its record stands.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(WaitHold { _locked: None }),
+        Err(e) => return Err(e),
+    }
+    // Made under a private name, locked, written and synced, then linked into place: no reader
+    // ever sees the record unlocked while its maker lives.
+    let tmp = dir.join(format!(".until+{packet_id}.{}.{}.tmp", std::process::id(), uuid::Uuid::now_v7().simple()));
+    let open_flags = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
+    let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(0o644).custom_flags(open_flags).open(&tmp)?;
+    let made = (|| {
+        f.lock_shared()?;
+        io::Write::write_all(&mut f, &bytes)?;
+        f.sync_all()?;
+        fs::hard_link(&tmp, &path)
+    })();
+    let _ = fs::remove_file(&tmp);
+    match made {
+        Ok(()) => {
+            fs::File::open(&dir)?.sync_all()?;
+            Ok(WaitHold { _locked: Some(f) })
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            // A retried hook: it holds the call too while it waits.
+            let existing = fs::OpenOptions::new().read(true).custom_flags(open_flags).open(&path)?;
+            existing.lock_shared()?;
+            Ok(WaitHold { _locked: Some(existing) })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the wait recorded at `path` (its body `v`) was made on this machine for this spool
+/// and no process holds it any more (its maker died or stopped waiting without an answer).
+fn wait_abandoned(spool: &Spool, path: &Path, v: Option<&Value>) -> bool {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let Some(v) = v else { return false };
+    let (host, root) = wait_place(spool);
+    let made_here = !host.is_empty()
+        && v.get("host").and_then(Value::as_str) == Some(host.as_str())
+        && v.get("spool").and_then(Value::as_str) == Some(root.as_str());
+    if !made_here {
+        return false;
+    }
+    let flags = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
+    let Ok(f) = fs::OpenOptions::new().read(true).custom_flags(flags).open(path) else { return false };
+    // Taken and let go at once: only whether someone holds it matters.
+    f.try_lock().is_ok()
 }
 
 /// Records that a hook or gateway answered the call packet `packet_id` without running it
@@ -218,7 +308,11 @@ pub fn withdrawn(
     let end = until.as_deref().and_then(crate::protocol::clock::parse_rfc3339);
     let margin = time::Duration::try_from(WITHDRAW_MARGIN).unwrap_or(time::Duration::ZERO);
     match end {
-        Some(t) if now < t - margin => None,
+        Some(t) if now < t - margin => {
+            let path = spool.uses_dir().join(format!("until+{packet_id}{USE_SUFFIX}"));
+            wait_abandoned(spool, &path, v.as_ref())
+                .then(|| Withdrawn { status: "abandoned".into(), at: crate::protocol::clock::format_rfc3339(now) })
+        }
         _ => Some(Withdrawn { status: "expired".into(), at: until.unwrap_or_default() }),
     }
 }
@@ -353,18 +447,24 @@ pub fn read_uses(spool: &Spool, known: &mut HashMap<String, Option<String>>) -> 
         {
             let Ok(meta) = e.metadata() else { continue };
             live.insert(name.to_owned());
-            let until = if kind == "until" {
-                known.entry(name.to_owned()).or_insert_with(|| {
-                    let v: Value = serde_json::from_slice(&read_limited(&e.path()).ok()?).ok()?;
-                    v.get("until").and_then(Value::as_str).map(str::to_owned)
-                })
+            // A wait's record is read once (it never changes); whether its maker still holds it
+            // is asked each time, while its time has not run out.
+            let body = if kind == "until" {
+                known
+                    .entry(name.to_owned())
+                    .or_insert_with(|| String::from_utf8(read_limited(&e.path()).ok()?).ok())
+                    .as_deref()
+                    .and_then(|b| serde_json::from_str::<Value>(b).ok())
             } else {
-                &None
+                None
             };
-            let from = until
-                .as_deref()
-                .and_then(crate::protocol::clock::unix_seconds)
-                .map_or(f64::NEG_INFINITY, |t| t - WITHDRAW_MARGIN.as_secs_f64());
+            let until =
+                body.as_ref().and_then(|v| v.get("until")?.as_str()).and_then(crate::protocol::clock::unix_seconds);
+            let mut from = until.map_or(f64::NEG_INFINITY, |t| t - WITHDRAW_MARGIN.as_secs_f64());
+            let now = crate::protocol::clock::unix_seconds(&crate::protocol::clock::now_rfc3339()).unwrap_or(0.0);
+            if from > now && wait_abandoned(spool, &e.path(), body.as_ref()) {
+                from = f64::NEG_INFINITY;
+            }
             let owner = std::os::unix::fs::MetadataExt::uid(&meta);
             uses.withdrawals.entry(id.to_owned()).or_default().push((owner, from));
             continue;
