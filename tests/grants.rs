@@ -468,3 +468,38 @@ fn the_console_approves_with_a_session_grant_and_the_sessions_next_call_runs() {
     }
     assert!(!console.alive(), "the console quits");
 }
+
+// Issue "guarantees on the things themselves" §2: a `pattern:Write(/…/drafts/*)` grant allowed a
+// Write to `drafts/notes.md`, a symlink to a file outside `drafts/`. A pattern covers the file a
+// path resolves to: the symlink's call waits for the principal; a plain file below the granted
+// directory still runs on the grant.
+#[test]
+fn a_pattern_grant_covers_the_file_a_path_resolves_to_not_its_spelling() {
+    let e = env();
+    let drafts = e.dir.path().join("drafts");
+    let elsewhere = e.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&drafts).expect("mkdir");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    let write = |id: &str, path: &std::path::Path| {
+        mcp(id, "Write", json!({"file_path": path.to_str().expect("utf-8"), "content": "x"}))
+    };
+    let child = spawn_hook(&e, &write("toolu_w1", &drafts.join("first.md")), "20");
+    wait_for_packet(&e, "cc-toolu_w1");
+    let pattern = format!("pattern:Write({}/*)", drafts.display());
+    let o = e.run(&["approve", "--yes", "cc-toolu_w1", "--scope", &pattern]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(decision(&child.wait_with_output().expect("hook")).0, "allow");
+    // A plain file below `drafts/`: on the grant.
+    let (d, reason) = run_hook(&e, &write("toolu_w2", &drafts.join("second.md")), "1");
+    assert_eq!(d, "allow", "{reason}");
+    assert!(reason.contains("grant"), "{reason}");
+    // `drafts/notes.md` is a symlink to a file elsewhere: not below `drafts/`, so it waits.
+    std::os::unix::fs::symlink(elsewhere.join("target.md"), drafts.join("notes.md")).expect("symlink");
+    let (d, reason) = run_hook(&e, &write("toolu_w3", &drafts.join("notes.md")), "1");
+    assert_eq!(d, "deny", "a symlink out of the granted directory ran on the grant: {reason}");
+    assert!(reason.contains("timeout"), "{reason}");
+    // So does a path through a symlinked directory.
+    std::os::unix::fs::symlink(&elsewhere, drafts.join("sub")).expect("symlink");
+    let (d, reason) = run_hook(&e, &write("toolu_w4", &drafts.join("sub/x.md")), "1");
+    assert_eq!(d, "deny", "{reason}");
+}

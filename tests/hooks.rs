@@ -867,3 +867,44 @@ fn a_call_its_hook_answered_or_stopped_waiting_for_is_withdrawn_and_cannot_be_ap
     assert_eq!(e.run(&["approve", "--yes", id]).status.code(), Some(0));
     assert_eq!(pre_tool_use(&child.wait_with_output().expect("hook")).0, "allow");
 }
+
+// Issue "guarantees on the things themselves" §2: with `core.fsmonitor` or `diff.external` set in
+// a repository's configuration, the "safe" `git status` and `git diff` ran the program. A git
+// command is `safe` only while the configuration git reads for it names no program it would
+// run: otherwise it waits for the principal, and the packet says which setting.
+#[test]
+fn a_safe_git_command_waits_when_gits_configuration_would_run_a_program() {
+    let e = env();
+    let repo = e.dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git").args(args).current_dir(&repo).output().expect("git");
+        assert!(o.status.success(), "git {args:?}: {}", text(&o));
+    };
+    git(&["init", "-q"]);
+    let event = |id: &str, command: &str| {
+        json!({
+            "session_id": "s-git", "cwd": repo.to_str().expect("utf-8"), "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": id,
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &event("toolu_g1", "git status"), &[]));
+    assert_eq!(decision, "allow", "a plain repository's git status is a read: {reason}");
+    let pwned = e.dir.path().join("pwned");
+    git(&["config", "core.fsmonitor", &format!("touch {}", pwned.display())]);
+    for (id, command, key) in
+        [("toolu_g2", "git status", "core.fsmonitor"), ("toolu_g3", "git -c diff.external=sh diff", "-c")]
+    {
+        let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &event(id, command), &["--wait", "0.2"]));
+        assert_eq!(decision, "deny", "{command}: {reason}");
+        let packet: Value = serde_json::from_slice(
+            &std::fs::read(e.spool().join("packets").join(format!("cc-{id}.json")))
+                .expect("a packet for the principal"),
+        )
+        .expect("json");
+        assert!(packet.to_string().contains(key), "the packet says why: {packet}");
+    }
+    assert!(!pwned.exists(), "nothing ran the program");
+}

@@ -59,6 +59,16 @@ impl Governor {
         let mut c = crate::protocol::calls::classify(&self.policies, &call.tool, &call.input, &call.annotations);
         let command = self.policies.command_field(&call.tool);
         c.protect(&super::paths::protected_hits(&self.protected, call, command));
+        // A `safe` git command is safe only while git's configuration runs nothing for it.
+        if c.tier == Some(crate::protocol::tiers::ToolTier::Safe)
+            && let Some(line) = command.and_then(|f| call.input.get(f))
+        {
+            let cwd = call.workdir.as_deref().or(call.cwd.as_deref()).map(PathBuf::from).filter(|d| d.is_absolute());
+            match cwd.or_else(|| std::env::current_dir().ok()) {
+                Some(cwd) => c.unsafe_by_configuration(&super::gitconfig::hazards(line, &cwd)),
+                None => c.unsafe_by_configuration(&["no working directory to read git's configuration in".into()]),
+            }
+        }
         c
     }
 
@@ -527,7 +537,19 @@ impl Governor {
         if self.policies.policy(&class).is_human_only() || self.policies.cosign(&class).is_some() {
             return Ok(None);
         }
-        let Some(facts) = crate::protocol::grant::CallFacts::of_packet(packet, &self.policies) else { return Ok(None) };
+        let Some(mut facts) = crate::protocol::grant::CallFacts::of_packet(packet, &self.policies) else {
+            return Ok(None);
+        };
+        // A pattern covers the file a path resolves to, not its spelling: a path below a
+        // granted directory that is a symlink to a file elsewhere is not below it. A path that
+        // cannot be resolved has no argument a pattern covers.
+        if self.policies.command_field(&facts.tool).is_none()
+            && let Some(arg) = facts.argument.take()
+        {
+            facts.argument = super::paths::resolve(Path::new(&arg), Path::new("/"))
+                .and_then(|p| p.to_str().map(str::to_owned))
+                .filter(|p| p.len() <= crate::protocol::grant::MAX_ARGUMENT);
+        }
         let now = crate::protocol::clock::unix_seconds(&crate::protocol::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
         for g in grants.covering(&facts, now) {
             if let Some(n) = spool::claim_grant_use(&self.spool, g, &packet.id)? {

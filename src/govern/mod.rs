@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod gitconfig;
 mod governor;
 mod live;
 pub mod paths;

@@ -39,7 +39,9 @@ pub struct Classification {
     pub preconditions: Vec<ToolPrecondition>,
     /// The protected files the call names, as the surface resolved them (the resolved file and
     /// how the call spelled it, or why a path could not be resolved safely;
-    /// [`Classification::protect`]): recorded in the packet as `proposed_action.protected`.
+    /// [`Classification::protect`]), and the programs its configuration would make it run
+    /// ([`Classification::unsafe_by_configuration`]): recorded in the packet as
+    /// `proposed_action.protected`.
     pub protected: Vec<String>,
 }
 
@@ -70,17 +72,28 @@ impl Classification {
     /// could not be resolved safely counts as one): such a call waits for the principal,
     /// whatever the tool table says, and no notebook trust, graduation or ceiling runs it alone.
     pub fn protect(&mut self, hits: &[String]) {
-        if hits.is_empty() {
+        self.raise(hits, "names a protected file");
+    }
+
+    /// Raises a call that would run a program its configuration names (`reasons`, found by the
+    /// surface: a git setting such as `core.fsmonitor`, or `git -c …`) as [`Self::protect`]
+    /// does: it may run anything, so it waits for the principal; the reasons are shown.
+    pub fn unsafe_by_configuration(&mut self, reasons: &[String]) {
+        self.raise(reasons, "runs what its configuration names");
+    }
+
+    fn raise(&mut self, reasons: &[String], what: &str) {
+        if reasons.is_empty() {
             return;
         }
         self.level = self.level.max(PROTECTED_LEVEL);
         if self.tier.is_some() {
             self.tier = Some(ToolTier::Destructive);
         }
-        let shown: Vec<&str> = hits.iter().take(3).map(String::as_str).collect();
-        let more = if hits.len() > 3 { format!(" and {} more", hits.len() - 3) } else { String::new() };
-        self.rule.push_str(&format!(", names a protected file ({}{more})", shown.join("; ")));
-        for h in hits {
+        let shown: Vec<&str> = reasons.iter().take(3).map(String::as_str).collect();
+        let more = if reasons.len() > 3 { format!(" and {} more", reasons.len() - 3) } else { String::new() };
+        self.rule.push_str(&format!(", {what} ({}{more})", shown.join("; ")));
+        for h in reasons {
             if !self.protected.contains(h) {
                 self.protected.push(h.clone());
             }
