@@ -81,22 +81,18 @@ impl AsyncJetStreamSpool {
     /// permissions let an agent publish to every key of the bucket; this makes a claim one the
     /// agent can only take, never give back (`docs/distributed.md`, "Agents' hosts").
     fn uses_stream_config(&self, bucket: &str, description: String, replicas: usize) -> stream::Config {
-        stream::Config {
+        let mut c = stream::Config {
             name: format!("KV_{bucket}"),
             description: Some(description),
             subjects: vec![format!("$KV.{bucket}.>")],
-            max_messages_per_subject: 1,
-            discard: DiscardPolicy::New,
-            discard_new_per_subject: true,
-            deny_delete: true,
-            deny_purge: true,
-            allow_rollup: false,
             allow_direct: true,
             storage: StorageType::File,
             num_replicas: replicas,
             duplicate_window: DUPLICATE_WINDOW,
             ..Default::default()
-        }
+        };
+        written_once(&mut c);
+        c
     }
 
     /// Creates the uses bucket ([`Self::uses_stream_config`]) unless it exists; one made by an
@@ -115,41 +111,22 @@ impl AsyncJetStreamSpool {
             },
         };
         let mut got = s.info().await.map_err(server(format!("stream info {name}")))?.config.clone();
-        let hardened = |c: &stream::Config| {
-            c.discard == DiscardPolicy::New
-                && c.discard_new_per_subject
-                && c.max_messages_per_subject == 1
-                && !c.allow_rollup
-                && c.deny_purge
-                && c.deny_delete
-        };
-        if !hardened(&got) {
-            let mut harder = got.clone();
-            harder.discard = DiscardPolicy::New;
-            harder.discard_new_per_subject = true;
-            harder.max_messages_per_subject = 1;
-            harder.allow_rollup = false;
-            harder.deny_purge = true;
-            harder.deny_delete = true;
-            got = self.js.update_stream(harder).await.map_err(server(format!("harden bucket {bucket}")))?.config;
+        let mut harder = got.clone();
+        written_once(&mut harder);
+        if got != harder {
+            got =
+                self.js.update_stream(harder.clone()).await.map_err(server(format!("harden bucket {bucket}")))?.config;
         }
         let weak = |setting: &str| Err(JsError::WeakerStream { stream: name.clone(), setting: setting.to_string() });
-        if !hardened(&got) {
+        let mut held = got.clone();
+        written_once(&mut held);
+        if held != got {
             return weak("a claim can be written over, rolled up or purged");
-        }
-        if got.storage != StorageType::File {
-            return weak("memory storage");
-        }
-        if got.num_replicas < replicas {
-            return weak(&format!("{} replicas, {replicas} wanted", got.num_replicas));
-        }
-        if got.max_age != Duration::ZERO || got.max_bytes >= 0 || got.max_messages >= 0 {
-            return weak("a limit that drops claims (max_age, max_bytes or max_msgs)");
         }
         if got.subjects != want.subjects {
             return weak("other subjects");
         }
-        Ok(())
+        keeps_everything(&name, &got, replicas, "claims")
     }
 
     /// Creates the KV bucket `bucket` unless it exists, and checks that it keeps every key
@@ -190,19 +167,10 @@ impl AsyncJetStreamSpool {
         if got.max_messages_per_subject < 1 {
             return weak("history below 1");
         }
-        if got.storage != StorageType::File {
-            return weak("memory storage");
-        }
-        if got.num_replicas < replicas {
-            return weak(&format!("{} replicas, {replicas} wanted", got.num_replicas));
-        }
-        if got.max_age != Duration::ZERO || got.max_bytes >= 0 || got.max_messages >= 0 {
-            return weak("a limit that drops decisions (max_age, max_bytes or max_msgs)");
-        }
         if !got.deny_delete {
             return weak("deny_delete is false");
         }
-        Ok(())
+        keeps_everything(&store.stream_name, &got, replicas, "decisions")
     }
 
     fn stream_config(&self, name: String, subjects: Vec<String>, replicas: usize) -> stream::Config {
@@ -270,6 +238,33 @@ fn check_stream(want: &stream::Config, got: &stream::Config) -> Result<(), JsErr
     }
     if got.mirror.is_some() || got.sources.as_ref().is_some_and(|s| !s.is_empty()) {
         return weak("a mirror or sources".into());
+    }
+    Ok(())
+}
+
+/// Sets what makes the server hold a bucket's keys to one message each, written once: a second
+/// message on a key is refused (`discard: new` per subject), and no rollup, purge or delete.
+fn written_once(c: &mut stream::Config) {
+    c.discard = DiscardPolicy::New;
+    c.discard_new_per_subject = true;
+    c.max_messages_per_subject = 1;
+    c.allow_rollup = false;
+    c.deny_purge = true;
+    c.deny_delete = true;
+}
+
+/// Checks that the bucket stream `stream` (its settings `got`) keeps every message: file
+/// storage, at least `replicas`, no limit that drops `what`.
+fn keeps_everything(stream: &str, got: &stream::Config, replicas: usize, what: &str) -> Result<(), JsError> {
+    let weak = |setting: String| Err(JsError::WeakerStream { stream: stream.to_owned(), setting });
+    if got.storage != StorageType::File {
+        return weak("memory storage".into());
+    }
+    if got.num_replicas < replicas {
+        return weak(format!("{} replicas, {replicas} wanted", got.num_replicas));
+    }
+    if got.max_age != Duration::ZERO || got.max_bytes >= 0 || got.max_messages >= 0 {
+        return weak(format!("a limit that drops {what} (max_age, max_bytes or max_msgs)"));
     }
     Ok(())
 }
