@@ -204,6 +204,11 @@ pub struct Monitor {
     /// Packets whose file's owner may not speak for the agent they claim, by packet id, with the
     /// reason ([`speakers`]): never approvable, and not counted for that agent.
     pub impersonations: ByPacket<String>,
+    /// Packets held because their publisher also speaks for an agent the principal quarantined
+    /// or killed (a control on an agent holds every packet its publisher may speak for, under
+    /// any agent id), by packet id, with the reason; never approvable while the control stands.
+    /// The spool owner's own packets are never held so ([`PolicySet::spool_owner`]).
+    pub held_for_publisher: ByPacket<String>,
 }
 
 /// Who may speak for an agent, and on whose word.
@@ -232,7 +237,7 @@ impl Speakers<'_> {
     pub fn refusal(&self, agent: &str, uid: u32) -> String {
         let whom = match self {
             Speakers::Policy(uids) => format!("policy.toml lets only uid(s) {uids:?} speak for it"),
-            Speakers::Chain(u) => format!("the chain binds it to uid {u} (its first approved packet)"),
+            Speakers::Chain(u) => format!("the chain binds it to uid {u} (its first approved or controlled packet)"),
             Speakers::FirstSeen(u) => format!("uid {u} published it first"),
         };
         format!("published by uid {uid}, which may not speak for {agent}: {whom}")
@@ -284,6 +289,25 @@ pub fn observe(
     for e in &order {
         first_owner.entry(e.packet.agent.as_str()).or_insert(e.owner);
     }
+    // The uids that speak for an agent under a control, and that agent: the policy's users,
+    // else the chain's binding (an approval's or the control's own), else its first publisher.
+    let mut controlled: HashMap<u32, (&str, AgentStanding)> = HashMap::new();
+    for (agent, c) in ctx.controls.agents.iter().filter(|(_, c)| c.standing != AgentStanding::Active) {
+        let uids: Vec<u32> = match ctx.policies.agent_uids(agent) {
+            Some(uids) => uids.to_vec(),
+            None => ctx
+                .controls
+                .publishers
+                .get(agent)
+                .or_else(|| first_owner.get(agent.as_str()))
+                .copied()
+                .into_iter()
+                .collect(),
+        };
+        for uid in uids.into_iter().filter(|u| Some(*u) != ctx.policies.spool_owner()) {
+            controlled.entry(uid).or_insert((agent.as_str(), c.standing));
+        }
+    }
     let minute_of = |t: f64| -> Option<usize> {
         let age = ((ctx.now - t) / 60.0).floor();
         (0.0..ACTIVITY_MINUTES as f64).contains(&age).then(|| ACTIVITY_MINUTES - 1 - age as usize)
@@ -295,6 +319,16 @@ pub fn observe(
             // Not this agent's packet: it spends none of the agent's tokens and is not its.
             mon.impersonations.insert(p.id.clone(), who.refusal(&p.agent, e.owner));
             continue;
+        }
+        if let Some((agent, standing)) = controlled.get(&e.owner).filter(|(a, _)| *a != p.agent) {
+            mon.held_for_publisher.insert(
+                p.id.clone(),
+                format!(
+                    "published by {}, which also speaks for {agent}, {} by the principal",
+                    crate::store::spool::publisher_label(e.owner),
+                    standing.as_str()
+                ),
+            );
         }
         let governance = Governance::of_packet(p);
         let ring = packet_ring(ctx, p, governance.as_deref());
@@ -557,6 +591,7 @@ fn assess_with(
             if !(Arc::ptr_eq(old, p) || old.content_hash == p.content_hash)
                 || b.monitor.rates.get(&p.id) != rate
                 || b.monitor.impersonations.get(&p.id) != a.monitor.impersonations.get(&p.id)
+                || b.monitor.held_for_publisher.get(&p.id) != a.monitor.held_for_publisher.get(&p.id)
             {
                 return None;
             }
@@ -601,6 +636,20 @@ fn assess_with(
             Some(why) => Arc::new((*verdict).clone().with(crate::protocol::verdict::ModelVerdict::new(
                 crate::protocol::verdict::Model::Identity,
                 "impersonation",
+                crate::protocol::packet::DecisionState::Blocked,
+                why.clone(),
+            ))),
+            None => verdict,
+        };
+        let verdict = match a
+            .monitor
+            .held_for_publisher
+            .get(&p.id)
+            .filter(|_| !verdict.models.iter().any(|m| m.model == crate::protocol::verdict::Model::Identity))
+        {
+            Some(why) => Arc::new((*verdict).clone().with(crate::protocol::verdict::ModelVerdict::new(
+                crate::protocol::verdict::Model::Identity,
+                "publisher_controlled",
                 crate::protocol::packet::DecisionState::Blocked,
                 why.clone(),
             ))),

@@ -883,3 +883,36 @@ fn a_precondition_observes_only_what_its_publisher_may_read() {
     let opened = warrant::protocol::canonical::hex(&sha2::Sha256::digest(b"open"));
     assert!(spool_text(&e).contains(&opened), "the readable file's digest is recorded");
 }
+
+// Issue "guarantees on the things themselves" §3: while `ag1` was quarantined, the same Unix user
+// published as `ag1-2` (not confusable with `ag1`, so its own agent), and that packet was pending
+// and approvable. A control on an agent holds every packet its publisher may speak for: the
+// quarantine binds `ag1` to its publisher in the chain, and that user's packets under any id are
+// blocked; another user's are not, nor the principal's own.
+#[test]
+fn a_quarantine_holds_every_packet_its_agents_publisher_sends_under_any_id() {
+    if !can_chown() {
+        return;
+    }
+    let e = Env::new();
+    publish_as(&e, MALLORY, "q-0", &packet_doc("q-0", "ag1", "draft.compose"));
+    let o = e.run(&["agent", "quarantine", "ag1", "--reason", "odd pushes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    publish_as(&e, MALLORY, "q-1", &packet_doc("q-1", "ag1-2", "draft.compose"));
+    publish_as(&e, ALICE_AGENT, "q-2", &packet_doc("q-2", "agent-b", "draft.compose"));
+    assert_eq!(e.propose("draft.compose", "agent-c", "q-3", &[]).status.code(), Some(0));
+    let held = listed(&e, "q-1");
+    assert_eq!(held["state"], json!("blocked"), "{held}");
+    assert_eq!(held["decisive_model"], json!("identity"), "{held}");
+    let o = e.run(&["approve", "--yes", "q-1"]);
+    assert_ne!(o.status.code(), Some(0), "the quarantined agent's publisher got an approval: {}", text(&o));
+    for id in ["q-2", "q-3"] {
+        assert_ne!(listed(&e, id)["state"], json!("blocked"), "{id} is another publisher's");
+        let o = e.run(&["approve", "--yes", id]);
+        assert_eq!(o.status.code(), Some(0), "{id}: {}", text(&o));
+    }
+    // Released, the publisher's other agents are its own again.
+    let o = e.run(&["agent", "release", "ag1", "--reason", "checked"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_ne!(listed(&e, "q-1")["state"], json!("blocked"));
+}

@@ -309,8 +309,9 @@ pub struct ControlState {
     /// Agents with a control.
     pub agents: BTreeMap<String, AgentControl>,
     /// Each agent id's publisher as the chain first recorded it: the uid that owned the file of
-    /// the first packet of that agent the principal decided (`metadata.warrant_publisher` of a
-    /// decision record, [`publisher_of`]). Without `[agents."<id>"] users` in `policy.toml`,
+    /// the first packet of that agent the principal approved, or of its earliest packet when the
+    /// principal quarantined or killed it first (`metadata.warrant_publisher` of the record,
+    /// [`publisher_of`]). Without `[agents."<id>"] users` in `policy.toml`,
     /// only this uid may speak for the agent.
     pub publishers: BTreeMap<String, u32>,
 }

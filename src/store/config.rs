@@ -229,6 +229,10 @@ impl crate::protocol::graduation::policy::PolicySet {
         owner: Option<u32>,
     ) -> Result<Self, crate::protocol::graduation::policy::PolicyError> {
         let mut set = Self::builtin();
+        set.set_spool_owner(spool_root.and_then(|r| std::fs::metadata(r).ok()).map(|m| {
+            use std::os::unix::fs::MetadataExt as _;
+            m.uid()
+        }));
         let mut files = if owner.is_some() { Vec::new() } else { vec![config_dir.join("policy.toml")] };
         files.extend(spool_root.map(|r| r.join("policy.toml")));
         for path in files {

@@ -39,10 +39,37 @@ pub fn append_control(
     let signed_at = input.decided_at.clone();
     let a = append_signed_record(spool, principal, pinned, &signed_at, |view| {
         prepare_control(spool, policies, scores, view, &mut input)?;
-        Ok(crate::protocol::control::record_body(&input, &crate::protocol::control::sign_control(principal, &input)))
+        let mut body =
+            crate::protocol::control::record_body(&input, &crate::protocol::control::sign_control(principal, &input));
+        // A quarantine or a kill binds the agent to its publisher when nothing did before (no
+        // approval, no `[agents] users`): the control then holds every packet that user
+        // publishes, under any agent id, on every host that reads the chain.
+        if matches!(input.kind, ControlKind::Quarantine | ControlKind::Kill)
+            && !view.controls.publishers.contains_key(&input.subject)
+            && policies.agent_uids(&input.subject).is_none()
+            && let Some(uid) = first_publisher(spool, &input.subject)?
+            && let Some(Value::Object(meta)) = body.get_mut("metadata")
+        {
+            meta.insert(
+                crate::protocol::control::PUBLISHER_KEY.into(),
+                serde_json::json!({"agent": input.subject, "uid": uid}),
+            );
+        }
+        Ok(body)
     })?;
     standing_signal(spool, &input);
     Ok((input, a))
+}
+
+/// The owner of `agent`'s earliest-arriving packet in the spool, if it has one.
+fn first_publisher(spool: &Spool, agent: &str) -> Result<Option<u32>, DecideError> {
+    let snap = Scanner::new().scan(spool)?;
+    Ok(snap
+        .packets
+        .iter()
+        .filter(|e| e.packet.agent == agent)
+        .min_by(|a, b| a.arrived.total_cmp(&b.arrived))
+        .map(|e| e.owner))
 }
 
 /// After a quarantine or a release is recorded: tells the agent, as the kill switch does, in

@@ -130,6 +130,9 @@ pub struct PolicySet {
     /// `[protected] paths`: files and directories added to the protected set, absolute or under
     /// `~/`, every file's (they only add).
     protected: Vec<String>,
+    /// The uid owning the spool these policies govern (the principal's), when they were loaded
+    /// for one ([`PolicySet::spool_owner`]).
+    spool_owner: Option<u32>,
 }
 
 /// Lodestar's conservative floor for a tool no policy registers (`lodestar-and-tiers.md`).
@@ -164,6 +167,7 @@ impl PolicySet {
             timeouts: Vec::new(),
             cosign: Vec::new(),
             protected: Vec::new(),
+            spool_owner: None,
         }
     }
 
@@ -218,6 +222,19 @@ impl PolicySet {
     #[must_use]
     pub fn agent_users(&self, agent: &str) -> Option<&[String]> {
         self.agent_users.get(agent).map(|(names, _)| names.as_slice())
+    }
+
+    /// The uid owning the spool (the principal's), when the set was loaded for a spool: packets
+    /// its user publishes are the principal's own word, never held for another agent's control
+    /// ([`crate::monitor::observe`]).
+    #[must_use]
+    pub fn spool_owner(&self) -> Option<u32> {
+        self.spool_owner
+    }
+
+    /// Records the uid owning the spool the set governs ([`PolicySet::spool_owner`]).
+    pub fn set_spool_owner(&mut self, uid: Option<u32>) {
+        self.spool_owner = uid;
     }
 
     /// [`PolicySet::agent_users`] resolved to uids (names no user has are left out).
