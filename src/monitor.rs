@@ -627,29 +627,17 @@ fn assess_with(
                 (Arc::new(tg.into_owned()), Arc::new(verdict))
             }
         };
-        let verdict = match a
-            .monitor
-            .impersonations
-            .get(&p.id)
-            .filter(|_| !verdict.models.iter().any(|m| m.model == crate::protocol::verdict::Model::Identity))
-        {
-            Some(why) => Arc::new((*verdict).clone().with(crate::protocol::verdict::ModelVerdict::new(
+        // Who published it: another user than the agent's (an impersonation), or the publisher
+        // of an agent under a control. Added once (a reused verdict may carry it already).
+        let identity =
+            [("impersonation", &a.monitor.impersonations), ("publisher_controlled", &a.monitor.held_for_publisher)]
+                .into_iter()
+                .find_map(|(label, by)| by.get(&p.id).map(|why| (label, why)))
+                .filter(|_| !verdict.models.iter().any(|m| m.model == crate::protocol::verdict::Model::Identity));
+        let verdict = match identity {
+            Some((label, why)) => Arc::new((*verdict).clone().with(crate::protocol::verdict::ModelVerdict::new(
                 crate::protocol::verdict::Model::Identity,
-                "impersonation",
-                crate::protocol::packet::DecisionState::Blocked,
-                why.clone(),
-            ))),
-            None => verdict,
-        };
-        let verdict = match a
-            .monitor
-            .held_for_publisher
-            .get(&p.id)
-            .filter(|_| !verdict.models.iter().any(|m| m.model == crate::protocol::verdict::Model::Identity))
-        {
-            Some(why) => Arc::new((*verdict).clone().with(crate::protocol::verdict::ModelVerdict::new(
-                crate::protocol::verdict::Model::Identity,
-                "publisher_controlled",
+                label,
                 crate::protocol::packet::DecisionState::Blocked,
                 why.clone(),
             ))),
