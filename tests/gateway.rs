@@ -442,6 +442,42 @@ fn a_held_call_past_its_wait_is_refused_and_never_runs_later() {
     assert!(p["withdrawn"].as_str().is_some_and(|w| w.contains("(timeout)")), "{p}");
 }
 
+// A call the client cancels while it is held is answered (`cancelled`) and withdrawn: the
+// principal cannot approve it afterwards, and it never runs (issue "guarantees on the things
+// themselves" §3: a cancelled call stayed pending and approvable).
+#[test]
+fn a_held_call_the_client_cancels_is_withdrawn_and_never_runs() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    let target = s.path("cancelled.txt");
+    let steps = json!([
+        {"call": "write_file", "args": {"path": target, "content": "x\n"}, "cancel_after": 3, "linger": 2},
+    ]);
+    let mut child = s.fs_client(&steps, &["--wait", "60"]);
+    let rx = lines(&mut child);
+    let id = s.held("filesystem/write_file");
+    let cancelled = answer(&rx, 40);
+    assert_eq!(cancelled["cancelled"], json!(true), "{cancelled}");
+    // The gateway has the cancellation before the client ends (it lingers); look until it says so.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let p = loop {
+        let listed = s.packets();
+        let p = listed.iter().find(|p| p["packet_id"] == json!(id)).cloned().expect("the packet stays");
+        if p["withdrawn"].is_string() || Instant::now() > deadline {
+            break p;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(p["withdrawn"].as_str().is_some_and(|w| w.contains("(cancelled)")), "{p}");
+    let o = s.env.run(&["approve", "--yes", &id]);
+    assert_ne!(o.status.code(), Some(0), "a cancelled call was approved: {}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("withdrawn"), "{}", text(&o));
+    finish(child);
+    assert!(!target.exists(), "a cancelled call never runs");
+}
+
 // (5) Killing the gateway while a call is held runs nothing, and the call is withdrawn at once:
 // the principal cannot approve it afterwards (an approval of a call that never ran would land
 // in the chain).

@@ -82,11 +82,22 @@ async def main(steps, command):
                     emit({"progress": name, "at": [p, total, message]})
 
                 try:
-                    result = await session.call_tool(
-                        name,
-                        step.get("args", {}),
-                        progress_callback=on_progress if step.get("progress") else None,
-                    )
+                    if "cancel_after" in step:
+                        # The caller gives up: the SDK abandons the request and sends the
+                        # server `notifications/cancelled` for it.
+                        result = None
+                        with anyio.move_on_after(step["cancel_after"]):
+                            result = await session.call_tool(name, step.get("args", {}))
+                        if result is None:
+                            emit({"call": name, "cancelled": True, "progress": progress})
+                            await anyio.sleep(step.get("linger", 1))
+                            continue
+                    else:
+                        result = await session.call_tool(
+                            name,
+                            step.get("args", {}),
+                            progress_callback=on_progress if step.get("progress") else None,
+                        )
                     emit({"call": name, "result": dump(result), "progress": progress})
                 except Exception as e:  # a protocol error is an answer too: the test reads it
                     emit({"call": name, "error": f"{type(e).__name__}: {e}", "progress": progress})
