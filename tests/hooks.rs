@@ -908,3 +908,41 @@ fn a_safe_git_command_waits_when_gits_configuration_would_run_a_program() {
     }
     assert!(!pwned.exists(), "nothing ran the program");
 }
+
+// Issue "guarantees on the things themselves" §3: a hook that failed to verify a decision still
+// consumed the approval. The decision file is verified (pinned keys, content hash, quorum)
+// before the approval's one use is taken: one that does not verify takes nothing.
+#[test]
+fn a_decision_that_does_not_verify_consumes_no_use_of_the_approval() {
+    let e = env();
+    let input = fixture("claude-code-pre-tool-use-bash-git-push.json");
+    let id = "cc-toolu_01PushMain";
+    // The call is published, and approved while no hook waits for it.
+    let mut child = spawn_hook(&e, "claude-code", &input, &["--wait", "60"]);
+    wait_for_packet(&e, id);
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().expect("kill");
+    let _ = child.wait();
+    std::fs::remove_file(e.spool().join("uses").join(format!("until+{id}.use"))).expect("the wait's record");
+    let o = e.run(&["approve", "--yes", id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Its decision file no longer verifies (another signature).
+    let path = e.spool().join("decisions").join(format!("{id}.json"));
+    let mut file: Value = serde_json::from_slice(&std::fs::read(&path).expect("decision")).expect("json");
+    let sig = file.pointer_mut("/signature/signature").expect("the decision's signature");
+    let forged = match sig.as_str() {
+        Some(s) if s.starts_with('A') => format!("B{}", &s[1..]),
+        Some(s) => format!("A{}", &s[1..]),
+        None => panic!("a signature string: {sig}"),
+    };
+    *sig = json!(forged);
+    std::fs::write(&path, serde_json::to_vec(&file).expect("json")).expect("write");
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &input, &["--wait", "2"]));
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("does not verify"), "{reason}");
+    let used = std::fs::read_dir(e.spool().join("uses"))
+        .expect("uses")
+        .filter_map(Result::ok)
+        .any(|f| f.file_name().to_string_lossy().starts_with("approval+"));
+    assert!(!used, "the approval's use was taken by a decision that does not verify");
+}
