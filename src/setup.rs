@@ -53,12 +53,15 @@ pub fn settings_path(host: Host, opts: &SetupOptions) -> Result<PathBuf, String>
     Ok(base.join(dir).join(file))
 }
 
-/// The command line a hook entry runs.
+/// The command line a hook entry runs (the hosts run it with a shell). It ends in `|| exit 2`:
+/// a command that cannot start (the binary moved or removed: the shell's 126 or 127) or that
+/// fails any other way blocks the call, where both hosts would read any exit code but 0 and 2 as
+/// a non-blocking error and run it (`docs/integrations.md`).
 #[must_use]
 pub fn hook_command(exe: &Path, host: Host, spool: &Path, wait: f64) -> String {
     let quote = |s: &str| shlex::try_quote(s).map_or_else(|_| format!("'{s}'"), |q| q.into_owned());
     format!(
-        "{} --spool {} hook {} --wait {wait}",
+        "{} --spool {} hook {} --wait {wait} || exit 2",
         quote(&exe.to_string_lossy()),
         quote(&spool.to_string_lossy()),
         host.as_str()

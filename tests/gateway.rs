@@ -394,6 +394,9 @@ fn a_refused_write_returns_is_error_with_warrant_and_changes_nothing() {
     assert_eq!(w["status"], json!("refused"), "{a}");
     assert_eq!(w["packet_id"], json!(id));
     assert!(w["reason"].as_str().is_some_and(|r| r.contains("keep.txt stays as it is")), "{w}");
+    // `write_file` declares an `outputSchema`: a structured result would have to follow it, and
+    // the TypeScript SDK client throws on one that does not, so `_warrant` is in `_meta` only.
+    assert!(a["result"].get("structuredContent").is_none(), "{a}");
     let t = result_text(&a);
     assert!(t.contains("refused") && t.contains(&id) && t.contains("keep.txt stays as it is"), "{t}");
     assert_eq!(std::fs::read_to_string(&target).expect("read"), "original\n");

@@ -331,6 +331,15 @@ fn setup_writes_the_hooks_once_and_says_what_changed() {
     let command = ours["command"].as_str().expect("command");
     assert!(command.starts_with(cli_env::BIN) && command.contains("hook claude-code --wait 120"), "{command}");
     assert!(command.contains(e.spool().to_str().expect("utf-8")), "{command}");
+    // The command as the host runs it (a shell) with the binary gone: the call is blocked (exit 2),
+    // never a non-blocking error the host would run the call after.
+    let gone = command.replacen(cli_env::BIN, "/nonexistent/warrant", 1);
+    let o = std::process::Command::new("sh")
+        .args(["-c", &gone])
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh");
+    assert_eq!(o.status.code(), Some(2), "{gone}: {}", text(&o));
     let o = e.run(&["setup", "claude-code", "--dir", dir, "--wait", "120"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("unchanged"), "{}", text(&o));
     // Codex: printed, not written, with the trust reminder.
@@ -945,4 +954,25 @@ fn a_decision_that_does_not_verify_consumes_no_use_of_the_approval() {
         .filter_map(Result::ok)
         .any(|f| f.file_name().to_string_lossy().starts_with("approval+"));
     assert!(!used, "the approval's use was taken by a decision that does not verify");
+}
+
+// Issue "what the host really runs": a closed stdout turned a deny into exit 0 with no output,
+// which Codex reads as allow. An answer that cannot reach the host exits 2.
+#[test]
+fn an_answer_that_cannot_reach_the_host_exits_2() {
+    let e = env();
+    let event = e.dir.path().join("event.json");
+    std::fs::write(&event, fixture("codex-pre-tool-use-bash-git-push.json")).expect("event");
+    for redirect in [">&-", ">/dev/null"] {
+        let line = format!("exec \"$0\" hook codex --wait 0.2 < {} {redirect}", event.display());
+        let o = std::process::Command::new("sh")
+            .args(["-c", &line, cli_env::BIN])
+            .env("WARRANT_CONFIG", e.config())
+            .env("WARRANT_SPOOL", e.spool())
+            .env("WARRANT_PRINCIPAL", "alice")
+            .output()
+            .expect("sh");
+        assert_eq!(o.status.code(), Some(2), "stdout {redirect}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach the host"), "{}", text(&o));
+    }
 }

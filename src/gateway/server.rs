@@ -98,10 +98,10 @@ impl Gateway {
                 return self.run_unpacketed(request, &ctx, class, key, &call_id).await;
             }
             Ok(Err(e)) => {
-                return refuse(blocked(format!("warrant could not govern this call: {e}")), info.output_schema);
+                return refuse(blocked(format!("warrant could not govern this call: {e}")), !info.output_schema);
             }
             Err(e) => {
-                return refuse(blocked(format!("warrant failed while governing this call: {e}")), info.output_schema);
+                return refuse(blocked(format!("warrant failed while governing this call: {e}")), !info.output_schema);
             }
         };
         let mut graduation = None;
@@ -186,9 +186,9 @@ impl Gateway {
                 answer.map(without_warrant)
             }
             Outcome::Hold { .. } => {
-                refuse(blocked("internal error: still held after the wait".into()), info.output_schema)
+                refuse(blocked("internal error: still held after the wait".into()), !info.output_schema)
             }
-            deny => Ok(ServerResult::CallToolResult(refusal(&key, &deny, graduation, info.output_schema))),
+            deny => Ok(ServerResult::CallToolResult(refusal(&key, &deny, graduation, !info.output_schema))),
         }
     }
 
