@@ -334,11 +334,7 @@ fn setup_writes_the_hooks_once_and_says_what_changed() {
     // The command as the host runs it (a shell) with the binary gone: the call is blocked (exit 2),
     // never a non-blocking error the host would run the call after.
     let gone = command.replacen(cli_env::BIN, "/nonexistent/warrant", 1);
-    let o = std::process::Command::new("sh")
-        .args(["-c", &gone])
-        .stdin(Stdio::null())
-        .output()
-        .expect("sh");
+    let o = std::process::Command::new("sh").args(["-c", &gone]).stdin(Stdio::null()).output().expect("sh");
     assert_eq!(o.status.code(), Some(2), "{gone}: {}", text(&o));
     let o = e.run(&["setup", "claude-code", "--dir", dir, "--wait", "120"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("unchanged"), "{}", text(&o));
@@ -975,4 +971,40 @@ fn an_answer_that_cannot_reach_the_host_exits_2() {
         assert_eq!(o.status.code(), Some(2), "stdout {redirect}: {}", text(&o));
         assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach the host"), "{}", text(&o));
     }
+}
+
+// Issue "what the host really runs": a hook event of 14.7 MB (a nested array in `tool_input`)
+// left a 1.9 GB packet, the indentation of pretty JSON growing with the nesting; forty such calls
+// fill a disk. What a hook writes is bounded: never larger than the spool's 1 MiB per file, and
+// never amplified; a call past that is denied with the reason and writes nothing.
+#[test]
+fn a_hook_never_writes_more_than_the_spools_limit_whatever_the_event_nests() {
+    let e = env();
+    let mut nested = json!((0..60_000).collect::<Vec<u32>>());
+    for _ in 0..100 {
+        nested = json!([nested]);
+    }
+    let event = |id: &str, input: Value| {
+        json!({
+            "session_id": "s-big", "cwd": "/home/user/project", "hook_event_name": "PreToolUse",
+            "tool_name": "mcp__shop__upload", "tool_input": input, "tool_use_id": id,
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let deep = event("toolu_deep", json!({"rows": nested}));
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &deep, &["--wait", "0.2"]));
+    assert_eq!(decision, "deny", "{reason}");
+    let packet = e.spool().join("packets/cc-toolu_deep.json");
+    let written = std::fs::metadata(&packet).expect("the packet is written").len();
+    assert!(written <= 2 * deep.len() as u64, "{written} bytes written for a {}-byte event", deep.len());
+    let listed = e.run(&["list", "--json"]);
+    let v: Value = serde_json::from_slice(&listed.stdout).expect("list");
+    assert_eq!(v["invalid"], json!([]), "{v}");
+    // Over the limit even compact: denied with the reason, nothing written.
+    let big = event("toolu_big", json!({"blob": "x".repeat(1_200_000)}));
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &big, &["--wait", "0.2"]));
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("the most a spool file may hold"), "{reason}");
+    assert!(!e.spool().join("packets/cc-toolu_big.json").exists());
 }

@@ -188,7 +188,10 @@ pub(super) fn hook_cmd(
     // and writes there succeed: an answer written there reaches no host, and Codex reads exit 0
     // with no output as "proceed".
     if !answer.stdout.is_empty() && stdout_is_dev_null() {
-        let _ = writeln!(io::stderr(), "warrant: stdout is closed, so the answer cannot reach the host; the call is denied");
+        let _ = writeln!(
+            io::stderr(),
+            "warrant: stdout is closed, so the answer cannot reach the host; the call is denied"
+        );
         return EXIT_USAGE;
     }
     let mut out = io::stdout().lock();
@@ -207,5 +210,6 @@ pub(super) fn hook_cmd(
 /// Whether this process's stdout is `/dev/null` (a closed stdout is reopened there at start).
 fn stdout_is_dev_null() -> bool {
     let (Ok(out), Ok(null)) = (rustix::fs::fstat(io::stdout()), rustix::fs::stat("/dev/null")) else { return false };
-    rustix::fs::FileType::from_raw_mode(out.st_mode) == rustix::fs::FileType::CharacterDevice && out.st_rdev == null.st_rdev
+    rustix::fs::FileType::from_raw_mode(out.st_mode) == rustix::fs::FileType::CharacterDevice
+        && out.st_rdev == null.st_rdev
 }

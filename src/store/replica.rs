@@ -299,8 +299,7 @@ pub fn publish(spool: &Spool, dir: &Path, id: &str, doc: &serde_json::Value, new
     if new && kind == Kind::Packets && dir.join(format!("{id}.json")).exists() {
         return Err(exists());
     }
-    let mut bytes = serde_json::to_vec_pretty(doc).map_err(io::Error::other)?;
-    bytes.push(b'\n');
+    let bytes = crate::store::spool::spool_json(doc)?;
     let hash = crate::protocol::canonical::canonical_hash(doc);
     let ack = off_runtime(|| match kind {
         Kind::Packets => remote.publish_packet(agent, &bytes, &hash),

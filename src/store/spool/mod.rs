@@ -210,14 +210,13 @@ impl Spool {
         if !packet::is_safe_id(id) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unsafe id {id:?}")));
         }
+        let bytes = spool_json(doc)?;
         #[cfg(feature = "jetstream")]
         if let Some(path) = crate::store::replica::publish(self, dir, id, doc, true)? {
             return Ok(path);
         }
         fs::create_dir_all(dir)?;
         let path = dir.join(format!("{id}.json"));
-        let mut bytes = serde_json::to_vec_pretty(doc).map_err(io::Error::other)?;
-        bytes.push(b'\n');
         let mut tmp = tempfile::Builder::new()
             .prefix(".warrant.")
             .suffix(".tmp")
@@ -241,17 +240,53 @@ impl Spool {
         if !packet::is_safe_id(id) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unsafe id {id:?}")));
         }
+        let bytes = spool_json(doc)?;
         #[cfg(feature = "jetstream")]
         if let Some(path) = crate::store::replica::publish(self, dir, id, doc, false)? {
             return Ok(path);
         }
         fs::create_dir_all(dir)?;
         let path = dir.join(format!("{id}.json"));
-        let mut bytes = serde_json::to_vec_pretty(doc).map_err(io::Error::other)?;
-        bytes.push(b'\n');
         write_atomic(&path, &bytes, 0o644)?;
         Ok(path)
     }
+}
+
+/// `doc` as a spool file holds it: pretty JSON and a newline, or compact JSON when the pretty
+/// form would pass [`MAX_FILE_BYTES`] (indentation grows with nesting: a deeply nested input
+/// would be written many times its size). Never more than `MAX_FILE_BYTES`, and never made
+/// larger in memory first: a document past the limit is refused as it is written.
+///
+/// # Errors
+/// `InvalidInput` for a document that is over [`MAX_FILE_BYTES`] even compact (every reader
+/// would list it as invalid): the caller refuses what it was publishing.
+pub fn spool_json(doc: &Value) -> io::Result<Vec<u8>> {
+    /// A buffer that refuses to grow past `MAX_FILE_BYTES`.
+    struct Bounded(Vec<u8>);
+    impl io::Write for Bounded {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if (self.0.len() + buf.len()) as u64 >= MAX_FILE_BYTES {
+                return Err(io::Error::new(io::ErrorKind::FileTooLarge, "over the limit"));
+            }
+            self.0.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Bounded(Vec::new());
+    if serde_json::to_writer_pretty(&mut out, doc).is_err() {
+        out.0.clear();
+        serde_json::to_writer(&mut out, doc).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the document is over {MAX_FILE_BYTES} bytes, the most a spool file may hold: not published"),
+            )
+        })?;
+    }
+    out.0.push(b'\n');
+    Ok(out.0)
 }
 
 /// Reads a spool file safely: regular files only (symlinks refused, and `O_NOFOLLOW` against a
