@@ -1008,3 +1008,77 @@ fn a_hook_never_writes_more_than_the_spools_limit_whatever_the_event_nests() {
     assert!(reason.contains("the most a spool file may hold"), "{reason}");
     assert!(!e.spool().join("packets/cc-toolu_big.json").exists());
 }
+
+// Issue "what the host really runs": Codex's `exec_command` with `workdir` set to `~/.ssh` ran
+// `cat id_ed25519` with no packet, and in warrant's configuration directory `cat *.key` returned
+// the principal's key. Codex moves `workdir` into the event's `cwd`: the command is governed as
+// run there, its words resolved against it, so both wait for the principal.
+#[test]
+fn a_codex_command_is_governed_in_the_working_directory_it_runs_in() {
+    let e = env();
+    let home = e.dir.path().join("home");
+    let ssh = home.join(".ssh");
+    std::fs::create_dir_all(&ssh).expect("mkdir");
+    std::fs::write(ssh.join("id_ed25519"), "-----BEGIN OPENSSH PRIVATE KEY-----\n").expect("key");
+    let codex = |id: &str, cwd: &std::path::Path, command: &str| {
+        let event = json!({
+            "session_id": "019a-codex-session", "cwd": cwd.to_str().expect("utf-8"), "permission_mode": "default",
+            "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
+            "tool_use_id": id,
+        });
+        let mut child = e
+            .cmd(&["hook", "codex", "--wait", "0.3"])
+            .env("HOME", &home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child.stdin.take().expect("stdin").write_all(event.to_string().as_bytes()).expect("event");
+        child.wait_with_output().expect("hook")
+    };
+    for (id, cwd, command) in [("call_ssh", ssh.clone(), "cat id_ed25519"), ("call_cfg", e.config(), "cat *.key")] {
+        let o = codex(id, &cwd, command);
+        let (decision, reason) = pre_tool_use(&o);
+        assert_eq!(decision, "deny", "{command} in {}: {reason}", cwd.display());
+        let packet =
+            std::fs::read_to_string(e.spool().join("packets").join(format!("cx-{id}.json"))).expect("a packet");
+        assert!(packet.contains("protected"), "{packet}");
+    }
+    // A plain directory: `cat` is a read, and runs.
+    let o = codex("call_plain", e.dir.path(), "cat notes.txt");
+    assert_eq!((o.status.code(), o.stdout.as_slice()), (Some(0), &b""[..]), "{}", text(&o));
+}
+
+// Issue "what the host really runs": after the principal approved `git commit --allow-empty`
+// (with a tty), git opened vi and the model typed `:!touch pwned` through Codex's `write_stdin`,
+// which sends no hook event; in a `trusted` notebook it needed no approval at all. A command that
+// may start an interactive program waits for the principal, with that reason, in any notebook.
+#[test]
+fn a_command_that_may_start_an_interactive_program_waits_for_the_principal() {
+    let e = env();
+    let notebook = warrant::protocol::calls::notebook_for_dir("/home/user/project");
+    let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let codex = |id: &str, command: &str| {
+        let event = json!({
+            "session_id": "019a-codex-session", "cwd": "/home/user/project", "permission_mode": "default",
+            "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
+            "tool_use_id": id,
+        });
+        hook(&e, "codex", event.to_string().as_bytes(), &["--wait", "0.3"])
+    };
+    for (id, command) in
+        [("call_commit", "git commit --allow-empty"), ("call_vi", "vi notes.md"), ("call_py", "python3")]
+    {
+        let o = codex(id, command);
+        let (decision, reason) = pre_tool_use(&o);
+        assert_eq!(decision, "deny", "{command}: {reason}");
+        let packet =
+            std::fs::read_to_string(e.spool().join("packets").join(format!("cx-{id}.json"))).expect("a packet");
+        assert!(packet.contains("may start") && packet.contains("not governed"), "{packet}");
+    }
+    // Given its message, the commit is what the table and the notebook say: it runs.
+    let o = codex("call_commit_m", "git commit --allow-empty -m 'empty'");
+    assert_eq!((o.status.code(), o.stdout.as_slice()), (Some(0), &b""[..]), "{}", text(&o));
+}

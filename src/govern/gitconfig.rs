@@ -6,7 +6,7 @@
 //! call's working directory) names no such program, and its command line sets none (`-c`,
 //! `--config-env`, `--exec-path`, another `--git-dir` or `-C`, `GIT_*` in its environment).
 
-use crate::protocol::calls::{CommandPart, is_assignment, shell_line, split_command_line};
+use crate::protocol::calls::{CommandPart, command_line, is_assignment, split_command_line};
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -20,18 +20,7 @@ const READ_DEADLINE: Duration = Duration::from_secs(2);
 /// no git or its git runs none.
 #[must_use]
 pub fn hazards(command: &Value, cwd: &Path) -> Vec<String> {
-    let line = match command {
-        Value::String(s) => s.clone(),
-        Value::Array(a) => {
-            let words: Option<Vec<&str>> = a.iter().map(Value::as_str).collect();
-            let Some(words) = words else { return Vec::new() };
-            match shell_line(&words) {
-                Some(line) => line.to_owned(),
-                None => shlex::try_join(words).unwrap_or_default(),
-            }
-        }
-        _ => return Vec::new(),
-    };
+    let Some(line) = command_line(command) else { return Vec::new() };
     let parts: Vec<CommandPart> = split_command_line(&line);
     let gits: Vec<&CommandPart> =
         parts.iter().filter(|p| p.words.as_deref().is_some_and(|w| w == "git" || w.starts_with("git "))).collect();

@@ -82,7 +82,9 @@ impl Classification {
         self.raise(reasons, "runs what its configuration names");
     }
 
-    fn raise(&mut self, reasons: &[String], what: &str) {
+    /// Raises the call to [`PROTECTED_LEVEL`] (a registered tier to destructive) for
+    /// `reasons`, shown after `what` in the rule and recorded in [`Self::protected`].
+    pub(crate) fn raise(&mut self, reasons: &[String], what: &str) {
         if reasons.is_empty() {
             return;
         }
@@ -143,7 +145,17 @@ pub fn classify(policies: &PolicySet, tool: &str, input: &Value, annotations: &V
             // A `policy.toml` entry (or glob) for a host's command tool keeps its command field.
             let field = policies.command_field(tool);
             let mut c = match field.map(|f| input.get(f)) {
-                Some(Some(command)) => classify_command(policies, &base, command),
+                Some(Some(command)) => {
+                    let mut c = classify_command(policies, &base, command);
+                    // What is typed into an editor, a pager or a shell it starts reaches no hook.
+                    if let Some(line) = command_line(command) {
+                        c.raise(
+                            &crate::protocol::interactive::interactive_parts(&line),
+                            "may start an interactive program",
+                        );
+                    }
+                    c
+                }
                 // A command tool without its command field: as the tool itself.
                 _ => base,
             };
@@ -213,24 +225,31 @@ pub fn protected_path(input: &Value) -> Option<&'static str> {
     }
 }
 
+/// The shell line a command tool's command field holds: a string as it is, or an argv array
+/// (`["bash", "-lc", LINE]` is `LINE`: what runs; any other argv is quoted and joined). `None`
+/// for anything else.
+#[must_use]
+pub fn command_line(command: &Value) -> Option<String> {
+    match command {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) if a.iter().all(Value::is_string) => {
+            let words: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+            Some(match shell_line(&words) {
+                Some(line) => line.to_owned(),
+                None => shlex::try_join(words).unwrap_or_default(),
+            })
+        }
+        _ => None,
+    }
+}
+
 /// Classifies a command line (a string, or an argv array such as Codex's
 /// `["bash", "-lc", "<line>"]`) against the `[commands]` rules, with `base` (the tool's own
 /// entry) for every part no rule matches. The strictest part decides; a part with a
 /// substitution, a redirection or a subshell is never made less strict than `base`.
 #[must_use]
 pub fn classify_command(policies: &PolicySet, base: &Classification, command: &Value) -> Classification {
-    let line = match command {
-        Value::String(s) => s.clone(),
-        Value::Array(a) if a.iter().all(Value::is_string) => {
-            let words: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
-            // `bash -lc LINE`, `sh -c LINE`: the line is what runs.
-            match shell_line(&words) {
-                Some(line) => line.to_owned(),
-                None => shlex::try_join(words).unwrap_or_default(),
-            }
-        }
-        _ => return base.clone(),
-    };
+    let Some(line) = command_line(command) else { return base.clone() };
     let parts = split_command_line(&line);
     if parts.is_empty() {
         return base.clone();

@@ -33,6 +33,7 @@ pub mod control;
 pub mod decision;
 pub mod graduation;
 pub mod grant;
+pub mod interactive;
 pub mod key_event;
 pub mod keys;
 pub mod ladder;
