@@ -56,6 +56,8 @@ pub enum Event {
     PermissionRequest,
     /// After a tool ran: a receipt.
     PostToolUse,
+    /// After a tool ran and failed (Claude Code 2.1): a receipt of the failure.
+    PostToolUseFailure,
 }
 
 impl Event {
@@ -64,6 +66,7 @@ impl Event {
             "PreToolUse" => Some(Event::PreToolUse),
             "PermissionRequest" => Some(Event::PermissionRequest),
             "PostToolUse" => Some(Event::PostToolUse),
+            "PostToolUseFailure" => Some(Event::PostToolUseFailure),
             _ => None,
         }
     }
@@ -73,6 +76,7 @@ impl Event {
             Event::PreToolUse => "PreToolUse",
             Event::PermissionRequest => "PermissionRequest",
             Event::PostToolUse => "PostToolUse",
+            Event::PostToolUseFailure => "PostToolUseFailure",
         }
     }
 }
@@ -157,8 +161,8 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
         Err(why) => return deny(opts.host, kind, &why),
     };
     let call_id = event.get("tool_use_id").and_then(Value::as_str).filter(|s| !s.is_empty());
-    if kind == Event::PostToolUse {
-        return receipt(opts, &event, &call, call_id);
+    if matches!(kind, Event::PostToolUse | Event::PostToolUseFailure) {
+        return receipt(opts, &event, &call, call_id, kind == Event::PostToolUseFailure);
     }
     // A PermissionRequest carries no call id: each is its own packet (a nonce), so an approval
     // of one request never answers a later identical one.
@@ -272,7 +276,7 @@ fn call_of(opts: &HookOptions, event: &Value) -> Result<ToolCall, String> {
 }
 
 /// PostToolUse: a receipt of the outcome, the agent's own word (`docs/integrations.md`).
-fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&str>) -> Answer {
+fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&str>, failure: bool) -> Answer {
     if !opts.spool.root().is_dir() {
         return Answer {
             stdout: String::new(),
@@ -287,12 +291,26 @@ fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&
         Err(e) => return Answer::block(e.to_string()),
     };
     let response = event.get("tool_response").unwrap_or(&Value::Null);
-    let failed = response.get("is_error").and_then(Value::as_bool) == Some(true)
+    // Codex reports a command's result as text: its exit status is read from it, when it says.
+    let exit_code = response.as_str().and_then(exit_status);
+    let failed = failure
+        || exit_code.is_some_and(|c| c != 0)
+        || response.get("is_error").and_then(Value::as_bool) == Some(true)
         || response.get("isError").and_then(Value::as_bool) == Some(true)
         || response.get("success").and_then(Value::as_bool) == Some(false)
         || response.get("interrupted").and_then(Value::as_bool) == Some(true);
-    let note = if failed { "the tool reported an error" } else { "the tool ran" };
-    let tool_call = json!({"host": call.host, "tool": call.tool, "calls": 1});
+    let note = match (failure, failed) {
+        (true, _) if event.get("is_interrupt").and_then(Value::as_bool) == Some(true) => {
+            "the tool ran and was interrupted (PostToolUseFailure)"
+        }
+        (true, _) => "the tool ran and failed (PostToolUseFailure)",
+        (false, true) => "the tool reported an error",
+        (false, false) => "the tool ran",
+    };
+    let mut tool_call = json!({"host": call.host, "tool": call.tool, "calls": 1});
+    if let Some(code) = exit_code {
+        tool_call["exit_code"] = json!(code);
+    }
     let req = crate::store::spool::ReceiptRequest {
         action_class: &class,
         outcome: crate::protocol::graduation::receipt::ReceiptOutcome::Execute,
@@ -307,6 +325,19 @@ fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&
         // The call already ran: exit 2 shows the reason to the host's user.
         Err(e) => Answer::block(format!("could not record the receipt of {packet_id}: {e}")),
     }
+}
+
+/// The exit status a command's result text states (`Exit code: N`, `Process exited with code N`,
+/// as Codex words it), if it states one.
+fn exit_status(text: &str) -> Option<i64> {
+    text.lines().take(8).find_map(|line| {
+        let line = line.trim();
+        let rest = line
+            .strip_prefix("Exit code:")
+            .or_else(|| line.strip_prefix("Process exited with code"))
+            .or_else(|| line.strip_prefix("exit code:"))?;
+        rest.trim().trim_end_matches('.').parse().ok()
+    })
 }
 
 /// The host's allow for `event`.
@@ -338,7 +369,7 @@ fn deny(host: Host, event: Event, reason: &str) -> Answer {
             "hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": reason},
         }})),
         // A receipt cannot be denied: the call ran. Exit 2 shows why.
-        (_, Event::PostToolUse) => return Answer::block(reason),
+        (_, Event::PostToolUse | Event::PostToolUseFailure) => return Answer::block(reason),
     };
     Answer { stdout, stderr: String::new(), code: 0 }
 }

@@ -15,8 +15,18 @@ use crate::hook::Host;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
-/// The events warrant answers.
+/// The events warrant answers on every host.
 pub const EVENTS: [&str; 3] = ["PreToolUse", "PermissionRequest", "PostToolUse"];
+
+/// The events `host` sends that warrant registers for: [`EVENTS`], and Claude Code's
+/// `PostToolUseFailure` (a call that ran and failed: without it, no receipt records the call).
+#[must_use]
+pub fn events(host: Host) -> &'static [&'static str] {
+    match host {
+        Host::ClaudeCode => &["PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"],
+        Host::Codex => &EVENTS,
+    }
+}
 
 /// What `warrant setup` was asked.
 #[derive(Debug, Clone)]
@@ -84,8 +94,8 @@ pub fn with_hooks(settings: &Value, host: Host, command: &str, timeout: u64) -> 
     let ours = |h: &Value| {
         h.get("command").and_then(Value::as_str).is_some_and(|c| c.contains(&format!(" hook {}", host.as_str())))
     };
-    for event in EVENTS {
-        let list = hooks.entry(event).or_insert_with(|| json!([]));
+    for event in events(host) {
+        let list = hooks.entry(*event).or_insert_with(|| json!([]));
         let Value::Array(groups) = list else { return Err(format!("`hooks.{event}` is not a list")) };
         // Drop warrant's earlier entries, and groups left empty by that.
         for g in groups.iter_mut() {
@@ -142,7 +152,7 @@ pub fn setup(host: Host, opts: &SetupOptions) -> Result<u8, String> {
         std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| e.to_string())?;
         tmp.persist(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         println!("{}: {}", path.display(), if before.is_null() { "created" } else { "updated" });
-        for event in EVENTS {
+        for event in events(host) {
             println!("  {event}: {command} (timeout {timeout} s)");
         }
     }
@@ -172,8 +182,8 @@ mod tests {
         assert_eq!(pre.len(), 2, "theirs kept, ours added: {once}");
         assert_eq!(pre[0]["hooks"][0]["command"], json!("lint"));
         assert_eq!(pre[1]["hooks"][0]["timeout"], json!(65));
-        for event in EVENTS {
-            assert!(once["hooks"][event].as_array().map(Vec::len).unwrap_or(0) >= 1, "{event}");
+        for event in events(Host::ClaudeCode) {
+            assert!(once["hooks"][*event].as_array().map(Vec::len).unwrap_or(0) >= 1, "{event}");
         }
         // A new wait replaces the old entry rather than adding a second.
         let changed = with_hooks(&once, Host::ClaudeCode, "/bin/warrant --spool /s hook claude-code --wait 9", 69)

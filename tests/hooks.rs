@@ -1082,3 +1082,44 @@ fn a_command_that_may_start_an_interactive_program_waits_for_the_principal() {
     let o = codex("call_commit_m", "git commit --allow-empty -m 'empty'");
     assert_eq!((o.status.code(), o.stdout.as_slice()), (Some(0), &b""[..]), "{}", text(&o));
 }
+
+// Issue "what the host really runs": Claude Code 2.1 sends `PostToolUseFailure` for a call that
+// ran and failed, and no receipt was written, so "every call that ran is on record" was false;
+// Codex reports `tool_response` as text, and its exit status was not recorded. `warrant setup`
+// registers the event for Claude Code, and both failures are receipts of calls that ran.
+#[test]
+fn a_call_that_ran_and_failed_leaves_a_receipt_on_both_hosts() {
+    let e = env();
+    let receipt_of = |packet: &str| -> Value {
+        std::fs::read_dir(e.spool().join("receipts"))
+            .expect("receipts")
+            .map(|f| {
+                serde_json::from_slice::<Value>(&std::fs::read(f.expect("entry").path()).expect("read")).expect("json")
+            })
+            .find(|r| r["packet_id"] == json!(packet))
+            .unwrap_or_else(|| panic!("no receipt for {packet}"))
+    };
+    let o = hook(&e, "claude-code", &fixture("claude-code-post-tool-use-failure-bash.json"), &[]);
+    assert_eq!((o.status.code(), o.stdout.as_slice()), (Some(0), &b""[..]), "{}", text(&o));
+    let r = receipt_of("cc-toolu_01CargoTest");
+    assert!(r.to_string().contains("ran and failed"), "{r}");
+    let mut codex: Value = serde_json::from_slice(&fixture("codex-post-tool-use-bash.json")).expect("json");
+    codex["tool_use_id"] = json!("call_fail01");
+    codex["tool_response"] = json!("Exit code: 1\nWall time: 0.2 seconds\nOutput:\nerror: no such file\n");
+    let o = hook(&e, "codex", codex.to_string().as_bytes(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = receipt_of("cx-call_fail01");
+    assert_eq!(r["tool_call"]["exit_code"], json!(1), "{r}");
+    assert!(r.to_string().contains("reported an error"), "{r}");
+    // `warrant setup claude-code` registers it; Codex, which does not send it, is not given it.
+    let dir = e.dir.path().join("proj");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let o = e.run(&["setup", "claude-code", "--dir", dir.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(".claude/settings.json")).expect("settings")).expect("json");
+    assert!(v["hooks"]["PostToolUseFailure"][0]["hooks"][0]["command"].is_string(), "{v}");
+    let o = e.run(&["setup", "codex", "--dir", dir.to_str().expect("utf-8"), "--print"]);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(v["hooks"].get("PostToolUseFailure").is_none(), "{v}");
+}
