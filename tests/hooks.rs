@@ -1123,3 +1123,41 @@ fn a_call_that_ran_and_failed_leaves_a_receipt_on_both_hosts() {
     let v: Value = serde_json::from_slice(&o.stdout).expect("json");
     assert!(v["hooks"].get("PostToolUseFailure").is_none(), "{v}");
 }
+
+// Issue "what the host really runs": the tool table was for an older Claude Code. 2.1's
+// `TaskCreate`, `TaskList` and `Agent` were held as `tool.call.external`, so every to-do update
+// needed the principal; `WebSearch` was an unmetered `safe` channel out. Each of today's tools is
+// in the table by what it does: the host's bookkeeping runs, and a search or a fetch is a class
+// of its own that the principal sees (and graduates, and limits).
+#[test]
+fn claude_codes_tools_are_classified_by_what_they_do() {
+    let e = env();
+    let event = |id: &str, tool: &str, input: Value| {
+        json!({
+            "session_id": "s-tools", "cwd": "/home/user/project", "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": input, "tool_use_id": id,
+        })
+        .to_string()
+        .into_bytes()
+    };
+    for (id, tool, input) in [
+        ("toolu_t1", "TaskCreate", json!({"subject": "write the tests", "description": "…"})),
+        ("toolu_t2", "TaskList", json!({})),
+        ("toolu_t3", "TaskUpdate", json!({"taskId": "1", "status": "completed"})),
+        ("toolu_t4", "Agent", json!({"description": "explore", "prompt": "find the parser"})),
+        ("toolu_t5", "Skill", json!({"skill": "pdf"})),
+    ] {
+        let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &event(id, tool, input), &["--wait", "0.3"]));
+        assert_eq!(decision, "allow", "{tool}: {reason}");
+    }
+    for (id, tool, class) in [("toolu_w1", "WebSearch", "web.search"), ("toolu_w2", "WebFetch", "web.fetch")] {
+        let input = json!({"query": "warrant", "url": "https://example.com/"});
+        let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", &event(id, tool, input), &["--wait", "0.3"]));
+        assert_eq!(decision, "deny", "{tool} waits for the principal: {reason}");
+        let packet: Value = serde_json::from_slice(
+            &std::fs::read(e.spool().join("packets").join(format!("cc-{id}.json"))).expect("a packet"),
+        )
+        .expect("json");
+        assert_eq!(packet["action_class"], json!(class), "{packet}");
+    }
+}

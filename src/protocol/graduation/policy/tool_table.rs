@@ -420,3 +420,52 @@ pub(super) fn parse_tool_table(
     }
     Ok(table)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Claude Code 2.1.197's tools, as its tool list names them (the `Cron*` family by its
+    /// members). A host version that adds a tool adds it here and to `assets/host-tools.toml`.
+    const CLAUDE_CODE_2_1: [&str; 26] = [
+        "Agent",
+        "Bash",
+        "CronCreate",
+        "CronDelete",
+        "CronList",
+        "Edit",
+        "EnterWorktree",
+        "ExitWorktree",
+        "NotebookEdit",
+        "Read",
+        "ReportFindings",
+        "ScheduleWakeup",
+        "SendMessage",
+        "Skill",
+        "TaskCreate",
+        "TaskGet",
+        "TaskList",
+        "TaskOutput",
+        "TaskStop",
+        "TaskUpdate",
+        "WebFetch",
+        "WebSearch",
+        "Workflow",
+        "Write",
+        "apply_patch",
+        "ExitPlanMode",
+    ];
+
+    #[test]
+    fn every_tool_of_todays_hosts_has_an_entry_and_none_reaching_the_network_is_safe() {
+        let p = PolicySet::builtin();
+        for tool in CLAUDE_CODE_2_1 {
+            assert!(p.tool(tool).is_some(), "{tool} is not in assets/host-tools.toml");
+        }
+        for tool in ["WebSearch", "WebFetch"] {
+            let t = p.tool(tool).expect("entry");
+            assert_ne!(t.tier, crate::protocol::tiers::ToolTier::Safe, "{tool} leaves the machine");
+            assert!(t.class.as_deref().is_some_and(|c| c.starts_with("web.")), "{tool}: {:?}", t.class);
+        }
+    }
+}
