@@ -1161,3 +1161,32 @@ fn claude_codes_tools_are_classified_by_what_they_do() {
         assert_eq!(packet["action_class"], json!(class), "{packet}");
     }
 }
+
+// Issue "what the host really runs": calls that ran on their own (a trusted notebook, a graduated
+// class) still showed as pending, and the principal could sign a refusal of one that had run.
+// The hook records that it let the call run: the call leaves Pending, `list` says it ran, and
+// neither an approval nor a refusal is signed for it; a retry of the same call is answered alike.
+#[test]
+fn a_call_that_ran_on_its_own_is_not_pending_and_not_the_principals_to_decide() {
+    let e = env();
+    let notebook = warrant::protocol::calls::notebook_for_dir("/home/user/project");
+    let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let input = fixture("claude-code-pre-tool-use-edit.json");
+    assert_eq!(pre_tool_use(&hook(&e, "claude-code", &input, &[])).0, "allow");
+    let listed = e.run(&["list", "--json"]);
+    let v: Value = serde_json::from_slice(&listed.stdout).expect("list");
+    let p = &v["packets"][0];
+    assert_eq!(p["ran"], json!(true), "{v}");
+    assert!(String::from_utf8_lossy(&e.run(&["list"]).stdout).starts_with("ran"), "the plain list says so");
+    let id = p["packet_id"].as_str().expect("id").to_owned();
+    let o = e.run(&["refuse", "--yes", &id, "--reason", "too late"]);
+    assert_ne!(o.status.code(), Some(0), "a refusal of a call that ran was signed: {}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("it ran"), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(e.spool().join("chain.jsonl")).unwrap_or_default().lines().count(),
+        1,
+        "only the trust change"
+    );
+    assert_eq!(pre_tool_use(&hook(&e, "claude-code", &input, &[])).0, "allow", "the retry is answered alike");
+}

@@ -347,6 +347,8 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
             .map(|e| {
                 let p = &e.packet;
                 let risk = policies.class_risk(&p.action_class).as_str();
+                let withdrawn =
+                    (!decided.contains_key(&p.id)).then(|| spool::withdrawn(spool, &p.id, Some(e.owner), now)).flatten();
                 let verdict = a.verdicts.get(&p.id);
                 json!({
                     "packet_id": p.id, "agent": p.agent, "action_class": p.action_class,
@@ -360,9 +362,8 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
                     "summary": p.summary, "content_hash": p.content_hash,
                     "decision": decided.get(&p.id).map(|d| d.verdict.as_str()),
                     "expired": !decided.contains_key(&p.id) && is_expired(p, now),
-                    "withdrawn": (!decided.contains_key(&p.id))
-                        .then(|| spool::withdrawn(spool, &p.id, Some(e.owner), now).map(|w| w.to_string()))
-                        .flatten(),
+                    "withdrawn": withdrawn.as_ref().filter(|w| !w.ran()).map(ToString::to_string),
+                    "ran": withdrawn.as_ref().is_some_and(spool::Withdrawn::ran),
                     "changed_since_decision": decided.get(&p.id).is_some_and(|d| d.packet_hash != p.content_hash),
                     "cosigners": decided.get(&p.id).map(|d| &d.cosigners).filter(|c| !c.is_empty()),
                     "cosigning": view.cosigning.get(&p.id).filter(|c| c.packet_hash == p.content_hash).map(|c| json!({
@@ -386,9 +387,12 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         let p = &e.packet;
         // A packet rewritten after its decision: the decision binds the content that was signed.
         let status = match decided.get(&p.id) {
-            None if is_expired(p, now) => "expired",
-            None if spool::withdrawn(spool, &p.id, Some(e.owner), now).is_some() => "withdrawn",
-            None => "pending",
+            None => match spool::withdrawn(spool, &p.id, Some(e.owner), now) {
+                Some(w) if w.ran() => "ran",
+                Some(_) => "withdrawn",
+                None if is_expired(p, now) => "expired",
+                None => "pending",
+            },
             Some(d) if d.packet_hash != p.content_hash => "changed",
             Some(d) => d.verdict.as_str(),
         };

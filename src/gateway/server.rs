@@ -123,12 +123,10 @@ impl Gateway {
             }
             other => other,
         };
-        if matches!(outcome, Outcome::Deny { .. }) {
-            // Answered without running (refused, timed out, cancelled by the client): no later
-            // decision runs it.
-            let (g, o) = (governor.clone(), outcome.clone());
-            let _ = tokio::task::spawn_blocking(move || g.answered(&o)).await;
-        }
+        // Answered: refused, timed out or cancelled by the client (no later decision runs it),
+        // or let run (it leaves the principal's Pending).
+        let (g, o) = (governor.clone(), outcome.clone());
+        let _ = tokio::task::spawn_blocking(move || g.answered(&o)).await;
         match outcome {
             Outcome::Allow { grant, .. } => {
                 let answer = s.forward(ClientRequest::CallToolRequest(request), &ctx).await;

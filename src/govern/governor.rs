@@ -340,6 +340,7 @@ impl Governor {
         // whatever the chain says since; one whose hook stopped waiting with no answer does not
         // run unless the principal decided it while it waited.
         if let Some(w) = spool::withdrawn(&self.spool, id, Some(entry.owner), time::OffsetDateTime::now_utc())
+            && !w.ran()
             && (w.answered() || !view.decisions.contains_key(id))
         {
             return Ok((
@@ -696,14 +697,18 @@ impl Governor {
         })
     }
 
-    /// Records that the call was answered without running (`outcome` is a refusal naming its
-    /// packet; anything else records nothing): no later decision runs it
-    /// ([`spool::record_answer`]). A record that cannot be written is reported on stderr; the
-    /// wait's record ([`Governor::hold_until`]) still withdraws the call when its time ends.
+    /// Records how the call was answered ([`spool::record_answer`]): a refusal naming its packet
+    /// (no later decision runs it), or `allowed` (it runs now: it leaves the principal's
+    /// Pending, and no one signs a decision on a call that already ran). A `Hold` records
+    /// nothing. A record that cannot be written is reported on stderr; the wait's record
+    /// ([`Governor::hold_until`]) still withdraws the call when its time ends.
     pub fn answered(&self, outcome: &Outcome) {
-        if let Outcome::Deny { packet_id: Some(id), status, .. } = outcome
-            && let Err(e) = spool::record_answer(&self.spool, id, status)
-        {
+        let (id, status) = match outcome {
+            Outcome::Deny { packet_id: Some(id), status, .. } => (id, *status),
+            Outcome::Allow { packet_id, .. } => (packet_id, spool::ALLOWED),
+            _ => return,
+        };
+        if let Err(e) = spool::record_answer(&self.spool, id, status) {
             eprintln!("warrant: could not record the answer to {id}: {e}");
         }
     }

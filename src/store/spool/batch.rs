@@ -159,10 +159,10 @@ pub fn decide_many(
                     ));
                     continue;
                 }
-                if verdict == Verdict::Approve
-                    && let Some(w) = super::withdrawn(spool, &p.id, item.publisher, time::OffsetDateTime::now_utc())
+                if let Some(w) = super::withdrawn(spool, &p.id, item.publisher, time::OffsetDateTime::now_utc())
+                    && (verdict == Verdict::Approve || w.ran())
                 {
-                    refused.push((p.id.clone(), DecideError::Refused(format!("{} was withdrawn: {w}", p.id))));
+                    refused.push((p.id.clone(), DecideError::Refused(format!("{}: {w}", p.id))));
                     continue;
                 }
                 match admit(&view, p) {

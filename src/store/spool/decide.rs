@@ -383,10 +383,15 @@ fn decide_as(
             }
             // A call a hook or gateway answered, or stopped waiting for, never runs: its
             // approval would record a call that did not run (checked under the lock, last).
-            if verdict == Verdict::Approve
-                && let Some(w) = super::withdrawn(spool, &packet.id, publisher, time::OffsetDateTime::now_utc())
+            if let Some(w) = super::withdrawn(spool, &packet.id, publisher, time::OffsetDateTime::now_utc())
+                && (verdict == Verdict::Approve || w.ran())
             {
-                refusal = Some(DecideError::Refused(format!("{} was withdrawn: {w}; it will not run", packet.id)));
+                let why = if w.ran() {
+                    format!("{} is not the principal's to decide: {w}", packet.id)
+                } else {
+                    format!("{} was withdrawn: {w}; it will not run", packet.id)
+                };
+                refusal = Some(DecideError::Refused(why));
                 return Err("refused".into());
             }
             let stands_in_for = match admit(&view) {

@@ -137,17 +137,28 @@ pub struct Withdrawn {
     pub at: String,
 }
 
+/// The status [`record_answer`] records for a call a hook or gateway let run.
+pub const ALLOWED: &str = "allowed";
+
 impl Withdrawn {
     /// Whether a hook or gateway answered the call (not only stopped waiting for it).
     #[must_use]
     pub fn answered(&self) -> bool {
         !matches!(self.status.as_str(), "expired" | "abandoned")
     }
+
+    /// Whether the answer let the call run ([`ALLOWED`]): it is no longer the principal's to
+    /// decide, and a retry of the same call gets the same answer.
+    #[must_use]
+    pub fn ran(&self) -> bool {
+        self.status == ALLOWED
+    }
 }
 
 impl std::fmt::Display for Withdrawn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.status.as_str() {
+            ALLOWED => write!(f, "it ran: the hook or gateway let it run at {}", self.at),
             "expired" => write!(f, "the hook or gateway holding it stopped waiting at {}", self.at),
             "abandoned" => write!(f, "no hook or gateway waits for it any more (seen at {})", self.at),
             status => write!(f, "the hook or gateway answered it ({status}) at {}", self.at),
