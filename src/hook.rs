@@ -164,8 +164,23 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
     if matches!(kind, Event::PostToolUse | Event::PostToolUseFailure) {
         return receipt(opts, &event, &call, call_id, kind == Event::PostToolUseFailure);
     }
-    // A PermissionRequest carries no call id: each is its own packet (a nonce), so an approval
-    // of one request never answers a later identical one.
+    // The PermissionRequest the host sends for a call its PreToolUse just let run (Claude Code's
+    // `ask` rules, Codex's escalation) is answered by that answer, once: no second packet for
+    // one call. The principal's approval allows it; the gate's own leaves it to the host's
+    // prompt, as for any request.
+    if kind == Event::PermissionRequest {
+        let key = crate::protocol::calls::call_key(&call);
+        match crate::store::spool::permission_answered_by(&opts.spool, &key, time::OffsetDateTime::now_utc()) {
+            Ok(Some((id, true))) => {
+                return allow(opts.host, kind, &format!("warrant: {id} was approved for this call by the principal"));
+            }
+            Ok(Some((_, false))) => return Answer { stdout: String::new(), stderr: String::new(), code: 0 },
+            Ok(None) => {}
+            Err(e) => return deny(opts.host, kind, &format!("could not read this call's earlier answer: {e}")),
+        }
+    }
+    // Otherwise a PermissionRequest carries no call id: each is its own packet (a nonce), so an
+    // approval of one request never answers a later identical one.
     let nonce = format!("req-{}", uuid::Uuid::now_v7().simple());
     let call_id = call_id.or((kind == Event::PermissionRequest).then_some(nonce.as_str()));
     let governor = match Governor::open(opts.spool.clone(), &opts.config_dir) {
@@ -216,6 +231,17 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
     // an approval signed after the answer); the wait is let go after the answer is recorded.
     governor.answered(&outcome);
     drop(hold);
+    if let (Event::PreToolUse, Outcome::Allow { packet_id, by_principal, .. }) = (kind, &outcome)
+        && let Err(e) = crate::store::spool::record_call(
+            &opts.spool,
+            &crate::protocol::calls::call_key(&call),
+            packet_id,
+            *by_principal,
+        )
+    {
+        // The host's PermissionRequest for this call, if it sends one, is then its own packet.
+        eprintln!("warrant: could not record the answer to {packet_id} for a permission request: {e}");
+    }
     match &outcome {
         // The host is about to ask its own user: what the gate would allow on its own is left to
         // that prompt (an escalation the agent asks for is a person's to grant), not granted here.

@@ -1190,3 +1190,34 @@ fn a_call_that_ran_on_its_own_is_not_pending_and_not_the_principals_to_decide() 
     );
     assert_eq!(pre_tool_use(&hook(&e, "claude-code", &input, &[])).0, "allow", "the retry is answered alike");
 }
+
+// Issue "what the host really runs": after a PreToolUse approval, Claude Code's `ask` rule (or a
+// Codex escalation) sent a PermissionRequest for the same call, and it became a second packet for
+// the principal. The request is answered by the call's PreToolUse answer, once; a later identical
+// request is its own packet again.
+#[test]
+fn the_permission_request_for_an_approved_call_is_answered_by_its_approval_once() {
+    let e = env();
+    let request = fixture("claude-code-permission-request-bash.json");
+    let mut pre: Value = serde_json::from_slice(&request).expect("json");
+    pre["hook_event_name"] = json!("PreToolUse");
+    pre["tool_use_id"] = json!("toolu_clean01");
+    pre.as_object_mut().expect("object").remove("permission_suggestions");
+    let child = spawn_hook(&e, "claude-code", pre.to_string().as_bytes(), &["--wait", "30"]);
+    wait_for_packet(&e, "cc-toolu_clean01");
+    assert_eq!(e.run(&["approve", "--yes", "cc-toolu_clean01"]).status.code(), Some(0));
+    assert_eq!(pre_tool_use(&child.wait_with_output().expect("hook")).0, "allow");
+    let packets = || std::fs::read_dir(e.spool().join("packets")).map_or(0, |d| d.count());
+    assert_eq!(packets(), 1);
+    // The host asks for the same call: answered by the approval, no second packet.
+    let o = hook(&e, "claude-code", &request, &["--wait", "0.2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = stdout_json(&o);
+    assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], json!("allow"), "{v}");
+    assert_eq!(packets(), 1, "one call, one packet");
+    // Once: the same request again is a request of its own, for the principal.
+    let o = hook(&e, "claude-code", &request, &["--wait", "0.2"]);
+    let v = stdout_json(&o);
+    assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], json!("deny"), "{v}");
+    assert_eq!(packets(), 2);
+}

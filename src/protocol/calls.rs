@@ -564,12 +564,17 @@ pub fn packet_id(call: &ToolCall, call_id: Option<&str>) -> String {
     match call_id {
         Some(id) if crate::protocol::packet::is_safe_id(id) && id.len() <= 100 => format!("{prefix}-{id}"),
         Some(id) => format!("{prefix}-{}", &crate::protocol::canonical::sha256_hex(id.as_bytes())[..32]),
-        None => {
-            let basis = json!({"session": call.session, "tool": call.tool, "input": call.input, "agent": call.agent});
-            let h = crate::protocol::canonical::canonical_hash(&basis);
-            format!("{prefix}-req-{}", &h.trim_start_matches("sha256:")[..32])
-        }
+        None => format!("{prefix}-req-{}", call_key(call)),
     }
+}
+
+/// The key of a call by what it is (its agent, session, tool and exact input: 32 hex digits),
+/// whatever event carries it: a PreToolUse and the PermissionRequest the host sends for the same
+/// call next have one key ([`crate::store::spool::permission_answered_by`]).
+#[must_use]
+pub fn call_key(call: &ToolCall) -> String {
+    let basis = json!({"session": call.session, "tool": call.tool, "input": call.input, "agent": call.agent});
+    crate::protocol::canonical::canonical_hash(&basis).trim_start_matches("sha256:")[..32].to_owned()
 }
 
 /// A notebook id for a workspace directory: its base name (made a safe id) and six hex digits of

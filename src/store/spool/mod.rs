@@ -49,8 +49,8 @@ pub use records::{AgentScores, append_control, append_grant, append_key_event, e
 pub(crate) use scan::is_publication;
 pub use scan::{FileKind, InvalidFile, PacketEntry, Recheck, Scanner, Snapshot, publisher_label, user_name};
 pub use uses::{
-    ALLOWED, USE_SUFFIX, Uses, WITHDRAW_MARGIN, WaitHold, Withdrawn, claim_approval, claim_grant_use, gate_runs,
-    read_uses, record_answer, record_gate_run, record_wait, withdrawn,
+    ALLOWED, PERMISSION_AFTER, USE_SUFFIX, Uses, WITHDRAW_MARGIN, WaitHold, Withdrawn, claim_approval, claim_grant_use,
+    gate_runs, permission_answered_by, read_uses, record_answer, record_call, record_gate_run, record_wait, withdrawn,
 };
 pub use view::{
     ChainDecision, ChainView, Cosigning, VerifiedView, chain_decision_of, chain_evidence_of, decision_evidence,

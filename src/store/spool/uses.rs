@@ -328,6 +328,71 @@ pub fn withdrawn(
     }
 }
 
+/// How long after a PreToolUse answer the host's PermissionRequest for the same call is
+/// answered by it ([`permission_answered_by`]).
+pub const PERMISSION_AFTER: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Records that the call `key` (a digest of its session, tool and input:
+/// [`crate::protocol::calls::call_key`]) was let run on its PreToolUse as packet `packet_id`,
+/// `by_principal` or by the gate alone (`uses/call+<key>.use`): the PermissionRequest the host
+/// may send for the same call next is answered by it ([`permission_answered_by`]), not made a
+/// second packet.
+///
+/// # Errors
+/// An unsafe key or id; I/O errors other than an existing record.
+pub fn record_call(spool: &Spool, key: &str, packet_id: &str, by_principal: bool) -> io::Result<()> {
+    let body = serde_json::json!({
+        "type": "warrant_call", "packet_id": packet_id, "by_principal": by_principal,
+        "at": crate::protocol::clock::now_rfc3339(),
+    });
+    match create_record(spool, "call", key, &body) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The PreToolUse answer a PermissionRequest for the call `key` takes, once: the packet id and
+/// whether the principal approved it, when this user recorded that call as let run within
+/// [`PERMISSION_AFTER`] of `now` ([`record_call`]) and no other PermissionRequest took it
+/// (`uses/permission+<key>.use`, `O_EXCL`). `None` otherwise: the request is its own packet.
+///
+/// # Errors
+/// I/O errors taking the answer.
+pub fn permission_answered_by(
+    spool: &Spool,
+    key: &str,
+    now: time::OffsetDateTime,
+) -> io::Result<Option<(String, bool)>> {
+    use std::os::unix::fs::MetadataExt as _;
+    if !packet::is_safe_id(key) {
+        return Ok(None);
+    }
+    let path = spool.uses_dir().join(format!("call+{key}{USE_SUFFIX}"));
+    let Ok(meta) = fs::symlink_metadata(&path) else { return Ok(None) };
+    if meta.uid() != rustix::process::geteuid().as_raw() {
+        return Ok(None);
+    }
+    let Some(v) = read_limited(&path).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()) else {
+        return Ok(None);
+    };
+    let at = v.get("at").and_then(Value::as_str).and_then(crate::protocol::clock::parse_rfc3339);
+    let recent = at.is_some_and(|t| now - t <= time::Duration::try_from(PERMISSION_AFTER).unwrap_or_default());
+    let (Some(id), Some(by_principal)) =
+        (v.get("packet_id").and_then(Value::as_str), v.get("by_principal").and_then(Value::as_bool))
+    else {
+        return Ok(None);
+    };
+    if !recent || !packet::is_safe_id(id) {
+        return Ok(None);
+    }
+    let taken = serde_json::json!({"type": "warrant_permission", "packet_id": id, "at": crate::protocol::clock::format_rfc3339(now)});
+    match create_record(spool, "permission", key, &taken) {
+        Ok(()) => Ok(Some((id.to_owned(), by_principal))),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Creates the record `uses/<kind>+<id>.use` ([`create_claim`]).
 fn create_record(spool: &Spool, kind: &str, packet_id: &str, body: &Value) -> io::Result<()> {
     if !packet::is_safe_id(packet_id) {
