@@ -304,7 +304,10 @@ pub fn observe(
                 .into_iter()
                 .collect(),
         };
-        for uid in uids.into_iter().filter(|u| Some(*u) != ctx.policies.spool_owner()) {
+        // Only where the principal's uid is known (the set was loaded for a spool): her own
+        // user speaks for every agent, and a control on one of them holds only that one.
+        let Some(principal) = ctx.policies.spool_owner() else { continue };
+        for uid in uids.into_iter().filter(|u| *u != principal) {
             controlled.entry(uid).or_insert((agent.as_str(), c.standing));
         }
     }
