@@ -207,7 +207,7 @@ pub struct Monitor {
     /// Packets held because their publisher also speaks for an agent the principal quarantined
     /// or killed (a control on an agent holds every packet its publisher may speak for, under
     /// any agent id), by packet id, with the reason; never approvable while the control stands.
-    /// The spool owner's own packets are never held so ([`PolicySet::spool_owner`]).
+    /// The spool owner's own packets are never held so ([`crate::protocol::graduation::PolicySet::spool_owner`]).
     pub held_for_publisher: ByPacket<String>,
 }
 

@@ -818,6 +818,14 @@ fn a_use_of_an_approval_planted_by_another_user_takes_nothing() {
     assert!(reason.contains("uid 4000102") && reason.contains("not by this packet's publisher"), "{reason}");
 }
 
+/// Rewrites packet `id`'s `expires_at` to a far day, as its agent (its file's owner) can.
+fn give_another_day(e: &Env, id: &str) {
+    let path = e.spool().join("packets").join(format!("{id}.json"));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&path).expect("packet")).expect("json");
+    doc["expires_at"] = json!("2099-01-01T00:00:00Z");
+    std::fs::write(&path, serde_json::to_vec(&doc).expect("json")).expect("rewrite");
+}
+
 // Issue "guarantees on the things themselves" §3: a timed-out call was revived. The hook denied
 // it (timeout), the agent rewrote `expires_at` in its own packet file, `approve --yes` signed it,
 // and the host's retry with the same `tool_use_id` ran. The hook's own deadline decides: once a
@@ -832,10 +840,7 @@ fn a_call_its_hook_answered_or_stopped_waiting_for_is_withdrawn_and_cannot_be_ap
     assert_eq!(decision, "deny", "{reason}");
     assert!(reason.contains("timeout"), "{reason}");
     // The agent gives its packet another day.
-    let path = e.spool().join("packets").join(format!("{id}.json"));
-    let mut doc: Value = serde_json::from_slice(&std::fs::read(&path).expect("packet")).expect("json");
-    doc["expires_at"] = json!("2099-01-01T00:00:00Z");
-    std::fs::write(&path, serde_json::to_vec(&doc).expect("json")).expect("rewrite");
+    give_another_day(&e, id);
     let listed = e.run(&["list", "--json"]);
     let v: Value = serde_json::from_slice(&listed.stdout).expect("list");
     assert!(v["packets"][0]["withdrawn"].as_str().is_some_and(|w| w.contains("(timeout)")), "{v}");
@@ -857,10 +862,7 @@ fn a_call_its_hook_answered_or_stopped_waiting_for_is_withdrawn_and_cannot_be_ap
     std::thread::sleep(Duration::from_millis(300));
     child.kill().expect("kill the hook");
     let _ = child.wait();
-    let path = e.spool().join("packets").join(format!("{id}.json"));
-    let mut doc: Value = serde_json::from_slice(&std::fs::read(&path).expect("packet")).expect("json");
-    doc["expires_at"] = json!("2099-01-01T00:00:00Z");
-    std::fs::write(&path, serde_json::to_vec(&doc).expect("json")).expect("rewrite");
+    give_another_day(&e, id);
     let o = e.run(&["approve", "--yes", id]);
     assert_ne!(o.status.code(), Some(0), "the call of a killed hook was approved: {}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no hook or gateway waits for it"), "{}", text(&o));

@@ -9,8 +9,14 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "warrant", version, about, long_about = None)]
 pub struct Cli {
-    /// The spool directory shared with agents [default: <data dir>/warrant/spool].
-    #[arg(long, global = true, env = spool::SPOOL_ENV, value_name = "DIR")]
+    /// The spool directory shared with agents (default: `<data dir>/warrant/spool`).
+    #[arg(
+        long,
+        global = true,
+        env = spool::SPOOL_ENV,
+        value_name = "DIR",
+        help = "The spool directory shared with agents [default: <data dir>/warrant/spool]"
+    )]
     pub spool: Option<PathBuf>,
     /// Where the spool lives: a directory, or nats://HOST:PORT[,HOST:PORT...]/NAME (tls:// for
     /// TLS) for NATS JetStream; credentials from NATS_CREDS, NATS_NKEY, NATS_CA, NATS_CERT and
@@ -18,8 +24,14 @@ pub struct Cli {
     #[arg(long, global = true, env = "WARRANT_STORE", value_name = "STORE")]
     pub store: Option<String>,
     /// This host's replica of a JetStream store: the directory the principal's commands and the
-    /// console work on, kept equal to the store [default: <data dir>/warrant/replicas/NAME].
-    #[arg(long, global = true, env = "WARRANT_REPLICA", value_name = "DIR")]
+    /// console work on, kept equal to the store (default: `<data dir>/warrant/replicas/NAME`).
+    #[arg(
+        long,
+        global = true,
+        env = "WARRANT_REPLICA",
+        value_name = "DIR",
+        help = "This host's replica of a JetStream store: the directory the principal's commands and the console work on, kept equal to the store [default: <data dir>/warrant/replicas/NAME]"
+    )]
     pub replica: Option<PathBuf>,
     /// What to do (default: `console`).
     #[command(subcommand)]
@@ -34,7 +46,7 @@ pub enum Command {
         /// Observe only: nothing can be signed.
         #[arg(long)]
         read_only: bool,
-        /// Theme name (`default`, `mono`) or a file in <config>/themes/.
+        /// Theme name (`default`, `mono`) or a file in CONFIG/themes/.
         #[arg(long)]
         theme: Option<String>,
     },
@@ -458,7 +470,7 @@ pub enum AgentAction {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Kill an agent: signal it to stop (spool/signals/<agent>.json), record the kill switch's
+    /// Kill an agent: signal it to stop (spool/signals/AGENT.json), record the kill switch's
     /// result, and block every packet it sends until released.
     Kill {
         /// The agent id.

@@ -129,7 +129,7 @@ pub(super) fn print_json(v: &Value) -> Result<(), Failure> {
 }
 
 /// Writes `v` as pretty JSON with every [`crate::protocol::text::is_unsafe`] character escaped (see
-/// [`print_json`]); the text parses back to exactly `v`.
+/// `print_json`); the text parses back to exactly `v`.
 ///
 /// # Errors
 /// The writer's errors.

@@ -2,15 +2,15 @@
 //!
 //! [`super::app::update`] finds, after each new assessment made with the chain read, the packets
 //! that need the principal (undecided, and not a tool call the gate let run on its own: what the
-//! Pending list shows) and were not seen before ([`effects`]); the first such assessment after
+//! Pending list shows) and were not seen before (`effects`); the first such assessment after
 //! start-up only marks what is already there as seen. It returns [`Effect::Notify`] with them,
 //! and [`Effect::Title`] when the pending count changed. A packet past its class's
 //! `refuse_after` is shown as timed out ([`State::timed_out`]); nothing is signed for it unless
-//! its class says `sign_refusal = true`: then [`timeout_effects`] returns
+//! its class says `sign_refusal = true`: then `timeout_effects` returns
 //! [`Effect::RefuseTimedOut`] for it, once per packet and one at a time, and the runner signs the
 //! refusal as a *system decision* ([`crate::store::spool::decide_system`]), which decides the packet but
 //! is never evidence. The runner performs the effects
-//! ([`super::Runner`]): the bell, the title (warrant's own text: [`title`]), and the principal's
+//! (`console::Runner`): the bell, the title (warrant's own text: [`title`]), and the principal's
 //! `notify_command` ([`spawn`]), whose environment carries the packet's id, class, agent and
 //! summary made inert ([`Notice::env`]).
 

@@ -143,7 +143,7 @@ fn lexical(path: &Path) -> PathBuf {
 }
 
 /// The file `path` (absolute, or relative to `base`) names, as the kernel resolves it: each
-/// component that exists is followed if it is a symlink (at most [`MAX_SYMLINKS`]), `..` applies
+/// component that exists is followed if it is a symlink (at most `MAX_SYMLINKS`, 40), `..` applies
 /// to what the path resolved to so far, and the components after the first that does not exist
 /// are appended as they are. `None` when it cannot be resolved (a symlink loop, a component
 /// that cannot be read).

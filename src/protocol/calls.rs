@@ -68,7 +68,7 @@ impl Classification {
     }
 
     /// Raises the call to [`PROTECTED_LEVEL`] (and a registered tier to destructive) for each
-    /// protected file it names, resolved by the surface ([`ProtectedPaths::hit`]; a path that
+    /// protected file it names, resolved by the surface ([`crate::protocol::protected::ProtectedPaths::hit`]; a path that
     /// could not be resolved safely counts as one): such a call waits for the principal,
     /// whatever the tool table says, and no notebook trust, graduation or ceiling runs it alone.
     pub fn protect(&mut self, hits: &[String]) {

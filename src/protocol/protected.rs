@@ -227,7 +227,7 @@ const PATH_KEYS: [&str; 16] = [
 /// input's command line: a string, or an argv such as `["bash", "-lc", LINE]`), every word of
 /// every simple command but the options, with a `--opt=VALUE`'s value, a `VAR=VALUE`'s value and
 /// a redirection's target; a word with `$` or `` ` `` is [`PathWords::unresolvable`]. For any
-/// other tool, every string (at any depth) under a key that names files ([`PATH_KEYS`]) and
+/// other tool, every string (at any depth) under a key that names files (`PATH_KEYS`) and
 /// every other string that looks like a path (starts with `/`, `~` or `.`, or has a `/`), of at
 /// most [`MAX_PATH_WORD`] bytes and no line break.
 #[must_use]

@@ -223,7 +223,7 @@ pub fn compose(models: Vec<ModelVerdict>) -> PacketVerdict {
 }
 
 /// The Trust Graduation gate's decision as a model verdict. A `blocked` or `human_only` gate
-/// decision gets its remedy from [`gate_remedy`].
+/// decision gets its remedy from `gate_remedy`.
 #[must_use]
 pub fn trust_graduation(d: &Decision) -> ModelVerdict {
     let v = ModelVerdict::new(Model::TrustGraduation, d.status.as_str(), d.status, d.reason.clone());

@@ -292,7 +292,7 @@ impl Principal {
         Ok(())
     }
 
-    /// Loads an unprotected private key file ([`read_key_file`]'s checks); a protected one is
+    /// Loads an unprotected private key file (`read_key_file`'s checks); a protected one is
     /// [`KeyError::NoPassphrase`] (use [`Principal::load_with`]).
     ///
     /// # Errors

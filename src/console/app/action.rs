@@ -197,7 +197,7 @@ pub enum Effect {
     },
     /// Sign and append the refusal of a timed-out packet as a system decision
     /// ([`crate::store::spool::decide_system`], `"system": "timeout"`): its class has `[timeouts]
-    /// sign_refusal = true` ([`crate::console::notify::timeout_effects`]). Never evidence; never an approval.
+    /// sign_refusal = true` (`console::notify::timeout_effects`). Never evidence; never an approval.
     RefuseTimedOut {
         /// The packet as last scanned (its content hash is what gets signed).
         packet: Arc<Packet>,

@@ -14,7 +14,7 @@ use std::fs;
 
 /// Signs a control and records it (the principal's notebook-trust change, quarantine, release,
 /// kill or elevation): under the chain's lock, verifies the whole chain (refusing a broken one),
-/// prepares the control against that verified view ([`prepare_control`]: a trust change must
+/// prepares the control against that verified view (`prepare_control`: a trust change must
 /// still start from its `previous` level, a kill runs the kill switch, an elevation is checked by
 /// the hypervisor's rules), signs it, checks that the new record would itself verify, and appends
 /// it durably. The control applies from the next gate call: every view folds the chain

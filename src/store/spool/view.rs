@@ -19,7 +19,7 @@ use super::fold::PrefixFold;
 use super::record_receipt;
 
 /// A decision as the chain records it (serialized in the principal's fold of a checkpointed
-/// prefix, [`PrefixFold`]).
+/// prefix, `PrefixFold`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChainDecision {
     /// Approve or refuse.
