@@ -27,8 +27,17 @@ fn env() -> Env {
 fn spawn_hook(e: &Env, host: &str, input: &[u8], args: &[&str]) -> Child {
     let mut all = vec!["hook", host];
     all.extend_from_slice(args);
-    let mut child =
-        e.cmd(&all).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    // Git's configuration is the test's, not this machine's user's (a safe git command is safe
+    // only while it names no program git would run).
+    let mut child = e
+        .cmd(&all)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
     child.stdin.take().expect("stdin").write_all(input).expect("write the event");
     child
 }

@@ -1,7 +1,8 @@
 //! What git's configuration makes a "safe" git command run (`docs/integrations.md`, Protected
 //! files): `git status` runs `core.fsmonitor`, `git diff` runs `diff.external` and a driver's
-//! `textconv`, both run a `filter.<driver>.clean` on modified files, and a pager runs on a
-//! terminal. A git command the tool table calls `safe` is safe only while the configuration git
+//! `textconv`, both run a `filter.<driver>.clean` on modified files (Git LFS's own filter
+//! aside). A pager runs only on a terminal, and a command that may start one interactively is
+//! held as such (`protocol::interactive`). A git command the tool table calls `safe` is safe only while the configuration git
 //! itself reads for it (every level, includes followed: `git config --list --show-origin` in the
 //! call's working directory) names no such program, and its command line sets none (`-c`,
 //! `--config-env`, `--exec-path`, another `--git-dir` or `-C`, `GIT_*` in its environment).
@@ -90,10 +91,17 @@ fn key_hazard(key: &str, value: Option<&str>) -> Option<&'static str> {
     match (section, sub, name) {
         // `true` is git's own daemon; anything else is a program git runs on `status`.
         ("core", None, "fsmonitor") if !boolean(value) => Some("run by status and diff"),
-        ("core", None, "pager") | ("pager", _, _) => Some("run on a terminal"),
         ("diff", None, "external") => Some("run by diff"),
         ("diff", Some(_), "textconv" | "command") => Some("run by diff, log and show"),
-        ("filter", Some(_), "clean" | "smudge" | "process") => Some("run on modified files"),
+        // Git LFS's own filter (`git lfs install` writes it) is git's extension, not a program
+        // an agent chose.
+        ("filter", Some(_), "clean" | "smudge" | "process")
+            if !value.is_some_and(|v| {
+                v == "git-lfs filter-process" || v.starts_with("git-lfs clean ") || v.starts_with("git-lfs smudge ")
+            }) =>
+        {
+            Some("run on modified files")
+        }
         ("gpg", _, "program") => Some("run to show signatures"),
         _ => None,
     }
@@ -152,8 +160,9 @@ mod tests {
         assert!(key_hazard("core.fsmonitor", Some("true")).is_none());
         assert!(key_hazard("diff.external", Some("sh")).is_some());
         assert!(key_hazard("diff.pdf.textconv", Some("pdftotext")).is_some());
-        assert!(key_hazard("filter.lfs.process", Some("git-lfs filter-process")).is_some());
-        assert!(key_hazard("pager.log", Some("less")).is_some());
+        assert!(key_hazard("filter.crypt.clean", Some("sh -c ./x")).is_some());
+        assert!(key_hazard("filter.lfs.process", Some("git-lfs filter-process")).is_none());
+        assert!(key_hazard("pager.log", Some("less")).is_none(), "a pager runs on a terminal only");
         assert!(key_hazard("user.name", Some("x")).is_none());
         assert!(key_hazard("core.bare", Some("false")).is_none());
     }
