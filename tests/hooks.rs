@@ -62,6 +62,13 @@ fn pre_tool_use(o: &Output) -> (String, String) {
     (out["permissionDecision"].as_str().expect("decision").to_owned(), reason)
 }
 
+/// Raises the fixtures' project (`/home/user/project`) to `trusted`, as the principal does.
+fn trust_the_project(e: &Env) {
+    let notebook = warrant::protocol::calls::notebook_for_dir("/home/user/project");
+    let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
 /// Waits until the packet `id` is in the spool (the hook published it), at most 20 s.
 fn wait_for_packet(e: &Env, id: &str) {
     let path = e.spool().join("packets").join(format!("{id}.json"));
@@ -101,9 +108,7 @@ fn an_allowed_read_runs_with_no_prompt_and_no_packet_in_both_hosts_formats() {
 fn a_retried_hook_finds_its_packet_and_another_call_under_the_same_id_is_denied() {
     let e = env();
     // An edit in a trusted notebook runs on its own, with a packet (it is not `safe`).
-    let notebook = warrant::protocol::calls::notebook_for_dir("/home/user/project");
-    let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    trust_the_project(&e);
     let input = fixture("claude-code-pre-tool-use-edit.json");
     assert_eq!(pre_tool_use(&hook(&e, "claude-code", &input, &[])).0, "allow");
     assert_eq!(pre_tool_use(&hook(&e, "claude-code", &input, &[])).0, "allow", "the retry reuses the packet");
@@ -272,9 +277,7 @@ fn quarantine_blocks_at_once_and_notebook_trust_changes_the_next_answer_live() {
     assert_eq!(decision, "deny");
     assert!(reason.contains("timeout"), "{reason}");
     // Raising the workspace's notebook to trusted lets the next edit run on its own.
-    let notebook = warrant::protocol::calls::notebook_for_dir("/home/user/project");
-    let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    trust_the_project(&e);
     let mut next: Value = serde_json::from_slice(&edit).expect("json");
     next["tool_use_id"] = json!("toolu_01EditLib2");
     let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", next.to_string().as_bytes(), &[]));
@@ -1068,9 +1071,7 @@ fn a_codex_command_is_governed_in_the_working_directory_it_runs_in() {
 #[test]
 fn a_command_that_may_start_an_interactive_program_waits_for_the_principal() {
     let e = env();
-    let notebook = warrant::protocol::calls::notebook_for_dir("/home/user/project");
-    let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    trust_the_project(&e);
     let codex = |id: &str, command: &str| {
         let event = json!({
             "session_id": "019a-codex-session", "cwd": "/home/user/project", "permission_mode": "default",
@@ -1180,9 +1181,7 @@ fn claude_codes_tools_are_classified_by_what_they_do() {
 #[test]
 fn a_call_that_ran_on_its_own_is_not_pending_and_not_the_principals_to_decide() {
     let e = env();
-    let notebook = warrant::protocol::calls::notebook_for_dir("/home/user/project");
-    let o = e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    trust_the_project(&e);
     let input = fixture("claude-code-pre-tool-use-edit.json");
     assert_eq!(pre_tool_use(&hook(&e, "claude-code", &input, &[])).0, "allow");
     let listed = e.run(&["list", "--json"]);

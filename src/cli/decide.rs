@@ -335,6 +335,14 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         );
     }
     let decided = &view.decisions;
+    // Why an undecided packet can no longer be decided ([`spool::withdrawn`]), looked up only for
+    // the packets the scan found a record in `uses/` for.
+    let checked_at = time::OffsetDateTime::now_utc();
+    let withdrawn_of = |e: &spool::PacketEntry| {
+        (!decided.contains_key(&e.packet.id) && snap.uses.withdrawals.contains_key(&e.packet.id))
+            .then(|| spool::withdrawn(spool, &e.packet.id, Some(e.owner), checked_at))
+            .flatten()
+    };
     if as_json {
         // warrant's own verdict and the class's risk, not what the packet declares about itself.
         let policies = load_policies(Some(spool))?;
@@ -347,8 +355,7 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
             .map(|e| {
                 let p = &e.packet;
                 let risk = policies.class_risk(&p.action_class).as_str();
-                let withdrawn =
-                    (!decided.contains_key(&p.id)).then(|| spool::withdrawn(spool, &p.id, Some(e.owner), now)).flatten();
+                let withdrawn = withdrawn_of(e);
                 let verdict = a.verdicts.get(&p.id);
                 json!({
                     "packet_id": p.id, "agent": p.agent, "action_class": p.action_class,
@@ -387,7 +394,7 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         let p = &e.packet;
         // A packet rewritten after its decision: the decision binds the content that was signed.
         let status = match decided.get(&p.id) {
-            None => match spool::withdrawn(spool, &p.id, Some(e.owner), now) {
+            None => match withdrawn_of(e) {
                 Some(w) if w.ran() => "ran",
                 Some(_) => "withdrawn",
                 None if is_expired(p, now) => "expired",

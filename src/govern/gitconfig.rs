@@ -133,8 +133,9 @@ fn read_config(cwd: &Path) -> Result<Vec<(String, String, Option<String>)>, Stri
         }
     }
     let out = child.wait_with_output().map_err(|e| format!("git: {e}"))?;
-    // Outside a repository git lists the other levels and exits 0; a failure is not knowing.
-    if !out.status.success() && !out.stdout.is_empty() {
+    // Outside a repository git lists the other levels and exits 0; a failure (a configuration
+    // git cannot read, say) is not knowing what it runs.
+    if !out.status.success() {
         return Err(format!("git config exited with {}", out.status));
     }
     let text = String::from_utf8_lossy(&out.stdout);

@@ -279,10 +279,7 @@ pub fn record_answer(spool: &Spool, packet_id: &str, status: &str) -> io::Result
         "type": "warrant_answer", "packet_id": packet_id, "status": status,
         "at": crate::protocol::clock::now_rfc3339(),
     });
-    match create_record(spool, "answered", packet_id, &body) {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
-        _ => Ok(()),
-    }
+    record_once(spool, "answered", packet_id, &body)
 }
 
 /// Whether the call packet `packet_id` was withdrawn at `now`: a hook or gateway answered it
@@ -345,10 +342,7 @@ pub fn record_call(spool: &Spool, key: &str, packet_id: &str, by_principal: bool
         "type": "warrant_call", "packet_id": packet_id, "by_principal": by_principal,
         "at": crate::protocol::clock::now_rfc3339(),
     });
-    match create_record(spool, "call", key, &body) {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
-        _ => Ok(()),
-    }
+    record_once(spool, "call", key, &body)
 }
 
 /// The PreToolUse answer a PermissionRequest for the call `key` takes, once: the packet id and
@@ -393,6 +387,14 @@ pub fn permission_answered_by(
     }
 }
 
+/// [`create_record`], where a record already there is the same fact recorded before: `Ok`.
+fn record_once(spool: &Spool, kind: &str, id: &str, body: &Value) -> io::Result<()> {
+    match create_record(spool, kind, id, body) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Creates the record `uses/<kind>+<id>.use` ([`create_claim`]).
 fn create_record(spool: &Spool, kind: &str, packet_id: &str, body: &Value) -> io::Result<()> {
     if !packet::is_safe_id(packet_id) {
@@ -415,14 +417,8 @@ pub fn record_gate_run(spool: &Spool, packet_id: &str) -> io::Result<()> {
     if !packet::is_safe_id(packet_id) {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe packet id"));
     }
-    let dir = spool.uses_dir();
-    fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("gate+{packet_id}{USE_SUFFIX}"));
     let body = serde_json::json!({"type": "warrant_gate_run", "packet_id": packet_id, "at": crate::protocol::clock::now_rfc3339()});
-    match create_claim(&path, &body) {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
-        _ => Ok(()),
-    }
+    record_once(spool, "gate", packet_id, &body)
 }
 
 /// The call packets the gate let run on its own within a rate limit ([`record_gate_run`]), from
