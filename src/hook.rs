@@ -317,8 +317,14 @@ fn receipt(opts: &HookOptions, event: &Value, call: &ToolCall, call_id: Option<&
         Err(e) => return Answer::block(e.to_string()),
     };
     let response = event.get("tool_response").unwrap_or(&Value::Null);
-    // Codex reports a command's result as text: its exit status is read from it, when it says.
-    let exit_code = response.as_str().and_then(exit_status);
+    // Codex reports a command's result as text: its exit status is read from it, when it says;
+    // Codex 0.171.0's text is the output alone, and its status is in the session's transcript.
+    let exit_code = response.as_str().and_then(exit_status).or_else(|| {
+        response.as_str()?;
+        (call.host == Host::Codex.as_str()).then_some(())?;
+        let transcript = event.get("transcript_path").and_then(Value::as_str)?;
+        transcript_exit_code(std::path::Path::new(transcript), call_id?)
+    });
     let failed = failure
         || exit_code.is_some_and(|c| c != 0)
         || response.get("is_error").and_then(Value::as_bool) == Some(true)
@@ -364,6 +370,34 @@ fn exit_status(text: &str) -> Option<i64> {
             .or_else(|| line.strip_prefix("exit code:"))?;
         rest.trim().trim_end_matches('.').parse().ok()
     })
+}
+
+/// The most of a transcript [`transcript_exit_code`] reads: its last 4 MiB.
+const TRANSCRIPT_TAIL: u64 = 4 << 20;
+
+/// The exit status Codex recorded for the command call `call_id` in its session transcript
+/// (`transcript_path`, a JSON-lines rollout): the `exit_code` of the `item_completed` event whose
+/// item has that id. Codex 0.171.0 writes it before it runs PostToolUse, where the event's own
+/// `tool_response` is the command's output alone. The agent's own word, like the rest of a
+/// receipt. `None` when the file is not a regular file, or no such line is in its last
+/// [`TRANSCRIPT_TAIL`] bytes.
+fn transcript_exit_code(path: &std::path::Path, call_id: &str) -> Option<i64> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok().filter(std::fs::Metadata::is_file)?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TRANSCRIPT_TAIL))).ok()?;
+    let mut tail = Vec::new();
+    file.take(TRANSCRIPT_TAIL).read_to_end(&mut tail).ok()?;
+    let needle = format!("\"{call_id}\"");
+    tail.split(|b| *b == b'\n').rev().filter(|line| memchr::memmem::find(line, needle.as_bytes()).is_some()).find_map(
+        |line| {
+            let v: Value = serde_json::from_slice(line).ok()?;
+            let payload = v.get("payload")?;
+            let item = payload.get("item")?;
+            (payload.get("type")?.as_str()? == "item_completed" && item.get("id")?.as_str()? == call_id)
+                .then(|| item.get("exit_code")?.as_i64())?
+        },
+    )
 }
 
 /// The host's allow for `event`.

@@ -134,7 +134,9 @@ pub fn setup(host: Host, opts: &SetupOptions) -> Result<u8, String> {
     let after = with_hooks(&before, host, &command, timeout)?;
     let text = serde_json::to_string_pretty(&after).map_err(|e| e.to_string())? + "\n";
     let trust = "Codex runs a hook only once you have trusted it: open /hooks in Codex and trust warrant's. \
-                 An untrusted hook is skipped silently, and a skipped hook looks like an allow.";
+                 An untrusted hook is skipped silently, and a skipped hook looks like an allow.\n\
+                 Codex's web_search tool is run by the model provider, where no hook sees it: set \
+                 web_search = \"disabled\" in Codex's config.toml to turn it off.";
     if opts.print {
         // stdout is the file alone; the reminder goes beside it.
         print!("{text}");

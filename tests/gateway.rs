@@ -403,6 +403,65 @@ fn a_refused_write_returns_is_error_with_warrant_and_changes_nothing() {
     assert!(s.receipts().iter().all(|r| r["packet_id"] != json!(id)), "nothing was forwarded");
 }
 
+/// npm's global `node_modules`, when the TypeScript MCP SDK is installed there; under `CI=true`
+/// its absence fails the test (`.ci/run` installs it), elsewhere the test is skipped.
+fn typescript_sdk() -> Option<String> {
+    let root = Command::new("npm")
+        .args(["root", "-g"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|r| Path::new(r).join("@modelcontextprotocol/sdk/package.json").is_file());
+    if root.is_none() {
+        let why = "missing the TypeScript MCP SDK (npm install -g @modelcontextprotocol/sdk): `.ci/run` installs it";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+        eprintln!("skipped: {why}");
+    }
+    root
+}
+
+// (3b) The same refusal as the TypeScript SDK's client receives it. That client validates a
+// structured result against the tool's `outputSchema` and throws (-32602) on one that does not
+// match, so a refusal with `structuredContent` never reached the agent.
+#[test]
+fn a_refusal_reaches_the_typescript_sdk_client_as_a_tool_result() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let Some(node_path) = typescript_sdk() else { return };
+    let s = setup();
+    let target = s.path("keep.txt");
+    std::fs::write(&target, "original\n").expect("write");
+    let root = s.root.path().to_string_lossy().into_owned();
+    let client = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_client_ts.cjs");
+    let child = Command::new("node")
+        .arg(client)
+        .arg("write_file")
+        .arg(json!({"path": target, "content": "clobbered\n"}).to_string())
+        .args(["--", BIN, "mcp-gateway", "--wait", "60", "--", "mcp-server-filesystem", &root])
+        .envs(s.vars())
+        .env("NODE_PATH", node_path)
+        .current_dir(s.root.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node");
+    let id = s.held("filesystem/write_file");
+    let o = s.env.run(&["refuse", "--yes", &id, "--reason", "keep.txt stays as it is"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = child.wait_with_output().expect("node");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let line: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    assert!(line.get("error").is_none(), "the SDK threw instead of returning the refusal: {line}");
+    let result = &line["result"];
+    assert_eq!(result["isError"], json!(true), "{line}");
+    assert_eq!(result["_meta"]["_warrant"]["status"], json!("refused"), "{line}");
+    let t = result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect::<String>();
+    assert!(t.contains("keep.txt stays as it is") && t.contains(&id), "{t}");
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), "original\n");
+}
+
 // (4) A held call past `--wait` is refused (status timeout), and an approval that comes later,
 // while the gateway still serves the same client, never runs it.
 #[test]

@@ -1231,3 +1231,87 @@ fn the_permission_request_for_an_approved_call_is_answered_by_its_approval_once(
     assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], json!("deny"), "{v}");
     assert_eq!(packets(), 2);
 }
+
+/// The events Claude Code 2.1.197 and Codex 0.171.0 really sent, recorded by
+/// `tests/hosts/record_events.sh` (tests/fixtures/hooks/hosts/): each gets an answer in its
+/// host's format — a read allowed, a write held (here until a one-second timeout), an outcome
+/// recorded as a receipt, the failure as a failure.
+#[test]
+fn every_event_the_hosts_really_sent_is_answered_in_their_format() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hooks/hosts");
+    let mut seen = 0;
+    for (host, dir) in [("claude-code", "claude-code-2.1.197"), ("codex", "codex-0.171.0")] {
+        let e = env();
+        let mut files: Vec<_> =
+            std::fs::read_dir(root.join(dir)).expect("fixtures").map(|d| d.expect("entry").path()).collect();
+        files.sort();
+        for path in files {
+            let mut event: Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON");
+            if host == "codex" {
+                // The recorded transcript is gone: its line for this call, as Codex 0.171.0
+                // writes it (the exit status a command's PostToolUse does not carry).
+                let command = event["tool_input"]["command"].as_str().unwrap_or_default();
+                let status = if command.contains("/nonexistent") { 2 } else { 0 };
+                let line = json!({"type": "event_msg", "payload": {"type": "item_completed", "item": {
+                    "type": "CommandExecution", "id": event["tool_use_id"], "status": "completed", "exit_code": status}}});
+                let transcript = e.dir.path().join("rollout.jsonl");
+                std::fs::write(&transcript, format!("{{\"type\":\"session_meta\"}}\n{line}\n")).expect("transcript");
+                event["transcript_path"] = json!(transcript);
+            }
+            let (kind, tool) =
+                (event["hook_event_name"].as_str().expect("event"), event["tool_name"].as_str().expect("tool"));
+            let o = hook(&e, host, event.to_string().as_bytes(), &["--wait", "1"]);
+            let what = format!("{}: {}", path.display(), text(&o));
+            assert_eq!(o.status.code(), Some(0), "{what}");
+            match (kind, tool, host) {
+                ("PreToolUse", "Read", _) => assert_eq!(pre_tool_use(&o).0, "allow", "{what}"),
+                ("PreToolUse", "Bash", "codex") => assert!(o.stdout.is_empty(), "an allow is empty stdout: {what}"),
+                ("PreToolUse", "Bash", _) => assert_eq!(pre_tool_use(&o).0, "allow", "`ls` is a read: {what}"),
+                ("PreToolUse", "Write" | "apply_patch", _) => {
+                    let (decision, reason) = pre_tool_use(&o);
+                    assert_eq!(decision, "deny", "{what}");
+                    assert!(reason.contains("timeout"), "held, then the wait ended: {what}");
+                }
+                ("PostToolUse" | "PostToolUseFailure", _, _) => assert!(o.stdout.is_empty(), "{what}"),
+                other => panic!("no expectation for {other:?}: record_events.sh recorded something new"),
+            }
+            seen += 1;
+        }
+        let receipts: Vec<Value> = std::fs::read_dir(e.spool().join("receipts"))
+            .expect("receipts")
+            .map(|d| serde_json::from_slice(&std::fs::read(d.expect("entry").path()).expect("read")).expect("JSON"))
+            .collect();
+        let failed: Vec<_> = receipts.iter().filter(|r| r["note"] != "the tool ran").collect();
+        assert_eq!(failed.len(), 1, "{host}: one recorded call failed: {receipts:#?}");
+    }
+    assert!(seen >= 12, "{seen} events");
+}
+
+/// Codex sends a patch as the whole input of `apply_patch` (`tool_input.command`): the files
+/// its headers name are the files it writes, resolved in the call's directory, so a patch to
+/// warrant's own policy waits for the principal even in a trusted notebook, where any other
+/// patch runs at once.
+#[test]
+fn a_codex_patch_to_a_protected_file_waits_even_in_a_trusted_notebook() {
+    let e = env();
+    let project = e.dir.path().join("project");
+    std::fs::create_dir_all(&project).expect("project");
+    let notebook = warrant::protocol::calls::notebook_for_dir(project.to_str().expect("utf-8"));
+    assert_eq!(e.run(&["trust", "set", &notebook, "trusted", "--reason", "mine"]).status.code(), Some(0));
+    let recorded = fixture("hosts/codex-0.171.0/02-PreToolUse-apply_patch.json");
+    let patch = |id: &str, file: &str| {
+        let mut event: Value = serde_json::from_slice(&recorded).expect("JSON");
+        event["cwd"] = json!(project);
+        event["tool_use_id"] = json!(id);
+        event["tool_input"]["command"] =
+            json!(format!("*** Begin Patch\n*** Update File: {file}\n@@\n-a\n+b\n*** End Patch\n"));
+        hook(&e, "codex", event.to_string().as_bytes(), &["--wait", "0.3"])
+    };
+    let o = patch("call_plain", "src/lib.rs");
+    assert_eq!((o.status.code(), o.stdout.as_slice()), (Some(0), &b""[..]), "a trusted patch runs: {}", text(&o));
+    let o = patch("call_policy", "../config/policy.toml");
+    let (decision, reason) = pre_tool_use(&o);
+    assert_eq!(decision, "deny", "{reason}");
+    let packet = std::fs::read_to_string(e.spool().join("packets/cx-call_policy.json")).expect("a packet");
+    assert!(packet.contains(&e.config().join("policy.toml").display().to_string()), "the resolved file: {packet}");
+}

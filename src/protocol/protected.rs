@@ -229,7 +229,8 @@ const PATH_KEYS: [&str; 16] = [
 /// a redirection's target; a word with `$` or `` ` `` is [`PathWords::unresolvable`]. For any
 /// other tool, every string (at any depth) under a key that names files (`PATH_KEYS`) and
 /// every other string that looks like a path (starts with `/`, `~` or `.`, or has a `/`), of at
-/// most [`MAX_PATH_WORD`] bytes and no line break.
+/// most [`MAX_PATH_WORD`] bytes and no line break; and in a string of several lines, the file of
+/// each patch header (Codex's `apply_patch` grammar, [`patch_files`]).
 #[must_use]
 pub fn path_words(input: &Value, command: Option<&Value>) -> PathWords {
     let mut out = PathWords::default();
@@ -252,6 +253,7 @@ fn value_words(v: &Value, under_path_key: bool, out: &mut PathWords) {
         {
             out.words.push(s.clone());
         }
+        Value::String(s) if s.contains('\n') => out.words.extend(patch_files(s).map(str::to_owned)),
         Value::Array(a) => a.iter().for_each(|x| value_words(x, under_path_key, out)),
         Value::Object(m) => {
             for (k, x) in m {
@@ -260,6 +262,23 @@ fn value_words(v: &Value, under_path_key: bool, out: &mut PathWords) {
         }
         _ => {}
     }
+}
+
+/// The files a patch in Codex's `apply_patch` grammar names: the path after each
+/// `*** Add File: `, `*** Update File: `, `*** Delete File: ` and `*** Move to: ` line, trimmed.
+/// Codex sends the patch as the tool's whole input (`tool_input.command`), so without this a
+/// patch to a protected file named no file at all. Paths are relative to the call's working
+/// directory, as Codex applies them.
+pub fn patch_files(text: &str) -> impl Iterator<Item = &str> {
+    const HEADERS: [&str; 4] = ["*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:"];
+    text.lines().filter_map(|line| {
+        let line = line.trim_start();
+        HEADERS
+            .iter()
+            .find_map(|h| line.strip_prefix(h))
+            .map(str::trim)
+            .filter(|p| !p.is_empty() && p.len() <= MAX_PATH_WORD)
+    })
 }
 
 fn looks_like_path(s: &str) -> bool {
@@ -375,6 +394,13 @@ mod tests {
         assert!(p.hit("/etc/gitconfig").is_some());
         assert!(p.hit("/srv/etc/gitconfig").is_none());
         assert!(p.hit("/srv/p/notes.md").is_none());
+    }
+
+    #[test]
+    fn a_patch_names_the_files_of_its_headers() {
+        let patch = "*** Begin Patch\n*** Update File: ../config/policy.toml\n*** Move to: b.txt\n@@\n-a\n+*** Add File: not/a/header\n*** Delete File:  /x/y \n*** Add File: \n*** End Patch\n";
+        let w = path_words(&json!({"command": patch}), None);
+        assert_eq!(w.words, ["../config/policy.toml", "/x/y", "b.txt"], "a `+` line is content, not a header");
     }
 
     #[test]

@@ -43,7 +43,7 @@ mod tool_table;
 pub use class::{ClassPolicy, ClassType, DEFAULT_THRESHOLD, Risk, Threshold};
 pub use timeouts::ClassTimeout;
 pub(crate) use tool_table::specificity;
-pub use tool_table::{CommandRule, ToolPolicy, ToolPrecondition};
+pub use tool_table::{CommandRule, HostOffers, ToolPolicy, ToolPrecondition, host_offers};
 
 use crate::protocol::registry::{self, CANONICAL};
 use class::{builtin_thresholds, canonical_policy, class_from_json, inferred_policy};

@@ -310,18 +310,43 @@ pub(crate) struct HostTable {
     pub(super) commands: Vec<CommandRule>,
 }
 
+/// `assets/host-tools.toml` as written.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostToolsFile {
+    tools: BTreeMap<String, ToolDef>,
+    commands: BTreeMap<String, CommandDef>,
+    hosts: BTreeMap<String, HostOffers>,
+}
+
+/// What one host version offers its model and how each tool is governed
+/// (`[hosts.<host>]` of `assets/host-tools.toml`).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostOffers {
+    /// The host version the lists were read from (`2.1.197`).
+    pub version: String,
+    /// The name the model calls → the tool name the host's hook events carry.
+    pub hooked: BTreeMap<String, String>,
+    /// Tools the host sends no hook event for → why that is acceptable, or what holds them.
+    pub unhooked: BTreeMap<String, String>,
+}
+
+/// The tools each host (`claude-code`, `codex`) offers its model, by host
+/// (`assets/host-tools.toml`, `[hosts]`). The real-host tests compare them with what the host
+/// really sends its model service.
+#[must_use]
+pub fn host_offers() -> BTreeMap<String, HostOffers> {
+    let file: HostToolsFile = toml::from_str(HOST_TOOLS).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}"));
+    file.hosts
+}
+
 /// The built-in table ([`HOST_TOOLS`]), parsed once.
 pub(super) fn host_table() -> Arc<HostTable> {
     static TABLE: std::sync::OnceLock<Arc<HostTable>> = std::sync::OnceLock::new();
     Arc::clone(TABLE.get_or_init(|| {
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct File {
-            tools: BTreeMap<String, ToolDef>,
-            commands: BTreeMap<String, CommandDef>,
-        }
         // The file is part of the binary and checked by a test: a failure here is a build defect.
-        let file: File = toml::from_str(HOST_TOOLS).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}"));
+        let file: HostToolsFile = toml::from_str(HOST_TOOLS).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}"));
         Arc::new(parse_tool_table(file.tools, file.commands).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}")))
     }))
 }
@@ -425,42 +450,23 @@ pub(super) fn parse_tool_table(
 mod tests {
     use super::*;
 
-    /// Claude Code 2.1.197's tools, as its tool list names them (the `Cron*` family by its
-    /// members). A host version that adds a tool adds it here and to `assets/host-tools.toml`.
-    const CLAUDE_CODE_2_1: [&str; 26] = [
-        "Agent",
-        "Bash",
-        "CronCreate",
-        "CronDelete",
-        "CronList",
-        "Edit",
-        "EnterWorktree",
-        "ExitWorktree",
-        "NotebookEdit",
-        "Read",
-        "ReportFindings",
-        "ScheduleWakeup",
-        "SendMessage",
-        "Skill",
-        "TaskCreate",
-        "TaskGet",
-        "TaskList",
-        "TaskOutput",
-        "TaskStop",
-        "TaskUpdate",
-        "WebFetch",
-        "WebSearch",
-        "Workflow",
-        "Write",
-        "apply_patch",
-        "ExitPlanMode",
-    ];
-
     #[test]
     fn every_tool_of_todays_hosts_has_an_entry_and_none_reaching_the_network_is_safe() {
         let p = PolicySet::builtin();
-        for tool in CLAUDE_CODE_2_1 {
-            assert!(p.tool(tool).is_some(), "{tool} is not in assets/host-tools.toml");
+        let hosts = host_offers();
+        assert_eq!(hosts.keys().collect::<Vec<_>>(), ["claude-code", "codex"]);
+        for (host, offers) in &hosts {
+            for (offered, hooked) in &offers.hooked {
+                assert!(
+                    p.tool(hooked).is_some(),
+                    "{host} {}: {offered} ({hooked}) has no [tools] entry",
+                    offers.version
+                );
+                assert!(!offers.unhooked.contains_key(offered), "{host}: {offered} is both hooked and not");
+            }
+            for (tool, why) in &offers.unhooked {
+                assert!(!why.trim().is_empty(), "{host}: {tool} needs its reason");
+            }
         }
         for tool in ["WebSearch", "WebFetch"] {
             let t = p.tool(tool).expect("entry");
