@@ -199,6 +199,8 @@ struct Scene {
     home: PathBuf,
     project: PathBuf,
     server: ModelServer,
+    /// Claude Code's `--permission-mode` (default `bypassPermissions`).
+    mode: &'static str,
 }
 
 impl Scene {
@@ -241,7 +243,7 @@ impl Scene {
             );
             std::fs::write(home.join(".codex/config.toml"), config).expect("codex config");
         }
-        Self { host, e, home, project, server }
+        Self { host, e, home, project, server, mode: "bypassPermissions" }
     }
 
     /// The host's command, non-interactive, in the project, with this scene's environment.
@@ -494,6 +496,33 @@ fn a_missing_binary_a_missing_spool_and_a_broken_chain_block_every_call(host: Ho
     std::fs::write(&chain, before.replacen("audited", "AUDITED", 1)).expect("tamper");
     assert_ne!(std::fs::read_to_string(&chain).expect("chain"), before);
     blocked(&s, "broken chain");
+}
+
+/// Claude Code with an `ask` rule of the user's own for `Write`, run non-interactively: the
+/// principal's approval at PreToolUse does not override the user's rule (an `allow` never does),
+/// and with no one to ask, Claude Code 2.1.197 denies the call itself without sending a
+/// PermissionRequest. One call, one packet, and the user's rule stands. (In an interactive
+/// session the host sends a PermissionRequest, which the approval answers once: tests/hooks.rs.)
+#[test]
+fn claude_codes_own_ask_rule_still_applies_after_the_approval_and_one_call_is_one_packet() {
+    if !Host::ClaudeCode.here() {
+        return;
+    }
+    let mut s = Scene::new(Host::ClaudeCode, |p| vec![Host::ClaudeCode.write(p)], "90");
+    s.mode = "default";
+    let settings = s.project.join(".claude/settings.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&settings).expect("settings")).expect("JSON");
+    v["permissions"] = json!({"ask": ["Write"]});
+    std::fs::write(&settings, v.to_string()).expect("settings");
+    let child = s.spawn();
+    let id = s.first_packet();
+    let o = s.e.run(&["approve", "--yes", &id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = finish(child);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!s.project.join("new.txt").exists(), "the user's ask rule stands: {}", s.model_saw());
+    assert_eq!(s.packet_count(), 1, "one call, one packet");
+    assert!(s.receipts().is_empty(), "nothing ran: {:#?}", s.receipts());
 }
 
 /// Codex's `exec_command` runs in its `workdir`: a read of a key there is a read of the key,
