@@ -548,6 +548,7 @@ fn codex_governs_a_command_in_the_workdir_it_runs_in() {
     assert!(o.status.success(), "{}", text(&o));
     let saw = s.model_saw();
     assert!(!saw.contains("c2VjcmV0"), "the key reached the model: {saw}");
+    assert!(saw.contains("names a protected file"), "the model is told why: {saw}");
     // The packet names the file the command reads, resolved in the directory it ran in.
     let id = s.first_packet();
     let packet: Value = serde_json::from_slice(
@@ -556,4 +557,44 @@ fn codex_governs_a_command_in_the_workdir_it_runs_in() {
     .expect("JSON");
     let protected = packet.to_string();
     assert!(protected.contains(&ssh.join("id_ed25519").display().to_string()), "{packet:#}");
+}
+
+/// Codex's `write_stdin` sends no hook event, so what is typed into a running program is never
+/// governed: a command that may start one (here `git commit` with no message, which opens an
+/// editor on a terminal) waits for the principal before it starts, even in a trusted notebook
+/// where a commit runs unasked.
+#[test]
+fn codex_holds_a_command_that_may_start_an_interactive_program() {
+    if !Host::Codex.here() {
+        return;
+    }
+    let s = Scene::new(
+        Host::Codex,
+        |_| vec![json!({"name": "exec_command", "input": {"cmd": "git commit --allow-empty", "tty": true}})],
+        "2",
+    );
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(&s.project)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "a")
+            .env("GIT_AUTHOR_EMAIL", "a@example.com")
+            .env("GIT_COMMITTER_NAME", "a")
+            .env("GIT_COMMITTER_EMAIL", "a@example.com")
+            .output()
+            .expect("git");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    git(&["init", "-q", "."]);
+    git(&["commit", "-q", "--allow-empty", "-m", "first"]);
+    let notebook = warrant::protocol::calls::notebook_for_dir(s.project.to_str().expect("utf-8"));
+    let o = s.e.run(&["trust", "set", &notebook, "trusted", "--reason", "my project"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = s.run();
+    assert!(o.status.success(), "{}", text(&o));
+    let saw = s.model_saw();
+    assert!(saw.contains("interactive"), "held with that reason: {saw}");
+    assert_eq!(git(&["rev-list", "--count", "HEAD"]).trim(), "1", "no commit was made");
 }

@@ -155,7 +155,13 @@ impl Governor {
             published["governance"]["contract"]["preconditions"].clone(),
         )
         .map_err(|e| GovernError::InvalidPacket { id: id.clone(), reason: format!("contract.preconditions: {e}") })?;
-        let (content_hash, outcome) = self.judge(&id)?;
+        let (content_hash, mut outcome) = self.judge(&id)?;
+        // The agent is told why its call waits when the table alone would have let it run.
+        if let Outcome::Hold { reason, .. } = &mut outcome
+            && !classification.raised.is_empty()
+        {
+            reason.push_str(&format!("; the call {}", classification.raised.join("; ")));
+        }
         // What was judged is what this call published (or the retried call's packet it found):
         // an agent that swaps the file between the two gets a refusal, never a verdict on other
         // content.

@@ -43,6 +43,10 @@ pub struct Classification {
     /// ([`Classification::unsafe_by_configuration`]): recorded in the packet as
     /// `proposed_action.protected`.
     pub protected: Vec<String>,
+    /// Why the call was made to wait for the principal whatever its table entry says, one phrase
+    /// per reason (`names a protected file (…)`, `may start an interactive program (…)`): told
+    /// to the agent with the hold.
+    pub raised: Vec<String>,
 }
 
 impl Classification {
@@ -94,7 +98,9 @@ impl Classification {
         }
         let shown: Vec<&str> = reasons.iter().take(3).map(String::as_str).collect();
         let more = if reasons.len() > 3 { format!(" and {} more", reasons.len() - 3) } else { String::new() };
-        self.rule.push_str(&format!(", {what} ({}{more})", shown.join("; ")));
+        let phrase = format!("{what} ({}{more})", shown.join("; "));
+        self.rule.push_str(&format!(", {phrase}"));
+        self.raised.push(phrase);
         for h in reasons {
             if !self.protected.contains(h) {
                 self.protected.push(h.clone());
@@ -118,6 +124,7 @@ fn from_policy(p: &ToolPolicy, rule: String, default_class: &str) -> Classificat
         annotations: Value::Null,
         preconditions: Vec::new(),
         protected: Vec::new(),
+        raised: Vec::new(),
     }
 }
 
@@ -139,6 +146,7 @@ pub fn classify(policies: &PolicySet, tool: &str, input: &Value, annotations: &V
             annotations: Value::Null,
             preconditions: Vec::new(),
             protected: Vec::new(),
+            raised: Vec::new(),
         },
         Some(p) => {
             let base = from_policy(p, format!("tools.{tool:?}"), "tool.call.local");
