@@ -2,8 +2,7 @@
 //! to fail. Real files, real keys and the real binary; where an attack needs another Unix user,
 //! the test creates one when it runs as root and says on stderr what it skipped otherwise.
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
+use crate::cli_env;
 
 use cli_env::{Env, text};
 use serde_json::{Value, json};

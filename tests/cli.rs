@@ -7,12 +7,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
+use crate::cli_env;
 
 #[cfg(feature = "jetstream")]
-#[path = "support/nats.rs"]
-mod nats;
+use crate::nats;
 
 use cli_env::{BIN, Env, text};
 

@@ -5,8 +5,7 @@
 //! own order, and the console is alive and shows the whole chain as ok. The full run (80,000
 //! records) is `cargo run --release --example writers` (docs/performance.md#appends).
 
-#[path = "support/writers.rs"]
-mod writers;
+use crate::writers;
 
 use std::time::Duration;
 

@@ -160,8 +160,7 @@ fn press(s: &mut State, keys: &[&str]) -> Vec<Effect> {
         .collect()
 }
 
-#[path = "support/screen.rs"]
-mod support_screen;
+use crate::screen as support_screen;
 use support_screen::screen;
 
 // The main screen lists pending packets newest first with age, agent, class, risk and state.

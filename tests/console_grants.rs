@@ -13,8 +13,7 @@ use warrant::protocol::chain::VerifyReport;
 use warrant::protocol::grant::{Grant, GrantBook, GrantEvent, Scope, ToolPattern};
 use warrant::store::spool::{ChainView, PacketEntry, Snapshot, Uses};
 
-#[path = "support/screen.rs"]
-mod support_screen;
+use crate::screen as support_screen;
 use support_screen::screen;
 
 /// 2026-11-21T09:00:00Z.

@@ -15,8 +15,7 @@ use warrant::protocol::chain::VerifyReport;
 use warrant::protocol::graduation::PolicySet;
 use warrant::store::spool::{ChainView, PacketEntry, Snapshot};
 
-#[path = "support/screen.rs"]
-mod support_screen;
+use crate::screen as support_screen;
 use support_screen::screen;
 
 /// 2026-11-21T09:00:00Z.

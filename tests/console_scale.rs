@@ -56,8 +56,7 @@ fn press(s: &mut State, key: &str, times: usize) {
     }
 }
 
-#[path = "support/screen.rs"]
-mod support_screen;
+use crate::screen as support_screen;
 use support_screen::screen;
 
 /// The `row NNNNN` summaries on the screen's list, top to bottom (a list row names the class

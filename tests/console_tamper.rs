@@ -72,8 +72,7 @@ fn record(i: usize, receipt: bool, approve: bool, class: usize) -> Map<String, V
     decision::record_body(&input, &signed)
 }
 
-#[path = "support/lines.rs"]
-mod support_lines;
+use crate::lines as support_lines;
 use support_lines::line_spans;
 
 #[derive(Debug, Clone)]

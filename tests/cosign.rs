@@ -6,8 +6,7 @@
 //! principal cannot sign twice, one not listed cannot sign at all; `warrant verify` reports an
 //! approval of such a class that lacks its quorum. Real keys, the real binary, the real hook.
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
+use crate::cli_env;
 use cli_env::{BIN, text};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -370,8 +369,7 @@ fn only_the_approval_that_meets_the_quorum_is_evidence() {
 #[cfg(feature = "console")]
 #[test]
 fn the_console_shows_how_many_have_signed_and_refuses_a_second_signature() {
-    #[path = "support/screen.rs"]
-    mod support_screen;
+    use crate::screen as support_screen;
     use std::sync::Arc;
     use warrant::console::app::{self, Action, Mode, State};
     use warrant::console::keymap::{Key, Keymap};

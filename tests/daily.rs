@@ -1,8 +1,7 @@
 //! Issue 16: a gate a principal can rely on every day. The command line's exit codes and refusals
 //! that an agent or a script relies on, through the real binary.
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
+use crate::cli_env;
 
 use cli_env::{Env, text};
 use std::io::Read as _;

@@ -5,11 +5,9 @@
 //! the principal approves and refuses on her replica, the agents get the signed decisions.
 #![cfg(feature = "jetstream")]
 
-#[path = "support/nats.rs"]
-mod nats;
+use crate::nats;
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
+use crate::cli_env;
 
 use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
@@ -468,8 +466,7 @@ fn a_quarantine_and_a_kill_reach_an_agent_waiting_on_another_host() {
 }
 
 #[cfg(feature = "console")]
-#[path = "support/tmux.rs"]
-mod tmux;
+use crate::tmux;
 
 /// The console on a JetStream store: packets published on another host appear live (the
 /// replica's follower, no polling), an approval in the console reaches the waiting agent, and
@@ -867,8 +864,7 @@ fn a_long_chain_is_pulled_into_a_replica_in_parts_byte_for_byte() {
     );
 }
 
-#[path = "support/netns.rs"]
-mod netns;
+use crate::netns;
 
 /// `warrant ARGS` as `env`'s user, inside network-namespace host `i`.
 fn in_host(hosts: &netns::Hosts, i: usize, env: &Env, args: &[&str]) -> std::process::Command {

@@ -343,8 +343,12 @@ struct Child {
 
 fn spawn_child(spec: &str, writer: &str) -> Child {
     use std::io::BufRead as _;
+    // The test's own name in this test binary: its module path without the crate.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let test = "sigkill_at_random_points_of_appends_loses_nothing_acknowledged";
+    let exact = if module.is_empty() { test.to_owned() } else { format!("{module}::{test}") };
     let mut proc = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "sigkill_at_random_points_of_appends_loses_nothing_acknowledged", "--nocapture"])
+        .args(["--exact", &exact, "--nocapture"])
         .env(CHILD_ENV, spec)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

@@ -4,12 +4,10 @@
 //! `nats-server`, through the principal's replica (`jetstream::NAME`, feature `jetstream`).
 #![cfg(feature = "console")]
 
-#[path = "support/tmux.rs"]
-mod tmux;
+use crate::tmux;
 
 #[cfg(feature = "jetstream")]
-#[path = "support/nats.rs"]
-mod nats;
+use crate::nats;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -12,8 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
+use crate::cli_env;
 
 const BIN: &str = env!("CARGO_BIN_EXE_warrant");
 const TIMEOUT: Duration = Duration::from_secs(10);

@@ -7,13 +7,10 @@
 //! tests fail when `CI=true` and are skipped (with the reason printed) elsewhere.
 #![cfg(feature = "console")]
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
-#[path = "support/real_parts.rs"]
-mod real_parts;
+use crate::cli_env;
+use crate::real_parts;
+use crate::tmux;
 use real_parts::have;
-#[path = "support/tmux.rs"]
-mod tmux;
 
 use cli_env::{BIN, Env, text};
 use serde_json::{Value, json};
@@ -1053,8 +1050,7 @@ fn a_session_grant_covers_the_connection_and_a_pattern_grant_its_paths_until_rev
 }
 
 #[cfg(feature = "jetstream")]
-#[path = "support/nats.rs"]
-mod nats;
+use crate::nats;
 
 /// The gateway on an agent's host over a JetStream store (issue 19): it governs on its own
 /// replica; a held write runs once the principal approves it from her replica, and its receipt

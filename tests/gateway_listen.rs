@@ -10,10 +10,8 @@
 //! `CI=true` and is skipped (with the reason printed) elsewhere. The other tests need neither.
 #![cfg(feature = "console")]
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
-#[path = "support/real_parts.rs"]
-mod real_parts;
+use crate::cli_env;
+use crate::real_parts;
 use real_parts::have;
 
 use cli_env::{BIN, Env, text};

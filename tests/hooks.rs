@@ -3,8 +3,7 @@
 //! approved, held then refused, timeout, blocked, receipts, and every fail-closed path, each
 //! checking the exact stdout and exit code (issue 17).
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
+use crate::cli_env;
 use cli_env::{Env, text};
 use serde_json::{Value, json};
 use std::io::Write;

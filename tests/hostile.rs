@@ -31,8 +31,7 @@ const HUGE_INT: &str = "1180591620717411303424";
 
 // ---- fixtures ------------------------------------------------------------------------------------
 
-#[path = "support/signed_spool.rs"]
-mod signed_spool;
+use crate::signed_spool;
 use signed_spool::Fixture;
 
 fn fixture() -> Fixture {

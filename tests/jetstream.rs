@@ -5,17 +5,13 @@
 //! docs/distributed.md, and a credentials file in operator mode.
 #![cfg(feature = "jetstream")]
 
-#[path = "support/nats.rs"]
-mod nats;
+use crate::nats;
 
-#[path = "support/chain_log.rs"]
-mod chain_log;
+use crate::chain_log;
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
+use crate::cli_env;
 
-#[path = "support/spool_log.rs"]
-mod spool_log;
+use crate::spool_log;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Barrier, Mutex};

@@ -7,8 +7,7 @@
 //! adversarial chains (records out of order, forged announcements) are built with the library's
 //! own signing and appending, from real Ed25519 keys, and verified by the binary.
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
+use crate::cli_env;
 
 use base64::Engine as _;
 use cli_env::{BIN, Env, text};

@@ -2,8 +2,7 @@
 //! call the gate allows on its own is judged in memory with no packet, and every change the
 //! principal makes — the tool table, a quarantine, the chain itself — is seen by the next call.
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
+use crate::cli_env;
 
 use cli_env::{Env, text};
 use serde_json::{Value, json};

@@ -3,8 +3,7 @@
 //! for the prefix; a fold in any doubt (altered, of an older checkpoint, missing) sends the
 //! decision back to reading and verifying the chain (`docs/spool.md`, Incremental verification).
 
-#[path = "support/signed_spool.rs"]
-mod signed_spool;
+use crate::signed_spool;
 
 use serde_json::{Value, json};
 use signed_spool::Fixture;
@@ -24,7 +23,16 @@ fn fixture() -> Fixture {
     f
 }
 
-impl Fixture {
+/// This file's helpers on the shared fixture (a trait: other files add their own).
+trait Helpers {
+    fn publish(&self, id: &str, agent: &str);
+    fn decide(&self, id: &str, agent: &str) -> Result<spool::Decided, DecideError>;
+    fn quarantine(&self, agent: &str);
+    fn fold_path(&self) -> std::path::PathBuf;
+    fn local_checkpoint(&self) -> warrant::protocol::checkpoint::Checkpoint;
+}
+
+impl Helpers for Fixture {
     fn publish(&self, id: &str, agent: &str) {
         let doc = warrant::protocol::packet::portable_packet(
             id,

@@ -100,8 +100,7 @@ fn build_chain(path: &Path, specs: &[Spec]) {
     }
 }
 
-#[path = "support/lines.rs"]
-mod support_lines;
+use crate::lines as support_lines;
 use support_lines::line_spans;
 
 /// Verifies `bytes` as a chain file both ways: parsed record by record (`read_chain`, the path

@@ -13,8 +13,7 @@
 //! In CI a missing or differently versioned host fails the test (`.ci/run` installs the pinned
 //! versions); elsewhere the test is skipped with the reason.
 
-#[path = "support/cli_env.rs"]
-mod cli_env;
+use crate::cli_env;
 use cli_env::{BIN, Env, text};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;

@@ -11,8 +11,7 @@ use warrant::store::spool::{self, DecideError, Scanner, Spool};
 
 const AT: &str = "2026-11-21T09:00:00Z";
 
-#[path = "support/signed_spool.rs"]
-mod signed_spool;
+use crate::signed_spool;
 use signed_spool::Fixture;
 
 fn fixture() -> Fixture {
@@ -28,7 +27,15 @@ fn portable(id: &str, agent: &str, class: &str, status: &str) -> Value {
     })
 }
 
-impl Fixture {
+/// This file's helpers on the shared fixture (a trait: other files add their own).
+trait Helpers {
+    fn publish(&self, id: &str, doc: &Value);
+    fn packet(&self, id: &str) -> std::sync::Arc<warrant::protocol::packet::Packet>;
+    fn decide(&self, id: &str, verdict: Verdict, reason: Option<&str>) -> Result<spool::Decided, DecideError>;
+    fn verify(&self) -> chain::VerifyReport;
+}
+
+impl Helpers for Fixture {
     fn publish(&self, id: &str, doc: &Value) {
         self.spool.publish(&self.spool.packets_dir(), id, doc).expect("publish");
     }

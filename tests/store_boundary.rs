@@ -3,12 +3,9 @@
 //! chain's real lock; and what deciding asks of the surfaces above the store (the preconditions
 //! an approval records, the score an elevation is checked against), given by the caller.
 
-#[path = "support/chain_log.rs"]
-mod chain_log;
-#[path = "support/signed_spool.rs"]
-mod signed_spool;
-#[path = "support/spool_log.rs"]
-mod spool_log;
+use crate::chain_log;
+use crate::signed_spool;
+use crate::spool_log;
 
 use serde_json::{Value, json};
 use warrant::protocol::chain::VerifyOptions;

@@ -19,15 +19,23 @@ const LATER: &str = "2026-11-21T09:10:00Z";
 const CLASS: &str = "draft.compose";
 const REASON: &str = "timed out after 10m undecided (policy.toml [timeouts]): a system decision, no person refused it";
 
-#[path = "support/signed_spool.rs"]
-mod signed_spool;
+use crate::signed_spool;
 use signed_spool::Fixture;
 
 fn fixture() -> Fixture {
     signed_spool::fixture_with_seed(9)
 }
 
-impl Fixture {
+/// This file's helpers on the shared fixture (a trait: other files add their own).
+trait Helpers {
+    fn publish(&self, id: &str);
+    fn packet(&self, id: &str) -> std::sync::Arc<warrant::protocol::packet::Packet>;
+    fn decide(&self, id: &str, verdict: Verdict, reason: Option<&str>) -> Result<spool::Decided, DecideError>;
+    fn time_out(&self, id: &str) -> Result<spool::Decided, DecideError>;
+    fn view(&self) -> spool::ChainView;
+}
+
+impl Helpers for Fixture {
     fn publish(&self, id: &str) {
         let doc = json!({
             "type": "trust_graduation_approval_packet", "packet_id": id, "agent": "agent-a", "action_class": CLASS,

@@ -1,8 +1,6 @@
 //! A temporary config directory and spool for running the real `warrant` binary: a directory
 //! spool, or (with [`Env::on_store`]) a JetStream store worked on through this host's replica.
 
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 

@@ -8,8 +8,6 @@
 //! In CI (`CI=true`) a missing `nats-server` fails the test; elsewhere it is skipped with the
 //! reason printed.
 
-#![allow(dead_code)]
-
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};

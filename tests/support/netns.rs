@@ -3,8 +3,6 @@
 //! through that link. Creating them needs `CAP_NET_ADMIN` (root); where the machine does not
 //! allow it, [`Hosts::create`] says why and the caller runs its hosts as plain processes.
 
-#![allow(dead_code)]
-
 use std::process::Command;
 
 /// Network namespaces `warrant-PID-I`, each with the link `wPIDiI` here (`10.231.I.1/30`) and

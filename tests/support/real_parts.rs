@@ -2,8 +2,6 @@
 //! servers and the Python `mcp` SDK. In CI their absence fails the test (`.ci/run` installs
 //! them); elsewhere the test is skipped with the reason.
 
-#![allow(dead_code)]
-
 use std::process::{Command, Stdio};
 
 /// Whether `program` is a file in a directory of `PATH`.

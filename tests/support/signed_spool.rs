@@ -1,8 +1,6 @@
 //! A temporary spool and a principal's key pinned for it, for tests that call the library's
 //! store directly (shared by several test files).
 
-#![allow(dead_code)]
-
 use warrant::protocol::keys::{PinnedKeys, Principal};
 use warrant::store::spool::Spool;
 

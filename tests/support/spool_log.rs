@@ -1,8 +1,6 @@
 //! The rules every store keeps for an agent's side of a spool ([`SpoolLog`], issue 19): shared by
 //! `tests/store_boundary.rs` (the directory spool) and `tests/jetstream.rs` (a real server).
 
-#![allow(dead_code)]
-
 use serde_json::{Value, json};
 use warrant::store::publications::{Publication, SpoolLog};
 

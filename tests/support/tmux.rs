@@ -2,8 +2,6 @@
 //! end-to-end tests (`tests/e2e_tmux.rs`, `tests/gateway.rs`). Requires tmux (`.ci/run`
 //! installs it).
 
-#![allow(dead_code)]
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -6,8 +6,6 @@
 //! `note`, a decision's packet id `p-wNN-sNNNNN`), so the chain can be checked afterwards: it
 //! verifies, every acknowledged append is present exactly once at the index it reported, and each
 //! writer's records appear in its own order.
-#![allow(dead_code)]
-
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
