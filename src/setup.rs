@@ -150,9 +150,11 @@ pub fn setup(host: Host, opts: &SetupOptions) -> Result<u8, String> {
     } else {
         let dir = path.parent().ok_or("no parent directory")?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| e.to_string())?;
-        tmp.persist(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // The file keeps its mode; a new one is the usual 0644.
+        let mode = std::fs::metadata(&path)
+            .map_or(0o644, |m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777);
+        crate::store::atomic::write_atomic(&path, text.as_bytes(), mode)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         println!("{}: {}", path.display(), if before.is_null() { "created" } else { "updated" });
         for event in events(host) {
             println!("  {event}: {command} (timeout {timeout} s)");

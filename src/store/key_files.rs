@@ -21,7 +21,7 @@ use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::SigningKey;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey};
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -261,7 +261,6 @@ impl Principal {
     /// [`KeyError::Exists`] when `path` exists; I/O errors.
     pub fn write_private(&self, path: &Path, passphrase: Option<&age::secrecy::SecretString>) -> Result<(), KeyError> {
         let path = path.to_owned();
-        let dir = path.parent().unwrap_or_else(|| Path::new("."));
         let pem = self
             .key
             .to_pkcs8_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
@@ -275,21 +274,11 @@ impl Principal {
                 zeroize::Zeroizing::new(armored.into_bytes())
             }
         };
-        let io_err = |source| KeyError::Io { path: path.clone(), source };
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".principal.key.")
-            .permissions(fs::Permissions::from_mode(0o600))
-            .tempfile_in(dir)
-            .map_err(io_err)?;
-        tmp.write_all(&stored).map_err(io_err)?;
-        tmp.as_file().sync_all().map_err(io_err)?;
-        if let Err(e) = tmp.persist_noclobber(&path) {
-            if path.exists() {
-                return Err(KeyError::Exists { path });
-            }
-            return Err(io_err(e.error));
+        match crate::store::atomic::write_new(&path, &stored, 0o600) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(KeyError::Exists { path }),
+            Err(source) => Err(KeyError::Io { path, source }),
         }
-        Ok(())
     }
 
     /// Loads an unprotected private key file (`read_key_file`'s checks); a protected one is
@@ -332,24 +321,7 @@ impl Principal {
         Ok(Self { name: name.to_owned(), key })
     }
 }
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, with
-/// mode `mode`, syncing the file before the rename.
-///
-/// # Errors
-/// I/O errors.
-pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".warrant.")
-        .suffix(".tmp")
-        .permissions(fs::Permissions::from_mode(mode))
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    // Make the rename itself durable.
-    fs::File::open(dir)?.sync_all()
-}
+pub use crate::store::atomic::write_atomic;
 #[derive(serde::Serialize, serde::Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct PinnedFile {

@@ -4,6 +4,7 @@
 //! nothing above it.
 //!
 //! - [`spool`]: the shared directory, scanning and deciding;
+//! - [`atomic`]: durable whole-file writes (staged, synced, renamed, the directory synced);
 //! - [`chain_file`]: `chain.jsonl`: reads, verification of the file or its tail, durable appends;
 //! - [`checkpoint_files`]: the spool's and the principal's checkpoint copies;
 //! - [`key_files`]: `principal.key` (protected at rest) and `pinned_keys.toml`;
@@ -14,6 +15,7 @@
 //! - `replica` (feature `jetstream`): a JetStream spool worked on through a directory on this
 //!   host that the store keeps equal to the streams.
 
+pub mod atomic;
 pub mod chain_file;
 pub mod checkpoint_files;
 pub mod config;

@@ -40,8 +40,8 @@
 
 use crate::protocol::packet::{self, InvalidReason};
 use crate::store::StoreError;
+use crate::store::atomic::write_atomic;
 use crate::store::jetstream::{ConnectOptions, JetStreamSpool, Kind, SpoolMessage, StoreUrl};
-use crate::store::key_files::write_atomic;
 use crate::store::spool::{Spool, sequence_name};
 use std::collections::HashMap;
 use std::fs;

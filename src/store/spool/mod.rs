@@ -15,7 +15,7 @@ use crate::protocol::chain;
 pub use crate::protocol::chain_evidence::ChainEvidence;
 use crate::protocol::keys::PinnedKeys;
 use crate::protocol::packet::{self, InvalidReason, MAX_FILE_BYTES};
-use crate::store::key_files::write_atomic;
+use crate::store::atomic::write_atomic;
 use serde_json::{Map, Value};
 use std::fs;
 use std::io::{self, Read};
@@ -217,15 +217,7 @@ impl Spool {
         }
         fs::create_dir_all(dir)?;
         let path = dir.join(format!("{id}.json"));
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".warrant.")
-            .suffix(".tmp")
-            .permissions(fs::Permissions::from_mode(0o644))
-            .tempfile_in(dir)?;
-        io::Write::write_all(&mut tmp, &bytes)?;
-        tmp.as_file().sync_all()?;
-        tmp.persist_noclobber(&path).map_err(|e| e.error)?;
-        fs::File::open(dir)?.sync_all()?;
+        crate::store::atomic::write_new(&path, &bytes, 0o644)?;
         Ok(path)
     }
 

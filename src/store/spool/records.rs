@@ -7,8 +7,8 @@ use crate::protocol::chain;
 use crate::protocol::control::{ControlInput, ControlKind};
 use crate::protocol::keys::{PinnedKeys, Principal};
 use crate::protocol::packet;
+use crate::store::atomic::write_atomic;
 use crate::store::chain_file;
-use crate::store::key_files::write_atomic;
 use serde_json::{Map, Value};
 use std::fs;
 
