@@ -18,6 +18,16 @@ record_hook() { # the hook command: saves the event, numbered and named by its e
   printf '%s' "python3 -c 'import json,sys,os; d=json.load(sys.stdin); n=\"%02d-\" % len(os.listdir(\"$1\"))+d[\"hook_event_name\"]+\"-\"+str(d.get(\"tool_name\",\"\")).replace(\"/\",\"_\"); open(os.path.join(\"$1\",n+\".json\"),\"w\").write(json.dumps(d,indent=2,sort_keys=True)+\"\\n\")'"
 }
 
+write_hooks() { # write_hooks FILE OUT EVENT...: the host's hook file, each event recorded into OUT
+  local file="$1" out="$2"
+  shift 2
+  python3 - "$file" "$(record_hook "$out")" "$@" <<'PY'
+import json, sys
+hook = {"matcher": "*", "hooks": [{"type": "command", "command": sys.argv[2]}]}
+json.dump({"hooks": {e: [hook] for e in sys.argv[3:]}}, open(sys.argv[1], "w"))
+PY
+}
+
 serve() { # serve SCRIPT LOG: starts the model server in the background, sets $port
   rm -f "$work/port"
   python3 "$here/model_server.py" "$1" "$2" "$work/port" </dev/null >/dev/null 2>&1 &
@@ -30,13 +40,7 @@ serve() { # serve SCRIPT LOG: starts the model server in the background, sets $p
 version="$(claude --version | awk '{print $1}')"
 out="$root/tests/fixtures/hooks/hosts/claude-code-$version"
 rm -rf "$out"; mkdir -p "$out" "$work/cc/project/.claude" "$work/cc/home"
-cmd="$(record_hook "$out")"
-python3 - "$work/cc/project/.claude/settings.json" "$cmd" <<'PY'
-import json, sys
-hook = {"matcher": "*", "hooks": [{"type": "command", "command": sys.argv[2]}]}
-events = ["PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"]
-json.dump({"hooks": {e: [hook] for e in events}}, open(sys.argv[1], "w"))
-PY
+write_hooks "$work/cc/project/.claude/settings.json" "$out" PreToolUse PermissionRequest PostToolUse PostToolUseFailure
 echo hello > "$work/cc/project/notes.txt"
 cat > "$work/cc/script.json" <<JSON
 [{"name": "Read", "input": {"file_path": "$work/cc/project/notes.txt"}},
@@ -53,13 +57,7 @@ kill "$server"
 version="$(codex --version | awk '{print $2}')"
 out="$root/tests/fixtures/hooks/hosts/codex-$version"
 rm -rf "$out"; mkdir -p "$out" "$work/cx/project" "$work/cx/home/.codex"
-cmd="$(record_hook "$out")"
-python3 - "$work/cx/home/.codex/hooks.json" "$cmd" <<'PY'
-import json, sys
-hook = {"matcher": "*", "hooks": [{"type": "command", "command": sys.argv[2]}]}
-events = ["PreToolUse", "PermissionRequest", "PostToolUse"]
-json.dump({"hooks": {e: [hook] for e in events}}, open(sys.argv[1], "w"))
-PY
+write_hooks "$work/cx/home/.codex/hooks.json" "$out" PreToolUse PermissionRequest PostToolUse
 echo hello > "$work/cx/project/notes.txt"
 cat > "$work/cx/script.json" <<JSON
 [{"name": "exec_command", "input": {"cmd": "cat notes.txt"}},
