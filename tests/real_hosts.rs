@@ -3,7 +3,7 @@
 //! (`tests/hosts/model_server.py`: the Anthropic Messages API and the OpenAI Responses API,
 //! streamed). The hosts' own binaries are the only proof that their hook contracts hold, so each
 //! guarantee of `docs/integrations.md` is checked on what the host did: what ran, what the model
-//! was sent back, what the spool recorded (issue 29).
+//! was sent back, what the spool recorded.
 //!
 //! Claude Code runs in `bypassPermissions`, the mode where a hook is all that stands between the
 //! model and the tool; `codex exec` likewise with no sandbox and no approvals
