@@ -14,15 +14,19 @@ pub struct Tmux {
 }
 
 impl Tmux {
-    /// Starts `warrant ARGS` in a 110×32 session with `env`, on a socket named after `name` and
-    /// this process.
+    /// Starts `warrant ARGS` in a 110×32 session with `env`, on a socket named after `name`, this
+    /// process and a count of the sessions it started.
     pub fn start(name: &str, env: &[(&str, String)], args: &[&str]) -> Self {
         let version = Command::new("tmux").arg("-V").output();
         assert!(
             version.is_ok_and(|o| o.status.success()),
             "tmux is required for the end-to-end tests (apt-get install -y tmux)"
         );
-        let socket = format!("warrant-e2e-{name}-{}", std::process::id());
+        // Unique in this process too: tests run in parallel threads of one test binary, and a
+        // test's variants (a directory spool, a JetStream store) share its name.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let socket = format!("warrant-e2e-{name}-{}-{n}", std::process::id());
         let mut cmd = Command::new("tmux");
         cmd.args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "110", "-y", "32"]);
         for (k, v) in env {
