@@ -380,10 +380,12 @@ const TRANSCRIPT_TAIL: u64 = 4 << 20;
 /// item has that id. Codex 0.171.0 writes it before it runs PostToolUse, where the event's own
 /// `tool_response` is the command's output alone. The agent's own word, like the rest of a
 /// receipt. `None` when the file is not a regular file, or no such line is in its last
-/// [`TRANSCRIPT_TAIL`] bytes.
+/// [`TRANSCRIPT_TAIL`] bytes. The path is the event's: opened without blocking, so a FIFO or a
+/// device named there never holds the hook.
 fn transcript_exit_code(path: &std::path::Path, call_id: &str) -> Option<i64> {
     use std::io::{Seek, SeekFrom};
-    let mut file = std::fs::File::open(path).ok()?;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).ok()?;
     let len = file.metadata().ok().filter(std::fs::Metadata::is_file)?.len();
     file.seek(SeekFrom::Start(len.saturating_sub(TRANSCRIPT_TAIL))).ok()?;
     let mut tail = Vec::new();
@@ -438,4 +440,28 @@ fn output(v: Value) -> String {
     let mut s = v.to_string();
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exit_status_is_read_from_the_transcript_line_of_the_call_and_a_fifo_never_blocks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let transcript = dir.path().join("rollout.jsonl");
+        let line = |id: &str, code: i64| json!({"type": "event_msg", "payload": {"type": "item_completed", "item": {"id": id, "exit_code": code}}});
+        std::fs::write(&transcript, format!("{}\nnot json \"call_a\"\n{}\n", line("call_a", 2), line("call_b", 0)))
+            .expect("write");
+        assert_eq!(transcript_exit_code(&transcript, "call_a"), Some(2));
+        assert_eq!(transcript_exit_code(&transcript, "call_b"), Some(0));
+        assert_eq!(transcript_exit_code(&transcript, "call_c"), None);
+        // A FIFO with no writer: opening it for reading would block for ever.
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+        assert!(made, "mkfifo");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(transcript_exit_code(&fifo, "call_a")));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(None), "answered at once, with nothing");
+    }
 }

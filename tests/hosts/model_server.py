@@ -17,6 +17,7 @@ to PORT_FILE, serves until killed). Standard library only: http.server does the 
 """
 import http.server
 import json
+import os
 import sys
 import threading
 import uuid
@@ -170,6 +171,5 @@ class Handler(http.server.BaseHTTPRequestHandler):
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 with open(PORT_FILE + ".tmp", "w", encoding="utf-8") as f:
     f.write(str(server.server_address[1]))
-import os
 os.replace(PORT_FILE + ".tmp", PORT_FILE)
 server.serve_forever()
