@@ -13,6 +13,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use warrant::store::prelude::*;
 
 /// The terms every test's spool asks for a payment.
 const POLICY: &str = r#"

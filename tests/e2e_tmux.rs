@@ -5,6 +5,7 @@
 #![cfg(feature = "console")]
 
 use crate::tmux;
+use warrant::store::prelude::*;
 
 #[cfg(feature = "jetstream")]
 use crate::nats;

@@ -10,6 +10,8 @@
 //! `CI=true` and is skipped (with the reason printed) elsewhere. The other tests need neither.
 #![cfg(feature = "console")]
 
+use warrant::store::prelude::*;
+
 use crate::cli_env;
 use crate::real_parts;
 use real_parts::have;

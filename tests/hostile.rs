@@ -16,6 +16,7 @@ use warrant::protocol::chain::{self, Check};
 use warrant::protocol::decision::{self, DecisionInput, SignedDecision, Verdict};
 use warrant::protocol::keys::{PinnedKeys, Principal};
 use warrant::store::chain_file;
+use warrant::store::prelude::*;
 use warrant::store::spool::{self, DecideError, Scanner};
 
 const AT: &str = "2026-11-21T09:00:00Z";

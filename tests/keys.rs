@@ -8,6 +8,7 @@
 //! own signing and appending, from real Ed25519 keys, and verified by the binary.
 
 use crate::cli_env;
+use warrant::store::prelude::*;
 
 use base64::Engine as _;
 use cli_env::{BIN, Env, text};

@@ -1,5 +1,5 @@
-//! Table tests for the Lodestar trust ladder (`src/protocol/ladder.rs`, `lodestar-and-tiers.md` Part A)
-//! and the workbench tool tiers × notebook trust (`src/protocol/tiers.rs`, Part B).
+//! Table tests for the Lodestar trust ladder (`crates/protocol/src/ladder.rs`, `lodestar-and-tiers.md` Part A)
+//! and the workbench tool tiers × notebook trust (`crates/protocol/src/tiers.rs`, Part B).
 //!
 //! Every table is a `const` array, so the cases can be counted; each test runs one table through
 //! the library API and, where there is one, through the `warrant eval` adapter too.

@@ -1,116 +1,104 @@
-//! The layers point one way (issue 19, `docs/architecture.md`): the protocol (`src/protocol/`,
-//! pure functions over values) names only itself; the store (`src/store/`) names only the
-//! protocol and itself; the surfaces above may name both. This test reads the layers' source
-//! files and fails on any `crate::<module>` path (in code, not in comments) that names a module
-//! above the file's layer, except the known crossings listed below, each with the reason it
-//! still exists. The list is a ratchet: a listed crossing that no longer occurs fails the test
-//! too, so it shrinks, and a new crossing cannot slip in.
+//! The layers are crates, and the crate graph guards them (`docs/architecture.md`, Layers): each
+//! workspace crate depends only on the layers below its own, and the protocol's whole dependency
+//! tree holds no async runtime, terminal, filesystem helper or command-line parser. Read from
+//! `cargo tree`, the graph Cargo itself resolves, with every feature on.
 
-use std::collections::BTreeSet;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// The layers, as folders under `src/`, and the top-level modules each may name in code: the
-/// protocol only itself; the store the protocol and itself. Everything else at the top level is a
-/// surface or shared by surfaces, and may name anything below it.
-const LAYERS: &[(&str, &[&str])] = &[("protocol", &["protocol"]), ("store", &["protocol", "store"])];
+/// The workspace's crates and their layer: a crate may depend on crates of lower layers only.
+const LAYERS: &[(&str, u8)] = &[
+    ("warrant-protocol", 0),
+    ("warrant-store", 1),
+    ("warrant-engine", 2),
+    ("warrant-console", 3),
+    ("warrant-gateway", 3),
+    ("warrant", 4),
+];
 
-/// The crossings that still exist: (file under `src/`, module named, why). The list is a
-/// ratchet: a crossing not listed fails the test, and so does a listed one that is gone.
-const KNOWN: &[(&str, &str, &str)] = &[];
+/// Crates the protocol never reaches, directly or through another crate: runtimes, terminals,
+/// the network, files and processes, key files at rest, the command line. The protocol is pure
+/// functions over values.
+const NOT_IN_THE_PROTOCOL: &[&str] = &[
+    "tokio",
+    "mio",
+    "async-nats",
+    "ratatui",
+    "crossterm",
+    "notify",
+    "rmcp",
+    "clap",
+    "color-eyre",
+    "tempfile",
+    "directories",
+    "rustix",
+    "age",
+    "rpassword",
+    "uzers",
+    "mimalloc",
+    "tracing-subscriber",
+];
 
-/// The `crate::<module>` paths of `code` (comment lines skipped), including each name of a
-/// `crate::{a, b::c}` group.
-fn crate_paths(code: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-        let mut rest = line;
-        while let Some(at) = rest.find("crate::") {
-            rest = &rest[at + "crate::".len()..];
-            if let Some(group) = rest.strip_prefix('{') {
-                let end = group.find('}').unwrap_or(group.len());
-                for item in group[..end].split(',') {
-                    let name: String =
-                        item.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                    if !name.is_empty() {
-                        out.insert(name);
-                    }
-                }
-            } else {
-                let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                if !name.is_empty() {
-                    out.insert(name);
-                }
-            }
-        }
+/// The packages `package` depends on (normal dependencies, every feature on, for this host):
+/// its direct ones with `depth = Some(1)`, its whole tree with `None`. Names only, without
+/// `package` itself. From `cargo tree`, the graph Cargo itself resolves.
+fn dependencies(package: &str, depth: Option<u32>) -> BTreeSet<String> {
+    let mut cmd = std::process::Command::new(env!("CARGO"));
+    cmd.args(["tree", "--offline", "--all-features", "-e", "normal", "--prefix", "none", "-f", "{p}", "-p", package])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if let Some(d) = depth {
+        cmd.args(["--depth", &d.to_string()]);
     }
-    out
-}
-
-/// Every `.rs` file under `dir`, relative to `src`, sorted.
-fn rust_files(src: &Path, dir: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![src.join(dir)];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
-            let path = entry.expect("dir entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path.strip_prefix(src).expect("under src").display().to_string());
-            }
-        }
-    }
-    out.sort();
-    out
+    let out = cmd.output().expect("run cargo tree");
+    assert!(out.status.success(), "cargo tree -p {package}: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("cargo tree prints UTF-8");
+    // Each line is `name vX.Y.Z [(path)] [(*)]`; the first is the package itself.
+    text.lines().skip(1).filter_map(|l| l.split_whitespace().next()).map(str::to_owned).collect()
 }
 
 #[test]
-fn the_protocol_names_only_itself_and_the_store_only_the_protocol() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut found: BTreeSet<(String, String)> = BTreeSet::new();
-    for (layer, allowed) in LAYERS {
-        let files = rust_files(&src, layer);
-        assert!(files.len() > 3, "src/{layer} holds the layer's modules");
-        for file in files {
-            let code = std::fs::read_to_string(src.join(&file)).unwrap_or_else(|e| panic!("src/{file}: {e}"));
-            for module in crate_paths(&code) {
-                if !allowed.contains(&module.as_str()) {
-                    found.insert((file.clone(), module));
-                }
+fn each_crate_depends_only_on_the_layers_below_it() {
+    let layer: BTreeMap<&str, u8> = LAYERS.iter().copied().collect();
+    let mut edges = 0;
+    for (from, from_layer) in LAYERS {
+        for to in dependencies(from, Some(1)) {
+            if let Some(&to_layer) = layer.get(to.as_str()) {
+                edges += 1;
+                assert!(to_layer < *from_layer, "{from} (layer {from_layer}) depends on {to} (layer {to_layer})");
             }
         }
     }
-    let known: BTreeSet<(String, String)> = KNOWN.iter().map(|(f, m, _)| ((*f).to_owned(), (*m).to_owned())).collect();
-    let new: Vec<_> = found.difference(&known).collect();
-    assert!(new.is_empty(), "modules that now name a layer above their own (src/<file>, module): {new:?}");
-    let gone: Vec<_> = known.difference(&found).collect();
-    assert!(gone.is_empty(), "these crossings are gone: take them off KNOWN in tests/layers.rs: {gone:?}");
-    assert!(
-        KNOWN.iter().all(|(f, _, _)| !f.starts_with("protocol/")),
-        "the protocol has no known crossings left, and none may come back"
-    );
+    assert!(edges >= 9, "the workspace crates depend on each other ({edges} edges)");
 }
 
 #[test]
-fn the_top_level_holds_the_layers_and_the_surfaces_only() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
-    let modules: BTreeSet<String> = lib
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("pub mod ").and_then(|m| m.strip_suffix(';')).map(str::to_owned))
+fn every_workspace_crate_has_a_layer() {
+    let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).expect("Cargo.toml");
+    let members: BTreeSet<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/crates"))
+        .expect("crates/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.join("Cargo.toml").exists())
+        .map(|p| format!("crates/{}", p.file_name().expect("name").to_string_lossy()))
         .collect();
-    for layer in ["protocol", "store"] {
-        assert!(modules.contains(layer), "lib.rs declares {layer}");
+    for member in &members {
+        assert!(manifest.contains(&format!("\"{member}\"")), "{member} is a workspace member");
+        let own =
+            std::fs::read_to_string(format!("{}/{member}/Cargo.toml", env!("CARGO_MANIFEST_DIR"))).expect("manifest");
+        let name = own
+            .lines()
+            .find_map(|l| l.strip_prefix("name = \"").and_then(|n| n.strip_suffix('"')))
+            .expect("package name");
+        assert!(LAYERS.iter().any(|(n, _)| *n == name), "{name} ({member}) has a layer in LAYERS");
     }
-    // The protocol's modules are not declared at the top level too.
-    for m in ["canonical", "chain", "decision", "keys", "spool", "chain_file"] {
-        assert!(!modules.contains(m), "{m} belongs to a layer folder, not the top level");
-    }
+    assert_eq!(members.len() + 1, LAYERS.len(), "LAYERS names each crate of crates/ and warrant");
 }
 
 #[test]
-fn crate_paths_reads_paths_and_groups_but_not_comments() {
-    let code = "use crate::store::spool::Spool;\n// crate::cli in a comment\n/// [`crate::govern`]\nuse crate::{protocol::keys::Principal, text};\nlet x = crate::eval::ops();";
-    let got: Vec<String> = crate_paths(code).into_iter().collect();
-    assert_eq!(got, ["eval", "protocol", "store", "text"]);
+fn the_protocol_reaches_no_runtime_terminal_or_filesystem_crate() {
+    let reached = dependencies("warrant-protocol", None);
+    assert!(reached.contains("serde_json") && reached.contains("ed25519-dalek"), "the walk follows the graph");
+    let found: Vec<&&str> = NOT_IN_THE_PROTOCOL.iter().filter(|c| reached.contains(**c)).collect();
+    assert!(found.is_empty(), "the protocol depends, directly or not, on {found:?}");
+    for layer in LAYERS.iter().map(|(n, _)| *n).filter(|n| *n != "warrant-protocol") {
+        assert!(!reached.contains(layer), "the protocol depends on {layer}");
+    }
 }

@@ -22,6 +22,7 @@
 use serde_json::{Value, json};
 use std::sync::mpsc;
 use std::time::Duration;
+use warrant::eval::rings::canonicalize;
 use warrant::protocol::rings::action::{ActionDescriptor, Reversibility};
 use warrant::protocol::rings::delta::{ChainError, DeltaEngine, VfsChange, verify_chain};
 use warrant::protocol::rings::elevation::{DenialReason, ElevationManager, ElevationRequest, granted_ttl};
@@ -35,6 +36,7 @@ use warrant::protocol::rings::rate::{RateLimiter, RingLimits};
 use warrant::protocol::rings::saga::{Saga, SagaError, SagaState, StepFailure, StepState};
 use warrant::protocol::rings::session::{SessionConfig, SessionParticipant, SessionState, SharedSession};
 use warrant::protocol::rings::{Ring, from_eff_score, should_demote, validate_identifier};
+use warrant::store::termination::run_with_timeout;
 
 const T0: f64 = 1_790_000_000.0;
 
@@ -898,7 +900,7 @@ fn lexical_path_table() {
     let scope =
         IsolationScope::new("session-1", "did:a", "/var/agt/sessions", IsolationLevel::Snapshot).expect("scope");
     for (path, allowed) in PATHS {
-        assert_eq!(scope.is_path_allowed(std::path::Path::new(path)), allowed, "{path}");
+        assert_eq!(scope.is_path_allowed(std::path::Path::new(path), &canonicalize), allowed, "{path}");
     }
     assert_eq!(scope.working_directory(), std::path::Path::new("/var/agt/sessions/session-1"));
     let slash = IsolationScope::new("q", "a", "/srv/x/", IsolationLevel::Snapshot).expect("scope");
@@ -916,27 +918,27 @@ fn session_ids_are_identifiers_and_grants_need_read_committed() {
     assert!(IsolationScope::new("s", "a", "relative/base", IsolationLevel::Snapshot).is_err());
     let mut m = IsolationManager::default();
     let p = std::path::Path::new("/var/agt/sessions/session-2/f");
-    assert!(!m.check_access("session-1", p), "no scope: deny");
+    assert!(!m.check_access("session-1", p, &canonicalize), "no scope: deny");
     m.create_scope("session-1", "a", IsolationLevel::Snapshot).expect("scope");
     assert!(!m.grant_cross_session_access("session-1", "session-2"), "SNAPSHOT refuses grants");
     for level in [IsolationLevel::Snapshot, IsolationLevel::Serializable] {
         let mut s = IsolationScope::new("session-1", "a", "/var/agt/sessions", level).expect("scope");
         s.grant_access("session-2").expect("stored");
-        assert!(!s.is_path_allowed(p), "{level:?} ignores grants");
+        assert!(!s.is_path_allowed(p, &canonicalize), "{level:?} ignores grants");
     }
     m.create_scope("session-1", "a", IsolationLevel::ReadCommitted).expect("scope");
     assert!(!m.grant_cross_session_access("session-1", "../etc"));
     assert!(!m.grant_cross_session_access("nope", "session-2"));
     assert!(m.grant_cross_session_access("session-1", "session-2"));
-    assert!(m.check_access("session-1", p));
-    assert!(!m.check_access("session-1", std::path::Path::new("/var/agt/sessions/session-20/f")));
-    assert!(!m.check_access("session-1", std::path::Path::new("/var/agt/sessions/session-3/f")));
+    assert!(m.check_access("session-1", p, &canonicalize));
+    assert!(!m.check_access("session-1", std::path::Path::new("/var/agt/sessions/session-20/f"), &canonicalize));
+    assert!(!m.check_access("session-1", std::path::Path::new("/var/agt/sessions/session-3/f"), &canonicalize));
     // create_scope replaces the scope, grants included.
     m.create_scope("session-1", "a", IsolationLevel::ReadCommitted).expect("scope");
-    assert!(!m.check_access("session-1", p));
+    assert!(!m.check_access("session-1", p, &canonicalize));
     assert_eq!(m.active_sessions(), 1);
     m.remove_scope("session-1");
-    assert!(!m.check_access("session-1", std::path::Path::new("/var/agt/sessions/session-1/x")));
+    assert!(!m.check_access("session-1", std::path::Path::new("/var/agt/sessions/session-1/x"), &canonicalize));
     assert_eq!(m.active_sessions(), 0);
     let levels = [IsolationLevel::Snapshot, IsolationLevel::ReadCommitted, IsolationLevel::Serializable];
     let props: Vec<(bool, bool, &str)> = levels
@@ -978,13 +980,13 @@ fn symlinks_out_of_the_scope_are_denied() {
         (s1.join("escape/../session-1-looking/x"), false),
     ];
     for (path, allowed) in &cases {
-        assert_eq!(scope.is_path_allowed(path), *allowed, "{}", path.display());
+        assert_eq!(scope.is_path_allowed(path, &canonicalize), *allowed, "{}", path.display());
     }
     let via_link =
         IsolationScope::new("session-1", "a", dir.path().join("base-link"), IsolationLevel::Snapshot).expect("scope");
-    assert!(via_link.is_path_allowed(&s1.join("file.txt")));
-    assert!(via_link.is_path_allowed(&dir.path().join("base-link/session-1/file.txt")));
-    assert!(!via_link.is_path_allowed(&dir.path().join("base-link/session-1/escape/secret")));
+    assert!(via_link.is_path_allowed(&s1.join("file.txt"), &canonicalize));
+    assert!(via_link.is_path_allowed(&dir.path().join("base-link/session-1/file.txt"), &canonicalize));
+    assert!(!via_link.is_path_allowed(&dir.path().join("base-link/session-1/escape/secret"), &canonicalize));
 }
 
 // ── 9. Kill switch (§2.11) ────────────────────────────────────────────────────────────────────
@@ -1011,7 +1013,7 @@ fn kill_callbacks_ok_failing_timing_out_missing() {
     let cases: [(&str, bool); 5] =
         [("ok", true), ("fails", false), ("hangs", false), ("none", false), ("unknown", false)];
     for (i, (agent, terminated)) in cases.iter().enumerate() {
-        let r = ks.kill(agent, "s1", KillReason::Manual, &[], "", T0);
+        let r = ks.kill(agent, "s1", KillReason::Manual, &[], "", T0, &run_with_timeout);
         assert_eq!(r.terminated, *terminated, "{agent}");
         assert_eq!(r.kill_id, format!("kill:{:08x}", i + 1));
         assert!(!ks.is_registered(agent), "{agent} unregistered unconditionally");
@@ -1022,7 +1024,7 @@ fn kill_callbacks_ok_failing_timing_out_missing() {
         ["ok", "fails", "hangs", "none", "unknown"]
     );
     // A second kill of the same agent has no callback.
-    assert!(!ks.kill("ok", "s1", KillReason::Manual, &[], "", T0).terminated);
+    assert!(!ks.kill("ok", "s1", KillReason::Manual, &[], "", T0, &run_with_timeout).terminated);
     drop(hold);
 }
 
@@ -1031,17 +1033,17 @@ fn kill_handoff_versus_compensation() {
     let mut ks = KillSwitch::default();
     assert_eq!(ks.callback_timeout(), Duration::from_secs(5));
     // No substitute: compensated.
-    let r = ks.kill("victim", "s1", KillReason::RingBreach, &steps(2), "d", T0);
+    let r = ks.kill("victim", "s1", KillReason::RingBreach, &steps(2), "d", T0, &run_with_timeout);
     assert!(r.compensation_triggered && r.handoff_success_count == 0);
     assert!(r.handoffs.iter().all(|h| h.status == HandoffStatus::Compensated && h.to_agent.is_none()));
     // No steps: nothing compensated.
-    assert!(!ks.kill("victim", "s1", KillReason::Manual, &[], "", T0).compensation_triggered);
+    assert!(!ks.kill("victim", "s1", KillReason::Manual, &[], "", T0, &run_with_timeout).compensation_triggered);
     // The first substitute that is not the victim.
     ks.register_substitute("s1", "victim");
     ks.register_substitute("s1", "sub-a");
     ks.register_substitute("s1", "sub-b");
     ks.register_substitute("s2", "other");
-    let r = ks.kill("victim", "s1", KillReason::BehavioralDrift, &steps(3), "", T0);
+    let r = ks.kill("victim", "s1", KillReason::BehavioralDrift, &steps(3), "", T0, &run_with_timeout);
     assert_eq!((r.handoff_success_count, r.compensation_triggered), (3, false));
     assert!(r.handoffs.iter().all(|h| h.status == HandoffStatus::HandedOff && h.to_agent.as_deref() == Some("sub-a")));
     assert_eq!(r.handoffs[2].step_id, "step-2");
@@ -1050,7 +1052,7 @@ fn kill_handoff_versus_compensation() {
     assert_eq!(ks.substitutes("s1"), ["sub-a", "sub-b"]);
     assert_eq!(ks.substitutes("s2"), ["other"]);
     // Killing the substitute hands off to the next one.
-    let r = ks.kill("sub-a", "s1", KillReason::Manual, &steps(1), "", T0);
+    let r = ks.kill("sub-a", "s1", KillReason::Manual, &steps(1), "", T0, &run_with_timeout);
     assert_eq!(r.handoffs[0].to_agent.as_deref(), Some("sub-b"));
     assert_eq!((ks.total_kills(), ks.total_handoffs()), (4, 4));
     ks.unregister_substitute("s1", "nobody");

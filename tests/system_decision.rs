@@ -12,6 +12,7 @@ use warrant::protocol::graduation::Posterior;
 use warrant::protocol::graduation::policy::DEFAULT_THRESHOLD;
 use warrant::protocol::keys::Principal;
 use warrant::store::chain_file;
+use warrant::store::prelude::*;
 use warrant::store::spool::{self, DecideError, Scanner};
 
 const AT: &str = "2026-11-21T09:00:00Z";

@@ -9,6 +9,7 @@ use crate::store::StoreLocation;
 use crate::store::chain_file;
 use crate::store::config::{self, Config};
 use crate::store::key_files;
+use crate::store::prelude::*;
 use crate::store::spool::Spool;
 use serde_json::Value;
 use std::io::{self, Write as _};
@@ -72,9 +73,9 @@ pub(super) fn load_principal_from(dir: &Path, name: &str) -> Result<(Principal, 
     if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound) {
         return Err(key_files::KeyError::NoKey { dir: dir.to_owned() }.into());
     }
-    let source = key_files::passphrase_source();
+    let source = super::passphrase::passphrase_source();
     let prompt = format!("passphrase for {}: ", path.display());
-    let principal = Principal::load_with(&path, name, || key_files::read_passphrase(&source, &prompt, &path))?;
+    let principal = Principal::load_with(&path, name, || super::passphrase::read_passphrase(&source, &prompt, &path))?;
     // A signature verifies only under a key pinned for the signing principal; catch a renamed
     // principal or an unpinned own key here rather than at the first signature.
     let pinned = PinnedKeys::load(dir)?;

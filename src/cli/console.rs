@@ -8,6 +8,8 @@ use crate::protocol::keys::Principal;
 #[cfg(feature = "console")]
 use crate::store::config;
 use crate::store::config::Config;
+#[cfg(feature = "console")]
+use crate::store::prelude::*;
 use crate::store::spool::Spool;
 use std::path::PathBuf;
 #[cfg(feature = "console")]

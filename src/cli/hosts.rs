@@ -11,6 +11,7 @@ use crate::protocol::packet;
 use crate::store::StoreLocation;
 use crate::store::config::{self, Config};
 use crate::store::key_files;
+use crate::store::prelude::*;
 use crate::store::spool::Spool;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
@@ -44,9 +45,9 @@ pub(super) fn gateway_key(config: Option<&Config>) -> Result<Principal, Failure>
         return Err(why(key_files::KeyError::NoKey { dir }.to_string()));
     }
     let name = config.map_or_else(|| "mcp-gateway".to_owned(), Config::principal_name);
-    let source = key_files::passphrase_source();
+    let source = super::passphrase::passphrase_source();
     let prompt = format!("passphrase for {}: ", path.display());
-    Principal::load_with(&path, &name, || key_files::read_passphrase(&source, &prompt, &path))
+    Principal::load_with(&path, &name, || super::passphrase::read_passphrase(&source, &prompt, &path))
         .map_err(|e| why(e.to_string()))
 }
 

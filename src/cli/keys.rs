@@ -6,6 +6,7 @@ use crate::protocol::keys::{self, PinnedKeys, Principal};
 use crate::protocol::packet;
 use crate::store::config::{self, Config};
 use crate::store::key_files;
+use crate::store::prelude::*;
 use crate::store::spool::{self, Spool};
 use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
@@ -20,17 +21,17 @@ fn new_passphrase(
     if no_passphrase {
         return Ok(None);
     }
-    let source = key_files::passphrase_source();
+    let source = super::passphrase::passphrase_source();
     let first =
-        key_files::read_passphrase(&source, "new passphrase for the principal's key: ", key_file).map_err(|e| match e {
+        super::passphrase::read_passphrase(&source, "new passphrase for the principal's key: ", key_file).map_err(|e| match e {
             key_files::KeyError::NoPassphrase { .. } => Failure::usage(format!(
                 "`{command}` needs a passphrase: run it on a terminal or set WARRANT_PASSPHRASE_FILE (or pass --no-passphrase for an unprotected key)"
             )),
             other => other.into(),
         })?;
-    if source == key_files::PassphraseSource::Terminal {
+    if source == super::passphrase::PassphraseSource::Terminal {
         use age::secrecy::ExposeSecret as _;
-        let again = key_files::read_passphrase(&source, "the same passphrase again: ", key_file)?;
+        let again = super::passphrase::read_passphrase(&source, "the same passphrase again: ", key_file)?;
         if again.expose_secret() != first.expose_secret() {
             return Err(Failure::usage("the two passphrases differ; no key was created"));
         }
@@ -133,9 +134,10 @@ fn keys_rename(config: &Config, spool: &Spool, new_name: &str) -> Result<u8, Fai
     if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound) {
         return Err(key_files::KeyError::NoKey { dir: dir.clone() }.into());
     }
-    let source = key_files::passphrase_source();
+    let source = super::passphrase::passphrase_source();
     let prompt = format!("passphrase for {}: ", path.display());
-    let mut principal = Principal::load_with(&path, "", || key_files::read_passphrase(&source, &prompt, &path))?;
+    let mut principal =
+        Principal::load_with(&path, "", || super::passphrase::read_passphrase(&source, &prompt, &path))?;
     let mut pinned = PinnedKeys::load(&dir)?;
     let fp = principal.fingerprint();
     let Some(pin) = pinned.get(&fp) else {

@@ -7,6 +7,7 @@
 //! The clap definitions are in `args.rs` and the helpers many commands share in `common.rs`;
 //! each group of commands has its own file (`docs/architecture.md`).
 
+use crate::store::prelude::*;
 mod args;
 mod common;
 mod console;
@@ -15,6 +16,7 @@ mod decide;
 mod grants;
 mod hosts;
 mod keys;
+mod passphrase;
 mod propose;
 mod store;
 mod verify;

@@ -17,15 +17,16 @@ mod evidence;
 mod fast_gate;
 mod fields;
 mod graduation;
+pub mod rings;
 
 pub use fields::DEPRECATED_FIELDS;
 
 use crate::protocol::chain::{self, VerifyOptions};
 use crate::protocol::graduation::evidence::EvidenceRow;
 use crate::protocol::graduation::policy::PolicySet;
-use crate::protocol::rings::wire::RingsSession;
 use evidence::SpoolEvidence;
 use fields::{canonical_spellings, now_of};
+use rings::RingsSession;
 use serde_json::{Map, Value, json};
 use std::cell::RefCell;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -34,7 +35,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// The Trust Graduation, OpenTrustGraph and composition ops this module serves itself; the
-/// tier and ladder ops are [`crate::protocol::ladder::EVAL_OPS`], the ring ops [`crate::protocol::rings::wire::OPS`].
+/// tier and ladder ops are [`crate::protocol::ladder::EVAL_OPS`], the ring ops [`rings::OPS`].
 const OWN_OPS: [&str; 8] = [
     "tg.can_execute",
     "tg.prepare_approval_packet",
@@ -51,7 +52,7 @@ const OWN_OPS: [&str; 8] = [
 pub fn ops() -> Vec<&'static str> {
     let mut all = OWN_OPS.to_vec();
     all.extend(crate::protocol::ladder::EVAL_OPS.iter().map(|(name, _)| *name));
-    all.extend(crate::protocol::rings::wire::OPS);
+    all.extend(rings::OPS);
     all
 }
 
@@ -209,7 +210,7 @@ impl Evaluator {
             }
             "verdict" => self.verdict(r),
             "ops" => Ok(json!({"ops": ops(), "protocol_version": crate::protocol::graduation::PROTOCOL_VERSION})),
-            op if crate::protocol::rings::wire::OPS.contains(&op) => {
+            op if rings::OPS.contains(&op) => {
                 if self.internal_errors.get() > 0 {
                     return Err(bad(
                         "internal_error",

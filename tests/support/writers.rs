@@ -16,6 +16,7 @@ use warrant::protocol::decision::Verdict;
 use warrant::protocol::graduation::receipt::ReceiptOutcome;
 use warrant::protocol::keys::{PinnedKeys, Principal};
 use warrant::store::chain_file;
+use warrant::store::prelude::*;
 use warrant::store::spool::{self, ReceiptRequest, Spool};
 
 /// What to run.

@@ -1,0 +1,195 @@
+//! The long-lived governor the MCP gateway keeps between calls ([`Live`]): re-read only when a
+//! file it was read from changed.
+
+use super::*;
+
+/// A file's identity and state, to tell whether it changed since it was last read: device,
+/// inode, length, modification and change times (ns) of the link itself and of the file it
+/// names (the files are read through symbolic links: an edit of a link's target is a change).
+/// `None` for one that does not exist.
+type Stamp = [Option<(u64, u64, u64, i64, i64, i64, i64)>; 2];
+
+fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt as _;
+    let of = |m: std::fs::Metadata| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
+    [std::fs::symlink_metadata(path).ok().map(of), std::fs::metadata(path).ok().map(of)]
+}
+
+/// What [`Live`] last read, and the stamps of the files it read it from.
+#[derive(Debug)]
+struct LiveState {
+    /// Policies and pinned keys.
+    governor: Arc<Governor>,
+    /// The chain, verified (extended record by record as it grows).
+    chain: Arc<warrant_store::spool::VerifiedView>,
+    /// The gate's evidence index over the chain's evidence rows.
+    index: Arc<warrant_protocol::graduation::evidence::EvidenceIndex>,
+    /// Whether every file in `packets/` is this process's user's (then whoever publishes first
+    /// for an agent, it is this user: [`crate::monitor::speakers`]).
+    packets_all_mine: bool,
+    /// The stamps ([`stamp`]): chain, config `policy.toml`, spool `policy.toml`, pinned keys,
+    /// `packets/`.
+    stamps: [Stamp; 5],
+}
+
+/// A governor for a long-lived process (the MCP gateway): the policies, the pinned keys and the
+/// verified chain are read once and read again only when their files change — the chain is then
+/// extended by the records appended to it ([`warrant_store::spool::verify_chain_from`]), not verified
+/// whole — so a call the gate allows on its own is judged in memory, in microseconds, with no
+/// packet ([`Live::quick`]). Every other call goes through [`Governor::submit`] as before.
+///
+/// Live: a control the principal signs (a notebook raised, an agent quarantined or killed, a
+/// refusal that takes a class's graduation away) is a chain record, so the next call sees it.
+#[derive(Debug)]
+pub struct Live {
+    spool: Spool,
+    config_dir: PathBuf,
+    state: std::sync::RwLock<Option<Arc<LiveState>>>,
+}
+
+impl Live {
+    /// A live governor for `spool` and `config_dir`; nothing is read until the first call.
+    #[must_use]
+    pub fn new(spool: Spool, config_dir: &Path) -> Self {
+        Self { spool, config_dir: config_dir.to_owned(), state: std::sync::RwLock::new(None) }
+    }
+
+    /// The spool.
+    #[must_use]
+    pub fn spool(&self) -> &Spool {
+        &self.spool
+    }
+
+    fn paths(&self) -> [PathBuf; 5] {
+        [
+            self.spool.chain_path(),
+            self.config_dir.join("policy.toml"),
+            self.spool.root().join("policy.toml"),
+            self.config_dir.join(warrant_store::key_files::PINNED_FILE),
+            self.spool.packets_dir(),
+        ]
+    }
+
+    fn stamps(&self) -> [Stamp; 5] {
+        self.paths().map(|p| stamp(&p))
+    }
+
+    /// What was read, when none of its files changed since (ten `stat`s: [`stamp`]); `None` when one
+    /// did, or nothing was read yet: then [`Live::refresh`].
+    fn fresh(&self) -> Option<Arc<LiveState>> {
+        let state = self.state.read().ok()?.clone()?;
+        (state.stamps == self.stamps()).then_some(state)
+    }
+
+    /// Reads again what changed: the policies and pinned keys when their files did (a new
+    /// [`Governor`]), the chain's appended records (or the whole chain when it was rewritten or
+    /// the keys changed), the owners of `packets/` when it changed. Blocking: file I/O and
+    /// signature checks.
+    ///
+    /// # Errors
+    /// As [`Governor::open`]; chain I/O errors.
+    pub fn refresh(&self) -> Result<Arc<Governor>, GovernError> {
+        self.refreshed().map(|s| s.governor.clone())
+    }
+
+    fn refreshed(&self) -> Result<Arc<LiveState>, GovernError> {
+        if let Some(s) = self.fresh() {
+            return Ok(s);
+        }
+        // Stamps first: a change while reading is seen by the next call.
+        let stamps = self.stamps();
+        let old = self.state.read().ok().and_then(|s| s.clone());
+        let config_same = old.as_ref().is_some_and(|o| o.stamps[1..4] == stamps[1..4]);
+        let governor = match old.as_ref().filter(|_| config_same) {
+            Some(o) => o.governor.clone(),
+            None => Arc::new(Governor::open(self.spool.clone(), &self.config_dir)?),
+        };
+        let progress = std::sync::atomic::AtomicU64::new(0);
+        let cache = old.as_ref().filter(|_| config_same).map(|o| o.chain.as_ref());
+        let (chain, index) = match old.as_ref().filter(|o| config_same && o.stamps[0] == stamps[0]) {
+            Some(o) => (o.chain.clone(), o.index.clone()),
+            None => {
+                let chain = warrant_store::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?;
+                let index = warrant_protocol::graduation::evidence::EvidenceIndex::new(chain.view.evidence.rows());
+                (Arc::new(chain), Arc::new(index))
+            }
+        };
+        let packets_all_mine = match old.as_ref().filter(|o| o.stamps[4] == stamps[4]) {
+            Some(o) => o.packets_all_mine,
+            None => all_mine(&self.spool.packets_dir()),
+        };
+        let state = Arc::new(LiveState { governor, chain, index, packets_all_mine, stamps });
+        if let Ok(mut s) = self.state.write() {
+            *s = Some(state.clone());
+        }
+        Ok(state)
+    }
+
+    /// Judges `call` in memory, with no packet, when nothing it depends on changed since the last
+    /// [`Live::refresh`]: `Some` (the call's action class) when it may run with no packet and no
+    /// person, `None` when it must go through [`Governor::submit`] (or the state must be read
+    /// again first).
+    ///
+    /// A call runs with no packet only when all of these hold: the chain verified whole; the tool
+    /// table makes the call `safe` and declares no precondition for it; this process's user may
+    /// speak for the agent (`[agents] users`, the chain's publisher, or — while every packet in
+    /// the spool is this user's — whoever comes first); and the composed verdict over the
+    /// principal's controls and the chain's evidence is `allowed` (not `allowed_with_constraints`,
+    /// whose constraints only a packet can carry). Such a call is not an arrival for the rings'
+    /// rate limit, which meters the packets an agent proposes (`docs/conformance.md`).
+    #[must_use]
+    pub fn quick(&self, call: &ToolCall) -> Option<String> {
+        let state = self.fresh()?;
+        let view = &state.chain.view;
+        if !view.report.is_valid() {
+            return None;
+        }
+        let policies = &state.governor.policies;
+        let c = state.governor.classify(call);
+        if c.tier != Some(warrant_protocol::tiers::ToolTier::Safe)
+            || !warrant_protocol::calls::action_preconditions(&c.preconditions, &call.input, call.cwd.as_deref())
+                .is_empty()
+        {
+            return None;
+        }
+        let now = time::OffsetDateTime::now_utc();
+        let id = warrant_protocol::calls::packet_id(call, Some("live"));
+        let doc = warrant_protocol::calls::call_packet(
+            call,
+            &c,
+            policies,
+            &id,
+            &warrant_protocol::clock::format_rfc3339(now),
+        );
+        let bytes = serde_json::to_vec(&doc).ok()?;
+        let packet = warrant_protocol::packet::parse_packet(&bytes, &id).ok()?;
+        let ctx = warrant_protocol::verdict::VerdictContext {
+            policies,
+            controls: &view.controls,
+            now: now.unix_timestamp() as f64 + f64::from(now.nanosecond()) * 1e-9,
+        };
+        let me = rustix::process::geteuid().as_raw();
+        let who = crate::monitor::speakers(&ctx, &packet.agent, me);
+        let speaks = match who {
+            crate::monitor::Speakers::FirstSeen(_) => state.packets_all_mine,
+            _ => who.allows(me),
+        };
+        if !speaks {
+            return None;
+        }
+        let tg = warrant_protocol::verdict::packet_gate(&ctx, &packet, &state.index, "local", true);
+        let v = warrant_protocol::verdict::evaluate(&ctx, &packet, &tg, None, None);
+        (v.state == DecisionState::Allowed).then_some(c.class)
+    }
+}
+
+/// Whether every entry of `dir` is owned by this process's user (true when it is empty or
+/// missing; false when it cannot be read).
+fn all_mine(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let me = rustix::process::geteuid().as_raw();
+    match std::fs::read_dir(dir) {
+        Ok(entries) => entries.into_iter().all(|e| e.and_then(|e| e.metadata()).is_ok_and(|m| m.uid() == me)),
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
+    }
+}

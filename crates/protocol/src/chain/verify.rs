@@ -1,0 +1,600 @@
+//! The streaming verifier: the sequential checks in record order, over parsed values
+//! ([`verify_stream`]) or, in parallel, over the bytes of any reader ([`verify_reader`]).
+
+use super::checks::{Local, check_local, signature_check};
+use super::fields::{FieldRef, Fields, IdFields, KEY_ENTRY_HASH, KEY_PREVIOUS_HASH, KEY_RECORD_ID, RawFields};
+use super::lineage::{IdKeys, Lineage, check_lineage, effects};
+use super::{Check, Line, MAX_LINE_BYTES, VerifyOptions, VerifyReport, show_opt};
+use crate::canonical;
+use crate::keys::PinnedKeys;
+use serde_json::{Map, Value};
+use std::io::{self, Read};
+
+/// The checks that run in record order: `previous_hash` against the prior record's recorded
+/// `entry_hash`, lineage, duplicate `record_id`s, and the trust the chain's key events add
+/// (rotations and renames, [`crate::key_event`]).
+#[derive(Default)]
+struct Sequencer<'a> {
+    report: VerifyReport,
+    previous: Option<String>,
+    lineage: Lineage,
+    /// The verifier's pins (`None`: signatures are not checked).
+    pinned: Option<&'a PinnedKeys>,
+    /// What the verified key events so far added to them.
+    chain_keys: crate::key_event::ChainKeys,
+}
+
+impl Sequencer<'_> {
+    fn unparsable(&mut self, i: usize, message: String) {
+        self.report.total = i + 1;
+        self.report.push(Some(i), Check::Parse, message);
+        self.previous = None;
+    }
+
+    /// Record `i`: its fields, the whole record when its metadata matters (see
+    /// [`check_local`]), its local findings, and the key of its `record_id` when that is a
+    /// string ([`IdKeys::key`], computed where the record was checked).
+    fn record(
+        &mut self,
+        i: usize,
+        rec: &impl Fields,
+        full: Option<&Map<String, Value>>,
+        local: Local,
+        key: Option<u128>,
+    ) {
+        let report = &mut self.report;
+        report.total = i + 1;
+        let [head, mid, strict] = local.ends.map(|e| e as usize);
+        let mut findings = local.findings.into_iter();
+        report.findings.extend(findings.by_ref().take(head));
+        let recorded_prev = rec.str_field("previous_hash");
+        if recorded_prev.as_deref() != self.previous.as_deref() {
+            report.push(
+                Some(i),
+                Check::PreviousHash,
+                format!(
+                    "previous_hash mismatch; expected {}, found {}",
+                    show_opt(self.previous.as_deref()),
+                    show_opt(recorded_prev.as_deref())
+                ),
+            );
+        }
+        report.findings.extend(findings.by_ref().take(mid - head));
+        if let Some(full) = full {
+            check_lineage(i, full, &self.lineage, report);
+        }
+        report.findings.extend(findings.by_ref().take(strict - mid));
+        if let Some(key) = key {
+            if !self.lineage.seen.insert(key) {
+                let id = rec.str_field("record_id").unwrap_or_default();
+                report.push(Some(i), Check::RecordSchema, format!("duplicate record_id {id:?}"));
+            }
+            let meta = full.and_then(|f| f.get("metadata")).and_then(Value::as_object);
+            let grant = effects(meta.and_then(|m| m.get("effects_grant")));
+            let actor = meta.and_then(|m| m.get("actor_chain")).cloned();
+            if !grant.is_empty() || actor.is_some() {
+                self.lineage.facts.insert(key, (grant, actor));
+            }
+        }
+        report.findings.extend(findings);
+        let signed_ok = match full {
+            Some(full) => self.key_checks(i, full, local.signed_ok, local.signed_failed),
+            None => local.signed_ok,
+        };
+        let report = &mut self.report;
+        report.signatures_verified += usize::from(signed_ok);
+        // One buffer for the head hash, reused record after record.
+        match (rec.str_field("entry_hash"), &mut self.previous) {
+            (Some(h), Some(prev)) => {
+                prev.clear();
+                prev.push_str(&h);
+            }
+            (h, prev) => *prev = h.map(std::borrow::Cow::into_owned),
+        }
+    }
+
+    /// The signature checks that depend on the chain's key events, for record `i` (whose local
+    /// findings are already in the report, its failed signature last): a signature that failed
+    /// against the verifier's pins is checked again against the pins the events so far added; a
+    /// verified signature by a retired key is refused; a verified key event is applied. Returns
+    /// whether the record's signature verified.
+    fn key_checks(&mut self, i: usize, full: &Map<String, Value>, signed_ok: bool, signed_failed: bool) -> bool {
+        let Some(pinned) = self.pinned else { return signed_ok };
+        let mut ok = signed_ok;
+        if let Some(effective) = self.chain_keys.effective()
+            && signed_failed
+        {
+            let last = self.report.findings.last_mut().filter(|f| f.index == Some(i));
+            match (crate::decision::check_record_signature(full, effective), last) {
+                (Ok(verified), Some(_)) => {
+                    self.report.findings.pop();
+                    ok = verified;
+                }
+                (Err(message), Some(last)) => {
+                    last.check = signature_check(full, effective);
+                    last.message = message;
+                }
+                _ => {}
+            }
+        }
+        if !ok {
+            return false;
+        }
+        if !self.chain_keys.is_empty()
+            && let Some((fp, _)) = crate::key_event::first_signer(full)
+            && let Some(at) = self.chain_keys.retired_at(fp)
+        {
+            self.report.push(
+                Some(i),
+                Check::Signature,
+                format!(
+                    "key {fp} was retired by the key rotation at chain_index {}: records after it must be signed with the new key",
+                    at + 1
+                ),
+            );
+            return false;
+        }
+        // An announcement counts only from a record with no finding at all (as decisions do).
+        let clean = self.report.findings.last().is_none_or(|f| f.index != Some(i));
+        if let Some(event) = crate::key_event::KeyEvent::of_record(full).filter(|_| clean) {
+            self.chain_keys.apply(&event, i, pinned);
+        }
+        true
+    }
+
+    fn finish(mut self) -> VerifyReport {
+        self.report.root_hash = self.previous;
+        self.report
+    }
+}
+
+/// Verifies a stream of parsed records: the record contract, `chain_index`, `entry_hash`,
+/// `previous_hash` linkage against the *recorded* prior hash, the approval rule, the v0.1
+/// lineage checks, and (with `opts.pinned`) warrant's Ed25519 signatures. One thread; chains in
+/// files go through the parallel [`verify_reader`] instead.
+///
+/// Memory stays flat: each record is dropped once checked, except for a 128-bit key per
+/// `record_id` and the lineage metadata of records that carry any. `on_record` sees each
+/// object record once, in order.
+pub fn verify_stream<R, I, F>(lines: I, opts: VerifyOptions<'_>, mut on_record: F) -> VerifyReport
+where
+    R: std::borrow::Borrow<Value>,
+    I: IntoIterator<Item = Line<R>>,
+    F: FnMut(usize, &Map<String, Value>),
+{
+    let mut seq = Sequencer { pinned: opts.pinned, ..Sequencer::default() };
+    for (i, line) in lines.into_iter().enumerate() {
+        let rec = match line {
+            Line::Unparsable(message) => {
+                seq.unparsable(i, message);
+                continue;
+            }
+            Line::Record(r) => r,
+        };
+        let Value::Object(map) = rec.borrow() else {
+            seq.report.total = i + 1;
+            seq.report.push(Some(i), Check::RecordSchema, "record is not a JSON object");
+            seq.previous = None;
+            continue;
+        };
+        let local = check_local(
+            i,
+            &map.field_refs(),
+            map.unknown_keys(),
+            Some(map),
+            &canonical::canonical_digest_without(map, "entry_hash"),
+            opts,
+        );
+        let key = seq.lineage.keys.of(map);
+        seq.record(i, map, Some(map), local, key);
+        on_record(i, map);
+    }
+    seq.finish()
+}
+
+/// Metadata members the checks read (approval rule, signatures, lineage): a record whose
+/// metadata has any of them is parsed whole.
+const CHECKED_METADATA: [&str; 10] = [
+    "approval",
+    "warrant_decision",
+    "warrant_control",
+    "warrant_key",
+    "warrant_grant",
+    "reason",
+    "parent_record_id",
+    "effects_used",
+    "effects_grant",
+    "actor_chain",
+];
+
+/// One line of a chain file as the reader hands it to a worker.
+enum RawLine {
+    /// The line's bytes (without the newline) within the block.
+    Bytes(std::ops::Range<usize>),
+    /// A line longer than [`MAX_LINE_BYTES`], skipped.
+    TooLong,
+}
+
+/// A block of whole lines read from a chain file.
+struct Block {
+    seq: usize,
+    first_index: usize,
+    data: Vec<u8>,
+    lines: Vec<RawLine>,
+}
+
+/// A record checked on a worker.
+enum Checked {
+    /// A parsed record: the whole record when its metadata matters or it is not canonical,
+    /// else (when the caller wants records) its top-level fields and the kept metadata members;
+    /// the key of its `record_id` ([`IdKeys::key`]).
+    Parsed { map: Map<String, Value>, full: bool, local: Local, key: Option<u128> },
+    /// A canonical record checked from its bytes: where the string values of its
+    /// `previous_hash`, `entry_hash` and `record_id` (what the sequential checks read; `None`
+    /// when missing or not a string) were copied in the block's id text, and its id's key.
+    Raw { ids: [Option<std::ops::Range<usize>>; 3], local: Local, key: Option<u128> },
+    /// Why the line is not a record.
+    Unparsable(String),
+}
+
+/// A partial record from a canonical line: every top-level field, with only the `keep`
+/// members of its metadata.
+fn partial_map(line: &[u8], scan: &canonical::scan::Scan, keep: &[&str]) -> Result<Map<String, Value>, String> {
+    let mut map = Map::new();
+    for (k, m) in scan.members.iter().enumerate() {
+        let key = String::from_utf8_lossy(&line[m.key.clone()]).into_owned();
+        let value = if key == "metadata" {
+            let mut meta = Map::new();
+            for c in scan.children(k) {
+                let name = &line[c.key.clone()];
+                if keep.iter().any(|w| w.as_bytes() == name) {
+                    let v = canonical::parse_strict(&line[c.value.clone()])?;
+                    meta.insert(String::from_utf8_lossy(name).into_owned(), v);
+                }
+            }
+            Value::Object(meta)
+        } else {
+            canonical::parse_strict(&line[m.value.clone()])?
+        };
+        map.insert(key, value);
+    }
+    Ok(map)
+}
+
+/// Checks line `i`. A canonical line (warrant's own) is hashed from its bytes, and unless its
+/// metadata has a member the checks read, it is checked without being parsed (its ids are
+/// copied to `ids`, the block's id text); with `keep`, its top-level fields and the `keep`
+/// members of its metadata are parsed for the caller. Anything else is parsed whole and
+/// re-serialised (§4.1).
+fn check_line(
+    i: usize,
+    line: &[u8],
+    ids: &mut String,
+    scan: &mut canonical::scan::Scan,
+    keep: Option<&[&str]>,
+    keys: &IdKeys,
+    opts: VerifyOptions<'_>,
+) -> Checked {
+    if let Ok(text) = simdutf8::basic::from_utf8(line)
+        && canonical::scan::scan_object_str(text, scan)
+    {
+        let fields = RawFields::new(text, scan);
+        let digest = match fields.entry_hash {
+            Some(k) => scan.digest_without(line, k),
+            None => sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(line)).into(),
+        };
+        let plain_metadata = fields.metadata.is_some_and(|m| {
+            line[scan.members[m].value.start] == b'{'
+                && !scan.children(m).any(|c| CHECKED_METADATA.iter().any(|k| k.as_bytes() == &line[c.key.clone()]))
+        });
+        if plain_metadata {
+            let refs = fields.field_refs();
+            let local = check_local(i, &refs, fields.unknown, None, &digest, opts);
+            return match keep {
+                None => {
+                    let mut at = |k: usize| match &refs[k] {
+                        Some(FieldRef::Str(v)) => {
+                            let start = ids.len();
+                            ids.push_str(v);
+                            Some(start..ids.len())
+                        }
+                        _ => None,
+                    };
+                    let found = [at(KEY_PREVIOUS_HASH), at(KEY_ENTRY_HASH), at(KEY_RECORD_ID)];
+                    let key = found[2].clone().map(|r| keys.key(&ids[r]));
+                    Checked::Raw { ids: found, local, key }
+                }
+                Some(keep) => match partial_map(line, scan, keep) {
+                    Ok(map) => Checked::Parsed { key: keys.of(&map), map, full: false, local },
+                    Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
+                },
+            };
+        }
+        return match canonical::parse_strict(line) {
+            Ok(Value::Object(map)) => {
+                let local = check_local(i, &map.field_refs(), map.unknown_keys(), Some(&map), &digest, opts);
+                Checked::Parsed { key: keys.of(&map), map, full: true, local }
+            }
+            Ok(_) => Checked::Unparsable("line is not a JSON object".into()),
+            Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
+        };
+    }
+    match canonical::parse_strict(line) {
+        Ok(Value::Object(map)) => {
+            let digest = canonical::canonical_digest_without(&map, "entry_hash");
+            let local = check_local(i, &map.field_refs(), map.unknown_keys(), Some(&map), &digest, opts);
+            Checked::Parsed { key: keys.of(&map), map, full: true, local }
+        }
+        Ok(_) => Checked::Unparsable("line is not a JSON object".into()),
+        Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
+    }
+}
+
+/// Bytes read per block handed to a worker.
+const BLOCK_BYTES: usize = 1 << 20;
+
+/// Reads `reader` into blocks of whole lines. Returns the length of a torn final line (bytes
+/// after the last newline), if any. Blocks are read into buffers the workers hand back through
+/// `recycled` when there is one (a fresh megabyte per block costs page faults that take longer
+/// than hashing it), and are not zeroed first.
+fn read_blocks<R: Read>(
+    mut reader: R,
+    first_index: usize,
+    tx: &std::sync::mpsc::SyncSender<Block>,
+    window: &std::sync::mpsc::Receiver<()>,
+    recycled: &std::sync::mpsc::Receiver<Vec<u8>>,
+    progress: &std::sync::atomic::AtomicU64,
+) -> io::Result<Option<u64>> {
+    let mut carry: Vec<u8> = Vec::new();
+    let (mut seq, mut index, mut skipping) = (0, first_index, false);
+    loop {
+        let mut data = recycled.try_recv().unwrap_or_default();
+        data.clear();
+        data.extend_from_slice(&carry);
+        carry.clear();
+        data.reserve(BLOCK_BYTES);
+        // Up to BLOCK_BYTES more, in as many reads as that takes (or to the end of the input).
+        let n = (&mut reader).take(BLOCK_BYTES as u64).read_to_end(&mut data)?;
+        progress.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        if n == 0 {
+            if skipping {
+                // An over-long final line without a newline was already reported.
+                return Ok(None);
+            }
+            return Ok((!data.is_empty()).then_some(data.len() as u64));
+        }
+        let mut lines = Vec::new();
+        let mut line_start = 0;
+        for end in memchr::memchr_iter(b'\n', &data) {
+            if skipping {
+                skipping = false;
+            } else if end - line_start > MAX_LINE_BYTES {
+                lines.push(RawLine::TooLong);
+            } else {
+                lines.push(RawLine::Bytes(line_start..end));
+            }
+            line_start = end + 1;
+        }
+        let rest = data.len() - line_start;
+        if skipping || rest > MAX_LINE_BYTES {
+            if !skipping {
+                lines.push(RawLine::TooLong);
+                skipping = true;
+            }
+        } else {
+            carry.extend_from_slice(&data[line_start..]);
+        }
+        data.truncate(line_start);
+        if !lines.is_empty() {
+            let count = lines.len();
+            // At most a window of blocks between this reader and the sequencer, however unevenly
+            // the workers progress: memory stays flat.
+            if window.recv().is_err() || tx.send(Block { seq, first_index: index, data, lines }).is_err() {
+                return Ok(None);
+            }
+            seq += 1;
+            index += count;
+        }
+    }
+}
+
+/// Verifies a chain read from `reader` (JSON lines) with the checks of [`verify_stream`], in
+/// parallel: one thread reads blocks of lines, one worker per core (at most 8) checks records
+/// (canonical lines are hashed straight from their bytes, see [`canonical::scan`]), and this
+/// thread runs the sequential checks in order. `progress` counts the bytes read so far (for a
+/// progress bar). `warrant_store::chain_file::verify_tail_with` runs the same verifier on a spool's chain after a
+/// verified prefix, handing each record (with only the `keep` members of metadata the checks do
+/// not read) to a callback.
+///
+/// A final line without a newline is a torn append, not a record: its length is returned in
+/// [`VerifyReport::torn_tail`] and it makes no finding.
+///
+/// # Errors
+/// I/O errors of `reader`.
+pub fn verify_reader<R: Read + Send>(
+    reader: R,
+    opts: VerifyOptions<'_>,
+    progress: &std::sync::atomic::AtomicU64,
+) -> io::Result<VerifyReport> {
+    verify_blocks::<R, fn(usize, &Map<String, Value>)>(reader, opts, progress, None, &Verified::default())
+        .map(|(report, _)| report)
+}
+
+/// Verifies the lines `reader` yields as the records that follow `prefix` (starting from its key
+/// events; returned with those of the lines): the first line is
+/// record `prefix.records` (0-based) and must link to `prefix.head_hash`.
+pub fn verify_blocks<R, F>(
+    reader: R,
+    opts: VerifyOptions<'_>,
+    progress: &std::sync::atomic::AtomicU64,
+    mut sink: Option<(&[&str], F)>,
+    prefix: &Verified,
+) -> io::Result<(VerifyReport, crate::key_event::ChainKeys)>
+where
+    R: Read + Send,
+    F: FnMut(usize, &Map<String, Value>),
+{
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).clamp(1, 8);
+    let keep = sink.as_ref().map(|(k, _)| *k);
+    let first = usize::try_from(prefix.records).unwrap_or(usize::MAX);
+    let mut seq = Sequencer {
+        previous: prefix.head_hash.clone(),
+        pinned: opts.pinned,
+        chain_keys: prefix.keys.clone(),
+        ..Sequencer::default()
+    };
+    seq.report.total = first;
+    let torn = std::thread::scope(|scope| {
+        let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
+        let block_rx = std::sync::Arc::new(std::sync::Mutex::new(block_rx));
+        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<(usize, String, Vec<Checked>)>(workers * 2);
+        let (recycle_tx, recycle_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(workers * 2 + 2);
+        for _ in 0..workers {
+            let (rx, tx, recycle_tx) = (std::sync::Arc::clone(&block_rx), done_tx.clone(), recycle_tx.clone());
+            let keys = seq.lineage.keys.clone();
+            scope.spawn(move || {
+                let mut scan = canonical::scan::Scan::default();
+                loop {
+                    let block = match rx.lock() {
+                        Ok(guard) => guard.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(block) = block else { return };
+                    let mut ids = String::new();
+                    let checked = block
+                        .lines
+                        .iter()
+                        .enumerate()
+                        .map(|(k, line)| match line {
+                            RawLine::TooLong => Checked::Unparsable(format!("line longer than {MAX_LINE_BYTES} bytes")),
+                            RawLine::Bytes(r) => check_line(
+                                block.first_index + k,
+                                &block.data[r.clone()],
+                                &mut ids,
+                                &mut scan,
+                                keep,
+                                &keys,
+                                opts,
+                            ),
+                        })
+                        .collect();
+                    // The reader reuses the buffer (or it is dropped when enough wait).
+                    let _ = recycle_tx.try_send(block.data);
+                    if tx.send((block.seq, ids, checked)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        // One block per worker being checked, one more queued for each, and two for the reader
+        // and the sequencer: each block is 1 MiB of lines and, when the caller keeps metadata,
+        // about as much again of parsed records, so the window bounds the verifier's memory.
+        let window = workers * 2 + 2;
+        let (window_tx, window_rx) = std::sync::mpsc::sync_channel::<()>(window);
+        for _ in 0..window {
+            let _ = window_tx.send(());
+        }
+        let reader_thread =
+            scope.spawn(move || read_blocks(reader, first, &block_tx, &window_rx, &recycle_rx, progress));
+        let mut pending = std::collections::BTreeMap::new();
+        let (mut next, mut index) = (0, first);
+        for (block_seq, id_text, checked) in done_rx {
+            pending.insert(block_seq, (id_text, checked));
+            while let Some((id_text, checked)) = pending.remove(&next) {
+                for c in checked {
+                    match c {
+                        Checked::Unparsable(message) => seq.unparsable(index, message),
+                        Checked::Parsed { map, full, local, key } => {
+                            seq.record(index, &map, full.then_some(&map), local, key);
+                            if let Some((_, on_record)) = &mut sink {
+                                on_record(index, &map);
+                            }
+                        }
+                        Checked::Raw { ids, local, key } => {
+                            seq.record(index, &IdFields { text: &id_text, ids }, None, local, key);
+                        }
+                    }
+                    index += 1;
+                }
+                next += 1;
+                let _ = window_tx.send(());
+            }
+        }
+        drop(window_tx);
+        reader_thread.join().unwrap_or_else(|_| Err(io::Error::other("the chain reader panicked")))
+    })?;
+    let keys = std::mem::take(&mut seq.chain_keys);
+    let mut report = seq.finish();
+    report.torn_tail = torn;
+    Ok((report, keys))
+}
+
+/// Verifies records held in memory (see [`verify_stream`]).
+#[must_use]
+pub fn verify_records(records: &[Value], opts: VerifyOptions<'_>) -> VerifyReport {
+    verify_stream(records.iter().map(Line::Record), opts, |_, _| {})
+}
+
+/// A prefix of a spool's chain known to verify: its first `records` records, `bytes` long
+/// (through the last one's newline), the last one's `entry_hash` being `head_hash`. Where it
+/// comes from is the caller's trust decision: the console's own last verification, or a
+/// checkpoint the principal signed under the chain's lock after verifying the chain
+/// (`docs/spool.md`, Incremental verification). `warrant_store::chain_file::verify_tail_with` verifies only what follows.
+///
+/// The default is the empty prefix (0 records, 0 bytes): verifying the tail after it is a full
+/// verification.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verified {
+    /// Records in the prefix (the last one's `chain_index`).
+    pub records: u64,
+    /// Length of the prefix in bytes, through the last record's newline.
+    pub bytes: u64,
+    /// The last record's `entry_hash` (`None` for the empty prefix).
+    pub head_hash: Option<String>,
+    /// What the prefix's key events (rotations, renames) added to the pins: the verification of
+    /// the tail starts from it.
+    pub keys: crate::key_event::ChainKeys,
+}
+
+impl Verified {
+    /// The prefix a signed checkpoint describes (see [`crate::checkpoint::Checkpoint`]), without
+    /// its key events (the caller adds those it scanned, [`crate::key_event::ChainKeys::apply`]).
+    #[must_use]
+    pub fn of_checkpoint(cp: &crate::checkpoint::Checkpoint) -> Self {
+        Self {
+            records: cp.records,
+            bytes: cp.bytes,
+            head_hash: Some(cp.head_hash.clone()),
+            keys: crate::key_event::ChainKeys::default(),
+        }
+    }
+}
+
+/// What `warrant_store::chain_file::verify_tail_with` found after a verified prefix.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tail {
+    /// The report: `total` and `root_hash` are the whole chain's (prefix and tail), findings are
+    /// the tail's, with global record indexes.
+    pub report: VerifyReport,
+    /// The chain's length in bytes through the last complete line read (a torn final line is
+    /// not counted).
+    pub bytes: u64,
+    /// What the key events of the prefix and the tail added to the pins, as of the last record
+    /// (carried into the next prefix, [`Tail::verified`]).
+    pub keys: crate::key_event::ChainKeys,
+}
+
+impl Tail {
+    /// The prefix this tail extends the old one to, when the tail verified (no finding); a torn
+    /// final line is not part of it.
+    #[must_use]
+    pub fn verified(&self) -> Option<Verified> {
+        self.report.is_valid().then(|| Verified {
+            records: self.report.total as u64,
+            bytes: self.bytes,
+            head_hash: self.report.root_hash.clone(),
+            keys: self.keys.clone(),
+        })
+    }
+}

@@ -1,0 +1,477 @@
+//! The tool table: `[tools]` and `[commands]` of `policy.toml` and the built-in table of the
+//! hosts' own tools (`assets/host-tools.toml`), their globs, and the lookups on a policy set.
+
+use super::{PolicyError, PolicySet, UNREGISTERED_TOOL_FLOOR};
+use crate::packet::is_class_id;
+use crate::registry;
+use crate::tiers::ToolTier;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ToolDef {
+    tier: String,
+    #[serde(default)]
+    required_trust_level: Option<u8>,
+    /// The action class of a call of this tool (issue 17).
+    #[serde(default)]
+    class: Option<String>,
+    /// The ladder rung of a call of this tool, 0..=5 (issue 17).
+    #[serde(default)]
+    level: Option<u8>,
+    /// For a command-running tool: the input field that holds the command (`command` for
+    /// Claude Code's `Bash`), which `[commands]` rules classify.
+    #[serde(default)]
+    command: Option<String>,
+    /// The arguments a call depends on, observed when it is proposed and re-checked before it
+    /// runs (two-phase execution): `[{ check = "file.sha256", argument = "path" }]`.
+    #[serde(default)]
+    preconditions: Vec<ToolPrecondition>,
+    /// The input field holding the amount a call moves (a JSON number), which a grant's
+    /// `max_amount` is checked against.
+    #[serde(default)]
+    amount: Option<String>,
+    /// The input fields holding a call's recipients (addresses, a string, comma-separated, or an
+    /// array of strings), whose domains a grant's `domain_allowlist` is checked against.
+    #[serde(default)]
+    recipients: Vec<String>,
+}
+
+/// One precondition a tool entry declares (`preconditions = [{ check, argument }]` of
+/// `[tools."<key>"]`): the argument of a call that names a file or a repository, and the check
+/// warrant observes on it when the call is proposed, when the principal approves it, and just
+/// before the gateway forwards it (`lodestar-and-tiers.md` §A3; [`crate::calls::action_preconditions`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolPrecondition {
+    /// The check: one of [`crate::ladder::PRECONDITION_CHECKS`] (`file.sha256`, `file.exists`,
+    /// `git.head_unchanged`, `git.head`).
+    pub check: String,
+    /// The name of the call's input field holding the path (a string, or an array of strings:
+    /// one check each); a relative path is resolved against the call's working directory.
+    pub argument: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CommandDef {
+    tier: String,
+    #[serde(default)]
+    class: Option<String>,
+    #[serde(default)]
+    level: Option<u8>,
+}
+
+/// A tool registered in `policy.toml` (`[tools."<key>"]`): its workbench tier and its Lodestar
+/// floor (`lodestar-and-tiers.md` §B2, §A1), and for tool calls governed by a hook or the
+/// gateway (issue 17) the action class and ladder rung of a call and, for a command-running
+/// tool, the input field holding its command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolPolicy {
+    /// The tool's tier; fixed by the principal, never by the packet.
+    pub tier: ToolTier,
+    /// The lowest `required_level` a contract for this tool may declare (0..=5), if set.
+    pub required_trust_level: Option<u8>,
+    /// The action class of a call (`class`), if set.
+    pub class: Option<String>,
+    /// The ladder rung of a call (`level`, 0..=5), if set.
+    pub level: Option<u8>,
+    /// The input field that holds the command of a command-running tool (`command`), if any.
+    pub command: Option<String>,
+    /// The preconditions a call of this tool carries (`preconditions`), in the order written.
+    pub preconditions: Vec<ToolPrecondition>,
+    /// The input field holding the amount a call moves (`amount`), if declared: what a class
+    /// grant's `max_amount` is checked against ([`crate::grant::CallFacts`]).
+    pub amount: Option<String>,
+    /// The input fields holding a call's recipients (`recipients`): what a class grant's
+    /// `domain_allowlist` is checked against.
+    pub recipients: Vec<String>,
+}
+
+impl ToolPolicy {
+    /// The ladder floor a call of this tool has: the higher of `required_trust_level` and
+    /// `level` (0 when neither is set).
+    #[must_use]
+    pub fn floor(&self) -> u8 {
+        self.required_trust_level.unwrap_or(0).max(self.level.unwrap_or(0))
+    }
+}
+
+/// A rule on the command of a command-running tool (`[commands."<glob>"]`, issue 17): the glob
+/// is matched against each simple command of the command line, its words re-joined by single
+/// spaces; a pattern ending in ` *` also matches the command with no further words.
+#[derive(Debug, Clone)]
+pub struct CommandRule {
+    /// The pattern as written.
+    pub pattern: String,
+    /// Its compiled form.
+    pub(crate) glob: LazyGlob,
+    /// What a command it matches is.
+    pub policy: ToolPolicy,
+}
+
+impl CommandRule {
+    /// Whether the rule matches a command's normalised words (`calls::CommandPart::words`).
+    #[must_use]
+    pub fn matches(&self, words: &str) -> bool {
+        self.glob.is_match(words)
+            // `git push *` also matches a bare `git push`.
+            || self.glob.source.strip_suffix(" *").is_some_and(|head| head == words)
+    }
+}
+
+/// A tool key that is a glob (`filesystem/read_*`), compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolGlob {
+    pub(crate) pattern: String,
+    pub(crate) glob: LazyGlob,
+    pub(crate) policy: ToolPolicy,
+}
+
+/// A glob checked when parsed and compiled to its matcher (a regex) only when a name with its
+/// literal prefix is first matched against it: a hook process answers one call, and compiling
+/// every rule of the tables cost it milliseconds.
+#[derive(Debug, Clone)]
+pub(crate) struct LazyGlob {
+    source: String,
+    prefix: String,
+    glob: globset::Glob,
+    matcher: std::sync::OnceLock<globset::GlobMatcher>,
+}
+
+impl LazyGlob {
+    /// Parses `pattern` (`*` matches any characters, `/` included).
+    pub(super) fn new(pattern: &str) -> Result<Self, String> {
+        let glob = globset::GlobBuilder::new(pattern)
+            .literal_separator(false)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let prefix = pattern.split(['*', '?', '[', '{', '\\']).next().unwrap_or("").to_owned();
+        Ok(Self { source: pattern.to_owned(), prefix, glob, matcher: std::sync::OnceLock::new() })
+    }
+
+    /// Whether `s` matches.
+    pub(crate) fn is_match(&self, s: &str) -> bool {
+        s.starts_with(&self.prefix) && self.matcher.get_or_init(|| self.glob.compile_matcher()).is_match(s)
+    }
+}
+
+/// Whether a `[tools]` key or `[commands]` pattern is a glob rather than a literal name.
+pub(super) fn is_glob(key: &str) -> bool {
+    key.contains(['*', '?', '[', '{'])
+}
+
+/// How specific a glob is: the number of its characters that are not wildcards.
+pub(crate) fn specificity(pattern: &str) -> usize {
+    pattern.chars().filter(|c| !matches!(c, '*' | '?' | '[' | ']' | '{' | '}')).count()
+}
+
+/// The tools of Claude Code and Codex and the command rules warrant applies when `policy.toml`
+/// does not name them (`assets/host-tools.toml`).
+pub(super) const HOST_TOOLS: &str = include_str!("../../../../../assets/host-tools.toml");
+
+impl PolicySet {
+    /// Registers (or replaces) a tool from JSON `{"tier", "required_trust_level"?}` (the
+    /// `warrant eval` form of `[tools."<key>"]`).
+    ///
+    /// # Errors
+    /// A sentence for an unknown tier or a level outside 0..=5.
+    pub fn add_tool(&mut self, key: &str, def: &Value) -> Result<(), String> {
+        self.tools.insert(key.to_owned(), tool_from_json(key, def)?);
+        Ok(())
+    }
+
+    /// The tools registered in `policy.toml`: by name, then the glob keys (not the built-in
+    /// table of the hosts' tools).
+    pub fn tools(&self) -> impl Iterator<Item = (&str, &ToolPolicy)> {
+        self.tools
+            .iter()
+            .map(|(k, v)| (k.as_str(), v))
+            .chain(self.tool_globs.iter().map(|g| (g.pattern.as_str(), &g.policy)))
+    }
+
+    /// The policy of the tool `key`: `policy.toml`'s entry of that name, else its most specific
+    /// glob that matches (ties: the stricter), else the built-in table of the hosts' tools
+    /// (`assets/host-tools.toml`) the same way; `None` for a tool nobody registers.
+    #[must_use]
+    pub fn tool(&self, key: &str) -> Option<&ToolPolicy> {
+        self.tools
+            .get(key)
+            .or_else(|| best_glob(&self.tool_globs, key))
+            .or_else(|| self.host.tools.get(key))
+            .or_else(|| best_glob(&self.host.globs, key))
+    }
+
+    /// The input field holding the command of `key` in the built-in table of the hosts' tools,
+    /// if it is a command-running tool there (`Bash` → `command`): a `policy.toml` entry or glob
+    /// that names the tool without `command` keeps it, so its command rules still apply.
+    #[must_use]
+    pub fn host_command_field(&self, key: &str) -> Option<&str> {
+        self.host.tools.get(key).and_then(|p| p.command.as_deref())
+    }
+
+    /// The field of `tool`'s input that holds its command line, when it is a command-running
+    /// tool: its table entry's `command` (a `policy.toml` entry or glob for a host's own tool
+    /// keeps the host's field, [`PolicySet::host_command_field`]).
+    #[must_use]
+    pub fn command_field(&self, tool: &str) -> Option<&str> {
+        self.tool(tool).and_then(|p| p.command.as_deref().or_else(|| self.host_command_field(tool)))
+    }
+
+    /// The `[commands]` rules: `policy.toml`'s, then the built-in ones.
+    pub fn command_rules(&self) -> impl Iterator<Item = &CommandRule> {
+        self.commands.iter().chain(self.host.commands.iter())
+    }
+
+    /// Whether `policy.toml` has its own `[commands]` rules (the built-in ones then still apply,
+    /// after them).
+    #[must_use]
+    pub fn has_command_rules(&self) -> bool {
+        !self.commands.is_empty()
+    }
+
+    /// Tightens the tool `key` with a request's definition (`{"tier", "required_trust_level"?}`,
+    /// the `warrant eval` form of `[tools."<key>"]`): for a tool this set registers, the tier the
+    /// more dangerous (safe < mutating < destructive) and the floor the higher; a tool it does not
+    /// register stays unregistered (no tier: the tiers gate answers `confirm` whatever the
+    /// notebook), and its floor is the higher of the request's and Lodestar's conservative L3.
+    /// `docs/eval.md`, "Request policies only tighten"; issue 15 §4.
+    ///
+    /// # Errors
+    /// As [`PolicySet::add_tool`].
+    pub fn tighten_tool(&mut self, key: &str, def: &Value) -> Result<(), String> {
+        let req = tool_from_json(key, def)?;
+        let rank = |t: ToolTier| match t {
+            ToolTier::Safe => 0,
+            ToolTier::Mutating => 1,
+            ToolTier::Destructive => 2,
+        };
+        match self.tools.get_mut(key) {
+            Some(host) => {
+                if rank(req.tier) > rank(host.tier) {
+                    host.tier = req.tier;
+                }
+                host.required_trust_level = match (host.required_trust_level, req.required_trust_level) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            None => {
+                let floor = req.required_trust_level.unwrap_or(0).max(UNREGISTERED_TOOL_FLOOR);
+                self.unregistered_floors.insert(key.to_owned(), floor);
+            }
+        }
+        Ok(())
+    }
+
+    /// The ladder floor a request raised for a tool this set does not register (at least
+    /// [`UNREGISTERED_TOOL_FLOOR`]), if any.
+    #[must_use]
+    pub fn unregistered_floor(&self, key: &str) -> Option<u8> {
+        self.unregistered_floors.get(key).copied()
+    }
+}
+
+/// A tool from JSON `{"tier", "required_trust_level"?}` (the `warrant eval` form of
+/// `[tools."<key>"]`).
+fn tool_from_json(key: &str, def: &Value) -> Result<ToolPolicy, String> {
+    let tier = def
+        .get("tier")
+        .and_then(Value::as_str)
+        .and_then(ToolTier::parse)
+        .ok_or_else(|| format!("tools.{key}.tier must be safe, mutating or destructive"))?;
+    let level = match def.get("required_trust_level") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64().filter(|l| *l <= 5).ok_or_else(|| format!("tools.{key}.required_trust_level must be 0..=5"))?
+                as u8,
+        ),
+    };
+    Ok(ToolPolicy {
+        tier,
+        required_trust_level: level,
+        class: None,
+        level: None,
+        command: None,
+        preconditions: Vec::new(),
+        amount: None,
+        recipients: Vec::new(),
+    })
+}
+
+/// A tool table: `[tools]` and `[commands]` of one file, parsed.
+#[derive(Debug, Default)]
+pub(crate) struct HostTable {
+    pub(super) tools: BTreeMap<String, ToolPolicy>,
+    pub(super) globs: Vec<ToolGlob>,
+    pub(super) commands: Vec<CommandRule>,
+}
+
+/// `assets/host-tools.toml` as written.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostToolsFile {
+    tools: BTreeMap<String, ToolDef>,
+    commands: BTreeMap<String, CommandDef>,
+    hosts: BTreeMap<String, HostOffers>,
+}
+
+/// What one host version offers its model and how each tool is governed
+/// (`[hosts.<host>]` of `assets/host-tools.toml`).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostOffers {
+    /// The host version the lists were read from (`2.1.197`).
+    pub version: String,
+    /// The name the model calls → the tool name the host's hook events carry.
+    pub hooked: BTreeMap<String, String>,
+    /// Tools the host sends no hook event for → why that is acceptable, or what holds them.
+    pub unhooked: BTreeMap<String, String>,
+}
+
+/// The tools each host (`claude-code`, `codex`) offers its model, by host
+/// (`assets/host-tools.toml`, `[hosts]`). The real-host tests compare them with what the host
+/// really sends its model service.
+#[must_use]
+pub fn host_offers() -> BTreeMap<String, HostOffers> {
+    let file: HostToolsFile = toml::from_str(HOST_TOOLS).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}"));
+    file.hosts
+}
+
+/// The built-in table ([`HOST_TOOLS`]), parsed once.
+pub(super) fn host_table() -> Arc<HostTable> {
+    static TABLE: std::sync::OnceLock<Arc<HostTable>> = std::sync::OnceLock::new();
+    Arc::clone(TABLE.get_or_init(|| {
+        // The file is part of the binary and checked by a test: a failure here is a build defect.
+        let file: HostToolsFile = toml::from_str(HOST_TOOLS).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}"));
+        Arc::new(parse_tool_table(file.tools, file.commands).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}")))
+    }))
+}
+
+/// The most specific glob of `globs` matching `key` (ties: the stricter tier, then the higher
+/// floor; then the first).
+fn best_glob<'a>(globs: &'a [ToolGlob], key: &str) -> Option<&'a ToolPolicy> {
+    globs
+        .iter()
+        .filter(|g| g.glob.is_match(key))
+        .max_by_key(|g| (specificity(&g.pattern), g.policy.tier, g.policy.floor()))
+        .map(|g| &g.policy)
+}
+
+/// Parses `[tools]` and `[commands]`.
+pub(super) fn parse_tool_table(
+    tools: BTreeMap<String, ToolDef>,
+    commands: BTreeMap<String, CommandDef>,
+) -> Result<HostTable, PolicyError> {
+    let mut table = HostTable::default();
+    let policy = |id: String, tier: &str, required: Option<u8>, class: Option<String>, level: Option<u8>, command| {
+        let bad = |message: String| PolicyError::Class { id: id.clone(), message };
+        let tier =
+            ToolTier::parse(tier).ok_or_else(|| bad(format!("tier {tier:?} is not safe, mutating or destructive")))?;
+        if required.is_some_and(|l| l > 5) {
+            return Err(bad("required_trust_level must be 0..=5".into()));
+        }
+        if level.is_some_and(|l| l > 5) {
+            return Err(bad("level must be 0..=5".into()));
+        }
+        let class = match class {
+            None => None,
+            Some(c) => {
+                let n = registry::normalize(&c);
+                if !is_class_id(&n) {
+                    return Err(bad(format!("class {c:?} is not an action class id (like email.send.external)")));
+                }
+                Some(n)
+            }
+        };
+        Ok(ToolPolicy {
+            tier,
+            required_trust_level: required,
+            class,
+            level,
+            command,
+            preconditions: Vec::new(),
+            amount: None,
+            recipients: Vec::new(),
+        })
+    };
+    for (key, def) in tools {
+        let id = format!("tools.{key}");
+        if let Some(field) = def.command.as_deref().filter(|f| f.is_empty()) {
+            return Err(PolicyError::Class { id, message: format!("command field {field:?} must not be empty") });
+        }
+        let mut p = policy(id.clone(), &def.tier, def.required_trust_level, def.class, def.level, def.command)?;
+        for (i, pre) in def.preconditions.iter().enumerate() {
+            let bad = |message: String| PolicyError::Class {
+                id: id.clone(),
+                message: format!("preconditions[{i}]: {message}"),
+            };
+            if !crate::ladder::PRECONDITION_CHECKS.contains(&pre.check.as_str()) {
+                return Err(bad(format!(
+                    "check {:?} is not one warrant can observe ({})",
+                    pre.check,
+                    crate::ladder::PRECONDITION_CHECKS.join(", ")
+                )));
+            }
+            if pre.argument.trim().is_empty() {
+                return Err(bad("argument must name an input field (a non-empty string)".into()));
+            }
+        }
+        p.preconditions = def.preconditions;
+        if def.amount.as_deref().is_some_and(|f| f.trim().is_empty())
+            || def.recipients.iter().any(|f| f.trim().is_empty())
+        {
+            return Err(PolicyError::Class { id, message: "amount and recipients must name input fields".into() });
+        }
+        p.amount = def.amount;
+        p.recipients = def.recipients;
+        if is_glob(&key) {
+            let glob = LazyGlob::new(&key).map_err(|message| PolicyError::Class { id, message })?;
+            table.globs.push(ToolGlob { pattern: key, glob, policy: p });
+        } else {
+            table.tools.insert(key, p);
+        }
+    }
+    for (pattern, def) in commands {
+        let id = format!("commands.{pattern}");
+        let normal = crate::calls::normalize_command_pattern(&pattern)
+            .ok_or_else(|| PolicyError::Class { id: id.clone(), message: "an empty command pattern".into() })?;
+        let p = policy(id.clone(), &def.tier, None, def.class, def.level, None)?;
+        let glob = LazyGlob::new(&normal).map_err(|message| PolicyError::Class { id, message })?;
+        table.commands.push(CommandRule { pattern, glob, policy: p });
+    }
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_of_todays_hosts_has_an_entry_and_none_reaching_the_network_is_safe() {
+        let p = PolicySet::builtin();
+        let hosts = host_offers();
+        assert_eq!(hosts.keys().collect::<Vec<_>>(), ["claude-code", "codex"]);
+        for (host, offers) in &hosts {
+            for (offered, hooked) in &offers.hooked {
+                assert!(
+                    p.tool(hooked).is_some(),
+                    "{host} {}: {offered} ({hooked}) has no [tools] entry",
+                    offers.version
+                );
+                assert!(!offers.unhooked.contains_key(offered), "{host}: {offered} is both hooked and not");
+            }
+            for (tool, why) in &offers.unhooked {
+                assert!(!why.trim().is_empty(), "{host}: {tool} needs its reason");
+            }
+        }
+        for tool in ["WebSearch", "WebFetch"] {
+            let t = p.tool(tool).expect("entry");
+            assert_ne!(t.tier, crate::tiers::ToolTier::Safe, "{tool} leaves the machine");
+            assert!(t.class.as_deref().is_some_and(|c| c.starts_with("web.")), "{tool}: {:?}", t.class);
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! The spool's KV buckets: decisions, written once by `AGENT.PACKET_ID` ([`decision_key`]), and
+//! the claims of single uses ([`use_key`]).
+
+use std::time::Duration;
+
+use async_nats::jetstream::consumer::{DeliverPolicy, push};
+use async_nats::jetstream::kv;
+use futures_util::StreamExt;
+
+use super::{AsyncJetStreamSpool, Decision, JsError, server, token};
+
+impl AsyncJetStreamSpool {
+    async fn decisions(&self) -> Result<kv::Store, JsError> {
+        let bucket = self.url.decisions_bucket();
+        self.js.get_key_value(&bucket).await.map_err(server(format!("open bucket {bucket}")))
+    }
+
+    /// Writes the decision on `agent`'s packet `packet_id`, once: a second decision for the
+    /// same packet is refused ([`JsError::DecisionExists`]). Returns the bucket's revision.
+    ///
+    /// # Errors
+    /// [`JsError::DecisionExists`]; [`JsError::BadToken`] for an agent or packet id that is not
+    /// `[A-Za-z0-9_-]+`; [`JsError::Server`] otherwise.
+    pub async fn put_decision(&self, agent: &str, packet_id: &str, bytes: &[u8]) -> Result<u64, JsError> {
+        let key = decision_key(agent, packet_id)?;
+        let store = self.decisions().await?;
+        match store.create(&key, bytes.to_vec().into()).await {
+            Ok(rev) => Ok(rev),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Err(JsError::DecisionExists { key }),
+            Err(e) => Err(server(format!("write decision {key}"))(e)),
+        }
+    }
+
+    /// The decision on `agent`'s packet `packet_id`, or `None` when there is none yet.
+    ///
+    /// # Errors
+    /// [`JsError::Server`] when the bucket cannot be read (never `None` for that).
+    pub async fn get_decision(&self, agent: &str, packet_id: &str) -> Result<Option<Decision>, JsError> {
+        let key = decision_key(agent, packet_id)?;
+        let store = self.decisions().await?;
+        match store.entry(&key).await.map_err(server(format!("read decision {key}")))? {
+            Some(e) if e.operation == kv::Operation::Put => {
+                Ok(Some(Decision { revision: e.revision, bytes: e.value.to_vec() }))
+            }
+            Some(_) | None => Ok(None),
+        }
+    }
+
+    /// Waits for the decision on `agent`'s packet `packet_id`, with a KV watch that first
+    /// delivers the decision already there (no polling, and no race with a decision written
+    /// just before the watch).
+    ///
+    /// # Errors
+    /// [`JsError::Timeout`] when none came within `timeout`; [`JsError::Server`] otherwise.
+    pub async fn wait_decision(&self, agent: &str, packet_id: &str, timeout: Duration) -> Result<Decision, JsError> {
+        let key = decision_key(agent, packet_id)?;
+        let store = self.decisions().await?;
+        let wait = async {
+            let mut entries = self.watch_key(&store, &key).await?;
+            while let Some(entry) = entries.next().await {
+                if let Some(d) = entry? {
+                    return Ok(d);
+                }
+            }
+            Err(JsError::Server { op: format!("watch decision {key}"), message: "the watch ended".into() })
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .map_err(|_| JsError::Timeout { what: format!("the decision {key}"), after: timeout })?
+    }
+
+    /// Waits for the decision on `agent`'s packet `packet_id`, or for a signal of the principal
+    /// to `agent` ([`put_signal`](Self::put_signal)) that `applies` accepts, whichever comes
+    /// first: two watches of one key each, which first deliver what is there already. A signal
+    /// `applies` refuses (a release, an older stop) is passed over and the wait goes on.
+    ///
+    /// # Errors
+    /// [`JsError::Timeout`] when neither came within `timeout`; [`JsError::Server`] otherwise.
+    pub async fn wait_decision_or_signal(
+        &self,
+        agent: &str,
+        packet_id: &str,
+        timeout: Duration,
+        mut applies: impl FnMut(&[u8]) -> bool,
+    ) -> Result<Awaited, JsError> {
+        let key = decision_key(agent, packet_id)?;
+        let signal = signal_key(agent)?;
+        let store = self.decisions().await?;
+        let wait = async {
+            let decisions = self.watch_key(&store, &key).await?.map(|e| (true, e));
+            let signals = self.watch_key(&store, &signal).await?.map(|e| (false, e));
+            let mut both = futures_util::stream::select(decisions, signals);
+            while let Some((is_decision, entry)) = both.next().await {
+                match entry? {
+                    Some(d) if is_decision => return Ok(Awaited::Decision(d)),
+                    Some(s) if applies(&s.bytes) => return Ok(Awaited::Signal(s.bytes)),
+                    _ => {}
+                }
+            }
+            Err(JsError::Server { op: format!("watch decision {key}"), message: "the watch ended".into() })
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .map_err(|_| JsError::Timeout { what: format!("the decision {key}"), after: timeout })?
+    }
+
+    /// The values of the bucket's `key` as they are put, the one there first: `Some` for a
+    /// value, `None` for a delete or purge.
+    async fn watch_key(
+        &self,
+        store: &kv::Store,
+        key: &str,
+    ) -> Result<impl futures_util::Stream<Item = Result<Option<Decision>, JsError>> + use<>, JsError> {
+        let subject = format!("{}{key}", store.prefix);
+        let op = format!("watch {key}");
+        // An ordered consumer of the one key, named so that its create request names the key's
+        // subject (`$JS.API.CONSUMER.CREATE.KV_….NAME.$KV.….AGENT.PACKET_ID`), which a server
+        // permission can grant per agent (docs/distributed.md); the KV watch of async-nats
+        // creates unnamed consumers, whose request names no subject.
+        let consumer = store
+            .stream
+            .create_consumer(push::OrderedConfig {
+                name: Some(format!("warrant_wait_{}", uuid::Uuid::new_v4().simple())),
+                deliver_subject: self.client.new_inbox(),
+                filter_subject: subject,
+                deliver_policy: DeliverPolicy::LastPerSubject,
+                ..Default::default()
+            })
+            .await
+            .map_err(server(op.clone()))?;
+        let messages = consumer.messages().await.map_err(server(op.clone()))?;
+        Ok(messages.map(move |m| {
+            let m = m.map_err(server(op.clone()))?;
+            let deleted = m.message.headers.as_ref().and_then(|h| h.get("KV-Operation")).is_some();
+            if deleted {
+                return Ok(None);
+            }
+            let info = m.info().map_err(server(op.clone()))?;
+            Ok(Some(Decision { revision: info.stream_sequence, bytes: m.message.payload.to_vec() }))
+        }))
+    }
+
+    /// Puts the principal's signal to `agent` (`{"type": "warrant_stop" | "warrant_quarantine"
+    /// | "warrant_release", "agent", "reason", "at"}`, as in `signals/<agent>.json`) under
+    /// [`signal_key`], replacing the one before: a waiting agent sees it
+    /// ([`wait_decision_or_signal`](Self::wait_decision_or_signal)). Returns the revision.
+    ///
+    /// # Errors
+    /// [`JsError::BadToken`] for an agent id that is not `[A-Za-z0-9_-]+`; [`JsError::Server`].
+    pub async fn put_signal(&self, agent: &str, bytes: &[u8]) -> Result<u64, JsError> {
+        let key = signal_key(agent)?;
+        let store = self.decisions().await?;
+        store.put(&key, bytes.to_vec().into()).await.map_err(server(format!("write signal {key}")))
+    }
+}
+
+/// What came first while waiting on a packet ([`AsyncJetStreamSpool::wait_decision_or_signal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Awaited {
+    /// The decision file on the packet, as stored (unverified).
+    Decision(Decision),
+    /// A signal of the principal to the agent, as stored (unverified), that the caller accepted.
+    Signal(Vec<u8>),
+}
+
+/// The key of `agent`'s signal in the decisions bucket: `AGENT.signal.latest`. It has three
+/// tokens, so it is never a decision's `AGENT.PACKET_ID` (a packet id is one token), and it is
+/// among the agent's own keys (`AGENT.>`), which the documented permissions let it watch.
+///
+/// # Errors
+/// [`JsError::BadToken`] for an agent id that is not `[A-Za-z0-9_-]+`.
+pub fn signal_key(agent: &str) -> Result<String, JsError> {
+    token("agent", agent)?;
+    Ok(format!("{agent}.signal.latest"))
+}
+
+impl AsyncJetStreamSpool {
+    /// Creates the claim `name` (a `uses/` file name: `approval+ID.use`, `grant+G+N.use`,
+    /// `gate+ID.use`) with `bytes`, once: `Ok(false)` when it exists already (the use was taken).
+    /// The key is the name in hex ([`use_key`]): `+` and `:` are no key characters.
+    ///
+    /// # Errors
+    /// [`JsError::Server`] and [`JsError::Timeout`]: the claim is then not made.
+    pub async fn claim_use(&self, name: &str, bytes: &[u8]) -> Result<bool, JsError> {
+        let bucket = self.url.uses_bucket();
+        let store = self.js.get_key_value(&bucket).await.map_err(server(format!("open bucket {bucket}")))?;
+        match store.create(use_key(name), bytes.to_vec().into()).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(server(format!("claim {name}"))(e)),
+        }
+    }
+
+    /// The claims from the uses bucket's stream sequence `from_seq` on, in order, up to the last
+    /// one when the read started: `(sequence, name, bytes)`.
+    ///
+    /// A key that is not a claim's name (an agent may create any key it can spell) is skipped
+    /// with a warning: it claims nothing, and it stops nothing.
+    ///
+    /// # Errors
+    /// As [`read_chain`](Self::read_chain).
+    pub async fn read_uses_from(&self, from_seq: u64) -> Result<Vec<(u64, String, Vec<u8>)>, JsError> {
+        let stream = format!("KV_{}", self.url.uses_bucket());
+        let raw = self.read_all(&stream, String::new(), from_seq.max(1)).await?;
+        Ok(raw.into_iter().filter_map(|r| claim_of(r.seq, &r.subject, r.payload)).collect())
+    }
+}
+
+impl AsyncJetStreamSpool {
+    /// Watches the uses bucket's claims live from stream sequence `from_seq` (as
+    /// [`watch_chain`](Self::watch_chain): an ordered push consumer, no polling).
+    ///
+    /// # Errors
+    /// [`JsError::Server`] when the consumer cannot be created.
+    pub async fn watch_uses(
+        &self,
+        from_seq: u64,
+    ) -> Result<tokio::sync::mpsc::Receiver<Result<(u64, String, Vec<u8>), JsError>>, JsError> {
+        let stream = format!("KV_{}", self.url.uses_bucket());
+        let mut raw = self.watch_raw(&stream, String::new(), from_seq).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(1024);
+        tokio::spawn(async move {
+            while let Some(item) = raw.recv().await {
+                let item = match item {
+                    Ok(r) => match claim_of(r.seq, &r.subject, r.payload) {
+                        Some(claim) => Ok(claim),
+                        None => continue,
+                    },
+                    Err(e) => Err(e),
+                };
+                let end = item.is_err();
+                if tx.send(item).await.is_err() || end {
+                    return;
+                }
+            }
+        });
+        Ok(rx)
+    }
+}
+
+/// The claim a uses bucket message on `subject` holds, or `None` (with a warning) for a key that
+/// is not a claim's name ([`use_name`]) or a name that is no claim file's.
+fn claim_of(seq: u64, subject: &str, payload: Vec<u8>) -> Option<(u64, String, Vec<u8>)> {
+    let key = subject.rsplit('.').next().unwrap_or_default();
+    let name = use_name(key).filter(|n| is_claim_name(n));
+    if name.is_none() {
+        tracing::warn!(seq, key = %warrant_protocol::text::inert(key, 200), "uses bucket: skipped a key that is no claim's name");
+    }
+    Some((seq, name?, payload))
+}
+
+/// Whether `name` can be a claim's file name in `uses/`: `<kind>+<ids>.use`, one path component,
+/// not hidden.
+#[must_use]
+pub fn is_claim_name(name: &str) -> bool {
+    !name.contains('/') && !name.starts_with('.') && name.ends_with(".use") && name.contains('+') && name.len() <= 255
+}
+
+/// The uses bucket's key of the claim `name`: its bytes in lowercase hex.
+#[must_use]
+pub fn use_key(name: &str) -> String {
+    name.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The claim name of a uses bucket key ([`use_key`]), or `None` for a key that is not one.
+#[must_use]
+pub fn use_name(key: &str) -> Option<String> {
+    if !key.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> =
+        (0..key.len()).step_by(2).map(|i| u8::from_str_radix(key.get(i..i + 2)?, 16).ok()).collect();
+    String::from_utf8(bytes?).ok()
+}
+
+/// The decisions bucket's key for `agent`'s packet `packet_id`: `AGENT.PACKET_ID` (the agent
+/// first, so a server permission can give an agent its own decisions and no others).
+///
+/// # Errors
+/// [`JsError::BadToken`] when either is not `[A-Za-z0-9_-]+`.
+pub fn decision_key(agent: &str, packet_id: &str) -> Result<String, JsError> {
+    token("agent", agent)?;
+    token("packet id", packet_id)?;
+    Ok(format!("{agent}.{packet_id}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decision_keys_put_the_agent_first_and_refuse_subject_syntax() {
+        assert_eq!(decision_key("agent-1", "p_2").expect("key"), "agent-1.p_2");
+        for (a, p) in [("a.b", "p"), ("a", "p.q"), ("*", "p"), ("a", ">"), ("", "p"), ("a", "p q")] {
+            assert!(matches!(decision_key(a, p), Err(JsError::BadToken { .. })), "{a} {p}");
+        }
+    }
+}

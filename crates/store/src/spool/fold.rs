@@ -1,0 +1,602 @@
+//! The principal's fold of a checkpointed prefix of the chain, the views made from a checkpoint, and the
+//! checkpoint signed after each append.
+
+use super::view::{receipt_hash_of, view_after};
+use super::{ChainDecision, ChainView, Cosigning, DecideError, Spool, chain_decision_of, fold_decision, read_limited};
+use crate::chain_file::{self, ChainError};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io::{self, Read};
+use std::path::Path;
+use warrant_protocol::chain::{self, VerifyOptions};
+use warrant_protocol::control::ControlEvent;
+use warrant_protocol::keys::{PinnedKeys, Principal};
+
+// Named in documentation only.
+#[cfg(doc)]
+use super::view::verify_chain_records;
+#[cfg(doc)]
+use warrant_protocol::control::ControlState;
+
+/// The version of [`PrefixFold`]'s file; a fold of another version is not used.
+/// (2: co-signing in progress carries the principals its approvals count for, by key.)
+const FOLD_VERSION: u32 = 2;
+
+/// What a decision needs of a verified prefix of the chain, folded once and kept beside the
+/// principal's own checkpoint copy (`<config dir>/checkpoints/<spool id>.fold.json`,
+/// [`crate::checkpoint_files::fold_copy`]), bound to the checkpoint the principal signed
+/// by its `fold_sha256` (`docs/spool.md`, Incremental verification). With it, a decision reads
+/// none of the prefix: only the line at its end ([`chain_file::prefix_holds`]) and the records
+/// after it. Written only under the chain's lock, from a chain verified under that lock.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct PrefixFold {
+    /// [`FOLD_VERSION`].
+    version: u32,
+    /// Records in the prefix (the checkpoint's `records`).
+    records: u64,
+    /// The prefix's length in bytes (the checkpoint's `bytes`).
+    bytes: u64,
+    /// The prefix's last `entry_hash` (the checkpoint's `head_hash`).
+    head_hash: Option<String>,
+    /// SHA-256 over the prefix's bytes, to extend into the next checkpoint's `prefix_sha256`.
+    digest: warrant_protocol::checkpoint::PrefixDigest,
+    /// Decisions by packet id, folded in chain order ([`fold_decision`]).
+    decisions: HashMap<String, ChainDecision>,
+    /// Approvals gathered towards a quorum, by packet id ([`fold_decision`]).
+    cosigning: HashMap<String, Cosigning>,
+    /// The principal's control, grant and key-event records, whole, in chain order (replayed
+    /// with the same code a verification folds them with).
+    events: Vec<Map<String, Value>>,
+    /// The first publisher each agent was bound to ([`ControlState::bind_publisher`]), in chain order.
+    publishers: Vec<(String, u32)>,
+    /// The `content_hash` of the last receipt in the prefix.
+    last_receipt_hash: Option<String>,
+    /// Every `record_id` of the prefix, as a Bloom filter: a tail id it may hold sends the
+    /// decision to the slower path, which compares the ids exactly.
+    record_ids: IdFilter,
+}
+
+impl PrefixFold {
+    /// The chain view the fold stands for (no report, no evidence) and the prefix it covers, its
+    /// key events applied to the pins (`pinned`).
+    fn view(&self, pinned: &PinnedKeys) -> (ChainView, chain::Verified) {
+        let mut prefix = chain::Verified {
+            records: self.records,
+            bytes: self.bytes,
+            head_hash: self.head_hash.clone(),
+            keys: warrant_protocol::key_event::ChainKeys::default(),
+        };
+        let mut view =
+            ChainView { decisions: self.decisions.clone(), cosigning: self.cosigning.clone(), ..ChainView::default() };
+        let mut grants = Vec::new();
+        for rec in &self.events {
+            if let Some(c) = ControlEvent::of_record(rec) {
+                view.controls.apply(&c);
+            }
+            if let Some(g) = warrant_protocol::grant::GrantEvent::of_record(rec) {
+                grants.push(g);
+            }
+            apply_key_event(&mut prefix.keys, rec, pinned);
+        }
+        // As a scan of the prefix applies them: controls, then grants, then publishers.
+        for g in &grants {
+            view.grants.apply(g);
+        }
+        for (agent, uid) in &self.publishers {
+            view.controls.bind_publisher(agent, *uid);
+        }
+        view.last_receipt_hash = self.last_receipt_hash.clone();
+        (view, prefix)
+    }
+}
+
+/// Applies the key event `rec` carries, if any, to `keys` (starting from `pinned`), at its
+/// record's 0-based index.
+fn apply_key_event(keys: &mut warrant_protocol::key_event::ChainKeys, rec: &Map<String, Value>, pinned: &PinnedKeys) {
+    if let Some(e) = warrant_protocol::key_event::KeyEvent::of_record(rec) {
+        let index = rec.get("chain_index").and_then(Value::as_u64).unwrap_or(0).saturating_sub(1);
+        keys.apply(&e, usize::try_from(index).unwrap_or(usize::MAX), pinned);
+    }
+}
+
+/// A Bloom filter of record ids (10 bits an id at capacity, 7 probes: under 1% false positives
+/// when full), probed at positions from the SHA-256 of the id, so it reads the same in every
+/// build. Serialized as `{"capacity", "count", "bits": base64}`.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct IdFilter {
+    /// Ids it was sized for; past it, the fold is not used (the slower path builds a larger one).
+    capacity: u64,
+    /// Ids inserted.
+    count: u64,
+    #[serde(with = "base64_bytes")]
+    bits: Vec<u8>,
+}
+
+/// Serde for bytes as a standard base64 string.
+mod base64_bytes {
+    use base64::Engine as _;
+    pub fn serialize<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text: String = serde::Deserialize::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The two 64-bit halves an id's probes are made from.
+fn id_hash(id: &str) -> [u64; 2] {
+    use sha2::Digest as _;
+    let d: [u8; 32] = sha2::Sha256::digest(id.as_bytes()).into();
+    let half = |i: usize| u64::from_le_bytes(d[i..i + 8].try_into().unwrap_or_default());
+    [half(0), half(8) | 1]
+}
+
+impl IdFilter {
+    const PROBES: u64 = 7;
+    const BITS_PER_ID: u64 = 10;
+    const MIN_CAPACITY: u64 = 1 << 16;
+
+    fn positions(&self, h: [u64; 2]) -> impl Iterator<Item = usize> + '_ {
+        let m = (self.bits.len() as u64 * 8).max(1);
+        (0..Self::PROBES).map(move |i| (h[0].wrapping_add(i.wrapping_mul(h[1])) % m) as usize)
+    }
+
+    /// Whether the filter is sized for what it holds (an empty or overfull one is not used).
+    fn usable(&self) -> bool {
+        !self.bits.is_empty() && self.count <= self.capacity
+    }
+
+    /// Inserts ids (their [`id_hash`]es). An empty filter is first sized for twice as many ids
+    /// as it is given (at least [`Self::MIN_CAPACITY`]).
+    fn insert_all(&mut self, hashes: &[[u64; 2]]) {
+        if self.bits.is_empty() {
+            self.capacity = (2 * hashes.len() as u64).max(Self::MIN_CAPACITY);
+            self.bits = vec![0; usize::try_from(self.capacity * Self::BITS_PER_ID / 8).unwrap_or(usize::MAX)];
+        }
+        for h in hashes {
+            let pos: Vec<usize> = self.positions(*h).collect();
+            for p in pos {
+                self.bits[p / 8] |= 1 << (p % 8);
+            }
+        }
+        self.count += hashes.len() as u64;
+    }
+
+    /// Whether `id` may be in the filter (false: it certainly is not). An empty filter may hold
+    /// anything.
+    fn may_hold(&self, id: &str) -> bool {
+        self.bits.is_empty() || self.positions(id_hash(id)).all(|p| self.bits[p / 8] & (1 << (p % 8)) != 0)
+    }
+}
+
+/// What [`extend_fold`] found besides the fold.
+#[derive(Default)]
+struct PrefixScan {
+    /// The records of the decisions whose packet id `keep` named (to restore their files).
+    kept: Vec<Map<String, Value>>,
+    /// A `record_id` of the range that is also one of `tail_ids` (a duplicate the tail check
+    /// cannot see).
+    reused_id: Option<String>,
+}
+
+/// Calls `found` with every `record_id` value in one chain line (no newline): each
+/// `"record_id":"…"` as canonical JSON writes it, and for a line without one, or with an escape
+/// in the value, the top-level `record_id` of the line parsed. Extra hits (a nested
+/// `record_id`) only make a duplicate check stricter.
+fn line_record_ids(line: &[u8], finder: &memchr::memmem::Finder<'_>, found: &mut impl FnMut(&str)) {
+    let mut any = false;
+    for hit in finder.find_iter(line) {
+        let value = &line[hit + finder.needle().len()..];
+        let Some(end) = memchr::memchr(b'"', value) else { break };
+        match std::str::from_utf8(&value[..end]) {
+            Ok(id) if !id.contains('\\') => {
+                any = true;
+                found(id);
+            }
+            _ => {
+                any = false;
+                break;
+            }
+        }
+    }
+    if !any
+        && let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(line)
+        && let Some(id) = rec.get("record_id").and_then(Value::as_str)
+    {
+        found(id);
+    }
+}
+
+/// The needle [`line_record_ids`] looks for.
+const RECORD_ID_NEEDLE: &str = "\"record_id\":\"";
+
+/// A spool's chain (never through a symlink) opened for reading at byte `from`.
+fn open_chain_at(path: &Path, from: u64) -> io::Result<fs::File> {
+    use io::{Seek as _, SeekFrom};
+    let mut file = chain_file::open_regular(path, true).map_err(|e| io::Error::other(e.to_string()))?;
+    file.seek(SeekFrom::Start(from))?;
+    Ok(file)
+}
+
+/// The `record_id`s of the chain's lines from byte `from` on (the tail after a checkpoint).
+fn record_ids_after(path: &Path, from: u64) -> io::Result<std::collections::HashSet<String>> {
+    let mut file = open_chain_at(path, from)?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail)?;
+    let finder = memchr::memmem::Finder::new(RECORD_ID_NEEDLE);
+    let mut ids = std::collections::HashSet::new();
+    for line in tail.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        line_record_ids(line, &finder, &mut |id| {
+            ids.insert(id.to_owned());
+        });
+    }
+    Ok(ids)
+}
+
+/// Folds the chain's bytes from `fold.bytes` to `to` (the records after the prefix the fold
+/// covers; from the start for an empty fold) onto `fold`, read without verifying them again (the
+/// caller verified them under the chain's lock, or only shows the result): the bytes extend the
+/// fold's SHA-256, every `record_id` goes into its filter, and the principal's controls, grants,
+/// key events, the agents' publishers and the decisions are folded in chain order. With
+/// `tail_ids`, whether any record of the range has one of those ids; with `keep`, the whole
+/// decision records of the packet ids it names.
+///
+/// One pass: the range is read in 8 MiB blocks, hashed, and searched for the bytes that name
+/// these records (`warrant_control`, `warrant_grant`, `warrant_key`, `warrant_decision`, the
+/// publisher key); only those lines are parsed. A line with a `\u` escape is parsed too, since a
+/// key could be spelled with one, so no such record is missed. Without `hash` (a view only shown,
+/// never signed onto) the bytes are not hashed and the ids not filed: the fold is not kept.
+///
+/// # Errors
+/// I/O errors; `UnexpectedEof` when the chain is shorter than `to` or the range does not end
+/// with a newline; `InvalidData` when the fold's digest does not cover exactly its bytes.
+fn extend_fold(
+    path: &Path,
+    fold: &mut PrefixFold,
+    to: u64,
+    keep: &dyn Fn(&str) -> bool,
+    tail_ids: Option<&std::collections::HashSet<String>>,
+    hash: bool,
+    pinned: &PinnedKeys,
+) -> io::Result<PrefixScan> {
+    use memchr::memmem::Finder;
+    let from = fold.bytes;
+    if fold.digest.len() != from || to < from {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "the fold does not cover its prefix"));
+    }
+    let mut reader = io::Read::take(open_chain_at(path, from)?, to - from);
+    let finders = [
+        Finder::new("warrant_control"),
+        Finder::new("warrant_grant"),
+        Finder::new("warrant_key"),
+        Finder::new("warrant_decision"),
+        Finder::new(warrant_protocol::control::PUBLISHER_KEY),
+        Finder::new("\\u"),
+    ];
+    let id_finder = Finder::new(RECORD_ID_NEEDLE);
+    let tail_ids = tail_ids.filter(|t| !t.is_empty());
+    let mut bound: HashSet<String> = fold.publishers.iter().map(|(a, _)| a.clone()).collect();
+    // The pins in effect as the range is folded (the key events so far applied in chain order),
+    // which approvals towards a quorum are counted under ([`fold_decision`]).
+    let mut keys = warrant_protocol::key_event::ChainKeys::default();
+    for rec in &fold.events {
+        apply_key_event(&mut keys, rec, pinned);
+    }
+    let mut ids: Vec<[u64; 2]> = Vec::new();
+    let mut out = PrefixScan::default();
+    let mut carry: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 8 << 20];
+    let mut read = 0u64;
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        read += n as u64;
+        if hash {
+            fold.digest.update(&buf[..n]);
+        }
+        carry.extend_from_slice(&buf[..n]);
+        let Some(end) = memchr::memrchr(b'\n', &carry) else { continue };
+        let block = &carry[..=end];
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', block).filter(|_| hash || tail_ids.is_some()) {
+            line_record_ids(&block[start..nl], &id_finder, &mut |id| {
+                if hash {
+                    ids.push(id_hash(id));
+                }
+                if out.reused_id.is_none() && tail_ids.is_some_and(|t| t.contains(id)) {
+                    out.reused_id = Some(id.to_owned());
+                }
+            });
+            start = nl + 1;
+        }
+        let mut hits: Vec<usize> = finders.iter().flat_map(|f| f.find_iter(block)).collect();
+        hits.sort_unstable();
+        let mut done_until = 0;
+        for h in hits {
+            if h < done_until {
+                continue;
+            }
+            let start = memchr::memrchr(b'\n', &block[..h]).map_or(0, |p| p + 1);
+            let stop = h + memchr::memchr(b'\n', &block[h..]).unwrap_or(block.len() - h);
+            done_until = stop + 1;
+            // Lines verified under the chain's lock: parsed as they are.
+            let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(&block[start..stop]) else { continue };
+            if ControlEvent::of_record(&rec).is_some()
+                || warrant_protocol::grant::GrantEvent::of_record(&rec).is_some()
+                || warrant_protocol::key_event::KeyEvent::of_record(&rec).is_some()
+            {
+                apply_key_event(&mut keys, &rec, pinned);
+                fold.events.push(rec.clone());
+            }
+            if let Some((agent, uid)) = warrant_protocol::control::publisher_of(&rec)
+                && bound.insert(agent.to_owned())
+            {
+                fold.publishers.push((agent.to_owned(), uid));
+            }
+            if let Some((id, d)) = chain_decision_of(&rec) {
+                if keep(&id) {
+                    out.kept.push(rec);
+                }
+                fold_decision(&mut fold.decisions, &mut fold.cosigning, id, d, keys.effective().unwrap_or(pinned));
+            }
+        }
+        carry.drain(..=end);
+    }
+    if read != to - from || !carry.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the chain is shorter than its checkpoint"));
+    }
+    if hash {
+        fold.record_ids.insert_all(&ids);
+    }
+    fold.bytes = to;
+    Ok(out)
+}
+
+/// The principal's own checkpoint copy ([`crate::checkpoint_files::local_copy`]),
+/// verified under the pinned keys; `None` when there is none or it does not verify.
+fn local_checkpoint(spool: &Spool, pinned: &PinnedKeys) -> Option<warrant_protocol::checkpoint::Checkpoint> {
+    let local = crate::checkpoint_files::local_copy(spool)?;
+    let bytes = read_limited(&local).ok()?;
+    let signed: Value = serde_json::from_slice(&bytes).ok()?;
+    warrant_protocol::checkpoint::verify(&signed, pinned, &local.display().to_string()).ok()
+}
+
+/// The view of the chain from the principal's own checkpoint copy and the records after it,
+/// for the console to show at once while it verifies the whole chain in the background: the
+/// tail verified, the prefix taken from the principal's fold of it when the checkpoint binds one
+/// ([`warrant_protocol::checkpoint::Checkpoint::fold_sha256`]), else trusted as the checkpoint
+/// describes it and scanned for its decisions and controls (its bytes are not hashed, unlike
+/// before a decision). Its evidence is the tail's only. `None` when there is no copy or anything
+/// is in doubt.
+#[must_use]
+pub fn checkpointed_chain_view(spool: &Spool, pinned: &PinnedKeys) -> Option<ChainView> {
+    folded_view(spool, pinned, &|_| false)
+        .or_else(|| checkpointed_view(spool, pinned, &|_| false, false))
+        .map(|c| c.view)
+}
+
+/// A chain view a decision or a control is signed onto ([`verified_view`]), or the console shows
+/// first: made from a checkpoint and the records after it ([`folded_view`],
+/// [`checkpointed_view`]), or from the whole chain.
+pub(super) struct Checkpointed {
+    pub(super) view: ChainView,
+    /// Decision records kept for restoring their files.
+    pub(super) kept: Vec<Map<String, Value>>,
+    /// The fold of a prefix of the chain verified under the lock (its `bytes` may end before
+    /// the chain does: the records after it are folded on when the next checkpoint is signed),
+    /// its `last_receipt_hash` the view's; `None` for a view of a prefix not proven.
+    pub(super) fold: Option<PrefixFold>,
+}
+
+/// The chain view a decision or a control is signed onto, from the principal's own signed
+/// checkpoint copy and the fold beside it, reading nothing of the prefix: the fold's bytes must
+/// hash to the checkpoint's `fold_sha256` and describe its prefix (`records`, `bytes`,
+/// `head_hash`); the chain must still end that prefix with the record signed
+/// ([`chain_file::prefix_holds`], one line read); no `record_id` of the tail may be in the
+/// fold's filter of the prefix's ids; the tail is verified ([`chain_file::verify_tail_with`]) and
+/// folded onto the fold's view. `None` whenever anything is in doubt (no copy, a bad signature,
+/// no `fold_sha256`, a fold that is missing, altered, of another checkpoint or overfull, a
+/// prefix decision whose file `keep` asks to restore, a tail id the filter may hold, a finding in
+/// the tail or at a checkpoint): the caller takes a slower path.
+fn folded_view(spool: &Spool, pinned: &PinnedKeys, keep: &dyn Fn(&str) -> bool) -> Option<Checkpointed> {
+    let cp = local_checkpoint(spool, pinned)?;
+    let want = cp.fold_sha256.as_deref()?;
+    let bytes = crate::checkpoint_files::read_fold(spool).ok()?;
+    if warrant_protocol::canonical::sha256_prefixed(&bytes) != want {
+        return None;
+    }
+    let mut fold: PrefixFold = serde_json::from_slice(&bytes).ok()?;
+    let describes = fold.version == FOLD_VERSION
+        && fold.records == cp.records
+        && fold.bytes == cp.bytes
+        && fold.head_hash.as_deref() == Some(cp.head_hash.as_str())
+        && fold.digest.len() == fold.bytes
+        && fold.record_ids.usable();
+    if !describes || fold.decisions.keys().any(|id| keep(id)) {
+        return None;
+    }
+    let tail_ids = record_ids_after(&spool.chain_path(), fold.bytes).ok()?;
+    if tail_ids.iter().any(|id| fold.record_ids.may_hold(id)) {
+        return None;
+    }
+    let (base, prefix) = fold.view(pinned);
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let (view, kept, _) = view_after(spool, pinned, &prefix, Some(&base), keep, &progress).ok()??;
+    if !view.report.is_valid() {
+        return None;
+    }
+    fold.last_receipt_hash.clone_from(&view.last_receipt_hash);
+    Some(Checkpointed { view, kept, fold: Some(fold) })
+}
+
+/// The chain view from the principal's own signed checkpoint copy and the records after it, the
+/// prefix read: the tail is verified ([`chain_file::verify_tail_with`]), and the prefix is
+/// scanned ([`extend_fold`]). With `prove_prefix` (before a signature) the prefix must still be,
+/// byte for byte, the one the principal verified: its SHA-256 must equal the checkpoint's
+/// `prefix_sha256`, and no tail `record_id` may repeat one of it; the fold made is then kept for
+/// the next checkpoint. The view's evidence is the tail's only (`docs/spool.md`, Incremental
+/// verification). `None` whenever anything is in doubt (no copy, a bad signature, a checkpoint
+/// without `prefix_sha256`, a prefix that changed, a finding in the tail or at a checkpoint, a
+/// repeated id): the caller verifies the whole chain.
+fn checkpointed_view(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    keep: &dyn Fn(&str) -> bool,
+    prove_prefix: bool,
+) -> Option<Checkpointed> {
+    let cp = local_checkpoint(spool, pinned)?;
+    let tail_ids = if prove_prefix {
+        cp.prefix_sha256.as_ref()?;
+        Some(record_ids_after(&spool.chain_path(), cp.bytes).ok()?)
+    } else {
+        None
+    };
+    let mut fold = PrefixFold { version: FOLD_VERSION, ..PrefixFold::default() };
+    let scan =
+        extend_fold(&spool.chain_path(), &mut fold, cp.bytes, keep, tail_ids.as_ref(), prove_prefix, pinned).ok()?;
+    if scan.reused_id.is_some() {
+        return None;
+    }
+    if prove_prefix && cp.prefix_sha256.as_deref() != Some(fold.digest.finish().as_str()) {
+        return None;
+    }
+    fold.records = cp.records;
+    fold.head_hash = Some(cp.head_hash.clone());
+    let (base, prefix) = fold.view(pinned);
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let (mut view, mut kept, _) = view_after(spool, pinned, &prefix, Some(&base), keep, &progress).ok()??;
+    kept.extend(scan.kept);
+    if !view.report.is_valid() {
+        return None;
+    }
+    if view.last_receipt_hash.is_none() {
+        view.last_receipt_hash = chain_file::find_last(&spool.chain_path(), receipt_hash_of).ok()?;
+    }
+    fold.last_receipt_hash.clone_from(&view.last_receipt_hash);
+    Some(Checkpointed { view, kept, fold: prove_prefix.then_some(fold) })
+}
+
+/// The chain as verified under the append lock, refusing one that does not verify: what a
+/// decision or a control is signed onto. `keep` is as for [`verify_chain_records`]. Three ways,
+/// the first that has no doubt: from the principal's own checkpoint copy and its fold of the
+/// prefix ([`folded_view`]: nothing of the prefix read, the tail verified); from the copy with
+/// the prefix read, hashed and compared with its `prefix_sha256` ([`checkpointed_view`]); from the
+/// whole chain verified again ([`whole_view_for_signing`]). A tail with findings always falls
+/// back to the whole chain, so the refusal names what `warrant verify` reports. Also returns the
+/// fold of the prefix that is known good, for the next checkpoint ([`sign_checkpoint`]).
+///
+/// # Errors
+/// [`DecideError::Chain`] for I/O, [`DecideError::ChainBroken`] with the first finding.
+pub(super) fn verified_view(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Checkpointed, DecideError> {
+    if let Some(c) = folded_view(spool, pinned, &keep).or_else(|| checkpointed_view(spool, pinned, &keep, true)) {
+        return Ok(c);
+    }
+    whole_view_for_signing(spool, pinned, &keep)
+}
+
+/// The whole chain verified (the parallel byte-level verifier, [`chain_file::verify_file`], with
+/// every warrant signature against the pinned keys, and the principal's latest checkpoint
+/// checked), then, if it verified, folded once ([`extend_fold`]: controls, grants, key events,
+/// publishers, decisions, record ids, SHA-256) for the view and the next checkpoint. As with a
+/// checkpointed view, the evidence rows are not read (`docs/spool.md`, Incremental
+/// verification). Called under the chain's lock, so the fold reads the bytes that were verified.
+///
+/// # Errors
+/// [`DecideError::Chain`] for I/O, [`DecideError::ChainBroken`] with the first finding.
+fn whole_view_for_signing(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Checkpointed, DecideError> {
+    let path = spool.chain_path();
+    let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
+    let mut report = match fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => chain::VerifyReport::default(),
+        _ => chain_file::verify_file(&path, opts)?,
+    };
+    let (checkpoint, _) = crate::checkpoint_files::latest(spool, pinned);
+    if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint_files::check(&path, &cp, &report)) {
+        report.findings.push(f);
+    }
+    if let Some(first) = report.first() {
+        return Err(DecideError::ChainBroken(first.to_string()));
+    }
+    let bytes = fs::symlink_metadata(&path).map_or(0, |m| m.len());
+    let io_error = |e: io::Error| DecideError::Chain(ChainError::Io { path: path.clone(), source: e });
+    let mut fold = PrefixFold { version: FOLD_VERSION, ..PrefixFold::default() };
+    let scan = if bytes == 0 {
+        PrefixScan::default()
+    } else {
+        extend_fold(&path, &mut fold, bytes, keep, None, true, pinned).map_err(io_error)?
+    };
+    let (mut view, _) = fold.view(pinned);
+    view.report = report;
+    view.last_receipt_hash = chain_file::find_last(&path, receipt_hash_of)?;
+    fold.last_receipt_hash.clone_from(&view.last_receipt_hash);
+    Ok(Checkpointed { view, kept: scan.kept, fold: Some(fold) })
+}
+
+/// Signs the checkpoint that follows an appended decision or control (`a`: the last record
+/// appended; `bytes`: the chain's length now) and writes it
+/// ([`crate::checkpoint_files::write`]); a failed write is logged, the decision stands.
+/// `fold` is the fold of the prefix verified under the lock ([`verified_view`]): the records
+/// after it, up to `bytes` (read under the lock), are folded on ([`extend_fold`]), so its SHA-256
+/// becomes the checkpoint's `prefix_sha256`; the fold is written beside the principal's copy
+/// ([`crate::checkpoint_files::write_fold`]) and its digest signed as `fold_sha256`.
+/// Without a fold the chain is hashed from its start and no fold is written. Returns the signed
+/// checkpoint for the decision file, `Null` when the chain could not be read to hash it (the
+/// decision stands without a checkpoint, and the next decision verifies the whole chain).
+pub(super) fn sign_checkpoint(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    a: &chain::Appended,
+    bytes: u64,
+    at: &str,
+    fold: Option<PrefixFold>,
+) -> Value {
+    let verified = fold.is_some();
+    let mut fold = fold.unwrap_or_else(|| PrefixFold { version: FOLD_VERSION, ..PrefixFold::default() });
+    if let Err(e) = extend_fold(&spool.chain_path(), &mut fold, bytes, &|_| false, None, true, pinned) {
+        tracing::warn!(error = %e, "could not hash the chain for the checkpoint; none signed");
+        return Value::Null;
+    }
+    fold.records = a.chain_index;
+    fold.head_hash = Some(a.entry_hash.clone());
+    if let Some(h) = a.record.as_object().and_then(receipt_hash_of) {
+        fold.last_receipt_hash = Some(h);
+    }
+    let fold_sha256 = if verified {
+        let written = serde_json::to_vec(&fold).map_err(io::Error::other).and_then(|json| {
+            let digest = warrant_protocol::canonical::sha256_prefixed(&json);
+            crate::checkpoint_files::write_fold(spool, &json).map(|w| w.map(|()| digest))
+        });
+        written.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "could not write the fold of the chain; the next decision reads the chain");
+            None
+        })
+    } else {
+        None
+    };
+    let cp = warrant_protocol::checkpoint::sign_with_fold(
+        principal,
+        a.chain_index,
+        &a.entry_hash,
+        bytes,
+        &fold.digest.finish(),
+        fold_sha256.as_deref(),
+        at,
+    );
+    if let Err(e) = crate::checkpoint_files::write(spool, &cp) {
+        tracing::warn!(error = %e, "could not write the checkpoint");
+    }
+    cp
+}
