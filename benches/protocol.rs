@@ -244,7 +244,7 @@ fn verdict(c: &mut Criterion) {
     });
 }
 
-/// The gate's lookup of live grants (issue 18): the composed verdict of a held call and the
+/// The gate's lookup of live grants: the composed verdict of a held call and the
 /// grant book's lookup, with 0 and 100,000 live grants (spread over agents and tools, and all
 /// for the call's own agent and tool in other sessions), side by side.
 fn grants(c: &mut Criterion) {

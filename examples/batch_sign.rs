@@ -1,4 +1,4 @@
-//! Batch signing (issue 18) beside single approvals, in the same run: N packets approved one at
+//! Batch signing beside single approvals, in the same run: N packets approved one at
 //! a time with `spool::decide` (each verifies the chain, appends under the lock with its own
 //! `fdatasync`, signs a checkpoint and writes a decision file), and N packets approved with one
 //! `spool::decide_many` (one verification, one lock, one `write` and one `fdatasync` of the chain,

@@ -1,6 +1,6 @@
 //! `warrant mcp-gateway` on allowed calls: the latency it adds and the calls per second it
-//! carries, side by side with the same server called directly, in one run (issue 17,
-//! docs/performance.md "MCP gateway").
+//! carries, side by side with the same server called directly, in one run
+//! (docs/performance.md "MCP gateway").
 //!
 //! ```text
 //! cargo build --release --bin warrant --example mcp_echo --example gateway_overhead

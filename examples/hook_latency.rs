@@ -1,6 +1,6 @@
 //! `warrant hook claude-code` on an allowed call: wall time from process start to the answer,
 //! side by side with the start of a trivial Rust binary (`examples/noop.rs`), interleaved in one
-//! run (issue 17, docs/performance.md "Hooks").
+//! run (docs/performance.md "Hooks").
 //!
 //! ```text
 //! cargo build --release --bin warrant --example noop --example hook_latency

@@ -1,4 +1,4 @@
-//! Chain appends per second on NATS JetStream (`warrant::store::jetstream`, issue 19), against a
+//! Chain appends per second on NATS JetStream (`warrant::store::jetstream`), against a
 //! server you start by hand: appends with compare-and-set (each record sealed onto the head and
 //! published with `Nats-Expected-Last-Subject-Sequence` and `Nats-Msg-Id`) from 1 writer and from
 //! 16 writers (threads, each its own connection, re-reading the head after a stale one), beside

@@ -12,7 +12,7 @@
 //! `--rows R` pane height (default 60), `--sync` to fsync each file and the directory as
 //! `Spool::publish` does, `--bin PATH` (default `target/release/warrant`). tmux must be installed.
 //!
-//! `--store nats://HOST:PORT/NAME` runs the same measurement over NATS JetStream (issue 19): the
+//! `--store nats://HOST:PORT/NAME` runs the same measurement over NATS JetStream: the
 //! store is created (`warrant migrate` of an empty spool), each publishing thread publishes on
 //! its own connection to the agent's subject, the console runs on the store (its replica kept
 //! live by the follower), and the time is taken just before each publish (so it includes the

@@ -1,4 +1,4 @@
-//! `warrant hook claude-code` and `warrant hook codex` (issue 17): the agent hosts' command
+//! `warrant hook claude-code` and `warrant hook codex`: the agent hosts' command
 //! hooks, one JSON event on stdin, the host's documented answer on stdout
 //! (`docs/integrations.md`, which states each host's contract).
 //!

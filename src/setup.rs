@@ -1,4 +1,4 @@
-//! `warrant setup claude-code|codex` (issue 17): writes the hook configuration that puts warrant
+//! `warrant setup claude-code|codex`: writes the hook configuration that puts warrant
 //! in front of an agent host's tools, idempotently, saying what changed.
 //!
 //! Both hosts run a hook that fails to start, or outlives its timeout, as a non-blocking error —

@@ -1,6 +1,7 @@
-//! Issue 15: the attacks agents mounted against warrant, each reproduced as described and shown
-//! to fail. Real files, real keys and the real binary; where an attack needs another Unix user,
-//! the test creates one when it runs as root and says on stderr what it skipped otherwise.
+//! The attacks agents mounted against warrant, each reproduced and shown to fail
+//! (`docs/conformance.md`, "What an agent cannot do"). Real files, real keys and the real binary;
+//! where an attack needs another Unix user, the test creates one when it runs as root and says on
+//! stderr what it skipped otherwise.
 
 use crate::cli_env;
 

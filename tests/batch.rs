@@ -1,4 +1,4 @@
-//! Issue 18, batch decisions: `spool::decide_many` signs one decision per packet, appends them
+//! Batch decisions: `spool::decide_many` signs one decision per packet, appends them
 //! under one lock with one sync, and is all or nothing; `warrant approve ID ID …` uses it.
 
 use serde_json::{Value, json};

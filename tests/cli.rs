@@ -132,7 +132,7 @@ fn verify_exit_codes_and_first_finding(e: Env) {
         let report: Value = serde_json::from_slice(&o.stdout).expect("json");
         assert_eq!(report["valid"], false);
         assert_eq!(report["first"]["index"], index, "{f}");
-        // One numbering for people (issue 16): record N is the Nth line, its chain_index.
+        // One numbering for people: record N is the Nth line, its chain_index.
         assert_eq!(report["first"]["record"], index + 1, "{f}");
         assert_eq!(report["first"]["check"], check, "{f}");
         let o = e.run(&["verify", &fixture(f)]);
@@ -161,7 +161,7 @@ fn verify_exit_codes_and_first_finding(e: Env) {
     assert_eq!(e.run(&["verify"]).status.code(), Some(0));
 }
 
-// One numbering (issue 16): the record `approve` reports appending is the record `verify`
+// One numbering: the record `approve` reports appending is the record `verify`
 // names when that record is tampered with, and the line of chain.jsonl it is on.
 fn approve_and_verify_number_records_alike(e: Env) {
     assert_eq!(e.propose("draft.compose", "agent-a", "p-1", &[]).status.code(), Some(0));
@@ -489,7 +489,7 @@ fn quarantine_kill_and_release_block_and_unblock_an_agents_packets(e: Env) {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
-// Issue 16: a ring or ladder shortfall is the principal's to authorise. `approve` signs it and
+// A ring or ladder shortfall is the principal's to authorise. `approve` signs it and
 // the signed decision says what the signature stands in for; an L5 (prohibited) contract and a
 // malformed descriptor stay blocked, and the refusal names what would change them.
 fn a_shortfall_a_person_may_authorise_is_approvable_and_the_approval_says_what_it_stands_in_for(e: Env) {

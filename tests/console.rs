@@ -803,7 +803,7 @@ fn a_signed_approval_moves_the_posterior_at_once() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 4: one assessment, the verdict block, the matrices and agents views, signed controls.
+// One assessment, the verdict block, the matrices and agents views, signed controls.
 
 use warrant::preconditions::{Budget, Observer};
 use warrant::protocol::control::{CONTROL_DOMAIN, ControlEvent, ControlKind, ControlState};
@@ -1440,7 +1440,7 @@ fn kill_once() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 5: hostile text on every screen.
+// Hostile text on every screen.
 
 /// Escape sequences (OSC 52 clipboard, OSC 8 hyperlink, CSI, 8-bit CSI, a terminal title), C0
 /// and C1 controls, bidi overrides and isolates, zero-width, BOM and tag characters.
@@ -1632,7 +1632,7 @@ fn hostile_text_never_reaches_a_cell_on_any_screen() {
     );
 }
 
-// Issue 15 §2: an agent id that differs from a known agent's only by look-alike characters
+// An agent id that differs from a known agent's only by look-alike characters
 // (`agent-r0gue` beside `agent-rogue`) is marked in the list and explained in the detail, and
 // the detail names the Unix user that published the packet.
 #[test]
@@ -1728,7 +1728,7 @@ fn every_view_at_every_size() {
     }
 }
 
-// Small defects of issue 16: enter zooms the posteriors detail its hint offers; the message log
+// Small defects: enter zooms the posteriors detail its hint offers; the message log
 // keeps status messages whole; ctrl-c cancels a dialog or a text line (never signs, never
 // quits from inside one); hints offer approve/refuse only where they work; the title counts the
 // spool's totals and says what the filter shows; counts are pluralised.
@@ -1840,7 +1840,7 @@ fn call_packet(id: &str, tool: &str, input: Value, minutes_ago: i64) -> PacketEn
     }
 }
 
-// Issue 17: a tool call the gate lets run on its own waits for nobody, so the Pending pane
+// A tool call the gate lets run on its own waits for nobody, so the Pending pane
 // leaves it out; the Agents view shows the host's agent with its sessions, workspace, calls per
 // minute, allowed / held / refused counts and last call.
 #[test]
@@ -1943,7 +1943,7 @@ fn filter_by(s: &mut State, text: &str) {
     press(s, &["enter"]);
 }
 
-// Issue 18: the filter understands fields (`agent`, `class`, `risk`, `state`, `tool`, `notebook`,
+// The filter understands fields (`agent`, `class`, `risk`, `state`, `tool`, `notebook`,
 // `id`), globs, quoted phrases and negation; all terms must hold.
 #[test]
 fn field_filters_narrow_the_pending_list() {
@@ -2143,7 +2143,7 @@ fn read_dialog(s: &mut State, n: usize) {
     assert!(matches!(&s.mode, Mode::Confirm(c) if c.read), "dialog never read: {:?}", s.mode);
 }
 
-// Issue 18, batch triage: `a` on a selection opens ONE dialog listing every selected packet
+// Batch triage: `a` on a selection opens ONE dialog listing every selected packet
 // (count, classes, agents, every field of each, destinations included), focus on Cancel; it can
 // be signed only once read whole; `y` then gives one SignBatch effect with every packet, in the
 // list's order, and nothing else.
@@ -2274,7 +2274,7 @@ fn command(s: &mut State, line: &str) -> Vec<Effect> {
     press(s, &["enter"])
 }
 
-// The command line parses, completes and refuses what it does not know (issue 18).
+// The command line parses, completes and refuses what it does not know.
 #[test]
 fn command_line_parses_and_completes() {
     use warrant::console::command::{Command, complete, parse};
@@ -2533,7 +2533,7 @@ fn mouse_selects_rows_switches_views_and_scrolls() {
 
 // The packet detail tells the agent's record for the class from the verified chain (approved,
 // refused, the last refusal and its reason), the class's posterior, and the contract's
-// reversibility and blast radius in words (issue 18).
+// reversibility and blast radius in words.
 #[test]
 fn the_detail_shows_the_agents_record_the_posterior_and_the_contract_in_words() {
     let mut s = state(false);

@@ -1,4 +1,4 @@
-//! The console and the principal's grants (issue 18), without a terminal: a call that ran on a
+//! The console and the principal's grants, without a terminal: a call that ran on a
 //! grant leaves the Pending list, a held call a live grant covers says so in its detail, the
 //! Grants view (`7`) lists the grants with their uses, and `x` revokes one with a reason. Screens
 //! at 80×24 and 160×48.

@@ -1,4 +1,4 @@
-//! Issue 18: notifications and class timeouts in the console, without a terminal. `update`
+//! Notifications and class timeouts in the console, without a terminal. `update`
 //! emits `Effect::Notify` for packets that need the principal and are new since start-up and
 //! `Effect::Title` when the pending count changes; a packet past its class's `refuse_after` is
 //! shown timed out and can only be refused, and nothing is signed for it; the notify command (a

@@ -86,7 +86,7 @@ fn scrolling_ten_thousand_packets_shows_the_window_around_the_selection() {
     let mid = screen(&s, 160, 48);
     assert_eq!(rows(&mid), (4959..=5000).collect::<Vec<_>>(), "{mid}");
     assert!(mid.contains("↑ 4959 newer"), "{mid}");
-    // The count sits on the list's bottom border, never over the tab bar (issue 16).
+    // The count sits on the list's bottom border, never over the tab bar.
     let tabs = mid.lines().find(|l| l.contains("1 Pending")).expect("the tab bar");
     assert!(tabs.contains("2 Dec") && tabs.contains("8 Aud") && !tabs.contains("newer"), "{mid}");
     let newer = mid.lines().position(|l| l.contains("newer")).expect("newer");
@@ -188,7 +188,7 @@ fn rescans_report_only_changes() {
     assert_eq!(fresh.map(|s| s.packets.len()), Some(N - 1));
 }
 
-// Issue 18 at scale: a field filter typed live over 10,000 packets, then every sort, stays cheap
+// At scale: a field filter typed live over 10,000 packets, then every sort, stays cheap
 // (each packet's answer to the terms is kept while the filter stays the same) and keeps the
 // packet under the cursor.
 #[test]

@@ -1,4 +1,4 @@
-//! Co-signing (issue 18): `policy.toml` can require `k` of `n` pinned principals for a class
+//! Co-signing: `policy.toml` can require `k` of `n` pinned principals for a class
 //! (here a local `payment.transfer`: Trust Graduation's `payment.initiate` is human-only, which
 //! no approval releases to an agent, however many sign it).
 //! Each approval is its own signed chain record; the decision file is written, and the agent

@@ -1,4 +1,4 @@
-//! Issue 16: a gate a principal can rely on every day. The command line's exit codes and refusals
+//! A gate a principal can rely on every day. The command line's exit codes and refusals
 //! that an agent or a script relies on, through the real binary.
 
 use crate::cli_env;

@@ -1,4 +1,4 @@
-//! One principal, many machines (issue 19, `docs/distributed.md`): the real `warrant` binary on
+//! One principal, many machines (`docs/distributed.md`): the real `warrant` binary on
 //! a JetStream store, against real `nats-server` processes. Each host is its own process with
 //! its own configuration directory and data directory (the principal's replica lives in hers),
 //! talking to its own node of a three-node cluster: agents publish with `warrant propose --wait`,

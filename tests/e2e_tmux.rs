@@ -378,7 +378,7 @@ fn malformed_files_are_listed_and_valid_packets_still_show(store: Store) {
     tmux.wait_for("the pending list again", |s| s.contains("Pending (2)"));
 }
 
-// Issue 4 in the real console: the agents view quarantines an agent (a reason, a dialog, a signed
+// The real console: the agents view quarantines an agent (a reason, a dialog, a signed
 // control appended in the background), its packet turns blocked; the matrices view raises a
 // notebook's trust; the CLI reads both back from the verified chain.
 fn quarantine_an_agent_and_raise_a_notebook_from_the_console(store: Store) {
@@ -431,7 +431,7 @@ fn quarantine_an_agent_and_raise_a_notebook_from_the_console(store: Store) {
     assert_eq!(shown["notebooks"]["nb-e2e"]["level"], "trusted", "{shown}");
 }
 
-// Issue 15 §6: with a protected key the console asks for the passphrase once, before it takes the
+// With a protected key the console asks for the passphrase once, before it takes the
 // terminal; a wrong one starts nothing; the right one opens the console, which then signs without
 // asking again (the key stays in memory until it quits).
 fn the_console_asks_for_the_passphrase_once(store: Store) {
@@ -469,7 +469,7 @@ fn the_console_asks_for_the_passphrase_once(store: Store) {
     assert_eq!(w.chain().len(), 1, "signed with the key opened at start, without asking again");
 }
 
-// `warrant demo` on a machine with no warrant configuration (issue 16): it opens with a realistic
+// `warrant demo` on a machine with no warrant configuration: it opens with a realistic
 // mix (a blocked packet with its reason, a human-only payment, decidable ones), signs an
 // approval with its own throwaway key, and on quit leaves nothing in the real configuration (no
 // key, no pinned keys, no checkpoint copy) and removes its temporary spool.
@@ -514,7 +514,7 @@ fn the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind(store: Store) {
     assert!(!spool.exists(), "the demo's temporary spool {} was removed", spool.display());
 }
 
-// Issue 18: the real console with `[notify]` in config.toml. A packet there at start-up is not
+// The real console with `[notify]` in config.toml. A packet there at start-up is not
 // announced; one published later runs the principal's command (a shell script writing its
 // environment to a file) with the packet's fields made inert, and the title shows the count.
 fn a_new_packet_runs_the_notify_command_with_inert_text_and_counts_in_the_title(store: Store) {
@@ -569,7 +569,7 @@ fn a_new_packet_runs_the_notify_command_with_inert_text_and_counts_in_the_title(
     tmux.send(&["q"]);
 }
 
-// Issue 18: the real binary filters by fields and sorts the pending list; an unknown field says
+// The real binary filters by fields and sorts the pending list; an unknown field says
 // so and shows nothing; `space` marks a packet for batch triage and signs nothing.
 fn filter_by_fields_sort_and_select_in_the_console(store: Store) {
     let w = World::new(store);
@@ -607,7 +607,7 @@ fn filter_by_fields_sort_and_select_in_the_console(store: Store) {
     tmux.send(&["q"]);
 }
 
-// Issue 18, batch triage: 100 packets published, `v` selects them all, `a` opens ONE dialog
+// Batch triage: 100 packets published, `v` selects them all, `a` opens ONE dialog
 // listing them, read to its end, `y` signs: 100 signed chain records (one per packet, each its
 // own signature) that `warrant verify` accepts, and 100 decision files that verify.
 fn approve_100_packets_with_one_confirmation(store: Store) {
@@ -688,7 +688,7 @@ fn click(tmux: &Tmux, column: usize, row: usize) {
     tmux.type_text(&format!("\x1b[<0;{x};{y}M\x1b[<0;{x};{y}m"));
 }
 
-// Issue 18: `:audit` runs from the command line of the real console and shows the chain's
+// `:audit` runs from the command line of the real console and shows the chain's
 // decision in the Audit view; an unknown command says so; a mouse click on a row selects it.
 fn command_line_and_mouse_in_the_console(store: Store) {
     let w = World::new(store);
@@ -721,7 +721,7 @@ fn command_line_and_mouse_in_the_console(store: Store) {
     tmux.send(&["q"]);
 }
 
-// Issue 18: `[timeouts] sign_refusal = true` under the real console. A packet left undecided past
+// `[timeouts] sign_refusal = true` under the real console. A packet left undecided past
 // its class's `refuse_after` (1 s) is refused by the running console on its own, signed with the
 // principal's key as a system decision (`"system": "timeout"`): the chain verifies, the decision
 // file the hook reads says refused, the class gains no evidence, and the audit says no person

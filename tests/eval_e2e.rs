@@ -548,7 +548,7 @@ fn verdict_composes_the_models_through_eval() {
                "decision": {"status": "review_required", "action_class": "draft.compose", "reason": "r"},
                "external_actions": 0, "governance": governance})
     };
-    // The host registers the tool: a request's `tools` can only tighten it (issue 15 §4), so a
+    // The host registers the tool: a request's `tools` can only tighten it, so a
     // tool the host does not know stays without a tier (confirm).
     std::fs::write(env.config().join("policy.toml"), "[tools.\"corrections.merge\"]\ntier = \"destructive\"\n")
         .expect("policy.toml");
@@ -618,7 +618,7 @@ fn eval_in(env: &cli_env::Env, requests: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-/// Issue 16: the agents' answer and the principal's come from the same evidence. After an
+/// The agents' answer and the principal's come from the same evidence. After an
 /// approval (`warrant approve --yes`) and a receipt (`warrant receipt`) of `calendar.create`,
 /// `warrant eval`'s `tg.posterior` is exactly the posterior the console computes from the
 /// verified chain (`Posterior::of` over `ChainView.evidence`), N=2, mean 0.60; the gate sees
@@ -700,7 +700,7 @@ fn eval_reads_the_spools_verified_chain_as_the_console_does() {
     }
 }
 
-/// Issue 16: one spelling per concept. Each canonical field works without a `deprecated`
+/// One spelling per concept. Each canonical field works without a `deprecated`
 /// member; each deprecated spelling gives the same answer, flagged `"deprecated": ["old → new"]`;
 /// both spellings at once, an explicit null quarantine duration and a negative cost are
 /// `invalid_request`.

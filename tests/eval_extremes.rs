@@ -1,4 +1,4 @@
-//! Issue 15 §4: the evaluator cannot be crashed. Every op, with extreme times and numbers in every
+//! The evaluator cannot be crashed. Every op, with extreme times and numbers in every
 //! field it reads, answers every line (a decision or an error), never panics, and a line that
 //! fails never loses the answers before it.
 
@@ -200,7 +200,7 @@ fn the_year_9999_line_is_answered_and_the_answers_around_it_survive() {
     assert_eq!(answers[1]["action_binding"]["expiresAt"], "9999-12-31T23:59:59.000Z", "{}", answers[1]);
 }
 
-// ---- Request policies only tighten the host's (issue 15 §4) ------------------------------------
+// ---- Request policies only tighten the host's ---------------------------------------------------
 
 const HOST_POLICY: &str = r#"
 [[class]]
@@ -276,7 +276,7 @@ fn a_request_cannot_make_a_host_tool_safe() {
     assert_eq!(tiers["verdict"], "confirm", "destructive × trusted is confirm, not auto: {v}");
     let ladder = model("ladder").expect("ladder model");
     assert_eq!(ladder["verdict"], "deny", "L3 is below the host's L4 floor: {v}");
-    // A shortfall below L5 is the principal's to authorise (issue 16): held for review, never
+    // A shortfall below L5 is the principal's to authorise: held for review, never
     // allowed, and the approval would say it resolved the ladder's hold.
     assert_eq!(v["state"], "review_required", "{v}");
     assert!(v["stands_in_for"].to_string().contains("ladder hold resolved"), "{v}");

@@ -1,4 +1,4 @@
-//! Issue 17: `warrant mcp-gateway` in front of real MCP servers from the registries —
+//! `warrant mcp-gateway` in front of real MCP servers from the registries —
 //! `@modelcontextprotocol/server-filesystem` (npm) and `mcp-server-git` (PyPI) — driven by a real
 //! MCP client, the Python `mcp` SDK (`tests/support/mcp_client.py`), with the principal deciding
 //! from another process: `warrant approve|refuse --yes ID`, or the real console under tmux.
@@ -765,7 +765,7 @@ fn a_tools_call_the_sdk_cannot_read_is_refused_never_forwarded() {
     assert!(!target.exists(), "the write never ran");
 }
 
-// Issue 17 with the real console: the gateway holds a write; the principal, in `warrant console`
+// With the real console: the gateway holds a write; the principal, in `warrant console`
 // running in a real terminal (tmux) on the same spool and configuration, sees the packet, opens
 // the sign dialog, reads it to its end and signs the approval. The call runs then: the client's
 // answer is the server's result, the file holds what the agent wrote, and a receipt names the
@@ -969,7 +969,7 @@ fn graduation_through_the_gateway_lets_the_next_call_run_then_one_refusal_holds_
     assert!(!s.path("after.txt").exists());
 }
 
-// Grants through the gateway (issue 18): a `create_directory` approved with `--scope session`
+// Grants through the gateway: a `create_directory` approved with `--scope session`
 // lets the same connection's next one run with no prompt, its receipt naming the grant; another
 // connection waits for the principal. `write_file` is destructive (the server's
 // `destructiveHint`), so only a pattern typed twice covers it: the paths it names and no other,
@@ -1052,7 +1052,7 @@ fn a_session_grant_covers_the_connection_and_a_pattern_grant_its_paths_until_rev
 #[cfg(feature = "jetstream")]
 use crate::nats;
 
-/// The gateway on an agent's host over a JetStream store (issue 19): it governs on its own
+/// The gateway on an agent's host over a JetStream store: it governs on its own
 /// replica; a held write runs once the principal approves it from her replica, and its receipt
 /// reaches her through the store.
 #[cfg(feature = "jetstream")]

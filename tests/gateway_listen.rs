@@ -1,4 +1,4 @@
-//! Issue 17, "The loop closes": `warrant mcp-gateway --listen SOCKET --sign-receipts` under its
+//! `warrant mcp-gateway --listen SOCKET --sign-receipts` under its
 //! own configuration (its own key, as a gateway run under its own Unix user has), the real
 //! `mcp-server-filesystem` behind it, and the real Python `mcp` SDK client
 //! (`tests/support/mcp_client.py`) connecting through `warrant mcp-gateway --connect SOCKET`. The

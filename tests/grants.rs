@@ -1,4 +1,4 @@
-//! Scoped grants end to end through the real hook (issue 18): `warrant approve ID --scope
+//! Scoped grants end to end through the real hook: `warrant approve ID --scope
 //! session|until:T|pattern:GLOB` signs the approval and a grant; the next calls it covers run with
 //! no prompt while it is live, and wait for the principal again once it ends, is revoked, or its
 //! uses are taken; a bounded grant and a once-approval are each used exactly once by racing

@@ -1,7 +1,7 @@
 //! `warrant hook claude-code` and `warrant hook codex` with the events as the hosts send them
 //! (tests/fixtures/hooks/, written from the hosts' documented payloads): allowed, held then
 //! approved, held then refused, timeout, blocked, receipts, and every fail-closed path, each
-//! checking the exact stdout and exit code (issue 17).
+//! checking the exact stdout and exit code.
 
 use crate::cli_env;
 use cli_env::{Env, text};
@@ -664,7 +664,7 @@ fn an_agents_own_policy_cannot_loosen_the_tool_table_of_a_shared_spool() {
     assert!(reason.contains("not the spool owner's own file"), "{reason}");
 }
 
-// Issue 18: a class's `refuse_after` in policy.toml caps the hook's `--wait`, and the packet
+// A class's `refuse_after` in policy.toml caps the hook's `--wait`, and the packet
 // expires with it; the agent is told "timeout" and nothing is signed.
 #[test]
 fn a_class_timeout_caps_the_hooks_wait() {

@@ -1,4 +1,4 @@
-//! Hostile input (issue 5): every way an agent, or anyone who can write into the spool, might try
+//! Hostile input: every way an agent, or anyone who can write into the spool, might try
 //! to get a decision it was not given, crash or hang warrant, hide from the principal or drive
 //! the principal's terminal. Each table names its cases; each case must be rejected with a clear
 //! reason, and valid input beside it must still work.
@@ -1360,7 +1360,7 @@ fn cli_output_shows_agent_text_inert() {
     e.principal();
     let packets = e.spool().join("packets");
     std::fs::create_dir_all(&packets).expect("packets");
-    // An agent id with escapes is invalid (issue 15: agent ids are safe ids), its reason inert.
+    // An agent id with escapes is invalid (agent ids are safe ids), its reason inert.
     let agent = format!("agent{EVIL}");
     let summary = format!("Pay{EVIL}");
     let doc =

@@ -1,4 +1,4 @@
-//! The JetStream spool (`crates/store/src/jetstream/`, issue 19) against real `nats-server` processes: the
+//! The JetStream spool (`crates/store/src/jetstream/`) against real `nats-server` processes: the
 //! chain's compare-and-set, de-duplication, the refusals of delete, purge and rollup, a chain
 //! read back that verifies like the file, many writers on a three-node cluster with the stream
 //! leader killed, a live watch across a restart, the decisions bucket, the server permissions of

@@ -1,4 +1,4 @@
-//! Issue 16, the principal's key and name: `warrant keys rotate` and `warrant keys rename`
+//! The principal's key and name: `warrant keys rotate` and `warrant keys rename`
 //! announce a new key or name in the chain, signed with the key verifiers already trust; earlier
 //! records keep verifying, later ones verify for an auditor who pinned only the old key, and an
 //! auditor without any pin is told which key to pin instead of "verification failed".

@@ -1,4 +1,4 @@
-//! Issue 19, speed: a decision reads none of the checkpointed prefix. The principal's fold of it
+//! Speed: a decision reads none of the checkpointed prefix. The principal's fold of it
 //! (`<copies>/<spool id>.fold.json`), bound to the signed checkpoint by `fold_sha256`, stands in
 //! for the prefix; a fold in any doubt (altered, of an older checkpoint, missing) sends the
 //! decision back to reading and verifying the chain (`docs/spool.md`, Incremental verification).

@@ -1,4 +1,4 @@
-//! The store boundary (issue 19): the directory store's chain behind [`ChainLog`], held to the
+//! The store boundary: the directory store's chain behind [`ChainLog`], held to the
 //! same conformance checks as JetStream (`tests/support/chain_log.rs`), with real files and the
 //! chain's real lock; and what deciding asks of the surfaces above the store (the preconditions
 //! an approval records, the score an elevation is checked against), given by the caller.

@@ -1,4 +1,4 @@
-//! Issue 18: the refusal of a timed-out packet signed as a *system decision* (`"system":
+//! The refusal of a timed-out packet signed as a *system decision* (`"system":
 //! "timeout"` in the signed document, `policy.toml [timeouts] sign_refusal = true`). On real
 //! files and real Ed25519 keys: it verifies and decides its packet, it is never evidence (the
 //! class's posterior does not move, while a person's refusal does), the audit says the system

@@ -167,7 +167,7 @@ const RING_CASES: [(f64, bool, Descriptor, &str); 10] = [
 
 // Rings: the agent's ring from its effective score (strict 0.60 / 0.95 with consensus; NaN and
 // out-of-range scores are Ring 3), the required ring from the descriptor, Ring 0 needs a witness.
-// A ring shortfall of an active agent is for the principal to sponsor (issue 16): review, and
+// A ring shortfall of an active agent is for the principal to sponsor: review, and
 // the approval says it stands in for the ring sponsorship.
 #[test]
 fn rings_model_uses_scores_descriptors_and_controls() {

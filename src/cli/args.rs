@@ -412,9 +412,10 @@ pub enum CheckpointAction {
     },
 }
 
-/// How `approve` and `refuse` know the principal reviewed what is signed (issue 15 §3): on a
-/// terminal, the whole packet is shown and confirmed; `--hash` pins the content hash `list`
-/// printed; without a terminal one of `--hash` or `--yes` is required.
+/// How `approve` and `refuse` know the principal reviewed what is signed (`docs/conformance.md`,
+/// "The CLI signs what the principal reviewed"): on a terminal, the whole packet is shown and
+/// confirmed; `--hash` pins the content hash `list` printed; without a terminal one of `--hash`
+/// or `--yes` is required.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Review {
     /// Sign only if the packet's content hash is still HASH (`sha256:…`, as `warrant list` prints

@@ -63,7 +63,7 @@ pub fn load_principal(config: &Config) -> Result<(Principal, PinnedKeys), Failur
 }
 
 /// [`load_principal`] from the configuration directory `dir`: the key file is opened (asking its
-/// passphrase from `WARRANT_PASSPHRASE_FILE` or the terminal when it is protected; issue 15 §6),
+/// passphrase from `WARRANT_PASSPHRASE_FILE` or the terminal when it is protected),
 /// never created (`warrant keys init` does that), and must be pinned for `name`.
 ///
 /// # Errors

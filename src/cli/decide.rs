@@ -20,7 +20,7 @@ fn scanned_packet(spool: &Spool, id: &str) -> Result<(spool::Snapshot, spool::Pa
 
 /// What `approve` or `refuse` shows on a terminal before asking: the packet's id, agent,
 /// publisher, class and content hash, then the whole packet as JSON, every field, never cut, its
-/// text inert (issue 15 §3).
+/// text inert (`docs/conformance.md`, "The CLI signs what the principal reviewed").
 fn show_for_review(entry: &spool::PacketEntry, verdict: Verdict) -> Result<(), Failure> {
     let p = &entry.packet;
     let t = |s: &str| crate::protocol::text::inert(s, usize::MAX);

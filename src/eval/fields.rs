@@ -32,7 +32,7 @@ impl Evaluator {
     }
 }
 
-/// The deprecated spellings of request fields, accepted for one release (issue 16): (op, old,
+/// The deprecated spellings of request fields, accepted for one release: (op, old,
 /// canonical). The agent's present ring is `agent_ring` (the spec's enforcer and its
 /// `RingCheckResult`), a tool's floor `required_trust_level` (Lodestar's tool registration).
 /// Inside `verdict`'s `tools.<key>` objects, `tier` is the deprecated spelling of `tool_tier`

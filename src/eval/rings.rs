@@ -396,7 +396,7 @@ impl RingsSession {
                         .ok_or_else(|| invalid(format!("unknown quarantine `reason` {s:?}")))?,
                 };
                 // Absent: the spec's 300 s. "Until released" is asked for explicitly with
-                // `until_released: true`, never by an explicit null (issue 16).
+                // `until_released: true`, never by an explicit null.
                 let until_released = boolean(r, "until_released")?;
                 let duration = match (r.get("duration_seconds"), until_released) {
                     (None, false) => Some(DEFAULT_QUARANTINE_SECONDS),

@@ -1,4 +1,4 @@
-//! The store boundary's conformance checks (issue 19): what every [`ChainLog`] must do, run
+//! The store boundary's conformance checks: what every [`ChainLog`] must do, run
 //! against the directory store here and against JetStream in `tests/jetstream.rs`, so both
 //! stores are held to the same rules.
 

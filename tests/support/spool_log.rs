@@ -1,4 +1,4 @@
-//! The rules every store keeps for an agent's side of a spool ([`SpoolLog`], issue 19): shared by
+//! The rules every store keeps for an agent's side of a spool ([`SpoolLog`]): shared by
 //! `tests/store_boundary.rs` (the directory spool) and `tests/jetstream.rs` (a real server).
 
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! The `:` command line (issue 18), as k9s and vim have it: parsing and completion, pure.
+//! The `:` command line, as k9s and vim have it: parsing and completion, pure.
 //! `update` dispatches a parsed [`Command`] to the same work the keys do (approve and refuse open
 //! the same confirmation dialog; nothing is signed without it).
 

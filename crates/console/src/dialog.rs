@@ -110,7 +110,7 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
     if let Some(r) = &c.reason {
         labelled(&mut out, "reason", &inert(r, any), "base", width);
     }
-    // What an approval stands in for is signed with it (issue 16): shown before it is signed.
+    // What an approval stands in for is signed with it: shown before it is signed.
     if c.verdict == Verdict::Approve {
         for what in
             state.verdict(&p.id).map(warrant_protocol::verdict::PacketVerdict::stands_in_for).unwrap_or_default()
@@ -147,7 +147,7 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
     out
 }
 
-/// The scope of an approval of one packet (issue 18): once, or the grant signed with it in words
+/// The scope of an approval of one packet: once, or the grant signed with it in words
 /// and the calls of the spool it would have covered, every one.
 fn grant_rows(state: &State, c: &Confirm, out: &mut Vec<Row>, width: usize) {
     let any = usize::MAX;
@@ -196,7 +196,7 @@ pub fn counted<'a>(values: impl Iterator<Item = &'a str>) -> String {
     v.iter().map(|(k, n)| format!("{k} ×{n}")).collect::<Vec<_>>().join(", ")
 }
 
-/// The batch dialog (issue 18): what is signed for all (count, classes, agents, key, principal,
+/// The batch dialog: what is signed for all (count, classes, agents, key, principal,
 /// the one reason), then each packet as the single dialog shows it (summary, id, agent, class,
 /// content hash, what an approval stands in for, and every field of the proposed action, where
 /// it goes first), numbered. Nothing is cut: the dialog scrolls.

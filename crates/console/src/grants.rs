@@ -1,4 +1,4 @@
-//! The Grants view (`7`, issue 18): the principal's grants from the verified chain, with their
+//! The Grants view (`7`): the principal's grants from the verified chain, with their
 //! uses so far (`uses/`), end and signer; `x` revokes the selected one with a reason (a signed
 //! revocation, effective for the next call). Rows are computed in `update`
 //! ([`rows`]); [`render`] only reads them.

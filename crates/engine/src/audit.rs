@@ -1,5 +1,5 @@
 //! The audit: every decision, control, key event, grant, revocation and allowed call, in chain
-//! order, with *how* each was allowed and who signed it (issue 18). Pure: built from the records
+//! order, with *how* each was allowed and who signed it. Pure: built from the records
 //! of a verified chain (their 0-based position and their JSON) and the spool's receipt files, so
 //! the command line (`warrant audit`) and the console's Audit view show the same entries.
 //! [`audit_chain`] reads and verifies the chain through the store and builds them.

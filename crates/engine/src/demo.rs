@@ -449,7 +449,7 @@ mod tests {
             v.models.iter().any(|m| m.model == warrant_protocol::verdict::Model::RateLimit && m.verdict == "exceeded")
         }));
         assert!(a.preconditions.contains_key("demo-report-publish"));
-        // The opening mix (issue 16): most decidable, one human only, one blocked with its reason.
+        // The opening mix: most decidable, one human only, one blocked with its reason.
         // (demo-report-publish is decidable until the demo changes its world file, at tick 18.)
         let report = &a.verdicts["demo-report-publish"];
         assert!(

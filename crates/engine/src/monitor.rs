@@ -61,7 +61,7 @@ pub struct AgentSummary {
     pub rate_rejections: u64,
     /// The latest arrival, unix seconds.
     pub last_seen: f64,
-    /// Its tool calls governed by a hook or the gateway (issue 17), if it made any.
+    /// Its tool calls governed by a hook or the gateway, if it made any.
     pub calls: Option<ToolCalls>,
 }
 

@@ -9,7 +9,7 @@
 //! | `git.head_unchanged` (also `git.head`) | `{"repo": "/abs/repo"}` | the object id `HEAD` resolves to (40 or 64 lowercase hex digits) |
 //!
 //! The principal's process does the observing, and an agent names the paths, so an observation
-//! must never tell an agent anything the agent could not read itself (issue 15, `docs/spool.md`,
+//! must never tell an agent anything the agent could not read itself (`docs/spool.md`,
 //! Threat model):
 //! - **Confinement.** A path must be absolute, without `.` or `..`, and inside one of the roots
 //!   the principal declares in `policy.toml` (`[preconditions] roots`, an agent's workspace). It

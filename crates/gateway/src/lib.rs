@@ -1,4 +1,4 @@
-//! `warrant mcp-gateway` (issue 17): an MCP server to the agent, over stdio, that runs the real
+//! `warrant mcp-gateway`: an MCP server to the agent, over stdio, that runs the real
 //! MCP server as a child process and forwards everything to it — `initialize` (the server's
 //! capabilities and instructions pass through), `tools/list`, resources, prompts, completions,
 //! notifications both ways, and the server's own requests to the client (roots, sampling,

@@ -1,4 +1,4 @@
-//! Tool calls as approval packets (issue 17): what a call of an agent host's tool or of an MCP
+//! Tool calls as approval packets: what a call of an agent host's tool or of an MCP
 //! server's tool is — its action class, tier and ladder rung — and the packet that asks for it.
 //!
 //! Pure: the hooks and the gateway (surfaces) read the call and the spool; this module only maps

@@ -88,7 +88,7 @@ pub struct DecisionInput<'a> {
     pub reason: Option<&'a str>,
     /// Decision time, RFC 3339 UTC as written by [`crate::clock::format_rfc3339`].
     pub decided_at: &'a str,
-    /// What an approval stands in for besides the ordinary approval (issue 16): a ring
+    /// What an approval stands in for besides the ordinary approval: a ring
     /// sponsorship for this action, a ladder hold resolved, a tier confirmation
     /// ([`crate::verdict::PacketVerdict::stands_in_for`]). Signed as the document's
     /// `stands_in_for` array only when not empty.
@@ -262,7 +262,7 @@ pub fn sign_decision_with(
 }
 
 /// How many of which principals must approve a packet of a class before it is approved
-/// (issue 18, co-signing: `[cosign."<class>"] required = k, principals = [n names]` in
+/// (co-signing: `[cosign."<class>"] required = k, principals = [n names]` in
 /// `policy.toml`). Signed into every co-signature as `{"required": k, "principals": [...]}`
 /// (`principals` sorted, distinct), so a signature counts only under the terms its signer saw.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -392,7 +392,7 @@ pub struct Cosign {
 }
 
 /// Why a decision was made by the system rather than by a person: the `system` member of a
-/// *system decision*'s signed document (issue 18). A system decision is only ever a refusal,
+/// *system decision*'s signed document. A system decision is only ever a refusal,
 /// signed with the principal's key by the principal's running console when a rule the principal
 /// configured says so (`[timeouts] sign_refusal = true` in `policy.toml`). It decides its packet
 /// like any decision, but it is **never evidence**: no person judged the action, so it counts
@@ -772,7 +772,7 @@ pub fn verify_decision_file(
 }
 
 /// [`verify_decision_file`] for a packet whose class needs `required` (the policy's
-/// `[cosign]` terms, issue 18): an approval holds only with signatures, each verified like the
+/// `[cosign]` terms): an approval holds only with signatures, each verified like the
 /// file's own, over the same packet id and content, each signed under exactly these terms, from
 /// at least `required.required` distinct listed principals (the file's `signature` and its
 /// `cosignatures`). With `required: None`, an approval whose document carries terms must meet

@@ -1,4 +1,4 @@
-//! The principal's key events in the chain: a key rotation and a rename (issue 16).
+//! The principal's key events in the chain: a key rotation and a rename.
 //!
 //! Pins bind a key (by fingerprint) to a principal's name, and every signed record names its
 //! principal and key, so a new key or a new name would otherwise make every later signature
@@ -231,7 +231,7 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
         }
         KeyEvent::Rename { new_principal, key, .. } => {
             // A name is one principal's: a key that took a name another key speaks for would
-            // sign as two principals (two co-signatures of a quorum, issue 18).
+            // sign as two principals (two co-signatures of a quorum).
             if let Some(other) = pinned.name_taken(key, new_principal) {
                 return Err(format!(
                     "principal.rename to {:?}, a name the key {} speaks for: a rename never takes another principal's name",

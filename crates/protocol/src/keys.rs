@@ -157,7 +157,7 @@ impl PinnedKeys {
     }
 
     /// The other pinned key that already speaks for `name`, if renaming the key `fingerprint` to
-    /// `name` would take another principal's name (issue 18: one principal signing as two). A
+    /// `name` would take another principal's name (one principal signing as two). A
     /// key going back to a name it had (its retired predecessor keeps speaking for it) takes
     /// nothing.
     #[must_use]

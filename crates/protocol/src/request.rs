@@ -4,7 +4,7 @@
 //! parse JSON objects into their inputs; when a request is malformed they say so with a stable
 //! code and a sentence. The error belongs to the protocol, so that the models never depend on
 //! the surface that serves them (`warrant eval`, `docs/eval.md`), which sends it as its `error`
-//! object (issue 19: dependencies point from surfaces to the protocol).
+//! object (dependencies point from surfaces to the protocol).
 
 /// Why a request could not be answered: a stable `code` and a sentence (`docs/eval.md`, the
 /// error object).

@@ -1,4 +1,4 @@
-//! One verdict per packet: every gating model that applies, composed (issue 4).
+//! One verdict per packet: every gating model that applies, composed.
 //!
 //! A packet always has a Trust Graduation action class; it may also carry a `governance` object
 //! (top level in a portable packet, `context.governance` in a runtime packet, whose schema
@@ -31,7 +31,7 @@
 //! | preconditions | hold / changed | allowed / blocked |
 //!
 //! Strictness: allowed < allowed_with_constraints < deferred < review_required < human_only <
-//! blocked. `blocked` means that no one may approve the packet (issue 16): the agent is killed
+//! blocked. `blocked` means that no one may approve the packet: the agent is killed
 //! or quarantined, the ladder says L5 (prohibited), the chain is broken, the packet or one of its
 //! governance parts is malformed, the rate limit is exceeded, a precondition no longer holds, or
 //! the file's owner may not speak for the agent. A ring or ladder shortfall that a person can
@@ -70,8 +70,8 @@ pub enum Model {
     Ladder,
     /// Two-phase execution: the contract's preconditions against the world now.
     Preconditions,
-    /// Who published the packet: the file's owner may speak for the agent it claims (issue 15
-    /// §2; `docs/spool.md`, Threat model). Not one of the five models: a packet an agent's owner
+    /// Who published the packet: the file's owner may speak for the agent it claims
+    /// (`docs/spool.md`, Threat model). Not one of the five models: a packet an agent's owner
     /// may not speak for is `blocked`, never approvable, and not counted for that agent.
     Identity,
 }
@@ -533,7 +533,7 @@ pub fn evaluate(
     if let Some(e) = &g.error {
         models.push(ModelVerdict::malformed(Model::TrustGraduation, "governance", e));
     }
-    // A tool call (issue 17) is classified again from its exact input and the principal's tool
+    // A tool call is classified again from its exact input and the principal's tool
     // table: what the packet declares about itself is never what gates it.
     let mut wanted_preconditions = Vec::new();
     let call = g.tool.as_deref().and_then(|t| {

@@ -491,7 +491,7 @@ where
 /// the records to append after `head` (in order; each is sealed onto the one before it), they are
 /// written with one `write`, synced with one `fdatasync` under the lock, and then `after` is
 /// called, still under the lock, with what was appended and the chain's length in bytes now. The
-/// batch signing of issue 18 (`spool::decide_many`): N decisions cost one lock, one verification
+/// batch signing (`spool::decide_many`): N decisions cost one lock, one verification
 /// and one sync. A failed write or sync is truncated back: on error none of the records was
 /// written. An empty group is refused ([`ChainError::Build`]) before anything is written.
 ///

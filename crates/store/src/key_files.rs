@@ -6,7 +6,7 @@
 //! it. Verification trusts only keys listed in `pinned_keys.toml`; a key is named by its
 //! fingerprint `SHA256:<base64 of SHA-256(raw 32-byte public key), unpadded>` (the ssh form).
 //!
-//! **At rest the key is protected by a passphrase** (issue 15 §6), as minisign and `ssh-keygen`
+//! **At rest the key is protected by a passphrase**, as minisign and `ssh-keygen`
 //! protect theirs: `principal.key` then holds the PKCS#8 PEM encrypted as an ASCII-armored
 //! [age](https://age-encryption.org/v1) file to the passphrase (scrypt, a memory-hard KDF, and
 //! ChaCha20-Poly1305, an AEAD, by the `age` crate), so `age -d principal.key` also opens it. A

@@ -70,7 +70,7 @@ pub enum StoreError {
     Other(String),
 }
 
-/// The chain as every store keeps it (issue 19, the store boundary; OpenTrustGraph §2, §4):
+/// The chain as every store keeps it (the store boundary; OpenTrustGraph §2, §4):
 /// records read in chain order, and appends that link to a head the caller names, refused when
 /// the chain moved on (compare-and-set), so two writers can never both extend the same head.
 /// The records are the protocol's ([`warrant_protocol::chain`]); where they are kept is the
@@ -215,9 +215,9 @@ impl ChainLog for DirectoryChain {
     }
 }
 
-/// Where a spool lives, as `--store`, `WARRANT_STORE` or `store =` in `config.toml` name it
-/// (issue 19): a directory (the embedded default), or `nats://HOST:PORT[,HOST:PORT…]/NAME`
-/// (`tls://` for TLS) for JetStream ([`jetstream::StoreUrl`]).
+/// Where a spool lives, as `--store`, `WARRANT_STORE` or `store =` in `config.toml` name it: a
+/// directory (the embedded default), or `nats://HOST:PORT[,HOST:PORT…]/NAME` (`tls://` for TLS)
+/// for JetStream ([`jetstream::StoreUrl`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreLocation {
     /// The directory spool at this path.

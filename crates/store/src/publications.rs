@@ -1,4 +1,4 @@
-//! An agent's side of a spool as every store keeps it (issue 19, the store boundary, beside
+//! An agent's side of a spool as every store keeps it (the store boundary, beside
 //! [`ChainLog`](super::ChainLog) for the chain): publishing a packet or a receipt once, listing
 //! what was published, and reading the principal's decision file on a packet. The directory
 //! spool keeps them as files (`packets/<id>.json`, `receipts/<id>.json`, `decisions/<id>.json`,

@@ -1,5 +1,5 @@
 //! A JetStream spool worked on through a *replica*: a directory spool on this host that the
-//! store keeps equal to the streams (issue 19, `docs/distributed.md`, "Replicas").
+//! store keeps equal to the streams (`docs/distributed.md`, "Replicas").
 //!
 //! ```text
 //! <replica>/.store                 the store URL it replicates (a replica is never anything else)

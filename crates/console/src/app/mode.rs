@@ -105,7 +105,7 @@ pub struct Confirm {
     pub read: bool,
     /// The dialog takes the whole terminal.
     pub zoomed: bool,
-    /// A batch decision (issue 18): every packet of the selection, in the pending list's
+    /// A batch decision: every packet of the selection, in the pending list's
     /// order, `packet` being the first; empty for a decision on `packet` alone.
     pub batch: Vec<Arc<Packet>>,
     /// The grant signed with an approval of `packet` alone ([`warrant_protocol::grant`]; `s` cycles the
@@ -168,7 +168,7 @@ pub enum InputPurpose {
     Filter,
     /// The reason for refusing this packet.
     RefuseReason(Arc<Packet>),
-    /// The one reason for refusing every packet of the selection (issue 18).
+    /// The one reason for refusing every packet of the selection.
     RefuseBatchReason(Vec<Arc<Packet>>),
     /// The reason for a control on an agent (required to quarantine or kill, optional to release).
     ControlReason(ControlInput),

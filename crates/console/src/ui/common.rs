@@ -14,7 +14,7 @@ use warrant_protocol::packet::DecisionState;
 pub fn state_label(s: Option<DecisionState>) -> (&'static str, &'static str) {
     match s {
         // A state is what the gate says, not a decision: a waiting packet the gate would let run
-        // on its own is never shown as `✓ allowed`, which reads as an approval (issue 16).
+        // on its own is never shown as `✓ allowed`, which reads as an approval.
         Some(DecisionState::Allowed) => ("○", "gate: allow"),
         Some(DecisionState::AllowedWithConstraints) => ("≈", "gate: limits"),
         Some(DecisionState::ReviewRequired) => ("●", "review"),

@@ -460,7 +460,7 @@ fn verdict_lines(state: &State, theme: &Theme, id: &str, row: usize, max: usize)
     out
 }
 
-/// What the principal knows of a packet's agent and class (issue 18): the agent's record for
+/// What the principal knows of a packet's agent and class: the agent's record for
 /// the class in the verified chain (approved, refused, the last refusal and its reason), the
 /// class's posterior (mean and 95% credible interval), and the contract's reversibility and
 /// blast radius in words.

@@ -1,4 +1,4 @@
-//! Governing one call against a spool (issue 17): publish the call's packet, judge it with the
+//! Governing one call against a spool: publish the call's packet, judge it with the
 //! composed verdict from the spool's verified chain, and wait for the principal's signed decision
 //! when a person must decide. The hooks and the gateway are thin surfaces over this; `warrant
 //! propose --wait` shares its wait ([`wait_for_decision`]).

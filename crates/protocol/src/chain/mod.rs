@@ -86,9 +86,9 @@ pub enum Check {
     /// The chain is shorter than, or differs at, the principal's last signed checkpoint
     /// ([`crate::checkpoint`]).
     Checkpoint,
-    /// An approval of a class that `policy.toml` says needs several principals (`[cosign]`,
-    /// issue 18) without their signatures: the record verifies, but approves nothing. Reported
-    /// by `warrant verify` of a spool, which reads its policy.
+    /// An approval of a class that `policy.toml` says needs several principals (`[cosign]`)
+    /// without their signatures: the record verifies, but approves nothing. Reported by
+    /// `warrant verify` of a spool, which reads its policy.
     Quorum,
 }
 
@@ -114,7 +114,7 @@ impl Check {
     }
 }
 
-/// One failed check. Records are numbered from 1 wherever a person reads them (issue 16): record
+/// One failed check. Records are numbered from 1 wherever a person reads them: record
 /// N is the Nth line of `chain.jsonl` and the record whose `chain_index` is N, as editors count
 /// lines and as `approve` reports the record it appended. `index` is the 0-based offset, kept in
 /// the JSON report for compatibility beside `record` (1-based); `None` for envelope findings.

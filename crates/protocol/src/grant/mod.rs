@@ -1,4 +1,4 @@
-//! Scoped grants (issue 18): the principal's signed permission for more than one call.
+//! Scoped grants: the principal's signed permission for more than one call.
 //!
 //! Approving a packet answers that one call (`once`). A grant answers later calls too: the same
 //! agent's calls of the same tool and action class in the same notebook (workspace), **for this

@@ -1,4 +1,4 @@
-//! The spool's log on NATS JetStream (issue 19; the shared reference `distributed-spool.md`,
+//! The spool's log on NATS JetStream (the shared reference `distributed-spool.md`,
 //! and `docs/distributed.md`): the chain, packets, receipts and decisions on a real JetStream
 //! server or cluster, for agents on many hosts and a principal reviewing from another.
 //!

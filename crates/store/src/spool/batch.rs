@@ -56,7 +56,7 @@ fn list_refused(refused: &[(String, DecideError)]) -> String {
         .join("; ")
 }
 
-/// Signs the same decision on each of `items` and records them as one group (issue 18, batch
+/// Signs the same decision on each of `items` and records them as one group (batch
 /// triage): one signed decision document and one chain record per packet, exactly as
 /// [`decide_with`] makes them, appended under one lock of the chain, after one verification of
 /// it, with one `fdatasync` for the group ([`chain_file::append_many_then`]) and one checkpoint after

@@ -531,7 +531,7 @@ fn cosign_terms_for(
 
 /// After a kill: signs a refusal of every pending packet that claims `agent` (no decision in the
 /// chain yet), the kill's reason as the refusal's, so what the kill switch reports as compensated
-/// is decided in the chain and every waiting agent is answered (issue 16). Returns the ids
+/// is decided in the chain and every waiting agent is answered. Returns the ids
 /// refused; a packet decided meanwhile is skipped; other failures are returned.
 ///
 /// # Errors

@@ -74,8 +74,8 @@ fn first_publisher(spool: &Spool, agent: &str) -> Result<Option<u32>, DecideErro
 
 /// After a quarantine or a release is recorded: tells the agent, as the kill switch does, in
 /// `signals/<agent>.json` (`{"type": "warrant_quarantine" | "warrant_release", "agent",
-/// "reason", "at"}`), so a `propose --wait` stops waiting for a decision that cannot come
-/// (issue 16). The chain is the record; a signal that cannot be written is logged, not an error.
+/// "reason", "at"}`), so a `propose --wait` stops waiting for a decision that cannot come. The
+/// chain is the record; a signal that cannot be written is logged, not an error.
 fn standing_signal(spool: &Spool, input: &ControlInput) {
     let kind = match input.kind {
         ControlKind::Quarantine => "warrant_quarantine",

@@ -40,7 +40,7 @@ pub struct ChainDecision {
     pub agent: String,
     /// The action class, as the signed document names it.
     pub action_class: String,
-    /// An approval that met a quorum (issue 18, co-signing): the distinct principals whose
+    /// An approval that met a quorum (co-signing): the distinct principals whose
     /// approvals make it up, sorted (`principal` is the last of them). Empty otherwise.
     pub cosigners: Vec<String>,
     /// The co-signing terms the record's approval was signed under, if any.
@@ -69,7 +69,7 @@ impl ChainDecision {
     }
 }
 
-/// Approvals gathered towards a quorum for a packet no decision settles yet (issue 18).
+/// Approvals gathered towards a quorum for a packet no decision settles yet.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Cosigning {
     /// The terms they were signed under.

@@ -23,7 +23,7 @@
 //! ci_low_min = 0.85
 //! samples_min = 15
 //!
-//! # Tools, the trust ladder and agents (issue 4's models)
+//! # Tools, the trust ladder and agents
 //! [tools."corrections.merge"]
 //! tier = "destructive"             # safe | mutating | destructive (tool tiers × notebook trust)
 //! required_trust_level = 4         # the tool's Lodestar floor, 0..5 (optional)
@@ -193,7 +193,7 @@ impl PolicySet {
         &self.protected
     }
 
-    /// The quorum an approval of `class` needs (`[cosign]`, issue 18): `None` when one
+    /// The quorum an approval of `class` needs (`[cosign]`): `None` when one
     /// principal's approval is enough.
     #[must_use]
     pub fn cosign(&self, class: &str) -> Option<&crate::decision::Quorum> {
@@ -275,7 +275,7 @@ impl PolicySet {
     /// `risk` and `minimumLevel` the higher, `requiresApproval`, `receiptRequired` and
     /// `humanOnly` OR-ed, `constraints` narrowed ([`crate::graduation::gate::merge_constraints`]),
     /// `externalSideEffects` the host's unless it has none. `docs/eval.md`, "Request policies only
-    /// tighten"; issue 15 §4.
+    /// tighten".
     ///
     /// # Errors
     /// As [`PolicySet::with_custom`].

@@ -15,10 +15,10 @@ pub(super) struct ToolDef {
     tier: String,
     #[serde(default)]
     required_trust_level: Option<u8>,
-    /// The action class of a call of this tool (issue 17).
+    /// The action class of a call of this tool.
     #[serde(default)]
     class: Option<String>,
-    /// The ladder rung of a call of this tool, 0..=5 (issue 17).
+    /// The ladder rung of a call of this tool, 0..=5.
     #[serde(default)]
     level: Option<u8>,
     /// For a command-running tool: the input field that holds the command (`command` for
@@ -66,7 +66,7 @@ pub(super) struct CommandDef {
 
 /// A tool registered in `policy.toml` (`[tools."<key>"]`): its workbench tier and its Lodestar
 /// floor (`lodestar-and-tiers.md` §B2, §A1), and for tool calls governed by a hook or the
-/// gateway (issue 17) the action class and ladder rung of a call and, for a command-running
+/// gateway the action class and ladder rung of a call and, for a command-running
 /// tool, the input field holding its command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolPolicy {
@@ -99,7 +99,7 @@ impl ToolPolicy {
     }
 }
 
-/// A rule on the command of a command-running tool (`[commands."<glob>"]`, issue 17): the glob
+/// A rule on the command of a command-running tool (`[commands."<glob>"]`): the glob
 /// is matched against each simple command of the command line, its words re-joined by single
 /// spaces; a pattern ending in ` *` also matches the command with no further words.
 #[derive(Debug, Clone)]
@@ -238,7 +238,7 @@ impl PolicySet {
     /// more dangerous (safe < mutating < destructive) and the floor the higher; a tool it does not
     /// register stays unregistered (no tier: the tiers gate answers `confirm` whatever the
     /// notebook), and its floor is the higher of the request's and Lodestar's conservative L3.
-    /// `docs/eval.md`, "Request policies only tighten"; issue 15 §4.
+    /// `docs/eval.md`, "Request policies only tighten".
     ///
     /// # Errors
     /// As [`PolicySet::add_tool`].
