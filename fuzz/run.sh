@@ -14,6 +14,6 @@ dirs=("corpus/$target" "seeds/$target")
 # check runs), a false positive that stops the run; leaks are not memory-safety bugs in safe Rust.
 # Canonical JSON is fuzzed from every JSON seed.
 if [ "$target" = canonical ]; then dirs+=(seeds/packet seeds/receipt seeds/chain_export seeds/policy seeds/eval); fi
-exec cargo +nightly fuzz run "$target" "${dirs[@]}" -- \
+exec cargo +nightly fuzz run --features libfuzzer "$target" "${dirs[@]}" -- \
   -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -timeout=10 -detect_leaks=0 \
   -print_final_stats=1 "$@"
