@@ -91,10 +91,12 @@ fn signed_chain() -> (Vec<Value>, Vec<Value>) {
         ("post-1", "social.post.public", "agent-herald", Verdict::Approve, Some("copy approved by comms")),
     ];
     for (id, class, agent, verdict, reason) in packets {
-        let packet = warrant::protocol::packet::portable_packet(id, class, agent, "seed", json!({"summary": "seed"}), NOW);
+        let packet =
+            warrant::protocol::packet::portable_packet(id, class, agent, "seed", json!({"summary": "seed"}), NOW);
         let hash = warrant::protocol::canonical::canonical_hash(&packet);
         let trace = format!("warrant:{id}");
-        let input = DecisionInput { stands_in_for: &[],
+        let input = DecisionInput {
+            stands_in_for: &[],
             packet_id: id,
             packet_hash: &hash,
             action_class: class,
@@ -282,8 +284,14 @@ fn main() {
     }
     // Requests over the generated chain, packets and receipts, and malformed lines.
     let export = chain::export(records, VerifyOptions::default(), NOW);
-    let pk =
-        warrant::protocol::packet::portable_packet("q-9", "email.send.external", "agent-scribe", "s", json!({"to": "x"}), NOW);
+    let pk = warrant::protocol::packet::portable_packet(
+        "q-9",
+        "email.send.external",
+        "agent-scribe",
+        "s",
+        json!({"to": "x"}),
+        NOW,
+    );
     let mut session = Vec::new();
     for req in [
         json!({"op": "ops", "id": 0}),
