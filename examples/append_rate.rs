@@ -72,7 +72,7 @@ fn write_loop(mode: Mode, path: &Path, writer: usize, n: usize) {
         }
         Mode::Locked => {
             for seq in 0..n {
-                chain_file::append_then(path, chain_file::LOCK_DEADLINE, |_| Ok(body(writer, seq)), |_, _| {})
+                chain_file::append_then(path, None, chain_file::LOCK_DEADLINE, |_| Ok(body(writer, seq)), |_, _| {})
                     .expect("append");
             }
         }

@@ -218,6 +218,7 @@ fn append_many_then_writes_a_group_or_nothing() {
     let mut seen = Vec::new();
     let got = chain_file::append_many_then(
         &path,
+        None,
         chain_file::LOCK_DEADLINE,
         |head| {
             assert_eq!(head.last_index, 1);
@@ -233,11 +234,21 @@ fn append_many_then_writes_a_group_or_nothing() {
     let report = chain_file::verify_file(&path, chain::VerifyOptions::default()).expect("verify");
     assert!(report.is_valid() && report.total == 4, "{report:?}");
     let before = std::fs::read(&path).expect("read");
-    let empty =
-        chain_file::append_many_then(&path, chain_file::LOCK_DEADLINE, |_| Ok(Vec::new()), |_, _| panic!("no after"));
+    let empty = chain_file::append_many_then(
+        &path,
+        None,
+        chain_file::LOCK_DEADLINE,
+        |_| Ok(Vec::new()),
+        |_, _| panic!("no after"),
+    );
     assert!(matches!(empty, Err(chain_file::ChainError::Build(_))), "{empty:?}");
-    let refused =
-        chain_file::append_many_then(&path, chain_file::LOCK_DEADLINE, |_| Err("no".into()), |_, _| panic!("no after"));
+    let refused = chain_file::append_many_then(
+        &path,
+        None,
+        chain_file::LOCK_DEADLINE,
+        |_| Err("no".into()),
+        |_, _| panic!("no after"),
+    );
     assert!(matches!(refused, Err(chain_file::ChainError::Build(_))), "{refused:?}");
     assert_eq!(std::fs::read(&path).expect("read"), before, "nothing written");
 }

@@ -172,3 +172,34 @@ fn the_directory_spool_keeps_the_agents_side_by_the_rules_of_every_store() {
     std::os::unix::fs::symlink("/etc/hostname", f.spool.decision_path("p-2")).expect("symlink");
     assert!(f.spool.decision("agent-a", "p-2").is_err(), "a symlinked decision file is refused");
 }
+
+/// A spool is opened as what it is. A directory spool's appends and publications are files,
+/// whatever the directory holds: here a replica's marker naming a store that nobody serves, which
+/// the append path used to look for on every append and then tried to reach. `Spool::open` reads
+/// the marker once, and a replica whose store cannot be reached is an error, never a directory.
+#[test]
+fn a_directory_spool_never_reaches_for_a_store_and_a_replica_is_opened_as_one() {
+    use warrant::store::spool::{REPLICA_MARKER, Spool};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spool = Spool::new(dir.path().join("spool"));
+    spool.ensure().expect("spool");
+    // A loopback port nothing listens on: a connection is refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    std::fs::write(spool.root().join(REPLICA_MARKER), format!("nats://127.0.0.1:{port}/nowhere\n")).expect("marker");
+    assert!(!spool.is_replica());
+    let appended = chain_file::append_to(&spool.chain_path(), spool.chain_upstream(), |_| {
+        Ok(json!({"action": {"type": "note"}, "metadata": {}}).as_object().cloned().expect("object"))
+    })
+    .expect("a directory's append is the file's alone");
+    assert_eq!(appended.chain_index, 1);
+    let published = spool
+        .publish(&spool.packets_dir(), "p-1", &json!({"id": "p-1", "agent": "a"}))
+        .expect("a directory's publication is a file");
+    assert!(published.is_file());
+    let err = Spool::open(spool.root()).expect_err("a replica of a store that cannot be reached");
+    assert!(!err.to_string().is_empty());
+    // Without the marker, the same directory opens as a directory spool.
+    std::fs::remove_file(spool.root().join(REPLICA_MARKER)).expect("remove the marker");
+    let opened = Spool::open(spool.root()).expect("a directory spool");
+    assert!(!opened.is_replica() && opened == spool);
+}

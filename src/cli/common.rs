@@ -15,11 +15,16 @@ use serde_json::Value;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
-/// The resolved spool: `--spool`/`WARRANT_SPOOL`, else `spool` in config.toml, else the default.
-/// The spool at `root`, with the principal's copies of its checkpoints in
+/// The spool at `root` as what it is ([`Spool::open`]: a directory spool, or the replica of the
+/// store its marker names, connected now), with the principal's copies of its checkpoints in
 /// `<config dir>/checkpoints`.
-pub(super) fn spool_at(root: PathBuf) -> Spool {
-    Spool::new(root).with_checkpoint_copies(config::config_dir().join("checkpoints"))
+///
+/// # Errors
+/// A replica whose marker cannot be read or whose store cannot be reached (never worked on as a
+/// directory), as a usage error naming the spool.
+pub(super) fn spool_at(root: PathBuf) -> Result<Spool, Failure> {
+    let spool = Spool::open(&root).map_err(|e| Failure::usage(format!("{}: {e}", root.display())))?;
+    Ok(spool.with_checkpoint_copies(config::config_dir().join("checkpoints")))
 }
 
 /// Moves a torn final line of the spool's chain to a side file (an append interrupted by a
@@ -37,20 +42,25 @@ pub(super) fn set_aside_torn_tail(spool: &Spool) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The resolved spool: `--spool`/`WARRANT_SPOOL`, else `spool` in config.toml, else the default.
+///
+/// # Errors
+/// No spool named, a JetStream store (opened by the caller as a replica), or [`spool_at`]'s.
 pub(super) fn resolve_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spool, Failure> {
     if arg.is_none()
         && let Some(text) = &config.store
     {
         return match text.parse::<StoreLocation>().map_err(Failure::usage)? {
-            StoreLocation::Directory(root) => Ok(spool_at(root)),
+            StoreLocation::Directory(root) => spool_at(root),
             #[cfg(feature = "jetstream")]
             at @ StoreLocation::JetStream(_) => Err(jetstream_not_yet(&at)),
         };
     }
-    arg.or_else(|| config.spool.clone())
+    let root = arg
+        .or_else(|| config.spool.clone())
         .or_else(Spool::default_root)
-        .map(spool_at)
-        .ok_or_else(|| Failure::usage("no spool directory: pass --spool or set WARRANT_SPOOL"))
+        .ok_or_else(|| Failure::usage("no spool directory: pass --spool or set WARRANT_SPOOL"))?;
+    spool_at(root)
 }
 
 /// Loads (creating on first use) the principal's key, telling the user when it was created, and

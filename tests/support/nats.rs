@@ -28,7 +28,10 @@ pub fn have_nats_server() -> bool {
     false
 }
 
-/// A free TCP port on loopback (bound, then released for the server).
+/// A TCP port on loopback that was free a moment ago (bound, then released): for an address
+/// that must refuse connections, or for the cluster's ports, which the nodes must know before
+/// they start ([`Cluster::start_on`] starts again on other ports when one was taken meanwhile).
+/// A single server picks its own port ([`Server::start`]).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free loopback port").port()
 }
@@ -60,17 +63,21 @@ impl Server {
         }
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().to_path_buf();
-        let port = free_port();
+        // The server picks its port (`-p -1`) and says which; no other process can take it
+        // between a pick and the server's listen. A restart reuses it.
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let name =
+            format!("single-{}-{}", std::process::id(), STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let mut args = vec![
             "-js".to_string(),
             "-a".into(),
             "127.0.0.1".into(),
             "-p".into(),
-            port.to_string(),
+            "-1".into(),
             "-sd".into(),
             dir.join("store").display().to_string(),
             "-n".into(),
-            format!("single-{port}"),
+            name.clone(),
         ];
         if let Some(text) = config {
             let conf = dir.join("server.conf");
@@ -78,8 +85,12 @@ impl Server {
             args.push("-c".into());
             args.push(conf.display().to_string());
         }
-        let mut s = Server { name: format!("single-{port}"), port, dir, args, child: None, _tmp: Some(tmp) };
+        let mut s = Server { name, port: 0, dir, args, child: None, _tmp: Some(tmp) };
         s.spawn();
+        s.port = s.wait_listening(Duration::from_secs(20));
+        if let Some(p) = s.args.iter().position(|a| a == "-1") {
+            s.args[p] = s.port.to_string();
+        }
         s.wait_ready(Duration::from_secs(20));
         Some(s)
     }
@@ -108,6 +119,30 @@ impl Server {
             let _ = f.read_to_string(&mut s);
         }
         s
+    }
+
+    /// The client port the server says it listens on (`Listening for client connections on
+    /// HOST:PORT`), once it does.
+    fn wait_listening(&self, limit: Duration) -> u16 {
+        let deadline = Instant::now() + limit;
+        loop {
+            let log = self.log();
+            if let Some(port) = log
+                .lines()
+                .find_map(|l| l.split("Listening for client connections on ").nth(1))
+                .and_then(|addr| addr.trim().rsplit(':').next())
+                .and_then(|p| p.parse().ok())
+            {
+                return port;
+            }
+            assert!(Instant::now() < deadline, "nats-server {} did not listen:\n{log}", self.name);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the server could not listen on a port it was given (another process took it).
+    fn port_taken(&self) -> bool {
+        self.log().contains("address already in use")
     }
 
     fn ready_lines(&self) -> usize {
@@ -189,6 +224,19 @@ impl Cluster {
         if !have_nats_server() {
             return None;
         }
+        // The nodes must know each other's route ports before they start, so the ports are
+        // picked first; when another process took one meanwhile, the cluster starts again on
+        // others.
+        for _ in 0..4 {
+            if let Some(c) = Self::try_start_on(listen) {
+                return Some(c);
+            }
+        }
+        panic!("nats-server: a port of every try was taken by another process");
+    }
+
+    /// One try of [`Cluster::start_on`]: `None` when a node found its port taken.
+    fn try_start_on(listen: &str) -> Option<Cluster> {
         let tmp = tempfile::tempdir().expect("tempdir");
         let client: Vec<u16> = (0..3).map(|_| free_port()).collect();
         let cluster: Vec<u16> = (0..3).map(|_| free_port()).collect();
@@ -222,6 +270,13 @@ impl Cluster {
             nodes.push(s);
         }
         for n in &nodes {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while n.ready_lines() == 0 && !n.port_taken() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if n.port_taken() {
+                return None;
+            }
             n.wait_ready(Duration::from_secs(30));
         }
         let c = Cluster { nodes, _tmp: tmp };

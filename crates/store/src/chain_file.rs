@@ -440,6 +440,34 @@ where
     append_with_deadline(path, LOCK_DEADLINE, build)
 }
 
+/// The store a chain file's appends go to first: `None` for a directory spool's chain (an
+/// append is the file's alone, and never touches the network), the replica's store for a
+/// replica's ([`crate::spool::Spool::chain_upstream`]).
+#[cfg(feature = "jetstream")]
+pub type Upstream<'a> = Option<&'a crate::jetstream::JetStreamSpool>;
+
+/// The store a chain file's appends go to first: without the `jetstream` feature, always `None`.
+#[cfg(not(feature = "jetstream"))]
+pub type Upstream<'a> = Option<&'a std::convert::Infallible>;
+
+/// As [`append`], on the chain of a spool that may be a replica: with an `upstream`, the
+/// replica is first brought up to its store's head and the record goes to the store first
+/// (compare-and-set); only what the store acknowledged is written to the file.
+///
+/// # Errors
+/// As [`append`]; [`ChainError::Store`] for the store's refusals and errors.
+pub fn append_to<F>(path: &Path, upstream: Upstream<'_>, build: F) -> Result<Appended, ChainError>
+where
+    F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
+{
+    let written = write_locked(path, upstream, LOCK_DEADLINE, build)?;
+    let Written { lock, file, appended, .. } = written;
+    let _ = lock.unlock();
+    drop(lock);
+    file.sync_data().map_err(|source| ChainError::Io { path: path.to_owned(), source })?;
+    Ok(appended)
+}
+
 /// As [`append`], waiting at most `deadline` for the lock.
 ///
 /// # Errors
@@ -448,7 +476,7 @@ pub fn append_with_deadline<F>(path: &Path, deadline: std::time::Duration, build
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
 {
-    let written = write_locked(path, deadline, build)?;
+    let written = write_locked(path, None, deadline, build)?;
     let Written { lock, file, appended, .. } = written;
     // Group commit: other writers may write their lines while this one syncs.
     let _ = lock.unlock();
@@ -465,13 +493,20 @@ where
 ///
 /// # Errors
 /// As [`append`].
-pub fn append_then<F, A>(path: &Path, deadline: std::time::Duration, build: F, after: A) -> Result<Appended, ChainError>
+pub fn append_then<F, A>(
+    path: &Path,
+    upstream: Upstream<'_>,
+    deadline: std::time::Duration,
+    build: F,
+    after: A,
+) -> Result<Appended, ChainError>
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
     A: FnOnce(&Appended, u64),
 {
     let mut appended = append_many_then(
         path,
+        upstream,
         deadline,
         |head| build(head).map(|rec| vec![rec]),
         |group, end| {
@@ -499,6 +534,7 @@ where
 /// As [`append`].
 pub fn append_many_then<F, A>(
     path: &Path,
+    upstream: Upstream<'_>,
     deadline: std::time::Duration,
     build: F,
     after: A,
@@ -507,7 +543,7 @@ where
     F: FnOnce(&ChainHead) -> Result<Vec<Map<String, Value>>, String>,
     A: FnOnce(&[Appended], u64),
 {
-    let Written { lock, file, appended, start, end } = write_locked_many(path, deadline, build)?;
+    let Written { lock, file, appended, start, end } = write_locked_many(path, upstream, deadline, build)?;
     let result = match file.sync_data() {
         Ok(()) => {
             after(&appended, end);
@@ -537,12 +573,17 @@ struct Written<T> {
 }
 
 /// The steps of [`append`] up to and including the `write`, under the lock (released on error).
-fn write_locked<F>(path: &Path, deadline: std::time::Duration, build: F) -> Result<Written<Appended>, ChainError>
+fn write_locked<F>(
+    path: &Path,
+    upstream: Upstream<'_>,
+    deadline: std::time::Duration,
+    build: F,
+) -> Result<Written<Appended>, ChainError>
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
 {
     let Written { lock, file, mut appended, start, end } =
-        write_locked_many(path, deadline, |head| build(head).map(|rec| vec![rec]))?;
+        write_locked_many(path, upstream, deadline, |head| build(head).map(|rec| vec![rec]))?;
     match appended.pop() {
         Some(one) => Ok(Written { lock, file, appended: one, start, end }),
         // Unreachable: the builder returned exactly one record.
@@ -554,6 +595,7 @@ where
 /// `write` (an empty group is a [`ChainError::Build`]).
 fn write_locked_many<F>(
     path: &Path,
+    upstream: Upstream<'_>,
     deadline: std::time::Duration,
     build: F,
 ) -> Result<Written<Vec<Appended>>, ChainError>
@@ -568,11 +610,11 @@ where
         // A replica's chain is first brought up to its store's head: what is built is built on
         // the chain as the store holds it.
         #[cfg(feature = "jetstream")]
-        let remote = replica_remote(path)?;
-        #[cfg(feature = "jetstream")]
-        if let Some(remote) = &remote {
+        if let Some(remote) = upstream {
             catch_up_locked(path, &mut file, remote)?;
         }
+        #[cfg(not(feature = "jetstream"))]
+        let _ = upstream;
         let mut head = read_head(path, &mut file)?;
         #[cfg(feature = "jetstream")]
         let built_on = head.clone();
@@ -597,7 +639,7 @@ where
         // A replica's records go to its store first, with compare-and-set on the head they
         // were built on; only what the store acknowledged is written here.
         #[cfg(feature = "jetstream")]
-        if let Some(remote) = &remote {
+        if let Some(remote) = upstream {
             push_to_store(path, remote, &built_on, &appended)?;
         }
         let start = file.metadata().map_err(io_err)?.len();
@@ -632,27 +674,19 @@ pub struct CaughtUp {
     pub decisions: Vec<Map<String, Value>>,
 }
 
-/// The store of the replica whose chain is `path`, or `None` for a directory spool's chain.
-#[cfg(feature = "jetstream")]
-fn replica_remote(path: &Path) -> Result<Option<std::sync::Arc<crate::jetstream::JetStreamSpool>>, ChainError> {
-    let root = path.parent().unwrap_or_else(|| Path::new("."));
-    crate::replica::remote_for(root).map_err(|e| ChainError::Store { path: path.to_owned(), message: e.to_string() })
-}
-
 /// Brings the replica chain `path` up to its store's head ([`crate::replica`]): under
 /// the chain's lock, reads the store's records after the file's head, checks that each links
 /// and keeps its `entry_hash` ([`crate::seal_copies`]), and appends them (one write, one
 /// `fdatasync`), in parts of [`CATCH_UP_PART`] records. Returns how many, and the decision
-/// records among them. For a directory spool's chain (no replica marker), none.
+/// records among them.
 ///
 /// # Errors
 /// As [`append`]; [`ChainError::Store`] when the store cannot be read or holds records that do
 /// not continue this file (the replica holds another chain).
 #[cfg(feature = "jetstream")]
-pub fn catch_up(path: &Path) -> Result<CaughtUp, ChainError> {
-    let Some(remote) = replica_remote(path)? else { return Ok(CaughtUp::default()) };
+pub fn catch_up(path: &Path, remote: &crate::jetstream::JetStreamSpool) -> Result<CaughtUp, ChainError> {
     let lock = lock_chain(path, LOCK_DEADLINE)?;
-    let result = open_locked_for_append(path).and_then(|(mut file, _)| catch_up_locked(path, &mut file, &remote));
+    let result = open_locked_for_append(path).and_then(|(mut file, _)| catch_up_locked(path, &mut file, remote));
     let _ = lock.unlock();
     result
 }

@@ -187,8 +187,10 @@ impl ChainLog for DirectoryChain {
     ) -> Result<Vec<Appended>, StoreError> {
         // The builder runs under the chain's lock: what it refuses is kept here, typed.
         let mut refused = None;
+        // A directory's chain: its appends never go anywhere but the file.
         let result = chain_file::append_many_then(
             &self.path,
+            None,
             chain_file::LOCK_DEADLINE,
             |head| {
                 let check = if head == expected {

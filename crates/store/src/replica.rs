@@ -42,15 +42,15 @@ use crate::StoreError;
 use crate::atomic::write_atomic;
 use crate::jetstream::{ConnectOptions, JetStreamSpool, Kind, SpoolMessage, StoreUrl};
 use crate::spool::{Spool, sequence_name};
-use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use warrant_protocol::packet::{self, InvalidReason};
 
-/// The file in a replica's root naming the store it replicates (`nats://…/NAME` and a newline).
-pub const MARKER: &str = ".store";
+/// The file in a replica's root naming the store it replicates (`nats://…/NAME` and a newline),
+/// read once when the spool is opened ([`Spool::open`]).
+pub const MARKER: &str = crate::spool::REPLICA_MARKER;
 
 /// The file holding the spool stream's next sequence to read.
 const PULLED: &str = ".pulled";
@@ -82,26 +82,16 @@ pub fn store_of(root: &Path) -> Result<Option<StoreUrl>, StoreError> {
         .map_err(|e| StoreError::Other(format!("{}: not a store URL: {e}", path.display())))
 }
 
-/// The connection to the store a replica at `root` replicates, or `None` for a directory that
-/// is not a replica. Connections are made once per store and process, with
-/// [`ConnectOptions::from_env`], and kept.
+/// A connection to the store `url` names, with [`ConnectOptions::from_env`], checked to exist:
+/// what a replica's [`Spool`] holds ([`Spool::with_upstream`]).
 ///
 /// # Errors
-/// As [`store_of`]; the connection's errors.
-pub fn remote_for(root: &Path) -> Result<Option<Arc<JetStreamSpool>>, StoreError> {
-    let Some(url) = store_of(root)? else { return Ok(None) };
-    static REMOTES: OnceLock<Mutex<HashMap<String, Arc<JetStreamSpool>>>> = OnceLock::new();
-    let remotes = REMOTES.get_or_init(Default::default);
-    let key = url.to_string();
-    if let Some(r) = remotes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key) {
-        return Ok(Some(Arc::clone(r)));
-    }
+/// The environment's connection options; the connection's errors; a store that does not exist.
+pub fn connect(url: &StoreUrl) -> Result<Arc<JetStreamSpool>, StoreError> {
     let opts = ConnectOptions::from_env().map_err(StoreError::Other)?;
-    let remote = off_runtime(|| JetStreamSpool::connect(&url, &opts))?;
+    let remote = off_runtime(|| JetStreamSpool::connect(url, &opts))?;
     remote_check(&remote)?;
-    let remote = Arc::new(remote);
-    remotes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key, Arc::clone(&remote));
-    Ok(Some(remote))
+    Ok(Arc::new(remote))
 }
 
 fn remote_check(remote: &JetStreamSpool) -> Result<(), StoreError> {
@@ -133,7 +123,7 @@ pub fn default_dir(url: &StoreUrl) -> Option<PathBuf> {
 /// A `dir` that is a directory spool (a chain without a marker) or the replica of another
 /// store; the store's errors (it must exist: `warrant migrate` or the setup creates it).
 pub fn open(url: &StoreUrl, dir: &Path) -> Result<(Spool, Pulled), StoreError> {
-    let spool = Spool::new(dir);
+    let directory = Spool::new(dir);
     match store_of(dir)? {
         // A spool is its name: the same spool reached through other servers of its cluster is
         // the same store (the catch-up checks that the chains agree). The marker keeps the
@@ -153,7 +143,7 @@ pub fn open(url: &StoreUrl, dir: &Path) -> Result<(Spool, Pulled), StoreError> {
             }
         }
         None => {
-            if spool.chain_path().exists() || spool.packets_dir().exists() {
+            if directory.chain_path().exists() || directory.packets_dir().exists() {
                 return Err(StoreError::Other(format!(
                     "{} is a directory spool, not a replica of {url}: name an empty directory with --replica \
                      (or copy the spool with `warrant migrate`)",
@@ -169,7 +159,8 @@ pub fn open(url: &StoreUrl, dir: &Path) -> Result<(Spool, Pulled), StoreError> {
             write_atomic(&dir.join(MARKER), &line, 0o644).map_err(io)?;
         }
     }
-    spool.ensure().map_err(|e| StoreError::Other(format!("{}: {e}", dir.display())))?;
+    directory.ensure().map_err(|e| StoreError::Other(format!("{}: {e}", dir.display())))?;
+    let spool = directory.with_upstream(connect(url)?);
     let pulled = pull(&spool)?;
     Ok((spool, pulled))
 }
@@ -193,9 +184,12 @@ pub struct Pulled {
 /// `spool` is not a replica; the store's errors; a record that does not link to the replica's
 /// head (the replica holds another chain); I/O errors of the replica.
 pub fn pull(spool: &Spool) -> Result<Pulled, StoreError> {
-    let remote = remote_for(spool.root())?
-        .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?;
-    let records = catch_up(spool)?;
+    let remote = Arc::clone(
+        spool
+            .upstream()
+            .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?,
+    );
+    let records = catch_up(spool, &remote)?;
     let messages = pull_spool(spool, &remote)?;
     pull_uses(spool, &remote).map_err(|e| {
         StoreError::Other(format!(
@@ -209,8 +203,8 @@ pub fn pull(spool: &Spool) -> Result<Pulled, StoreError> {
 
 /// [`crate::chain_file::catch_up`], then the decision files of the decisions it brought
 /// ([`crate::spool::restore_decision_files`]); returns how many records.
-fn catch_up(spool: &Spool) -> Result<u64, StoreError> {
-    let caught = crate::chain_file::catch_up(&spool.chain_path())?;
+fn catch_up(spool: &Spool, remote: &JetStreamSpool) -> Result<u64, StoreError> {
+    let caught = crate::chain_file::catch_up(&spool.chain_path(), remote)?;
     if !caught.decisions.is_empty() {
         let _ = crate::spool::restore_decision_files(spool, &caught.decisions);
     }
@@ -254,14 +248,13 @@ fn write_claim(spool: &Spool, name: &str, bytes: &[u8]) -> io::Result<()> {
 
 /// In a replica, creates the claim whose file is `path` (`<replica>/uses/<name>`) in the store's
 /// uses bucket. `Ok(true)` when it was made there (the file is then this process's claim, even
-/// if a follower wrote it first), `Ok(false)` outside a replica.
+/// if a follower wrote it first), `Ok(false)` for a directory spool.
 ///
 /// # Errors
 /// `AlreadyExists` when the store holds the claim (another process or host took the use); the
 /// store's errors (the claim is then not made, and the use must not be taken).
-pub fn claim(path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    let Some(root) = path.parent().and_then(Path::parent) else { return Ok(false) };
-    let Some(remote) = remote_for(root).map_err(io::Error::other)? else { return Ok(false) };
+pub fn claim(spool: &Spool, path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    let Some(remote) = spool.upstream() else { return Ok(false) };
     let name =
         path.file_name().and_then(|n| n.to_str()).ok_or_else(|| io::Error::other("a claim's name is not UTF-8"))?;
     match off_runtime(|| remote.claim_use(name, bytes)) {
@@ -283,7 +276,7 @@ pub fn claim(path: &Path, bytes: &[u8]) -> io::Result<bool> {
 /// A directory that is neither `packets/` nor `receipts/`; a document naming no agent, or one
 /// that is no subject token; the store's errors.
 pub fn publish(spool: &Spool, dir: &Path, id: &str, doc: &serde_json::Value, new: bool) -> io::Result<Option<PathBuf>> {
-    let Some(remote) = remote_for(spool.root()).map_err(io::Error::other)? else { return Ok(None) };
+    let Some(remote) = spool.upstream() else { return Ok(None) };
     let kind = if dir == spool.packets_dir() {
         Kind::Packets
     } else if dir == spool.receipts_dir() {
@@ -320,7 +313,7 @@ pub fn publish(spool: &Spool, dir: &Path, id: &str, doc: &serde_json::Value, new
 /// # Errors
 /// I/O errors.
 pub fn mark_published(spool: &Spool, id: &str) -> io::Result<()> {
-    if store_of(spool.root()).map_err(io::Error::other)?.is_none() {
+    if !spool.is_replica() {
         return Ok(());
     }
     let marks = spool.root().join(PUBLISHED);
@@ -444,8 +437,8 @@ pub fn materialise_new(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Res
 /// of this one, and which the bucket will never replace; an agent or id the bucket cannot key
 /// (`[A-Za-z0-9_-]+`).
 pub fn publish_decision(spool: &Spool, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
-    let Some(remote) = remote_for(spool.root())? else { return Ok(()) };
-    put_decision(spool, &remote, id, bytes).map_err(|e| match e {
+    let Some(remote) = spool.upstream() else { return Ok(()) };
+    put_decision(spool, remote, id, bytes).map_err(|e| match e {
         Put::Another(message) => StoreError::Other(message),
         Put::Failed(e) => StoreError::Other(format!("{e}; the next pull writes it there")),
     })
@@ -459,7 +452,7 @@ pub fn publish_decision(spool: &Spool, id: &str, bytes: &[u8]) -> Result<(), Sto
 /// # Errors
 /// The store's errors; an agent id the bucket cannot key (`[A-Za-z0-9_-]+`).
 pub fn publish_signal(spool: &Spool, agent: &str, bytes: &[u8]) -> Result<(), StoreError> {
-    let Some(remote) = remote_for(spool.root())? else { return Ok(()) };
+    let Some(remote) = spool.upstream() else { return Ok(()) };
     off_runtime(|| remote.put_signal(agent, bytes)).map(|_| ()).map_err(StoreError::from)
 }
 
@@ -561,8 +554,11 @@ impl Drop for Follower {
 /// # Errors
 /// `spool` is not a replica; the store's errors.
 pub fn follow(spool: &Spool, on_error: impl Fn(String) + Send + Sync + 'static) -> Result<Follower, StoreError> {
-    let remote = remote_for(spool.root())?
-        .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?;
+    let remote = Arc::clone(
+        spool
+            .upstream()
+            .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?,
+    );
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let on_error = Arc::new(on_error);
     for what in [Followed::Chain, Followed::Spool, Followed::Uses] {
@@ -604,7 +600,7 @@ fn follow_chain(
     remote: &JetStreamSpool,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<(), StoreError> {
-    catch_up(spool)?;
+    catch_up(spool, remote)?;
     let from = crate::chain_file::head(&spool.chain_path())?.last_index + 1;
     let mut watch = remote.watch_chain(from)?;
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -612,7 +608,7 @@ fn follow_chain(
             // The record is read again by the catch-up, under the chain's lock, with every
             // record before it that this replica lacks.
             Ok(_) => {
-                catch_up(spool)?;
+                catch_up(spool, remote)?;
             }
             Err(crate::jetstream::JsError::Timeout { .. }) => {}
             Err(e) => return Err(e.into()),

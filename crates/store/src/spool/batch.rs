@@ -128,6 +128,7 @@ pub fn decide_many(
     let missing = ids_without_decision_files(spool);
     let appended = chain_file::append_many_then(
         &spool.chain_path(),
+        spool.chain_upstream(),
         chain_file::LOCK_DEADLINE,
         |head| {
             let keep = |id: &str| missing.contains(id) || (seen.contains(id) && !spool.decision_path(id).exists());

@@ -357,6 +357,7 @@ fn decide_as(
     let missing = ids_without_decision_files(spool);
     let appended = chain_file::append_then(
         &chain_path,
+        spool.chain_upstream(),
         chain_file::LOCK_DEADLINE,
         |head| {
             let keep = |id: &str| missing.contains(id) || (id == packet.id && !spool.decision_path(id).exists());

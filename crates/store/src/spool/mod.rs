@@ -59,18 +59,121 @@ pub use view::{
 /// Environment variable that overrides the default spool directory.
 pub const SPOOL_ENV: &str = "WARRANT_SPOOL";
 
-/// Paths of one spool.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One spool, opened as what it is: a directory spool ([`Spool::new`]), whose appends and
+/// publications are files and never touch the network, or the replica of a JetStream store
+/// ([`Spool::open`] on a directory holding a replica's marker, or `replica::open`), whose
+/// appends, publications, claims and decisions go to its store first.
+#[derive(Clone)]
 pub struct Spool {
     root: PathBuf,
     checkpoint_copies: Option<PathBuf>,
+    /// The store this directory replicates (`None`: a directory spool).
+    #[cfg(feature = "jetstream")]
+    upstream: Option<std::sync::Arc<crate::jetstream::JetStreamSpool>>,
 }
 
+impl std::fmt::Debug for Spool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Spool");
+        d.field("root", &self.root).field("checkpoint_copies", &self.checkpoint_copies);
+        #[cfg(feature = "jetstream")]
+        d.field("upstream", &self.upstream.as_ref().map(|u| u.inner().url().to_string()));
+        d.finish()
+    }
+}
+
+/// Two spools are equal when they are the same directory, with the same checkpoint copies, and
+/// both directories or both replicas of the same store.
+impl PartialEq for Spool {
+    fn eq(&self, other: &Self) -> bool {
+        #[cfg(feature = "jetstream")]
+        let same_store = match (&self.upstream, &other.upstream) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.inner().url() == b.inner().url(),
+            _ => false,
+        };
+        #[cfg(not(feature = "jetstream"))]
+        let same_store = true;
+        self.root == other.root && self.checkpoint_copies == other.checkpoint_copies && same_store
+    }
+}
+
+impl Eq for Spool {}
+
+/// The file in a replica's root naming the store it replicates (`nats://…/NAME` and a newline).
+pub const REPLICA_MARKER: &str = ".store";
+
 impl Spool {
-    /// A spool rooted at `root` (nothing is created until [`Spool::ensure`]).
+    /// A directory spool rooted at `root` (nothing is created until [`Spool::ensure`]). Its
+    /// appends and publications are files only: for a replica of a store, use [`Spool::open`].
     #[must_use]
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), checkpoint_copies: None }
+        Self {
+            root: root.into(),
+            checkpoint_copies: None,
+            #[cfg(feature = "jetstream")]
+            upstream: None,
+        }
+    }
+
+    /// The spool at `root` as what it is: a directory spool, or, when `root` holds a replica's
+    /// marker ([`REPLICA_MARKER`]), the replica of the store it names, connected once here (with
+    /// `ConnectOptions::from_env`). The marker is read once, when the spool is opened.
+    ///
+    /// # Errors
+    /// A marker that cannot be read or names no store; the store's connection errors; a marker
+    /// in a build without the `jetstream` feature (a replica is never worked on as a directory).
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self, crate::StoreError> {
+        let spool = Self::new(root);
+        #[cfg(feature = "jetstream")]
+        {
+            let Some(url) = crate::replica::store_of(&spool.root)? else { return Ok(spool) };
+            let upstream = crate::replica::connect(&url)?;
+            Ok(spool.with_upstream(upstream))
+        }
+        #[cfg(not(feature = "jetstream"))]
+        match fs::symlink_metadata(spool.root.join(REPLICA_MARKER)) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(spool),
+            _ => Err(crate::StoreError::Other(format!(
+                "{} is the replica of a JetStream store, and this build of warrant has no JetStream support",
+                spool.root.display()
+            ))),
+        }
+    }
+
+    /// The same directory as the replica of `upstream`: appends, publications, claims and
+    /// decision files go to that store first.
+    #[cfg(feature = "jetstream")]
+    #[must_use]
+    pub fn with_upstream(mut self, upstream: std::sync::Arc<crate::jetstream::JetStreamSpool>) -> Self {
+        self.upstream = Some(upstream);
+        self
+    }
+
+    /// The store this spool replicates, or `None` for a directory spool.
+    #[cfg(feature = "jetstream")]
+    #[must_use]
+    pub fn upstream(&self) -> Option<&std::sync::Arc<crate::jetstream::JetStreamSpool>> {
+        self.upstream.as_ref()
+    }
+
+    /// Where the chain file's appends go first ([`crate::chain_file::Upstream`]).
+    #[must_use]
+    pub fn chain_upstream(&self) -> crate::chain_file::Upstream<'_> {
+        #[cfg(feature = "jetstream")]
+        {
+            self.upstream.as_deref()
+        }
+        #[cfg(not(feature = "jetstream"))]
+        {
+            None
+        }
+    }
+
+    /// Whether this spool is the replica of a store.
+    #[must_use]
+    pub fn is_replica(&self) -> bool {
+        self.chain_upstream().is_some()
     }
 
     /// The same spool, with the principal's own copies of its checkpoints kept in `dir` (a

@@ -200,7 +200,7 @@ pub fn record_receipt(
     let path = spool.chain_path();
     let mut refusal = None;
     let mut receipt = Value::Null;
-    let appended = chain_file::append(&path, |head| {
+    let appended = chain_file::append_to(&path, spool.chain_upstream(), |head| {
         let prev = match chain_file::find_last(&path, receipt_hash_of) {
             Ok(p) => p,
             Err(e) => return Err(e.to_string()),

@@ -228,6 +228,7 @@ fn append_signed_record(
     let fold = std::cell::Cell::new(None);
     let appended = chain_file::append_then(
         &spool.chain_path(),
+        spool.chain_upstream(),
         chain_file::LOCK_DEADLINE,
         |head| {
             let view = match verified_view(spool, pinned, |_| false) {

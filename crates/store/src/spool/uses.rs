@@ -42,7 +42,7 @@ pub fn claim_grant_use(
     match grant.max_uses {
         None => {
             let path = dir.join(format!("grant+{}+{packet_id}{USE_SUFFIX}", grant.grant_id));
-            match create_claim(&path, &body(None)) {
+            match create_claim(spool, &path, &body(None)) {
                 Ok(()) => Ok(Some(0)),
                 // The same packet judged again (a retried hook): still this grant's one use.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Some(0)),
@@ -52,7 +52,7 @@ pub fn claim_grant_use(
         Some(max) => {
             for n in 1..=max {
                 let path = dir.join(format!("grant+{}+{n}{USE_SUFFIX}", grant.grant_id));
-                match create_claim(&path, &body(Some(n))) {
+                match create_claim(spool, &path, &body(Some(n))) {
                     Ok(()) => return Ok(Some(n)),
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(e),
@@ -104,7 +104,7 @@ pub fn claim_approval(spool: &Spool, packet_id: &str) -> io::Result<bool> {
             format!("{} was made by {}, not by this packet's publisher", p.display(), super::publisher_label(uid)),
         )
     };
-    match create_claim(&primary, &body) {
+    match create_claim(spool, &primary, &body) {
         Ok(()) => return Ok(holder(&own)? != Some(me)),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
@@ -115,7 +115,7 @@ pub fn claim_approval(spool: &Spool, packet_id: &str) -> io::Result<bool> {
         None => return Ok(false),
         Some(_) => {}
     }
-    match create_claim(&own, &body) {
+    match create_claim(spool, &own, &body) {
         // The planted file stays; the primary name was another owner's when this looked.
         Ok(()) => Ok(holder(&primary)? != Some(me)),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match holder(&own)? {
@@ -217,7 +217,7 @@ pub fn record_wait(spool: &Spool, packet_id: &str, until: time::OffsetDateTime) 
     let mut bytes = serde_json::to_vec(&body).map_err(io::Error::other)?;
     bytes.push(b'\n');
     #[cfg(feature = "jetstream")]
-    match crate::replica::claim(&path, &bytes) {
+    match crate::replica::claim(spool, &path, &bytes) {
         Ok(_) => {}
         // Another host waits for it: its record stands.
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(WaitHold { _locked: None }),
@@ -402,7 +402,7 @@ fn create_record(spool: &Spool, kind: &str, packet_id: &str, body: &Value) -> io
     }
     let dir = spool.uses_dir();
     fs::create_dir_all(&dir)?;
-    create_claim(&dir.join(format!("{kind}+{packet_id}{USE_SUFFIX}")), body)
+    create_claim(spool, &dir.join(format!("{kind}+{packet_id}{USE_SUFFIX}")), body)
 }
 
 /// Records, before the call runs, that the gate let the call packet `packet_id` run on its own
@@ -447,16 +447,19 @@ pub fn gate_runs(spool: &Spool) -> io::Result<HashSet<String>> {
 /// Creates `path` with `O_EXCL` (never following a symlink), writes `body`, syncs it and its
 /// directory. In a replica of a JetStream store, the claim is first created in the store's uses
 /// bucket ([`crate::replica::claim`]): `AlreadyExists` when another host made it.
-fn create_claim(path: &Path, body: &Value) -> io::Result<()> {
+fn create_claim(spool: &Spool, path: &Path, body: &Value) -> io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let mut bytes = serde_json::to_vec(body).map_err(io::Error::other)?;
     bytes.push(b'\n');
     // In a replica, the claim is the store's (one use across every host), then this file's
     // (which a follower may have written from the store already).
     #[cfg(feature = "jetstream")]
-    let made_in_store = crate::replica::claim(path, &bytes)?;
+    let made_in_store = crate::replica::claim(spool, path, &bytes)?;
     #[cfg(not(feature = "jetstream"))]
-    let made_in_store = false;
+    let made_in_store = {
+        let _ = spool;
+        false
+    };
     let opened = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
