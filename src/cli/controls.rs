@@ -34,11 +34,8 @@ fn control_cli(spool: &Spool, config: &Config, input: ControlInput) -> Result<u8
     );
     if input.kind == ControlKind::Kill {
         // What the kill switch reports as compensated is refused, signed, in the same command.
-        let reason = format!("killed: {}", input.reason.as_deref().unwrap_or("the principal killed the agent"));
-        let refused = spool::refuse_pending_of(spool, &principal, &pinned, &input.subject, &reason, &input.decided_at)
-            .map_err(|e| {
-                Failure::invalid(format!("the kill is recorded, but refusing its pending packets failed: {e}"))
-            })?;
+        let refused = spool::refuse_pending_of(spool, &principal, &pinned, &input)
+            .map_err(|e| Failure::invalid(e.to_string()))?;
         println!("refused {} pending packet(s) of {}: {}", refused.len(), input.subject, refused.join(", "));
     }
     Ok(0)

@@ -266,10 +266,7 @@ pub fn execute_control(
         spool::append_control(spool, principal, pinned, policies, &warrant_engine::monitor::Scores, input)
             .map_err(|e| e.to_string())?;
     let refused = if input.kind == warrant_protocol::control::ControlKind::Kill {
-        let reason = format!("killed: {}", input.reason.as_deref().unwrap_or("the principal killed the agent"));
-        spool::refuse_pending_of(spool, principal, pinned, &input.subject, &reason, &input.decided_at)
-            .map_err(|e| format!("the kill is recorded, but refusing its pending packets failed: {e}"))?
-            .len()
+        spool::refuse_pending_of(spool, principal, pinned, &input).map_err(|e| e.to_string())?.len()
     } else {
         0
     };

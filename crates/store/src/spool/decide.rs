@@ -530,22 +530,30 @@ fn cosign_terms_for(
     Ok((decision::Cosign { quorum: quorum.clone(), cosigners }, earlier))
 }
 
-/// After a kill: signs a refusal of every pending packet that claims `agent` (no decision in the
-/// chain yet), the kill's reason as the refusal's, so what the kill switch reports as compensated
-/// is decided in the chain and every waiting agent is answered. Returns the ids
-/// refused; a packet decided meanwhile is skipped; other failures are returned.
+/// Why the pending packets of a killed agent could not all be refused: the kill itself is
+/// recorded in the chain already.
+#[derive(Debug, thiserror::Error)]
+#[error("the kill is recorded, but refusing its pending packets failed: {0}")]
+pub struct KillRefusalError(#[from] pub DecideError);
+
+/// After the kill control `kill` (appended already): signs a refusal of every pending packet that
+/// claims its agent (no decision in the chain yet), with `killed: <the kill's reason>` as the
+/// refusal's reason, so what the kill switch reports as compensated is decided in the chain and
+/// every waiting agent is answered. The one place the CLI and the console do this. Returns the
+/// ids refused; a packet decided meanwhile is skipped.
 ///
 /// # Errors
-/// The first [`DecideError`] other than "already decided".
+/// The first [`DecideError`] other than "already decided", as a [`KillRefusalError`].
 pub fn refuse_pending_of(
     spool: &Spool,
     principal: &Principal,
     pinned: &PinnedKeys,
-    agent: &str,
-    reason: &str,
-    decided_at: &str,
-) -> Result<Vec<String>, DecideError> {
-    let snap = Scanner::new().scan(spool)?;
+    kill: &warrant_protocol::control::ControlInput,
+) -> Result<Vec<String>, KillRefusalError> {
+    let agent = kill.subject.as_str();
+    let reason = format!("killed: {}", kill.reason.as_deref().unwrap_or("the principal killed the agent"));
+    let (reason, decided_at) = (reason.as_str(), kill.decided_at.as_str());
+    let snap = Scanner::new().scan(spool).map_err(DecideError::from)?;
     let mut refused = Vec::new();
     for e in snap.packets.iter().filter(|e| e.packet.agent == agent) {
         if spool.decision_path(&e.packet.id).exists() {
@@ -554,7 +562,7 @@ pub fn refuse_pending_of(
         match decide(spool, principal, pinned, &e.packet, Verdict::Refuse, Some(reason), decided_at) {
             Ok(_) => refused.push(e.packet.id.clone()),
             Err(DecideError::AlreadyDecided { .. }) => {}
-            Err(err) => return Err(err),
+            Err(err) => return Err(err.into()),
         }
     }
     Ok(refused)
