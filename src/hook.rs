@@ -385,7 +385,8 @@ const TRANSCRIPT_TAIL: u64 = 4 << 20;
 fn transcript_exit_code(path: &std::path::Path, call_id: &str) -> Option<i64> {
     use std::io::{Seek, SeekFrom};
     use std::os::unix::fs::OpenOptionsExt as _;
-    let mut file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).ok()?;
+    let mut file =
+        std::fs::OpenOptions::new().read(true).custom_flags(crate::store::open_flags::NONBLOCK).open(path).ok()?;
     let len = file.metadata().ok().filter(std::fs::Metadata::is_file)?.len();
     file.seek(SeekFrom::Start(len.saturating_sub(TRANSCRIPT_TAIL))).ok()?;
     let mut tail = Vec::new();

@@ -88,9 +88,9 @@ pub const LOCK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10
 /// [`ChainError::NotRegular`] or I/O errors (`NotFound` included).
 pub fn open_regular(path: &Path, no_follow: bool) -> Result<File, ChainError> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let flags = libc::O_NONBLOCK | if no_follow { libc::O_NOFOLLOW } else { 0 };
+    let flags = crate::open_flags::NONBLOCK | if no_follow { crate::open_flags::NOFOLLOW } else { 0 };
     let file = OpenOptions::new().read(true).custom_flags(flags).open(path).map_err(|e| match e.raw_os_error() {
-        Some(libc::ELOOP) => ChainError::NotRegular { path: path.to_owned() },
+        Some(crate::open_flags::ELOOP) => ChainError::NotRegular { path: path.to_owned() },
         _ => ChainError::Io { path: path.to_owned(), source: e },
     })?;
     let meta = file.metadata().map_err(|source| ChainError::Io { path: path.to_owned(), source })?;
@@ -815,10 +815,10 @@ fn open_locked_for_append(path: &Path) -> Result<(File, std::fs::Metadata), Chai
         .append(true)
         .create(true)
         .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(crate::open_flags::NOFOLLOW | crate::open_flags::NONBLOCK)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => ChainError::NotRegular { path: path.to_owned() },
+            Some(crate::open_flags::ELOOP) => ChainError::NotRegular { path: path.to_owned() },
             _ => io_err(e),
         })?;
     let meta = file.metadata().map_err(io_err)?;
@@ -845,10 +845,10 @@ fn lock_chain(path: &Path, deadline: std::time::Duration) -> Result<File, ChainE
         .write(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(crate::open_flags::NOFOLLOW | crate::open_flags::NONBLOCK)
         .open(&lock_path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => ChainError::NotRegular { path: lock_path.clone() },
+            Some(crate::open_flags::ELOOP) => ChainError::NotRegular { path: lock_path.clone() },
             _ => ChainError::Io { path: lock_path.clone(), source: e },
         })?;
     let io_err = |source| ChainError::Io { path: lock_path.clone(), source };
@@ -947,7 +947,7 @@ fn set_aside_torn_tail(path: &Path, file: &mut File) -> Result<Option<SetAside>,
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(crate::open_flags::NOFOLLOW)
         .open(&temp)
         .map_err(side_err)?;
     side.write_all(&fragment).and_then(|()| side.sync_all()).map_err(side_err)?;
@@ -971,12 +971,12 @@ pub fn recover_torn_tail(path: &Path) -> Result<Option<SetAside>, ChainError> {
         let mut file = match OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .custom_flags(crate::open_flags::NOFOLLOW | crate::open_flags::NONBLOCK)
             .open(path)
         {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            Err(e) if e.raw_os_error() == Some(crate::open_flags::ELOOP) => {
                 return Err(ChainError::NotRegular { path: path.to_owned() });
             }
             Err(source) => return Err(ChainError::Io { path: path.to_owned(), source }),

@@ -62,7 +62,10 @@ pub fn read_fold(spool: &Spool) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let path = fold_copy(spool).ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&path)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(crate::open_flags::NOFOLLOW | crate::open_flags::NONBLOCK)
+        .open(&path)?;
     let meta = file.metadata()?;
     if !meta.file_type().is_file() || meta.len() > MAX_FOLD_BYTES {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a regular file of at most 256 MiB"));

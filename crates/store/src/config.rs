@@ -57,7 +57,7 @@ pub fn read_text_file(path: &Path, max: u64) -> io::Result<String> {
 /// As [`read_text_file`]; with an owner, a symbolic link (`ELOOP`).
 pub fn read_text_file_owned(path: &Path, max: u64, owner: Option<u32>) -> io::Result<Option<String>> {
     use std::os::unix::fs::MetadataExt as _;
-    let flags = libc::O_NONBLOCK | if owner.is_some() { libc::O_NOFOLLOW } else { 0 };
+    let flags = crate::open_flags::NONBLOCK | if owner.is_some() { crate::open_flags::NOFOLLOW } else { 0 };
     let file = std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path)?;
     let meta = file.metadata()?;
     if owner.is_some_and(|uid| meta.uid() != uid || meta.nlink() != 1) {

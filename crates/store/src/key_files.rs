@@ -132,7 +132,8 @@ fn read_key_file(path: &Path) -> Result<zeroize::Zeroizing<Vec<u8>>, KeyError> {
     use std::os::unix::fs::OpenOptionsExt as _;
     const MAX_KEY_BYTES: u64 = 64 << 10;
     let io_err = |source| KeyError::Io { path: path.to_owned(), source };
-    let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io_err)?;
+    let file =
+        fs::OpenOptions::new().read(true).custom_flags(crate::open_flags::NONBLOCK).open(path).map_err(io_err)?;
     let meta = file.metadata().map_err(io_err)?;
     if !meta.is_file() {
         return Err(KeyError::NotRegular { path: path.to_owned() });

@@ -11,6 +11,7 @@
 //! - [`config`]: `config.toml` and the policy files;
 //! - [`publications`]: an agent's side of every store ([`publications::SpoolLog`]): packets and
 //!   receipts published once and listed, and the decision files on them;
+//! - [`open_flags`]: the `open(2)` flags of careful opens, from `rustix`;
 //! - [`termination`]: running a kill switch's termination callback on its own thread;
 //! - `jetstream` (feature `jetstream`): the spool on NATS JetStream (`docs/distributed.md`);
 //! - `replica` (feature `jetstream`): a JetStream spool worked on through a directory on this
@@ -23,6 +24,7 @@ pub mod config;
 #[cfg(feature = "jetstream")]
 pub mod jetstream;
 pub mod key_files;
+pub mod open_flags;
 pub mod publications;
 #[cfg(feature = "jetstream")]
 pub mod replica;

@@ -399,7 +399,7 @@ pub fn read_limited(path: &Path) -> Result<Vec<u8>, InvalidReason> {
     }
     let file = fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(crate::open_flags::NOFOLLOW | crate::open_flags::NONBLOCK)
         .open(path)
         .map_err(|e| InvalidReason::Io(e.to_string()))?;
     if !file.metadata().map_err(|e| InvalidReason::Io(e.to_string()))?.file_type().is_file() {
