@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use warrant::protocol::canonical;
 use warrant::protocol::chain::Appended;
 use warrant::protocol::decision::{
-    self, DecisionError, DecisionInput, SignedDecision, Verdict, decision_document, sign_decision, verify_document,
+    self, DecisionError, DecisionInput, SignatureError, SignedDecision, Verdict, decision_document, sign_decision,
+    verify_document,
 };
 use warrant::protocol::keys::{PinnedKeys, Principal};
 
@@ -166,11 +167,11 @@ fn edited_reason_fails() {
     let mut doc = signed.document.clone();
     doc["reason"] = json!("ok, and also wire the money");
     let err = verify_document(&doc, &signed.signature, &pins).expect_err("edited reason must fail");
-    assert!(err.contains("payload hash mismatch") && err.contains("edited"), "{err}");
+    assert!(matches!(&err, SignatureError::Edited { now, .. } if *now == decision::payload_hash(&doc)), "{err}");
     // Removing it is an edit too.
     doc.as_object_mut().map(|m| m.remove("reason"));
     let err = verify_document(&doc, &signed.signature, &pins).expect_err("removed reason must fail");
-    assert!(err.contains("payload hash mismatch"), "{err}");
+    assert!(matches!(err, SignatureError::Edited { .. }), "{err}");
 }
 
 // An approval cannot be flipped to a refusal (or back): the decision is signed.
@@ -181,12 +182,12 @@ fn flipped_decision_fails() {
     let mut doc = signed.document.clone();
     doc["decision"] = json!("refuse");
     let err = verify_document(&doc, &signed.signature, &pins).expect_err("flipped verdict must fail");
-    assert!(err.contains("payload hash mismatch"), "{err}");
+    assert!(matches!(err, SignatureError::Edited { .. }), "{err}");
     // Recomputing payload_hash to match the flipped document does not help: the signature is then forged.
     let mut sig = signed.signature.clone();
     sig["payload_hash"] = json!(decision::payload_hash(&doc));
     let err = verify_document(&doc, &sig, &pins).expect_err("re-hashed flip must fail");
-    assert!(err.contains("does not verify") && err.contains("forged"), "{err}");
+    assert_eq!(err, SignatureError::Forged { role: "pinned", fingerprint: FINGERPRINT.to_owned() });
 }
 
 // A valid signature from a key that is not pinned is rejected, naming the key.
@@ -194,11 +195,11 @@ fn flipped_decision_fails() {
 fn unpinned_key_fails() {
     let signed = vector_signed();
     let err = verify_document(&signed.document, &signed.signature, &PinnedKeys::default()).expect_err("no pins");
-    assert!(err.contains(FINGERPRINT) && err.contains("not pinned"), "{err}");
+    assert!(matches!(&err, SignatureError::Unpinned(m) if m.contains(FINGERPRINT)), "{err}");
     // Pinning some other key does not help either.
     let other = Principal::from_seed("alice", &[8u8; 32]);
     let err = verify_document(&signed.document, &signed.signature, &pins_for("alice", &other)).expect_err("other pin");
-    assert!(err.contains("not pinned"), "{err}");
+    assert!(matches!(err, SignatureError::Unpinned(_)), "{err}");
 }
 
 // The key is pinned, but for another principal: alice's key cannot speak for bob nor bob's pin for alice.
@@ -207,7 +208,10 @@ fn key_pinned_for_another_principal_fails() {
     let signed = vector_signed();
     let pins = pins_for("bob", &alice());
     let err = verify_document(&signed.document, &signed.signature, &pins).expect_err("pinned for bob");
-    assert!(err.contains("pinned for \"bob\"") && err.contains("\"alice\""), "{err}");
+    assert!(
+        matches!(&err, SignatureError::PinnedForAnother { pinned_for, signer, .. } if pinned_for == "bob" && signer == "alice"),
+        "{err}"
+    );
 
     // bob's pinned key signing a document that claims to be alice's decision.
     let bob = Principal::from_seed("bob", &[9u8; 32]);
@@ -216,10 +220,13 @@ fn key_pinned_for_another_principal_fails() {
     let doc = decision_document(&vector_input(PACKET_HASH), "alice", &bob.fingerprint());
     let mut sig = decision::sign_document(&bob, &doc);
     let err = verify_document(&doc, &sig, &pins).expect_err("bob signing as alice");
-    assert!(err.contains("signer \"bob\" is not the document's principal"), "{err}");
+    assert!(
+        matches!(&err, SignatureError::NotThePrincipal { signer, principal } if signer == "bob" && principal.as_deref() == Some("alice")),
+        "{err}"
+    );
     sig["signer"] = json!("alice");
     let err = verify_document(&doc, &sig, &pins).expect_err("bob's key claimed for alice");
-    assert!(err.contains("pinned for \"bob\""), "{err}");
+    assert!(matches!(&err, SignatureError::PinnedForAnother { pinned_for, .. } if pinned_for == "bob"), "{err}");
 }
 
 // A signature made by an attacker's key but labelled with alice's fingerprint is a forgery.
@@ -231,23 +238,23 @@ fn forged_signature_fails() {
     let mut sig = signed.signature.clone();
     sig["signature"] = json!(STANDARD.encode(mallory.sign(PAYLOAD_HASH.as_bytes()).to_bytes()));
     let err = verify_document(&signed.document, &sig, &pins).expect_err("forged");
-    assert!(err.contains("forged"), "{err}");
+    assert!(matches!(err, SignatureError::Forged { role: "pinned", .. }), "{err}");
     // Wrong algorithm and malformed signature bytes are rejected with their own messages.
     let mut sig = signed.signature.clone();
     sig["algorithm"] = json!("rsa");
-    assert!(verify_document(&signed.document, &sig, &pins).expect_err("alg").contains("algorithm"));
+    assert_eq!(verify_document(&signed.document, &sig, &pins), Err(SignatureError::Algorithm(Some("rsa".into()))));
     let mut sig = signed.signature.clone();
     sig["signature"] = json!("not base64!");
-    assert!(verify_document(&signed.document, &sig, &pins).expect_err("b64").contains("base64"));
+    assert!(matches!(verify_document(&signed.document, &sig, &pins), Err(SignatureError::NotBase64(_))));
     let mut sig = signed.signature.clone();
     sig["signature"] = json!(STANDARD.encode([0u8; 32]));
-    assert!(verify_document(&signed.document, &sig, &pins).expect_err("len").contains("64 bytes"));
+    assert_eq!(verify_document(&signed.document, &sig, &pins), Err(SignatureError::NotSixtyFourBytes));
     // The document's `key` must name the signing key.
     let mut doc = signed.document.clone();
     doc["key"] = json!(mallory.fingerprint());
     let mut sig = signed.signature.clone();
     sig["payload_hash"] = json!(decision::payload_hash(&doc));
-    assert!(verify_document(&doc, &sig, &pins).expect_err("key").contains("key named in the document"));
+    assert_eq!(verify_document(&doc, &sig, &pins), Err(SignatureError::KeyDiffers));
 }
 
 // The decision file built from the vector verifies for its packet, and is refused for another packet or changed content.

@@ -160,37 +160,132 @@ pub fn sign_document(principal: &Principal, doc: &Value) -> Value {
 ///
 /// # Errors
 /// A sentence naming the first failed check.
-pub fn verify_document<'p>(doc: &Value, sig: &Value, pinned: &'p PinnedKeys) -> Result<&'p PinnedKey, String> {
+pub fn verify_document<'p>(doc: &Value, sig: &Value, pinned: &'p PinnedKeys) -> Result<&'p PinnedKey, SignatureError> {
     let field = |k: &str| sig.get(k).and_then(Value::as_str);
-    let claimed = field("payload_hash").ok_or("signature has no payload_hash")?;
+    let claimed = field("payload_hash").ok_or(SignatureError::Missing("payload_hash"))?;
     let actual = payload_hash(doc);
     if claimed != actual {
-        return Err(format!("payload hash mismatch: the signed document was edited (signed {claimed}, now {actual})"));
+        return Err(SignatureError::Edited { signed: claimed.to_owned(), now: actual });
     }
-    let signer = field("signer").ok_or("signature has no signer")?;
+    let signer = field("signer").ok_or(SignatureError::Missing("signer"))?;
     let principal = doc.get("principal").and_then(Value::as_str);
     if Some(signer) != principal {
-        return Err(format!("signer {signer:?} is not the document's principal {principal:?}"));
+        return Err(SignatureError::NotThePrincipal {
+            signer: signer.to_owned(),
+            principal: principal.map(str::to_owned),
+        });
     }
-    if field("algorithm") != Some(ALGORITHM) {
-        return Err(format!("unsupported signature algorithm {:?}", field("algorithm")));
-    }
-    let fp = field("key_fingerprint").ok_or("signature has no key_fingerprint")?;
+    let fp = signed_key(sig)?;
     if doc.get("key").and_then(Value::as_str).is_some_and(|k| k != fp) {
-        return Err("signature key differs from the key named in the document".into());
+        return Err(SignatureError::KeyDiffers);
     }
-    let pin = pinned.get(fp).ok_or_else(|| unpinned_message(fp, signer))?;
+    let pin = pinned.get(fp).ok_or_else(|| SignatureError::Unpinned(unpinned_message(fp, signer)))?;
     if !pin.speaks_for(signer) {
-        return Err(format!("key {fp} is pinned for {:?}, not {signer:?}", pin.principal));
+        return Err(SignatureError::PinnedForAnother {
+            fingerprint: fp.to_owned(),
+            pinned_for: pin.principal.clone(),
+            signer: signer.to_owned(),
+        });
     }
-    let raw = STANDARD
-        .decode(field("signature").ok_or("signature has no signature bytes")?)
-        .map_err(|e| format!("signature is not base64: {e}"))?;
-    let bytes: [u8; 64] = raw.try_into().map_err(|_| "signature is not 64 bytes".to_owned())?;
+    let signature = signature_bytes(sig)?;
     pin.key
-        .verify_strict(actual.as_bytes(), &Signature::from_bytes(&bytes))
-        .map_err(|_| format!("Ed25519 signature does not verify under pinned key {fp} (forged)"))?;
+        .verify_strict(actual.as_bytes(), &signature)
+        .map_err(|_| SignatureError::Forged { role: "pinned", fingerprint: fp.to_owned() })?;
     Ok(pin)
+}
+
+/// Why a detached signature over a document does not verify ([`verify_document`],
+/// `GatewayKeys::verify_document`): one variant per failed check, in the order they are made.
+/// Its text is the sentence a report shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureError {
+    /// The signature object lacks a member (`payload_hash`, `signer`, `key_fingerprint`,
+    /// `signature`).
+    #[error("signature has no {0}")]
+    Missing(&'static str),
+    /// The document's payload hash is not the one signed: the document was edited.
+    #[error("payload hash mismatch: the signed document was edited (signed {signed}, now {now})")]
+    Edited {
+        /// The `payload_hash` the signature claims.
+        signed: String,
+        /// The document's payload hash now.
+        now: String,
+    },
+    /// The signer is not the document's `principal`.
+    #[error("signer {signer:?} is not the document's principal {principal:?}")]
+    NotThePrincipal {
+        /// The signature's `signer`.
+        signer: String,
+        /// The document's `principal`, if any.
+        principal: Option<String>,
+    },
+    /// An algorithm other than [`ALGORITHM`].
+    #[error("unsupported signature algorithm {0:?}")]
+    Algorithm(Option<String>),
+    /// The signature's key is not the key the document names.
+    #[error("signature key differs from the key named in the document")]
+    KeyDiffers,
+    /// The key is not pinned ([`unpinned_message`]: unverifiable, not shown to be forged).
+    #[error("{0}")]
+    Unpinned(String),
+    /// The key is not pinned as a gateway's.
+    #[error("key {0} is not pinned as a gateway key")]
+    NotAGatewayKey(String),
+    /// The key is pinned for another principal.
+    #[error("key {fingerprint} is pinned for {pinned_for:?}, not {signer:?}")]
+    PinnedForAnother {
+        /// The signing key's fingerprint.
+        fingerprint: String,
+        /// Whom it is pinned for.
+        pinned_for: String,
+        /// Who the signature says signed.
+        signer: String,
+    },
+    /// The signature bytes are not base64.
+    #[error("signature is not base64: {0}")]
+    NotBase64(String),
+    /// The signature bytes are not 64 bytes long.
+    #[error("signature is not 64 bytes")]
+    NotSixtyFourBytes,
+    /// Ed25519 (`verify_strict`) refuses the signature under the pinned key: forged.
+    #[error("Ed25519 signature does not verify under {role} key {fingerprint} (forged)")]
+    Forged {
+        /// Which pins the key is among: `pinned` (a principal's) or `gateway`.
+        role: &'static str,
+        /// The pinned key's fingerprint.
+        fingerprint: String,
+    },
+}
+
+/// The text of a [`SignatureError`], for the reports that carry sentences.
+impl From<SignatureError> for String {
+    fn from(e: SignatureError) -> Self {
+        e.to_string()
+    }
+}
+
+/// The signature's algorithm checked and its key's fingerprint.
+///
+/// # Errors
+/// [`SignatureError::Algorithm`], [`SignatureError::Missing`].
+pub(crate) fn signed_key(sig: &Value) -> Result<&str, SignatureError> {
+    let field = |k: &str| sig.get(k).and_then(Value::as_str);
+    if field("algorithm") != Some(ALGORITHM) {
+        return Err(SignatureError::Algorithm(field("algorithm").map(str::to_owned)));
+    }
+    field("key_fingerprint").ok_or(SignatureError::Missing("key_fingerprint"))
+}
+
+/// The Ed25519 signature in the `signature` member of a signature object.
+///
+/// # Errors
+/// [`SignatureError::Missing`], [`SignatureError::NotBase64`],
+/// [`SignatureError::NotSixtyFourBytes`].
+pub(crate) fn signature_bytes(sig: &Value) -> Result<Signature, SignatureError> {
+    let text = sig.get("signature").and_then(Value::as_str).ok_or(SignatureError::Missing("signature bytes"))?;
+    let raw = STANDARD.decode(text).map_err(|e| SignatureError::NotBase64(e.to_string()))?;
+    let bytes: [u8; 64] = raw.try_into().map_err(|_| SignatureError::NotSixtyFourBytes)?;
+    Ok(Signature::from_bytes(&bytes))
 }
 
 /// What a verifier is told when a signature names a key it has not pinned: which key, for whom,
@@ -865,7 +960,7 @@ fn verify_one_decision(
         .get("signature")
         .filter(|d| d.is_object())
         .ok_or_else(|| DecisionError::Malformed("no signature".into()))?;
-    verify_document(doc, sig, pinned).map_err(DecisionError::Signature)?;
+    verify_document(doc, sig, pinned).map_err(|e| DecisionError::Signature(e.to_string()))?;
     let d = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
     if d("domain").as_deref() != Some(DECISION_DOMAIN) {
         return Err(DecisionError::Malformed("unknown document domain".into()));

@@ -271,27 +271,27 @@ impl GatewayKeys {
     /// it; the pin's name is the principal's); the key is.
     ///
     /// # Errors
-    /// A sentence naming the first failed check.
-    pub fn verify_document(&self, doc: &serde_json::Value, sig: &serde_json::Value) -> Result<&PinnedKey, String> {
-        use serde_json::Value;
-        let field = |k: &str| sig.get(k).and_then(Value::as_str);
-        let claimed = field("payload_hash").ok_or("signature has no payload_hash")?;
+    /// The first failed check, a [`crate::decision::SignatureError`].
+    pub fn verify_document(
+        &self,
+        doc: &serde_json::Value,
+        sig: &serde_json::Value,
+    ) -> Result<&PinnedKey, crate::decision::SignatureError> {
+        use crate::decision::SignatureError;
+        let claimed = sig
+            .get("payload_hash")
+            .and_then(serde_json::Value::as_str)
+            .ok_or(SignatureError::Missing("payload_hash"))?;
         let actual = crate::decision::payload_hash(doc);
         if claimed != actual {
-            return Err(format!("payload hash mismatch (signed {claimed}, now {actual})"));
+            return Err(SignatureError::Edited { signed: claimed.to_owned(), now: actual });
         }
-        if field("algorithm") != Some(crate::decision::ALGORITHM) {
-            return Err(format!("unsupported signature algorithm {:?}", field("algorithm")));
-        }
-        let fp = field("key_fingerprint").ok_or("signature has no key_fingerprint")?;
-        let pin = self.keys.get(fp).ok_or_else(|| format!("key {fp} is not pinned as a gateway key"))?;
-        let raw = STANDARD
-            .decode(field("signature").ok_or("signature has no signature bytes")?)
-            .map_err(|e| format!("signature is not base64: {e}"))?;
-        let bytes: [u8; 64] = raw.try_into().map_err(|_| "signature is not 64 bytes".to_owned())?;
+        let fp = crate::decision::signed_key(sig)?;
+        let pin = self.keys.get(fp).ok_or_else(|| SignatureError::NotAGatewayKey(fp.to_owned()))?;
+        let signature = crate::decision::signature_bytes(sig)?;
         pin.key
-            .verify_strict(actual.as_bytes(), &ed25519_dalek::Signature::from_bytes(&bytes))
-            .map_err(|_| format!("Ed25519 signature does not verify under gateway key {fp}"))?;
+            .verify_strict(actual.as_bytes(), &signature)
+            .map_err(|_| SignatureError::Forged { role: "gateway", fingerprint: fp.to_owned() })?;
         Ok(pin)
     }
 }

@@ -226,7 +226,7 @@ pub fn gateway_signer<'k>(
     if content_hash(m) != declared {
         return Err("the receipt's content_hash is not the hash of its content (edited)".into());
     }
-    gateways.verify_document(&receipt_signature_document(declared), sig)
+    gateways.verify_document(&receipt_signature_document(declared), sig).map_err(String::from)
 }
 
 /// The evidence rows of receipts a pinned gateway signed, each given with that gateway's name
