@@ -150,22 +150,20 @@ pub fn record_body(input: &ControlInput, signed: &SignedDecision) -> Map<String,
     )
 }
 
-/// Checks the signature of a chain record carrying `metadata.warrant_control`: the document
-/// verifies under a pinned key of its principal and the record agrees with it (action, agent,
-/// approver, outcome, timestamp, reviewer, signed_at). `Ok(false)` when the record carries no
-/// control.
+/// Checks a chain record carrying `metadata.warrant_control` (`doc`, its only signed document:
+/// [`crate::decision::check_record_signature`]): the document verifies under a pinned key of its
+/// principal and the record agrees with it (action, agent, approver, outcome, timestamp,
+/// reviewer, signed_at).
 ///
 /// # Errors
 /// A sentence naming what failed.
-pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Result<bool, String> {
-    let Some(meta) = rec.get("metadata").and_then(Value::as_object) else { return Ok(false) };
-    let Some(doc) = meta.get("warrant_control") else { return Ok(false) };
-    if doc.get("domain").and_then(Value::as_str) != Some(CONTROL_DOMAIN) {
-        return Err(format!("warrant_control has an unknown domain {:?}", doc.get("domain")));
-    }
-    if meta.contains_key("warrant_decision") {
-        return Err("a record cannot carry both a decision and a control".into());
-    }
+pub(crate) fn check_record(
+    rec: &Map<String, Value>,
+    meta: &Map<String, Value>,
+    doc: &Value,
+    pinned: &PinnedKeys,
+) -> Result<(), String> {
+    crate::decision::check_domain(doc, "warrant_control", CONTROL_DOMAIN)?;
     let sig = crate::decision::verified_signature(meta, "warrant_control", pinned)?;
     let event = ControlEvent::from_document(doc)?;
     let d = |k: &str| doc.get(k).and_then(Value::as_str);
@@ -183,10 +181,7 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
             meta.get("approval").and_then(|a| a.get("decision")).and_then(Value::as_str) == d("control"),
         ),
     ];
-    if let Some((field, _)) = checks.iter().find(|(_, ok)| !ok) {
-        return Err(format!("record field `{field}` disagrees with the signed control"));
-    }
-    Ok(true)
+    crate::decision::record_agrees(&checks, "control")
 }
 
 /// A verified control, as the fold sees it.
@@ -530,17 +525,17 @@ mod tests {
     fn a_signed_control_verifies_and_an_edited_one_does_not() {
         let (p, pinned) = principal();
         let rec = sealed(&trust_set("trusted"), &p);
-        assert_eq!(check_record_signature(&rec, &pinned), Ok(true));
+        assert_eq!(crate::decision::check_record_signature(&rec, &pinned), Ok(true));
         assert!(chain::check_new_record(&rec, Some(&pinned)).is_empty());
         let mut edited = rec.clone();
         edited["metadata"]["warrant_control"]["level"] = json!("autonomous");
-        assert!(check_record_signature(&edited, &pinned).is_err_and(|e| e.contains("payload hash")));
+        assert!(crate::decision::check_record_signature(&edited, &pinned).is_err_and(|e| e.contains("payload hash")));
         let mut moved = rec.clone();
         moved.insert("agent".into(), json!("notebook:other"));
-        assert!(check_record_signature(&moved, &pinned).is_err_and(|e| e.contains("`agent`")));
+        assert!(crate::decision::check_record_signature(&moved, &pinned).is_err_and(|e| e.contains("`agent`")));
         let stranger = Principal::from_seed("alice", &[8; 32]);
         let forged = sealed(&trust_set("autonomous"), &stranger);
-        assert!(check_record_signature(&forged, &pinned).is_err_and(|e| e.contains("not pinned")));
+        assert!(crate::decision::check_record_signature(&forged, &pinned).is_err_and(|e| e.contains("not pinned")));
     }
 
     #[test]

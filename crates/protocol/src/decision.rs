@@ -606,23 +606,54 @@ pub fn approval_metadata(signed: &SignedDecision, signed_at: &str, decision: &st
 /// A sentence naming what failed.
 pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Result<bool, String> {
     let Some(meta) = rec.get("metadata").and_then(Value::as_object) else { return Ok(false) };
-    let documents = ["warrant_decision", "warrant_control", "warrant_key", "warrant_grant"];
-    if documents.iter().filter(|k| meta.contains_key(**k)).count() > 1 {
+    let mut carried = SIGNED_DOCUMENTS.iter().filter_map(|k| meta.get(*k).map(|doc| (*k, doc)));
+    let Some((key, doc)) = carried.next() else { return Ok(false) };
+    if carried.next().is_some() {
         return Err("a record carries more than one signed warrant document".into());
     }
-    if meta.contains_key("warrant_control") {
-        return crate::control::check_record_signature(rec, pinned);
+    match key {
+        "warrant_control" => crate::control::check_record(rec, meta, doc, pinned)?,
+        "warrant_key" => crate::key_event::check_record(rec, meta, doc, pinned)?,
+        "warrant_grant" => crate::grant::check_record(rec, meta, doc, pinned)?,
+        _ => check_decision_record(rec, meta, doc, pinned)?,
     }
-    if meta.contains_key("warrant_key") {
-        return crate::key_event::check_record_signature(rec, pinned);
+    Ok(true)
+}
+
+/// The signed documents a chain record's `metadata` may carry, at most one of them: a decision,
+/// a control, a key event, a grant.
+const SIGNED_DOCUMENTS: [&str; 4] = ["warrant_decision", "warrant_control", "warrant_key", "warrant_grant"];
+
+/// The document `key` of a record's metadata is of `domain`.
+///
+/// # Errors
+/// A sentence naming the unknown domain.
+pub(crate) fn check_domain(doc: &Value, key: &str, domain: &str) -> Result<(), String> {
+    if doc.get("domain").and_then(Value::as_str) != Some(domain) {
+        return Err(format!("{key} has an unknown domain {:?}", doc.get("domain")));
     }
-    if meta.contains_key("warrant_grant") {
-        return crate::grant::check_record_signature(rec, pinned);
+    Ok(())
+}
+
+/// Every `(field, agrees)` pair agrees: the chain record says what the signed `what` says.
+///
+/// # Errors
+/// A sentence naming the first record field that disagrees.
+pub(crate) fn record_agrees(checks: &[(&str, bool)], what: &str) -> Result<(), String> {
+    match checks.iter().find(|(_, ok)| !ok) {
+        Some((field, _)) => Err(format!("record field `{field}` disagrees with the signed {what}")),
+        None => Ok(()),
     }
-    let Some(doc) = meta.get("warrant_decision") else { return Ok(false) };
-    if doc.get("domain").and_then(Value::as_str) != Some(DECISION_DOMAIN) {
-        return Err(format!("warrant_decision has an unknown domain {:?}", doc.get("domain")));
-    }
+}
+
+/// [`check_record_signature`] for a record carrying `metadata.warrant_decision` (`doc`).
+fn check_decision_record(
+    rec: &Map<String, Value>,
+    meta: &Map<String, Value>,
+    doc: &Value,
+    pinned: &PinnedKeys,
+) -> Result<(), String> {
+    check_domain(doc, "warrant_decision", DECISION_DOMAIN)?;
     let sig = verified_signature(meta, "warrant_decision", pinned)?;
     let d = |k: &str| doc.get(k).and_then(Value::as_str);
     let r = |k: &str| rec.get(k).and_then(Value::as_str);
@@ -646,11 +677,9 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
             meta.get("approval").and_then(|a| a.get("decision")).is_none_or(|v| v.as_str() == d("decision")),
         ),
     ];
-    if let Some((field, _)) = mismatches.iter().find(|(_, ok)| !ok) {
-        return Err(format!("record field `{field}` disagrees with the signed decision"));
-    }
+    record_agrees(&mismatches, "decision")?;
     cosign_terms(doc)?;
-    Ok(true)
+    Ok(())
 }
 
 /// The co-signing terms a signed decision document carries ([`sign_decision_with`]), if any.

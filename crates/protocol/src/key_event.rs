@@ -35,7 +35,7 @@ use crate::decision::{SignedDecision, sign_document, verify_document};
 use crate::keys::{PinnedKeys, Principal, fingerprint};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use ed25519_dalek::{Signature, VerifyingKey};
+use ed25519_dalek::VerifyingKey;
 use serde_json::{Map, Value, json};
 
 /// The domain string of a key event document.
@@ -202,19 +202,19 @@ pub fn first_signer(rec: &Map<String, Value>) -> Option<(&str, &str)> {
     Some((sig.get("key_fingerprint")?.as_str()?, sig.get("signer")?.as_str()?))
 }
 
-/// Checks a chain record carrying `metadata.warrant_key`: the first signature verifies under a
-/// key pinned for the document's principal, a rotation's second signature verifies under the
-/// announced key itself, and the record agrees with the document. `Ok(false)` when the record
-/// carries no key event.
+/// Checks a chain record carrying `metadata.warrant_key` (`doc`, its only signed document:
+/// [`crate::decision::check_record_signature`]): the first signature verifies under a key
+/// pinned for the document's principal, a rotation's second signature verifies under the
+/// announced key itself, and the record agrees with the document.
 ///
 /// # Errors
 /// A sentence naming what failed.
-pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Result<bool, String> {
-    let Some(meta) = rec.get("metadata").and_then(Value::as_object) else { return Ok(false) };
-    let Some(doc) = meta.get("warrant_key") else { return Ok(false) };
-    if meta.contains_key("warrant_decision") || meta.contains_key("warrant_control") {
-        return Err("a record cannot carry a key event and a decision or control".into());
-    }
+pub(crate) fn check_record(
+    rec: &Map<String, Value>,
+    meta: &Map<String, Value>,
+    doc: &Value,
+    pinned: &PinnedKeys,
+) -> Result<(), String> {
     let event = KeyEvent::from_document(doc)?;
     let sigs = meta
         .get("approval")
@@ -261,10 +261,7 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
             meta.get("approval").and_then(|a| a.get("decision")).and_then(Value::as_str) == Some(event.as_str()),
         ),
     ];
-    if let Some((field, _)) = checks.iter().find(|(_, ok)| !ok) {
-        return Err(format!("record field `{field}` disagrees with the signed key event"));
-    }
-    Ok(true)
+    crate::decision::record_agrees(&checks, "key event")
 }
 
 /// The new key's signature over a rotation document, verified against the announced key itself
@@ -281,12 +278,9 @@ fn verify_possession(doc: &Value, proof: &Value, new_key: &VerifyingKey) -> Resu
     if field("algorithm") != Some(crate::decision::ALGORITHM) {
         return Err(format!("unsupported signature algorithm {:?}", field("algorithm")));
     }
-    let raw = STANDARD
-        .decode(field("signature").ok_or("key.rotate: the new key's signature has no bytes")?)
-        .map_err(|e| format!("signature is not base64: {e}"))?;
-    let bytes: [u8; 64] = raw.try_into().map_err(|_| "signature is not 64 bytes".to_owned())?;
+    let signature = crate::decision::signature_bytes(proof)?;
     new_key
-        .verify_strict(hash.as_bytes(), &Signature::from_bytes(&bytes))
+        .verify_strict(hash.as_bytes(), &signature)
         .map_err(|_| "key.rotate: the new key's signature does not verify (forged)".to_owned())
 }
 

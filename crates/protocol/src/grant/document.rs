@@ -104,22 +104,20 @@ pub fn record_body(signed: &SignedDecision) -> Map<String, Value> {
     )
 }
 
-/// Checks a chain record carrying `metadata.warrant_grant`: the document verifies under a pinned
-/// key of its principal, is a well-formed grant or revocation, and the record agrees with it
-/// (action, agent, approver, outcome, timestamp, reviewer, signed_at). `Ok(false)` when the
-/// record carries no grant.
+/// Checks a chain record carrying `metadata.warrant_grant` (`doc`, its only signed document:
+/// [`crate::decision::check_record_signature`]): the document verifies under a pinned key of its
+/// principal, is a well-formed grant or revocation, and the record agrees with it (action,
+/// agent, approver, outcome, timestamp, reviewer, signed_at).
 ///
 /// # Errors
 /// A sentence naming what failed.
-pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Result<bool, String> {
-    let Some(meta) = rec.get("metadata").and_then(Value::as_object) else { return Ok(false) };
-    let Some(doc) = meta.get("warrant_grant") else { return Ok(false) };
-    if doc.get("domain").and_then(Value::as_str) != Some(GRANT_DOMAIN) {
-        return Err(format!("warrant_grant has an unknown domain {:?}", doc.get("domain")));
-    }
-    if ["warrant_decision", "warrant_control", "warrant_key"].iter().any(|k| meta.contains_key(*k)) {
-        return Err("a record cannot carry a grant and another signed document".into());
-    }
+pub(crate) fn check_record(
+    rec: &Map<String, Value>,
+    meta: &Map<String, Value>,
+    doc: &Value,
+    pinned: &PinnedKeys,
+) -> Result<(), String> {
+    crate::decision::check_domain(doc, "warrant_grant", GRANT_DOMAIN)?;
     let sig = crate::decision::verified_signature(meta, "warrant_grant", pinned)?;
     let event = GrantEvent::from_document(doc)?;
     let d = |k: &str| doc.get(k).and_then(Value::as_str);
@@ -141,10 +139,7 @@ pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> 
             meta.get("approval").and_then(|a| a.get("decision")).and_then(Value::as_str) == Some(decision),
         ),
     ];
-    if let Some((field, _)) = checks.iter().find(|(_, ok)| !ok) {
-        return Err(format!("record field `{field}` disagrees with the signed grant"));
-    }
-    Ok(true)
+    crate::decision::record_agrees(&checks, "grant")
 }
 
 #[cfg(test)]
@@ -174,15 +169,15 @@ mod tests {
         };
         let signed = sign(&key, grant_document(&input, &key.name, &key.fingerprint()));
         let rec = record_body(&signed);
-        assert_eq!(check_record_signature(&rec, &pinned), Ok(true));
+        assert_eq!(crate::decision::check_record_signature(&rec, &pinned), Ok(true));
         let Some(GrantEvent::Issue(g)) = GrantEvent::of_record(&rec) else { panic!("an issue") };
         assert_eq!((g.max_uses, g.tool.as_str()), (Some(3), "Bash"));
         let mut edited = rec.clone();
         edited["metadata"]["warrant_grant"]["pattern"] = json!("Bash(**)");
-        assert!(check_record_signature(&edited, &pinned).is_err());
+        assert!(crate::decision::check_record_signature(&edited, &pinned).is_err());
         let mut moved = rec.clone();
         moved.insert("agent".into(), json!("codex"));
-        assert!(matches!(check_record_signature(&moved, &pinned), Err(e) if e.contains("agent")));
+        assert!(matches!(crate::decision::check_record_signature(&moved, &pinned), Err(e) if e.contains("agent")));
         let revoke = sign(
             &key,
             revocation_document(
@@ -195,7 +190,7 @@ mod tests {
             ),
         );
         let rec = record_body(&revoke);
-        assert_eq!(check_record_signature(&rec, &pinned), Ok(true));
+        assert_eq!(crate::decision::check_record_signature(&rec, &pinned), Ok(true));
         assert!(matches!(GrantEvent::of_record(&rec), Some(GrantEvent::Revoke { .. })));
     }
 }

@@ -43,7 +43,8 @@ mod narrowing;
 mod pattern;
 
 pub use book::{GrantBook, GrantEvent, Revocation};
-pub use document::{check_record_signature, grant_document, new_grant_id, record_body, revocation_document, sign};
+pub(crate) use document::check_record;
+pub use document::{grant_document, new_grant_id, record_body, revocation_document, sign};
 pub use facts::{CallFacts, MAX_ARGUMENT, call_argument};
 pub use issuing::{GrantInput, GrantOptions, ScopeRequest, parse_until, past_calls, prepare};
 pub use narrowing::{Narrowing, call_amount, recipient_domains};
@@ -174,7 +175,7 @@ impl Grant {
         format!("{what}{here}{until}{uses}{destructive}")
     }
 
-    /// Reads a grant document (its signature is checked by [`check_record_signature`]).
+    /// Reads a grant document (its signature is checked by [`crate::decision::check_record_signature`]).
     ///
     /// # Errors
     /// A sentence naming the field that is missing or malformed.
