@@ -595,8 +595,9 @@ pub fn approval_metadata(signed: &SignedDecision, signed_at: &str, decision: &st
     meta
 }
 
-/// Checks the signature of a chain record that carries `metadata.warrant_decision` (or
-/// `metadata.warrant_control`, checked by [`crate::control::check_record_signature`]).
+/// Checks the signature of a chain record that carries a signed warrant document in its
+/// `metadata` (`warrant_decision`, `warrant_control`, `warrant_key` or `warrant_grant`, at most one
+/// of them): the one check of a signed document in a chain record, for every kind.
 ///
 /// Returns `Ok(false)` for records without one (foreign records, whose signatures are opaque to
 /// OpenTrustGraph), `Ok(true)` when the signature verifies under a pinned key and the record

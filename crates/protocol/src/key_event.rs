@@ -107,7 +107,7 @@ impl KeyEvent {
         }
     }
 
-    /// Reads a key event document (its signatures are checked by [`check_record_signature`]).
+    /// Reads a key event document (its signatures are checked by [`crate::decision::check_record_signature`]).
     ///
     /// # Errors
     /// A sentence for an unknown event, a missing field, a new key whose fingerprint differs from
