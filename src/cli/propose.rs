@@ -45,9 +45,8 @@ fn expiry_of(
             Some(t) if t > now => Ok(Some(t)),
             Some(_) => Err(Failure::usage(format!("--expires {s} is not in the future"))),
             None => {
-                let d = humantime::parse_duration(s).map_err(|e| {
-                    Failure::usage(format!("--expires {s:?}: give a duration (30m, 2h, 1d) or an RFC 3339 time ({e})"))
-                })?;
+                let d = crate::protocol::clock::parse_duration(s)
+                    .map_err(|e| Failure::usage(format!("--expires: {e}, or an RFC 3339 time")))?;
                 if d.is_zero() {
                     return Err(Failure::usage("--expires must be later than now"));
                 }

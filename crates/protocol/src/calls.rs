@@ -771,11 +771,11 @@ pub fn constraint_failures(constraints: &serde_json::Map<String, Value>, now: f6
 }
 
 /// The `window` of a `rate_limit` constraint, in seconds (`None` when there is none, or it is
-/// not an ISO 8601 duration longer than zero).
+/// not a duration longer than zero, [`crate::clock::parse_duration`]: `PT1H` or `1h`).
 #[must_use]
 pub fn rate_window(constraints: &serde_json::Map<String, Value>) -> Option<u64> {
     let w = constraints.get("rate_limit")?.get("window")?.as_str()?;
-    Some(std::time::Duration::from(iso8601::duration(w).ok()?).as_secs()).filter(|s| *s > 0)
+    Some(crate::clock::parse_duration(w).ok()?.as_secs()).filter(|s| *s > 0)
 }
 
 #[cfg(test)]

@@ -68,9 +68,51 @@ pub fn human_age(seconds: f64) -> String {
     }
 }
 
+/// A duration a person or a policy file wrote: one syntax for every duration warrant reads
+/// (`[expiry]`, `[timeouts] refuse_after`, a `rate_limit` window, `propose --expires`, a grant's
+/// `until:`). `humantime`'s (`30s`, `30m`, `2h 30m`, `1d`, `2weeks`), or an ISO 8601 duration
+/// (`PT10M`, `P1D`; the Lodestar and Trust Graduation documents write those; months are 30 days,
+/// years 365). Callers refuse a zero duration where one means nothing.
+///
+/// # Errors
+/// [`DurationError`] naming the text and both forms.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, DurationError> {
+    let text = text.trim();
+    let parsed = if text.starts_with('P') {
+        iso8601::duration(text).map(std::time::Duration::from).map_err(|e| e.to_string())
+    } else {
+        humantime::parse_duration(text).map_err(|e| e.to_string())
+    };
+    parsed.map_err(|reason| DurationError { text: text.to_owned(), reason })
+}
+
+/// A text that is not a duration ([`parse_duration`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a duration: write one like 30m, 2h 30m or 1d (or ISO 8601, PT30M): {reason}")]
+pub struct DurationError {
+    /// The text, trimmed.
+    pub text: String,
+    /// Why the parser refused it.
+    pub reason: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_duration_syntax_reads_humantime_and_iso_8601_alike() {
+        use std::time::Duration;
+        for (text, secs) in
+            [("30m", 1800), ("2h 30m", 9000), ("1d", 86_400), (" 4s ", 4), ("PT10M", 600), ("P1D", 86_400)]
+        {
+            assert_eq!(parse_duration(text), Ok(Duration::from_secs(secs)), "{text}");
+        }
+        for text in ["", "forever", "10", "P1X", "30 parsecs", "-5m"] {
+            let err = parse_duration(text).expect_err(text);
+            assert_eq!(err.text, text.trim(), "{text}");
+        }
+    }
     use time::macros::datetime;
 
     #[test]

@@ -251,16 +251,12 @@ pub fn parse_until(text: &str, now: time::OffsetDateTime) -> Result<String, Stri
     let at = if let Some(t) = crate::clock::parse_rfc3339(text) {
         t
     } else {
-        let (n, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
-        let n: i64 = n.parse().map_err(|_| format!("{text:?} is neither an RFC 3339 time nor a duration like 30m"))?;
-        let secs = match unit {
-            "s" => n,
-            "m" => n.saturating_mul(60),
-            "h" => n.saturating_mul(3600),
-            "d" => n.saturating_mul(86_400),
-            _ => return Err(format!("{text:?}: a duration ends with s, m, h or d")),
-        };
-        now.checked_add(time::Duration::seconds(secs)).ok_or_else(|| format!("{text:?} is too far"))?
+        let d =
+            crate::clock::parse_duration(text).map_err(|e| format!("neither an RFC 3339 time nor a duration: {e}"))?;
+        time::Duration::try_from(d)
+            .ok()
+            .and_then(|d| now.checked_add(d))
+            .ok_or_else(|| format!("{text:?} is too far"))?
     };
     if at <= now {
         return Err(format!("{text:?} is not in the future"));
@@ -283,7 +279,8 @@ mod tests {
             Ok(ScopeRequest::Until("2026-11-26T00:00:00Z".into()))
         );
         assert!(ScopeRequest::parse("until:2026-11-24T00:00:00Z", now).is_err(), "the past");
-        assert!(ScopeRequest::parse("until:8y", now).is_err());
+        assert!(ScopeRequest::parse("until:8 parsecs", now).is_err());
+        assert_eq!(ScopeRequest::parse("until:PT8H", now), ScopeRequest::parse("until:8h", now), "one duration syntax");
         assert!(ScopeRequest::parse("forever", now).is_err());
         assert!(ScopeRequest::parse("pattern:Bash(git push", now).is_err());
         assert!(matches!(ScopeRequest::parse("pattern:Bash(git push *)", now), Ok(ScopeRequest::Pattern(_))));

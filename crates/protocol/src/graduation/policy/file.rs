@@ -195,7 +195,7 @@ impl PolicySet {
             if class != "default" && !is_class_id(&class) {
                 return Err(bad("not a class id (or `default`)".into()));
             }
-            let d = humantime::parse_duration(&text).map_err(|e| bad(format!("{text:?} is not a duration: {e}")))?;
+            let d = crate::clock::parse_duration(&text).map_err(|e| bad(e.to_string()))?;
             if d.is_zero() {
                 return Err(bad("must be longer than zero".into()));
             }

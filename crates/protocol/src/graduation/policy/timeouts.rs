@@ -78,9 +78,7 @@ pub(super) fn timeout_rule(key: String, def: TimeoutDef) -> Result<TimeoutRule, 
     let bad = |message: String| PolicyError::Class { id: format!("timeouts.{key}"), message };
     let timeout = match (def.refuse_after.as_deref(), def.wait.as_deref()) {
         (Some(text), None) => {
-            let d = iso8601::duration(text)
-                .map(std::time::Duration::from)
-                .map_err(|e| bad(format!("refuse_after {text:?} is not an ISO 8601 duration (PT10M): {e}")))?;
+            let d = crate::clock::parse_duration(text).map_err(|e| bad(format!("refuse_after: {e}")))?;
             if d.is_zero() {
                 return Err(bad("refuse_after must be longer than zero".into()));
             }
@@ -173,8 +171,11 @@ mod tests {
         assert!(!PolicySet::builtin().signs_timeouts());
         let unsigned = PolicySet::from_toml("[timeouts.\"x.y\"]\nrefuse_after = \"PT1M\"").expect("parses");
         assert!(!unsigned.signs_timeouts());
+        // The one duration syntax: ISO 8601 or humantime's, alike.
+        let short = PolicySet::from_toml("[timeouts.\"x.y\"]\nrefuse_after = \"1m\"").expect("parses");
+        assert_eq!(short.class_timeout("x.y"), unsigned.class_timeout("x.y"));
         for bad in [
-            "[timeouts.\"x.y\"]\nrefuse_after = \"10m\"",
+            "[timeouts.\"x.y\"]\nrefuse_after = \"ten minutes\"",
             "[timeouts.\"x.y\"]\nwait = \"long\"",
             // A wait that never ends refuses nothing, so there is no refusal to sign.
             "[timeouts.\"x.y\"]\nwait = \"forever\"\nsign_refusal = true",
