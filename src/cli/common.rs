@@ -15,6 +15,13 @@ use serde_json::Value;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
+/// The directory at `root` read as a directory spool, whatever it holds: for verifying a path,
+/// which reads the files there and needs no store (a replica's copy verifies offline too), with
+/// the principal's copies of its checkpoints in `<config dir>/checkpoints`.
+pub(super) fn directory_at(root: PathBuf) -> Spool {
+    Spool::new(root).with_checkpoint_copies(config::config_dir().join("checkpoints"))
+}
+
 /// The spool at `root` as what it is ([`Spool::open`]: a directory spool, or the replica of the
 /// store its marker names, connected now), with the principal's copies of its checkpoints in
 /// `<config dir>/checkpoints`.

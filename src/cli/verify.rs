@@ -1,7 +1,7 @@
 //! Verifying and auditing: `warrant verify` (a spool, a chain, an export, `--audit`), `export` and
 //! `audit`, on a directory or a JetStream store.
 
-use super::common::{load_pinned, load_policies, print_json, spool_at};
+use super::common::{directory_at, load_pinned, load_policies, print_json};
 use super::{EXIT_INVALID, Failure};
 use crate::protocol::chain::{self, VerifyOptions, VerifyReport};
 use crate::protocol::decision::Verdict;
@@ -29,7 +29,7 @@ pub fn verify_path(path: &Path, pinned: &PinnedKeys) -> Result<VerifyReport, Fai
     let own = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
     let meta = std::fs::metadata(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
     if meta.is_dir() {
-        let spool = spool_at(path.to_owned())?;
+        let spool = directory_at(path.to_owned());
         let looks_like_spool =
             [spool.chain_path(), spool.packets_dir(), spool.decisions_dir()].iter().any(|p| p.exists());
         if !looks_like_spool {
@@ -295,7 +295,7 @@ pub(super) fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
     let pinned = load_pinned()?;
     let mut report = verify_path(path, &pinned)?;
     if path.is_dir() && report.is_valid() {
-        let spool = spool_at(path.to_owned())?;
+        let spool = directory_at(path.to_owned());
         report.findings.extend(quorum_findings(&spool, &pinned, &load_policies(Some(&spool))?)?);
     }
     print_report(&report, as_json)
