@@ -15,11 +15,16 @@ use serde_json::Value;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
+/// `spool` with the principal's copies of its checkpoints in `<config dir>/checkpoints`.
+pub(super) fn with_principal_copies(spool: Spool) -> Spool {
+    spool.with_checkpoint_copies(config::config_dir().join("checkpoints"))
+}
+
 /// The directory at `root` read as a directory spool, whatever it holds: for verifying a path,
 /// which reads the files there and needs no store (a replica's copy verifies offline too), with
-/// the principal's copies of its checkpoints in `<config dir>/checkpoints`.
+/// the principal's copies of its checkpoints.
 pub(super) fn directory_at(root: PathBuf) -> Spool {
-    Spool::new(root).with_checkpoint_copies(config::config_dir().join("checkpoints"))
+    with_principal_copies(Spool::new(root))
 }
 
 /// The spool at `root` as what it is ([`Spool::open`]: a directory spool, or the replica of the
@@ -31,7 +36,7 @@ pub(super) fn directory_at(root: PathBuf) -> Spool {
 /// directory), as a usage error naming the spool.
 pub(super) fn spool_at(root: PathBuf) -> Result<Spool, Failure> {
     let spool = Spool::open(&root).map_err(|e| Failure::usage(format!("{}: {e}", root.display())))?;
-    Ok(spool.with_checkpoint_copies(config::config_dir().join("checkpoints")))
+    Ok(with_principal_copies(spool))
 }
 
 /// Moves a torn final line of the spool's chain to a side file (an append interrupted by a

@@ -1,9 +1,9 @@
 //! The agent hosts' commands: `warrant hook` (Claude Code, Codex) and `warrant mcp-gateway`, and
 //! the spool they govern calls on.
 
-#[cfg(feature = "jetstream")]
-use super::common::jetstream_store;
 use super::common::resolve_spool;
+#[cfg(feature = "jetstream")]
+use super::common::{jetstream_store, with_principal_copies};
 use super::{EXIT_USAGE, Failure};
 use crate::protocol::keys::Principal;
 use crate::protocol::packet;
@@ -125,7 +125,7 @@ pub(super) fn governed_spool(
             let (spool, _) = crate::store::replica::open(&url, &dir).map_err(|e| format!("{url}: {e}"))?;
             let follower =
                 crate::store::replica::follow(&spool, |e| tracing::warn!("{e}")).map_err(|e| format!("{url}: {e}"))?;
-            Ok((spool.with_checkpoint_copies(config::config_dir().join("checkpoints")), Some(follower)))
+            Ok((with_principal_copies(spool), Some(follower)))
         }
         _ => Ok((resolve_spool(spool_arg, config).map_err(|f| f.message)?, None)),
     }

@@ -202,7 +202,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                         ),
                 }),
                 _,
-            ) => return run_command(c, spool_arg, config),
+            ) => return run_command(c, spool_arg, None, config),
             (
                 Command::Demo { .. } | Command::GenerateSpool { .. } | Command::Setup { .. } | Command::Init { .. },
                 at,
@@ -228,20 +228,32 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                 }
                 let mut config = config;
                 config.store = None;
-                let code = run_command(command, Some(dir), config);
-                return code;
+                let spool = self::common::with_principal_copies(spool);
+                return run_command(command, Some(dir), Some(spool), config);
             }
             (_, at) => return Err(jetstream_not_yet(&at)),
         },
     };
-    run_command(command, spool_arg, config)
+    run_command(command, spool_arg, None, config)
 }
 
-/// Runs `command` on the spool `spool_arg` names (or the configured one).
+/// Runs `command` on the spool `spool_arg` names (or the configured one), or on `opened`, the
+/// replica already opened for it.
 ///
 /// # Errors
 /// A [`Failure`] with its exit code.
-fn run_command(command: Command, spool_arg: Option<PathBuf>, config: Config) -> Result<u8, Failure> {
+fn run_command(
+    command: Command,
+    spool_arg: Option<PathBuf>,
+    opened: Option<Spool>,
+    config: Config,
+) -> Result<u8, Failure> {
+    // `opened`: the replica a JetStream store's command was pulled into. The command's spool is
+    // that one, with its connection, not opened (and connected) again.
+    let resolve_spool = |arg: Option<PathBuf>, config: &Config| match &opened {
+        Some(spool) if arg.as_deref() == Some(spool.root()) => Ok(spool.clone()),
+        _ => resolve_spool(arg, config),
+    };
     match command {
         Command::Console { read_only, theme } => {
             let spool = resolve_spool(spool_arg, &config)?;

@@ -166,22 +166,13 @@ pub(crate) fn check_record(
     crate::decision::check_domain(doc, "warrant_control", CONTROL_DOMAIN)?;
     let sig = crate::decision::verified_signature(meta, "warrant_control", pinned)?;
     let event = ControlEvent::from_document(doc)?;
-    let d = |k: &str| doc.get(k).and_then(Value::as_str);
-    let r = |k: &str| rec.get(k).and_then(Value::as_str);
-    let checks = [
-        ("action", r("action") == Some(event.kind.record_action().as_str())),
-        ("agent", r("agent") == Some(event.kind.record_agent(&event.subject).as_str())),
-        ("approver", r("approver") == d("principal")),
-        ("outcome", r("outcome") == Some("success")),
-        ("timestamp", r("timestamp") == d("decided_at")),
-        ("reviewer", sig.get("reviewer").and_then(Value::as_str) == d("principal")),
-        ("signed_at", sig.get("signed_at").and_then(Value::as_str) == d("decided_at")),
-        (
-            "metadata.approval.decision",
-            meta.get("approval").and_then(|a| a.get("decision")).and_then(Value::as_str) == d("control"),
-        ),
-    ];
-    crate::decision::record_agrees(&checks, "control")
+    let (action, agent) = (event.kind.record_action(), event.kind.record_agent(&event.subject));
+    let expected = crate::decision::SignedAction {
+        action: &action,
+        agent: Some(&agent),
+        decision: doc.get("control").and_then(Value::as_str),
+    };
+    crate::decision::signed_action_agrees(rec, meta, sig, doc, &expected, "control")
 }
 
 /// A verified control, as the fold sees it.

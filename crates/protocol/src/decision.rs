@@ -647,6 +647,49 @@ pub(crate) fn record_agrees(checks: &[(&str, bool)], what: &str) -> Result<(), S
     }
 }
 
+/// What a chain record carrying a principal's signed action (a control, a grant) says that
+/// differs by kind; [`signed_action_agrees`] checks the rest.
+pub(crate) struct SignedAction<'a> {
+    /// The record's `action`.
+    pub(crate) action: &'a str,
+    /// The record's `agent`.
+    pub(crate) agent: Option<&'a str>,
+    /// The record's `metadata.approval.decision`.
+    pub(crate) decision: Option<&'a str>,
+}
+
+/// The chain record `rec` agrees with the principal's signed `what` (`doc`, signed by `sig`):
+/// `expected`'s action, agent and approval decision, and the document's principal as approver
+/// and reviewer, its `decided_at` as timestamp and signed_at, outcome `success`.
+///
+/// # Errors
+/// A sentence naming the first record field that disagrees.
+pub(crate) fn signed_action_agrees(
+    rec: &Map<String, Value>,
+    meta: &Map<String, Value>,
+    sig: &Value,
+    doc: &Value,
+    expected: &SignedAction<'_>,
+    what: &str,
+) -> Result<(), String> {
+    let d = |k: &str| doc.get(k).and_then(Value::as_str);
+    let r = |k: &str| rec.get(k).and_then(Value::as_str);
+    let checks = [
+        ("action", r("action") == Some(expected.action)),
+        ("agent", r("agent") == expected.agent),
+        ("approver", r("approver") == d("principal")),
+        ("outcome", r("outcome") == Some("success")),
+        ("timestamp", r("timestamp") == d("decided_at")),
+        ("reviewer", sig.get("reviewer").and_then(Value::as_str) == d("principal")),
+        ("signed_at", sig.get("signed_at").and_then(Value::as_str) == d("decided_at")),
+        (
+            "metadata.approval.decision",
+            meta.get("approval").and_then(|a| a.get("decision")).and_then(Value::as_str) == expected.decision,
+        ),
+    ];
+    record_agrees(&checks, what)
+}
+
 /// [`check_record_signature`] for a record carrying `metadata.warrant_decision` (`doc`).
 fn check_decision_record(
     rec: &Map<String, Value>,
@@ -754,9 +797,7 @@ pub fn verified_signature<'a>(
 /// True when a record's metadata carries a warrant-signed document (a decision or a control).
 #[must_use]
 pub fn is_warrant_signed(meta: Option<&Value>) -> bool {
-    meta.is_some_and(|m| {
-        ["warrant_decision", "warrant_control", "warrant_key", "warrant_grant"].iter().any(|k| m.get(*k).is_some())
-    })
+    meta.is_some_and(|m| SIGNED_DOCUMENTS.iter().any(|k| m.get(*k).is_some()))
 }
 
 /// The decision file written to `decisions/<packet id>.json` for the agent.

@@ -460,12 +460,7 @@ pub fn append_to<F>(path: &Path, upstream: Upstream<'_>, build: F) -> Result<App
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
 {
-    let written = write_locked(path, upstream, LOCK_DEADLINE, build)?;
-    let Written { lock, file, appended, .. } = written;
-    let _ = lock.unlock();
-    drop(lock);
-    file.sync_data().map_err(|source| ChainError::Io { path: path.to_owned(), source })?;
-    Ok(appended)
+    append_then_sync(path, upstream, LOCK_DEADLINE, build)
 }
 
 /// As [`append`], waiting at most `deadline` for the lock.
@@ -476,8 +471,21 @@ pub fn append_with_deadline<F>(path: &Path, deadline: std::time::Duration, build
 where
     F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
 {
-    let written = write_locked(path, None, deadline, build)?;
-    let Written { lock, file, appended, .. } = written;
+    append_then_sync(path, None, deadline, build)
+}
+
+/// [`append_to`] and [`append_with_deadline`]: the record written under the lock, then synced
+/// after the lock is released.
+fn append_then_sync<F>(
+    path: &Path,
+    upstream: Upstream<'_>,
+    deadline: std::time::Duration,
+    build: F,
+) -> Result<Appended, ChainError>
+where
+    F: FnOnce(&ChainHead) -> Result<Map<String, Value>, String>,
+{
+    let Written { lock, file, appended, .. } = write_locked(path, upstream, deadline, build)?;
     // Group commit: other writers may write their lines while this one syncs.
     let _ = lock.unlock();
     drop(lock);

@@ -119,27 +119,16 @@ pub(crate) fn check_record(
 ) -> Result<(), String> {
     crate::decision::check_domain(doc, "warrant_grant", GRANT_DOMAIN)?;
     let sig = crate::decision::verified_signature(meta, "warrant_grant", pinned)?;
-    let event = GrantEvent::from_document(doc)?;
-    let d = |k: &str| doc.get(k).and_then(Value::as_str);
-    let r = |k: &str| rec.get(k).and_then(Value::as_str);
-    let (action, decision) = match event {
+    let (action, decision) = match GrantEvent::from_document(doc)? {
         GrantEvent::Issue(_) => (GRANT_ACTION, "grant"),
         GrantEvent::Revoke { .. } => (REVOKE_ACTION, "revoke"),
     };
-    let checks = [
-        ("action", r("action") == Some(action)),
-        ("agent", r("agent") == d("agent")),
-        ("approver", r("approver") == d("principal")),
-        ("outcome", r("outcome") == Some("success")),
-        ("timestamp", r("timestamp") == d("decided_at")),
-        ("reviewer", sig.get("reviewer").and_then(Value::as_str) == d("principal")),
-        ("signed_at", sig.get("signed_at").and_then(Value::as_str) == d("decided_at")),
-        (
-            "metadata.approval.decision",
-            meta.get("approval").and_then(|a| a.get("decision")).and_then(Value::as_str) == Some(decision),
-        ),
-    ];
-    crate::decision::record_agrees(&checks, "grant")
+    let expected = crate::decision::SignedAction {
+        action,
+        agent: doc.get("agent").and_then(Value::as_str),
+        decision: Some(decision),
+    };
+    crate::decision::signed_action_agrees(rec, meta, sig, doc, &expected, "grant")
 }
 
 #[cfg(test)]
