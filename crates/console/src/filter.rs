@@ -4,17 +4,20 @@
 //! - a bare word or a `"quoted phrase"` matches case-insensitively anywhere in the row's shown
 //!   text (for a packet: its id, agent, action class and summary);
 //! - `field:value` matches one field: `agent`, `class`, `risk`, `state`, `tool`, `notebook`, `id`
-//!   (the value may be quoted: `agent:"agent scribe"`). Without `*` or `?` the value matches
-//!   anywhere in the field, case-insensitively; with them it is a glob over the whole field
-//!   (`class:email.*`, `agent:?gent-scribe`);
+//!   (the value may be quoted: `agent:"agent scribe"`). Without `*`, `?`, `[` or `{` the value
+//!   matches anywhere in the field, case-insensitively; with them it is a glob over the whole
+//!   field, case-insensitively, in warrant's one dialect ([`warrant_protocol::glob`]:
+//!   `class:email.*`, `agent:?gent-scribe`, `class:email.{send,draft}`);
 //! - `-term` negates a term;
-//! - an unknown field (`colour:red`) is an error: the filter line says so and nothing matches.
+//! - an unknown field (`colour:red`) or a value that is not a glob (`class:[email`) is an error:
+//!   the filter line says so and nothing matches.
 //!   A word with a colon that is not a field (`https://…`) is searched for when quoted.
 //!
 //! A field with no value yet (`agent:` while typing) is not a term. A list whose rows have no
 //! such field (the invalid files have no agent) ignores the term.
 
 use std::borrow::Cow;
+use warrant_protocol::glob::{Glob, GlobError, is_glob};
 
 /// A field a term can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,19 +71,22 @@ pub enum Matcher {
     Field(Field, Pattern),
 }
 
-/// A field's value pattern, lowered.
+/// A field's value pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pattern {
-    /// Anywhere in the field.
+    /// Anywhere in the field (lowered).
     Contains(String),
-    /// The whole field, `*` any run of characters, `?` one character.
-    Glob(Vec<char>),
+    /// The whole field, case-insensitively ([`warrant_protocol::glob`]).
+    Glob(Glob),
 }
 
 impl Pattern {
-    fn new(value: &str) -> Self {
-        let lowered = value.to_lowercase();
-        if lowered.contains(['*', '?']) { Pattern::Glob(lowered.chars().collect()) } else { Pattern::Contains(lowered) }
+    fn new(value: &str) -> Result<Self, GlobError> {
+        if is_glob(value) {
+            Ok(Pattern::Glob(Glob::case_insensitive(value)?))
+        } else {
+            Ok(Pattern::Contains(value.to_lowercase()))
+        }
     }
 
     /// Whether `value` matches, case-insensitively.
@@ -88,7 +94,7 @@ impl Pattern {
     pub fn matches(&self, value: &str) -> bool {
         match self {
             Pattern::Contains(n) => super::app::contains_folded(value, n),
-            Pattern::Glob(g) => glob(g, &value.to_lowercase().chars().collect::<Vec<_>>()),
+            Pattern::Glob(g) => g.is_match(value),
         }
     }
 }
@@ -138,7 +144,13 @@ impl Filter {
                         // Still being typed.
                         continue;
                     }
-                    Matcher::Field(field, Pattern::new(value))
+                    match Pattern::new(value) {
+                        Ok(p) => Matcher::Field(field, p),
+                        Err(e) => {
+                            out.errors.push(e.to_string());
+                            continue;
+                        }
+                    }
                 }
                 _ => Matcher::Text(body.to_lowercase()),
             };
@@ -244,34 +256,6 @@ fn tokens(text: &str) -> Vec<(String, Option<usize>)> {
     out
 }
 
-/// Whether `text` matches the glob `pat` whole (`*` any run, `?` one character). Linear
-/// backtracking over the last `*`: O(len(pat) × len(text)) at worst, no recursion.
-fn glob(pat: &[char], text: &[char]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        match pat.get(p) {
-            Some('*') => {
-                star = Some((p, t));
-                p += 1;
-            }
-            Some(&c) if c == '?' || c == text[t] => {
-                p += 1;
-                t += 1;
-            }
-            _ => match star {
-                Some((sp, st)) => {
-                    p = sp + 1;
-                    t = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    pat[p..].iter().all(|c| *c == '*')
-}
-
 /// How the pending list is ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortKey {
@@ -319,7 +303,7 @@ mod tests {
     }
 
     fn field(f: Field, v: &str) -> Term {
-        Term { negated: false, matcher: Matcher::Field(f, Pattern::new(v)) }
+        Term { negated: false, matcher: Matcher::Field(f, Pattern::new(v).expect("a glob")) }
     }
 
     #[test]
@@ -400,11 +384,15 @@ mod tests {
     }
 
     #[test]
-    fn globs() {
-        let g = |p: &str, t: &str| glob(&p.chars().collect::<Vec<_>>(), &t.chars().collect::<Vec<_>>());
-        assert!(g("", "") && g("*", "") && g("*", "abc") && g("a*c", "abbbc") && g("a?c", "abc"));
-        assert!(!g("a?c", "ac") && !g("", "a") && !g("a*b", "acbx") && g("*b*b*", "abcb"));
-        assert!(g("é*", "été") && !g("?", ""));
+    fn field_globs_are_the_one_dialect_case_insensitively() {
+        let class = |q: &str, v: &str| Filter::parse(q).matches(&[], |_| Some(Cow::Owned(v.to_owned())));
+        assert!(class("class:EMAIL.{send,draft}.*", "email.draft.internal"));
+        assert!(!class("class:email.{send,draft}.*", "email.delete.internal"));
+        assert!(class("class:[ef]mail.*", "Email.send") && !class("class:[!e]mail.*", "email.send"));
+        assert!(class("agent:é*", "ÉTÉ") && !class("agent:?", ""));
+        let bad = Filter::parse("class:[email scribe");
+        assert!(bad.error().is_some_and(|e| e.contains("not a glob")), "{:?}", bad.error());
+        assert!(!bad.matches(&["scribe"], |_| Some("[email".into())), "a bad glob matches nothing");
     }
 
     #[test]
@@ -450,12 +438,12 @@ mod tests {
             }
         }
 
-        // A glob without wildcards is equality; `*` alone matches everything.
+        // A field glob matches the whole field: `x*` is "starts with", `*` everything.
         #[test]
-        fn glob_agrees_with_equality(a in "[a-c]{0,6}", b in "[a-c]{0,6}") {
-            let c = |s: &str| s.chars().collect::<Vec<_>>();
-            proptest::prop_assert_eq!(glob(&c(&a), &c(&b)), a == b);
-            proptest::prop_assert!(glob(&c("*"), &c(&b)));
+        fn a_field_glob_is_whole_field(a in "[a-c]{1,6}", b in "[a-c]{0,6}") {
+            let m = |q: &str| Filter::parse(q).matches(&[], |_| Some(Cow::Borrowed(b.as_str())));
+            proptest::prop_assert_eq!(m(&format!("agent:{a}*")), b.starts_with(&a));
+            proptest::prop_assert!(m("agent:*"));
         }
     }
 }

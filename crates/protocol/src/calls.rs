@@ -300,7 +300,7 @@ fn best_rule<'a>(policies: &'a PolicySet, words: &str) -> Option<(&'a str, &'a T
         if !rule.matches(words) {
             continue;
         }
-        let key = (crate::graduation::policy::specificity(&rule.pattern), (rule.policy.floor(), rule.policy.tier));
+        let key = (crate::glob::specificity(&rule.pattern), (rule.policy.floor(), rule.policy.tier));
         if best.as_ref().is_none_or(|(s, k, _)| (key.0, key.1) > (*s, *k)) {
             best = Some((key.0, key.1, rule));
         }

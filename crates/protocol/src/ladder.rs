@@ -15,6 +15,7 @@
 //! Everything here is a pure function of its arguments. Choices where the spec is silent are in
 //! `docs/conformance.md, "Trust ladder and tool tiers"`.
 
+use crate::glob::Glob;
 use crate::request::RequestError;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -407,9 +408,9 @@ pub enum Effect {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RuleMatch {
     /// A glob over the tool key: `*` matches any run of characters (none included, `.` too);
-    /// every other character is literal. See [`tool_glob_matches`].
+    /// every other character is literal ([`Glob::star_only`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
+    pub tool: Option<Glob>,
     /// The contract's blast radius is at most this.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_blast_radius: Option<BlastRadius>,
@@ -499,7 +500,7 @@ impl RuleMatch {
             &["tool", "max_blast_radius", "reversibility", "scope", "data_sensitivity", "required_level_lte"],
         )?;
         Ok(Self {
-            tool: f.opt("tool")?,
+            tool: f.opt::<String>("tool")?.map(|t| Glob::star_only(&t)),
             max_blast_radius: f.opt("max_blast_radius")?,
             reversibility: f.opt("reversibility")?,
             scope: f.opt("scope")?,
@@ -511,7 +512,7 @@ impl RuleMatch {
     /// Whether every present condition holds for `tool` and `contract` (§A4).
     #[must_use]
     pub fn matches(&self, tool: &str, contract: &ActionContract) -> bool {
-        self.tool.as_deref().is_none_or(|g| tool_glob_matches(g, tool))
+        self.tool.as_ref().is_none_or(|g| g.is_match(tool))
             && self.max_blast_radius.is_none_or(|m| contract.blast_radius <= m)
             && self.reversibility.as_ref().is_none_or(|set| set.contains(&contract.reversibility))
             && self.scope.as_ref().is_none_or(|s| *s == contract.scope)
@@ -539,23 +540,6 @@ fn js_number<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
         Some(b) => s.serialize_f64(*b),
         None => s.serialize_none(),
     }
-}
-
-/// Whether the glob `pattern` matches the whole tool key `tool` (§A4): `*` matches any run of
-/// characters, none included, across `.`; everything else (`.`, `?`, `[`, …) is literal; case
-/// matters. `git.*` matches `git.push` and `git.`, not `git` or `gitx.push`.
-#[must_use]
-pub fn tool_glob_matches(pattern: &str, tool: &str) -> bool {
-    let Some((head, rest)) = pattern.split_once('*') else { return pattern == tool };
-    let (middle, tail) = rest.rsplit_once('*').unwrap_or(("", rest));
-    let Some(mut left) = tool.strip_prefix(head).and_then(|t| t.strip_suffix(tail)) else { return false };
-    for part in middle.split('*').filter(|p| !p.is_empty()) {
-        match left.find(part) {
-            Some(i) => left = &left[i + part.len()..],
-            None => return false,
-        }
-    }
-    true
 }
 
 /// The §A4 preset `autoApprovePolicy({auto_approve_up_to: n, approver_id})`: id `auto-approve`,

@@ -15,6 +15,7 @@
 //! - [`calls`]: tool calls of agent hosts and MCP servers as approval packets (the tool table);
 //! - [`registry`]: the ten canonical action classes;
 //! - [`graduation`]: Trust Graduation v0.1: the gate, evidence, posteriors, packets, receipts;
+//! - [`glob`]: the one glob dialect users write (globset);
 //! - [`ladder`]: the Lodestar trust ladder L0–L5, action contracts and the three-valued policy gate;
 //! - [`tiers`]: workbench tool tiers × notebook trust → auto / gated / confirm;
 //! - [`rings`]: the Agent Hypervisor's execution rings, with time as an input;
@@ -31,6 +32,7 @@ pub mod checkpoint;
 pub mod clock;
 pub mod control;
 pub mod decision;
+pub mod glob;
 pub mod graduation;
 pub mod grant;
 pub mod interactive;

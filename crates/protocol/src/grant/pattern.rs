@@ -6,7 +6,8 @@ use super::call_argument;
 /// A tool pattern: `Tool` (every call of the tool) or `Tool(GLOB)`, the glob over the call's
 /// argument ([`call_argument`], [`glob_matches`]): `*` is any run of characters but `/`, `:` and
 /// white space that does not begin a word with `-`, `?` one such character, `**` any run at all;
-/// everything else is literal.
+/// everything else is literal. This is warrant's one glob dialect ([`crate::glob`]) narrowed for
+/// command lines and paths, which globset cannot express (it has one separator and no options).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolPattern {
     /// The tool key, exactly.

@@ -42,7 +42,7 @@ mod tool_table;
 
 pub use class::{ClassPolicy, ClassType, DEFAULT_THRESHOLD, Risk, Threshold};
 pub use timeouts::ClassTimeout;
-pub(crate) use tool_table::specificity;
+
 pub use tool_table::{CommandRule, HostOffers, ToolPolicy, ToolPrecondition, host_offers};
 
 use crate::registry::{self, CANONICAL};

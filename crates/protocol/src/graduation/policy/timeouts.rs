@@ -1,8 +1,8 @@
 //! Class timeouts (`[timeouts]` in `policy.toml`): how long a held packet of a class waits for
 //! the principal.
 
-use super::tool_table::{LazyGlob, is_glob, specificity};
 use super::{PolicyError, PolicySet};
+use crate::glob::{Glob, is_glob, specificity};
 use crate::packet::is_class_id;
 
 /// `[timeouts."<class or glob>"]` as written.
@@ -69,7 +69,7 @@ impl ClassTimeout {
 #[derive(Debug, Clone)]
 pub(super) struct TimeoutRule {
     pub(super) key: String,
-    glob: Option<LazyGlob>,
+    glob: Option<Glob>,
     timeout: ClassTimeout,
 }
 
@@ -94,7 +94,7 @@ pub(super) fn timeout_rule(key: String, def: TimeoutDef) -> Result<TimeoutRule, 
         (None, None) => return Err(bad("give refuse_after = \"PT10M\" or wait = \"forever\"".into())),
     };
     let glob = if is_glob(&key) {
-        Some(LazyGlob::new(&key).map_err(|e| bad(format!("not a glob: {e}")))?)
+        Some(Glob::new(&key).map_err(|e| bad(e.to_string()))?)
     } else if is_class_id(&key) {
         None
     } else {

@@ -2,6 +2,7 @@
 //! hosts' own tools (`assets/host-tools.toml`), their globs, and the lookups on a policy set.
 
 use super::{PolicyError, PolicySet, UNREGISTERED_TOOL_FLOOR};
+use crate::glob::{Glob, is_glob, specificity};
 use crate::packet::is_class_id;
 use crate::registry;
 use crate::tiers::ToolTier;
@@ -107,7 +108,7 @@ pub struct CommandRule {
     /// The pattern as written.
     pub pattern: String,
     /// Its compiled form.
-    pub(crate) glob: LazyGlob,
+    pub(crate) glob: Glob,
     /// What a command it matches is.
     pub policy: ToolPolicy,
 }
@@ -118,7 +119,7 @@ impl CommandRule {
     pub fn matches(&self, words: &str) -> bool {
         self.glob.is_match(words)
             // `git push *` also matches a bare `git push`.
-            || self.glob.source.strip_suffix(" *").is_some_and(|head| head == words)
+            || self.glob.as_str().strip_suffix(" *").is_some_and(|head| head == words)
     }
 }
 
@@ -126,47 +127,8 @@ impl CommandRule {
 #[derive(Debug, Clone)]
 pub(crate) struct ToolGlob {
     pub(crate) pattern: String,
-    pub(crate) glob: LazyGlob,
+    pub(crate) glob: Glob,
     pub(crate) policy: ToolPolicy,
-}
-
-/// A glob checked when parsed and compiled to its matcher (a regex) only when a name with its
-/// literal prefix is first matched against it: a hook process answers one call, and compiling
-/// every rule of the tables cost it milliseconds.
-#[derive(Debug, Clone)]
-pub(crate) struct LazyGlob {
-    source: String,
-    prefix: String,
-    glob: globset::Glob,
-    matcher: std::sync::OnceLock<globset::GlobMatcher>,
-}
-
-impl LazyGlob {
-    /// Parses `pattern` (`*` matches any characters, `/` included).
-    pub(super) fn new(pattern: &str) -> Result<Self, String> {
-        let glob = globset::GlobBuilder::new(pattern)
-            .literal_separator(false)
-            .backslash_escape(true)
-            .build()
-            .map_err(|e| e.to_string())?;
-        let prefix = pattern.split(['*', '?', '[', '{', '\\']).next().unwrap_or("").to_owned();
-        Ok(Self { source: pattern.to_owned(), prefix, glob, matcher: std::sync::OnceLock::new() })
-    }
-
-    /// Whether `s` matches.
-    pub(crate) fn is_match(&self, s: &str) -> bool {
-        s.starts_with(&self.prefix) && self.matcher.get_or_init(|| self.glob.compile_matcher()).is_match(s)
-    }
-}
-
-/// Whether a `[tools]` key or `[commands]` pattern is a glob rather than a literal name.
-pub(super) fn is_glob(key: &str) -> bool {
-    key.contains(['*', '?', '[', '{'])
-}
-
-/// How specific a glob is: the number of its characters that are not wildcards.
-pub(crate) fn specificity(pattern: &str) -> usize {
-    pattern.chars().filter(|c| !matches!(c, '*' | '?' | '[' | ']' | '{' | '}')).count()
 }
 
 /// The tools of Claude Code and Codex and the command rules warrant applies when `policy.toml`
@@ -429,7 +391,7 @@ pub(super) fn parse_tool_table(
         p.amount = def.amount;
         p.recipients = def.recipients;
         if is_glob(&key) {
-            let glob = LazyGlob::new(&key).map_err(|message| PolicyError::Class { id, message })?;
+            let glob = Glob::new(&key).map_err(|e| PolicyError::Class { id, message: e.to_string() })?;
             table.globs.push(ToolGlob { pattern: key, glob, policy: p });
         } else {
             table.tools.insert(key, p);
@@ -440,7 +402,7 @@ pub(super) fn parse_tool_table(
         let normal = crate::calls::normalize_command_pattern(&pattern)
             .ok_or_else(|| PolicyError::Class { id: id.clone(), message: "an empty command pattern".into() })?;
         let p = policy(id.clone(), &def.tier, None, def.class, def.level, None)?;
-        let glob = LazyGlob::new(&normal).map_err(|message| PolicyError::Class { id, message })?;
+        let glob = Glob::new(&normal).map_err(|e| PolicyError::Class { id, message: e.to_string() })?;
         table.commands.push(CommandRule { pattern, glob, policy: p });
     }
     Ok(table)
