@@ -999,7 +999,7 @@ fn steps(n: usize) -> Vec<InFlightStep> {
 fn kill_callbacks_ok_failing_timing_out_missing() {
     let mut ks = KillSwitch::new(Duration::from_millis(20));
     ks.register_agent("ok", Some(Box::new(|| Ok(()))));
-    ks.register_agent("fails", Some(Box::new(|| Err("boom".into()))));
+    ks.register_agent("fails", Some(Box::new(|| Err(std::io::Error::other("boom")))));
     let (hold, wait) = mpsc::channel::<()>();
     // Blocks until the test ends (the sender is dropped), far past the 20 ms timeout.
     ks.register_agent(

@@ -177,7 +177,8 @@ fn unsigned_metadata_must_match_the_signed_document() {
             meta.get_mut("approval").and_then(Value::as_object_mut).expect("approval").insert("decision".into(), value);
         }
         let err = warrant::protocol::decision::check_record_signature(&bad, &f.pinned).expect_err(path);
-        assert!(err.contains("disagrees with the signed decision"), "{err}");
+        let field = if path == "reason" { "metadata.reason" } else { "metadata.approval.decision" };
+        assert_eq!(err, warrant::protocol::decision::RecordError::Disagrees { field, what: "decision" });
         let findings = chain::check_new_record(&bad, Some(&f.pinned));
         assert!(findings.iter().any(|x| x.check == Check::Signature));
     }
@@ -251,20 +252,25 @@ fn an_unsafe_spool_refuses_signing() {
     let target = outside.path().join("profile");
     std::os::unix::fs::symlink(&target, f.spool.chain_path()).expect("symlink");
     let err = f.decide("p", Verdict::Approve, None).expect_err("symlinked chain");
-    assert!(matches!(err, DecideError::UnsafeSpool(ref m) if m.contains("symlinks are refused")), "{err}");
+    assert!(
+        matches!(err, DecideError::UnsafeSpool(ref u) if u.path == f.spool.chain_path() && u.problem.contains("symlinks are refused")),
+        "{err}"
+    );
     assert!(!target.exists(), "warrant wrote through the symlink");
     std::fs::remove_file(f.spool.chain_path()).expect("rm");
     // decisions/ as a symlink to another directory.
     std::fs::remove_dir(f.spool.decisions_dir()).expect("rmdir");
     std::os::unix::fs::symlink(outside.path(), f.spool.decisions_dir()).expect("symlink");
-    assert!(matches!(f.decide("p", Verdict::Approve, None), Err(DecideError::UnsafeSpool(_))));
+    assert!(
+        matches!(f.decide("p", Verdict::Approve, None), Err(DecideError::UnsafeSpool(u)) if u.path == f.spool.decisions_dir())
+    );
     assert!(std::fs::read_dir(outside.path()).expect("dir").next().is_none(), "wrote into the symlinked dir");
     std::fs::remove_file(f.spool.decisions_dir()).expect("rm");
     std::fs::create_dir(f.spool.decisions_dir()).expect("mkdir");
     // A spool root writable by others.
     std::fs::set_permissions(f.spool.root(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
     assert!(
-        matches!(f.decide("p", Verdict::Approve, None), Err(DecideError::UnsafeSpool(ref m)) if m.contains("writable"))
+        matches!(f.decide("p", Verdict::Approve, None), Err(DecideError::UnsafeSpool(u)) if u.path == f.spool.root() && u.problem.contains("writable"))
     );
     std::fs::set_permissions(f.spool.root(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     f.decide("p", Verdict::Approve, None).expect("a private spool signs");

@@ -152,7 +152,7 @@ pub(super) fn hook_cmd(
 ) -> u8 {
     let mut follower = None;
     let opts = (|| -> Result<crate::hook::HookOptions, String> {
-        let config = Config::load()?.with_store(store);
+        let config = Config::load().map_err(|e| e.to_string())?.with_store(store);
         let (spool, kept) = governed_spool(spool_arg, replica, &config)?;
         follower = kept;
         let wait = Duration::try_from_secs_f64(wait)

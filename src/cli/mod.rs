@@ -85,11 +85,13 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn usage(message: impl Into<String>) -> Self {
-        Self { code: EXIT_USAGE, message: message.into(), closed_pipe: false }
+    /// A usage failure (exit 2): `message` is a sentence or a typed error shown as one.
+    fn usage(message: impl std::fmt::Display) -> Self {
+        Self { code: EXIT_USAGE, message: message.to_string(), closed_pipe: false }
     }
-    fn invalid(message: impl Into<String>) -> Self {
-        Self { code: EXIT_INVALID, message: message.into(), closed_pipe: false }
+    /// An invalid-input failure (exit 3).
+    fn invalid(message: impl std::fmt::Display) -> Self {
+        Self { code: EXIT_INVALID, message: message.to_string(), closed_pipe: false }
     }
 }
 
@@ -154,7 +156,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         }
         // A configuration or spool it cannot use does not stop the gateway: every call is refused
         // with the reason, which the agent reads. A signing key it cannot load does.
-        let config = Config::load().map(|c| c.with_store(cli.store.clone()));
+        let config = Config::load().map(|c| c.with_store(cli.store.clone())).map_err(|e| e.to_string());
         let signer = if sign_receipts { Some(gateway_key(config.as_ref().ok())?) } else { None };
         let spool_arg = if cli.store.is_some() { None } else { cli.spool };
         // On a JetStream store, the gateway works on this host's replica, kept live while it runs.

@@ -103,7 +103,9 @@ pub(super) fn checkpoint_forget(spool: &Spool, yes: bool) -> Result<u8, Failure>
                 crate::protocol::text::inert(&cp.principal, 60),
                 crate::protocol::text::inert(&cp.signed_at, 40)
             ),
-            Err(e) => println!("{}: does not verify ({})", path.display(), crate::protocol::text::inert(e, 200)),
+            Err(e) => {
+                println!("{}: does not verify ({})", path.display(), crate::protocol::text::inert(&e.to_string(), 200))
+            }
         }
     }
     if !yes {

@@ -60,8 +60,8 @@ pub fn ops() -> Vec<&'static str> {
 /// protocol's, which the models' request readers return).
 pub type EvalError = crate::protocol::request::RequestError;
 
-fn bad(code: &'static str, message: impl Into<String>) -> EvalError {
-    EvalError { code, message: message.into() }
+fn bad(code: &'static str, message: impl std::fmt::Display) -> EvalError {
+    EvalError { code, message: message.to_string() }
 }
 
 /// Serves requests against a policy set (built-in classes plus `policy.toml`). The stateful

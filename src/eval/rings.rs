@@ -59,11 +59,11 @@ pub struct RingsSession {
 
 type Req = Map<String, Value>;
 
-fn bad(code: &'static str, message: impl Into<String>) -> RequestError {
-    RequestError { code, message: message.into() }
+fn bad(code: &'static str, message: impl std::fmt::Display) -> RequestError {
+    RequestError { code, message: message.to_string() }
 }
 
-fn invalid(message: impl Into<String>) -> RequestError {
+fn invalid(message: impl std::fmt::Display) -> RequestError {
     bad("invalid_request", message)
 }
 
@@ -144,7 +144,7 @@ fn simulated_callback(kind: &str, timeout: Duration) -> Result<Option<Terminatio
     Ok(match kind {
         "none" => None,
         "ok" => Some(Box::new(|| Ok(()))),
-        "fail" => Some(Box::new(|| Err("simulated failure".to_owned()))),
+        "fail" => Some(Box::new(|| Err(std::io::Error::other("simulated failure")))),
         // Outlives the timeout, then ends on its own.
         "timeout" => Some(Box::new(move || {
             std::thread::sleep(timeout * 2 + Duration::from_millis(50));

@@ -57,7 +57,7 @@ fn text(data: &[u8]) -> Result<&str, String> {
 /// Canonical JSON is a fixed point: parse → canonical → parse gives the same value and the
 /// same bytes, so a hash computed when writing is the hash recomputed when verifying.
 pub fn canonical(data: &[u8]) -> Result<(), String> {
-    let value = parse_strict(data)?;
+    let value = parse_strict(data).map_err(|e| e.to_string())?;
     let bytes = to_canonical_vec(&value);
     let again = parse_strict(&bytes).unwrap_or_else(|e| panic!("canonical bytes do not parse: {e}"));
     assert_eq!(again, value, "canonical JSON read back differs");
@@ -255,7 +255,7 @@ pub fn record(data: &[u8]) -> Result<(), String> {
 /// An `opentrustgraph-chain/v0` export: `chain::verify_export`. Verification reads the envelope
 /// from its canonical bytes the same way; a valid envelope's records re-export valid.
 pub fn chain_export(data: &[u8]) -> Result<(), String> {
-    let envelope = parse_strict(data)?;
+    let envelope = parse_strict(data).map_err(|e| e.to_string())?;
     let keys = pinned();
     let lenient = chain::verify_export(&envelope, VerifyOptions::default());
     let strict = chain::verify_export(&envelope, strict(&keys));
@@ -351,7 +351,7 @@ fn exercise_policies(set: &PolicySet) {
 
 /// `config.toml`: `config::Config::parse`.
 pub fn config(data: &[u8]) -> Result<(), String> {
-    let config = warrant::store::config::Config::parse(text(data)?)?;
+    let config = warrant::store::config::Config::parse(text(data)?).map_err(|e| e.to_string())?;
     let _ = config.principal_name();
     Ok(())
 }

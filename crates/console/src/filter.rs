@@ -77,13 +77,13 @@ pub enum Pattern {
     /// Anywhere in the field (lowered).
     Contains(String),
     /// The whole field, case-insensitively ([`warrant_protocol::glob`]).
-    Glob(Glob),
+    Glob(Box<Glob>),
 }
 
 impl Pattern {
     fn new(value: &str) -> Result<Self, GlobError> {
         if is_glob(value) {
-            Ok(Pattern::Glob(Glob::case_insensitive(value)?))
+            Ok(Pattern::Glob(Box::new(Glob::case_insensitive(value)?)))
         } else {
             Ok(Pattern::Contains(value.to_lowercase()))
         }

@@ -474,7 +474,7 @@ pub fn revalidated_preconditions(
 
 /// The re-check of preconditions nobody has observed yet: each fails closed.
 fn not_observed(pre: &[warrant_protocol::ladder::ActionPrecondition]) -> warrant_protocol::ladder::Revalidation {
-    warrant_protocol::ladder::revalidate(pre, |_| Err("not observed yet".into()))
+    warrant_protocol::ladder::revalidate(pre, |_| Err::<serde_json::Value, _>("not observed yet"))
 }
 
 /// Assesses every pending packet of `packets` (those without a decision in `decisions`), with

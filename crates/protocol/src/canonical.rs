@@ -218,18 +218,50 @@ pub fn prefixed_bytes(digest: &[u8; 32]) -> [u8; 71] {
 /// nested arrays and objects.
 ///
 /// # Errors
-/// A message naming the parse error or the duplicate key.
+/// [`JsonError::Syntax`] (not JSON, or nested too deep) or [`JsonError::DuplicateKey`].
 ///
 /// ```
-/// assert!(warrant_protocol::canonical::parse_strict(br#"{"a":1,"b":[{"c":2}]}"#).is_ok());
-/// assert!(warrant_protocol::canonical::parse_strict(br#"{"to":"a@x","to":"b@y"}"#).unwrap_err().contains("duplicate key"));
+/// use warrant_protocol::canonical::{JsonError, parse_strict};
+/// assert!(parse_strict(br#"{"a":1,"b":[{"c":2}]}"#).is_ok());
+/// assert!(matches!(parse_strict(br#"{"to":"a@x","to":"b@y"}"#), Err(JsonError::DuplicateKey(_))));
+/// assert!(matches!(parse_strict(b"{"), Err(JsonError::Syntax(_))));
 /// ```
-pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
+pub fn parse_strict(bytes: &[u8]) -> Result<Value, JsonError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = serde::Deserialize::deserialize(&mut de).map(|StrictValue(v)| v).map_err(|e| e.to_string())?;
-    de.end().map_err(|e| e.to_string())?;
+    let value = serde::Deserialize::deserialize(&mut de).map(|StrictValue(v)| v).map_err(JsonError::of)?;
+    de.end().map_err(JsonError::of)?;
     Ok(value)
 }
+
+/// Why JSON text was refused ([`parse_strict`], [`parse_untrusted`]). Its text is serde_json's
+/// message (with line and column) or names the key or the integer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonError {
+    /// Not JSON: a syntax error, trailing text, a non-finite number, or nesting of 128 levels
+    /// or more.
+    #[error("{0}")]
+    Syntax(String),
+    /// An object names one key twice (parsers disagree on which value wins).
+    #[error("{0}")]
+    DuplicateKey(String),
+    /// An integer literal outside the 64-bit range, which serde_json would read as a nearby
+    /// float; the literal (its first 40 characters, then `…`).
+    #[error("integer {0} is outside the 64-bit range (it would be read as an approximate float)")]
+    IntegerOutOfRange(String),
+}
+
+impl JsonError {
+    fn of(e: serde_json::Error) -> Self {
+        // The only data error the strict reader raises by name is a duplicate key.
+        if e.is_data() && e.to_string().starts_with(DUPLICATE_KEY) {
+            JsonError::DuplicateKey(e.to_string())
+        } else {
+            JsonError::Syntax(e.to_string())
+        }
+    }
+}
+
+const DUPLICATE_KEY: &str = "duplicate key ";
 
 /// Parses JSON that agents wrote (packets, receipts, decision files, `warrant eval` requests):
 /// [`parse_strict`], and also refuses an integer literal outside the 64-bit range (such as
@@ -238,16 +270,17 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
 /// of 128 levels or more are refused by [`parse_strict`] already.
 ///
 /// # Errors
-/// A message naming the parse error, the duplicate key or the integer.
+/// [`parse_strict`]'s, and [`JsonError::IntegerOutOfRange`].
 ///
 /// ```
-/// use warrant_protocol::canonical::parse_untrusted;
+/// use warrant_protocol::canonical::{JsonError, parse_untrusted};
 /// assert!(parse_untrusted(br#"{"n":18446744073709551615,"m":-9223372036854775808,"f":1.5e300}"#).is_ok());
 /// let err = parse_untrusted(br#"{"n":1180591620717411303424}"#).unwrap_err();
-/// assert!(err.contains("1180591620717411303424") && err.contains("64-bit"), "{err}");
-/// assert!(parse_untrusted(b"[1e400]").is_err() && parse_untrusted(b"[NaN]").is_err());
+/// assert_eq!(err, JsonError::IntegerOutOfRange("1180591620717411303424".into()));
+/// assert!(matches!(parse_untrusted(b"[1e400]"), Err(JsonError::Syntax(_))));
+/// assert!(parse_untrusted(b"[NaN]").is_err());
 /// ```
-pub fn parse_untrusted(bytes: &[u8]) -> Result<Value, String> {
+pub fn parse_untrusted(bytes: &[u8]) -> Result<Value, JsonError> {
     let value = parse_strict(bytes)?;
     check_integer_literals(bytes)?;
     Ok(value)
@@ -255,7 +288,10 @@ pub fn parse_untrusted(bytes: &[u8]) -> Result<Value, String> {
 
 /// Checks every integer literal (a number without fraction or exponent) outside strings of a
 /// JSON text that already parsed: it must fit `i64` or `u64`.
-pub fn check_integer_literals(bytes: &[u8]) -> Result<(), String> {
+///
+/// # Errors
+/// [`JsonError::IntegerOutOfRange`] for the first that does not.
+pub fn check_integer_literals(bytes: &[u8]) -> Result<(), JsonError> {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
@@ -279,9 +315,7 @@ pub fn check_integer_literals(bytes: &[u8]) -> Result<(), String> {
                     if text.parse::<i64>().is_err() && text.parse::<u64>().is_err() {
                         let shown: String = text.chars().take(40).collect();
                         let more = if text.len() > 40 { "…" } else { "" };
-                        return Err(format!(
-                            "integer {shown}{more} is outside the 64-bit range (it would be read as an approximate float)"
-                        ));
+                        return Err(JsonError::IntegerOutOfRange(format!("{shown}{more}")));
                     }
                 }
             }
@@ -367,7 +401,7 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if out.contains_key(&key) {
-                return Err(serde::de::Error::custom(format!("duplicate key {key:?}")));
+                return Err(serde::de::Error::custom(format!("{DUPLICATE_KEY}{key:?}")));
             }
             let StrictValue(v) = map.next_value()?;
             out.insert(key, v);

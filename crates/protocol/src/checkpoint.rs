@@ -91,15 +91,41 @@ pub fn sign_with_fold(
     json!({"document": document, "signature": signature})
 }
 
+/// Why a signed checkpoint does not verify ([`verify`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckpointError {
+    /// The file is not JSON (the parser's message).
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    /// A member is missing or malformed: the sentence says which.
+    #[error("{0}")]
+    Shape(&'static str),
+    /// `prefix_sha256` or `fold_sha256` is not a SHA-256 digest string.
+    #[error("a checkpoint's {0} must be a sha256 digest string")]
+    Digest(&'static str),
+    /// Its domain is not a checkpoint's.
+    #[error("not a warrant checkpoint")]
+    NotACheckpoint,
+    /// The signature does not verify under a pinned key.
+    #[error(transparent)]
+    Signature(#[from] crate::decision::SignatureError),
+}
+
 /// Verifies a signed checkpoint against the pinned keys.
 ///
 /// # Errors
-/// A sentence naming what is wrong: shape, domain, or signature.
-pub fn verify(signed: &Value, pinned: &PinnedKeys, source: &str) -> Result<Checkpoint, String> {
-    let doc = signed.get("document").filter(|d| d.is_object()).ok_or("a checkpoint needs a document")?;
-    let sig = signed.get("signature").filter(|d| d.is_object()).ok_or("a checkpoint needs a signature")?;
+/// A [`CheckpointError`]: the shape, the domain, or the signature.
+pub fn verify(signed: &Value, pinned: &PinnedKeys, source: &str) -> Result<Checkpoint, CheckpointError> {
+    let doc = signed
+        .get("document")
+        .filter(|d| d.is_object())
+        .ok_or(CheckpointError::Shape("a checkpoint needs a document"))?;
+    let sig = signed
+        .get("signature")
+        .filter(|d| d.is_object())
+        .ok_or(CheckpointError::Shape("a checkpoint needs a signature"))?;
     if doc.get("domain").and_then(Value::as_str) != Some(CHECKPOINT_DOMAIN) {
-        return Err("not a warrant checkpoint".into());
+        return Err(CheckpointError::NotACheckpoint);
     }
     crate::decision::verify_document(doc, sig, pinned)?;
     let s = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
@@ -107,7 +133,7 @@ pub fn verify(signed: &Value, pinned: &PinnedKeys, source: &str) -> Result<Check
     let digest = |key: &str| match doc.get(key) {
         None => Ok(None),
         Some(Value::String(h)) if crate::canonical::is_sha256_string(h) => Ok(Some(h.clone())),
-        Some(_) => Err(format!("a checkpoint's {key} must be a sha256 digest string")),
+        Some(_) => Err(CheckpointError::Digest(if key == "prefix_sha256" { "prefix_sha256" } else { "fold_sha256" })),
     };
     let prefix_sha256 = digest("prefix_sha256")?;
     let fold_sha256 = digest("fold_sha256")?;
@@ -126,7 +152,7 @@ pub fn verify(signed: &Value, pinned: &PinnedKeys, source: &str) -> Result<Check
                 source: source.to_owned(),
             })
         }
-        _ => Err("a checkpoint needs records >= 1, a sha256 head_hash and bytes".into()),
+        _ => Err(CheckpointError::Shape("a checkpoint needs records >= 1, a sha256 head_hash and bytes")),
     }
 }
 
@@ -215,7 +241,56 @@ impl PrefixDigest {
 
 #[cfg(test)]
 mod tests {
-    use super::PrefixDigest;
+    use super::*;
+    use crate::decision::SignatureError;
+
+    #[test]
+    fn each_way_a_checkpoint_fails_is_its_own_error() {
+        let alice = Principal::from_seed("alice", &[1; 32]);
+        let mut pinned = PinnedKeys::default();
+        pinned.pin("alice", alice.verifying_key());
+        let head = crate::canonical::sha256_prefixed(b"head");
+        let good = sign(&alice, 3, &head, 900, &head, "2026-11-27T00:00:00Z");
+        assert_eq!(verify(&good, &pinned, "f").map(|c| c.records), Ok(3));
+        assert_eq!(verify(&json!({}), &pinned, "f"), Err(CheckpointError::Shape("a checkpoint needs a document")));
+        let mut other = good.clone();
+        other["document"]["domain"] = json!("warrant.decision/v1");
+        assert_eq!(verify(&other, &pinned, "f"), Err(CheckpointError::NotACheckpoint));
+        let mut edited = good.clone();
+        edited["document"]["records"] = json!(4);
+        assert!(matches!(
+            verify(&edited, &pinned, "f"),
+            Err(CheckpointError::Signature(SignatureError::Edited { .. }))
+        ));
+        let mallory = Principal::from_seed("alice", &[2; 32]);
+        let forged = sign(&mallory, 3, &head, 900, &head, "2026-11-27T00:00:00Z");
+        assert!(matches!(verify(&forged, &pinned, "f"), Err(CheckpointError::Signature(SignatureError::Unpinned(_)))));
+        let bad_fold = sign_with_fold(&alice, 3, &head, 900, &head, Some("md5:x"), "2026-11-27T00:00:00Z");
+        assert_eq!(verify(&bad_fold, &pinned, "f"), Err(CheckpointError::Digest("fold_sha256")));
+        let no_records = sign(&alice, 0, &head, 900, &head, "2026-11-27T00:00:00Z");
+        assert!(matches!(verify(&no_records, &pinned, "f"), Err(CheckpointError::Shape(_))));
+    }
+
+    #[test]
+    fn public_keys_and_quorums_fail_by_kind() {
+        use crate::keys::{PublicKeyError, parse_public_key};
+        use base64::Engine as _;
+        let raw = base64::engine::general_purpose::STANDARD;
+        assert!(matches!(parse_public_key("not base64!"), Err(PublicKeyError::Encoding(_))));
+        assert_eq!(parse_public_key(&raw.encode([7u8; 31])), Err(PublicKeyError::Length));
+        assert!(matches!(
+            parse_public_key("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----"),
+            Err(PublicKeyError::Pem(_))
+        ));
+        let key = Principal::from_seed("a", &[3; 32]).verifying_key();
+        assert_eq!(parse_public_key(&raw.encode(key.as_bytes())), Ok(key));
+        use crate::decision::{Quorum, QuorumError};
+        let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(Quorum::new(3, names(&["a", "b", "b"])), Err(QuorumError::Required { required: 3, listed: 2 }));
+        assert_eq!(Quorum::new(0, names(&["a"])), Err(QuorumError::Required { required: 0, listed: 1 }));
+        assert_eq!(Quorum::new(1, names(&[" a"])), Err(QuorumError::Name));
+        assert!(Quorum::new(2, names(&["b", "a"])).is_ok_and(|q| q.principals == ["a", "b"]));
+    }
 
     #[test]
     fn a_prefix_digest_extended_in_pieces_is_sha256() {

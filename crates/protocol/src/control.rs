@@ -20,7 +20,7 @@
 //! the kill switch's result (`terminated`, `handoffs`, `compensation_triggered`, `details`).
 
 use crate::chain;
-use crate::decision::{SignedDecision, sign_document};
+use crate::decision::{DocumentError, RecordError, SignedDecision, sign_document};
 use crate::graduation::gate::AgentStanding;
 use crate::keys::{PinnedKeys, Principal};
 use crate::tiers::NotebookTrust;
@@ -156,13 +156,13 @@ pub fn record_body(input: &ControlInput, signed: &SignedDecision) -> Map<String,
 /// reviewer, signed_at).
 ///
 /// # Errors
-/// A sentence naming what failed.
+/// A [`RecordError`] naming what failed.
 pub(crate) fn check_record(
     rec: &Map<String, Value>,
     meta: &Map<String, Value>,
     doc: &Value,
     pinned: &PinnedKeys,
-) -> Result<(), String> {
+) -> Result<(), RecordError> {
     crate::decision::check_domain(doc, "warrant_control", CONTROL_DOMAIN)?;
     let sig = crate::decision::verified_signature(meta, "warrant_control", pinned)?;
     let event = ControlEvent::from_document(doc)?;
@@ -202,7 +202,7 @@ impl ControlEvent {
     /// # Errors
     /// A sentence for an unknown control, a subject that is not a safe id, a missing or invalid
     /// level, ring or expiry.
-    pub fn from_document(doc: &Value) -> Result<Self, String> {
+    pub fn from_document(doc: &Value) -> Result<Self, DocumentError> {
         let s = |k: &str| doc.get(k).and_then(Value::as_str);
         let kind = s("control")
             .and_then(ControlKind::parse)
@@ -314,6 +314,17 @@ pub fn publisher_of(rec: &Map<String, Value>) -> Option<(&str, u32)> {
     Some((agent, uid))
 }
 
+/// A member of the `warrant eval` form of the principal's controls that is malformed
+/// ([`ControlState::from_json`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{member}` must be {expected}")]
+pub struct ControlsError {
+    /// The member's path (`controls.notebooks.<id>`, …).
+    pub member: String,
+    /// What it must be.
+    pub expected: &'static str,
+}
+
 impl ControlState {
     /// Records `uid` as `agent`'s publisher unless the chain named one before (the first wins).
     pub fn bind_publisher(&mut self, agent: &str, uid: u32) {
@@ -362,24 +373,25 @@ impl ControlState {
     /// "expires_at": "<RFC 3339>"}}}}`; `null` is the empty state.
     ///
     /// # Errors
-    /// A sentence naming the malformed member.
-    pub fn from_json(v: &Value) -> Result<Self, String> {
+    /// [`ControlsError`] naming the malformed member.
+    pub fn from_json(v: &Value) -> Result<Self, ControlsError> {
         let mut state = ControlState::default();
-        let obj = |v: Option<&Value>, what: &str| -> Result<Map<String, Value>, String> {
+        let bad = |member: String, expected: &'static str| ControlsError { member, expected };
+        let obj = |v: Option<&Value>, what: &str| -> Result<Map<String, Value>, ControlsError> {
             match v {
                 None | Some(Value::Null) => Ok(Map::new()),
                 Some(Value::Object(m)) => Ok(m.clone()),
-                Some(_) => Err(format!("`{what}` must be an object")),
+                Some(_) => Err(bad(what.to_owned(), "an object")),
             }
         };
         if !(v.is_null() || v.is_object()) {
-            return Err("`controls` must be an object".into());
+            return Err(bad("controls".to_owned(), "an object"));
         }
         for (id, level) in obj(v.get("notebooks"), "controls.notebooks")? {
             let level = level
                 .as_str()
                 .and_then(NotebookTrust::parse)
-                .ok_or_else(|| format!("controls.notebooks.{id} must be cautious, trusted or autonomous"))?;
+                .ok_or_else(|| bad(format!("controls.notebooks.{id}"), "cautious, trusted or autonomous"))?;
             state.notebooks.insert(id, NotebookLevel { level, principal: String::new(), set_at: String::new() });
         }
         for (id, a) in obj(v.get("agents"), "controls.agents")? {
@@ -388,14 +400,17 @@ impl ControlState {
                 control.standing = s
                     .as_str()
                     .and_then(AgentStanding::parse)
-                    .ok_or_else(|| format!("controls.agents.{id}.standing must be active, quarantined or killed"))?;
+                    .ok_or_else(|| bad(format!("controls.agents.{id}.standing"), "active, quarantined or killed"))?;
             }
             if let Some(e) = a.get("elevation").filter(|e| !e.is_null()) {
                 let ring = e.get("ring").and_then(Value::as_u64).filter(|r| (1..=2).contains(r));
                 let expires =
                     e.get("expires_at").and_then(Value::as_str).filter(|x| crate::clock::unix_seconds(x).is_some());
                 let (Some(ring), Some(expires)) = (ring, expires) else {
-                    return Err(format!("controls.agents.{id}.elevation needs ring 1 or 2 and an RFC 3339 expires_at"));
+                    return Err(bad(
+                        format!("controls.agents.{id}.elevation"),
+                        "{ring: 1 or 2, expires_at: an RFC 3339 time}",
+                    ));
                 };
                 control.elevation =
                     Some(Elevation { ring: ring as u8, granted_at: String::new(), expires_at: expires.to_owned() });
@@ -469,6 +484,7 @@ pub fn agent_skeleton(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decision::SignatureError;
     use crate::keys::PinnedKeys;
 
     fn principal() -> (Principal, PinnedKeys) {
@@ -520,13 +536,22 @@ mod tests {
         assert!(chain::check_new_record(&rec, Some(&pinned)).is_empty());
         let mut edited = rec.clone();
         edited["metadata"]["warrant_control"]["level"] = json!("autonomous");
-        assert!(crate::decision::check_record_signature(&edited, &pinned).is_err_and(|e| e.contains("payload hash")));
+        assert!(
+            crate::decision::check_record_signature(&edited, &pinned)
+                .is_err_and(|e| matches!(e, RecordError::Signature(SignatureError::Edited { .. })))
+        );
         let mut moved = rec.clone();
         moved.insert("agent".into(), json!("notebook:other"));
-        assert!(crate::decision::check_record_signature(&moved, &pinned).is_err_and(|e| e.contains("`agent`")));
+        assert!(
+            crate::decision::check_record_signature(&moved, &pinned)
+                .is_err_and(|e| e == RecordError::Disagrees { field: "agent", what: "control" })
+        );
         let stranger = Principal::from_seed("alice", &[8; 32]);
         let forged = sealed(&trust_set("autonomous"), &stranger);
-        assert!(crate::decision::check_record_signature(&forged, &pinned).is_err_and(|e| e.contains("not pinned")));
+        assert!(
+            crate::decision::check_record_signature(&forged, &pinned)
+                .is_err_and(|e| matches!(e, RecordError::Signature(SignatureError::Unpinned(_))))
+        );
     }
 
     #[test]

@@ -257,6 +257,86 @@ pub enum SignatureError {
     },
 }
 
+/// A signed document's content breaks a rule of its kind (a control without a subject, a grant
+/// whose scope does not parse, co-signing terms out of order, …): the sentence says which.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DocumentError(pub String);
+
+impl From<String> for DocumentError {
+    fn from(sentence: String) -> Self {
+        DocumentError(sentence)
+    }
+}
+
+impl From<&str> for DocumentError {
+    fn from(sentence: &str) -> Self {
+        DocumentError(sentence.to_owned())
+    }
+}
+
+/// Why a chain record carrying a signed warrant document fails [`check_record_signature`]: one
+/// variant per kind of failure. Its text is the sentence a report shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// More than one of `warrant_decision`, `warrant_control`, `warrant_key`, `warrant_grant`.
+    #[error("a record carries more than one signed warrant document")]
+    SeveralDocuments,
+    /// The document's `domain` is not its kind's.
+    #[error("{document} has an unknown domain {found:?}")]
+    UnknownDomain {
+        /// The metadata member (`warrant_control`, …).
+        document: &'static str,
+        /// The `domain` it has, as JSON, if any.
+        found: Option<String>,
+    },
+    /// `metadata.approval.signatures` has no signature (or not as many as the kind needs).
+    #[error("{document} without {needed} in metadata.approval")]
+    MissingSignature {
+        /// The metadata member.
+        document: &'static str,
+        /// What is missing (`a signature`, `the new key's signature (proof of possession)`).
+        needed: &'static str,
+    },
+    /// A key event carries more or fewer signatures than its kind.
+    #[error("{event} carries {got} signatures, expected {expected}")]
+    SignatureCount {
+        /// `key.rotate` or `principal.rename`.
+        event: &'static str,
+        /// How many it carries.
+        got: usize,
+        /// How many it must.
+        expected: usize,
+    },
+    /// A signature does not verify under the pinned keys.
+    #[error(transparent)]
+    Signature(#[from] SignatureError),
+    /// A rotation's second signature does not prove the announcer holds the new key.
+    #[error("key.rotate: {0}")]
+    Possession(String),
+    /// A rename would take a name another pinned key speaks for.
+    #[error(
+        "principal.rename to {name:?}, a name the key {other} speaks for: a rename never takes another principal's name"
+    )]
+    NameTaken {
+        /// The new name (made inert for the terminal).
+        name: String,
+        /// The fingerprint of the key that speaks for it.
+        other: String,
+    },
+    /// The document is malformed for its kind.
+    #[error(transparent)]
+    Document(#[from] DocumentError),
+    /// A field of the chain record says something other than the signed document.
+    #[error("record field `{field}` disagrees with the signed {what}")]
+    Disagrees {
+        /// The record field (`agent`, `metadata.approval.decision`, …).
+        field: &'static str,
+        /// The kind of document (`decision`, `control`, `grant`, `key event`).
+        what: &'static str,
+    },
+}
+
 /// The text of a [`SignatureError`], for the reports that carry sentences.
 impl From<SignatureError> for String {
     fn from(e: SignatureError) -> Self {
@@ -368,20 +448,37 @@ pub struct Quorum {
     pub principals: Vec<String>,
 }
 
+/// Why co-signing terms cannot be made ([`Quorum::new`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuorumError {
+    /// A principal's name is empty or has white space around it.
+    #[error("a principal's name is empty or has white space around it")]
+    Name,
+    /// `required` is 0 or more than the distinct principals listed.
+    #[error("required = {required} must be 1..={listed} (the principals listed)")]
+    Required {
+        /// `k` as given.
+        required: usize,
+        /// The distinct principals listed.
+        listed: usize,
+    },
+}
+
 impl Quorum {
     /// The terms `k` of `principals` (sorted, duplicates dropped).
     ///
     /// # Errors
-    /// A sentence when `k` is 0 or more than the distinct principals, or a name is empty.
-    pub fn new(required: usize, principals: impl IntoIterator<Item = String>) -> Result<Self, String> {
+    /// [`QuorumError::Name`] for an empty name or one with white space around it,
+    /// [`QuorumError::Required`] when `k` is 0 or more than the distinct principals.
+    pub fn new(required: usize, principals: impl IntoIterator<Item = String>) -> Result<Self, QuorumError> {
         let mut principals: Vec<String> = principals.into_iter().collect();
         principals.sort_unstable();
         principals.dedup();
         if principals.iter().any(|p| p.trim().is_empty() || p.trim() != p) {
-            return Err("a principal's name is empty or has white space around it".into());
+            return Err(QuorumError::Name);
         }
         if required == 0 || required > principals.len() {
-            return Err(format!("required = {required} must be 1..={} (the principals listed)", principals.len()));
+            return Err(QuorumError::Required { required, listed: principals.len() });
         }
         Ok(Quorum { required, principals })
     }
@@ -522,7 +619,7 @@ impl SystemCause {
 /// # Errors
 /// A `system` member that is not a known cause (a string [`SystemCause::parse`] reads), or one on
 /// a decision that is not a refusal: a system decision never approves anything.
-pub fn system_of(doc: &Value) -> Result<Option<SystemCause>, String> {
+pub fn system_of(doc: &Value) -> Result<Option<SystemCause>, DocumentError> {
     let Some(v) = doc.get("system") else { return Ok(None) };
     let cause = v.as_str().and_then(SystemCause::parse).ok_or_else(|| {
         format!("signed decision has an unknown system cause {}", crate::text::inert(&v.to_string(), 80))
@@ -533,19 +630,25 @@ pub fn system_of(doc: &Value) -> Result<Option<SystemCause>, String> {
     Ok(Some(cause))
 }
 
+/// A system decision was asked to approve ([`sign_system_decision`]): nothing was signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a system decision only ever refuses: nothing was signed")]
+pub struct NotARefusal;
+
 /// Signs a system decision: the refusal `input` describes, its document carrying
 /// `"system": cause` ([`SystemCause`]). The reason should say what happened in words (the
 /// console's: `timed out after 10m undecided (policy.toml [timeouts]) …`).
 ///
 /// # Errors
-/// `input` is not a refusal: a system decision only ever refuses (nothing is signed).
+/// [`NotARefusal`] when `input` is not a refusal: a system decision only ever refuses (nothing
+/// is signed).
 pub fn sign_system_decision(
     principal: &Principal,
     input: &DecisionInput<'_>,
     cause: SystemCause,
-) -> Result<SignedDecision, String> {
+) -> Result<SignedDecision, NotARefusal> {
     if input.verdict != Verdict::Refuse {
-        return Err("a system decision only ever refuses: nothing was signed".into());
+        return Err(NotARefusal);
     }
     let mut document = decision_document(input, &principal.name, &principal.fingerprint());
     if let Value::Object(m) = &mut document {
@@ -604,13 +707,13 @@ pub fn approval_metadata(signed: &SignedDecision, signed_at: &str, decision: &st
 /// agrees with the signed document (action class, agent, approver, outcome, time).
 ///
 /// # Errors
-/// A sentence naming what failed.
-pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Result<bool, String> {
+/// A [`RecordError`] naming what failed.
+pub fn check_record_signature(rec: &Map<String, Value>, pinned: &PinnedKeys) -> Result<bool, RecordError> {
     let Some(meta) = rec.get("metadata").and_then(Value::as_object) else { return Ok(false) };
     let mut carried = SIGNED_DOCUMENTS.iter().filter_map(|k| meta.get(*k).map(|doc| (*k, doc)));
     let Some((key, doc)) = carried.next() else { return Ok(false) };
     if carried.next().is_some() {
-        return Err("a record carries more than one signed warrant document".into());
+        return Err(RecordError::SeveralDocuments);
     }
     match key {
         "warrant_control" => crate::control::check_record(rec, meta, doc, pinned)?,
@@ -628,10 +731,10 @@ const SIGNED_DOCUMENTS: [&str; 4] = ["warrant_decision", "warrant_control", "war
 /// The document `key` of a record's metadata is of `domain`.
 ///
 /// # Errors
-/// A sentence naming the unknown domain.
-pub(crate) fn check_domain(doc: &Value, key: &str, domain: &str) -> Result<(), String> {
+/// [`RecordError::UnknownDomain`].
+pub(crate) fn check_domain(doc: &Value, key: &'static str, domain: &str) -> Result<(), RecordError> {
     if doc.get("domain").and_then(Value::as_str) != Some(domain) {
-        return Err(format!("{key} has an unknown domain {:?}", doc.get("domain")));
+        return Err(RecordError::UnknownDomain { document: key, found: doc.get("domain").map(Value::to_string) });
     }
     Ok(())
 }
@@ -639,10 +742,10 @@ pub(crate) fn check_domain(doc: &Value, key: &str, domain: &str) -> Result<(), S
 /// Every `(field, agrees)` pair agrees: the chain record says what the signed `what` says.
 ///
 /// # Errors
-/// A sentence naming the first record field that disagrees.
-pub(crate) fn record_agrees(checks: &[(&str, bool)], what: &str) -> Result<(), String> {
+/// [`RecordError::Disagrees`] naming the first record field that disagrees.
+pub(crate) fn record_agrees(checks: &[(&'static str, bool)], what: &'static str) -> Result<(), RecordError> {
     match checks.iter().find(|(_, ok)| !ok) {
-        Some((field, _)) => Err(format!("record field `{field}` disagrees with the signed {what}")),
+        Some((field, _)) => Err(RecordError::Disagrees { field, what }),
         None => Ok(()),
     }
 }
@@ -663,15 +766,15 @@ pub(crate) struct SignedAction<'a> {
 /// and reviewer, its `decided_at` as timestamp and signed_at, outcome `success`.
 ///
 /// # Errors
-/// A sentence naming the first record field that disagrees.
+/// [`RecordError::Disagrees`] naming the first record field that disagrees.
 pub(crate) fn signed_action_agrees(
     rec: &Map<String, Value>,
     meta: &Map<String, Value>,
     sig: &Value,
     doc: &Value,
     expected: &SignedAction<'_>,
-    what: &str,
-) -> Result<(), String> {
+    what: &'static str,
+) -> Result<(), RecordError> {
     let d = |k: &str| doc.get(k).and_then(Value::as_str);
     let r = |k: &str| rec.get(k).and_then(Value::as_str);
     let checks = [
@@ -696,12 +799,14 @@ fn check_decision_record(
     meta: &Map<String, Value>,
     doc: &Value,
     pinned: &PinnedKeys,
-) -> Result<(), String> {
+) -> Result<(), RecordError> {
     check_domain(doc, "warrant_decision", DECISION_DOMAIN)?;
     let sig = verified_signature(meta, "warrant_decision", pinned)?;
     let d = |k: &str| doc.get(k).and_then(Value::as_str);
     let r = |k: &str| rec.get(k).and_then(Value::as_str);
-    let verdict = d("decision").and_then(Verdict::parse).ok_or("signed decision is neither approve nor refuse")?;
+    let verdict = d("decision")
+        .and_then(Verdict::parse)
+        .ok_or(DocumentError::from("signed decision is neither approve nor refuse"))?;
     system_of(doc)?;
     let mismatches = [
         ("outcome", r("outcome") == Some(verdict.outcome())),
@@ -733,8 +838,8 @@ fn check_decision_record(
 /// every name listed, the principal among them, and at least `required` of them.
 ///
 /// # Errors
-/// A sentence naming the first rule broken.
-pub fn cosign_terms(doc: &Value) -> Result<Option<Cosign>, String> {
+/// A [`DocumentError`] naming the first rule broken.
+pub fn cosign_terms(doc: &Value) -> Result<Option<Cosign>, DocumentError> {
     let Some(q) = doc.get("quorum") else {
         return match doc.get("cosigners") {
             Some(_) => Err("`cosigners` without `quorum` in a signed decision".into()),
@@ -747,7 +852,7 @@ pub fn cosign_terms(doc: &Value) -> Result<Option<Cosign>, String> {
     let quorum = Quorum::from_json(q).ok_or("`quorum` is not {required: k, principals: [sorted, distinct names]}")?;
     let principal = doc.get("principal").and_then(Value::as_str).unwrap_or_default();
     if !quorum.lists(principal) {
-        return Err(format!("the signer {principal:?} is not one of the quorum's principals"));
+        return Err(format!("the signer {principal:?} is not one of the quorum's principals").into());
     }
     let cosigners: Vec<String> = match doc.get("cosigners") {
         None => Vec::new(),
@@ -765,7 +870,8 @@ pub fn cosign_terms(doc: &Value) -> Result<Option<Cosign>, String> {
                 return Err(format!(
                     "`cosigners` must be at least {} distinct sorted names of the quorum, the signer's among them",
                     quorum.required
-                ));
+                )
+                .into());
             }
             names
         }
@@ -777,19 +883,20 @@ pub fn cosign_terms(doc: &Value) -> Result<Option<Cosign>, String> {
 /// document `metadata.<document>` with [`verify_document`] (decisions, controls, grants).
 ///
 /// # Errors
-/// No signature, or one that does not verify under `pinned`: a sentence naming `document`.
+/// [`RecordError::MissingSignature`], or [`RecordError::Signature`] when it does not verify
+/// under `pinned`; [`RecordError::Document`] when `meta` has no `document`.
 pub fn verified_signature<'a>(
     meta: &'a Map<String, Value>,
-    document: &str,
+    document: &'static str,
     pinned: &PinnedKeys,
-) -> Result<&'a Value, String> {
+) -> Result<&'a Value, RecordError> {
     let sig = meta
         .get("approval")
         .and_then(|a| a.get("signatures"))
         .and_then(Value::as_array)
         .and_then(|s| s.first())
-        .ok_or_else(|| format!("{document} without a signature in metadata.approval"))?;
-    let doc = meta.get(document).ok_or_else(|| format!("no {document} in metadata"))?;
+        .ok_or(RecordError::MissingSignature { document, needed: "a signature" })?;
+    let doc = meta.get(document).ok_or_else(|| DocumentError(format!("no {document} in metadata")))?;
     verify_document(doc, sig, pinned)?;
     Ok(sig)
 }
@@ -958,7 +1065,7 @@ pub fn verify_decision_file_under(
     if d.verdict == Verdict::Refuse {
         return Ok(d);
     }
-    let own = cosign_terms(&file["document"]).map_err(DecisionError::Malformed)?;
+    let own = cosign_terms(&file["document"]).map_err(|e| DecisionError::Malformed(e.0))?;
     let terms = match (required, own) {
         (None, None) => return Ok(d),
         (Some(q), _) => q.clone(),
@@ -1050,7 +1157,7 @@ fn verify_one_decision(
         .as_deref()
         .and_then(Verdict::parse)
         .ok_or_else(|| DecisionError::Malformed("decision is neither approve nor refuse".into()))?;
-    let system = system_of(doc).map_err(DecisionError::Malformed)?;
+    let system = system_of(doc).map_err(|e| DecisionError::Malformed(e.0))?;
     // The unsigned summary fields must agree with the signed document.
     if file.get("decision").and_then(Value::as_str) != Some(verdict.as_str())
         || file.get("packet_id").and_then(Value::as_str) != Some(packet_id)

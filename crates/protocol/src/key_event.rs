@@ -31,7 +31,7 @@
 //! An event that does not verify (an unpinned or forged signer) changes nothing.
 
 use crate::chain;
-use crate::decision::{SignedDecision, sign_document, verify_document};
+use crate::decision::{DocumentError, RecordError, SignatureError, SignedDecision, sign_document, verify_document};
 use crate::keys::{PinnedKeys, Principal, fingerprint};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -112,10 +112,10 @@ impl KeyEvent {
     /// # Errors
     /// A sentence for an unknown event, a missing field, a new key whose fingerprint differs from
     /// the one named, or an empty or unchanged new name.
-    pub fn from_document(doc: &Value) -> Result<Self, String> {
+    pub fn from_document(doc: &Value) -> Result<Self, DocumentError> {
         let s = |k: &str| doc.get(k).and_then(Value::as_str);
         if s("domain") != Some(KEY_DOMAIN) {
-            return Err(format!("warrant_key has an unknown domain {:?}", doc.get("domain")));
+            return Err(format!("warrant_key has an unknown domain {:?}", doc.get("domain")).into());
         }
         let principal = s("principal").filter(|p| !p.trim().is_empty()).ok_or("key event without a principal")?;
         let key = s("key").ok_or("key event without a key")?;
@@ -144,7 +144,7 @@ impl KeyEvent {
                     key: key.to_owned(),
                 })
             }
-            other => Err(format!("unknown key event {other:?}")),
+            other => Err(format!("unknown key event {other:?}").into()),
         }
     }
 
@@ -208,24 +208,25 @@ pub fn first_signer(rec: &Map<String, Value>) -> Option<(&str, &str)> {
 /// announced key itself, and the record agrees with the document.
 ///
 /// # Errors
-/// A sentence naming what failed.
+/// A [`RecordError`] naming what failed.
 pub(crate) fn check_record(
     rec: &Map<String, Value>,
     meta: &Map<String, Value>,
     doc: &Value,
     pinned: &PinnedKeys,
-) -> Result<(), String> {
+) -> Result<(), RecordError> {
     let event = KeyEvent::from_document(doc)?;
+    let missing = |needed| RecordError::MissingSignature { document: "warrant_key", needed };
     let sigs = meta
         .get("approval")
         .and_then(|a| a.get("signatures"))
         .and_then(Value::as_array)
-        .ok_or("warrant_key without signatures in metadata.approval")?;
-    let first = sigs.first().ok_or("warrant_key without a signature")?;
+        .ok_or(missing("signatures"))?;
+    let first = sigs.first().ok_or(missing("a signature"))?;
     verify_document(doc, first, pinned)?;
     let expected = match &event {
         KeyEvent::Rotate { new_key, .. } => {
-            let proof = sigs.get(1).ok_or("key.rotate without the new key's signature (proof of possession)")?;
+            let proof = sigs.get(1).ok_or(missing("the new key's signature (proof of possession)"))?;
             verify_possession(doc, proof, new_key)?;
             2
         }
@@ -233,17 +234,16 @@ pub(crate) fn check_record(
             // A name is one principal's: a key that took a name another key speaks for would
             // sign as two principals (two co-signatures of a quorum).
             if let Some(other) = pinned.name_taken(key, new_principal) {
-                return Err(format!(
-                    "principal.rename to {:?}, a name the key {} speaks for: a rename never takes another principal's name",
-                    crate::text::inert(new_principal, 200),
-                    other.fingerprint
-                ));
+                return Err(RecordError::NameTaken {
+                    name: crate::text::inert(new_principal, 200),
+                    other: other.fingerprint.clone(),
+                });
             }
             1
         }
     };
     if sigs.len() != expected {
-        return Err(format!("{} carries {} signatures, expected {expected}", event.as_str(), sigs.len()));
+        return Err(RecordError::SignatureCount { event: event.as_str(), got: sigs.len(), expected });
     }
     let d = |k: &str| doc.get(k).and_then(Value::as_str);
     let r = |k: &str| rec.get(k).and_then(Value::as_str);
@@ -266,22 +266,22 @@ pub(crate) fn check_record(
 
 /// The new key's signature over a rotation document, verified against the announced key itself
 /// (not against the pins: the point is that the announcer holds it).
-fn verify_possession(doc: &Value, proof: &Value, new_key: &VerifyingKey) -> Result<(), String> {
+fn verify_possession(doc: &Value, proof: &Value, new_key: &VerifyingKey) -> Result<(), RecordError> {
     let field = |k: &str| proof.get(k).and_then(Value::as_str);
     let hash = crate::decision::payload_hash(doc);
     if field("payload_hash") != Some(hash.as_str()) {
-        return Err("key.rotate: the new key's signature is over another document".into());
+        return Err(RecordError::Possession("the new key's signature is over another document".into()));
     }
     if field("key_fingerprint") != Some(fingerprint(new_key).as_str()) {
-        return Err("key.rotate: the second signature is not by the new key".into());
+        return Err(RecordError::Possession("the second signature is not by the new key".into()));
     }
     if field("algorithm") != Some(crate::decision::ALGORITHM) {
-        return Err(format!("unsupported signature algorithm {:?}", field("algorithm")));
+        return Err(SignatureError::Algorithm(field("algorithm").map(str::to_owned)).into());
     }
     let signature = crate::decision::signature_bytes(proof)?;
     new_key
         .verify_strict(hash.as_bytes(), &signature)
-        .map_err(|_| "key.rotate: the new key's signature does not verify (forged)".to_owned())
+        .map_err(|_| RecordError::Possession("the new key's signature does not verify (forged)".into()))
 }
 
 /// The trust a chain's verified key events add to the verifier's pins, folded in chain order.

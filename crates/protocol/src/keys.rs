@@ -86,18 +86,35 @@ pub fn public_pem(key: &VerifyingKey) -> String {
     key.to_public_key_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF).unwrap_or_default()
 }
 
+/// Why text is not an Ed25519 public key ([`parse_public_key`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PublicKeyError {
+    /// PEM that is not an Ed25519 SubjectPublicKeyInfo.
+    #[error("{0}")]
+    Pem(String),
+    /// Neither PEM nor standard base64.
+    #[error("not PEM or base64: {0}")]
+    Encoding(String),
+    /// Base64 of other than 32 bytes.
+    #[error("raw key must be 32 bytes")]
+    Length,
+    /// 32 bytes that are not a valid Ed25519 point.
+    #[error("{0}")]
+    NotAKey(String),
+}
+
 /// Parses a public key from SPKI PEM, or from standard base64 of the raw 32 bytes.
 ///
 /// # Errors
-/// A message saying why the text is not an Ed25519 public key.
-pub fn parse_public_key(text: &str) -> Result<VerifyingKey, String> {
+/// A [`PublicKeyError`] saying why the text is not an Ed25519 public key.
+pub fn parse_public_key(text: &str) -> Result<VerifyingKey, PublicKeyError> {
     let text = text.trim();
     if text.starts_with("-----BEGIN") {
-        return VerifyingKey::from_public_key_pem(text).map_err(|e| e.to_string());
+        return VerifyingKey::from_public_key_pem(text).map_err(|e| PublicKeyError::Pem(e.to_string()));
     }
-    let raw = STANDARD.decode(text).map_err(|e| format!("not PEM or base64: {e}"))?;
-    let bytes: [u8; 32] = raw.try_into().map_err(|_| "raw key must be 32 bytes".to_owned())?;
-    VerifyingKey::from_bytes(&bytes).map_err(|e| e.to_string())
+    let raw = STANDARD.decode(text).map_err(|e| PublicKeyError::Encoding(e.to_string()))?;
+    let bytes: [u8; 32] = raw.try_into().map_err(|_| PublicKeyError::Length)?;
+    VerifyingKey::from_bytes(&bytes).map_err(|e| PublicKeyError::NotAKey(e.to_string()))
 }
 
 /// One pinned key.

@@ -77,12 +77,12 @@ impl TrustLevel {
     /// Parses a JSON trust level (see the type's docs).
     ///
     /// # Errors
-    /// A sentence naming the value when it is not an integral number in 0..=5.
-    pub fn from_json(v: &Value) -> Result<Self, String> {
+    /// [`NotATrustLevel`] naming the value when it is not an integral number in 0..=5.
+    pub fn from_json(v: &Value) -> Result<Self, NotATrustLevel> {
         json_integer(v)
             .and_then(|n| u8::try_from(n).ok())
             .and_then(Self::new)
-            .ok_or_else(|| format!("expected an integer trust level 0..=5, got {v}"))
+            .ok_or_else(|| NotATrustLevel(v.to_string()))
     }
 }
 
@@ -402,6 +402,11 @@ pub enum Effect {
     /// Hold for a human approval.
     RequireApproval,
 }
+
+/// A JSON value that is not a trust level ([`TrustLevel::from_json`]): the value, as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected an integer trust level 0..=5, got {0}")]
+pub struct NotATrustLevel(pub String);
 
 /// A rule's conditions (§A4). Every present field must hold (AND); an absent field matches
 /// anything, so an empty match matches every action. A present field set to `null` is refused.
@@ -840,9 +845,9 @@ pub struct Revalidation {
 /// key order; numbers compare by representation, so `1` ≠ `1.0`). A checker error fails the
 /// check (fail closed). Every re-checked precondition is observed, also after a failure, so the
 /// audit shows them all; `failure` is the first.
-pub fn revalidate(
+pub fn revalidate<E: fmt::Display>(
     preconditions: &[ActionPrecondition],
-    mut observe: impl FnMut(&ActionPrecondition) -> Result<Value, String>,
+    mut observe: impl FnMut(&ActionPrecondition) -> Result<Value, E>,
 ) -> Revalidation {
     let checks: Vec<PreconditionCheck> = preconditions
         .iter()
@@ -850,7 +855,7 @@ pub fn revalidate(
         .map(|p| {
             let (observed, error) = match observe(p) {
                 Ok(v) => (Some(v), None),
-                Err(e) => (None, Some(e)),
+                Err(e) => (None, Some(e.to_string())),
             };
             PreconditionCheck {
                 check_id: p.check_id.clone(),

@@ -221,7 +221,7 @@ pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, InvalidReason> {
     match canonical::parse_untrusted(text.as_bytes()) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(InvalidReason::NotObject),
-        Err(e) => Err(InvalidReason::NotJson(e)),
+        Err(e) => Err(InvalidReason::NotJson(e.to_string())),
     }
 }
 

@@ -359,13 +359,13 @@ pub struct Governance {
     /// The notebook id.
     pub notebook: Option<String>,
     /// The Agent Hypervisor action descriptor.
-    pub action: Option<Result<ActionDescriptor, String>>,
+    pub action: Option<Result<ActionDescriptor, crate::rings::ValidationError>>,
     /// The agent's claimed effective score (`eff_score`), before policy caps.
     pub eff_score: Option<f64>,
     /// The agent's claimed consensus (`has_consensus`).
     pub has_consensus: bool,
     /// The Lodestar action contract.
-    pub contract: Option<Result<ActionContract, String>>,
+    pub contract: Option<Result<ActionContract, crate::ladder::LadderError>>,
     /// Set when the object itself (or a scalar field) is malformed.
     pub error: Option<String>,
 }
@@ -447,8 +447,8 @@ impl Governance {
             Some(Value::Bool(b)) => g.has_consensus = *b,
             Some(_) => errors.push("`governance.has_consensus` must be a boolean".into()),
         }
-        g.action = m.get("action").map(|a| ActionDescriptor::from_json(a).map_err(|e| e.to_string()));
-        g.contract = m.get("contract").map(|c| ActionContract::from_json(c).map_err(|e| e.to_string()));
+        g.action = m.get("action").map(ActionDescriptor::from_json);
+        g.contract = m.get("contract").map(ActionContract::from_json);
         let known = ["tool", "notebook", "action", "eff_score", "has_consensus", "contract", "session_id"];
         if let Some(k) = m.keys().find(|k| !known.contains(&k.as_str())) {
             errors.push(format!("unknown field `governance.{k}`"));
@@ -585,7 +585,7 @@ pub fn evaluate(
         None => {}
         Some(Err(e)) => models.push(ModelVerdict::malformed(
             Model::Rings,
-            &descriptor_field(e),
+            &descriptor_field(&e.to_string()),
             format!("invalid action descriptor: {e}"),
         )),
         Some(Ok(action)) => {

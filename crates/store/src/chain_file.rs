@@ -1059,7 +1059,7 @@ fn read_head(path: &Path, file: &mut File) -> Result<ChainHead, ChainError> {
 
 fn parse_head(path: &Path, line: &[u8]) -> Result<ChainHead, ChainError> {
     let bad = |message: String| ChainError::BadTail { path: path.to_owned(), message };
-    let v: Value = canonical::parse_strict(line).map_err(bad)?;
+    let v: Value = canonical::parse_strict(line).map_err(|e| bad(e.to_string()))?;
     let last_index = v.get("chain_index").and_then(Value::as_u64).ok_or_else(|| bad("no chain_index".into()))?;
     let last_hash = v
         .get("entry_hash")

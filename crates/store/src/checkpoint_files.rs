@@ -6,7 +6,7 @@ use crate::spool::Spool;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use warrant_protocol::chain::{Check, Finding, VerifyReport};
-use warrant_protocol::checkpoint::{Checkpoint, verify};
+use warrant_protocol::checkpoint::{Checkpoint, CheckpointError, verify};
 use warrant_protocol::keys::PinnedKeys;
 
 /// The spool's checkpoint file.
@@ -195,11 +195,11 @@ pub const FORGET_HINT: &str = "; if you re-created this spool on purpose, `warra
 /// Every checkpoint file that pins `spool`'s chain: the principal's own copy and the spool's
 /// `checkpoint.json`, with what each pinned (verified against `pinned`, or why not).
 #[must_use]
-pub fn held_for(spool: &Spool, pinned: &PinnedKeys) -> Vec<(PathBuf, Result<Checkpoint, String>)> {
+pub fn held_for(spool: &Spool, pinned: &PinnedKeys) -> Vec<(PathBuf, Result<Checkpoint, CheckpointError>)> {
     let mut out = Vec::new();
     for path in local_copy(spool).into_iter().chain([spool.root().join(CHECKPOINT_FILE)]) {
         let Ok(bytes) = crate::spool::read_limited(&path) else { continue };
-        let parsed = serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string());
+        let parsed = serde_json::from_slice::<Value>(&bytes).map_err(|e| CheckpointError::NotJson(e.to_string()));
         out.push((path.clone(), parsed.and_then(|v| verify(&v, pinned, &path.display().to_string()))));
     }
     out

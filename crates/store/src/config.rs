@@ -140,6 +140,28 @@ impl Default for Notify {
     }
 }
 
+/// Why `config.toml` was not read ([`Config::load`], [`Config::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read (the operating system's reason).
+    #[error("{0}")]
+    Read(String),
+    /// Not TOML, or a key or value the configuration does not have (the parser's message).
+    #[error("{0}")]
+    Toml(String),
+    /// `[notify] command` names no program.
+    #[error("[notify] command must name a program: command = [\"notify-send\", \"warrant\"]")]
+    NotifyCommand,
+    /// One of the above, in the file named.
+    #[error("{}: {reason}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: Box<ConfigError>,
+    },
+}
+
 impl Config {
     /// This configuration with `store` from the command line or `WARRANT_STORE`, when given
     /// (it wins over `store` in `config.toml`).
@@ -154,35 +176,37 @@ impl Config {
     /// Loads `<config dir>/config.toml`; a missing file is the default configuration.
     ///
     /// # Errors
-    /// A message naming the file and the parse error.
-    pub fn load() -> Result<Self, String> {
+    /// [`ConfigError::File`] naming the file and why it could not be read or parsed.
+    pub fn load() -> Result<Self, ConfigError> {
         let path = config_dir().join("config.toml");
+        let in_file = |reason: ConfigError| ConfigError::File { path: path.clone(), reason: Box::new(reason) };
         match read_text_file(&path, MAX_CONFIG_BYTES) {
-            Ok(text) => Self::parse(&text).map_err(|e| format!("{}: {e}", path.display())),
+            Ok(text) => Self::parse(&text).map_err(in_file),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+            Err(e) => Err(in_file(ConfigError::Read(e.to_string()))),
         }
     }
 
     /// Parses the text of a `config.toml` (every key optional, unknown keys refused).
     ///
     /// # Errors
-    /// The TOML parser's message.
+    /// [`ConfigError::Toml`] with the TOML parser's message, or [`ConfigError::NotifyCommand`].
     ///
     /// ```
     /// let c = warrant_store::config::Config::parse("principal = \"alice\"\nrescan_seconds = 2").unwrap();
     /// assert_eq!(c.principal.as_deref(), Some("alice"));
-    /// assert!(warrant_store::config::Config::parse("colour = \"red\"").is_err());
+    /// use warrant_store::config::ConfigError;
+    /// assert!(matches!(warrant_store::config::Config::parse("colour = \"red\""), Err(ConfigError::Toml(_))));
     /// let n = warrant_store::config::Config::parse("[notify]\nbell = true\ncommand = [\"notify-send\", \"warrant\"]").unwrap();
     /// assert!(n.notify.bell && n.notify.title && n.notify.command.is_some());
-    /// assert!(warrant_store::config::Config::parse("[notify]\ncommand = []").is_err());
+    /// assert_eq!(warrant_store::config::Config::parse("[notify]\ncommand = []").unwrap_err(), ConfigError::NotifyCommand);
     /// assert!(!warrant_store::config::Config::parse("[console]\nmouse = false").unwrap().console.mouse);
     /// assert!(warrant_store::config::Config::parse("").unwrap().console.mouse);
     /// ```
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let config: Self = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let config: Self = toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
         if config.notify.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
-            return Err("[notify] command must name a program: command = [\"notify-send\", \"warrant\"]".into());
+            return Err(ConfigError::NotifyCommand);
         }
         Ok(config)
     }

@@ -324,17 +324,22 @@ pub enum KeyRole {
     /// A gateway's key (`role = "gateway"`): verifies only the receipts that gateway signs.
     Gateway,
 }
+/// A pinned key's `role` that is neither `principal` nor `gateway` ([`KeyRole::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown role {0:?} (expected \"principal\" or \"gateway\")")]
+pub struct UnknownRole(pub String);
+
 impl KeyRole {
     /// The role of an entry's `role` field: absent or `principal` is a principal's key,
     /// `gateway` a gateway's; anything else is an error (never read as either).
     ///
     /// # Errors
-    /// An unknown role, named.
-    pub fn parse(role: Option<&str>) -> Result<Self, String> {
+    /// [`UnknownRole`], naming it.
+    pub fn parse(role: Option<&str>) -> Result<Self, UnknownRole> {
         match role {
             None | Some("principal") => Ok(KeyRole::Principal),
             Some("gateway") => Ok(KeyRole::Gateway),
-            Some(other) => Err(format!("unknown role {other:?} (expected \"principal\" or \"gateway\")")),
+            Some(other) => Err(UnknownRole(other.to_owned())),
         }
     }
 
@@ -373,8 +378,8 @@ fn read_pinned_owned(
     for entry in file.keys {
         let pin_err =
             |m: String| KeyError::Pinned { path: path.clone(), message: format!("pin for {:?}: {m}", entry.principal) };
-        let entry_role = KeyRole::parse(entry.role.as_deref()).map_err(pin_err)?;
-        let key = parse_public_key(&entry.public_key).map_err(pin_err)?;
+        let entry_role = KeyRole::parse(entry.role.as_deref()).map_err(|e| pin_err(e.to_string()))?;
+        let key = parse_public_key(&entry.public_key).map_err(|e| pin_err(e.to_string()))?;
         if entry_role != role {
             others.push(entry);
             continue;

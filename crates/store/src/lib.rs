@@ -231,20 +231,47 @@ pub enum StoreLocation {
     JetStream(jetstream::StoreUrl),
 }
 
+/// A store location that cannot be read ([`StoreLocation`]'s `FromStr`).
+///
+/// ```
+/// use warrant_store::{StoreLocation, StoreLocationError};
+/// assert_eq!("".parse::<StoreLocation>().unwrap_err(), StoreLocationError::Empty);
+/// assert!(matches!("/srv/spool".parse::<StoreLocation>(), Ok(StoreLocation::Directory(_))));
+/// #[cfg(not(feature = "jetstream"))]
+/// assert!(matches!("nats://h:4222/s".parse::<StoreLocation>(), Err(StoreLocationError::NoJetStream(_))));
+/// #[cfg(feature = "jetstream")]
+/// assert!(matches!("nats://h:4222/s".parse::<StoreLocation>(), Ok(StoreLocation::JetStream(_))));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreLocationError {
+    /// Empty text.
+    #[error("an empty store: give a directory or nats://HOST:PORT/NAME")]
+    Empty,
+    /// A NATS URL in a build without the `jetstream` feature.
+    #[error("{0}: this build of warrant has no JetStream support (the `jetstream` feature)")]
+    NoJetStream(String),
+    /// A NATS URL that is malformed (the URL reader's reason).
+    #[error("{0}")]
+    Url(String),
+}
+
 impl std::str::FromStr for StoreLocation {
-    type Err = String;
+    type Err = StoreLocationError;
 
     /// A `nats://` or `tls://` URL is JetStream (an error when this build has no `jetstream`
     /// feature, never read as a directory of that name); anything else is a directory path.
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, StoreLocationError> {
         if text.is_empty() {
-            return Err("an empty store: give a directory or nats://HOST:PORT/NAME".into());
+            return Err(StoreLocationError::Empty);
         }
         if text.starts_with("nats://") || text.starts_with("tls://") {
             #[cfg(feature = "jetstream")]
-            return text.parse().map(StoreLocation::JetStream).map_err(|e: jetstream::UrlError| e.to_string());
+            return text
+                .parse()
+                .map(StoreLocation::JetStream)
+                .map_err(|e: jetstream::UrlError| StoreLocationError::Url(e.to_string()));
             #[cfg(not(feature = "jetstream"))]
-            return Err(format!("{text}: this build of warrant has no JetStream support (the `jetstream` feature)"));
+            return Err(StoreLocationError::NoJetStream(text.to_owned()));
         }
         Ok(StoreLocation::Directory(PathBuf::from(text)))
     }
@@ -282,7 +309,7 @@ pub fn open_chain(at: &StoreLocation, create: bool, replicas: usize) -> Result<B
         }
         #[cfg(feature = "jetstream")]
         StoreLocation::JetStream(url) => {
-            let opts = jetstream::ConnectOptions::from_env().map_err(StoreError::Other)?;
+            let opts = jetstream::ConnectOptions::from_env().map_err(|e| StoreError::Other(e.to_string()))?;
             let spool = jetstream::JetStreamSpool::connect(url, &opts)?;
             if create {
                 spool.setup(jetstream::SetupOptions { replicas })?;

@@ -88,7 +88,7 @@ pub fn store_of(root: &Path) -> Result<Option<StoreUrl>, StoreError> {
 /// # Errors
 /// The environment's connection options; the connection's errors; a store that does not exist.
 pub fn connect(url: &StoreUrl) -> Result<Arc<JetStreamSpool>, StoreError> {
-    let opts = ConnectOptions::from_env().map_err(StoreError::Other)?;
+    let opts = ConnectOptions::from_env().map_err(|e| StoreError::Other(e.to_string()))?;
     let remote = off_runtime(|| JetStreamSpool::connect(url, &opts))?;
     remote_check(&remote)?;
     Ok(Arc::new(remote))

@@ -386,7 +386,7 @@ pub(super) fn grant_dialog(state: &mut State, scope: &str) -> Vec<Effect> {
     let request = match warrant_protocol::grant::ScopeRequest::parse(&asked, now) {
         Ok(r) => r,
         Err(e) => {
-            state.flash = Some(Flash { text: e, error: true });
+            state.flash = Some(Flash { text: e.to_string(), error: true });
             return vec![];
         }
     };

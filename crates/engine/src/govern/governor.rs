@@ -127,7 +127,7 @@ impl Governor {
                 let bytes = spool::read_limited(&self.spool.packets_dir().join(format!("{id}.json")))
                     .map_err(|e| GovernError::InvalidPacket { id: id.clone(), reason: e.to_string() })?;
                 let old = warrant_protocol::canonical::parse_untrusted(&bytes)
-                    .map_err(|reason| GovernError::InvalidPacket { id: id.clone(), reason })?;
+                    .map_err(|reason| GovernError::InvalidPacket { id: id.clone(), reason: reason.to_string() })?;
                 // Everything but the time it was made and when it expires, and the values its
                 // preconditions had when first proposed, must be the same; and a packet that
                 // expires must have found one that expires too.

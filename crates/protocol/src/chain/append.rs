@@ -19,7 +19,7 @@ pub fn check_new_record(rec: &Map<String, Value>, pinned: Option<&PinnedKeys>) -
     if let Some(pinned) = pinned
         && let Err(message) = crate::decision::check_record_signature(rec, pinned)
     {
-        report.push(Some(0), Check::Signature, message);
+        report.push(Some(0), Check::Signature, message.to_string());
     }
     report.findings
 }

@@ -108,7 +108,11 @@ pub(super) fn check_local(
         match crate::decision::check_record_signature(full, pinned) {
             Ok(ok) => local.signed_ok = ok,
             Err(message) => {
-                local.findings.push(Finding { index: Some(i), check: signature_check(full, pinned), message });
+                local.findings.push(Finding {
+                    index: Some(i),
+                    check: signature_check(full, pinned),
+                    message: message.to_string(),
+                });
                 local.signed_failed = true;
             }
         }

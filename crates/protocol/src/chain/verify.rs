@@ -112,7 +112,7 @@ impl Sequencer<'_> {
                 }
                 (Err(message), Some(last)) => {
                     last.check = signature_check(full, effective);
-                    last.message = message;
+                    last.message = message.to_string();
                 }
                 _ => {}
             }
@@ -239,7 +239,11 @@ enum Checked {
 
 /// A partial record from a canonical line: every top-level field, with only the `keep`
 /// members of its metadata.
-fn partial_map(line: &[u8], scan: &canonical::scan::Scan, keep: &[&str]) -> Result<Map<String, Value>, String> {
+fn partial_map(
+    line: &[u8],
+    scan: &canonical::scan::Scan,
+    keep: &[&str],
+) -> Result<Map<String, Value>, canonical::JsonError> {
     let mut map = Map::new();
     for (k, m) in scan.members.iter().enumerate() {
         let key = String::from_utf8_lossy(&line[m.key.clone()]).into_owned();

@@ -167,19 +167,30 @@ pub(crate) fn write_binding<W: std::io::Write + ?Sized>(
     w.write_all(b"}")
 }
 
+/// Why a binding cannot be granted ([`create_grant`]); the texts are the reference's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BindingError {
+    /// The binding has no nonce.
+    #[error("binding.nonce is required")]
+    NoNonce,
+    /// The binding has no expiry.
+    #[error("binding.expiresAt is required")]
+    NoExpiry,
+}
+
 /// Builds the single-use grant for a binding (`approval-grant.schema.json`): state `approved`,
 /// scope `once`, `maxExecutions` 1, `executionCount` 0, revocable, expiring with the binding.
 ///
 /// # Errors
-/// `binding.nonce is required` (the reference's message) when the binding has no nonce, and
-/// `binding.expiresAt is required` when it has no expiry.
-pub fn create_grant(binding: &Value, grant_id: &str, issuer: &str, issued_at: &str) -> Result<Value, String> {
+/// [`BindingError::NoNonce`] (`binding.nonce is required`, the reference's message) when the
+/// binding has no nonce, [`BindingError::NoExpiry`] when it has no expiry.
+pub fn create_grant(binding: &Value, grant_id: &str, issuer: &str, issued_at: &str) -> Result<Value, BindingError> {
     let s = |k: &str| binding.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
     if s("nonce").is_empty() {
-        return Err("binding.nonce is required".into());
+        return Err(BindingError::NoNonce);
     }
     if s("expiresAt").is_empty() {
-        return Err("binding.expiresAt is required".into());
+        return Err(BindingError::NoExpiry);
     }
     Ok(json!({
         "protocol": GRANT_PROTOCOL,

@@ -765,11 +765,21 @@ pub fn merge_constraints(policy: &Map<String, Value>, context: &Map<String, Valu
     out
 }
 
+/// A constraints member that breaks `decision.schema.json` ([`check_constraints`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("constraints.{member} is malformed ({value})")]
+pub struct ConstraintError {
+    /// The member's name (`max_amount`, …).
+    pub member: String,
+    /// Its value, as JSON.
+    pub value: String,
+}
+
 /// Checks the vocabulary members of a constraints object against `decision.schema.json`.
 ///
 /// # Errors
-/// The first malformed member.
-pub fn check_constraints(c: &Map<String, Value>) -> Result<(), String> {
+/// [`ConstraintError`] naming the first malformed member.
+pub fn check_constraints(c: &Map<String, Value>) -> Result<(), ConstraintError> {
     let strings = |v: &Value| v.as_array().is_some_and(|a| a.iter().all(Value::is_string));
     for (k, v) in c {
         let ok = match k.as_str() {
@@ -784,7 +794,7 @@ pub fn check_constraints(c: &Map<String, Value>) -> Result<(), String> {
             _ => true,
         };
         if !ok {
-            return Err(format!("constraints.{k} is malformed ({v})"));
+            return Err(ConstraintError { member: k.clone(), value: v.to_string() });
         }
     }
     Ok(())

@@ -214,19 +214,40 @@ pub fn sign_receipt(receipt: &mut Value, key: &crate::keys::Principal) {
 /// `gateways` (never a principal's: [`crate::keys::GatewayKeys`] holds none).
 ///
 /// # Errors
-/// Why the receipt is not a gateway's observation: no signature, an edited receipt, a key that
-/// is not pinned as a gateway's, a bad signature.
+/// Why the receipt is not a gateway's observation ([`GatewayReceiptError`]): not an object, no
+/// signature or content hash, an edited receipt, a key that is not pinned as a gateway's, a bad
+/// signature.
 pub fn gateway_signer<'k>(
     receipt: &Value,
     gateways: &'k crate::keys::GatewayKeys,
-) -> Result<&'k crate::keys::PinnedKey, String> {
-    let m = receipt.as_object().ok_or("a receipt is a JSON object")?;
-    let sig = m.get("signature").filter(|s| s.is_object()).ok_or("the receipt is not signed")?;
-    let declared = m.get("content_hash").and_then(Value::as_str).ok_or("the receipt has no content_hash")?;
+) -> Result<&'k crate::keys::PinnedKey, GatewayReceiptError> {
+    let m = receipt.as_object().ok_or(GatewayReceiptError::NotAnObject)?;
+    let sig = m.get("signature").filter(|s| s.is_object()).ok_or(GatewayReceiptError::Unsigned)?;
+    let declared = m.get("content_hash").and_then(Value::as_str).ok_or(GatewayReceiptError::NoContentHash)?;
     if content_hash(m) != declared {
-        return Err("the receipt's content_hash is not the hash of its content (edited)".into());
+        return Err(GatewayReceiptError::Edited);
     }
-    gateways.verify_document(&receipt_signature_document(declared), sig).map_err(String::from)
+    Ok(gateways.verify_document(&receipt_signature_document(declared), sig)?)
+}
+
+/// Why a receipt is not a pinned gateway's observation ([`gateway_signer`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GatewayReceiptError {
+    /// Not a JSON object.
+    #[error("a receipt is a JSON object")]
+    NotAnObject,
+    /// No `signature` object.
+    #[error("the receipt is not signed")]
+    Unsigned,
+    /// No `content_hash`.
+    #[error("the receipt has no content_hash")]
+    NoContentHash,
+    /// Its `content_hash` is not the hash of its content.
+    #[error("the receipt's content_hash is not the hash of its content (edited)")]
+    Edited,
+    /// The signature does not verify under a pinned gateway key.
+    #[error(transparent)]
+    Signature(#[from] crate::decision::SignatureError),
 }
 
 /// The evidence rows of receipts a pinned gateway signed, each given with that gateway's name

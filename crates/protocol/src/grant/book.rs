@@ -29,9 +29,9 @@ impl GrantEvent {
     ///
     /// # Errors
     /// A sentence naming what is malformed.
-    pub fn from_document(doc: &Value) -> Result<Self, String> {
+    pub fn from_document(doc: &Value) -> Result<Self, crate::decision::DocumentError> {
         if doc.get("domain").and_then(Value::as_str) != Some(GRANT_DOMAIN) {
-            return Err(format!("warrant_grant has an unknown domain {:?}", doc.get("domain")));
+            return Err(format!("warrant_grant has an unknown domain {:?}", doc.get("domain")).into());
         }
         match doc.get("grant").and_then(Value::as_str) {
             Some("issue") => Grant::from_document(doc).map(|g| GrantEvent::Issue(Box::new(g))),
@@ -50,7 +50,7 @@ impl GrantEvent {
                     reason: s("reason")?,
                 })
             }
-            other => Err(format!("warrant_grant is neither an issue nor a revocation ({other:?})")),
+            other => Err(format!("warrant_grant is neither an issue nor a revocation ({other:?})").into()),
         }
     }
 

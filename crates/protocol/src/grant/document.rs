@@ -110,13 +110,13 @@ pub fn record_body(signed: &SignedDecision) -> Map<String, Value> {
 /// agent, approver, outcome, timestamp, reviewer, signed_at).
 ///
 /// # Errors
-/// A sentence naming what failed.
+/// A [`crate::decision::RecordError`] naming what failed.
 pub(crate) fn check_record(
     rec: &Map<String, Value>,
     meta: &Map<String, Value>,
     doc: &Value,
     pinned: &PinnedKeys,
-) -> Result<(), String> {
+) -> Result<(), crate::decision::RecordError> {
     crate::decision::check_domain(doc, "warrant_grant", GRANT_DOMAIN)?;
     let sig = crate::decision::verified_signature(meta, "warrant_grant", pinned)?;
     let (action, decision) = match GrantEvent::from_document(doc)? {
@@ -166,7 +166,10 @@ mod tests {
         assert!(crate::decision::check_record_signature(&edited, &pinned).is_err());
         let mut moved = rec.clone();
         moved.insert("agent".into(), json!("codex"));
-        assert!(matches!(crate::decision::check_record_signature(&moved, &pinned), Err(e) if e.contains("agent")));
+        assert!(matches!(
+            crate::decision::check_record_signature(&moved, &pinned),
+            Err(crate::decision::RecordError::Disagrees { field: "agent", what: "grant" })
+        ));
         let revoke = sign(
             &key,
             revocation_document(

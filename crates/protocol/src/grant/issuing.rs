@@ -1,7 +1,10 @@
 //! Issuing a grant: the scope a principal asks for, its options, the past calls it would have
 //! covered, and `prepare`, the rules that keep a grant no broader than asked.
 
-use super::{CallFacts, Grant, MAX_USES, Narrowing, SESSION_DEFAULT_SECONDS, Scope, ToolPattern, new_grant_id};
+use super::{
+    CallFacts, Grant, GrantRefused, MAX_USES, Narrowing, SESSION_DEFAULT_SECONDS, Scope, ScopeError, ToolPattern,
+    UntilError, new_grant_id,
+};
 use crate::tiers::ToolTier;
 
 /// The call packets among `packets` that `grant` would have covered, its end and uses aside
@@ -78,7 +81,7 @@ pub fn prepare(
     scope: &ScopeRequest,
     options: &GrantOptions,
     decided_at: &str,
-) -> Result<Option<GrantInput>, String> {
+) -> Result<Option<GrantInput>, GrantRefused> {
     use crate::packet::DecisionState;
     if *scope == ScopeRequest::Once {
         return Ok(None);
@@ -87,20 +90,21 @@ pub fn prepare(
     let facts = CallFacts::of_packet(packet, policies)
         .ok_or_else(|| format!("{id} is not a tool call from a hook or the gateway: only `once` applies to it"))?;
     if policies.policy(&facts.action_class).is_human_only() {
-        return Err(format!("`{}` is human-only: no grant ever covers it (approve once)", facts.action_class));
+        return Err(format!("`{}` is human-only: no grant ever covers it (approve once)", facts.action_class).into());
     }
     if let Some(q) = policies.cosign(&facts.action_class) {
         return Err(format!(
             "`{}` needs the approval of {} (policy.toml [cosign]): no grant covers it",
             facts.action_class,
             q.describe()
-        ));
+        )
+        .into());
     }
     if let Some(state @ (DecisionState::Blocked | DecisionState::HumanOnly)) = packet.state {
-        return Err(format!("{id} is {}: no grant covers it", state.as_str()));
+        return Err(format!("{id} is {}: no grant covers it", state.as_str()).into());
     }
     if options.max_uses.is_some_and(|n| n == 0 || n > MAX_USES) {
-        return Err(format!("--uses must be from 1 to {MAX_USES} (a grant for more calls needs no bound)"));
+        return Err(format!("--uses must be from 1 to {MAX_USES} (a grant for more calls needs no bound)").into());
     }
     let destructive = facts.tier.is_none_or(|t| t >= ToolTier::Destructive);
     let (scope, expires_at) = match scope {
@@ -120,7 +124,7 @@ pub fn prepare(
         ScopeRequest::Until(t) => (Scope::Until, Some(t.clone())),
         ScopeRequest::Pattern(p) => {
             if p.tool != facts.tool {
-                return Err(format!("the pattern names `{}`, but {id} calls `{}`", p.tool, facts.tool));
+                return Err(format!("the pattern names `{}`, but {id} calls `{}`", p.tool, facts.tool).into());
             }
             if !p.matches(&facts.tool, facts.argument.as_deref()) {
                 return Err(format!(
@@ -129,7 +133,8 @@ pub fn prepare(
                         .argument
                         .as_deref()
                         .map_or_else(|| "none a pattern can match".to_owned(), |a| format!("`{a}`"))
-                ));
+                )
+                .into());
             }
             (Scope::Pattern(p.clone()), options.until.clone())
         }
@@ -139,16 +144,18 @@ pub fn prepare(
                 return Err(format!(
                     "`{}` declares no `amount` field in policy.toml [tools]: a max_amount cannot be checked on its calls",
                     facts.tool
-                ));
+                ).into());
             }
             if !n.domain_allowlist.is_empty() && entry.is_none_or(|t| t.recipients.is_empty()) {
                 return Err(format!(
                     "`{}` declares no `recipients` fields in policy.toml [tools]: a domain cannot be checked on its calls",
                     facts.tool
-                ));
+                ).into());
             }
             if !n.admits(&facts) {
-                return Err(format!("the constraints `{n}` do not cover {id} itself: {}", facts_in_words(&facts)));
+                return Err(
+                    format!("the constraints `{n}` do not cover {id} itself: {}", facts_in_words(&facts)).into()
+                );
             }
             (Scope::Class(n.clone()), options.until.clone())
         }
@@ -159,7 +166,7 @@ pub fn prepare(
             if options.confirm_pattern.as_deref().map(str::trim) != Some(p.to_string().as_str()) {
                 return Err(format!(
                     "{id} is a destructive call: a grant covers such calls only for a pattern typed twice (--confirm-pattern '{p}')"
-                ));
+                ).into());
             }
             true
         }
@@ -167,14 +174,14 @@ pub fn prepare(
             if options.confirm_pattern.as_deref().map(str::trim) != Some(n.to_string().as_str()) {
                 return Err(format!(
                     "{id} is a destructive call: a grant covers such calls only for constraints typed twice (--confirm-pattern '{n}')"
-                ));
+                ).into());
             }
             true
         }
         (_, true) => {
             return Err(format!(
                 "{id} is a destructive call: session and time grants never cover such calls; grant a pattern and type it twice"
-            ));
+            ).into());
         }
     };
     Ok(Some(GrantInput {
@@ -225,8 +232,8 @@ impl ScopeRequest {
     /// Parses a scope as `--scope` takes it; `now` is when it is asked (for `until:30m`).
     ///
     /// # Errors
-    /// A sentence saying what is accepted.
-    pub fn parse(text: &str, now: time::OffsetDateTime) -> Result<Self, String> {
+    /// [`ScopeError`], whose text says what is accepted.
+    pub fn parse(text: &str, now: time::OffsetDateTime) -> Result<Self, ScopeError> {
         let text = text.trim();
         match text.split_once(':') {
             None if text == "once" => Ok(Self::Once),
@@ -234,9 +241,7 @@ impl ScopeRequest {
             Some(("until", t)) => Ok(Self::Until(parse_until(t, now)?)),
             Some(("pattern", p)) => Ok(Self::Pattern(ToolPattern::parse(p)?)),
             Some(("class", c)) => Ok(Self::Class(Narrowing::parse(c)?)),
-            _ => Err(format!(
-                "scope {text:?} is not one of once, session, until:TIME (RFC 3339 or 30m/8h/2d), pattern:GLOB, class:max_amount=N;domain=D"
-            )),
+            _ => Err(ScopeError::Unknown(text.to_owned())),
         }
     }
 }
@@ -245,21 +250,20 @@ impl ScopeRequest {
 /// 3339 UTC. It must be in the future.
 ///
 /// # Errors
-/// A sentence saying what is accepted.
-pub fn parse_until(text: &str, now: time::OffsetDateTime) -> Result<String, String> {
+/// [`UntilError`], whose text says what is accepted.
+pub fn parse_until(text: &str, now: time::OffsetDateTime) -> Result<String, UntilError> {
     let text = text.trim();
     let at = if let Some(t) = crate::clock::parse_rfc3339(text) {
         t
     } else {
-        let d =
-            crate::clock::parse_duration(text).map_err(|e| format!("neither an RFC 3339 time nor a duration: {e}"))?;
+        let d = crate::clock::parse_duration(text)?;
         time::Duration::try_from(d)
             .ok()
             .and_then(|d| now.checked_add(d))
-            .ok_or_else(|| format!("{text:?} is too far"))?
+            .ok_or_else(|| UntilError::TooFar(text.to_owned()))?
     };
     if at <= now {
-        return Err(format!("{text:?} is not in the future"));
+        return Err(UntilError::Past(text.to_owned()));
     }
     Ok(crate::clock::format_rfc3339(at))
 }
@@ -278,11 +282,34 @@ mod tests {
             ScopeRequest::parse("until:2026-11-26T00:00:00Z", now),
             Ok(ScopeRequest::Until("2026-11-26T00:00:00Z".into()))
         );
-        assert!(ScopeRequest::parse("until:2026-11-24T00:00:00Z", now).is_err(), "the past");
-        assert!(ScopeRequest::parse("until:8 parsecs", now).is_err());
+        assert_eq!(
+            ScopeRequest::parse("until:2026-11-24T00:00:00Z", now),
+            Err(ScopeError::Until(UntilError::Past("2026-11-24T00:00:00Z".into()))),
+            "the past"
+        );
+        assert!(matches!(
+            ScopeRequest::parse("until:8 parsecs", now),
+            Err(ScopeError::Until(UntilError::Unreadable(_)))
+        ));
+        assert!(matches!(
+            ScopeRequest::parse("until:99999999999d", now),
+            Err(ScopeError::Until(UntilError::TooFar(_)))
+        ));
         assert_eq!(ScopeRequest::parse("until:PT8H", now), ScopeRequest::parse("until:8h", now), "one duration syntax");
-        assert!(ScopeRequest::parse("forever", now).is_err());
-        assert!(ScopeRequest::parse("pattern:Bash(git push", now).is_err());
+        assert_eq!(ScopeRequest::parse("forever", now), Err(ScopeError::Unknown("forever".into())));
+        assert_eq!(
+            ScopeRequest::parse("pattern:Bash(git push", now),
+            Err(ScopeError::Pattern(super::super::PatternError::Unbalanced("Bash(git push".into())))
+        );
+        assert!(matches!(
+            ScopeRequest::parse("pattern:Bash()", now),
+            Err(ScopeError::Pattern(super::super::PatternError::EmptyArgument { .. }))
+        ));
+        assert!(matches!(
+            ScopeRequest::parse("pattern:../x", now),
+            Err(ScopeError::Pattern(super::super::PatternError::NotATool(_)))
+        ));
+        assert_eq!(ScopeRequest::parse("class:", now), Err(ScopeError::Narrowing(super::super::NarrowingError::Empty)));
         assert!(matches!(ScopeRequest::parse("pattern:Bash(git push *)", now), Ok(ScopeRequest::Pattern(_))));
     }
 }

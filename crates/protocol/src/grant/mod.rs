@@ -37,6 +37,7 @@
 
 mod book;
 mod document;
+mod errors;
 mod facts;
 mod issuing;
 mod narrowing;
@@ -45,6 +46,7 @@ mod pattern;
 pub use book::{GrantBook, GrantEvent, Revocation};
 pub(crate) use document::check_record;
 pub use document::{grant_document, new_grant_id, record_body, revocation_document, sign};
+pub use errors::{GrantRefused, NarrowingError, PatternError, ScopeError, UntilError};
 pub use facts::{CallFacts, MAX_ARGUMENT, call_argument};
 pub use issuing::{GrantInput, GrantOptions, ScopeRequest, parse_until, past_calls, prepare};
 pub use narrowing::{Narrowing, call_amount, recipient_domains};
@@ -179,7 +181,7 @@ impl Grant {
     ///
     /// # Errors
     /// A sentence naming the field that is missing or malformed.
-    pub fn from_document(doc: &Value) -> Result<Self, String> {
+    pub fn from_document(doc: &Value) -> Result<Self, crate::decision::DocumentError> {
         let s = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
         let need = |k: &str| s(k).filter(|v| !v.is_empty()).ok_or_else(|| format!("warrant_grant has no `{k}`"));
         if doc.get("grant").and_then(Value::as_str) != Some("issue") {
@@ -187,16 +189,17 @@ impl Grant {
         }
         let grant_id = need("grant_id")?;
         if !crate::packet::is_safe_id(&grant_id) {
-            return Err(format!("grant id {grant_id:?} is not a safe id"));
+            return Err(format!("grant id {grant_id:?} is not a safe id").into());
         }
         let tool = need("tool")?;
         let scope = match need("scope")?.as_str() {
             "session" => Scope::Session(need("session")?),
             "until" => Scope::Until,
             "pattern" => {
-                let p = ToolPattern::parse(&need("pattern")?)?;
+                let p =
+                    ToolPattern::parse(&need("pattern")?).map_err(|e| crate::decision::DocumentError(e.to_string()))?;
                 if p.tool != tool {
-                    return Err(format!("the pattern's tool {:?} is not the grant's {tool:?}", p.tool));
+                    return Err(format!("the pattern's tool {:?} is not the grant's {tool:?}", p.tool).into());
                 }
                 Scope::Pattern(p)
             }
@@ -205,7 +208,7 @@ impl Grant {
                     .and_then(Narrowing::from_json)
                     .ok_or("a grant of scope `class` has no valid `constraints`")?,
             ),
-            other => return Err(format!("unknown grant scope {other:?}")),
+            other => return Err(format!("unknown grant scope {other:?}").into()),
         };
         let expires_at = s("expires_at");
         let expires_unix = match &expires_at {
@@ -296,16 +299,16 @@ mod tests {
         assert_eq!(n.to_string(), "max_amount=500;domain=b.example.org,example.com");
         assert_eq!(Narrowing::parse(&n.to_string()), Ok(n.clone()), "Display is what parse reads");
         assert_eq!(Narrowing::from_json(&n.to_json()), Some(n.clone()));
-        for bad in [
-            "",
-            "max_amount=-1",
-            "max_amount=1.5",
-            "max_amount=1;max_amount=2",
-            "domain=localhost",
-            "domain=*.com",
-            "rate=1",
+        for (bad, why) in [
+            ("", NarrowingError::Empty),
+            ("max_amount=-1", NarrowingError::Amount("-1".into())),
+            ("max_amount=1.5", NarrowingError::Amount("1.5".into())),
+            ("max_amount=1;max_amount=2", NarrowingError::Term("max_amount=2".into())),
+            ("domain=localhost", NarrowingError::Domain("localhost".into())),
+            ("domain=*.com", NarrowingError::Domain("*.com".into())),
+            ("rate=1", NarrowingError::Term("rate=1".into())),
         ] {
-            assert!(Narrowing::parse(bad).is_err(), "{bad:?}");
+            assert_eq!(Narrowing::parse(bad), Err(why), "{bad:?}");
         }
         // The signed form is read back only as written: sorted lower-case domains, known keys.
         for bad in [

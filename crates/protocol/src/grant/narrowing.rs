@@ -1,7 +1,7 @@
 //! Class grants' constraints: a `class:` grant narrowed by amount and recipient domains, and
 //! reading a call's amount and recipients' domains from its input.
 
-use super::CallFacts;
+use super::{CallFacts, NarrowingError};
 use serde_json::{Map, Value, json};
 
 /// The constraints of a class grant (`--scope class:max_amount=500;domain=example.com`), in
@@ -21,19 +21,19 @@ impl Narrowing {
     /// Parses `max_amount=500`, `domain=example.com,example.org`, or both joined by `;`.
     ///
     /// # Errors
-    /// A sentence saying what is accepted.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// [`NarrowingError`], whose text says what is accepted.
+    pub fn parse(text: &str) -> Result<Self, NarrowingError> {
         let mut n = Narrowing::default();
         for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
             match part.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
                 Some(("max_amount", v)) if n.max_amount.is_none() => {
                     let amount = v.parse::<u64>().ok().filter(|a| *a <= MAX_SAFE_INTEGER);
-                    n.max_amount = Some(amount.ok_or_else(|| format!("max_amount {v:?} is not a whole number"))?);
+                    n.max_amount = Some(amount.ok_or_else(|| NarrowingError::Amount(v.to_owned()))?);
                 }
                 Some(("domain", v)) if n.domain_allowlist.is_empty() => {
                     for d in v.split(',').map(str::trim) {
                         if !is_domain(d) {
-                            return Err(format!("{d:?} is not a domain (like example.com)"));
+                            return Err(NarrowingError::Domain(d.to_owned()));
                         }
                         n.domain_allowlist.push(d.to_ascii_lowercase());
                     }
@@ -41,14 +41,12 @@ impl Narrowing {
                     n.domain_allowlist.dedup();
                 }
                 _ => {
-                    return Err(format!(
-                        "{part:?}: a class grant's constraints are max_amount=N and domain=D[,D…], each once, joined by `;`"
-                    ));
+                    return Err(NarrowingError::Term(part.to_owned()));
                 }
             }
         }
         if n.max_amount.is_none() && n.domain_allowlist.is_empty() {
-            return Err("a class grant needs a constraint: max_amount=N or domain=D (or both)".into());
+            return Err(NarrowingError::Empty);
         }
         Ok(n)
     }

@@ -1,5 +1,6 @@
 //! Tool patterns (`Bash(git push origin feature/*)`) and the glob they match arguments with.
 
+use super::PatternError;
 #[cfg(doc)]
 use super::call_argument;
 
@@ -20,23 +21,26 @@ impl ToolPattern {
     /// Parses `Tool` or `Tool(GLOB)`.
     ///
     /// # Errors
-    /// A sentence: an empty or unbalanced pattern, or a tool that is not a tool key.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// [`PatternError`]: an empty or unbalanced pattern, or a tool that is not a tool key.
+    pub fn parse(text: &str) -> Result<Self, PatternError> {
         let text = text.trim();
         let (tool, argument) = match text.find('(') {
             None => (text, None),
             Some(open) => {
                 let Some(inner) = text[open + 1..].strip_suffix(')') else {
-                    return Err(format!("pattern {text:?} opens `(` but does not end with `)`"));
+                    return Err(PatternError::Unbalanced(text.to_owned()));
                 };
                 if inner.is_empty() {
-                    return Err(format!("pattern {text:?} has an empty argument: write `{}` alone", &text[..open]));
+                    return Err(PatternError::EmptyArgument {
+                        pattern: text.to_owned(),
+                        tool: text[..open].to_owned(),
+                    });
                 }
                 (&text[..open], Some(inner.to_owned()))
             }
         };
         if !crate::calls::is_tool_key(tool) {
-            return Err(format!("{tool:?} is not a tool name (write `Tool` or `Tool(argument glob)`)"));
+            return Err(PatternError::NotATool(tool.to_owned()));
         }
         Ok(Self { tool: tool.to_owned(), argument })
     }

@@ -131,8 +131,9 @@ pub struct KillResult {
     pub details: String,
 }
 
-/// A termination callback: stops the agent's process. `Err` (or a panic) means it failed.
-pub type TerminationCallback = Box<dyn FnOnce() -> Result<(), String> + Send + 'static>;
+/// A termination callback: stops the agent's process. `Err` (or a panic) means it failed; the
+/// error is the operating system's (signalling or waiting for the process).
+pub type TerminationCallback = Box<dyn FnOnce() -> std::io::Result<()> + Send + 'static>;
 
 /// The kill switch (§2.11): the agent registry (with callbacks), per-session substitutes and the
 /// kill history. Kill ids come from a counter.

@@ -123,10 +123,15 @@ impl From<Ring> for u8 {
     }
 }
 
+/// A number that is not a ring (0–3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("ring must be a valid ExecutionRing (0-3), got {0}")]
+pub struct NotARing(pub u8);
+
 impl TryFrom<u8> for Ring {
-    type Error = String;
-    fn try_from(v: u8) -> Result<Ring, String> {
-        Ring::from_value(i64::from(v)).ok_or_else(|| format!("ring must be a valid ExecutionRing (0-3), got {v}"))
+    type Error = NotARing;
+    fn try_from(v: u8) -> Result<Ring, NotARing> {
+        Ring::from_value(i64::from(v)).ok_or(NotARing(v))
     }
 }
 

@@ -217,6 +217,17 @@ pub struct ConnectOptions {
     pub client_name: Option<String>,
 }
 
+/// NATS connection variables that cannot be used ([`ConnectOptions::from_env`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
+    /// One of `NATS_CERT` and `NATS_KEY` without the other.
+    #[error("NATS_CERT and NATS_KEY go together: set both or neither")]
+    CertWithoutKey,
+    /// `NATS_TIMEOUT` that is not seconds from 0.1 to 600.
+    #[error("NATS_TIMEOUT={0:?}: give seconds from 0.1 to 600")]
+    Timeout(String),
+}
+
 impl ConnectOptions {
     /// The options the NATS command-line tools take from the environment: `NATS_CREDS` (a
     /// credentials file), `NATS_NKEY` (a file holding a user NKey seed), `NATS_CA` (CA
@@ -228,12 +239,12 @@ impl ConnectOptions {
     /// # Errors
     /// `NATS_CERT` without `NATS_KEY` (or the reverse), or a `NATS_TIMEOUT` that is not a
     /// number of seconds from 0.1 to 600.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, EnvError> {
         let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         let tls_client_cert = match (var("NATS_CERT"), var("NATS_KEY")) {
             (Some(c), Some(k)) => Some((c, k)),
             (None, None) => None,
-            _ => return Err("NATS_CERT and NATS_KEY go together: set both or neither".into()),
+            _ => return Err(EnvError::CertWithoutKey),
         };
         let timeout = match std::env::var("NATS_TIMEOUT").ok().filter(|v| !v.is_empty()) {
             None => Duration::from_secs(10),
@@ -242,7 +253,7 @@ impl ConnectOptions {
                 .ok()
                 .filter(|s| (0.1..=600.0).contains(s))
                 .map(Duration::from_secs_f64)
-                .ok_or_else(|| format!("NATS_TIMEOUT={t:?}: give seconds from 0.1 to 600"))?,
+                .ok_or_else(|| EnvError::Timeout(t.clone()))?,
         };
         Ok(ConnectOptions {
             credentials_file: var("NATS_CREDS"),

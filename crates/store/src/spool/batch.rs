@@ -115,7 +115,7 @@ pub fn decide_many(
         return Err(BatchError::Refused { total: items.len(), refused });
     }
     spool.ensure().map_err(DecideError::from)?;
-    spool.check_private().map_err(DecideError::UnsafeSpool)?;
+    spool.check_private().map_err(DecideError::from)?;
     let classes: Vec<String> =
         items.iter().map(|i| warrant_protocol::registry::normalize(&i.packet.action_class)).collect();
     let traces: Vec<String> =

@@ -68,7 +68,7 @@ pub enum DecideError {
     },
     /// The spool is not safe to sign into (see [`Spool::check_private`]).
     #[error("unsafe spool: {0}")]
-    UnsafeSpool(String),
+    UnsafeSpool(#[from] crate::spool::UnsafeSpool),
     /// A refusal needs a reason.
     #[error("a refusal needs a reason")]
     ReasonRequired,
@@ -324,7 +324,7 @@ fn decide_as(
     }
     packet_admits(packet, verdict, decided_at)?;
     spool.ensure()?;
-    spool.check_private().map_err(DecideError::UnsafeSpool)?;
+    spool.check_private()?;
     let trace = packet.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", packet.id));
     let action_class = warrant_protocol::registry::normalize(&packet.action_class);
     let input = DecisionInput {
@@ -423,7 +423,7 @@ fn decide_as(
                 Some(cause) => match decision::sign_system_decision(principal, &input, cause) {
                     Ok(signed) => signed,
                     Err(why) => {
-                        refusal = Some(DecideError::Refused(why));
+                        refusal = Some(DecideError::Refused(why.to_string()));
                         return Err("refused".into());
                     }
                 },
@@ -583,7 +583,7 @@ pub fn record_preconditions(
     let Some(g) = warrant_protocol::verdict::Governance::of_packet(packet) else { return Ok(None) };
     match &g.contract {
         None => Ok(None),
-        Some(Err(reason)) => Err(DecideError::InvalidContract { id: packet.id.clone(), reason: reason.clone() }),
+        Some(Err(reason)) => Err(DecideError::InvalidContract { id: packet.id.clone(), reason: reason.to_string() }),
         Some(Ok(c)) => observer.record(&c.preconditions, publisher).map_err(DecideError::PreconditionFailed),
     }
 }

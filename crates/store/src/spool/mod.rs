@@ -103,6 +103,17 @@ impl Eq for Spool {}
 /// The file in a replica's root naming the store it replicates (`nats://…/NAME` and a newline).
 pub const REPLICA_MARKER: &str = ".store";
 
+/// A part of the spool only warrant writes that others could write ([`Spool::check_private`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} {problem}", path.display())]
+pub struct UnsafeSpool {
+    /// The path.
+    pub path: PathBuf,
+    /// What is wrong: not a real directory or file, another owner, writable by others, or the
+    /// operating system's reason it could not be examined.
+    pub problem: String,
+}
+
 impl Spool {
     /// A directory spool rooted at `root` (nothing is created until [`Spool::ensure`]). Its
     /// appends and publications are files only: for a replica of a store, use [`Spool::open`].
@@ -273,8 +284,8 @@ impl Spool {
     /// into `packets/` and `receipts/` only (see `docs/spool.md`, "Trust boundary").
     ///
     /// # Errors
-    /// A sentence naming the first unsafe path.
-    pub fn check_private(&self) -> Result<(), String> {
+    /// [`UnsafeSpool`] naming the first unsafe path and what is wrong with it.
+    pub fn check_private(&self) -> Result<(), UnsafeSpool> {
         use std::os::unix::fs::PermissionsExt as _;
         let me = rustix::process::geteuid().as_raw();
         let checks = [(self.root.clone(), true), (self.decisions_dir(), true), (self.chain_path(), false)];
@@ -282,22 +293,23 @@ impl Spool {
             let meta = match fs::symlink_metadata(&path) {
                 Ok(m) => m,
                 Err(e) if e.kind() == io::ErrorKind::NotFound && !dir => continue,
-                Err(e) => return Err(format!("{}: {e}", path.display())),
+                Err(e) => return Err(UnsafeSpool { path, problem: e.to_string() }),
             };
             let kind_ok = if dir { meta.file_type().is_dir() } else { meta.file_type().is_file() };
             if !kind_ok {
                 let want = if dir { "a directory" } else { "a regular file" };
-                return Err(format!("{} is not {want} (symlinks are refused)", path.display()));
+                return Err(UnsafeSpool { path, problem: format!("is not {want} (symlinks are refused)") });
             }
             if meta.uid() != me {
-                return Err(format!("{} is owned by uid {}, not by this user ({me})", path.display(), meta.uid()));
+                let problem = format!("is owned by uid {}, not by this user ({me})", meta.uid());
+                return Err(UnsafeSpool { path, problem });
             }
             if meta.permissions().mode() & 0o022 != 0 {
-                return Err(format!(
-                    "{} is writable by group or others (mode {:o}); only packets/ and receipts/ may be",
-                    path.display(),
+                let problem = format!(
+                    "is writable by group or others (mode {:o}); only packets/ and receipts/ may be",
                     meta.permissions().mode() & 0o7777
-                ));
+                );
+                return Err(UnsafeSpool { path, problem });
             }
         }
         Ok(())

@@ -26,7 +26,7 @@ pub enum ReceiptError {
     Invalid(String),
     /// The spool is not safe to write into (see [`Spool::check_private`]).
     #[error("unsafe spool: {0}")]
-    UnsafeSpool(String),
+    UnsafeSpool(#[from] crate::spool::UnsafeSpool),
     /// The record would not verify: nothing was appended.
     #[error("refusing to append a record that would not verify: {0}")]
     WouldNotVerify(String),
@@ -195,7 +195,7 @@ pub fn record_receipt(
 ) -> Result<(Value, chain::Appended), ReceiptError> {
     let (class, agent) = receipt_subject(req)?;
     spool.ensure()?;
-    spool.check_private().map_err(ReceiptError::UnsafeSpool)?;
+    spool.check_private()?;
     let receipt_id = format!("rcpt-{}", uuid::Uuid::now_v7());
     let path = spool.chain_path();
     let mut refusal = None;

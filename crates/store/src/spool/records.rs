@@ -7,6 +7,7 @@ use crate::atomic::write_atomic;
 use crate::chain_file;
 use serde_json::{Map, Value};
 use std::fs;
+use std::io;
 use warrant_protocol::chain;
 use warrant_protocol::control::{ControlInput, ControlKind};
 use warrant_protocol::keys::{PinnedKeys, Principal};
@@ -98,19 +99,19 @@ fn standing_signal(spool: &Spool, input: &ControlInput) {
 /// ([`crate::replica::publish_signal`]; `docs/distributed.md`).
 ///
 /// # Errors
-/// A sentence: an unsafe agent id or spool, I/O, the store's errors.
-fn write_signal(spool: &Spool, agent: &str, signal: &Value) -> Result<(), String> {
+/// `PermissionDenied` for an unsafe agent id or spool, other I/O errors, the store's errors.
+fn write_signal(spool: &Spool, agent: &str, signal: &Value) -> io::Result<()> {
     // Never write through an unsafe name or into a spool others can write to.
     if !packet::is_safe_id(agent) || spool.check_private().is_err() {
-        return Err("unsafe agent id or spool".to_owned());
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, "unsafe agent id or spool"));
     }
     let dir = spool.signals_dir();
-    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let mut bytes = serde_json::to_vec_pretty(signal).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dir)?;
+    let mut bytes = serde_json::to_vec_pretty(signal)?;
     bytes.push(b'\n');
-    write_atomic(&dir.join(format!("{agent}.json")), &bytes, 0o644).map_err(|e| e.to_string())?;
+    write_atomic(&dir.join(format!("{agent}.json")), &bytes, 0o644)?;
     #[cfg(feature = "jetstream")]
-    crate::replica::publish_signal(spool, agent, &bytes).map_err(|e| e.to_string())?;
+    crate::replica::publish_signal(spool, agent, &bytes).map_err(io::Error::other)?;
     Ok(())
 }
 
@@ -153,8 +154,8 @@ pub fn append_grant(
         principal,
         warrant_protocol::grant::grant_document(input, &principal.name, &principal.fingerprint()),
     );
-    let mut grant =
-        warrant_protocol::grant::Grant::from_document(&signed.document).map_err(DecideError::WouldNotVerify)?;
+    let mut grant = warrant_protocol::grant::Grant::from_document(&signed.document)
+        .map_err(|e| DecideError::WouldNotVerify(e.to_string()))?;
     let a = append_signed_record(spool, principal, pinned, &input.decided_at, |view| {
         if view.grants.get(&input.grant_id).is_some() || view.grants.revoked(&input.grant_id).is_some() {
             return Err(DecideError::Refused(format!("grant id {} is already in the chain", input.grant_id)));
@@ -222,7 +223,7 @@ fn append_signed_record(
     mut body_of: impl FnMut(&ChainView) -> Result<Map<String, Value>, DecideError>,
 ) -> Result<chain::Appended, DecideError> {
     spool.ensure()?;
-    spool.check_private().map_err(DecideError::UnsafeSpool)?;
+    spool.check_private()?;
     let mut refusal: Option<DecideError> = None;
     // The fold of the prefix the verification proved, from the check to the checkpoint.
     let fold = std::cell::Cell::new(None);

@@ -230,7 +230,7 @@ impl PolicySet {
             if distinct.len() != def.principals.len() {
                 return Err(bad("a principal is listed twice".into()));
             }
-            let quorum = crate::decision::Quorum::new(def.required, def.principals).map_err(bad)?;
+            let quorum = crate::decision::Quorum::new(def.required, def.principals).map_err(|e| bad(e.to_string()))?;
             // A later file (the spool's) wins: it is the one the hooks and the gateway of a shared
             // spool read.
             self.cosign.push((key, quorum));

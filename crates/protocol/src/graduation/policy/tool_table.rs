@@ -140,8 +140,8 @@ impl PolicySet {
     /// `warrant eval` form of `[tools."<key>"]`).
     ///
     /// # Errors
-    /// A sentence for an unknown tier or a level outside 0..=5.
-    pub fn add_tool(&mut self, key: &str, def: &Value) -> Result<(), String> {
+    /// [`PolicyError::Class`] (id `tools.<key>`) for an unknown tier or a level outside 0..=5.
+    pub fn add_tool(&mut self, key: &str, def: &Value) -> Result<(), PolicyError> {
         self.tools.insert(key.to_owned(), tool_from_json(key, def)?);
         Ok(())
     }
@@ -204,7 +204,7 @@ impl PolicySet {
     ///
     /// # Errors
     /// As [`PolicySet::add_tool`].
-    pub fn tighten_tool(&mut self, key: &str, def: &Value) -> Result<(), String> {
+    pub fn tighten_tool(&mut self, key: &str, def: &Value) -> Result<(), PolicyError> {
         let req = tool_from_json(key, def)?;
         let rank = |t: ToolTier| match t {
             ToolTier::Safe => 0,
@@ -239,18 +239,16 @@ impl PolicySet {
 
 /// A tool from JSON `{"tier", "required_trust_level"?}` (the `warrant eval` form of
 /// `[tools."<key>"]`).
-fn tool_from_json(key: &str, def: &Value) -> Result<ToolPolicy, String> {
+fn tool_from_json(key: &str, def: &Value) -> Result<ToolPolicy, PolicyError> {
+    let bad = |message: &str| PolicyError::Class { id: format!("tools.{key}"), message: message.to_owned() };
     let tier = def
         .get("tier")
         .and_then(Value::as_str)
         .and_then(ToolTier::parse)
-        .ok_or_else(|| format!("tools.{key}.tier must be safe, mutating or destructive"))?;
+        .ok_or_else(|| bad("tier must be safe, mutating or destructive"))?;
     let level = match def.get("required_trust_level") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(
-            v.as_u64().filter(|l| *l <= 5).ok_or_else(|| format!("tools.{key}.required_trust_level must be 0..=5"))?
-                as u8,
-        ),
+        Some(v) => Some(v.as_u64().filter(|l| *l <= 5).ok_or_else(|| bad("required_trust_level must be 0..=5"))? as u8),
     };
     Ok(ToolPolicy {
         tier,
