@@ -5,11 +5,14 @@
 
 use super::approval::{grant_dialog, measure_confirm, seen_drawn};
 use super::keys::{on_key, on_mouse};
-use super::{Action, AgentClassRecord, ChainState, Effect, Flash, InputPurpose, LOG_LEN, LogEntry, Mode, State};
+use super::{
+    Action, AgentClassRecord, ChainState, ControlSummary, Effect, Flash, InputPurpose, LOG_LEN, LogEntry, Mode,
+    SignedSummary, State,
+};
 use crate::filter::SortKey;
 use std::collections::HashMap;
 use warrant_protocol::decision::Verdict;
-use warrant_store::spool::ChainView;
+use warrant_store::spool::{ChainView, Snapshot};
 
 /// Applies an action. Returns the effects to run. Every new status-line message is also kept in
 /// the message log.
@@ -40,18 +43,7 @@ pub(super) fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
-        Action::Resize { width, height } => {
-            state.viewport = Some((width, height));
-            // The dialog is laid out again: its lines are not the lines that were seen. It
-            // starts again from the top (what was read already stays read).
-            if let Mode::Confirm(mut c) = state.mode.clone() {
-                c.scroll = 0;
-                c.seen = 0;
-                measure_confirm(state, &mut c);
-                state.mode = Mode::Confirm(c);
-            }
-            vec![]
-        }
+        Action::Resize { width, height } => on_resize(state, width, height),
         Action::Drawn { width, height } => {
             if let Mode::Confirm(c) = &mut state.mode {
                 let mut c = c.clone();
@@ -84,29 +76,7 @@ pub(super) fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             }
             fx
         }
-        Action::Scanned(snapshot) => {
-            state.take_snapshot(snapshot);
-            // The dialog signs the packet as it was shown: if the file changed or went away
-            // meanwhile, cancel rather than sign something the principal is no longer looking at.
-            if let Mode::Confirm(c) = &state.mode {
-                for p in c.packets() {
-                    let now = state.snapshot.packet(&p.id).map(|e| e.packet.content_hash.clone());
-                    if now.as_deref() != Some(p.content_hash.as_str()) {
-                        let what = if now.is_some() { "changed" } else { "disappeared" };
-                        state.flash = Some(Flash {
-                            text: format!(
-                                "{} {what} while you were confirming: nothing was signed; review it again",
-                                p.id
-                            ),
-                            error: true,
-                        });
-                        state.mode = Mode::Normal;
-                        break;
-                    }
-                }
-            }
-            vec![]
-        }
+        Action::Scanned(snapshot) => take_scan(state, snapshot),
         Action::ChainProgress { read, total } => {
             // A report that raced the end of its verification is stale.
             if state.chain_progress.is_some() || state.chain_from_checkpoint || state.chain == ChainState::Unknown {
@@ -114,16 +84,7 @@ pub(super) fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
-        Action::ChainCheckpointed(view) => {
-            // A full verification that already finished is newer: keep it.
-            if state.chain_progress.is_none() && !matches!(state.chain, ChainState::Unknown) {
-                return vec![];
-            }
-            state.chain_from_checkpoint = true;
-            state.chain_progress.get_or_insert((0, 0));
-            apply_chain_view(state, *view);
-            vec![]
-        }
+        Action::ChainCheckpointed(view) => take_checkpointed_chain(state, view),
         Action::ChainVerified(view) => {
             state.chain_progress = None;
             state.chain_from_checkpoint = false;
@@ -131,150 +92,11 @@ pub(super) fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             // The audit follows the chain once it has been asked for.
             if state.audit_wanted { vec![Effect::Audit] } else { vec![] }
         }
-        Action::Signed(result) => {
-            state.signing = false;
-            match result {
-                Ok(s) => {
-                    // The principal's decision is a receipt: it moves the posterior at once (the
-                    // chain's next verification replaces this row with the same one from the chain).
-                    let decided_at = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
-                        .map_or_else(|_| String::new(), warrant_protocol::clock::format_rfc3339);
-                    // One approval towards a quorum is no decision yet, and no evidence.
-                    let partial = s.cosigned.as_ref().is_some_and(|c| !c.met());
-                    if let Some(row) = state.snapshot.packet(&s.packet_id).filter(|_| !partial).and_then(|e| {
-                        let class = state.policies.normalize(&e.packet.action_class);
-                        warrant_store::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
-                    }) {
-                        state.chain_evidence.push(row);
-                        state.recompute_graduation();
-                    }
-                    let word = if s.verdict == Verdict::Approve { "✓ approved" } else { "✗ refused" };
-                    let (grant, error) = match &s.grant {
-                        None => (String::new(), false),
-                        Some(Ok(id)) => (format!(" · granted {id}"), false),
-                        Some(Err(e)) => (format!(" · the grant was NOT recorded: {e}"), true),
-                    };
-                    let cosigned = s.cosigned.as_ref().map(|c| format!(" · {}", c.describe())).unwrap_or_default();
-                    state.flash = Some(Flash {
-                        text: format!(
-                            "{word} {}{cosigned} · record {} {}{grant}",
-                            s.packet_id,
-                            s.chain_index,
-                            short_hash(&s.entry_hash)
-                        ),
-                        error,
-                    });
-                }
-                Err(e) => state.flash = Some(Flash { text: format!("signing failed: {e}"), error: true }),
-            }
-            vec![Effect::VerifyChain { force: false }, Effect::Scan]
-        }
-        Action::SignedBatch(result) => {
-            state.signing = false;
-            match result {
-                Ok(done) => {
-                    let decided_at = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
-                        .map_or_else(|_| String::new(), warrant_protocol::clock::format_rfc3339);
-                    let mut moved = false;
-                    for s in &done {
-                        state.marked.remove(&s.packet_id);
-                        if let Some(row) = state.snapshot.packet(&s.packet_id).and_then(|e| {
-                            let class = state.policies.normalize(&e.packet.action_class);
-                            warrant_store::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
-                        }) {
-                            state.chain_evidence.push(row);
-                            moved = true;
-                        }
-                    }
-                    if moved {
-                        state.recompute_graduation();
-                    }
-                    let word = if done.first().is_some_and(|s| s.verdict == Verdict::Approve) {
-                        "✓ approved"
-                    } else {
-                        "✗ refused"
-                    };
-                    let (first, last) = (done.first().map(|s| s.chain_index), done.last().map(|s| s.chain_index));
-                    state.flash = Some(Flash {
-                        text: format!(
-                            "{word} {} {} · records {}–{} · one sync",
-                            done.len(),
-                            crate::ui::plural(done.len(), "packet"),
-                            first.unwrap_or(0),
-                            last.unwrap_or(0)
-                        ),
-                        error: false,
-                    });
-                }
-                Err(e) => state.flash = Some(Flash { text: format!("signing failed: {e}"), error: true }),
-            }
-            vec![Effect::VerifyChain { force: false }, Effect::Scan]
-        }
-        Action::TimeoutRefused { packet_id, after, result } => {
-            state.signing = false;
-            let after = crate::notify::human(after);
-            match result {
-                // A system decision is no evidence: no row is added, no posterior moves.
-                Ok(Some(s)) => {
-                    state.flash = Some(Flash {
-                        text: format!(
-                            "{packet_id} refused: timed out after {after} (signed as a system decision) · record {} {}",
-                            s.chain_index,
-                            short_hash(&s.entry_hash)
-                        ),
-                        error: false,
-                    });
-                }
-                // Decided elsewhere first: nothing to say.
-                Ok(None) => {}
-                Err(e) => {
-                    state.flash = Some(Flash {
-                        text: format!(
-                            "{packet_id} timed out after {after}, but its system refusal was not signed: {e} \
-                             (not tried again; the agent was told `timeout`; refuse it yourself)"
-                        ),
-                        error: true,
-                    });
-                }
-            }
-            vec![Effect::VerifyChain { force: false }, Effect::Scan]
-        }
-        Action::ControlSigned(result) => {
-            state.signing = false;
-            state.flash = Some(match result {
-                Ok(s) => Flash {
-                    text: format!(
-                        "✓ recorded {} {} · record {} {} · applies from the next gate call{}",
-                        s.kind.as_str(),
-                        s.subject,
-                        s.chain_index,
-                        short_hash(&s.entry_hash),
-                        if s.refused > 0 {
-                            format!(" · {} pending {} refused", s.refused, crate::ui::plural(s.refused, "packet"))
-                        } else {
-                            String::new()
-                        }
-                    ),
-                    error: false,
-                },
-                Err(e) => Flash { text: format!("control not recorded: {e}"), error: true },
-            });
-            vec![Effect::VerifyChain { force: false }, Effect::Scan]
-        }
-        Action::GrantRevoked(result) => {
-            state.signing = false;
-            state.flash = Some(match result {
-                Ok((id, index, hash)) => Flash {
-                    text: format!(
-                        "✓ revoked {id} · record {index} {} · the next call it covered waits for you",
-                        short_hash(&hash)
-                    ),
-                    error: false,
-                },
-                Err(e) => Flash { text: format!("revocation not recorded: {e}"), error: true },
-            });
-            vec![Effect::VerifyChain { force: false }, Effect::Scan]
-        }
+        Action::Signed(result) => take_signed(state, result),
+        Action::SignedBatch(result) => take_signed_batch(state, result),
+        Action::TimeoutRefused { packet_id, after, result } => take_timeout_refusal(state, &packet_id, after, result),
+        Action::ControlSigned(result) => take_control_signed(state, result),
+        Action::GrantRevoked(result) => take_revocation(state, result),
         Action::ScanFailed(e) | Action::Error(e) => {
             state.flash = Some(Flash { text: e, error: true });
             vec![]
@@ -303,6 +125,217 @@ pub(super) fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             vec![Effect::Quit]
         }
     }
+}
+
+/// Takes the terminal's new size: an open sign dialog is laid out again and read again from
+/// the top.
+fn on_resize(state: &mut State, width: u16, height: u16) -> Vec<Effect> {
+    state.viewport = Some((width, height));
+    // The dialog is laid out again: its lines are not the lines that were seen. It
+    // starts again from the top (what was read already stays read).
+    if let Mode::Confirm(mut c) = state.mode.clone() {
+        c.scroll = 0;
+        c.seen = 0;
+        measure_confirm(state, &mut c);
+        state.mode = Mode::Confirm(c);
+    }
+    vec![]
+}
+
+/// Takes a finished scan; cancels a sign dialog whose packet changed or went away meanwhile.
+fn take_scan(state: &mut State, snapshot: Snapshot) -> Vec<Effect> {
+    state.take_snapshot(snapshot);
+    // The dialog signs the packet as it was shown: if the file changed or went away
+    // meanwhile, cancel rather than sign something the principal is no longer looking at.
+    if let Mode::Confirm(c) = &state.mode {
+        for p in c.packets() {
+            let now = state.snapshot.packet(&p.id).map(|e| e.packet.content_hash.clone());
+            if now.as_deref() != Some(p.content_hash.as_str()) {
+                let what = if now.is_some() { "changed" } else { "disappeared" };
+                state.flash = Some(Flash {
+                    text: format!("{} {what} while you were confirming: nothing was signed; review it again", p.id),
+                    error: true,
+                });
+                state.mode = Mode::Normal;
+                break;
+            }
+        }
+    }
+    vec![]
+}
+
+/// Takes the view of the records after the principal's checkpoint, unless a full verification
+/// already finished.
+fn take_checkpointed_chain(state: &mut State, view: Box<ChainView>) -> Vec<Effect> {
+    // A full verification that already finished is newer: keep it.
+    if state.chain_progress.is_none() && !matches!(state.chain, ChainState::Unknown) {
+        return vec![];
+    }
+    state.chain_from_checkpoint = true;
+    state.chain_progress.get_or_insert((0, 0));
+    apply_chain_view(state, *view);
+    vec![]
+}
+
+/// Takes a signed decision: its evidence moves the posterior at once, and the status line says
+/// what was signed (or why nothing was).
+fn take_signed(state: &mut State, result: Result<SignedSummary, String>) -> Vec<Effect> {
+    state.signing = false;
+    match result {
+        Ok(s) => {
+            // The principal's decision is a receipt: it moves the posterior at once (the
+            // chain's next verification replaces this row with the same one from the chain).
+            let decided_at = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
+                .map_or_else(|_| String::new(), warrant_protocol::clock::format_rfc3339);
+            // One approval towards a quorum is no decision yet, and no evidence.
+            let partial = s.cosigned.as_ref().is_some_and(|c| !c.met());
+            if let Some(row) = state.snapshot.packet(&s.packet_id).filter(|_| !partial).and_then(|e| {
+                let class = state.policies.normalize(&e.packet.action_class);
+                warrant_store::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
+            }) {
+                state.chain_evidence.push(row);
+                state.recompute_graduation();
+            }
+            let word = if s.verdict == Verdict::Approve { "✓ approved" } else { "✗ refused" };
+            let (grant, error) = match &s.grant {
+                None => (String::new(), false),
+                Some(Ok(id)) => (format!(" · granted {id}"), false),
+                Some(Err(e)) => (format!(" · the grant was NOT recorded: {e}"), true),
+            };
+            let cosigned = s.cosigned.as_ref().map(|c| format!(" · {}", c.describe())).unwrap_or_default();
+            state.flash = Some(Flash {
+                text: format!(
+                    "{word} {}{cosigned} · record {} {}{grant}",
+                    s.packet_id,
+                    s.chain_index,
+                    short_hash(&s.entry_hash)
+                ),
+                error,
+            });
+        }
+        Err(e) => state.flash = Some(Flash { text: format!("signing failed: {e}"), error: true }),
+    }
+    vec![Effect::VerifyChain { force: false }, Effect::Scan]
+}
+
+/// Takes a signed batch: the packets leave the selection, their evidence moves the posteriors,
+/// and the status line says what was signed (or why nothing was).
+fn take_signed_batch(state: &mut State, result: Result<Vec<SignedSummary>, String>) -> Vec<Effect> {
+    state.signing = false;
+    match result {
+        Ok(done) => {
+            let decided_at = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
+                .map_or_else(|_| String::new(), warrant_protocol::clock::format_rfc3339);
+            let mut moved = false;
+            for s in &done {
+                state.marked.remove(&s.packet_id);
+                if let Some(row) = state.snapshot.packet(&s.packet_id).and_then(|e| {
+                    let class = state.policies.normalize(&e.packet.action_class);
+                    warrant_store::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
+                }) {
+                    state.chain_evidence.push(row);
+                    moved = true;
+                }
+            }
+            if moved {
+                state.recompute_graduation();
+            }
+            let word = if done.first().is_some_and(|s| s.verdict == Verdict::Approve) {
+                "✓ approved"
+            } else {
+                "✗ refused"
+            };
+            let (first, last) = (done.first().map(|s| s.chain_index), done.last().map(|s| s.chain_index));
+            state.flash = Some(Flash {
+                text: format!(
+                    "{word} {} {} · records {}–{} · one sync",
+                    done.len(),
+                    crate::ui::plural(done.len(), "packet"),
+                    first.unwrap_or(0),
+                    last.unwrap_or(0)
+                ),
+                error: false,
+            });
+        }
+        Err(e) => state.flash = Some(Flash { text: format!("signing failed: {e}"), error: true }),
+    }
+    vec![Effect::VerifyChain { force: false }, Effect::Scan]
+}
+
+/// Takes the system refusal of a timed-out packet: the status line says whether it was signed.
+fn take_timeout_refusal(
+    state: &mut State,
+    packet_id: &str,
+    after: std::time::Duration,
+    result: Result<Option<SignedSummary>, String>,
+) -> Vec<Effect> {
+    state.signing = false;
+    let after = crate::notify::human(after);
+    match result {
+        // A system decision is no evidence: no row is added, no posterior moves.
+        Ok(Some(s)) => {
+            state.flash = Some(Flash {
+                text: format!(
+                    "{packet_id} refused: timed out after {after} (signed as a system decision) · record {} {}",
+                    s.chain_index,
+                    short_hash(&s.entry_hash)
+                ),
+                error: false,
+            });
+        }
+        // Decided elsewhere first: nothing to say.
+        Ok(None) => {}
+        Err(e) => {
+            state.flash = Some(Flash {
+                text: format!(
+                    "{packet_id} timed out after {after}, but its system refusal was not signed: {e} \
+                     (not tried again; the agent was told `timeout`; refuse it yourself)"
+                ),
+                error: true,
+            });
+        }
+    }
+    vec![Effect::VerifyChain { force: false }, Effect::Scan]
+}
+
+/// Takes a recorded control (or why it was not recorded) into the status line.
+fn take_control_signed(state: &mut State, result: Result<ControlSummary, String>) -> Vec<Effect> {
+    state.signing = false;
+    state.flash = Some(match result {
+        Ok(s) => Flash {
+            text: format!(
+                "✓ recorded {} {} · record {} {} · applies from the next gate call{}",
+                s.kind.as_str(),
+                s.subject,
+                s.chain_index,
+                short_hash(&s.entry_hash),
+                if s.refused > 0 {
+                    format!(" · {} pending {} refused", s.refused, crate::ui::plural(s.refused, "packet"))
+                } else {
+                    String::new()
+                }
+            ),
+            error: false,
+        },
+        Err(e) => Flash { text: format!("control not recorded: {e}"), error: true },
+    });
+    vec![Effect::VerifyChain { force: false }, Effect::Scan]
+}
+
+/// Takes a recorded revocation of a grant (or why it was not recorded) into the status line.
+fn take_revocation(state: &mut State, result: Result<(String, u64, String), String>) -> Vec<Effect> {
+    state.signing = false;
+    state.flash = Some(match result {
+        Ok((id, index, hash)) => Flash {
+            text: format!(
+                "✓ revoked {id} · record {index} {} · the next call it covered waits for you",
+                short_hash(&hash)
+            ),
+            error: false,
+        },
+        Err(e) => Flash { text: format!("revocation not recorded: {e}"), error: true },
+    });
+    vec![Effect::VerifyChain { force: false }, Effect::Scan]
 }
 
 /// Takes a verified chain view: the chain state (and the broken-chain alert when the first
