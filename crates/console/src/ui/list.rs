@@ -129,295 +129,12 @@ pub(super) fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, a
     // Columns are as wide as their content; when the pane is narrower, the longest names narrow
     // (cut with `…`), then the least needed columns go. Nothing is cut silently.
     let avail = usize::from(inner.width);
-    let raw = |t: String| Line::from(t);
-    let styled = |t: String, st: Style| Line::from(Span::styled(t, st));
     let (header, widths, rows): (Vec<&str>, Vec<Constraint>, Vec<Row<'_>>) = match state.pane {
-        Pane::Pending => {
-            let list = &state.pending()[from..to];
-            let mut cols = vec![
-                // `⏱` marks a packet past its class's `refuse_after` (timed out).
-                Column::new(
-                    "AGE",
-                    list.iter()
-                        .map(|e| match state.timed_out(e) {
-                            Some(_) => {
-                                styled(format!("⏱{}", clock::human_age(state.now - e.created())), theme.get("warn"))
-                            }
-                            None => raw(clock::human_age(state.now - e.created())),
-                        })
-                        .collect(),
-                    3,
-                    0,
-                ),
-                Column::new(
-                    "AGENT",
-                    list.iter()
-                        .map(|e| match state.look_alike(&e.packet.agent) {
-                            Some(_) => styled(format!("⚠{}", inert(&e.packet.agent, 64)), theme.get("warn")),
-                            None => raw(inert(&e.packet.agent, 64)),
-                        })
-                        .collect(),
-                    8,
-                    0,
-                ),
-                // `✍1/2`: a class that needs several principals, and how many have signed.
-                Column::new(
-                    "ACTION CLASS",
-                    list.iter()
-                        .map(|e| match state.policies.cosign(&e.packet.action_class) {
-                            Some(q) => {
-                                let n = state.cosigned(&e.packet).map_or(0, |c| c.signatures.len());
-                                raw(format!("{} ✍{n}/{}", inert(&e.packet.action_class, 64), q.required))
-                            }
-                            None => raw(inert(&e.packet.action_class, 64)),
-                        })
-                        .collect(),
-                    10,
-                    0,
-                ),
-                // The class's risk as warrant's policies define it; `*` when the packet claims another.
-                Column::new(
-                    "RISK",
-                    list.iter()
-                        .map(|e| {
-                            let p = &e.packet;
-                            let risk = state.policies.class_risk(&p.action_class).as_str();
-                            let claims_other = p.risk.as_deref().is_some_and(|r| r != risk);
-                            styled(
-                                if claims_other { format!("{risk}*") } else { risk.to_owned() },
-                                risk_style(theme, Some(risk)),
-                            )
-                        })
-                        .collect(),
-                    4,
-                    2,
-                ),
-                // The composed verdict of every model, not only what the packet declares.
-                Column {
-                    fixed: true,
-                    ..Column::new(
-                        "STATE",
-                        list.iter()
-                            .map(|e| {
-                                let shown = state.shown_state(&e.packet);
-                                let (g, w) = state_label(shown);
-                                styled(format!("{g} {w}"), state_style(theme, shown))
-                            })
-                            .collect(),
-                        0,
-                        0,
-                    )
-                },
-                Column::new("SUMMARY", list.iter().map(|e| raw(inert(&e.packet.summary, 200))).collect(), 10, 3),
-            ];
-            // Packets selected for batch triage are marked `■`, in a column there only while
-            // something is selected.
-            if !state.marked.is_empty() {
-                let cells = list
-                    .iter()
-                    .map(|e| {
-                        if state.marked.contains(&e.packet.id) {
-                            styled("■".into(), theme.get("accent"))
-                        } else {
-                            raw(" ".into())
-                        }
-                    })
-                    .collect();
-                cols.insert(0, Column { fixed: true, ..Column::new("■", cells, 0, 0) });
-            }
-            fit_columns(cols, avail)
-        }
-        Pane::Decided => {
-            let list = &state.decided()[from..to];
-            let cols = vec![
-                Column::new(
-                    "AGE",
-                    list.iter()
-                        .map(|r| {
-                            raw(clock::unix_seconds(&r.decision.decided_at)
-                                .map_or("?".into(), |t| clock::human_age(state.now - t)))
-                        })
-                        .collect(),
-                    3,
-                    0,
-                ),
-                Column {
-                    fixed: true,
-                    ..Column::new(
-                        "DECISION",
-                        list.iter()
-                            .map(|r| {
-                                let (g, w, role) = decision_label(&r.decision);
-                                styled(format!("{g} {w}"), theme.get(role))
-                            })
-                            .collect(),
-                        0,
-                        0,
-                    )
-                },
-                Column::new("PACKET", list.iter().map(|r| raw(inert(&r.id, 64))).collect(), 8, 0),
-                Column::new(
-                    "AGENT",
-                    list.iter().map(|r| raw(inert(r.packet.as_deref().map_or("?", |p| &p.agent), 64))).collect(),
-                    8,
-                    0,
-                ),
-                Column::new(
-                    "ACTION CLASS",
-                    list.iter().map(|r| raw(inert(r.packet.as_deref().map_or("?", |p| &p.action_class), 64))).collect(),
-                    10,
-                    0,
-                ),
-                Column::new(
-                    "BY",
-                    list.iter()
-                        .map(|r| match r.decision.system {
-                            // The console signed it by the principal's rule: no person decided.
-                            Some(_) => raw("system".into()),
-                            None => raw(inert(&r.decision.principal, 40)),
-                        })
-                        .collect(),
-                    6,
-                    2,
-                ),
-            ];
-            fit_columns(cols, avail)
-        }
-        Pane::Posteriors => {
-            let list = &state.posteriors()[from..to];
-            let fixed = |c: Column| Column { fixed: true, ..c };
-            let mut cols = vec![
-                Column::new("ACTION CLASS", list.iter().map(|p| raw(inert(&p.action_class, 64))).collect(), 10, 0),
-                fixed(Column::new("95% INTERVAL", vec![], 0, 4)),
-                fixed(Column::new(
-                    "MEAN [LOW–HIGH]",
-                    list.iter().map(|p| raw(format!("{:.2} [{:.2}–{:.2}]", p.mean, p.ci_low, p.ci_high))).collect(),
-                    0,
-                    0,
-                )),
-                fixed(Column::new("N", list.iter().map(|p| raw(p.samples.to_string())).collect(), 0, 0)),
-                fixed(Column::new(
-                    "TIER",
-                    list.iter().map(|p| styled(p.tier.as_str().to_owned(), tier_style(theme, p.tier))).collect(),
-                    0,
-                    0,
-                )),
-                fixed(Column::new(
-                    "GRADUATION",
-                    list.iter()
-                        .map(|p| {
-                            let human_only = state.policies.policy(&p.action_class).is_human_only();
-                            let (t, role) = match (human_only, p.graduation_ready()) {
-                                (true, _) => ("◆ human", "muted"),
-                                (false, true) => ("✓ ready", "ok"),
-                                (false, false) => ("· not yet", "muted"),
-                            };
-                            styled(t.to_owned(), theme.get(role))
-                        })
-                        .collect(),
-                    0,
-                    2,
-                )),
-                fixed(Column::new(
-                    "TO GO",
-                    list.iter()
-                        .map(|p| {
-                            raw(match p.to_graduate {
-                                Some(0) => "—".to_owned(),
-                                Some(n) => format!("+{n}"),
-                                None => "never".to_owned(),
-                            })
-                        })
-                        .collect(),
-                    0,
-                    3,
-                )),
-            ];
-            // The band takes the room the other columns leave, between 6 and 24 cells.
-            let others: usize =
-                cols.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, c)| c.natural()).sum::<usize>() + cols.len()
-                    - 1;
-            let bar_w = avail.saturating_sub(others).clamp(6, 24);
-            cols[1].cells = list.iter().map(|p| interval_bar(theme, p.mean, p.ci_low, p.ci_high, bar_w)).collect();
-            if list.is_empty() {
-                cols[1].cells.clear();
-            }
-            fit_columns(cols, avail)
-        }
-        Pane::Invalid => {
-            let list = &state.invalid()[from..to];
-            let cols = vec![
-                Column {
-                    fixed: true,
-                    ..Column::new(
-                        "KIND",
-                        list.iter()
-                            .map(|f| {
-                                let kind = match f.kind {
-                                    warrant_store::spool::FileKind::Packet => "packet",
-                                    warrant_store::spool::FileKind::Receipt => "receipt",
-                                };
-                                styled(format!("⚠ {kind}"), theme.get("invalid"))
-                            })
-                            .collect(),
-                        0,
-                        0,
-                    )
-                },
-                Column::new("FILE", list.iter().map(|f| raw(inert(&f.name, 80))).collect(), 10, 0),
-                Column::new("REASON", list.iter().map(|f| raw(inert(&f.reason.to_string(), 300))).collect(), 10, 0),
-            ];
-            fit_columns(cols, avail)
-        }
-        Pane::Audit => {
-            let list = &state.audit()[from..to];
-            let cols = vec![
-                Column::new(
-                    "#",
-                    list.iter()
-                        .map(|e| match e.record {
-                            Some(r) => raw(r.to_string()),
-                            // Not a chain record: the receipt file's word (marked, not numbered).
-                            None => styled("∉ chain".into(), theme.get("warn")),
-                        })
-                        .collect(),
-                    7,
-                    0,
-                ),
-                Column::new(
-                    "TIME",
-                    list.iter().map(|e| raw(inert(e.at.get(..19).unwrap_or(&e.at), 19))).collect(),
-                    10,
-                    3,
-                ),
-                Column::new("KIND", list.iter().map(|e| raw(e.kind.word().to_owned())).collect(), 4, 0),
-                Column::new(
-                    "WHAT",
-                    list.iter()
-                        .map(|e| {
-                            let role = match e.decision.as_str() {
-                                "approve" => "approve",
-                                "refuse" => "refuse",
-                                _ => "base",
-                            };
-                            styled(inert(&e.decision, 40), theme.get(role))
-                        })
-                        .collect(),
-                    6,
-                    0,
-                ),
-                Column::new("ACTION", list.iter().map(|e| raw(inert(&e.action, 80))).collect(), 8, 0),
-                Column::new("AGENT", list.iter().map(|e| raw(inert(&e.agent, 64))).collect(), 6, 1),
-                Column::new("HOW", list.iter().map(|e| raw(audit_how_short(e))).collect(), 6, 0),
-                Column::new(
-                    "SIGNER",
-                    list.iter().map(|e| raw(e.signer.as_ref().map_or("—".into(), |s| inert(&s.name, 40)))).collect(),
-                    6,
-                    2,
-                ),
-            ];
-            fit_columns(cols, avail)
-        }
+        Pane::Pending => pending_table(state, theme, from, to, avail),
+        Pane::Decided => decided_table(state, theme, from, to, avail),
+        Pane::Posteriors => posteriors_table(state, theme, from, to, avail),
+        Pane::Invalid => invalid_table(state, theme, from, to, avail),
+        Pane::Audit => audit_table(state, theme, from, to, avail),
         // Drawn by their own views.
         Pane::Matrices | Pane::Agents | Pane::Grants => (vec![], vec![], vec![]),
     };
@@ -449,6 +166,335 @@ pub(super) fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, a
         .collect();
     let table = Table::new(rows, widths).header(Row::new(header).style(theme.get("header"))).column_spacing(1);
     frame.render_widget(table, inner);
+}
+
+/// The Pending table of the rows `from..to`, fitted to `avail` cells.
+fn pending_table(
+    state: &State,
+    theme: &Theme,
+    from: usize,
+    to: usize,
+    avail: usize,
+) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+    let list = &state.pending()[from..to];
+    let mut cols = vec![
+        // `⏱` marks a packet past its class's `refuse_after` (timed out).
+        Column::new(
+            "AGE",
+            list.iter()
+                .map(|e| match state.timed_out(e) {
+                    Some(_) => styled(format!("⏱{}", clock::human_age(state.now - e.created())), theme.get("warn")),
+                    None => raw(clock::human_age(state.now - e.created())),
+                })
+                .collect(),
+            3,
+            0,
+        ),
+        Column::new(
+            "AGENT",
+            list.iter()
+                .map(|e| match state.look_alike(&e.packet.agent) {
+                    Some(_) => styled(format!("⚠{}", inert(&e.packet.agent, 64)), theme.get("warn")),
+                    None => raw(inert(&e.packet.agent, 64)),
+                })
+                .collect(),
+            8,
+            0,
+        ),
+        // `✍1/2`: a class that needs several principals, and how many have signed.
+        Column::new(
+            "ACTION CLASS",
+            list.iter()
+                .map(|e| match state.policies.cosign(&e.packet.action_class) {
+                    Some(q) => {
+                        let n = state.cosigned(&e.packet).map_or(0, |c| c.signatures.len());
+                        raw(format!("{} ✍{n}/{}", inert(&e.packet.action_class, 64), q.required))
+                    }
+                    None => raw(inert(&e.packet.action_class, 64)),
+                })
+                .collect(),
+            10,
+            0,
+        ),
+        // The class's risk as warrant's policies define it; `*` when the packet claims another.
+        Column::new(
+            "RISK",
+            list.iter()
+                .map(|e| {
+                    let p = &e.packet;
+                    let risk = state.policies.class_risk(&p.action_class).as_str();
+                    let claims_other = p.risk.as_deref().is_some_and(|r| r != risk);
+                    styled(
+                        if claims_other { format!("{risk}*") } else { risk.to_owned() },
+                        risk_style(theme, Some(risk)),
+                    )
+                })
+                .collect(),
+            4,
+            2,
+        ),
+        // The composed verdict of every model, not only what the packet declares.
+        Column {
+            fixed: true,
+            ..Column::new(
+                "STATE",
+                list.iter()
+                    .map(|e| {
+                        let shown = state.shown_state(&e.packet);
+                        let (g, w) = state_label(shown);
+                        styled(format!("{g} {w}"), state_style(theme, shown))
+                    })
+                    .collect(),
+                0,
+                0,
+            )
+        },
+        Column::new("SUMMARY", list.iter().map(|e| raw(inert(&e.packet.summary, 200))).collect(), 10, 3),
+    ];
+    // Packets selected for batch triage are marked `■`, in a column there only while
+    // something is selected.
+    if !state.marked.is_empty() {
+        let cells = list
+            .iter()
+            .map(|e| {
+                if state.marked.contains(&e.packet.id) {
+                    styled("■".into(), theme.get("accent"))
+                } else {
+                    raw(" ".into())
+                }
+            })
+            .collect();
+        cols.insert(0, Column { fixed: true, ..Column::new("■", cells, 0, 0) });
+    }
+    fit_columns(cols, avail)
+}
+
+/// The Decided table of the rows `from..to`, fitted to `avail` cells.
+fn decided_table(
+    state: &State,
+    theme: &Theme,
+    from: usize,
+    to: usize,
+    avail: usize,
+) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+    let list = &state.decided()[from..to];
+    let cols = vec![
+        Column::new(
+            "AGE",
+            list.iter()
+                .map(|r| {
+                    raw(clock::unix_seconds(&r.decision.decided_at)
+                        .map_or("?".into(), |t| clock::human_age(state.now - t)))
+                })
+                .collect(),
+            3,
+            0,
+        ),
+        Column {
+            fixed: true,
+            ..Column::new(
+                "DECISION",
+                list.iter()
+                    .map(|r| {
+                        let (g, w, role) = decision_label(&r.decision);
+                        styled(format!("{g} {w}"), theme.get(role))
+                    })
+                    .collect(),
+                0,
+                0,
+            )
+        },
+        Column::new("PACKET", list.iter().map(|r| raw(inert(&r.id, 64))).collect(), 8, 0),
+        Column::new(
+            "AGENT",
+            list.iter().map(|r| raw(inert(r.packet.as_deref().map_or("?", |p| &p.agent), 64))).collect(),
+            8,
+            0,
+        ),
+        Column::new(
+            "ACTION CLASS",
+            list.iter().map(|r| raw(inert(r.packet.as_deref().map_or("?", |p| &p.action_class), 64))).collect(),
+            10,
+            0,
+        ),
+        Column::new(
+            "BY",
+            list.iter()
+                .map(|r| match r.decision.system {
+                    // The console signed it by the principal's rule: no person decided.
+                    Some(_) => raw("system".into()),
+                    None => raw(inert(&r.decision.principal, 40)),
+                })
+                .collect(),
+            6,
+            2,
+        ),
+    ];
+    fit_columns(cols, avail)
+}
+
+/// The Posteriors table of the rows `from..to`, fitted to `avail` cells (the interval band takes
+/// the room the other columns leave).
+fn posteriors_table(
+    state: &State,
+    theme: &Theme,
+    from: usize,
+    to: usize,
+    avail: usize,
+) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+    let list = &state.posteriors()[from..to];
+    let fixed = |c: Column| Column { fixed: true, ..c };
+    let mut cols = vec![
+        Column::new("ACTION CLASS", list.iter().map(|p| raw(inert(&p.action_class, 64))).collect(), 10, 0),
+        fixed(Column::new("95% INTERVAL", vec![], 0, 4)),
+        fixed(Column::new(
+            "MEAN [LOW–HIGH]",
+            list.iter().map(|p| raw(format!("{:.2} [{:.2}–{:.2}]", p.mean, p.ci_low, p.ci_high))).collect(),
+            0,
+            0,
+        )),
+        fixed(Column::new("N", list.iter().map(|p| raw(p.samples.to_string())).collect(), 0, 0)),
+        fixed(Column::new(
+            "TIER",
+            list.iter().map(|p| styled(p.tier.as_str().to_owned(), tier_style(theme, p.tier))).collect(),
+            0,
+            0,
+        )),
+        fixed(Column::new(
+            "GRADUATION",
+            list.iter()
+                .map(|p| {
+                    let human_only = state.policies.policy(&p.action_class).is_human_only();
+                    let (t, role) = match (human_only, p.graduation_ready()) {
+                        (true, _) => ("◆ human", "muted"),
+                        (false, true) => ("✓ ready", "ok"),
+                        (false, false) => ("· not yet", "muted"),
+                    };
+                    styled(t.to_owned(), theme.get(role))
+                })
+                .collect(),
+            0,
+            2,
+        )),
+        fixed(Column::new(
+            "TO GO",
+            list.iter()
+                .map(|p| {
+                    raw(match p.to_graduate {
+                        Some(0) => "—".to_owned(),
+                        Some(n) => format!("+{n}"),
+                        None => "never".to_owned(),
+                    })
+                })
+                .collect(),
+            0,
+            3,
+        )),
+    ];
+    // The band takes the room the other columns leave, between 6 and 24 cells.
+    let others: usize =
+        cols.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, c)| c.natural()).sum::<usize>() + cols.len() - 1;
+    let bar_w = avail.saturating_sub(others).clamp(6, 24);
+    cols[1].cells = list.iter().map(|p| interval_bar(theme, p.mean, p.ci_low, p.ci_high, bar_w)).collect();
+    if list.is_empty() {
+        cols[1].cells.clear();
+    }
+    fit_columns(cols, avail)
+}
+
+/// The Invalid table of the rows `from..to`, fitted to `avail` cells.
+fn invalid_table(
+    state: &State,
+    theme: &Theme,
+    from: usize,
+    to: usize,
+    avail: usize,
+) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+    let list = &state.invalid()[from..to];
+    let cols = vec![
+        Column {
+            fixed: true,
+            ..Column::new(
+                "KIND",
+                list.iter()
+                    .map(|f| {
+                        let kind = match f.kind {
+                            warrant_store::spool::FileKind::Packet => "packet",
+                            warrant_store::spool::FileKind::Receipt => "receipt",
+                        };
+                        styled(format!("⚠ {kind}"), theme.get("invalid"))
+                    })
+                    .collect(),
+                0,
+                0,
+            )
+        },
+        Column::new("FILE", list.iter().map(|f| raw(inert(&f.name, 80))).collect(), 10, 0),
+        Column::new("REASON", list.iter().map(|f| raw(inert(&f.reason.to_string(), 300))).collect(), 10, 0),
+    ];
+    fit_columns(cols, avail)
+}
+
+/// The Audit table of the rows `from..to`, fitted to `avail` cells.
+fn audit_table(
+    state: &State,
+    theme: &Theme,
+    from: usize,
+    to: usize,
+    avail: usize,
+) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+    let list = &state.audit()[from..to];
+    let cols = vec![
+        Column::new(
+            "#",
+            list.iter()
+                .map(|e| match e.record {
+                    Some(r) => raw(r.to_string()),
+                    // Not a chain record: the receipt file's word (marked, not numbered).
+                    None => styled("∉ chain".into(), theme.get("warn")),
+                })
+                .collect(),
+            7,
+            0,
+        ),
+        Column::new("TIME", list.iter().map(|e| raw(inert(e.at.get(..19).unwrap_or(&e.at), 19))).collect(), 10, 3),
+        Column::new("KIND", list.iter().map(|e| raw(e.kind.word().to_owned())).collect(), 4, 0),
+        Column::new(
+            "WHAT",
+            list.iter()
+                .map(|e| {
+                    let role = match e.decision.as_str() {
+                        "approve" => "approve",
+                        "refuse" => "refuse",
+                        _ => "base",
+                    };
+                    styled(inert(&e.decision, 40), theme.get(role))
+                })
+                .collect(),
+            6,
+            0,
+        ),
+        Column::new("ACTION", list.iter().map(|e| raw(inert(&e.action, 80))).collect(), 8, 0),
+        Column::new("AGENT", list.iter().map(|e| raw(inert(&e.agent, 64))).collect(), 6, 1),
+        Column::new("HOW", list.iter().map(|e| raw(audit_how_short(e))).collect(), 6, 0),
+        Column::new(
+            "SIGNER",
+            list.iter().map(|e| raw(e.signer.as_ref().map_or("—".into(), |s| inert(&s.name, 40)))).collect(),
+            6,
+            2,
+        ),
+    ];
+    fit_columns(cols, avail)
+}
+
+/// A cell of plain text.
+fn raw(t: String) -> Line<'static> {
+    Line::from(t)
+}
+
+/// A cell of text in the style `st`.
+fn styled(t: String, st: Style) -> Line<'static> {
+    Line::from(Span::styled(t, st))
 }
 
 /// How an audit entry was allowed, in a few words for the list.
