@@ -150,6 +150,64 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         },
         kv(theme, "state", Span::styled(format!("{g} {w}{declared}"), state_style(theme, shown))),
     ]);
+    approval_lines(&mut lines, state, theme, p, text_w);
+    if let Some(r) = &p.reason {
+        lines.push(kv(theme, "reason", inert(r, text_w)));
+    }
+    time_lines(&mut lines, state, theme, p);
+    grant_lines(&mut lines, state, theme, p, text_w);
+    if let Some(t) = state.changed_at(&p.id) {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "⚠ CHANGED {} ago: the agent rewrote this packet after it first appeared",
+                clock::human_age(state.now - t)
+            ),
+            theme.get("error"),
+        )));
+    }
+    let hash = if p.content_hash.len() <= width || zoomed {
+        p.content_hash.clone()
+    } else {
+        format!("{}…", &p.content_hash[..width.saturating_sub(1).clamp(16, p.content_hash.len())])
+    };
+    lines.push(kv(theme, "hash", Span::styled(hash, theme.get("accent"))));
+    lines.push(kv(
+        theme,
+        "evidence",
+        format!(
+            "{} · {} agent receipts (not evidence)",
+            evidence_summary(&p.evidence),
+            state.receipts_for(&p.action_class)
+        ),
+    ));
+    lines.extend(record_lines(state, theme, p));
+    decision_lines(&mut lines, state, theme, p, text_w);
+    // Zoomed, nothing is cut: every field of the packet, every character, wrapped and scrolled.
+    let budget = if zoomed { usize::MAX } else { 60 };
+    lines.push(Line::from(Span::styled("proposed action (where it goes first)", theme.get("header"))));
+    lines.extend(value_lines(theme, &p.proposed_action, row, budget, true));
+    if !p.context.is_null() && p.context != p.proposed_action {
+        lines.push(Line::from(Span::styled("context", theme.get("header"))));
+        lines.extend(value_lines(theme, &p.context, row, budget, false));
+    }
+    lines.extend(verdict_lines(state, theme, &p.id, row, if zoomed { usize::MAX } else { row * 2 }));
+    if let Some(d) = state.gate_decision(&p.id) {
+        lines.extend(gate_lines(theme, d, if zoomed { usize::MAX } else { width }));
+        let class = state.policies.normalize(&p.action_class);
+        lines.extend(evidence_lines(state, theme, &class, if zoomed { usize::MAX } else { 5 }));
+    }
+    let others = other_fields(p);
+    if !others.is_empty() {
+        lines.push(Line::from(Span::styled("other fields", theme.get("header"))));
+        let rest = Value::Object(others);
+        lines.extend(value_lines(theme, &rest, row, budget, false));
+    }
+    lines
+}
+
+/// The lines on approving `p`: why no one may, what would change that, the graduation hint,
+/// what an approval stands in for, and who has co-signed.
+fn approval_lines(lines: &mut Vec<Line<'_>>, state: &State, theme: &Theme, p: &Packet, text_w: usize) {
     // A packet no one may approve: why, in one line, and what would change it.
     if let Some((why, remedy)) =
         state.verdict(&p.id).and_then(warrant_protocol::verdict::PacketVerdict::why_not_approvable)
@@ -177,9 +235,10 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         let text = format!("{signed} · needs {} (policy.toml [cosign])", q.describe());
         lines.push(kv(theme, "co-sign", inert(&text, usize::MAX)));
     }
-    if let Some(r) = &p.reason {
-        lines.push(kv(theme, "reason", inert(r, text_w)));
-    }
+}
+
+/// The lines on `p`'s time: when it was created, when it expires, and whether it timed out.
+fn time_lines(lines: &mut Vec<Line<'_>>, state: &State, theme: &Theme, p: &Packet) {
     if let Some(c) = &p.created_at {
         let age =
             clock::unix_seconds(c).map_or(String::new(), |t| format!(" ({} ago)", clock::human_age(state.now - t)));
@@ -216,6 +275,11 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             ),
         ));
     }
+}
+
+/// The line on `p`'s grant: the grant it ran on, a use claimed that no grant covers, or the
+/// grant that covers it while it is undecided.
+fn grant_lines(lines: &mut Vec<Line<'_>>, state: &State, theme: &Theme, p: &Packet, text_w: usize) {
     if let Some(g) = state.ran_on_grant(p) {
         lines.push(kv(theme, "grant", format!("ran on {}: {}", inert(&g.grant_id, 80), inert(&g.describe(), text_w))));
     } else if let Some(claimed) = state.snapshot.uses.granted.get(&p.id) {
@@ -239,31 +303,11 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             ),
         ));
     }
-    if let Some(t) = state.changed_at(&p.id) {
-        lines.push(Line::from(Span::styled(
-            format!(
-                "⚠ CHANGED {} ago: the agent rewrote this packet after it first appeared",
-                clock::human_age(state.now - t)
-            ),
-            theme.get("error"),
-        )));
-    }
-    let hash = if p.content_hash.len() <= width || zoomed {
-        p.content_hash.clone()
-    } else {
-        format!("{}…", &p.content_hash[..width.saturating_sub(1).clamp(16, p.content_hash.len())])
-    };
-    lines.push(kv(theme, "hash", Span::styled(hash, theme.get("accent"))));
-    lines.push(kv(
-        theme,
-        "evidence",
-        format!(
-            "{} · {} agent receipts (not evidence)",
-            evidence_summary(&p.evidence),
-            state.receipts_for(&p.action_class)
-        ),
-    ));
-    lines.extend(record_lines(state, theme, p));
+}
+
+/// The lines on `p`'s decision in the chain: the verdict, by whom and when, why, its record,
+/// and whether the packet changed after it was signed.
+fn decision_lines(lines: &mut Vec<Line<'_>>, state: &State, theme: &Theme, p: &Packet, text_w: usize) {
     if let Some(d) = state.decisions.get(&p.id) {
         let (g, w, role) = decision_label(d);
         let by = match d.system {
@@ -289,27 +333,6 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
             )));
         }
     }
-    // Zoomed, nothing is cut: every field of the packet, every character, wrapped and scrolled.
-    let budget = if zoomed { usize::MAX } else { 60 };
-    lines.push(Line::from(Span::styled("proposed action (where it goes first)", theme.get("header"))));
-    lines.extend(value_lines(theme, &p.proposed_action, row, budget, true));
-    if !p.context.is_null() && p.context != p.proposed_action {
-        lines.push(Line::from(Span::styled("context", theme.get("header"))));
-        lines.extend(value_lines(theme, &p.context, row, budget, false));
-    }
-    lines.extend(verdict_lines(state, theme, &p.id, row, if zoomed { usize::MAX } else { row * 2 }));
-    if let Some(d) = state.gate_decision(&p.id) {
-        lines.extend(gate_lines(theme, d, if zoomed { usize::MAX } else { width }));
-        let class = state.policies.normalize(&p.action_class);
-        lines.extend(evidence_lines(state, theme, &class, if zoomed { usize::MAX } else { 5 }));
-    }
-    let others = other_fields(p);
-    if !others.is_empty() {
-        lines.push(Line::from(Span::styled("other fields", theme.get("header"))));
-        let rest = Value::Object(others);
-        lines.extend(value_lines(theme, &rest, row, budget, false));
-    }
-    lines
 }
 
 /// Top-level fields of a packet that the sections above do not show: nothing an agent writes
