@@ -133,6 +133,39 @@ impl State {
             SortKey::Class => pending.sort_by(|a, b| a.packet.action_class.cmp(&b.packet.action_class)),
             SortKey::Agent => pending.sort_by(|a, b| a.packet.agent.cmp(&b.packet.agent)),
         }
+        let decided = self.decided_rows(&filter, &policies, &decided_packets);
+        let invalid: Vec<InvalidFile> = self
+            .snapshot
+            .invalid
+            .iter()
+            .filter(|f| {
+                let reason = f.reason.to_string();
+                filter.matches(&[&f.name, &reason], |_| None)
+            })
+            .cloned()
+            .collect();
+        self.filter_views(&filter, &policies);
+        self.pending = pending;
+        self.decided = decided;
+        self.invalid = invalid;
+        for (pane, id) in Pane::ALL.iter().zip(keep) {
+            if let Some(id) = id
+                && let Some(pos) = self.position_of(*pane, &id)
+            {
+                self.selected[*pane as usize] = pos;
+            }
+            self.selected[*pane as usize] = self.selection(*pane);
+        }
+    }
+
+    /// The decided rows that match `filter`, the newest record first, with their packets where
+    /// the spool still has them (`decided_packets`).
+    fn decided_rows(
+        &self,
+        filter: &Filter,
+        policies: &PolicySet,
+        decided_packets: &HashMap<&str, &Arc<Packet>>,
+    ) -> Vec<DecidedRow> {
         let mut decided: Vec<DecidedRow> = self
             .decisions
             .iter()
@@ -154,7 +187,7 @@ impl State {
                         (Field::Id, _) => Some(Cow::Borrowed(r.id.as_str())),
                         // A decided packet has a decision, not a state.
                         (Field::State, _) => None,
-                        (_, Some(p)) => packet_field(&policies, p, f),
+                        (_, Some(p)) => packet_field(policies, p, f),
                         // The packet's file is gone: its fields are unknown.
                         (_, None) => Some(Cow::Borrowed("")),
                     },
@@ -162,16 +195,12 @@ impl State {
             })
             .collect();
         decided.sort_by_key(|r| std::cmp::Reverse(r.decision.chain_index));
-        let invalid: Vec<InvalidFile> = self
-            .snapshot
-            .invalid
-            .iter()
-            .filter(|f| {
-                let reason = f.reason.to_string();
-                filter.matches(&[&f.name, &reason], |_| None)
-            })
-            .cloned()
-            .collect();
+        decided
+    }
+
+    /// Filters the posteriors, notebooks, agents and audit entries the views show (the audit is
+    /// built only once its view has been opened).
+    fn filter_views(&mut self, filter: &Filter, policies: &PolicySet) {
         self.posteriors = self
             .all_posteriors
             .iter()
@@ -226,17 +255,6 @@ impl State {
                 _ => None,
             })
         });
-        self.pending = pending;
-        self.decided = decided;
-        self.invalid = invalid;
-        for (pane, id) in Pane::ALL.iter().zip(keep) {
-            if let Some(id) = id
-                && let Some(pos) = self.position_of(*pane, &id)
-            {
-                self.selected[*pane as usize] = pos;
-            }
-            self.selected[*pane as usize] = self.selection(*pane);
-        }
     }
 
     fn selected_id(&self, pane: Pane) -> Option<String> {
