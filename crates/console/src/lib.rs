@@ -363,314 +363,18 @@ fn chain_stamp(spool: &Spool) -> Option<ChainStamp> {
 impl Runner {
     fn run(&mut self, effect: Effect) {
         match effect {
-            Effect::Audit => {
-                if self.auditing {
-                    self.audit_again = true;
-                    return;
-                }
-                let stamp = chain_stamp(&self.spool);
-                if stamp.is_some() && stamp == self.audited_stamp {
-                    return;
-                }
-                self.auditing = true;
-                self.audited_stamp = stamp;
-                let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
-                spawn_job(
-                    tx,
-                    Action::Audited(Err("internal error while building the audit (see the log)".into())),
-                    move || {
-                        Action::Audited(
-                            warrant_engine::audit::audit_chain(&spool, &pinned)
-                                .map(|(_, entries)| Arc::new(entries))
-                                .map_err(|e| e.to_string()),
-                        )
-                    },
-                );
-            }
+            Effect::Audit => self.start_audit(),
             // Handled by the event loop, which owns the theme.
             Effect::Theme(_) => {}
-            Effect::Scan => {
-                if self.scanning || self.last_scan.elapsed() < SCAN_EVERY {
-                    self.scan_again = true;
-                    return;
-                }
-                self.scanning = true;
-                self.last_scan = Instant::now();
-                // The watcher names every file an event touched: a scan for those alone looks
-                // at them alone, however large the spool. A scan with no names (the periodic
-                // rescan, a change of the chain) or after an event on `packets/` or `receipts/`
-                // themselves lists the directories, whose inodes show renames into place; a
-                // write in place, lost events or a minute's silence check every file.
-                let touched = self.touched.lock().map(|mut names| std::mem::take(&mut *names)).unwrap_or_default();
-                let every = self.recheck_every.swap(false, std::sync::atomic::Ordering::SeqCst)
-                    || !self.watching
-                    || self.last_recheck.elapsed() >= RECHECK_EVERY;
-                let recheck = if every {
-                    self.last_recheck = Instant::now();
-                    spool::Recheck::Every
-                } else {
-                    watcher::recheck_for(&self.spool, &touched)
-                };
-                let (spool, scanner, tx) = (self.spool.clone(), Arc::clone(&self.scanner), self.tx.clone());
-                spawn_job(
-                    tx.clone(),
-                    Action::ScanFailed("internal error while scanning (see the log)".into()),
-                    move || {
-                        let result = scanner.lock().map_err(|_| "scanner poisoned".to_owned()).and_then(|mut s| {
-                            s.recheck_names(touched);
-                            s.scan_if_changed(&spool, recheck).map_err(|e| e.to_string())
-                        });
-                        match result {
-                            Ok(Some(snap)) => Action::Scanned(snap),
-                            Ok(None) => Action::ScanUnchanged,
-                            Err(e) => Action::ScanFailed(format!("scanning the spool: {e}")),
-                        }
-                    },
-                );
-            }
-            Effect::VerifyChain { force } => {
-                // A rescan asks every few seconds; verify again only when the file changed.
-                let stamp = chain_stamp(&self.spool);
-                if !force && stamp.is_some() && stamp == self.verified_stamp {
-                    return;
-                }
-                if self.verifying {
-                    self.verify_again = true;
-                    return;
-                }
-                self.verifying = true;
-                self.verified_stamp = stamp;
-                let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
-                let cache = Arc::clone(&self.cache);
-                // The cached prefix is verified already: progress counts the bytes after it.
-                let cached = self.cache.lock().ok().and_then(|c| c.as_ref().and_then(|c| c.verified.clone()));
-                let total = stamp.map_or(0, |s| s.0).saturating_sub(cached.map_or(0, |v| v.bytes));
-                let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
-                let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-                {
-                    let (tx, progress, done) = (tx.clone(), Arc::clone(&progress), Arc::clone(&done));
-                    tokio::spawn(async move {
-                        let mut every = tokio::time::interval(Duration::from_millis(250));
-                        every.tick().await;
-                        loop {
-                            every.tick().await;
-                            if done.load(std::sync::atomic::Ordering::Relaxed) {
-                                break;
-                            }
-                            let read = progress.load(std::sync::atomic::Ordering::Relaxed);
-                            let _ = tx.send(Action::ChainProgress { read, total: total.max(read) });
-                        }
-                    });
-                }
-                let job_tx = tx.clone();
-                spawn_job(tx, Action::VerifyFailed("internal error while verifying (see the log)".into()), move || {
-                    let _done = DoneOnDrop(done);
-                    let previous = cache.lock().ok().and_then(|c| c.clone());
-                    // At start: the records after the principal's checkpoint first (quick), so
-                    // the console can sign while the whole chain is verified.
-                    if previous.is_none()
-                        && let Some(view) = spool::checkpointed_chain_view(&spool, &pinned)
-                    {
-                        let _ = job_tx.send(Action::ChainCheckpointed(Box::new(view)));
-                    }
-                    match spool::verify_chain_from(&spool, &pinned, previous.as_ref(), &progress) {
-                        Ok(verified) => {
-                            let view = verified.view.clone();
-                            if let Ok(mut c) = cache.lock() {
-                                *c = Some(verified);
-                            }
-                            Action::ChainVerified(Box::new(view))
-                        }
-                        Err(e) => Action::VerifyFailed(format!("reading the chain: {e}")),
-                    }
-                });
-            }
+            Effect::Scan => self.start_scan(),
+            Effect::VerifyChain { force } => self.start_verification(force),
             Effect::Sign { packet, publisher, verdict, reason, stands_in_for, grant } => {
-                let Some(principal) = self.principal.clone() else {
-                    let _ = self.tx.send(Action::Signed(Err("read-only: no key".into())));
-                    return;
-                };
-                let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
-                let observer = Arc::clone(&self.observer);
-                let quorum = self.policies.cosign(&packet.action_class).cloned();
-                spawn_job(tx, Action::Signed(Err("internal error while signing (see the log)".into())), move || {
-                    let at = warrant_protocol::clock::now_rfc3339();
-                    let result = spool::decide_with(
-                        &spool,
-                        &principal,
-                        &pinned,
-                        &packet,
-                        publisher,
-                        verdict,
-                        reason.as_deref(),
-                        &at,
-                        &*observer,
-                        quorum.as_ref(),
-                        |_| Ok(stands_in_for),
-                    )
-                    .map(|d| SignedSummary {
-                        cosigned: d.cosigned,
-                        packet_id: packet.id.clone(),
-                        verdict,
-                        chain_index: d.appended.chain_index,
-                        entry_hash: d.appended.entry_hash,
-                        // The approval stands even if the grant after it cannot be recorded.
-                        grant: grant.map(|g| {
-                            spool::append_grant(&spool, &principal, &pinned, &g)
-                                .map(|(g, _)| g.grant_id)
-                                .map_err(|e| e.to_string())
-                        }),
-                    })
-                    .map_err(|e| e.to_string());
-                    match &result {
-                        Ok(s) => {
-                            tracing::info!(packet = %s.packet_id, verdict = verdict.as_str(), index = s.chain_index, "signed")
-                        }
-                        Err(e) => tracing::warn!(packet = %packet.id, error = %e, "signing failed"),
-                    }
-                    Action::Signed(result)
-                });
+                self.start_signing(packet, publisher, verdict, reason, stands_in_for, grant)
             }
-            Effect::RefuseTimedOut { packet, after, reason } => {
-                let packet_id = packet.id.clone();
-                let Some(principal) = self.principal.clone() else {
-                    let result = Err("read-only: no key".into());
-                    let _ = self.tx.send(Action::TimeoutRefused { packet_id, after, result });
-                    return;
-                };
-                let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
-                let result = Err("internal error while signing (see the log)".into());
-                let on_panic = Action::TimeoutRefused { packet_id: packet_id.clone(), after, result };
-                spawn_job(tx, on_panic, move || {
-                    let at = warrant_protocol::clock::now_rfc3339();
-                    let cause = warrant_protocol::decision::SystemCause::Timeout;
-                    let result = match spool::decide_system(&spool, &principal, &pinned, &packet, cause, &reason, &at) {
-                        Ok(d) => Ok(Some(SignedSummary {
-                            packet_id: packet_id.clone(),
-                            verdict: warrant_protocol::decision::Verdict::Refuse,
-                            chain_index: d.appended.chain_index,
-                            entry_hash: d.appended.entry_hash,
-                            grant: None,
-                            cosigned: None,
-                        })),
-                        // Another console, or the command line, decided it first.
-                        Err(spool::DecideError::AlreadyDecided { .. }) => Ok(None),
-                        Err(e) => Err(e.to_string()),
-                    };
-                    match &result {
-                        Ok(Some(s)) => {
-                            tracing::info!(packet = %packet_id, index = s.chain_index, "timed out: system refusal signed")
-                        }
-                        Ok(None) => tracing::info!(packet = %packet_id, "timed out, but already decided"),
-                        Err(e) => tracing::warn!(packet = %packet_id, error = %e, "timed out: system refusal failed"),
-                    }
-                    Action::TimeoutRefused { packet_id, after, result }
-                });
-            }
-            Effect::RevokeGrant { grant_id, reason } => {
-                let Some(principal) = self.principal.clone() else {
-                    let _ = self.tx.send(Action::GrantRevoked(Err("read-only: no key".into())));
-                    return;
-                };
-                let (spool, pinned) = (self.spool.clone(), Arc::clone(&self.pinned));
-                let on_panic = Action::GrantRevoked(Err("internal error while signing (see the log)".into()));
-                spawn_job(self.tx.clone(), on_panic, move || {
-                    let at = warrant_protocol::clock::now_rfc3339();
-                    let result = spool::revoke_grant(&spool, &principal, &pinned, &grant_id, &reason, &at)
-                        .map(|a| (grant_id.clone(), a.chain_index, a.entry_hash))
-                        .map_err(|e| e.to_string());
-                    match &result {
-                        Ok((_, index, _)) => tracing::info!(grant = %grant_id, index, "grant revoked"),
-                        Err(e) => tracing::warn!(grant = %grant_id, error = %e, "revocation failed"),
-                    }
-                    Action::GrantRevoked(result)
-                });
-            }
-            Effect::SignBatch { items, verdict, reason } => {
-                let Some(principal) = self.principal.clone() else {
-                    let _ = self.tx.send(Action::SignedBatch(Err("read-only: no key".into())));
-                    return;
-                };
-                let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
-                let observer = Arc::clone(&self.observer);
-                let policies = Arc::clone(&self.policies);
-                let on_panic = Action::SignedBatch(Err("internal error while signing (see the log)".into()));
-                spawn_job(tx, on_panic, move || {
-                    let at = warrant_protocol::clock::now_rfc3339();
-                    let batch: Vec<spool::BatchItem<'_>> =
-                        items.iter().map(|i| spool::BatchItem { packet: &i.packet, publisher: i.publisher }).collect();
-                    // What each approval stands in for is what the principal saw in the dialog.
-                    let stands = |_: &spool::ChainView, p: &warrant_protocol::packet::Packet| {
-                        // A co-signed class is approved one packet at a time (checked again here,
-                        // under the chain's lock, with the policy as loaded).
-                        if verdict == warrant_protocol::decision::Verdict::Approve
-                            && let Some(q) = policies.cosign(&p.action_class)
-                        {
-                            return Err(format!(
-                                "{} needs the approval of {}: approve it on its own",
-                                p.id,
-                                q.describe()
-                            ));
-                        }
-                        Ok(items
-                            .iter()
-                            .find(|i| i.packet.id == p.id)
-                            .map(|i| i.stands_in_for.clone())
-                            .unwrap_or_default())
-                    };
-                    let result = spool::decide_many(
-                        &spool,
-                        &principal,
-                        &pinned,
-                        &batch,
-                        verdict,
-                        reason.as_deref(),
-                        &at,
-                        &*observer,
-                        stands,
-                    )
-                    .map(|done| {
-                        items
-                            .iter()
-                            .zip(done)
-                            .map(|(i, d)| SignedSummary {
-                                packet_id: i.packet.id.clone(),
-                                verdict,
-                                chain_index: d.appended.chain_index,
-                                entry_hash: d.appended.entry_hash,
-                                grant: None,
-                                cosigned: None,
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                    .map_err(|e| e.to_string());
-                    match &result {
-                        Ok(s) => tracing::info!(packets = s.len(), verdict = verdict.as_str(), "batch signed"),
-                        Err(e) => tracing::warn!(error = %e, "batch signing failed"),
-                    }
-                    Action::SignedBatch(result)
-                });
-            }
-            Effect::Control(input) => {
-                let Some(principal) = self.principal.clone() else {
-                    let _ = self.tx.send(Action::ControlSigned(Err("read-only: no key".into())));
-                    return;
-                };
-                let (spool, pinned, policies) =
-                    (self.spool.clone(), Arc::clone(&self.pinned), Arc::clone(&self.policies));
-                let on_panic = Action::ControlSigned(Err("internal error while signing (see the log)".into()));
-                spawn_job(self.tx.clone(), on_panic, move || {
-                    let (kind, subject) = (input.kind, input.subject.clone());
-                    let result = execute_control(&spool, &principal, &pinned, &policies, input);
-                    match &result {
-                        Ok(s) => {
-                            tracing::info!(control = kind.as_str(), %subject, index = s.chain_index, "control signed")
-                        }
-                        Err(e) => tracing::warn!(control = kind.as_str(), %subject, error = %e, "control failed"),
-                    }
-                    Action::ControlSigned(result)
-                });
-            }
+            Effect::RefuseTimedOut { packet, after, reason } => self.start_timeout_refusal(packet, after, reason),
+            Effect::RevokeGrant { grant_id, reason } => self.start_revocation(grant_id, reason),
+            Effect::SignBatch { items, verdict, reason } => self.start_batch_signing(items, verdict, reason),
+            Effect::Control(input) => self.start_control(input),
             Effect::Notify { packets, pending } => self.notify(&packets, pending),
             Effect::Title { pending } => {
                 if self.notify.title {
@@ -679,6 +383,333 @@ impl Runner {
             }
             Effect::Quit => {}
         }
+    }
+
+    /// Starts the audit of the chain on a blocking thread, unless one is running (it runs again
+    /// after) or the chain is as it was at the last audit.
+    fn start_audit(&mut self) {
+        if self.auditing {
+            self.audit_again = true;
+            return;
+        }
+        let stamp = chain_stamp(&self.spool);
+        if stamp.is_some() && stamp == self.audited_stamp {
+            return;
+        }
+        self.auditing = true;
+        self.audited_stamp = stamp;
+        let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
+        spawn_job(
+            tx,
+            Action::Audited(Err("internal error while building the audit (see the log)".into())),
+            move || {
+                Action::Audited(
+                    warrant_engine::audit::audit_chain(&spool, &pinned)
+                        .map(|(_, entries)| Arc::new(entries))
+                        .map_err(|e| e.to_string()),
+                )
+            },
+        );
+    }
+
+    /// Starts a scan of the spool on a blocking thread, unless one is running or started less than
+    /// [`SCAN_EVERY`] ago (it runs again when due).
+    fn start_scan(&mut self) {
+        if self.scanning || self.last_scan.elapsed() < SCAN_EVERY {
+            self.scan_again = true;
+            return;
+        }
+        self.scanning = true;
+        self.last_scan = Instant::now();
+        // The watcher names every file an event touched: a scan for those alone looks
+        // at them alone, however large the spool. A scan with no names (the periodic
+        // rescan, a change of the chain) or after an event on `packets/` or `receipts/`
+        // themselves lists the directories, whose inodes show renames into place; a
+        // write in place, lost events or a minute's silence check every file.
+        let touched = self.touched.lock().map(|mut names| std::mem::take(&mut *names)).unwrap_or_default();
+        let every = self.recheck_every.swap(false, std::sync::atomic::Ordering::SeqCst)
+            || !self.watching
+            || self.last_recheck.elapsed() >= RECHECK_EVERY;
+        let recheck = if every {
+            self.last_recheck = Instant::now();
+            spool::Recheck::Every
+        } else {
+            watcher::recheck_for(&self.spool, &touched)
+        };
+        let (spool, scanner, tx) = (self.spool.clone(), Arc::clone(&self.scanner), self.tx.clone());
+        spawn_job(tx.clone(), Action::ScanFailed("internal error while scanning (see the log)".into()), move || {
+            let result = scanner.lock().map_err(|_| "scanner poisoned".to_owned()).and_then(|mut s| {
+                s.recheck_names(touched);
+                s.scan_if_changed(&spool, recheck).map_err(|e| e.to_string())
+            });
+            match result {
+                Ok(Some(snap)) => Action::Scanned(snap),
+                Ok(None) => Action::ScanUnchanged,
+                Err(e) => Action::ScanFailed(format!("scanning the spool: {e}")),
+            }
+        });
+    }
+
+    /// Starts the verification of the chain on a blocking thread, with its progress reported
+    /// every 250 ms, unless the chain is unchanged (and `force` is false) or one is running (it
+    /// runs again after).
+    fn start_verification(&mut self, force: bool) {
+        // A rescan asks every few seconds; verify again only when the file changed.
+        let stamp = chain_stamp(&self.spool);
+        if !force && stamp.is_some() && stamp == self.verified_stamp {
+            return;
+        }
+        if self.verifying {
+            self.verify_again = true;
+            return;
+        }
+        self.verifying = true;
+        self.verified_stamp = stamp;
+        let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
+        let cache = Arc::clone(&self.cache);
+        // The cached prefix is verified already: progress counts the bytes after it.
+        let cached = self.cache.lock().ok().and_then(|c| c.as_ref().and_then(|c| c.verified.clone()));
+        let total = stamp.map_or(0, |s| s.0).saturating_sub(cached.map_or(0, |v| v.bytes));
+        let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        {
+            let (tx, progress, done) = (tx.clone(), Arc::clone(&progress), Arc::clone(&done));
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(Duration::from_millis(250));
+                every.tick().await;
+                loop {
+                    every.tick().await;
+                    if done.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let read = progress.load(std::sync::atomic::Ordering::Relaxed);
+                    let _ = tx.send(Action::ChainProgress { read, total: total.max(read) });
+                }
+            });
+        }
+        let job_tx = tx.clone();
+        spawn_job(tx, Action::VerifyFailed("internal error while verifying (see the log)".into()), move || {
+            let _done = DoneOnDrop(done);
+            let previous = cache.lock().ok().and_then(|c| c.clone());
+            // At start: the records after the principal's checkpoint first (quick), so
+            // the console can sign while the whole chain is verified.
+            if previous.is_none()
+                && let Some(view) = spool::checkpointed_chain_view(&spool, &pinned)
+            {
+                let _ = job_tx.send(Action::ChainCheckpointed(Box::new(view)));
+            }
+            match spool::verify_chain_from(&spool, &pinned, previous.as_ref(), &progress) {
+                Ok(verified) => {
+                    let view = verified.view.clone();
+                    if let Ok(mut c) = cache.lock() {
+                        *c = Some(verified);
+                    }
+                    Action::ChainVerified(Box::new(view))
+                }
+                Err(e) => Action::VerifyFailed(format!("reading the chain: {e}")),
+            }
+        });
+    }
+
+    /// Signs the principal's decision on `packet` (and records the grant after an approval) on a
+    /// blocking thread.
+    fn start_signing(
+        &self,
+        packet: Arc<warrant_protocol::packet::Packet>,
+        publisher: Option<u32>,
+        verdict: warrant_protocol::decision::Verdict,
+        reason: Option<String>,
+        stands_in_for: Vec<String>,
+        grant: Option<Box<warrant_protocol::grant::GrantInput>>,
+    ) {
+        let Some(principal) = self.principal.clone() else {
+            let _ = self.tx.send(Action::Signed(Err("read-only: no key".into())));
+            return;
+        };
+        let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
+        let observer = Arc::clone(&self.observer);
+        let quorum = self.policies.cosign(&packet.action_class).cloned();
+        spawn_job(tx, Action::Signed(Err("internal error while signing (see the log)".into())), move || {
+            let at = warrant_protocol::clock::now_rfc3339();
+            let result = spool::decide_with(
+                &spool,
+                &principal,
+                &pinned,
+                &packet,
+                publisher,
+                verdict,
+                reason.as_deref(),
+                &at,
+                &*observer,
+                quorum.as_ref(),
+                |_| Ok(stands_in_for),
+            )
+            .map(|d| SignedSummary {
+                cosigned: d.cosigned,
+                packet_id: packet.id.clone(),
+                verdict,
+                chain_index: d.appended.chain_index,
+                entry_hash: d.appended.entry_hash,
+                // The approval stands even if the grant after it cannot be recorded.
+                grant: grant.map(|g| {
+                    spool::append_grant(&spool, &principal, &pinned, &g)
+                        .map(|(g, _)| g.grant_id)
+                        .map_err(|e| e.to_string())
+                }),
+            })
+            .map_err(|e| e.to_string());
+            match &result {
+                Ok(s) => {
+                    tracing::info!(packet = %s.packet_id, verdict = verdict.as_str(), index = s.chain_index, "signed")
+                }
+                Err(e) => tracing::warn!(packet = %packet.id, error = %e, "signing failed"),
+            }
+            Action::Signed(result)
+        });
+    }
+
+    /// Signs the system refusal of the timed-out `packet` on a blocking thread.
+    fn start_timeout_refusal(&self, packet: Arc<warrant_protocol::packet::Packet>, after: Duration, reason: String) {
+        let packet_id = packet.id.clone();
+        let Some(principal) = self.principal.clone() else {
+            let result = Err("read-only: no key".into());
+            let _ = self.tx.send(Action::TimeoutRefused { packet_id, after, result });
+            return;
+        };
+        let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
+        let result = Err("internal error while signing (see the log)".into());
+        let on_panic = Action::TimeoutRefused { packet_id: packet_id.clone(), after, result };
+        spawn_job(tx, on_panic, move || {
+            let at = warrant_protocol::clock::now_rfc3339();
+            let cause = warrant_protocol::decision::SystemCause::Timeout;
+            let result = match spool::decide_system(&spool, &principal, &pinned, &packet, cause, &reason, &at) {
+                Ok(d) => Ok(Some(SignedSummary {
+                    packet_id: packet_id.clone(),
+                    verdict: warrant_protocol::decision::Verdict::Refuse,
+                    chain_index: d.appended.chain_index,
+                    entry_hash: d.appended.entry_hash,
+                    grant: None,
+                    cosigned: None,
+                })),
+                // Another console, or the command line, decided it first.
+                Err(spool::DecideError::AlreadyDecided { .. }) => Ok(None),
+                Err(e) => Err(e.to_string()),
+            };
+            match &result {
+                Ok(Some(s)) => {
+                    tracing::info!(packet = %packet_id, index = s.chain_index, "timed out: system refusal signed")
+                }
+                Ok(None) => tracing::info!(packet = %packet_id, "timed out, but already decided"),
+                Err(e) => tracing::warn!(packet = %packet_id, error = %e, "timed out: system refusal failed"),
+            }
+            Action::TimeoutRefused { packet_id, after, result }
+        });
+    }
+
+    /// Signs the revocation of the grant `grant_id` on a blocking thread.
+    fn start_revocation(&self, grant_id: String, reason: String) {
+        let Some(principal) = self.principal.clone() else {
+            let _ = self.tx.send(Action::GrantRevoked(Err("read-only: no key".into())));
+            return;
+        };
+        let (spool, pinned) = (self.spool.clone(), Arc::clone(&self.pinned));
+        let on_panic = Action::GrantRevoked(Err("internal error while signing (see the log)".into()));
+        spawn_job(self.tx.clone(), on_panic, move || {
+            let at = warrant_protocol::clock::now_rfc3339();
+            let result = spool::revoke_grant(&spool, &principal, &pinned, &grant_id, &reason, &at)
+                .map(|a| (grant_id.clone(), a.chain_index, a.entry_hash))
+                .map_err(|e| e.to_string());
+            match &result {
+                Ok((_, index, _)) => tracing::info!(grant = %grant_id, index, "grant revoked"),
+                Err(e) => tracing::warn!(grant = %grant_id, error = %e, "revocation failed"),
+            }
+            Action::GrantRevoked(result)
+        });
+    }
+
+    /// Signs one decision on each of `items`, all or nothing, on a blocking thread.
+    fn start_batch_signing(
+        &self,
+        items: Vec<app::BatchSign>,
+        verdict: warrant_protocol::decision::Verdict,
+        reason: Option<String>,
+    ) {
+        let Some(principal) = self.principal.clone() else {
+            let _ = self.tx.send(Action::SignedBatch(Err("read-only: no key".into())));
+            return;
+        };
+        let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
+        let observer = Arc::clone(&self.observer);
+        let policies = Arc::clone(&self.policies);
+        let on_panic = Action::SignedBatch(Err("internal error while signing (see the log)".into()));
+        spawn_job(tx, on_panic, move || {
+            let at = warrant_protocol::clock::now_rfc3339();
+            let batch: Vec<spool::BatchItem<'_>> =
+                items.iter().map(|i| spool::BatchItem { packet: &i.packet, publisher: i.publisher }).collect();
+            // What each approval stands in for is what the principal saw in the dialog.
+            let stands = |_: &spool::ChainView, p: &warrant_protocol::packet::Packet| {
+                // A co-signed class is approved one packet at a time (checked again here,
+                // under the chain's lock, with the policy as loaded).
+                if verdict == warrant_protocol::decision::Verdict::Approve
+                    && let Some(q) = policies.cosign(&p.action_class)
+                {
+                    return Err(format!("{} needs the approval of {}: approve it on its own", p.id, q.describe()));
+                }
+                Ok(items.iter().find(|i| i.packet.id == p.id).map(|i| i.stands_in_for.clone()).unwrap_or_default())
+            };
+            let result = spool::decide_many(
+                &spool,
+                &principal,
+                &pinned,
+                &batch,
+                verdict,
+                reason.as_deref(),
+                &at,
+                &*observer,
+                stands,
+            )
+            .map(|done| {
+                items
+                    .iter()
+                    .zip(done)
+                    .map(|(i, d)| SignedSummary {
+                        packet_id: i.packet.id.clone(),
+                        verdict,
+                        chain_index: d.appended.chain_index,
+                        entry_hash: d.appended.entry_hash,
+                        grant: None,
+                        cosigned: None,
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .map_err(|e| e.to_string());
+            match &result {
+                Ok(s) => tracing::info!(packets = s.len(), verdict = verdict.as_str(), "batch signed"),
+                Err(e) => tracing::warn!(error = %e, "batch signing failed"),
+            }
+            Action::SignedBatch(result)
+        });
+    }
+
+    /// Signs the control `input` on a blocking thread.
+    fn start_control(&self, input: warrant_protocol::control::ControlInput) {
+        let Some(principal) = self.principal.clone() else {
+            let _ = self.tx.send(Action::ControlSigned(Err("read-only: no key".into())));
+            return;
+        };
+        let (spool, pinned, policies) = (self.spool.clone(), Arc::clone(&self.pinned), Arc::clone(&self.policies));
+        let on_panic = Action::ControlSigned(Err("internal error while signing (see the log)".into()));
+        spawn_job(self.tx.clone(), on_panic, move || {
+            let (kind, subject) = (input.kind, input.subject.clone());
+            let result = execute_control(&spool, &principal, &pinned, &policies, input);
+            match &result {
+                Ok(s) => {
+                    tracing::info!(control = kind.as_str(), %subject, index = s.chain_index, "control signed")
+                }
+                Err(e) => tracing::warn!(control = kind.as_str(), %subject, error = %e, "control failed"),
+            }
+            Action::ControlSigned(result)
+        });
     }
 
     /// Rings the bell and starts the notify command for each new packet (at most
@@ -795,22 +826,48 @@ impl Runner {
     }
 }
 
+/// The console's action for an event of the terminal (`None` for events it ignores); the end of
+/// the terminal's events quits.
+fn terminal_action(ev: Option<std::io::Result<Event>>) -> Option<Action> {
+    match ev {
+        Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press => Some(Action::Key(keymap::Key::from_event(&k))),
+        Some(Ok(Event::Paste(s))) => Some(Action::Paste(s)),
+        Some(Ok(Event::Resize(width, height))) => Some(Action::Resize { width, height }),
+        Some(Ok(Event::Mouse(m))) => mouse_action(&m),
+        Some(Ok(_)) => None,
+        Some(Err(e)) => Some(Action::Error(format!("terminal: {e}"))),
+        None => Some(Action::Quit),
+    }
+}
+
+/// Switches to the theme `name` (unless `NO_COLOR` is set); a problem goes to the status line.
+fn switch_theme(theme: &mut theme::Theme, name: &str, tx: &mpsc::UnboundedSender<Action>) {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let problem = match theme::Theme::resolve(Some(name), no_color) {
+        Ok(t) => {
+            *theme = t;
+            no_color.then(|| "NO_COLOR is set: the mono theme stays".to_owned())
+        }
+        Err(e) => Some(format!("theme not changed: {}", warrant_protocol::text::inert(&e, 300))),
+    };
+    if let Some(text) = problem {
+        let _ = tx.send(Action::Error(text));
+    }
+}
+
+/// The runner of the event loop's effects, and the spool's watcher when it starts (else the
+/// status line says so, and every scan checks every file).
 #[allow(clippy::too_many_arguments)]
-async fn event_loop<B: ratatui::backend::Backend>(
-    terminal: &mut ratatui::Terminal<B>,
-    mut state: State,
-    mut theme: theme::Theme,
+fn start_runner(
+    state: &mut State,
     spool: Spool,
     principal: Option<Principal>,
     pinned: PinnedKeys,
     gateways: warrant_protocol::keys::GatewayKeys,
     rescan: Duration,
     notify: warrant_store::config::Notify,
-) -> Result<()>
-where
-    B::Error: Send + Sync + 'static,
-{
-    let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
+    tx: &mpsc::UnboundedSender<Action>,
+) -> (Option<watcher::SpoolWatcher>, Runner) {
     let recheck_every = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let touched = Arc::new(Mutex::new(Vec::new()));
     let _watcher =
@@ -824,7 +881,7 @@ where
                 None
             }
         };
-    let mut runner = Runner {
+    let runner = Runner {
         spool,
         principal: principal.map(Arc::new),
         pinned: Arc::new(pinned),
@@ -849,6 +906,26 @@ where
         notify,
         notifying: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
     };
+    (_watcher, runner)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn event_loop<B: ratatui::backend::Backend>(
+    terminal: &mut ratatui::Terminal<B>,
+    mut state: State,
+    mut theme: theme::Theme,
+    spool: Spool,
+    principal: Option<Principal>,
+    pinned: PinnedKeys,
+    gateways: warrant_protocol::keys::GatewayKeys,
+    rescan: Duration,
+    notify: warrant_store::config::Notify,
+) -> Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
+    let (_watcher, mut runner) = start_runner(&mut state, spool, principal, pinned, gateways, rescan, notify, &tx);
     runner.run(Effect::Scan);
     // The chain is verified once the first scan is in: the first frame with the packet list
     // does not wait behind a long chain's verification for the cores.
@@ -911,15 +988,7 @@ where
             () = wake(draw_at) => None,
             () = wake(scan_at) => None,
             () = wake(assess_at) => None,
-            ev = events.next() => match ev {
-                Some(Ok(Event::Key(k))) if k.kind == KeyEventKind::Press => Some(Action::Key(keymap::Key::from_event(&k))),
-                Some(Ok(Event::Paste(s))) => Some(Action::Paste(s)),
-                Some(Ok(Event::Resize(width, height))) => Some(Action::Resize { width, height }),
-                Some(Ok(Event::Mouse(m))) => mouse_action(&m),
-                Some(Ok(_)) => None,
-                Some(Err(e)) => Some(Action::Error(format!("terminal: {e}"))),
-                None => Some(Action::Quit),
-            },
+            ev = events.next() => terminal_action(ev),
             Some(a) = rx.recv() => Some(a),
             _ = tick.tick() => Some(Action::Tick(now_secs())),
             _ = rescan_timer.tick() => Some(Action::SpoolChanged { chain: true }),
@@ -953,17 +1022,7 @@ where
                     state.quit = true;
                 }
                 if let Effect::Theme(name) = &effect {
-                    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-                    let problem = match theme::Theme::resolve(Some(name), no_color) {
-                        Ok(t) => {
-                            theme = t;
-                            no_color.then(|| "NO_COLOR is set: the mono theme stays".to_owned())
-                        }
-                        Err(e) => Some(format!("theme not changed: {}", warrant_protocol::text::inert(&e, 300))),
-                    };
-                    if let Some(text) = problem {
-                        let _ = tx.send(Action::Error(text));
-                    }
+                    switch_theme(&mut theme, name, &tx);
                     dirty = true;
                 }
                 runner.run(effect);
