@@ -926,21 +926,7 @@ pub fn can_execute<'a>(policies: &'a PolicySet, req: &GateRequest<'a>) -> Decisi
     let level = tier.autonomy_level();
     let ctx: &'a Value = if req.context.is_object() { req.context } else { &NULL };
     let view = ContextView::of(ctx);
-    let ctx_constraints = match view.constraints {
-        Some(Value::Object(c)) => Some(c),
-        _ => None,
-    };
-    let malformed_constraints = ctx_constraints.and_then(|c| check_constraints(c).err());
-    let constraints: Cow<'a, Map<String, Value>> = match (ctx_constraints, &policy) {
-        (Some(c), _) if malformed_constraints.is_none() && !c.is_empty() => {
-            Cow::Owned(merge_constraints(&policy.constraints, c))
-        }
-        (_, Cow::Borrowed(p)) => {
-            let p: &'a ClassPolicy = p;
-            Cow::Borrowed(&p.constraints)
-        }
-        (_, Cow::Owned(p)) => Cow::Owned(p.constraints.clone()),
-    };
+    let (malformed_constraints, constraints) = request_constraints(&view, &policy);
     let requested_action: Cow<'a, Value> = match view.requested_action {
         Some(v @ Value::Object(_)) => Cow::Borrowed(v),
         _ if ctx.is_object() => Cow::Borrowed(ctx),
@@ -951,57 +937,16 @@ pub fn can_execute<'a>(policies: &'a PolicySet, req: &GateRequest<'a>) -> Decisi
         || view.approval_state.and_then(Value::as_str) == Some("approved");
     let approval_required = policy.approval_required();
 
-    let mut binding = None;
-    let mut approval_check = None;
-    if approval_required && !policy.is_human_only() && class_ok {
-        let expires_at = str_of(&[view.expires_at])
-            .map(Cow::Borrowed)
-            .or_else(|| constraints.get("expires_at").and_then(Value::as_str).map(|e| Cow::Owned(e.to_owned())))
-            .or_else(|| req.approval.and_then(|a| a.get("expiresAt")).and_then(Value::as_str).map(Cow::Borrowed));
-        let nonce = str_of(&[view.nonce])
-            .or_else(|| req.approval.and_then(|a| a.get("nonce")).and_then(Value::as_str))
-            .map(Cow::Borrowed);
-        let b = ActionBinding {
-            workspace: Cow::Borrowed(req.workspace),
-            principal: Cow::Borrowed(str_of(&[view.principal]).unwrap_or(req.workspace)),
-            requested_by: Cow::Borrowed(str_of(&[view.requested_by, view.requested_by_snake]).unwrap_or("agent")),
-            tenant: Cow::Borrowed(str_of(&[view.tenant]).unwrap_or("")),
-            target: Cow::Borrowed(str_of(&[view.target, view.recipient]).unwrap_or("")),
-            input: view.input.map_or_else(|| requested_action.clone(), Cow::Borrowed),
-            expires_at,
-            nonce,
-            digests: OnceLock::new(),
-            value: OnceLock::new(),
-        };
-        if approval_presented {
-            let built = b.value(&canonical, &constraints, req.now);
-            approval_check = Some(binding::validate_grant(built, req.approval, req.now));
-        }
-        binding = Some(b);
-    }
+    let (binding, approval_check) = if approval_required && !policy.is_human_only() && class_ok {
+        let (b, check) = approval_binding(req, &view, &canonical, &constraints, &requested_action, approval_presented);
+        (Some(b), check)
+    } else {
+        (None, None)
+    };
     let valid_grant = matches!(approval_check, Some(Ok(_)));
 
-    let outcome = if !class_ok {
-        Outcome::blocked(Cow::Owned(format!(
-            "{:?} is not an action class (like email.send.external); the gate fails closed.",
-            req.action_class
-        )))
-    } else if let Some(why) = malformed_constraints {
-        Outcome::blocked(Cow::Owned(format!("The request's {why}; the gate fails closed.")))
-    } else if !req.chain_intact {
-        Outcome::blocked(Cow::Borrowed(R_CHAIN_BROKEN))
-    } else if req.agent == AgentStanding::Killed {
-        Outcome::blocked(Cow::Borrowed(
-            "The agent was stopped by the kill switch; it may not act until the principal restores it.",
-        ))
-    } else if req.agent == AgentStanding::Quarantined {
-        Outcome::blocked(Cow::Borrowed(
-            "The agent is quarantined; its actions are denied until the principal releases it.",
-        ))
-    } else if policies.strict && policies.registered(&canonical).is_none() {
-        Outcome::blocked(Cow::Owned(format!(
-            "Unknown action class {canonical}: the policy is strict and no local class declares it."
-        )))
+    let outcome = if let Some(blocked) = blocked_outcome(policies, req, &canonical, class_ok, malformed_constraints) {
+        blocked
     } else if policy.is_human_only() {
         Outcome {
             status: DecisionState::HumanOnly,
@@ -1054,20 +999,7 @@ pub fn can_execute<'a>(policies: &'a PolicySet, req: &GateRequest<'a>) -> Decisi
             fallback_for(&canonical),
         )
     } else {
-        let constrained = CONSTRAINT_VOCABULARY.iter().any(|k| constraints.contains_key(*k));
-        Outcome {
-            status: if constrained { DecisionState::AllowedWithConstraints } else { DecisionState::Allowed },
-            mode: match tier {
-                Tier::AutoCapped => Mode::AutoCapped,
-                Tier::Supervised => Mode::Supervised,
-                _ => Mode::Allowed,
-            },
-            reason: Cow::Borrowed(R_ALLOWED),
-            allowed: true,
-            needs_approval: false,
-            packet: false,
-            path: None,
-        }
+        allowed_outcome(tier, &constraints)
     };
     let requires_atomic_consumption = outcome.mode == Mode::PendingAtomicConsumption;
     Decision {
@@ -1095,6 +1027,121 @@ pub fn can_execute<'a>(policies: &'a PolicySet, req: &GateRequest<'a>) -> Decisi
         approval_check,
         summary,
         requested_action,
+    }
+}
+
+/// The constraints the request runs within: the class's, merged with the request's own when they
+/// are well formed; and what is wrong with the request's own when they are not.
+fn request_constraints<'a>(
+    view: &ContextView<'a>,
+    policy: &Cow<'a, ClassPolicy>,
+) -> (Option<String>, Cow<'a, Map<String, Value>>) {
+    let ctx_constraints = match view.constraints {
+        Some(Value::Object(c)) => Some(c),
+        _ => None,
+    };
+    let malformed_constraints = ctx_constraints.and_then(|c| check_constraints(c).err());
+    let constraints: Cow<'a, Map<String, Value>> = match (ctx_constraints, policy) {
+        (Some(c), _) if malformed_constraints.is_none() && !c.is_empty() => {
+            Cow::Owned(merge_constraints(&policy.constraints, c))
+        }
+        (_, Cow::Borrowed(p)) => {
+            let p: &'a ClassPolicy = p;
+            Cow::Borrowed(&p.constraints)
+        }
+        (_, Cow::Owned(p)) => Cow::Owned(p.constraints.clone()),
+    };
+    (malformed_constraints, constraints)
+}
+
+/// The exact-action binding of the request `req` (its value is built when first asked for), and
+/// the check of the approval presented with it, when one is, against that binding.
+fn approval_binding<'a>(
+    req: &GateRequest<'a>,
+    view: &ContextView<'a>,
+    canonical: &str,
+    constraints: &Map<String, Value>,
+    requested_action: &Cow<'a, Value>,
+    approval_presented: bool,
+) -> (ActionBinding<'a>, Option<Result<&'static str, &'static str>>) {
+    let expires_at = str_of(&[view.expires_at])
+        .map(Cow::Borrowed)
+        .or_else(|| constraints.get("expires_at").and_then(Value::as_str).map(|e| Cow::Owned(e.to_owned())))
+        .or_else(|| req.approval.and_then(|a| a.get("expiresAt")).and_then(Value::as_str).map(Cow::Borrowed));
+    let nonce = str_of(&[view.nonce])
+        .or_else(|| req.approval.and_then(|a| a.get("nonce")).and_then(Value::as_str))
+        .map(Cow::Borrowed);
+    let b = ActionBinding {
+        workspace: Cow::Borrowed(req.workspace),
+        principal: Cow::Borrowed(str_of(&[view.principal]).unwrap_or(req.workspace)),
+        requested_by: Cow::Borrowed(str_of(&[view.requested_by, view.requested_by_snake]).unwrap_or("agent")),
+        tenant: Cow::Borrowed(str_of(&[view.tenant]).unwrap_or("")),
+        target: Cow::Borrowed(str_of(&[view.target, view.recipient]).unwrap_or("")),
+        input: view.input.map_or_else(|| requested_action.clone(), Cow::Borrowed),
+        expires_at,
+        nonce,
+        digests: OnceLock::new(),
+        value: OnceLock::new(),
+    };
+    let mut approval_check = None;
+    if approval_presented {
+        let built = b.value(canonical, constraints, req.now);
+        approval_check = Some(binding::validate_grant(built, req.approval, req.now));
+    }
+    (b, approval_check)
+}
+
+/// The outcome when one of the gate's fail-closed rules applies: not an action class, malformed
+/// constraints, a broken chain, a stopped or quarantined agent, an unknown class under a strict
+/// policy.
+fn blocked_outcome(
+    policies: &PolicySet,
+    req: &GateRequest<'_>,
+    canonical: &str,
+    class_ok: bool,
+    malformed_constraints: Option<String>,
+) -> Option<Outcome> {
+    if !class_ok {
+        Some(Outcome::blocked(Cow::Owned(format!(
+            "{:?} is not an action class (like email.send.external); the gate fails closed.",
+            req.action_class
+        ))))
+    } else if let Some(why) = malformed_constraints {
+        Some(Outcome::blocked(Cow::Owned(format!("The request's {why}; the gate fails closed."))))
+    } else if !req.chain_intact {
+        Some(Outcome::blocked(Cow::Borrowed(R_CHAIN_BROKEN)))
+    } else if req.agent == AgentStanding::Killed {
+        Some(Outcome::blocked(Cow::Borrowed(
+            "The agent was stopped by the kill switch; it may not act until the principal restores it.",
+        )))
+    } else if req.agent == AgentStanding::Quarantined {
+        Some(Outcome::blocked(Cow::Borrowed(
+            "The agent is quarantined; its actions are denied until the principal releases it.",
+        )))
+    } else if policies.strict && policies.registered(canonical).is_none() {
+        Some(Outcome::blocked(Cow::Owned(format!(
+            "Unknown action class {canonical}: the policy is strict and no local class declares it."
+        ))))
+    } else {
+        None
+    }
+}
+
+/// The outcome of an allowed call: within its constraints when it has any the gate knows.
+fn allowed_outcome(tier: Tier, constraints: &Map<String, Value>) -> Outcome {
+    let constrained = CONSTRAINT_VOCABULARY.iter().any(|k| constraints.contains_key(*k));
+    Outcome {
+        status: if constrained { DecisionState::AllowedWithConstraints } else { DecisionState::Allowed },
+        mode: match tier {
+            Tier::AutoCapped => Mode::AutoCapped,
+            Tier::Supervised => Mode::Supervised,
+            _ => Mode::Allowed,
+        },
+        reason: Cow::Borrowed(R_ALLOWED),
+        allowed: true,
+        needs_approval: false,
+        packet: false,
+        path: None,
     }
 }
 
