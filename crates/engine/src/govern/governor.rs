@@ -360,66 +360,7 @@ impl Governor {
             ));
         }
         if let Some(d) = view.decisions.get(id) {
-            let by = warrant_protocol::text::inert(&d.signed_by(), 400);
-            // A class that needs several principals: an approval that does not meet the policy's
-            // quorum (signed under other terms, or before the policy asked for one) holds nothing.
-            if d.verdict == Verdict::Approve
-                && let Some(q) = self.policies.cosign(&entry.packet.action_class)
-                && !d.meets(q)
-            {
-                return Ok((
-                    hash,
-                    Outcome::Deny {
-                        packet_id: Some(id.to_owned()),
-                        status: "blocked",
-                        reason: format!(
-                            "{id} needs the approval of {} (policy.toml [cosign]); the chain's approval is {by}'s",
-                            q.describe()
-                        ),
-                        remedy: None,
-                    },
-                ));
-            }
-            let why = d
-                .reason
-                .as_deref()
-                .map(|r| format!(": {}", warrant_protocol::text::inert(r, 2000)))
-                .unwrap_or_default();
-            return Ok((
-                hash,
-                match (d.verdict, d.packet_hash == entry.packet.content_hash) {
-                    (_, false) => Outcome::Deny {
-                        packet_id: Some(id.to_owned()),
-                        status: "blocked",
-                        reason: format!("{id} changed after {by} decided it"),
-                        remedy: None,
-                    },
-                    (Verdict::Approve, true) => {
-                        // Verified before it is used: a decision file that does not verify
-                        // leaves the approval unused.
-                        let quorum = self.policies.cosign(&entry.packet.action_class);
-                        match self.verify_decision_file(id, &entry.packet.content_hash, quorum) {
-                            Ok(()) => self.use_approval(id, format!("approved by {by}{why}")),
-                            Err(reason) => Outcome::Deny {
-                                packet_id: Some(id.to_owned()),
-                                status: "blocked",
-                                reason: format!("{reason}; the approval was not used"),
-                                remedy: Some(
-                                    "`warrant list` (the principal) writes lost decision files again from the chain"
-                                        .into(),
-                                ),
-                            },
-                        }
-                    }
-                    (Verdict::Refuse, true) if d.system.is_some() => timed_out(id, &why),
-                    (Verdict::Refuse, true) => Outcome::Deny {
-                        packet_id: Some(id.to_owned()),
-                        status: "refused",
-                        reason: format!("refused by {by}{why}"),
-                        remedy: None,
-                    },
-                },
-            ));
+            return Ok((hash, self.decided_outcome(id, &entry, d)));
         }
         if let Some(at) = expired(&entry.packet) {
             return Ok((hash, expired_undecided(id, at)));
@@ -433,69 +374,7 @@ impl Governor {
             decisive.map_or_else(|| v.state.as_str().to_owned(), |m| format!("{}: {}", m.model.as_str(), m.reason));
         let class = self.policies.normalize(&entry.packet.action_class);
         let outcome = match v.state {
-            DecisionState::AllowedWithConstraints => {
-                // The class's constraints bind whatever runs the call: the ones a hook or the
-                // gateway can check on the tool's input are checked here; the others, and any
-                // that fail, hold the call for the principal (`docs/conformance.md`).
-                let Some(gate) = a.gate.get(id) else {
-                    return Err(GovernError::InvalidPacket { id: id.to_owned(), reason: "no gate decision".into() });
-                };
-                let constraints = gate.constraints.clone().into_owned();
-                // The count is of the agent's own packets and receipts: where the agent runs as
-                // another user than the spool's owner, it may remove them (its own files, in its
-                // group's directories), so the count cannot be trusted and the principal decides.
-                let counted = spool::owned_by_me(&self.spool);
-                let recent = match warrant_protocol::calls::rate_window(&constraints) {
-                    Some(window) if counted => {
-                        Some(self.recent_calls(&entry.packet, &class, window, &view.decisions)?)
-                    }
-                    _ => None,
-                };
-                let now = warrant_protocol::clock::unix_seconds(&warrant_protocol::clock::now_rfc3339())
-                    .unwrap_or(f64::INFINITY);
-                let mut failures = warrant_protocol::calls::constraint_failures(&constraints, now, recent);
-                if !counted && constraints.contains_key("rate_limit") {
-                    failures.push(
-                        "`rate_limit` cannot be counted by the agent's own user (it could remove the files counted)"
-                            .to_owned(),
-                    );
-                }
-                let keys: Vec<&str> = constraints
-                    .keys()
-                    .map(String::as_str)
-                    .filter(|k| warrant_protocol::graduation::gate::CONSTRAINT_VOCABULARY.contains(k))
-                    .collect();
-                if failures.is_empty() && recent.is_some() {
-                    // The call counts against the rate limit from now on, whatever happens to its
-                    // packet: recorded before it runs, or it does not run. A packet that expired
-                    // before its record was written may have been left out of another call's count
-                    // in between (an expired packet with no record does not count): it does not
-                    // run either.
-                    if let Err(e) = spool::record_gate_run(&self.spool, id) {
-                        failures.push(format!("`rate_limit`: the call could not be recorded for the count ({e})"));
-                    } else if let Some(at) = expired(&entry.packet) {
-                        return Ok((hash, expired_undecided(id, at)));
-                    }
-                }
-                if failures.is_empty() {
-                    Outcome::Allow {
-                        packet_id: id.to_owned(),
-                        reason: format!("the gate allows it within its constraints ({}: they hold)", keys.join(", ")),
-                        by_principal: false,
-                        grant: None,
-                    }
-                } else {
-                    Outcome::Hold {
-                        packet_id: id.to_owned(),
-                        state: DecisionState::AllowedWithConstraints,
-                        reason: format!(
-                            "{reason}; `{class}` runs on its own only within its constraints, and the principal must decide this call: {}",
-                            failures.join("; ")
-                        ),
-                        graduation: None,
-                    }
-                }
-            }
+            DecisionState::AllowedWithConstraints => self.within_constraints(id, &entry, &class, &reason, &a, &view)?,
             DecisionState::Allowed => Outcome::Allow {
                 packet_id: id.to_owned(),
                 reason: format!("the gate allows it ({reason})"),
@@ -530,6 +409,134 @@ impl Governor {
             o => o,
         };
         Ok((hash, outcome))
+    }
+
+    /// The outcome of the call packet `entry` (`id`) that the chain has the decision `d` on: a
+    /// refusal, a timeout, an approval (used once its decision file verifies), or a block when
+    /// the approval does not meet the class's quorum or the packet changed after it.
+    fn decided_outcome(&self, id: &str, entry: &spool::PacketEntry, d: &spool::ChainDecision) -> Outcome {
+        let by = warrant_protocol::text::inert(&d.signed_by(), 400);
+        // A class that needs several principals: an approval that does not meet the policy's
+        // quorum (signed under other terms, or before the policy asked for one) holds nothing.
+        if d.verdict == Verdict::Approve
+            && let Some(q) = self.policies.cosign(&entry.packet.action_class)
+            && !d.meets(q)
+        {
+            return Outcome::Deny {
+                packet_id: Some(id.to_owned()),
+                status: "blocked",
+                reason: format!(
+                    "{id} needs the approval of {} (policy.toml [cosign]); the chain's approval is {by}'s",
+                    q.describe()
+                ),
+                remedy: None,
+            };
+        }
+        let why =
+            d.reason.as_deref().map(|r| format!(": {}", warrant_protocol::text::inert(r, 2000))).unwrap_or_default();
+        match (d.verdict, d.packet_hash == entry.packet.content_hash) {
+            (_, false) => Outcome::Deny {
+                packet_id: Some(id.to_owned()),
+                status: "blocked",
+                reason: format!("{id} changed after {by} decided it"),
+                remedy: None,
+            },
+            (Verdict::Approve, true) => {
+                // Verified before it is used: a decision file that does not verify
+                // leaves the approval unused.
+                let quorum = self.policies.cosign(&entry.packet.action_class);
+                match self.verify_decision_file(id, &entry.packet.content_hash, quorum) {
+                    Ok(()) => self.use_approval(id, format!("approved by {by}{why}")),
+                    Err(reason) => Outcome::Deny {
+                        packet_id: Some(id.to_owned()),
+                        status: "blocked",
+                        reason: format!("{reason}; the approval was not used"),
+                        remedy: Some(
+                            "`warrant list` (the principal) writes lost decision files again from the chain".into(),
+                        ),
+                    },
+                }
+            }
+            (Verdict::Refuse, true) if d.system.is_some() => timed_out(id, &why),
+            (Verdict::Refuse, true) => Outcome::Deny {
+                packet_id: Some(id.to_owned()),
+                status: "refused",
+                reason: format!("refused by {by}{why}"),
+                remedy: None,
+            },
+        }
+    }
+
+    /// The outcome of the call packet `entry` (`id`) that the gate allows within its class's
+    /// constraints: allowed when the ones a hook or the gateway can check on the tool's input hold
+    /// (a `rate_limit` counted, and the call recorded for the count), else held for the principal.
+    fn within_constraints(
+        &self,
+        id: &str,
+        entry: &spool::PacketEntry,
+        class: &str,
+        reason: &str,
+        a: &crate::monitor::Assessment,
+        view: &spool::ChainView,
+    ) -> Result<Outcome, GovernError> {
+        // The class's constraints bind whatever runs the call: the ones a hook or the
+        // gateway can check on the tool's input are checked here; the others, and any
+        // that fail, hold the call for the principal (`docs/conformance.md`).
+        let Some(gate) = a.gate.get(id) else {
+            return Err(GovernError::InvalidPacket { id: id.to_owned(), reason: "no gate decision".into() });
+        };
+        let constraints = gate.constraints.clone().into_owned();
+        // The count is of the agent's own packets and receipts: where the agent runs as
+        // another user than the spool's owner, it may remove them (its own files, in its
+        // group's directories), so the count cannot be trusted and the principal decides.
+        let counted = spool::owned_by_me(&self.spool);
+        let recent = match warrant_protocol::calls::rate_window(&constraints) {
+            Some(window) if counted => Some(self.recent_calls(&entry.packet, class, window, &view.decisions)?),
+            _ => None,
+        };
+        let now =
+            warrant_protocol::clock::unix_seconds(&warrant_protocol::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
+        let mut failures = warrant_protocol::calls::constraint_failures(&constraints, now, recent);
+        if !counted && constraints.contains_key("rate_limit") {
+            failures.push(
+                "`rate_limit` cannot be counted by the agent's own user (it could remove the files counted)".to_owned(),
+            );
+        }
+        let keys: Vec<&str> = constraints
+            .keys()
+            .map(String::as_str)
+            .filter(|k| warrant_protocol::graduation::gate::CONSTRAINT_VOCABULARY.contains(k))
+            .collect();
+        if failures.is_empty() && recent.is_some() {
+            // The call counts against the rate limit from now on, whatever happens to its
+            // packet: recorded before it runs, or it does not run. A packet that expired
+            // before its record was written may have been left out of another call's count
+            // in between (an expired packet with no record does not count): it does not
+            // run either.
+            if let Err(e) = spool::record_gate_run(&self.spool, id) {
+                failures.push(format!("`rate_limit`: the call could not be recorded for the count ({e})"));
+            } else if let Some(at) = expired(&entry.packet) {
+                return Ok(expired_undecided(id, at));
+            }
+        }
+        Ok(if failures.is_empty() {
+            Outcome::Allow {
+                packet_id: id.to_owned(),
+                reason: format!("the gate allows it within its constraints ({}: they hold)", keys.join(", ")),
+                by_principal: false,
+                grant: None,
+            }
+        } else {
+            Outcome::Hold {
+                packet_id: id.to_owned(),
+                state: DecisionState::AllowedWithConstraints,
+                reason: format!(
+                    "{reason}; `{class}` runs on its own only within its constraints, and the principal must decide this call: {}",
+                    failures.join("; ")
+                ),
+                graduation: None,
+            }
+        })
     }
 
     /// The first live grant that covers the call packet `packet` and has a use left, claimed for
