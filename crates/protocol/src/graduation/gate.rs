@@ -1035,7 +1035,7 @@ pub fn can_execute<'a>(policies: &'a PolicySet, req: &GateRequest<'a>) -> Decisi
 fn request_constraints<'a>(
     view: &ContextView<'a>,
     policy: &Cow<'a, ClassPolicy>,
-) -> (Option<String>, Cow<'a, Map<String, Value>>) {
+) -> (Option<ConstraintError>, Cow<'a, Map<String, Value>>) {
     let ctx_constraints = match view.constraints {
         Some(Value::Object(c)) => Some(c),
         _ => None,
@@ -1099,7 +1099,7 @@ fn blocked_outcome(
     req: &GateRequest<'_>,
     canonical: &str,
     class_ok: bool,
-    malformed_constraints: Option<String>,
+    malformed_constraints: Option<ConstraintError>,
 ) -> Option<Outcome> {
     if !class_ok {
         Some(Outcome::blocked(Cow::Owned(format!(

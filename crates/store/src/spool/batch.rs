@@ -1,6 +1,6 @@
 //! Batch decisions: one verdict on many packets, all or nothing (`docs/spool.md`, Batch decisions).
 
-use super::decide::packet_admits;
+use super::decide::{already_decided, packet_admits};
 use super::decision_files::{restore_all, write_decision_file};
 use super::first_problem;
 use super::fold::{sign_checkpoint, verified_view};
@@ -90,27 +90,7 @@ pub fn decide_many(
     }
     let reason = reason.map(str::trim).filter(|r| !r.is_empty());
     // Checks of the packets themselves, and their preconditions observed, before the lock.
-    let mut refused: Vec<(String, DecideError)> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let mut preconditions: Vec<Option<Value>> = Vec::with_capacity(items.len());
-    for item in items {
-        let p = item.packet;
-        if !seen.insert(p.id.as_str()) {
-            refused.push((p.id.clone(), DecideError::Refused("listed twice in the batch".into())));
-            preconditions.push(None);
-            continue;
-        }
-        let checked = packet_admits(p, verdict, decided_at).and_then(|()| {
-            if verdict == Verdict::Approve { record_preconditions(observer, p, item.publisher) } else { Ok(None) }
-        });
-        match checked {
-            Ok(pre) => preconditions.push(pre),
-            Err(e) => {
-                refused.push((p.id.clone(), e));
-                preconditions.push(None);
-            }
-        }
-    }
+    let (mut refused, seen, mut preconditions) = check_before_lock(items, verdict, decided_at, observer);
     if !refused.is_empty() {
         return Err(BatchError::Refused { total: items.len(), refused });
     }
@@ -145,32 +125,7 @@ pub fn decide_many(
                 }
             };
             // Every packet is checked on the verified chain before anything is signed.
-            let mut stands: Vec<Vec<String>> = Vec::with_capacity(items.len());
-            for item in items {
-                let p = item.packet;
-                if let Some(prior) = view.decisions.get(&p.id).cloned() {
-                    refused.push((
-                        p.id.clone(),
-                        DecideError::AlreadyDecided {
-                            id: p.id.clone(),
-                            verdict: prior.verdict.as_str(),
-                            principal: prior.principal,
-                            at: prior.decided_at,
-                        },
-                    ));
-                    continue;
-                }
-                if let Some(w) = super::withdrawn(spool, &p.id, item.publisher, time::OffsetDateTime::now_utc())
-                    && (verdict == Verdict::Approve || w.ran())
-                {
-                    refused.push((p.id.clone(), DecideError::Refused(format!("{}: {w}", p.id))));
-                    continue;
-                }
-                match admit(&view, p) {
-                    Ok(s) => stands.push(s),
-                    Err(why) => refused.push((p.id.clone(), DecideError::Refused(why))),
-                }
-            }
+            let stands = check_on_chain(spool, &view, items, verdict, &mut admit, &mut refused);
             if !refused.is_empty() {
                 failure = Some(BatchError::Refused { total: items.len(), refused: std::mem::take(&mut refused) });
                 return Err("refused".into());
@@ -224,6 +179,86 @@ pub fn decide_many(
         }
         Err(e) => return Err(failure.unwrap_or(BatchError::Decide(DecideError::Chain(e)))),
     };
+    Ok(write_decision_files(spool, items, signed, appended, &checkpoint))
+}
+
+/// The packets refused from a batch, each with why.
+type Refused = Vec<(String, DecideError)>;
+
+/// Checks each of `items` before the lock, as [`decide_with`] checks one, and observes the
+/// preconditions of each approval: the packets refused from the batch and why, the ids seen, and
+/// each packet's preconditions observed.
+fn check_before_lock<'a>(
+    items: &[BatchItem<'a>],
+    verdict: Verdict,
+    decided_at: &str,
+    observer: &dyn PreconditionRecorder,
+) -> (Refused, std::collections::HashSet<&'a str>, Vec<Option<Value>>) {
+    let mut refused: Vec<(String, DecideError)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut preconditions: Vec<Option<Value>> = Vec::with_capacity(items.len());
+    for item in items {
+        let p = item.packet;
+        if !seen.insert(p.id.as_str()) {
+            refused.push((p.id.clone(), DecideError::Refused("listed twice in the batch".into())));
+            preconditions.push(None);
+            continue;
+        }
+        let checked = packet_admits(p, verdict, decided_at).and_then(|()| {
+            if verdict == Verdict::Approve { record_preconditions(observer, p, item.publisher) } else { Ok(None) }
+        });
+        match checked {
+            Ok(pre) => preconditions.push(pre),
+            Err(e) => {
+                refused.push((p.id.clone(), e));
+                preconditions.push(None);
+            }
+        }
+    }
+    (refused, seen, preconditions)
+}
+
+/// Checks each of `items` on the verified chain `view`, under the lock: already decided,
+/// withdrawn, and `admit`. Returns what each approval stands in for; the packets refused are
+/// added to `refused`.
+fn check_on_chain(
+    spool: &Spool,
+    view: &ChainView,
+    items: &[BatchItem<'_>],
+    verdict: Verdict,
+    admit: &mut impl FnMut(&ChainView, &Packet) -> Result<Vec<String>, String>,
+    refused: &mut Refused,
+) -> Vec<Vec<String>> {
+    let mut stands: Vec<Vec<String>> = Vec::with_capacity(items.len());
+    for item in items {
+        let p = item.packet;
+        if let Some(already) = already_decided(view, &p.id) {
+            refused.push((p.id.clone(), already));
+            continue;
+        }
+        if let Some(w) = super::withdrawn(spool, &p.id, item.publisher, time::OffsetDateTime::now_utc())
+            && (verdict == Verdict::Approve || w.ran())
+        {
+            refused.push((p.id.clone(), DecideError::Refused(format!("{}: {w}", p.id))));
+            continue;
+        }
+        match admit(view, p) {
+            Ok(s) => stands.push(s),
+            Err(why) => refused.push((p.id.clone(), DecideError::Refused(why))),
+        }
+    }
+    stands
+}
+
+/// Writes the decision file of each decision `signed` and `appended` for `items`, with the
+/// checkpoint signed after the batch; a file not written is said in its [`Decided`].
+fn write_decision_files(
+    spool: &Spool,
+    items: &[BatchItem<'_>],
+    signed: Vec<SignedDecision>,
+    appended: Vec<chain::Appended>,
+    checkpoint: &Value,
+) -> Vec<Decided> {
     let mut out = Vec::with_capacity(items.len());
     for ((item, signed), appended) in items.iter().zip(signed).zip(appended) {
         let id = &item.packet.id;
@@ -238,5 +273,5 @@ pub fn decide_many(
         }
         out.push(Decided { signed, appended, decision_file: path, file_error, cosigned: None });
     }
-    Ok(out)
+    out
 }

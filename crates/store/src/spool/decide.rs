@@ -319,12 +319,7 @@ fn decide_as(
     system: Option<decision::SystemCause>,
     admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
 ) -> Result<Decided, DecideError> {
-    if verdict == Verdict::Refuse && reason.is_none_or(|r| r.trim().is_empty()) {
-        return Err(DecideError::ReasonRequired);
-    }
-    packet_admits(packet, verdict, decided_at)?;
-    spool.ensure()?;
-    spool.check_private()?;
+    may_decide(spool, packet, verdict, reason, decided_at)?;
     let trace = packet.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", packet.id));
     let action_class = warrant_protocol::registry::normalize(&packet.action_class);
     let input = DecisionInput {
@@ -373,25 +368,13 @@ fn decide_as(
                 }
             };
             to_restore = kept;
-            if let Some(prior) = view.decisions.get(&packet.id).cloned() {
-                refusal = Some(DecideError::AlreadyDecided {
-                    id: packet.id.clone(),
-                    verdict: prior.verdict.as_str(),
-                    principal: prior.principal,
-                    at: prior.decided_at,
-                });
+            if let Some(already) = already_decided(&view, &packet.id) {
+                refusal = Some(already);
                 return Err("already decided".into());
             }
             // A call a hook or gateway answered, or stopped waiting for, never runs: its
             // approval would record a call that did not run (checked under the lock, last).
-            if let Some(w) = super::withdrawn(spool, &packet.id, publisher, time::OffsetDateTime::now_utc())
-                && (verdict == Verdict::Approve || w.ran())
-            {
-                let why = if w.ran() {
-                    format!("{} is not the principal's to decide: {w}", packet.id)
-                } else {
-                    format!("{} was withdrawn: {w}; it will not run", packet.id)
-                };
+            if let Some(why) = withdrawn_refusal(spool, packet, publisher, verdict) {
                 refusal = Some(DecideError::Refused(why));
                 return Err("refused".into());
             }
@@ -412,22 +395,14 @@ fn decide_as(
                 }
             }
             let input = DecisionInput { stands_in_for: &stands_in_for, ..input.clone() };
-            let now_signed = match system {
-                None => decision::sign_decision_with(
-                    principal,
-                    &input,
-                    preconditions.take(),
-                    cosign.as_ref().map(|(c, _)| c),
-                ),
-                // Only ever a refusal: anything else signs nothing.
-                Some(cause) => match decision::sign_system_decision(principal, &input, cause) {
+            let now_signed =
+                match sign_as(principal, &input, system, &mut preconditions, cosign.as_ref().map(|(c, _)| c)) {
                     Ok(signed) => signed,
                     Err(why) => {
                         refusal = Some(DecideError::Refused(why.to_string()));
                         return Err("refused".into());
                     }
-                },
-            };
+                };
             let publisher = publisher.filter(|_| verdict == Verdict::Approve);
             let body = decision_record_body(&input, &now_signed, view.last_receipt_hash.as_deref(), publisher);
             signed = Some(now_signed);
@@ -440,39 +415,135 @@ fn decide_as(
         |a, bytes| checkpoint = sign_checkpoint(spool, principal, pinned, a, bytes, decided_at, fold.take()),
     );
     restore_all(spool, &to_restore);
-    let (appended, signed) = match (appended, signed) {
-        (Ok(a), Some(signed)) => (a, signed),
-        (Ok(_), None) => {
-            // Unreachable: the record appended was built from the signature made just before.
-            let source = std::io::Error::other("a decision was appended without its signature");
-            return Err(DecideError::Chain(ChainError::Io { path: spool.chain_path(), source }));
-        }
-        (Err(e), _) => return Err(refusal.unwrap_or(DecideError::Chain(e))),
-    };
+    let (appended, signed) = appended_with_signature(spool, appended, signed, refusal)?;
     let path = spool.decision_path(&packet.id);
-    let cosigned = cosign.as_ref().map(|(terms, earlier)| {
-        // Counted by key, as every verifier counts them ([`decision::Quorum::count`]).
-        let own = principal.fingerprint();
-        let approvals =
-            earlier.iter().map(|c| (c.principal(), c.key())).chain([(principal.name.as_str(), own.as_str())]);
-        CosignProgress { quorum: terms.quorum.clone(), signers: terms.quorum.count(approvals, pinned).signers }
-    });
+    let cosigned = cosign_progress(cosign.as_ref(), principal, pinned);
     if cosigned.as_ref().is_some_and(|c| !c.met()) {
         // One approval towards a quorum: recorded, nothing released.
         return Ok(Decided { signed, appended, decision_file: path, file_error: None, cosigned });
     }
-    let mut file = match &cosign {
-        Some((_, earlier)) => decision::cosigned_decision_file(&signed, &appended, earlier),
-        None => decision::decision_file(&signed, &appended),
-    };
-    if let Value::Object(m) = &mut file {
-        m.insert("checkpoint".into(), checkpoint);
-    }
+    let file = decision_file_of(&signed, &appended, cosign.as_ref(), checkpoint);
     let file_error = write_decision_file(spool, &packet.id, &file).err().map(|e| format!("{}: {e}", path.display()));
     if let Some(e) = &file_error {
         tracing::warn!(error = %e, "decision recorded in the chain, but its decision file was not written");
     }
     Ok(Decided { signed, appended, decision_file: path, file_error, cosigned })
+}
+
+/// Checks, before the lock, that `packet` may be decided `verdict` at `decided_at` (a refusal
+/// needs a reason) and that the spool is there and private.
+fn may_decide(
+    spool: &Spool,
+    packet: &Packet,
+    verdict: Verdict,
+    reason: Option<&str>,
+    decided_at: &str,
+) -> Result<(), DecideError> {
+    if verdict == Verdict::Refuse && reason.is_none_or(|r| r.trim().is_empty()) {
+        return Err(DecideError::ReasonRequired);
+    }
+    packet_admits(packet, verdict, decided_at)?;
+    spool.ensure()?;
+    spool.check_private()?;
+    Ok(())
+}
+
+/// [`DecideError::AlreadyDecided`] when the verified chain `view` has a decision on the packet `id`.
+pub(super) fn already_decided(view: &ChainView, id: &str) -> Option<DecideError> {
+    let prior = view.decisions.get(id).cloned()?;
+    Some(DecideError::AlreadyDecided {
+        id: id.to_owned(),
+        verdict: prior.verdict.as_str(),
+        principal: prior.principal,
+        at: prior.decided_at,
+    })
+}
+
+/// Why `packet` may not be decided `verdict` when its call was withdrawn: a call a hook or
+/// gateway answered, or stopped waiting for, never runs (and one that ran is not the principal's
+/// to decide).
+fn withdrawn_refusal(spool: &Spool, packet: &Packet, publisher: Option<u32>, verdict: Verdict) -> Option<String> {
+    if let Some(w) = super::withdrawn(spool, &packet.id, publisher, time::OffsetDateTime::now_utc())
+        && (verdict == Verdict::Approve || w.ran())
+    {
+        let why = if w.ran() {
+            format!("{} is not the principal's to decide: {w}", packet.id)
+        } else {
+            format!("{} was withdrawn: {w}; it will not run", packet.id)
+        };
+        return Some(why);
+    }
+    None
+}
+
+/// Signs the decision `input`: the principal's (with the preconditions taken from
+/// `preconditions`, under the co-signing terms `cosign`), or the system decision for `system`,
+/// which is only ever a refusal.
+fn sign_as(
+    principal: &Principal,
+    input: &DecisionInput<'_>,
+    system: Option<decision::SystemCause>,
+    preconditions: &mut Option<Value>,
+    cosign: Option<&decision::Cosign>,
+) -> Result<SignedDecision, decision::NotARefusal> {
+    match system {
+        None => Ok(decision::sign_decision_with(principal, input, preconditions.take(), cosign)),
+        // Only ever a refusal: anything else signs nothing.
+        Some(cause) => decision::sign_system_decision(principal, input, cause),
+    }
+}
+
+/// The record appended and the decision signed for it; else why nothing was appended (the
+/// refusal under the lock, if there was one).
+fn appended_with_signature(
+    spool: &Spool,
+    appended: Result<chain::Appended, ChainError>,
+    signed: Option<SignedDecision>,
+    refusal: Option<DecideError>,
+) -> Result<(chain::Appended, SignedDecision), DecideError> {
+    match (appended, signed) {
+        (Ok(a), Some(signed)) => Ok((a, signed)),
+        (Ok(_), None) => {
+            // Unreachable: the record appended was built from the signature made just before.
+            let source = std::io::Error::other("a decision was appended without its signature");
+            Err(DecideError::Chain(ChainError::Io { path: spool.chain_path(), source }))
+        }
+        (Err(e), _) => Err(refusal.unwrap_or(DecideError::Chain(e))),
+    }
+}
+
+/// How far the quorum is met with `principal`'s approval under the co-signing terms `cosign`
+/// (`None` when the class needs no quorum).
+fn cosign_progress(
+    cosign: Option<&(decision::Cosign, Vec<decision::CoSignature>)>,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+) -> Option<CosignProgress> {
+    cosign.map(|(terms, earlier)| {
+        // Counted by key, as every verifier counts them ([`decision::Quorum::count`]).
+        let own = principal.fingerprint();
+        let approvals =
+            earlier.iter().map(|c| (c.principal(), c.key())).chain([(principal.name.as_str(), own.as_str())]);
+        CosignProgress { quorum: terms.quorum.clone(), signers: terms.quorum.count(approvals, pinned).signers }
+    })
+}
+
+/// The decision file of the decision `signed` appended as `appended` (with the approvals signed
+/// before it under the co-signing terms `cosign`), and the checkpoint signed after it.
+fn decision_file_of(
+    signed: &SignedDecision,
+    appended: &chain::Appended,
+    cosign: Option<&(decision::Cosign, Vec<decision::CoSignature>)>,
+    checkpoint: Value,
+) -> Value {
+    let mut file = match cosign {
+        Some((_, earlier)) => decision::cosigned_decision_file(signed, appended, earlier),
+        None => decision::decision_file(signed, appended),
+    };
+    if let Value::Object(m) = &mut file {
+        m.insert("checkpoint".into(), checkpoint);
+    }
+    file
 }
 
 /// The co-signing terms of `principal`'s approval of `packet` under `quorum`, on the verified
