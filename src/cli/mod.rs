@@ -261,17 +261,7 @@ fn run_command(
             let spool = resolve_spool(spool_arg, &config)?;
             run_console(spool, &config, read_only, theme, None)
         }
-        Command::Demo { read_only, theme, interval } => {
-            // A temporary spool unless one is named explicitly.
-            let dir = tempfile::Builder::new().prefix("warrant-demo-").tempdir()?;
-            let demo_config = dir.path().join(".config");
-            let spool = Spool::new(spool_arg.unwrap_or_else(|| dir.path().to_owned()))
-                .with_checkpoint_copies(demo_config.join("checkpoints"));
-            let demo = DemoRun { interval: interval.max(0.05), config_dir: demo_config };
-            let code = run_console(spool, &config, read_only, theme, Some(demo))?;
-            drop(dir);
-            Ok(code)
-        }
+        Command::Demo { read_only, theme, interval } => demo_cmd(spool_arg, &config, read_only, theme, interval),
         Command::Propose { class, agent, summary, payload, id, wait, expires } => {
             let spool = resolve_spool(spool_arg, &config)?;
             let opts = ProposeOptions { payload: payload.as_deref(), id, wait, expires: expires.as_deref() };
@@ -280,29 +270,7 @@ fn run_command(
         Command::Approve { ids, reason, review, grant } => {
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;
-            let now = time::OffsetDateTime::now_utc();
-            let scope = crate::protocol::grant::ScopeRequest::parse(&grant.scope, now).map_err(Failure::usage)?;
-            let options = crate::protocol::grant::GrantOptions {
-                until: grant
-                    .until
-                    .as_deref()
-                    .map(|t| crate::protocol::grant::parse_until(t, now))
-                    .transpose()
-                    .map_err(Failure::usage)?,
-                max_uses: grant.uses,
-                confirm_pattern: grant.confirm_pattern.clone(),
-                reason: reason.clone(),
-            };
-            let grant = (scope != crate::protocol::grant::ScopeRequest::Once).then_some((scope, options));
-            match (ids.as_slice(), grant) {
-                ([id], grant) => {
-                    decide_cli(&spool, &config, id, Verdict::Approve, reason.as_deref(), &review, grant.as_ref())
-                }
-                (_, Some(_)) => Err(Failure::usage(
-                    "--scope grants with one packet's approval: approve the others without it, or one at a time",
-                )),
-                (_, None) => decide_batch_cli(&spool, &config, &ids, Verdict::Approve, reason.as_deref(), &review),
-            }
+            approve_cmd(&spool, &config, ids, reason, review, grant)
         }
         Command::Refuse { ids, reason, review } => {
             let spool = resolve_spool(spool_arg, &config)?;
@@ -337,50 +305,15 @@ fn run_command(
         Command::Migrate { from, to, replicas } => migrate(&from, &to, replicas),
         Command::Export => {
             let spool = resolve_spool(spool_arg, &config)?;
-            let file = chain_file::read_chain(&spool.chain_path())?;
-            let pinned = load_pinned()?;
-            let envelope = chain::export(
-                file.records,
-                VerifyOptions { pinned: Some(&pinned), strict_signatures: true },
-                &crate::protocol::clock::now_rfc3339(),
-            );
-            print_json(&envelope)?;
-            Ok(0)
+            export_cmd(&spool)
         }
         Command::GenerateSpool { records, pending, decision_every, agents } => {
             let spool = resolve_spool(spool_arg, &config)?;
-            let (principal, _) = load_principal(&config)?;
-            let spec = crate::scale::GenerateSpec { records, pending, decision_every, agents };
-            let started = Instant::now();
-            let made = crate::scale::generate(&spool, &principal, &spec, time::OffsetDateTime::now_utc())
-                .map_err(|e| Failure::usage(format!("{}: {e}", spool.root().display())))?;
-            println!(
-                "{}: {} records ({} signed decisions, {} bytes), {} pending packets, head {} in {:.1} s",
-                spool.root().display(),
-                made.records,
-                made.decisions,
-                made.bytes,
-                made.pending,
-                made.head.as_deref().unwrap_or("null"),
-                started.elapsed().as_secs_f64()
-            );
-            Ok(0)
+            generate_spool_cmd(&spool, &config, records, pending, decision_every, agents)
         }
         Command::Keys { action } => keys_cmd(&config, spool_arg, action.unwrap_or(KeysAction::Show)),
-        Command::Completions { shell } => {
-            use clap::CommandFactory as _;
-            let mut out = io::stdout().lock();
-            clap_complete::generate(shell, &mut Cli::command(), "warrant", &mut out);
-            out.flush()?;
-            Ok(0)
-        }
-        Command::Man => {
-            use clap::CommandFactory as _;
-            let mut out = io::stdout().lock();
-            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-            out.flush()?;
-            Ok(0)
-        }
+        Command::Completions { shell } => completions_cmd(shell),
+        Command::Man => man_cmd(),
         Command::Hook { .. } => Err(Failure::usage("internal error: hook handled above")),
         Command::Setup { host, project: _, user, print, dir, wait } => {
             let spool = resolve_spool(spool_arg, &config)?;
@@ -415,59 +348,11 @@ fn run_command(
         Command::McpGateway { .. } => Err(Failure::usage("internal error: mcp-gateway handled above")),
         Command::Eval => {
             let spool = resolve_spool(spool_arg, &config).ok();
-            let policies = load_policies(spool.as_ref())?;
-            // The gates read the evidence of the spool's verified chain, as the console does
-            // (docs/eval.md, "Evidence from the spool"); unreadable pinned keys fail it closed.
-            let evaluator = match spool {
-                Some(spool) => crate::eval::Evaluator::new(policies)
-                    .with_spool(spool, PinnedKeys::load(&config::config_dir()).map_err(|e| e.to_string()))
-                    .with_gateway_keys(
-                        crate::protocol::keys::GatewayKeys::load(&config::config_dir()).unwrap_or_default(),
-                    ),
-                None => crate::eval::Evaluator::new(policies),
-            };
-            let stdout = io::stdout().lock();
-            // Answers go out in chunks of up to 256 KiB: a pipe of the default 64 KiB is full after
-            // each, and the two sides take turns. A 1 MiB pipe (what Linux allows anyone) lets
-            // them run at once; where stdout cannot be resized, nothing changes.
-            let _ = rustix::pipe::fcntl_setpipe_size(&stdout, 1 << 20);
-            let failed = |e: &crate::eval::Evaluator| if e.internal_errors() > 0 { EXIT_INVALID } else { 0 };
-            match crate::eval::run(&evaluator, io::stdin().lock(), stdout) {
-                Ok(()) => Ok(failed(&evaluator)),
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(failed(&evaluator)),
-                Err(e) => Err(e.into()),
-            }
+            eval_cmd(spool)
         }
         Command::Receipt { class, outcome, agent, packet, source_type, note } => {
             let spool = resolve_spool(spool_arg, &config)?;
-            let req = spool::ReceiptRequest {
-                action_class: &class,
-                outcome: ReceiptOutcome::parse(&outcome).ok_or_else(|| Failure::usage("unknown outcome"))?,
-                agent: &agent,
-                packet_id: packet.as_deref(),
-                source_type: source_type.as_deref().and_then(SourceType::parse),
-                note: note.as_deref(),
-                tool_call: None,
-            };
-            let bad = |e: spool::ReceiptError| match e {
-                spool::ReceiptError::Invalid(m) => Failure::usage(m),
-                other => Failure::from(other),
-            };
-            // An agent that does not own the spool publishes its receipt into receipts/ (its own
-            // word); the principal records one in the chain.
-            if spool.root().exists() && !spool::owned_by_me(&spool) {
-                let (receipt, path) =
-                    spool::publish_receipt(&spool, &req, &crate::protocol::clock::now_rfc3339()).map_err(bad)?;
-                print_json(&serde_json::json!({"receipt": receipt, "published": path}))?;
-                return Ok(0);
-            }
-            let (receipt, appended) =
-                spool::record_receipt(&spool, &req, &crate::protocol::clock::now_rfc3339()).map_err(bad)?;
-            print_json(&serde_json::json!({
-                "receipt": receipt,
-                "chain": {"chain_index": appended.chain_index, "entry_hash": appended.entry_hash},
-            }))?;
-            Ok(0)
+            receipt_cmd(&spool, class, outcome, agent, packet, source_type, note)
         }
         Command::CheckPreconditions { packet, json } => {
             let spool = resolve_spool(spool_arg, &config)?;
@@ -479,4 +364,181 @@ fn run_command(
             Ok(0)
         }
     }
+}
+
+/// `warrant demo`: the console on a temporary spool (unless `spool_arg` names one) with simulated
+/// agents publishing every `interval` seconds.
+fn demo_cmd(
+    spool_arg: Option<PathBuf>,
+    config: &Config,
+    read_only: bool,
+    theme: Option<String>,
+    interval: f64,
+) -> Result<u8, Failure> {
+    // A temporary spool unless one is named explicitly.
+    let dir = tempfile::Builder::new().prefix("warrant-demo-").tempdir()?;
+    let demo_config = dir.path().join(".config");
+    let spool = Spool::new(spool_arg.unwrap_or_else(|| dir.path().to_owned()))
+        .with_checkpoint_copies(demo_config.join("checkpoints"));
+    let demo = DemoRun { interval: interval.max(0.05), config_dir: demo_config };
+    let code = run_console(spool, config, read_only, theme, Some(demo))?;
+    drop(dir);
+    Ok(code)
+}
+
+/// `warrant approve`: signs the approval of one packet (with the grant `--scope` asks for) or of a
+/// batch.
+fn approve_cmd(
+    spool: &Spool,
+    config: &Config,
+    ids: Vec<String>,
+    reason: Option<String>,
+    review: Review,
+    grant: GrantArgs,
+) -> Result<u8, Failure> {
+    let now = time::OffsetDateTime::now_utc();
+    let scope = crate::protocol::grant::ScopeRequest::parse(&grant.scope, now).map_err(Failure::usage)?;
+    let options = crate::protocol::grant::GrantOptions {
+        until: grant
+            .until
+            .as_deref()
+            .map(|t| crate::protocol::grant::parse_until(t, now))
+            .transpose()
+            .map_err(Failure::usage)?,
+        max_uses: grant.uses,
+        confirm_pattern: grant.confirm_pattern.clone(),
+        reason: reason.clone(),
+    };
+    let grant = (scope != crate::protocol::grant::ScopeRequest::Once).then_some((scope, options));
+    match (ids.as_slice(), grant) {
+        ([id], grant) => decide_cli(spool, config, id, Verdict::Approve, reason.as_deref(), &review, grant.as_ref()),
+        (_, Some(_)) => Err(Failure::usage(
+            "--scope grants with one packet's approval: approve the others without it, or one at a time",
+        )),
+        (_, None) => decide_batch_cli(spool, config, &ids, Verdict::Approve, reason.as_deref(), &review),
+    }
+}
+
+/// `warrant export`: the chain as an export envelope, on stdout.
+fn export_cmd(spool: &Spool) -> Result<u8, Failure> {
+    let file = chain_file::read_chain(&spool.chain_path())?;
+    let pinned = load_pinned()?;
+    let envelope = chain::export(
+        file.records,
+        VerifyOptions { pinned: Some(&pinned), strict_signatures: true },
+        &crate::protocol::clock::now_rfc3339(),
+    );
+    print_json(&envelope)?;
+    Ok(0)
+}
+
+/// `warrant generate-spool`: fills `spool` with signed records and pending packets, for scale tests.
+fn generate_spool_cmd(
+    spool: &Spool,
+    config: &Config,
+    records: u64,
+    pending: u64,
+    decision_every: u64,
+    agents: u64,
+) -> Result<u8, Failure> {
+    let (principal, _) = load_principal(config)?;
+    let spec = crate::scale::GenerateSpec { records, pending, decision_every, agents };
+    let started = Instant::now();
+    let made = crate::scale::generate(spool, &principal, &spec, time::OffsetDateTime::now_utc())
+        .map_err(|e| Failure::usage(format!("{}: {e}", spool.root().display())))?;
+    println!(
+        "{}: {} records ({} signed decisions, {} bytes), {} pending packets, head {} in {:.1} s",
+        spool.root().display(),
+        made.records,
+        made.decisions,
+        made.bytes,
+        made.pending,
+        made.head.as_deref().unwrap_or("null"),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(0)
+}
+
+/// `warrant completions`: the shell's completion script, on stdout.
+fn completions_cmd(shell: clap_complete::Shell) -> Result<u8, Failure> {
+    use clap::CommandFactory as _;
+    let mut out = io::stdout().lock();
+    clap_complete::generate(shell, &mut Cli::command(), "warrant", &mut out);
+    out.flush()?;
+    Ok(0)
+}
+
+/// `warrant man`: the manual page, on stdout.
+fn man_cmd() -> Result<u8, Failure> {
+    use clap::CommandFactory as _;
+    let mut out = io::stdout().lock();
+    clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+    out.flush()?;
+    Ok(0)
+}
+
+/// `warrant eval`: answers the gate requests on stdin, one answer a line on stdout, with the
+/// evidence of `spool`'s verified chain.
+fn eval_cmd(spool: Option<Spool>) -> Result<u8, Failure> {
+    let policies = load_policies(spool.as_ref())?;
+    // The gates read the evidence of the spool's verified chain, as the console does
+    // (docs/eval.md, "Evidence from the spool"); unreadable pinned keys fail it closed.
+    let evaluator = match spool {
+        Some(spool) => crate::eval::Evaluator::new(policies)
+            .with_spool(spool, PinnedKeys::load(&config::config_dir()).map_err(|e| e.to_string()))
+            .with_gateway_keys(crate::protocol::keys::GatewayKeys::load(&config::config_dir()).unwrap_or_default()),
+        None => crate::eval::Evaluator::new(policies),
+    };
+    let stdout = io::stdout().lock();
+    // Answers go out in chunks of up to 256 KiB: a pipe of the default 64 KiB is full after
+    // each, and the two sides take turns. A 1 MiB pipe (what Linux allows anyone) lets
+    // them run at once; where stdout cannot be resized, nothing changes.
+    let _ = rustix::pipe::fcntl_setpipe_size(&stdout, 1 << 20);
+    let failed = |e: &crate::eval::Evaluator| if e.internal_errors() > 0 { EXIT_INVALID } else { 0 };
+    match crate::eval::run(&evaluator, io::stdin().lock(), stdout) {
+        Ok(()) => Ok(failed(&evaluator)),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(failed(&evaluator)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `warrant receipt`: publishes the receipt into `receipts/` (an agent that does not own the spool)
+/// or records it in the chain (the principal).
+fn receipt_cmd(
+    spool: &Spool,
+    class: String,
+    outcome: String,
+    agent: String,
+    packet: Option<String>,
+    source_type: Option<String>,
+    note: Option<String>,
+) -> Result<u8, Failure> {
+    let req = spool::ReceiptRequest {
+        action_class: &class,
+        outcome: ReceiptOutcome::parse(&outcome).ok_or_else(|| Failure::usage("unknown outcome"))?,
+        agent: &agent,
+        packet_id: packet.as_deref(),
+        source_type: source_type.as_deref().and_then(SourceType::parse),
+        note: note.as_deref(),
+        tool_call: None,
+    };
+    let bad = |e: spool::ReceiptError| match e {
+        spool::ReceiptError::Invalid(m) => Failure::usage(m),
+        other => Failure::from(other),
+    };
+    // An agent that does not own the spool publishes its receipt into receipts/ (its own
+    // word); the principal records one in the chain.
+    if spool.root().exists() && !spool::owned_by_me(spool) {
+        let (receipt, path) =
+            spool::publish_receipt(spool, &req, &crate::protocol::clock::now_rfc3339()).map_err(bad)?;
+        print_json(&serde_json::json!({"receipt": receipt, "published": path}))?;
+        return Ok(0);
+    }
+    let (receipt, appended) =
+        spool::record_receipt(spool, &req, &crate::protocol::clock::now_rfc3339()).map_err(bad)?;
+    print_json(&serde_json::json!({
+        "receipt": receipt,
+        "chain": {"chain_index": appended.chain_index, "entry_hash": appended.entry_hash},
+    }))?;
+    Ok(0)
 }
