@@ -77,15 +77,7 @@ pub(super) fn propose(
         ProposeTo::Store(_) => None,
     };
     let (payload, id, wait) = (opts.payload, opts.id.clone(), opts.wait);
-    let wait_for = match wait {
-        Some(s) => Some(
-            Duration::try_from_secs_f64(s)
-                .ok()
-                .filter(|d| *d <= Duration::from_secs(366 * 86_400))
-                .ok_or_else(|| Failure::usage(format!("--wait {s}: give a number of seconds from 0 to a year")))?,
-        ),
-        None => None,
-    };
+    let wait_for = wait_duration(wait)?;
     let class = crate::protocol::registry::normalize(class);
     if !packet::is_class_id(&class) {
         return Err(Failure::usage(format!("{class:?} is not an action class (like email.send.external)")));
@@ -96,18 +88,7 @@ pub(super) fn propose(
             crate::protocol::text::inert(agent, 60)
         )));
     }
-    let proposed = match payload {
-        None => json!({"summary": summary}),
-        Some(path) => {
-            let mut text = String::new();
-            if path == Path::new("-") {
-                std::io::stdin().read_to_string(&mut text)?;
-            } else {
-                text = std::fs::read_to_string(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
-            }
-            serde_json::from_str(&text).unwrap_or_else(|_| json!({"text": text}))
-        }
-    };
+    let proposed = proposed_action(payload, summary)?;
     let id = id.unwrap_or_else(|| format!("wp-{}", uuid::Uuid::now_v7().simple()));
     if !packet::is_safe_id(&id) {
         return Err(Failure::usage(format!("unsafe packet id {id:?}")));
@@ -142,16 +123,7 @@ pub(super) fn propose(
         #[cfg(not(feature = "jetstream"))]
         None => return Err(Failure::usage("internal error: no spool to publish to")),
     };
-    match log.publish(Publication::Packet, agent, &id, &doc) {
-        Ok(true) => tracing::info!(packet = %id, at = %log.location(), "published packet"),
-        Ok(false) => {
-            return Err(Failure::usage(format!(
-                "packet {id:?} was published before in {}; choose another --id",
-                log.location()
-            )));
-        }
-        Err(e) => return Err(Failure::usage(format!("packet {id:?} was not published: {e}; choose another --id"))),
-    }
+    publish_packet(log, agent, &id, &doc)?;
     println!("{id}");
     let (Some(seconds), Some(wait_for)) = (wait, wait_for) else { return Ok(0) };
     let pinned = load_pinned()?;
@@ -187,7 +159,57 @@ pub(super) fn propose(
         #[cfg(not(feature = "jetstream"))]
         None => return Err(Failure::usage("internal error: no spool to wait on")),
     };
-    Ok(match waited {
+    Ok(exit_code(waited, &id, agent, seconds, &doc))
+}
+
+/// How long `--wait` waits: `wait` seconds, from 0 to a year.
+fn wait_duration(wait: Option<f64>) -> Result<Option<Duration>, Failure> {
+    Ok(match wait {
+        Some(s) => Some(
+            Duration::try_from_secs_f64(s)
+                .ok()
+                .filter(|d| *d <= Duration::from_secs(366 * 86_400))
+                .ok_or_else(|| Failure::usage(format!("--wait {s}: give a number of seconds from 0 to a year")))?,
+        ),
+        None => None,
+    })
+}
+
+/// The proposed action: the JSON of `payload` (a file, or `-` for stdin; text that is not JSON is
+/// kept as text), else the summary.
+fn proposed_action(payload: Option<&Path>, summary: &str) -> Result<Value, Failure> {
+    Ok(match payload {
+        None => json!({"summary": summary}),
+        Some(path) => {
+            let mut text = String::new();
+            if path == Path::new("-") {
+                std::io::stdin().read_to_string(&mut text)?;
+            } else {
+                text = std::fs::read_to_string(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+            }
+            serde_json::from_str(&text).unwrap_or_else(|_| json!({"text": text}))
+        }
+    })
+}
+
+/// Publishes the packet `doc` as `id` to `log`, unless a packet `id` was published there before.
+fn publish_packet(log: &dyn SpoolLog, agent: &str, id: &str, doc: &Value) -> Result<(), Failure> {
+    match log.publish(Publication::Packet, agent, id, doc) {
+        Ok(true) => tracing::info!(packet = %id, at = %log.location(), "published packet"),
+        Ok(false) => {
+            return Err(Failure::usage(format!(
+                "packet {id:?} was published before in {}; choose another --id",
+                log.location()
+            )));
+        }
+        Err(e) => return Err(Failure::usage(format!("packet {id:?} was not published: {e}; choose another --id"))),
+    }
+    Ok(())
+}
+
+/// The exit code for what the wait for packet `id` came to, with what happened said on stderr.
+fn exit_code(waited: Waited, id: &str, agent: &str, seconds: f64, doc: &Value) -> u8 {
+    match waited {
         // A system decision: the principal's console refused it when its class's wait ran out.
         Waited::Decided(d) if d.system.is_some() => {
             eprintln!("warrant: {id} was not decided in time (refused as a system decision, not by a person)");
@@ -221,7 +243,7 @@ pub(super) fn propose(
             eprintln!("warrant: the decision on {id} does not verify ({why}); {id} is not approved");
             EXIT_INVALID
         }
-    })
+    }
 }
 
 /// Connects to the store `url` for `agent`'s packet `id`: both must be subject tokens there
