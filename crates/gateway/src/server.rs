@@ -129,65 +129,80 @@ impl Gateway {
         let _ = tokio::task::spawn_blocking(move || g.answered(&o)).await;
         match outcome {
             Outcome::Allow { grant, .. } => {
-                let answer = s.forward(ClientRequest::CallToolRequest(request), &ctx).await;
-                let note = match &answer {
-                    Ok(ServerResult::CallToolResult(r)) if r.is_error == Some(true) => {
-                        "forwarded; the tool reported an error (isError true)".to_owned()
-                    }
-                    Ok(ServerResult::CallToolResult(_)) => "forwarded; the tool ran (isError false)".to_owned(),
-                    Ok(_) => "forwarded; the server answered with a task or an input request".to_owned(),
-                    Err(e) => {
-                        format!(
-                            "forwarded; the server answered with an error: {}",
-                            warrant_protocol::text::inert(&e.message, 300)
-                        )
-                    }
-                };
-                let (g, agent, class, id, signer) = (
-                    governor.clone(),
-                    s.opts.agent.clone(),
-                    submitted.classification.class.clone(),
-                    submitted.packet_id.clone(),
-                    s.opts.signer.clone(),
-                );
-                let mut call = json!({"host": "mcp-gateway", "tool": key, "calls": 1});
-                // Which grant allowed it, if one did (the audit's "how").
-                if let Some(g) = grant {
-                    call["grant_id"] = json!(g);
-                }
-                // Only a result the tool reported as a success is signed (see `flush_receipts`).
-                let succeeded = matches!(&answer, Ok(ServerResult::CallToolResult(r)) if r.is_error != Some(true));
-                let signer = signer.filter(|_| succeeded);
-                let receipt = tokio::task::spawn_blocking(move || {
-                    let req = warrant_store::spool::ReceiptRequest {
-                        action_class: &class,
-                        outcome: warrant_protocol::graduation::receipt::ReceiptOutcome::Execute,
-                        agent: &agent,
-                        packet_id: Some(&id),
-                        source_type: None,
-                        note: Some(&note),
-                        tool_call: Some(&call),
-                    };
-                    let now = warrant_protocol::clock::now_rfc3339();
-                    warrant_store::spool::publish_signed_receipt(g.spool(), &req, &now, signer.as_deref()).map(|_| ())
-                })
-                .await;
-                match receipt {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id)
-                    }
-                    Err(e) => {
-                        eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id)
-                    }
-                }
-                answer.map(without_warrant)
+                self.forward_and_record(request, &ctx, &governor, &submitted, &key, grant).await
             }
             Outcome::Hold { .. } => {
                 refuse(blocked("internal error: still held after the wait".into()), !info.output_schema)
             }
             deny => Ok(ServerResult::CallToolResult(refusal(&key, &deny, graduation, !info.output_schema))),
         }
+    }
+
+    /// Forwards a call the gate allowed (on `grant`, if one did) and publishes its receipt, signed
+    /// when the tool reported a success.
+    async fn forward_and_record(
+        &self,
+        request: CallToolRequest,
+        ctx: &RequestContext<RoleServer>,
+        governor: &Arc<Governor>,
+        submitted: &Submitted,
+        key: &str,
+        grant: Option<String>,
+    ) -> Result<ServerResult, McpError> {
+        let s = &self.shared;
+        let answer = s.forward(ClientRequest::CallToolRequest(request), ctx).await;
+        let note = match &answer {
+            Ok(ServerResult::CallToolResult(r)) if r.is_error == Some(true) => {
+                "forwarded; the tool reported an error (isError true)".to_owned()
+            }
+            Ok(ServerResult::CallToolResult(_)) => "forwarded; the tool ran (isError false)".to_owned(),
+            Ok(_) => "forwarded; the server answered with a task or an input request".to_owned(),
+            Err(e) => {
+                format!(
+                    "forwarded; the server answered with an error: {}",
+                    warrant_protocol::text::inert(&e.message, 300)
+                )
+            }
+        };
+        let (g, agent, class, id, signer) = (
+            governor.clone(),
+            s.opts.agent.clone(),
+            submitted.classification.class.clone(),
+            submitted.packet_id.clone(),
+            s.opts.signer.clone(),
+        );
+        let mut call = json!({"host": "mcp-gateway", "tool": key, "calls": 1});
+        // Which grant allowed it, if one did (the audit's "how").
+        if let Some(g) = grant {
+            call["grant_id"] = json!(g);
+        }
+        // Only a result the tool reported as a success is signed (see `flush_receipts`).
+        let succeeded = matches!(&answer, Ok(ServerResult::CallToolResult(r)) if r.is_error != Some(true));
+        let signer = signer.filter(|_| succeeded);
+        let receipt = tokio::task::spawn_blocking(move || {
+            let req = warrant_store::spool::ReceiptRequest {
+                action_class: &class,
+                outcome: warrant_protocol::graduation::receipt::ReceiptOutcome::Execute,
+                agent: &agent,
+                packet_id: Some(&id),
+                source_type: None,
+                note: Some(&note),
+                tool_call: Some(&call),
+            };
+            let now = warrant_protocol::clock::now_rfc3339();
+            warrant_store::spool::publish_signed_receipt(g.spool(), &req, &now, signer.as_deref()).map(|_| ())
+        })
+        .await;
+        match receipt {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id)
+            }
+            Err(e) => {
+                eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id)
+            }
+        }
+        answer.map(without_warrant)
     }
 
     /// Forwards a call the gate allows on its own with no packet, and counts it towards its
