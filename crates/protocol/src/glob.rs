@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 ///
 /// The matcher (a regex) is compiled the first time a name with the glob's literal prefix is
 /// matched: a hook process answers one call, and compiling every rule of the tables up front
-/// cost it milliseconds. Two globs are equal when their patterns and case rules are.
+/// cost it milliseconds. Two globs are equal when they read the same text the same way.
 #[derive(Debug, Clone)]
 pub struct Glob {
     source: String,
@@ -123,7 +123,8 @@ fn literal_prefix(pattern: &str) -> String {
 
 impl PartialEq for Glob {
     fn eq(&self, other: &Self) -> bool {
-        self.source == other.source && self.lower == other.lower
+        // The compiled pattern too: `star_only("a?")` and `new("a?")` read one text two ways.
+        self.source == other.source && self.lower == other.lower && self.glob == other.glob
     }
 }
 
@@ -193,6 +194,7 @@ mod tests {
         assert!(matches!(Glob::new("{a,b"), Err(GlobError { .. })));
         assert_eq!(Glob::new("x*").expect("glob"), Glob::new("x*").expect("glob"));
         assert_ne!(Glob::new("x*").expect("glob"), Glob::case_insensitive("x*").expect("glob"));
+        assert_ne!(Glob::new("a?").expect("glob"), Glob::star_only("a?"), "one text read two ways");
         assert_eq!(serde_json::to_string(&Glob::star_only("a?*")).expect("json"), r#""a?*""#);
     }
 
