@@ -17,7 +17,7 @@
 //! This crate re-exports the layers under the names above, so `warrant::protocol::chain` is
 //! `warrant_protocol::chain`.
 
-pub use warrant_engine::{assess, audit, demo, govern, monitor, preconditions, scale};
+pub use warrant_engine::{assess, audit, clock, demo, govern, monitor, preconditions, scale};
 pub use warrant_protocol as protocol;
 pub use warrant_store as store;
 

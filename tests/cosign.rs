@@ -145,9 +145,17 @@ fn hook_answer(child: Child) -> (String, String) {
     )
 }
 
-/// The hook is still waiting half a second later.
-fn still_held(child: &mut Child) {
-    std::thread::sleep(Duration::from_millis(500));
+/// The call `id` is still held: the judgement the waiting hook makes on every change to the
+/// spool, made here on the same spool and pins, holds it (no wall-clock wait for something not
+/// to happen), and the hook has not answered.
+fn still_held(t: &Team, id: &str, child: &mut Child) {
+    let governor = warrant::govern::Governor::open(warrant::store::spool::Spool::new(t.spool()), &t.config("alice"))
+        .expect("governor");
+    match governor.judge(id) {
+        Ok((_, warrant::govern::Outcome::Hold { .. })) => {}
+        Ok((_, other)) => panic!("{id} would be released: {other:?}"),
+        Err(e) => panic!("{id} is not judged: {e}"),
+    }
     assert!(child.try_wait().expect("try_wait").is_none(), "the agent was released early");
 }
 
@@ -163,7 +171,7 @@ fn a_payment_runs_only_when_two_of_three_pinned_principals_have_signed() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("1/2 signed (bob)") && out.contains("waits for 1 more of alice, carol"), "{out}");
     assert!(!t.decision_file(id).exists(), "one signature wrote a decision file");
-    still_held(&mut hook);
+    still_held(&t, id, &mut hook);
     let list = t.run("alice", &["list"]);
     assert!(String::from_utf8_lossy(&list.stdout).contains("co-signing: 1/2 signed (bob)"), "{}", text(&list));
 
@@ -176,7 +184,7 @@ fn a_payment_runs_only_when_two_of_three_pinned_principals_have_signed() {
     assert_ne!(dave.status.code(), Some(0), "{}", text(&dave));
     assert!(text(&dave).contains("needs the approval of 2 of alice, bob, carol"), "{}", text(&dave));
     assert_eq!(t.chain_lines().len(), before, "a refused signature appended a record");
-    still_held(&mut hook);
+    still_held(&t, id, &mut hook);
 
     // carol's approval meets the quorum: the decision file carries both, the agent runs.
     let o = t.run("carol", &["approve", "--yes", id]);
@@ -242,7 +250,7 @@ fn one_refusal_refuses_a_co_signed_payment() {
 #[test]
 fn a_single_signature_never_releases_the_agent_even_as_a_forged_decision_file() {
     let t = Team::new(POLICY);
-    let hook = t.hold_payment("pay-3");
+    let mut hook = t.hold_payment("pay-3");
     let id = "cc-pay-3";
     ok(&t.run("bob", &["approve", "--yes", id]));
     // Someone with write access to decisions/ plants bob's genuine signature as a decision file,
@@ -264,8 +272,8 @@ fn a_single_signature_never_releases_the_agent_even_as_a_forged_decision_file() 
     }
     std::fs::create_dir_all(t.spool().join("decisions")).expect("decisions dir");
     std::fs::write(t.decision_file(id), serde_json::to_vec(&twice).expect("json")).expect("plant");
-    std::thread::sleep(Duration::from_millis(600));
-    // Refused to end the wait: the planted file never released the call.
+    // The planted file releases nothing; refused to end the wait.
+    still_held(&t, id, &mut hook);
     ok(&t.run("alice", &["refuse", "--yes", id, "--reason", "end of test"]));
     let (d, reason) = hook_answer(hook);
     assert_eq!(d, "deny", "{reason}");
@@ -521,7 +529,7 @@ fn one_key_counts_once_however_many_names_it_signed_under() {
     assert_ne!(o.status.code(), Some(0), "a second approval by one key was signed: {}", text(&o));
     assert!(text(&o).contains("already has your approval"), "{}", text(&o));
     ok(&t.cmd_named("alice", "carol", &["keys", "rename", "alice"]).output().expect("run"));
-    still_held(&mut hook);
+    still_held(&t, id, &mut hook);
 
     // The same key's signature under the name carol, made outside warrant, beside alice's own.
     let rec = t.chain_lines().into_iter().find(|r| r["metadata"]["warrant_decision"]["packet_id"] == json!(id));
@@ -546,7 +554,7 @@ fn one_key_counts_once_however_many_names_it_signed_under() {
     }
     std::fs::create_dir_all(t.spool().join("decisions")).expect("decisions dir");
     std::fs::write(t.decision_file(id), serde_json::to_vec(&forged).expect("json")).expect("plant");
-    still_held(&mut hook);
+    still_held(&t, id, &mut hook);
 
     // bob still sees one approval of two, and his approval is the second.
     let list = t.run("bob", &["list", "--json"]);

@@ -135,16 +135,44 @@ fn a_session_grant_covers_that_session_until_revoked() {
 #[test]
 fn a_time_grant_ends_at_its_time_and_a_held_call_runs_when_a_grant_covers_it() {
     let e = env();
-    let (o, (d, _)) = approve_held(&e, "t-1", "sess-t", "git push origin main", &["--scope", "until:4s"]);
+    let (o, (d, _)) = approve_held(&e, "t-1", "sess-t", "git push origin main", &["--scope", "until:3s"]);
     assert_eq!((o.status.code(), d.as_str()), (Some(0), "allow"), "{}", text(&o));
     // Any session, within the time.
     let (d, reason) = run_hook(&e, &bash("t-2", "another-session", "git push origin x"), "0.3");
     assert_eq!(d, "allow", "{reason}");
-    std::thread::sleep(Duration::from_secs(5));
+    // Its end, exactly: the governor the hook runs, on a clock set just before it and moved
+    // just past it.
+    let end = grants(&e, false)[0]["expires_at"].as_str().and_then(warrant::protocol::clock::parse_rfc3339);
+    let end = end.expect("the grant's expires_at");
+    let clock = warrant::clock::ManualTime::at(end - Duration::from_millis(10));
+    let governor = warrant::govern::Governor::open(warrant::store::spool::Spool::new(e.spool()), &e.config())
+        .expect("governor")
+        .with_clock(clock.clock());
+    let push = warrant::protocol::calls::ToolCall {
+        host: "claude-code".into(),
+        agent: "claude-code".into(),
+        session: Some("a-third-session".into()),
+        tool: "Bash".into(),
+        input: json!({"command": "git push origin x"}),
+        notebook: warrant::protocol::calls::notebook_for_dir("/home/user/project"),
+        cwd: Some("/home/user/project".into()),
+        workdir: Some("/home/user/project".into()),
+        annotations: Value::Null,
+    };
+    let before = governor.submit(&push, Some("t-end-1"), None).expect("submit").outcome;
+    assert!(matches!(before, warrant::govern::Outcome::Allow { .. }), "just before its end: {before:?}");
+    clock.advance(Duration::from_millis(20));
+    let after = governor.submit(&push, Some("t-end-2"), None).expect("submit").outcome;
+    assert!(matches!(after, warrant::govern::Outcome::Hold { .. }), "just after its end: {after:?}");
+    // And on the system's clock: `grants --all` shows it expired once its time has passed, and
+    // the real hook then waits for the principal.
+    let t = Instant::now();
+    while grants(&e, true)[0]["status"] != json!("expired") {
+        assert!(t.elapsed() < Duration::from_secs(20), "the grant never showed expired");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let (d, reason) = run_hook(&e, &bash("t-3", "another-session", "git push origin x"), "0.3");
     assert_eq!(d, "deny", "after its end: {reason}");
-    let all = grants(&e, true);
-    assert_eq!(all[0]["status"], json!("expired"), "{all:?}");
     // A call already waiting runs once a grant covering it is signed (judged again every 2 s).
     let waiting = spawn_hook(&e, &bash("t-4", "sess-w", "git push origin waiting"), "30");
     wait_for_packet(&e, "cc-t-4");

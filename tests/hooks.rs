@@ -78,6 +78,34 @@ fn wait_for_packet(e: &Env, id: &str) {
     }
 }
 
+/// Returns once the hook waiting on `id` holds its wait: its record `uses/until+<id>.use` is in
+/// place (`warrant_store::spool::record_wait`), so the call is withdrawn if the hook dies.
+fn wait_for_hold(e: &Env, id: &str) {
+    let path = e.spool().join("uses").join(format!("until+{id}{}", warrant::store::spool::USE_SUFFIX));
+    let t = Instant::now();
+    while !path.exists() {
+        assert!(t.elapsed() < Duration::from_secs(20), "no hook ever held {id}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Spaces the calls of one spool at least one token's refill apart (210 ms): the host's agent
+/// runs in Ring 3 (5 packets a second, burst 10), whose rate limit these tests are not about.
+/// Only what the limit needs is waited: a call whose spool's previous call began longer ago
+/// starts at once.
+fn pace(e: &Env) {
+    static LAST: std::sync::Mutex<Vec<(std::path::PathBuf, Instant)>> = std::sync::Mutex::new(Vec::new());
+    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let spool = e.spool();
+    if let Some(left) =
+        last.iter().find(|(p, _)| *p == spool).and_then(|(_, at)| Duration::from_millis(210).checked_sub(at.elapsed()))
+    {
+        std::thread::sleep(left);
+    }
+    last.retain(|(p, _)| *p != spool);
+    last.push((spool, Instant::now()));
+}
+
 #[test]
 fn an_allowed_read_runs_with_no_prompt_and_no_packet_in_both_hosts_formats() {
     let e = env();
@@ -363,10 +391,7 @@ fn setup_writes_the_hooks_once_and_says_what_changed() {
 /// Runs a PreToolUse of `tool` with `input` as call `id` waiting `wait` seconds, approving or
 /// refusing it (`decide`) once it is published; returns the hook's decision and reason.
 fn call(e: &Env, id: &str, tool: &str, input: Value, decide: Option<&str>, wait: &str) -> (String, String) {
-    // The host's agent runs in Ring 3 (5 packets a second, burst 10): calls are paced under that
-    // rate, so the ring's rate limit, which these tests are not about, never decides one. On a
-    // quiet machine the calls came faster than the bucket refills.
-    std::thread::sleep(Duration::from_millis(250));
+    pace(e);
     let event = json!({
         "session_id": "grad", "cwd": "/home/user/project", "hook_event_name": "PreToolUse",
         "tool_name": tool, "tool_input": input, "tool_use_id": id,
@@ -447,7 +472,12 @@ fn a_call_the_gate_allowed_counts_against_the_rate_limit_after_its_packet_expire
     let (decision, reason) = call(&e, "l-1", "mcp__crm__update", json!({"id": 1}), None, "0.3");
     assert_eq!(decision, "allow", "the first call is within the limit: {reason}");
     // Its packet expires 0.3 s after it was made; no receipt names it.
-    std::thread::sleep(Duration::from_millis(600));
+    let packet: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("packets/cc-l-1.json")).expect("packet")).expect("json");
+    let expires = packet["expires_at"].as_str().and_then(warrant::protocol::clock::parse_rfc3339).expect("expires_at");
+    while time::OffsetDateTime::now_utc() <= expires {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(e.spool().join("packets/cc-l-1.json").exists());
     assert_eq!(std::fs::read_dir(e.spool().join("receipts")).map(Iterator::count).unwrap_or(0), 0);
     let (decision, reason) = call(&e, "l-2", "mcp__crm__update", json!({"id": 2}), None, "0.3");
@@ -874,7 +904,7 @@ fn a_call_its_hook_answered_or_stopped_waiting_for_is_withdrawn_and_cannot_be_ap
     let e = env();
     let mut child = spawn_hook(&e, "claude-code", &input, &["--wait", "60"]);
     wait_for_packet(&e, id);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_hold(&e, id);
     child.kill().expect("kill the hook");
     let _ = child.wait();
     give_another_day(&e, id);
@@ -885,7 +915,7 @@ fn a_call_its_hook_answered_or_stopped_waiting_for_is_withdrawn_and_cannot_be_ap
     let e = env();
     let child = spawn_hook(&e, "claude-code", &input, &["--wait", "60"]);
     wait_for_packet(&e, id);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_hold(&e, id);
     assert_eq!(e.run(&["approve", "--yes", id]).status.code(), Some(0));
     assert_eq!(pre_tool_use(&child.wait_with_output().expect("hook")).0, "allow");
 }
@@ -942,7 +972,7 @@ fn a_decision_that_does_not_verify_consumes_no_use_of_the_approval() {
     // The call is published, and approved while no hook waits for it.
     let mut child = spawn_hook(&e, "claude-code", &input, &["--wait", "60"]);
     wait_for_packet(&e, id);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_hold(&e, id);
     child.kill().expect("kill");
     let _ = child.wait();
     std::fs::remove_file(e.spool().join("uses").join(format!("until+{id}.use"))).expect("the wait's record");

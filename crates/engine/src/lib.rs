@@ -12,6 +12,7 @@
 
 pub mod assess;
 pub mod audit;
+pub mod clock;
 pub mod demo;
 pub mod govern;
 pub mod monitor;

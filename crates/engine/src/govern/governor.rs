@@ -13,6 +13,8 @@ pub struct Governor {
     pub(super) pinned: PinnedKeys,
     /// The protected set, resolved once when the governor opens ([`super::paths::protected_set`]).
     protected: warrant_protocol::protected::ProtectedPaths,
+    /// What "now" is when a grant, a packet or a wait expires ([`Governor::with_clock`]).
+    clock: crate::clock::Clock,
 }
 
 impl Governor {
@@ -35,7 +37,16 @@ impl Governor {
             return Err(GovernError::NoPinnedKey(config_dir.to_owned()));
         }
         let protected = super::paths::protected_set(&policies, config_dir, spool.root());
-        Ok(Self { spool, config_dir: config_dir.to_owned(), policies, pinned, protected })
+        Ok(Self { spool, config_dir: config_dir.to_owned(), policies, pinned, protected, clock: Default::default() })
+    }
+
+    /// The governor judging at `clock`'s time (the system's by default): when grants, packets
+    /// and waits expire, and the time constraints and rate windows are counted from. The chain's
+    /// controls and the assessment's rings read the system clock.
+    #[must_use]
+    pub fn with_clock(mut self, clock: crate::clock::Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The policy set.
@@ -106,7 +117,7 @@ impl Governor {
             (d, None) => d,
         };
         let id = warrant_protocol::calls::packet_id(call, call_id);
-        let now = time::OffsetDateTime::now_utc();
+        let now = self.clock.now();
         let mut doc = warrant_protocol::calls::call_packet(
             call,
             &classification,
@@ -345,7 +356,7 @@ impl Governor {
         // A call answered before (a retried host call after a timeout or a refusal) never runs,
         // whatever the chain says since; one whose hook stopped waiting with no answer does not
         // run unless the principal decided it while it waited.
-        if let Some(w) = spool::withdrawn(&self.spool, id, Some(entry.owner), time::OffsetDateTime::now_utc())
+        if let Some(w) = spool::withdrawn(&self.spool, id, Some(entry.owner), self.clock.now())
             && !w.ran()
             && (w.answered() || !view.decisions.contains_key(id))
         {
@@ -362,7 +373,7 @@ impl Governor {
         if let Some(d) = view.decisions.get(id) {
             return Ok((hash, self.decided_outcome(id, &entry, d)));
         }
-        if let Some(at) = expired(&entry.packet) {
+        if let Some(at) = expired(&entry.packet, self.clock.now()) {
             return Ok((hash, expired_undecided(id, at)));
         }
         let a = crate::assess::assess_now(&self.policies, &self.config_dir, &snap, &view, "local");
@@ -494,8 +505,7 @@ impl Governor {
             Some(window) if counted => Some(self.recent_calls(&entry.packet, class, window, &view.decisions)?),
             _ => None,
         };
-        let now =
-            warrant_protocol::clock::unix_seconds(&warrant_protocol::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
+        let now = self.clock.now_unix();
         let mut failures = warrant_protocol::calls::constraint_failures(&constraints, now, recent);
         if !counted && constraints.contains_key("rate_limit") {
             failures.push(
@@ -515,7 +525,7 @@ impl Governor {
             // run either.
             if let Err(e) = spool::record_gate_run(&self.spool, id) {
                 failures.push(format!("`rate_limit`: the call could not be recorded for the count ({e})"));
-            } else if let Some(at) = expired(&entry.packet) {
+            } else if let Some(at) = expired(&entry.packet, self.clock.now()) {
                 return Ok(expired_undecided(id, at));
             }
         }
@@ -567,8 +577,7 @@ impl Governor {
                 .and_then(|p| p.to_str().map(str::to_owned))
                 .filter(|p| p.len() <= warrant_protocol::grant::MAX_ARGUMENT);
         }
-        let now =
-            warrant_protocol::clock::unix_seconds(&warrant_protocol::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
+        let now = self.clock.now_unix();
         for g in grants.covering(&facts, now) {
             if let Some(n) = spool::claim_grant_use(&self.spool, g, &packet.id)? {
                 let by = warrant_protocol::text::inert(&g.principal, 200);
@@ -666,8 +675,7 @@ impl Governor {
         let snap = Scanner::new().scan(&self.spool)?;
         // When each packet arrived (its inode change time, which no one can set back), not the
         // time it declares.
-        let now =
-            warrant_protocol::clock::unix_seconds(&warrant_protocol::clock::now_rfc3339()).unwrap_or(f64::INFINITY);
+        let now = self.clock.now_unix();
         let since = now - window as f64;
         // Read after `now`: a call that ran was recorded before its packet expired
         // (`Governor::judge`), so a packet expired by `now` has its record here.
@@ -711,7 +719,7 @@ impl Governor {
     /// The refusal to answer when the record cannot be written: a call whose withdrawal cannot
     /// be made sure of does not wait.
     pub fn hold_until(&self, s: &Submitted, total: Duration) -> Result<spool::WaitHold, Outcome> {
-        let until = time::OffsetDateTime::now_utc() + time::Duration::try_from(s.wait_for(total)).unwrap_or_default();
+        let until = self.clock.now() + time::Duration::try_from(s.wait_for(total)).unwrap_or_default();
         spool::record_wait(&self.spool, &s.packet_id, until).map_err(|e| Outcome::Deny {
             packet_id: Some(s.packet_id.clone()),
             status: "blocked",
@@ -865,11 +873,8 @@ impl Governor {
 }
 
 /// When `packet` expired (its `expires_at`, if that is now or before).
-fn expired(packet: &warrant_protocol::packet::Packet) -> Option<&str> {
-    packet
-        .expires_at
-        .as_deref()
-        .filter(|t| warrant_protocol::clock::parse_rfc3339(t).is_some_and(|t| t <= time::OffsetDateTime::now_utc()))
+fn expired(packet: &warrant_protocol::packet::Packet, now: time::OffsetDateTime) -> Option<&str> {
+    packet.expires_at.as_deref().filter(|t| warrant_protocol::clock::parse_rfc3339(t).is_some_and(|t| t <= now))
 }
 
 /// The answer for the call packet `id` that expired at `at` before it could run.
