@@ -102,3 +102,46 @@ fn the_protocol_reaches_no_runtime_terminal_or_filesystem_crate() {
         assert!(!reached.contains(layer), "the protocol depends on {layer}");
     }
 }
+
+/// The crates of `package`'s tree (normal dependencies, every feature on) that come in more than
+/// one version, by name.
+fn duplicated(package: &str) -> BTreeSet<String> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["tree", "--offline", "--all-features", "-e", "normal", "-p", package])
+        .args(["--duplicates", "--depth", "0", "--prefix", "none", "-f", "{p}"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo tree");
+    assert!(out.status.success(), "cargo tree: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_owned).collect()
+}
+
+/// The protocol's cryptography is one RustCrypto generation: none of the hash, signature,
+/// key-encoding and randomness crates of its tree comes in two versions (two `digest`s, say,
+/// whose digest types do not meet). The whole build holds two, through `age`, `nkeys` and
+/// `rmcp` above the protocol, as `docs/conformance.md` ("Cryptography crates") says.
+#[test]
+fn the_protocol_uses_one_generation_of_the_rustcrypto_crates() {
+    const CRYPTO: [&str; 14] = [
+        "sha2",
+        "digest",
+        "ed25519",
+        "ed25519-dalek",
+        "curve25519-dalek",
+        "signature",
+        "pkcs8",
+        "spki",
+        "der",
+        "rand_core",
+        "crypto-common",
+        "block-buffer",
+        "base64ct",
+        "subtle",
+    ];
+    let twice: Vec<String> =
+        duplicated("warrant-protocol").into_iter().filter(|c| CRYPTO.contains(&c.as_str())).collect();
+    assert!(twice.is_empty(), "the protocol's tree holds two versions of {twice:?}");
+    let whole = duplicated("warrant");
+    assert!(whole.contains("sha2") && whole.contains("ed25519-dalek"), "the docs say the build holds two: {whole:?}");
+}

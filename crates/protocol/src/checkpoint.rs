@@ -194,7 +194,6 @@ impl PrefixDigest {
 
     /// Hashes `data` after what was hashed so far.
     pub fn update(&mut self, mut data: &[u8]) {
-        use sha2::digest::generic_array::GenericArray;
         self.len += data.len() as u64;
         // A stored state that is not well formed (more than a block pending) is never extended
         // into a wrong digest: `pending` is kept below 64 bytes by construction, and a longer
@@ -206,22 +205,17 @@ impl PrefixDigest {
             if !self.pending.len().is_multiple_of(64) {
                 return;
             }
-            let blocks: Vec<_> = self.pending.chunks_exact(64).map(GenericArray::clone_from_slice).collect();
-            sha2::compress256(&mut self.state, &blocks);
+            sha2::block_api::compress256(&mut self.state, self.pending.as_chunks::<64>().0);
             self.pending.clear();
         }
         let whole = data.len() - data.len() % 64;
-        for chunk in data[..whole].chunks(64 * 1024) {
-            let blocks: Vec<_> = chunk.chunks_exact(64).map(GenericArray::clone_from_slice).collect();
-            sha2::compress256(&mut self.state, &blocks);
-        }
+        sha2::block_api::compress256(&mut self.state, data[..whole].as_chunks::<64>().0);
         self.pending.extend_from_slice(&data[whole..]);
     }
 
     /// The digest of everything hashed, `"sha256:<hex>"` (the state itself is left as it is).
     #[must_use]
     pub fn finish(&self) -> String {
-        use sha2::digest::generic_array::GenericArray;
         let mut state = self.state;
         let mut tail = self.pending.clone();
         tail.push(0x80);
@@ -229,8 +223,7 @@ impl PrefixDigest {
             tail.push(0);
         }
         tail.extend_from_slice(&self.len.wrapping_mul(8).to_be_bytes());
-        let blocks: Vec<_> = tail.chunks_exact(64).map(GenericArray::clone_from_slice).collect();
-        sha2::compress256(&mut state, &blocks);
+        sha2::block_api::compress256(&mut state, tail.as_chunks::<64>().0);
         let mut digest = [0u8; 32];
         for (out, word) in digest.chunks_exact_mut(4).zip(state) {
             out.copy_from_slice(&word.to_be_bytes());
