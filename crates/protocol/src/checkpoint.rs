@@ -158,7 +158,7 @@ pub fn verify(signed: &Value, pinned: &PinnedKeys, source: &str) -> Result<Check
 
 /// SHA-256 over a chain's first bytes that can be stored and extended later: the state after the
 /// whole 64-byte blocks hashed so far, the byte count and the bytes after the last whole block
-/// (FIPS 180-4 §6.2, the compression function of [`sha2::compress256`]). The principal's fold of
+/// (FIPS 180-4 §6.2, the compression function of [`sha2::block_api::compress256`]). The principal's fold of
 /// a checkpointed prefix carries it, so the next checkpoint's `prefix_sha256` extends it over the
 /// records after the prefix without reading the prefix again. Serialized as
 /// `{"state": [8 u32], "len": bytes hashed, "pending": [fewer than 64 bytes]}`.
