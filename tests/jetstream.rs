@@ -922,3 +922,66 @@ fn the_jetstream_store_keeps_the_agents_side_by_the_rules_of_every_store() {
     assert!(e.is_err(), "{e:?}");
     assert_eq!(log.list_packets().expect("list").len(), 2, "nothing was published");
 }
+
+/// The consumers of every stream of the store `s` is connected to.
+fn consumers(s: &JetStreamSpool) -> usize {
+    let js = s.inner().context().clone();
+    s.block_on(async move {
+        use futures_util::StreamExt as _;
+        let mut names = js.stream_names();
+        let mut total = 0;
+        while let Some(name) = names.next().await {
+            let mut stream = js.get_stream(name.expect("stream name")).await.expect("stream");
+            total += stream.info().await.expect("stream info").state.consumer_count;
+        }
+        total
+    })
+}
+
+/// Reads end with their consumers: commands that only read (a chain read, a listing of packets
+/// and receipts, a read of the spool's messages) leave no consumer behind, so the number of
+/// consumers does not grow with the number of commands and the server's limit is never reached
+/// by reading (it was: each read left an ordered consumer for 30 s).
+#[test]
+fn reads_leave_no_consumer_behind() {
+    let Some(server) = Server::start() else { return };
+    let s = setup(&server.store_url("reads"), 1);
+    for i in 0..3 {
+        append_at_head(&s, &body("agent-a", &format!("record {i}")));
+    }
+    s.publish_packet("agent-a", b"{\"p\":1}", "sha256:aa").expect("packet");
+    s.publish_receipt("agent-a", b"{\"r\":1}", "sha256:bb").expect("receipt");
+    let before = consumers(&s);
+    for _ in 0..10 {
+        assert_eq!(s.read_chain().expect("read").len(), 3);
+        assert_eq!(s.read_chain_from(2).expect("read from").len(), 2);
+        assert_eq!(s.list_packets().expect("packets").len(), 1);
+        assert_eq!(s.list_receipts().expect("receipts").len(), 1);
+        assert!(!s.read_spool_from(1).expect("spool").is_empty());
+    }
+    assert_eq!(consumers(&s), before, "50 reads left consumers behind");
+}
+
+/// The principal's commands on a store leave no consumer behind either: after five `list`s,
+/// `verify`s and `export`s and a refusal the store has as many consumers as before (each left
+/// two to four, for 30 s, and a principal deciding a dozen a second hit the server's limit).
+#[test]
+fn commands_on_a_store_leave_no_consumer_behind() {
+    let Some(server) = Server::start() else { return };
+    let e = cli_env::Env::new();
+    for id in ["c-1", "c-2"] {
+        ok(&e.propose("draft.compose", "agent-a", id, &[]));
+    }
+    ok(&e.run(&["approve", "--yes", "c-1"]));
+    let url = server.store_url("commands");
+    ok(&e.run(&["migrate", "--from", &e.spool().display().to_string(), "--to", &url]));
+    let s = open(&url, Duration::from_secs(10));
+    let before = consumers(&s);
+    for _ in 0..5 {
+        ok(&e.run(&["--store", &url, "list"]));
+        ok(&e.run(&["--store", &url, "verify"]));
+        ok(&e.run(&["--store", &url, "export"]));
+    }
+    ok(&e.run(&["--store", &url, "refuse", "--yes", "c-2", "--reason", "not now"]));
+    assert_eq!(consumers(&s), before, "the commands left consumers behind");
+}

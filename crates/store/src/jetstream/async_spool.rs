@@ -248,9 +248,10 @@ impl AsyncJetStreamSpool {
         if no_filter {
             filter = stream_name.to_owned();
         }
+        let name = format!("warrant_read_{}", uuid::Uuid::new_v4().simple());
         let consumer = stream
             .create_consumer(push::OrderedConfig {
-                name: Some(format!("warrant_read_{}", uuid::Uuid::new_v4().simple())),
+                name: Some(name.clone()),
                 deliver_subject: self.client.new_inbox(),
                 filter_subject: if no_filter { String::new() } else { filter.clone() },
                 deliver_policy: deliver_from(from_seq),
@@ -258,6 +259,32 @@ impl AsyncJetStreamSpool {
             })
             .await
             .map_err(server(format!("read {filter}")))?;
+        let read = self.drain(consumer, &filter, limit).await;
+        self.forget_consumer(stream_name, &name).await;
+        read
+    }
+
+    /// Deletes the consumer `name` of `stream_name` once its read is over: the server would keep
+    /// an ordered consumer 30 s after its last use, and reads would pile consumers up to the
+    /// server's limit. The request is sent and flushed, its answer not awaited: an agent's
+    /// permissions refuse it (the server then drops the consumer after those 30 s, as it does the
+    /// consumer of a process killed mid-read), and waiting for an answer that never comes would
+    /// hold up every read.
+    async fn forget_consumer(&self, stream_name: &str, name: &str) {
+        let subject = format!("$JS.API.CONSUMER.DELETE.{stream_name}.{name}");
+        let sent = self.client.publish(subject, Default::default()).await.map_err(|e| e.to_string());
+        if let Err(e) = sent.and(self.client.flush().await.map_err(|e| e.to_string())) {
+            tracing::debug!(consumer = %name, error = %e, "a read's consumer was not deleted; the server drops it in 30 s");
+        }
+    }
+
+    /// The messages `consumer` delivers, up to the last one pending when it was made or `limit`.
+    async fn drain(
+        &self,
+        consumer: async_nats::jetstream::consumer::Consumer<push::OrderedConfig>,
+        filter: &str,
+        limit: usize,
+    ) -> Result<Vec<Raw>, JsError> {
         if consumer.cached_info().num_pending == 0 {
             return Ok(Vec::new());
         }
