@@ -84,15 +84,10 @@ fn node_url(port: u16, name: &str) -> String {
     format!("nats://127.0.0.1:{port}/{name}")
 }
 
-/// Creates the store's streams and bucket (`warrant migrate` of an empty spool), with `replicas`.
+/// Creates the store's streams and buckets (`warrant init --store URL --replicas N`, as
+/// `docs/distributed.md` does it).
 fn create_store(principal: &Env, extra: &[(&str, &str)], url: &str, replicas: &str) {
-    let empty = principal.dir.path().join("empty");
-    std::fs::create_dir_all(&empty).expect("dir");
-    ok(&run_with(
-        principal,
-        extra,
-        &["migrate", "--from", empty.to_str().expect("utf-8"), "--to", url, "--replicas", replicas],
-    ));
+    ok(&run_with(principal, extra, &["--store", url, "init", "--replicas", replicas]));
 }
 
 /// The store's chain, read by `warrant migrate` into a fresh directory.

@@ -985,3 +985,27 @@ fn commands_on_a_store_leave_no_consumer_behind() {
     ok(&e.run(&["--store", &url, "refuse", "--yes", "c-2", "--reason", "not now"]));
     assert_eq!(consumers(&s), before, "the commands left consumers behind");
 }
+
+/// `warrant init --store URL [--replicas N]` makes a store, once: again it only checks what is
+/// there; a command on a store that was never made fails, and `--replicas` without a store, or
+/// more copies than the server can place, is a usage error (exit 2).
+#[test]
+fn init_makes_a_store_and_again_checks_it() {
+    let Some(server) = Server::start() else { return };
+    let e = cli_env::Env::new();
+    let url = server.store_url("made");
+    assert_ne!(e.run(&["--store", &url, "verify"]).status.code(), Some(0), "a store never made is no store");
+    let out = ok(&e.run(&["--store", &url, "init"]));
+    assert!(out.contains("ready") && out.contains("1 copy each; 0 chain records"), "{out}");
+    let again = ok(&e.run(&["--store", &url, "init", "--replicas", "1"]));
+    assert!(again.contains("ready"), "{again}");
+    let verified = ok(&e.run(&["--store", &url, "verify"]));
+    assert!(verified.contains("0 records") || verified.contains("empty"), "{verified}");
+    ok(&e.propose("draft.compose", "agent-a", "i-1", &["--store", &url]));
+    assert!(ok(&e.run(&["--store", &url, "list"])).contains("i-1"));
+    let o = e.run(&["--store", &url, "init", "--replicas", "3"]);
+    assert_eq!(o.status.code(), Some(2), "three copies on one server: {}", String::from_utf8_lossy(&o.stderr));
+    let o = e.run(&["init", "--replicas", "1"]);
+    assert_eq!(o.status.code(), Some(2), "--replicas names no store: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--store"));
+}

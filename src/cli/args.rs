@@ -286,10 +286,15 @@ pub enum Command {
     },
     /// Create (or repair) a spool shared with the agents' Unix group: `packets/`, `receipts/` and
     /// `uses/` writable by the group and sticky, everything else writable only by the principal.
+    ///
+    /// With --store nats://HOST:PORT/NAME: create the JetStream store's streams and buckets.
     Init {
-        /// The agents' Unix group.
+        /// The agents' Unix group (a directory spool).
         #[arg(long, value_name = "GROUP")]
-        agents_group: String,
+        agents_group: Option<String>,
+        /// Copies of each JetStream stream (1, or 3 on a three-node cluster): a JetStream store.
+        #[arg(long, conflicts_with_all = ["agents_group", "dir"], value_parser = clap::value_parser!(u8).range(1..=5))]
+        replicas: Option<u8>,
         /// The spool directory (default: the configured one).
         dir: Option<PathBuf>,
     },

@@ -35,7 +35,7 @@ use self::grants::grants_cmd;
 use self::hosts::{McpGatewayArgs, gateway_key, governed_spool, hook_cmd, mcp_connect, mcp_gateway};
 use self::keys::keys_cmd;
 use self::propose::{ProposeOptions, ProposeTo, check_preconditions, propose};
-use self::store::{checkpoint_forget, init_shared_spool, migrate};
+use self::store::{checkpoint_forget, init_shared_spool, init_store, migrate};
 use self::verify::{audit_cmd, verify, verify_audit};
 #[cfg(feature = "jetstream")]
 use self::verify::{export_store, verify_store};
@@ -205,13 +205,16 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                 }),
                 _,
             ) => return run_command(c, spool_arg, None, config),
+            (Command::Init { agents_group: None, dir: None, replicas }, at) => {
+                return init_store(&at, replicas.unwrap_or(1));
+            }
             (
                 Command::Demo { .. } | Command::GenerateSpool { .. } | Command::Setup { .. } | Command::Init { .. },
                 at,
             ) => {
                 return Err(Failure::usage(format!(
-                    "the spool is on JetStream ({at}): `demo`, `generate-spool`, `setup` and `init` run on a directory \
-                     spool only (docs/distributed.md)"
+                    "the spool is on JetStream ({at}): `demo`, `generate-spool`, `setup` and `init --agents-group` run \
+                     on a directory spool only (`init` alone creates the store; docs/distributed.md)"
                 )));
             }
             (command, StoreLocation::JetStream(url)) => {
@@ -323,10 +326,16 @@ fn run_command(
             )
             .map_err(Failure::usage)
         }
-        Command::Init { agents_group, dir } => {
+        Command::Init { agents_group: Some(group), dir, replicas: None } => {
             let spool = resolve_spool(dir.or(spool_arg), &config)?;
-            init_shared_spool(&spool, &agents_group)
+            init_shared_spool(&spool, &group)
         }
+        Command::Init { replicas: Some(_), .. } => Err(Failure::usage(
+            "`init --replicas N` creates a JetStream store: give it with --store nats://HOST:PORT/NAME (or WARRANT_STORE)",
+        )),
+        Command::Init { .. } => Err(Failure::usage(
+            "give --agents-group GROUP to share a directory spool, or --store nats://HOST:PORT/NAME to create a JetStream store",
+        )),
         Command::Grants { action } => {
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;

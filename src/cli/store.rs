@@ -152,6 +152,31 @@ fn verify_lines(lines: &[Vec<u8>], pinned: &PinnedKeys) -> Result<VerifyReport, 
 /// Records `warrant migrate` appends at a time.
 const MIGRATE_GROUP: usize = 1024;
 
+/// `warrant init --store nats://HOST:PORT/NAME [--replicas N]`: creates the store's chain and
+/// spool streams and its decisions and uses buckets with `replicas` copies, or checks that the
+/// ones there are as strong (idempotent). Prints what it made.
+///
+/// # Errors
+/// The store's errors (unreachable, refused, an existing stream weaker than asked), exit 2; a
+/// directory spool is made by `init --agents-group`.
+pub(super) fn init_store(at: &StoreLocation, replicas: u8) -> Result<u8, Failure> {
+    if let StoreLocation::Directory(dir) = at {
+        return Err(Failure::usage(format!(
+            "{}: a directory spool is made by `init --agents-group GROUP` (or by its first command)",
+            dir.display()
+        )));
+    }
+    let chain =
+        crate::store::open_chain(at, true, usize::from(replicas)).map_err(|e| Failure::usage(format!("{at}: {e}")))?;
+    let records = chain.lines().map_err(|e| Failure::usage(format!("{at}: {e}")))?.len();
+    println!(
+        "store {at} ready: chain and spool streams, decisions and uses buckets, {replicas} cop{} each; {records} chain record{}",
+        if replicas == 1 { "y" } else { "ies" },
+        if records == 1 { "" } else { "s" }
+    );
+    Ok(0)
+}
+
 /// `warrant migrate --from A --to B`: the source verified, its records copied after the
 /// destination's head (which must be a prefix of the source), each with compare-and-set and its
 /// own entry_hash, then both verified and compared: the same number of records and root hash.
