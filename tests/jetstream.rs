@@ -1009,3 +1009,30 @@ fn init_makes_a_store_and_again_checks_it() {
     assert_eq!(o.status.code(), Some(2), "--replicas names no store: {}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--store"));
 }
+
+/// A decision whose signer died between the chain and the bucket reaches the bucket, and so the
+/// agent waiting on it: the store's chain holds the signed decision and its bucket nothing (the
+/// state a `warrant approve` killed after its append leaves), and the principal's next command
+/// writes it there. It was rebuilt from the chain and marked as the bucket's, never written.
+#[test]
+fn a_decision_in_the_chain_reaches_the_bucket_when_its_signer_died_before() {
+    let Some(server) = Server::start() else { return };
+    let e = cli_env::Env::new();
+    ok(&e.propose("draft.compose", "agent-a", "k-1", &[]));
+    let url = server.store_url("crash");
+    ok(&e.run(&["migrate", "--from", &e.spool().display().to_string(), "--to", &url]));
+    // Signed on the directory spool (whose chain was as empty as the store's), then appended to
+    // the store's chain only.
+    ok(&e.run(&["approve", "--yes", "k-1"]));
+    let line = std::fs::read(e.spool().join("chain.jsonl")).expect("chain");
+    let line = line.strip_suffix(b"\n").expect("one record");
+    let record: Value = serde_json::from_slice(line).expect("record");
+    let s = open(&url, Duration::from_secs(10));
+    assert!(s.head().expect("head").is_none(), "the store's chain starts empty");
+    s.append_chain(None, line, record["entry_hash"].as_str().expect("entry_hash")).expect("append");
+    assert!(s.get_decision("agent-a", "k-1").expect("get").is_none(), "the bucket lacks it, as after the crash");
+    ok(&e.run(&["--store", &url, "list"]));
+    let held = s.get_decision("agent-a", "k-1").expect("get").expect("the bucket holds the decision");
+    let file: Value = serde_json::from_slice(&held.bytes).expect("decision file");
+    assert_eq!(file["document"], record["metadata"]["warrant_decision"], "the chain's signed decision");
+}

@@ -226,6 +226,23 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                 let (spool, pulled) =
                     crate::store::replica::open(&url, &dir).map_err(|e| Failure::usage(format!("{url}: {e}")))?;
                 tracing::info!(store = %url, replica = %dir.display(), records = pulled.records, messages = pulled.messages, "pulled");
+                // A host with the principal's key writes the decisions rebuilt from the chain to
+                // the bucket (their signer may have died before it did): those the pull rebuilt,
+                // and those the command rebuilds. An agent's host, whose permissions refuse
+                // writing decisions, leaves them.
+                let principals =
+                    crate::store::config::config_dir().join(crate::store::key_files::PRIVATE_KEY_FILE).is_file();
+                let publish_rebuilt = |spool: &Spool| {
+                    if !principals {
+                        return;
+                    }
+                    if let Err(e) = crate::store::replica::publish_rebuilt(spool) {
+                        eprintln!(
+                            "warrant: {url}: decisions rebuilt from the chain are not in the bucket yet ({e}); the next command writes them"
+                        );
+                    }
+                };
+                publish_rebuilt(&spool);
                 if matches!(command, Command::Console { .. }) {
                     let follower = crate::store::replica::follow(&spool, |e| tracing::warn!("{e}"))
                         .map_err(|e| Failure::usage(format!("{url}: {e}")))?;
@@ -234,7 +251,10 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                 let mut config = config;
                 config.store = None;
                 let spool = self::common::with_principal_copies(spool);
-                return run_command(command, Some(dir), Some(spool), config);
+                let after = spool.clone();
+                let code = run_command(command, Some(dir), Some(spool), config);
+                publish_rebuilt(&after);
+                return code;
             }
             (_, at) => return Err(jetstream_not_yet(&at)),
         },

@@ -9,6 +9,8 @@
 //! <replica>/receipts/~AGENT@SEQ.json receipts
 //! <replica>/decisions/<id>.json    decision files, also written to the decisions bucket
 //! <replica>/published/<id>         a decision file the bucket holds
+//! <replica>/rebuilt/<id>           a decision file rebuilt from the chain, for a host with the
+//!                                  principal's key to write to the bucket (`publish_rebuilt`)
 //! <replica>/uses/<claim>.use       the uses bucket's claims (one use across every host)
 //! <replica>/.pulled                the spool stream's next sequence
 //! <replica>/.pulled-uses           the uses bucket's next sequence
@@ -60,6 +62,9 @@ const PULLED_USES: &str = ".pulled-uses";
 
 /// The directory of markers of decisions the bucket holds.
 const PUBLISHED: &str = "published";
+/// Decision files rebuilt from the chain whose place in the bucket no principal's host has
+/// confirmed yet ([`publish_rebuilt`]).
+const REBUILT: &str = "rebuilt";
 
 /// The store a replica at `root` replicates, or `None` when `root` is not a replica (no
 /// [`MARKER`]).
@@ -307,18 +312,52 @@ pub fn publish(spool: &Spool, dir: &Path, id: &str, doc: &serde_json::Value, new
     Ok(Some(path))
 }
 
-/// In a replica, marks the decision file of `id` as one the bucket holds (a decision rebuilt
-/// from the chain: the principal's host that signed it wrote it to the bucket).
+/// In a replica, marks the decision file of `id`, rebuilt from its chain record, as one whose
+/// place in the bucket is not confirmed: the principal's host that signed it writes it to the
+/// bucket before its file, but may have died between the chain and the bucket. A host with the
+/// principal's key writes it there ([`publish_rebuilt`]); an agent's host, whose permissions
+/// refuse writing decisions, leaves it.
 ///
 /// # Errors
 /// I/O errors.
-pub fn mark_published(spool: &Spool, id: &str) -> io::Result<()> {
-    if !spool.is_replica() {
+pub fn mark_rebuilt(spool: &Spool, id: &str) -> io::Result<()> {
+    if !spool.is_replica() || spool.root().join(PUBLISHED).join(id).exists() {
         return Ok(());
     }
-    let marks = spool.root().join(PUBLISHED);
+    let marks = spool.root().join(REBUILT);
     fs::create_dir_all(&marks)?;
     fs::write(marks.join(id), b"")
+}
+
+/// Writes every decision file of the replica marked rebuilt ([`mark_rebuilt`]) to the
+/// decisions bucket, once (a bucket that already holds the same decision counts as written),
+/// and marks it published; returns how many the bucket did not hold. For the principal's hosts:
+/// every signed decision in the chain reaches the bucket, and the agent waiting on it, even when
+/// the process that signed it was killed between the chain and the bucket.
+///
+/// # Errors
+/// The store's errors (the next call writes what is left); nothing for a directory spool.
+pub fn publish_rebuilt(spool: &Spool) -> Result<u64, StoreError> {
+    let Some(remote) = spool.upstream() else { return Ok(0) };
+    let marks = spool.root().join(REBUILT);
+    let Ok(entries) = fs::read_dir(&marks) else { return Ok(0) };
+    let mut written = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().filter(|id| packet::is_safe_id(id)) else { continue };
+        let held = spool.root().join(PUBLISHED).join(id).exists();
+        if !held {
+            let bytes = crate::spool::read_limited(&spool.decision_path(id))
+                .map_err(|e| StoreError::Other(format!("{}: {e}", spool.decision_path(id).display())))?;
+            match put_decision(spool, remote, id, &bytes) {
+                Ok(()) => written += 1,
+                Err(Put::Another(message)) => tracing::warn!(%message, "a rebuilt decision not in the store's bucket"),
+                Err(Put::Failed(e)) => return Err(e),
+            }
+        }
+        let _ = fs::remove_file(entry.path());
+    }
+    Ok(written)
 }
 
 fn pull_spool(spool: &Spool, remote: &JetStreamSpool) -> Result<u64, StoreError> {
@@ -507,11 +546,13 @@ fn put_decision(spool: &Spool, remote: &JetStreamSpool, id: &str, bytes: &[u8]) 
 fn publish_missing(spool: &Spool, remote: &JetStreamSpool) -> Result<u64, StoreError> {
     let Ok(entries) = fs::read_dir(spool.decisions_dir()) else { return Ok(0) };
     let marks = spool.root().join(PUBLISHED);
+    let rebuilt = spool.root().join(REBUILT);
     let mut count = 0;
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else { continue };
-        if !packet::is_safe_id(id) || marks.join(id).exists() {
+        // A rebuilt file is the principal's hosts' to write ([`publish_rebuilt`]).
+        if !packet::is_safe_id(id) || marks.join(id).exists() || rebuilt.join(id).exists() {
             continue;
         }
         // Something other than a decision file in its place (a directory, a symlink) is no

@@ -142,9 +142,10 @@ pub(super) fn write_decision_file(spool: &Spool, id: &str, file: &Value) -> io::
     write_decision_file_as(spool, id, file, Written::Signed)
 }
 
-/// [`write_decision_file`]; a file rebuilt from the chain is not written to the bucket from here
-/// (the principal's host that signed it does; in a replica it is marked as the bucket's,
-/// [`crate::replica::mark_published`]).
+/// [`write_decision_file`]; a file rebuilt from the chain is not written to the bucket from here:
+/// in a replica it is marked rebuilt ([`crate::replica::mark_rebuilt`]), and a host with the
+/// principal's key writes it there ([`crate::replica::publish_rebuilt`]), since the host that
+/// signed it may have died between the chain and the bucket.
 ///
 /// In a replica, a decision just signed goes to the bucket *before* the file: agents on other
 /// hosts read it there, so a file that cannot be written here (a full disk, something in its
@@ -159,13 +160,16 @@ fn write_decision_file_as(spool: &Spool, id: &str, file: &Value, how: Written) -
         Written::Signed => crate::replica::publish_decision(spool, id, &bytes),
         Written::FromChain => Ok(()),
     };
+    // Marked before the file is there: no pull ever finds a rebuilt file it would take for one
+    // whose write to the bucket failed here.
+    #[cfg(feature = "jetstream")]
+    if how == Written::FromChain {
+        crate::replica::mark_rebuilt(spool, id)?;
+    }
     fs::create_dir_all(spool.decisions_dir())?;
     write_atomic(&path, &bytes, 0o644)?;
     #[cfg(feature = "jetstream")]
     {
-        if how == Written::FromChain {
-            crate::replica::mark_published(spool, id)?;
-        }
         to_store
             .map_err(|e| io::Error::other(format!("written here, but not to the store's decisions bucket: {e}")))?;
     }
