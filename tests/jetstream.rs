@@ -1036,3 +1036,29 @@ fn a_decision_in_the_chain_reaches_the_bucket_when_its_signer_died_before() {
     let file: Value = serde_json::from_slice(&held.bytes).expect("decision file");
     assert_eq!(file["document"], record["metadata"]["warrant_decision"], "the chain's signed decision");
 }
+
+/// A server listed first that accepts connections and never answers (stopped, hung) costs a
+/// second, then the next server is used: with `NATS_TIMEOUT=3`, the command still runs (it
+/// spent the whole three seconds on the hung server, and failed, before).
+#[test]
+fn a_hung_server_listed_first_is_passed_over_within_a_second() {
+    let Some(server) = Server::start() else { return };
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let hung_port = hung.local_addr().expect("addr").port();
+    // Accepts, and holds each connection open without a word.
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = std::sync::Arc::clone(&held);
+    std::thread::spawn(move || {
+        for conn in hung.incoming().flatten() {
+            keep.lock().expect("lock").push(conn);
+        }
+    });
+    let e = cli_env::Env::new();
+    let real = server.store_url("failover");
+    ok(&e.run(&["--store", &real, "init"]));
+    let address = real.strip_prefix("nats://").expect("nats url");
+    let both = format!("nats://127.0.0.1:{hung_port},{address}");
+    let o = e.cmd(&["--store", &both, "verify"]).env("NATS_TIMEOUT", "3").output().expect("run");
+    ok(&o);
+    assert!(!held.lock().expect("lock").is_empty(), "the hung server was tried first");
+}

@@ -281,8 +281,12 @@ impl Default for ConnectOptions {
     }
 }
 
+/// How long one server of several has to answer a connection before the next is tried.
+pub const PER_SERVER_CONNECT: Duration = Duration::from_secs(1);
+
 impl AsyncJetStreamSpool {
-    /// Connects to the servers of `url`. Creates nothing: see [`setup`](Self::setup).
+    /// Connects to the servers of `url`, in order; with several, each has
+    /// [`PER_SERVER_CONNECT`] (or `opts.timeout`, if shorter) to answer before the next is tried. Creates nothing: see [`setup`](Self::setup).
     ///
     /// # Errors
     /// [`JsError::Connect`] when no server answers within `opts.timeout`, a file cannot be read,
@@ -290,8 +294,13 @@ impl AsyncJetStreamSpool {
     pub async fn connect(url: &StoreUrl, opts: &ConnectOptions) -> Result<Self, JsError> {
         let servers = url.server_addresses().join(",");
         let fail = |message: String| JsError::Connect { servers: servers.clone(), message };
+        // Each server in turn, in the order given; with several, each gets at most a second, so a
+        // server that accepts and never answers (stopped, hung) costs a second, not the whole
+        // timeout, before the next is tried.
+        let per_server =
+            if url.server_addresses().len() > 1 { opts.timeout.min(PER_SERVER_CONNECT) } else { opts.timeout };
         let mut o = async_nats::ConnectOptions::new()
-            .connection_timeout(opts.timeout)
+            .connection_timeout(per_server)
             .request_timeout(Some(opts.timeout))
             .retain_servers_order();
         if let Some(path) = &opts.credentials_file {
