@@ -35,7 +35,9 @@ use self::grants::grants_cmd;
 use self::hosts::{McpGatewayArgs, gateway_key, governed_spool, hook_cmd, mcp_connect, mcp_gateway};
 use self::keys::keys_cmd;
 use self::propose::{ProposeOptions, ProposeTo, check_preconditions, propose};
-use self::store::{checkpoint_forget, init_shared_spool, init_store, migrate};
+#[cfg(feature = "jetstream")]
+use self::store::init_store;
+use self::store::{checkpoint_forget, init_shared_spool, migrate};
 use self::verify::{audit_cmd, verify, verify_audit};
 #[cfg(feature = "jetstream")]
 use self::verify::{export_store, verify_store};

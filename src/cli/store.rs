@@ -159,6 +159,7 @@ const MIGRATE_GROUP: usize = 1024;
 /// # Errors
 /// The store's errors (unreachable, refused, an existing stream weaker than asked), exit 2; a
 /// directory spool is made by `init --agents-group`.
+#[cfg(feature = "jetstream")]
 pub(super) fn init_store(at: &StoreLocation, replicas: u8) -> Result<u8, Failure> {
     if let StoreLocation::Directory(dir) = at {
         return Err(Failure::usage(format!(
