@@ -282,11 +282,11 @@ impl Default for ConnectOptions {
 }
 
 /// How long one server of several has to answer a connection before the next is tried.
-pub const PER_SERVER_CONNECT: Duration = Duration::from_secs(1);
+const PER_SERVER_CONNECT: Duration = Duration::from_secs(1);
 
 impl AsyncJetStreamSpool {
-    /// Connects to the servers of `url`, in order; with several, each has
-    /// [`PER_SERVER_CONNECT`] (or `opts.timeout`, if shorter) to answer before the next is tried. Creates nothing: see [`setup`](Self::setup).
+    /// Connects to the servers of `url`, in order; with several, each has a second (or
+    /// `opts.timeout`, if shorter) to answer before the next is tried. Creates nothing: see [`setup`](Self::setup).
     ///
     /// # Errors
     /// [`JsError::Connect`] when no server answers within `opts.timeout`, a file cannot be read,
