@@ -1062,3 +1062,19 @@ fn a_hung_server_listed_first_is_passed_over_within_a_second() {
     ok(&o);
     assert!(!held.lock().expect("lock").is_empty(), "the hung server was tried first");
 }
+
+/// A packet that could not be published (here: to a store never made; in a leader election: for
+/// a moment) is retried with the same id, and the message says so: it said to choose another.
+#[test]
+fn a_packet_not_published_is_retried_under_the_same_id() {
+    let Some(server) = Server::start() else { return };
+    let e = cli_env::Env::new();
+    let url = server.store_url("never-made");
+    let o = e.propose("draft.compose", "agent-a", "r-1", &["--store", &url]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("retry with the same --id") && !err.contains("choose another"), "{err}");
+    ok(&e.run(&["--store", &url, "init"]));
+    ok(&e.propose("draft.compose", "agent-a", "r-1", &["--store", &url]));
+    assert!(ok(&e.run(&["--store", &url, "list"])).contains("r-1"), "the same id, sent again, is published");
+}

@@ -202,7 +202,15 @@ fn publish_packet(log: &dyn SpoolLog, agent: &str, id: &str, doc: &Value) -> Res
                 log.location()
             )));
         }
-        Err(e) => return Err(Failure::usage(format!("packet {id:?} was not published: {e}; choose another --id"))),
+        // Not published, so the same id is the one to send again (a packet is published once,
+        // however often it is sent): in a moment during a leader election, after `warrant init`
+        // when the store was never made.
+        Err(e) => {
+            return Err(Failure::usage(format!(
+                "packet {id:?} was not published ({e}); nothing was published under it, so retry with the same \
+                 --id (a store that was never made is made by `warrant init --store URL`)"
+            )));
+        }
     }
     Ok(())
 }
