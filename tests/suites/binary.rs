@@ -6,6 +6,8 @@
 //! One test binary per concern: each file of `tests/` is a module here (Cargo's `autotests` are
 //! off), so a change relinks one binary, not one per file.
 
+#[path = "../agent_snapshot.rs"]
+mod agent_snapshot;
 #[path = "../attacks.rs"]
 mod attacks;
 #[path = "../batch.rs"]

@@ -624,8 +624,8 @@ fn assess_with(
                     // The chain's evidence (the principal's decisions and the receipts the
                     // principal recorded) and the receipts a pinned gateway observed. What an
                     // agent writes about itself never graduates it.
-                    warrant_protocol::graduation::evidence::EvidenceIndex::new(
-                        chain_evidence.rows().chain(&evidence[own..]),
+                    warrant_protocol::graduation::evidence::EvidenceIndex::of_runs(
+                        chain_evidence.runs().chain(evidence[own..].iter().map(|r| (r, 1))),
                     )
                 });
                 let tg = warrant_protocol::verdict::packet_gate(ctx, p, index, workspace, chain_intact);

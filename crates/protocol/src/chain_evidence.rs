@@ -39,12 +39,12 @@ fn key_of(r: &EvidenceRow) -> RowKey {
 pub struct ChainEvidence {
     /// Distinct rows with how many times each occurs (0 once removed).
     runs: Vec<(EvidenceRow, u64)>,
-    at: HashMap<RowKey, usize>,
+    at: HashMap<RowKey, usize, foldhash::fast::RandomState>,
     /// The last [`RECENT_ROWS`] rows of each class, with their record index (`usize::MAX` when
     /// unknown).
-    recent: HashMap<String, VecDeque<(usize, EvidenceRow)>>,
+    recent: HashMap<String, VecDeque<(usize, EvidenceRow)>, foldhash::fast::RandomState>,
     /// Rows per class.
-    counts: HashMap<String, u64>,
+    counts: HashMap<String, u64, foldhash::fast::RandomState>,
     /// Classes in order of first appearance.
     classes: Vec<String>,
     len: u64,
@@ -78,6 +78,36 @@ impl ChainEvidence {
         recent.push_back((index, row));
         self.len += 1;
         pos
+    }
+
+    /// Adds `n` rows equal to `row` whose record indexes are not known (a run of a stored
+    /// [`ChainEvidence::runs`]). The run joins no class's recent rows: those are the rows the
+    /// chain's records were read for.
+    pub fn push_run(&mut self, row: EvidenceRow, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let key = key_of(&row);
+        let count = self.counts.entry(row.action_class.clone()).or_insert(0);
+        if *count == 0 && !self.classes.contains(&row.action_class) {
+            self.classes.push(row.action_class.clone());
+        }
+        *count += n;
+        self.len += n;
+        match self.at.get(&key) {
+            Some(&p) => self.runs[p].1 += n,
+            None => {
+                self.runs.push((row, n));
+                self.at.insert(key, self.runs.len() - 1);
+            }
+        }
+    }
+
+    /// The distinct rows with how many times each occurs (runs taken back to none left out), in
+    /// order of first appearance: pushed again with [`ChainEvidence::push_run`], they give
+    /// the same sums ([`ChainEvidence::same_rows`]).
+    pub fn runs(&self) -> impl Iterator<Item = (&EvidenceRow, u64)> {
+        self.runs.iter().filter(|(_, n)| *n > 0).map(|(r, n)| (r, *n))
     }
 
     /// Adds a row whose record index is not known.

@@ -35,6 +35,12 @@ pub struct Checkpoint {
     /// (before warrant wrote it, or when the fold could not be written): the next decision takes
     /// the slower path once.
     pub fold_sha256: Option<String>,
+    /// `"sha256:<hex>"` of the agents' snapshot of the prefix (`snapshot.json` in the spool,
+    /// `warrant_store::snapshot`): the state an agent-side process needs of the first `records`
+    /// records (controls, grants, key events, publishers, evidence, which packets were decided),
+    /// so a hook verifies one signature and the records after it instead of the whole chain
+    /// (`docs/spool.md`, Agents' snapshots). `None` in checkpoints signed without one.
+    pub snapshot_sha256: Option<String>,
     /// Who signed it.
     pub principal: String,
     /// When (RFC 3339).
@@ -58,22 +64,35 @@ pub fn sign(
     prefix_sha256: &str,
     signed_at: &str,
 ) -> Value {
-    sign_with_fold(principal, records, head_hash, bytes, prefix_sha256, None, signed_at)
+    sign_with_fold(principal, records, head_hash, bytes, Digests { prefix_sha256, fold: None, snapshot: None }, signed_at)
 }
 
-/// [`sign`], binding the principal's fold of the prefix too: with `fold_sha256`
-/// (`"sha256:<hex>"` of the fold file's bytes) the document gains a `fold_sha256` member, and a
-/// fold is used in place of the prefix only when its bytes hash to it ([`Checkpoint::fold_sha256`]).
+/// The digests a checkpoint binds besides its head ([`sign_with_fold`]), each `"sha256:<hex>"`.
+#[derive(Debug, Clone, Copy)]
+pub struct Digests<'a> {
+    /// Of the chain's first `bytes` bytes ([`Checkpoint::prefix_sha256`]).
+    pub prefix_sha256: &'a str,
+    /// Of the principal's fold of the prefix ([`Checkpoint::fold_sha256`]), if written.
+    pub fold: Option<&'a str>,
+    /// Of the agents' snapshot of the prefix ([`Checkpoint::snapshot_sha256`]), if written.
+    pub snapshot: Option<&'a str>,
+}
+
+/// [`sign`], binding the principal's fold of the prefix and the agents' snapshot of it too: with
+/// `digests.fold` (`"sha256:<hex>"` of the fold file's bytes) the document gains a `fold_sha256`
+/// member, and a fold is used in place of the prefix only when its bytes hash to it
+/// ([`Checkpoint::fold_sha256`]); `digests.snapshot` likewise gives `snapshot_sha256`
+/// ([`Checkpoint::snapshot_sha256`]).
 #[must_use]
 pub fn sign_with_fold(
     principal: &Principal,
     records: u64,
     head_hash: &str,
     bytes: u64,
-    prefix_sha256: &str,
-    fold_sha256: Option<&str>,
+    digests: Digests<'_>,
     signed_at: &str,
 ) -> Value {
+    let Digests { prefix_sha256, fold: fold_sha256, snapshot: snapshot_sha256 } = digests;
     let mut document = json!({
         "domain": CHECKPOINT_DOMAIN,
         "records": records,
@@ -84,8 +103,12 @@ pub fn sign_with_fold(
         "key": principal.fingerprint(),
         "signed_at": signed_at,
     });
-    if let (Some(fold), Value::Object(m)) = (fold_sha256, &mut document) {
-        m.insert("fold_sha256".into(), Value::String(fold.to_owned()));
+    if let Value::Object(m) = &mut document {
+        for (key, digest) in [("fold_sha256", fold_sha256), ("snapshot_sha256", snapshot_sha256)] {
+            if let Some(d) = digest {
+                m.insert(key.into(), Value::String(d.to_owned()));
+            }
+        }
     }
     let signature = crate::decision::sign_document(principal, &document);
     json!({"document": document, "signature": signature})
@@ -133,10 +156,15 @@ pub fn verify(signed: &Value, pinned: &PinnedKeys, source: &str) -> Result<Check
     let digest = |key: &str| match doc.get(key) {
         None => Ok(None),
         Some(Value::String(h)) if crate::canonical::is_sha256_string(h) => Ok(Some(h.clone())),
-        Some(_) => Err(CheckpointError::Digest(if key == "prefix_sha256" { "prefix_sha256" } else { "fold_sha256" })),
+        Some(_) => Err(CheckpointError::Digest(match key {
+            "prefix_sha256" => "prefix_sha256",
+            "fold_sha256" => "fold_sha256",
+            _ => "snapshot_sha256",
+        })),
     };
     let prefix_sha256 = digest("prefix_sha256")?;
     let fold_sha256 = digest("fold_sha256")?;
+    let snapshot_sha256 = digest("snapshot_sha256")?;
     match (n("records"), s("head_hash"), n("bytes")) {
         (Some(records), Some(head_hash), Some(bytes))
             if records >= 1 && crate::canonical::is_sha256_string(&head_hash) =>
@@ -147,6 +175,7 @@ pub fn verify(signed: &Value, pinned: &PinnedKeys, source: &str) -> Result<Check
                 bytes,
                 prefix_sha256,
                 fold_sha256,
+                snapshot_sha256,
                 principal: s("principal").unwrap_or_default(),
                 signed_at: s("signed_at").unwrap_or_default(),
                 source: source.to_owned(),
@@ -258,7 +287,14 @@ mod tests {
         let mallory = Principal::from_seed("alice", &[2; 32]);
         let forged = sign(&mallory, 3, &head, 900, &head, "2026-11-27T00:00:00Z");
         assert!(matches!(verify(&forged, &pinned, "f"), Err(CheckpointError::Signature(SignatureError::Unpinned(_)))));
-        let bad_fold = sign_with_fold(&alice, 3, &head, 900, &head, Some("md5:x"), "2026-11-27T00:00:00Z");
+        let bad_fold = sign_with_fold(
+            &alice,
+            3,
+            &head,
+            900,
+            Digests { prefix_sha256: &head, fold: Some("md5:x"), snapshot: None },
+            "2026-11-27T00:00:00Z",
+        );
         assert_eq!(verify(&bad_fold, &pinned, "f"), Err(CheckpointError::Digest("fold_sha256")));
         let no_records = sign(&alice, 0, &head, 900, &head, "2026-11-27T00:00:00Z");
         assert!(matches!(verify(&no_records, &pinned, "f"), Err(CheckpointError::Shape(_))));

@@ -274,20 +274,30 @@ pub fn line_ending_at(file: &mut File, end: u64) -> io::Result<Option<Value>> {
     if end == 0 {
         return Ok(None);
     }
-    let start = end.saturating_sub(MAX_LINE_BYTES as u64 + 1);
-    file.seek(SeekFrom::Start(start))?;
-    let mut buf = Vec::new();
-    Read::by_ref(file).take(end - start).read_to_end(&mut buf)?;
-    if buf.len() as u64 != end - start || buf.last() != Some(&b'\n') {
-        return Ok(None);
+    // Read backwards from `end` in growing windows (4 KiB, then doubling up to a whole line's
+    // most), so a short line costs one small read.
+    let most = MAX_LINE_BYTES as u64 + 1;
+    let mut window = 4096u64.min(most);
+    loop {
+        let start = end.saturating_sub(window);
+        file.seek(SeekFrom::Start(start))?;
+        let mut buf = Vec::with_capacity(usize::try_from(end - start).unwrap_or(0));
+        Read::by_ref(file).take(end - start).read_to_end(&mut buf)?;
+        if buf.len() as u64 != end - start || buf.last() != Some(&b'\n') {
+            return Ok(None);
+        }
+        let body = &buf[..buf.len() - 1];
+        let line = match memchr::memrchr(b'\n', body) {
+            Some(p) => &body[p + 1..],
+            None if start == 0 => body,
+            None if window < most => {
+                window = (window * 2).min(most);
+                continue;
+            }
+            None => return Ok(None),
+        };
+        return Ok(canonical::parse_strict(line).ok());
     }
-    let body = &buf[..buf.len() - 1];
-    let line = match memchr::memrchr(b'\n', body) {
-        Some(p) => &body[p + 1..],
-        None if start == 0 => body,
-        None => return Ok(None),
-    };
-    Ok(canonical::parse_strict(line).ok())
 }
 
 /// Verifies only the records of a spool's own chain (`path`, never a symlink) that follow
@@ -1067,4 +1077,26 @@ fn parse_head(path: &Path, line: &[u8]) -> Result<ChainHead, ChainError> {
         .filter(|s| is_sha256_string(s))
         .ok_or_else(|| bad("no entry_hash".into()))?;
     Ok(ChainHead { last_index, last_hash: Some(last_hash.to_owned()) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line ending at an offset is found whatever its length (the read widens past 4 KiB),
+    /// and an offset that does not end a line finds nothing.
+    #[test]
+    fn the_line_ending_at_an_offset_is_read_back_whatever_its_length() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("chain.jsonl");
+        let short = b"{\"n\":1}\n".to_vec();
+        let long = format!("{{\"n\":2,\"pad\":\"{}\"}}\n", "x".repeat(20_000)).into_bytes();
+        std::fs::write(&path, [short.clone(), long.clone()].concat()).expect("write");
+        let mut file = File::open(&path).expect("open");
+        let n = |end: usize, file: &mut File| line_ending_at(file, end as u64).expect("read").map(|v| v["n"].clone());
+        assert_eq!(n(short.len(), &mut file), Some(serde_json::json!(1)));
+        assert_eq!(n(short.len() + long.len(), &mut file), Some(serde_json::json!(2)));
+        assert_eq!(n(short.len() + 10, &mut file), None, "not the end of a line");
+        assert_eq!(n(0, &mut file), None);
+    }
 }

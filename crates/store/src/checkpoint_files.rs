@@ -59,21 +59,33 @@ pub fn write_fold(spool: &Spool, bytes: &[u8]) -> std::io::Result<Option<()>> {
 /// `NotFound` when the spool keeps no copies or there is none; `InvalidData` for a file that is
 /// not regular or too large; other I/O errors.
 pub fn read_fold(spool: &Spool) -> std::io::Result<Vec<u8>> {
+    let path = fold_copy(spool).ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+    read_regular(&path, MAX_FOLD_BYTES)
+}
+/// Reads a regular file (never through a symlink, never blocking on a FIFO) of at most `max`
+/// bytes.
+///
+/// # Errors
+/// `InvalidData` for a file that is not regular or is larger than `max`; other I/O errors.
+pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
-    let path = fold_copy(spool).ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(crate::open_flags::NOFOLLOW | crate::open_flags::NONBLOCK)
-        .open(&path)?;
+        .open(path)?;
     let meta = file.metadata()?;
-    if !meta.file_type().is_file() || meta.len() > MAX_FOLD_BYTES {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a regular file of at most 256 MiB"));
+    let too_large = || std::io::Error::new(std::io::ErrorKind::InvalidData, format!("larger than {max} bytes"));
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a regular file"));
+    }
+    if meta.len() > max {
+        return Err(too_large());
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(MAX_FOLD_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_FOLD_BYTES {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "larger than 256 MiB"));
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(too_large());
     }
     Ok(bytes)
 }

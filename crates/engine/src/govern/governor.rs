@@ -318,6 +318,13 @@ impl Governor {
     /// Judges the packet `id` as the console would now: its verified decision when the chain
     /// has one, else the composed verdict. Returns the packet's `content_hash` and the outcome.
     ///
+    /// The chain is read from the agents' snapshot of the principal's last checkpoint and the
+    /// records after it ([`spool::agent_view`]), with exact decisions for `id` and the recent
+    /// arrivals ([`spool::AgentView::complete`]); the whole chain only when the snapshot cannot
+    /// be used or cannot give one of those decisions. An older packet decided in the snapshot's
+    /// prefix and not among its latest decisions counts as undecided in a `rate_limit` window:
+    /// the count errs on the side of holding.
+    ///
     /// # Errors
     /// [`GovernError::InvalidPacket`] when the packet is missing or invalid; chain and I/O errors.
     pub fn judge(&self, id: &str) -> Result<(String, Outcome), GovernError> {
@@ -339,7 +346,21 @@ impl Governor {
             return Err(GovernError::InvalidPacket { id: id.to_owned(), reason });
         };
         let hash = entry.packet.content_hash.clone();
-        let view = spool::verify_chain(&self.spool, &self.pinned)?;
+        // From the agents' snapshot and the records after it, with exact decisions for this
+        // packet and the recent arrivals the assessment weighs; when the snapshot cannot give
+        // one of them, the whole chain, whose decisions are exact.
+        let mut agent = spool::agent_view(&self.spool, &self.pinned)?;
+        let (view, agent) =
+            if agent.complete(snap.packets.iter().map(|e| e.packet.id.as_str()).chain([id])) {
+                (std::mem::take(&mut agent.chain.view), Some(agent))
+            } else {
+                (spool::verify_chain(&self.spool, &self.pinned)?, None)
+            };
+        // Whether a packet is decided, as far as the view knows (one decided in the snapshot's
+        // prefix and not among its latest decisions reads as undecided: a count errs on holding).
+        let decided = |p: &str| {
+            view.decisions.contains_key(p) || agent.as_ref().is_some_and(|a| a.decision_before(p).is_some())
+        };
         if !view.report.is_valid() {
             // A broken chain: nothing runs, not even what it records as approved.
             let first = view.report.first().map(|f| f.to_string()).unwrap_or_default();
@@ -385,7 +406,7 @@ impl Governor {
             decisive.map_or_else(|| v.state.as_str().to_owned(), |m| format!("{}: {}", m.model.as_str(), m.reason));
         let class = self.policies.normalize(&entry.packet.action_class);
         let outcome = match v.state {
-            DecisionState::AllowedWithConstraints => self.within_constraints(id, &entry, &class, &reason, &a, &view)?,
+            DecisionState::AllowedWithConstraints => self.within_constraints(id, &entry, &class, &reason, &a, &decided)?,
             DecisionState::Allowed => Outcome::Allow {
                 packet_id: id.to_owned(),
                 reason: format!("the gate allows it ({reason})"),
@@ -488,7 +509,7 @@ impl Governor {
         class: &str,
         reason: &str,
         a: &crate::monitor::Assessment,
-        view: &spool::ChainView,
+        decided: &dyn Fn(&str) -> bool,
     ) -> Result<Outcome, GovernError> {
         // The class's constraints bind whatever runs the call: the ones a hook or the
         // gateway can check on the tool's input are checked here; the others, and any
@@ -502,7 +523,7 @@ impl Governor {
         // group's directories), so the count cannot be trusted and the principal decides.
         let counted = spool::owned_by_me(&self.spool);
         let recent = match warrant_protocol::calls::rate_window(&constraints) {
-            Some(window) if counted => Some(self.recent_calls(&entry.packet, class, window, &view.decisions)?),
+            Some(window) if counted => Some(self.recent_calls(&entry.packet, class, window, decided)?),
             _ => None,
         };
         let now = self.clock.now_unix();
@@ -670,7 +691,7 @@ impl Governor {
         packet: &warrant_protocol::packet::Packet,
         class: &str,
         window: u64,
-        decisions: &std::collections::HashMap<String, spool::ChainDecision>,
+        decided: &dyn Fn(&str) -> bool,
     ) -> Result<u64, GovernError> {
         let snap = Scanner::new().scan(&self.spool)?;
         // When each packet arrived (its inode change time, which no one can set back), not the
@@ -696,7 +717,7 @@ impl Governor {
                     && warrant_protocol::calls::is_call_packet(p)
                     && self.policies.normalize(&p.action_class) == class
                     && e.arrived >= since
-                    && !decisions.contains_key(&p.id)
+                    && !decided(&p.id)
                     && (ran.contains(p.id.as_str())
                         || !p
                             .expires_at

@@ -25,17 +25,19 @@ struct LiveState {
     /// The gate's evidence index over the chain's evidence rows.
     index: Arc<warrant_protocol::graduation::evidence::EvidenceIndex>,
     /// Whether every file in `packets/` is this process's user's (then whoever publishes first
-    /// for an agent, it is this user: [`crate::monitor::speakers`]).
-    packets_all_mine: bool,
+    /// for an agent, it is this user: [`crate::monitor::speakers`]). Read only when a call's
+    /// agent has no publisher yet (a `stat` a packet), once per state.
+    packets_all_mine: std::sync::OnceLock<bool>,
     /// The stamps ([`stamp`]): chain, config `policy.toml`, spool `policy.toml`, pinned keys,
     /// `packets/`.
     stamps: [Stamp; 5],
 }
 
-/// A governor for a long-lived process (the MCP gateway): the policies, the pinned keys and the
-/// verified chain are read once and read again only when their files change — the chain is then
-/// extended by the records appended to it ([`warrant_store::spool::verify_chain_from`]), not verified
-/// whole — so a call the gate allows on its own is judged in memory, in microseconds, with no
+/// A governor for a long-lived process (the MCP gateway) or a hook's one call: the policies, the
+/// pinned keys and the verified chain are read once — the chain from the agents' snapshot of the
+/// principal's last checkpoint and the records after it ([`warrant_store::spool::agent_view`]) —
+/// and read again only when their files change — the chain is then extended by the records
+/// appended to it ([`warrant_store::spool::verify_chain_from`]), not verified whole — so a call the gate allows on its own is judged in memory, in microseconds, with no
 /// packet ([`Live::quick`]). Every other call goes through [`Governor::submit`] as before.
 ///
 /// Live: a control the principal signs (a notebook raised, an agent quarantined or killed, a
@@ -109,14 +111,19 @@ impl Live {
         let (chain, index) = match old.as_ref().filter(|o| config_same && o.stamps[0] == stamps[0]) {
             Some(o) => (o.chain.clone(), o.index.clone()),
             None => {
-                let chain = warrant_store::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?;
-                let index = warrant_protocol::graduation::evidence::EvidenceIndex::new(chain.view.evidence.rows());
+                // The first read starts from the agents' snapshot when the principal's checkpoint
+                // binds one (its decisions are then the tail's only: `quick` reads none).
+                let chain = match cache {
+                    Some(_) => warrant_store::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?,
+                    None => warrant_store::spool::agent_view(&self.spool, &governor.pinned)?.chain,
+                };
+                let index = warrant_protocol::graduation::evidence::EvidenceIndex::of_runs(chain.view.evidence.runs());
                 (Arc::new(chain), Arc::new(index))
             }
         };
         let packets_all_mine = match old.as_ref().filter(|o| o.stamps[4] == stamps[4]) {
-            Some(o) => o.packets_all_mine,
-            None => all_mine(&self.spool.packets_dir()),
+            Some(o) => o.packets_all_mine.clone(),
+            None => std::sync::OnceLock::new(),
         };
         let state = Arc::new(LiveState { governor, chain, index, packets_all_mine, stamps });
         if let Ok(mut s) = self.state.write() {
@@ -171,7 +178,9 @@ impl Live {
         let me = rustix::process::geteuid().as_raw();
         let who = crate::monitor::speakers(&ctx, &packet.agent, me);
         let speaks = match who {
-            crate::monitor::Speakers::FirstSeen(_) => state.packets_all_mine,
+            crate::monitor::Speakers::FirstSeen(_) => {
+                *state.packets_all_mine.get_or_init(|| all_mine(&self.spool.packets_dir()))
+            }
             _ => who.allows(me),
         };
         if !speaks {

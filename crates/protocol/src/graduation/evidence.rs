@@ -77,7 +77,7 @@ pub const UNKNOWN_PROVENANCE_WEIGHT: f64 = 0.1;
 
 /// How the reference runtime's summary counts a row (§4.4), with warrant's fixes for labels the
 /// reference misfiles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bucket {
     /// approvals + positive + decisions.
@@ -218,18 +218,24 @@ fn round4(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
 }
 
-/// One evidence row, normalized and weighted (`evidence-row.schema.json`).
-#[derive(Debug, Clone, PartialEq)]
+/// One evidence row, normalized and weighted (`evidence-row.schema.json`). Serialized with
+/// serde under its field names (the weights exactly: JSON numbers round-trip an `f64`), as the
+/// agents' snapshot of a checkpointed prefix stores it; rows read from trackers go through
+/// [`EvidenceRow::from_json`]'s checks instead.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EvidenceRow {
     /// The canonical action class (aliases resolved with [`crate::registry::normalize`]).
     pub action_class: String,
     /// The normalized label ([`normalize_label`]).
     pub label: String,
     /// The event date, `YYYY-MM-DD`, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub date: Option<String>,
     /// The tracker or system that produced the row (`source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// The provenance type; `None` when missing or unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_type: Option<SourceType>,
     /// Decision weight in [−1, 1].
     pub decision_weight: f64,
@@ -239,14 +245,17 @@ pub struct EvidenceRow {
     /// (clamped, and capped for model-inferred rows).
     pub evidence_weight: f64,
     /// Edit distance (0 = unchanged), when the row gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edit_distance: Option<f64>,
     /// The summary bucket of the label.
     pub bucket: Bucket,
     /// True when the label is a trust violation.
     pub trust_violation: bool,
     /// The receipt the row comes from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt_id: Option<String>,
     /// When the row was recorded (RFC 3339), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_at: Option<String>,
 }
 
@@ -715,61 +724,70 @@ pub struct EvidenceSummary {
 impl EvidenceSummary {
     /// Adds one row.
     pub fn add(&mut self, row: &EvidenceRow) {
+        self.add_n(row, 1);
+    }
+
+    /// Adds `n` rows equal to `row` (a run of [`crate::chain_evidence::ChainEvidence::runs`]):
+    /// the counts grow by `n` and the weighted sums by `n` × the weight, so a long chain's
+    /// evidence is summed in one step a distinct row. With `n` = 1 it is [`EvidenceSummary::add`]
+    /// exactly; with more, the weighted sums may differ from `n` additions in the last bits.
+    pub fn add_n(&mut self, row: &EvidenceRow, n: u32) {
         let w = row.evidence_weight;
+        let times = f64::from(n);
         if w > 0.0 {
-            self.weighted_positive += w;
+            self.weighted_positive += w * times;
         } else if w < 0.0 {
-            self.weighted_negative += -w;
+            self.weighted_negative += -w * times;
         }
         let counts = w != 0.0;
         let mut positive = || {
-            self.positive += 1;
+            self.positive += n;
             if counts {
-                self.graduation_positive += 1;
+                self.graduation_positive += n;
             }
         };
         match row.bucket {
             Bucket::Approval => {
                 positive();
-                self.approvals += 1;
-                self.decisions += 1;
+                self.approvals += n;
+                self.decisions += n;
                 if counts {
-                    self.graduation_approvals += 1;
+                    self.graduation_approvals += n;
                 }
             }
             Bucket::Edit => {
                 positive();
-                self.edits += 1;
-                self.decisions += 1;
+                self.edits += n;
+                self.decisions += n;
             }
             Bucket::Receipt => {
                 positive();
-                self.receipts += 1;
+                self.receipts += n;
             }
             Bucket::Outcome => {
                 positive();
-                self.outcomes += 1;
+                self.outcomes += n;
             }
             Bucket::Rejection => {
-                self.negative += 1;
-                self.rejections += 1;
-                self.decisions += 1;
+                self.negative += n;
+                self.rejections += n;
+                self.decisions += n;
             }
             Bucket::Held => {
-                self.held += 1;
-                self.decisions += 1;
+                self.held += n;
+                self.decisions += n;
             }
             Bucket::TrustIssue => {
-                self.negative += 1;
-                self.trust_issues += 1;
+                self.negative += n;
+                self.trust_issues += n;
             }
             Bucket::Rollback => {
-                self.negative += 1;
-                self.rollbacks += 1;
+                self.negative += n;
+                self.rollbacks += n;
             }
             Bucket::NegativeOutcome => {
-                self.negative += 1;
-                self.outcomes += 1;
+                self.negative += n;
+                self.outcomes += n;
             }
             Bucket::Uncounted => {}
         }
@@ -928,20 +946,37 @@ impl EvidenceIndex {
         index
     }
 
+    /// Indexes runs of equal rows (`(row, how many)`, as
+    /// [`crate::chain_evidence::ChainEvidence::runs`] gives them), each in one step
+    /// ([`EvidenceSummary::add_n`]).
+    #[must_use]
+    pub fn of_runs<'a>(runs: impl IntoIterator<Item = (&'a EvidenceRow, u64)>) -> Self {
+        let mut index = Self::default();
+        for (row, n) in runs {
+            index.add_n(row, u32::try_from(n).unwrap_or(u32::MAX));
+        }
+        index
+    }
+
     /// Adds one row to its class's summary (rows of one class in a run cost no hash lookup).
     pub fn add(&mut self, row: &EvidenceRow) {
-        self.rows += 1;
+        self.add_n(row, 1);
+    }
+
+    /// Adds `n` rows equal to `row` to its class's summary ([`EvidenceSummary::add_n`]).
+    pub fn add_n(&mut self, row: &EvidenceRow, n: u32) {
+        self.rows += n as usize;
         if let Some((class, s)) = self.classes.last_mut()
             && *class == row.action_class
         {
-            s.add(row);
+            s.add_n(row, n);
             return;
         }
         match self.positions.get(row.action_class.as_str()) {
-            Some(&i) => self.classes[i].1.add(row),
+            Some(&i) => self.classes[i].1.add_n(row, n),
             None => {
                 let mut s = EvidenceSummary::default();
-                s.add(row);
+                s.add_n(row, n);
                 self.positions.insert(row.action_class.clone(), self.classes.len());
                 self.classes.push((row.action_class.clone(), s));
             }
@@ -1023,6 +1058,41 @@ impl fmt::Display for Tier {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Indexing runs counts what indexing each row counts, and a stored run read back (serde)
+    /// indexes the same: the agents' snapshot keeps the evidence so.
+    #[test]
+    fn runs_index_as_their_rows_and_survive_a_round_trip() {
+        let row = |label: &str, source: &str, date: &str| {
+            EvidenceRow::from_json(&json!({"action_class": "a.b", "label": label, "source_type": source, "date": date}))
+                .expect("row")
+        };
+        let rows = [
+            row("approved", "principal", "2026-11-01"),
+            row("approved", "principal", "2026-11-01"),
+            row("rejected", "connector", "2026-11-02"),
+            row("approved", "principal", "2026-11-01"),
+            row("sent", "model_inferred", "2026-11-03"),
+        ];
+        let chain: crate::chain_evidence::ChainEvidence = rows.to_vec().into();
+        let runs: Vec<(EvidenceRow, u64)> = chain.runs().map(|(r, n)| (r.clone(), n)).collect();
+        assert_eq!(runs.iter().map(|(_, n)| *n).collect::<Vec<_>>(), vec![3, 1, 1]);
+        let back: Vec<(EvidenceRow, u64)> =
+            serde_json::from_value(serde_json::to_value(&runs).expect("json")).expect("rows");
+        assert_eq!(back, runs);
+        let by_rows = EvidenceIndex::new(&rows);
+        let by_runs = EvidenceIndex::of_runs(back.iter().map(|(r, n)| (r, *n)));
+        assert_eq!(by_runs.len(), by_rows.len());
+        let (a, b) = (by_runs.summary("a.b"), by_rows.summary("a.b"));
+        assert_eq!((a.positive, a.negative, a.approvals, a.rejections), (b.positive, b.negative, b.approvals, b.rejections));
+        assert!((a.weighted_positive - b.weighted_positive).abs() < 1e-12);
+        let mut again = crate::chain_evidence::ChainEvidence::default();
+        for (r, n) in back {
+            again.push_run(r, n);
+        }
+        assert!(again.same_rows(&chain));
+        assert_eq!(again.count("a.b"), 5);
+    }
 
     #[test]
     fn reference_test_vectors_11() {

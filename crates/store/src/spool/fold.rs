@@ -10,6 +10,8 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::Path;
 use warrant_protocol::chain::{self, VerifyOptions};
+use warrant_protocol::chain_evidence::ChainEvidence;
+use warrant_protocol::graduation::evidence::EvidenceRow;
 use warrant_protocol::control::ControlEvent;
 use warrant_protocol::keys::{PinnedKeys, Principal};
 
@@ -20,8 +22,9 @@ use super::view::verify_chain_records;
 use warrant_protocol::control::ControlState;
 
 /// The version of [`PrefixFold`]'s file; a fold of another version is not used.
-/// (2: co-signing in progress carries the principals its approvals count for, by key.)
-const FOLD_VERSION: u32 = 2;
+/// (2: co-signing in progress carries the principals its approvals count for, by key;
+/// 3: the prefix's evidence rows, for the agents' snapshot.)
+const FOLD_VERSION: u32 = 3;
 
 /// What a decision needs of a verified prefix of the chain, folded once and kept beside the
 /// principal's own checkpoint copy (`<config dir>/checkpoints/<spool id>.fold.json`,
@@ -32,35 +35,48 @@ const FOLD_VERSION: u32 = 2;
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct PrefixFold {
     /// [`FOLD_VERSION`].
-    version: u32,
+    pub(super) version: u32,
     /// Records in the prefix (the checkpoint's `records`).
-    records: u64,
+    pub(super) records: u64,
     /// The prefix's length in bytes (the checkpoint's `bytes`).
-    bytes: u64,
+    pub(super) bytes: u64,
     /// The prefix's last `entry_hash` (the checkpoint's `head_hash`).
-    head_hash: Option<String>,
+    pub(super) head_hash: Option<String>,
     /// SHA-256 over the prefix's bytes, to extend into the next checkpoint's `prefix_sha256`.
     digest: warrant_protocol::checkpoint::PrefixDigest,
     /// Decisions by packet id, folded in chain order ([`fold_decision`]).
-    decisions: HashMap<String, ChainDecision>,
+    pub(super) decisions: HashMap<String, ChainDecision>,
     /// Approvals gathered towards a quorum, by packet id ([`fold_decision`]).
-    cosigning: HashMap<String, Cosigning>,
+    pub(super) cosigning: HashMap<String, Cosigning>,
     /// The principal's control, grant and key-event records, whole, in chain order (replayed
     /// with the same code a verification folds them with).
-    events: Vec<Map<String, Value>>,
+    pub(super) events: Vec<Map<String, Value>>,
     /// The first publisher each agent was bound to ([`ControlState::bind_publisher`]), in chain order.
-    publishers: Vec<(String, u32)>,
+    pub(super) publishers: Vec<(String, u32)>,
     /// The `content_hash` of the last receipt in the prefix.
-    last_receipt_hash: Option<String>,
+    pub(super) last_receipt_hash: Option<String>,
     /// Every `record_id` of the prefix, as a Bloom filter: a tail id it may hold sends the
     /// decision to the slower path, which compares the ids exactly.
     record_ids: IdFilter,
+    /// The prefix's evidence rows ([`super::chain_evidence_of`]) as distinct rows with counts, in
+    /// order of first appearance ([`ChainEvidence::runs`]): what every posterior sums.
+    #[serde(default)]
+    pub(super) evidence: Vec<(EvidenceRow, u64)>,
 }
 
 impl PrefixFold {
-    /// The chain view the fold stands for (no report, no evidence) and the prefix it covers, its
-    /// key events applied to the pins (`pinned`).
-    fn view(&self, pinned: &PinnedKeys) -> (ChainView, chain::Verified) {
+    /// The prefix's evidence ([`PrefixFold::evidence`]) as the chain view keeps it.
+    fn chain_evidence(&self) -> ChainEvidence {
+        let mut evidence = ChainEvidence::default();
+        for (row, n) in &self.evidence {
+            evidence.push_run(row.clone(), *n);
+        }
+        evidence
+    }
+
+    /// The chain view the fold stands for (no report) and the prefix it covers, its key events
+    /// applied to the pins (`pinned`).
+    pub(super) fn view(&self, pinned: &PinnedKeys) -> (ChainView, chain::Verified) {
         let mut prefix = chain::Verified {
             records: self.records,
             bytes: self.bytes,
@@ -87,6 +103,7 @@ impl PrefixFold {
             view.controls.bind_publisher(agent, *uid);
         }
         view.last_receipt_hash = self.last_receipt_hash.clone();
+        view.evidence = self.chain_evidence();
         (view, prefix)
     }
 }
@@ -104,7 +121,7 @@ fn apply_key_event(keys: &mut warrant_protocol::key_event::ChainKeys, rec: &Map<
 /// when full), probed at positions from the SHA-256 of the id, so it reads the same in every
 /// build. Serialized as `{"capacity", "count", "bits": base64}`.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-struct IdFilter {
+pub(super) struct IdFilter {
     /// Ids it was sized for; past it, the fold is not used (the slower path builds a larger one).
     capacity: u64,
     /// Ids inserted.
@@ -144,8 +161,16 @@ impl IdFilter {
     }
 
     /// Whether the filter is sized for what it holds (an empty or overfull one is not used).
-    fn usable(&self) -> bool {
+    pub(super) fn usable(&self) -> bool {
         !self.bits.is_empty() && self.count <= self.capacity
+    }
+
+    /// A filter of `ids`, sized for twice as many ([`IdFilter::insert_all`]).
+    pub(super) fn of<'a>(ids: impl Iterator<Item = &'a str>) -> Self {
+        let hashes: Vec<[u64; 2]> = ids.map(id_hash).collect();
+        let mut filter = Self::default();
+        filter.insert_all(&hashes);
+        filter
     }
 
     /// Inserts ids (their [`id_hash`]es). An empty filter is first sized for twice as many ids
@@ -166,7 +191,7 @@ impl IdFilter {
 
     /// Whether `id` may be in the filter (false: it certainly is not). An empty filter may hold
     /// anything.
-    fn may_hold(&self, id: &str) -> bool {
+    pub(super) fn may_hold(&self, id: &str) -> bool {
         self.bits.is_empty() || self.positions(id_hash(id)).all(|p| self.bits[p / 8] & (1 << (p % 8)) != 0)
     }
 }
@@ -267,7 +292,7 @@ fn extend_fold(
         return Err(io::Error::new(io::ErrorKind::InvalidData, "the fold does not cover its prefix"));
     }
     let mut reader = io::Read::take(open_chain_at(path, from)?, to - from);
-    let finders = [
+    let mut finders = vec![
         Finder::new("warrant_control"),
         Finder::new("warrant_grant"),
         Finder::new("warrant_key"),
@@ -275,6 +300,11 @@ fn extend_fold(
         Finder::new(warrant_protocol::control::PUBLISHER_KEY),
         Finder::new("\\u"),
     ];
+    // A fold that is kept carries the range's evidence: every receipt is parsed too.
+    let mut evidence: Vec<EvidenceRow> = Vec::new();
+    if hash {
+        finders.push(Finder::new("tg_receipt"));
+    }
     let id_finder = Finder::new(RECORD_ID_NEEDLE);
     let tail_ids = tail_ids.filter(|t| !t.is_empty());
     let mut bound: HashSet<String> = fold.publishers.iter().map(|(a, _)| a.clone()).collect();
@@ -325,6 +355,9 @@ fn extend_fold(
             done_until = stop + 1;
             // Lines verified under the chain's lock: parsed as they are.
             let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(&block[start..stop]) else { continue };
+            if hash && let Some(row) = super::chain_evidence_of(&rec) {
+                evidence.push(row);
+            }
             if ControlEvent::of_record(&rec).is_some()
                 || warrant_protocol::grant::GrantEvent::of_record(&rec).is_some()
                 || warrant_protocol::key_event::KeyEvent::of_record(&rec).is_some()
@@ -351,6 +384,13 @@ fn extend_fold(
     }
     if hash {
         fold.record_ids.insert_all(&ids);
+        if !evidence.is_empty() {
+            let mut all = fold.chain_evidence();
+            for row in evidence {
+                all.push(row);
+            }
+            fold.evidence = all.runs().map(|(r, n)| (r.clone(), n)).collect();
+        }
     }
     fold.bytes = to;
     Ok(out)
@@ -574,25 +614,33 @@ pub(super) fn sign_checkpoint(
     if let Some(h) = a.record.as_object().and_then(receipt_hash_of) {
         fold.last_receipt_hash = Some(h);
     }
-    let fold_sha256 = if verified {
+    let (fold_sha256, snapshot_sha256) = if verified {
         let written = serde_json::to_vec(&fold).map_err(io::Error::other).and_then(|json| {
             let digest = warrant_protocol::canonical::sha256_prefixed(&json);
             crate::checkpoint_files::write_fold(spool, &json).map(|w| w.map(|()| digest))
         });
-        written.unwrap_or_else(|e| {
+        let fold_sha256 = written.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "could not write the fold of the chain; the next decision reads the chain");
             None
-        })
+        });
+        let snapshot_sha256 = super::snapshot::write_snapshot(spool, &fold)
+            .inspect_err(|e| tracing::warn!(error = %e, "could not write the agents' snapshot; agents read the chain"))
+            .ok();
+        (fold_sha256, snapshot_sha256)
     } else {
-        None
+        (None, None)
     };
+    let prefix_sha256 = fold.digest.finish();
     let cp = warrant_protocol::checkpoint::sign_with_fold(
         principal,
         a.chain_index,
         &a.entry_hash,
         bytes,
-        &fold.digest.finish(),
-        fold_sha256.as_deref(),
+        warrant_protocol::checkpoint::Digests {
+            prefix_sha256: &prefix_sha256,
+            fold: fold_sha256.as_deref(),
+            snapshot: snapshot_sha256.as_deref(),
+        },
         at,
     );
     if let Err(e) = crate::checkpoint_files::write(spool, &cp) {

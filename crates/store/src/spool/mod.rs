@@ -29,6 +29,7 @@ mod fold;
 mod receipts;
 mod records;
 mod scan;
+mod snapshot;
 mod uses;
 mod view;
 
@@ -47,6 +48,7 @@ pub use receipts::{
 };
 pub use records::{AgentScores, append_control, append_grant, append_key_event, elevation_fields, revoke_grant};
 pub(crate) use scan::is_publication;
+pub use snapshot::{AgentView, SNAPSHOT_FILE, agent_view};
 pub use scan::{FileKind, InvalidFile, PacketEntry, Recheck, Scanner, Snapshot, publisher_label, user_name};
 pub use uses::{
     ALLOWED, PERMISSION_AFTER, USE_SUFFIX, Uses, WITHDRAW_MARGIN, WaitHold, Withdrawn, claim_approval, claim_grant_use,

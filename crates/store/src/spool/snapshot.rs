@@ -1,0 +1,339 @@
+//! The agents' snapshot of a checkpointed prefix of the chain (`docs/spool.md`, Agents'
+//! snapshots): what an agent-side process (a hook, the gateway's start, `propose --wait`) needs of
+//! the first `records` records, written by the principal beside each checkpoint and bound to it
+//! by the signed `snapshot_sha256`, so such a process verifies one signature and the records after
+//! the checkpoint instead of the whole chain.
+//!
+//! An agent can write the spool, so nothing here is trusted for what it says: the snapshot's
+//! bytes must hash to the digest the principal signed, it must describe the checkpoint's prefix,
+//! the chain must still end that prefix with the record signed ([`crate::chain_file::prefix_holds`]),
+//! and the records after it are verified as any chain is. When any of that fails, the whole chain
+//! is verified instead, so a forged, stale or damaged snapshot costs time and never allows
+//! anything a verification of the chain would not.
+
+use super::fold::{IdFilter, PrefixFold};
+use super::view::view_after;
+use super::{ChainDecision, Cosigning, Spool, VerifiedView};
+use crate::chain_file::ChainError;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::io;
+use warrant_protocol::graduation::evidence::EvidenceRow;
+use warrant_protocol::keys::PinnedKeys;
+
+/// The agents' snapshot's file in the spool.
+pub const SNAPSHOT_FILE: &str = "snapshot.json";
+
+/// The most bytes a snapshot may have to be read (64 MiB): a larger one is not used.
+pub const MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
+
+/// The version of [`AgentSnapshot`]'s file; a snapshot of another version is not used.
+const SNAPSHOT_VERSION: u32 = 1;
+
+/// How many of the prefix's latest decisions the snapshot keeps exactly (about 450 bytes each,
+/// read only by a process that needs one of them: [`AgentView::complete`]).
+pub const RECENT_DECISIONS: usize = 1024;
+
+/// What an agent-side process needs of a checkpointed prefix: the principal's fold of it
+/// ([`PrefixFold`]) without the exact decisions (only a Bloom filter of their packet ids) and
+/// without the prefix's digest and record ids. A few hundred kilobytes at a million records: the
+/// controls, grants and key events whole, the evidence as distinct rows with counts.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct AgentSnapshot {
+    /// [`SNAPSHOT_VERSION`].
+    version: u32,
+    /// Records in the prefix (the checkpoint's `records`).
+    records: u64,
+    /// The prefix's length in bytes (the checkpoint's `bytes`).
+    bytes: u64,
+    /// The prefix's last `entry_hash` (the checkpoint's `head_hash`).
+    head_hash: Option<String>,
+    /// The principal's control, grant and key-event records, whole, in chain order.
+    events: Vec<Map<String, Value>>,
+    /// The first publisher each agent was bound to, in chain order.
+    publishers: Vec<(String, u32)>,
+    /// The `content_hash` of the last receipt in the prefix.
+    last_receipt_hash: Option<String>,
+    /// Approvals gathered towards a quorum, by packet id.
+    cosigning: HashMap<String, Cosigning>,
+    /// The prefix's evidence rows, distinct with counts.
+    evidence: Vec<(EvidenceRow, u64)>,
+    /// The packet ids the prefix decides, as a Bloom filter: an id it may hold is looked up in the
+    /// whole chain ([`AgentView::may_be_decided_before`]).
+    decided: IdFilter,
+    /// The prefix's [`RECENT_DECISIONS`] latest decisions (by `chain_index`), by packet id, left
+    /// unparsed until a process needs one ([`AgentView::complete`]).
+    recent_decisions: Box<RawValue>,
+}
+
+impl AgentSnapshot {
+    fn of_fold(fold: &PrefixFold) -> Self {
+        Self {
+            version: SNAPSHOT_VERSION,
+            records: fold.records,
+            bytes: fold.bytes,
+            head_hash: fold.head_hash.clone(),
+            events: fold.events.clone(),
+            publishers: fold.publishers.clone(),
+            last_receipt_hash: fold.last_receipt_hash.clone(),
+            cosigning: fold.cosigning.clone(),
+            // Which receipt a run's first row came from, and when, is no part of any sum.
+            evidence: fold
+                .evidence
+                .iter()
+                .map(|(r, n)| (EvidenceRow { receipt_id: None, recorded_at: None, ..r.clone() }, *n))
+                .collect(),
+            decided: IdFilter::of(fold.decisions.keys().map(String::as_str)),
+            recent_decisions: recent_decisions(&fold.decisions),
+        }
+    }
+
+    /// The fold this snapshot stands for, with no decisions: [`PrefixFold::view`] builds the
+    /// view from it as it does for the principal. Also the decided ids' filter and the recent
+    /// decisions, unparsed.
+    fn into_fold(self) -> (PrefixFold, IdFilter, Box<RawValue>) {
+        let mut fold = PrefixFold::default();
+        fold.records = self.records;
+        fold.bytes = self.bytes;
+        fold.head_hash = self.head_hash;
+        fold.events = self.events;
+        fold.publishers = self.publishers;
+        fold.last_receipt_hash = self.last_receipt_hash;
+        fold.cosigning = self.cosigning;
+        fold.evidence = self.evidence;
+        (fold, self.decided, self.recent_decisions)
+    }
+}
+
+/// The [`RECENT_DECISIONS`] latest of `decisions` (by `chain_index`), as a JSON object by
+/// packet id.
+fn recent_decisions(decisions: &HashMap<String, ChainDecision>) -> Box<RawValue> {
+    let mut latest: Vec<(&String, &ChainDecision)> = decisions.iter().collect();
+    if latest.len() > RECENT_DECISIONS {
+        latest.select_nth_unstable_by_key(RECENT_DECISIONS, |(_, d)| std::cmp::Reverse(d.chain_index));
+        latest.truncate(RECENT_DECISIONS);
+    }
+    let map: std::collections::BTreeMap<&String, &ChainDecision> = latest.into_iter().collect();
+    serde_json::value::to_raw_value(&map).unwrap_or_else(|_| empty_object())
+}
+
+/// `{}`.
+fn empty_object() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable!("`{{}}` is JSON"))
+}
+
+/// Writes the agents' snapshot of `fold` (a fold of a prefix verified under the chain's lock) to
+/// the spool's [`SNAPSHOT_FILE`], atomically (mode 0644, readable by the agents), and returns
+/// `"sha256:<hex>"` of its bytes for the checkpoint to sign.
+///
+/// # Errors
+/// I/O errors (the caller signs the checkpoint without a snapshot).
+pub(super) fn write_snapshot(spool: &Spool, fold: &PrefixFold) -> io::Result<String> {
+    let json = serde_json::to_vec(&AgentSnapshot::of_fold(fold)).map_err(io::Error::other)?;
+    crate::atomic::write_atomic(&spool.root().join(SNAPSHOT_FILE), &json, 0o644)?;
+    Ok(warrant_protocol::canonical::sha256_prefixed(&json))
+}
+
+/// A chain view for an agent-side process ([`agent_view`]): the verified view, and whether its
+/// decisions are the whole chain's or only those after a checkpointed prefix.
+#[derive(Debug, Clone, Default)]
+pub struct AgentView {
+    /// The view and the prefix it covers (to extend with [`super::verify_chain_from`]). Its
+    /// controls, grants, key events, evidence and co-signing are the whole chain's; its
+    /// `decisions` are the whole chain's only when [`AgentView::from_snapshot`] is false.
+    pub chain: VerifiedView,
+    /// The packet ids the snapshot's prefix decides (a Bloom filter), when the view was made
+    /// from one.
+    decided_before: Option<IdFilter>,
+    /// The snapshot's latest decisions, unparsed, and parsed once needed.
+    recent_raw: Option<Box<RawValue>>,
+    recent: std::sync::OnceLock<HashMap<String, ChainDecision>>,
+    /// Bytes of the chain read to make the view (the tail after the snapshot's prefix, or the
+    /// whole chain).
+    pub bytes_read: u64,
+}
+
+impl AgentView {
+    /// Whether the view was made from the agents' snapshot (the prefix's decisions then are not
+    /// in `chain.view.decisions`).
+    #[must_use]
+    pub fn from_snapshot(&self) -> bool {
+        self.decided_before.is_some()
+    }
+
+    /// Whether the prefix the snapshot stands for may decide packet `id` (false: it certainly
+    /// does not; always false for a view of the whole chain, whose decisions are exact). When
+    /// true, the caller looks `id` up in a view of the whole chain.
+    #[must_use]
+    pub fn may_be_decided_before(&self, id: &str) -> bool {
+        self.decided_before.as_ref().is_some_and(|f| f.may_hold(id))
+    }
+
+    /// The snapshot's latest decisions ([`RECENT_DECISIONS`]), parsed on first use (an empty
+    /// map for a view of the whole chain, or when they do not parse).
+    fn recent(&self) -> &HashMap<String, ChainDecision> {
+        self.recent.get_or_init(|| {
+            self.recent_raw.as_ref().and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default()
+        })
+    }
+
+    /// The decision the snapshot's prefix made on `id`, when it is among the latest it keeps
+    /// exactly.
+    #[must_use]
+    pub fn decision_before(&self, id: &str) -> Option<&ChainDecision> {
+        if !self.may_be_decided_before(id) {
+            return None;
+        }
+        self.recent().get(id)
+    }
+
+    /// Makes the view's decisions exact for `ids`: each that the snapshot's prefix may decide
+    /// ([`AgentView::may_be_decided_before`]) is looked up among the prefix's latest decisions
+    /// and, when found, added as a fold of the chain in order would have it (a plain decision in
+    /// the tail stands over it; the prefix's decision stands over a later approval towards a
+    /// quorum). Returns whether every id is now exact: false when one may be decided in the
+    /// prefix and is not among the latest kept, and then the caller verifies the whole chain.
+    /// Always true for a view of the whole chain.
+    pub fn complete<'a>(&mut self, ids: impl IntoIterator<Item = &'a str>) -> bool {
+        let mut exact = true;
+        for id in ids {
+            if !self.may_be_decided_before(id) {
+                continue;
+            }
+            let tail = self.chain.view.decisions.get(id);
+            if tail.is_some_and(|d| d.quorum.is_none()) {
+                continue;
+            }
+            match self.recent().get(id).cloned() {
+                Some(d) => {
+                    self.chain.view.decisions.insert(id.to_owned(), d);
+                }
+                None => exact = false,
+            }
+        }
+        exact
+    }
+}
+
+/// The chain as an agent-side process needs it, verified: from the agents' snapshot and the
+/// records after it when the principal's latest checkpoint binds one that holds
+/// ([`snapshot_view`]), else the whole chain ([`super::verify_chain`]). Its report has findings
+/// only from a verification of the whole chain.
+///
+/// # Errors
+/// As [`super::verify_chain`].
+pub fn agent_view(spool: &Spool, pinned: &PinnedKeys) -> Result<AgentView, ChainError> {
+    if let Some(v) = snapshot_view(spool, pinned) {
+        return Ok(v);
+    }
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let chain = super::verify_chain_from(spool, pinned, None, &progress)?;
+    Ok(AgentView { chain, bytes_read: progress.into_inner(), ..AgentView::default() })
+}
+
+/// The view from the agents' snapshot, reading nothing of the prefix but its last line: the
+/// principal's latest checkpoint ([`crate::checkpoint_files::latest`]) must bind a snapshot
+/// (`snapshot_sha256`), the spool's [`SNAPSHOT_FILE`] must hash to it and describe the
+/// checkpoint's prefix, the chain must still end that prefix with the record signed, and the
+/// records after it must verify ([`view_after`], which checks the checkpoint again). `None`
+/// whenever anything is in doubt.
+fn snapshot_view(spool: &Spool, pinned: &PinnedKeys) -> Option<AgentView> {
+    let (cp, _) = crate::checkpoint_files::latest(spool, pinned);
+    let cp = cp?;
+    let want = cp.snapshot_sha256.as_deref()?;
+    let bytes = crate::checkpoint_files::read_regular(&spool.root().join(SNAPSHOT_FILE), MAX_SNAPSHOT_BYTES).ok()?;
+    if warrant_protocol::canonical::sha256_prefixed(&bytes) != want {
+        return None;
+    }
+    let snapshot: AgentSnapshot = serde_json::from_slice(&bytes).ok()?;
+    let describes = snapshot.version == SNAPSHOT_VERSION
+        && snapshot.records == cp.records
+        && snapshot.bytes == cp.bytes
+        && snapshot.head_hash.as_deref() == Some(cp.head_hash.as_str())
+        && snapshot.decided.usable();
+    if !describes {
+        return None;
+    }
+    let (fold, decided, recent) = snapshot.into_fold();
+    let (base, prefix) = fold.view(pinned);
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let (view, _, tail) = view_after(spool, pinned, &prefix, Some(&base), &|_| false, &progress).ok()??;
+    if !view.report.is_valid() {
+        return None;
+    }
+    let chain = VerifiedView { verified: tail.verified(), view };
+    Some(AgentView {
+        chain,
+        decided_before: Some(decided),
+        recent_raw: Some(recent),
+        recent: std::sync::OnceLock::new(),
+        bytes_read: progress.into_inner(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spool::ChainDecision;
+
+    #[test]
+    fn the_latest_decisions_are_kept_exactly_and_no_more() {
+        let decision = |i: u64| ChainDecision {
+            verdict: warrant_protocol::decision::Verdict::Approve,
+            principal: "alice".into(),
+            reason: None,
+            decided_at: "2026-11-28T00:00:00Z".into(),
+            packet_hash: "sha256:00".into(),
+            chain_index: i,
+            entry_hash: format!("h{i}"),
+            agent: "agent-1".into(),
+            action_class: "email.send".into(),
+            cosigners: Vec::new(),
+            quorum: None,
+            signed: None,
+            system: None,
+        };
+        let n = RECENT_DECISIONS as u64 + 10;
+        let all: HashMap<String, ChainDecision> = (1..=n).map(|i| (format!("p-{i}"), decision(i))).collect();
+        let kept: HashMap<String, ChainDecision> =
+            serde_json::from_str(recent_decisions(&all).get()).expect("recent");
+        assert_eq!(kept.len(), RECENT_DECISIONS);
+        assert!(kept.contains_key(&format!("p-{n}")) && kept.contains_key("p-11"));
+        assert!(!kept.contains_key("p-10"), "the oldest are left to the whole chain");
+    }
+
+    #[test]
+    fn a_snapshot_round_trips_and_keeps_only_a_filter_of_the_decided_ids() {
+        let mut fold = PrefixFold::default();
+        (fold.records, fold.bytes, fold.head_hash) = (2, 10, Some("h".into()));
+        fold.publishers.push(("agent-1".into(), 1000));
+        let decision = ChainDecision {
+            verdict: warrant_protocol::decision::Verdict::Refuse,
+            principal: "alice".into(),
+            reason: None,
+            decided_at: "2026-11-28T00:00:00Z".into(),
+            packet_hash: "sha256:00".into(),
+            chain_index: 2,
+            entry_hash: "h".into(),
+            agent: "agent-1".into(),
+            action_class: "email.send".into(),
+            cosigners: Vec::new(),
+            quorum: None,
+            signed: None,
+            system: None,
+        };
+        fold.decisions.insert("p-2".into(), decision);
+        let json = serde_json::to_vec(&AgentSnapshot::of_fold(&fold)).expect("serialize");
+        let back: AgentSnapshot = serde_json::from_slice(&json).expect("parse");
+        assert!(back.decided.usable());
+        let (f, decided, recent) = back.into_fold();
+        assert_eq!((f.records, f.bytes, f.head_hash.as_deref()), (2, 10, Some("h")));
+        assert!(f.decisions.is_empty(), "the snapshot carries no exact decision");
+        assert_eq!(f.publishers, vec![("agent-1".to_owned(), 1000)]);
+        assert!(decided.may_hold("p-2"));
+        assert!(!decided.may_hold("p-never-decided"));
+        let recent: HashMap<String, ChainDecision> = serde_json::from_str(recent.get()).expect("recent");
+        assert_eq!(recent.get("p-2").map(|d| d.chain_index), Some(2), "kept exactly among the latest");
+    }
+}

@@ -1,0 +1,155 @@
+//! Agent-side processes start from the agents' snapshot (`docs/spool.md`, Agents' snapshots):
+//! the state of the checkpointed prefix the principal signs beside each checkpoint, so a hook
+//! verifies one signature and the records after the checkpoint, not the whole chain. Nothing an
+//! agent writes is trusted: a snapshot that does not hash to the signed digest is not used, and a
+//! chain that no longer ends the signed prefix is verified whole and allows nothing.
+
+use crate::cli_env;
+
+use cli_env::{Env, text};
+use serde_json::{Value, json};
+use std::io::Write as _;
+use std::process::{Output, Stdio};
+use warrant::protocol::keys::PinnedKeys;
+use warrant::store::key_files::PinnedKeysFile as _;
+use warrant::store::spool::{self, Spool};
+
+fn ok(env: &Env, args: &[&str]) -> String {
+    let o = env.run(args);
+    assert_eq!(o.status.code(), Some(0), "warrant {args:?}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `warrant hook claude-code` on a PreToolUse of `Read` (a `safe` call): the decision.
+fn read_call(env: &Env, n: u32) -> String {
+    let event = json!({
+        "session_id": "s1", "cwd": "/home/user/project", "hook_event_name": "PreToolUse",
+        "tool_name": "Read", "tool_input": {"file_path": "README.md"}, "tool_use_id": format!("toolu_{n}"),
+    });
+    let mut child = env
+        .cmd(&["hook", "claude-code"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(event.to_string().as_bytes()).expect("event");
+    let o: Output = child.wait_with_output().expect("hook");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    v["hookSpecificOutput"]["permissionDecision"].as_str().expect("decision").to_owned()
+}
+
+/// A spool with 600 generated records, then a control the principal signs (so a checkpoint and
+/// its snapshot), then receipts after it.
+fn spool_with_a_snapshot() -> Env {
+    let env = Env::new();
+    ok(&env, &["generate-spool", "--records", "600", "--pending", "4", "--decision-every", "50"]);
+    ok(&env, &["agent", "quarantine", "claude-code", "--reason", "under review"]);
+    for note in ["one", "two", "three"] {
+        ok(&env, &["receipt", "--class", "read.context", "--agent", "agent-00", "--outcome", "execute", "--note", note]);
+    }
+    env
+}
+
+fn agent_view(env: &Env) -> spool::AgentView {
+    let pinned = PinnedKeys::load(&env.config()).expect("pins");
+    spool::agent_view(&Spool::new(env.spool()), &pinned).expect("view")
+}
+
+/// The view from the snapshot reads only the records after the checkpoint and says what a
+/// verification of the whole chain says about controls and evidence.
+#[test]
+fn the_agents_view_reads_only_the_records_after_the_checkpoint() {
+    let env = spool_with_a_snapshot();
+    let pinned = PinnedKeys::load(&env.config()).expect("pins");
+    let chain_len = std::fs::metadata(env.spool().join("chain.jsonl")).expect("chain").len();
+    let agent = agent_view(&env);
+    assert!(agent.from_snapshot(), "the snapshot the principal signed is used");
+    assert!(agent.chain.view.report.is_valid());
+    assert!(
+        agent.bytes_read * 20 < chain_len,
+        "read {} of the chain's {chain_len} bytes: only the receipts after the checkpoint",
+        agent.bytes_read
+    );
+    let whole = spool::verify_chain(&Spool::new(env.spool()), &pinned).expect("whole");
+    assert_eq!(agent.chain.view.controls.standing("claude-code"), whole.controls.standing("claude-code"));
+    assert_eq!(agent.chain.view.evidence.len(), whole.evidence.len());
+    let summaries = |e: &spool::ChainEvidence| {
+        let index = warrant::protocol::graduation::evidence::EvidenceIndex::of_runs(e.runs());
+        index.classes().map(|(c, s)| (c.to_owned(), *s)).collect::<Vec<_>>()
+    };
+    assert_eq!(summaries(&agent.chain.view.evidence), summaries(&whole.evidence));
+    assert_eq!(agent.chain.view.last_receipt_hash, whole.last_receipt_hash);
+    // Its decisions are the tail's; the prefix's are behind a filter that sends a lookup of one
+    // of them to the whole chain.
+    let decided: Vec<&String> = whole.decisions.keys().collect();
+    assert!(!decided.is_empty());
+    assert!(decided.iter().all(|id| agent.may_be_decided_before(id)));
+    assert!(!agent.may_be_decided_before("never-proposed"));
+}
+
+/// An agent rewrites the snapshot to drop the quarantine: it no longer hashes to the signed
+/// digest, the chain is verified whole, and the quarantine still holds.
+#[test]
+fn a_snapshot_an_agent_rewrote_is_not_used() {
+    let env = spool_with_a_snapshot();
+    assert_eq!(read_call(&env, 1), "deny", "quarantined");
+    let path = env.spool().join(spool::SNAPSHOT_FILE);
+    let mut snapshot: Value = serde_json::from_slice(&std::fs::read(&path).expect("snapshot")).expect("json");
+    assert!(!snapshot["events"].as_array().expect("events").is_empty(), "the quarantine is in it");
+    snapshot["events"] = json!([]);
+    std::fs::write(&path, serde_json::to_vec(&snapshot).expect("json")).expect("rewrite");
+    assert!(!agent_view(&env).from_snapshot(), "a snapshot that is not the one signed is not used");
+    assert_eq!(read_call(&env, 2), "deny", "still quarantined: the chain says so");
+    // The principal's next control writes a new snapshot, used again.
+    ok(&env, &["agent", "release", "claude-code"]);
+    assert!(agent_view(&env).from_snapshot());
+    assert_eq!(read_call(&env, 3), "allow");
+}
+
+/// The record the checkpoint ends with is rewritten (the prefix no longer the one signed): the
+/// hook does not start from the snapshot, verifies the whole chain, and allows nothing.
+#[test]
+fn a_chain_rewritten_under_the_snapshot_allows_nothing() {
+    let env = spool_with_a_snapshot();
+    ok(&env, &["agent", "release", "claude-code"]);
+    assert_eq!(read_call(&env, 1), "allow");
+    let cp: Value =
+        serde_json::from_slice(&std::fs::read(env.spool().join("checkpoint.json")).expect("checkpoint")).expect("json");
+    let end = usize::try_from(cp["document"]["bytes"].as_u64().expect("bytes")).expect("usize");
+    let chain = env.spool().join("chain.jsonl");
+    let mut bytes = std::fs::read(&chain).expect("chain");
+    let start = bytes[..end - 1].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    // A digit inside the record (still JSON, no longer the record signed).
+    let at = start + bytes[start..end].iter().position(u8::is_ascii_digit).expect("a digit");
+    bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
+    std::fs::write(&chain, bytes).expect("tamper");
+    let agent = agent_view(&env);
+    assert!(!agent.from_snapshot());
+    assert!(!agent.chain.view.report.is_valid(), "the whole chain was verified and the rewrite found");
+    assert_eq!(read_call(&env, 2), "deny");
+}
+
+/// A packet the principal approved before the checkpoint is judged approved: its id is in the
+/// snapshot's filter of decided packets, so the governor takes its decision from the snapshot's
+/// latest decisions (the view of the tail alone would hold it for a person again).
+#[test]
+fn a_packet_decided_before_the_checkpoint_is_judged_by_its_decision() {
+    let env = Env::new();
+    let o = env.propose("email.send", "agent-a", "mail-1", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    ok(&env, &["approve", "mail-1", "--yes"]);
+    ok(&env, &["agent", "quarantine", "agent-b", "--reason", "a later checkpoint"]);
+    let agent = agent_view(&env);
+    assert!(agent.from_snapshot());
+    assert!(!agent.chain.view.decisions.contains_key("mail-1"), "decided in the snapshot's prefix");
+    assert!(agent.may_be_decided_before("mail-1"));
+    assert_eq!(agent.decision_before("mail-1").map(|d| d.verdict), Some(warrant::protocol::decision::Verdict::Approve));
+    let governor = warrant::govern::Governor::open(Spool::new(env.spool()), &env.config()).expect("governor");
+    let (_, outcome) = governor.judge("mail-1").expect("judged");
+    assert!(
+        matches!(outcome, warrant::govern::Outcome::Allow { by_principal: true, .. }),
+        "the principal's approval: {outcome:?}"
+    );
+}
