@@ -410,8 +410,8 @@ fn local_checkpoint(spool: &Spool, pinned: &PinnedKeys) -> Option<warrant_protoc
 /// tail verified, the prefix taken from the principal's fold of it when the checkpoint binds one
 /// ([`warrant_protocol::checkpoint::Checkpoint::fold_sha256`]), else trusted as the checkpoint
 /// describes it and scanned for its decisions and controls (its bytes are not hashed, unlike
-/// before a decision). Its evidence is the tail's only. `None` when there is no copy or anything
-/// is in doubt.
+/// before a decision). Its evidence is the whole chain's from a fold, the tail's only from a
+/// scan. `None` when there is no copy or anything is in doubt.
 #[must_use]
 pub fn checkpointed_chain_view(spool: &Spool, pinned: &PinnedKeys) -> Option<ChainView> {
     folded_view(spool, pinned, &|_| false)
@@ -442,7 +442,7 @@ pub(super) struct Checkpointed {
 /// no `fold_sha256`, a fold that is missing, altered, of another checkpoint or overfull, a
 /// prefix decision whose file `keep` asks to restore, a tail id the filter may hold, a finding in
 /// the tail or at a checkpoint): the caller takes a slower path.
-fn folded_view(spool: &Spool, pinned: &PinnedKeys, keep: &dyn Fn(&str) -> bool) -> Option<Checkpointed> {
+pub(super) fn folded_view(spool: &Spool, pinned: &PinnedKeys, keep: &dyn Fn(&str) -> bool) -> Option<Checkpointed> {
     let cp = local_checkpoint(spool, pinned)?;
     let want = cp.fold_sha256.as_deref()?;
     let bytes = crate::checkpoint_files::read_fold(spool).ok()?;
@@ -465,7 +465,7 @@ fn folded_view(spool: &Spool, pinned: &PinnedKeys, keep: &dyn Fn(&str) -> bool) 
     }
     let (base, prefix) = fold.view(pinned);
     let progress = std::sync::atomic::AtomicU64::new(0);
-    let (view, kept, _) = view_after(spool, pinned, &prefix, Some(&base), keep, &progress).ok()??;
+    let (view, kept, _) = view_after(spool, pinned, &prefix, Some(base), keep, &progress).ok()??;
     if !view.report.is_valid() {
         return None;
     }
@@ -508,7 +508,7 @@ fn checkpointed_view(
     fold.head_hash = Some(cp.head_hash.clone());
     let (base, prefix) = fold.view(pinned);
     let progress = std::sync::atomic::AtomicU64::new(0);
-    let (mut view, mut kept, _) = view_after(spool, pinned, &prefix, Some(&base), keep, &progress).ok()??;
+    let (mut view, mut kept, _) = view_after(spool, pinned, &prefix, Some(base), keep, &progress).ok()??;
     kept.extend(scan.kept);
     if !view.report.is_valid() {
         return None;

@@ -15,15 +15,19 @@ use super::fold::{IdFilter, PrefixFold};
 use super::view::view_after;
 use super::{ChainDecision, Cosigning, Spool, VerifiedView};
 use crate::chain_file::ChainError;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io;
-use warrant_protocol::graduation::evidence::EvidenceRow;
+use std::path::PathBuf;
+use warrant_protocol::graduation::evidence::{Bucket, EvidenceRow, SourceType};
 use warrant_protocol::keys::PinnedKeys;
 
 /// The agents' snapshot's file in the spool.
 pub const SNAPSHOT_FILE: &str = "snapshot.json";
+
+/// The file beside it with the prefix's latest decisions ([`RECENT_DECISIONS`]), bound by the
+/// snapshot's `recent_decisions_sha256` and read only by a process that needs one of them.
+pub const RECENT_DECISIONS_FILE: &str = "snapshot.decisions.json";
 
 /// The most bytes a snapshot may have to be read (64 MiB): a larger one is not used.
 pub const MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
@@ -57,18 +61,98 @@ struct AgentSnapshot {
     last_receipt_hash: Option<String>,
     /// Approvals gathered towards a quorum, by packet id.
     cosigning: HashMap<String, Cosigning>,
-    /// The prefix's evidence rows, distinct with counts.
-    evidence: Vec<(EvidenceRow, u64)>,
+    /// The prefix's evidence rows, distinct with counts, as a table ([`EvidenceTable`]).
+    evidence: EvidenceTable,
     /// The packet ids the prefix decides, as a Bloom filter: an id it may hold is looked up in the
     /// whole chain ([`AgentView::may_be_decided_before`]).
     decided: IdFilter,
-    /// The prefix's [`RECENT_DECISIONS`] latest decisions (by `chain_index`), by packet id, left
-    /// unparsed until a process needs one ([`AgentView::complete`]).
-    recent_decisions: Box<RawValue>,
+    /// `"sha256:<hex>"` of [`RECENT_DECISIONS_FILE`]: the prefix's [`RECENT_DECISIONS`] latest
+    /// decisions (by `chain_index`), by packet id, read only when a process needs one
+    /// ([`AgentView::complete`]).
+    recent_decisions_sha256: String,
+}
+
+/// Evidence runs as a table, so a snapshot parses in a millisecond: each distinct string once,
+/// and a row a run of `[class, label, date, source, source_type, decision_weight,
+/// provenance_weight, evidence_weight, edit_distance, bucket, trust_violation, count]`, the
+/// strings as indexes into `strings`. (A run's receipt id and time are left out: no sum reads
+/// them.)
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct EvidenceTable {
+    strings: Vec<String>,
+    rows: Vec<EvidenceCells>,
+}
+
+/// One row of an [`EvidenceTable`].
+type EvidenceCells =
+    (u32, u32, Option<u32>, Option<u32>, Option<SourceType>, f64, f64, f64, Option<f64>, Bucket, bool, u64);
+
+impl EvidenceTable {
+    fn of_runs(runs: &[(EvidenceRow, u64)]) -> Self {
+        let mut table = Self::default();
+        let mut at: HashMap<String, u32> = HashMap::new();
+        let mut index = |s: &str, strings: &mut Vec<String>| match at.get(s) {
+            Some(&i) => i,
+            None => {
+                strings.push(s.to_owned());
+                let i = u32::try_from(strings.len() - 1).unwrap_or(u32::MAX);
+                at.insert(s.to_owned(), i);
+                i
+            }
+        };
+        for (r, n) in runs {
+            let class = index(&r.action_class, &mut table.strings);
+            let label = index(&r.label, &mut table.strings);
+            let date = r.date.as_deref().map(|d| index(d, &mut table.strings));
+            let source = r.source.as_deref().map(|d| index(d, &mut table.strings));
+            table.rows.push((
+                class,
+                label,
+                date,
+                source,
+                r.source_type,
+                r.decision_weight,
+                r.provenance_weight,
+                r.evidence_weight,
+                r.edit_distance,
+                r.bucket,
+                r.trust_violation,
+                *n,
+            ));
+        }
+        table
+    }
+
+    /// The runs back; `None` when a row names a string the table does not have.
+    fn into_runs(self) -> Option<Vec<(EvidenceRow, u64)>> {
+        let s = |i: u32| self.strings.get(usize::try_from(i).ok()?).cloned();
+        let opt = |i: Option<u32>| i.map(|i| s(i).ok_or(())).transpose().ok();
+        self.rows
+            .iter()
+            .map(|&(class, label, date, source, source_type, dw, pw, ew, edit, bucket, tv, n)| {
+                let row = EvidenceRow {
+                    action_class: s(class)?,
+                    label: s(label)?,
+                    date: opt(date)?,
+                    source: opt(source)?,
+                    source_type,
+                    decision_weight: dw,
+                    provenance_weight: pw,
+                    evidence_weight: ew,
+                    edit_distance: edit,
+                    bucket,
+                    trust_violation: tv,
+                    receipt_id: None,
+                    recorded_at: None,
+                };
+                Some((row, n))
+            })
+            .collect()
+    }
 }
 
 impl AgentSnapshot {
-    fn of_fold(fold: &PrefixFold) -> Self {
+    fn of_fold(fold: &PrefixFold, recent_decisions_sha256: String) -> Self {
         Self {
             version: SNAPSHOT_VERSION,
             records: fold.records,
@@ -78,21 +162,16 @@ impl AgentSnapshot {
             publishers: fold.publishers.clone(),
             last_receipt_hash: fold.last_receipt_hash.clone(),
             cosigning: fold.cosigning.clone(),
-            // Which receipt a run's first row came from, and when, is no part of any sum.
-            evidence: fold
-                .evidence
-                .iter()
-                .map(|(r, n)| (EvidenceRow { receipt_id: None, recorded_at: None, ..r.clone() }, *n))
-                .collect(),
+            evidence: EvidenceTable::of_runs(&fold.evidence),
             decided: IdFilter::of(fold.decisions.keys().map(String::as_str)),
-            recent_decisions: recent_decisions(&fold.decisions),
+            recent_decisions_sha256,
         }
     }
 
     /// The fold this snapshot stands for, with no decisions: [`PrefixFold::view`] builds the
-    /// view from it as it does for the principal. Also the decided ids' filter and the recent
-    /// decisions, unparsed.
-    fn into_fold(self) -> (PrefixFold, IdFilter, Box<RawValue>) {
+    /// view from it as it does for the principal. Also the decided ids' filter and the digest of
+    /// the recent decisions. `None` when its evidence table does not read back.
+    fn into_fold(self) -> Option<(PrefixFold, IdFilter, String)> {
         let mut fold = PrefixFold::default();
         fold.records = self.records;
         fold.bytes = self.bytes;
@@ -101,26 +180,21 @@ impl AgentSnapshot {
         fold.publishers = self.publishers;
         fold.last_receipt_hash = self.last_receipt_hash;
         fold.cosigning = self.cosigning;
-        fold.evidence = self.evidence;
-        (fold, self.decided, self.recent_decisions)
+        fold.evidence = self.evidence.into_runs()?;
+        Some((fold, self.decided, self.recent_decisions_sha256))
     }
 }
 
-/// The [`RECENT_DECISIONS`] latest of `decisions` (by `chain_index`), as a JSON object by
+/// The [`RECENT_DECISIONS`] latest of `decisions` (by `chain_index`), as JSON: an object by
 /// packet id.
-fn recent_decisions(decisions: &HashMap<String, ChainDecision>) -> Box<RawValue> {
+fn recent_decisions(decisions: &HashMap<String, ChainDecision>) -> io::Result<Vec<u8>> {
     let mut latest: Vec<(&String, &ChainDecision)> = decisions.iter().collect();
     if latest.len() > RECENT_DECISIONS {
         latest.select_nth_unstable_by_key(RECENT_DECISIONS, |(_, d)| std::cmp::Reverse(d.chain_index));
         latest.truncate(RECENT_DECISIONS);
     }
     let map: std::collections::BTreeMap<&String, &ChainDecision> = latest.into_iter().collect();
-    serde_json::value::to_raw_value(&map).unwrap_or_else(|_| empty_object())
-}
-
-/// `{}`.
-fn empty_object() -> Box<RawValue> {
-    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable!("`{{}}` is JSON"))
+    serde_json::to_vec(&map).map_err(io::Error::other)
 }
 
 /// Writes the agents' snapshot of `fold` (a fold of a prefix verified under the chain's lock) to
@@ -130,7 +204,10 @@ fn empty_object() -> Box<RawValue> {
 /// # Errors
 /// I/O errors (the caller signs the checkpoint without a snapshot).
 pub(super) fn write_snapshot(spool: &Spool, fold: &PrefixFold) -> io::Result<String> {
-    let json = serde_json::to_vec(&AgentSnapshot::of_fold(fold)).map_err(io::Error::other)?;
+    let recent = recent_decisions(&fold.decisions)?;
+    crate::atomic::write_atomic(&spool.root().join(RECENT_DECISIONS_FILE), &recent, 0o644)?;
+    let snapshot = AgentSnapshot::of_fold(fold, warrant_protocol::canonical::sha256_prefixed(&recent));
+    let json = serde_json::to_vec(&snapshot).map_err(io::Error::other)?;
     crate::atomic::write_atomic(&spool.root().join(SNAPSHOT_FILE), &json, 0o644)?;
     Ok(warrant_protocol::canonical::sha256_prefixed(&json))
 }
@@ -146,8 +223,9 @@ pub struct AgentView {
     /// The packet ids the snapshot's prefix decides (a Bloom filter), when the view was made
     /// from one.
     decided_before: Option<IdFilter>,
-    /// The snapshot's latest decisions, unparsed, and parsed once needed.
-    recent_raw: Option<Box<RawValue>>,
+    /// Where the snapshot's latest decisions are and the digest they must have, and the
+    /// decisions once read.
+    recent_source: Option<(PathBuf, String)>,
     recent: std::sync::OnceLock<HashMap<String, ChainDecision>>,
     /// Bytes of the chain read to make the view (the tail after the snapshot's prefix, or the
     /// whole chain).
@@ -170,11 +248,21 @@ impl AgentView {
         self.decided_before.as_ref().is_some_and(|f| f.may_hold(id))
     }
 
-    /// The snapshot's latest decisions ([`RECENT_DECISIONS`]), parsed on first use (an empty
-    /// map for a view of the whole chain, or when they do not parse).
+    /// The snapshot's latest decisions ([`RECENT_DECISIONS`]), read on first use from
+    /// [`RECENT_DECISIONS_FILE`], which must hash to the digest the snapshot names (an empty map
+    /// for a view of the whole chain, or when the file is missing, altered or does not parse: the
+    /// caller then verifies the whole chain).
     fn recent(&self) -> &HashMap<String, ChainDecision> {
         self.recent.get_or_init(|| {
-            self.recent_raw.as_ref().and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default()
+            let read = || -> Option<HashMap<String, ChainDecision>> {
+                let (path, want) = self.recent_source.as_ref()?;
+                let bytes = crate::checkpoint_files::read_regular(path, MAX_SNAPSHOT_BYTES).ok()?;
+                if warrant_protocol::canonical::sha256_prefixed(&bytes) != *want {
+                    return None;
+                }
+                serde_json::from_slice(&bytes).ok()
+            };
+            read().unwrap_or_default()
         })
     }
 
@@ -255,10 +343,10 @@ fn snapshot_view(spool: &Spool, pinned: &PinnedKeys) -> Option<AgentView> {
     if !describes {
         return None;
     }
-    let (fold, decided, recent) = snapshot.into_fold();
+    let (fold, decided, recent) = snapshot.into_fold()?;
     let (base, prefix) = fold.view(pinned);
     let progress = std::sync::atomic::AtomicU64::new(0);
-    let (view, _, tail) = view_after(spool, pinned, &prefix, Some(&base), &|_| false, &progress).ok()??;
+    let (view, _, tail) = view_after(spool, pinned, &prefix, Some(base), &|_| false, &progress).ok()??;
     if !view.report.is_valid() {
         return None;
     }
@@ -266,7 +354,7 @@ fn snapshot_view(spool: &Spool, pinned: &PinnedKeys) -> Option<AgentView> {
     Some(AgentView {
         chain,
         decided_before: Some(decided),
-        recent_raw: Some(recent),
+        recent_source: Some((spool.root().join(RECENT_DECISIONS_FILE), recent)),
         recent: std::sync::OnceLock::new(),
         bytes_read: progress.into_inner(),
     })
@@ -297,7 +385,7 @@ mod tests {
         let n = RECENT_DECISIONS as u64 + 10;
         let all: HashMap<String, ChainDecision> = (1..=n).map(|i| (format!("p-{i}"), decision(i))).collect();
         let kept: HashMap<String, ChainDecision> =
-            serde_json::from_str(recent_decisions(&all).get()).expect("recent");
+            serde_json::from_slice(&recent_decisions(&all).expect("json")).expect("recent");
         assert_eq!(kept.len(), RECENT_DECISIONS);
         assert!(kept.contains_key(&format!("p-{n}")) && kept.contains_key("p-11"));
         assert!(!kept.contains_key("p-10"), "the oldest are left to the whole chain");
@@ -324,16 +412,23 @@ mod tests {
             system: None,
         };
         fold.decisions.insert("p-2".into(), decision);
-        let json = serde_json::to_vec(&AgentSnapshot::of_fold(&fold)).expect("serialize");
+        fold.evidence = vec![(
+            EvidenceRow::new("email.send", "approved", Some(SourceType::Principal), Some("2026-11-28".into())),
+            7,
+        )];
+        let recent_json = recent_decisions(&fold.decisions).expect("recent");
+        let json = serde_json::to_vec(&AgentSnapshot::of_fold(&fold, "sha256:00".into())).expect("serialize");
         let back: AgentSnapshot = serde_json::from_slice(&json).expect("parse");
         assert!(back.decided.usable());
-        let (f, decided, recent) = back.into_fold();
+        let (f, decided, digest) = back.into_fold().expect("evidence reads back");
+        assert_eq!(digest, "sha256:00");
         assert_eq!((f.records, f.bytes, f.head_hash.as_deref()), (2, 10, Some("h")));
         assert!(f.decisions.is_empty(), "the snapshot carries no exact decision");
         assert_eq!(f.publishers, vec![("agent-1".to_owned(), 1000)]);
+        assert_eq!(f.evidence, fold.evidence, "the evidence table reads back the runs");
         assert!(decided.may_hold("p-2"));
         assert!(!decided.may_hold("p-never-decided"));
-        let recent: HashMap<String, ChainDecision> = serde_json::from_str(recent.get()).expect("recent");
+        let recent: HashMap<String, ChainDecision> = serde_json::from_slice(&recent_json).expect("recent");
         assert_eq!(recent.get("p-2").map(|d| d.chain_index), Some(2), "kept exactly among the latest");
     }
 }

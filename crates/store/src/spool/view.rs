@@ -334,7 +334,7 @@ pub fn verify_chain_from(
     // it is verified whole. One that grew is checked at the end of the cached prefix.
     let grew = |v: &chain::Verified| fs::symlink_metadata(spool.chain_path()).is_ok_and(|m| m.len() > v.bytes);
     if let Some((base, prefix)) = cache.and_then(|c| c.verified.as_ref().filter(|v| grew(v)).map(|v| (&c.view, v)))
-        && let Some((view, _, tail)) = view_after(spool, pinned, prefix, Some(base), &|_| false, progress)?
+        && let Some((view, _, tail)) = view_after(spool, pinned, prefix, Some(base.clone()), &|_| false, progress)?
         && view.report.is_valid()
     {
         return Ok(VerifiedView { verified: tail.verified(), view });
@@ -374,12 +374,12 @@ pub(super) fn view_after(
     spool: &Spool,
     pinned: &PinnedKeys,
     prefix: &chain::Verified,
-    base: Option<&ChainView>,
+    base: Option<ChainView>,
     keep: &dyn Fn(&str) -> bool,
     progress: &std::sync::atomic::AtomicU64,
 ) -> Result<Option<ViewAfter>, ChainError> {
     let mut found: Vec<FoundDecision> = Vec::new();
-    let mut view = base.cloned().unwrap_or_default();
+    let mut view = base.unwrap_or_default();
     // Where each tail record's evidence row went, to take it back if the record fails a check
     // (32-bit halves: 8 bytes a record).
     let mut evidence: Vec<(u32, u32)> = Vec::new();
