@@ -40,7 +40,8 @@ fn main() {
         match flag.as_str() {
             "--runs" => runs = value().parse().expect("--runs N"),
             "--records" => {
-                sizes = value().split(',').map(|s| s.trim().replace('_', "").parse().expect("--records A,B,…")).collect();
+                sizes =
+                    value().split(',').map(|s| s.trim().replace('_', "").parse().expect("--records A,B,…")).collect();
             }
             "--pending" => pending = value().parse().expect("--pending M"),
             "--bin" => bin = value(),
@@ -72,7 +73,18 @@ fn main() {
             if records > 0 {
                 let started = Instant::now();
                 let pending = pending.min(records / 2).max(1).to_string();
-                run(&spool, &["generate-spool", "--records", &records.to_string(), "--decision-every", "50", "--pending", &pending]);
+                run(
+                    &spool,
+                    &[
+                        "generate-spool",
+                        "--records",
+                        &records.to_string(),
+                        "--decision-every",
+                        "50",
+                        "--pending",
+                        &pending,
+                    ],
+                );
                 // The principal's decision signs a checkpoint and writes the agents' snapshot.
                 run(&spool, &["refuse", "pending-000000", "--yes", "--reason", "benchmark"]);
                 eprintln!("spool of {records} records ready in {:.1} s", started.elapsed().as_secs_f64());

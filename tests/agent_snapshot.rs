@@ -47,7 +47,10 @@ fn spool_with_a_snapshot() -> Env {
     ok(&env, &["generate-spool", "--records", "600", "--pending", "4", "--decision-every", "50"]);
     ok(&env, &["agent", "quarantine", "claude-code", "--reason", "under review"]);
     for note in ["one", "two", "three"] {
-        ok(&env, &["receipt", "--class", "read.context", "--agent", "agent-00", "--outcome", "execute", "--note", note]);
+        ok(
+            &env,
+            &["receipt", "--class", "read.context", "--agent", "agent-00", "--outcome", "execute", "--note", note],
+        );
     }
     env
 }
@@ -152,4 +155,38 @@ fn a_packet_decided_before_the_checkpoint_is_judged_by_its_decision() {
         matches!(outcome, warrant::govern::Outcome::Allow { by_principal: true, .. }),
         "the principal's approval: {outcome:?}"
     );
+}
+
+/// `warrant list` starts from the principal's fold of the checkpointed prefix, as a decision
+/// does: it reads none of the prefix, so a record rewritten in place inside it is reported by
+/// `warrant verify` (which reads everything), not by the listing; a decision file lost from the
+/// prefix is still written again (from the whole chain).
+#[test]
+fn list_reads_the_fold_and_verify_reads_everything() {
+    let env = Env::new();
+    ok(&env, &["generate-spool", "--records", "300", "--pending", "3", "--decision-every", "50"]);
+    ok(&env, &["approve", "pending-000000", "--yes"]);
+    let listed = ok(&env, &["list", "--json"]);
+    let listed: Value = serde_json::from_str(&listed).expect("json");
+    let packets = listed["packets"].as_array().expect("packets");
+    let decision = |id: &str| packets.iter().find(|p| p["packet_id"] == json!(id)).map(|p| p["decision"].clone());
+    assert_eq!(decision("pending-000000"), Some(json!("approve")));
+    assert_eq!(decision("pending-000001"), Some(Value::Null));
+    // A record in the middle of the prefix, rewritten in place.
+    let chain = env.spool().join("chain.jsonl");
+    let mut bytes = std::fs::read(&chain).expect("chain");
+    let mid = bytes.len() / 2;
+    let at = mid + bytes[mid..].iter().position(u8::is_ascii_digit).expect("a digit");
+    bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
+    std::fs::write(&chain, bytes).expect("tamper");
+    let o = env.run(&["list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("does not verify"), "{}", text(&o));
+    let o = env.run(&["verify"]);
+    assert_ne!(o.status.code(), Some(0), "verify reads the whole chain: {}", text(&o));
+    // A lost decision file of the prefix: the listing verifies the whole chain to restore it,
+    // and so reports the rewrite too.
+    std::fs::remove_file(env.spool().join("decisions/pending-000000.json")).expect("remove");
+    let o = env.run(&["list"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not verify"), "{}", text(&o));
 }

@@ -321,10 +321,17 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     if !spool.root().is_dir() {
         return Err(Failure::usage(format!("{}: no such spool directory", spool.root().display())));
     }
-    let snap = Scanner::for_config(&config::config_dir()).scan(spool)?;
+    let pinned = load_pinned()?;
     // A listing also writes again decision files a full disk cost (`docs/spool.md`).
     let missing = spool::ids_without_decision_files(spool);
-    let (view, restored) = spool::verify_chain_restoring(spool, &load_pinned()?, &missing)?;
+    // The packets and the chain are read at once, one on each core.
+    let (snap, listed) = std::thread::scope(|s| {
+        let view = s.spawn(|| spool::listing_view(spool, &pinned, &missing));
+        let snap = Scanner::for_config(&config::config_dir()).scan(spool);
+        (snap, view.join())
+    });
+    let snap = snap?;
+    let (view, restored) = listed.map_err(|_| Failure::invalid("internal error: reading the chain panicked"))??;
     if restored > 0 {
         eprintln!("warrant: wrote {restored} decision file(s) again from the chain");
     }

@@ -64,7 +64,14 @@ pub fn sign(
     prefix_sha256: &str,
     signed_at: &str,
 ) -> Value {
-    sign_with_fold(principal, records, head_hash, bytes, Digests { prefix_sha256, fold: None, snapshot: None }, signed_at)
+    sign_with_fold(
+        principal,
+        records,
+        head_hash,
+        bytes,
+        Digests { prefix_sha256, fold: None, snapshot: None },
+        signed_at,
+    )
 }
 
 /// The digests a checkpoint binds besides its head ([`sign_with_fold`]), each `"sha256:<hex>"`.

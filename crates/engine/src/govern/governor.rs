@@ -350,17 +350,15 @@ impl Governor {
         // packet and the recent arrivals the assessment weighs; when the snapshot cannot give
         // one of them, the whole chain, whose decisions are exact.
         let mut agent = spool::agent_view(&self.spool, &self.pinned)?;
-        let (view, agent) =
-            if agent.complete(snap.packets.iter().map(|e| e.packet.id.as_str()).chain([id])) {
-                (std::mem::take(&mut agent.chain.view), Some(agent))
-            } else {
-                (spool::verify_chain(&self.spool, &self.pinned)?, None)
-            };
+        let (view, agent) = if agent.complete(snap.packets.iter().map(|e| e.packet.id.as_str()).chain([id])) {
+            (std::mem::take(&mut agent.chain.view), Some(agent))
+        } else {
+            (spool::verify_chain(&self.spool, &self.pinned)?, None)
+        };
         // Whether a packet is decided, as far as the view knows (one decided in the snapshot's
         // prefix and not among its latest decisions reads as undecided: a count errs on holding).
-        let decided = |p: &str| {
-            view.decisions.contains_key(p) || agent.as_ref().is_some_and(|a| a.decision_before(p).is_some())
-        };
+        let decided =
+            |p: &str| view.decisions.contains_key(p) || agent.as_ref().is_some_and(|a| a.decision_before(p).is_some());
         if !view.report.is_valid() {
             // A broken chain: nothing runs, not even what it records as approved.
             let first = view.report.first().map(|f| f.to_string()).unwrap_or_default();
@@ -406,7 +404,9 @@ impl Governor {
             decisive.map_or_else(|| v.state.as_str().to_owned(), |m| format!("{}: {}", m.model.as_str(), m.reason));
         let class = self.policies.normalize(&entry.packet.action_class);
         let outcome = match v.state {
-            DecisionState::AllowedWithConstraints => self.within_constraints(id, &entry, &class, &reason, &a, &decided)?,
+            DecisionState::AllowedWithConstraints => {
+                self.within_constraints(id, &entry, &class, &reason, &a, &decided)?
+            }
             DecisionState::Allowed => Outcome::Allow {
                 packet_id: id.to_owned(),
                 reason: format!("the gate allows it ({reason})"),

@@ -114,7 +114,9 @@ impl Live {
                 // The first read starts from the agents' snapshot when the principal's checkpoint
                 // binds one (its decisions are then the tail's only: `quick` reads none).
                 let chain = match cache {
-                    Some(_) => warrant_store::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?,
+                    Some(_) => {
+                        warrant_store::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?
+                    }
                     None => warrant_store::spool::agent_view(&self.spool, &governor.pinned)?.chain,
                 };
                 let index = warrant_protocol::graduation::evidence::EvidenceIndex::of_runs(chain.view.evidence.runs());

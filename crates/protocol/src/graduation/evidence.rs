@@ -1084,7 +1084,10 @@ mod tests {
         let by_runs = EvidenceIndex::of_runs(back.iter().map(|(r, n)| (r, *n)));
         assert_eq!(by_runs.len(), by_rows.len());
         let (a, b) = (by_runs.summary("a.b"), by_rows.summary("a.b"));
-        assert_eq!((a.positive, a.negative, a.approvals, a.rejections), (b.positive, b.negative, b.approvals, b.rejections));
+        assert_eq!(
+            (a.positive, a.negative, a.approvals, a.rejections),
+            (b.positive, b.negative, b.approvals, b.rejections)
+        );
         assert!((a.weighted_positive - b.weighted_positive).abs() < 1e-12);
         let mut again = crate::chain_evidence::ChainEvidence::default();
         for (r, n) in back {

@@ -47,6 +47,27 @@ pub fn verify_chain_restoring(
     Ok((view, restore_all(spool, &kept)))
 }
 
+/// The chain view `warrant list` shows, with the decision files of `missing` written again:
+/// from the principal's own checkpoint copy and the fold beside it when they hold
+/// ([`super::fold::folded_view`]: nothing of the prefix read, the records after it verified, as
+/// before a decision), else the whole chain verified ([`verify_chain_restoring`]), which a
+/// decision of the prefix whose file is missing also takes. Returns the view and how many files
+/// were restored. The prefix is vouched for by the principal's signed checkpoint and fold:
+/// `warrant verify` checks it again.
+///
+/// # Errors
+/// As [`verify_chain`].
+pub fn listing_view(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    missing: &std::collections::HashSet<String>,
+) -> Result<(ChainView, usize), ChainError> {
+    match super::fold::folded_view(spool, pinned, &|id| missing.contains(id)) {
+        Some(c) => Ok((c.view, restore_all(spool, &c.kept))),
+        None => verify_chain_restoring(spool, pinned, missing),
+    }
+}
+
 /// Writes the decision file of each record in `kept`; logs the ones that fail.
 pub(super) fn restore_all(spool: &Spool, kept: &[Map<String, Value>]) -> usize {
     // Approvals towards a quorum are no decision on their own; the one that meets the quorum is

@@ -11,8 +11,8 @@ use std::io::{self, Read};
 use std::path::Path;
 use warrant_protocol::chain::{self, VerifyOptions};
 use warrant_protocol::chain_evidence::ChainEvidence;
-use warrant_protocol::graduation::evidence::EvidenceRow;
 use warrant_protocol::control::ControlEvent;
+use warrant_protocol::graduation::evidence::EvidenceRow;
 use warrant_protocol::keys::{PinnedKeys, Principal};
 
 // Named in documentation only.
@@ -300,8 +300,9 @@ fn extend_fold(
         Finder::new(warrant_protocol::control::PUBLISHER_KEY),
         Finder::new("\\u"),
     ];
-    // A fold that is kept carries the range's evidence: every receipt is parsed too.
-    let mut evidence: Vec<EvidenceRow> = Vec::new();
+    // A fold that is kept carries the range's evidence: every receipt is parsed too, its row
+    // summed at once into the runs (a run per distinct row, whatever the range's length).
+    let mut evidence: Option<ChainEvidence> = None;
     if hash {
         finders.push(Finder::new("tg_receipt"));
     }
@@ -356,7 +357,7 @@ fn extend_fold(
             // Lines verified under the chain's lock: parsed as they are.
             let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(&block[start..stop]) else { continue };
             if hash && let Some(row) = super::chain_evidence_of(&rec) {
-                evidence.push(row);
+                evidence.get_or_insert_with(|| fold.chain_evidence()).push_run(row, 1);
             }
             if ControlEvent::of_record(&rec).is_some()
                 || warrant_protocol::grant::GrantEvent::of_record(&rec).is_some()
@@ -384,11 +385,7 @@ fn extend_fold(
     }
     if hash {
         fold.record_ids.insert_all(&ids);
-        if !evidence.is_empty() {
-            let mut all = fold.chain_evidence();
-            for row in evidence {
-                all.push(row);
-            }
+        if let Some(all) = evidence {
             fold.evidence = all.runs().map(|(r, n)| (r.clone(), n)).collect();
         }
     }
@@ -440,7 +437,7 @@ pub(super) struct Checkpointed {
 /// fold's filter of the prefix's ids; the tail is verified ([`chain_file::verify_tail_with`]) and
 /// folded onto the fold's view. `None` whenever anything is in doubt (no copy, a bad signature,
 /// no `fold_sha256`, a fold that is missing, altered, of another checkpoint or overfull, a
-/// prefix decision whose file `keep` asks to restore, a tail id the filter may hold, a finding in
+/// prefix decision or co-signing whose file `keep` asks to restore, a tail id the filter may hold, a finding in
 /// the tail or at a checkpoint): the caller takes a slower path.
 pub(super) fn folded_view(spool: &Spool, pinned: &PinnedKeys, keep: &dyn Fn(&str) -> bool) -> Option<Checkpointed> {
     let cp = local_checkpoint(spool, pinned)?;
@@ -456,7 +453,9 @@ pub(super) fn folded_view(spool: &Spool, pinned: &PinnedKeys, keep: &dyn Fn(&str
         && fold.head_hash.as_deref() == Some(cp.head_hash.as_str())
         && fold.digest.len() == fold.bytes
         && fold.record_ids.usable();
-    if !describes || fold.decisions.keys().any(|id| keep(id)) {
+    // A decision file to restore needs its records: a prefix decision's, or the approvals towards
+    // a quorum the prefix gathered (a quorum met in the tail is restored with them).
+    if !describes || fold.decisions.keys().chain(fold.cosigning.keys()).any(|id| keep(id)) {
         return None;
     }
     let tail_ids = record_ids_after(&spool.chain_path(), fold.bytes).ok()?;

@@ -39,7 +39,7 @@ pub use decide::{
     decide_with, decision_record_body, record_preconditions, refuse_pending_of,
 };
 pub use decision_files::{
-    ids_without_decision_files, restore_decision_file, restore_decision_files, verify_chain_restoring,
+    ids_without_decision_files, listing_view, restore_decision_file, restore_decision_files, verify_chain_restoring,
 };
 pub use fold::checkpointed_chain_view;
 pub use receipts::{
@@ -48,8 +48,8 @@ pub use receipts::{
 };
 pub use records::{AgentScores, append_control, append_grant, append_key_event, elevation_fields, revoke_grant};
 pub(crate) use scan::is_publication;
-pub use snapshot::{AgentView, SNAPSHOT_FILE, agent_view};
 pub use scan::{FileKind, InvalidFile, PacketEntry, Recheck, Scanner, Snapshot, publisher_label, user_name};
+pub use snapshot::{AgentView, SNAPSHOT_FILE, agent_view};
 pub use uses::{
     ALLOWED, PERMISSION_AFTER, USE_SUFFIX, Uses, WITHDRAW_MARGIN, WaitHold, Withdrawn, claim_approval, claim_grant_use,
     gate_runs, permission_answered_by, read_uses, record_answer, record_call, record_gate_run, record_wait, withdrawn,

@@ -363,12 +363,12 @@ fn snapshot_view(spool: &Spool, pinned: &PinnedKeys) -> Option<AgentView> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spool::ChainDecision;
+    use warrant_protocol::decision::Verdict;
 
-    #[test]
-    fn the_latest_decisions_are_kept_exactly_and_no_more() {
-        let decision = |i: u64| ChainDecision {
-            verdict: warrant_protocol::decision::Verdict::Approve,
+    /// A plain decision of `alice`'s, record `i`.
+    fn decision(i: u64, verdict: Verdict) -> ChainDecision {
+        ChainDecision {
+            verdict,
             principal: "alice".into(),
             reason: None,
             decided_at: "2026-11-28T00:00:00Z".into(),
@@ -381,9 +381,14 @@ mod tests {
             quorum: None,
             signed: None,
             system: None,
-        };
+        }
+    }
+
+    #[test]
+    fn the_latest_decisions_are_kept_exactly_and_no_more() {
         let n = RECENT_DECISIONS as u64 + 10;
-        let all: HashMap<String, ChainDecision> = (1..=n).map(|i| (format!("p-{i}"), decision(i))).collect();
+        let all: HashMap<String, ChainDecision> =
+            (1..=n).map(|i| (format!("p-{i}"), decision(i, Verdict::Approve))).collect();
         let kept: HashMap<String, ChainDecision> =
             serde_json::from_slice(&recent_decisions(&all).expect("json")).expect("recent");
         assert_eq!(kept.len(), RECENT_DECISIONS);
@@ -396,22 +401,7 @@ mod tests {
         let mut fold = PrefixFold::default();
         (fold.records, fold.bytes, fold.head_hash) = (2, 10, Some("h".into()));
         fold.publishers.push(("agent-1".into(), 1000));
-        let decision = ChainDecision {
-            verdict: warrant_protocol::decision::Verdict::Refuse,
-            principal: "alice".into(),
-            reason: None,
-            decided_at: "2026-11-28T00:00:00Z".into(),
-            packet_hash: "sha256:00".into(),
-            chain_index: 2,
-            entry_hash: "h".into(),
-            agent: "agent-1".into(),
-            action_class: "email.send".into(),
-            cosigners: Vec::new(),
-            quorum: None,
-            signed: None,
-            system: None,
-        };
-        fold.decisions.insert("p-2".into(), decision);
+        fold.decisions.insert("p-2".into(), decision(2, Verdict::Refuse));
         fold.evidence = vec![(
             EvidenceRow::new("email.send", "approved", Some(SourceType::Principal), Some("2026-11-28".into())),
             7,
