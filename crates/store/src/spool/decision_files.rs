@@ -49,7 +49,7 @@ pub fn verify_chain_restoring(
 
 /// The chain view `warrant list` shows, with the decision files of `missing` written again:
 /// from the principal's own checkpoint copy and the fold beside it when they hold
-/// ([`super::fold::folded_view`]: nothing of the prefix read, the records after it verified, as
+/// (`folded_view`: nothing of the prefix read, the records after it verified, as
 /// before a decision), else the whole chain verified ([`verify_chain_restoring`]), which a
 /// decision of the prefix whose file is missing also takes. Returns the view and how many files
 /// were restored. The prefix is vouched for by the principal's signed checkpoint and fold:

@@ -306,7 +306,7 @@ impl AgentView {
 
 /// The chain as an agent-side process needs it, verified: from the agents' snapshot and the
 /// records after it when the principal's latest checkpoint binds one that holds
-/// ([`snapshot_view`]), else the whole chain ([`super::verify_chain`]). Its report has findings
+/// (`snapshot_view`), else the whole chain ([`super::verify_chain`]). Its report has findings
 /// only from a verification of the whole chain.
 ///
 /// # Errors
