@@ -54,29 +54,12 @@ impl ChainEvidence {
     /// Adds a row (of record `index`, for [`ChainEvidence::remove`]); returns the position of
     /// its distinct row.
     pub fn push_at(&mut self, index: usize, row: EvidenceRow) -> usize {
-        let key = key_of(&row);
-        let pos = match self.at.get(&key) {
-            Some(&p) => {
-                self.runs[p].1 += 1;
-                p
-            }
-            None => {
-                self.runs.push((row.clone(), 1));
-                self.at.insert(key, self.runs.len() - 1);
-                self.runs.len() - 1
-            }
-        };
-        let count = self.counts.entry(row.action_class.clone()).or_insert(0);
-        if *count == 0 && !self.classes.contains(&row.action_class) {
-            self.classes.push(row.action_class.clone());
-        }
-        *count += 1;
+        let pos = self.count_run(key_of(&row), &row.action_class, 1, || row.clone());
         let recent = self.recent.entry(row.action_class.clone()).or_default();
         if recent.len() == RECENT_ROWS {
             recent.pop_front();
         }
         recent.push_back((index, row));
-        self.len += 1;
         pos
     }
 
@@ -84,21 +67,30 @@ impl ChainEvidence {
     /// [`ChainEvidence::runs`]). The run joins no class's recent rows: those are the rows the
     /// chain's records were read for.
     pub fn push_run(&mut self, row: EvidenceRow, n: u64) {
-        if n == 0 {
-            return;
+        if n > 0 {
+            let class = row.action_class.clone();
+            self.count_run(key_of(&row), &class, n, move || row);
         }
-        let key = key_of(&row);
-        let count = self.counts.entry(row.action_class.clone()).or_insert(0);
-        if *count == 0 && !self.classes.contains(&row.action_class) {
-            self.classes.push(row.action_class.clone());
+    }
+
+    /// Counts `n` rows of the distinct row `key` (of `class`), storing the row `make` gives when
+    /// it is new; returns its position.
+    fn count_run(&mut self, key: RowKey, class: &str, n: u64, make: impl FnOnce() -> EvidenceRow) -> usize {
+        let count = self.counts.entry(class.to_owned()).or_insert(0);
+        if *count == 0 && !self.classes.iter().any(|c| c == class) {
+            self.classes.push(class.to_owned());
         }
         *count += n;
         self.len += n;
         match self.at.get(&key) {
-            Some(&p) => self.runs[p].1 += n,
+            Some(&p) => {
+                self.runs[p].1 += n;
+                p
+            }
             None => {
-                self.runs.push((row, n));
+                self.runs.push((make(), n));
                 self.at.insert(key, self.runs.len() - 1);
+                self.runs.len() - 1
             }
         }
     }

@@ -13,15 +13,32 @@ use std::path::Path;
 /// The temporary file for `path`: a dot-file in its directory with `mode`, holding `bytes`,
 /// synced.
 fn staged(path: &Path, bytes: &[u8], mode: u32) -> io::Result<tempfile::NamedTempFile> {
-    let dir = directory(path);
+    let tmp = unsynced(path, bytes, mode)?;
+    tmp.as_file().sync_all()?;
+    Ok(tmp)
+}
+
+/// The temporary file for `path`, not synced.
+fn unsynced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<tempfile::NamedTempFile> {
     let mut tmp = tempfile::Builder::new()
         .prefix(".warrant.")
         .suffix(".tmp")
         .permissions(fs::Permissions::from_mode(mode))
-        .tempfile_in(dir)?;
+        .tempfile_in(directory(path))?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
     Ok(tmp)
+}
+
+/// Writes `bytes` to `path` with mode `mode`, replacing any file there whole (a temporary file
+/// renamed into place), but not durably: nothing is synced. For caches a signed digest binds
+/// (the principal's fold, the agents' snapshot): one lost or half-written by a crash only sends
+/// its next reader to the chain, and a decision does not wait for it to reach the disk.
+///
+/// # Errors
+/// I/O errors; on one, `path` is unchanged.
+pub fn replace_unsynced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    unsynced(path, bytes, mode)?.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 fn directory(path: &Path) -> &Path {

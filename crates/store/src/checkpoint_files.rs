@@ -39,17 +39,10 @@ pub const MAX_FOLD_BYTES: u64 = 256 << 20;
 /// # Errors
 /// I/O errors.
 pub fn write_fold(spool: &Spool, bytes: &[u8]) -> std::io::Result<Option<()>> {
-    use std::os::unix::fs::PermissionsExt as _;
     let Some(path) = fold_copy(spool) else { return Ok(None) };
     let dir = path.parent().ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".fold.")
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o600))
-        .tempfile_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(&path).map_err(|e| e.error)?;
+    crate::atomic::replace_unsynced(&path, bytes, 0o600)?;
     Ok(Some(()))
 }
 /// Reads the principal's fold ([`fold_copy`]): a regular file (never through a symlink) of at

@@ -195,15 +195,11 @@ impl Live {
 }
 
 /// Whether every entry of `dir` is owned by this process's user (true when it is empty or
-/// missing; false when it cannot be read). A directory this user owns that neither its group nor
-/// others may write (mode bits, which also carry a POSIX ACL's mask) holds no other user's entry:
-/// the kernel lets no one else create one there, so its entries are not read one by one.
+/// missing; false when it cannot be read). Each entry's owner is read: a directory's mode says
+/// who may add an entry now, not who added the ones there.
 fn all_mine(dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt as _;
     let me = rustix::process::geteuid().as_raw();
-    if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0) {
-        return true;
-    }
     match std::fs::read_dir(dir) {
         Ok(entries) => entries.into_iter().all(|e| e.and_then(|e| e.metadata()).is_ok_and(|m| m.uid() == me)),
         Err(e) => e.kind() == io::ErrorKind::NotFound,

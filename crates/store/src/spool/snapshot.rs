@@ -12,7 +12,7 @@
 //! anything a verification of the chain would not.
 
 use super::fold::{IdFilter, PrefixFold};
-use super::view::view_after;
+use super::view::view_after_checkpoint;
 use super::{ChainDecision, Cosigning, Spool, VerifiedView};
 use crate::chain_file::ChainError;
 use serde_json::{Map, Value};
@@ -198,17 +198,20 @@ fn recent_decisions(decisions: &HashMap<String, ChainDecision>) -> io::Result<Ve
 }
 
 /// Writes the agents' snapshot of `fold` (a fold of a prefix verified under the chain's lock) to
-/// the spool's [`SNAPSHOT_FILE`], atomically (mode 0644, readable by the agents), and returns
+/// the spool's [`SNAPSHOT_FILE`] (and its latest decisions to [`RECENT_DECISIONS_FILE`]), each
+/// replaced whole but not synced (a cache the checkpoint binds by digest: one lost to a crash
+/// only sends agents to the chain; [`crate::atomic::replace_unsynced`]), mode 0644, readable by
+/// the agents, and returns
 /// `"sha256:<hex>"` of its bytes for the checkpoint to sign.
 ///
 /// # Errors
 /// I/O errors (the caller signs the checkpoint without a snapshot).
 pub(super) fn write_snapshot(spool: &Spool, fold: &PrefixFold) -> io::Result<String> {
     let recent = recent_decisions(&fold.decisions)?;
-    crate::atomic::write_atomic(&spool.root().join(RECENT_DECISIONS_FILE), &recent, 0o644)?;
+    crate::atomic::replace_unsynced(&spool.root().join(RECENT_DECISIONS_FILE), &recent, 0o644)?;
     let snapshot = AgentSnapshot::of_fold(fold, warrant_protocol::canonical::sha256_prefixed(&recent));
     let json = serde_json::to_vec(&snapshot).map_err(io::Error::other)?;
-    crate::atomic::write_atomic(&spool.root().join(SNAPSHOT_FILE), &json, 0o644)?;
+    crate::atomic::replace_unsynced(&spool.root().join(SNAPSHOT_FILE), &json, 0o644)?;
     Ok(warrant_protocol::canonical::sha256_prefixed(&json))
 }
 
@@ -324,7 +327,7 @@ pub fn agent_view(spool: &Spool, pinned: &PinnedKeys) -> Result<AgentView, Chain
 /// principal's latest checkpoint ([`crate::checkpoint_files::latest`]) must bind a snapshot
 /// (`snapshot_sha256`), the spool's [`SNAPSHOT_FILE`] must hash to it and describe the
 /// checkpoint's prefix, the chain must still end that prefix with the record signed, and the
-/// records after it must verify ([`view_after`], which checks the checkpoint again). `None`
+/// records after it must verify, checked against that checkpoint. `None`
 /// whenever anything is in doubt.
 fn snapshot_view(spool: &Spool, pinned: &PinnedKeys) -> Option<AgentView> {
     let (cp, _) = crate::checkpoint_files::latest(spool, pinned);
@@ -346,7 +349,8 @@ fn snapshot_view(spool: &Spool, pinned: &PinnedKeys) -> Option<AgentView> {
     let (fold, decided, recent) = snapshot.into_fold()?;
     let (base, prefix) = fold.view(pinned);
     let progress = std::sync::atomic::AtomicU64::new(0);
-    let (view, _, tail) = view_after(spool, pinned, &prefix, Some(base), &|_| false, &progress).ok()??;
+    let (view, _, tail) =
+        view_after_checkpoint(spool, pinned, Some(cp), &prefix, Some(base), &|_| false, &progress).ok()??;
     if !view.report.is_valid() {
         return None;
     }

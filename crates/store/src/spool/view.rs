@@ -378,6 +378,24 @@ pub(super) fn view_after(
     keep: &dyn Fn(&str) -> bool,
     progress: &std::sync::atomic::AtomicU64,
 ) -> Result<Option<ViewAfter>, ChainError> {
+    // The checkpoint is read before the chain: the chain only grows, so it holds at least what a
+    // checkpoint read first pins, while one read after could pin records appended after the chain
+    // was read (a decision signed meanwhile), and a sound chain would look cut off.
+    let (checkpoint, _) = crate::checkpoint_files::latest(spool, pinned);
+    view_after_checkpoint(spool, pinned, checkpoint, prefix, base, keep, progress)
+}
+
+/// [`view_after`] with the principal's latest checkpoint already read (before the chain) by the
+/// caller: `checkpoint` is checked against the whole report.
+pub(super) fn view_after_checkpoint(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    checkpoint: Option<warrant_protocol::checkpoint::Checkpoint>,
+    prefix: &chain::Verified,
+    base: Option<ChainView>,
+    keep: &dyn Fn(&str) -> bool,
+    progress: &std::sync::atomic::AtomicU64,
+) -> Result<Option<ViewAfter>, ChainError> {
     let mut found: Vec<FoundDecision> = Vec::new();
     let mut view = base.unwrap_or_default();
     // Where each tail record's evidence row went, to take it back if the record fails a check
@@ -388,10 +406,6 @@ pub(super) fn view_after(
     let mut publishers: Vec<(usize, String, u32)> = Vec::new();
     let mut last_receipt_hash = None;
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
-    // The checkpoint is read before the chain: the chain only grows, so it holds at least what a
-    // checkpoint read first pins, while one read after could pin records appended after the chain
-    // was read (a decision signed meanwhile), and a sound chain would look cut off.
-    let (checkpoint, _) = crate::checkpoint_files::latest(spool, pinned);
     let tail = chain_file::verify_tail_with(&spool.chain_path(), prefix, opts, &["tg_receipt"], progress, |i, rec| {
         if let Some((id, d)) = chain_decision_of(rec) {
             let kept = keep(&id).then(|| rec.clone());
