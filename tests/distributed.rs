@@ -411,8 +411,12 @@ fn an_agent_with_its_own_credentials_proposes_and_waits_under_the_documented_per
     );
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     let replica = agent.dir.path().join("replica");
+    // Refused at once with the server's reason, not after the timeout (3 s here, 10 s by default).
+    let started = Instant::now();
     let o = run_with(agent, &a_env, &["--store", url, "--replica", replica.to_str().expect("utf-8"), "list"]);
     assert_ne!(o.status.code(), Some(0), "the agent read the chain: {}", text(&o));
+    assert!(started.elapsed() < Duration::from_secs(2), "refused after {:?}: {}", started.elapsed(), text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Permissions Violation"), "{}", text(&o));
     let chain_before = store_chain(principal, &p_env, url);
     let o = run_with(
         agent,

@@ -553,12 +553,160 @@ fn the_stream_leader_killed_mid_append_keeps_every_acknowledged_append() {
 
 /// The permissions of docs/distributed.md ("Server permissions"), with NKey users generated here.
 fn permissions_config(principal: &str, agent_a: &str) -> String {
+    permissions_block(0, principal, agent_a)
+}
+
+/// The `n`th ```conf block of docs/distributed.md (0: an agent that proposes; 1: an agent's
+/// host, whose hooks read the chain), for these NKeys, on the spool `perm`.
+fn permissions_block(n: usize, principal: &str, agent_a: &str) -> String {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/distributed.md"))
         .expect("docs/distributed.md");
-    let start = doc.find("```conf\n").expect("a ```conf block in docs/distributed.md") + "```conf\n".len();
-    let end = start + doc[start..].find("```").expect("end of the block");
-    doc[start..end].replace("PRINCIPAL_NKEY", principal).replace("AGENT_A_NKEY", agent_a).replace("NAME", "perm")
+    let block = doc.split("```conf\n").nth(n + 1).expect("the ```conf block in docs/distributed.md");
+    let end = block.find("```").expect("end of the block");
+    block[..end].replace("PRINCIPAL_NKEY", principal).replace("AGENT_A_NKEY", agent_a).replace("NAME", "perm")
 }
+
+/// A server with the `n`th permissions block of docs/distributed.md, the spool `perm` set up by
+/// the principal, and the agent's own connection (its NKey, its inbox prefix, a 10 s timeout).
+fn under_permissions(n: usize) -> Option<(Server, JetStreamSpool, JetStreamSpool, tempfile::TempDir)> {
+    let principal = nkeys::KeyPair::new_user();
+    let agent = nkeys::KeyPair::new_user();
+    let server = Server::start_with_config(Some(&permissions_block(n, &principal.public_key(), &agent.public_key())))?;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url: StoreUrl = server.store_url("perm").parse().expect("url");
+    let connect = |name: &str, kp: &nkeys::KeyPair, inbox: Option<&str>| {
+        let seed = dir.path().join(name);
+        std::fs::write(&seed, kp.seed().expect("seed")).expect("write seed");
+        let opts = ConnectOptions {
+            nkey_seed_file: Some(seed),
+            inbox_prefix: inbox.map(str::to_owned),
+            timeout: Duration::from_secs(10),
+            ..Default::default()
+        };
+        JetStreamSpool::connect(&url, &opts).expect("connects")
+    };
+    let p = connect("principal.nk", &principal, None);
+    p.setup(SetupOptions { replicas: 1 }).expect("the principal sets up");
+    let a = connect("agent.nk", &agent, Some("_INBOX_agent-a"));
+    Some((server, p, a, dir))
+}
+
+/// What the server refuses an agent fails at once with the server's reason, not after the
+/// whole timeout: the server answers a refused request with an asynchronous error and never a
+/// reply (an agent's `list` under the proposing agent's permissions took the 10 s timeout).
+#[test]
+fn a_request_the_server_refuses_fails_at_once_with_its_reason() {
+    let Some((_server, p, a, _dir)) = under_permissions(0) else { return };
+    append_at_head(&p, &body("agent-a", "by the principal"));
+    for (what, result) in [
+        ("reading the chain", a.read_chain().map(|_| ())),
+        ("the head", a.head().map(|_| ())),
+        ("listing packets", a.list_packets().map(|_| ())),
+        ("another agent's decision", a.get_decision("agent-b", "p1").map(|_| ())),
+    ] {
+        let e = result.expect_err(what);
+        assert!(matches!(&e, JsError::Denied(m) if m.contains("Permissions Violation")), "{what}: {e}");
+    }
+    // Each within a second of its request, all four well inside one timeout.
+    let started = Instant::now();
+    let e = a.read_chain().expect_err("reading the chain");
+    assert!(started.elapsed() < Duration::from_secs(2), "refused after {:?}: {e}", started.elapsed());
+    // What it may do still works on the same connection.
+    a.publish_packet("agent-a", b"{\"p\":1}", "sha256:p1").expect("its packet");
+}
+
+/// Every consumer of the spool's streams and buckets ends when its reader is gone: the server
+/// refuses a consumer that asks to outlive its reader by more than 30 s, and gives a durable
+/// consumer made without a threshold those 30 s. Under the hooks' permissions an agent made a
+/// thousand consumers that lived an hour after it and locked the principal's reads out.
+#[test]
+fn no_consumer_an_agent_makes_outlives_it_by_more_than_thirty_seconds() {
+    use async_nats::jetstream::consumer::{self, DeliverPolicy, push};
+    let Some((_server, p, a, _dir)) = under_permissions(1) else { return };
+    append_at_head(&p, &body("agent-a", "by the principal"));
+    let js = a.inner().context().clone();
+    let inbox = js.client().new_inbox();
+    let streams = ["warrant_perm_chain", "warrant_perm_spool", "KV_warrant_perm_uses"];
+    let filters = ["warrant.perm.chain", "", ""];
+    a.block_on(async {
+        for (stream, filter) in streams.into_iter().zip(filters) {
+            let st = js.get_stream_no_info(stream).await.expect("a handle");
+            let hour = st
+                .create_consumer(push::Config {
+                    name: Some(format!("hour_{}", stream.len())),
+                    deliver_subject: inbox.clone(),
+                    filter_subject: filter.into(),
+                    deliver_policy: DeliverPolicy::New,
+                    inactive_threshold: Duration::from_secs(3600),
+                    ..Default::default()
+                })
+                .await;
+            let refused = hour.err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(refused.contains("inactive"), "{stream}: a consumer of an hour was made ({refused:?})");
+            // The refusal is the limit's, not the permissions': twenty seconds are allowed.
+            st.create_consumer(push::Config {
+                name: Some(format!("short_{}", stream.len())),
+                deliver_subject: inbox.clone(),
+                filter_subject: filter.into(),
+                deliver_policy: DeliverPolicy::New,
+                inactive_threshold: Duration::from_secs(20),
+                ..Default::default()
+            })
+            .await
+            .expect("a consumer within the limit");
+            let name = format!("durable_{}", stream.len());
+            let durable = st
+                .create_consumer(push::Config {
+                    name: Some(name.clone()),
+                    durable_name: Some(name.clone()),
+                    deliver_subject: inbox.clone(),
+                    filter_subject: filter.into(),
+                    deliver_policy: DeliverPolicy::New,
+                    ..Default::default()
+                })
+                .await;
+            // The server's answer to the create: the consumer as made.
+            {
+                let c = durable.expect("a durable consumer (the permissions allow it)");
+                let info: &consumer::Info = c.cached_info();
+                let t = info.config.inactive_threshold;
+                assert!(!t.is_zero() && t <= Duration::from_secs(30), "{stream}: a durable consumer idles for {t:?}");
+            }
+        }
+    });
+    // The principal's setup again keeps the limit (and an earlier store gets it).
+    p.setup(SetupOptions { replicas: 1 }).expect("setup again");
+}
+
+/// An agent waiting for its decision waits on across a server restart: its watch missed the
+/// server's heartbeats while the server was down ("missed idle heartbeat" ended `propose
+/// --wait` with exit 2), and it watches again and gets the decision put after the restart.
+#[test]
+fn a_wait_for_a_decision_goes_on_across_a_server_restart() {
+    let Some(mut server) = Server::start() else { return };
+    let url = server.store_url("waits");
+    let p = setup(&url, 1);
+    let waiting_url = url.clone();
+    let waiting = std::thread::spawn(move || {
+        let a = open(&waiting_url, Duration::from_secs(2));
+        a.wait_decision_or_signal("agent-a", "w-1", Duration::from_secs(60), |_| false)
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    server.kill();
+    // Longer than an ordered consumer's idle heartbeat (5 s): the watch notices it is gone.
+    std::thread::sleep(Duration::from_secs(7));
+    server.restart();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while let Err(e) = p.put_decision("agent-a", "w-1", b"approved") {
+        assert!(Instant::now() < deadline, "no reconnect: {e}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    match waiting.join().expect("the waiting thread") {
+        Ok(warrant::store::jetstream::Awaited::Decision(d)) => assert_eq!(d.bytes, b"approved"),
+        other => panic!("the wait ended with {other:?}"),
+    }
+}
+
 
 #[test]
 fn an_agent_publishes_packets_and_reads_its_decisions_and_nothing_else() {

@@ -22,6 +22,8 @@ pub struct AsyncJetStreamSpool {
     pub(super) js: Context,
     pub(super) client: async_nats::Client,
     pub(super) timeout: Duration,
+    /// The permission violations the server reported on this connection ([`Self::unless_denied`]).
+    pub(super) denials: tokio::sync::watch::Receiver<super::connect::Denial>,
 }
 
 impl fmt::Debug for AsyncJetStreamSpool {
@@ -42,6 +44,25 @@ impl AsyncJetStreamSpool {
     #[must_use]
     pub fn context(&self) -> &Context {
         &self.js
+    }
+
+    /// Runs `fut`, unless the server reports a permission violation while it runs: the server
+    /// answers a refused request with an asynchronous error and no reply, so the request would
+    /// otherwise wait out the whole timeout (10 s) before failing.
+    ///
+    /// # Errors
+    /// [`JsError::Denied`] with the server's message as soon as it arrives; otherwise `fut`'s.
+    pub async fn unless_denied<T>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, JsError>>,
+    ) -> Result<T, JsError> {
+        let mut denials = self.denials.clone();
+        denials.borrow_and_update();
+        tokio::select! {
+            biased;
+            out = fut => out,
+            Ok(()) = denials.changed() => Err(JsError::Denied(denials.borrow().message.clone())),
+        }
     }
 
     async fn stream(&self, name: &str) -> Result<stream::Stream, JsError> {

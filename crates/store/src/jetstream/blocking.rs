@@ -55,12 +55,18 @@ impl JetStreamSpool {
         self.rt.block_on(fut)
     }
 
+    /// Blocks on `fut`, ending it as soon as the server refuses a request of this user
+    /// ([`AsyncJetStreamSpool::unless_denied`]).
+    fn run<T>(&self, fut: impl std::future::Future<Output = Result<T, JsError>>) -> Result<T, JsError> {
+        self.rt.block_on(self.inner.unless_denied(fut))
+    }
+
     /// [`AsyncJetStreamSpool::setup`].
     ///
     /// # Errors
     /// As [`AsyncJetStreamSpool::setup`].
     pub fn setup(&self, opts: SetupOptions) -> Result<(), JsError> {
-        self.rt.block_on(self.inner.setup(opts))
+        self.run(self.inner.setup(opts))
     }
 
     /// [`AsyncJetStreamSpool::check_exists`].
@@ -68,7 +74,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::check_exists`].
     pub fn check_exists(&self) -> Result<(), JsError> {
-        self.rt.block_on(self.inner.check_exists())
+        self.run(self.inner.check_exists())
     }
 
     /// [`AsyncJetStreamSpool::append_chain`].
@@ -81,7 +87,7 @@ impl JetStreamSpool {
         record_line: &[u8],
         entry_hash: &str,
     ) -> Result<AppendAck, JsError> {
-        self.rt.block_on(self.inner.append_chain(expected, record_line, entry_hash))
+        self.run(self.inner.append_chain(expected, record_line, entry_hash))
     }
 
     /// [`AsyncJetStreamSpool::head`].
@@ -89,7 +95,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::head`].
     pub fn head(&self) -> Result<Option<ChainEntry>, JsError> {
-        self.rt.block_on(self.inner.head())
+        self.run(self.inner.head())
     }
 
     /// [`AsyncJetStreamSpool::entry`].
@@ -97,7 +103,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::entry`].
     pub fn entry(&self, seq: u64) -> Result<Option<ChainEntry>, JsError> {
-        self.rt.block_on(self.inner.entry(seq))
+        self.run(self.inner.entry(seq))
     }
 
     /// [`AsyncJetStreamSpool::read_chain`].
@@ -105,7 +111,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::read_chain`].
     pub fn read_chain(&self) -> Result<Vec<ChainEntry>, JsError> {
-        self.rt.block_on(self.inner.read_chain())
+        self.run(self.inner.read_chain())
     }
 
     /// [`AsyncJetStreamSpool::read_chain_from`].
@@ -113,7 +119,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::read_chain_from`].
     pub fn read_chain_from(&self, from_seq: u64) -> Result<Vec<ChainEntry>, JsError> {
-        self.rt.block_on(self.inner.read_chain_from(from_seq))
+        self.run(self.inner.read_chain_from(from_seq))
     }
 
     /// [`AsyncJetStreamSpool::read_chain_some`].
@@ -121,7 +127,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::read_chain_some`].
     pub fn read_chain_some(&self, from_seq: u64, limit: usize) -> Result<Vec<ChainEntry>, JsError> {
-        self.rt.block_on(self.inner.read_chain_some(from_seq, limit))
+        self.run(self.inner.read_chain_some(from_seq, limit))
     }
 
     /// [`AsyncJetStreamSpool::read_spool_from`].
@@ -129,7 +135,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::read_spool_from`].
     pub fn read_spool_from(&self, from_seq: u64) -> Result<Vec<(Kind, SpoolMessage)>, JsError> {
-        self.rt.block_on(self.inner.read_spool_from(from_seq))
+        self.run(self.inner.read_spool_from(from_seq))
     }
 
     /// [`AsyncJetStreamSpool::claim_use`].
@@ -137,7 +143,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::claim_use`].
     pub fn claim_use(&self, name: &str, bytes: &[u8]) -> Result<bool, JsError> {
-        self.rt.block_on(self.inner.claim_use(name, bytes))
+        self.run(self.inner.claim_use(name, bytes))
     }
 
     /// [`AsyncJetStreamSpool::read_uses_from`].
@@ -145,7 +151,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::read_uses_from`].
     pub fn read_uses_from(&self, from_seq: u64) -> Result<Vec<(u64, String, Vec<u8>)>, JsError> {
-        self.rt.block_on(self.inner.read_uses_from(from_seq))
+        self.run(self.inner.read_uses_from(from_seq))
     }
 
     /// [`AsyncJetStreamSpool::watch_uses`], as a blocking [`Watch`].
@@ -153,7 +159,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::watch_uses`].
     pub fn watch_uses(&self, from_seq: u64) -> Result<Watch<(u64, String, Vec<u8>)>, JsError> {
-        let rx = self.rt.block_on(self.inner.watch_uses(from_seq))?;
+        let rx = self.run(self.inner.watch_uses(from_seq))?;
         Ok(Watch { rx, handle: self.rt.handle().clone() })
     }
 
@@ -162,7 +168,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::watch_spool`].
     pub fn watch_spool(&self, from_seq: u64) -> Result<Watch<(Kind, SpoolMessage)>, JsError> {
-        let rx = self.rt.block_on(self.inner.watch_spool(from_seq))?;
+        let rx = self.run(self.inner.watch_spool(from_seq))?;
         Ok(Watch { rx, handle: self.rt.handle().clone() })
     }
 
@@ -171,7 +177,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::watch_chain`].
     pub fn watch_chain(&self, from_seq: u64) -> Result<ChainWatch, JsError> {
-        let rx = self.rt.block_on(self.inner.watch_chain(from_seq))?;
+        let rx = self.run(self.inner.watch_chain(from_seq))?;
         Ok(Watch { rx, handle: self.rt.handle().clone() })
     }
 
@@ -180,7 +186,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::publish_packet`].
     pub fn publish_packet(&self, agent: &str, bytes: &[u8], content_hash: &str) -> Result<PublishAck, JsError> {
-        self.rt.block_on(self.inner.publish_packet(agent, bytes, content_hash))
+        self.run(self.inner.publish_packet(agent, bytes, content_hash))
     }
 
     /// [`AsyncJetStreamSpool::publish_receipt`].
@@ -188,7 +194,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::publish_receipt`].
     pub fn publish_receipt(&self, agent: &str, bytes: &[u8], content_hash: &str) -> Result<PublishAck, JsError> {
-        self.rt.block_on(self.inner.publish_receipt(agent, bytes, content_hash))
+        self.run(self.inner.publish_receipt(agent, bytes, content_hash))
     }
 
     /// [`AsyncJetStreamSpool::list_packets`].
@@ -196,7 +202,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::list_packets`].
     pub fn list_packets(&self) -> Result<Vec<SpoolMessage>, JsError> {
-        self.rt.block_on(self.inner.list_packets())
+        self.run(self.inner.list_packets())
     }
 
     /// [`AsyncJetStreamSpool::list_receipts`].
@@ -204,7 +210,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::list_receipts`].
     pub fn list_receipts(&self) -> Result<Vec<SpoolMessage>, JsError> {
-        self.rt.block_on(self.inner.list_receipts())
+        self.run(self.inner.list_receipts())
     }
 
     /// [`AsyncJetStreamSpool::put_decision`].
@@ -212,7 +218,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::put_decision`].
     pub fn put_decision(&self, agent: &str, packet_id: &str, bytes: &[u8]) -> Result<u64, JsError> {
-        self.rt.block_on(self.inner.put_decision(agent, packet_id, bytes))
+        self.run(self.inner.put_decision(agent, packet_id, bytes))
     }
 
     /// [`AsyncJetStreamSpool::get_decision`].
@@ -220,7 +226,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::get_decision`].
     pub fn get_decision(&self, agent: &str, packet_id: &str) -> Result<Option<Decision>, JsError> {
-        self.rt.block_on(self.inner.get_decision(agent, packet_id))
+        self.run(self.inner.get_decision(agent, packet_id))
     }
 
     /// [`AsyncJetStreamSpool::wait_decision`].
@@ -228,7 +234,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::wait_decision`].
     pub fn wait_decision(&self, agent: &str, packet_id: &str, timeout: Duration) -> Result<Decision, JsError> {
-        self.rt.block_on(self.inner.wait_decision(agent, packet_id, timeout))
+        self.run(self.inner.wait_decision(agent, packet_id, timeout))
     }
 
     /// [`AsyncJetStreamSpool::wait_decision_or_signal`].
@@ -242,7 +248,7 @@ impl JetStreamSpool {
         timeout: Duration,
         applies: impl FnMut(&[u8]) -> bool,
     ) -> Result<super::Awaited, JsError> {
-        self.rt.block_on(self.inner.wait_decision_or_signal(agent, packet_id, timeout, applies))
+        self.run(self.inner.wait_decision_or_signal(agent, packet_id, timeout, applies))
     }
 
     /// [`AsyncJetStreamSpool::put_signal`].
@@ -250,7 +256,7 @@ impl JetStreamSpool {
     /// # Errors
     /// As [`AsyncJetStreamSpool::put_signal`].
     pub fn put_signal(&self, agent: &str, bytes: &[u8]) -> Result<u64, JsError> {
-        self.rt.block_on(self.inner.put_signal(agent, bytes))
+        self.run(self.inner.put_signal(agent, bytes))
     }
 }
 

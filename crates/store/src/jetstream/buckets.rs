@@ -48,22 +48,14 @@ impl AsyncJetStreamSpool {
 
     /// Waits for the decision on `agent`'s packet `packet_id`, with a KV watch that first
     /// delivers the decision already there (no polling, and no race with a decision written
-    /// just before the watch).
+    /// just before the watch). A watch that fails (a missed heartbeat during a leader
+    /// election, a server restarting) is made again, until `timeout`.
     ///
     /// # Errors
-    /// [`JsError::Timeout`] when none came within `timeout`; [`JsError::Server`] otherwise.
+    /// [`JsError::Timeout`] when none came within `timeout`; [`JsError::BadToken`].
     pub async fn wait_decision(&self, agent: &str, packet_id: &str, timeout: Duration) -> Result<Decision, JsError> {
         let key = decision_key(agent, packet_id)?;
-        let store = self.decisions().await?;
-        let wait = async {
-            let mut entries = self.watch_key(&store, &key).await?;
-            while let Some(entry) = entries.next().await {
-                if let Some(d) = entry? {
-                    return Ok(d);
-                }
-            }
-            Err(JsError::Server { op: format!("watch decision {key}"), message: "the watch ended".into() })
-        };
+        let wait = self.watch_keys(std::slice::from_ref(&key), |_, d| Some(d));
         tokio::time::timeout(timeout, wait)
             .await
             .map_err(|_| JsError::Timeout { what: format!("the decision {key}"), after: timeout })?
@@ -71,11 +63,12 @@ impl AsyncJetStreamSpool {
 
     /// Waits for the decision on `agent`'s packet `packet_id`, or for a signal of the principal
     /// to `agent` ([`put_signal`](Self::put_signal)) that `applies` accepts, whichever comes
-    /// first: two watches of one key each, which first deliver what is there already. A signal
-    /// `applies` refuses (a release, an older stop) is passed over and the wait goes on.
+    /// first: two watches of one key each, which first deliver what is there already, made
+    /// again when they fail, as in [`wait_decision`](Self::wait_decision). A signal `applies`
+    /// refuses (a release, an older stop) is passed over and the wait goes on.
     ///
     /// # Errors
-    /// [`JsError::Timeout`] when neither came within `timeout`; [`JsError::Server`] otherwise.
+    /// [`JsError::Timeout`] when neither came within `timeout`; [`JsError::BadToken`].
     pub async fn wait_decision_or_signal(
         &self,
         agent: &str,
@@ -85,23 +78,52 @@ impl AsyncJetStreamSpool {
     ) -> Result<Awaited, JsError> {
         let key = decision_key(agent, packet_id)?;
         let signal = signal_key(agent)?;
-        let store = self.decisions().await?;
-        let wait = async {
-            let decisions = self.watch_key(&store, &key).await?.map(|e| (true, e));
-            let signals = self.watch_key(&store, &signal).await?.map(|e| (false, e));
-            let mut both = futures_util::stream::select(decisions, signals);
-            while let Some((is_decision, entry)) = both.next().await {
-                match entry? {
-                    Some(d) if is_decision => return Ok(Awaited::Decision(d)),
-                    Some(s) if applies(&s.bytes) => return Ok(Awaited::Signal(s.bytes)),
-                    _ => {}
-                }
-            }
-            Err(JsError::Server { op: format!("watch decision {key}"), message: "the watch ended".into() })
-        };
+        let keys = [key.clone(), signal];
+        let wait = self.watch_keys(&keys, |i, d| match i {
+            0 => Some(Awaited::Decision(d)),
+            _ => applies(&d.bytes).then_some(Awaited::Signal(d.bytes)),
+        });
         tokio::time::timeout(timeout, wait)
             .await
             .map_err(|_| JsError::Timeout { what: format!("the decision {key}"), after: timeout })?
+    }
+
+    /// Watches the decisions bucket's `keys` (each delivering its value there first) until
+    /// `accept` takes a value (`accept(index of the key, value)`). When a watch fails or ends
+    /// (the ordered consumer missed its heartbeats while the stream's leader moved, the server
+    /// restarted, the bucket could not be opened), every watch is made again half a second
+    /// later: a value put meanwhile is delivered then, as the value there first. The caller
+    /// bounds the wait; a permission the server refuses ends it at once
+    /// ([`unless_denied`](Self::unless_denied)).
+    async fn watch_keys<R>(
+        &self,
+        keys: &[String],
+        mut accept: impl FnMut(usize, Decision) -> Option<R>,
+    ) -> Result<R, JsError> {
+        loop {
+            let attempt = async {
+                let store = self.decisions().await?;
+                let mut watches = Vec::with_capacity(keys.len());
+                for (i, key) in keys.iter().enumerate() {
+                    watches.push(self.watch_key(&store, key).await?.map(move |e| (i, e)).boxed());
+                }
+                let mut all = futures_util::stream::select_all(watches);
+                while let Some((i, entry)) = all.next().await {
+                    if let Some(found) = entry?.and_then(|d| accept(i, d)) {
+                        return Ok(found);
+                    }
+                }
+                Err(JsError::Server { op: format!("watch {}", keys.join(", ")), message: "the watch ended".into() })
+            };
+            match attempt.await {
+                Ok(found) => return Ok(found),
+                Err(e @ JsError::Denied(_)) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(error = %e, "a decision's watch failed; watching again");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        }
     }
 
     /// The values of the bucket's `key` as they are put, the one there first: `Some` for a

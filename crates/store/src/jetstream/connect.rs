@@ -329,6 +329,17 @@ impl AsyncJetStreamSpool {
         if let Some(name) = &opts.client_name {
             o = o.name(name);
         }
+        // The server answers a request its permissions refuse with an asynchronous `-ERR`, not a
+        // reply: without this, the request would wait for the whole timeout.
+        let (denials_tx, denials) = tokio::sync::watch::channel(Denial::default());
+        o = o.event_callback(move |event| {
+            if let async_nats::Event::ServerError(async_nats::ServerError::Other(message)) = &event
+                && let Some(denial) = Denial::of(message)
+            {
+                denials_tx.send_modify(|d| *d = Denial { count: d.count + 1, ..denial });
+            }
+            std::future::ready(())
+        });
         let addrs: Vec<async_nats::ServerAddr> = url
             .server_addresses()
             .iter()
@@ -339,13 +350,44 @@ impl AsyncJetStreamSpool {
             .map_err(|_| fail(format!("no answer within {:?}", opts.timeout)))?
             .map_err(|e| fail(e.to_string()))?;
         let js = jetstream::ContextBuilder::new().timeout(opts.timeout).build(client.clone());
-        Ok(AsyncJetStreamSpool { url: url.clone(), js, client, timeout: opts.timeout })
+        Ok(AsyncJetStreamSpool { url: url.clone(), js, client, timeout: opts.timeout, denials })
+    }
+}
+
+/// The last request or subscription the server's permissions refused (`-ERR 'Permissions
+/// Violation for Publish to "SUBJECT"'`, or `for Subscription to`), and how many so far.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Denial {
+    /// Permission violations reported on this connection so far.
+    pub(super) count: u64,
+    /// The server's message for the last one.
+    pub(super) message: String,
+}
+
+impl Denial {
+    /// The denial a server error reports, or `None` for another error, or for the refused
+    /// delete of a read's consumer (`forget_consumer`: an agent may not delete consumers, and
+    /// that refusal stops nothing).
+    fn of(message: &str) -> Option<Denial> {
+        let lower = message.to_ascii_lowercase();
+        (lower.contains("permissions violation") && !message.contains("$JS.API.CONSUMER.DELETE."))
+            .then(|| Denial { count: 0, message: message.trim().trim_matches('\'').to_owned() })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn permission_violations_are_denials_except_a_consumer_delete() {
+        let d = Denial::of("Permissions Violation for Publish to \"$JS.API.STREAM.INFO.warrant_t_chain\"")
+            .expect("a denial");
+        assert_eq!(d.message, "Permissions Violation for Publish to \"$JS.API.STREAM.INFO.warrant_t_chain\"");
+        assert!(Denial::of("'permissions violation for subscription to \"warrant.t.chain\"'").is_some());
+        assert!(Denial::of("Permissions Violation for Publish to \"$JS.API.CONSUMER.DELETE.s.warrant_read_1\"").is_none());
+        assert!(Denial::of("maximum consumers limit reached").is_none());
+    }
 
     #[test]
     fn store_urls_parse() {

@@ -48,7 +48,7 @@ pub use async_spool::AsyncJetStreamSpool;
 pub use blocking::{CHAIN_READ_PART, ChainReader, ChainWatch, JetStreamSpool, Watch};
 pub use buckets::{Awaited, decision_key, is_claim_name, signal_key, use_key, use_name};
 pub use connect::{ConnectOptions, DEFAULT_PORT, StoreUrl, UrlError, is_token};
-pub use streams::SetupOptions;
+pub use streams::{CONSUMER_IDLE_LIMIT, SetupOptions};
 
 /// The de-duplication window of both streams: a repeated `Nats-Msg-Id` within it is answered
 /// with the first sequence and `duplicate: true`.
@@ -115,6 +115,10 @@ pub enum JsError {
     /// canonical JSON, a record without `chain_index` or `entry_hash`).
     #[error("{0}")]
     Corrupt(String),
+    /// The server's permissions refused a request or subscription of this user (its message,
+    /// `Permissions Violation for Publish to "SUBJECT"`): nothing was done.
+    #[error("the server refused this user: {0}")]
+    Denied(String),
     /// The runtime of the blocking facade could not be started, or a watch ended.
     #[error("{0}")]
     Runtime(String),

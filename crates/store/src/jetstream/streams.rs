@@ -68,6 +68,7 @@ impl AsyncJetStreamSpool {
                 self.js.get_or_create_stream(want.clone()).await.map_err(server(format!("create stream {name}")))?;
             let got = s.info().await.map_err(server(format!("stream info {name}")))?.config.clone();
             check_stream(&want, &got)?;
+            self.bound_consumers(got).await?;
         }
         let decisions = format!("warrant spool {}: decisions by AGENT.PACKET_ID, written once", self.url.name);
         self.ensure_bucket(self.url.decisions_bucket(), decisions, replicas).await?;
@@ -92,6 +93,7 @@ impl AsyncJetStreamSpool {
             ..Default::default()
         };
         written_once(&mut c);
+        idle_consumers_end(&mut c);
         c
     }
 
@@ -126,7 +128,37 @@ impl AsyncJetStreamSpool {
         if got.subjects != want.subjects {
             return weak("other subjects");
         }
-        keeps_everything(&name, &got, replicas, "claims")
+        keeps_everything(&name, &got, replicas, "claims")?;
+        self.bound_consumers(got).await
+    }
+
+    /// Holds every consumer of the stream `got` configures to [`CONSUMER_IDLE_LIMIT`]: the
+    /// server refuses a consumer asking for a longer inactivity threshold and gives this one to
+    /// those that ask for none (durable ones included), so a consumer whose reader died or
+    /// stopped reading is deleted within that time, whoever made it and however. A stream
+    /// without the limit (made by an earlier warrant) is updated in place.
+    ///
+    /// # Errors
+    /// [`JsError::Server`] when the update is refused; [`JsError::WeakerStream`] when the
+    /// server kept another limit.
+    async fn bound_consumers(&self, got: stream::Config) -> Result<(), JsError> {
+        let name = got.name.clone();
+        let mut harder = got.clone();
+        idle_consumers_end(&mut harder);
+        let got = if got == harder {
+            got
+        } else {
+            self.js.update_stream(harder.clone()).await.map_err(server(format!("bound the consumers of {name}")))?.config
+        };
+        let mut held = got.clone();
+        idle_consumers_end(&mut held);
+        if held != got {
+            return Err(JsError::WeakerStream {
+                stream: name,
+                setting: "consumers may stay after their reader is gone (no consumer_limits.inactive_threshold)".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Creates the KV bucket `bucket` unless it exists, and checks that it keeps every key
@@ -170,11 +202,12 @@ impl AsyncJetStreamSpool {
         if !got.deny_delete {
             return weak("deny_delete is false");
         }
-        keeps_everything(&store.stream_name, &got, replicas, "decisions")
+        keeps_everything(&store.stream_name, &got, replicas, "decisions")?;
+        self.bound_consumers(got).await
     }
 
     fn stream_config(&self, name: String, subjects: Vec<String>, replicas: usize) -> stream::Config {
-        stream::Config {
+        let mut c = stream::Config {
             name,
             description: Some(format!("warrant spool {}", self.url.name)),
             subjects,
@@ -191,7 +224,9 @@ impl AsyncJetStreamSpool {
             max_messages_per_subject: -1,
             discard: DiscardPolicy::New,
             ..Default::default()
-        }
+        };
+        idle_consumers_end(&mut c);
+        c
     }
 }
 
@@ -240,6 +275,23 @@ fn check_stream(want: &stream::Config, got: &stream::Config) -> Result<(), JsErr
         return weak("a mirror or sources".into());
     }
     Ok(())
+}
+
+/// The longest a consumer of the spool's streams and buckets lives without a reader
+/// (`consumer_limits.inactive_threshold` of each stream, which the server enforces on every
+/// consumer): the 30 s an ordered consumer asks for.
+pub const CONSUMER_IDLE_LIMIT: Duration = Duration::from_secs(30);
+
+/// Sets the consumer limit of [`CONSUMER_IDLE_LIMIT`] (keeping a `max_ack_pending` limit).
+fn idle_consumers_end(c: &mut stream::Config) {
+    let within = c
+        .consumer_limits
+        .as_ref()
+        .is_some_and(|l| !l.inactive_threshold.is_zero() && l.inactive_threshold <= CONSUMER_IDLE_LIMIT);
+    if !within {
+        let max_ack_pending = c.consumer_limits.as_ref().map_or(0, |l| l.max_ack_pending);
+        c.consumer_limits = Some(stream::ConsumerLimits { inactive_threshold: CONSUMER_IDLE_LIMIT, max_ack_pending });
+    }
 }
 
 /// Sets what makes the server hold a bucket's keys to one message each, written once: a second
