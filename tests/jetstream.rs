@@ -678,6 +678,75 @@ fn no_consumer_an_agent_makes_outlives_it_by_more_than_thirty_seconds() {
     p.setup(SetupOptions { replicas: 1 }).expect("setup again");
 }
 
+/// An agent cannot lock the principal's reads out by filling the streams it reads with
+/// consumers: with every stream at the server's consumer limit (an agent under the hooks'
+/// permissions made them), the principal's reads, `list` and `verify` still answer, reading
+/// message by message. They failed with "maximum consumers limit reached (10026)".
+#[test]
+fn an_agent_filling_the_consumer_limit_does_not_lock_the_principals_reads_out() {
+    use async_nats::jetstream::consumer::{DeliverPolicy, push};
+    let Some((server, p, a, dir)) = under_permissions(1) else { return };
+    for i in 0..3 {
+        append_at_head(&p, &body("agent-a", &format!("record {i}")));
+    }
+    a.publish_packet("agent-a", b"{\"p\":1}", "sha256:p1").expect("its packet");
+    a.publish_receipt("agent-a", b"{\"r\":1}", "sha256:r1").expect("its receipt");
+    assert!(a.claim_use("approval+x1.use", b"{}").expect("a claim"));
+    let js = a.inner().context().clone();
+    let inbox = js.client().new_inbox();
+    let made = a.block_on(async {
+        let mut made = Vec::new();
+        for (stream, filter) in
+            [("warrant_perm_chain", "warrant.perm.chain"), ("warrant_perm_spool", ""), ("KV_warrant_perm_uses", "")]
+        {
+            let st = js.get_stream_no_info(stream).await.expect("a handle");
+            let mut n = 0;
+            let refusal = loop {
+                let c = st
+                    .create_consumer(push::Config {
+                        name: Some(format!("filler_{n}")),
+                        deliver_subject: inbox.clone(),
+                        filter_subject: filter.into(),
+                        deliver_policy: DeliverPolicy::New,
+                        ..Default::default()
+                    })
+                    .await;
+                match c {
+                    Ok(_) if n < 20_000 => n += 1,
+                    Ok(_) => break String::from("no limit"),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            assert!(refusal.contains("maximum consumers limit"), "{stream}: {refusal} after {n}");
+            made.push(n);
+        }
+        made
+    });
+    // The principal, reading.
+    assert_eq!(p.read_chain().expect("the chain").len(), 3);
+    assert_eq!(p.read_chain_from(2).expect("the chain from 2").len(), 2);
+    assert_eq!(p.list_packets().expect("packets").len(), 1);
+    assert_eq!(p.list_receipts().expect("receipts").len(), 1);
+    assert_eq!(p.read_spool_from(1).expect("the spool").len(), 2);
+    assert_eq!(p.read_uses_from(1).expect("the claims").len(), 1);
+    // Appending reads the head with no consumer.
+    append_at_head(&p, &body("agent-a", "after the agent's consumers"));
+    assert_eq!(p.read_chain().expect("the chain").len(), 4);
+    // And the principal's commands.
+    let e = cli_env::Env::new();
+    let seed = dir.path().join("principal.nk");
+    let url = server.store_url("perm");
+    for args in [vec!["--store", &url, "list"], vec!["--store", &url, "verify"]] {
+        let o = e.cmd(&args).env("NATS_NKEY", &seed).output().expect("run");
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{args:?} with {made:?} consumers: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
 /// An agent waiting for its decision waits on across a server restart: its watch missed the
 /// server's heartbeats while the server was down ("missed idle heartbeat" ended `propose
 /// --wait` with exit 2), and it watches again and gets the decision put after the restart.
@@ -706,7 +775,6 @@ fn a_wait_for_a_decision_goes_on_across_a_server_restart() {
         other => panic!("the wait ended with {other:?}"),
     }
 }
-
 
 #[test]
 fn an_agent_publishes_packets_and_reads_its_decisions_and_nothing_else() {

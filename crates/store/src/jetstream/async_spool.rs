@@ -270,7 +270,7 @@ impl AsyncJetStreamSpool {
             filter = stream_name.to_owned();
         }
         let name = format!("warrant_read_{}", uuid::Uuid::new_v4().simple());
-        let consumer = stream
+        let made = stream
             .create_consumer(push::OrderedConfig {
                 name: Some(name.clone()),
                 deliver_subject: self.client.new_inbox(),
@@ -278,8 +278,16 @@ impl AsyncJetStreamSpool {
                 deliver_policy: deliver_from(from_seq),
                 ..Default::default()
             })
-            .await
-            .map_err(server(format!("read {filter}")))?;
+            .await;
+        let consumer = match made {
+            Ok(c) => c,
+            Err(e) if matches!(e.kind(), stream::ConsumerErrorKind::JetStream(j) if j.error_code() == ErrorCode::MAXIMUM_CONSUMERS_LIMIT) =>
+            {
+                tracing::warn!(stream = %stream_name, "the stream has all the consumers the server allows; reading message by message");
+                return read_by_sequence(&stream, if no_filter { ">" } else { &filter }, from_seq, limit).await;
+            }
+            Err(e) => return Err(server(format!("read {filter}"))(e)),
+        };
         let read = self.drain(consumer, &filter, limit).await;
         self.forget_consumer(stream_name, &name).await;
         read
@@ -493,6 +501,69 @@ impl AsyncJetStreamSpool {
     }
 }
 
+/// How many messages [`read_by_sequence`] asks for at a time.
+const GETS_IN_FLIGHT: usize = 64;
+
+/// The messages of `stream` on `filter` from `from_seq` to its last sequence when the read
+/// started, at most `limit`, each fetched by its sequence (`STREAM.MSG.GET`, answered by the
+/// stream's leader), [`GETS_IN_FLIGHT`] at a time: the read of [`AsyncJetStreamSpool::read_all`]
+/// without a consumer, for a stream whose consumers are at the server's limit (agents may make
+/// consumers on the streams they read; a principal's read must not depend on a free one). The
+/// spool's streams refuse deletes, so every sequence up to the last is there: a missing one is
+/// [`JsError::Corrupt`].
+async fn read_by_sequence(
+    stream: &stream::Stream,
+    filter: &str,
+    from_seq: u64,
+    limit: usize,
+) -> Result<Vec<Raw>, JsError> {
+    let last = stream.cached_info().state.last_sequence;
+    let fetches = futures_util::stream::iter(from_seq.max(1)..=last)
+        .map(|seq| async move {
+            let m = stream.get_raw_message(seq).await.map_err(|e| match server_code(&e) {
+                Some(ErrorCode::NO_MESSAGE_FOUND) => {
+                    JsError::Corrupt(format!("{}: sequence {seq} is missing", stream.cached_info().config.name))
+                }
+                _ => server(format!("read {filter} at {seq}"))(e),
+            })?;
+            Ok::<_, JsError>(Raw {
+                seq,
+                subject: m.subject.to_string(),
+                msg_id: m.headers.get(header::NATS_MESSAGE_ID).map(|v| v.as_str().to_string()),
+                payload: m.payload.to_vec(),
+            })
+        })
+        .buffered(GETS_IN_FLIGHT);
+    let mut fetches = std::pin::pin!(fetches);
+    let mut out = Vec::new();
+    while out.len() < limit {
+        match fetches.next().await {
+            Some(m) => {
+                let m = m?;
+                if subject_matches(filter, &m.subject) {
+                    out.push(m);
+                }
+            }
+            None => break,
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `subject` matches the subject filter `filter` (`*` one token, `>` the rest).
+fn subject_matches(filter: &str, subject: &str) -> bool {
+    let mut tokens = subject.split('.');
+    for f in filter.split('.') {
+        match (f, tokens.next()) {
+            (">", Some(_)) => return true,
+            ("*", Some(_)) => {}
+            (f, Some(t)) if f == t => {}
+            _ => return false,
+        }
+    }
+    tokens.next().is_none()
+}
+
 /// The JetStream error code behind a client error, if the server sent one.
 fn server_code(e: &(dyn std::error::Error + 'static)) -> Option<ErrorCode> {
     std::error::Error::source(e).and_then(|s| s.downcast_ref::<jetstream::Error>()).map(jetstream::Error::error_code)
@@ -514,4 +585,18 @@ fn spool_item(r: Raw) -> Result<(Kind, SpoolMessage), JsError> {
         .ok_or_else(|| JsError::Corrupt(format!("spool stream: message {} on subject {:?}", r.seq, r.subject)))?;
     let agent = r.subject.rsplit('.').next().unwrap_or_default().to_string();
     Ok((kind, SpoolMessage { seq: r.seq, agent, msg_id: r.msg_id, bytes: r.payload }))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn subject_filters_match_by_token() {
+        use super::subject_matches as m;
+        assert!(m("warrant.t.packets.*", "warrant.t.packets.agent-a"));
+        assert!(!m("warrant.t.packets.*", "warrant.t.receipts.agent-a"));
+        assert!(!m("warrant.t.packets.*", "warrant.t.packets.a.b"));
+        assert!(m("warrant.t.>", "warrant.t.packets.a"));
+        assert!(!m("warrant.t.>", "warrant.t"));
+        assert!(m("warrant.t.chain", "warrant.t.chain") && !m("warrant.t.chain", "warrant.t.chain.x"));
+    }
 }

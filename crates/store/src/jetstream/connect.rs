@@ -385,7 +385,9 @@ mod tests {
             .expect("a denial");
         assert_eq!(d.message, "Permissions Violation for Publish to \"$JS.API.STREAM.INFO.warrant_t_chain\"");
         assert!(Denial::of("'permissions violation for subscription to \"warrant.t.chain\"'").is_some());
-        assert!(Denial::of("Permissions Violation for Publish to \"$JS.API.CONSUMER.DELETE.s.warrant_read_1\"").is_none());
+        assert!(
+            Denial::of("Permissions Violation for Publish to \"$JS.API.CONSUMER.DELETE.s.warrant_read_1\"").is_none()
+        );
         assert!(Denial::of("maximum consumers limit reached").is_none());
     }
 

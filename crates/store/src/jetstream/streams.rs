@@ -148,7 +148,11 @@ impl AsyncJetStreamSpool {
         let got = if got == harder {
             got
         } else {
-            self.js.update_stream(harder.clone()).await.map_err(server(format!("bound the consumers of {name}")))?.config
+            self.js
+                .update_stream(harder.clone())
+                .await
+                .map_err(server(format!("bound the consumers of {name}")))?
+                .config
         };
         let mut held = got.clone();
         idle_consumers_end(&mut held);
