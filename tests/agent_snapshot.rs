@@ -190,3 +190,53 @@ fn list_reads_the_fold_and_verify_reads_everything() {
     let o = env.run(&["list"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("does not verify"), "{}", text(&o));
 }
+
+/// `warrant verify --since-checkpoint` takes the records up to the principal's latest
+/// checkpoint on its signature and verifies the records after it: valid on the spool as signed;
+/// a record after the checkpoint rewritten is found (the whole chain is then verified); without
+/// a checkpoint the whole chain is verified and it says so; a record rewritten in place inside
+/// the checkpointed prefix is left to a plain `verify`, which reads everything.
+#[test]
+fn verify_since_checkpoint_verifies_the_records_after_the_principals_checkpoint() {
+    let env = spool_with_a_snapshot();
+    let o = env.run(&["verify", "--since-checkpoint", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let report: Value = serde_json::from_slice(&o.stdout).expect("json");
+    let whole: Value = serde_json::from_str(&ok(&env, &["verify", "--json"])).expect("json");
+    assert_eq!(report["total"], whole["total"], "the whole chain's length");
+    assert_eq!(report["root_hash"], whole["root_hash"], "and its head");
+    let from = report["since_checkpoint"]["records"].as_u64().expect("from a checkpoint");
+    assert_eq!(from + 3, report["total"].as_u64().expect("total"), "the three receipts after it");
+    let o = env.run(&["verify", "--since-checkpoint"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the 3 after it verified"), "{}", text(&o));
+
+    // A receipt after the checkpoint, rewritten: found.
+    let chain = env.spool().join("chain.jsonl");
+    let clean = std::fs::read(&chain).expect("chain");
+    let mut bytes = clean.clone();
+    let last = bytes[..bytes.len() - 1].iter().rposition(|&b| b == b'\n').expect("lines") + 1;
+    let at = last + bytes[last..].windows(5).position(|w| w == b"three").expect("the last receipt's note");
+    bytes[at] = b'T';
+    std::fs::write(&chain, &bytes).expect("tamper");
+    let o = env.run(&["verify", "--since-checkpoint"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+
+    // A record in the middle of the prefix, rewritten in place: the checkpoint stands for it.
+    let mut bytes = clean;
+    let mid = bytes.len() / 3;
+    let at = mid + bytes[mid..].iter().position(u8::is_ascii_digit).expect("a digit");
+    bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
+    std::fs::write(&chain, &bytes).expect("tamper");
+    assert_eq!(env.run(&["verify", "--since-checkpoint"]).status.code(), Some(0));
+    assert_eq!(env.run(&["verify"]).status.code(), Some(1), "a plain verify reads everything");
+
+    // No checkpoint: the whole chain, said so.
+    let fresh = Env::new();
+    ok(&fresh, &["receipt", "--class", "read.context", "--agent", "a", "--outcome", "execute", "--note", "n"]);
+    let o = fresh.run(&["verify", "--since-checkpoint"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the whole chain was verified"), "{}", text(&o));
+    // A chain file has no checkpoint: a usage error.
+    let o = fresh.run(&["verify", "--since-checkpoint", fresh.spool().join("chain.jsonl").to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}

@@ -136,6 +136,11 @@ pub enum Command {
         /// chain: every line that claims a record must match it (exit 1 otherwise).
         #[arg(long, value_name = "FILE")]
         audit: Option<PathBuf>,
+        /// Verify a spool from the principal's latest checkpoint: its signature against the
+        /// pinned keys, the agents' snapshot it binds, the record it names, and every record
+        /// after it, not the records before (the whole chain when no checkpoint holds).
+        #[arg(long, conflicts_with = "audit")]
+        since_checkpoint: bool,
     },
     /// Print the audit: every decision, control, key event, grant and allowed call in chain
     /// order, with how it was allowed and who signed

@@ -38,7 +38,7 @@ use self::propose::{ProposeOptions, ProposeTo, check_preconditions, propose};
 #[cfg(feature = "jetstream")]
 use self::store::init_store;
 use self::store::{checkpoint_forget, init_shared_spool, migrate};
-use self::verify::{audit_cmd, verify, verify_audit};
+use self::verify::{audit_cmd, verify, verify_audit, verify_since_checkpoint};
 #[cfg(feature = "jetstream")]
 use self::verify::{export_store, verify_store};
 use crate::protocol::chain::{self, VerifyOptions};
@@ -181,7 +181,9 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
     let (spool_arg, config) = match jetstream_store(spool_arg.as_ref(), &config)? {
         None => (spool_arg, config),
         Some(at) => match (command, at) {
-            (Command::Verify { path: None, json, audit: None }, at) => return verify_store(&at, json),
+            (Command::Verify { path: None, json, audit: None, since_checkpoint: false }, at) => {
+                return verify_store(&at, json);
+            }
             (Command::Export, at) => return export_store(&at),
             (Command::Migrate { from, to, replicas }, _) => return migrate(&from, &to, replicas),
             (Command::Propose { class, agent, summary, payload, id, wait, expires }, StoreLocation::JetStream(url)) => {
@@ -309,19 +311,19 @@ fn run_command(
             let spool = resolve_spool(spool_arg, &config)?;
             list(&spool, json)
         }
-        Command::Verify { path, json, audit: Some(file) } => {
+        Command::Verify { path, json, audit: Some(file), .. } => {
             let spool = match path {
                 Some(p) => Spool::new(p),
                 None => resolve_spool(spool_arg, &config)?,
             };
             verify_audit(&spool, &file, json)
         }
-        Command::Verify { path, json, audit: None } => {
+        Command::Verify { path, json, audit: None, since_checkpoint } => {
             let path = match path {
                 Some(p) => p,
                 None => resolve_spool(spool_arg, &config)?.root().to_owned(),
             };
-            verify(&path, json)
+            if since_checkpoint { verify_since_checkpoint(&path, json) } else { verify(&path, json) }
         }
         Command::Audit { json, since, agent } => {
             let spool = resolve_spool(spool_arg, &config)?;

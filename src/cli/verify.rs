@@ -296,9 +296,69 @@ pub(super) fn verify(path: &Path, as_json: bool) -> Result<u8, Failure> {
     let mut report = verify_path(path, &pinned)?;
     if path.is_dir() && report.is_valid() {
         let spool = directory_at(path.to_owned());
-        report.findings.extend(quorum_findings(&spool, &pinned, &load_policies(Some(&spool))?)?);
+        let policies = load_policies(Some(&spool))?;
+        if policies.any_cosign() {
+            report.findings.extend(quorum_findings(&spool::verify_chain(&spool, &pinned)?, &pinned, &policies));
+        }
     }
     print_report(&report, as_json)
+}
+
+/// `warrant verify --since-checkpoint [SPOOL]`: the spool's chain from the principal's latest
+/// checkpoint ([`spool::agent_view`]: the checkpoint's signature against the pinned keys, the
+/// agents' snapshot it binds, the line it names, every record after it), reading nothing of the
+/// records before; without a checkpoint and snapshot that hold, the whole chain, said on
+/// stderr. The report's `total` and `root_hash` are the whole chain's, its signatures the
+/// tail's; approvals after the checkpoint are held to the policy's quorums.
+///
+/// # Errors
+/// A PATH that is not a spool directory (exit 2); reading the chain.
+pub(super) fn verify_since_checkpoint(path: &Path, as_json: bool) -> Result<u8, Failure> {
+    if !path.is_dir() {
+        return Err(Failure::usage(format!(
+            "{}: --since-checkpoint verifies a spool directory (a chain file or an export has no checkpoint)",
+            path.display()
+        )));
+    }
+    let pinned = load_pinned()?;
+    let spool = directory_at(path.to_owned());
+    let view = spool::agent_view(&spool, &pinned)?;
+    let mut report = view.chain.view.report.clone();
+    let policies = load_policies(Some(&spool))?;
+    if report.is_valid() && policies.any_cosign() {
+        report.findings.extend(quorum_findings(&view.chain.view, &pinned, &policies));
+    }
+    let since = view.checkpoint.as_ref().filter(|_| view.from_snapshot());
+    if as_json {
+        let from = since.map(|cp| {
+            json!({"records": cp.records, "head_hash": cp.head_hash, "principal": cp.principal, "signed_at": cp.signed_at})
+        });
+        print_json(&json!({
+            "valid": report.is_valid(),
+            "total": report.total,
+            "root_hash": report.root_hash,
+            "signatures_verified": report.signatures_verified,
+            "first": report.first(),
+            "findings": report.findings,
+            "torn_tail_bytes": report.torn_tail,
+            "since_checkpoint": from,
+        }))?;
+        return Ok(if report.is_valid() { 0 } else { EXIT_INVALID });
+    }
+    match since {
+        Some(cp) => eprintln!(
+            "warrant: records 1-{} taken on the checkpoint {} signed at {} (entry_hash {}); the {} after it verified",
+            cp.records,
+            crate::protocol::text::inert(&cp.principal, 200),
+            crate::protocol::text::inert(&cp.signed_at, 100),
+            cp.head_hash,
+            (report.total as u64).saturating_sub(cp.records),
+        ),
+        None => eprintln!(
+            "warrant: no checkpoint of the principal's with its agents' snapshot holds for this chain: the whole chain was verified"
+        ),
+    }
+    print_report(&report, false)
 }
 
 /// Prints a verification report as `warrant verify` does (JSON with `--json`), and gives its
@@ -353,15 +413,9 @@ fn print_report(report: &VerifyReport, as_json: bool) -> Result<u8, Failure> {
 }
 
 /// The approvals in a spool's chain of classes its policy says need several principals
-/// (`[cosign]`) that do not meet the quorum (`chain::Check::Quorum`), in chain order.
-///
-/// # Errors
-/// Reading the chain.
-fn quorum_findings(spool: &Spool, pinned: &PinnedKeys, policies: &PolicySet) -> Result<Vec<chain::Finding>, Failure> {
-    if !policies.any_cosign() {
-        return Ok(Vec::new());
-    }
-    let view = spool::verify_chain(spool, pinned)?;
+/// (`[cosign]`) that do not meet the quorum (`chain::Check::Quorum`), in chain order, among the
+/// decisions of `view`.
+fn quorum_findings(view: &spool::ChainView, pinned: &PinnedKeys, policies: &PolicySet) -> Vec<chain::Finding> {
     let mut findings: Vec<chain::Finding> = view
         .decisions
         .iter()
@@ -404,5 +458,5 @@ fn quorum_findings(spool: &Spool, pinned: &PinnedKeys, policies: &PolicySet) -> 
         }
     }
     findings.sort_by_key(|f| f.index);
-    Ok(findings)
+    findings
 }

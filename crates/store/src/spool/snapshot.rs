@@ -233,6 +233,9 @@ pub struct AgentView {
     /// Bytes of the chain read to make the view (the tail after the snapshot's prefix, or the
     /// whole chain).
     pub bytes_read: u64,
+    /// The principal's checkpoint the view starts from, when it was made from the snapshot
+    /// (its signature verified against the pinned keys): records 1 to `records` are taken on it.
+    pub checkpoint: Option<warrant_protocol::checkpoint::Checkpoint>,
 }
 
 impl AgentView {
@@ -350,7 +353,7 @@ fn snapshot_view(spool: &Spool, pinned: &PinnedKeys) -> Option<AgentView> {
     let (base, prefix) = fold.view(pinned);
     let progress = std::sync::atomic::AtomicU64::new(0);
     let (view, _, tail) =
-        view_after_checkpoint(spool, pinned, Some(cp), &prefix, Some(base), &|_| false, &progress).ok()??;
+        view_after_checkpoint(spool, pinned, Some(cp.clone()), &prefix, Some(base), &|_| false, &progress).ok()??;
     if !view.report.is_valid() {
         return None;
     }
@@ -361,6 +364,7 @@ fn snapshot_view(spool: &Spool, pinned: &PinnedKeys) -> Option<AgentView> {
         recent_source: Some((spool.root().join(RECENT_DECISIONS_FILE), recent)),
         recent: std::sync::OnceLock::new(),
         bytes_read: progress.into_inner(),
+        checkpoint: Some(cp),
     })
 }
 
