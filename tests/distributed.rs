@@ -1092,3 +1092,225 @@ fn a_tls_store_is_reached_with_the_ca_from_nats_ca_and_refused_without_it() {
     let ids: Vec<&Value> = listed["packets"].as_array().expect("packets").iter().map(|p| &p["packet_id"]).collect();
     assert_eq!(ids, vec![&json!("tls-1")], "only the packet sent with the CA landed");
 }
+
+/// What one agent's `propose --wait` came to: (packet id, exit code, what it said).
+type Outcome = (String, Option<i32>, String);
+
+/// How an [`Env`] runs `warrant` (program, environment, directory), to run it from other
+/// threads (an `Env` stays on its own).
+struct Runner {
+    program: std::ffi::OsString,
+    envs: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)>,
+    dir: Option<PathBuf>,
+}
+
+impl Runner {
+    fn of(env: &Env) -> Runner {
+        let c = env.cmd(&[]);
+        Runner {
+            program: c.get_program().to_owned(),
+            envs: c.get_envs().map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned))).collect(),
+            dir: c.get_current_dir().map(ToOwned::to_owned),
+        }
+    }
+
+    fn cmd(&self, args: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new(&self.program);
+        for (k, v) in &self.envs {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        if let Some(d) = &self.dir {
+            c.current_dir(d);
+        }
+        c.args(args);
+        c
+    }
+}
+
+/// One agent proposing `n` packets one after another, each with `propose --wait`, as an agent
+/// does: a packet the store did not take ("was not published … retry with the same --id") is
+/// sent again under the same id; anything else is its outcome.
+fn agent_under_faults(host: &Runner, url: &str, agent: &str, n: usize) -> Vec<Outcome> {
+    let mut out = Vec::new();
+    for j in 0..n {
+        let id = format!("{agent}-{j}");
+        let deadline = Instant::now() + Duration::from_secs(150);
+        loop {
+            let o = host
+                .cmd(&[
+                    "--store",
+                    url,
+                    "propose",
+                    "--class",
+                    "draft.compose",
+                    "--agent",
+                    agent,
+                    "--summary",
+                    &id,
+                    "--id",
+                    &id,
+                    "--wait",
+                    "150",
+                ])
+                .output()
+                .expect("propose");
+            let said = text(&o);
+            if o.status.code() == Some(2) && said.contains("was not published") && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(300));
+                continue;
+            }
+            out.push((id, o.status.code(), said));
+            break;
+        }
+    }
+    out
+}
+
+/// The principal under faults: lists what is pending and decides it (approving one, refusing
+/// the next), killing some of her own `approve`s part-way, until `done`; commands that fail
+/// while a node is down are tried again on the next round. Returns how many were killed.
+fn principal_under_faults(principal: &Runner, url: &str, done: &std::sync::atomic::AtomicBool) -> usize {
+    let (mut n, mut killed) = (0usize, 0usize);
+    let deadline = Instant::now() + Duration::from_secs(200);
+    while !done.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < deadline {
+        let o = principal.cmd(&["--store", url, "list", "--json"]).env("NATS_TIMEOUT", "3").output().expect("list");
+        let listed: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        let pending: Vec<String> = listed["packets"]
+            .as_array()
+            .map(|ps| {
+                ps.iter().filter(|p| p["decision"].is_null()).filter_map(|p| p["packet_id"].as_str().map(str::to_owned))
+            })
+            .into_iter()
+            .flatten()
+            .collect();
+        for id in pending {
+            n += 1;
+            let mut args = vec!["--store", url, "approve", "--yes", id.as_str()];
+            if n % 2 == 1 {
+                args = vec!["--store", url, "refuse", "--yes", id.as_str(), "--reason", "not under load"];
+            }
+            if n % 4 == 2 && killed < 5 {
+                // Killed part-way: before, during or after its chain append.
+                let mut child = principal.cmd(&args).env("NATS_TIMEOUT", "3").spawn().expect("approve");
+                std::thread::sleep(Duration::from_millis(40 + 60 * killed as u64));
+                let _ = child.kill();
+                let _ = child.wait();
+                killed += 1;
+                continue;
+            }
+            let _ = principal.cmd(&args).env("NATS_TIMEOUT", "3").output();
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    killed
+}
+
+/// The fault test of a three-node cluster (R3): four agents proposing and waiting, the principal
+/// deciding, the chain stream's leader killed and restarted, a follower paused and resumed, the
+/// principal's own `approve` killed part-way several times; then reconciliation. Every packet an
+/// agent proposed is in the store once; every agent's wait ends with its decision (none with an
+/// error: a wait watches again across a failover); every decision in the chain is in the
+/// decisions bucket (a killed approve's decision is published by the principal's next command);
+/// `verify` is valid; the consumers left are few.
+#[test]
+fn a_cluster_under_load_and_faults_loses_nothing_and_every_wait_ends_with_its_decision() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let Some(mut cluster) = Cluster::start() else { return };
+    let url = cluster.store_url("faults");
+    let principal = Env::new();
+    create_store(&principal, &[], &url, "3");
+    let done = AtomicBool::new(false);
+    let (agents, per_agent) = (["fa", "fb", "fc", "fd"], 5);
+    let hosts: Vec<Env> = agents.iter().map(|_| agent_host(&principal)).collect();
+    let host_runners: Vec<Runner> = hosts.iter().map(Runner::of).collect();
+    let principal_runner = Runner::of(&principal);
+    let s = JetStreamSpool::connect(&url.parse::<StoreUrl>().expect("url"), &ConnectOptions::default()).expect("store");
+    let chain_leader = |s: &JetStreamSpool| -> Option<String> {
+        let js = s.inner().context().clone();
+        let stream = s.inner().url().chain_stream();
+        s.block_on(async move {
+            let st = js.get_stream(stream).await.ok()?;
+            st.cached_info().cluster.as_ref()?.leader.clone()
+        })
+    };
+    let (outcomes, killed) = std::thread::scope(|scope| {
+        let runs: Vec<_> = agents
+            .iter()
+            .zip(&host_runners)
+            .map(|(agent, host)| scope.spawn(|| agent_under_faults(host, &url, agent, per_agent)))
+            .collect();
+        let deciding = scope.spawn(|| principal_under_faults(&principal_runner, &url, &done));
+        // The faults, while they work.
+        std::thread::sleep(Duration::from_secs(3));
+        let leader = chain_leader(&s).expect("the chain stream's leader");
+        cluster.node_mut(&leader).kill();
+        std::thread::sleep(Duration::from_secs(4));
+        cluster.node_mut(&leader).restart();
+        std::thread::sleep(Duration::from_secs(2));
+        let leader = chain_leader(&s).unwrap_or_default();
+        let follower = cluster.nodes.iter().find(|n| n.name != leader).expect("a follower").name.clone();
+        cluster.node_mut(&follower).pause();
+        std::thread::sleep(Duration::from_secs(5));
+        cluster.node_mut(&follower).resume();
+        let outcomes: Vec<Outcome> = runs.into_iter().flat_map(|r| r.join().expect("agent")).collect();
+        done.store(true, Ordering::SeqCst);
+        (outcomes, deciding.join().expect("principal"))
+    });
+    eprintln!("{} packets decided; {killed} approvals killed part-way", outcomes.len());
+    assert!(killed > 0, "no approve was killed part-way");
+    // Every wait ended with a decision: 0 (approved) or 3 (refused).
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|(_, code, _)| !matches!(code, Some(0 | 3))).collect();
+    assert!(failed.is_empty(), "waits that did not end with a decision: {failed:#?}");
+    assert_eq!(outcomes.len(), agents.len() * per_agent);
+
+    // Reconciliation: the principal's next command publishes what a killed approve left.
+    ok(&run_with(&principal, &[], &["--store", &url, "list"]));
+    // Every packet once.
+    let packets = s.list_packets().expect("packets");
+    let mut ids: Vec<String> = packets
+        .iter()
+        .map(|m| {
+            serde_json::from_slice::<Value>(&m.bytes).expect("packet")["packet_id"].as_str().expect("id").to_owned()
+        })
+        .collect();
+    ids.sort();
+    let mut want: Vec<String> = outcomes.iter().map(|(id, _, _)| id.clone()).collect();
+    want.sort();
+    assert_eq!(ids, want, "every proposed packet in the store, once");
+    // Every decision in the chain, in the bucket, as the agent got it.
+    let mut decided = 0;
+    for entry in s.read_chain().expect("the chain") {
+        let rec = entry.record().expect("record");
+        let Some(doc) = rec.pointer("/metadata/warrant_decision") else { continue };
+        let (agent, id) = (rec["agent"].as_str().expect("agent"), doc["packet_id"].as_str().expect("packet id"));
+        let held =
+            s.get_decision(agent, id).expect("read the bucket").unwrap_or_else(|| panic!("{id}: not in the bucket"));
+        let file: Value = serde_json::from_slice(&held.bytes).expect("decision file");
+        assert_eq!(&file["document"], doc, "{id}: the chain's decision");
+        let code = outcomes.iter().find(|(o, _, _)| o == id).and_then(|(_, c, _)| *c);
+        let want = if doc["decision"] == json!("approve") { Some(0) } else { Some(3) };
+        assert_eq!(code, want, "{id}: the agent's exit is the chain's verdict");
+        decided += 1;
+    }
+    assert_eq!(decided, outcomes.len(), "one decision a packet");
+    let report: Value =
+        serde_json::from_str(&ok(&run_with(&principal, &[], &["--store", &url, "verify", "--json"]))).expect("json");
+    assert_eq!(report["valid"], json!(true), "{report}");
+    // The consumers left: the principal's follower-free commands delete theirs, agents' last
+    // at most 30 s; hundreds of commands ran.
+    let js = s.inner().context().clone();
+    let consumers = s.block_on(async move {
+        use futures_util::StreamExt as _;
+        let mut names = js.stream_names();
+        let mut total = 0;
+        while let Some(name) = names.next().await {
+            total += js.get_stream(name.expect("name")).await.expect("stream").cached_info().state.consumer_count;
+        }
+        total
+    });
+    eprintln!("{consumers} consumers left");
+    assert!(consumers <= 4 * agents.len(), "{consumers} consumers left");
+}

@@ -183,6 +183,23 @@ impl Server {
         }
     }
 
+    /// Stops the process (SIGSTOP) without killing it: a node that hangs, holding its
+    /// connections open and answering nothing, until [`Server::resume`].
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Continues a paused process (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = self.child.as_ref().expect("a running server").id().to_string();
+        let status = Command::new("kill").args([sig, &pid]).status().expect("kill");
+        assert!(status.success(), "kill {sig} {pid}");
+    }
+
     /// Whether the process is running.
     pub fn running(&self) -> bool {
         self.child.is_some()

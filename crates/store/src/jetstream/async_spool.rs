@@ -299,7 +299,7 @@ impl AsyncJetStreamSpool {
     /// permissions refuse it (the server then drops the consumer after those 30 s, as it does the
     /// consumer of a process killed mid-read), and waiting for an answer that never comes would
     /// hold up every read.
-    async fn forget_consumer(&self, stream_name: &str, name: &str) {
+    pub(super) async fn forget_consumer(&self, stream_name: &str, name: &str) {
         let subject = format!("$JS.API.CONSUMER.DELETE.{stream_name}.{name}");
         let sent = self.client.publish(subject, Default::default()).await.map_err(|e| e.to_string());
         if let Err(e) = sent.and(self.client.flush().await.map_err(|e| e.to_string())) {

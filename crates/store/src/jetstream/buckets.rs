@@ -55,10 +55,7 @@ impl AsyncJetStreamSpool {
     /// [`JsError::Timeout`] when none came within `timeout`; [`JsError::BadToken`].
     pub async fn wait_decision(&self, agent: &str, packet_id: &str, timeout: Duration) -> Result<Decision, JsError> {
         let key = decision_key(agent, packet_id)?;
-        let wait = self.watch_keys(std::slice::from_ref(&key), |_, d| Some(d));
-        tokio::time::timeout(timeout, wait)
-            .await
-            .map_err(|_| JsError::Timeout { what: format!("the decision {key}"), after: timeout })?
+        self.watch_keys(std::slice::from_ref(&key), timeout, |_, d| Some(d)).await
     }
 
     /// Waits for the decision on `agent`'s packet `packet_id`, or for a signal of the principal
@@ -79,33 +76,40 @@ impl AsyncJetStreamSpool {
         let key = decision_key(agent, packet_id)?;
         let signal = signal_key(agent)?;
         let keys = [key.clone(), signal];
-        let wait = self.watch_keys(&keys, |i, d| match i {
+        self.watch_keys(&keys, timeout, |i, d| match i {
             0 => Some(Awaited::Decision(d)),
             _ => applies(&d.bytes).then_some(Awaited::Signal(d.bytes)),
-        });
-        tokio::time::timeout(timeout, wait)
-            .await
-            .map_err(|_| JsError::Timeout { what: format!("the decision {key}"), after: timeout })?
+        })
+        .await
     }
 
     /// Watches the decisions bucket's `keys` (each delivering its value there first) until
     /// `accept` takes a value (`accept(index of the key, value)`). When a watch fails or ends
     /// (the ordered consumer missed its heartbeats while the stream's leader moved, the server
     /// restarted, the bucket could not be opened), every watch is made again half a second
-    /// later: a value put meanwhile is delivered then, as the value there first. The caller
-    /// bounds the wait; a permission the server refuses ends it at once
-    /// ([`unless_denied`](Self::unless_denied)).
+    /// later: a value put meanwhile is delivered then, as the value there first. The wait ends
+    /// after `timeout` ([`JsError::Timeout`], naming the first key); a permission the server
+    /// refuses ends it at once ([`unless_denied`](Self::unless_denied)). The watches' consumers
+    /// are deleted when it ends.
     async fn watch_keys<R>(
         &self,
         keys: &[String],
+        timeout: Duration,
         mut accept: impl FnMut(usize, Decision) -> Option<R>,
     ) -> Result<R, JsError> {
+        let stream = format!("KV_{}", self.url.decisions_bucket());
+        let deadline = tokio::time::Instant::now() + timeout;
+        let ran_out = || JsError::Timeout { what: format!("the decision {}", keys[0]), after: timeout };
         loop {
+            // Named here, so that they are deleted when the wait ends, however it ends (the
+            // server would keep each 30 s after, and every wait would leave two).
+            let names: Vec<String> =
+                keys.iter().map(|_| format!("warrant_wait_{}", uuid::Uuid::new_v4().simple())).collect();
             let attempt = async {
                 let store = self.decisions().await?;
                 let mut watches = Vec::with_capacity(keys.len());
-                for (i, key) in keys.iter().enumerate() {
-                    watches.push(self.watch_key(&store, key).await?.map(move |e| (i, e)).boxed());
+                for (i, (key, name)) in keys.iter().zip(&names).enumerate() {
+                    watches.push(self.watch_key(&store, key, name.clone()).await?.map(move |e| (i, e)).boxed());
                 }
                 let mut all = futures_util::stream::select_all(watches);
                 while let Some((i, entry)) = all.next().await {
@@ -115,12 +119,20 @@ impl AsyncJetStreamSpool {
                 }
                 Err(JsError::Server { op: format!("watch {}", keys.join(", ")), message: "the watch ended".into() })
             };
-            match attempt.await {
-                Ok(found) => return Ok(found),
-                Err(e @ JsError::Denied(_)) => return Err(e),
-                Err(e) => {
+            let result = tokio::time::timeout_at(deadline, attempt).await;
+            for name in &names {
+                self.forget_consumer(&stream, name).await;
+            }
+            match result {
+                Ok(Ok(found)) => return Ok(found),
+                Err(_) => return Err(ran_out()),
+                Ok(Err(e @ JsError::Denied(_))) => return Err(e),
+                Ok(Err(e)) => {
                     tracing::warn!(error = %e, "a decision's watch failed; watching again");
-                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    if tokio::time::timeout_at(deadline, tokio::time::sleep(Duration::from_millis(500))).await.is_err()
+                    {
+                        return Err(ran_out());
+                    }
                 }
             }
         }
@@ -132,6 +144,7 @@ impl AsyncJetStreamSpool {
         &self,
         store: &kv::Store,
         key: &str,
+        name: String,
     ) -> Result<impl futures_util::Stream<Item = Result<Option<Decision>, JsError>> + use<>, JsError> {
         let subject = format!("{}{key}", store.prefix);
         let op = format!("watch {key}");
@@ -142,7 +155,7 @@ impl AsyncJetStreamSpool {
         let consumer = store
             .stream
             .create_consumer(push::OrderedConfig {
-                name: Some(format!("warrant_wait_{}", uuid::Uuid::new_v4().simple())),
+                name: Some(name),
                 deliver_subject: self.client.new_inbox(),
                 filter_subject: subject,
                 deliver_policy: DeliverPolicy::LastPerSubject,

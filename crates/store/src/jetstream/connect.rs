@@ -284,6 +284,9 @@ impl Default for ConnectOptions {
 /// How long one server of several has to answer a connection before the next is tried.
 const PER_SERVER_CONNECT: Duration = Duration::from_secs(1);
 
+/// How often a connection pings its server.
+const PING_INTERVAL: Duration = Duration::from_secs(2);
+
 impl AsyncJetStreamSpool {
     /// Connects to the servers of `url`, in order; with several, each has a second (or
     /// `opts.timeout`, if shorter) to answer before the next is tried. Creates nothing: see [`setup`](Self::setup).
@@ -301,6 +304,10 @@ impl AsyncJetStreamSpool {
             if url.server_addresses().len() > 1 { opts.timeout.min(PER_SERVER_CONNECT) } else { opts.timeout };
         let mut o = async_nats::ConnectOptions::new()
             .connection_timeout(per_server)
+            // A server that hangs with the connection open (stopped, overloaded) answers no
+            // ping: after two unanswered the client moves to the next server, within seconds,
+            // not the two minutes of the default interval.
+            .ping_interval(PING_INTERVAL)
             .request_timeout(Some(opts.timeout))
             .retain_servers_order();
         if let Some(path) = &opts.credentials_file {
