@@ -266,6 +266,14 @@ impl AsyncJetStreamSpool {
     ) -> Result<Vec<Raw>, JsError> {
         let stream = self.stream(stream_name).await?;
         let no_filter = filter.is_empty();
+        let pattern = if no_filter { ">".to_owned() } else { filter.clone() };
+        // A short tail (a replica pulling what is new since its last command, usually nothing or
+        // a few messages) is read message by message: no consumer to create, replicate and
+        // delete, which took three round trips and a consensus round on a cluster.
+        let last = stream.cached_info().state.last_sequence;
+        if last < from_seq.max(1) || last - from_seq.max(1) < SHORT_TAIL {
+            return read_by_sequence(&stream, &pattern, from_seq, limit).await;
+        }
         if no_filter {
             filter = stream_name.to_owned();
         }
@@ -284,7 +292,7 @@ impl AsyncJetStreamSpool {
             Err(e) if matches!(e.kind(), stream::ConsumerErrorKind::JetStream(j) if j.error_code() == ErrorCode::MAXIMUM_CONSUMERS_LIMIT) =>
             {
                 tracing::warn!(stream = %stream_name, "the stream has all the consumers the server allows; reading message by message");
-                return read_by_sequence(&stream, if no_filter { ">" } else { &filter }, from_seq, limit).await;
+                return read_by_sequence(&stream, &pattern, from_seq, limit).await;
             }
             Err(e) => return Err(server(format!("read {filter}"))(e)),
         };
@@ -504,11 +512,16 @@ impl AsyncJetStreamSpool {
 /// How many messages [`read_by_sequence`] asks for at a time.
 const GETS_IN_FLIGHT: usize = 64;
 
+/// A read of at most this many messages goes message by message ([`read_by_sequence`]), not
+/// through a consumer.
+const SHORT_TAIL: u64 = 64;
+
 /// The messages of `stream` on `filter` from `from_seq` to its last sequence when the read
 /// started, at most `limit`, each fetched by its sequence (`STREAM.MSG.GET`, answered by the
 /// stream's leader), [`GETS_IN_FLIGHT`] at a time: the read of [`AsyncJetStreamSpool::read_all`]
-/// without a consumer, for a stream whose consumers are at the server's limit (agents may make
-/// consumers on the streams they read; a principal's read must not depend on a free one). The
+/// without a consumer, for a short tail ([`SHORT_TAIL`]) and for a stream whose consumers are at
+/// the server's limit (agents may make consumers on the streams they read; a principal's read
+/// must not depend on a free one). The
 /// spool's streams refuse deletes, so every sequence up to the last is there: a missing one is
 /// [`JsError::Corrupt`].
 async fn read_by_sequence(
