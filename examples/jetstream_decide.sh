@@ -69,5 +69,5 @@ run() { # label url replicas
   stats "$label, $(basename "$BIN_A") ${BIN_B:+(A)}" "$DIR/a.txt"
   [ -z "$BIN_B" ] || stats "$label, $(basename "$BIN_B") (B)" "$DIR/b.txt"
 }
-run "one server: refuse --yes per process" "nats://127.0.0.1:$P0/bench" 1
-run "three nodes (R3): refuse --yes per process" "nats://127.0.0.1:$C1,127.0.0.1:$C2,127.0.0.1:$C3/bench" 3
+run "one server: refuse --yes per process" "nats://127.0.0.1:$P0/single" 1
+run "three nodes (R3): refuse --yes per process" "nats://127.0.0.1:$C1,127.0.0.1:$C2,127.0.0.1:$C3/cluster" 3

@@ -341,6 +341,57 @@ const BLOCK_BYTES: usize = 1 << 20;
 /// after the last newline), if any. Blocks are read into buffers the workers hand back through
 /// `recycled` when there is one (a fresh megabyte per block costs page faults that take longer
 /// than hashing it), and are not zeroed first.
+/// The lines of `data` (up to its last newline) and where the rest begins. `skipping` says
+/// that `data` starts inside an over-long line already reported (its end is skipped); on return
+/// it says whether the rest is one (reported here as [`RawLine::TooLong`], to be skipped), else
+/// the rest is the start of the next line.
+fn split_lines(data: &[u8], skipping: &mut bool) -> (Vec<RawLine>, usize) {
+    let mut lines = Vec::new();
+    let mut line_start = 0;
+    for end in memchr::memchr_iter(b'\n', data) {
+        if *skipping {
+            *skipping = false;
+        } else if end - line_start > MAX_LINE_BYTES {
+            lines.push(RawLine::TooLong);
+        } else {
+            lines.push(RawLine::Bytes(line_start..end));
+        }
+        line_start = end + 1;
+    }
+    if !*skipping && data.len() - line_start > MAX_LINE_BYTES {
+        lines.push(RawLine::TooLong);
+        *skipping = true;
+    }
+    (lines, line_start)
+}
+
+/// Checks the lines of one block, as a worker does: record `first_index + k` for line `k`.
+fn check_block(
+    block: &Block,
+    scan: &mut canonical::scan::Scan,
+    keep: Option<&[&str]>,
+    keys: &IdKeys,
+    opts: VerifyOptions<'_>,
+) -> (String, Vec<Checked>) {
+    let mut ids = String::new();
+    let checked = block
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(k, line)| match line {
+            RawLine::TooLong => Checked::Unparsable(format!("line longer than {MAX_LINE_BYTES} bytes")),
+            RawLine::Bytes(r) => {
+                check_line(block.first_index + k, &block.data[r.clone()], &mut ids, scan, keep, keys, opts)
+            }
+        })
+        .collect();
+    (ids, checked)
+}
+
+/// Input at most this long is verified on the calling thread ([`verify_blocks`]): starting
+/// threads costs more than checking a short tail (a hook's, after the principal's checkpoint).
+const INLINE_BYTES: usize = 64 * 1024;
+
 fn read_blocks<R: Read>(
     mut reader: R,
     first_index: usize,
@@ -367,25 +418,8 @@ fn read_blocks<R: Read>(
             }
             return Ok((!data.is_empty()).then_some(data.len() as u64));
         }
-        let mut lines = Vec::new();
-        let mut line_start = 0;
-        for end in memchr::memchr_iter(b'\n', &data) {
-            if skipping {
-                skipping = false;
-            } else if end - line_start > MAX_LINE_BYTES {
-                lines.push(RawLine::TooLong);
-            } else {
-                lines.push(RawLine::Bytes(line_start..end));
-            }
-            line_start = end + 1;
-        }
-        let rest = data.len() - line_start;
-        if skipping || rest > MAX_LINE_BYTES {
-            if !skipping {
-                lines.push(RawLine::TooLong);
-                skipping = true;
-            }
-        } else {
+        let (lines, line_start) = split_lines(&data, &mut skipping);
+        if !skipping {
             carry.extend_from_slice(&data[line_start..]);
         }
         data.truncate(line_start);
@@ -448,6 +482,25 @@ where
         ..Sequencer::default()
     };
     seq.report.total = first;
+    // A short input (a tail after a checkpoint) is checked here, with no thread started.
+    let mut reader = reader;
+    let mut head = Vec::new();
+    let n = (&mut reader).take(INLINE_BYTES as u64 + 1).read_to_end(&mut head)?;
+    progress.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+    if n <= INLINE_BYTES {
+        let mut skipping = false;
+        let (lines, line_start) = split_lines(&head, &mut skipping);
+        let torn = (!skipping && line_start < head.len()).then_some((head.len() - line_start) as u64);
+        let block = Block { seq: 0, first_index: first, data: head, lines };
+        let keys = seq.lineage.keys.clone();
+        let (id_text, checked) = check_block(&block, &mut canonical::scan::Scan::default(), keep, &keys, opts);
+        sequence(&mut seq, &mut sink, first, &id_text, checked);
+        let keys = std::mem::take(&mut seq.chain_keys);
+        let mut report = seq.finish();
+        report.torn_tail = torn;
+        return Ok((report, keys));
+    }
+    let reader = io::Cursor::new(head).chain(reader);
     let torn = std::thread::scope(|scope| {
         let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
         let block_rx = std::sync::Arc::new(std::sync::Mutex::new(block_rx));
@@ -464,24 +517,7 @@ where
                         Err(_) => return,
                     };
                     let Ok(block) = block else { return };
-                    let mut ids = String::new();
-                    let checked = block
-                        .lines
-                        .iter()
-                        .enumerate()
-                        .map(|(k, line)| match line {
-                            RawLine::TooLong => Checked::Unparsable(format!("line longer than {MAX_LINE_BYTES} bytes")),
-                            RawLine::Bytes(r) => check_line(
-                                block.first_index + k,
-                                &block.data[r.clone()],
-                                &mut ids,
-                                &mut scan,
-                                keep,
-                                &keys,
-                                opts,
-                            ),
-                        })
-                        .collect();
+                    let (ids, checked) = check_block(&block, &mut scan, keep, &keys, opts);
                     // The reader reuses the buffer (or it is dropped when enough wait).
                     let _ = recycle_tx.try_send(block.data);
                     if tx.send((block.seq, ids, checked)).is_err() {
@@ -506,21 +542,7 @@ where
         for (block_seq, id_text, checked) in done_rx {
             pending.insert(block_seq, (id_text, checked));
             while let Some((id_text, checked)) = pending.remove(&next) {
-                for c in checked {
-                    match c {
-                        Checked::Unparsable(message) => seq.unparsable(index, message),
-                        Checked::Parsed { map, full, local, key } => {
-                            seq.record(index, &map, full.then_some(&map), local, key);
-                            if let Some((_, on_record)) = &mut sink {
-                                on_record(index, &map);
-                            }
-                        }
-                        Checked::Raw { ids, local, key } => {
-                            seq.record(index, &IdFields { text: &id_text, ids }, None, local, key);
-                        }
-                    }
-                    index += 1;
-                }
+                index = sequence(&mut seq, &mut sink, index, &id_text, checked);
                 next += 1;
                 let _ = window_tx.send(());
             }
@@ -532,6 +554,33 @@ where
     let mut report = seq.finish();
     report.torn_tail = torn;
     Ok((report, keys))
+}
+
+/// Runs the in-order checks on one block's checked lines, the first being record `index`, and
+/// hands each parsed record to the sink; returns the index after the block.
+fn sequence<F: FnMut(usize, &Map<String, Value>)>(
+    seq: &mut Sequencer<'_>,
+    sink: &mut Option<(&[&str], F)>,
+    mut index: usize,
+    id_text: &str,
+    checked: Vec<Checked>,
+) -> usize {
+    for c in checked {
+        match c {
+            Checked::Unparsable(message) => seq.unparsable(index, message),
+            Checked::Parsed { map, full, local, key } => {
+                seq.record(index, &map, full.then_some(&map), local, key);
+                if let Some((_, on_record)) = sink {
+                    on_record(index, &map);
+                }
+            }
+            Checked::Raw { ids, local, key } => {
+                seq.record(index, &IdFields { text: id_text, ids }, None, local, key);
+            }
+        }
+        index += 1;
+    }
+    index
 }
 
 /// Verifies records held in memory (see [`verify_stream`]).
@@ -600,5 +649,91 @@ impl Tail {
             head_hash: self.report.root_hash.clone(),
             keys: self.keys.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::{ChainHead, new_record_body, seal};
+    use serde_json::json;
+
+    /// `n` records of about 1 KB each, as JSON lines.
+    fn chain_bytes(n: usize) -> Vec<u8> {
+        let mut head = ChainHead { last_index: 0, last_hash: None };
+        let mut out = Vec::new();
+        for i in 0..n {
+            let mut meta = Map::new();
+            meta.insert("pad".into(), json!("x".repeat(900)));
+            let body = new_record_body(
+                "a",
+                "draft.compose",
+                None,
+                "success",
+                &format!("t{i}"),
+                "suggest",
+                "2026-11-28T00:00:00Z",
+                meta,
+            );
+            let sealed = seal(body, &head);
+            head = ChainHead { last_index: sealed.chain_index, last_hash: Some(sealed.entry_hash.clone()) };
+            out.extend_from_slice(&canonical::to_canonical_vec(&sealed.record));
+            out.push(b'\n');
+        }
+        out
+    }
+
+    fn both_ways(bytes: &[u8]) -> VerifyReport {
+        let fast = verify_reader(bytes, VerifyOptions::default(), &std::sync::atomic::AtomicU64::new(0)).expect("read");
+        let lines: Vec<Line<Value>> = bytes
+            .split_inclusive(|&b| b == b'\n')
+            .filter(|l| l.ends_with(b"\n"))
+            .map(|l| match canonical::parse_strict(&l[..l.len() - 1]) {
+                Ok(v @ Value::Object(_)) => Line::Record(v),
+                _ => Line::Unparsable(String::new()),
+            })
+            .collect();
+        let parsed = verify_stream(
+            lines.iter().map(|l| match l {
+                Line::Record(v) => Line::Record(v),
+                Line::Unparsable(m) => Line::Unparsable(m.clone()),
+            }),
+            VerifyOptions::default(),
+            |_, _| {},
+        );
+        assert_eq!(fast.is_valid(), parsed.is_valid());
+        assert_eq!(fast.total, parsed.total);
+        assert_eq!(fast.root_hash, parsed.root_hash);
+        assert_eq!(
+            fast.findings.iter().map(|f| f.index).collect::<Vec<_>>(),
+            parsed.findings.iter().map(|f| f.index).collect::<Vec<_>>()
+        );
+        fast
+    }
+
+    /// A short input is checked on the calling thread, a long one by the threads: both give the
+    /// report of the in-memory verification, on a clean chain, a rewritten record and a torn
+    /// final line, on either side of the inline limit.
+    #[test]
+    fn the_inline_and_the_threaded_verifier_agree() {
+        for n in [0, 1, 20, 80, 300] {
+            let clean = chain_bytes(n);
+            assert_eq!(clean.len() <= INLINE_BYTES, n <= 60, "{n} records: {} bytes", clean.len());
+            let r = both_ways(&clean);
+            assert!(r.is_valid() && r.total == n, "{n}: {:?}", r.findings);
+            if n == 0 {
+                continue;
+            }
+            let mut tampered = clean.clone();
+            let at = tampered.len() / 2 + tampered[tampered.len() / 2..].iter().position(|&b| b == b'x').expect("pad");
+            tampered[at] = b'y';
+            let r = both_ways(&tampered);
+            assert!(!r.is_valid(), "{n}: a rewritten record is found");
+            let mut torn = clean.clone();
+            torn.extend_from_slice(b"{\"chain_index\":");
+            let r = verify_reader(&torn[..], VerifyOptions::default(), &std::sync::atomic::AtomicU64::new(0))
+                .expect("read");
+            assert!(r.is_valid() && r.total == n && r.torn_tail == Some(15), "{n}: {r:?}");
+        }
     }
 }

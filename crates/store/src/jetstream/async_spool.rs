@@ -24,6 +24,9 @@ pub struct AsyncJetStreamSpool {
     pub(super) timeout: Duration,
     /// The permission violations the server reported on this connection ([`Self::unless_denied`]).
     pub(super) denials: tokio::sync::watch::Receiver<super::connect::Denial>,
+    /// The decisions and uses buckets once opened (opening one asks the server for its
+    /// stream's info: a round trip each put or claim saved).
+    pub(super) buckets: std::sync::Arc<[tokio::sync::OnceCell<async_nats::jetstream::kv::Store>; 2]>,
 }
 
 impl fmt::Debug for AsyncJetStreamSpool {

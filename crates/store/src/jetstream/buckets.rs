@@ -11,8 +11,13 @@ use super::{AsyncJetStreamSpool, Decision, JsError, server, token};
 
 impl AsyncJetStreamSpool {
     async fn decisions(&self) -> Result<kv::Store, JsError> {
-        let bucket = self.url.decisions_bucket();
-        self.js.get_key_value(&bucket).await.map_err(server(format!("open bucket {bucket}")))
+        self.bucket(0, self.url.decisions_bucket()).await
+    }
+
+    /// The KV bucket `bucket` (cached in slot `slot` once opened).
+    async fn bucket(&self, slot: usize, bucket: String) -> Result<kv::Store, JsError> {
+        let open = || async { self.js.get_key_value(&bucket).await.map_err(server(format!("open bucket {bucket}"))) };
+        self.buckets[slot].get_or_try_init(open).await.cloned()
     }
 
     /// Writes the decision on `agent`'s packet `packet_id`, once: a second decision for the
@@ -218,7 +223,7 @@ impl AsyncJetStreamSpool {
     /// [`JsError::Server`] and [`JsError::Timeout`]: the claim is then not made.
     pub async fn claim_use(&self, name: &str, bytes: &[u8]) -> Result<bool, JsError> {
         let bucket = self.url.uses_bucket();
-        let store = self.js.get_key_value(&bucket).await.map_err(server(format!("open bucket {bucket}")))?;
+        let store = self.bucket(1, bucket).await?;
         match store.create(use_key(name), bytes.to_vec().into()).await {
             Ok(_) => Ok(true),
             Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Ok(false),

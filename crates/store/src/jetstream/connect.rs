@@ -357,7 +357,14 @@ impl AsyncJetStreamSpool {
             .map_err(|_| fail(format!("no answer within {:?}", opts.timeout)))?
             .map_err(|e| fail(e.to_string()))?;
         let js = jetstream::ContextBuilder::new().timeout(opts.timeout).build(client.clone());
-        Ok(AsyncJetStreamSpool { url: url.clone(), js, client, timeout: opts.timeout, denials })
+        Ok(AsyncJetStreamSpool {
+            url: url.clone(),
+            js,
+            client,
+            timeout: opts.timeout,
+            denials,
+            buckets: Default::default(),
+        })
     }
 }
 
