@@ -14,7 +14,7 @@ BIN_A=$(realpath "${2:-target/release/warrant}")
 BIN_B=${3:+$(realpath "$3")}
 DIR=$(mktemp -d)
 PIDS=""
-trap 'for p in $PIDS; do kill "$p" 2>/dev/null || true; done; rm -rf "$DIR"' EXIT
+trap 'for p in $PIDS; do kill "$p" 2>/dev/null || true; done; wait; rm -rf "$DIR"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 ready() { # log file
   i=0; until grep -q "Server is ready" "$1" 2>/dev/null; do i=$((i+1)); [ $i -lt 300 ] || { cat "$1"; exit 1; }; sleep 0.1; done
