@@ -43,7 +43,16 @@ fn agent_host(principal: &Env) -> Env {
 
 /// `warrant propose --wait` on `url` as `agent`, running in the background.
 fn propose_waiting(host: &Env, url: &str, extra: &[(&str, &str)], agent: &str, id: &str) -> Child {
-    let mut c = host.cmd(&[
+    let mut c = host.cmd(&propose_wait_args(url, agent, id, "120"));
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("propose")
+}
+
+/// `--store URL propose … --id ID --wait SECONDS` for a `draft.compose` packet of `agent`.
+fn propose_wait_args<'a>(url: &'a str, agent: &'a str, id: &'a str, seconds: &'a str) -> [&'a str; 13] {
+    [
         "--store",
         url,
         "propose",
@@ -56,12 +65,8 @@ fn propose_waiting(host: &Env, url: &str, extra: &[(&str, &str)], agent: &str, i
         "--id",
         id,
         "--wait",
-        "120",
-    ]);
-    for (k, v) in extra {
-        c.env(k, v);
-    }
-    c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("propose")
+        seconds,
+    ]
 }
 
 /// Polls `warrant list --json` on the principal's replica until `ids` are all pending.
@@ -1139,24 +1144,7 @@ fn agent_under_faults(host: &Runner, url: &str, agent: &str, n: usize) -> Vec<Ou
         let id = format!("{agent}-{j}");
         let deadline = Instant::now() + Duration::from_secs(150);
         loop {
-            let o = host
-                .cmd(&[
-                    "--store",
-                    url,
-                    "propose",
-                    "--class",
-                    "draft.compose",
-                    "--agent",
-                    agent,
-                    "--summary",
-                    &id,
-                    "--id",
-                    &id,
-                    "--wait",
-                    "150",
-                ])
-                .output()
-                .expect("propose");
+            let o = host.cmd(&propose_wait_args(url, agent, &id, "150")).output().expect("propose");
             let said = text(&o);
             if o.status.code() == Some(2) && said.contains("was not published") && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(300));

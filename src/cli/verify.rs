@@ -330,19 +330,11 @@ pub(super) fn verify_since_checkpoint(path: &Path, as_json: bool) -> Result<u8, 
     }
     let since = view.checkpoint.as_ref().filter(|_| view.from_snapshot());
     if as_json {
-        let from = since.map(|cp| {
+        let mut out = report_json(&report);
+        out["since_checkpoint"] = since.map_or(Value::Null, |cp| {
             json!({"records": cp.records, "head_hash": cp.head_hash, "principal": cp.principal, "signed_at": cp.signed_at})
         });
-        print_json(&json!({
-            "valid": report.is_valid(),
-            "total": report.total,
-            "root_hash": report.root_hash,
-            "signatures_verified": report.signatures_verified,
-            "first": report.first(),
-            "findings": report.findings,
-            "torn_tail_bytes": report.torn_tail,
-            "since_checkpoint": from,
-        }))?;
+        print_json(&out)?;
         return Ok(if report.is_valid() { 0 } else { EXIT_INVALID });
     }
     match since {
@@ -361,6 +353,20 @@ pub(super) fn verify_since_checkpoint(path: &Path, as_json: bool) -> Result<u8, 
     print_report(&report, false)
 }
 
+/// The JSON of `warrant verify --json`: `valid`, `total`, `root_hash`, `signatures_verified`,
+/// `first` (the first finding), `findings`, `torn_tail_bytes`.
+fn report_json(report: &VerifyReport) -> Value {
+    json!({
+        "valid": report.is_valid(),
+        "total": report.total,
+        "root_hash": report.root_hash,
+        "signatures_verified": report.signatures_verified,
+        "first": report.first(),
+        "findings": report.findings,
+        "torn_tail_bytes": report.torn_tail,
+    })
+}
+
 /// Prints a verification report as `warrant verify` does (JSON with `--json`), and gives its
 /// exit code: 0 when valid, [`EXIT_INVALID`] otherwise.
 ///
@@ -369,15 +375,7 @@ pub(super) fn verify_since_checkpoint(path: &Path, as_json: bool) -> Result<u8, 
 fn print_report(report: &VerifyReport, as_json: bool) -> Result<u8, Failure> {
     let valid = report.is_valid();
     if as_json {
-        print_json(&json!({
-            "valid": valid,
-            "total": report.total,
-            "root_hash": report.root_hash,
-            "signatures_verified": report.signatures_verified,
-            "first": report.first(),
-            "findings": report.findings,
-            "torn_tail_bytes": report.torn_tail,
-        }))?;
+        print_json(&report_json(report))?;
     } else if valid {
         println!(
             "valid: {} records, root {}, {} signatures verified against pinned keys",
