@@ -395,7 +395,8 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         print_json(&json!({"packets": packets, "invalid": invalid}))?;
         return Ok(0);
     }
-    let mut out = std::io::stdout().lock();
+    // Buffered: stdout is line-buffered, a write(2) a packet.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let now = time::OffsetDateTime::now_utc();
     for e in &snap.packets {
         let p = &e.packet;
@@ -432,6 +433,7 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
             crate::protocol::text::inert(&f.reason.to_string(), 400)
         )?;
     }
+    out.flush()?;
     Ok(0)
 }
 

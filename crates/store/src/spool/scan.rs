@@ -202,6 +202,23 @@ fn look(
     path: &Path,
     gateways: Option<&warrant_protocol::keys::GatewayKeys>,
 ) -> Option<(Arc<str>, Look)> {
+    let probed = probe(cache, kind, name, path, gateways)?;
+    Some(apply(cache, name, probed))
+}
+
+/// What [`probe`] found of a file: its stamp, and the file parsed when the cache does not hold
+/// it with that stamp.
+type Probe = (Stamp, Option<Parsed>);
+
+/// The read-only half of [`look`] (the cache is only read, so many files can be probed at once):
+/// `None` when the file cannot be `lstat`ed.
+fn probe(
+    cache: &FileCache,
+    kind: FileKind,
+    name: &str,
+    path: &Path,
+    gateways: Option<&warrant_protocol::keys::GatewayKeys>,
+) -> Option<Probe> {
     let meta = fs::symlink_metadata(path).ok()?;
     let stamp = Stamp {
         len: meta.len(),
@@ -210,18 +227,21 @@ fn look(
         ino: meta.ino(),
         uid: meta.uid(),
     };
-    let cached = cache.get_key_value(name);
-    if let Some((key, (s, _, _))) = cached
-        && *s == stamp
-    {
-        return Some((Arc::clone(key), Look::Same));
+    if cache.get(name).is_some_and(|(s, _, _)| *s == stamp) {
+        return Some((stamp, None));
     }
-    let (key, change) = match cached {
-        Some((key, _)) => (Arc::clone(key), Look::Changed),
-        None => (Arc::from(name), Look::New),
-    };
+    Some((stamp, Some(parse_file(kind, name, path, gateways))))
+}
+
+/// The file `name` of `kind` at `path`, read (at most the size limit) and parsed.
+fn parse_file(
+    kind: FileKind,
+    name: &str,
+    path: &Path,
+    gateways: Option<&warrant_protocol::keys::GatewayKeys>,
+) -> Parsed {
     let stem = name.strip_suffix(".json").unwrap_or(name);
-    let parsed = match read_limited(path) {
+    match read_limited(path) {
         Err(reason) => Parsed::Invalid(reason),
         Ok(bytes) => match kind {
             FileKind::Packet => match packet::parse_packet(&bytes, stem) {
@@ -250,11 +270,46 @@ fn look(
                 Err(r) => Parsed::Invalid(r),
             },
         },
+    }
+}
+
+/// The writing half of [`look`]: records what [`probe`] found of `name` in the cache.
+fn apply(cache: &mut FileCache, name: &str, (stamp, parsed): Probe) -> (Arc<str>, Look) {
+    let cached = cache.get_key_value(name).map(|(key, _)| Arc::clone(key));
+    let Some(parsed) = parsed else {
+        // Probed as the cache holds it.
+        return (cached.unwrap_or_else(|| Arc::from(name)), Look::Same);
+    };
+    let (key, change) = match cached {
+        Some(key) => (key, Look::Changed),
+        None => (Arc::from(name), Look::New),
     };
     let arrived = stamp.ctime.0 as f64 + stamp.ctime.1 as f64 / 1e9;
     cache.insert(Arc::clone(&key), (stamp, arrived, parsed));
-    Some((key, change))
+    (key, change)
 }
+
+/// Probes `todo` (kind, name, path), on every core when there are many: [`probe`] of each, in order.
+fn probe_all(
+    cache: &FileCache,
+    todo: &[(FileKind, String, std::path::PathBuf)],
+    gateways: Option<&warrant_protocol::keys::GatewayKeys>,
+) -> Vec<Option<Probe>> {
+    let one = |(kind, name, path): &(FileKind, String, std::path::PathBuf)| probe(cache, *kind, name, path, gateways);
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(8);
+    if todo.len() < PARALLEL_PROBES || cores < 2 {
+        return todo.iter().map(one).collect();
+    }
+    let chunk = todo.len().div_ceil(cores);
+    std::thread::scope(|s| {
+        let parts: Vec<_> =
+            todo.chunks(chunk).map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<_>>())).collect();
+        parts.into_iter().flat_map(|p| p.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
+}
+
+/// From this many files to read, a full scan reads and parses them on every core.
+const PARALLEL_PROBES: usize = 512;
 
 /// A file name a scan considers: temporary and hidden files are work in progress, not
 /// publications.
@@ -411,6 +466,10 @@ impl Scanner {
                 Err(e) => return Err(e),
             };
             let cache = &mut self.cache[kind as usize];
+            // In listing order: a name taken from the cache as it is, or the index of a file to
+            // probe (all probed at once, on every core when there are many: `probe_all`).
+            let mut order: Vec<Result<Arc<str>, usize>> = Vec::new();
+            let mut todo: Vec<(FileKind, String, std::path::PathBuf)> = Vec::new();
             for entry in entries {
                 let Ok(entry) = entry else { continue };
                 let file_name = entry.file_name();
@@ -425,12 +484,24 @@ impl Scanner {
                     && s.ino == entry.ino()
                     && !self.recheck.contains(name.as_ref())
                 {
-                    seen.push((kind, Arc::clone(key)));
+                    order.push(Ok(Arc::clone(key)));
                     continue;
                 }
-                let Some((key, change)) = look(cache, kind, &name, &entry.path(), self.gateways.as_deref()) else {
-                    continue;
+                order.push(Err(todo.len()));
+                todo.push((kind, name.into_owned(), entry.path()));
+            }
+            let mut probes = probe_all(cache, &todo, self.gateways.as_deref());
+            for slot in order {
+                let i = match slot {
+                    Ok(key) => {
+                        seen.push((kind, key));
+                        continue;
+                    }
+                    Err(i) => i,
                 };
+                // A file that cannot be `lstat`ed is gone: dropped from the cache below.
+                let Some(probed) = probes[i].take() else { continue };
+                let (key, change) = apply(cache, &todo[i].1, probed);
                 match change {
                     Look::New => added.push((kind, Arc::clone(&key))),
                     Look::Changed => other = true,
