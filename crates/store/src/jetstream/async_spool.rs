@@ -524,9 +524,9 @@ const SHORT_TAIL: u64 = 64;
 /// stream's leader), [`GETS_IN_FLIGHT`] at a time: the read of [`AsyncJetStreamSpool::read_all`]
 /// without a consumer, for a short tail ([`SHORT_TAIL`]) and for a stream whose consumers are at
 /// the server's limit (agents may make consumers on the streams they read; a principal's read
-/// must not depend on a free one). The
-/// spool's streams refuse deletes, so every sequence up to the last is there: a missing one is
-/// [`JsError::Corrupt`].
+/// must not depend on a free one). A sequence with no message (deleted from a bucket an earlier
+/// version made, before `warrant init` hardened it) is passed over, as a consumer passes it
+/// over; the chain's reader checks that its sequences follow each other.
 async fn read_by_sequence(
     stream: &stream::Stream,
     filter: &str,
@@ -536,18 +536,16 @@ async fn read_by_sequence(
     let last = stream.cached_info().state.last_sequence;
     let fetches = futures_util::stream::iter(from_seq.max(1)..=last)
         .map(|seq| async move {
-            let m = stream.get_raw_message(seq).await.map_err(|e| match server_code(&e) {
-                Some(ErrorCode::NO_MESSAGE_FOUND) => {
-                    JsError::Corrupt(format!("{}: sequence {seq} is missing", stream.cached_info().config.name))
-                }
-                _ => server(format!("read {filter} at {seq}"))(e),
-            })?;
-            Ok::<_, JsError>(Raw {
-                seq,
-                subject: m.subject.to_string(),
-                msg_id: m.headers.get(header::NATS_MESSAGE_ID).map(|v| v.as_str().to_string()),
-                payload: m.payload.to_vec(),
-            })
+            match stream.get_raw_message(seq).await {
+                Ok(m) => Ok(Some(Raw {
+                    seq,
+                    subject: m.subject.to_string(),
+                    msg_id: m.headers.get(header::NATS_MESSAGE_ID).map(|v| v.as_str().to_string()),
+                    payload: m.payload.to_vec(),
+                })),
+                Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => Ok(None),
+                Err(e) => Err(server(format!("read {filter} at {seq}"))(e)),
+            }
         })
         .buffered(GETS_IN_FLIGHT);
     let mut fetches = std::pin::pin!(fetches);
@@ -555,8 +553,7 @@ async fn read_by_sequence(
     while out.len() < limit {
         match fetches.next().await {
             Some(m) => {
-                let m = m?;
-                if subject_matches(filter, &m.subject) {
+                if let Some(m) = m?.filter(|m| subject_matches(filter, &m.subject)) {
                     out.push(m);
                 }
             }
