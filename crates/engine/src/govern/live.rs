@@ -26,7 +26,8 @@ struct LiveState {
     index: Arc<warrant_protocol::graduation::evidence::EvidenceIndex>,
     /// Whether every file in `packets/` is this process's user's (then whoever publishes first
     /// for an agent, it is this user: [`crate::monitor::speakers`]). Read only when a call's
-    /// agent has no publisher yet (a `stat` a packet), once per state.
+    /// agent has no publisher yet, once per state, from the user's cache while `packets/` is
+    /// unchanged (`owners`), else a `stat` a packet.
     packets_all_mine: std::sync::OnceLock<bool>,
     /// The stamps ([`stamp`]): chain, config `policy.toml`, spool `policy.toml`, pinned keys,
     /// `packets/`.
@@ -180,9 +181,9 @@ impl Live {
         let me = rustix::process::geteuid().as_raw();
         let who = crate::monitor::speakers(&ctx, &packet.agent, me);
         let speaks = match who {
-            crate::monitor::Speakers::FirstSeen(_) => {
-                *state.packets_all_mine.get_or_init(|| all_mine(&self.spool.packets_dir()))
-            }
+            crate::monitor::Speakers::FirstSeen(_) => *state.packets_all_mine.get_or_init(|| {
+                super::owners::all_mine(&self.spool.packets_dir(), &self.config_dir, super::owners::SETTLED)
+            }),
             _ => who.allows(me),
         };
         if !speaks {
@@ -191,17 +192,5 @@ impl Live {
         let tg = warrant_protocol::verdict::packet_gate(&ctx, &packet, &state.index, "local", true);
         let v = warrant_protocol::verdict::evaluate(&ctx, &packet, &tg, None, None);
         (v.state == DecisionState::Allowed).then_some(c.class)
-    }
-}
-
-/// Whether every entry of `dir` is owned by this process's user (true when it is empty or
-/// missing; false when it cannot be read). Each entry's owner is read: a directory's mode says
-/// who may add an entry now, not who added the ones there.
-fn all_mine(dir: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    let me = rustix::process::geteuid().as_raw();
-    match std::fs::read_dir(dir) {
-        Ok(entries) => entries.into_iter().all(|e| e.and_then(|e| e.metadata()).is_ok_and(|m| m.uid() == me)),
-        Err(e) => e.kind() == io::ErrorKind::NotFound,
     }
 }

@@ -23,6 +23,7 @@ use warrant_store::spool::{self, Scanner, Spool};
 mod gitconfig;
 mod governor;
 mod live;
+mod owners;
 pub mod paths;
 mod wait;
 
