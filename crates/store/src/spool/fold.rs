@@ -74,6 +74,17 @@ impl PrefixFold {
         evidence
     }
 
+    /// [`PrefixFold::view`], moving the evidence rows into the view instead of copying them.
+    pub(super) fn into_view(mut self, pinned: &PinnedKeys) -> (ChainView, chain::Verified) {
+        let runs = std::mem::take(&mut self.evidence);
+        let (mut view, prefix) = self.view(pinned);
+        view.evidence.reserve(runs.len());
+        for (row, n) in runs {
+            view.evidence.push_run(row, n);
+        }
+        (view, prefix)
+    }
+
     /// The chain view the fold stands for (no report) and the prefix it covers, its key events
     /// applied to the pins (`pinned`).
     pub(super) fn view(&self, pinned: &PinnedKeys) -> (ChainView, chain::Verified) {
