@@ -472,7 +472,6 @@ where
     R: Read + Send,
     F: FnMut(usize, &Map<String, Value>),
 {
-    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).clamp(1, 8);
     let keep = sink.as_ref().map(|(k, _)| *k);
     let first = usize::try_from(prefix.records).unwrap_or(usize::MAX);
     let mut seq = Sequencer {
@@ -501,6 +500,7 @@ where
         return Ok((report, keys));
     }
     let reader = io::Cursor::new(head).chain(reader);
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).clamp(1, 8);
     let torn = std::thread::scope(|scope| {
         let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
         let block_rx = std::sync::Arc::new(std::sync::Mutex::new(block_rx));
