@@ -88,6 +88,9 @@ struct EvidenceTable {
 /// provenance_weight, evidence_weight, edit_distance, bucket, trust_violation]`.
 type EvidenceKind = (Option<SourceType>, f64, f64, f64, Option<f64>, Bucket, bool);
 
+/// What tells two [`EvidenceKind`]s apart: the same fields, the weights by their bits.
+type KindKey = (Option<SourceType>, [u64; 3], Option<u64>, Bucket, bool);
+
 /// One row of an [`EvidenceTable`]: `[class, label, date, source, kind, count]`.
 type EvidenceCells = (u32, u32, Option<u32>, Option<u32>, u32, u64);
 
@@ -104,7 +107,7 @@ impl EvidenceTable {
         let mut table = Self::default();
         let mut strings: HashMap<String, u32> = HashMap::new();
         // Kinds are told apart by their weights' bits, as rows are counted apart.
-        let mut kinds: HashMap<(Option<SourceType>, [u64; 3], Option<u64>, Bucket, bool), u32> = HashMap::new();
+        let mut kinds: HashMap<KindKey, u32> = HashMap::new();
         for (r, n) in runs {
             let mut s = |v: &str| intern(v.to_owned(), &mut table.strings, &mut strings);
             let (class, label) = (s(&r.action_class), s(&r.label));
