@@ -12,7 +12,7 @@ use crate::govern::{Governor, Outcome};
 use crate::protocol::calls::ToolCall;
 use crate::store::spool::Spool;
 use serde_json::{Value, json};
-use std::io::Read;
+use std::io::{Read, Write as _};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -96,6 +96,83 @@ pub struct HookOptions {
     pub notebook: Option<String>,
     /// How long to wait for the principal.
     pub wait: Duration,
+}
+
+impl HookOptions {
+    /// The options of `warrant hook HOST --agent ID --notebook NAME --wait SECS` on `spool`, the
+    /// configuration directory being [`crate::store::config::config_dir`].
+    ///
+    /// # Errors
+    /// A sentence: `wait` not a number of seconds from 0 to 86400, an agent id or notebook name
+    /// that is not a safe id.
+    pub fn new(
+        host: Host,
+        spool: Spool,
+        agent: Option<String>,
+        notebook: Option<String>,
+        wait: f64,
+    ) -> Result<Self, String> {
+        let wait = Duration::try_from_secs_f64(wait)
+            .ok()
+            .filter(|d| *d <= Duration::from_secs(86_400))
+            .ok_or_else(|| format!("--wait {wait}: give a number of seconds from 0 to 86400"))?;
+        for (flag, id) in [("--agent", &agent), ("--notebook", &notebook)] {
+            if let Some(id) = id.as_deref().filter(|id| !crate::protocol::packet::is_safe_id(id)) {
+                return Err(format!(
+                    "{flag} {:?} is not a safe id (A-Z a-z 0-9 . _ : -)",
+                    crate::protocol::text::inert(id, 60)
+                ));
+            }
+        }
+        Ok(Self { host, spool, config_dir: crate::store::config::config_dir(), agent, notebook, wait })
+    }
+}
+
+/// Starts the hook's watchdog: the host kills a hook at its timeout and then runs the call, so
+/// whatever is slow (a large chain, a slow disk, a stdin left open), the hook ends first, `wait`
+/// plus [`WATCHDOG_GRACE_SECS`] after it starts, with exit 2 and the reason on stderr.
+pub fn start_watchdog(wait: Duration) {
+    let deadline = wait + Duration::from_secs(WATCHDOG_GRACE_SECS);
+    std::thread::spawn(move || {
+        std::thread::sleep(deadline);
+        let _ = writeln!(std::io::stderr(), "warrant: no answer within the hook's time; the call is denied");
+        std::process::exit(2);
+    });
+}
+
+/// Writes `answer` (stdout, then stderr) and returns the exit code: the answer's, or 2 when it
+/// cannot reach the host — stdout closed (a closed stdout is reopened on `/dev/null` when the
+/// process starts, and writes there succeed, where Codex reads exit 0 with no output as
+/// "proceed") or the write failing.
+#[must_use]
+pub fn write_answer(answer: &Answer) -> u8 {
+    if !answer.stdout.is_empty() && stdout_is_dev_null() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "warrant: stdout is closed, so the answer cannot reach the host; the call is denied"
+        );
+        return 2;
+    }
+    let mut out = std::io::stdout().lock();
+    if out.write_all(answer.stdout.as_bytes()).and_then(|()| out.flush()).is_err() {
+        // The host did not read the answer: make sure it cannot read "proceed". (`writeln!`, not
+        // `eprintln!`, which panics on a closed stderr.)
+        let _ = writeln!(std::io::stderr(), "warrant: could not write the answer; the call is denied");
+        return 2;
+    }
+    if !answer.stderr.is_empty() {
+        let _ = writeln!(std::io::stderr(), "{}", answer.stderr);
+    }
+    answer.code
+}
+
+/// Whether this process's stdout is `/dev/null`.
+fn stdout_is_dev_null() -> bool {
+    let (Ok(out), Ok(null)) = (rustix::fs::fstat(std::io::stdout()), rustix::fs::stat("/dev/null")) else {
+        return false;
+    };
+    rustix::fs::FileType::from_raw_mode(out.st_mode) == rustix::fs::FileType::CharacterDevice
+        && out.st_rdev == null.st_rdev
 }
 
 /// What the hook prints and how it exits.

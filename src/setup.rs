@@ -78,6 +78,15 @@ pub fn hook_command(exe: &Path, host: Host, spool: &Path, wait: f64) -> String {
     )
 }
 
+/// The program a hook entry runs: `warrant-hook` beside `exe` (the hooks' own binary, which starts
+/// in a third of the time: `docs/performance.md`, Hooks) when it is there, else `exe` itself
+/// (`warrant hook` answers the same).
+#[must_use]
+pub fn hook_binary(exe: &Path) -> std::path::PathBuf {
+    let lean = exe.with_file_name("warrant-hook");
+    if lean.is_file() { lean } else { exe.to_owned() }
+}
+
 /// `settings` with warrant's hook entries for `host` in place of any earlier ones (entries whose
 /// command runs `warrant … hook <host>`), everything else kept.
 ///
@@ -120,7 +129,7 @@ pub fn setup(host: Host, opts: &SetupOptions) -> Result<u8, String> {
     if !(opts.wait.is_finite() && (1.0..=86_400.0).contains(&opts.wait)) {
         return Err(format!("--wait {}: give a number of seconds from 1 to 86400", opts.wait));
     }
-    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let exe = hook_binary(&std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?);
     let spool = std::path::absolute(&opts.spool).map_err(|e| format!("{}: {e}", opts.spool.display()))?;
     let command = hook_command(&exe, host, &spool, opts.wait);
     // The host kills a hook at its timeout and then runs the call: the hook's own wait ends first.

@@ -24,12 +24,18 @@ fn env() -> Env {
 
 /// Starts `warrant hook HOST ARGS` with `input` on its stdin.
 fn spawn_hook(e: &Env, host: &str, input: &[u8], args: &[&str]) -> Child {
-    let mut all = vec!["hook", host];
+    spawn_hook_of(e, cli_env::BIN, &[], host, input, args)
+}
+
+/// Starts `program GLOBAL hook HOST ARGS` (`warrant` or `warrant-hook`) with `input` on its stdin.
+fn spawn_hook_of(e: &Env, program: &str, global: &[&str], host: &str, input: &[u8], args: &[&str]) -> Child {
+    let mut all = global.to_vec();
+    all.extend_from_slice(&["hook", host]);
     all.extend_from_slice(args);
     // Git's configuration is the test's, not this machine's user's (a safe git command is safe
     // only while it names no program git would run).
     let mut child = e
-        .cmd(&all)
+        .cmd_of(program, &all)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .stdin(Stdio::piped())
@@ -368,11 +374,12 @@ fn setup_writes_the_hooks_once_and_says_what_changed() {
     let ours = &v["hooks"]["PreToolUse"][1]["hooks"][0];
     assert_eq!(ours["timeout"], json!(180), "the host's timeout outlasts the hook's wait: {v}");
     let command = ours["command"].as_str().expect("command");
-    assert!(command.starts_with(cli_env::BIN) && command.contains("hook claude-code --wait 120"), "{command}");
+    // The hooks' own binary, beside warrant.
+    assert!(command.starts_with(cli_env::HOOK_BIN) && command.contains("hook claude-code --wait 120"), "{command}");
     assert!(command.contains(e.spool().to_str().expect("utf-8")), "{command}");
     // The command as the host runs it (a shell) with the binary gone: the call is blocked (exit 2),
     // never a non-blocking error the host would run the call after.
-    let gone = command.replacen(cli_env::BIN, "/nonexistent/warrant", 1);
+    let gone = command.replacen(cli_env::HOOK_BIN, "/nonexistent/warrant-hook", 1);
     let o = std::process::Command::new("sh").args(["-c", &gone]).stdin(Stdio::null()).output().expect("sh");
     assert_eq!(o.status.code(), Some(2), "{gone}: {}", text(&o));
     let o = e.run(&["setup", "claude-code", "--dir", dir, "--wait", "120"]);
@@ -386,6 +393,81 @@ fn setup_writes_the_hooks_once_and_says_what_changed() {
     );
     assert!(String::from_utf8_lossy(&o.stderr).contains("/hooks"), "{}", text(&o));
     assert!(!project.join(".codex/hooks.json").exists());
+}
+
+/// `warrant-hook`, which `warrant setup` writes, answers every event as `warrant hook` does (the
+/// same stdout, stderr and exit code): allowed calls in both hosts' formats, input that is not an
+/// event, options and spools it cannot use, a held call. What it does not run itself it hands to
+/// the `warrant` beside it (another command, `--version`, a JetStream store), and when there is
+/// none the call is denied (exit 2), never "proceed".
+#[test]
+fn the_hooks_own_binary_answers_as_warrant_hook_does_and_hands_the_rest_to_warrant() {
+    let e = env();
+    let read = fixture("claude-code-pre-tool-use-read.json");
+    let answer = |program: &str, global: &[&str], host: &str, input: &[u8], args: &[&str]| {
+        let o = spawn_hook_of(&e, program, global, host, input, args).wait_with_output().expect("hook");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // (global options, host, event, hook options)
+    struct Case(&'static [&'static str], &'static str, Vec<u8>, &'static [&'static str]);
+    let cases = [
+        Case(&[], "claude-code", read.clone(), &[]),
+        Case(&[], "codex", fixture("codex-pre-tool-use-bash-status.json"), &[]),
+        Case(&[], "claude-code", b"not json".to_vec(), &[]),
+        Case(&[], "codex", br#"{"hook_event_name":"Stop"}"#.to_vec(), &[]),
+        Case(&[], "claude-code", read.clone(), &["--agent", "bad agent"]),
+        Case(&[], "claude-code", read.clone(), &["--wait", "-1"]),
+        Case(&["--spool", "/nonexistent/spool"], "claude-code", read.clone(), &[]),
+        // A store that is not a store.
+        Case(&["--store", "nats://"], "claude-code", read.clone(), &[]),
+    ];
+    for Case(global, host, input, args) in &cases {
+        let full = answer(cli_env::BIN, global, host, input, args);
+        let lean = answer(cli_env::HOOK_BIN, global, host, input, args);
+        assert_eq!(lean, full, "{global:?} hook {host} {args:?}");
+        assert!(matches!(full.0, Some(0 | 2)), "{full:?}");
+    }
+    // A held call: published by either, denied at the timeout in the same words.
+    let push = |id: &str| {
+        let mut v: Value =
+            serde_json::from_slice(&fixture("claude-code-pre-tool-use-bash-git-push.json")).expect("json");
+        v["tool_use_id"] = json!(id);
+        v.to_string().into_bytes()
+    };
+    let full = answer(cli_env::BIN, &[], "claude-code", &push("toolu_full"), &["--wait", "0.2"]);
+    let lean = answer(cli_env::HOOK_BIN, &[], "claude-code", &push("toolu_lean"), &["--wait", "0.2"]);
+    assert_eq!(lean.0, Some(0), "{lean:?}");
+    assert_eq!(lean.1.replace("toolu_lean", "toolu_full"), full.1, "the same deny but for the id");
+    assert!(e.spool().join("packets/cc-toolu_lean.json").exists(), "the lean hook published its packet");
+    // Another command, and --version: warrant's own answer.
+    for args in [&["--version"][..], &["list", "--json"]] {
+        let full = e.cmd(args).output().expect("warrant");
+        let lean = e.cmd_of(cli_env::HOOK_BIN, args).output().expect("warrant-hook");
+        assert_eq!((lean.status.code(), &lean.stdout), (full.status.code(), &full.stdout), "{args:?}");
+        assert_eq!(full.status.code(), Some(0), "{}", text(&full));
+    }
+    // Alone (no warrant beside it), a JetStream store cannot be handed on: denied, never run.
+    let alone = e.dir.path().join("bin");
+    std::fs::create_dir_all(&alone).expect("dir");
+    let copy = alone.join("warrant-hook");
+    std::fs::copy(cli_env::HOOK_BIN, &copy).expect("copy");
+    let o = spawn_hook_of(
+        &e,
+        copy.to_str().expect("utf-8"),
+        &["--store", "nats://127.0.0.1:9/team"],
+        "claude-code",
+        &read,
+        &[],
+    )
+    .wait_with_output()
+    .expect("hook");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("could not hand this to warrant"), "{}", text(&o));
 }
 
 /// Runs a PreToolUse of `tool` with `input` as call `id` waiting `wait` seconds, approving or

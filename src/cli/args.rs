@@ -9,6 +9,17 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "warrant", version, about, long_about = None)]
 pub struct Cli {
+    /// Where the spool is: `--spool`, `--store`, `--replica`.
+    #[command(flatten)]
+    pub globals: GlobalArgs,
+    /// What to do (default: `console`).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The options every command takes: where the spool is.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GlobalArgs {
     /// The spool directory shared with agents (default: `<data dir>/warrant/spool`).
     #[arg(
         long,
@@ -33,9 +44,43 @@ pub struct Cli {
         help = "This host's replica of a JetStream store: the directory the principal's commands and the console work on, kept equal to the store [default: <data dir>/warrant/replicas/NAME]"
     )]
     pub replica: Option<PathBuf>,
-    /// What to do (default: `console`).
+}
+
+/// `warrant hook HOST [--agent ID] [--notebook NAME] [--wait SECS]`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HookArgs {
+    /// The host whose hook this is.
+    pub host: crate::hook::Host,
+    /// The agent id packets name [default: the host's name].
+    #[arg(long, value_name = "ID")]
+    pub agent: Option<String>,
+    /// The notebook whose trust applies [default: derived from the event's cwd].
+    #[arg(long, value_name = "NAME")]
+    pub notebook: Option<String>,
+    /// Seconds to wait for the principal; keep it under the host's hook timeout (600 s by
+    /// default).
+    #[arg(long, value_name = "SECS", default_value_t = crate::hook::DEFAULT_WAIT_SECS)]
+    pub wait: f64,
+}
+
+/// The command line `warrant-hook` reads itself: `warrant`'s options and its `hook` command, and
+/// nothing else (anything else is handed to `warrant`: [`super::hook_main`]).
+#[derive(Debug, Parser)]
+#[command(name = "warrant", version, about, long_about = None)]
+pub struct HookCli {
+    /// Where the spool is.
+    #[command(flatten)]
+    pub globals: GlobalArgs,
+    /// `hook`.
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub command: HookCommand,
+}
+
+/// The one command of [`HookCli`].
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Answer an agent host's hook (as `warrant hook`).
+    Hook(HookArgs),
 }
 
 /// The subcommands.
@@ -312,20 +357,7 @@ pub enum Command {
     Man,
     /// Answer an agent host's hook: one JSON event on stdin (PreToolUse, PermissionRequest,
     /// PostToolUse), the host's documented answer on stdout. Every failure is a deny.
-    Hook {
-        /// The host whose hook this is.
-        host: crate::hook::Host,
-        /// The agent id packets name [default: the host's name].
-        #[arg(long, value_name = "ID")]
-        agent: Option<String>,
-        /// The notebook whose trust applies [default: derived from the event's cwd].
-        #[arg(long, value_name = "NAME")]
-        notebook: Option<String>,
-        /// Seconds to wait for the principal; keep it under the host's hook timeout (600 s by
-        /// default).
-        #[arg(long, value_name = "SECS", default_value_t = crate::hook::DEFAULT_WAIT_SECS)]
-        wait: f64,
-    },
+    Hook(HookArgs),
     /// Write the hook configuration that puts warrant in front of an agent host's tools.
     Setup {
         /// The host.

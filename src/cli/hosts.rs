@@ -1,21 +1,19 @@
 //! The agent hosts' commands: `warrant hook` (Claude Code, Codex) and `warrant mcp-gateway`, and
 //! the spool they govern calls on.
 
+use super::Failure;
 use super::common::resolve_spool;
 #[cfg(feature = "jetstream")]
 use super::common::{jetstream_store, with_principal_copies};
-use super::{EXIT_USAGE, Failure};
 use crate::protocol::keys::Principal;
-use crate::protocol::packet;
 #[cfg(feature = "jetstream")]
 use crate::store::StoreLocation;
 use crate::store::config::{self, Config};
 use crate::store::key_files;
 use crate::store::prelude::*;
 use crate::store::spool::Spool;
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// `warrant mcp-gateway`'s arguments (read only by the gateway, which needs the `console`
 /// feature's tokio).
@@ -67,7 +65,7 @@ pub(super) fn mcp_connect(_path: &Path) -> Result<u8, Failure> {
 #[cfg(feature = "console")]
 pub(super) fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Result<u8, Failure> {
     let check = |what: &str, id: String| {
-        if packet::is_safe_id(&id) {
+        if crate::protocol::packet::is_safe_id(&id) {
             Ok(id)
         } else {
             Err(Failure::usage(format!("{what} {id:?} is not a safe id (A-Z a-z 0-9 . _ : -)")))
@@ -88,7 +86,7 @@ pub(super) fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Re
         notebook,
         cwd,
         name: check("--name", a.name.unwrap_or_else(|| crate::gateway::default_name(&a.command)))?,
-        wait: Duration::from_secs_f64(a.wait.min(1e9)),
+        wait: std::time::Duration::from_secs_f64(a.wait.min(1e9)),
         command: a.command,
         listen: a.listen,
         signer: a.signer.map(std::sync::Arc::new),
@@ -101,8 +99,6 @@ pub(super) fn mcp_gateway(_spool: Result<Spool, String>, _a: McpGatewayArgs) -> 
     Err(Failure::usage("this build has no MCP gateway (built without the `console` feature)"))
 }
 
-/// `warrant hook HOST`: the answer printed, its code (0 or 2) returned; a configuration that
-/// cannot be read denies every event in the host's format.
 /// The spool a hook or the gateway governs calls on: the directory spool as every command
 /// resolves it, or on a JetStream store this host's replica, pulled, with a [`Follower`] that
 /// keeps it live while it is held (`docs/distributed.md`, "Agents' hosts").
@@ -141,6 +137,8 @@ pub(super) fn governed_spool(
     Ok((resolve_spool(spool_arg, config).map_err(|f| f.message)?, None))
 }
 
+/// `warrant hook HOST`: the answer printed, its code (0 or 2) returned; a configuration that
+/// cannot be read denies every event in the host's format.
 pub(super) fn hook_cmd(
     spool_arg: Option<PathBuf>,
     store: Option<String>,
@@ -155,29 +153,10 @@ pub(super) fn hook_cmd(
         let config = Config::load().map_err(|e| e.to_string())?.with_store(store);
         let (spool, kept) = governed_spool(spool_arg, replica, &config)?;
         follower = kept;
-        let wait = Duration::try_from_secs_f64(wait)
-            .ok()
-            .filter(|d| *d <= Duration::from_secs(86_400))
-            .ok_or_else(|| format!("--wait {wait}: give a number of seconds from 0 to 86400"))?;
-        for (flag, id) in [("--agent", &agent), ("--notebook", &notebook)] {
-            if let Some(id) = id.as_deref().filter(|id| !packet::is_safe_id(id)) {
-                return Err(format!(
-                    "{flag} {:?} is not a safe id (A-Z a-z 0-9 . _ : -)",
-                    crate::protocol::text::inert(id, 60)
-                ));
-            }
-        }
-        Ok(crate::hook::HookOptions { host, spool, config_dir: config::config_dir(), agent, notebook, wait })
+        crate::hook::HookOptions::new(host, spool, agent, notebook, wait)
     })();
     if let Ok(o) = &opts {
-        // The host kills a hook at its timeout and then runs the call: whatever is slow (a large
-        // chain, a slow disk, a stdin left open), the hook ends first, with exit 2.
-        let deadline = o.wait + Duration::from_secs(crate::hook::WATCHDOG_GRACE_SECS);
-        std::thread::spawn(move || {
-            std::thread::sleep(deadline);
-            let _ = writeln!(io::stderr(), "warrant: no answer within the hook's time; the call is denied");
-            std::process::exit(i32::from(EXIT_USAGE));
-        });
+        crate::hook::start_watchdog(o.wait);
     }
     let answer = crate::hook::run_stdin(host, opts.as_ref().map_err(String::as_str));
     // The follower stops before the answer is written.
@@ -185,32 +164,62 @@ pub(super) fn hook_cmd(
     drop(follower);
     #[cfg(not(feature = "jetstream"))]
     let _ = follower;
-    // A closed stdout is reopened on `/dev/null` when the process starts (Rust's runtime does so),
-    // and writes there succeed: an answer written there reaches no host, and Codex reads exit 0
-    // with no output as "proceed".
-    if !answer.stdout.is_empty() && stdout_is_dev_null() {
-        let _ = writeln!(
-            io::stderr(),
-            "warrant: stdout is closed, so the answer cannot reach the host; the call is denied"
-        );
-        return EXIT_USAGE;
-    }
-    let mut out = io::stdout().lock();
-    if out.write_all(answer.stdout.as_bytes()).and_then(|()| out.flush()).is_err() {
-        // The host did not read the answer: make sure it cannot read "proceed". (`writeln!`, not
-        // `eprintln!`, which panics on a closed stderr.)
-        let _ = writeln!(io::stderr(), "warrant: could not write the answer; the call is denied");
-        return EXIT_USAGE;
-    }
-    if !answer.stderr.is_empty() {
-        let _ = writeln!(io::stderr(), "{}", answer.stderr);
-    }
-    answer.code
+    crate::hook::write_answer(&answer)
 }
 
-/// Whether this process's stdout is `/dev/null` (a closed stdout is reopened there at start).
-fn stdout_is_dev_null() -> bool {
-    let (Ok(out), Ok(null)) = (rustix::fs::fstat(io::stdout()), rustix::fs::stat("/dev/null")) else { return false };
-    rustix::fs::FileType::from_raw_mode(out.st_mode) == rustix::fs::FileType::CharacterDevice
-        && out.st_rdev == null.st_rdev
+/// `warrant-hook`, the hooks' own binary (`docs/integrations.md`, The hook's binary): the command
+/// line of `warrant`, of which it runs only `hook HOST` on a directory spool, in a process that
+/// links the protocol, the store and the engine and not the console, the gateway, tokio or the
+/// other commands, so it starts like a small program. Anything else — another command, `--help`,
+/// `--version`, a command line clap refuses, a JetStream store (whose replica needs the store's
+/// client) — is handed to the `warrant` beside it, with the same arguments and stdin (`exec`).
+/// When that cannot run, the call is denied: exit 2, the reason on stderr.
+#[must_use]
+pub fn hook_main() -> std::process::ExitCode {
+    use clap::Parser as _;
+    let Ok(super::HookCli { globals, command: super::HookCommand::Hook(args) }) = super::HookCli::try_parse() else {
+        return exec_warrant();
+    };
+    let super::HookArgs { host, agent, notebook, wait } = args;
+    let super::GlobalArgs { spool, store, replica: _ } = globals;
+    let spool_arg = if store.is_some() { None } else { spool };
+    let opts = (|| -> Result<Option<crate::hook::HookOptions>, String> {
+        let config = Config::load().map_err(|e| e.to_string())?.with_store(store);
+        #[cfg(feature = "jetstream")]
+        if let Some(StoreLocation::JetStream(_)) =
+            super::common::jetstream_store(spool_arg.as_ref(), &config).map_err(|f| f.message)?
+        {
+            return Ok(None);
+        }
+        let spool = resolve_spool(spool_arg, &config).map_err(|f| f.message)?;
+        crate::hook::HookOptions::new(host, spool, agent, notebook, wait).map(Some)
+    })();
+    let opts = match opts {
+        Ok(None) => return exec_warrant(),
+        Ok(Some(o)) => Ok(o),
+        Err(e) => Err(e),
+    };
+    if let Ok(o) = &opts {
+        crate::hook::start_watchdog(o.wait);
+    }
+    let answer = crate::hook::run_stdin(host, opts.as_ref().map_err(String::as_str));
+    std::process::ExitCode::from(crate::hook::write_answer(&answer))
+}
+
+/// Replaces this process with the `warrant` beside it, given this process's arguments; returns
+/// (exit 2, the reason on stderr) only when that cannot be done.
+fn exec_warrant() -> std::process::ExitCode {
+    use std::os::unix::process::CommandExt as _;
+    let error = match std::env::current_exe() {
+        Ok(exe) => {
+            let full = exe.with_file_name("warrant");
+            let e = std::process::Command::new(&full).args(std::env::args_os().skip(1)).exec();
+            format!("{}: {e}", full.display())
+        }
+        Err(e) => format!("this program's path: {e}"),
+    };
+    let answer = crate::hook::Answer::block(format!(
+        "warrant-hook could not hand this to warrant ({error}); the call is denied"
+    ));
+    std::process::ExitCode::from(crate::hook::write_answer(&answer))
 }

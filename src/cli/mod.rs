@@ -21,8 +21,12 @@ mod propose;
 mod store;
 mod verify;
 
-pub use args::{AgentAction, CheckpointAction, Cli, Command, GrantArgs, GrantsAction, KeysAction, Review, TrustAction};
+pub use args::{
+    AgentAction, CheckpointAction, Cli, Command, GlobalArgs, GrantArgs, GrantsAction, HookArgs, HookCli, HookCommand,
+    KeysAction, Review, TrustAction,
+};
 pub use common::{load_policies, load_principal, write_json_inert};
+pub use hosts::hook_main;
 pub use verify::verify_path;
 
 #[cfg(feature = "jetstream")]
@@ -112,7 +116,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // A hook answers one call while the agent waits: no log file and no writer thread to start
     // and join (the packet it publishes is its record).
-    let _log = if matches!(cli.command, Some(Command::Hook { .. })) { None } else { init_logging() };
+    let _log = if matches!(cli.command, Some(Command::Hook(_))) { None } else { init_logging() };
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) if f.closed_pipe => ExitCode::SUCCESS,
@@ -142,10 +146,11 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
 /// # Errors
 /// A [`Failure`] with its exit code.
 pub fn run(cli: Cli) -> Result<u8, Failure> {
-    if let Some(Command::Hook { host, agent, notebook, wait }) = cli.command {
+    let GlobalArgs { spool: spool_flag, store, replica } = cli.globals;
+    if let Some(Command::Hook(HookArgs { host, agent, notebook, wait })) = cli.command {
         // Before anything that could fail with a code the host reads as "proceed".
-        let spool = if cli.store.is_some() { None } else { cli.spool };
-        return Ok(hook_cmd(spool, cli.store, cli.replica, host, agent, notebook, wait));
+        let spool = if store.is_some() { None } else { spool_flag };
+        return Ok(hook_cmd(spool, store, replica, host, agent, notebook, wait));
     }
     if let Some(Command::McpGateway { agent, notebook, name, wait, listen, connect, sign_receipts, command }) =
         cli.command
@@ -158,20 +163,20 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         }
         // A configuration or spool it cannot use does not stop the gateway: every call is refused
         // with the reason, which the agent reads. A signing key it cannot load does.
-        let config = Config::load().map(|c| c.with_store(cli.store.clone())).map_err(|e| e.to_string());
+        let config = Config::load().map(|c| c.with_store(store.clone())).map_err(|e| e.to_string());
         let signer = if sign_receipts { Some(gateway_key(config.as_ref().ok())?) } else { None };
-        let spool_arg = if cli.store.is_some() { None } else { cli.spool };
+        let spool_arg = if store.is_some() { None } else { spool_flag };
         // On a JetStream store, the gateway works on this host's replica, kept live while it runs.
-        let governed = config.and_then(|c| governed_spool(spool_arg, cli.replica, &c));
+        let governed = config.and_then(|c| governed_spool(spool_arg, replica, &c));
         let (spool, _follower) = match governed {
             Ok((spool, follower)) => (Ok(spool), follower),
             Err(e) => (Err(e), None),
         };
         return mcp_gateway(spool, McpGatewayArgs { agent, notebook, name, wait, listen, signer, command });
     }
-    let config = Config::load().map_err(Failure::usage)?.with_store(cli.store.clone());
+    let config = Config::load().map_err(Failure::usage)?.with_store(store.clone());
     // `--store` (or WARRANT_STORE) wins over `--spool` (or WARRANT_SPOOL).
-    let spool_arg = if cli.store.is_some() { None } else { cli.spool.clone() };
+    let spool_arg = if store.is_some() { None } else { spool_flag.clone() };
     let command = cli.command.unwrap_or(Command::Console { read_only: false, theme: None });
     // On JetStream, the principal's commands run on this host's replica of the store
     // (`store::replica`), pulled first; the console keeps it live with a follower.
@@ -222,8 +227,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
                 )));
             }
             (command, StoreLocation::JetStream(url)) => {
-                let dir = cli
-                    .replica
+                let dir = replica
                     .clone()
                     .or_else(|| crate::store::replica::default_dir(&url))
                     .ok_or_else(|| Failure::usage("no directory for the store's replica: pass --replica DIR"))?;
@@ -341,7 +345,7 @@ fn run_command(
         Command::Keys { action } => keys_cmd(&config, spool_arg, action.unwrap_or(KeysAction::Show)),
         Command::Completions { shell } => completions_cmd(shell),
         Command::Man => man_cmd(),
-        Command::Hook { .. } => Err(Failure::usage("internal error: hook handled above")),
+        Command::Hook(_) => Err(Failure::usage("internal error: hook handled above")),
         Command::Setup { host, project: _, user, print, dir, wait } => {
             let spool = resolve_spool(spool_arg, &config)?;
             crate::setup::setup(

@@ -7,6 +7,9 @@ use std::process::{Command, Output, Stdio};
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_warrant");
 
+/// The hooks' own binary, which `warrant setup` writes into the hosts' settings.
+pub const HOOK_BIN: &str = env!("CARGO_BIN_EXE_warrant-hook");
+
 /// A temporary directory holding `config/` (WARRANT_CONFIG), `spool/` (WARRANT_SPOOL) and `data/`;
 /// on a store, `replica/` (WARRANT_REPLICA) instead of `spool/`.
 pub struct Env {
@@ -84,7 +87,11 @@ impl Env {
     }
     /// `warrant ARGS` with this environment and no standard input.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
+        self.cmd_of(BIN, args)
+    }
+    /// `program ARGS` (`warrant` or [`HOOK_BIN`]) in this environment.
+    pub fn cmd_of(&self, program: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(program);
         c.args(args)
             .env("WARRANT_CONFIG", self.config())
             .env("WARRANT_PRINCIPAL", "alice")
