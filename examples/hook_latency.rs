@@ -1,9 +1,10 @@
-//! `warrant hook claude-code` on an allowed call: wall time from process start to the answer,
-//! on spools of several chain lengths, side by side with the start of a trivial Rust binary
+//! `warrant-hook hook claude-code` (the hooks' own binary, which `warrant setup` writes) and
+//! `warrant hook claude-code` on an allowed call: wall time from process start to the answer, on
+//! spools of several chain lengths, side by side with the start of a trivial Rust binary
 //! (`examples/noop.rs`), all interleaved in one run (docs/performance.md "Hooks").
 //!
 //! ```text
-//! cargo build --release --bin warrant --example noop --example hook_latency
+//! cargo build --release --bin warrant --bin warrant-hook --example noop --example hook_latency
 //! target/release/examples/hook_latency --runs 200 --records 0,1000,100000
 //! ```
 //! Options: `--runs N` (default 500) answers timed for each spool; `--records A,B,…` (default
@@ -11,7 +12,8 @@
 //! `--pending` packets), after which the principal refuses one packet so the chain ends with a
 //! signed checkpoint and its agents' snapshot, as a chain the principal works on does;
 //! `--pending M` (default 1,000, at most half the records) pending packets; `--bin PATH`
-//! (default `target/release/warrant`), `--noop PATH` (default `target/release/examples/noop`),
+//! (default `target/release/warrant`), `--hook-bin PATH` (default `target/release/warrant-hook`),
+//! `--noop PATH` (default `target/release/examples/noop`),
 //! `--pace MS` (default 0) between rounds. A `Read` is `safe`, so the gate allows it with no
 //! packet, and it spends none of Ring 3's rate limit.
 //!
@@ -19,8 +21,8 @@
 //! spawns the trivial binary and then the hook on every spool, each with a Claude Code PreToolUse
 //! event for `Read` on stdin (a new `tool_use_id` each time, as a real call has), and waits for it
 //! to exit. Every hook answer is checked to be the allow. Percentiles are over the rounds; the
-//! series alternate so the machine's state is shared. The last line gives, for each size, the p99
-//! less the empty spool's (when `0` is among the sizes).
+//! series alternate so the machine's state is shared. The last line of each binary gives, for
+//! each size, the p99 less the empty spool's (when `0` is among the sizes).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -33,6 +35,7 @@ fn main() {
     let mut pending = 1_000u64;
     let mut bin = "target/release/warrant".to_owned();
     let mut noop = "target/release/examples/noop".to_owned();
+    let mut hook_bin = "target/release/warrant-hook".to_owned();
     let mut pace = 0u64;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -46,6 +49,7 @@ fn main() {
             "--pending" => pending = value().parse().expect("--pending M"),
             "--bin" => bin = value(),
             "--noop" => noop = value(),
+            "--hook-bin" => hook_bin = value(),
             "--pace" => pace = value().parse().expect("--pace MS"),
             other => panic!("unknown option {other}"),
         }
@@ -111,13 +115,15 @@ fn main() {
     };
     let mut base = Vec::with_capacity(runs);
     let mut hooks: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); spools.len()];
+    let mut lean: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); spools.len()];
     for i in 0..runs {
         let event = format!(
             r#"{{"session_id":"bench","cwd":"/home/alice/project","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{{"file_path":"README.md"}},"tool_use_id":"toolu_bench_{i}"}}"#
         );
         base.push(time(&noop, &spools[0], &[], event.as_bytes(), None));
-        for (spool, series) in spools.iter().zip(&mut hooks) {
+        for ((spool, series), lean) in spools.iter().zip(&mut hooks).zip(&mut lean) {
             let allow = Some("\"permissionDecision\":\"allow\"");
+            lean.push(time(&hook_bin, spool, &["hook", "claude-code"], event.as_bytes(), allow));
             series.push(time(&bin, spool, &["hook", "claude-code"], event.as_bytes(), allow));
         }
         std::thread::sleep(Duration::from_millis(pace));
@@ -128,17 +134,19 @@ fn main() {
     };
     println!("{runs} calls on each spool ({pending} pending packets at most, a decision every 50 records)");
     let row = |name: &str, v: &mut Vec<Duration>| {
-        println!("{name:40} p50 {:7.2} ms   p90 {:7.2} ms   p99 {:7.2} ms", pct(v, 0.5), pct(v, 0.9), pct(v, 0.99));
+        println!("{name:44} p50 {:7.2} ms   p90 {:7.2} ms   p99 {:7.2} ms", pct(v, 0.5), pct(v, 0.9), pct(v, 0.99));
     };
     row("trivial Rust binary (noop)", &mut base);
-    let mut p99 = Vec::new();
-    for (records, series) in sizes.iter().zip(&mut hooks) {
-        row(&format!("hook (allow), {records} chain records"), series);
-        p99.push((*records, pct(series, 0.99)));
-    }
-    if let Some(&(_, empty)) = p99.iter().find(|(r, _)| *r == 0) {
-        let over: Vec<String> =
-            p99.iter().filter(|(r, _)| *r > 0).map(|(r, p)| format!("{r} records {:+.2} ms", p - empty)).collect();
-        println!("p99 beside the empty chain's: {}", over.join(", "));
+    for (name, all) in [("warrant-hook", &mut lean), ("warrant hook", &mut hooks)] {
+        let mut p99 = Vec::new();
+        for (records, series) in sizes.iter().zip(all.iter_mut()) {
+            row(&format!("{name} (allow), {records} chain records"), series);
+            p99.push((*records, pct(series, 0.99)));
+        }
+        if let Some(&(_, empty)) = p99.iter().find(|(r, _)| *r == 0) {
+            let over: Vec<String> =
+                p99.iter().filter(|(r, _)| *r > 0).map(|(r, p)| format!("{r} records {:+.2} ms", p - empty)).collect();
+            println!("{name}: p99 beside the empty chain's: {}", over.join(", "));
+        }
     }
 }
