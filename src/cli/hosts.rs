@@ -167,10 +167,11 @@ pub(super) fn hook_cmd(
     crate::hook::write_answer(&answer)
 }
 
-/// `warrant-hook`, the hooks' own binary (`docs/integrations.md`, The hook's binary): the command
-/// line of `warrant`, of which it runs only `hook HOST` on a directory spool, in a process that
-/// links the protocol, the store and the engine and not the console, the gateway, tokio or the
-/// other commands, so it starts like a small program. Anything else — another command, `--help`,
+/// `warrant-hook`, the hooks' own binary (`docs/integrations.md`, The hooks' binary): the command
+/// line of `warrant`, of which it runs only `hook HOST` on a directory spool, in a process whose
+/// code reaches neither the console, the gateway nor the other commands (the store's JetStream
+/// client is linked, the store being built with it, and never started), so it starts like a
+/// small program. Anything else — another command, `--help`,
 /// `--version`, a command line clap refuses, a JetStream store (whose replica needs the store's
 /// client) — is handed to the `warrant` beside it, with the same arguments and stdin (`exec`).
 /// When that cannot run, the call is denied: exit 2, the reason on stderr.
