@@ -37,12 +37,18 @@ fn open(url: &str, timeout: Duration) -> JetStreamSpool {
 
 fn setup(url: &str, replicas: usize) -> JetStreamSpool {
     let s = open(url, Duration::from_secs(10));
-    // A new cluster places R3 streams only once every peer has joined the meta group.
+    // A new cluster places R3 streams only once every peer has joined the meta group, and answers
+    // nothing while it elects its meta leader (a request then times out; setting up again is
+    // harmless: what exists is kept).
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         match s.setup(SetupOptions { replicas }) {
             Ok(()) => return s,
-            Err(e) if replicas > 1 && Instant::now() < deadline && e.to_string().contains("no suitable peers") => {
+            Err(e)
+                if replicas > 1
+                    && Instant::now() < deadline
+                    && ["no suitable peers", "timed out"].iter().any(|m| e.to_string().contains(m)) =>
+            {
                 std::thread::sleep(Duration::from_millis(250));
             }
             Err(e) => panic!("setup: {e}"),
