@@ -113,7 +113,7 @@ impl AsyncJetStreamSpool {
     /// The `Nats-Msg-Id` of the chain record at `seq` (`None` when there is no record there).
     async fn entry_msg_id(&self, seq: u64) -> Result<Option<String>, JsError> {
         let stream = self.stream(&self.url.chain_stream()).await?;
-        match stream.get_raw_message(seq).await {
+        match while_electing(|| stream.get_raw_message(seq)).await {
             Ok(m) => Ok(m.headers.get(header::NATS_MESSAGE_ID).map(|v| v.as_str().to_string())),
             Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => Ok(None),
             Err(e) => Err(server(format!("read chain record {seq}"))(e)),
@@ -157,7 +157,8 @@ impl AsyncJetStreamSpool {
     /// [`JsError::Server`] when the stream cannot be read.
     pub async fn head(&self) -> Result<Option<ChainEntry>, JsError> {
         let stream = self.stream(&self.url.chain_stream()).await?;
-        match stream.get_last_raw_message_by_subject(&self.url.chain_subject()).await {
+        let subject = self.url.chain_subject();
+        match while_electing(|| stream.get_last_raw_message_by_subject(&subject)).await {
             Ok(m) => Ok(Some(ChainEntry { seq: m.sequence, line: m.payload.to_vec() })),
             Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => Ok(None),
             Err(e) => Err(server("read the chain's head")(e)),
@@ -172,7 +173,7 @@ impl AsyncJetStreamSpool {
     /// [`JsError::Server`] when the stream cannot be read.
     pub async fn entry(&self, seq: u64) -> Result<Option<ChainEntry>, JsError> {
         let stream = self.stream(&self.url.chain_stream()).await?;
-        match stream.get_raw_message(seq).await {
+        match while_electing(|| stream.get_raw_message(seq)).await {
             Ok(m) => Ok(Some(ChainEntry { seq: m.sequence, line: m.payload.to_vec() })),
             Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => Ok(None),
             Err(e) => Err(server(format!("read chain record {seq}"))(e)),
@@ -536,7 +537,7 @@ async fn read_by_sequence(
     let last = stream.cached_info().state.last_sequence;
     let fetches = futures_util::stream::iter(from_seq.max(1)..=last)
         .map(|seq| async move {
-            match stream.get_raw_message(seq).await {
+            match while_electing(|| stream.get_raw_message(seq)).await {
                 Ok(m) => Ok(Some(Raw {
                     seq,
                     subject: m.subject.to_string(),
@@ -578,6 +579,38 @@ fn subject_matches(filter: &str, subject: &str) -> bool {
 }
 
 /// The JetStream error code behind a client error, if the server sent one.
+/// How long a read by sequence is made again while its stream has no leader
+/// ([`while_electing`]): an election takes a few seconds after a leader is lost.
+const ELECTION: Duration = Duration::from_secs(5);
+
+/// `get()` (a direct get of one message), made again while the stream's leader is being
+/// elected — the server answers 503 "JetStream system temporarily unavailable" (error code
+/// 10008) then — after 50 ms, doubling to 500 ms, for at most [`ELECTION`]; any other answer is
+/// returned at once (a refused permission is not waited on).
+async fn while_electing<T, F, Fut>(mut get: F) -> Result<T, stream::LastRawMessageError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, stream::LastRawMessageError>>,
+{
+    let deadline = tokio::time::Instant::now() + ELECTION;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match get().await {
+            Err(e) if electing(&e) && tokio::time::Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// Whether a direct get failed because the stream has no leader yet (503, or error code 10008).
+fn electing(e: &stream::LastRawMessageError) -> bool {
+    matches!(e.kind(), stream::LastRawMessageErrorKind::JetStream(j)
+        if j.code() == 503 || j.error_code() == ErrorCode::CLUSTER_NOT_AVAILABLE)
+}
+
 fn server_code(e: &(dyn std::error::Error + 'static)) -> Option<ErrorCode> {
     std::error::Error::source(e).and_then(|s| s.downcast_ref::<jetstream::Error>()).map(jetstream::Error::error_code)
 }
