@@ -8,7 +8,7 @@
 //! panic is caught and becomes exit 2. The wait for the principal ends before the host's own
 //! hook timeout (`--wait`, default [`DEFAULT_WAIT_SECS`]; the hosts' default is 600 s).
 
-use crate::govern::{Governor, Outcome};
+use crate::govern::Outcome;
 use crate::protocol::calls::ToolCall;
 use crate::store::spool::Spool;
 use serde_json::{Value, json};
@@ -260,15 +260,18 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
     // approval of one request never answers a later identical one.
     let nonce = format!("req-{}", uuid::Uuid::now_v7().simple());
     let call_id = call_id.or((kind == Event::PermissionRequest).then_some(nonce.as_str()));
-    let governor = match Governor::open(opts.spool.clone(), &opts.config_dir) {
+    // The policies and keys are read once, for the quick path and for a packet alike.
+    let mut live = crate::govern::Live::new(opts.spool.clone(), &opts.config_dir);
+    let governor = match live.governor() {
         Ok(g) => g,
         Err(e) => return deny(opts.host, kind, &e.to_string()),
     };
     // A `safe` call the gate allows on its own runs with no packet, as through the gateway
     // (`govern::Live::quick`): reads neither fill the spool nor spend the agent's rate limit.
-    let safe = governor.classify(&call).tier == Some(crate::protocol::tiers::ToolTier::Safe);
-    if safe && kind == Event::PreToolUse {
-        let live = crate::govern::Live::new(opts.spool.clone(), &opts.config_dir);
+    // Its one class's evidence is all the gate reads of the chain's.
+    let classified = governor.classify(&call);
+    if classified.tier == Some(crate::protocol::tiers::ToolTier::Safe) && kind == Event::PreToolUse {
+        live.evidence_only(governor.policies().normalize(&classified.class));
         match live.refresh() {
             Ok(_) => {
                 if let Some(class) = live.quick(&call) {

@@ -92,6 +92,31 @@ fn the_agents_view_reads_only_the_records_after_the_checkpoint() {
     assert!(!agent.may_be_decided_before("never-proposed"));
 }
 
+/// A view for one action class (a hook's one call) reads back from the snapshot only that
+/// class's evidence, and sums it as a verification of the whole chain does.
+#[test]
+fn a_view_of_one_class_sums_that_class_as_the_whole_chain_does() {
+    let env = spool_with_a_snapshot();
+    let pinned = PinnedKeys::load(&env.config()).expect("pins");
+    let spool = Spool::new(env.spool());
+    let whole = spool::verify_chain(&spool, &pinned).expect("whole");
+    let every = warrant::protocol::graduation::evidence::EvidenceIndex::of_runs(whole.evidence.runs());
+    assert!(every.classes().count() > 2, "the generated chain has evidence of several classes");
+    for (class, summary) in every.classes() {
+        let one = spool::agent_view_for_class(&spool, &pinned, class).expect("view");
+        assert!(one.from_snapshot());
+        assert_eq!(one.evidence_only.as_deref(), Some(class));
+        let index = warrant::protocol::graduation::evidence::EvidenceIndex::of_runs(one.chain.view.evidence.runs());
+        assert_eq!(index.summary(class), *summary, "{class}: the same sums, in the same order");
+        // Other classes' runs come only from the records after the checkpoint (the receipts of
+        // `read.context`).
+        let others: Vec<&str> =
+            index.classes().map(|(c, _)| c).filter(|c| *c != class && *c != "read.context").collect();
+        assert!(others.is_empty(), "{class}: the prefix's other classes were read: {others:?}");
+    }
+    assert_eq!(agent_view(&env).evidence_only, None, "the unrestricted view has every class's evidence");
+}
+
 /// An agent rewrites the snapshot to drop the quarantine: it no longer hashes to the signed
 /// digest, the chain is verified whole, and the quarantine still holds.
 #[test]

@@ -73,6 +73,38 @@ fn a_safe_call_runs_with_no_packet_until_the_principal_changes_something() {
     assert_eq!(live.quick(&call("fs/read")), None, "a broken chain allows nothing on its own");
 }
 
+/// A live governor that reads one class's evidence (a hook's one call,
+/// `Live::evidence_only`) judges calls of that class alone: a `safe` call of another class,
+/// which an unrestricted governor allows, goes to a packet. The policies it read ahead
+/// (`Live::governor`) are the ones its refresh uses, unless their file changed in between.
+#[test]
+fn a_governor_of_one_class_judges_that_class_alone() {
+    let env = Env::new();
+    let two_classes =
+        format!("{SAFE_READ}[tools.\"fs/grep\"]\ntier = \"safe\"\nclass = \"draft.compose\"\nlevel = 1\n");
+    env.policy(&two_classes);
+    std::fs::create_dir_all(env.spool()).expect("spool");
+    let all = Live::new(Spool::new(env.spool()), &env.config());
+    all.refresh().expect("refresh");
+    assert_eq!(all.quick(&call("fs/read")).as_deref(), Some("read.context"));
+    assert_eq!(all.quick(&call("fs/grep")).as_deref(), Some("draft.compose"));
+
+    let mut one = Live::new(Spool::new(env.spool()), &env.config());
+    let governor = one.governor().expect("policies");
+    one.evidence_only(governor.policies().normalize(&governor.classify(&call("fs/read")).class));
+    assert!(std::sync::Arc::ptr_eq(&governor, &one.refresh().expect("refresh")), "read once");
+    assert_eq!(one.quick(&call("fs/read")).as_deref(), Some("read.context"));
+    assert_eq!(one.quick(&call("fs/grep")), None, "another class's evidence was not read: a packet judges it");
+
+    // The tool table changes between the read ahead and the refresh: it is read again.
+    let ahead = Live::new(Spool::new(env.spool()), &env.config());
+    let early = ahead.governor().expect("policies");
+    env.policy(&two_classes.replacen("\"safe\"", "\"mutating\"", 1));
+    let used = ahead.refresh().expect("refresh");
+    assert!(!std::sync::Arc::ptr_eq(&early, &used), "the policies read ahead are stale");
+    assert_eq!(ahead.quick(&call("fs/read")), None, "fs/read is mutating now");
+}
+
 #[test]
 fn without_a_pinned_key_or_a_spool_refresh_fails_and_nothing_is_allowed() {
     let env = Env::without_key();

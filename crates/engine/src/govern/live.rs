@@ -48,13 +48,61 @@ pub struct Live {
     spool: Spool,
     config_dir: PathBuf,
     state: std::sync::RwLock<Option<Arc<LiveState>>>,
+    /// The policies and pinned keys read ahead of the chain ([`Live::governor`]), with the
+    /// stamps of their files taken before they were read; taken by the first state read while
+    /// those files are unchanged.
+    seed: std::sync::Mutex<Option<(Arc<Governor>, [Stamp; 3])>>,
+    /// The one canonical action class whose evidence is read ([`Live::evidence_only`]); `None`:
+    /// every class's.
+    evidence_only: Option<String>,
 }
 
 impl Live {
     /// A live governor for `spool` and `config_dir`; nothing is read until the first call.
     #[must_use]
     pub fn new(spool: Spool, config_dir: &Path) -> Self {
-        Self { spool, config_dir: config_dir.to_owned(), state: std::sync::RwLock::new(None) }
+        Self {
+            spool,
+            config_dir: config_dir.to_owned(),
+            state: std::sync::RwLock::new(None),
+            seed: std::sync::Mutex::new(None),
+            evidence_only: None,
+        }
+    }
+
+    /// Reads the evidence of the canonical action class `class` alone (as
+    /// [`PolicySet::normalize`] gives it), for a process that judges calls of that class only —
+    /// a hook's one call: from the agents' snapshot only that class's evidence runs are read
+    /// back ([`warrant_store::spool::agent_view_for_class`]). [`Live::quick`] then judges only a
+    /// call whose packet has that class and sends any other to [`Governor::submit`]. What was
+    /// read before is dropped.
+    pub fn evidence_only(&mut self, class: String) {
+        self.evidence_only = Some(class);
+        if let Ok(mut s) = self.state.write() {
+            *s = None;
+        }
+    }
+
+    /// The policies and pinned keys ([`Governor`]), as the next [`Live::refresh`] will use them:
+    /// those of what was read while their files are unchanged, else read now (their files'
+    /// stamps taken first) and kept for the next refresh, which then reads only the chain.
+    ///
+    /// # Errors
+    /// As [`Governor::open`].
+    pub fn governor(&self) -> Result<Arc<Governor>, GovernError> {
+        let stamps = self.stamps();
+        let config: [Stamp; 3] = [stamps[1], stamps[2], stamps[3]];
+        if let Some(s) = self.state.read().ok().and_then(|s| s.clone()).filter(|s| s.stamps[1..4] == config) {
+            return Ok(s.governor.clone());
+        }
+        // A cache: one left by a thread that panicked is as good as any.
+        let mut seed = self.seed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((g, _)) = seed.as_ref().filter(|(_, at)| *at == config) {
+            return Ok(g.clone());
+        }
+        let governor = Arc::new(Governor::open(self.spool.clone(), &self.config_dir)?);
+        *seed = Some((governor.clone(), config));
+        Ok(governor)
     }
 
     /// The spool.
@@ -103,9 +151,16 @@ impl Live {
         let stamps = self.stamps();
         let old = self.state.read().ok().and_then(|s| s.clone());
         let config_same = old.as_ref().is_some_and(|o| o.stamps[1..4] == stamps[1..4]);
+        let seeded = || {
+            let seed = self.seed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()?;
+            (seed.1[..] == stamps[1..4]).then_some(seed.0)
+        };
         let governor = match old.as_ref().filter(|_| config_same) {
             Some(o) => o.governor.clone(),
-            None => Arc::new(Governor::open(self.spool.clone(), &self.config_dir)?),
+            None => match seeded() {
+                Some(g) => g,
+                None => Arc::new(Governor::open(self.spool.clone(), &self.config_dir)?),
+            },
         };
         let progress = std::sync::atomic::AtomicU64::new(0);
         let cache = old.as_ref().filter(|_| config_same).map(|o| o.chain.as_ref());
@@ -118,7 +173,12 @@ impl Live {
                     Some(_) => {
                         warrant_store::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?
                     }
-                    None => warrant_store::spool::agent_view(&self.spool, &governor.pinned)?.chain,
+                    None => match self.evidence_only.as_deref() {
+                        Some(class) => {
+                            warrant_store::spool::agent_view_for_class(&self.spool, &governor.pinned, class)?.chain
+                        }
+                        None => warrant_store::spool::agent_view(&self.spool, &governor.pinned)?.chain,
+                    },
                 };
                 let index = warrant_protocol::graduation::evidence::EvidenceIndex::of_runs(chain.view.evidence.runs());
                 (Arc::new(chain), Arc::new(index))
@@ -173,6 +233,11 @@ impl Live {
         );
         let bytes = serde_json::to_vec(&doc).ok()?;
         let packet = warrant_protocol::packet::parse_packet(&bytes, &id).ok()?;
+        // Only the class whose evidence was read is judged here: the gate reads the summary of
+        // the packet's class as the policies name it.
+        if self.evidence_only.as_deref().is_some_and(|only| policies.normalize_cow(&packet.action_class) != only) {
+            return None;
+        }
         let ctx = warrant_protocol::verdict::VerdictContext {
             policies,
             controls: &view.controls,

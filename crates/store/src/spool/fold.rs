@@ -207,6 +207,49 @@ impl IdFilter {
     }
 }
 
+/// An [`IdFilter`] as its file holds it (`bits` still base64: the same JSON), decoded on first
+/// use, so a process that never asks whether an id is decided (a hook's call with no packet) does
+/// not decode 80 KB of bits.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct LazyIdFilter {
+    capacity: u64,
+    count: u64,
+    /// The filter's bits, base64.
+    bits: String,
+    #[serde(skip)]
+    decoded: std::sync::OnceLock<IdFilter>,
+}
+
+impl LazyIdFilter {
+    /// `filter`, encoded.
+    pub(super) fn of(filter: &IdFilter) -> Self {
+        use base64::Engine as _;
+        Self {
+            capacity: filter.capacity,
+            count: filter.count,
+            bits: base64::engine::general_purpose::STANDARD.encode(&filter.bits),
+            decoded: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Whether the filter is sized for what it holds ([`IdFilter::usable`]), read without
+    /// decoding its bits.
+    pub(super) fn usable(&self) -> bool {
+        !self.bits.is_empty() && self.count <= self.capacity
+    }
+
+    /// [`IdFilter::may_hold`], the bits decoded on the first call. Bits that do not decode make
+    /// a filter that may hold every id: the caller then looks each up in the whole chain.
+    pub(super) fn may_hold(&self, id: &str) -> bool {
+        use base64::Engine as _;
+        let filter = self.decoded.get_or_init(|| match base64::engine::general_purpose::STANDARD.decode(&self.bits) {
+            Ok(bits) => IdFilter { capacity: self.capacity, count: self.count, bits },
+            Err(_) => IdFilter::default(),
+        });
+        filter.may_hold(id)
+    }
+}
+
 /// What [`extend_fold`] found besides the fold.
 #[derive(Default)]
 struct PrefixScan {
@@ -657,4 +700,28 @@ pub(super) fn sign_checkpoint(
         tracing::warn!(error = %e, "could not write the checkpoint");
     }
     cp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_read_lazily_is_the_same_json_and_answers_the_same() {
+        let ids: Vec<String> = (0..500).map(|i| format!("p-{i}")).collect();
+        let filter = IdFilter::of(ids.iter().map(String::as_str));
+        let lazy = LazyIdFilter::of(&filter);
+        let json = serde_json::to_string(&filter).expect("json");
+        assert_eq!(serde_json::to_string(&lazy).expect("json"), json, "the same file either way");
+        let read: LazyIdFilter = serde_json::from_str(&json).expect("parse");
+        assert!(read.usable() && read.decoded.get().is_none(), "nothing decoded to check its size");
+        for id in ["p-0", "p-499", "p-500", "never", "p-1000"] {
+            assert_eq!(read.may_hold(id), filter.may_hold(id), "{id}");
+        }
+        assert!(!read.may_hold("never") || !read.may_hold("p-500"), "the filter tells some ids apart");
+        let mut bad: serde_json::Value = serde_json::from_str(&json).expect("parse");
+        bad["bits"] = "not base64!".into();
+        let bad: LazyIdFilter = serde_json::from_value(bad).expect("parse");
+        assert!(bad.may_hold("never"), "bits that do not decode hold every id: the whole chain is asked");
+    }
 }

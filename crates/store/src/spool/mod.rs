@@ -49,7 +49,7 @@ pub use receipts::{
 pub use records::{AgentScores, append_control, append_grant, append_key_event, elevation_fields, revoke_grant};
 pub(crate) use scan::is_publication;
 pub use scan::{FileKind, InvalidFile, PacketEntry, Recheck, Scanner, Snapshot, publisher_label, user_name};
-pub use snapshot::{AgentView, SNAPSHOT_FILE, agent_view};
+pub use snapshot::{AgentView, SNAPSHOT_FILE, agent_view, agent_view_for_class};
 pub use uses::{
     ALLOWED, PERMISSION_AFTER, USE_SUFFIX, Uses, WITHDRAW_MARGIN, WaitHold, Withdrawn, claim_approval, claim_grant_use,
     gate_runs, permission_answered_by, read_uses, record_answer, record_call, record_gate_run, record_wait, withdrawn,

@@ -11,7 +11,7 @@
 //! is verified instead, so a forged, stale or damaged snapshot costs time and never allows
 //! anything a verification of the chain would not.
 
-use super::fold::{IdFilter, PrefixFold};
+use super::fold::{IdFilter, LazyIdFilter, PrefixFold};
 use super::view::view_after_checkpoint;
 use super::{ChainDecision, Cosigning, Spool, VerifiedView};
 use crate::chain_file::ChainError;
@@ -33,7 +33,7 @@ pub const RECENT_DECISIONS_FILE: &str = "snapshot.decisions.json";
 pub const MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
 
 /// The version of [`AgentSnapshot`]'s file; a snapshot of another version is not used.
-const SNAPSHOT_VERSION: u32 = 2;
+const SNAPSHOT_VERSION: u32 = 3;
 
 /// How many of the prefix's latest decisions the snapshot keeps exactly (about 450 bytes each,
 /// read only by a process that needs one of them: [`AgentView::complete`]).
@@ -64,24 +64,28 @@ struct AgentSnapshot {
     /// The prefix's evidence rows, distinct with counts, as a table ([`EvidenceTable`]).
     evidence: EvidenceTable,
     /// The packet ids the prefix decides, as a Bloom filter: an id it may hold is looked up in the
-    /// whole chain ([`AgentView::may_be_decided_before`]).
-    decided: IdFilter,
+    /// whole chain ([`AgentView::may_be_decided_before`]). Decoded only when asked.
+    decided: LazyIdFilter,
     /// `"sha256:<hex>"` of [`RECENT_DECISIONS_FILE`]: the prefix's [`RECENT_DECISIONS`] latest
     /// decisions (by `chain_index`), by packet id, read only when a process needs one
     /// ([`AgentView::complete`]).
     recent_decisions_sha256: String,
 }
 
-/// Evidence runs as a table, so a snapshot parses in a millisecond: each distinct string once,
-/// each distinct kind of row (source type, weights, edit distance, bucket, trust violation) once,
-/// and a run a row of integers `[class, label, date, source, kind, count]`, the strings and
-/// kinds as indexes into `strings` and `kinds` (a million generated records: 3,000 runs, 77
-/// strings, a dozen kinds). A run's receipt id and time are left out: no sum reads them.
+/// Evidence runs as a table, so a snapshot parses in a fraction of a millisecond: each distinct
+/// string once, each distinct kind of row (source type, weights, edit distance, bucket, trust
+/// violation) once, and each action class's runs as one base64 string of fixed-width rows
+/// ([`RunCells`]), so a process that reads one class's evidence decodes that class's runs alone
+/// and passes over the others' as strings (a million generated records: 3,000 runs of 10
+/// classes, 77 strings, a dozen kinds). A run's receipt id and time are left out: no sum reads
+/// them.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct EvidenceTable {
     strings: Vec<String>,
     kinds: Vec<EvidenceKind>,
-    rows: Vec<EvidenceCells>,
+    /// `[class, rows]`: the class as an index into `strings`, its runs in chain order, each
+    /// [`RunCells::BYTES`] bytes, base64. One entry a class.
+    classes: Vec<(u32, String)>,
 }
 
 /// What a run counts as, but for its strings: `[source_type, decision_weight,
@@ -91,8 +95,46 @@ type EvidenceKind = (Option<SourceType>, f64, f64, f64, Option<f64>, Bucket, boo
 /// What tells two [`EvidenceKind`]s apart: the same fields, the weights by their bits.
 type KindKey = (Option<SourceType>, [u64; 3], Option<u64>, Bucket, bool);
 
-/// One row of an [`EvidenceTable`]: `[class, label, date, source, kind, count]`.
-type EvidenceCells = (u32, u32, Option<u32>, Option<u32>, u32, u64);
+/// One run of an [`EvidenceTable`]'s class, as its bytes hold it (little-endian): its position
+/// among all the runs (`u32`), its label, date and source as indexes into the strings (`u32`
+/// each, [`RunCells::NONE`] for no date or source), its kind (`u32`) and its count (`u64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RunCells {
+    position: u32,
+    label: u32,
+    date: Option<u32>,
+    source: Option<u32>,
+    kind: u32,
+    count: u64,
+}
+
+impl RunCells {
+    const BYTES: usize = 28;
+    const NONE: u32 = u32::MAX;
+
+    fn write(&self, out: &mut Vec<u8>) {
+        for v in
+            [self.position, self.label, self.date.unwrap_or(Self::NONE), self.source.unwrap_or(Self::NONE), self.kind]
+        {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&self.count.to_le_bytes());
+    }
+
+    /// The run in `b` (exactly [`RunCells::BYTES`] long).
+    fn read(b: &[u8]) -> Option<Self> {
+        let u = |i: usize| Some(u32::from_le_bytes(b.get(4 * i..4 * i + 4)?.try_into().ok()?));
+        let opt = |v: u32| (v != Self::NONE).then_some(v);
+        Some(Self {
+            position: u(0)?,
+            label: u(1)?,
+            date: opt(u(2)?),
+            source: opt(u(3)?),
+            kind: u(4)?,
+            count: u64::from_le_bytes(b.get(20..28)?.try_into().ok()?),
+        })
+    }
+}
 
 /// The position of `value` in `table`, added when new (`at` remembers positions by value).
 fn intern<K: std::hash::Hash + Eq + Clone>(value: K, table: &mut Vec<K>, at: &mut HashMap<K, u32>) -> u32 {
@@ -104,11 +146,14 @@ fn intern<K: std::hash::Hash + Eq + Clone>(value: K, table: &mut Vec<K>, at: &mu
 
 impl EvidenceTable {
     fn of_runs(runs: &[(EvidenceRow, u64)]) -> Self {
+        use base64::Engine as _;
         let mut table = Self::default();
         let mut strings: HashMap<String, u32> = HashMap::new();
         // Kinds are told apart by their weights' bits, as rows are counted apart.
         let mut kinds: HashMap<KindKey, u32> = HashMap::new();
-        for (r, n) in runs {
+        let mut classes: Vec<(u32, Vec<u8>)> = Vec::new();
+        let mut class_at: HashMap<u32, usize> = HashMap::new();
+        for (position, (r, n)) in runs.iter().enumerate() {
             let mut s = |v: &str| intern(v.to_owned(), &mut table.strings, &mut strings);
             let (class, label) = (s(&r.action_class), s(&r.label));
             let date = r.date.as_deref().map(&mut s);
@@ -127,37 +172,70 @@ impl EvidenceTable {
                 ));
                 u32::try_from(table.kinds.len() - 1).unwrap_or(u32::MAX)
             });
-            table.rows.push((class, label, date, source, kind, *n));
+            let at = *class_at.entry(class).or_insert_with(|| {
+                classes.push((class, Vec::new()));
+                classes.len() - 1
+            });
+            // More runs than a u32 counts make positions that repeat: such a table does not
+            // read back, and the chain is verified whole.
+            let position = u32::try_from(position).unwrap_or(u32::MAX);
+            RunCells { position, label, date, source, kind, count: *n }.write(&mut classes[at].1);
         }
+        let b64 = base64::engine::general_purpose::STANDARD;
+        table.classes = classes.into_iter().map(|(c, rows)| (c, b64.encode(rows))).collect();
         table
     }
 
-    /// The runs back; `None` when a row names a string or kind the table does not have.
-    fn into_runs(self) -> Option<Vec<(EvidenceRow, u64)>> {
+    /// The runs back, in chain order: all of them, or with `only` those of that action class
+    /// (decoding no other class's rows; its runs in the same order, so its sums are the same).
+    /// `None` when a class is listed twice or names no string, when a run read names a string
+    /// or kind the table does not have, or when the positions read are not in chain order (with
+    /// all of them, not exactly 0, 1, 2, …).
+    fn into_runs(self, only: Option<&str>) -> Option<Vec<(EvidenceRow, u64)>> {
+        use base64::Engine as _;
         let at = |i: u32| usize::try_from(i).ok();
         let s = |i: u32| self.strings.get(at(i)?).cloned();
-        let opt = |i: Option<u32>| i.map(|i| s(i).ok_or(())).transpose().ok();
-        let mut runs = Vec::with_capacity(self.rows.len());
-        for &(class, label, date, source, kind, n) in &self.rows {
-            let &(source_type, dw, pw, ew, edit, bucket, tv) = self.kinds.get(at(kind)?)?;
-            let row = EvidenceRow {
-                action_class: s(class)?,
-                label: s(label)?,
-                date: opt(date)?,
-                source: opt(source)?,
-                source_type,
-                decision_weight: dw,
-                provenance_weight: pw,
-                evidence_weight: ew,
-                edit_distance: edit,
-                bucket,
-                trust_violation: tv,
-                receipt_id: None,
-                recorded_at: None,
-            };
-            runs.push((row, n));
+        let mut seen = std::collections::HashSet::new();
+        if !self.classes.iter().all(|(c, _)| at(*c).is_some_and(|c| c < self.strings.len()) && seen.insert(*c)) {
+            return None;
         }
-        Some(runs)
+        let read: Vec<&(u32, String)> = match only {
+            Some(class) => self.classes.iter().filter(|(c, _)| self.strings[*c as usize] == class).collect(),
+            None => self.classes.iter().collect(),
+        };
+        let mut runs: Vec<(u32, EvidenceRow, u64)> = Vec::new();
+        for (class, text) in read {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
+            if bytes.len() % RunCells::BYTES != 0 {
+                return None;
+            }
+            let action_class = s(*class)?;
+            for b in bytes.chunks_exact(RunCells::BYTES) {
+                let cells = RunCells::read(b)?;
+                let &(source_type, dw, pw, ew, edit, bucket, tv) = self.kinds.get(at(cells.kind)?)?;
+                let opt = |i: Option<u32>| i.map(|i| s(i).ok_or(())).transpose().ok();
+                let row = EvidenceRow {
+                    action_class: action_class.clone(),
+                    label: s(cells.label)?,
+                    date: opt(cells.date)?,
+                    source: opt(cells.source)?,
+                    source_type,
+                    decision_weight: dw,
+                    provenance_weight: pw,
+                    evidence_weight: ew,
+                    edit_distance: edit,
+                    bucket,
+                    trust_violation: tv,
+                    receipt_id: None,
+                    recorded_at: None,
+                };
+                runs.push((cells.position, row, cells.count));
+            }
+        }
+        runs.sort_by_key(|r| r.0);
+        let in_order = runs.windows(2).all(|w| w[0].0 < w[1].0);
+        let every = only.is_some() || runs.iter().enumerate().all(|(i, r)| at(r.0) == Some(i));
+        (in_order && every).then(|| runs.into_iter().map(|(_, row, n)| (row, n)).collect())
     }
 }
 
@@ -173,15 +251,16 @@ impl AgentSnapshot {
             last_receipt_hash: fold.last_receipt_hash.clone(),
             cosigning: fold.cosigning.clone(),
             evidence: EvidenceTable::of_runs(&fold.evidence),
-            decided: IdFilter::of(fold.decisions.keys().map(String::as_str)),
+            decided: LazyIdFilter::of(&IdFilter::of(fold.decisions.keys().map(String::as_str))),
             recent_decisions_sha256,
         }
     }
 
     /// The fold this snapshot stands for, with no decisions: [`PrefixFold::view`] builds the
-    /// view from it as it does for the principal. Also the decided ids' filter and the digest of
-    /// the recent decisions. `None` when its evidence table does not read back.
-    fn into_fold(self) -> Option<(PrefixFold, IdFilter, String)> {
+    /// view from it as it does for the principal. Its evidence is every class's, or with `only`
+    /// that action class's alone ([`EvidenceTable::into_runs`]). Also the decided ids' filter and
+    /// the digest of the recent decisions. `None` when its evidence table does not read back.
+    fn into_fold(self, only: Option<&str>) -> Option<(PrefixFold, LazyIdFilter, String)> {
         let mut fold = PrefixFold::default();
         fold.records = self.records;
         fold.bytes = self.bytes;
@@ -190,7 +269,7 @@ impl AgentSnapshot {
         fold.publishers = self.publishers;
         fold.last_receipt_hash = self.last_receipt_hash;
         fold.cosigning = self.cosigning;
-        fold.evidence = self.evidence.into_runs()?;
+        fold.evidence = self.evidence.into_runs(only)?;
         Some((fold, self.decided, self.recent_decisions_sha256))
     }
 }
@@ -235,7 +314,7 @@ pub struct AgentView {
     pub chain: VerifiedView,
     /// The packet ids the snapshot's prefix decides (a Bloom filter), when the view was made
     /// from one.
-    decided_before: Option<IdFilter>,
+    decided_before: Option<LazyIdFilter>,
     /// Where the snapshot's latest decisions are and the digest they must have, and the
     /// decisions once read.
     recent_source: Option<(PathBuf, String)>,
@@ -246,6 +325,11 @@ pub struct AgentView {
     /// The principal's checkpoint the view starts from, when it was made from the snapshot
     /// (its signature verified against the pinned keys): records 1 to `records` are taken on it.
     pub checkpoint: Option<warrant_protocol::checkpoint::Checkpoint>,
+    /// `Some(class)` when the view's evidence is the whole chain's for that canonical action
+    /// class only ([`agent_view_for_class`]): the snapshot's prefix gave that class's runs
+    /// alone, so any other class's summary is not the chain's and must not be read. `None`
+    /// when the evidence is every class's.
+    pub evidence_only: Option<String>,
 }
 
 impl AgentView {
@@ -328,7 +412,23 @@ impl AgentView {
 /// # Errors
 /// As [`super::verify_chain`].
 pub fn agent_view(spool: &Spool, pinned: &PinnedKeys) -> Result<AgentView, ChainError> {
-    if let Some(v) = snapshot_view(spool, pinned) {
+    agent_view_of(spool, pinned, None)
+}
+
+/// [`agent_view`] for a process that reads the evidence of one action class (`class`,
+/// canonical), as a hook's one call does: from the snapshot, only that class's evidence runs
+/// are read back (a tenth of them at a million generated records), so the view's
+/// [`AgentView::evidence_only`] names the class. A view of the whole chain (no usable snapshot)
+/// has every class's evidence and `evidence_only` `None`.
+///
+/// # Errors
+/// As [`super::verify_chain`].
+pub fn agent_view_for_class(spool: &Spool, pinned: &PinnedKeys, class: &str) -> Result<AgentView, ChainError> {
+    agent_view_of(spool, pinned, Some(class))
+}
+
+fn agent_view_of(spool: &Spool, pinned: &PinnedKeys, only: Option<&str>) -> Result<AgentView, ChainError> {
+    if let Some(v) = snapshot_view(spool, pinned, only) {
         return Ok(v);
     }
     let progress = std::sync::atomic::AtomicU64::new(0);
@@ -340,9 +440,9 @@ pub fn agent_view(spool: &Spool, pinned: &PinnedKeys) -> Result<AgentView, Chain
 /// principal's latest checkpoint ([`crate::checkpoint_files::latest`]) must bind a snapshot
 /// (`snapshot_sha256`), the spool's [`SNAPSHOT_FILE`] must hash to it and describe the
 /// checkpoint's prefix, the chain must still end that prefix with the record signed, and the
-/// records after it must verify, checked against that checkpoint. `None`
-/// whenever anything is in doubt.
-fn snapshot_view(spool: &Spool, pinned: &PinnedKeys) -> Option<AgentView> {
+/// records after it must verify, checked against that checkpoint. The prefix's evidence is every
+/// class's, or with `only` that class's alone. `None` whenever anything is in doubt.
+fn snapshot_view(spool: &Spool, pinned: &PinnedKeys, only: Option<&str>) -> Option<AgentView> {
     let (cp, _) = crate::checkpoint_files::latest(spool, pinned);
     let cp = cp?;
     let want = cp.snapshot_sha256.as_deref()?;
@@ -359,7 +459,7 @@ fn snapshot_view(spool: &Spool, pinned: &PinnedKeys) -> Option<AgentView> {
     if !describes {
         return None;
     }
-    let (fold, decided, recent) = snapshot.into_fold()?;
+    let (fold, decided, recent) = snapshot.into_fold(only)?;
     let (base, prefix) = fold.into_view(pinned);
     let progress = std::sync::atomic::AtomicU64::new(0);
     let (view, _, tail) =
@@ -375,6 +475,7 @@ fn snapshot_view(spool: &Spool, pinned: &PinnedKeys) -> Option<AgentView> {
         recent: std::sync::OnceLock::new(),
         bytes_read: progress.into_inner(),
         checkpoint: Some(cp),
+        evidence_only: only.map(str::to_owned),
     })
 }
 
@@ -415,6 +516,43 @@ mod tests {
     }
 
     #[test]
+    fn one_class_reads_back_its_runs_in_order_and_decodes_no_other() {
+        let row = |class: &str, label: &str| EvidenceRow::new(class, label, Some(SourceType::Principal), None);
+        let runs = vec![
+            (row("email.send", "approved"), 3),
+            (row("read.context", "approved"), 5),
+            (row("email.send", "rejected"), 1),
+            (row("read.context", "edited"), 2),
+        ];
+        let table = || EvidenceTable::of_runs(&runs);
+        let email: Vec<_> = runs.iter().filter(|(r, _)| r.action_class == "email.send").cloned().collect();
+        assert_eq!(table().into_runs(Some("email.send")), Some(email));
+        assert_eq!(table().into_runs(None), Some(runs.clone()));
+        assert_eq!(table().into_runs(Some("payment.initiate")), Some(Vec::new()), "a class with no runs");
+        assert_eq!(table().classes.len(), 2, "one string of runs a class");
+        // The `read.context` runs rewritten: one naming a label the table does not have.
+        let bad = || {
+            use base64::Engine as _;
+            let mut t = table();
+            let mut bytes = Vec::new();
+            RunCells { position: 1, label: 99, date: None, source: None, kind: 0, count: 5 }.write(&mut bytes);
+            let at = t.strings.iter().position(|s| s == "read.context").expect("class");
+            let group = t.classes.iter_mut().find(|(c, _)| *c as usize == at).expect("its runs");
+            group.1 = base64::engine::general_purpose::STANDARD.encode(bytes);
+            t
+        };
+        assert_eq!(bad().into_runs(Some("read.context")), None, "a run naming no string");
+        assert_eq!(bad().into_runs(None), None, "read whole, the bad run is found");
+        let email: Vec<_> = runs.iter().filter(|(r, _)| r.action_class == "email.send").cloned().collect();
+        assert_eq!(bad().into_runs(Some("email.send")), Some(email), "another class's runs are not decoded");
+        // Positions that are not every run's once: the runs do not read back whole.
+        let mut twice = table();
+        let first = twice.classes[0].clone();
+        twice.classes[1].1.clone_from(&first.1);
+        assert_eq!(twice.into_runs(None), None);
+    }
+
+    #[test]
     fn a_snapshot_round_trips_and_keeps_only_a_filter_of_the_decided_ids() {
         let mut fold = PrefixFold::default();
         (fold.records, fold.bytes, fold.head_hash) = (2, 10, Some("h".into()));
@@ -434,7 +572,7 @@ mod tests {
         let json = serde_json::to_vec(&snapshot).expect("serialize");
         let back: AgentSnapshot = serde_json::from_slice(&json).expect("parse");
         assert!(back.decided.usable());
-        let (f, decided, digest) = back.into_fold().expect("evidence reads back");
+        let (f, decided, digest) = back.into_fold(None).expect("evidence reads back");
         assert_eq!(digest, "sha256:00");
         assert_eq!((f.records, f.bytes, f.head_hash.as_deref()), (2, 10, Some("h")));
         assert!(f.decisions.is_empty(), "the snapshot carries no exact decision");
