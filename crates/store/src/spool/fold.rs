@@ -200,53 +200,23 @@ impl IdFilter {
         self.count += hashes.len() as u64;
     }
 
+    /// The filter's capacity, count and bits, to keep them apart (the agents' snapshot keeps
+    /// the bits in a file of their own, read only when asked).
+    pub(super) fn parts(&self) -> (u64, u64, &[u8]) {
+        (self.capacity, self.count, &self.bits)
+    }
+
+    /// The filter of [`IdFilter::parts`]; `None` when the bits are not the length its capacity
+    /// makes.
+    pub(super) fn from_parts(capacity: u64, count: u64, bits: Vec<u8>) -> Option<Self> {
+        let len = capacity.checked_mul(Self::BITS_PER_ID)? / 8;
+        (u64::try_from(bits.len()).ok()? == len).then_some(Self { capacity, count, bits })
+    }
+
     /// Whether `id` may be in the filter (false: it certainly is not). An empty filter may hold
     /// anything.
     pub(super) fn may_hold(&self, id: &str) -> bool {
         self.bits.is_empty() || self.positions(id_hash(id)).all(|p| self.bits[p / 8] & (1 << (p % 8)) != 0)
-    }
-}
-
-/// An [`IdFilter`] as its file holds it (`bits` still base64: the same JSON), decoded on first
-/// use, so a process that never asks whether an id is decided (a hook's call with no packet) does
-/// not decode 80 KB of bits.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub(super) struct LazyIdFilter {
-    capacity: u64,
-    count: u64,
-    /// The filter's bits, base64.
-    bits: String,
-    #[serde(skip)]
-    decoded: std::sync::OnceLock<IdFilter>,
-}
-
-impl LazyIdFilter {
-    /// `filter`, encoded.
-    pub(super) fn of(filter: &IdFilter) -> Self {
-        use base64::Engine as _;
-        Self {
-            capacity: filter.capacity,
-            count: filter.count,
-            bits: base64::engine::general_purpose::STANDARD.encode(&filter.bits),
-            decoded: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// Whether the filter is sized for what it holds ([`IdFilter::usable`]), read without
-    /// decoding its bits.
-    pub(super) fn usable(&self) -> bool {
-        !self.bits.is_empty() && self.count <= self.capacity
-    }
-
-    /// [`IdFilter::may_hold`], the bits decoded on the first call. Bits that do not decode make
-    /// a filter that may hold every id: the caller then looks each up in the whole chain.
-    pub(super) fn may_hold(&self, id: &str) -> bool {
-        use base64::Engine as _;
-        let filter = self.decoded.get_or_init(|| match base64::engine::general_purpose::STANDARD.decode(&self.bits) {
-            Ok(bits) => IdFilter { capacity: self.capacity, count: self.count, bits },
-            Err(_) => IdFilter::default(),
-        });
-        filter.may_hold(id)
     }
 }
 
@@ -700,28 +670,4 @@ pub(super) fn sign_checkpoint(
         tracing::warn!(error = %e, "could not write the checkpoint");
     }
     cp
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_filter_read_lazily_is_the_same_json_and_answers_the_same() {
-        let ids: Vec<String> = (0..500).map(|i| format!("p-{i}")).collect();
-        let filter = IdFilter::of(ids.iter().map(String::as_str));
-        let lazy = LazyIdFilter::of(&filter);
-        let json = serde_json::to_string(&filter).expect("json");
-        assert_eq!(serde_json::to_string(&lazy).expect("json"), json, "the same file either way");
-        let read: LazyIdFilter = serde_json::from_str(&json).expect("parse");
-        assert!(read.usable() && read.decoded.get().is_none(), "nothing decoded to check its size");
-        for id in ["p-0", "p-499", "p-500", "never", "p-1000"] {
-            assert_eq!(read.may_hold(id), filter.may_hold(id), "{id}");
-        }
-        assert!(!read.may_hold("never") || !read.may_hold("p-500"), "the filter tells some ids apart");
-        let mut bad: serde_json::Value = serde_json::from_str(&json).expect("parse");
-        bad["bits"] = "not base64!".into();
-        let bad: LazyIdFilter = serde_json::from_value(bad).expect("parse");
-        assert!(bad.may_hold("never"), "bits that do not decode hold every id: the whole chain is asked");
-    }
 }

@@ -11,7 +11,7 @@
 //! is verified instead, so a forged, stale or damaged snapshot costs time and never allows
 //! anything a verification of the chain would not.
 
-use super::fold::{IdFilter, LazyIdFilter, PrefixFold};
+use super::fold::{IdFilter, PrefixFold};
 use super::view::view_after_checkpoint;
 use super::{ChainDecision, Cosigning, Spool, VerifiedView};
 use crate::chain_file::ChainError;
@@ -29,11 +29,21 @@ pub const SNAPSHOT_FILE: &str = "snapshot.json";
 /// snapshot's `recent_decisions_sha256` and read only by a process that needs one of them.
 pub const RECENT_DECISIONS_FILE: &str = "snapshot.decisions.json";
 
-/// The most bytes a snapshot may have to be read (64 MiB): a larger one is not used.
+/// The file beside it with the prefix's evidence runs, each action class's together
+/// ([`RunCells`]), bound class by class by the digests in the snapshot's evidence table: a
+/// process that reads one class's evidence reads and hashes that class's runs alone.
+pub const RUNS_FILE: &str = "snapshot.runs";
+
+/// The file beside it with the bits of the prefix's decided ids' filter, bound by the snapshot's
+/// `decided.sha256` and read only by a process that asks whether an id is decided.
+pub const DECIDED_FILE: &str = "snapshot.decided";
+
+/// The most bytes a snapshot (or one of its files) may have to be read (64 MiB): a larger one is
+/// not used.
 pub const MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
 
 /// The version of [`AgentSnapshot`]'s file; a snapshot of another version is not used.
-const SNAPSHOT_VERSION: u32 = 3;
+const SNAPSHOT_VERSION: u32 = 4;
 
 /// How many of the prefix's latest decisions the snapshot keeps exactly (about 450 bytes each,
 /// read only by a process that needs one of them: [`AgentView::complete`]).
@@ -63,29 +73,79 @@ struct AgentSnapshot {
     cosigning: HashMap<String, Cosigning>,
     /// The prefix's evidence rows, distinct with counts, as a table ([`EvidenceTable`]).
     evidence: EvidenceTable,
-    /// The packet ids the prefix decides, as a Bloom filter: an id it may hold is looked up in the
-    /// whole chain ([`AgentView::may_be_decided_before`]). Decoded only when asked.
-    decided: LazyIdFilter,
+    /// The packet ids the prefix decides, as a Bloom filter whose bits are in [`DECIDED_FILE`]:
+    /// an id it may hold is looked up in the whole chain ([`AgentView::may_be_decided_before`]).
+    decided: DecidedFilter,
     /// `"sha256:<hex>"` of [`RECENT_DECISIONS_FILE`]: the prefix's [`RECENT_DECISIONS`] latest
     /// decisions (by `chain_index`), by packet id, read only when a process needs one
     /// ([`AgentView::complete`]).
     recent_decisions_sha256: String,
 }
 
-/// Evidence runs as a table, so a snapshot parses in a fraction of a millisecond: each distinct
-/// string once, each distinct kind of row (source type, weights, edit distance, bucket, trust
-/// violation) once, and each action class's runs as one base64 string of fixed-width rows
-/// ([`RunCells`]), so a process that reads one class's evidence decodes that class's runs alone
-/// and passes over the others' as strings (a million generated records: 3,000 runs of 10
-/// classes, 77 strings, a dozen kinds). A run's receipt id and time are left out: no sum reads
-/// them.
+/// Evidence runs as a table: each distinct string once, each distinct kind of row (source type,
+/// weights, edit distance, bucket, trust violation) once, and where each action class's runs are
+/// in [`RUNS_FILE`], with their digest, so a process that reads one class's evidence reads that
+/// class's runs alone (a million generated records: 3,000 runs of 10 classes, 77 strings, a
+/// dozen kinds; the snapshot 9 KB, the runs 85 KB). A run's receipt id and time are left out: no
+/// sum reads them.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct EvidenceTable {
     strings: Vec<String>,
     kinds: Vec<EvidenceKind>,
-    /// `[class, rows]`: the class as an index into `strings`, its runs in chain order, each
-    /// [`RunCells::BYTES`] bytes, base64. One entry a class.
-    classes: Vec<(u32, String)>,
+    /// One entry a class.
+    classes: Vec<ClassRuns>,
+}
+
+/// Where one action class's runs are in [`RUNS_FILE`]: `runs` runs of [`RunCells::BYTES`] bytes
+/// from byte `offset`, in chain order, whose bytes hash to `sha256` (`"sha256:<hex>"`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct ClassRuns {
+    /// The class, an index into the table's strings.
+    class: u32,
+    offset: u64,
+    runs: u64,
+    sha256: String,
+}
+
+/// The decided ids' filter of a snapshot: its capacity and count, and the digest of its bits in
+/// [`DECIDED_FILE`].
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct DecidedFilter {
+    capacity: u64,
+    count: u64,
+    sha256: String,
+}
+
+impl DecidedFilter {
+    /// Whether the filter is sized for what it holds (an empty or overfull one is not used).
+    fn usable(&self) -> bool {
+        self.capacity > 0 && self.count <= self.capacity
+    }
+}
+
+/// The decided ids' filter of an [`AgentView`] made from a snapshot, its bits read from
+/// [`DECIDED_FILE`] on first use. Bits that are missing, do not hash to the digest the snapshot
+/// names or are not the filter's length make a filter that may hold every id: the caller then
+/// looks each up in the whole chain.
+#[derive(Debug, Clone)]
+struct LazyFilter {
+    of: DecidedFilter,
+    path: PathBuf,
+    filter: std::sync::OnceLock<IdFilter>,
+}
+
+impl LazyFilter {
+    fn may_hold(&self, id: &str) -> bool {
+        let filter = self.filter.get_or_init(|| {
+            let read = || {
+                let bits = crate::checkpoint_files::read_regular(&self.path, MAX_SNAPSHOT_BYTES).ok()?;
+                (warrant_protocol::canonical::sha256_prefixed(&bits) == self.of.sha256).then_some(())?;
+                IdFilter::from_parts(self.of.capacity, self.of.count, bits)
+            };
+            read().unwrap_or_default()
+        });
+        filter.may_hold(id)
+    }
 }
 
 /// What a run counts as, but for its strings: `[source_type, decision_weight,
@@ -145,8 +205,8 @@ fn intern<K: std::hash::Hash + Eq + Clone>(value: K, table: &mut Vec<K>, at: &mu
 }
 
 impl EvidenceTable {
-    fn of_runs(runs: &[(EvidenceRow, u64)]) -> Self {
-        use base64::Engine as _;
+    /// The table of `runs` and the bytes of its [`RUNS_FILE`].
+    fn of_runs(runs: &[(EvidenceRow, u64)]) -> (Self, Vec<u8>) {
         let mut table = Self::default();
         let mut strings: HashMap<String, u32> = HashMap::new();
         // Kinds are told apart by their weights' bits, as rows are counted apart.
@@ -181,35 +241,48 @@ impl EvidenceTable {
             let position = u32::try_from(position).unwrap_or(u32::MAX);
             RunCells { position, label, date, source, kind, count: *n }.write(&mut classes[at].1);
         }
-        let b64 = base64::engine::general_purpose::STANDARD;
-        table.classes = classes.into_iter().map(|(c, rows)| (c, b64.encode(rows))).collect();
-        table
+        let mut file = Vec::with_capacity(runs.len() * RunCells::BYTES);
+        for (class, rows) in classes {
+            table.classes.push(ClassRuns {
+                class,
+                offset: file.len() as u64,
+                runs: (rows.len() / RunCells::BYTES) as u64,
+                sha256: warrant_protocol::canonical::sha256_prefixed(&rows),
+            });
+            file.extend_from_slice(&rows);
+        }
+        (table, file)
     }
 
     /// The runs back, in chain order: all of them, or with `only` those of that action class
-    /// (decoding no other class's rows; its runs in the same order, so its sums are the same).
-    /// `None` when a class is listed twice or names no string, when a run read names a string
-    /// or kind the table does not have, or when the positions read are not in chain order (with
-    /// all of them, not exactly 0, 1, 2, …).
-    fn into_runs(self, only: Option<&str>) -> Option<Vec<(EvidenceRow, u64)>> {
-        use base64::Engine as _;
+    /// (reading no other class's runs; its runs in the same order, so its sums are the same).
+    /// `bytes_of(offset, len)` gives the bytes of [`RUNS_FILE`] at `offset`. `None` when a class
+    /// is listed twice or names no string, when the runs read cannot be read or do not hash to
+    /// their digest, when a run read names a string or kind the table does not have, or when the
+    /// positions read are not in chain order (with all of them, not exactly 0, 1, 2, …).
+    fn into_runs(
+        self,
+        only: Option<&str>,
+        mut bytes_of: impl FnMut(u64, usize) -> Option<Vec<u8>>,
+    ) -> Option<Vec<(EvidenceRow, u64)>> {
         let at = |i: u32| usize::try_from(i).ok();
         let s = |i: u32| self.strings.get(at(i)?).cloned();
         let mut seen = std::collections::HashSet::new();
-        if !self.classes.iter().all(|(c, _)| at(*c).is_some_and(|c| c < self.strings.len()) && seen.insert(*c)) {
+        if !self.classes.iter().all(|c| at(c.class).is_some_and(|i| i < self.strings.len()) && seen.insert(c.class)) {
             return None;
         }
-        let read: Vec<&(u32, String)> = match only {
-            Some(class) => self.classes.iter().filter(|(c, _)| self.strings[*c as usize] == class).collect(),
+        let read: Vec<&ClassRuns> = match only {
+            Some(class) => self.classes.iter().filter(|c| self.strings[c.class as usize] == class).collect(),
             None => self.classes.iter().collect(),
         };
         let mut runs: Vec<(u32, EvidenceRow, u64)> = Vec::new();
-        for (class, text) in read {
-            let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
-            if bytes.len() % RunCells::BYTES != 0 {
+        for c in read {
+            let len = usize::try_from(c.runs).ok()?.checked_mul(RunCells::BYTES)?;
+            let bytes = bytes_of(c.offset, len)?;
+            if bytes.len() != len || warrant_protocol::canonical::sha256_prefixed(&bytes) != c.sha256 {
                 return None;
             }
-            let action_class = s(*class)?;
+            let action_class = s(c.class)?;
             for b in bytes.chunks_exact(RunCells::BYTES) {
                 let cells = RunCells::read(b)?;
                 let &(source_type, dw, pw, ew, edit, bucket, tv) = self.kinds.get(at(cells.kind)?)?;
@@ -240,8 +313,13 @@ impl EvidenceTable {
 }
 
 impl AgentSnapshot {
-    fn of_fold(fold: &PrefixFold, recent_decisions_sha256: String) -> Self {
-        Self {
+    /// The snapshot of `fold`, and the bytes of its [`RUNS_FILE`] and [`DECIDED_FILE`].
+    fn of_fold(fold: &PrefixFold, recent_decisions_sha256: String) -> (Self, Vec<u8>, Vec<u8>) {
+        let (evidence, runs) = EvidenceTable::of_runs(&fold.evidence);
+        let filter = IdFilter::of(fold.decisions.keys().map(String::as_str));
+        let (capacity, count, bits) = filter.parts();
+        let decided = DecidedFilter { capacity, count, sha256: warrant_protocol::canonical::sha256_prefixed(bits) };
+        let snapshot = Self {
             version: SNAPSHOT_VERSION,
             records: fold.records,
             bytes: fold.bytes,
@@ -250,17 +328,23 @@ impl AgentSnapshot {
             publishers: fold.publishers.clone(),
             last_receipt_hash: fold.last_receipt_hash.clone(),
             cosigning: fold.cosigning.clone(),
-            evidence: EvidenceTable::of_runs(&fold.evidence),
-            decided: LazyIdFilter::of(&IdFilter::of(fold.decisions.keys().map(String::as_str))),
+            evidence,
+            decided,
             recent_decisions_sha256,
-        }
+        };
+        (snapshot, runs, bits.to_vec())
     }
 
     /// The fold this snapshot stands for, with no decisions: [`PrefixFold::view`] builds the
     /// view from it as it does for the principal. Its evidence is every class's, or with `only`
-    /// that action class's alone ([`EvidenceTable::into_runs`]). Also the decided ids' filter and
-    /// the digest of the recent decisions. `None` when its evidence table does not read back.
-    fn into_fold(self, only: Option<&str>) -> Option<(PrefixFold, LazyIdFilter, String)> {
+    /// that action class's alone ([`EvidenceTable::into_runs`], `bytes_of` reading
+    /// [`RUNS_FILE`]). Also the decided ids' filter and the digest of the recent decisions.
+    /// `None` when its evidence does not read back.
+    fn into_fold(
+        self,
+        only: Option<&str>,
+        bytes_of: impl FnMut(u64, usize) -> Option<Vec<u8>>,
+    ) -> Option<(PrefixFold, DecidedFilter, String)> {
         let mut fold = PrefixFold::default();
         fold.records = self.records;
         fold.bytes = self.bytes;
@@ -269,7 +353,7 @@ impl AgentSnapshot {
         fold.publishers = self.publishers;
         fold.last_receipt_hash = self.last_receipt_hash;
         fold.cosigning = self.cosigning;
-        fold.evidence = self.evidence.into_runs(only)?;
+        fold.evidence = self.evidence.into_runs(only, bytes_of)?;
         Some((fold, self.decided, self.recent_decisions_sha256))
     }
 }
@@ -287,7 +371,8 @@ fn recent_decisions(decisions: &HashMap<String, ChainDecision>) -> io::Result<Ve
 }
 
 /// Writes the agents' snapshot of `fold` (a fold of a prefix verified under the chain's lock) to
-/// the spool's [`SNAPSHOT_FILE`] (and its latest decisions to [`RECENT_DECISIONS_FILE`]), each
+/// the spool's [`SNAPSHOT_FILE`] (its evidence runs to [`RUNS_FILE`], its decided ids' filter to
+/// [`DECIDED_FILE`], its latest decisions to [`RECENT_DECISIONS_FILE`], these first), each
 /// replaced whole but not synced (a cache the checkpoint binds by digest: one lost to a crash
 /// only sends agents to the chain; [`crate::atomic::replace_unsynced`]), mode 0644, readable by
 /// the agents, and returns
@@ -298,7 +383,9 @@ fn recent_decisions(decisions: &HashMap<String, ChainDecision>) -> io::Result<Ve
 pub(super) fn write_snapshot(spool: &Spool, fold: &PrefixFold) -> io::Result<String> {
     let recent = recent_decisions(&fold.decisions)?;
     crate::atomic::replace_unsynced(&spool.root().join(RECENT_DECISIONS_FILE), &recent, 0o644)?;
-    let snapshot = AgentSnapshot::of_fold(fold, warrant_protocol::canonical::sha256_prefixed(&recent));
+    let (snapshot, runs, bits) = AgentSnapshot::of_fold(fold, warrant_protocol::canonical::sha256_prefixed(&recent));
+    crate::atomic::replace_unsynced(&spool.root().join(RUNS_FILE), &runs, 0o644)?;
+    crate::atomic::replace_unsynced(&spool.root().join(DECIDED_FILE), &bits, 0o644)?;
     let json = serde_json::to_vec(&snapshot).map_err(io::Error::other)?;
     crate::atomic::replace_unsynced(&spool.root().join(SNAPSHOT_FILE), &json, 0o644)?;
     Ok(warrant_protocol::canonical::sha256_prefixed(&json))
@@ -314,7 +401,7 @@ pub struct AgentView {
     pub chain: VerifiedView,
     /// The packet ids the snapshot's prefix decides (a Bloom filter), when the view was made
     /// from one.
-    decided_before: Option<LazyIdFilter>,
+    decided_before: Option<LazyFilter>,
     /// Where the snapshot's latest decisions are and the digest they must have, and the
     /// decisions once read.
     recent_source: Option<(PathBuf, String)>,
@@ -459,7 +546,25 @@ fn snapshot_view(spool: &Spool, pinned: &PinnedKeys, only: Option<&str>) -> Opti
     if !describes {
         return None;
     }
-    let (fold, decided, recent) = snapshot.into_fold(only)?;
+    // The runs of one class are read where they are; all of them, with the whole file.
+    let runs_path = spool.root().join(RUNS_FILE);
+    let mut whole: Option<Vec<u8>> = None;
+    let bytes_of = |offset: u64, len: usize| -> Option<Vec<u8>> {
+        if only.is_some() {
+            use std::os::unix::fs::FileExt as _;
+            let file = crate::chain_file::open_regular(&runs_path, true).ok()?;
+            let mut buf = vec![0; len];
+            file.read_exact_at(&mut buf, offset).ok()?;
+            return Some(buf);
+        }
+        if whole.is_none() {
+            whole = Some(crate::checkpoint_files::read_regular(&runs_path, MAX_SNAPSHOT_BYTES).ok()?);
+        }
+        let start = usize::try_from(offset).ok()?;
+        whole.as_ref()?.get(start..start.checked_add(len)?).map(<[u8]>::to_vec)
+    };
+    let (fold, decided, recent) = snapshot.into_fold(only, bytes_of)?;
+    let decided = LazyFilter { of: decided, path: spool.root().join(DECIDED_FILE), filter: std::sync::OnceLock::new() };
     let (base, prefix) = fold.into_view(pinned);
     let progress = std::sync::atomic::AtomicU64::new(0);
     let (view, _, tail) =
@@ -515,8 +620,13 @@ mod tests {
         assert!(!kept.contains_key("p-10"), "the oldest are left to the whole chain");
     }
 
+    /// A reader of `file` at (offset, length), as [`EvidenceTable::into_runs`] asks.
+    fn reader(file: &[u8]) -> impl FnMut(u64, usize) -> Option<Vec<u8>> + '_ {
+        |offset, len| file.get(usize::try_from(offset).ok()?..).and_then(|f| f.get(..len)).map(<[u8]>::to_vec)
+    }
+
     #[test]
-    fn one_class_reads_back_its_runs_in_order_and_decodes_no_other() {
+    fn one_class_reads_back_its_runs_in_order_and_reads_no_other() {
         let row = |class: &str, label: &str| EvidenceRow::new(class, label, Some(SourceType::Principal), None);
         let runs = vec![
             (row("email.send", "approved"), 3),
@@ -524,32 +634,44 @@ mod tests {
             (row("email.send", "rejected"), 1),
             (row("read.context", "edited"), 2),
         ];
-        let table = || EvidenceTable::of_runs(&runs);
+        let (_, file) = EvidenceTable::of_runs(&runs);
+        let table = || EvidenceTable::of_runs(&runs).0;
+        assert_eq!(table().classes.len(), 2, "one range of runs a class");
         let email: Vec<_> = runs.iter().filter(|(r, _)| r.action_class == "email.send").cloned().collect();
-        assert_eq!(table().into_runs(Some("email.send")), Some(email));
-        assert_eq!(table().into_runs(None), Some(runs.clone()));
-        assert_eq!(table().into_runs(Some("payment.initiate")), Some(Vec::new()), "a class with no runs");
-        assert_eq!(table().classes.len(), 2, "one string of runs a class");
-        // The `read.context` runs rewritten: one naming a label the table does not have.
-        let bad = || {
-            use base64::Engine as _;
-            let mut t = table();
-            let mut bytes = Vec::new();
-            RunCells { position: 1, label: 99, date: None, source: None, kind: 0, count: 5 }.write(&mut bytes);
-            let at = t.strings.iter().position(|s| s == "read.context").expect("class");
-            let group = t.classes.iter_mut().find(|(c, _)| *c as usize == at).expect("its runs");
-            group.1 = base64::engine::general_purpose::STANDARD.encode(bytes);
-            t
+        let read = std::cell::Cell::new(0);
+        let counting = |offset, len| {
+            read.set(read.get() + len);
+            reader(&file)(offset, len)
         };
-        assert_eq!(bad().into_runs(Some("read.context")), None, "a run naming no string");
-        assert_eq!(bad().into_runs(None), None, "read whole, the bad run is found");
-        let email: Vec<_> = runs.iter().filter(|(r, _)| r.action_class == "email.send").cloned().collect();
-        assert_eq!(bad().into_runs(Some("email.send")), Some(email), "another class's runs are not decoded");
+        assert_eq!(table().into_runs(Some("email.send"), counting), Some(email.clone()));
+        assert_eq!(read.get(), 2 * RunCells::BYTES, "only the class's two runs are read");
+        assert_eq!(table().into_runs(None, reader(&file)), Some(runs.clone()));
+        assert_eq!(table().into_runs(Some("payment.initiate"), reader(&file)), Some(Vec::new()), "no runs");
+
+        // The principal's `read.context` runs with one naming a label the table does not have.
+        let (mut bad, mut bad_file) = EvidenceTable::of_runs(&runs);
+        let at = bad.strings.iter().position(|s| s == "read.context").expect("class");
+        let c = bad.classes.iter_mut().find(|c| c.class as usize == at).expect("its runs");
+        let start = usize::try_from(c.offset).expect("offset");
+        let mut first = Vec::new();
+        RunCells { position: 1, label: 99, date: None, source: None, kind: 0, count: 5 }.write(&mut first);
+        bad_file[start..start + RunCells::BYTES].copy_from_slice(&first);
+        c.sha256 = warrant_protocol::canonical::sha256_prefixed(&bad_file[start..start + 2 * RunCells::BYTES]);
+        let bad_runs =
+            || EvidenceTable { strings: bad.strings.clone(), kinds: bad.kinds.clone(), classes: bad.classes.clone() };
+        assert_eq!(bad_runs().into_runs(Some("read.context"), reader(&bad_file)), None, "a run naming no string");
+        assert_eq!(bad_runs().into_runs(None, reader(&bad_file)), None, "read whole, the bad run is found");
+        assert_eq!(bad_runs().into_runs(Some("email.send"), reader(&bad_file)), Some(email), "not read");
+        // Runs that are not the ones the digest names (an agent rewrote the file).
+        let mut altered = file.clone();
+        altered[start + 20] ^= 1; // a count
+        assert_eq!(table().into_runs(Some("read.context"), reader(&altered)), None);
+        assert_eq!(table().into_runs(None, reader(&altered)), None);
         // Positions that are not every run's once: the runs do not read back whole.
         let mut twice = table();
         let first = twice.classes[0].clone();
-        twice.classes[1].1.clone_from(&first.1);
-        assert_eq!(twice.into_runs(None), None);
+        (twice.classes[1].offset, twice.classes[1].sha256) = (first.offset, first.sha256);
+        assert_eq!(twice.into_runs(None, reader(&file)), None);
     }
 
     #[test]
@@ -566,20 +688,33 @@ mod tests {
             EvidenceRow::new("email.send", "approved", Some(SourceType::Principal), Some("2026-11-29".into()));
         fold.evidence = vec![(approved, 7), (reweighed, 1), (other_day, 2)];
         let recent_json = recent_decisions(&fold.decisions).expect("recent");
-        let snapshot = AgentSnapshot::of_fold(&fold, "sha256:00".into());
+        let (snapshot, runs, bits) = AgentSnapshot::of_fold(&fold, "sha256:00".into());
         assert_eq!(snapshot.evidence.kinds.len(), 2, "a weight one bit away is a kind of its own; a date is not");
         assert_eq!(snapshot.evidence.strings.len(), 4, "each string once: a class, a label, two dates");
         let json = serde_json::to_vec(&snapshot).expect("serialize");
+        assert!(json.len() < 2048, "the filter's bits and the runs are not in it: {} bytes", json.len());
         let back: AgentSnapshot = serde_json::from_slice(&json).expect("parse");
         assert!(back.decided.usable());
-        let (f, decided, digest) = back.into_fold(None).expect("evidence reads back");
+        let (f, decided, digest) = back.into_fold(None, reader(&runs)).expect("evidence reads back");
         assert_eq!(digest, "sha256:00");
         assert_eq!((f.records, f.bytes, f.head_hash.as_deref()), (2, 10, Some("h")));
         assert!(f.decisions.is_empty(), "the snapshot carries no exact decision");
         assert_eq!(f.publishers, vec![("agent-1".to_owned(), 1000)]);
         assert_eq!(f.evidence, fold.evidence, "the evidence table reads back the runs");
-        assert!(decided.may_hold("p-2"));
-        assert!(!decided.may_hold("p-never-decided"));
+        // The filter's bits are read from their file when first asked, and only as signed.
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join(DECIDED_FILE);
+        let lazy = || LazyFilter { of: decided.clone(), path: path.clone(), filter: std::sync::OnceLock::new() };
+        let missing = lazy();
+        assert!(missing.may_hold("p-never-decided"), "no bits: every id is looked up in the whole chain");
+        std::fs::write(&path, &bits).expect("bits");
+        let filter = lazy();
+        assert!(filter.may_hold("p-2"));
+        assert!(!filter.may_hold("p-never-decided"));
+        let mut other = bits.clone();
+        other[0] ^= 1;
+        std::fs::write(&path, &other).expect("bits");
+        assert!(lazy().may_hold("p-never-decided"), "bits that are not the ones signed hold every id");
         let recent: HashMap<String, ChainDecision> = serde_json::from_slice(&recent_json).expect("recent");
         assert_eq!(recent.get("p-2").map(|d| d.chain_index), Some(2), "kept exactly among the latest");
     }
