@@ -205,8 +205,10 @@ impl Live {
     /// speak for the agent (`[agents] users`, the chain's publisher, or — while every packet in
     /// the spool is this user's — whoever comes first); and the composed verdict over the
     /// principal's controls and the chain's evidence is `allowed` (not `allowed_with_constraints`,
-    /// whose constraints only a packet can carry). Such a call is not an arrival for the rings'
-    /// rate limit, which meters the packets an agent proposes (`docs/conformance.md`).
+    /// whose constraints only a packet can carry); and, for a governor that read one class's
+    /// evidence ([`Live::evidence_only`]), the call's class is that class. Such a call is not an
+    /// arrival for the rings' rate limit, which meters the packets an agent proposes
+    /// (`docs/conformance.md`).
     #[must_use]
     pub fn quick(&self, call: &ToolCall) -> Option<String> {
         let state = self.fresh()?;

@@ -86,7 +86,7 @@ struct AgentSnapshot {
 /// weights, edit distance, bucket, trust violation) once, and where each action class's runs are
 /// in [`RUNS_FILE`], with their digest, so a process that reads one class's evidence reads that
 /// class's runs alone (a million generated records: 3,000 runs of 10 classes, 77 strings, a
-/// dozen kinds; the snapshot 9 KB, the runs 85 KB). A run's receipt id and time are left out: no
+/// dozen kinds; the snapshot 3 KB, the runs 85 KB). A run's receipt id and time are left out: no
 /// sum reads them.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct EvidenceTable {
