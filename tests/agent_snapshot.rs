@@ -102,19 +102,56 @@ fn a_view_of_one_class_sums_that_class_as_the_whole_chain_does() {
     let whole = spool::verify_chain(&spool, &pinned).expect("whole");
     let every = warrant::protocol::graduation::evidence::EvidenceIndex::of_runs(whole.evidence.runs());
     assert!(every.classes().count() > 2, "the generated chain has evidence of several classes");
-    for (class, summary) in every.classes() {
+    let index_of = |class: &str| {
         let one = spool::agent_view_for_class(&spool, &pinned, class).expect("view");
         assert!(one.from_snapshot());
         assert_eq!(one.evidence_only.as_deref(), Some(class));
-        let index = warrant::protocol::graduation::evidence::EvidenceIndex::of_runs(one.chain.view.evidence.runs());
+        warrant::protocol::graduation::evidence::EvidenceIndex::of_runs(one.chain.view.evidence.runs())
+    };
+    // A class with no runs in the snapshot: the view's evidence is the tail's alone.
+    let tail = index_of("no.such.class");
+    assert!(tail.summary("read.context").positive > 0, "the receipts after the checkpoint");
+    for (class, summary) in every.classes() {
+        let index = index_of(class);
         assert_eq!(index.summary(class), *summary, "{class}: the same sums, in the same order");
-        // Other classes' runs come only from the records after the checkpoint (the receipts of
-        // `read.context`).
-        let others: Vec<&str> =
-            index.classes().map(|(c, _)| c).filter(|c| *c != class && *c != "read.context").collect();
-        assert!(others.is_empty(), "{class}: the prefix's other classes were read: {others:?}");
+        // Every other class's evidence is the tail's only: none of the prefix's is read.
+        for (other, s) in index.classes().filter(|(c, _)| *c != class) {
+            assert_eq!(*s, tail.summary(other), "{class}: the prefix's {other} runs were read");
+        }
     }
     assert_eq!(agent_view(&env).evidence_only, None, "the unrestricted view has every class's evidence");
+}
+
+/// The snapshot's evidence runs and its filter's bits are files an agent can write: runs that
+/// are not the ones the principal's snapshot names send the hook to the whole chain, and bits
+/// that are not the ones signed make every packet id one to look up in the whole chain.
+#[test]
+fn runs_or_filter_bits_an_agent_rewrote_are_not_taken() {
+    let env = spool_with_a_snapshot();
+    let pinned = PinnedKeys::load(&env.config()).expect("pins");
+    let spool = Spool::new(env.spool());
+    let runs = env.spool().join("snapshot.runs");
+    let bytes = std::fs::read(&runs).expect("runs");
+    std::fs::write(&runs, &bytes[..bytes.len() - 1]).expect("cut");
+    assert!(!agent_view(&env).from_snapshot(), "runs cut short are not used");
+    // Every class's range altered: a hook's one class is not taken either.
+    for altered in [bytes.iter().map(|b| b ^ 1).collect(), Vec::new()] {
+        std::fs::write(&runs, &altered).expect("rewrite");
+        assert!(!agent_view(&env).from_snapshot(), "runs flipped or emptied are not used");
+        let one = spool::agent_view_for_class(&spool, &pinned, "read.context").expect("view");
+        assert!(!one.from_snapshot() && one.evidence_only.is_none(), "the whole chain, every class");
+        assert_eq!(read_call(&env, 1), "deny", "still quarantined: the chain says so");
+    }
+    std::fs::write(&runs, &bytes).expect("restore");
+    let decided = env.spool().join("snapshot.decided");
+    let mut bits = std::fs::read(&decided).expect("bits");
+    let agent = agent_view(&env);
+    assert!(agent.from_snapshot());
+    assert!(!agent.may_be_decided_before("never-proposed"), "the signed bits tell it apart");
+    bits.iter_mut().for_each(|b| *b = 0);
+    std::fs::write(&decided, &bits).expect("rewrite");
+    let agent = agent_view(&env);
+    assert!(agent.may_be_decided_before("never-proposed"), "bits not signed: looked up in the chain");
 }
 
 /// An agent rewrites the snapshot to drop the quarantine: it no longer hashes to the signed

@@ -73,9 +73,10 @@ fn a_safe_call_runs_with_no_packet_until_the_principal_changes_something() {
     assert_eq!(live.quick(&call("fs/read")), None, "a broken chain allows nothing on its own");
 }
 
-/// A live governor that reads one class's evidence (a hook's one call,
+/// A live governor that reads one class's evidence from the agents' snapshot (a hook's one call,
 /// `Live::evidence_only`) judges calls of that class alone: a `safe` call of another class,
-/// which an unrestricted governor allows, goes to a packet. The policies it read ahead
+/// which an unrestricted governor allows, goes to a packet. With no snapshot the whole chain is
+/// read, every class's evidence, and both are judged. The policies it read ahead
 /// (`Live::governor`) are the ones its refresh uses, unless their file changed in between.
 #[test]
 fn a_governor_of_one_class_judges_that_class_alone() {
@@ -89,12 +90,23 @@ fn a_governor_of_one_class_judges_that_class_alone() {
     assert_eq!(all.quick(&call("fs/read")).as_deref(), Some("read.context"));
     assert_eq!(all.quick(&call("fs/grep")).as_deref(), Some("draft.compose"));
 
-    let mut one = Live::new(Spool::new(env.spool()), &env.config());
-    let governor = one.governor().expect("policies");
-    one.evidence_only(governor.policies().normalize(&governor.classify(&call("fs/read")).class));
-    assert!(std::sync::Arc::ptr_eq(&governor, &one.refresh().expect("refresh")), "read once");
+    let one_class = || {
+        let mut one = Live::new(Spool::new(env.spool()), &env.config());
+        let governor = one.governor().expect("policies");
+        one.evidence_only(governor.policies().normalize(&governor.classify(&call("fs/read")).class));
+        assert!(std::sync::Arc::ptr_eq(&governor, &one.refresh().expect("refresh")), "read once");
+        one
+    };
+    let whole = one_class();
+    assert_eq!(whole.quick(&call("fs/grep")).as_deref(), Some("draft.compose"), "no snapshot: the whole chain");
+    // The principal's control signs a checkpoint and writes the agents' snapshot.
+    ok(&env, &["agent", "quarantine", "someone-else", "--reason", "test"]);
+    let one = one_class();
     assert_eq!(one.quick(&call("fs/read")).as_deref(), Some("read.context"));
     assert_eq!(one.quick(&call("fs/grep")), None, "another class's evidence was not read: a packet judges it");
+    assert_eq!(all.quick(&call("fs/grep")), None, "stale: the chain changed");
+    all.refresh().expect("refresh");
+    assert_eq!(all.quick(&call("fs/grep")).as_deref(), Some("draft.compose"), "every class's evidence");
 
     // The tool table changes between the read ahead and the refresh: it is read again.
     let ahead = Live::new(Spool::new(env.spool()), &env.config());

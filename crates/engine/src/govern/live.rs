@@ -24,6 +24,9 @@ struct LiveState {
     chain: Arc<warrant_store::spool::VerifiedView>,
     /// The gate's evidence index over the chain's evidence rows.
     index: Arc<warrant_protocol::graduation::evidence::EvidenceIndex>,
+    /// `Some(class)` when the chain view's evidence is that canonical action class's alone
+    /// ([`warrant_store::spool::AgentView::evidence_only`]): no other class is judged on it.
+    evidence_only: Option<String>,
     /// Whether every file in `packets/` is this process's user's (then whoever publishes first
     /// for an agent, it is this user: [`crate::monitor::speakers`]). Read only when a call's
     /// agent has no publisher yet, once per state, from the user's cache while `packets/` is
@@ -164,31 +167,36 @@ impl Live {
         };
         let progress = std::sync::atomic::AtomicU64::new(0);
         let cache = old.as_ref().filter(|_| config_same).map(|o| o.chain.as_ref());
-        let (chain, index) = match old.as_ref().filter(|o| config_same && o.stamps[0] == stamps[0]) {
-            Some(o) => (o.chain.clone(), o.index.clone()),
+        let (chain, index, evidence_only) = match old.as_ref().filter(|o| config_same && o.stamps[0] == stamps[0]) {
+            Some(o) => (o.chain.clone(), o.index.clone(), o.evidence_only.clone()),
             None => {
                 // The first read starts from the agents' snapshot when the principal's checkpoint
                 // binds one (its decisions are then the tail's only: `quick` reads none).
-                let chain = match cache {
-                    Some(_) => {
-                        warrant_store::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?
+                // A view extended from the last one keeps what its evidence covers.
+                let (chain, evidence_only) = match cache {
+                    Some(_) => (
+                        warrant_store::spool::verify_chain_from(&self.spool, &governor.pinned, cache, &progress)?,
+                        old.as_ref().and_then(|o| o.evidence_only.clone()),
+                    ),
+                    None => {
+                        let agent = match self.evidence_only.as_deref() {
+                            Some(class) => {
+                                warrant_store::spool::agent_view_for_class(&self.spool, &governor.pinned, class)?
+                            }
+                            None => warrant_store::spool::agent_view(&self.spool, &governor.pinned)?,
+                        };
+                        (agent.chain, agent.evidence_only)
                     }
-                    None => match self.evidence_only.as_deref() {
-                        Some(class) => {
-                            warrant_store::spool::agent_view_for_class(&self.spool, &governor.pinned, class)?.chain
-                        }
-                        None => warrant_store::spool::agent_view(&self.spool, &governor.pinned)?.chain,
-                    },
                 };
                 let index = warrant_protocol::graduation::evidence::EvidenceIndex::of_runs(chain.view.evidence.runs());
-                (Arc::new(chain), Arc::new(index))
+                (Arc::new(chain), Arc::new(index), evidence_only)
             }
         };
         let packets_all_mine = match old.as_ref().filter(|o| o.stamps[4] == stamps[4]) {
             Some(o) => o.packets_all_mine.clone(),
             None => std::sync::OnceLock::new(),
         };
-        let state = Arc::new(LiveState { governor, chain, index, packets_all_mine, stamps });
+        let state = Arc::new(LiveState { governor, chain, index, evidence_only, packets_all_mine, stamps });
         if let Ok(mut s) = self.state.write() {
             *s = Some(state.clone());
         }
@@ -235,9 +243,9 @@ impl Live {
         );
         let bytes = serde_json::to_vec(&doc).ok()?;
         let packet = warrant_protocol::packet::parse_packet(&bytes, &id).ok()?;
-        // Only the class whose evidence was read is judged here: the gate reads the summary of
-        // the packet's class as the policies name it.
-        if self.evidence_only.as_deref().is_some_and(|only| policies.normalize_cow(&packet.action_class) != only) {
+        // Only the class whose evidence was read is judged here (as the view says it was read):
+        // the gate reads the summary of the packet's class as the policies name it.
+        if state.evidence_only.as_deref().is_some_and(|only| policies.normalize_cow(&packet.action_class) != only) {
             return None;
         }
         let ctx = warrant_protocol::verdict::VerdictContext {

@@ -578,7 +578,6 @@ fn subject_matches(filter: &str, subject: &str) -> bool {
     tokens.next().is_none()
 }
 
-/// The JetStream error code behind a client error, if the server sent one.
 /// How long a read by sequence is made again while its stream has no leader
 /// ([`while_electing`]): an election takes a few seconds after a leader is lost.
 const ELECTION: Duration = Duration::from_secs(5);
@@ -611,6 +610,7 @@ fn electing(e: &stream::LastRawMessageError) -> bool {
         if j.code() == 503 || j.error_code() == ErrorCode::CLUSTER_NOT_AVAILABLE)
 }
 
+/// The JetStream error code behind a client error, if the server sent one.
 fn server_code(e: &(dyn std::error::Error + 'static)) -> Option<ErrorCode> {
     std::error::Error::source(e).and_then(|s| s.downcast_ref::<jetstream::Error>()).map(jetstream::Error::error_code)
 }

@@ -51,8 +51,9 @@ pub const RECENT_DECISIONS: usize = 1024;
 
 /// What an agent-side process needs of a checkpointed prefix: the principal's fold of it
 /// ([`PrefixFold`]) without the exact decisions (only a Bloom filter of their packet ids) and
-/// without the prefix's digest and record ids. A few hundred kilobytes at a million records: the
-/// controls, grants and key events whole, the evidence as distinct rows with counts.
+/// without the prefix's digest and record ids: the controls, grants and key events whole, the
+/// evidence as a table of distinct rows whose runs are in [`RUNS_FILE`], and the filter's
+/// capacity and digest, its bits in [`DECIDED_FILE`] (3 KB at a million generated records).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct AgentSnapshot {
     /// [`SNAPSHOT_VERSION`].
@@ -550,6 +551,9 @@ fn snapshot_view(spool: &Spool, pinned: &PinnedKeys, only: Option<&str>) -> Opti
     let runs_path = spool.root().join(RUNS_FILE);
     let mut whole: Option<Vec<u8>> = None;
     let bytes_of = |offset: u64, len: usize| -> Option<Vec<u8>> {
+        if u64::try_from(len).ok()? > MAX_SNAPSHOT_BYTES {
+            return None;
+        }
         if only.is_some() {
             use std::os::unix::fs::FileExt as _;
             let file = crate::chain_file::open_regular(&runs_path, true).ok()?;
