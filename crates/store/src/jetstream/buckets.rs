@@ -14,9 +14,23 @@ impl AsyncJetStreamSpool {
         self.bucket(0, self.url.decisions_bucket()).await
     }
 
-    /// The KV bucket `bucket` (cached in slot `slot` once opened).
+    /// The KV bucket `bucket` (cached in slot `slot` once opened). Opening asks the server for
+    /// the bucket's stream; a request that goes unanswered or is answered 503 (a cluster
+    /// electing the stream's leader after a fault) is made once more, after 250 ms. Seen in the
+    /// fault test: the principal's first read after a follower resumed timed out.
     async fn bucket(&self, slot: usize, bucket: String) -> Result<kv::Store, JsError> {
-        let open = || async { self.js.get_key_value(&bucket).await.map_err(server(format!("open bucket {bucket}"))) };
+        let open = || async {
+            let mut again = true;
+            loop {
+                match self.js.get_key_value(&bucket).await {
+                    Err(e) if again && recovering(&e) => {
+                        again = false;
+                        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                    }
+                    r => return r.map_err(server(format!("open bucket {bucket}"))),
+                }
+            }
+        };
         self.buckets[slot].get_or_try_init(open).await.cloned()
     }
 
@@ -322,6 +336,23 @@ pub fn decision_key(agent: &str, packet_id: &str) -> Result<String, JsError> {
     token("agent", agent)?;
     token("packet id", packet_id)?;
     Ok(format!("{agent}.{packet_id}"))
+}
+
+/// Whether opening a bucket failed as a recovering cluster makes requests fail: no answer in
+/// time (or no responder), or 503 "JetStream system temporarily unavailable".
+fn recovering(e: &async_nats::jetstream::context::KeyValueError) -> bool {
+    use async_nats::jetstream::context::{GetStreamError, GetStreamErrorKind, KeyValueErrorKind};
+    if e.kind() != KeyValueErrorKind::GetBucket {
+        return false;
+    }
+    let cause = std::error::Error::source(e).and_then(|s| s.downcast_ref::<GetStreamError>());
+    match cause.map(GetStreamError::kind) {
+        Some(GetStreamErrorKind::Request) => true,
+        Some(GetStreamErrorKind::JetStream(j)) => {
+            j.code() == 503 || j.error_code() == async_nats::jetstream::ErrorCode::CLUSTER_NOT_AVAILABLE
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
