@@ -195,11 +195,7 @@ pub fn hook_main() -> std::process::ExitCode {
         let spool = resolve_spool(spool_arg, &config).map_err(|f| f.message)?;
         crate::hook::HookOptions::new(host, spool, agent, notebook, wait).map(Some)
     })();
-    let opts = match opts {
-        Ok(None) => return exec_warrant(),
-        Ok(Some(o)) => Ok(o),
-        Err(e) => Err(e),
-    };
+    let Some(opts) = opts.transpose() else { return exec_warrant() };
     if let Ok(o) = &opts {
         crate::hook::start_watchdog(o.wait);
     }

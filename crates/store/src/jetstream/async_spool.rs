@@ -578,30 +578,42 @@ fn subject_matches(filter: &str, subject: &str) -> bool {
     tokens.next().is_none()
 }
 
-/// How long a read by sequence is made again while its stream has no leader
-/// ([`while_electing`]): an election takes a few seconds after a leader is lost.
+/// How long a read is made again while a cluster recovers from a fault ([`again_while`]): an
+/// election takes a few seconds after a leader is lost.
 const ELECTION: Duration = Duration::from_secs(5);
 
-/// `get()` (a direct get of one message), made again while the stream's leader is being
-/// elected — the server answers 503 "JetStream system temporarily unavailable" (error code
-/// 10008) then — after 50 ms, doubling to 500 ms, for at most [`ELECTION`]; any other answer is
-/// returned at once (a refused permission is not waited on).
-async fn while_electing<T, F, Fut>(mut get: F) -> Result<T, stream::LastRawMessageError>
+/// `get()` (a read), made again while `recovering` says its error is a cluster's recovering
+/// from a fault (a stream's leader being elected): after 50 ms, doubling to 500 ms, once at
+/// least and then until [`ELECTION`] has passed since the first try (one that waited out a
+/// request's timeout is made once more); any other answer is returned at once.
+pub(super) async fn again_while<T, E, F, Fut>(recovering: impl Fn(&E) -> bool, mut get: F) -> Result<T, E>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, stream::LastRawMessageError>>,
+    Fut: std::future::Future<Output = Result<T, E>>,
 {
     let deadline = tokio::time::Instant::now() + ELECTION;
     let mut pause = Duration::from_millis(50);
+    let mut first = true;
     loop {
         match get().await {
-            Err(e) if electing(&e) && tokio::time::Instant::now() + pause < deadline => {
+            Err(e) if recovering(&e) && (first || tokio::time::Instant::now() + pause < deadline) => {
+                first = false;
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_millis(500));
             }
             r => return r,
         }
     }
+}
+
+/// A direct get of one message made again while its stream's leader is elected
+/// ([`again_while`], [`electing`]); a refused permission is not waited on.
+async fn while_electing<T, F, Fut>(get: F) -> Result<T, stream::LastRawMessageError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, stream::LastRawMessageError>>,
+{
+    again_while(electing, get).await
 }
 
 /// Whether a direct get failed because the stream has no leader yet (503, or error code 10008).

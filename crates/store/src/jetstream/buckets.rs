@@ -16,20 +16,18 @@ impl AsyncJetStreamSpool {
 
     /// The KV bucket `bucket` (cached in slot `slot` once opened). Opening asks the server for
     /// the bucket's stream; a request that goes unanswered or is answered 503 (a cluster
-    /// electing the stream's leader after a fault) is made once more, after 250 ms. Seen in the
-    /// fault test: the principal's first read after a follower resumed timed out.
+    /// electing the stream's leader after a fault) is made again as a direct get is
+    /// ([`super::async_spool::again_while`]), unless the server reported a refused permission
+    /// meanwhile. Seen in the fault test: the principal's first read after a follower resumed
+    /// timed out.
     async fn bucket(&self, slot: usize, bucket: String) -> Result<kv::Store, JsError> {
         let open = || async {
-            let mut again = true;
-            loop {
-                match self.js.get_key_value(&bucket).await {
-                    Err(e) if again && recovering(&e) => {
-                        again = false;
-                        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-                    }
-                    r => return r.map_err(server(format!("open bucket {bucket}"))),
-                }
-            }
+            let mut denials = self.denials.clone();
+            denials.borrow_and_update();
+            let recovering = |e: &_| recovering(e) && !denials.has_changed().unwrap_or(true);
+            super::async_spool::again_while(recovering, || self.js.get_key_value(&bucket))
+                .await
+                .map_err(server(format!("open bucket {bucket}")))
         };
         self.buckets[slot].get_or_try_init(open).await.cloned()
     }

@@ -138,15 +138,19 @@ struct LazyFilter {
 impl LazyFilter {
     fn may_hold(&self, id: &str) -> bool {
         let filter = self.filter.get_or_init(|| {
-            let read = || {
-                let bits = crate::checkpoint_files::read_regular(&self.path, MAX_SNAPSHOT_BYTES).ok()?;
-                (warrant_protocol::canonical::sha256_prefixed(&bits) == self.of.sha256).then_some(())?;
-                IdFilter::from_parts(self.of.capacity, self.of.count, bits)
-            };
-            read().unwrap_or_default()
+            read_signed(&self.path, &self.of.sha256)
+                .and_then(|bits| IdFilter::from_parts(self.of.capacity, self.of.count, bits))
+                .unwrap_or_default()
         });
         filter.may_hold(id)
     }
+}
+
+/// The bytes of a file beside the snapshot (a regular file of at most [`MAX_SNAPSHOT_BYTES`])
+/// when they hash to `want` (`"sha256:<hex>"`, the digest the snapshot names); `None` otherwise.
+fn read_signed(path: &std::path::Path, want: &str) -> Option<Vec<u8>> {
+    let bytes = crate::checkpoint_files::read_regular(path, MAX_SNAPSHOT_BYTES).ok()?;
+    (warrant_protocol::canonical::sha256_prefixed(&bytes) == want).then_some(bytes)
 }
 
 /// What a run counts as, but for its strings: `[source_type, decision_weight,
@@ -444,11 +448,7 @@ impl AgentView {
         self.recent.get_or_init(|| {
             let read = || -> Option<HashMap<String, ChainDecision>> {
                 let (path, want) = self.recent_source.as_ref()?;
-                let bytes = crate::checkpoint_files::read_regular(path, MAX_SNAPSHOT_BYTES).ok()?;
-                if warrant_protocol::canonical::sha256_prefixed(&bytes) != *want {
-                    return None;
-                }
-                serde_json::from_slice(&bytes).ok()
+                serde_json::from_slice(&read_signed(path, want)?).ok()
             };
             read().unwrap_or_default()
         })
