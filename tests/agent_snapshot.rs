@@ -234,6 +234,13 @@ fn list_reads_the_fold_and_verify_reads_everything() {
     let decision = |id: &str| packets.iter().find(|p| p["packet_id"] == json!(id)).map(|p| p["decision"].clone());
     assert_eq!(decision("pending-000000"), Some(json!("approve")));
     assert_eq!(decision("pending-000001"), Some(Value::Null));
+    // The plain listing (packets read without their bodies, the fold's decisions decoded only
+    // for the packets listed) says the same, and lists every packet.
+    let plain = ok(&env, &["list"]);
+    let status = |id: &str| plain.lines().find(|l| l.contains(id)).and_then(|l| l.split_whitespace().next());
+    assert_eq!(status("pending-000000"), Some("approve"), "{plain}");
+    assert_eq!((status("pending-000001"), status("pending-000002")), (Some("pending"), Some("pending")), "{plain}");
+    assert_eq!(plain.lines().count(), 3, "{plain}");
     // A record in the middle of the prefix, rewritten in place.
     let chain = env.spool().join("chain.jsonl");
     let mut bytes = std::fs::read(&chain).expect("chain");

@@ -210,6 +210,32 @@ fn scanner_is_incremental_and_sees_changes() {
     assert!(report.is_valid() && report.total == 0);
 }
 
+/// A scan for a listing (`Scanner::headers_only`) finds the same packets, invalid files
+/// included, with the same headers and `content_hash` as a full scan, and keeps none of their
+/// bodies.
+#[test]
+fn a_headers_only_scan_keeps_every_header_and_hash_and_no_body() {
+    let f = fixture();
+    for (id, agent) in [("h1", "agent-a"), ("h2", "agent-b")] {
+        let mut doc = portable(id, agent, "draft.compose", "review_required");
+        doc["context"] = json!({"why": "a test"});
+        doc["evidence"] = json!([{"label": "approved"}]);
+        f.publish(id, &doc);
+    }
+    std::fs::write(f.spool.packets_dir().join("broken.json"), b"{").expect("write");
+    let full = Scanner::new().scan(&f.spool).expect("scan");
+    let light = Scanner::new().headers_only().scan(&f.spool).expect("scan");
+    assert_eq!(light.invalid, full.invalid);
+    assert_eq!(light.packets.len(), 2);
+    for (l, w) in light.packets.iter().zip(&full.packets) {
+        let (l, w) = (&l.packet, &w.packet);
+        assert_eq!((&l.id, &l.agent, &l.action_class, &l.summary), (&w.id, &w.agent, &w.action_class, &w.summary));
+        assert_eq!((&l.content_hash, l.state, &l.created_at), (&w.content_hash, w.state, &w.created_at));
+        assert!(!w.raw.is_null() && !w.proposed_action.is_null() && !w.context.is_null() && !w.evidence.is_null());
+        assert!(l.raw.is_null() && l.proposed_action.is_null() && l.context.is_null() && l.evidence.is_null());
+    }
+}
+
 // Conformance choices (docs/conformance.md): runtime packets read as review_required when they
 // demand approval; calendar.create is high risk as in the reference runtime; duplicate ids keep
 // the first file name and list the others as invalid.

@@ -322,12 +322,23 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         return Err(Failure::usage(format!("{}: no such spool directory", spool.root().display())));
     }
     let pinned = load_pinned()?;
-    // A listing also writes again decision files a full disk cost (`docs/spool.md`).
-    let missing = spool::ids_without_decision_files(spool);
-    // The packets and the chain are read at once, one on each core.
+    // The packets and the chain are read at once, one on each core; the chain's view decodes
+    // only the prefix decisions of the packets the scan found (every lookup below is by them).
+    let (ids_tx, ids_rx) = std::sync::mpsc::channel::<std::collections::HashSet<String>>();
     let (snap, listed) = std::thread::scope(|s| {
-        let view = s.spawn(|| spool::listing_view(spool, &pinned, &missing));
-        let snap = Scanner::for_config(&config::config_dir()).scan(spool);
+        let view = s.spawn(move || {
+            // A listing also writes again decision files a full disk cost (`docs/spool.md`).
+            let missing = spool::ids_without_decision_files(spool);
+            spool::listing_view(spool, &pinned, &missing, &|| ids_rx.recv().ok())
+        });
+        // A plain listing shows no packet's body: read without them (`Scanner::headers_only`).
+        let scanner = Scanner::for_config(&config::config_dir());
+        let snap = if as_json { scanner } else { scanner.headers_only() }.scan(spool);
+        // No ids (a failed scan): the channel closes and the view decodes every decision.
+        if let Ok(snap) = &snap {
+            let _ = ids_tx.send(snap.packets.iter().map(|e| e.packet.id.clone()).collect());
+        }
+        drop(ids_tx);
         (snap, view.join())
     });
     let snap = snap?;
@@ -434,6 +445,10 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         )?;
     }
     out.flush()?;
+    // The process ends next: freeing every packet and decision one by one costs more than the
+    // listing took to print (their memory goes back to the system with the process).
+    std::mem::forget(snap);
+    std::mem::forget(view);
     Ok(0)
 }
 

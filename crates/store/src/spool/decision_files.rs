@@ -53,7 +53,9 @@ pub fn verify_chain_restoring(
 /// before a decision), else the whole chain verified ([`verify_chain_restoring`]), which a
 /// decision of the prefix whose file is missing also takes. Returns the view and how many files
 /// were restored. The prefix is vouched for by the principal's signed checkpoint and fold:
-/// `warrant verify` checks it again.
+/// `warrant verify` checks it again. From a fold, the view's prefix decisions are only those of
+/// the ids `wanted` answers ([`Wanted`], asked once the fold is read; a whole-chain view holds
+/// every decision).
 ///
 /// # Errors
 /// As [`verify_chain`].
@@ -61,8 +63,9 @@ pub fn listing_view(
     spool: &Spool,
     pinned: &PinnedKeys,
     missing: &std::collections::HashSet<String>,
+    wanted: super::fold::Wanted<'_>,
 ) -> Result<(ChainView, usize), ChainError> {
-    match super::fold::folded_view(spool, pinned, &|id| missing.contains(id)) {
+    match super::fold::folded_view(spool, pinned, &|id| missing.contains(id), wanted) {
         Some(c) => Ok((c.view, restore_all(spool, &c.kept))),
         None => verify_chain_restoring(spool, pinned, missing),
     }

@@ -32,8 +32,12 @@ const FOLD_VERSION: u32 = 3;
 /// by its `fold_sha256` (`docs/spool.md`, Incremental verification). With it, a decision reads
 /// none of the prefix: only the line at its end ([`chain_file::prefix_holds`]) and the records
 /// after it. Written only under the chain's lock, from a chain verified under that lock.
+///
+/// `D` is how the decisions are held: decoded (the default), or, as a listing first reads the
+/// file, left as the JSON text they are ([`read_fold_selected`]), so only those asked for are
+/// decoded.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub(super) struct PrefixFold {
+pub(super) struct PrefixFold<D = HashMap<String, ChainDecision>> {
     /// [`FOLD_VERSION`].
     pub(super) version: u32,
     /// Records in the prefix (the checkpoint's `records`).
@@ -45,7 +49,7 @@ pub(super) struct PrefixFold {
     /// SHA-256 over the prefix's bytes, to extend into the next checkpoint's `prefix_sha256`.
     digest: warrant_protocol::checkpoint::PrefixDigest,
     /// Decisions by packet id, folded in chain order ([`fold_decision`]).
-    pub(super) decisions: HashMap<String, ChainDecision>,
+    pub(super) decisions: D,
     /// Approvals gathered towards a quorum, by packet id ([`fold_decision`]).
     pub(super) cosigning: HashMap<String, Cosigning>,
     /// The principal's control, grant and key-event records, whole, in chain order (replayed
@@ -435,7 +439,7 @@ fn local_checkpoint(spool: &Spool, pinned: &PinnedKeys) -> Option<warrant_protoc
 /// scan. `None` when there is no copy or anything is in doubt.
 #[must_use]
 pub fn checkpointed_chain_view(spool: &Spool, pinned: &PinnedKeys) -> Option<ChainView> {
-    folded_view(spool, pinned, &|_| false)
+    folded_view(spool, pinned, &|_| false, &|| None)
         .or_else(|| checkpointed_view(spool, pinned, &|_| false, false))
         .map(|c| c.view)
 }
@@ -453,6 +457,84 @@ pub(super) struct Checkpointed {
     pub(super) fold: Option<PrefixFold>,
 }
 
+/// The packet ids whose prefix decisions a view must hold, asked once the fold's file is read
+/// and before its decisions are decoded (so a caller can gather them meanwhile); `None`: all.
+/// A view made with a set holds no other prefix decision: for a caller that looks decisions up
+/// only by those ids (`warrant list`, by the packets it lists).
+pub type Wanted<'a> = &'a dyn Fn() -> Option<HashSet<String>>;
+
+/// The fold in `bytes` (the principal's file, its digest already checked), with only the
+/// decisions `wanted` asks for decoded; the others are skimmed as JSON and dropped. `None` when
+/// the file does not parse, or a prefix decision's id is one `keep` asks to restore (its record
+/// must then be read: the caller takes a slower path).
+fn read_fold_selected(bytes: &[u8], keep: &dyn Fn(&str) -> bool, wanted: Wanted<'_>) -> Option<PrefixFold> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+    /// The decisions of a fold's JSON object, decoded for the ids in `wanted` (all for `None`);
+    /// `Err` when an id is one to restore.
+    struct Select<'f> {
+        keep: &'f dyn Fn(&str) -> bool,
+        wanted: Option<&'f HashSet<String>>,
+    }
+    impl<'de> DeserializeSeed<'de> for Select<'_> {
+        type Value = HashMap<String, ChainDecision>;
+        fn deserialize<De: serde::Deserializer<'de>>(self, d: De) -> Result<Self::Value, De::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Select<'_> {
+        type Value = HashMap<String, ChainDecision>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("decisions by packet id")
+        }
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+            let mut out = HashMap::new();
+            while let Some(id) = map.next_key::<String>()? {
+                if (self.keep)(&id) {
+                    return Err(serde::de::Error::custom("a prefix decision to restore"));
+                }
+                if self.wanted.is_none_or(|w| w.contains(&id)) {
+                    out.insert(id, map.next_value::<ChainDecision>()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(out)
+        }
+    }
+    let raw: PrefixFold<&serde_json::value::RawValue> = serde_json::from_slice(bytes).ok()?;
+    let wanted = wanted();
+    let select = Select { keep, wanted: wanted.as_ref() };
+    let decisions = select.deserialize(&mut serde_json::Deserializer::from_str(raw.decisions.get())).ok()?;
+    let PrefixFold {
+        version,
+        records,
+        bytes,
+        head_hash,
+        digest,
+        decisions: _,
+        cosigning,
+        events,
+        publishers,
+        last_receipt_hash,
+        record_ids,
+        evidence,
+    } = raw;
+    Some(PrefixFold {
+        version,
+        records,
+        bytes,
+        head_hash,
+        digest,
+        decisions,
+        cosigning,
+        events,
+        publishers,
+        last_receipt_hash,
+        record_ids,
+        evidence,
+    })
+}
+
 /// The chain view a decision or a control is signed onto, from the principal's own signed
 /// checkpoint copy and the fold beside it, reading nothing of the prefix: the fold's bytes must
 /// hash to the checkpoint's `fold_sha256` and describe its prefix (`records`, `bytes`,
@@ -463,14 +545,19 @@ pub(super) struct Checkpointed {
 /// no `fold_sha256`, a fold that is missing, altered, of another checkpoint or overfull, a
 /// prefix decision or co-signing whose file `keep` asks to restore, a tail id the filter may hold, a finding in
 /// the tail or at a checkpoint): the caller takes a slower path.
-pub(super) fn folded_view(spool: &Spool, pinned: &PinnedKeys, keep: &dyn Fn(&str) -> bool) -> Option<Checkpointed> {
+pub(super) fn folded_view(
+    spool: &Spool,
+    pinned: &PinnedKeys,
+    keep: &dyn Fn(&str) -> bool,
+    wanted: Wanted<'_>,
+) -> Option<Checkpointed> {
     let cp = local_checkpoint(spool, pinned)?;
     let want = cp.fold_sha256.as_deref()?;
     let bytes = crate::checkpoint_files::read_fold(spool).ok()?;
     if warrant_protocol::canonical::sha256_prefixed(&bytes) != want {
         return None;
     }
-    let mut fold: PrefixFold = serde_json::from_slice(&bytes).ok()?;
+    let mut fold = read_fold_selected(&bytes, keep, wanted)?;
     let describes = fold.version == FOLD_VERSION
         && fold.records == cp.records
         && fold.bytes == cp.bytes
@@ -479,7 +566,7 @@ pub(super) fn folded_view(spool: &Spool, pinned: &PinnedKeys, keep: &dyn Fn(&str
         && fold.record_ids.usable();
     // A decision file to restore needs its records: a prefix decision's, or the approvals towards
     // a quorum the prefix gathered (a quorum met in the tail is restored with them).
-    if !describes || fold.decisions.keys().chain(fold.cosigning.keys()).any(|id| keep(id)) {
+    if !describes || fold.cosigning.keys().any(|id| keep(id)) {
         return None;
     }
     let tail_ids = record_ids_after(&spool.chain_path(), fold.bytes).ok()?;
@@ -559,7 +646,9 @@ pub(super) fn verified_view(
     pinned: &PinnedKeys,
     keep: impl Fn(&str) -> bool,
 ) -> Result<Checkpointed, DecideError> {
-    if let Some(c) = folded_view(spool, pinned, &keep).or_else(|| checkpointed_view(spool, pinned, &keep, true)) {
+    if let Some(c) =
+        folded_view(spool, pinned, &keep, &|| None).or_else(|| checkpointed_view(spool, pinned, &keep, true))
+    {
         return Ok(c);
     }
     whole_view_for_signing(spool, pinned, &keep)

@@ -168,6 +168,8 @@ pub struct Scanner {
     recheck: HashSet<String, foldhash::fast::RandomState>,
     /// The pinned gateway keys receipts are checked against ([`Scanner::with_gateway_keys`]).
     gateways: Option<Arc<warrant_protocol::keys::GatewayKeys>>,
+    /// Packets are kept without their bodies ([`Scanner::headers_only`]).
+    headers_only: bool,
     /// What each claim file in `uses/` named ([`read_uses`]), and the claims last read.
     uses_known: HashMap<String, Option<String>>,
     uses: Arc<Uses>,
@@ -195,15 +197,26 @@ enum Look {
 /// Looks at the file `name` of `kind` at `path`: `lstat`s it and parses it again unless the cache
 /// holds it with the same stamp. Answers the name as the cache shares it and what changed, or
 /// `None` when it cannot be `lstat`ed (it is gone; the caller drops it from the cache).
-fn look(
-    cache: &mut FileCache,
-    kind: FileKind,
-    name: &str,
-    path: &Path,
-    gateways: Option<&warrant_protocol::keys::GatewayKeys>,
-) -> Option<(Arc<str>, Look)> {
-    let probed = probe(cache, kind, name, path, gateways)?;
+fn look(cache: &mut FileCache, kind: FileKind, name: &str, path: &Path, how: Reading<'_>) -> Option<(Arc<str>, Look)> {
+    let probed = probe(cache, kind, name, path, how)?;
     Some(apply(cache, name, probed))
+}
+
+/// How a scan reads the files it parses: the gateway keys receipts are checked against, and
+/// whether packets keep their bodies ([`Scanner::headers_only`]).
+#[derive(Clone, Copy)]
+struct Reading<'a> {
+    gateways: Option<&'a warrant_protocol::keys::GatewayKeys>,
+    bodies: bool,
+}
+
+/// A packet without its bodies, for a listing: `raw`, `proposed_action`, `context` and
+/// `evidence` become `null` (and with `raw`, the `governance` object read from it on first use).
+/// Every other field, `content_hash` among them, is the packet's as parsed.
+fn drop_bodies(p: &mut Packet) {
+    for body in [&mut p.raw, &mut p.proposed_action, &mut p.context, &mut p.evidence] {
+        *body = serde_json::Value::Null;
+    }
 }
 
 /// What [`probe`] found of a file: its stamp, and the file parsed when the cache does not hold
@@ -212,13 +225,7 @@ type Probe = (Stamp, Option<Parsed>);
 
 /// The read-only half of [`look`] (the cache is only read, so many files can be probed at once):
 /// `None` when the file cannot be `lstat`ed.
-fn probe(
-    cache: &FileCache,
-    kind: FileKind,
-    name: &str,
-    path: &Path,
-    gateways: Option<&warrant_protocol::keys::GatewayKeys>,
-) -> Option<Probe> {
+fn probe(cache: &FileCache, kind: FileKind, name: &str, path: &Path, how: Reading<'_>) -> Option<Probe> {
     let meta = fs::symlink_metadata(path).ok()?;
     let stamp = Stamp {
         len: meta.len(),
@@ -230,16 +237,11 @@ fn probe(
     if cache.get(name).is_some_and(|(s, _, _)| *s == stamp) {
         return Some((stamp, None));
     }
-    Some((stamp, Some(parse_file(kind, name, path, gateways))))
+    Some((stamp, Some(parse_file(kind, name, path, how))))
 }
 
 /// The file `name` of `kind` at `path`, read (at most the size limit) and parsed.
-fn parse_file(
-    kind: FileKind,
-    name: &str,
-    path: &Path,
-    gateways: Option<&warrant_protocol::keys::GatewayKeys>,
-) -> Parsed {
+fn parse_file(kind: FileKind, name: &str, path: &Path, how: Reading<'_>) -> Parsed {
     let stem = name.strip_suffix(".json").unwrap_or(name);
     match read_limited(path) {
         Err(reason) => Parsed::Invalid(reason),
@@ -254,13 +256,18 @@ fn parse_file(
                         p.agent
                     )))
                 }
-                Ok(p) => Parsed::Packet(Arc::new(p)),
+                Ok(mut p) => {
+                    if !how.bodies {
+                        drop_bodies(&mut p);
+                    }
+                    Parsed::Packet(Arc::new(p))
+                }
                 Err(r) => Parsed::Invalid(r),
             },
             FileKind::Receipt => match packet::parse_receipt(&bytes) {
                 Ok(mut r) => {
                     // Checked once per file version: the scanner's gateway keys never change.
-                    r.observed_by = gateways.and_then(|g| {
+                    r.observed_by = how.gateways.and_then(|g| {
                         warrant_protocol::graduation::receipt::gateway_signer(&r.raw, g)
                             .ok()
                             .map(|pin| pin.principal.clone())
@@ -293,9 +300,9 @@ fn apply(cache: &mut FileCache, name: &str, (stamp, parsed): Probe) -> (Arc<str>
 fn probe_all(
     cache: &FileCache,
     todo: &[(FileKind, String, std::path::PathBuf)],
-    gateways: Option<&warrant_protocol::keys::GatewayKeys>,
+    how: Reading<'_>,
 ) -> Vec<Option<Probe>> {
-    let one = |(kind, name, path): &(FileKind, String, std::path::PathBuf)| probe(cache, *kind, name, path, gateways);
+    let one = |(kind, name, path): &(FileKind, String, std::path::PathBuf)| probe(cache, *kind, name, path, how);
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(8);
     if todo.len() < PARALLEL_PROBES || cores < 2 {
         return todo.iter().map(one).collect();
@@ -337,6 +344,18 @@ impl Scanner {
     #[must_use]
     pub fn with_gateway_keys(mut self, gateways: warrant_protocol::keys::GatewayKeys) -> Self {
         self.gateways = (!gateways.is_empty()).then(|| Arc::new(gateways));
+        self
+    }
+
+    /// This scanner, keeping each packet without its bodies: `raw`, `proposed_action`,
+    /// `context` and `evidence` are `null` in every packet it parses (the id, agent, class,
+    /// summary, state, times and `content_hash` are kept). For a listing that shows only those
+    /// (`warrant list`): 10,000 packets then take a few megabytes instead of tens, and the
+    /// memory a packet's parse used is reused by the next. Nothing that judges, shows or signs
+    /// a packet may use such a scan.
+    #[must_use]
+    pub fn headers_only(mut self) -> Self {
+        self.headers_only = true;
         self
     }
 
@@ -420,7 +439,15 @@ impl Scanner {
         let cache = &mut self.cache[FileKind::Packet as usize];
         let mut seen: Vec<SeenFile> = Vec::new();
         for ((name, _), keep) in listed.iter().zip(keep) {
-            if keep && let Some((key, _)) = look(cache, FileKind::Packet, name, &dir.join(name), None) {
+            if keep
+                && let Some((key, _)) = look(
+                    cache,
+                    FileKind::Packet,
+                    name,
+                    &dir.join(name),
+                    Reading { gateways: None, bodies: !self.headers_only },
+                )
+            {
                 seen.push((FileKind::Packet, key));
             }
         }
@@ -459,6 +486,7 @@ impl Scanner {
         let mut other = false;
         let mut seen: Vec<SeenFile> = Vec::new();
         let mut added: Vec<SeenFile> = Vec::new();
+        let reading = Reading { gateways: self.gateways.as_deref(), bodies: !self.headers_only };
         for (kind, dir) in [(FileKind::Packet, spool.packets_dir()), (FileKind::Receipt, spool.receipts_dir())] {
             let entries = match fs::read_dir(&dir) {
                 Ok(e) => e,
@@ -490,7 +518,7 @@ impl Scanner {
                 order.push(Err(todo.len()));
                 todo.push((kind, name.into_owned(), entry.path()));
             }
-            let mut probes = probe_all(cache, &todo, self.gateways.as_deref());
+            let mut probes = probe_all(cache, &todo, reading);
             for slot in order {
                 let i = match slot {
                     Ok(key) => {
@@ -527,13 +555,14 @@ impl Scanner {
     /// that cannot be `lstat`ed dropped from the cache.
     fn refresh_touched(&mut self, spool: &Spool) -> Listing {
         let (mut added, mut other) = (Vec::new(), false);
+        let reading = Reading { gateways: self.gateways.as_deref(), bodies: !self.headers_only };
         for name in std::mem::take(&mut self.recheck) {
             if !is_publication(&name) {
                 continue;
             }
             for (kind, dir) in [(FileKind::Packet, spool.packets_dir()), (FileKind::Receipt, spool.receipts_dir())] {
                 let cache = &mut self.cache[kind as usize];
-                match look(cache, kind, &name, &dir.join(&name), self.gateways.as_deref()) {
+                match look(cache, kind, &name, &dir.join(&name), reading) {
                     Some((key, Look::New)) => added.push((kind, key)),
                     Some((_, Look::Changed)) => other = true,
                     Some((_, Look::Same)) => {}

@@ -680,7 +680,7 @@ mod tests {
 
     #[test]
     fn a_snapshot_round_trips_and_keeps_only_a_filter_of_the_decided_ids() {
-        let mut fold = PrefixFold::default();
+        let mut fold: PrefixFold = PrefixFold::default();
         (fold.records, fold.bytes, fold.head_hash) = (2, 10, Some("h".into()));
         fold.publishers.push(("agent-1".into(), 1000));
         fold.decisions.insert("p-2".into(), decision(2, Verdict::Refuse));
