@@ -54,7 +54,7 @@ pub fn verify_chain_restoring(
 /// decision of the prefix whose file is missing also takes. Returns the view and how many files
 /// were restored. The prefix is vouched for by the principal's signed checkpoint and fold:
 /// `warrant verify` checks it again. From a fold, the view's prefix decisions are only those of
-/// the ids `wanted` answers ([`Wanted`], asked once the fold is read; a whole-chain view holds
+/// the ids `wanted` answers ([`super::Wanted`], asked once the fold is read; a whole-chain view holds
 /// every decision).
 ///
 /// # Errors
