@@ -727,6 +727,9 @@ fn catch_up_locked(
     loop {
         let mut entries = crate::replica::off_runtime(|| remote.read_chain_some(from, CATCH_UP_PART))
             .map_err(|e| store_err(format!("{url}: {e}")))?;
+        // A part shorter than asked for reached the store's head as the read found it: no
+        // further read (a record appended since is refused to a stale append's compare-and-set).
+        let more = entries.len() == CATCH_UP_PART;
         if first {
             first = false;
             let end = file.metadata().map_err(io_err)?.len();
@@ -750,6 +753,9 @@ fn catch_up_locked(
                 }
             }
             if entries.is_empty() {
+                if !more {
+                    return Ok(caught);
+                }
                 from = head.last_index + 1;
                 continue;
             }
@@ -789,6 +795,9 @@ fn catch_up_locked(
         caught.decisions.extend(
             records.into_iter().filter(|r| r.get("metadata").and_then(|m| m.get("warrant_decision")).is_some()),
         );
+        if !more {
+            return Ok(caught);
+        }
         from = last + 1;
     }
 }
@@ -803,7 +812,8 @@ fn push_to_store(
 ) -> Result<(), ChainError> {
     use crate::{ChainLog as _, StoreError};
     let records = appended.iter().filter_map(|a| a.record.as_object().cloned()).collect();
-    match crate::replica::off_runtime(|| remote.append_after(built_on, records)) {
+    // `built_on` is the head `catch_up_locked` just found the store holding, under this lock.
+    match crate::replica::off_runtime(|| remote.append_onto_checked(built_on, records)) {
         Ok(_) => Ok(()),
         Err(StoreError::StaleHead { found, .. }) => Err(ChainError::Store {
             path: path.to_owned(),

@@ -397,8 +397,39 @@ impl crate::ChainLog for JetStreamSpool {
         if &found != expected {
             return Err(StoreError::StaleHead { expected: expected.last_index, found: found.last_index });
         }
+        self.append_sealed(tip.map(|t| t.seq), expected, records)
+    }
+}
+
+impl JetStreamSpool {
+    /// [`crate::ChainLog::append_after`] without reading the store's head first, for a caller
+    /// that has just found, under the chain's lock, the store's record at `expected`'s index to be
+    /// `expected`'s record (a replica's catch-up, `chain_file::catch_up`): the chain's records
+    /// are their subject's sequences 1, 2, … (a catch-up checks it), and the stream refuses
+    /// deletes, so the compare-and-set on sequence `expected.last_index` alone refuses an append
+    /// onto any other head. Saves two round trips (the stream's information and the head's
+    /// record) of every decision a replica signs.
+    ///
+    /// # Errors
+    /// As [`crate::ChainLog::append_after`].
+    pub fn append_onto_checked(
+        &self,
+        expected: &ChainHead,
+        records: Vec<serde_json::Map<String, Value>>,
+    ) -> Result<Vec<warrant_protocol::chain::Appended>, crate::StoreError> {
+        self.append_sealed((expected.last_index > 0).then_some(expected.last_index), expected, records)
+    }
+
+    /// Seals `records` onto `expected` and appends them one by one, compare-and-set from subject
+    /// sequence `seq` (`None`: an empty chain).
+    fn append_sealed(
+        &self,
+        mut seq: Option<u64>,
+        expected: &ChainHead,
+        records: Vec<serde_json::Map<String, Value>>,
+    ) -> Result<Vec<warrant_protocol::chain::Appended>, crate::StoreError> {
+        use crate::StoreError;
         let sealed = crate::seal_copies(expected, &records)?;
-        let mut seq = tip.map(|t| t.seq);
         let mut out = Vec::with_capacity(sealed.len());
         for one in sealed {
             let line = canonical::to_canonical_vec(&one.record);
