@@ -241,6 +241,18 @@ fn list_reads_the_fold_and_verify_reads_everything() {
     assert_eq!(status("pending-000000"), Some("approve"), "{plain}");
     assert_eq!((status("pending-000001"), status("pending-000002")), (Some("pending"), Some("pending")), "{plain}");
     assert_eq!(plain.lines().count(), 3, "{plain}");
+    // The listing kept its packets' headers for the next one (mode 0600, beside the
+    // principal's checkpoint copy), which lists the same.
+    let caches: Vec<std::path::PathBuf> = std::fs::read_dir(env.config().join("checkpoints"))
+        .expect("copies")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".listing.json"))
+        .collect();
+    assert_eq!(caches.len(), 1, "{caches:?}");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(std::fs::metadata(&caches[0]).expect("cache").permissions().mode() & 0o777, 0o600);
+    assert_eq!(ok(&env, &["list"]), plain);
     // A record in the middle of the prefix, rewritten in place.
     let chain = env.spool().join("chain.jsonl");
     let mut bytes = std::fs::read(&chain).expect("chain");

@@ -236,6 +236,54 @@ fn a_headers_only_scan_keeps_every_header_and_hash_and_no_body() {
     }
 }
 
+/// A listing's cache (`Scanner::save_listing`, `load_listing`) gives the next listing exactly
+/// what a fresh scan finds: a packet rewritten in place with the same size and its modification
+/// time set back is read again (its change time moved), a removed one is gone, a new one is
+/// there, an invalid file stays listed as invalid; a cache that does not parse is not used.
+#[test]
+fn a_listing_cache_never_hides_a_changed_removed_or_new_packet() {
+    let f = fixture();
+    let dir = f.dir.path().join("copies");
+    let cache = dir.join("listing.json");
+    for id in ["c1", "c2", "c3"] {
+        f.publish(id, &portable(id, "agent-a", "draft.compose", "review_required"));
+    }
+    std::fs::write(f.spool.packets_dir().join("broken.json"), b"{").expect("write");
+    let fresh = || Scanner::new().headers_only().scan(&f.spool).expect("scan");
+    let cached = || {
+        let mut s = Scanner::new().headers_only();
+        s.load_listing(&cache);
+        let snap = s.scan(&f.spool).expect("scan");
+        s.save_listing(&cache).expect("save");
+        snap
+    };
+    assert_eq!(cached(), fresh());
+    assert!(cache.exists(), "the first listing wrote its cache");
+    // In place, same length, modification time set back: the change time still moved.
+    let path = f.spool.packets_dir().join("c1.json");
+    let before = std::fs::metadata(&path).expect("meta");
+    let text = std::fs::read_to_string(&path).expect("read").replace("agent-a", "agent-z");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&path, text).expect("rewrite");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|file| file.set_modified(before.modified().expect("mtime")))
+        .expect("set mtime back");
+    std::fs::remove_file(f.spool.packets_dir().join("c2.json")).expect("remove");
+    f.publish("c4", &portable("c4", "agent-b", "draft.compose", "review_required"));
+    let snap = cached();
+    assert_eq!(snap, fresh());
+    let agents: Vec<(&str, &str)> =
+        snap.packets.iter().map(|e| (e.packet.id.as_str(), e.packet.agent.as_str())).collect();
+    assert!(agents.contains(&("c1", "agent-z")) && agents.contains(&("c4", "agent-b")), "{agents:?}");
+    assert!(!agents.iter().any(|(id, _)| *id == "c2"), "{agents:?}");
+    assert_eq!(snap.invalid.len(), 1);
+    // A cache that does not parse is not used.
+    std::fs::write(&cache, b"[{\"name\": 1}]").expect("corrupt");
+    assert_eq!(cached(), fresh());
+}
+
 // Conformance choices (docs/conformance.md): runtime packets read as review_required when they
 // demand approval; calendar.create is high risk as in the reference runtime; duplicate ids keep
 // the first file name and list the others as invalid.

@@ -331,14 +331,26 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
             let missing = spool::ids_without_decision_files(spool);
             spool::listing_view(spool, &pinned, &missing, &|| ids_rx.recv().ok())
         });
-        // A plain listing shows no packet's body: read without them (`Scanner::headers_only`).
+        // A plain listing shows no packet's body: read without them (`Scanner::headers_only`),
+        // and only the files changed since the last listing (its cache, in the principal's
+        // config directory beside the checkpoint copy).
         let scanner = Scanner::for_config(&config::config_dir());
-        let snap = if as_json { scanner } else { scanner.headers_only() }.scan(spool);
+        let cache = (!as_json).then(|| crate::store::checkpoint_files::listing_cache(spool)).flatten();
+        let mut scanner = if as_json { scanner } else { scanner.headers_only() };
+        if let Some(path) = &cache {
+            scanner.load_listing(path);
+        }
+        let snap = scanner.scan(spool);
         // No ids (a failed scan): the channel closes and the view decodes every decision.
         if let Ok(snap) = &snap {
             let _ = ids_tx.send(snap.packets.iter().map(|e| e.packet.id.clone()).collect());
         }
         drop(ids_tx);
+        if let (Some(path), Ok(_)) = (&cache, &snap)
+            && let Err(e) = scanner.save_listing(path)
+        {
+            tracing::warn!(error = %e, path = %path.display(), "could not write the listing's cache");
+        }
         (snap, view.join())
     });
     let snap = snap?;

@@ -112,7 +112,7 @@ pub fn is_safe_id(s: &str) -> bool {
 }
 
 /// Which packet form a file holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PacketForm {
     /// Portable v0.1, snake_case.
@@ -169,10 +169,88 @@ impl Packet {
     pub fn created_unix(&self) -> Option<f64> {
         self.created_unix
     }
+
+    /// What a listing shows of this packet: every field but its bodies.
+    #[must_use]
+    pub fn headers(&self) -> PacketHeaders {
+        PacketHeaders {
+            id: self.id.clone(),
+            form: self.form,
+            action_class: self.action_class.clone(),
+            agent: self.agent.clone(),
+            summary: self.summary.clone(),
+            risk: self.risk.clone(),
+            state: self.state,
+            reason: self.reason.clone(),
+            created_at: self.created_at.clone(),
+            expires_at: self.expires_at.clone(),
+            trace_id: self.trace_id.clone(),
+            content_hash: self.content_hash.clone(),
+        }
+    }
+
+    /// A packet without its bodies (`raw`, `proposed_action`, `context` and `evidence` are
+    /// `null`) made from the headers [`Packet::headers`] took of a packet that parsed: for a
+    /// listing that keeps them between runs. Nothing that judges, shows or signs a packet may
+    /// use one; `created_unix` is parsed again from `created_at`.
+    #[must_use]
+    pub fn from_headers(h: PacketHeaders) -> Self {
+        let created_unix = h.created_at.as_deref().and_then(crate::clock::unix_seconds);
+        Self {
+            id: h.id,
+            form: h.form,
+            action_class: h.action_class,
+            agent: h.agent,
+            summary: h.summary,
+            risk: h.risk,
+            state: h.state,
+            reason: h.reason,
+            proposed_action: Value::Null,
+            context: Value::Null,
+            evidence: Value::Null,
+            created_at: h.created_at,
+            expires_at: h.expires_at,
+            trace_id: h.trace_id,
+            content_hash: h.content_hash,
+            raw: Value::Null,
+            governance: crate::verdict::GovernanceCache::default(),
+            created_unix,
+        }
+    }
+}
+
+/// A [`Packet`]'s fields but its bodies, as [`Packet::headers`] takes them: what `warrant list`
+/// shows and keeps between runs (`docs/spool.md`, The listing's cache).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PacketHeaders {
+    /// [`Packet::id`].
+    pub id: String,
+    /// [`Packet::form`].
+    pub form: PacketForm,
+    /// [`Packet::action_class`].
+    pub action_class: String,
+    /// [`Packet::agent`].
+    pub agent: String,
+    /// [`Packet::summary`].
+    pub summary: String,
+    /// [`Packet::risk`].
+    pub risk: Option<String>,
+    /// [`Packet::state`].
+    pub state: Option<DecisionState>,
+    /// [`Packet::reason`].
+    pub reason: Option<String>,
+    /// [`Packet::created_at`].
+    pub created_at: Option<String>,
+    /// [`Packet::expires_at`].
+    pub expires_at: Option<String>,
+    /// [`Packet::trace_id`].
+    pub trace_id: Option<String>,
+    /// [`Packet::content_hash`].
+    pub content_hash: String,
 }
 
 /// Why a file is not a valid packet or receipt.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum InvalidReason {
     /// Not UTF-8 JSON.
     #[error("not JSON: {0}")]

@@ -810,7 +810,7 @@ fn push_to_store(
     built_on: &ChainHead,
     appended: &[Appended],
 ) -> Result<(), ChainError> {
-    use crate::{ChainLog as _, StoreError};
+    use crate::StoreError;
     let records = appended.iter().filter_map(|a| a.record.as_object().cloned()).collect();
     // `built_on` is the head `catch_up_locked` just found the store holding, under this lock.
     match crate::replica::off_runtime(|| remote.append_onto_checked(built_on, records)) {

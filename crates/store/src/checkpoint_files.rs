@@ -28,6 +28,13 @@ pub fn local_copy(spool: &Spool) -> Option<PathBuf> {
 pub fn fold_copy(spool: &Spool) -> Option<PathBuf> {
     local_copy(spool).map(|p| p.with_extension("fold.json"))
 }
+/// The principal's listing cache of the spool's packets, beside the checkpoint copy:
+/// `<copies dir>/<spool id>.listing.json` ([`crate::spool::Scanner::load_listing`]), or `None`
+/// when the spool keeps no copies.
+#[must_use]
+pub fn listing_cache(spool: &Spool) -> Option<PathBuf> {
+    local_copy(spool).map(|p| p.with_extension("listing.json"))
+}
 /// The most bytes a fold file may have to be read (256 MiB): a larger one is not used.
 pub const MAX_FOLD_BYTES: u64 = 256 << 20;
 /// Writes the principal's fold ([`fold_copy`]) atomically: a temporary file in the same

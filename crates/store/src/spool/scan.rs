@@ -105,7 +105,7 @@ impl Snapshot {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Stamp {
     len: u64,
     mtime_ns: i128,
@@ -170,6 +170,9 @@ pub struct Scanner {
     gateways: Option<Arc<warrant_protocol::keys::GatewayKeys>>,
     /// Packets are kept without their bodies ([`Scanner::headers_only`]).
     headers_only: bool,
+    /// A scan found a file added, changed or removed since the scanner was made or loaded
+    /// ([`Scanner::save_listing`] writes only then).
+    listing_changed: bool,
     /// What each claim file in `uses/` named ([`read_uses`]), and the claims last read.
     uses_known: HashMap<String, Option<String>>,
     uses: Arc<Uses>,
@@ -201,6 +204,17 @@ fn look(cache: &mut FileCache, kind: FileKind, name: &str, path: &Path, how: Rea
     let probed = probe(cache, kind, name, path, how)?;
     Some(apply(cache, name, probed))
 }
+
+/// A packet file as a listing keeps it between runs ([`Scanner::save_listing`]).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ListedFile {
+    name: String,
+    stamp: Stamp,
+    packet: Result<warrant_protocol::packet::PacketHeaders, InvalidReason>,
+}
+
+/// The most bytes a listing cache may have to be read (256 MiB): a larger one is not used.
+const MAX_LISTING_BYTES: u64 = 256 << 20;
 
 /// How a scan reads the files it parses: the gateway keys receipts are checked against, and
 /// whether packets keep their bodies ([`Scanner::headers_only`]).
@@ -359,6 +373,59 @@ impl Scanner {
         self
     }
 
+    /// Loads into this [`Scanner::headers_only`] scanner the packet files a listing kept at
+    /// `path` ([`Scanner::save_listing`]: each file's name, its stamp, and its headers or why it
+    /// is invalid), so the next scan parses only files whose stamp differs: the size, the
+    /// modification time, the inode, the owner and the change time, which no one can set (any
+    /// write or rename moves it), so a file rewritten since is read again. A cache that cannot
+    /// be read, or a scanner that keeps bodies, loads nothing. The cache is the principal's
+    /// (`checkpoint_files::listing_cache`, mode 0600 in the config directory), never a
+    /// file an agent can write.
+    pub fn load_listing(&mut self, path: &Path) {
+        if !self.headers_only {
+            return;
+        }
+        let Ok(bytes) = crate::checkpoint_files::read_regular(path, MAX_LISTING_BYTES) else { return };
+        let Ok(files) = serde_json::from_slice::<Vec<ListedFile>>(&bytes) else { return };
+        let cache = &mut self.cache[FileKind::Packet as usize];
+        for f in files {
+            let parsed = match f.packet {
+                Ok(h) => Parsed::Packet(Arc::new(Packet::from_headers(h))),
+                Err(reason) => Parsed::Invalid(reason),
+            };
+            let arrived = f.stamp.ctime.0 as f64 + f.stamp.ctime.1 as f64 / 1e9;
+            cache.insert(Arc::from(f.name), (f.stamp, arrived, parsed));
+        }
+    }
+
+    /// Writes this scanner's packet files to `path` for the next listing
+    /// ([`Scanner::load_listing`]) when a scan since it was made or loaded found a change,
+    /// atomically, mode 0600. A scanner that keeps bodies writes nothing.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn save_listing(&self, path: &Path) -> io::Result<()> {
+        if !self.headers_only || !self.listing_changed {
+            return Ok(());
+        }
+        let files: Vec<ListedFile> = self.cache[FileKind::Packet as usize]
+            .iter()
+            .filter_map(|(name, (stamp, _, parsed))| {
+                let packet = match parsed {
+                    Parsed::Packet(p) => Ok(p.headers()),
+                    Parsed::Invalid(r) => Err(r.clone()),
+                    Parsed::Receipt(_) => return None,
+                };
+                Some(ListedFile { name: name.to_string(), stamp: *stamp, packet })
+            })
+            .collect();
+        let bytes = serde_json::to_vec(&files).map_err(io::Error::other)?;
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        crate::atomic::replace_unsynced(path, &bytes, 0o600)
+    }
+
     /// A scanner checking receipts against the gateway keys pinned in `config_dir`
     /// ([`warrant_protocol::keys::GatewayKeys::load`]); when they cannot be read, against none (no receipt
     /// is then an observed outcome: fail closed).
@@ -386,6 +453,7 @@ impl Scanner {
     pub fn scan(&mut self, spool: &Spool) -> io::Result<Snapshot> {
         // A failed scan may have cached some files already: the next one rebuilds in full.
         let listing = self.refresh(spool, Recheck::Every).inspect_err(|_| self.last = None)?;
+        self.listing_changed |= listing.changed();
         self.refresh_uses(spool);
         let mut snap = self.snapshot(&listing);
         snap.uses = Arc::clone(&self.uses);
