@@ -88,6 +88,20 @@ fn a_closed_pipe_ends_export_quietly_with_0() {
     assert!(out.stderr.is_empty(), "{}", text(&out));
 }
 
+// `warrant completions bash | head -1` panicked with a backtrace and exit 101 (the script is
+// larger than a pipe holds): a closed pipe ends it quietly with 0, as it does `export`.
+#[test]
+fn a_closed_pipe_ends_completions_quietly_with_0() {
+    let e = Env::new();
+    let mut child =
+        e.cmd(&["completions", "bash"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("completions");
+    let mut first = [0u8; 16];
+    child.stdout.take().expect("stdout").read_exact(&mut first).expect("the script starts");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(out.stderr.is_empty(), "{}", text(&out));
+}
+
 // Shell completions and a man page from the command definitions, as users of clap-based tools
 // expect.
 #[test]

@@ -499,8 +499,12 @@ fn generate_spool_cmd(
 /// `warrant completions`: the shell's completion script, on stdout.
 fn completions_cmd(shell: clap_complete::Shell) -> Result<u8, Failure> {
     use clap::CommandFactory as _;
+    // Made in memory first: `clap_complete::generate` panics when its writer fails, and a
+    // reader that closes the pipe early (`warrant completions bash | head -1`) is no failure.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "warrant", &mut script);
     let mut out = io::stdout().lock();
-    clap_complete::generate(shell, &mut Cli::command(), "warrant", &mut out);
+    out.write_all(&script)?;
     out.flush()?;
     Ok(0)
 }
