@@ -600,6 +600,7 @@ enum Plant {
     Bytes(Vec<u8>),
     Symlink(Value),
     Fifo,
+    Socket,
     Dir,
 }
 
@@ -656,6 +657,7 @@ fn propose_wait_keeps_waiting_past_hostile_decision_files() {
             "not a regular file",
         ),
         ("a FIFO", "w-fifo", Plant::Fifo, "not a regular file"),
+        ("a socket", "w-socket", Plant::Socket, "not a regular file"),
         ("a directory", "w-dir", Plant::Dir, "not a regular file"),
         ("over 1 MiB", "w-big", Plant::Bytes(vec![b' '; (1 << 20) + 1]), "over the 1 MiB limit"),
         ("nested 100,000 deep", "w-deep", Plant::Bytes(vec![b'['; 100_000]), "recursion limit"),
@@ -670,6 +672,8 @@ fn propose_wait_keeps_waiting_past_hostile_decision_files() {
     let decisions = e.spool().join("decisions");
     std::fs::create_dir_all(&decisions).expect("decisions dir");
     let outside = e.dir.path().join("outside.json");
+    // Sockets stay bound while the agents wait.
+    let mut sockets = Vec::new();
     for (_, id, plant, _) in &cases {
         let path = decisions.join(format!("{id}.json"));
         match plant {
@@ -682,6 +686,7 @@ fn propose_wait_keeps_waiting_past_hostile_decision_files() {
             Plant::Fifo => {
                 assert!(Command::new("mkfifo").arg(&path).status().expect("mkfifo").success());
             }
+            Plant::Socket => sockets.push(std::os::unix::net::UnixListener::bind(&path).expect("socket")),
             Plant::Dir => std::fs::create_dir(&path).expect("dir"),
         }
     }
@@ -749,7 +754,7 @@ fn propose_wait_keeps_waiting_past_hostile_decision_files() {
     let rest: Vec<String> = rx.try_iter().collect();
     assert_eq!(status.code(), Some(3), "{rest:?}");
     assert!(rest.iter().any(|l| l.contains("refuse by alice: not this one")), "{rest:?}");
-    assert_eq!(cases.len(), 13);
+    assert_eq!(cases.len(), 14);
 }
 
 // A packet rewritten after its approval is not approved: the decision binds the content that was

@@ -334,11 +334,14 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
         // A plain listing shows no packet's body: read without them (`Scanner::headers_only`),
         // and only the files changed since the last listing (its cache, in the principal's
         // config directory beside the checkpoint copy).
-        let scanner = Scanner::for_config(&config::config_dir());
-        let cache = (!as_json).then(|| crate::store::checkpoint_files::listing_cache(spool)).flatten();
-        let mut scanner = if as_json { scanner } else { scanner.headers_only() };
-        if let Some(path) = &cache {
-            scanner.load_listing(path);
+        let mut scanner = Scanner::for_config(&config::config_dir());
+        let mut cache = None;
+        if !as_json {
+            scanner = scanner.headers_only();
+            cache = crate::store::checkpoint_files::listing_cache(spool);
+            if let Some(path) = &cache {
+                scanner.load_listing(path);
+            }
         }
         let snap = scanner.scan(spool);
         // No ids (a failed scan): the channel closes and the view decodes every decision.

@@ -398,28 +398,26 @@ pub fn spool_json(doc: &Value) -> io::Result<Vec<u8>> {
     Ok(out.0)
 }
 
-/// Reads a spool file safely: regular files only (a symlink refused by `O_NOFOLLOW`, anything
-/// else by what the open file is), never waiting on a FIFO, at most [`MAX_FILE_BYTES`].
+/// Reads a spool file safely: regular files only (symlinks refused, and `O_NOFOLLOW` against a
+/// swap between the check and the open), at most [`MAX_FILE_BYTES`].
 ///
 /// # Errors
 /// [`InvalidReason::NotRegular`], [`InvalidReason::TooLarge`] or [`InvalidReason::Io`].
 pub fn read_limited(path: &Path) -> Result<Vec<u8>, InvalidReason> {
-    // Opened without following a symlink or waiting on a FIFO, then checked by what was opened.
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(crate::open_flags::NOFOLLOW | crate::open_flags::NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            // `O_NOFOLLOW` on a symlink.
-            Some(crate::open_flags::ELOOP) => InvalidReason::NotRegular,
-            _ => InvalidReason::Io(e.to_string()),
-        })?;
-    let meta = file.metadata().map_err(|e| InvalidReason::Io(e.to_string()))?;
+    let meta = fs::symlink_metadata(path).map_err(|e| InvalidReason::Io(e.to_string()))?;
     if !meta.file_type().is_file() {
         return Err(InvalidReason::NotRegular);
     }
     if meta.len() > MAX_FILE_BYTES {
         return Err(InvalidReason::TooLarge(meta.len()));
+    }
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(crate::open_flags::NOFOLLOW | crate::open_flags::NONBLOCK)
+        .open(path)
+        .map_err(|e| InvalidReason::Io(e.to_string()))?;
+    if !file.metadata().map_err(|e| InvalidReason::Io(e.to_string()))?.file_type().is_file() {
+        return Err(InvalidReason::NotRegular);
     }
     let mut buf = Vec::with_capacity(meta.len() as usize);
     file.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf).map_err(|e| InvalidReason::Io(e.to_string()))?;
