@@ -4,7 +4,9 @@
 //! 16 writers (threads, each its own connection, re-reading the head after a stale one), beside
 //! the raw JetStream publish rate (one publish awaiting its acknowledgement, no headers) on a
 //! stream with the same settings (file storage, deny delete/purge/rollup, the same replicas) on
-//! the same server, measured in the same run.
+//! the same server, measured in the same run; and the same bodies through the library's
+//! [`ChainAppender`] (one writer task for the process: what has queued is sealed and appended as
+//! one atomic batch) from 1 and from 16 threads.
 //!
 //! ```text
 //! nats-server -js -a 127.0.0.1 -p 4222 -sd /tmp/js-bench &
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 use warrant::protocol::canonical;
 use warrant::protocol::chain;
 use warrant::store::jetstream::{
-    ChainEntry, ConnectOptions, JetStreamSpool, JsError, SetupOptions, StoreUrl, chain_head_of,
+    ChainAppender, ChainEntry, ConnectOptions, JetStreamSpool, JsError, SetupOptions, StoreUrl, chain_head_of,
 };
 
 /// A record body whose line is about 1 KB, like a receipt's (as `examples/append_rate.rs`).
@@ -81,6 +83,30 @@ fn many_writers(url: &StoreUrl, writers: usize, count: usize) -> (f64, usize) {
     ((per * writers) as f64 / t.elapsed().as_secs_f64(), stale)
 }
 
+/// `writers` threads appending through one [`ChainAppender`]: appends a second, stale heads,
+/// records per group.
+fn through_appender(url: &StoreUrl, writers: usize, count: usize) -> (f64, u64, f64) {
+    let s = connect(url);
+    let appender = ChainAppender::start(&s);
+    let per = count / writers;
+    let t = Instant::now();
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let appender = appender.clone();
+            std::thread::spawn(move || {
+                for i in 0..per {
+                    appender.append(body(w, i)).expect("append through the appender");
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("writer");
+    }
+    let rate = (per * writers) as f64 / t.elapsed().as_secs_f64();
+    (rate, appender.stale_heads(), (per * writers) as f64 / appender.groups().max(1) as f64)
+}
+
 /// Raw publishes awaiting each acknowledgement, from `writers` connections, on a stream with the
 /// chain stream's settings (another name and subject).
 fn raw(url: &StoreUrl, writers: usize, count: usize) -> f64 {
@@ -134,8 +160,8 @@ fn main() {
     let base: StoreUrl = url.parse().expect("store url");
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
     let fresh = |tag: &str| StoreUrl { name: format!("{}_{tag}_{stamp}", base.name), ..base.clone() };
-    let (one, many) = (fresh("one"), fresh("many"));
-    for u in [&one, &many] {
+    let (one, many, lib1, libn) = (fresh("one"), fresh("many"), fresh("lib1"), fresh("libn"));
+    for u in [&one, &many, &lib1, &libn] {
         connect(u).setup(SetupOptions { replicas }).expect("setup");
     }
     println!("{count} appends of ~1 KB records on {} (replicas {replicas})", base.server_addresses().join(","));
@@ -143,16 +169,29 @@ fn main() {
     let cas1 = single_writer(&one, count);
     let rawn = raw(&many, writers, count);
     let (casn, stale) = many_writers(&many, writers, count);
+    let (app1, _, _) = through_appender(&lib1, 1, count);
+    let (appn, app_stale, group) = through_appender(&libn, writers, count);
     println!("| | 1 writer | {writers} writers |");
     println!("| --- | --- | --- |");
     println!("| raw JetStream publish (ack awaited) | {raw1:.0} | {rawn:.0} |");
     println!("| chain append with compare-and-set | {cas1:.0} | {casn:.0} ({stale} stale heads) |");
-    for u in [&one, &many] {
+    println!(
+        "| through one ChainAppender (atomic batches) | {app1:.0} | {appn:.0} ({app_stale} stale heads, {group:.1} records a batch) |"
+    );
+    println!(
+        "appender / raw publish: {:.0}% with 1 writer, {:.0}% with {writers}",
+        100.0 * app1 / raw1,
+        100.0 * appn / rawn
+    );
+    for (u, want) in
+        [(&one, count), (&many, count / writers * writers), (&lib1, count), (&libn, count / writers * writers)]
+    {
         let s = connect(u);
         let chain = s.read_chain().expect("read back");
         let recs: Vec<Value> = chain.iter().map(|e| e.record().expect("record")).collect();
         let report = chain::verify_records(&recs, chain::VerifyOptions::default());
         assert!(report.is_valid(), "{:?}", report.first());
+        assert_eq!(report.total, want, "{}: every append is in the chain", u.chain_stream());
         println!("{}: {} records read back, verified", u.chain_stream(), report.total);
     }
 }

@@ -139,6 +139,140 @@ fn a_retried_append_is_not_duplicated() {
     assert_eq!(s.read_chain().expect("read").len(), 2);
 }
 
+/// `bodies` sealed one onto the other after `tip`: (line, entry_hash) each.
+fn sealed_run(tip: Option<&ChainEntry>, bodies: &[serde_json::Map<String, Value>]) -> Vec<(Vec<u8>, String)> {
+    let mut head = chain_head_of(tip).expect("head");
+    bodies
+        .iter()
+        .map(|b| {
+            let a = chain::seal(b.clone(), &head);
+            head = chain::ChainHead { last_index: a.chain_index, last_hash: Some(a.entry_hash.clone()) };
+            (canonical::to_canonical_vec(&a.record), a.entry_hash)
+        })
+        .collect()
+}
+
+#[test]
+fn a_batch_of_records_lands_whole_or_not_at_all() {
+    let Some(server) = Server::start() else { return };
+    let url = server.store_url("batch");
+    let s = setup(&url, 1);
+    let five: Vec<_> = (0..5).map(|i| body("a", &format!("b{i}"))).collect();
+    let batch = sealed_run(None, &five);
+    let ack = s.append_chain_batch(None, &batch).expect("batch");
+    assert_eq!((ack.seq, ack.duplicate), (5, false));
+    let chain = s.read_chain().expect("read");
+    assert_eq!(
+        chain.iter().map(|e| e.line.clone()).collect::<Vec<_>>(),
+        batch.iter().map(|b| b.0.clone()).collect::<Vec<_>>()
+    );
+    assert!(chain::verify_records(&records(&chain), VerifyOptions::default()).is_valid());
+
+    // The same batch again (its answer lost): recognised, not appended.
+    let again = s.append_chain_batch(None, &batch).expect("retry");
+    assert_eq!((again.seq, again.duplicate), (5, true));
+    // A batch sealed onto a head that has moved: refused, none of it lands.
+    let tip3 = chain[2].clone();
+    let stale = sealed_run(Some(&tip3), &[body("a", "s0"), body("a", "s1"), body("a", "s2")]);
+    assert!(matches!(s.append_chain_batch(Some(3), &stale), Err(JsError::StaleHead { expected: 3 })));
+    assert_eq!(s.read_chain().expect("read").len(), 5);
+
+    // A chain stream made before atomic batches: refused as such, and the store's several
+    // records still land one by one through the store boundary; setting up again allows them.
+    s.block_on(async {
+        let js = s.inner().context();
+        let mut cfg = js
+            .get_stream(StoreUrl::chain_stream(&url.parse().expect("url")))
+            .await
+            .expect("stream")
+            .cached_info()
+            .config
+            .clone();
+        cfg.allow_atomic_publish = false;
+        js.update_stream(cfg).await.expect("disallow atomic batches");
+    });
+    let tip = s.head().expect("head").expect("five");
+    let two = sealed_run(Some(&tip), &[body("a", "d0"), body("a", "d1")]);
+    assert!(matches!(s.append_chain_batch(Some(5), &two), Err(JsError::AtomicDisabled(_))), "refused as disabled");
+    assert_eq!(s.read_chain().expect("read").len(), 5);
+    let log: &dyn warrant::store::ChainLog = &s;
+    let head = log.head().expect("head");
+    let appended = log.append_after(&head, vec![body("a", "o0"), body("a", "o1")]).expect("one by one");
+    assert_eq!(appended.iter().map(|a| a.chain_index).collect::<Vec<_>>(), [6, 7]);
+    setup(&url, 1);
+    let head = log.head().expect("head");
+    let appended = log.append_after(&head, vec![body("a", "t0"), body("a", "t1"), body("a", "t2")]).expect("a batch");
+    assert_eq!(appended.iter().map(|a| a.chain_index).collect::<Vec<_>>(), [8, 9, 10]);
+    let chain = s.read_chain().expect("read");
+    assert_eq!(chain.len(), 10);
+    assert!(chain::verify_records(&records(&chain), VerifyOptions::default()).is_valid());
+}
+
+#[test]
+fn sixteen_threads_through_one_appender_append_each_body_once() {
+    let Some(server) = Server::start() else { return };
+    let url = server.store_url("appender");
+    let s = setup(&url, 1);
+    let appender = warrant::store::jetstream::ChainAppender::start(&s);
+    // The appender keeps its head; another writer moves it; the next body is sealed again onto
+    // the head as it is now.
+    assert_eq!(appender.append(body("w", "first")).expect("first").chain_index, 1);
+    assert_eq!(append_at_head(&s, &body("outside", "between")).0, 2);
+    assert_eq!(appender.append(body("w", "second")).expect("second").chain_index, 3);
+    assert_eq!(appender.stale_heads(), 1);
+    // Another process appends throughout while sixteen threads append through the appender.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let outside = {
+        let (url, stop) = (url.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let o = open(&url, Duration::from_secs(10));
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || n < 5 {
+                append_at_head(&o, &body("outside", &format!("o{n}")));
+                n += 1;
+            }
+            n
+        })
+    };
+    let (threads, each) = (16, 25);
+    let acked: Vec<Vec<(u64, String, String)>> = (0..threads)
+        .map(|t| {
+            let appender = appender.clone();
+            std::thread::spawn(move || {
+                (0..each)
+                    .map(|i| {
+                        let note = format!("w{t}-{i}");
+                        let a = appender.append(body("w", &note)).expect("append");
+                        (a.chain_index, a.entry_hash, note)
+                    })
+                    .collect()
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|h| h.join().expect("writer"))
+        .collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let outside_n = outside.join().expect("outside writer");
+
+    let chain = s.read_chain().expect("read");
+    let recs = records(&chain);
+    assert!(chain::verify_records(&recs, VerifyOptions::default()).is_valid());
+    assert_eq!(chain.len(), 3 + threads * each + outside_n, "every body and every outside record, nothing more");
+    let mut notes = HashMap::new();
+    for r in &recs {
+        *notes.entry(r["metadata"]["note"].as_str().expect("note").to_string()).or_insert(0) += 1;
+    }
+    for (index, hash, note) in acked.iter().flatten() {
+        let r = &recs[usize::try_from(*index).expect("index") - 1];
+        assert_eq!(
+            (r["entry_hash"].as_str(), r["metadata"]["note"].as_str()),
+            (Some(hash.as_str()), Some(note.as_str()))
+        );
+        assert_eq!(notes[note], 1, "{note} is in the chain once");
+    }
+}
+
 #[test]
 fn of_20_concurrent_appends_on_one_head_exactly_one_lands() {
     let Some(server) = Server::start() else { return };

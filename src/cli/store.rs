@@ -216,8 +216,8 @@ pub(super) fn migrate(from: &str, to: &str, replicas: u8) -> Result<u8, Failure>
     }
     let mut head = dest.head().map_err(store_err(&to_at))?;
     // Groups of records: the directory appends a group with one write and one sync under its
-    // lock (a sync per record would take hours for a million records); JetStream appends each
-    // record of a group with compare-and-set on the one before it.
+    // lock (a sync per record would take hours for a million records); JetStream appends a
+    // group as atomic batches, compare-and-set on the head it was sealed onto.
     for group in lines[there.len()..].chunks(MIGRATE_GROUP) {
         let records = group
             .iter()

@@ -17,7 +17,7 @@ use super::{
 /// The blocking facade of [`AsyncJetStreamSpool`] for the synchronous CLI: it owns a small
 /// tokio runtime (one worker thread) and blocks on each call.
 pub struct JetStreamSpool {
-    rt: tokio::runtime::Runtime,
+    pub(super) rt: tokio::runtime::Runtime,
     inner: AsyncJetStreamSpool,
 }
 
@@ -88,6 +88,18 @@ impl JetStreamSpool {
         entry_hash: &str,
     ) -> Result<AppendAck, JsError> {
         self.run(self.inner.append_chain(expected, record_line, entry_hash))
+    }
+
+    /// [`AsyncJetStreamSpool::append_chain_batch`].
+    ///
+    /// # Errors
+    /// As [`AsyncJetStreamSpool::append_chain_batch`].
+    pub fn append_chain_batch(
+        &self,
+        expected: Option<u64>,
+        records: &[(Vec<u8>, String)],
+    ) -> Result<AppendAck, JsError> {
+        self.run(self.inner.append_chain_batch(expected, records))
     }
 
     /// [`AsyncJetStreamSpool::head`].
@@ -420,29 +432,43 @@ impl JetStreamSpool {
         self.append_sealed((expected.last_index > 0).then_some(expected.last_index), expected, records)
     }
 
-    /// Seals `records` onto `expected` and appends them one by one, compare-and-set from subject
-    /// sequence `seq` (`None`: an empty chain).
+    /// Seals `records` onto `expected` and appends them from subject sequence `seq` (`None`: an
+    /// empty chain): as one atomic batch when there are several and the stream allows it
+    /// ([`AsyncJetStreamSpool::append_chain_batch`], one round trip, all or nothing), otherwise
+    /// one by one with compare-and-set.
     fn append_sealed(
         &self,
-        mut seq: Option<u64>,
+        seq: Option<u64>,
         expected: &ChainHead,
         records: Vec<serde_json::Map<String, Value>>,
     ) -> Result<Vec<warrant_protocol::chain::Appended>, crate::StoreError> {
-        use crate::StoreError;
         let sealed = crate::seal_copies(expected, &records)?;
-        let mut out = Vec::with_capacity(sealed.len());
-        for one in sealed {
-            let line = canonical::to_canonical_vec(&one.record);
-            match self.append_chain(seq, &line, &one.entry_hash) {
-                Ok(ack) => seq = Some(ack.seq),
-                Err(JsError::StaleHead { .. }) => {
-                    let now = chain_head_of(self.head()?.as_ref())?;
-                    return Err(StoreError::StaleHead { expected: one.chain_index - 1, found: now.last_index });
+        let lines: Vec<(Vec<u8>, String)> =
+            sealed.iter().map(|one| (canonical::to_canonical_vec(&one.record), one.entry_hash.clone())).collect();
+        let mut at = seq;
+        for part in lines.chunks(super::MAX_BATCH) {
+            let ack = match self.run(self.inner.append_chain_batch(at, part)) {
+                Err(JsError::AtomicDisabled(_)) => {
+                    for (line, hash) in part {
+                        at = Some(self.stale_as_found(at, self.append_chain(at, line, hash))?.seq);
+                    }
+                    continue;
                 }
-                Err(e) => return Err(e.into()),
-            }
-            out.push(one);
+                other => self.stale_as_found(at, other)?,
+            };
+            at = Some(ack.seq);
         }
-        Ok(out)
+        Ok(sealed)
+    }
+
+    /// An append's answer, a stale head reported with the head the store has now.
+    fn stale_as_found(&self, at: Option<u64>, r: Result<AppendAck, JsError>) -> Result<AppendAck, crate::StoreError> {
+        match r {
+            Err(JsError::StaleHead { .. }) => {
+                let now = chain_head_of(self.head()?.as_ref())?;
+                Err(crate::StoreError::StaleHead { expected: at.unwrap_or(0), found: now.last_index })
+            }
+            other => Ok(other?),
+        }
     }
 }

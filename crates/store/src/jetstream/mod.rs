@@ -38,13 +38,15 @@ use serde_json::Value;
 use warrant_protocol::canonical;
 use warrant_protocol::chain::ChainHead;
 
+mod appender;
 mod async_spool;
 mod blocking;
 mod buckets;
 mod connect;
 mod streams;
 
-pub use async_spool::AsyncJetStreamSpool;
+pub use appender::ChainAppender;
+pub use async_spool::{AsyncJetStreamSpool, MAX_BATCH};
 pub use blocking::{CHAIN_READ_PART, ChainReader, ChainWatch, JetStreamSpool, Watch};
 pub use buckets::{Awaited, decision_key, is_claim_name, signal_key, use_key, use_name};
 pub use connect::{ConnectOptions, DEFAULT_PORT, StoreUrl, UrlError, is_token};
@@ -55,7 +57,7 @@ pub use streams::{CONSUMER_IDLE_LIMIT, SetupOptions};
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 
 /// An error of the JetStream spool. Every failure is one of these: nothing is defaulted.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum JsError {
     /// Connecting failed (no server answered, TLS, credentials, or an unreadable file).
     #[error("connect to {servers}: {message}")]
@@ -119,6 +121,10 @@ pub enum JsError {
     /// `Permissions Violation for Publish to "SUBJECT"`): nothing was done.
     #[error("the server refused this user: {0}")]
     Denied(String),
+    /// The chain stream does not allow atomic batches (`allow_atomic`; one set up before warrant
+    /// used them): append the records one by one, or set the spool up again to allow them.
+    #[error("stream {0} does not allow atomic batches")]
+    AtomicDisabled(String),
     /// The runtime of the blocking facade could not be started, or a watch ended.
     #[error("{0}")]
     Runtime(String),

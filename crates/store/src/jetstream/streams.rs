@@ -56,7 +56,11 @@ impl AsyncJetStreamSpool {
     /// [`JsError::Server`] when the server refuses or does not answer.
     pub async fn setup(&self, opts: SetupOptions) -> Result<(), JsError> {
         let replicas = opts.replicas.max(1);
-        let chain = self.stream_config(self.url.chain_stream(), vec![self.url.chain_subject()], replicas);
+        let mut chain = self.stream_config(self.url.chain_stream(), vec![self.url.chain_subject()], replicas);
+        // A principal's several records (a decision and its checkpoint, a migration) and a
+        // library appender's group of records land as one atomic batch
+        // (`AsyncJetStreamSpool::append_chain_batch`).
+        chain.allow_atomic_publish = true;
         let spool = self.stream_config(
             self.url.spool_stream(),
             vec![format!("warrant.{}.packets.*", self.url.name), format!("warrant.{}.receipts.*", self.url.name)],
@@ -66,8 +70,15 @@ impl AsyncJetStreamSpool {
             let name = want.name.clone();
             let mut s =
                 self.js.get_or_create_stream(want.clone()).await.map_err(server(format!("create stream {name}")))?;
-            let got = s.info().await.map_err(server(format!("stream info {name}")))?.config.clone();
+            let mut got = s.info().await.map_err(server(format!("stream info {name}")))?.config.clone();
             check_stream(&want, &got)?;
+            if want.allow_atomic_publish && !got.allow_atomic_publish {
+                // A chain stream made before atomic batches were used: allowing them takes
+                // nothing away.
+                got.allow_atomic_publish = true;
+                got =
+                    self.js.update_stream(got).await.map_err(server(format!("allow atomic batches on {name}")))?.config;
+            }
             self.bound_consumers(got).await?;
         }
         let decisions = format!("warrant spool {}: decisions by AGENT.PACKET_ID, written once", self.url.name);
