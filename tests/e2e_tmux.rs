@@ -469,18 +469,25 @@ fn the_console_asks_for_the_passphrase_once(store: Store) {
     assert_eq!(w.chain().len(), 1, "signed with the key opened at start, without asking again");
 }
 
-// `warrant demo` on a machine with no warrant configuration: it opens with a realistic
-// mix (a blocked packet with its reason, a human-only payment, decidable ones), signs an
-// approval with its own throwaway key, and on quit leaves nothing in the real configuration (no
-// key, no pinned keys, no checkpoint copy) and removes its temporary spool.
+// `warrant demo` on a machine with the principal's variables exported (WARRANT_SPOOL or
+// WARRANT_STORE, WARRANT_CONFIG with a broken config.toml, WARRANT_PRINCIPAL): it opens with a
+// realistic mix (a blocked packet with its reason, a human-only payment, decidable ones), signs
+// an approval with its own throwaway key, and on quit has read and written nothing of the
+// principal's (the spool and the configuration byte for byte as before) and removes its
+// temporary spool.
 fn the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind(store: Store) {
     let w = World::without_key(store);
     let home = w.dir.path().join("home");
     std::fs::create_dir_all(&home).expect("home");
+    let config = w.dir.path().join("config");
+    std::fs::create_dir_all(&config).expect("config");
+    std::fs::write(config.join("config.toml"), "theme = \"unterminated\n").expect("a broken config.toml");
+    std::fs::create_dir_all(w.spool()).expect("spool");
+    std::fs::write(w.spool().join("chain.jsonl"), "").expect("the principal's empty chain");
     let mut env = w.env();
-    env.retain(|(k, _)| *k != "WARRANT_SPOOL");
     env.push(("HOME", home.display().to_string()));
     env.push(("XDG_CONFIG_HOME", home.join(".config").display().to_string()));
+    let before = (tree(&config), tree(&w.spool()), tree(&home));
     let tmux = Tmux::start("demo", &env, &["demo", "--interval", "30"]);
     let (screen, _) = tmux.wait_for("the opening packets", |s| {
         s.contains("⊘ blocked") && s.contains("◆ human only") && s.contains("● review") && s.contains("chain ok")
@@ -504,14 +511,27 @@ fn the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind(store: Store) {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!tmux.alive(), "the demo quit");
-    let config = w.dir.path().join("config");
-    let left: Vec<_> = [config.clone(), home.join(".config/warrant")]
-        .iter()
-        .filter(|d| d.exists())
-        .flat_map(|d| std::fs::read_dir(d).expect("read").map(|e| e.expect("entry").path()).collect::<Vec<_>>())
-        .collect();
-    assert!(left.is_empty(), "the demo left {left:?} in the real configuration");
+    assert!(before == (tree(&config), tree(&w.spool()), tree(&home)), "the demo changed the principal's files");
+    assert!(!spool.starts_with(w.spool()), "the demo ran on its own spool, not {}", w.spool().display());
     assert!(!spool.exists(), "the demo's temporary spool {} was removed", spool.display());
+}
+
+/// Every file under `dir` (recursively) with its bytes; empty when `dir` does not exist.
+fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries {
+            let path = e.expect("entry").path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.insert(path.clone(), std::fs::read(&path).unwrap_or_default());
+            }
+        }
+    }
+    out
 }
 
 // The real console with `[notify]` in config.toml. A packet there at start-up is not

@@ -24,6 +24,11 @@ pub(super) struct DemoRun {
     pub(super) config_dir: PathBuf,
 }
 
+impl DemoRun {
+    /// The demo's principal: a fixed name, never the principal's own (`WARRANT_PRINCIPAL`).
+    pub(super) const PRINCIPAL: &'static str = "principal";
+}
+
 #[cfg(feature = "console")]
 pub(super) fn run_console(
     spool: Spool,
@@ -37,7 +42,7 @@ pub(super) fn run_console(
     // stays in memory for the console's life and is wiped when the console ends.
     let principal = match (&demo, read_only) {
         (_, true) => None,
-        (Some(d), false) => Some(Principal::load_or_create(&d.config_dir, &config.principal_name())?.0),
+        (Some(d), false) => Some(Principal::load_or_create(&d.config_dir, DemoRun::PRINCIPAL)?.0),
         (None, false) => Some(load_principal_from(&config_dir, &config.principal_name())?.0),
     };
     let options = crate::console::Options {

@@ -174,6 +174,12 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         };
         return mcp_gateway(spool, McpGatewayArgs { agent, notebook, name, wait, listen, signer, command });
     }
+    if let Some(Command::Demo { read_only, theme, interval }) = cli.command {
+        // The demo reads none of the principal's spool, store or configuration (not
+        // WARRANT_SPOOL, WARRANT_STORE, WARRANT_CONFIG, WARRANT_PRINCIPAL): its spool, key and
+        // configuration are its own, in a temporary directory removed when it ends.
+        return demo_cmd(read_only, theme, interval);
+    }
     let config = Config::load().map_err(Failure::usage)?.with_store(store.clone());
     // `--store` (or WARRANT_STORE) wins over `--spool` (or WARRANT_SPOOL).
     let spool_arg = if store.is_some() { None } else { spool_flag.clone() };
@@ -217,10 +223,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             (Command::Init { agents_group: None, dir: None, replicas }, at) => {
                 return init_store(&at, replicas.unwrap_or(1));
             }
-            (
-                Command::Demo { .. } | Command::GenerateSpool { .. } | Command::Setup { .. } | Command::Init { .. },
-                at,
-            ) => {
+            (Command::GenerateSpool { .. } | Command::Setup { .. } | Command::Init { .. }, at) => {
                 return Err(Failure::usage(format!(
                     "the spool is on JetStream ({at}): `demo`, `generate-spool`, `setup` and `init --agents-group` run \
                      on a directory spool only (`init` alone creates the store; docs/distributed.md)"
@@ -292,7 +295,7 @@ fn run_command(
             let spool = resolve_spool(spool_arg, &config)?;
             run_console(spool, &config, read_only, theme, None)
         }
-        Command::Demo { read_only, theme, interval } => demo_cmd(spool_arg, &config, read_only, theme, interval),
+        Command::Demo { .. } => unreachable!("the demo runs before the configuration is read"),
         Command::Propose { class, agent, summary, payload, id, wait, expires } => {
             let spool = resolve_spool(spool_arg, &config)?;
             let opts = ProposeOptions { payload: payload.as_deref(), id, wait, expires: expires.as_deref() };
@@ -403,22 +406,16 @@ fn run_command(
     }
 }
 
-/// `warrant demo`: the console on a temporary spool (unless `spool_arg` names one) with simulated
-/// agents publishing every `interval` seconds.
-fn demo_cmd(
-    spool_arg: Option<PathBuf>,
-    config: &Config,
-    read_only: bool,
-    theme: Option<String>,
-    interval: f64,
-) -> Result<u8, Failure> {
-    // A temporary spool unless one is named explicitly.
+/// `warrant demo`: the console on a temporary spool with simulated agents publishing every
+/// `interval` seconds, signing with a throwaway key made in the same temporary directory. Nothing
+/// of the principal's (spool, store, configuration, key, environment variables) is read or
+/// written; the directory is removed when the console ends.
+fn demo_cmd(read_only: bool, theme: Option<String>, interval: f64) -> Result<u8, Failure> {
     let dir = tempfile::Builder::new().prefix("warrant-demo-").tempdir()?;
     let demo_config = dir.path().join(".config");
-    let spool = Spool::new(spool_arg.unwrap_or_else(|| dir.path().to_owned()))
-        .with_checkpoint_copies(demo_config.join("checkpoints"));
+    let spool = Spool::new(dir.path().to_owned()).with_checkpoint_copies(demo_config.join("checkpoints"));
     let demo = DemoRun { interval: interval.max(0.05), config_dir: demo_config };
-    let code = run_console(spool, config, read_only, theme, Some(demo))?;
+    let code = run_console(spool, &Config::default(), read_only, theme, Some(demo))?;
     drop(dir);
     Ok(code)
 }
