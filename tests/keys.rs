@@ -405,3 +405,44 @@ fn a_rotation_record_with_a_finding_trusts_no_new_key() {
     assert_eq!(checks.first().map(|c| c.0), Some(0), "{out}");
     assert!(checks.contains(&(1, "unpinned_key".to_owned())), "the new key stays untrusted: {out}");
 }
+
+// The README's "Keys and pinning" block run by a principal on their own machine: pinning their
+// own exported key for another name is refused (exit 2), says it is their own key and names the
+// fix that works (`keys rename`), and changes nothing: the chain still verifies, and signing
+// still works. A key pinned for someone is not moved to another name either; unpinning first is
+// the way, and pinning a key again for its own name is a no-op.
+#[test]
+fn pinning_a_pinned_key_for_another_name_is_refused_with_the_fix_that_works() {
+    let e = Env::new();
+    approve(&e, "p1");
+    let fp = fingerprint(&e);
+    let own = export_pem(&e, "alice.pub");
+    let pins = e.config().join("pinned_keys.toml");
+    let before = std::fs::read(&pins).expect("pinned_keys.toml");
+
+    let o = e.run(&["keys", "pin", "--principal", "sam", &own.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = text(&o);
+    assert!(err.contains(&fp) && err.contains("your own key") && err.contains("warrant keys rename sam"), "{err}");
+    assert_eq!(std::fs::read(&pins).expect("pins"), before, "nothing was re-pinned");
+    let o = e.run(&["verify"]);
+    assert_eq!(o.status.code(), Some(0), "the chain still verifies: {}", text(&o));
+    approve(&e, "p2");
+
+    let o = e.run(&["keys", "pin", "--principal", "alice", &own.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("already pinned for alice"), "{}", text(&o));
+    assert_eq!(std::fs::read(&pins).expect("pins"), before);
+
+    let bob = e.dir.path().join("bob.pub");
+    std::fs::write(&bob, Principal::from_seed("bob", &[7; 32]).public_pem()).expect("bob.pub");
+    assert_eq!(e.run(&["keys", "pin", "--principal", "bob", &bob.display().to_string()]).status.code(), Some(0));
+    let bob_fp = Principal::from_seed("bob", &[7; 32]).fingerprint();
+    let o = e.run(&["keys", "pin", "--principal", "carol", &bob.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains(&format!("warrant keys unpin {bob_fp}")), "{}", text(&o));
+    assert_eq!(e.run(&["keys", "unpin", &bob_fp]).status.code(), Some(0));
+    let o = e.run(&["keys", "pin", "--principal", "carol", &bob.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("for carol"), "{}", text(&o));
+}

@@ -292,6 +292,19 @@ pub(super) fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: Keys
                             pin.principal
                         )));
                     }
+                    if let Some(pin) = pinned.get(&fp) {
+                        if pin.principal == principal {
+                            println!("{fp} is already pinned for {principal}");
+                            return Ok(0);
+                        }
+                        return Err(Failure::usage(rebind_refusal(
+                            &fp,
+                            &pin.principal,
+                            &principal,
+                            &file,
+                            public_key(&dir) == Some(key),
+                        )));
+                    }
                     let mut pinned = pinned;
                     pinned.pin(&principal, key);
                     pinned.save(&dir)?;
@@ -315,6 +328,30 @@ pub(super) fn keys_cmd(config: &Config, spool_arg: Option<PathBuf>, action: Keys
         }
     }
     Ok(0)
+}
+
+/// Why `keys pin --principal NAME FILE` does not move the pin of a key already pinned for
+/// `pinned_for`, and what works instead: a pin binds a key to one name, and every record signed
+/// under the old name would stop verifying (read as forgery by `verify`).
+fn rebind_refusal(fp: &str, pinned_for: &str, asked: &str, file: &Path, own: bool) -> String {
+    let (pinned_for, asked) = (crate::protocol::text::inert(pinned_for, 200), crate::protocol::text::inert(asked, 200));
+    if own {
+        format!(
+            "{fp} in {} is your own key, pinned for {pinned_for:?}: pinning it for {asked:?} would make every record \
+             you signed as {pinned_for:?} fail to verify, and stop your signing. To sign as {asked:?} from now on, \
+             announce the new name in the chain: `warrant keys rename {asked}` (then set WARRANT_PRINCIPAL or \
+             `principal` in config.toml to it). To pin someone else's key, pin the file they exported, not yours \
+             (`warrant keys export` on their side).",
+            file.display()
+        )
+    } else {
+        format!(
+            "{fp} in {} is already pinned for {pinned_for:?}: a key is pinned for one name, and moving it would make \
+             every record {pinned_for:?} signed with it fail to verify. If {pinned_for:?} was a mistake, unpin it \
+             first: `warrant keys unpin {fp}`, then pin it again for {asked:?}.",
+            file.display()
+        )
+    }
 }
 
 /// The principal's public key from `principal.pub` in `dir` (no passphrase needed), if readable.
