@@ -802,6 +802,77 @@ fn a_signed_approval_moves_the_posterior_at_once() {
     assert!(after.approvals_to_graduate() < before.approvals_to_graduate());
 }
 
+// The console's own approvals counted once (issue 32, item 3): the watcher sees the chain grow
+// and its verification can answer before the signing job does; the chain's view then holds the
+// decision's evidence, and the signing job's answer must not add it again. One approval is one
+// sample, a batch of two is two, whichever answer comes first.
+#[test]
+fn an_approval_the_chain_view_already_holds_is_counted_once() {
+    use warrant::store::spool::{ChainEvidence, decision_evidence};
+    let decided = |index: u64, class: &str| ChainDecision {
+        cosigners: Vec::new(),
+        quorum: None,
+        signed: None,
+        verdict: Verdict::Approve,
+        principal: "alice".into(),
+        reason: None,
+        decided_at: "2026-11-21T09:00:00Z".into(),
+        packet_hash: String::new(),
+        chain_index: index,
+        entry_hash: format!("sha256:{}", "0".repeat(64)),
+        agent: "agent".into(),
+        action_class: class.into(),
+        system: None,
+    };
+    let summary = |id: &str, index: u64| app::SignedSummary {
+        cosigned: None,
+        packet_id: id.into(),
+        verdict: Verdict::Approve,
+        chain_index: index,
+        entry_hash: format!("sha256:{}", "0".repeat(64)),
+        grant: None,
+    };
+    let chain_first = |s: &mut State, signed: &[(&str, u64, &str)]| {
+        let mut decisions = decided_post();
+        let mut evidence = ChainEvidence::default();
+        for (id, index, class) in signed {
+            decisions.insert((*id).to_owned(), decided(*index, class));
+            evidence.push(decision_evidence(class, Verdict::Approve, "2026-11-21T09:00:00Z", Some(id)).expect("row"));
+        }
+        let total = 7 + signed.len();
+        app::update(
+            s,
+            Action::ChainVerified(Box::new(ChainView {
+                report: *valid_report(total),
+                decisions,
+                evidence,
+                ..ChainView::default()
+            })),
+        );
+    };
+
+    let mut s = state(false);
+    let before = posterior_of(&s, "email.send.external").samples;
+    chain_first(&mut s, &[("p-quote", 8, "email.send.external")]);
+    app::update(&mut s, Action::Signed(Ok(summary("p-quote", 8))));
+    assert_eq!(posterior_of(&s, "email.send.external").samples, before + 1, "one approval, one sample");
+
+    let mut s = state(false);
+    let (quote, kickoff) =
+        (posterior_of(&s, "email.send.external").samples, posterior_of(&s, "calendar.create").samples);
+    chain_first(&mut s, &[("p-quote", 8, "email.send.external"), ("p-kickoff", 9, "calendar.create")]);
+    app::update(&mut s, Action::SignedBatch(Ok(vec![summary("p-quote", 8), summary("p-kickoff", 9)])));
+    assert_eq!(posterior_of(&s, "email.send.external").samples, quote + 1, "a batch of two: one each");
+    assert_eq!(posterior_of(&s, "calendar.create").samples, kickoff + 1);
+
+    // The other order: the signing job's answer first moves it at once; the view replaces it.
+    let mut s = state(false);
+    app::update(&mut s, Action::Signed(Ok(summary("p-quote", 8))));
+    assert_eq!(posterior_of(&s, "email.send.external").samples, before + 1);
+    chain_first(&mut s, &[("p-quote", 8, "email.send.external")]);
+    assert_eq!(posterior_of(&s, "email.send.external").samples, before + 1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // One assessment, the verdict block, the matrices and agents views, signed controls.
 

@@ -184,12 +184,15 @@ fn take_signed(state: &mut State, result: Result<SignedSummary, String>) -> Vec<
     match result {
         Ok(s) => {
             // The principal's decision is a receipt: it moves the posterior at once (the
-            // chain's next verification replaces this row with the same one from the chain).
+            // chain's next verification replaces this row with the same one from the chain),
+            // unless that verification came first (the watcher saw the append before this
+            // answer arrived): the chain's evidence holds it already.
             let decided_at = time::OffsetDateTime::from_unix_timestamp(state.now as i64)
                 .map_or_else(|_| String::new(), warrant_protocol::clock::format_rfc3339);
             // One approval towards a quorum is no decision yet, and no evidence.
             let partial = s.cosigned.as_ref().is_some_and(|c| !c.met());
-            if let Some(row) = state.snapshot.packet(&s.packet_id).filter(|_| !partial).and_then(|e| {
+            let known = in_the_chain_view(state, &s);
+            if let Some(row) = state.snapshot.packet(&s.packet_id).filter(|_| !partial && !known).and_then(|e| {
                 let class = state.policies.normalize(&e.packet.action_class);
                 warrant_store::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
             }) {
@@ -218,6 +221,13 @@ fn take_signed(state: &mut State, result: Result<SignedSummary, String>) -> Vec<
     vec![Effect::VerifyChain { force: false }, Effect::Scan]
 }
 
+/// Whether the chain view already holds the decision `s` signed (a verification of the chain
+/// that ran after the append and answered before the signing job did): its evidence row is
+/// counted there, and must not be counted again.
+fn in_the_chain_view(state: &State, s: &SignedSummary) -> bool {
+    state.decisions.get(&s.packet_id).is_some_and(|d| d.chain_index == s.chain_index)
+}
+
 /// Takes a signed batch: the packets leave the selection, their evidence moves the posteriors,
 /// and the status line says what was signed (or why nothing was).
 fn take_signed_batch(state: &mut State, result: Result<Vec<SignedSummary>, String>) -> Vec<Effect> {
@@ -229,6 +239,9 @@ fn take_signed_batch(state: &mut State, result: Result<Vec<SignedSummary>, Strin
             let mut moved = false;
             for s in &done {
                 state.marked.remove(&s.packet_id);
+                if in_the_chain_view(state, s) {
+                    continue;
+                }
                 if let Some(row) = state.snapshot.packet(&s.packet_id).and_then(|e| {
                     let class = state.policies.normalize(&e.packet.action_class);
                     warrant_store::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
