@@ -278,6 +278,42 @@ fn dialog_grant(s: &State) -> Option<warrant::protocol::grant::GrantInput> {
     }
 }
 
+// `s` pressed seconds apart (issue 32, item 4): the clock moves between presses, and each press
+// still takes the next scope (it found the current one by its expiry, computed from the clock, so
+// a press more than a second later went back to once); the dialog's hint names the key.
+#[test]
+fn s_pressed_seconds_apart_still_walks_every_scope() {
+    let mut s = state();
+    select(&mut s, "cc-main");
+    press(&mut s, &["a"]);
+    assert!(screen(&s, 160, 48).contains("s grant scope"), "{}", screen(&s, 160, 48));
+    let mut scopes = vec![];
+    let mut expiries = vec![];
+    for i in 1..=5 {
+        app::update(&mut s, Action::Tick(NOW + 7.0 * f64::from(i)));
+        press(&mut s, &["s"]);
+        let g = dialog_grant(&s);
+        scopes.push(g.as_ref().map(|g| g.scope.as_str().to_owned()));
+        expiries.push(g.and_then(|g| g.expires_at));
+    }
+    assert_eq!(
+        scopes,
+        vec![
+            Some("session".to_owned()),
+            Some("until".to_owned()),
+            Some("until".to_owned()),
+            Some("pattern".to_owned()),
+            None
+        ],
+        "session, 1 h, 8 h, the argument, once again"
+    );
+    assert_ne!(expiries[1], expiries[2], "1 hour and 8 hours are two choices");
+    // A refusal's dialog offers no grant, and says nothing of `s`.
+    press(&mut s, &["esc", "r"]);
+    let text = screen(&s, 160, 48);
+    assert!(!text.contains("grant scope"), "{text}");
+}
+
 // The approval dialog of one call: `s` cycles once → session → 1 h → 8 h → this argument as a
 // pattern → once; each grant is shown in words with the earlier calls it would have covered, the
 // dialog must be read again, and *Sign* signs the approval with the grant.

@@ -347,14 +347,16 @@ pub(super) fn cycle_scope(state: &mut State, c: &mut Confirm) {
         });
         return;
     }
-    let same = |a: &warrant_protocol::grant::GrantInput, b: &warrant_protocol::grant::GrantInput| {
-        a.scope == b.scope && a.expires_at == b.expires_at
-    };
-    let next = match &c.grant {
-        None => Some(0),
-        Some(g) => choices.iter().position(|x| same(x, g)).map(|i| i + 1).filter(|i| *i < choices.len()),
+    // By place in the list: "1 hour" and "8 hours" differ only by an expiry computed from the
+    // clock, which has moved since the last press.
+    let next = match (&c.grant, c.grant_choice) {
+        (None, _) => Some(0),
+        (Some(_), Some(i)) => Some(i + 1).filter(|i| *i < choices.len()),
+        // A grant `:grant` named: the next press approves once.
+        (Some(_), None) => None,
     };
     c.grant = next.map(|i| Box::new(choices[i].clone()));
+    c.grant_choice = next;
     set_grant_read_again(state, c);
 }
 

@@ -111,6 +111,10 @@ pub struct Confirm {
     /// The grant signed with an approval of `packet` alone ([`warrant_protocol::grant`]; `s` cycles the
     /// scopes, `:grant` names one): `None` approves this call once.
     pub grant: Option<Box<warrant_protocol::grant::GrantInput>>,
+    /// Which of the scopes `s` offers [`Self::grant`] is (its place in the list, never its
+    /// expiry, which is computed from the clock at each press); `None` for once, or a grant
+    /// `:grant` named.
+    pub grant_choice: Option<usize>,
 }
 
 impl Confirm {
@@ -128,6 +132,7 @@ impl Confirm {
             zoomed: false,
             batch: Vec::new(),
             grant: None,
+            grant_choice: None,
         }
     }
 

@@ -93,16 +93,27 @@ pub(super) fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>
         ])
         .alignment(Alignment::Center),
         Line::from(Span::styled(
-            format!(
-                "{} sign · {} cancel · {}/{} scroll · {} zoom · {} move · {} press",
-                k("confirm"),
-                k("cancel"),
-                k("down"),
-                k("up"),
-                k("zoom"),
-                k("toggle"),
-                k("activate")
-            ),
+            {
+                // What fits the footer: signing, cancelling and the grant's scope first, then
+                // the keys a reader can guess (move, press) as room allows.
+                let mut keys = vec![
+                    format!("{} sign", k("confirm")),
+                    format!("{} cancel", k("cancel")),
+                    format!("{}/{} scroll", k("down"), k("up")),
+                    format!("{} zoom", k("zoom")),
+                    format!("{} move", k("toggle")),
+                    format!("{} press", k("activate")),
+                ];
+                // A grant comes with the approval of one packet only.
+                if c.verdict == Verdict::Approve && c.batch.is_empty() {
+                    keys.insert(2, format!("{} grant scope", k("scope")));
+                }
+                let width = usize::from(g.footer.width);
+                while keys.len() > 4 && keys.iter().map(|k| k.chars().count() + 3).sum::<usize>() > width + 3 {
+                    keys.pop();
+                }
+                keys.join(" · ")
+            },
             theme.get("muted"),
         ))
         .alignment(Alignment::Center),
