@@ -556,6 +556,8 @@ fn a_recreated_spool_is_told_how_to_forget_the_old_checkpoint() {
         assert_eq!(e.run(&["approve", "--yes", id]).status.code(), Some(0));
     }
     std::fs::remove_dir_all(e.spool()).expect("the spool is re-created");
+    let o = e.run(&["init"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(e.propose("draft.compose", "agent-a", "n-1", &[]).status.code(), Some(0));
     let o = e.run(&["approve", "--yes", "n-1"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));

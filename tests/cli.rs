@@ -683,3 +683,101 @@ fn audit_lists_the_chain_and_calls_and_verify_checks_an_export(e: Env) {
     assert_eq!(out.lines().count(), 1, "{out}");
     assert_eq!(e.run(&["audit", "--since", "yesterday"]).status.code(), Some(2));
 }
+
+// A typo in the spool path (issue 32, item 5): nothing but `warrant init` creates a spool, so
+// the console, `propose`, `approve`, `list` and `verify` say there is no spool at that path and
+// how to make one (exit 2), and leave nothing there; `warrant init` (one user, no group) makes
+// it, says so once, and is a no-op the second time; it refuses a file or a directory that holds
+// other things, naming the path.
+#[test]
+fn a_mistyped_spool_is_an_error_that_says_how_to_make_one_and_only_init_makes_one() {
+    let e = Env::new();
+    let typo = e.dir.path().join("spoool");
+    let at = typo.display().to_string();
+    let runs: [&[&str]; 6] = [
+        &["--spool", &at, "console"],
+        &["--spool", &at, "propose", "--class", "draft.compose", "--agent", "a", "--summary", "s", "--id", "d-5"],
+        &["--spool", &at, "approve", "--yes", "d-5"],
+        &["--spool", &at, "list"],
+        &["--spool", &at, "verify"],
+        &["verify", &at],
+    ];
+    for args in runs {
+        let o = e.run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = text(&o);
+        assert!(err.contains(&at), "{args:?} names the path: {err}");
+        assert!(err.contains("no spool") && !err.contains("os error"), "{args:?}: {err}");
+        assert!(!typo.exists(), "{args:?} created {at}");
+    }
+    assert!(text(&e.run(&["--spool", &at, "list"])).contains(&format!("warrant init {at}")));
+
+    let o = e.run(&["init", &at]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("made a spool at"), "{}", text(&o));
+    for d in ["packets", "receipts", "decisions", "uses"] {
+        assert!(typo.join(d).is_dir(), "{d}/");
+    }
+    let o = e.run(&["init", &at]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("a spool already"), "{}", text(&o));
+    let o = e.run(&[
+        "--spool",
+        &at,
+        "propose",
+        "--class",
+        "draft.compose",
+        "--agent",
+        "a",
+        "--summary",
+        "s",
+        "--id",
+        "d-5",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(e.run(&["--spool", &at, "approve", "--yes", "d-5"]).status.code(), Some(0));
+
+    let file = e.dir.path().join("a-file");
+    std::fs::write(&file, "x").expect("file");
+    let o = e.run(&["init", &file.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains(&file.display().to_string()) && !text(&o).contains("os error"), "{}", text(&o));
+    let home = e.dir.path().join("home");
+    std::fs::create_dir_all(home.join("Documents")).expect("home");
+    let o = e.run(&["init", &home.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("holds other things") && text(&o).contains("Documents"), "{}", text(&o));
+    assert!(!home.join("packets").exists(), "nothing was made in it");
+}
+
+// A broken policy.toml (issue 32, item 6): every command that reads it refuses it the same way,
+// exit 2, with the TOML diagnostic's lines intact (the caret under the column on a line of its
+// own, not squashed onto one line with ␊ pictures). A plain `list` ignored it and exited 0.
+#[test]
+fn a_broken_policy_toml_is_refused_alike_by_every_command_with_its_lines_intact() {
+    let e = Env::new();
+    assert_eq!(e.propose("draft.compose", "a", "d-1", &[]).status.code(), Some(0));
+    e.policy("[classes.\"x.y\"]\nrisk = \"hgh\n");
+    let runs: [&[&str]; 6] = [
+        &["list"],
+        &["list", "--json"],
+        &["approve", "--yes", "d-1"],
+        &["refuse", "--yes", "d-1", "--reason", "r"],
+        &["approve", "--yes", "d-1", "d-2"],
+        &["console", "--read-only"],
+    ];
+    let mut seen = Vec::new();
+    for args in runs {
+        let o = e.run(args);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(err.contains("policy.toml") && err.contains("TOML parse error at line 2"), "{args:?}: {err}");
+        assert!(!err.contains('␊'), "{args:?}: the diagnostic's lines are kept: {err}");
+        let caret = err.lines().find(|l| l.trim_start().starts_with('|') && l.contains('^'));
+        assert!(caret.is_some(), "{args:?}: the caret has its own line: {err}");
+        seen.push(err);
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "the same refusal from every command: {seen:#?}");
+    let o = e.run(&["list", "--json"]);
+    assert!(o.stdout.is_empty(), "nothing listed from a spool whose policy is broken");
+}

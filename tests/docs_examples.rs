@@ -558,6 +558,7 @@ fn toml_examples_are_accepted_by_warrant() {
                 ("policy.toml", &["trust", "show"], tool.to_string())
             };
             std::fs::write(config.join(name), &body).expect("write the example");
+            std::fs::create_dir_all(dir.path().join("spool")).expect("the spool, as `warrant init` makes it");
             let o = Command::new(BIN)
                 .args(args)
                 .env("WARRANT_CONFIG", &config)

@@ -120,11 +120,15 @@ impl World {
     fn without_key(store: Store) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         match store {
-            Store::Directory => Self {
-                dir,
-                #[cfg(feature = "jetstream")]
-                store: None,
-            },
+            Store::Directory => {
+                // As `warrant init` leaves it: no other command creates a spool.
+                std::fs::create_dir(dir.path().join("spool")).expect("spool dir");
+                Self {
+                    dir,
+                    #[cfg(feature = "jetstream")]
+                    store: None,
+                }
+            }
             #[cfg(feature = "jetstream")]
             Store::JetStream(server) => {
                 use warrant::store::jetstream::{ConnectOptions, JetStreamSpool, SetupOptions, StoreUrl};
@@ -482,7 +486,6 @@ fn the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind(store: Store) {
     let config = w.dir.path().join("config");
     std::fs::create_dir_all(&config).expect("config");
     std::fs::write(config.join("config.toml"), "theme = \"unterminated\n").expect("a broken config.toml");
-    std::fs::create_dir_all(w.spool()).expect("spool");
     std::fs::write(w.spool().join("chain.jsonl"), "").expect("the principal's empty chain");
     let mut env = w.env();
     env.push(("HOME", home.display().to_string()));

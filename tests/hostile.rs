@@ -553,6 +553,8 @@ impl Env {
     /// A temporary directory with an unprotected principal key (`keys init --no-passphrase`).
     fn new() -> Self {
         let e = Self { dir: tempfile::tempdir().expect("tempdir") };
+        // As `warrant init` leaves it: no other command creates a spool.
+        std::fs::create_dir(e.dir.path().join("spool")).expect("spool dir");
         let o = e.run(&["keys", "init", "--no-passphrase"]);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         e

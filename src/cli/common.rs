@@ -35,6 +35,9 @@ pub(super) fn directory_at(root: PathBuf) -> Spool {
 /// A replica whose marker cannot be read or whose store cannot be reached (never worked on as a
 /// directory), as a usage error naming the spool.
 pub(super) fn spool_at(root: PathBuf) -> Result<Spool, Failure> {
+    if std::fs::metadata(&root).is_ok_and(|m| !m.is_dir()) {
+        return Err(Failure::usage(format!("{} is not a directory, so it cannot be a spool", root.display())));
+    }
     let spool = Spool::open(&root).map_err(|e| Failure::usage(format!("{}: {e}", root.display())))?;
     Ok(with_principal_copies(spool))
 }
@@ -54,11 +57,42 @@ pub(super) fn set_aside_torn_tail(spool: &Spool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The resolved spool: `--spool`/`WARRANT_SPOOL`, else `spool` in config.toml, else the default.
+/// The resolved spool ([`resolve_new_spool`]), which must exist: nothing but `warrant init`
+/// (and the generators of test spools) creates one, so a mistyped path is an error that says
+/// so, never an empty spool an agent waits on and the principal never opens.
+///
+/// # Errors
+/// A usage error naming the path and how to create a spool there; those of
+/// [`resolve_new_spool`].
+pub(super) fn resolve_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spool, Failure> {
+    let spool = resolve_new_spool(arg, config)?;
+    require_spool(&spool)?;
+    Ok(spool)
+}
+
+/// A usage error unless `spool`'s directory exists.
+///
+/// # Errors
+/// The path, that there is no spool there, and the command that makes one.
+pub(super) fn require_spool(spool: &Spool) -> Result<(), Failure> {
+    match spool.root().metadata() {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Failure::usage(format!("{} is not a directory, so it cannot be a spool", spool.root().display()))),
+        Err(_) => Err(Failure::usage(format!(
+            "no spool at {} (nothing is there): check the path (--spool, WARRANT_SPOOL, `spool` in config.toml), \
+             or create a spool there with `warrant init {}` (add --agents-group GROUP to share it with agents running \
+             as other users)",
+            spool.root().display(),
+            spool.root().display()
+        ))),
+    }
+}
+
+/// The resolved spool, existing or not (for the commands that create one): `--spool`/`WARRANT_SPOOL`, else `spool` in config.toml, else the default.
 ///
 /// # Errors
 /// No spool named, a JetStream store (opened by the caller as a replica), or [`spool_at`]'s.
-pub(super) fn resolve_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spool, Failure> {
+pub(super) fn resolve_new_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spool, Failure> {
     if arg.is_none()
         && let Some(text) = &config.store
     {

@@ -77,6 +77,7 @@ pub(super) fn decide_batch_cli(
     if !interactive && !review.yes {
         return Err(Failure::usage(format!("{} of several packets without a terminal needs --yes", verdict.as_str())));
     }
+    let policies = load_policies(Some(spool))?;
     let (principal, pinned) = load_principal(config)?;
     let mut snap = Scanner::new().scan(spool)?;
     let mut entries = Vec::with_capacity(ids.len());
@@ -103,7 +104,6 @@ pub(super) fn decide_batch_cli(
             }
         }
     }
-    let policies = load_policies(Some(spool))?;
     if verdict == Verdict::Approve
         && let Some((e, q)) = entries.iter().find_map(|e| Some((e, policies.cosign(&e.packet.action_class)?)))
     {
@@ -206,6 +206,8 @@ pub(super) fn decide_cli(
             verdict.as_str()
         )));
     }
+    // A broken policy.toml is refused first, as by every command that reads it.
+    let policies = load_policies(Some(spool))?;
     let (principal, pinned) = load_principal(config)?;
     let (mut snap, mut entry) = scanned_packet(spool, id)?;
     if let Some(want) = &review.hash
@@ -218,7 +220,6 @@ pub(super) fn decide_cli(
         )));
     }
     // A grant asked for is checked before anything is signed, and shown with the packet.
-    let policies = load_policies(Some(spool))?;
     let decided_at = crate::protocol::clock::now_rfc3339();
     let grant_input = match grant {
         Some((scope, options)) => {
@@ -321,6 +322,8 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     if !spool.root().is_dir() {
         return Err(Failure::usage(format!("{}: no such spool directory", spool.root().display())));
     }
+    // A broken policy.toml is refused by a plain listing as by every command that reads it.
+    let policies = load_policies(Some(spool))?;
     let pinned = load_pinned()?;
     // The packets and the chain are read at once, one on each core; the chain's view decodes
     // only the prefix decisions of the packets the scan found (every lookup below is by them).
@@ -378,7 +381,6 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     };
     if as_json {
         // warrant's own verdict and the class's risk, not what the packet declares about itself.
-        let policies = load_policies(Some(spool))?;
         let principal = Config::load().ok().and_then(|c| c.principal).unwrap_or_else(|| "local".into());
         let now = time::OffsetDateTime::now_utc();
         let a = crate::assess::assess_now(&policies, &config::config_dir(), &snap, &view, &principal);

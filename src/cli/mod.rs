@@ -31,7 +31,7 @@ pub use verify::verify_path;
 
 #[cfg(feature = "jetstream")]
 use self::common::{jetstream_not_yet, jetstream_store};
-use self::common::{load_pinned, print_json, resolve_spool, set_aside_torn_tail};
+use self::common::{load_pinned, print_json, resolve_new_spool, resolve_spool, set_aside_torn_tail};
 use self::console::{DemoRun, run_console};
 use self::controls::{agent_cmd, trust_cmd};
 use self::decide::{decide_batch_cli, decide_cli, list};
@@ -41,7 +41,7 @@ use self::keys::keys_cmd;
 use self::propose::{ProposeOptions, ProposeTo, check_preconditions, propose};
 #[cfg(feature = "jetstream")]
 use self::store::init_store;
-use self::store::{checkpoint_forget, init_shared_spool, migrate};
+use self::store::{checkpoint_forget, init_shared_spool, init_single_spool, migrate};
 use self::verify::{audit_cmd, verify, verify_audit, verify_since_checkpoint};
 #[cfg(feature = "jetstream")]
 use self::verify::{export_store, verify_store};
@@ -122,10 +122,29 @@ pub fn main() -> ExitCode {
         Err(f) if f.closed_pipe => ExitCode::SUCCESS,
         Err(f) => {
             // Messages can quote agent-written text: never let it drive the terminal.
-            eprintln!("warrant: {}", crate::protocol::text::inert(&f.message, 4000));
+            eprintln!("warrant: {}", error_lines(&f.message));
             ExitCode::from(f.code)
         }
     }
+}
+
+/// An error message as printed after `warrant: `: each of its lines made inert (messages quote
+/// agent-written text, which must never drive the terminal), the lines kept (a TOML diagnostic
+/// points at its column on the line below), the lines after the first indented so none can pass
+/// for a message of its own; at most 60 lines of 4,000 characters.
+fn error_lines(message: &str) -> String {
+    let mut lines =
+        message.trim_end().split('\n').map(|l| crate::protocol::text::inert(l.trim_end_matches('\r'), 4000));
+    let mut out = lines.next().unwrap_or_default();
+    for (n, l) in lines.enumerate() {
+        if n == 59 {
+            out.push_str("\n  …");
+            break;
+        }
+        out.push_str("\n  ");
+        out.push_str(&l);
+    }
+    out
 }
 
 /// Logs go to `<data dir>/warrant/warrant.log` (filter with `WARRANT_LOG`), never to the
@@ -327,6 +346,12 @@ fn run_command(
         }
         Command::Verify { path, json, audit: None, since_checkpoint } => {
             let path = match path {
+                Some(p) if std::fs::symlink_metadata(&p).is_err() => {
+                    return Err(Failure::usage(format!(
+                        "no spool or chain file at {}: check the path (a spool's directory, or a chain.jsonl)",
+                        p.display()
+                    )));
+                }
                 Some(p) => p,
                 None => resolve_spool(spool_arg, &config)?.root().to_owned(),
             };
@@ -342,7 +367,8 @@ fn run_command(
             export_cmd(&spool)
         }
         Command::GenerateSpool { records, pending, decision_every, agents } => {
-            let spool = resolve_spool(spool_arg, &config)?;
+            // A generator of test spools makes the spool it fills.
+            let spool = resolve_new_spool(spool_arg, &config)?;
             generate_spool_cmd(&spool, &config, records, pending, decision_every, agents)
         }
         Command::Keys { action } => keys_cmd(&config, spool_arg, action.unwrap_or(KeysAction::Show)),
@@ -350,7 +376,8 @@ fn run_command(
         Command::Man => man_cmd(),
         Command::Hook(_) => Err(Failure::usage("internal error: hook handled above")),
         Command::Setup { host, project: _, user, print, dir, wait } => {
-            let spool = resolve_spool(spool_arg, &config)?;
+            // The hooks name the spool; they refuse every call until it exists.
+            let spool = resolve_new_spool(spool_arg, &config)?;
             crate::setup::setup(
                 host,
                 &crate::setup::SetupOptions { user, print, dir, wait, spool: spool.root().to_owned() },
@@ -358,14 +385,15 @@ fn run_command(
             .map_err(Failure::usage)
         }
         Command::Init { agents_group: Some(group), dir, replicas: None } => {
-            let spool = resolve_spool(dir.or(spool_arg), &config)?;
+            let spool = resolve_new_spool(dir.or(spool_arg), &config)?;
             init_shared_spool(&spool, &group)
+        }
+        Command::Init { agents_group: None, dir, replicas: None } => {
+            let spool = resolve_new_spool(dir.or(spool_arg), &config)?;
+            init_single_spool(&spool)
         }
         Command::Init { replicas: Some(_), .. } => Err(Failure::usage(
             "`init --replicas N` creates a JetStream store: give it with --store nats://HOST:PORT/NAME (or WARRANT_STORE)",
-        )),
-        Command::Init { .. } => Err(Failure::usage(
-            "give --agents-group GROUP to share a directory spool, or --store nats://HOST:PORT/NAME to create a JetStream store",
         )),
         Command::Grants { action } => {
             let spool = resolve_spool(spool_arg, &config)?;

@@ -77,6 +77,62 @@ pub(super) fn init_shared_spool(spool: &Spool, group: &str) -> Result<u8, Failur
     Ok(0)
 }
 
+/// `warrant init [DIR]`: a spool for one user (the agents run as the principal's own user),
+/// made idempotently: the directory (`0755`, as [`Spool::ensure`] makes it), `decisions/`,
+/// `packets/`, `receipts/`, `uses/`, an empty `chain.jsonl` and `.chain.lock` (`0600`). Nothing
+/// else creates a spool, so a mistyped path elsewhere is an error, never a new empty spool.
+///
+/// # Errors
+/// A path that is not a directory, a directory that holds other things than a spool's (a home
+/// directory given by mistake), and I/O errors, each naming the path.
+pub(super) fn init_single_spool(spool: &Spool) -> Result<u8, Failure> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let root = spool.root();
+    let at = |e: std::io::Error| Failure::usage(format!("{}: {e}", root.display()));
+    let existed = match std::fs::symlink_metadata(root) {
+        Ok(m) if m.is_dir() => true,
+        Ok(_) => {
+            return Err(Failure::usage(format!(
+                "{} exists and is not a directory: give a new or empty directory for the spool",
+                root.display()
+            )));
+        }
+        Err(_) => false,
+    };
+    if existed {
+        const SPOOL_NAMES: [&str; 8] =
+            ["chain.jsonl", ".chain.lock", "packets", "receipts", "decisions", "uses", "policy.toml", "checkpoints"];
+        let others: Vec<String> = std::fs::read_dir(root)
+            .map_err(at)?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !SPOOL_NAMES.contains(&n.as_str()) && !n.starts_with("chain.jsonl."))
+            .collect();
+        if !others.is_empty() {
+            return Err(Failure::usage(format!(
+                "{} holds other things than a spool ({}): give a new or empty directory for the spool",
+                root.display(),
+                crate::protocol::text::inert(&others.iter().take(3).cloned().collect::<Vec<_>>().join(", "), 200)
+            )));
+        }
+    }
+    spool.ensure().map_err(at)?;
+    let made_chain = !spool.chain_path().exists();
+    std::fs::OpenOptions::new().create(true).append(true).mode(0o644).open(spool.chain_path()).map_err(at)?;
+    std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(root.join(".chain.lock")).map_err(at)?;
+    if existed && !made_chain {
+        println!("{} is a spool already: nothing to do", root.display());
+    } else {
+        println!(
+            "made a spool at {}: packets/, receipts/, uses/, decisions/ and an empty chain.jsonl; agents running as you \
+             publish into it, you decide with `warrant --spool {} console`",
+            root.display(),
+            root.display()
+        );
+    }
+    Ok(0)
+}
+
 /// `warrant checkpoint forget`: shows each checkpoint pinning the spool's chain and what the chain
 /// holds now, asks (or takes `--yes`), and moves them aside.
 pub(super) fn checkpoint_forget(spool: &Spool, yes: bool) -> Result<u8, Failure> {

@@ -40,10 +40,13 @@ impl Env {
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         e
     }
-    /// A fresh directory, no key.
+    /// A fresh directory, no key, and an empty spool directory (as a principal who ran
+    /// `warrant init` has: no other command creates a spool).
     pub fn without_key() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("spool")).expect("spool dir");
         Self {
-            dir: tempfile::tempdir().expect("tempdir"),
+            dir,
             #[cfg(feature = "jetstream")]
             store: None,
         }
