@@ -621,6 +621,11 @@ fn a_same_user_agent_cannot_sign_with_a_protected_key() {
     let o = e.run(&["approve", "--yes", "p-1"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("WARRANT_PASSPHRASE_FILE"), "{}", text(&o));
+    // A passphrase file that is not there: the error names the variable, not only the path.
+    let o = with_passphrase(&e, std::path::Path::new("/nope"), &["approve", "--yes", "p-1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("WARRANT_PASSPHRASE_FILE names /nope") && err.contains("unset it"), "{err}");
     let wrong = passphrase_file(&e, "wrong", "incorrect horse");
     let o = with_passphrase(&e, &wrong, &["approve", "--yes", "p-1"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));

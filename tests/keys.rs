@@ -446,3 +446,23 @@ fn pinning_a_pinned_key_for_another_name_is_refused_with_the_fix_that_works() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("for carol"), "{}", text(&o));
 }
+
+// An auditor without the pin, on a chain of several decisions (issue 32, item 14): the long
+// message (which key, how to pin it) is printed once, with the other records it is about, not
+// once per record.
+#[test]
+fn an_auditor_without_the_pin_reads_the_hint_once_for_every_record() {
+    let e = Env::new();
+    for id in ["p1", "p2", "p3", "p4"] {
+        approve(&e, id);
+    }
+    let empty = e.dir.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("dir");
+    let chain_path = e.spool().join("chain.jsonl");
+    let o = e.cmd(&["verify", &chain_path.display().to_string()]).env("WARRANT_CONFIG", &empty).output().expect("run");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("warrant keys pin --principal").count(), 1, "{err}");
+    assert!(err.contains("the same for 3 more records: 2, 3, 4"), "{err}");
+    assert!(err.contains("not shown to be forged") || err.contains("none was shown to be forged"), "{err}");
+}

@@ -77,6 +77,11 @@ pub const EXIT_STOPPED: u8 = 7;
 /// `propose --wait`: the agent is quarantined (`agent quarantine`); its packets are blocked until
 /// it is released.
 pub const EXIT_QUARANTINED: u8 = 8;
+/// Standard output was closed before the command wrote everything (`warrant export | head`): the
+/// command ends quietly with the code a shell gives a process ended by `SIGPIPE` (128 + 13),
+/// never 0: a reader that stopped early did not see the answer, and `check-preconditions` that
+/// could not say "no" must not be read as "yes".
+pub const EXIT_CLOSED_PIPE: u8 = 141;
 
 /// An error with the exit code it maps to.
 #[derive(Debug)]
@@ -117,15 +122,35 @@ pub fn main() -> ExitCode {
     // A hook answers one call while the agent waits: no log file and no writer thread to start
     // and join (the packet it publishes is its record).
     let _log = if matches!(cli.command, Some(Command::Hook(_))) { None } else { init_logging() };
+    quiet_on_a_closed_pipe();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
-        Err(f) if f.closed_pipe => ExitCode::SUCCESS,
+        Err(f) if f.closed_pipe => ExitCode::from(EXIT_CLOSED_PIPE),
         Err(f) => {
             // Messages can quote agent-written text: never let it drive the terminal.
             eprintln!("warrant: {}", error_lines(&f.message));
             ExitCode::from(f.code)
         }
     }
+}
+
+/// `println!` panics when standard output is a closed pipe (Rust ignores `SIGPIPE`, and this
+/// crate has no `unsafe` to restore it): such a panic ends the process quietly with
+/// [`EXIT_CLOSED_PIPE`] instead of a backtrace and 101. Every other panic is reported as before.
+fn quiet_on_a_closed_pipe() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(i32::from(EXIT_CLOSED_PIPE));
+        }
+        report(info);
+    }));
 }
 
 /// An error message as printed after `warrant: `: each of its lines made inert (messages quote

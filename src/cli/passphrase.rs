@@ -41,7 +41,7 @@ pub fn read_passphrase(
     let text = match source {
         PassphraseSource::File(f) => {
             let text = crate::store::config::read_text_file(f, 64 << 10)
-                .map_err(|source| KeyError::Io { path: f.clone(), source })?;
+                .map_err(|e| KeyError::PassphraseFile { path: f.clone(), message: e.to_string() })?;
             zeroize::Zeroizing::new(text.lines().next().unwrap_or_default().to_owned())
         }
         PassphraseSource::Terminal => zeroize::Zeroizing::new(

@@ -353,6 +353,23 @@ pub(super) fn verify_since_checkpoint(path: &Path, as_json: bool) -> Result<u8, 
     print_report(&report, false)
 }
 
+/// `findings` grouped by their check and message, in the order each first appears: each group's
+/// first finding and the record numbers (1-based) of the others.
+fn same_findings(findings: &[chain::Finding]) -> Vec<(&chain::Finding, Vec<usize>)> {
+    let mut at: std::collections::HashMap<(chain::Check, &str), usize> = std::collections::HashMap::new();
+    let mut groups: Vec<(&chain::Finding, Vec<usize>)> = Vec::new();
+    for f in findings {
+        match at.get(&(f.check, f.message.as_str())) {
+            Some(&g) => groups[g].1.extend(f.record()),
+            None => {
+                at.insert((f.check, f.message.as_str()), groups.len());
+                groups.push((f, Vec::new()));
+            }
+        }
+    }
+    groups
+}
+
 /// The JSON of `warrant verify --json`: `valid`, `total`, `root_hash`, `signatures_verified`,
 /// `first` (the first finding), `findings`, `torn_tail_bytes`.
 fn report_json(report: &VerifyReport) -> Value {
@@ -385,13 +402,25 @@ fn print_report(report: &VerifyReport, as_json: bool) -> Result<u8, Failure> {
         );
     } else {
         let mut err = std::io::stderr().lock();
-        if let Some(first) = report.first() {
-            writeln!(err, "invalid: {}", crate::protocol::text::inert(&first.to_string(), 4000))?;
+        // A finding repeated for many records (every decision by a key the auditor has not
+        // pinned) is printed once, with the records it is about.
+        let groups = same_findings(&report.findings);
+        for (n, (f, also)) in groups.iter().take(SHOWN_FINDINGS).enumerate() {
+            let lead = if n == 0 { "invalid: " } else { "  " };
+            writeln!(err, "{lead}{}", crate::protocol::text::inert(&f.to_string(), 4000))?;
+            if !also.is_empty() {
+                let some: Vec<String> = also.iter().take(8).map(ToString::to_string).collect();
+                let etc = if also.len() > 8 { ", …" } else { "" };
+                writeln!(
+                    err,
+                    "    the same for {} more {}: {}{etc}",
+                    also.len(),
+                    if also.len() == 1 { "record" } else { "records" },
+                    some.join(", ")
+                )?;
+            }
         }
-        for f in report.findings.iter().skip(1).take(SHOWN_FINDINGS - 1) {
-            writeln!(err, "  {}", crate::protocol::text::inert(&f.to_string(), 4000))?;
-        }
-        if let Some(more) = report.findings.len().checked_sub(SHOWN_FINDINGS).filter(|&n| n > 0) {
+        if let Some(more) = groups.len().checked_sub(SHOWN_FINDINGS).filter(|&n| n > 0) {
             writeln!(err, "  … and {more} more findings ({} in all; `--json` lists every one)", report.findings.len())?;
         }
         if report.findings.iter().all(|f| f.check == chain::Check::UnpinnedKey) {

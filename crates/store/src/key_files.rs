@@ -81,6 +81,16 @@ pub enum KeyError {
         /// The key file.
         path: PathBuf,
     },
+    /// The file `WARRANT_PASSPHRASE_FILE` names cannot be read.
+    #[error(
+        "WARRANT_PASSPHRASE_FILE names {path}, which cannot be read ({message}): set it to a file holding the passphrase on its first line, or unset it to be asked on the terminal"
+    )]
+    PassphraseFile {
+        /// The file the variable names.
+        path: PathBuf,
+        /// Why it cannot be read.
+        message: String,
+    },
     /// The passphrase does not open the key.
     #[error("{path}: wrong passphrase (nothing was signed)")]
     WrongPassphrase {
