@@ -781,3 +781,52 @@ fn a_broken_policy_toml_is_refused_alike_by_every_command_with_its_lines_intact(
     let o = e.run(&["list", "--json"]);
     assert!(o.stdout.is_empty(), "nothing listed from a spool whose policy is broken");
 }
+
+// `warrant list` as a table that fits the terminal (issue 32, item 13): a header, the status,
+// the whole id, a short hash, warrant's risk for the class, the age, the agent, the class and the
+// summary, each line within COLUMNS (80 and 120 here), never wrapping; `--wide` cuts nothing and
+// shows the whole hash; `--json` is unchanged.
+#[test]
+fn list_is_a_table_that_fits_the_terminal_and_wide_shows_everything() {
+    let e = Env::new();
+    let summary = "Quote for 40 units to Dana at Northwind, with the renewal terms and the signed order attached";
+    let o = e.run(&[
+        "propose",
+        "--class",
+        "email.send.external",
+        "--agent",
+        "agent-scribe",
+        "--summary",
+        summary,
+        "--id",
+        "d-5",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(e.propose("draft.compose", "agent-helper", "d-6", &[]).status.code(), Some(0));
+    let json: Value = serde_json::from_slice(&e.run(&["list", "--json"]).stdout).expect("json");
+    let hash = json["packets"]
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["packet_id"] == "d-5"))
+        .and_then(|p| p["content_hash"].as_str())
+        .expect("d-5's hash")
+        .to_owned();
+    for columns in ["80", "120"] {
+        let o = e.cmd(&["list"]).env("COLUMNS", columns).output().expect("list");
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let width: usize = columns.parse().expect("n");
+        assert!(out.lines().all(|l| l.chars().count() <= width), "{columns} columns:\n{out}");
+        let header = out.lines().next().expect("a header");
+        for h in ["STATUS", "ID", "HASH", "RISK", "AGE", "AGENT", "CLASS", "SUMMARY"] {
+            assert!(header.contains(h), "{header}");
+        }
+        let d5 = out.lines().find(|l| l.contains(" d-5 ")).unwrap_or_else(|| panic!("{out}"));
+        let short = &hash["sha256:".len().."sha256:".len() + 8];
+        assert!(d5.starts_with("pending") && d5.contains(short) && !d5.contains(&hash), "{d5}");
+        assert!(d5.contains("high") && d5.contains("email.send.external"), "{d5}");
+        assert!(d5.contains("Quote for") && !d5.contains("signed order attached"), "the summary is cut: {d5}");
+    }
+    let o = e.cmd(&["list", "--wide"]).env("COLUMNS", "80").output().expect("list --wide");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains(&hash) && out.contains(summary), "{out}");
+}

@@ -324,7 +324,15 @@ fn masked(line: &str) -> String {
                 || core.starts_with("grant-")
                 || (core.len() >= 40 && core.chars().all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c)))
                 || (core.len() >= 10 && core.as_bytes()[4] == b'-' && core.contains('T'))
-                || (!core.is_empty() && core.chars().all(|c| c.is_ascii_digit() || c == '.'));
+                || (!core.is_empty() && core.chars().all(|c| c.is_ascii_digit() || c == '.'))
+                // An age (`45s`, `3m`, `2h`, `1d`) and a short content hash (`list`'s 8 or 12
+                // hex digits).
+                || core
+                    .strip_suffix(['s', 'm', 'h', 'd'])
+                    .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+                || ([8, 12].contains(&core.len())
+                    && core.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+                    && core.chars().any(|c| c.is_ascii_digit()));
             if volatile { tok.replace(core, "…") } else { tok.to_string() }
         })
         .collect::<Vec<_>>()

@@ -1400,7 +1400,7 @@ fn cli_output_shows_agent_text_inert() {
     assert!(out.contains("Pay␛]52;c;cm0gLXJmIH4=␇") && out.contains("⟨U+202E⟩txt.exe⟨U+2066⟩"), "{out}");
     assert!(out.contains("⟨U+009B⟩31m") && out.contains("⟨U+E0041⟩"), "{out}");
     assert_eq!(out.lines().filter(|l| l.starts_with("invalid")).count(), 3, "{out}");
-    assert!(out.lines().any(|l| l.starts_with("invalid  p-evilagent.json") && l.contains("not a safe id")), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("invalid   p-evilagent.json") && l.contains("not a safe id")), "{out}");
 
     let o = e.run(&["list", "--json"]);
     let raw = String::from_utf8_lossy(&o.stdout);

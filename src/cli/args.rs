@@ -169,6 +169,10 @@ pub enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Every column whole (the full content hash, ids, agents, classes and summaries uncut),
+        /// however wide the terminal.
+        #[arg(long, conflicts_with = "json")]
+        wide: bool,
     },
     /// Verify a spool, a chain.jsonl, or an opentrustgraph-chain/v0 export.
     Verify {

@@ -317,7 +317,7 @@ pub(super) fn decide_cli(
     Ok(0)
 }
 
-pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
+pub(super) fn list(spool: &Spool, as_json: bool, wide: bool) -> Result<u8, Failure> {
     // A mistyped spool is an error, not an empty listing (as `verify` does).
     if !spool.root().is_dir() {
         return Err(Failure::usage(format!("{}: no such spool directory", spool.root().display())));
@@ -426,40 +426,53 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     // Buffered: stdout is line-buffered, a write(2) a packet.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let now = time::OffsetDateTime::now_utc();
-    for e in &snap.packets {
-        let p = &e.packet;
-        // A packet rewritten after its decision: the decision binds the content that was signed.
-        let status = match decided.get(&p.id) {
-            None => match withdrawn_of(e) {
-                Some(w) if w.ran() => "ran",
-                Some(_) => "withdrawn",
-                None if is_expired(p, now) => "expired",
-                None => "pending",
-            },
-            Some(d) if d.packet_hash != p.content_hash => "changed",
-            Some(d) => d.verdict.as_str(),
-        };
-        let t = |s: &str, n: usize| crate::protocol::text::inert(s, n);
-        writeln!(
-            out,
-            "{status:8} {:40} {} {:20} {:22} {}",
-            p.id,
-            p.content_hash,
-            t(&p.agent, 40),
-            t(&p.action_class, 60),
-            t(&p.summary, 200)
-        )?;
-        if let Some(c) = view.cosigning.get(&p.id).filter(|c| c.packet_hash == p.content_hash && status == "pending") {
-            writeln!(out, "         co-signing: {}; needs {}", t(&c.describe(), 400), t(&c.quorum.describe(), 400))?;
+    let rows: Vec<ListRow<'_>> = snap
+        .packets
+        .iter()
+        .map(|e| {
+            let p = &e.packet;
+            // A packet rewritten after its decision: the decision binds the content that was signed.
+            let status = match decided.get(&p.id) {
+                None => match withdrawn_of(e) {
+                    Some(w) if w.ran() => "ran",
+                    Some(_) => "withdrawn",
+                    None if is_expired(p, now) => "expired",
+                    None => "pending",
+                },
+                Some(d) if d.packet_hash != p.content_hash => "changed",
+                Some(d) => d.verdict.as_str(),
+            };
+            let t = |s: &str, n: usize| crate::protocol::text::inert(s, n);
+            ListRow {
+                status,
+                packet: p,
+                id: t(&p.id, 200),
+                agent: t(&p.agent, 200),
+                class: t(&p.action_class, 200),
+                summary: t(&p.summary, 400),
+                risk: policies.class_risk(&p.action_class).as_str(),
+            }
+        })
+        .collect();
+    let table = ListTable::new(&rows, if wide { None } else { list_width() });
+    writeln!(out, "{}", table.header())?;
+    let t = |s: &str, n: usize| crate::protocol::text::inert(s, n);
+    for r in &rows {
+        writeln!(out, "{}", table.row(r, now.unix_timestamp() as f64))?;
+        if let Some(c) =
+            view.cosigning.get(&r.packet.id).filter(|c| c.packet_hash == r.packet.content_hash && r.status == "pending")
+        {
+            writeln!(out, "  co-signing: {}; needs {}", t(&c.describe(), 400), t(&c.quorum.describe(), 400))?;
         }
     }
     for f in &snap.invalid {
-        writeln!(
-            out,
-            "invalid  {:40} {}",
+        let line = format!(
+            "{:9} {}  {}",
+            "invalid",
             crate::protocol::text::inert(&f.name, 200),
             crate::protocol::text::inert(&f.reason.to_string(), 400)
-        )?;
+        );
+        writeln!(out, "{}", table.cut(&line))?;
     }
     out.flush()?;
     // The process ends next: freeing every packet and decision one by one costs more than the
@@ -467,6 +480,141 @@ pub(super) fn list(spool: &Spool, as_json: bool) -> Result<u8, Failure> {
     std::mem::forget(snap);
     std::mem::forget(view);
     Ok(0)
+}
+
+/// One packet of a plain listing: what `list` says of it.
+struct ListRow<'a> {
+    /// `pending`, `approve`, `refuse`, `expired`, `changed`, `withdrawn` or `ran`.
+    status: &'static str,
+    packet: &'a packet::Packet,
+    /// The packet's id, agent, class and summary made inert (as printed, and as measured).
+    id: String,
+    agent: String,
+    class: String,
+    summary: String,
+    /// The class's risk by warrant's policy (never the packet's own claim).
+    risk: &'static str,
+}
+
+/// The plain listing's columns, sized to the terminal: STATUS, ID, HASH (the content hash's
+/// first 12 hex digits), RISK, AGE, AGENT, CLASS and SUMMARY. Ids, agents and classes are cut
+/// (with `…`) at a width from their longest, within a cap (narrowed further, to 8, 8 and 12,
+/// until the summary has 24 characters), so the columns line up; the summary takes what is left
+/// and the line never wraps. HASH is 8 digits below 100 columns. `width: None` (`--wide`, or a pipe without
+/// `COLUMNS`) cuts nothing and shows the whole hash.
+struct ListTable {
+    width: Option<usize>,
+    id: usize,
+    hash: usize,
+    agent: usize,
+    class: usize,
+}
+
+impl ListTable {
+    fn new(rows: &[ListRow<'_>], width: Option<usize>) -> Self {
+        let longest =
+            |f: &dyn Fn(&ListRow<'_>) -> usize, header: usize| rows.iter().map(f).max().unwrap_or(0).max(header);
+        let (id, agent, class, summary) = (
+            longest(&|r| r.id.chars().count(), 2),
+            longest(&|r| r.agent.chars().count(), 5),
+            longest(&|r| r.class.chars().count(), 5),
+            longest(&|r| r.summary.chars().count(), 7),
+        );
+        let Some(w) = width else { return ListTable { width, id, hash: 71, agent, class } };
+        let hash = if w < 100 { 8 } else { 12 };
+        // [agent, summary, class, id], cut in this order while the line is too wide: first to
+        // widths that still read well, then to the least (the id last: `approve` takes it
+        // whole).
+        let mut cols = [agent.min(20), summary.min(24), class.min(30), id.min(28)];
+        // STATUS, HASH, RISK and AGE with their spaces, and the spaces after ID, AGENT, CLASS.
+        let fixed = 10 + hash + 1 + 9 + 5 + 3;
+        for (i, floor) in [(0, 12), (1, 20), (3, 16), (2, 20), (1, 12), (0, 8), (2, 14), (3, 10)] {
+            let over = (fixed + cols.iter().sum::<usize>()).saturating_sub(w);
+            cols[i] -= over.min(cols[i].saturating_sub(floor));
+        }
+        let [agent, _, class, id] = cols;
+        ListTable { width, id, hash, agent, class }
+    }
+
+    fn header(&self) -> String {
+        self.cut(&format!(
+            "{:9} {} {} {:8} {:>4} {} {} SUMMARY",
+            "STATUS",
+            fit("ID", self.id),
+            fit("HASH", self.hash),
+            "RISK",
+            "AGE",
+            fit("AGENT", self.agent),
+            fit("CLASS", self.class)
+        ))
+    }
+
+    fn row(&self, r: &ListRow<'_>, now: f64) -> String {
+        let p = r.packet;
+        let hash = match self.width {
+            None => p.content_hash.clone(),
+            Some(_) => fit(
+                &p.content_hash.trim_start_matches("sha256:").chars().take(self.hash).collect::<String>(),
+                self.hash,
+            ),
+        };
+        let age = p.created_unix().map_or_else(|| "?".to_owned(), |c| age(now - c));
+        self.cut(&format!(
+            "{:9} {} {} {:8} {:>4} {} {} {}",
+            r.status,
+            fit(&r.id, self.id),
+            hash,
+            r.risk,
+            age,
+            fit(&r.agent, self.agent),
+            fit(&r.class, self.class),
+            r.summary
+        ))
+    }
+
+    /// `line` cut to the width, with `…` where it was cut.
+    fn cut(&self, line: &str) -> String {
+        match self.width {
+            Some(w) if line.chars().count() > w => {
+                let mut s: String = line.chars().take(w.saturating_sub(1)).collect();
+                s.push('…');
+                s
+            }
+            _ => line.to_owned(),
+        }
+    }
+}
+
+/// `s` in exactly `width` characters: padded, or cut with `…`.
+fn fit(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        format!("{s}{}", " ".repeat(width - n))
+    } else {
+        let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
+}
+
+/// A duration in seconds as a short age: `45s`, `12m`, `3h`, `2d` (`0s` for a time ahead).
+fn age(seconds: f64) -> String {
+    let s = seconds.max(0.0) as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86_400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+/// The width a plain listing fits: `COLUMNS` when set, else the terminal's when stdout is one;
+/// `None` (nothing cut) for a pipe, so a script reads every character.
+fn list_width() -> Option<usize> {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|c| *c >= 40) {
+        return Some(c);
+    }
+    rustix::termios::tcgetwinsize(std::io::stdout()).ok().map(|w| usize::from(w.ws_col)).filter(|c| *c >= 40)
 }
 
 /// Whether the packet's `expires_at` has passed at `now` (an undecided packet then can only be

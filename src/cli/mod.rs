@@ -358,9 +358,9 @@ fn run_command(
                 _ => decide_batch_cli(&spool, &config, &ids, Verdict::Refuse, Some(&reason), &review),
             }
         }
-        Command::List { json } => {
+        Command::List { json, wide } => {
             let spool = resolve_spool(spool_arg, &config)?;
-            list(&spool, json)
+            list(&spool, json, wide)
         }
         Command::Verify { path, json, audit: Some(file), .. } => {
             let spool = match path {
