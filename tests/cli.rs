@@ -830,3 +830,25 @@ fn list_is_a_table_that_fits_the_terminal_and_wide_shows_everything() {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(out.contains(&hash) && out.contains(summary), "{out}");
 }
+
+// A mistyped packet id (issue 32, item 14): `approve d-55` or `approve D-5` when `d-5` is pending
+// says which id was probably meant; an id like none says how to see the packets. Nothing signed.
+#[test]
+fn a_mistyped_packet_id_gets_a_suggestion_and_signs_nothing() {
+    let e = Env::new();
+    assert_eq!(e.propose("draft.compose", "a", "d-5", &[]).status.code(), Some(0));
+    assert_eq!(e.propose("draft.compose", "a", "quarterly", &[]).status.code(), Some(0));
+    for typo in ["d-55", "D-5", "d5"] {
+        let o = e.run(&["approve", "--yes", typo]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(text(&o).contains("did you mean \"d-5\"?"), "{typo}: {}", text(&o));
+    }
+    let o = e.run(&["refuse", "--yes", "zzzzzz", "--reason", "r"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("`warrant list` shows the packets") && !text(&o).contains("did you mean"),
+        "{}",
+        text(&o)
+    );
+    assert!(std::fs::read_to_string(e.spool().join("chain.jsonl")).unwrap_or_default().is_empty(), "nothing signed");
+}

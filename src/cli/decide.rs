@@ -186,7 +186,30 @@ fn scanned_in(spool: &Spool, snap: &spool::Snapshot, id: &str) -> Result<spool::
     if let Some(bad) = snap.invalid.iter().find(|f| f.name.strip_suffix(".json") == Some(id)) {
         return Err(Failure::invalid(format!("packet {id:?} is invalid: {}", bad.reason)));
     }
-    Err(Failure::invalid(format!("no valid packet {id:?} in {}", spool.root().display())))
+    let near = similar_ids(id, snap.packets.iter().map(|e| e.packet.id.as_str()));
+    let hint = match near.as_slice() {
+        [] => String::from(" (`warrant list` shows the packets)"),
+        some => format!(": did you mean {}?", some.iter().map(|i| format!("{i:?}")).collect::<Vec<_>>().join(" or ")),
+    };
+    Err(Failure::invalid(format!(
+        "no valid packet {} in {}{hint}",
+        crate::protocol::text::inert(&format!("{id:?}"), 200),
+        spool.root().display()
+    )))
+}
+
+/// Up to three of `ids` that `id` may have been meant as: the same but for case, else within
+/// two edits (a swapped, missing, extra or wrong character), nearest first.
+fn similar_ids<'a>(id: &str, ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut near: Vec<(usize, &str)> = ids
+        .filter(|c| *c != id)
+        .filter_map(|c| {
+            let d = if c.eq_ignore_ascii_case(id) { 0 } else { strsim::damerau_levenshtein(id, c) };
+            (d <= 2 && d < id.chars().count()).then_some((d, c))
+        })
+        .collect();
+    near.sort_unstable();
+    near.into_iter().take(3).map(|(_, c)| c).collect()
 }
 
 pub(super) fn decide_cli(
