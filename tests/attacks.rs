@@ -923,3 +923,25 @@ fn a_quarantine_holds_every_packet_its_agents_publisher_sends_under_any_id() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_ne!(listed(&e, "q-1")["state"], json!("blocked"));
 }
+
+// A mistyped passphrase on the terminal (issue 32, item 14): asked again, three tries in all, as
+// ssh does; the console and approve quit on the first. Three wrong ones sign nothing.
+#[test]
+fn a_mistyped_passphrase_on_the_terminal_is_asked_again_three_times_in_all() {
+    let e = Env::without_key();
+    let good = passphrase_file(&e, "pass", "correct horse battery staple");
+    assert_eq!(with_passphrase(&e, &good, &["keys", "init"]).status.code(), Some(0));
+    for id in ["p-1", "p-2"] {
+        assert_eq!(e.propose("draft.compose", "agent-a", id, &[]).status.code(), Some(0));
+    }
+    let o = on_a_terminal(&e, "approve p-1", "incorrect horse\ncorrect horse battery staple\ny\n");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("wrong passphrase, try again (2 of 3 tries left)") && out.contains("approved p-1"), "{out}");
+    let o = on_a_terminal(&e, "approve p-2", "one\ntwo\nthree\n");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert_eq!(out.matches("try again").count(), 2, "{out}");
+    assert!(out.contains("wrong passphrase (nothing was signed)"), "{out}");
+    assert_eq!(chain_lines(&e), 1);
+}

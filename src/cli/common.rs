@@ -118,12 +118,16 @@ pub fn load_principal(config: &Config) -> Result<(Principal, PinnedKeys), Failur
     load_principal_from(&config::config_dir(), &config.principal_name())
 }
 
+/// How many times a passphrase typed on the terminal may be wrong before the command gives up.
+const PASSPHRASE_TRIES: usize = 3;
+
 /// [`load_principal`] from the configuration directory `dir`: the key file is opened (asking its
 /// passphrase from `WARRANT_PASSPHRASE_FILE` or the terminal when it is protected),
 /// never created (`warrant keys init` does that), and must be pinned for `name`.
 ///
 /// # Errors
-/// A usage failure (exit 2): no key, no passphrase to be had, a wrong passphrase, an unpinned key.
+/// A usage failure (exit 2): no key, no passphrase to be had, a wrong passphrase (three times,
+/// on a terminal), an unpinned key.
 pub(super) fn load_principal_from(dir: &Path, name: &str) -> Result<(Principal, PinnedKeys), Failure> {
     let path = dir.join(key_files::PRIVATE_KEY_FILE);
     if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound) {
@@ -131,7 +135,23 @@ pub(super) fn load_principal_from(dir: &Path, name: &str) -> Result<(Principal, 
     }
     let source = super::passphrase::passphrase_source();
     let prompt = format!("passphrase for {}: ", path.display());
-    let principal = Principal::load_with(&path, name, || super::passphrase::read_passphrase(&source, &prompt, &path))?;
+    // On a terminal a mistyped passphrase is asked again, three tries in all (as ssh does); a
+    // passphrase file is read once.
+    let mut tries = 0;
+    let principal = loop {
+        tries += 1;
+        match Principal::load_with(&path, name, || super::passphrase::read_passphrase(&source, &prompt, &path)) {
+            Err(key_files::KeyError::WrongPassphrase { .. })
+                if source == super::passphrase::PassphraseSource::Terminal && tries < PASSPHRASE_TRIES =>
+            {
+                eprintln!(
+                    "wrong passphrase, try again ({} of {PASSPHRASE_TRIES} tries left)",
+                    PASSPHRASE_TRIES - tries
+                );
+            }
+            loaded => break loaded?,
+        }
+    };
     // A signature verifies only under a key pinned for the signing principal; catch a renamed
     // principal or an unpinned own key here rather than at the first signature.
     let pinned = PinnedKeys::load(dir)?;
