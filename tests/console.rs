@@ -567,6 +567,14 @@ fn navigation_and_zoom() {
     insta::assert_snapshot!("zoomed_80x24", screen(&s, 80, 24));
     press(&mut s, &["esc"]);
     assert!(!s.zoomed);
+    // `q` in the whole-packet view goes back, as in less and k9s (issue 32, item 9: it quit the
+    // console); ctrl-c still quits from there.
+    press(&mut s, &["enter"]);
+    assert_eq!(press(&mut s, &["q"]), vec![]);
+    assert!(!s.zoomed && !s.quit, "back to the lists, not out of the console");
+    press(&mut s, &["enter"]);
+    assert_eq!(press(&mut s, &["ctrl-c"]), vec![Effect::Quit]);
+    let mut s = state(false);
     // The selection follows the same packet when a newer one arrives.
     press(&mut s, &["j"]);
     let mut snap = snapshot();

@@ -158,6 +158,10 @@ fn on_normal(state: &mut State, key: Key) -> Vec<Effect> {
             return vec![];
         }
     }
+    // `q` in the whole-packet view goes back to the lists, as in less and k9s (ctrl-c still
+    // quits): quitting from there lost the view and, with a protected key, the passphrase.
+    let cmd =
+        if state.zoomed && cmd == "quit" && Key::parse("ctrl-c").ok() != Some(key) { "back".to_owned() } else { cmd };
     let before = (state.pane, state.selection(state.pane));
     let fx = on_normal_command(state, &cmd);
     if (state.pane, state.selection(state.pane)) != before {

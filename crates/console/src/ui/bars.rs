@@ -189,7 +189,7 @@ pub(super) fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, 
         for (keys, desc) in [
             (format!("{}/{}", k("down"), k("up")), "scroll"),
             (format!("{}/{}", k("top"), k("bottom")), "top/end"),
-            (k("back"), "back"),
+            (format!("{}/{}", k("back"), k("quit")), "back"),
             (if decide { k("approve") } else { String::new() }, "approve"),
             (if decide { k("refuse") } else { String::new() }, "refuse"),
             (k("help"), "help"),
