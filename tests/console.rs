@@ -1341,6 +1341,9 @@ fn quarantine_needs_a_reason_and_a_confirmation() {
     select_agent(&mut s, "agent-scribe");
     press(&mut s, &["Q"]);
     assert!(matches!(&s.mode, Mode::Input { purpose: app::InputPurpose::ControlReason(_), .. }), "{:?}", s.mode);
+    // People's words in the titles (issue 32, item 12), the wire name in the body.
+    let shown = screen(&s, 160, 48);
+    assert!(shown.contains("Quarantine agent-scribe: why?") && !shown.contains("agent.quarantine: why?"), "{shown}");
     assert!(press(&mut s, &["enter"]).is_empty());
     assert!(matches!(s.mode, Mode::Input { .. }), "an empty reason is refused");
     typed(&mut s, "odd merges");
@@ -1348,6 +1351,7 @@ fn quarantine_needs_a_reason_and_a_confirmation() {
     let Mode::ControlConfirm(c) = &s.mode else { panic!("{:?}", s.mode) };
     assert_eq!((c.input.kind, c.input.reason.as_deref()), (ControlKind::Quarantine, Some("odd merges")));
     insta::assert_snapshot!("quarantine_confirm_160x48", screen(&s, 160, 48));
+    assert!(screen(&s, 160, 48).contains("Confirm: quarantine agent-scribe"));
     // Cancel signs nothing; then confirm.
     assert!(press(&mut s, &["n"]).is_empty());
     let fx = press(&mut s, &["Q", "x", "enter", "y"]);

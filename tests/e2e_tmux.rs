@@ -401,10 +401,10 @@ fn quarantine_an_agent_and_raise_a_notebook_from_the_console(store: Store) {
     tmux.send(&["6"]);
     tmux.wait_for("the agents view", |s| s.contains("Agents (1)") && s.contains("✓ active"));
     tmux.send(&["Q"]);
-    tmux.wait_for("the reason prompt", |s| s.contains("agent.quarantine: why?"));
+    tmux.wait_for("the reason prompt", |s| s.contains("Quarantine agent-e2e: why?"));
     tmux.type_text("e2e drill");
     tmux.send(&["Enter"]);
-    tmux.wait_for("the confirmation", |s| s.contains("Confirm: agent.quarantine") && s.contains("e2e drill"));
+    tmux.wait_for("the confirmation", |s| s.contains("Confirm: quarantine agent-e2e") && s.contains("e2e drill"));
     tmux.send(&["y"]);
     tmux.wait_for("the recorded flash", |s| s.contains("recorded agent.quarantine agent-e2e"));
     tmux.send(&["6"]);
@@ -415,7 +415,7 @@ fn quarantine_an_agent_and_raise_a_notebook_from_the_console(store: Store) {
     tmux.wait_for("the matrices view", |s| s.contains("Tool tiers × notebook trust") && s.contains("nb-e2e"));
     tmux.send(&["+"]);
     tmux.wait_for("the trust dialog", |s| {
-        s.contains("Confirm: notebook.trust_set") && s.contains("cautious → trusted")
+        s.contains("Confirm: set the trust of notebook nb-e2e") && s.contains("cautious → trusted")
     });
     tmux.send(&["y"]);
     tmux.wait_for("the recorded flash", |s| s.contains("recorded notebook.trust_set nb-e2e"));
@@ -436,7 +436,7 @@ fn quarantine_an_agent_and_raise_a_notebook_from_the_console(store: Store) {
 }
 
 // With a protected key the console asks for the passphrase once, before it takes the
-// terminal; a wrong one starts nothing; the right one opens the console, which then signs without
+// terminal (again after a mistyped one, three tries in all); three wrong ones start nothing; the right one opens the console, which then signs without
 // asking again (the key stays in memory until it quits).
 fn the_console_asks_for_the_passphrase_once(store: Store) {
     let w = World::without_key(store);
@@ -448,17 +448,27 @@ fn the_console_asks_for_the_passphrase_once(store: Store) {
         init.env(k, v);
     }
     assert!(init.output().expect("keys init").status.success(), "keys init");
+    // Three wrong ones, each asked again (as ssh does), start nothing.
     let wrong = Tmux::start("pass-wrong", &w.env(), &["console"]);
-    wrong.wait_for("the prompt", |s| s.contains("passphrase for"));
-    wrong.type_text("not it");
-    wrong.send(&["Enter"]);
+    for (n, tries) in [(1, "2 of 3"), (2, "1 of 3"), (3, "")] {
+        wrong.wait_for("the prompt", |s| s.matches("passphrase for").count() == n);
+        wrong.type_text("not it");
+        wrong.send(&["Enter"]);
+        if !tries.is_empty() {
+            wrong.wait_for("asked again", |s| s.contains(&format!("try again ({tries} tries left)")));
+        }
+    }
     let start = Instant::now();
     while wrong.alive() && start.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!wrong.alive(), "a wrong passphrase must not start the console: {}", wrong.screen());
+    // A mistyped one, then the right one, opens the console.
     let tmux = Tmux::start("pass-right", &w.env(), &["console"]);
     tmux.wait_for("the prompt", |s| s.contains("passphrase for"));
+    tmux.type_text("s3cret phrasee");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("asked again", |s| s.contains("try again (2 of 3 tries left)"));
     tmux.type_text("s3cret phrase");
     tmux.send(&["Enter"]);
     tmux.wait_for("the console", |s| s.contains("chain ok") && s.contains("0 pending"));

@@ -189,7 +189,15 @@ fn agent_lines(state: &State, theme: &Theme, a: &AgentSummary) -> Vec<Line<'stat
         kv(
             theme,
             "rate",
-            format!("{:.1} of {:.0} tokens · {} over the limit (blocked)", a.tokens, a.capacity, a.rate_rejections),
+            match a.rate_rejections {
+                0 => format!("{:.1} of {:.0} tokens · none over the limit", a.tokens, a.capacity),
+                n => format!(
+                    "{:.1} of {:.0} tokens · {n} {} over the limit (blocked)",
+                    a.tokens,
+                    a.capacity,
+                    if n == 1 { "call" } else { "calls" }
+                ),
+            },
         ),
         kv(
             theme,

@@ -307,7 +307,7 @@ pub(super) fn render_control_confirm(
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(theme.get(role))
-                .title(Span::styled(format!(" Confirm: {} ", input.kind.as_str()), theme.get(role))),
+                .title(Span::styled(format!(" Confirm: {} ", control_in_words(input)), theme.get(role))),
         ),
         rect,
     );
@@ -340,7 +340,7 @@ pub(super) fn render_control_reason(
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(theme.get("refuse"))
-                .title(format!(" {}: why? ", input.kind.as_str())),
+                .title(format!(" {}: why? ", capitalized(&control_in_words(input)))),
         ),
         rect,
     );
@@ -376,4 +376,24 @@ pub(super) fn render_elevation_input(
         ),
         rect,
     );
+}
+
+/// What a control does, in words, with its subject: `quarantine agent-scribe`, `set the trust
+/// of notebook nb-1`. Dialog titles use these, not the wire names (`agent.quarantine`), which the
+/// dialog's body still shows.
+fn control_in_words(input: &warrant_protocol::control::ControlInput) -> String {
+    let subject = inert(&input.subject, 40);
+    match input.kind {
+        ControlKind::TrustSet => format!("set the trust of notebook {subject}"),
+        ControlKind::Quarantine => format!("quarantine {subject}"),
+        ControlKind::Release => format!("release {subject}"),
+        ControlKind::Kill => format!("kill {subject}"),
+        ControlKind::Elevate => format!("raise the ring of {subject}"),
+    }
+}
+
+/// `s` with its first letter capital.
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
 }
