@@ -721,10 +721,26 @@ fn expired_packets_can_only_be_refused() {
     e.packet = Arc::new(
         warrant::protocol::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-old").expect("packet"),
     );
+    let mut soon = packet("p-soon", "agent-x", "draft.compose", "Soon", 0, json!({}));
+    let mut raw = soon.packet.raw.clone();
+    raw["expires_at"] = json!(warrant::protocol::clock::format_rfc3339(
+        time::OffsetDateTime::from_unix_timestamp(NOW as i64 + 2 * 3600 + 60).expect("time")
+    ));
+    soon.packet = Arc::new(
+        warrant::protocol::packet::parse_packet(&serde_json::to_vec(&raw).expect("json"), "p-soon").expect("packet"),
+    );
     let mut snap = snapshot();
     snap.packets.insert(0, e);
+    snap.packets.insert(1, soon);
     scanned(&mut s, snap);
-    press(&mut s, &["g"]);
+    // Issue 32, item 8: the expired packet is marked and listed apart, after the live ones (it
+    // was first, shown `● review` with no sign of its expiry); one expiring shows its time left.
+    assert_eq!(s.pending().last().map(|e| e.packet.id.as_str()), Some("p-old"));
+    let shown = screen(&s, 120, 36);
+    let row = |id: &str| shown.lines().find(|l| l.contains(id)).unwrap_or_else(|| panic!("{id}: {shown}")).to_owned();
+    assert!(row("Old").contains("⏱ expired") && !row("Old").contains("review"), "{shown}");
+    assert!(row("Soon").contains("⏱2h"), "{shown}");
+    press(&mut s, &["G"]);
     assert!(press(&mut s, &["a"]).is_empty());
     assert_eq!(s.mode, Mode::Normal);
     assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("expired")), "{:?}", s.flash);

@@ -581,7 +581,7 @@ impl ListTable {
                 self.hash,
             ),
         };
-        let age = p.created_unix().map_or_else(|| "?".to_owned(), |c| age(now - c));
+        let age = p.created_unix().map_or_else(|| "?".to_owned(), |c| crate::protocol::clock::human_age(now - c));
         self.cut(&format!(
             "{:9} {} {} {:8} {:>4} {} {} {}",
             r.status,
@@ -617,17 +617,6 @@ fn fit(s: &str, width: usize) -> String {
         let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
         out.push('…');
         out
-    }
-}
-
-/// A duration in seconds as a short age: `45s`, `12m`, `3h`, `2d` (`0s` for a time ahead).
-fn age(seconds: f64) -> String {
-    let s = seconds.max(0.0) as u64;
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m", s / 60),
-        3600..86_400 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
     }
 }
 

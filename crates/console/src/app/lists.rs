@@ -133,6 +133,10 @@ impl State {
             SortKey::Class => pending.sort_by(|a, b| a.packet.action_class.cmp(&b.packet.action_class)),
             SortKey::Agent => pending.sort_by(|a, b| a.packet.agent.cmp(&b.packet.agent)),
         }
+        // Expired packets (which can only be refused) apart, after the live ones, each group in
+        // the chosen order.
+        let now = self.now;
+        pending.sort_by_key(|e| super::state::seconds_to_expiry(&e.packet, now).is_some_and(|s| s <= 0.0));
         let decided = self.decided_rows(&filter, &policies, &decided_packets);
         let invalid: Vec<InvalidFile> = self
             .snapshot

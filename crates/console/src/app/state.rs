@@ -551,6 +551,12 @@ impl State {
     pub fn pending(&self) -> &[PacketEntry] {
         &self.pending
     }
+    /// Seconds until the packet's `expires_at` (negative once past it); `None` when it has none
+    /// (or an unreadable one). An expired packet can only be refused.
+    #[must_use]
+    pub fn expires_in(&self, p: &Packet) -> Option<f64> {
+        seconds_to_expiry(p, self.now)
+    }
     /// Decided packets after the filter, most recent decision first.
     #[must_use]
     pub fn decided(&self) -> &[DecidedRow] {
@@ -654,4 +660,9 @@ impl State {
             ChainState::Broken { first, .. } => Err(format!("signing refused: the chain is broken ({first})")),
         }
     }
+}
+
+/// Seconds from `now` until `p`'s `expires_at` (negative once past it), if it has one.
+pub(super) fn seconds_to_expiry(p: &Packet, now: f64) -> Option<f64> {
+    p.expires_at.as_deref().and_then(warrant_protocol::clock::unix_seconds).map(|t| t - now)
 }

@@ -242,7 +242,15 @@ fn pending_table(
                     .map(|e| {
                         let shown = state.shown_state(&e.packet);
                         let (g, w) = state_label(shown);
-                        styled(format!("{g} {w}"), state_style(theme, shown))
+                        // Past its `expires_at` it can only be refused: marked, not shown live;
+                        // before it, the time left.
+                        match state.expires_in(&e.packet) {
+                            Some(left) if left <= 0.0 => styled("⏱ expired".into(), theme.get("warn")),
+                            Some(left) => {
+                                styled(format!("{g} {w} ⏱{}", clock::human_age(left)), state_style(theme, shown))
+                            }
+                            None => styled(format!("{g} {w}"), state_style(theme, shown)),
+                        }
                     })
                     .collect(),
                 0,
