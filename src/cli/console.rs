@@ -24,6 +24,7 @@ pub(super) struct DemoRun {
     pub(super) config_dir: PathBuf,
 }
 
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 impl DemoRun {
     /// The demo's principal: a fixed name, never the principal's own (`WARRANT_PRINCIPAL`).
     pub(super) const PRINCIPAL: &'static str = "principal";

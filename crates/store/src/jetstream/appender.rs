@@ -89,7 +89,7 @@ impl ChainAppender {
     /// [`append`](Self::append) for async callers.
     ///
     /// # Errors
-    /// [`JsError::StaleHead`] when other processes moved the head [`STALE_LIMIT`] times in a row
+    /// [`JsError::StaleHead`] when other processes moved the head 64 times in a row
     /// before this body's group landed (nothing of it landed); [`JsError::Timeout`] when the
     /// store did not acknowledge in time (the group may have landed, whole); the store's
     /// errors as [`AsyncJetStreamSpool::append_chain_batch`]; [`JsError::Runtime`] when the
