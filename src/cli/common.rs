@@ -70,14 +70,14 @@ pub(super) fn resolve_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spo
     Ok(spool)
 }
 
-/// A usage error unless `spool`'s directory exists.
+/// A usage error unless something is at `spool`'s path ([`spool_at`] has refused a path that
+/// is not a directory).
 ///
 /// # Errors
 /// The path, that there is no spool there, and the command that makes one.
-pub(super) fn require_spool(spool: &Spool) -> Result<(), Failure> {
+fn require_spool(spool: &Spool) -> Result<(), Failure> {
     match spool.root().metadata() {
-        Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(Failure::usage(format!("{} is not a directory, so it cannot be a spool", spool.root().display()))),
+        Ok(_) => Ok(()),
         Err(_) => Err(Failure::usage(format!(
             "no spool at {} (nothing is there): check the path (--spool, WARRANT_SPOOL, `spool` in config.toml), \
              or create a spool there with `warrant init {}` (add --agents-group GROUP to share it with agents running \

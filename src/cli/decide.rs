@@ -341,10 +341,6 @@ pub(super) fn decide_cli(
 }
 
 pub(super) fn list(spool: &Spool, as_json: bool, wide: bool) -> Result<u8, Failure> {
-    // A mistyped spool is an error, not an empty listing (as `verify` does).
-    if !spool.root().is_dir() {
-        return Err(Failure::usage(format!("{}: no such spool directory", spool.root().display())));
-    }
     // A broken policy.toml is refused by a plain listing as by every command that reads it.
     let policies = load_policies(Some(spool))?;
     let pinned = load_pinned()?;
@@ -520,11 +516,11 @@ struct ListRow<'a> {
 }
 
 /// The plain listing's columns, sized to the terminal: STATUS, ID, HASH (the content hash's
-/// first 12 hex digits), RISK, AGE, AGENT, CLASS and SUMMARY. Ids, agents and classes are cut
-/// (with `…`) at a width from their longest, within a cap (narrowed further, to 8, 8 and 12,
-/// until the summary has 24 characters), so the columns line up; the summary takes what is left
-/// and the line never wraps. HASH is 8 digits below 100 columns. `width: None` (`--wide`, or a pipe without
-/// `COLUMNS`) cuts nothing and shows the whole hash.
+/// first 12 hex digits, 8 below 100 columns), RISK, AGE, AGENT, CLASS and SUMMARY. Ids,
+/// agents, classes and summaries are cut (with `…`) at a width from their longest, within a
+/// cap, narrowed while the line is too wide (the agent first, the id last), so the columns line
+/// up and no line wraps. `width: None` (`--wide`, or a pipe without `COLUMNS`) cuts nothing and
+/// shows the whole hash.
 struct ListTable {
     width: Option<usize>,
     id: usize,
@@ -597,27 +593,23 @@ impl ListTable {
 
     /// `line` cut to the width, with `…` where it was cut.
     fn cut(&self, line: &str) -> String {
-        match self.width {
-            Some(w) if line.chars().count() > w => {
-                let mut s: String = line.chars().take(w.saturating_sub(1)).collect();
-                s.push('…');
-                s
-            }
-            _ => line.to_owned(),
-        }
+        self.width.map_or_else(|| line.to_owned(), |w| cut_to(line, w))
     }
 }
 
-/// `s` in exactly `width` characters: padded, or cut with `…`.
-fn fit(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    if n <= width {
-        format!("{s}{}", " ".repeat(width - n))
-    } else {
-        let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
-        out.push('…');
-        out
+/// `s` cut to `width` characters, its last one `…` when it was cut.
+fn cut_to(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_owned();
     }
+    let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// `s` in exactly `width` characters: cut with `…`, or padded.
+fn fit(s: &str, width: usize) -> String {
+    format!("{:width$}", cut_to(s, width))
 }
 
 /// The width a plain listing fits: `COLUMNS` when set, else the terminal's when stdout is one;

@@ -121,8 +121,13 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // A hook answers one call while the agent waits: no log file and no writer thread to start
     // and join (the packet it publishes is its record).
-    let _log = if matches!(cli.command, Some(Command::Hook(_))) { None } else { init_logging() };
-    quiet_on_a_closed_pipe();
+    let hook = matches!(cli.command, Some(Command::Hook(_)));
+    let _log = if hook { None } else { init_logging() };
+    // A hook keeps its own rule: every panic, a closed stdout's included, is caught and denies
+    // with exit 2 (`crate::hook`), never 141, which the hosts would read as "proceed".
+    if !hook {
+        quiet_on_a_closed_pipe();
+    }
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) if f.closed_pipe => ExitCode::from(EXIT_CLOSED_PIPE),
