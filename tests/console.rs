@@ -243,7 +243,20 @@ fn the_sign_dialog_shows_the_recipient_of_a_packet_with_many_fields() {
     let mut s = many_fields_state();
     app::update(&mut s, Action::Resize { width: 120, height: 36 });
     press(&mut s, &["a"]);
-    insta::assert_snapshot!("confirm_many_fields_120x36", screen(&s, 120, 36));
+    let shown = screen(&s, 120, 36);
+    // Beside the dialog's borders, nothing of the view below (issue 32, item 12: a lone "s"
+    // of the detail showed right of it): the cells next to each side are blank on every row.
+    let Mode::Confirm(c) = &s.mode else { unreachable!() };
+    let rect = warrant::console::dialog::confirm_layout(&s, c, ratatui::layout::Rect::new(0, 0, 120, 36)).1.rect;
+    for (y, line) in shown.lines().enumerate().skip(usize::from(rect.y)).take(usize::from(rect.height)) {
+        let cells: Vec<char> = line.chars().collect();
+        let beside = [usize::from(rect.x) - 1, usize::from(rect.right())];
+        for x in beside {
+            // (`screen` trims the end of a line: nothing there is blank too.)
+            assert!(cells.get(x).is_none_or(|c| *c == ' '), "row {y}, column {x} beside the dialog:\n{shown}");
+        }
+    }
+    insta::assert_snapshot!("confirm_many_fields_120x36", shown);
 }
 
 // An approval cannot be signed until every line of the dialog has been on screen: `y` and the
@@ -433,7 +446,8 @@ fn broken_chain_alerts_and_refuses_signing() {
     assert_eq!(s.mode, Mode::Normal);
     assert!(press(&mut s, &["a"]).is_empty());
     assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("broken")), "{:?}", s.flash);
-    assert!(press(&mut s, &["y"]).is_empty());
+    // `y` outside a dialog copies the id; it never signs.
+    assert!(!press(&mut s, &["y"]).iter().any(|e| matches!(e, Effect::Sign { .. })));
     assert!(matches!(s.chain, ChainState::Broken { .. }));
     press(&mut s, &["a"]);
     insta::assert_snapshot!("chain_broken_ack_160x48", screen(&s, 160, 48));
@@ -1395,12 +1409,15 @@ fn quarantine_needs_a_reason_and_a_confirmation() {
 fn elevation_is_checked_then_confirmed() {
     let mut s = governed_state(false);
     select_agent(&mut s, "agent-scribe");
-    // Ring 2 already: elevating to ring 2 is not an elevation.
+    // Ring 2 already: the prompt starts on ring 1, the next one up (issue 32, item 12: it offered
+    // ring 2); typed anyway, ring 2 is not an elevation.
     press(&mut s, &["E"]);
     assert!(
-        matches!(&s.mode, Mode::Input { purpose: app::InputPurpose::Elevation(a), text } if a == "agent-scribe" && text == "2 300")
+        matches!(&s.mode, Mode::Input { purpose: app::InputPurpose::Elevation(a), text } if a == "agent-scribe" && text == "1 300"),
+        "{:?}",
+        s.mode
     );
-    assert!(press(&mut s, &["enter"]).is_empty());
+    assert!(press(&mut s, &["ctrl-u", "2", "space", "3", "0", "0", "enter"]).is_empty());
     assert_eq!(s.mode, Mode::Normal);
     assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("invalid_target")), "{:?}", s.flash);
     // agent-herald (score 0.55, ring 3) may be elevated to ring 2.
@@ -2385,7 +2402,10 @@ fn command_line_parses_and_completes() {
     assert_eq!(parse("grant until 2026-12-01T00:00:00Z"), Ok(Command::Grant("until 2026-12-01T00:00:00Z".into())));
     assert!(parse("grant forever").is_err());
     assert!(parse("sort size").is_err_and(|e| e.contains("age, risk, class, agent")));
-    assert!(parse("approve now").is_err());
+    // `:approve ID` names the packet (issue 32, item 10: it was rejected); one id only.
+    assert_eq!(parse("approve p-quote"), Ok(Command::Approve(Some("p-quote".into()))));
+    assert_eq!(parse("approve"), Ok(Command::Approve(None)));
+    assert!(parse("approve p-1 p-2").is_err());
     assert!(parse("frobnicate").is_err_and(|e| e.contains("unknown command :frobnicate")));
     assert!(parse("theme").is_err());
     let themes = vec!["default".to_owned(), "mono".to_owned()];
@@ -2400,6 +2420,10 @@ fn command_line_parses_and_completes() {
     assert_eq!(line, "a");
     assert_eq!(options, ["approve", "agents", "audit"]);
     assert_eq!(complete("zz", &themes), ("zz".to_owned(), vec![]));
+    // Every view completes, `:grants` too (issue 32, item 10).
+    let (line, options) = complete("gr", &themes);
+    assert_eq!((line.as_str(), options), ("grant", vec!["grant".to_owned(), "grants".to_owned()]));
+    assert_eq!(complete("grants", &themes).0, "grants");
 }
 
 // `:` runs the same actions as the keys: approve and refuse open the confirmation dialog (no
@@ -2672,4 +2696,149 @@ fn the_detail_shows_the_agents_record_the_posterior_and_the_contract_in_words() 
     let text = screen(&g, 160, 48);
     assert!(text.contains("can be undone") && text.contains("the project's shared state"), "{text}");
     assert!(!text.contains("\"reversibility\""), "words, not JSON: {text}");
+}
+
+// Issue 32, item 7: at 120 columns the detail goes below the list, which keeps its columns
+// whole: a long summary and class are not cut, the tabs keep their names, and the audit's
+// timestamps are whole (they showed `2026-11-2…`).
+#[test]
+fn one_hundred_and_twenty_columns_read_as_well_as_one_hundred() {
+    let mut s = every_view_state();
+    app::update(&mut s, Action::Resize { width: 120, height: 36 });
+    press(&mut s, &["1", "g"]);
+    let shown = screen(&s, 120, 36);
+    // Every ordinary row whole; the one with a 35-character agent and a 38-character class
+    // keeps a readable summary (it was cut to 10 characters).
+    for whole in [
+        "Merge 14 corrections",
+        "Copy the payroll notes",
+        "Append the meeting notes",
+        "email.send.external",
+        "Push the release branch with",
+        "2 Decided",
+        "4 Posteriors",
+        "8 Audit",
+    ] {
+        assert!(shown.contains(whole), "{whole:?} cut at 120x36:\n{shown}");
+    }
+    let mut s = audit_state();
+    for (w, h) in [(80, 24), (100, 30), (120, 36), (200, 50)] {
+        app::update(&mut s, Action::Resize { width: w, height: h });
+        let shown = screen(&s, w, h);
+        for (i, _) in shown.match_indices("2026-") {
+            let stamp: String = shown[i..].chars().take(19).collect();
+            assert!(!stamp.contains('…'), "{w}x{h}: a timestamp cut to {stamp}:\n{shown}");
+        }
+        if w >= 120 {
+            assert!(shown.contains("2026-11-21T08:30:00"), "{w}x{h}: no whole timestamp:\n{shown}");
+        }
+    }
+}
+
+// Issue 32, item 10: `?` lists the keys, the `:` commands and what each glyph means; `:approve
+// ID` opens the dialog on that packet; `/` has a history; each view's hints say what enter opens.
+#[test]
+fn help_commands_and_hints_explain_themselves() {
+    let mut s = state(false);
+    app::update(&mut s, Action::Resize { width: 200, height: 50 });
+    press(&mut s, &["?"]);
+    let help = screen(&s, 200, 50);
+    for entry in [
+        ":approve [ID]",
+        ":grant SCOPE",
+        ":sort KEY",
+        "Legend",
+        "● review",
+        "⊘ blocked",
+        "◆ human only",
+        "⏱",
+        "■",
+        "∉ chain",
+        "copy id",
+        "open in $PAGER",
+        "reverse the order",
+    ] {
+        assert!(help.contains(entry), "{entry:?} missing from help:\n{help}");
+    }
+    insta::assert_snapshot!("help_commands_legend_200x50", help);
+    press(&mut s, &["esc"]);
+    // `:approve ID`: that packet's dialog, whatever was under the cursor.
+    assert_eq!(s.selected_packet().map(|p| p.id.clone()).as_deref(), Some("p-quote"));
+    assert!(command(&mut s, "approve p-kickoff").is_empty());
+    let Mode::Confirm(c) = &s.mode else { panic!("{:?} {:?}", s.mode, s.flash) };
+    assert_eq!((c.packet.id.as_str(), c.verdict, c.focus), ("p-kickoff", Verdict::Approve, Button::Cancel));
+    press(&mut s, &["esc"]);
+    assert!(command(&mut s, "approve p-post").is_empty());
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("already decided")), "{:?}", s.flash);
+    assert!(command(&mut s, "approve p-nope").is_empty());
+    assert!(s.flash.as_ref().is_some_and(|f| f.error && f.text.contains("no pending packet p-nope")), "{:?}", s.flash);
+    assert_eq!(s.mode, Mode::Normal);
+    // `/` remembers: Up gives the last filter back, Down the line being typed.
+    press(&mut s, &["/"]);
+    type_text(&mut s, "quote");
+    press(&mut s, &["enter", "esc", "/"]);
+    assert!(s.filter.is_empty());
+    press(&mut s, &["up"]);
+    assert!(
+        matches!(&s.mode, Mode::Input { purpose: app::InputPurpose::Filter, text } if text == "quote"),
+        "{:?}",
+        s.mode
+    );
+    assert_eq!(s.len(Pane::Pending), 1, "the recalled filter applies as typed");
+    press(&mut s, &["down"]);
+    assert!(matches!(&s.mode, Mode::Input { text, .. } if text.is_empty()), "{:?}", s.mode);
+    press(&mut s, &["esc"]);
+    // Hints: enter opens a packet only where there is one.
+    let hint = |s: &State| screen(s, 160, 48).lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_owned();
+    for (view, opens) in [("1", "open packet"), ("2", "open decision"), ("3", "open file"), ("4", "open class")] {
+        press(&mut s, &[view]);
+        let line = hint(&s);
+        assert!(line.contains(opens), "view {view}: {line}");
+        if view != "1" {
+            assert!(!line.contains("open packet"), "view {view}: {line}");
+        }
+    }
+    let mut s = audit_state();
+    app::update(&mut s, Action::Resize { width: 160, height: 48 });
+    let line = hint(&s);
+    assert!(line.contains("open entry") && !line.contains("open packet"), "{line}");
+}
+
+// Issue 32, item 11: `y`/`Y` copy the packet's id and content hash whole (OSC 52, written by the
+// event loop), `p` hands the whole packet to `$PAGER`, `S` reverses the order and the sorted
+// column says so.
+#[test]
+fn copy_pager_and_reverse_sort() {
+    let mut s = state(false);
+    app::update(&mut s, Action::Resize { width: 160, height: 48 });
+    let p = s.selected_packet().expect("a packet");
+    assert_eq!(press(&mut s, &["y"]), vec![Effect::Copy(p.id.clone())]);
+    assert_eq!(press(&mut s, &["Y"]), vec![Effect::Copy(p.content_hash.clone())]);
+    assert!(
+        s.flash.as_ref().is_some_and(|f| f.text.contains(&p.content_hash)),
+        "the hash is said whole: {:?}",
+        s.flash
+    );
+    let fx = press(&mut s, &["p"]);
+    let [Effect::Pager(text)] = fx.as_slice() else { panic!("no pager: {fx:?}") };
+    for whole in [p.id.as_str(), p.content_hash.as_str(), "dana@northwind.example", "Attached is the quote."] {
+        assert!(text.contains(whole), "{whole:?} not in the pager's text:\n{text}");
+    }
+    // Nothing to copy or page in a view without a packet.
+    press(&mut s, &["4"]);
+    assert!(press(&mut s, &["p"]).is_empty());
+    assert!(s.flash.as_ref().is_some_and(|f| f.error), "{:?}", s.flash);
+    press(&mut s, &["1"]);
+    // Sorted by age, newest first: ▼ on AGE; `S` reverses (oldest first, ▲); `s` moves on to risk.
+    let ids = |s: &State| s.pending().iter().map(|e| e.packet.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&s), ["p-quote", "p-kickoff", "p-pay"]);
+    assert!(screen(&s, 160, 48).contains("AGE ▼"));
+    press(&mut s, &["S"]);
+    assert_eq!(ids(&s), ["p-pay", "p-kickoff", "p-quote"]);
+    assert!(s.flash.as_ref().is_some_and(|f| f.text.contains("oldest first")), "{:?}", s.flash);
+    assert!(screen(&s, 160, 48).contains("AGE ▲"));
+    press(&mut s, &["S", "s"]);
+    let shown = screen(&s, 160, 48);
+    assert!(shown.contains("RISK ▼") && !shown.contains("AGE ▼"), "{shown}");
+    assert_eq!(ids(&s)[0], "p-pay", "payment is the highest risk");
 }

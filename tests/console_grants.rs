@@ -192,7 +192,21 @@ fn x_revokes_the_selected_live_grant_with_a_reason_and_only_a_live_one() {
     for c in "done".chars() {
         app::update(&mut s, key(&c.to_string()));
     }
-    let fx = app::update(&mut s, key("enter"));
+    // The reason leads to a y/n dialog like every other signed control (issue 32, item 12: it
+    // signed on enter); n cancels, y signs.
+    assert!(app::update(&mut s, key("enter")).is_empty());
+    let Mode::RevokeConfirm(c) = &s.mode else { panic!("{:?}", s.mode) };
+    assert_eq!((c.grant_id.as_str(), c.reason.as_str(), c.focus), ("grant-pattern", "done", app::Button::Cancel));
+    let shown = screen(&s, 80, 24);
+    assert!(shown.contains("Confirm: revoke grant grant-pattern") && shown.contains("[ Cancel ]"), "{shown}");
+    insta::assert_snapshot!("grants_revoke_confirm_80x24", shown);
+    assert!(app::update(&mut s, key("n")).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(!s.signing);
+    for k in ["x", "d", "o", "n", "e", "enter"] {
+        assert!(app::update(&mut s, key(k)).is_empty(), "{k}");
+    }
+    let fx = app::update(&mut s, key("y"));
     assert_eq!(fx, vec![Effect::RevokeGrant { grant_id: "grant-pattern".into(), reason: "done".into() }]);
     assert!(s.signing);
     let fx = app::update(

@@ -66,7 +66,10 @@ per_store! {
         command_line_and_mouse_in_the_console,
         a_timed_out_packet_is_refused_as_a_system_decision_by_the_running_console,
     ],
-    directory_only: [the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind],
+    directory_only: [
+        the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind,
+        copy_to_the_clipboard_and_read_in_the_pager,
+    ],
 }
 
 /// Where a test's spool lives.
@@ -724,6 +727,65 @@ fn approve_100_packets_with_one_confirmation(store: Store) {
 fn click(tmux: &Tmux, column: usize, row: usize) {
     let (x, y) = (column + 1, row + 1);
     tmux.type_text(&format!("\x1b[<0;{x};{y}M\x1b[<0;{x};{y}m"));
+}
+
+// Issue 32, item 11, in the real terminal: `y` and `Y` put the packet's id and content hash on
+// the clipboard with OSC 52 (tmux, told to accept it, holds them in its paste buffer), and `p`
+// shows the whole packet in the real `less` (through `tee`, which keeps what it was given), then
+// `q` gives the console back, redrawn. Nothing is signed.
+fn copy_to_the_clipboard_and_read_in_the_pager(store: Store) {
+    let w = World::new(store);
+    let long = format!("line one\n{}\nTHE-END", "word ".repeat(400));
+    let payload = w.dir.path().join("payload.json");
+    std::fs::write(&payload, serde_json::json!({"to": "dana@example.com", "body": long}).to_string()).expect("payload");
+    let payload = payload.display().to_string();
+    let o = w.cli(&[
+        "propose",
+        "--class",
+        "email.send.external",
+        "--agent",
+        "agent-a",
+        "--summary",
+        "Quote",
+        "--id",
+        "c-1",
+        "--payload",
+        &payload,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let file = std::fs::read_dir(w.spool().join("packets")).expect("packets").flatten().next().expect("the packet");
+    let bytes = std::fs::read(file.path()).expect("read the packet");
+    let hash = warrant::protocol::packet::parse_packet(&bytes, "c-1").expect("a packet").content_hash;
+    let paged = w.dir.path().join("paged.txt");
+    let mut env = w.env();
+    env.push(("PAGER", format!("tee '{}' | less", paged.display())));
+    let tmux = Tmux::start("clipboard", &env, &["console"]);
+    tmux.accept_clipboard();
+    tmux.wait_for("the packet", |s| s.contains("chain ok") && s.contains("1 pending"));
+    tmux.send(&["y"]);
+    tmux.wait_for("the copy", |s| s.contains("copied id c-1"));
+    let wait_clipboard = |want: &str| {
+        let start = Instant::now();
+        while tmux.clipboard() != want {
+            assert!(start.elapsed() < Duration::from_secs(10), "clipboard {:?}, not {want:?}", tmux.clipboard());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_clipboard("c-1");
+    tmux.send(&["Y"]);
+    wait_clipboard(&hash);
+    tmux.send(&["p"]);
+    let (pager, _) = tmux.wait_for("less", |s| s.contains("packet c-1") && !s.contains("chain ok"));
+    assert!(pager.contains(&hash), "{pager}");
+    tmux.send(&["q"]);
+    tmux.wait_for("the console again", |s| s.contains("chain ok") && s.contains("1 pending"));
+    let text = std::fs::read_to_string(&paged).expect("the pager's input");
+    for whole in ["packet c-1", hash.as_str(), "dana@example.com", "THE-END"] {
+        assert!(text.contains(whole), "{whole:?} not in what the pager got:\n{text}");
+    }
+    assert!(text.contains(&"word ".repeat(400).trim_end().replace('\n', "")), "the long body whole");
+    assert!(w.chain().is_empty(), "copying and paging signed nothing");
+    tmux.send(&["q"]);
 }
 
 // `:audit` runs from the command line of the real console and shows the chain's

@@ -66,6 +66,26 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Lets the program set tmux's paste buffer with OSC 52 (`set-clipboard on`; tmux's default,
+    /// `external`, only passes it on to the terminal outside).
+    pub fn accept_clipboard(&self) {
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "set-option", "-s", "set-clipboard", "on"])
+            .status()
+            .expect("set-option");
+        assert!(status.success());
+    }
+
+    /// tmux's newest paste buffer: what the program copied with OSC 52 (empty when nothing).
+    pub fn clipboard(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "show-buffer"])
+            .stderr(Stdio::null())
+            .output()
+            .expect("show-buffer");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// The pane's title, as the program set it (OSC 0/2).
     pub fn title(&self) -> String {
         let out = Command::new("tmux")

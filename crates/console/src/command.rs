@@ -8,8 +8,9 @@ use super::filter::SortKey;
 /// A command typed after `:`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// `:approve`: the approval dialog for the packet under the cursor (as `a`).
-    Approve,
+    /// `:approve [ID]`: the approval dialog for the packet under the cursor (as `a`), or for the
+    /// pending packet `ID` (selected first).
+    Approve(Option<String>),
     /// `:refuse [REASON]`: with a reason, the refusal dialog at once; without, the reason line
     /// (as `r`).
     Refuse(Option<String>),
@@ -41,8 +42,8 @@ pub const VIEWS: [(&str, Pane); 8] = [
     ("audit", Pane::Audit),
 ];
 
-/// Every command name, for completion (`q` is `quit`'s short form).
-pub const NAMES: [&str; 16] = [
+/// Every command name, for completion (`q` is `quit`'s short form), every view's included.
+pub const NAMES: [&str; 17] = [
     "approve",
     "refuse",
     "filter",
@@ -58,7 +59,21 @@ pub const NAMES: [&str; 16] = [
     "posteriors",
     "matrices",
     "agents",
+    "grants",
     "audit",
+];
+
+/// The commands as `?` lists them: how each is typed, and what it does (with the usage, at most
+/// 36 characters: one help column).
+pub const HELP: [(&str, &str); 8] = [
+    (":approve [ID]", "approve (this or ID)"),
+    (":refuse [WHY]", "refuse, with reason"),
+    (":grant SCOPE", "approve with a grant"),
+    (":filter [TEXT]", "filter (alone: clear)"),
+    (":sort KEY", "age risk class agent"),
+    (":theme NAME", "default, mono, file"),
+    (":pending…:audit", "switch view"),
+    (":help  :q", "help, quit"),
 ];
 
 /// The sort keys `:sort` takes.
@@ -88,7 +103,8 @@ pub fn parse(line: &str) -> Result<Command, String> {
     let no_args = |c: Command| if rest.is_empty() { Ok(c) } else { Err(format!(":{shown} takes no argument")) };
     match name {
         "" => Err("empty command (:help lists them)".into()),
-        "approve" => no_args(Command::Approve),
+        "approve" if rest.contains(char::is_whitespace) => Err(":approve takes one packet id".into()),
+        "approve" => Ok(Command::Approve((!rest.is_empty()).then(|| rest.to_owned()))),
         "refuse" => Ok(Command::Refuse((!rest.is_empty()).then(|| rest.to_owned()))),
         "filter" => Ok(Command::Filter(rest.to_owned())),
         "sort" => sort_key(rest).map(Command::Sort).ok_or_else(|| {

@@ -176,7 +176,58 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>, area: Rect) {
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), detail_area);
 }
 
-/// The reason line for revoking `grant`.
+/// The dialog previewing the revocation of a grant before it is signed: the grant, what it
+/// covers, the reason, the principal's key, and Cancel (focused first) / Sign.
+pub fn render_revoke_confirm(
+    state: &State,
+    theme: &Theme,
+    frame: &mut Frame<'_>,
+    area: Rect,
+    c: &crate::app::RevokeConfirm,
+) {
+    let words = state.grants.get(&c.grant_id).map_or_else(String::new, |g| g.describe());
+    let button = |label: &str, b: crate::app::Button| {
+        let style = if c.focus == b { theme.get("button_focus") } else { theme.get("button") };
+        Span::styled(format!("[ {label} ]"), style)
+    };
+    let kv = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<10} "), theme.get("muted")), Span::raw(v)]);
+    let lines = vec![
+        Line::from(Span::styled("Sign the revocation of this grant?", theme.get("refuse"))),
+        Line::from(""),
+        kv("grant", inert(&c.grant_id, 80)),
+        kv("covers", inert(&words, 400)),
+        kv("reason", inert(&c.reason, 500)),
+        kv("principal", inert(state.principal.as_deref().unwrap_or(""), 40)),
+        kv("key", state.fingerprint.clone().unwrap_or_default()),
+        Line::from(""),
+        Line::from(Span::styled(
+            "  calls it covered wait for you again from the moment it is signed",
+            theme.get("refuse"),
+        )),
+        Line::from(""),
+        Line::from(vec![
+            button("Cancel", crate::app::Button::Cancel),
+            Span::raw("   "),
+            button("Sign revocation", crate::app::Button::Sign),
+        ])
+        .alignment(ratatui::layout::Alignment::Center),
+        Line::from(Span::styled("y sign · n/esc cancel · tab move · enter press", theme.get("muted")))
+            .alignment(ratatui::layout::Alignment::Center),
+    ];
+    let para = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let w = area.width.saturating_sub(4).min(96);
+    let height = u16::try_from(para.line_count(w.saturating_sub(2)) + 2).unwrap_or(u16::MAX).min(area.height);
+    let r =
+        Rect { x: area.x + (area.width - w) / 2, y: area.y + area.height.saturating_sub(height) / 2, width: w, height };
+    crate::ui::clear_around(frame, r, area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.get("refuse"))
+        .title(format!(" Confirm: revoke grant {} ", inert(&c.grant_id, 40)));
+    frame.render_widget(para.block(block), r);
+}
+
+/// The line where the principal says why a grant is revoked (enter goes on to the y/n dialog).
 pub fn render_revoke_reason(
     state: &State,
     theme: &Theme,
@@ -190,11 +241,11 @@ pub fn render_revoke_reason(
     let w = area.width.saturating_sub(4).min(100);
     let r =
         Rect { x: area.x + (area.width - w) / 2, y: area.y + area.height / 3, width: w, height: 6.min(area.height) };
-    frame.render_widget(ratatui::widgets::Clear, r);
+    crate::ui::clear_around(frame, r, area);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.get("border_focus"))
-        .title(" Revoke a grant: why? (enter signs, esc cancels) ");
+        .title(" Revoke a grant: why? (enter continues, esc cancels) ");
     let lines = vec![
         Line::from(Span::raw(inert(&words, 400))),
         Line::from(vec![Span::styled("reason: ", theme.get("muted")), Span::raw(inert(text, 500)), Span::raw("▏")]),

@@ -80,6 +80,9 @@ impl Drop for TerminalGuard {
     }
 }
 
+/// Whether the console captures the mouse (`[console] mouse`), to take it again after a pager.
+static MOUSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn restore_terminal() {
     let _ = terminal::disable_raw_mode();
     let _ = execute!(
@@ -155,7 +158,9 @@ pub fn run(opts: Options) -> Result<()> {
     let _guard = TerminalGuard;
     execute!(std::io::stdout(), terminal::EnterAlternateScreen, ratatui::crossterm::event::EnableBracketedPaste)?;
     if opts.mouse {
-        // Disabled again by `restore_terminal` on every exit path (guard, panic hook, quit).
+        // Disabled again by `restore_terminal` on every exit path (guard, panic hook, quit),
+        // and while a pager has the terminal.
+        MOUSE.store(true, std::sync::atomic::Ordering::Relaxed);
         execute!(std::io::stdout(), ratatui::crossterm::event::EnableMouseCapture)?;
     }
     execute!(std::io::stdout(), terminal::SetTitle(format!("warrant — {}", opts.spool.root().display())))?;
@@ -381,7 +386,14 @@ impl Runner {
                     let _ = execute!(std::io::stdout(), terminal::SetTitle(notify::title(pending)));
                 }
             }
-            Effect::Quit => {}
+            Effect::Copy(text) => {
+                let _ = execute!(
+                    std::io::stdout(),
+                    ratatui::crossterm::clipboard::CopyToClipboard::to_clipboard_from(text)
+                );
+            }
+            // Handled by the event loop, which owns the terminal.
+            Effect::Pager(_) | Effect::Quit => {}
         }
     }
 
@@ -909,6 +921,46 @@ fn start_runner(
     (_watcher, runner)
 }
 
+/// Shows `text` in `$PAGER` (`less` when unset or empty), run by `sh -c` as git and man run it,
+/// with the text on its standard input: the terminal is given back (raw mode off, the main
+/// screen) until the pager exits, then taken again and redrawn whole.
+///
+/// # Errors
+/// The pager cannot be started, or the terminal cannot be given back or taken again.
+fn page<B: ratatui::backend::Backend>(terminal: &mut ratatui::Terminal<B>, text: &str) -> Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
+    use std::io::Write as _;
+    let pager = std::env::var("PAGER").ok().filter(|p| !p.trim().is_empty()).unwrap_or_else(|| "less".into());
+    restore_terminal();
+    let shown = (|| -> Result<()> {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &pager])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .wrap_err_with(|| format!("starting {pager:?}"))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // A pager that quits early closes its end: not an error.
+            let _ = stdin.write_all(text.as_bytes());
+        }
+        child.wait().wrap_err_with(|| format!("waiting for {pager:?}"))?;
+        Ok(())
+    })();
+    terminal::enable_raw_mode().wrap_err("enabling raw mode again")?;
+    execute!(std::io::stdout(), terminal::EnterAlternateScreen, ratatui::crossterm::event::EnableBracketedPaste)?;
+    if MOUSE.load(std::sync::atomic::Ordering::Relaxed) {
+        execute!(std::io::stdout(), ratatui::crossterm::event::EnableMouseCapture)?;
+    }
+    // The alternate screen blank, and both of ratatui's buffers with it, so the next frame is
+    // drawn whole. (`Terminal::clear` would read the cursor's position, which times out while
+    // the event stream is being started again.)
+    execute!(std::io::stdout(), terminal::Clear(terminal::ClearType::All))?;
+    terminal.swap_buffers();
+    terminal.swap_buffers();
+    shown
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn event_loop<B: ratatui::backend::Backend>(
     terminal: &mut ratatui::Terminal<B>,
@@ -1023,6 +1075,15 @@ where
                 }
                 if let Effect::Theme(name) = &effect {
                     switch_theme(&mut theme, name, &tx);
+                    dirty = true;
+                }
+                if let Effect::Pager(text) = &effect {
+                    // The event stream stops reading the terminal while the pager has it.
+                    drop(events);
+                    if let Err(e) = page(terminal, text) {
+                        app::update(&mut state, Action::Error(format!("pager: {e}")));
+                    }
+                    events = EventStream::new();
                     dirty = true;
                 }
                 runner.run(effect);

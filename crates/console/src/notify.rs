@@ -174,7 +174,7 @@ pub(super) fn timeout_effects(state: &mut State) -> Vec<Effect> {
         || state.can_sign().is_err()
         || state.snapshot_generation() == 0
         || state.assessment_due()
-        || matches!(state.mode, Mode::Confirm(_) | Mode::ControlConfirm(_))
+        || matches!(state.mode, Mode::Confirm(_) | Mode::ControlConfirm(_) | Mode::RevokeConfirm(_))
     {
         return vec![];
     }

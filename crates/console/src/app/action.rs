@@ -247,6 +247,13 @@ pub enum Effect {
     /// Switch to this theme (`:theme`): a built-in or `<config>/themes/NAME.toml`; the runner
     /// reports a theme it cannot load as an error.
     Theme(String),
+    /// Put `text` on the terminal's clipboard with OSC 52 (`y`, `Y`), which terminals and tmux
+    /// pass to the system clipboard, over ssh too.
+    Copy(String),
+    /// Show `text` in `$PAGER` (`less` when unset), read-only: the pager reads it on its
+    /// standard input, there is no file to edit; the console gives the terminal back to it and
+    /// takes it again when it exits (`p`).
+    Pager(String),
     /// Leave.
     Quit,
 }

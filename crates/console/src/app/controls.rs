@@ -83,7 +83,17 @@ pub(super) fn start_agent_control(state: &mut State, kind: ControlKind) -> Vec<E
         return vec![];
     }
     state.mode = if kind == ControlKind::Elevate {
-        Mode::Input { purpose: InputPurpose::Elevation(agent), text: "2 300".into() }
+        // The prompt starts on the next ring up from the one the agent has (never on a ring it
+        // already has, which would elevate nothing); ring 1 is as high as an elevation goes.
+        let ring = state.assessment().monitor.agents.get(&agent).map_or(3, |a| a.ring.value());
+        let Some(next) = ring.checked_sub(1).filter(|r| *r >= 1) else {
+            state.flash = Some(Flash {
+                text: format!("{agent} is in ring {ring}: no elevation goes higher than ring 1"),
+                error: true,
+            });
+            return vec![];
+        };
+        Mode::Input { purpose: InputPurpose::Elevation(agent), text: format!("{next} 300") }
     } else {
         Mode::Input { purpose: InputPurpose::ControlReason(input), text: String::new() }
     };
@@ -121,4 +131,16 @@ pub(super) fn start_revoke(state: &mut State) -> Vec<Effect> {
     }
     state.mode = Mode::Input { purpose: InputPurpose::RevokeReason(row.grant.grant_id.clone()), text: String::new() };
     vec![]
+}
+
+/// The revocation dialog answered: signed on `true` (y, or enter on Sign), else cancelled.
+pub(super) fn sign_revocation(state: &mut State, grant_id: String, reason: String) -> Vec<Effect> {
+    state.mode = Mode::Normal;
+    if let Err(e) = state.can_sign() {
+        state.flash = Some(Flash { text: e, error: true });
+        return vec![];
+    }
+    state.signing = true;
+    state.flash = Some(Flash { text: format!("signing the revocation of {grant_id}…"), error: false });
+    vec![Effect::RevokeGrant { grant_id, reason }]
 }

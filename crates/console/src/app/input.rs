@@ -60,7 +60,27 @@ fn run_command(state: &mut State, line: &str) -> Vec<Effect> {
     };
     let before = (state.pane, state.selection(state.pane));
     let fx = match command {
-        Command::Approve => on_normal_command(state, "approve"),
+        Command::Approve(None) => on_normal_command(state, "approve"),
+        Command::Approve(Some(id)) => {
+            // The packet is selected first, so the dialog is the one `a` opens on it.
+            let shown = warrant_protocol::text::inert(&id, 80);
+            if let Some(i) = state.pending().iter().position(|e| e.packet.id == id) {
+                state.pane = super::Pane::Pending;
+                state.zoomed = false;
+                state.selected[super::Pane::Pending as usize] = i;
+                on_normal_command(state, "approve")
+            } else {
+                let text = if state.decisions.contains_key(&id) {
+                    format!("{shown} is already decided (2 lists the decisions)")
+                } else if !state.filter.is_empty() && state.snapshot.packets.iter().any(|e| e.packet.id == id) {
+                    format!("{shown} is hidden by the filter (esc clears it)")
+                } else {
+                    format!("no pending packet {shown}")
+                };
+                state.flash = Some(Flash { text, error: true });
+                vec![]
+            }
+        }
         Command::Refuse(reason) => {
             let fx = on_normal_command(state, "refuse");
             // With a reason, straight to the same dialog `r` and a typed reason open.
@@ -77,7 +97,10 @@ fn run_command(state: &mut State, line: &str) -> Vec<Effect> {
         Command::Sort(key) => {
             state.sort = key;
             state.refresh();
-            state.flash = Some(Flash { text: format!("pending sorted by {}", sort_words(key)), error: false });
+            state.flash = Some(Flash {
+                text: format!("pending sorted by {}", sort_words(key, state.sort_reverse)),
+                error: false,
+            });
             vec![]
         }
         Command::Theme(name) => {
@@ -105,6 +128,7 @@ pub(super) fn submit(state: &mut State, purpose: InputPurpose, text: String) -> 
     match purpose {
         InputPurpose::Command => return run_command(state, &text),
         InputPurpose::Filter => {
+            state.filter_history.push(&text);
             state.filter = text;
             state.refresh();
         }
@@ -142,12 +166,8 @@ pub(super) fn submit(state: &mut State, purpose: InputPurpose, text: String) -> 
                 state.mode = Mode::Input { purpose: InputPurpose::RevokeReason(grant_id), text };
                 return vec![];
             }
-            if let Err(e) = state.can_sign() {
-                state.flash = Some(Flash { text: e, error: true });
-                return vec![];
-            }
-            state.signing = true;
-            return vec![Effect::RevokeGrant { grant_id, reason }];
+            // Asked y/n, as every other signed control is.
+            state.mode = Mode::RevokeConfirm(super::RevokeConfirm { grant_id, reason, focus: Button::Cancel });
         }
         InputPurpose::TypedConfirm(input) => {
             if text.trim() == input.subject {

@@ -79,6 +79,14 @@ pub(super) fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
                 }
             }
         }
+        Mode::RevokeConfirm(mut c) => match dialog_key(state, &key, &mut c.focus) {
+            Some(true) => super::controls::sign_revocation(state, c.grant_id, c.reason),
+            Some(false) => cancelled(state),
+            None => {
+                state.mode = Mode::RevokeConfirm(c);
+                vec![]
+            }
+        },
         Mode::ControlConfirm(mut c) => match dialog_key(state, &key, &mut c.focus) {
             Some(true) => sign_control(state, c.input),
             Some(false) => cancelled(state),
@@ -92,6 +100,23 @@ pub(super) fn on_key(state: &mut State, key: Key) -> Vec<Effect> {
                 && let Some(fx) = command_key(state, &key, &mut text)
             {
                 return fx;
+            }
+            // The filter line has its own history, walked with Up/Down as the `:` line's.
+            if purpose == InputPurpose::Filter
+                && key.mods.is_empty()
+                && let Some(line) = match key.code {
+                    ratatui::crossterm::event::KeyCode::Up => Some(state.filter_history.older(&text)),
+                    ratatui::crossterm::event::KeyCode::Down => Some(state.filter_history.newer()),
+                    _ => None,
+                }
+            {
+                if let Some(line) = line {
+                    text = line;
+                    state.filter.clone_from(&text);
+                    state.refresh();
+                }
+                state.mode = Mode::Input { purpose, text };
+                return vec![];
             }
             match state.keymap.command("input", &key) {
                 Some("submit") => {
@@ -238,15 +263,26 @@ pub(super) fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         "filter" => {
             state.mode = Mode::Input { purpose: InputPurpose::Filter, text: state.filter.clone() };
         }
-        "sort" | "mark" | "mark_all" | "unmark_all" if state.pane != Pane::Pending => {
-            let what = if cmd == "sort" { "sorting orders" } else { "selecting marks packets of" };
+        "sort" | "sort_reverse" | "mark" | "mark_all" | "unmark_all" if state.pane != Pane::Pending => {
+            let what = if cmd.starts_with("sort") { "sorting orders" } else { "selecting marks packets of" };
             state.flash = Some(Flash { text: format!("{what} the pending list (press 1)"), error: true });
         }
         "sort" => {
             // The packet under the cursor stays under it: `refresh` keeps the selection by id.
             state.sort = state.sort.next();
             state.refresh();
-            state.flash = Some(Flash { text: format!("pending sorted by {}", sort_words(state.sort)), error: false });
+            state.flash = Some(Flash {
+                text: format!("pending sorted by {}", sort_words(state.sort, state.sort_reverse)),
+                error: false,
+            });
+        }
+        "sort_reverse" => {
+            state.sort_reverse = !state.sort_reverse;
+            state.refresh();
+            state.flash = Some(Flash {
+                text: format!("pending sorted by {}", sort_words(state.sort, state.sort_reverse)),
+                error: false,
+            });
         }
         "mark" => {
             if let Some(id) = state.selected_packet().map(|p| p.id.clone()) {
@@ -280,6 +316,8 @@ pub(super) fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
             }
             return vec![Effect::VerifyChain { force: true }];
         }
+        "copy_id" | "copy_hash" => return copy_selected(state, cmd == "copy_hash"),
+        "pager" => return page_selected(state),
         "help" => state.mode = Mode::Help,
         "log" => state.mode = Mode::Log,
         "quit" => {
@@ -289,6 +327,54 @@ pub(super) fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         _ => {}
     }
     vec![]
+}
+
+/// `y` / `Y`: the selected packet's id or content hash (or the audit entry's packet id or
+/// entry_hash) to the clipboard, whole.
+fn copy_selected(state: &mut State, hash: bool) -> Vec<Effect> {
+    let what = if hash { "hash" } else { "id" };
+    let text = match (state.pane, state.selected_packet()) {
+        (_, Some(p)) => Some(if hash { p.content_hash.clone() } else { p.id.clone() }),
+        (Pane::Audit, None) => state.selected_audit().and_then(|e| {
+            if hash { e.entry_hash.clone() } else { e.packet_id.clone().or_else(|| e.receipt_id.clone()) }
+        }),
+        _ => None,
+    };
+    let Some(text) = text else {
+        state.flash = Some(Flash { text: format!("nothing selected here has an {what} to copy"), error: true });
+        return vec![];
+    };
+    state.flash = Some(Flash {
+        text: format!("copied {what} {} to the clipboard (OSC 52)", warrant_protocol::text::inert(&text, 80)),
+        error: false,
+    });
+    vec![Effect::Copy(text)]
+}
+
+/// `p`: the selected packet whole (every field, as published, pretty-printed) in `$PAGER`.
+fn page_selected(state: &mut State) -> Vec<Effect> {
+    let Some(p) = state.selected_packet() else {
+        state.flash = Some(Flash { text: "p opens a packet: select one in Pending or Decided".into(), error: true });
+        return vec![];
+    };
+    vec![Effect::Pager(packet_text(&p))]
+}
+
+/// A packet as the pager shows it: its id, content hash and file's fields, pretty-printed, each
+/// line made inert (escapes and bidi overrides shown as placeholders, as on the screen).
+pub(crate) fn packet_text(p: &warrant_protocol::packet::Packet) -> String {
+    let body = if p.raw.is_null() {
+        "(the packet's body was not loaded)".to_owned()
+    } else {
+        serde_json::to_string_pretty(&p.raw).unwrap_or_default()
+    };
+    let shown = |s: &str| warrant_protocol::text::inert(s, usize::MAX);
+    let mut out = format!("packet {}\ncontent_hash {}\n\n", shown(&p.id), shown(&p.content_hash));
+    for line in body.lines() {
+        out.push_str(&shown(line));
+        out.push('\n');
+    }
+    out
 }
 
 /// A mouse event in the normal mode: a click on a view's tab switches to it, a click on a row

@@ -133,6 +133,9 @@ impl State {
             SortKey::Class => pending.sort_by(|a, b| a.packet.action_class.cmp(&b.packet.action_class)),
             SortKey::Agent => pending.sort_by(|a, b| a.packet.agent.cmp(&b.packet.agent)),
         }
+        if self.sort_reverse {
+            pending.reverse();
+        }
         // Expired packets (which can only be refused) apart, after the live ones, each group in
         // the chosen order.
         let now = self.now;

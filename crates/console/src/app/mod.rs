@@ -32,7 +32,7 @@ mod update;
 pub use action::{Action, BatchSign, ControlSummary, Effect, MouseInput, MouseKind, SignedSummary};
 pub use assess::{ASSESS_EVERY, AssessJob, Assessed};
 pub(crate) use lists::contains_folded;
-pub use mode::{Button, Confirm, ControlConfirm, InputPurpose, Mode, Pane};
+pub use mode::{Button, Confirm, ControlConfirm, InputPurpose, Mode, Pane, RevokeConfirm};
 pub use state::{
     AgentClassRecord, ChainState, ClassPosterior, DecidedRow, Flash, LOG_LEN, LogEntry, NotebookRow, SETTLE_SECONDS,
     State,

@@ -188,7 +188,18 @@ pub enum InputPurpose {
     Command,
 }
 
-/// The modal state.
+/// The revocation of a grant, previewed before it is signed (`x`, a reason, then y/n).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevokeConfirm {
+    /// The grant.
+    pub grant_id: String,
+    /// Why, as typed.
+    pub reason: String,
+    /// The focused button (Cancel at first).
+    pub focus: Button,
+}
+
+/// The mode: what the keys drive.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     /// Lists and detail.
@@ -204,6 +215,8 @@ pub enum Mode {
     Confirm(Confirm),
     /// The sign/cancel dialog for a control.
     ControlConfirm(ControlConfirm),
+    /// The sign/cancel dialog for revoking a grant.
+    RevokeConfirm(RevokeConfirm),
     /// The help overlay.
     Help,
     /// The broken-chain alert, which must be acknowledged.

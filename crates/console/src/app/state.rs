@@ -147,6 +147,10 @@ pub struct State {
     pub filter_error: Option<String>,
     /// The pending list's order.
     pub sort: SortKey,
+    /// The pending list's order reversed (`S`): oldest first, lowest risk first, Z to A.
+    pub sort_reverse: bool,
+    /// The `/` filter line's history (Up/Down walk it, as the `:` line's).
+    pub filter_history: crate::command::History,
     /// Pending packets selected for batch triage, by id (kept across filters and sorts; a packet
     /// decided or gone leaves it).
     pub marked: BTreeSet<String>,
@@ -313,6 +317,8 @@ impl State {
             filter: String::new(),
             filter_error: None,
             sort: SortKey::Age,
+            sort_reverse: false,
+            filter_history: crate::command::History::default(),
             marked: BTreeSet::new(),
             mode: Mode::Normal,
             flash: None,

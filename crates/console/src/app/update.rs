@@ -418,14 +418,18 @@ pub fn short_hash(h: &str) -> String {
     format!("{}…", &body[..body.len().min(12)])
 }
 
-/// How the pending list is ordered, in words.
+/// How the pending list is ordered, in words: by `key`, `reverse`d or not.
 #[must_use]
-pub fn sort_words(key: SortKey) -> &'static str {
-    match key {
-        SortKey::Age => "age, newest first",
-        SortKey::Risk => "risk, highest first",
-        SortKey::Class => "action class",
-        SortKey::Agent => "agent",
+pub fn sort_words(key: SortKey, reverse: bool) -> &'static str {
+    match (key, reverse) {
+        (SortKey::Age, false) => "age, newest first",
+        (SortKey::Age, true) => "age, oldest first",
+        (SortKey::Risk, false) => "risk, highest first",
+        (SortKey::Risk, true) => "risk, lowest first",
+        (SortKey::Class, false) => "action class, A to Z",
+        (SortKey::Class, true) => "action class, Z to A",
+        (SortKey::Agent, false) => "agent, A to Z",
+        (SortKey::Agent, true) => "agent, Z to A",
     }
 }
 

@@ -164,7 +164,9 @@ pub(super) fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, 
     let km = &state.keymap;
     let (mode, commands): (&str, &[&str]) = match &state.mode {
         Mode::Input { .. } => ("input", &["submit", "cancel"]),
-        Mode::Confirm(_) | Mode::ControlConfirm(_) => ("confirm", &["confirm", "cancel", "toggle"]),
+        Mode::Confirm(_) | Mode::ControlConfirm(_) | Mode::RevokeConfirm(_) => {
+            ("confirm", &["confirm", "cancel", "toggle"])
+        }
         Mode::Help => ("help", &["close"]),
         Mode::ChainAlert | Mode::Log => ("help", &[]),
         Mode::Normal if state.read_only => ("normal", &["down", "up", "open", "next_pane", "filter", "help", "quit"]),
@@ -177,10 +179,36 @@ pub(super) fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, 
         Mode::Normal if state.pane == Pane::Grants => {
             ("normal", &["down", "up", "revoke", "next_pane", "help", "quit"])
         }
-        Mode::Normal if state.pane == Pane::Pending => {
-            ("normal", &["down", "up", "open", "approve", "refuse", "next_pane", "filter", "help", "quit"])
+        Mode::Normal if state.pane == Pane::Pending => (
+            "normal",
+            &[
+                "down",
+                "up",
+                "open",
+                "approve",
+                "refuse",
+                "next_pane",
+                "filter",
+                "sort",
+                "copy_id",
+                "pager",
+                "help",
+                "quit",
+            ],
+        ),
+        Mode::Normal if state.pane == Pane::Decided => {
+            ("normal", &["down", "up", "open", "next_pane", "filter", "copy_id", "pager", "help", "quit"])
         }
         Mode::Normal => ("normal", &["down", "up", "open", "next_pane", "filter", "log", "help", "quit"]),
+    };
+    // What enter opens depends on the view (the keymap's own words are kept when changed).
+    let opens = match state.pane {
+        Pane::Pending => "open packet",
+        Pane::Decided => "open decision",
+        Pane::Invalid => "open file",
+        Pane::Posteriors => "open class",
+        Pane::Audit => "open entry",
+        Pane::Matrices | Pane::Agents | Pane::Grants => "open",
     };
     let mut spans = Vec::new();
     if state.zoomed && state.mode == Mode::Normal {
@@ -213,6 +241,7 @@ pub(super) fn render_hints(state: &State, theme: &Theme, frame: &mut Frame<'_>, 
     let hint = |c: &str| {
         let key = km.first_key(mode, c)?;
         let desc = km.bindings(mode).iter().find(|b| b.command == c).map_or("", |b| b.desc.as_str());
+        let desc = if c == "open" && desc == "open packet" { opens } else { desc };
         Some([
             Span::styled(format!(" {key}"), theme.get("key_hint")),
             Span::styled(format!(" {desc} "), theme.get("muted")),

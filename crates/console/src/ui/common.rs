@@ -180,6 +180,18 @@ pub(super) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
 }
 
+/// Clears `rect` and one cell around it (within `area`) before a dialog or overlay is drawn
+/// there, so no lone character of the view below shows beside its border (at 120 columns the
+/// confirmation dialog left one column of the detail, a stray "s", on its right).
+pub fn clear_around(frame: &mut ratatui::Frame<'_>, rect: Rect, area: Rect) {
+    let x = rect.x.saturating_sub(1).max(area.x);
+    let y = rect.y.saturating_sub(1).max(area.y);
+    let right = rect.right().saturating_add(1).min(area.right());
+    let bottom = rect.bottom().saturating_add(1).min(area.bottom());
+    let margin = Rect { x, y, width: right.saturating_sub(x), height: bottom.saturating_sub(y) };
+    frame.render_widget(ratatui::widgets::Clear, margin);
+}
+
 /// `word` for `n` of them: "1 line", "2 lines".
 #[must_use]
 pub fn plural(n: usize, word: &str) -> String {

@@ -505,18 +505,20 @@ fn record_lines(state: &State, theme: &Theme, p: &Packet) -> Vec<Line<'static>> 
         }
         None => "no decision yet for this agent and class".to_owned(),
     };
-    lines.push(kv(theme, "record", record));
+    // The agent's history with this class ("record" means a chain record only).
+    lines.push(kv(theme, "history", record));
     if let Some(c) = state.posterior_of(&p.action_class) {
         lines.push(kv(
             theme,
             "posterior",
             format!(
-                "mean {:.2} · 95% interval {:.2}–{:.2} · {} ({} samples)",
+                "mean {:.2} · 95% interval {:.2}–{:.2} · {} ({} {})",
                 c.mean,
                 c.ci_low,
                 c.ci_high,
                 c.tier.as_str(),
-                c.samples
+                c.samples,
+                super::common::plural(usize::try_from(c.samples).unwrap_or(usize::MAX), "sample")
             ),
         ));
     }

@@ -8,7 +8,7 @@ use crate::theme::Theme;
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use warrant_protocol::control::{ControlInput, ControlKind};
 use warrant_protocol::decision::Verdict;
 use warrant_protocol::packet::Packet;
@@ -28,7 +28,7 @@ pub(super) fn render_confirm(state: &State, theme: &Theme, frame: &mut Frame<'_>
         .take(visible)
         .map(|r| Line::from(r.0.iter().map(|(t, role)| Span::styled(t.clone(), theme.get(role))).collect::<Vec<_>>()))
         .collect();
-    frame.render_widget(Clear, g.rect);
+    super::common::clear_around(frame, g.rect, area);
     let title = if c.zoomed {
         format!(" Confirm: {} (z: unzoom) ", c.verdict.as_str())
     } else {
@@ -167,7 +167,7 @@ fn render_refusal_reason(
         Line::from(Span::styled(hint, theme.get("muted"))),
     ]);
     let rect = centered(area, 80, lines.len() as u16 + 2);
-    frame.render_widget(Clear, rect);
+    super::common::clear_around(frame, rect, area);
     frame.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
@@ -301,7 +301,7 @@ pub(super) fn render_control_confirm(
     let para = Paragraph::new(lines).wrap(Wrap { trim: false });
     let height = para.line_count(96.min(area.width).saturating_sub(2));
     let rect = centered(area, 96, u16::try_from(height + 2).unwrap_or(u16::MAX));
-    frame.render_widget(Clear, rect);
+    super::common::clear_around(frame, rect, area);
     frame.render_widget(
         para.block(
             Block::default()
@@ -334,7 +334,7 @@ pub(super) fn render_control_reason(
         Line::from(Span::styled("enter continue · esc cancel", theme.get("muted"))),
     ];
     let rect = centered(area, 80, lines.len() as u16 + 2);
-    frame.render_widget(Clear, rect);
+    super::common::clear_around(frame, rect, area);
     frame.render_widget(
         Paragraph::new(lines).wrap(Wrap { trim: false }).block(
             Block::default()
@@ -369,7 +369,7 @@ pub(super) fn render_elevation_input(
         Line::from(Span::styled("enter continue · esc cancel", theme.get("muted"))),
     ];
     let rect = centered(area, 80, lines.len() as u16 + 2);
-    frame.render_widget(Clear, rect);
+    super::common::clear_around(frame, rect, area);
     frame.render_widget(
         Paragraph::new(lines).wrap(Wrap { trim: false }).block(
             Block::default().borders(Borders::ALL).border_style(theme.get("warn")).title(" Elevate: ring and TTL "),

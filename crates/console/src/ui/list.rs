@@ -19,7 +19,7 @@ use warrant_protocol::text::inert;
 /// cells then end in `…`), and when it goes if even that does not fit (higher goes first; 0
 /// never goes). A column whose cells are `fixed` keeps its width or goes.
 struct Column {
-    header: &'static str,
+    header: String,
     cells: Vec<Line<'static>>,
     min: usize,
     drop: u8,
@@ -27,8 +27,8 @@ struct Column {
 }
 
 impl Column {
-    fn new(header: &'static str, cells: Vec<Line<'static>>, min: usize, drop: u8) -> Self {
-        Self { header, cells, min, drop, fixed: false }
+    fn new(header: &str, cells: Vec<Line<'static>>, min: usize, drop: u8) -> Self {
+        Self { header: header.to_owned(), cells, min, drop, fixed: false }
     }
 
     fn natural(&self) -> usize {
@@ -36,12 +36,15 @@ impl Column {
     }
 }
 
+/// A fitted table: its headers, its columns' constraints and its rows.
+type Table3 = (Vec<String>, Vec<Constraint>, Vec<Row<'static>>);
+
 /// Widths for `columns` in `avail` cells (one cell between columns): each as wide as its widest
 /// cell; when that does not fit, decorative columns (`drop` 4 and up) go first, then the widest
 /// shrinkable columns narrow towards their minimum (cut with `…`), then columns go by their
 /// `drop` order. The last column takes what is left.
 /// Returns the headers, the constraints and the rows.
-fn fit_columns(mut columns: Vec<Column>, avail: usize) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+fn fit_columns(mut columns: Vec<Column>, avail: usize) -> Table3 {
     let mut widths: Vec<usize>;
     loop {
         widths = columns.iter().map(Column::natural).collect();
@@ -74,7 +77,7 @@ fn fit_columns(mut columns: Vec<Column>, avail: usize) -> (Vec<&'static str>, Ve
         columns.remove(go);
     }
     let n = columns.len();
-    let headers = columns.iter().map(|c| c.header).collect();
+    let headers = columns.iter().map(|c| c.header.clone()).collect();
     let constraints = widths
         .iter()
         .enumerate()
@@ -129,7 +132,7 @@ pub(super) fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, a
     // Columns are as wide as their content; when the pane is narrower, the longest names narrow
     // (cut with `…`), then the least needed columns go. Nothing is cut silently.
     let avail = usize::from(inner.width);
-    let (header, widths, rows): (Vec<&str>, Vec<Constraint>, Vec<Row<'_>>) = match state.pane {
+    let (header, widths, rows): Table3 = match state.pane {
         Pane::Pending => pending_table(state, theme, from, to, avail),
         Pane::Decided => decided_table(state, theme, from, to, avail),
         Pane::Posteriors => posteriors_table(state, theme, from, to, avail),
@@ -169,13 +172,7 @@ pub(super) fn render_list(state: &State, theme: &Theme, frame: &mut Frame<'_>, a
 }
 
 /// The Pending table of the rows `from..to`, fitted to `avail` cells.
-fn pending_table(
-    state: &State,
-    theme: &Theme,
-    from: usize,
-    to: usize,
-    avail: usize,
-) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+fn pending_table(state: &State, theme: &Theme, from: usize, to: usize, avail: usize) -> Table3 {
     let list = &state.pending()[from..to];
     let mut cols = vec![
         // `⏱` marks a packet past its class's `refuse_after` (timed out).
@@ -274,17 +271,22 @@ fn pending_table(
             .collect();
         cols.insert(0, Column { fixed: true, ..Column::new("■", cells, 0, 0) });
     }
+    // The sorted column says so, and which way: ▼ from the top of the order down (newest,
+    // highest risk, A to Z), ▲ reversed.
+    let sorted = match state.sort {
+        SortKey::Age => "AGE",
+        SortKey::Risk => "RISK",
+        SortKey::Class => "ACTION CLASS",
+        SortKey::Agent => "AGENT",
+    };
+    if let Some(c) = cols.iter_mut().find(|c| c.header == sorted) {
+        c.header = format!("{sorted} {}", if state.sort_reverse { "▲" } else { "▼" });
+    }
     fit_columns(cols, avail)
 }
 
 /// The Decided table of the rows `from..to`, fitted to `avail` cells.
-fn decided_table(
-    state: &State,
-    theme: &Theme,
-    from: usize,
-    to: usize,
-    avail: usize,
-) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+fn decided_table(state: &State, theme: &Theme, from: usize, to: usize, avail: usize) -> Table3 {
     let list = &state.decided()[from..to];
     let cols = vec![
         Column::new(
@@ -343,13 +345,7 @@ fn decided_table(
 
 /// The Posteriors table of the rows `from..to`, fitted to `avail` cells (the interval band takes
 /// the room the other columns leave).
-fn posteriors_table(
-    state: &State,
-    theme: &Theme,
-    from: usize,
-    to: usize,
-    avail: usize,
-) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+fn posteriors_table(state: &State, theme: &Theme, from: usize, to: usize, avail: usize) -> Table3 {
     let list = &state.posteriors()[from..to];
     let fixed = |c: Column| Column { fixed: true, ..c };
     let mut cols = vec![
@@ -411,13 +407,7 @@ fn posteriors_table(
 }
 
 /// The Invalid table of the rows `from..to`, fitted to `avail` cells.
-fn invalid_table(
-    state: &State,
-    theme: &Theme,
-    from: usize,
-    to: usize,
-    avail: usize,
-) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+fn invalid_table(state: &State, theme: &Theme, from: usize, to: usize, avail: usize) -> Table3 {
     let list = &state.invalid()[from..to];
     let cols = vec![
         Column {
@@ -444,13 +434,7 @@ fn invalid_table(
 }
 
 /// The Audit table of the rows `from..to`, fitted to `avail` cells.
-fn audit_table(
-    state: &State,
-    theme: &Theme,
-    from: usize,
-    to: usize,
-    avail: usize,
-) -> (Vec<&'static str>, Vec<Constraint>, Vec<Row<'static>>) {
+fn audit_table(state: &State, theme: &Theme, from: usize, to: usize, avail: usize) -> Table3 {
     let list = &state.audit()[from..to];
     let cols = vec![
         Column::new(
@@ -465,7 +449,11 @@ fn audit_table(
             7,
             0,
         ),
-        Column::new("TIME", list.iter().map(|e| raw(inert(e.at.get(..19).unwrap_or(&e.at), 19))).collect(), 10, 3),
+        // A time is whole or gone, never cut to `2026-11-2…`.
+        Column {
+            fixed: true,
+            ..Column::new("TIME", list.iter().map(|e| raw(inert(e.at.get(..19).unwrap_or(&e.at), 19))).collect(), 0, 3)
+        },
         Column::new("KIND", list.iter().map(|e| raw(e.kind.word().to_owned())).collect(), 4, 0),
         Column::new(
             "WHAT",

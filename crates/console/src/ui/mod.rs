@@ -49,7 +49,7 @@ pub use warrant_protocol::text::inert;
 
 pub(crate) use bars::tabs_line;
 pub(crate) use common::window;
-pub use common::{plural, state_label};
+pub use common::{clear_around, plural, state_label};
 pub use mouse::{Hit, hit};
 pub use overlays::help_scroll_limit;
 
@@ -57,6 +57,23 @@ pub use overlays::help_scroll_limit;
 pub const MIN_WIDTH: u16 = 40;
 /// Smallest usable terminal height.
 pub const MIN_HEIGHT: u16 = 10;
+
+/// The narrowest body that shows the detail beside the list rather than below it: the list then
+/// has 88 cells, room for every Pending column with a readable summary (at 120 it had 66, and
+/// summaries shrank to 10 characters).
+pub const SIDE_BY_SIDE_WIDTH: u16 = 160;
+
+/// The list's and the detail's areas in the body `body`: side by side (55% : 45%) from
+/// [`SIDE_BY_SIDE_WIDTH`] cells, else the list above (two fifths of the height, at least five
+/// rows) and the detail below. `render` and the mouse's hit-test share it.
+pub(super) fn split_body(body: ratatui::layout::Rect) -> [ratatui::layout::Rect; 2] {
+    if body.width >= SIDE_BY_SIDE_WIDTH {
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body)
+    } else {
+        let list_h = (body.height * 2 / 5).max(5).min(body.height.saturating_sub(3));
+        Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(body)
+    }
+}
 
 /// Draws the whole console.
 pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
@@ -79,13 +96,8 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
         crate::grants::render(state, theme, frame, body);
     } else if state.zoomed {
         render_detail(state, theme, frame, body, true);
-    } else if body.width >= 120 {
-        let [list, detail] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
-        render_list(state, theme, frame, list);
-        render_detail(state, theme, frame, detail, false);
     } else {
-        let list_h = (body.height * 2 / 5).max(5).min(body.height.saturating_sub(3));
-        let [list, detail] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(body);
+        let [list, detail] = split_body(body);
         render_list(state, theme, frame, list);
         render_detail(state, theme, frame, detail, false);
     }
@@ -101,6 +113,7 @@ pub fn render(state: &State, theme: &Theme, frame: &mut Frame<'_>) {
             render_batch_reason(theme, frame, area, ps, text);
         }
         Mode::ControlConfirm(c) => render_control_confirm(state, theme, frame, area, &c.input, Some(c.focus), None),
+        Mode::RevokeConfirm(c) => crate::grants::render_revoke_confirm(state, theme, frame, area, c),
         Mode::Input { purpose: InputPurpose::TypedConfirm(input), text } => {
             render_control_confirm(state, theme, frame, area, input, None, Some(text));
         }

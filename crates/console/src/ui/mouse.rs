@@ -33,13 +33,8 @@ pub(super) fn list_area(state: &State, width: u16, height: u16) -> Option<Rect> 
             Layout::vertical([Constraint::Min(4), Constraint::Length(crate::grants::detail_height(body.height))])
                 .areas(body);
         list
-    } else if body.width >= 120 {
-        let [list, _] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
-        list
     } else {
-        let list_h = (body.height * 2 / 5).max(5).min(body.height.saturating_sub(3));
-        let [list, _] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(3)]).areas(body);
-        list
+        super::split_body(body)[0]
     })
 }
 

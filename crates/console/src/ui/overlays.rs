@@ -1,5 +1,5 @@
-//! The overlays over the views: the help (keys, in columns, scrolling), the message log and the
-//! broken-chain alert.
+//! The overlays over the views: the help (keys, commands and the glyphs' legend, in columns,
+//! scrolling), the message log and the broken-chain alert.
 
 use super::common::{centered, hang, plural};
 use crate::app::{State, chain_line};
@@ -7,18 +7,60 @@ use crate::theme::Theme;
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use warrant_protocol::clock;
 use warrant_protocol::text::inert;
 
 /// Width of one column of the help overlay.
 const HELP_COLUMN: u16 = 38;
 
-/// Lines of the help overlay: a title per mode, a line per binding, blank lines between
+/// What the glyphs of the lists mean, as `?` explains them (glyph, meaning).
+pub const LEGEND: [(&str, &str); 14] = [
+    ("● review", "waits for you"),
+    ("○ gate: allow", "the gate lets it run"),
+    ("≈ gate: limits", "runs within limits"),
+    ("◌ deferred", "waits for more"),
+    ("⊘ blocked", "a model forbids it"),
+    ("◆ human only", "never automatic"),
+    ("⏱", "expires / timed out"),
+    ("■", "selected for a batch"),
+    ("✍1/2", "co-signs given/needed"),
+    ("⚠", "invalid / look-alike"),
+    ("∉ chain", "a call, not a record"),
+    ("✓ ✗", "approved, refused"),
+    ("RISK*", "packet claims another"),
+    ("▼ ▲", "sorted column, order"),
+];
+
+/// The help overlay's sections: per key mode its bindings (keys, description), then the `:`
+/// commands and the legend of glyphs.
+fn help_sections(keymap: &crate::keymap::Keymap) -> Vec<(&'static str, Vec<(String, String)>)> {
+    let mut out: Vec<(&'static str, Vec<(String, String)>)> =
+        [("normal", "Lists"), ("confirm", "Confirmation"), ("input", "Text line"), ("help", "Help")]
+            .into_iter()
+            .map(|(mode, title)| {
+                let rows = keymap
+                    .bindings(mode)
+                    .iter()
+                    .map(|b| {
+                        let keys: Vec<String> = b.keys.iter().map(crate::keymap::Key::label).collect();
+                        (keys.join(" "), b.desc.clone())
+                    })
+                    .collect();
+                (title, rows)
+            })
+            .collect();
+    let pairs = |list: &[(&str, &str)]| list.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect();
+    out.push(("Commands after :", pairs(&crate::command::HELP)));
+    out.push(("Legend", pairs(&LEGEND)));
+    out
+}
+
+/// Lines of the help overlay: a title per section, a line per row, blank lines between
 /// sections with `gaps`.
 fn help_line_count(keymap: &crate::keymap::Keymap, gaps: bool) -> usize {
-    let modes = ["normal", "confirm", "input", "help"];
-    modes.iter().map(|m| keymap.bindings(m).len() + 1).sum::<usize>() + if gaps { modes.len() - 1 } else { 0 }
+    let sections = help_sections(keymap);
+    sections.iter().map(|(_, rows)| rows.len() + 1).sum::<usize>() + if gaps { sections.len() - 1 } else { 0 }
 }
 
 /// How many lines of the help overlay fit on a `width`×`height` terminal.
@@ -39,20 +81,18 @@ pub(super) fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, a
     const COLUMN: u16 = HELP_COLUMN;
     let height = area.height.saturating_sub(2).max(1) as usize;
     let fit = help_fit(area.width, area.height);
+    let help = help_sections(&state.keymap);
     let sections = |gaps: bool| {
         let mut lines: Vec<Line<'_>> = Vec::new();
-        for (mode, title) in
-            [("normal", "Lists"), ("confirm", "Confirmation"), ("input", "Text line"), ("help", "Help")]
-        {
+        for (title, rows) in &help {
             if gaps && !lines.is_empty() {
                 lines.push(Line::from(""));
             }
-            lines.push(Line::from(Span::styled(title, theme.get("header"))));
-            for b in state.keymap.bindings(mode) {
-                let keys: Vec<String> = b.keys.iter().map(crate::keymap::Key::label).collect();
+            lines.push(Line::from(Span::styled(*title, theme.get("header"))));
+            for (keys, desc) in rows {
                 lines.push(Line::from(vec![
-                    Span::styled(format!(" {:<15} ", keys.join(" ")), theme.get("key_hint")),
-                    Span::raw(inert(&b.desc, 60)),
+                    Span::styled(format!(" {keys:<15} "), theme.get("key_hint")),
+                    Span::raw(inert(desc, 60)),
                 ]));
             }
         }
@@ -68,11 +108,11 @@ pub(super) fn render_help(state: &State, theme: &Theme, frame: &mut Frame<'_>, a
     let below = total - skip - lines.len();
     let columns = lines.len().div_ceil(height).max(1) as u16;
     let rect = centered(area, (COLUMN * columns + 2).min(area.width), (lines.len().min(height) + 2) as u16);
-    frame.render_widget(Clear, rect);
+    super::common::clear_around(frame, rect, area);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.get("border_focus"))
-        .title(" Help: keys (esc closes) ");
+        .title(" Help: keys, commands, legend (esc closes) ");
     let block = if skip > 0 {
         block.title_top(
             Line::from(Span::styled(format!(" ↑ {skip} {} ", plural(skip, "line")), theme.get("muted")))
@@ -136,7 +176,7 @@ pub(super) fn render_log(state: &State, theme: &Theme, frame: &mut Frame<'_>, ar
                 .right_aligned(),
         );
     }
-    frame.render_widget(Clear, rect);
+    super::common::clear_around(frame, rect, area);
     frame.render_widget(Paragraph::new(lines.split_off(skip)).block(block), rect);
 }
 
@@ -153,7 +193,7 @@ pub(super) fn render_chain_alert(state: &State, theme: &Theme, frame: &mut Frame
         Line::from(Span::styled("press any key to acknowledge", theme.get("key_hint"))).alignment(Alignment::Center),
     ];
     let rect = centered(area, 92, lines.len() as u16 + 2);
-    frame.render_widget(Clear, rect);
+    super::common::clear_around(frame, rect, area);
     frame.render_widget(
         Paragraph::new(lines).wrap(Wrap { trim: false }).block(
             Block::default()
