@@ -110,6 +110,17 @@ fn a_session_grant_covers_that_session_until_revoked() {
     let id = live[0]["grant_id"].as_str().expect("id").to_owned();
     assert!(reason.contains(&id) && reason.contains("grant"), "{reason}");
     assert_eq!(live[0]["uses"], json!(1), "{live:?}");
+    // `list` says the call ran on the grant; it is not waiting (issue 32, item 13: it was
+    // listed as pending), in the table and in JSON.
+    let o = e.run(&["list", "--wide"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let table = String::from_utf8_lossy(&o.stdout).into_owned();
+    let row = table.lines().find(|l| l.contains("cc-s-2")).unwrap_or_else(|| panic!("no row for cc-s-2:\n{table}"));
+    assert!(row.contains("ran") && !row.contains("pending"), "{row}");
+    let o = e.run(&["list", "--json"]);
+    let listed: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|err| panic!("{err}: {}", text(&o)));
+    let entry = listed["packets"].as_array().and_then(|a| a.iter().find(|p| p["packet_id"] == "cc-s-2")).expect("cc-s-2");
+    assert_eq!((&entry["ran"], &entry["ran_on_grant"]), (&json!(true), &json!(id)), "{entry}");
     assert_eq!(live[0]["scope"], json!("session"));
     assert_eq!(live[0]["session"], json!("sess-a"));
     // Another session, another agent's tool or another class is not covered.

@@ -398,6 +398,25 @@ pub(super) fn list(spool: &Spool, as_json: bool, wide: bool) -> Result<u8, Failu
             .then(|| spool::withdrawn(spool, &e.packet.id, Some(e.owner), checked_at))
             .flatten()
     };
+    // An undecided call that already ran on one of the principal's grants (its claim in `uses/`
+    // names a grant that covers it): it waits for nobody.
+    // A plain listing reads packets without their bodies: the few a claim names are read whole,
+    // and only the version listed counts.
+    let ran_on_grant = |e: &spool::PacketEntry| -> Option<String> {
+        if decided.contains_key(&e.packet.id) || !snap.uses.granted.contains_key(&e.packet.id) {
+            return None;
+        }
+        let whole;
+        let p = if e.packet.raw.is_null() {
+            let bytes = spool::read_limited(&spool.packets_dir().join(&*e.file)).ok()?;
+            let stem = e.file.strip_suffix(".json").unwrap_or(&e.file);
+            whole = packet::parse_packet(&bytes, stem).ok().filter(|w| w.content_hash == e.packet.content_hash)?;
+            &whole
+        } else {
+            &*e.packet
+        };
+        snap.uses.ran_on_grant(&view.grants, &policies, p).map(|g| g.grant_id.clone())
+    };
     if as_json {
         // warrant's own verdict and the class's risk, not what the packet declares about itself.
         let principal = Config::load().ok().and_then(|c| c.principal).unwrap_or_else(|| "local".into());
@@ -410,6 +429,7 @@ pub(super) fn list(spool: &Spool, as_json: bool, wide: bool) -> Result<u8, Failu
                 let p = &e.packet;
                 let risk = policies.class_risk(&p.action_class).as_str();
                 let withdrawn = withdrawn_of(e);
+                let grant = ran_on_grant(e);
                 let verdict = a.verdicts.get(&p.id);
                 json!({
                     "packet_id": p.id, "agent": p.agent, "action_class": p.action_class,
@@ -424,7 +444,8 @@ pub(super) fn list(spool: &Spool, as_json: bool, wide: bool) -> Result<u8, Failu
                     "decision": decided.get(&p.id).map(|d| d.verdict.as_str()),
                     "expired": !decided.contains_key(&p.id) && is_expired(p, now),
                     "withdrawn": withdrawn.as_ref().filter(|w| !w.ran()).map(ToString::to_string),
-                    "ran": withdrawn.as_ref().is_some_and(spool::Withdrawn::ran),
+                    "ran": withdrawn.as_ref().is_some_and(spool::Withdrawn::ran) || grant.is_some(),
+                    "ran_on_grant": grant,
                     "changed_since_decision": decided.get(&p.id).is_some_and(|d| d.packet_hash != p.content_hash),
                     "cosigners": decided.get(&p.id).map(|d| &d.cosigners).filter(|c| !c.is_empty()),
                     "cosigning": view.cosigning.get(&p.id).filter(|c| c.packet_hash == p.content_hash).map(|c| json!({
@@ -454,6 +475,7 @@ pub(super) fn list(spool: &Spool, as_json: bool, wide: bool) -> Result<u8, Failu
             let status = match decided.get(&p.id) {
                 None => match withdrawn_of(e) {
                     Some(w) if w.ran() => "ran",
+                    _ if ran_on_grant(e).is_some() => "ran",
                     Some(_) => "withdrawn",
                     None if is_expired(p, now) => "expired",
                     None => "pending",

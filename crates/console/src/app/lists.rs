@@ -94,7 +94,7 @@ impl State {
             // nor one that ran on a grant (its use is claimed in `uses/`).
             // Nor one its hook or gateway answered, or stopped waiting for: it can no longer run.
             if warrant_engine::monitor::ran_on_its_own(&self.assessment, p)
-                || ran_on_grant(&self.snapshot.uses, &self.grants, &self.policies, p).is_some()
+                || self.snapshot.uses.ran_on_grant(&self.grants, &self.policies, p).is_some()
                 || self.snapshot.uses.withdrawn(&p.id, e.owner, self.now)
             {
                 continue;
@@ -359,19 +359,6 @@ fn packet_field<'a>(policies: &PolicySet, p: &'a Packet, f: Field) -> Option<Cow
         Field::Id => Cow::Borrowed(p.id.as_str()),
         Field::State => return None,
     })
-}
-
-/// [`State::ran_on_grant`] over the state's parts (for use while another part is borrowed).
-pub(super) fn ran_on_grant<'a>(
-    uses: &warrant_store::spool::Uses,
-    grants: &'a warrant_protocol::grant::GrantBook,
-    policies: &PolicySet,
-    p: &Packet,
-) -> Option<&'a Arc<warrant_protocol::grant::Grant>> {
-    let id = uses.granted.get(&p.id)?;
-    let g = grants.get(id).or_else(|| grants.revoked(id).map(|(g, _)| g))?;
-    let facts = warrant_protocol::grant::CallFacts::of_packet(p, policies)?;
-    g.covers(&facts, f64::NEG_INFINITY).then_some(g)
 }
 
 #[cfg(test)]

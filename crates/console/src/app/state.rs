@@ -2,7 +2,7 @@
 //! posteriors, the chain's state, status-line messages), its constructor and the read-only
 //! accessors rendering uses; [`State::can_sign`].
 
-use super::lists::{FilterMemo, ran_on_grant};
+use super::lists::FilterMemo;
 use super::{Mode, Pane};
 use crate::filter::SortKey;
 use crate::keymap::Keymap;
@@ -531,7 +531,7 @@ impl State {
     /// not cover the call, hides nothing.
     #[must_use]
     pub fn ran_on_grant(&self, p: &Packet) -> Option<&Arc<warrant_protocol::grant::Grant>> {
-        ran_on_grant(&self.snapshot.uses, &self.grants, &self.policies, p)
+        self.snapshot.uses.ran_on_grant(&self.grants, &self.policies, p)
     }
 
     /// The live grant that covers the pending packet `p`, if one does: the agent's call runs on it

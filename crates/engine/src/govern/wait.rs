@@ -25,7 +25,8 @@ pub enum Waited {
 /// packet content `content_hash`, polling every 50 ms, until `timeout`, the packet's expiry
 /// (`expires_at`), or a kill or quarantine signal for `agent` (a kill counts only when given at
 /// or after `since`). A decision file that does not verify is reported once on stderr and
-/// ignored: it is not a decision.
+/// ignored: it is not a decision. A refusal that comes with the agent's stop signal (a kill
+/// refuses its agent's pending packets) is [`Waited::Stopped`].
 #[allow(clippy::too_many_arguments)]
 #[must_use]
 pub fn wait_for_decision(
@@ -62,6 +63,14 @@ pub fn wait_for_decision(
                         .map_err(|e| e.to_string())
                     });
                 match verdict {
+                    // A kill refuses its agent's pending packets after raising the stop signal:
+                    // the waiting agent hears that it was killed (exit 7), not a plain refusal.
+                    Ok(d) if d.verdict == warrant_protocol::decision::Verdict::Refuse => {
+                        return match standing_signal(spool, agent, since) {
+                            Some(Signal::Stopped(why)) => Waited::Stopped(why),
+                            _ => Waited::Decided(d),
+                        };
+                    }
                     Ok(d) => return Waited::Decided(d),
                     Err(e) => {
                         eprintln!(

@@ -502,6 +502,24 @@ impl Uses {
             .get(packet_id)
             .is_some_and(|v| v.iter().any(|&(owner, from)| owner == publisher && now >= from))
     }
+
+    /// The grant the call packet `p` ran on: the grant its claim in `uses/` names, live or
+    /// revoked since, when that grant covers the call (its class, tool, limits and pattern, read
+    /// from `p` under `policies`; its times are not looked at, the use being done). `None` for a
+    /// packet that did not run on a grant, or whose claim names a grant that does not cover it
+    /// (an agent's claim file alone never takes a packet out of the principal's sight).
+    #[must_use]
+    pub fn ran_on_grant<'a>(
+        &self,
+        grants: &'a warrant_protocol::grant::GrantBook,
+        policies: &warrant_protocol::graduation::PolicySet,
+        p: &warrant_protocol::packet::Packet,
+    ) -> Option<&'a std::sync::Arc<warrant_protocol::grant::Grant>> {
+        let id = self.granted.get(&p.id)?;
+        let g = grants.get(id).or_else(|| grants.revoked(id).map(|(g, _)| g))?;
+        let facts = warrant_protocol::grant::CallFacts::of_packet(p, policies)?;
+        g.covers(&facts, f64::NEG_INFINITY).then_some(g)
+    }
 }
 
 /// Reads `uses/` ([`Uses`]). `known` keeps what each claim file said (they never change once
