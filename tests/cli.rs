@@ -875,7 +875,8 @@ fn every_documented_exit_code_is_what_the_binary_gives() {
     let e = Env::new();
     // A waiting agent, and what the principal does meanwhile.
     let wait = |id: &str, agent: &str, extra: &[&str]| {
-        let mut args = vec!["propose", "--class", "email.send.external", "--agent", agent, "--summary", "s", "--id", id];
+        let mut args =
+            vec!["propose", "--class", "email.send.external", "--agent", agent, "--summary", "s", "--id", id];
         args.extend_from_slice(extra);
         let child = e.cmd(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("propose");
         let path = e.spool().join("packets").join(format!("{id}.json"));
@@ -894,7 +895,11 @@ fn every_documented_exit_code_is_what_the_binary_gives() {
     let child = wait("x-3", "agent-a", &["--wait", "20"]);
     assert_eq!(e.run(&["refuse", "--yes", "x-3", "--reason", "no"]).status.code(), Some(0));
     expect("propose --wait, refused", &child.wait_with_output().expect("wait"), 3);
-    expect("propose --wait, no decision in time", &e.propose("email.send.external", "agent-a", "x-4", &["--wait", "0.3"]), 4);
+    expect(
+        "propose --wait, no decision in time",
+        &e.propose("email.send.external", "agent-a", "x-4", &["--wait", "0.3"]),
+        4,
+    );
     expect("check-preconditions of a pending packet", &e.run(&["check-preconditions", "x-4"]), 5);
     expect(
         "propose --wait, expired undecided",
@@ -910,10 +915,18 @@ fn every_documented_exit_code_is_what_the_binary_gives() {
     expect("propose --wait, the agent killed while it waited", &waited, 7);
     assert!(text(&waited).contains("killed by the principal: runaway"), "{}", text(&waited));
     let t = Instant::now();
-    expect("propose --wait by a killed agent", &e.propose("email.send.external", "agent-k", "x-7b", &["--wait", "20"]), 7);
+    expect(
+        "propose --wait by a killed agent",
+        &e.propose("email.send.external", "agent-k", "x-7b", &["--wait", "20"]),
+        7,
+    );
     assert!(t.elapsed() < Duration::from_secs(10), "a killed agent's packet is answered at once");
     assert_eq!(e.run(&["agent", "quarantine", "agent-q", "--reason", "odd"]).status.code(), Some(0));
-    expect("propose --wait by a quarantined agent", &e.propose("email.send.external", "agent-q", "x-8", &["--wait", "20"]), 8);
+    expect(
+        "propose --wait by a quarantined agent",
+        &e.propose("email.send.external", "agent-q", "x-8", &["--wait", "20"]),
+        8,
+    );
     // 141 (stdout closed mid-write) needs output beyond a pipe's 64 KiB: exercised by
     // `daily::a_closed_pipe_ends_every_command_quietly_never_with_0` on a generated spool.
     seen.insert(141, "a closed pipe (tests/daily.rs)");

@@ -1148,7 +1148,8 @@ fn a_scan_is_listed_before_it_is_assessed_and_approval_assesses_first() {
     select_pending(&mut s, "p-exfil");
     assert!(press(&mut s, &["a"]).is_empty());
     assert_eq!(s.mode, Mode::Normal);
-    assert!(!s.assessment_due());
+    // Assessed on the UI thread, which observes nothing: p-merge's precondition keeps a job due.
+    assert!(s.assessment_due());
     assert_eq!(s.verdict("p-exfil").map(|v| v.state.as_str()), Some("blocked"));
     let flash = s.flash.as_ref().expect("flash");
     assert!(flash.error && flash.text.contains("blocked"), "{flash:?}");
@@ -1156,7 +1157,10 @@ fn a_scan_is_listed_before_it_is_assessed_and_approval_assesses_first() {
     app::update(&mut s, Action::Scanned(governed_snapshot()));
     assert!(s.assessment_due());
     app::update(&mut s, Action::Assess);
-    assert!(!s.assessment_due() && s.verdict("p-exfil").is_some());
+    assert!(s.verdict("p-exfil").is_some());
+    let job = s.assess_job().expect("the observation is still due");
+    app::update(&mut s, Action::Assessed(Box::new(job.run())));
+    assert!(!s.assessment_due());
 }
 
 // The event loop assesses off the UI thread: a job copied out of the state gives the verdicts the
@@ -2841,4 +2845,29 @@ fn copy_pager_and_reverse_sort() {
     let shown = screen(&s, 160, 48);
     assert!(shown.contains("RISK ▼") && !shown.contains("AGE ▼"), "{shown}");
     assert_eq!(ids(&s)[0], "p-pay", "payment is the highest risk");
+}
+
+// A packet whose preconditions nobody has observed yet is assessed failing them (fail closed),
+// but the assessment stays due until a job observes them: the synchronous assessment on the UI
+// thread observes nothing, and it took the generation as assessed, so the demo's report was
+// shown `⊘ blocked … not observed yet` until another scan came (issue 32's README screen).
+#[test]
+fn unobserved_preconditions_keep_the_assessment_due_until_observed() {
+    let mut s = governed_state(false);
+    let mut snap = governed_snapshot();
+    let merge = snap.packets[0].packet.raw["governance"].clone();
+    snap.packets.insert(0, governed("p-merge-2", "agent-scribe", "Merge again", 0, merge, "email.send.external"));
+    app::update(&mut s, Action::Scanned(snap));
+    app::update(&mut s, Action::Assess);
+    let why = |s: &State| s.verdict("p-merge-2").map(|v| format!("{v:?}")).unwrap_or_default();
+    assert!(why(&s).contains("not observed yet"), "{}", why(&s));
+    assert!(s.assessment_due(), "the unobserved precondition keeps an assessment due");
+    let job = s.assess_job().expect("a job to observe it");
+    app::update(&mut s, Action::Assessed(Box::new(job.run())));
+    assert!(!why(&s).contains("not observed"), "{}", why(&s));
+    assert!(!s.assessment_due() && s.assess_job().is_none(), "observed: nothing due");
+    // A later synchronous assessment keeps the observation (placeholders were never kept).
+    app::update(&mut s, Action::Assess);
+    assert!(!why(&s).contains("not observed"), "{}", why(&s));
+    assert!(!s.assessment_due());
 }

@@ -69,6 +69,7 @@ per_store! {
     directory_only: [
         the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind,
         copy_to_the_clipboard_and_read_in_the_pager,
+        the_readme_screen_is_the_demo_as_it_opens,
     ],
 }
 
@@ -530,6 +531,106 @@ fn the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind(store: Store) {
     assert!(before == (tree(&config), tree(&w.spool()), tree(&home)), "the demo changed the principal's files");
     assert!(!spool.starts_with(w.spool()), "the demo ran on its own spool, not {}", w.spool().display());
     assert!(!spool.exists(), "the demo's temporary spool {} was removed", spool.display());
+}
+
+/// The README's screen (the ```text block under "## Try it"): the console as `warrant demo`
+/// opens, at 100×30, the newest packet selected.
+fn readme_screen(readme: &str) -> (usize, usize) {
+    let from = readme.find("## Try it").expect("the README's Try it section");
+    let open = from + readme[from..].find("```text\n").expect("the screen's block") + "```text\n".len();
+    let close = open + readme[open..].find("```").expect("the block's end");
+    (open, close)
+}
+
+/// A screen with what differs from run to run masked, a word at a time: times, ages, hashes,
+/// fingerprints, paths, counts of lines, the publishing user, and text cut to fit (`…`, whose
+/// cut moves with the width of the ages); box-drawing runs and runs of spaces are read as one.
+fn screen_words(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .map(|line| {
+            let line = match line.find("publisher ") {
+                Some(i) => &line[..i + "publisher".len()],
+                None => line,
+            };
+            line.split_whitespace()
+                .filter(|w| !w.contains('…'))
+                .map(|w| {
+                    let core = w.trim_matches(|c: char| "\"',:;()[]{}│".contains(c));
+                    let volatile = core.contains("sha256:")
+                        || core.contains("SHA256:")
+                        || core.starts_with('/')
+                        || (core.len() >= 10 && core.as_bytes().get(4) == Some(&b'-') && core.contains('T'))
+                        || (!core.is_empty() && core.chars().all(|c| c.is_ascii_digit()))
+                        || core
+                            .strip_suffix(['s', 'm', 'h'])
+                            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+                    if volatile {
+                        "#".to_owned()
+                    } else if !w.is_empty() && w.chars().all(|c| "─┌┐└┘│".contains(c)) {
+                        "─".to_owned()
+                    } else {
+                        w.to_owned()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+// The README's screen is the real demo's (issue 32: it was written by hand, and showed six
+// tabs where there are eight): `warrant demo` under tmux at 100×30, captured once its opening
+// packets are assessed, must read as the README's block, word for word once what differs from
+// run to run is masked. `WARRANT_UPDATE_README=1` writes the capture into the README instead.
+fn the_readme_screen_is_the_demo_as_it_opens(store: Store) {
+    let w = World::without_key(store);
+    let home = w.dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let env = vec![
+        ("HOME", home.display().to_string()),
+        ("TERM", "xterm-256color".to_owned()),
+        ("XDG_CONFIG_HOME", home.join(".config").display().to_string()),
+    ];
+    let tmux = Tmux::start_sized("readme", &env, &["demo", "--interval", "30"], 100, 30);
+    tmux.wait_for("the opening packets, assessed", |s| {
+        s.contains("7 pending") && s.contains("⊘ blocked") && s.contains("◆ human only") && s.contains("chain ok")
+    });
+    // The newest packet selected (the selection stays on a packet while newer ones arrive above
+    // it, so which one a scan's timing left selected varies); then settled: the same screen
+    // (masked) twice, 300 ms apart.
+    tmux.send(&["g"]);
+    let start = Instant::now();
+    let mut screen = tmux.screen();
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let again = tmux.screen();
+        if screen_words(&again) == screen_words(&screen) || start.elapsed() > Duration::from_secs(10) {
+            screen = again;
+            break;
+        }
+        screen = again;
+    }
+    tmux.send(&["q"]);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    let readme = std::fs::read_to_string(path).expect("README.md");
+    let (open, close) = readme_screen(&readme);
+    let captured: String =
+        screen.lines().map(str::trim_end).collect::<Vec<_>>().join("\n").trim_end().to_owned() + "\n";
+    if std::env::var_os("WARRANT_UPDATE_README").is_some() {
+        std::fs::write(path, format!("{}{captured}{}", &readme[..open], &readme[close..])).expect("write README.md");
+        return;
+    }
+    let (want, got) = (screen_words(&readme[open..close]), screen_words(&captured));
+    assert!(
+        want == got,
+        "README.md's screen is not the demo's (WARRANT_UPDATE_README=1 writes the capture in):\n{captured}\nfirst difference: {:?}",
+        want.iter()
+            .zip(&got)
+            .find(|(a, b)| a != b)
+            .map_or_else(|| format!("{} lines against {}", want.len(), got.len()), |(a, b)| format!("{a:?} != {b:?}"))
+    );
 }
 
 /// Every file under `dir` (recursively) with its bytes; empty when `dir` does not exist.

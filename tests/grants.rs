@@ -119,7 +119,8 @@ fn a_session_grant_covers_that_session_until_revoked() {
     assert!(row.contains("ran") && !row.contains("pending"), "{row}");
     let o = e.run(&["list", "--json"]);
     let listed: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|err| panic!("{err}: {}", text(&o)));
-    let entry = listed["packets"].as_array().and_then(|a| a.iter().find(|p| p["packet_id"] == "cc-s-2")).expect("cc-s-2");
+    let entry =
+        listed["packets"].as_array().and_then(|a| a.iter().find(|p| p["packet_id"] == "cc-s-2")).expect("cc-s-2");
     assert_eq!((&entry["ran"], &entry["ran_on_grant"]), (&json!(true), &json!(id)), "{entry}");
     assert_eq!(live[0]["scope"], json!("session"));
     assert_eq!(live[0]["session"], json!("sess-a"));

@@ -17,6 +17,11 @@ impl Tmux {
     /// Starts `warrant ARGS` in a 110×32 session with `env`, on a socket named after `name`, this
     /// process and a count of the sessions it started.
     pub fn start(name: &str, env: &[(&str, String)], args: &[&str]) -> Self {
+        Self::start_sized(name, env, args, 110, 32)
+    }
+
+    /// [`Tmux::start`] on a terminal `width`×`height`.
+    pub fn start_sized(name: &str, env: &[(&str, String)], args: &[&str], width: u16, height: u16) -> Self {
         let version = Command::new("tmux").arg("-V").output();
         assert!(
             version.is_ok_and(|o| o.status.success()),
@@ -28,7 +33,8 @@ impl Tmux {
         let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let socket = format!("warrant-e2e-{name}-{}-{n}", std::process::id());
         let mut cmd = Command::new("tmux");
-        cmd.args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "110", "-y", "32"]);
+        let (w, h) = (width.to_string(), height.to_string());
+        cmd.args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", &w, "-y", &h]);
         for (k, v) in env {
             cmd.args(["-e", &format!("{k}={v}")]);
         }

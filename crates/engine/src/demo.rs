@@ -165,33 +165,34 @@ fn publish_packet(spool: &Spool, rng: &mut Rng, seq: u64) -> std::io::Result<()>
     let len = proposals().len() as u64;
     // Walk the proposals in order from a random start, so every agent gets its turn.
     let start = rng.0 % len;
-    publish_proposal(spool, ((start + seq) % len) as usize, seq)
+    publish_proposal(spool, ((start + seq) % len) as usize, seq, &warrant_protocol::clock::now_rfc3339())
+}
+
+/// When the `k`th of the opening packets was made: a second apart, the last one a second ago, so
+/// they open in a fixed order (newest first: the reverse of publication) with ages a few
+/// seconds apart, as agents that have been at work for a moment would leave them.
+fn opening_time(k: i64) -> String {
+    let at = time::OffsetDateTime::now_utc() - time::Duration::seconds(7 - k);
+    warrant_protocol::clock::format_rfc3339(at)
 }
 
 /// The opening packets, by index into [`proposals`]: an external email and a calendar invite
 /// (decidable), a payment (human only) and a draft reply (decidable).
 const OPENING: [usize; 4] = [0, 2, 5, 6];
 
-/// Publishes [`proposals`]`[index]` as packet number `seq`.
-fn publish_proposal(spool: &Spool, index: usize, seq: u64) -> std::io::Result<()> {
+/// Publishes [`proposals`]`[index]` as packet number `seq`, made at `created` (RFC 3339).
+fn publish_proposal(spool: &Spool, index: usize, seq: u64, created: &str) -> std::io::Result<()> {
     let all = proposals();
     let Some((agent, class, summary, action)) = all.get(index) else { return Ok(()) };
     let id = format!("demo-{seq:04}-{}", class.replace('.', "-"));
-    let mut doc = warrant_protocol::packet::portable_packet(
-        &id,
-        class,
-        agent,
-        summary,
-        action.clone(),
-        &warrant_protocol::clock::now_rfc3339(),
-    );
+    let mut doc = warrant_protocol::packet::portable_packet(&id, class, agent, summary, action.clone(), created);
     doc["governance"] = governance_of(agent, class, seq);
     spool.publish(&spool.packets_dir(), &id, &doc).map(|_| ())
 }
 
 /// A packet no one may approve: its contract asks for L5, which the trust ladder prohibits.
 /// The console shows it `⊘ blocked` with why and what would change it.
-fn publish_prohibited_packet(spool: &Spool) -> std::io::Result<()> {
+fn publish_prohibited_packet(spool: &Spool, created: &str) -> std::io::Result<()> {
     let id = "demo-crm-purge";
     let mut doc = warrant_protocol::packet::portable_packet(
         id,
@@ -199,7 +200,7 @@ fn publish_prohibited_packet(spool: &Spool) -> std::io::Result<()> {
         "agent-archivist",
         "Delete 3,400 inactive contacts from the CRM",
         json!({"system": "crm.acme.example", "filter": "last_activity < 2024-01-01", "records": 3400}),
-        &warrant_protocol::clock::now_rfc3339(),
+        created,
     );
     let mut g = governance_of("agent-archivist", "crm.record.delete", 0);
     g["tool"] = json!("crm.purge");
@@ -214,12 +215,20 @@ fn world_file(spool: &Spool) -> std::path::PathBuf {
     spool.root().join("world").join("q3-report.csv")
 }
 
+/// Writes the world file whole, by a rename: the console, observing it at any moment, sees the
+/// old content or the new, never a truncated file (whose hash would fail the precondition).
+fn write_world(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let tmp = path.with_extension("csv.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
 /// A packet whose contract has a precondition on the world file's hash: approving it records the
 /// hash, and the demo edits the file later, so the drift shows in the console.
-fn publish_precondition_packet(spool: &Spool) -> std::io::Result<()> {
+fn publish_precondition_packet(spool: &Spool, created: &str) -> std::io::Result<()> {
     let path = world_file(spool);
     std::fs::create_dir_all(path.parent().unwrap_or(spool.root()))?;
-    std::fs::write(&path, "region,revenue\nnorth,118000\nsouth,97000\n")?;
+    write_world(&path, "region,revenue\nnorth,118000\nsouth,97000\n")?;
     let params = json!({"path": path.to_string_lossy()});
     let root = path.parent().unwrap_or(spool.root()).to_owned();
     let observer = crate::preconditions::Observer::new(&[root], None, crate::preconditions::Budget::default());
@@ -231,7 +240,7 @@ fn publish_precondition_packet(spool: &Spool) -> std::io::Result<()> {
         "agent-analyst",
         "Publish the Q3 revenue report to the intranet",
         json!({"file": path.to_string_lossy(), "destination": "intranet/reports/q3"}),
-        &warrant_protocol::clock::now_rfc3339(),
+        created,
     );
     let mut g = governance_of("agent-analyst", "document.publish.internal", 0);
     g["contract"]["preconditions"] = json!([{
@@ -287,8 +296,8 @@ fn publish_receipt(spool: &Spool, rng: &mut Rng, seq: u64) -> std::io::Result<()
     spool.publish(&spool.receipts_dir(), &id, &doc).map(|_| ())
 }
 
-/// A packet in the reference runtime's camelCase form.
-fn runtime_packet() -> Value {
+/// A packet in the reference runtime's camelCase form, made at `created` (RFC 3339).
+fn runtime_packet(created: &str) -> Value {
     json!({
         "protocol": "trust-graduation", "version": "1.0",
         "packetId": "tg_demo_email-send-external", "decisionId": "tgd_demo_email-send-external",
@@ -303,7 +312,7 @@ fn runtime_packet() -> Value {
             {"id": "revise", "label": "Revise", "effect": "Keeps action blocked and returns changes to the agent."},
             {"id": "reject", "label": "Reject", "effect": "Blocks action and records negative evidence."}
         ],
-        "createdAt": warrant_protocol::clock::now_rfc3339(),
+        "createdAt": created,
     })
 }
 
@@ -322,7 +331,7 @@ impl Demo {
         let handle = std::thread::Builder::new()
             .name("warrant-demo".into())
             .spawn(move || {
-                let _ = publish_precondition_packet(&spool);
+                let _ = publish_precondition_packet(&spool, &opening_time(0));
                 let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1;
                 let mut rng = Rng(seed);
                 let mut seq = 0_u64;
@@ -330,10 +339,16 @@ impl Demo {
                 // decidable, one human only, one blocked with its reason.
                 for index in OPENING {
                     seq += 1;
-                    let _ = publish_proposal(&spool, index, seq);
+                    let _ = publish_proposal(&spool, index, seq, &opening_time(seq as i64));
                 }
-                let _ = publish_prohibited_packet(&spool);
-                let _ = spool.publish(&spool.packets_dir(), "tg_demo_email-send-external", &runtime_packet());
+                let _ = spool.publish(
+                    &spool.packets_dir(),
+                    "tg_demo_email-send-external",
+                    &runtime_packet(&opening_time(5)),
+                );
+                // The newest, so the console opens on it: why it can never run, and what would
+                // change that.
+                let _ = publish_prohibited_packet(&spool, &opening_time(6));
                 // A malformed packet: an agent that forgot `external_actions: 0`.
                 let _ = spool.publish(
                     &spool.packets_dir(),
@@ -358,7 +373,7 @@ impl Demo {
                         // The rogue agent bursts early and then now and then.
                         14 => publish_rogue_burst(&spool, seq),
                         // The world changes under the pending report.
-                        18 => std::fs::write(world_file(&spool), "region,revenue\nnorth,118000\nsouth,79000\n"),
+                        18 => write_world(&world_file(&spool), "region,revenue\nnorth,118000\nsouth,79000\n"),
                         _ if rng.next().is_multiple_of(3) => publish_receipt(&spool, &mut rng, seq),
                         _ => publish_packet(&spool, &mut rng, seq),
                     };

@@ -432,6 +432,11 @@ pub struct Assessment {
     /// What the per-packet results were computed from, when [`assess_incremental`] made them
     /// (`None` from [`assess`]: nothing is reused from it).
     pub inputs: Option<AssessInputs>,
+    /// Pending packets whose preconditions had no observation in the `revalidations` given, and
+    /// were assessed failing them ("not observed yet", fail closed). Their placeholder re-checks
+    /// are not kept in [`Assessment::preconditions`] (which holds observations only), so a caller
+    /// that observes must assess again: a console shows them blocked only until it has.
+    pub unobserved: usize,
 }
 
 /// What an [`Assessment`] was computed from, besides the packets and the evidence it keeps: what
@@ -589,8 +594,14 @@ fn assess_with(
     for e in packets.iter().filter(|e| !decisions.contains_key(&e.packet.id)) {
         let p = &e.packet;
         let rate = a.monitor.rates.get(&p.id);
-        let rv = revalidated_preconditions(p)
-            .map(|pre| revalidations.get(&p.id).map_or_else(|| Arc::new(not_observed(&pre)), Arc::clone));
+        let observed = revalidations.get(&p.id);
+        let rv = revalidated_preconditions(p).map(|pre| match observed {
+            Some(o) => Arc::clone(o),
+            None => {
+                a.unobserved += 1;
+                Arc::new(not_observed(&pre))
+            }
+        });
         let reused = base.and_then(|b| {
             let i = b.inputs.as_ref()?;
             let old = i.packets.get(&p.id)?;
@@ -650,7 +661,7 @@ fn assess_with(
             None => verdict,
         };
         a.gate.insert(p.id.clone(), gate);
-        if let Some(rv) = rv {
+        if let Some(rv) = rv.filter(|_| observed.is_some()) {
             a.preconditions.insert(p.id.clone(), rv);
         }
         a.verdicts.insert(p.id.clone(), verdict);

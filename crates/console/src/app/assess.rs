@@ -147,7 +147,12 @@ impl State {
             workspace,
         ));
         self.assessed_at = self.now;
-        self.assessed_generation = self.snapshot_generation;
+        // Packets whose preconditions nobody has observed yet (this thread observes nothing)
+        // keep the assessment due, so the next job observes them: they were shown blocked until
+        // another scan came (the demo's report, at random).
+        if self.assessment.unobserved == 0 {
+            self.assessed_generation = self.snapshot_generation;
+        }
         self.recompute_notebooks();
     }
 
