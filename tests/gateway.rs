@@ -44,6 +44,16 @@ level = 1
 tier = "mutating"
 class = "code.commit"
 level = 2
+
+[tools."everything/trigger-long-running-operation"]
+tier = "mutating"
+class = "file.write"
+level = 2
+
+[tools."everything/get-sum"]
+tier = "mutating"
+class = "file.write"
+level = 2
 "#;
 
 /// A config with a pinned key, the test's policy and a spool; a root directory for the server.
@@ -365,6 +375,88 @@ fn a_held_write_runs_once_the_principal_approves_it() {
     assert_eq!(mine.len(), 1, "{receipts:?}");
     assert_eq!(mine[0]["action_class"], json!("file.write"));
     assert!(mine[0]["note"].as_str().is_some_and(|n| n.contains("isError false")), "{:?}", mine[0]);
+}
+
+// Issue 33, §1, against `@modelcontextprotocol/server-everything`: a held call's progress keeps
+// increasing once the server reports its own (it went `(0,60),(5,60),(1,4),(2,4)`: the server's
+// steps now count on from the hold's last value, totals too), and a packet's summary names
+// every argument, numbers too (`get-sum {a:1,b:2}` read `everything/get-sum:`).
+#[test]
+fn progress_only_increases_and_summaries_name_every_argument() {
+    if !have(&["mcp-server-everything"]) {
+        return;
+    }
+    let s = setup();
+    let steps = json!([
+        call("trigger-long-running-operation", json!({"duration": 1, "steps": 4})),
+        call("get-sum", json!({"a": 1, "b": 2})),
+    ]);
+    let mut child = s.client(&steps, &["--wait", "60"], &["mcp-server-everything"], None);
+    let rx = lines(&mut child);
+    let id = s.held("everything/trigger-long-running-operation");
+    // Two held progress messages (the first at once, the next after PROGRESS_EVERY), then approve.
+    std::thread::sleep(Duration::from_secs(6));
+    let o = s.env.run(&["approve", "--yes", &id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let a = answer(&rx, 40);
+    assert_eq!(a["result"]["isError"], json!(false), "{a}");
+    let progress: Vec<f64> =
+        a["progress"].as_array().expect("progress").iter().map(|p| p[0].as_f64().expect("a number")).collect();
+    assert!(progress.len() >= 2 + 4, "the hold's and the server's four steps: {a}");
+    assert!(progress.windows(2).all(|w| w[1] > w[0]), "progress went back: {progress:?}");
+    let totals: Vec<f64> = a["progress"].as_array().expect("progress").iter().filter_map(|p| p[1].as_f64()).collect();
+    let last = a["progress"].as_array().and_then(|p| p.last()).expect("a last one");
+    assert_eq!(last[0], last[1], "the server's last step is its total: {a}");
+    assert!(!totals.is_empty(), "{a}");
+    let sum = s.held("everything/get-sum");
+    let listed = s.packets().into_iter().find(|p| p["packet_id"] == json!(sum)).expect("the get-sum packet");
+    assert_eq!(listed["summary"], json!("everything/get-sum: a: 1, b: 2"), "{listed}");
+    assert_eq!(s.env.run(&["approve", "--yes", &sum]).status.code(), Some(0));
+    let a = answer(&rx, 40);
+    assert!(result_text(&a).contains('3'), "{a}");
+    finish(child);
+}
+
+// Issue 33, §1: a method MCP does not define (a vendor's) is answered `-32601 Method not found`,
+// as JSON-RPC says, not `-32600`; a `tools/call` the SDK cannot read stays an invalid request,
+// never forwarded. Raw JSON-RPC lines on the gateway's stdin, the real server behind it.
+#[test]
+fn a_vendor_method_is_not_found_and_a_malformed_call_is_invalid() {
+    if !have(&["mcp-server-everything"]) {
+        return;
+    }
+    let s = setup();
+    let mut child = Command::new(BIN)
+        .args(["mcp-gateway", "--wait", "1", "--", "mcp-server-everything"])
+        .envs(s.vars())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gateway");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "vendor/frobnicate", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": 5}}),
+    ] {
+        writeln!(stdin, "{line}").expect("write");
+    }
+    stdin.flush().expect("flush");
+    let rx = lines(&mut child);
+    let mut errors = std::collections::HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while errors.len() < 2 {
+        let v = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("the gateway's answers");
+        if let (Some(id @ (2 | 3)), Some(code)) = (v["id"].as_i64(), v["error"]["code"].as_i64()) {
+            errors.insert(id, code);
+        }
+    }
+    assert_eq!(errors[&2], -32601, "a vendor method");
+    assert_eq!(errors[&3], -32600, "a tools/call the SDK cannot read");
+    drop(stdin);
+    let _ = child.wait();
 }
 
 // (3) A refused write is a normal tool result with isError and `_warrant` (status refused, the

@@ -151,6 +151,7 @@ async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::
         protocol: OnceLock::new(),
         tools: tokio::sync::Mutex::new(None),
         progress: Mutex::new(HashMap::new()),
+        held_progress: Mutex::new(HashMap::new()),
         calls: std::sync::atomic::AtomicU64::new(0),
         server_gone: tokio::sync::Notify::new(),
     });
@@ -218,8 +219,11 @@ struct Shared {
     protocol: OnceLock<ProtocolVersion>,
     /// The server's tools by name (`None` until listed, and again after `tools/list_changed`).
     tools: tokio::sync::Mutex<Option<HashMap<String, ToolInfo>>>,
-    /// The gateway's progress tokens on forwarded requests → the agent's.
-    progress: Mutex<HashMap<ProgressToken, ProgressToken>>,
+    /// The gateway's progress tokens on forwarded requests → the agent's, and what to add to the
+    /// server's progress (and total) so the agent's progress keeps increasing after a hold.
+    progress: Mutex<HashMap<ProgressToken, (ProgressToken, f64)>>,
+    /// The last progress told to the agent, by the agent's token, while its call was held.
+    held_progress: Mutex<HashMap<ProgressToken, f64>>,
     /// Calls governed on this connection (each one's packet id counts them).
     calls: std::sync::atomic::AtomicU64,
     /// Notified when the server's connection ends.

@@ -18,6 +18,28 @@ use std::time::Instant;
 use warrant_engine::govern::{Governor, Outcome, Submitted};
 use warrant_protocol::calls::ToolCall;
 
+/// The request methods MCP (2025-11-25) defines from client to server: a request with one of
+/// these the SDK could not read is malformed (-32600), any other method is not found (-32601).
+const MCP_METHODS: [&str; 17] = [
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/cancel",
+];
+
 /// The agent's side: an MCP server.
 pub(super) struct Gateway {
     pub(super) shared: Arc<Shared>,
@@ -127,9 +149,15 @@ impl Gateway {
         // or let run (it leaves the principal's Pending).
         let (g, o) = (governor.clone(), outcome.clone());
         let _ = tokio::task::spawn_blocking(move || g.answered(&o)).await;
+        // The server's progress continues from the hold's, one higher.
+        let base = ctx
+            .meta
+            .get_progress_token()
+            .and_then(|t| s.held_progress.lock().ok()?.remove(&t))
+            .map_or(0.0, |last| last + 1.0);
         match outcome {
             Outcome::Allow { grant, .. } => {
-                self.forward_and_record(request, &ctx, &governor, &submitted, &key, grant).await
+                self.forward_and_record(request, &ctx, &governor, &submitted, &key, grant, base).await
             }
             Outcome::Hold { .. } => {
                 refuse(blocked("internal error: still held after the wait".into()), !info.output_schema)
@@ -139,7 +167,9 @@ impl Gateway {
     }
 
     /// Forwards a call the gate allowed (on `grant`, if one did) and publishes its receipt, signed
-    /// when the tool reported a success.
+    /// when the tool reported a success; the server's progress is told `base` higher
+    /// ([`Shared::forward_from`]).
+    #[allow(clippy::too_many_arguments)]
     async fn forward_and_record(
         &self,
         request: CallToolRequest,
@@ -148,9 +178,10 @@ impl Gateway {
         submitted: &Submitted,
         key: &str,
         grant: Option<String>,
+        base: f64,
     ) -> Result<ServerResult, McpError> {
         let s = &self.shared;
-        let answer = s.forward(ClientRequest::CallToolRequest(request), ctx).await;
+        let answer = s.forward_from(ClientRequest::CallToolRequest(request), ctx, base).await;
         let note = match &answer {
             Ok(ServerResult::CallToolResult(r)) if r.is_error == Some(true) => {
                 "forwarded; the tool reported an error (isError true)".to_owned()
@@ -248,18 +279,24 @@ impl Gateway {
         let id = submitted.packet_id.clone();
         let token = ctx.meta.get_progress_token();
         let reason = submitted.outcome.message();
+        let shared = Arc::clone(&self.shared);
         let progress = |elapsed: f64| {
             let token = token.clone();
+            let shared = Arc::clone(&shared);
             let message = format!(
                 "held: waiting up to {}s for the principal to decide {id} in warrant ({reason})",
                 wait.as_secs()
             );
             async move {
                 if let Some(token) = token {
-                    let p = ProgressNotificationParam::new(token, elapsed.floor())
+                    let value = elapsed.floor();
+                    let p = ProgressNotificationParam::new(token.clone(), value)
                         .with_total(wait.as_secs_f64().ceil())
                         .with_message(message);
                     let _ = ctx.peer.notify_progress(p).await;
+                    if let Ok(mut held) = shared.held_progress.lock() {
+                        held.insert(token, value);
+                    }
                 }
             }
         };
@@ -359,6 +396,13 @@ impl Service<RoleServer> for Gateway {
             // A request the SDK could not read as one it knows — a `tools/call` with fields it
             // does not accept, or a method it does not know — is never forwarded: it could run a
             // tool without being governed.
+            // A method MCP does not define (a vendor's, or a typo) is not found, as JSON-RPC says
+            // (-32601); one it defines that the SDK could not read is an invalid request.
+            ClientRequest::CustomRequest(r) if !MCP_METHODS.contains(&r.method.as_str()) => Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {:?} (warrant mcp-gateway forwards the methods MCP defines)", r.method),
+                None,
+            )),
             ClientRequest::CustomRequest(r) => Err(McpError::invalid_request(
                 format!(
                     "warrant mcp-gateway forwards only requests it can read; {:?} was not (a tool call is governed before it runs)",

@@ -33,8 +33,20 @@ impl Shared {
     /// cancellation by the agent cancels the forwarded request.
     pub(super) async fn forward(
         &self,
+        request: ClientRequest,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
+        self.forward_from(request, ctx, 0.0).await
+    }
+
+    /// [`Shared::forward`], the server's progress (and total) told to the agent `base` higher:
+    /// after a hold whose progress reached `base - 1`, progress keeps increasing, as the spec
+    /// requires (it went `(0,60),(5,60),(1,4),(2,4)`).
+    pub(super) async fn forward_from(
+        &self,
         mut request: ClientRequest,
         ctx: &RequestContext<RoleServer>,
+        base: f64,
     ) -> Result<ServerResult, McpError> {
         let upstream = self.upstream()?;
         let agent_token = ctx.meta.get_progress_token();
@@ -47,7 +59,7 @@ impl Shared {
         if let Some(t) = agent_token
             && let Ok(mut map) = self.progress.lock()
         {
-            map.insert(mine.clone(), t);
+            map.insert(mine.clone(), (t, base));
         }
         let id = handle.id.clone();
         let result = tokio::select! {
@@ -182,8 +194,12 @@ impl Service<RoleClient> for ServerSide {
                 let agent_token =
                     self.shared.progress.lock().ok().and_then(|m| m.get(&p.params.progress_token).cloned());
                 // Progress on a request the agent asked no progress for is dropped.
-                let Some(t) = agent_token else { return Ok(()) };
+                let Some((t, base)) = agent_token else { return Ok(()) };
                 p.params.progress_token = t;
+                p.params.progress += base;
+                if let Some(total) = p.params.total.as_mut() {
+                    *total += base;
+                }
             }
             ServerNotification::CancelledNotification(_) => return Ok(()),
             ServerNotification::ToolListChangedNotification(_) => {

@@ -599,9 +599,11 @@ pub fn notebook_for_dir(dir: &str) -> String {
     format!("{base}-{}", &crate::canonical::sha256_hex(dir.as_bytes())[..6])
 }
 
-/// A one-line summary of a call for lists: the tool and, for a command tool, the command's first
-/// line; else the input's first string field. The packet's `proposed_action` carries the whole
-/// input; this is only what the principal reads first.
+/// A one-line summary of a call for lists, at most 160 characters: the tool and, for a command
+/// tool, the command's first line; else every argument, by name (`a: 1, b: 2`;
+/// strings by their first line, other values as JSON). Whatever is left out is marked `…`, never
+/// dropped silently (numbers were: `get-sum {a:1,b:2}` read `everything/get-sum:`). The packet's
+/// `proposed_action` carries the whole input; this is only what the principal reads first.
 #[must_use]
 pub fn summary(call: &ToolCall, policies: &PolicySet) -> String {
     let input = &call.input;
@@ -609,17 +611,24 @@ pub fn summary(call: &ToolCall, policies: &PolicySet) -> String {
         .tool(&call.tool)
         .and_then(|p| p.command.clone())
         .or_else(|| policies.host_command_field(&call.tool).map(str::to_owned));
-    let text = field
-        .and_then(|f| input.get(f))
-        .map(|c| match c {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .or_else(|| input.as_object()?.iter().find_map(|(k, v)| v.as_str().map(|s| format!("{k}: {s}"))))
-        .unwrap_or_default();
-    let first = text.lines().next().unwrap_or("");
-    let more = if text.lines().nth(1).is_some() { " …" } else { "" };
-    let mut s = format!("{}: {first}{more}", call.tool);
+    let first_line = |s: &str| {
+        let first = s.lines().next().unwrap_or("");
+        if s.lines().nth(1).is_some() { format!("{first} …") } else { first.to_owned() }
+    };
+    let text = match field.and_then(|f| input.get(f)) {
+        Some(Value::String(s)) => first_line(s),
+        Some(other) => other.to_string(),
+        None => input.as_object().map_or_else(String::new, |m| {
+            m.iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => format!("{k}: {}", first_line(s)),
+                    other => format!("{k}: {other}"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        }),
+    };
+    let mut s = format!("{}: {text}", call.tool);
     if s.chars().count() > 160 {
         s = s.chars().take(159).collect::<String>() + "…";
     }
@@ -801,6 +810,38 @@ mod tests {
 
     fn policies(extra: &str) -> PolicySet {
         PolicySet::from_toml(extra).expect("policy")
+    }
+
+    // Issue 33: a summary names every argument, numbers too (`get-sum {a:1,b:2}` read
+    // `everything/get-sum:`), a string by its first line, and what is cut is marked `…`.
+    #[test]
+    fn a_summary_names_every_argument_and_marks_what_it_cuts() {
+        let p = policies("");
+        let call = |tool: &str, input: Value| ToolCall {
+            host: "mcp-gateway".into(),
+            agent: "a".into(),
+            session: None,
+            tool: tool.into(),
+            input,
+            notebook: "nb".into(),
+            cwd: None,
+            workdir: None,
+            annotations: Value::Null,
+        };
+        assert_eq!(
+            summary(&call("everything/get-sum", json!({"a": 1, "b": 2.5})), &p),
+            "everything/get-sum: a: 1, b: 2.5"
+        );
+        assert_eq!(
+            summary(&call("mail/send", json!({"to": "dana@example.com", "body": "Hi\nthe quote", "urgent": true})), &p),
+            "mail/send: body: Hi …, to: dana@example.com, urgent: true"
+        );
+        assert_eq!(summary(&call("x/list", json!({})), &p), "x/list: ");
+        let long = summary(&call("x/y", json!({"items": (0..100).collect::<Vec<_>>()})), &p);
+        assert_eq!(long.chars().count(), 160);
+        assert!(long.starts_with("x/y: items: [0,1,2,") && long.ends_with('…'), "{long}");
+        // A command tool still shows its command line.
+        assert_eq!(summary(&call("Bash", json!({"command": "git push\ngit tag"})), &p), "Bash: git push …");
     }
 
     fn bash(p: &PolicySet, line: &str) -> Classification {
