@@ -459,6 +459,91 @@ fn a_vendor_method_is_not_found_and_a_malformed_call_is_invalid() {
     let _ = child.wait();
 }
 
+/// Whether process `pid` runs (a zombie, dead but not yet reaped, does not).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.chars().next() != Some('Z')))
+        .unwrap_or(false)
+}
+
+/// A gateway in front of a "server" that never answers `initialize` (a shell waiting on a
+/// `sleep 300` it started, whose pid it writes to `pidfile`), with the agent's `initialize`
+/// already sent; returns the gateway, its stdout lines, and the shell's and sleep's pids.
+fn silent_server(s: &Setup, extra: &[&str]) -> (Child, mpsc::Receiver<Value>, ChildStdin, [i32; 2]) {
+    let pidfile = s.path("server.pids");
+    let script = format!("echo $$ > '{0}'; sleep 300 & echo $! >> '{0}'; wait", pidfile.display());
+    let mut args = vec!["mcp-gateway", "--wait", "1"];
+    args.extend_from_slice(extra);
+    args.extend(["--", "sh", "-c", &script]);
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .envs(s.vars())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gateway");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    writeln!(stdin, "{init}").and_then(|()| stdin.flush()).expect("initialize");
+    let rx = lines(&mut child);
+    let start = Instant::now();
+    let pids = loop {
+        let pids: Vec<i32> = std::fs::read_to_string(&pidfile)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if let [sh, sleep] = pids.as_slice() {
+            break [*sh, *sleep];
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "the server never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (child, rx, stdin, pids)
+}
+
+/// Waits until none of `pids` runs.
+fn all_gone(pids: &[i32], what: &str) {
+    let start = Instant::now();
+    while pids.iter().any(|p| running(*p)) {
+        assert!(start.elapsed() < Duration::from_secs(10), "{what}: still running: {pids:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+// Issue 33, §1: a server that never finishes `initialize` no longer holds the gateway: past
+// `--handshake-timeout` the agent gets an error naming the server, and the server and the
+// process it started are stopped (its whole process group); SIGTERM during the handshake ends
+// the gateway at once, the server's processes with it (they were orphaned, the gateway killable
+// only by SIGKILL).
+#[test]
+fn a_server_that_never_answers_initialize_is_timed_out_and_stopped_whole() {
+    let s = setup();
+    let (mut child, rx, _stdin, pids) = silent_server(&s, &["--handshake-timeout", "1"]);
+    let v = rx.recv_timeout(Duration::from_secs(15)).expect("an answer to initialize");
+    assert_eq!(v["id"], json!(1), "{v}");
+    let message = v["error"]["message"].as_str().unwrap_or_else(|| panic!("an error: {v}"));
+    assert!(message.contains("did not answer initialize within 1s") && message.contains("sleep 300"), "{message}");
+    all_gone(&pids, "after the handshake timed out");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let (mut child, _rx, _stdin, pids) = silent_server(&s, &[]);
+    let gateway = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(gateway, rustix::process::Signal::TERM).expect("SIGTERM");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "SIGTERM during the handshake did not end the gateway");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    all_gone(&pids, "after SIGTERM during the handshake");
+}
+
 // (3) A refused write is a normal tool result with isError and `_warrant` (status refused, the
 // packet, the principal's reason); the file is unchanged.
 #[test]

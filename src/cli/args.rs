@@ -296,6 +296,10 @@ pub enum Command {
         /// How long a held call waits for the principal before it is refused.
         #[arg(long, value_name = "SECS", default_value_t = 300.0)]
         wait: f64,
+        /// How long the server has to answer initialize; past it the agent gets an error naming
+        /// the server, and the server is stopped.
+        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+        handshake_timeout: f64,
         /// Listen on a Unix socket at PATH (created mode 0660, removed on exit) instead of stdio:
         /// each connection is one MCP session with its own COMMAND; SIGINT/SIGTERM stop it. For a
         /// gateway run under its own Unix user; agents connect with `--connect PATH`.

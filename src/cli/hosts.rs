@@ -23,6 +23,7 @@ pub(super) struct McpGatewayArgs {
     pub(super) notebook: Option<String>,
     pub(super) name: Option<String>,
     pub(super) wait: f64,
+    pub(super) handshake_timeout: f64,
     pub(super) listen: Option<PathBuf>,
     pub(super) signer: Option<Principal>,
     pub(super) command: Vec<std::ffi::OsString>,
@@ -74,6 +75,9 @@ pub(super) fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Re
     if !(a.wait.is_finite() && a.wait >= 0.0) {
         return Err(Failure::usage("--wait must be a number of seconds"));
     }
+    if !(a.handshake_timeout.is_finite() && a.handshake_timeout > 0.0) {
+        return Err(Failure::usage("--handshake-timeout must be a positive number of seconds"));
+    }
     let cwd = std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned());
     let notebook = match a.notebook {
         Some(n) => check("--notebook", n)?,
@@ -87,6 +91,7 @@ pub(super) fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Re
         cwd,
         name: check("--name", a.name.unwrap_or_else(|| crate::gateway::default_name(&a.command)))?,
         wait: std::time::Duration::from_secs_f64(a.wait.min(1e9)),
+        handshake: std::time::Duration::from_secs_f64(a.handshake_timeout.min(1e9)),
         command: a.command,
         listen: a.listen,
         signer: a.signer.map(std::sync::Arc::new),

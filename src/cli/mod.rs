@@ -201,8 +201,17 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         let spool = if store.is_some() { None } else { spool_flag };
         return Ok(hook_cmd(spool, store, replica, host, agent, notebook, wait));
     }
-    if let Some(Command::McpGateway { agent, notebook, name, wait, listen, connect, sign_receipts, command }) =
-        cli.command
+    if let Some(Command::McpGateway {
+        agent,
+        notebook,
+        name,
+        wait,
+        handshake_timeout,
+        listen,
+        connect,
+        sign_receipts,
+        command,
+    }) = cli.command
     {
         if let Some(path) = connect {
             if !command.is_empty() {
@@ -221,7 +230,10 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
             Ok((spool, follower)) => (Ok(spool), follower),
             Err(e) => (Err(e), None),
         };
-        return mcp_gateway(spool, McpGatewayArgs { agent, notebook, name, wait, listen, signer, command });
+        return mcp_gateway(
+            spool,
+            McpGatewayArgs { agent, notebook, name, wait, handshake_timeout, listen, signer, command },
+        );
     }
     if let Some(Command::Demo { read_only, theme, interval }) = cli.command {
         // The demo reads none of the principal's spool, store or configuration (not

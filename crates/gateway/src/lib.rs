@@ -77,6 +77,9 @@ pub struct Options {
     pub name: String,
     /// How long a held call waits for the principal.
     pub wait: Duration,
+    /// How long the real server has to answer `initialize` (`--handshake-timeout`, 30 s by
+    /// default): past it the agent gets an error naming the server, and the server is stopped.
+    pub handshake: Duration,
     /// The real server's command line (program and arguments).
     pub command: Vec<OsString>,
     /// `--listen`: the Unix socket agents connect to (each connection one MCP session, with its
@@ -148,6 +151,7 @@ async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::
         opts,
         upstream: OnceLock::new(),
         upstream_stop: Mutex::new(None),
+        server_group: Mutex::new(None),
         protocol: OnceLock::new(),
         tools: tokio::sync::Mutex::new(None),
         progress: Mutex::new(HashMap::new()),
@@ -156,14 +160,29 @@ async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::
         server_gone: tokio::sync::Notify::new(),
     });
     let gateway = Gateway { shared: shared.clone() };
-    let running = match io {
-        AgentIo::Stdio => match fifo_stdio() {
-            Some(pipes) => gateway.serve(pipes).await,
-            None => gateway.serve(rmcp::transport::stdio()).await,
-        },
-        AgentIo::Unix(stream) => gateway.serve(stream.into_split()).await,
-    }
-    .map_err(|e| format!("MCP handshake with the agent failed: {e}"))?;
+    let mut shutdown = shutdown;
+    let handshake = async {
+        match io {
+            AgentIo::Stdio => match fifo_stdio() {
+                Some(pipes) => gateway.serve(pipes).await,
+                None => gateway.serve(rmcp::transport::stdio()).await,
+            },
+            AgentIo::Unix(stream) => gateway.serve(stream.into_split()).await,
+        }
+    };
+    // A stop (SIGTERM, SIGINT, `--listen` shutting down) is honoured during the handshake too:
+    // a server that never answers `initialize` left the gateway killable only by SIGKILL.
+    let running = tokio::select! {
+        r = handshake => r.map_err(|e| format!("MCP handshake with the agent failed: {e}")),
+        () = stop_requested(&mut shutdown) => Err("stopped during the MCP handshake".to_owned()),
+    };
+    let running = match running {
+        Ok(r) => r,
+        Err(e) => {
+            shared.stop_server().await;
+            return Err(e);
+        }
+    };
     let stop = running.cancellation_token();
     let flusher = shared.clone();
     let receipts = tokio::spawn(async move {
@@ -172,14 +191,7 @@ async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::
             flusher.clone().flush_receipts().await;
         }
     });
-    let stopped = async move {
-        match shutdown {
-            Some(mut rx) => {
-                let _ = rx.wait_for(|s| *s).await;
-            }
-            None => std::future::pending().await,
-        }
-    };
+    let stopped = stop_requested(&mut shutdown);
     tokio::select! {
         _ = running.waiting() => {}
         () = shared.server_gone.notified() => {
@@ -190,13 +202,42 @@ async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::
     }
     receipts.abort();
     shared.clone().flush_receipts().await;
-    // The server (child process) stops with the gateway.
-    let upstream = shared.upstream_stop.lock().ok().and_then(|mut g| g.take());
-    if let Some(ct) = upstream {
-        ct.cancel();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    shared.stop_server().await;
     Ok(0)
+}
+
+/// Resolves when `shutdown` turns true (never without one).
+async fn stop_requested(shutdown: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    match shutdown {
+        Some(rx) => {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+impl Shared {
+    /// Stops the real server with the gateway: its MCP session, then its whole process group
+    /// (the server runs in a group of its own, so the processes it started go with it): SIGTERM,
+    /// and SIGKILL to what is left after a grace period. Idempotent.
+    async fn stop_server(&self) {
+        let upstream = self.upstream_stop.lock().ok().and_then(|mut g| g.take());
+        if let Some(ct) = upstream {
+            ct.cancel();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let Some(pid) = self.server_group.lock().ok().and_then(|mut g| g.take()) else { return };
+        let Some(group) = rustix::process::Pid::from_raw(pid) else { return };
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            // Signal 0: is anyone left in the group?
+            if rustix::process::test_kill_process_group(group).is_err() {
+                return;
+            }
+        }
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
 }
 
 /// What the two sides of one connection share.
@@ -215,6 +256,9 @@ struct Shared {
     /// The real server, once the agent's `initialize` started it.
     upstream: OnceLock<Peer<RoleClient>>,
     upstream_stop: Mutex<Option<RunningServiceCancellationToken>>,
+    /// The real server's process group (its pid: it leads a group of its own), to stop it and
+    /// every process it started.
+    server_group: Mutex<Option<i32>>,
     /// The protocol version the real server agreed to.
     protocol: OnceLock<ProtocolVersion>,
     /// The server's tools by name (`None` until listed, and again after `tools/list_changed`).

@@ -131,18 +131,37 @@ impl Gateway {
         }
         let mut cmd = tokio::process::Command::new(&s.opts.command[0]);
         cmd.args(&s.opts.command[1..]);
+        // A process group of its own: stopping the gateway stops the server and what it started.
+        cmd.process_group(0);
         let shown = s.opts.command.iter().map(|w| w.to_string_lossy()).collect::<Vec<_>>().join(" ");
         let (transport, _) =
             rmcp::transport::TokioChildProcess::builder(cmd).stderr(std::process::Stdio::inherit()).spawn().map_err(
                 |e| McpError::internal_error(format!("warrant mcp-gateway could not start `{shown}`: {e}"), None),
             )?;
+        if let (Some(pid), Ok(mut group)) = (transport.id(), s.server_group.lock()) {
+            *group = i32::try_from(pid).ok();
+        }
         let side = ServerSide { shared: s.clone(), client: params, agent };
-        let running = side.serve(transport).await.map_err(|e| {
-            McpError::internal_error(
-                format!("warrant mcp-gateway: `{shown}` did not complete the MCP handshake: {e}"),
-                None,
-            )
-        })?;
+        let handshake = tokio::time::timeout(s.opts.handshake, side.serve(transport)).await;
+        let running = match handshake {
+            Ok(Ok(running)) => running,
+            Ok(Err(e)) => {
+                return Err(McpError::internal_error(
+                    format!("warrant mcp-gateway: `{shown}` did not complete the MCP handshake: {e}"),
+                    None,
+                ));
+            }
+            Err(_) => {
+                s.stop_server().await;
+                return Err(McpError::internal_error(
+                    format!(
+                        "warrant mcp-gateway: `{shown}` did not answer initialize within {}s; it was stopped",
+                        s.opts.handshake.as_secs_f64()
+                    ),
+                    None,
+                ));
+            }
+        };
         let peer = running.peer().clone();
         let info = peer
             .peer_info()
