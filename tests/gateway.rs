@@ -544,6 +544,44 @@ fn a_server_that_never_answers_initialize_is_timed_out_and_stopped_whole() {
     all_gone(&pids, "after SIGTERM during the handshake");
 }
 
+// Issue 33, §1: the server's own traffic reaches the client only after the client's
+// `notifications/initialized` (server-everything sends `tools/list_changed` as soon as it is
+// initialized, and the gateway initializes it at once: the client heard it before its own
+// `initialized`, which the spec says a server must not do).
+#[test]
+fn the_servers_traffic_waits_for_the_clients_initialized() {
+    if !have(&["mcp-server-everything"]) {
+        return;
+    }
+    let s = setup();
+    let mut child = Command::new(BIN)
+        .args(["mcp-gateway", "--wait", "1", "--", "mcp-server-everything"])
+        .envs(s.vars())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gateway");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    writeln!(stdin, "{init}").and_then(|()| stdin.flush()).expect("initialize");
+    let rx = lines(&mut child);
+    let v = rx.recv_timeout(Duration::from_secs(30)).expect("the initialize result");
+    assert_eq!(v["id"], json!(1), "the first thing the client hears is its initialize result: {v}");
+    assert!(v["result"]["serverInfo"].is_object(), "{v}");
+    // Before the client's `initialized`: nothing from the server.
+    if let Ok(early) = rx.recv_timeout(Duration::from_millis(1500)) {
+        panic!("the server's traffic reached the client before its initialized: {early}");
+    }
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .and_then(|()| stdin.flush())
+        .expect("initialized");
+    let v = rx.recv_timeout(Duration::from_secs(10)).expect("the server's notification, once initialized");
+    assert_eq!(v["method"], json!("notifications/tools/list_changed"), "{v}");
+    drop(stdin);
+    let _ = child.wait();
+}
+
 // (3) A refused write is a normal tool result with isError and `_warrant` (status refused, the
 // packet, the principal's reason); the file is unchanged.
 #[test]

@@ -152,6 +152,7 @@ async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::
         upstream: OnceLock::new(),
         upstream_stop: Mutex::new(None),
         server_group: Mutex::new(None),
+        client_ready: tokio::sync::watch::Sender::new(false),
         protocol: OnceLock::new(),
         tools: tokio::sync::Mutex::new(None),
         progress: Mutex::new(HashMap::new()),
@@ -256,6 +257,8 @@ struct Shared {
     /// The real server, once the agent's `initialize` started it.
     upstream: OnceLock<Peer<RoleClient>>,
     upstream_stop: Mutex<Option<RunningServiceCancellationToken>>,
+    /// Whether the agent has sent `notifications/initialized` ([`Shared::client_initialized`]).
+    client_ready: tokio::sync::watch::Sender<bool>,
     /// The real server's process group (its pid: it leads a group of its own), to stop it and
     /// every process it started.
     server_group: Mutex<Option<i32>>,

@@ -420,9 +420,14 @@ impl Service<RoleServer> for Gateway {
         ctx: NotificationContext<RoleServer>,
     ) -> Result<(), McpError> {
         match notification {
-            // The SDK sent the server its own `initialized`; cancellations reach forwarded
-            // requests through their request context.
-            ClientNotification::InitializedNotification(_) | ClientNotification::CancelledNotification(_) => Ok(()),
+            // The SDK sent the server its own `initialized`; the server's traffic held until now
+            // goes to the agent.
+            ClientNotification::InitializedNotification(_) => {
+                self.shared.client_ready.send_replace(true);
+                Ok(())
+            }
+            // Cancellations reach forwarded requests through their request context.
+            ClientNotification::CancelledNotification(_) => Ok(()),
             _ => {
                 let Ok(upstream) = self.shared.upstream() else { return Ok(()) };
                 *notification.get_meta_mut() = ctx.meta;

@@ -24,6 +24,14 @@ pub(super) fn service_error(e: ServiceError) -> McpError {
 }
 
 impl Shared {
+    /// Resolves once the agent has sent `notifications/initialized`: the server's own requests
+    /// and notifications reach the agent only then, as the spec has it (the gateway tells the
+    /// server it is initialized as soon as the server answers, so the server may speak first).
+    pub(super) async fn client_initialized(&self) {
+        let mut ready = self.client_ready.subscribe();
+        let _ = ready.wait_for(|r| *r).await;
+    }
+
     pub(super) fn upstream(&self) -> Result<&Peer<RoleClient>, McpError> {
         self.upstream.get().ok_or_else(|| McpError::invalid_request("the connection is not initialized", None))
     }
@@ -196,6 +204,7 @@ impl Service<RoleClient> for ServerSide {
         if let ServerRequest::PingRequest(_) = request {
             return Ok(ClientResult::empty(()));
         }
+        self.shared.client_initialized().await;
         *request.get_meta_mut() = ctx.meta;
         tokio::select! {
             r = self.agent.send_request(request) => r.map_err(service_error),
@@ -208,6 +217,7 @@ impl Service<RoleClient> for ServerSide {
         mut notification: ServerNotification,
         ctx: NotificationContext<RoleClient>,
     ) -> Result<(), McpError> {
+        self.shared.client_initialized().await;
         match &mut notification {
             ServerNotification::ProgressNotification(p) => {
                 let agent_token =
