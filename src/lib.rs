@@ -29,4 +29,5 @@ pub use warrant_gateway as gateway;
 pub mod cli;
 pub mod eval;
 pub mod hook;
+pub mod mcp_setup;
 pub mod setup;

@@ -463,7 +463,7 @@ fn a_vendor_method_is_not_found_and_a_malformed_call_is_invalid() {
 fn running(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.chars().next() != Some('Z')))
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
         .unwrap_or(false)
 }
 

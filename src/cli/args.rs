@@ -366,10 +366,22 @@ pub enum Command {
     /// Answer an agent host's hook: one JSON event on stdin (PreToolUse, PermissionRequest,
     /// PostToolUse), the host's documented answer on stdout. Every failure is a deny.
     Hook(HookArgs),
-    /// Write the hook configuration that puts warrant in front of an agent host's tools.
+    /// Write the hook configuration that puts warrant in front of an agent host's tools; with
+    /// --mcp, put the host's MCP servers behind warrant's gateway.
     Setup {
-        /// The host.
-        host: crate::hook::Host,
+        /// The host (claude-desktop, cursor and vscode only with --mcp).
+        host: crate::mcp_setup::McpHost,
+        /// Put every local MCP server the host has configured behind `warrant mcp-gateway`
+        /// (keeping its command, arguments and environment), instead of writing hooks.
+        #[arg(long)]
+        mcp: bool,
+        /// With --mcp: give every wrapped server its own command back.
+        #[arg(long, requires = "mcp", conflicts_with = "check")]
+        undo: bool,
+        /// With --mcp: write nothing; list the servers not behind warrant (exit 1 when there is
+        /// one, such as a server added since).
+        #[arg(long, requires = "mcp")]
+        check: bool,
         /// Claude Code: the project's `.claude/settings.json` (the default); Codex: the project's
         /// `.codex/hooks.json`.
         #[arg(long, conflicts_with = "user")]

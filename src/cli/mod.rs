@@ -417,7 +417,29 @@ fn run_command(
         Command::Completions { shell } => completions_cmd(shell),
         Command::Man => man_cmd(),
         Command::Hook(_) => Err(Failure::usage("internal error: hook handled above")),
-        Command::Setup { host, project: _, user, print, dir, wait } => {
+        Command::Setup { host, mcp: true, undo, check, project: _, user, print, dir, wait: _ } => {
+            use crate::mcp_setup::McpAction;
+            let spool = resolve_new_spool(spool_arg, &config)?;
+            let action = match (undo, check) {
+                (true, _) => McpAction::Undo,
+                (_, true) => McpAction::Check,
+                _ => McpAction::Wrap,
+            };
+            crate::mcp_setup::setup_mcp(host, user, dir.as_deref(), print, action, spool.root()).map_err(Failure::usage)
+        }
+        Command::Setup { host, mcp: false, undo: _, check: _, project: _, user, print, dir, wait } => {
+            use crate::mcp_setup::McpHost;
+            let host = match host {
+                McpHost::ClaudeCode => crate::hook::Host::ClaudeCode,
+                McpHost::Codex => crate::hook::Host::Codex,
+                other => {
+                    return Err(Failure::usage(format!(
+                        "{} has no hooks: `warrant setup {0} --mcp` puts its MCP servers behind warrant",
+                        clap::ValueEnum::to_possible_value(&other)
+                            .map_or_else(String::new, |v| v.get_name().to_owned())
+                    )));
+                }
+            };
             // The hooks name the spool; they refuse every call until it exists.
             let spool = resolve_new_spool(spool_arg, &config)?;
             crate::setup::setup(

@@ -46,6 +46,8 @@ mod jetstream;
 mod keys;
 #[path = "../live_governor.rs"]
 mod live_governor;
+#[path = "../mcp_setup.rs"]
+mod mcp_setup;
 #[path = "../real_hosts.rs"]
 mod real_hosts;
 

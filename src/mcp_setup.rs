@@ -1,0 +1,407 @@
+//! `warrant setup HOST --mcp`: puts every stdio MCP server a host has configured behind
+//! `warrant mcp-gateway`, keeping its command, arguments and environment (issue 33, §4).
+//!
+//! Where each host keeps its servers ([`config_path`]):
+//!
+//! | Host | Project | User | Key |
+//! | --- | --- | --- | --- |
+//! | Claude Code | `.mcp.json` | `~/.claude.json` | `mcpServers` |
+//! | Codex | `.codex/config.toml` | `~/.codex/config.toml` | `[mcp_servers.NAME]` |
+//! | Claude Desktop | — | `~/.config/Claude/claude_desktop_config.json` | `mcpServers` |
+//! | Cursor | `.cursor/mcp.json` | `~/.cursor/mcp.json` | `mcpServers` |
+//! | VS Code | `.vscode/mcp.json` | `~/.config/Code/User/mcp.json` | `servers` |
+//!
+//! A stdio server `{"command": C, "args": A}` becomes `{"command": WARRANT, "args": ["--spool",
+//! SPOOL, "mcp-gateway", "--name", NAME, "--", C, A…]}` ([`wrap`]); its `env` (and every other
+//! field) is kept, and reaches the server through the gateway, which passes its environment on.
+//! A wrapped entry is recognised by its arguments, so wrapping is idempotent and `--undo`
+//! ([`unwrap`]) gives the original back. A server reached by URL is left as it is and said so:
+//! the gateway reaches local servers only. Before a file is rewritten its old bytes are kept
+//! beside it (`NAME.warrant-backup`). JSON files are rewritten by a JSON library (their keys
+//! re-sorted); Codex's TOML is edited in place (`toml_edit`), comments and order kept.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// A host whose MCP servers `setup --mcp` wraps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum McpHost {
+    /// Claude Code.
+    ClaudeCode,
+    /// OpenAI Codex CLI.
+    Codex,
+    /// Claude Desktop.
+    ClaudeDesktop,
+    /// Cursor.
+    Cursor,
+    /// VS Code (`mcp.json`).
+    Vscode,
+}
+
+impl McpHost {
+    /// The key holding the servers in a JSON configuration (`mcpServers`, VS Code's `servers`).
+    fn json_key(self) -> &'static str {
+        if self == McpHost::Vscode { "servers" } else { "mcpServers" }
+    }
+}
+
+/// What `setup --mcp` does to the servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpAction {
+    /// Wrap every stdio server not wrapped yet.
+    Wrap,
+    /// Give every wrapped server its own command back.
+    Undo,
+    /// Write nothing: list the stdio servers not behind warrant (exit 1 when there is one).
+    Check,
+}
+
+/// The configuration file holding `host`'s servers: the project's under `dir`, or (`user`) the
+/// user's under `home`.
+///
+/// # Errors
+/// Claude Desktop has no project configuration.
+pub fn config_path(host: McpHost, user: bool, dir: &Path, home: &Path) -> Result<PathBuf, String> {
+    Ok(match (host, user) {
+        (McpHost::ClaudeCode, false) => dir.join(".mcp.json"),
+        (McpHost::ClaudeCode, true) => home.join(".claude.json"),
+        (McpHost::Codex, false) => dir.join(".codex").join("config.toml"),
+        (McpHost::Codex, true) => home.join(".codex").join("config.toml"),
+        (McpHost::ClaudeDesktop, false) => {
+            return Err("Claude Desktop has no project configuration: add --user".into());
+        }
+        (McpHost::ClaudeDesktop, true) => home.join(".config").join("Claude").join("claude_desktop_config.json"),
+        (McpHost::Cursor, false) => dir.join(".cursor").join("mcp.json"),
+        (McpHost::Cursor, true) => home.join(".cursor").join("mcp.json"),
+        (McpHost::Vscode, false) => dir.join(".vscode").join("mcp.json"),
+        (McpHost::Vscode, true) => home.join(".config").join("Code").join("User").join("mcp.json"),
+    })
+}
+
+/// A server name as a gateway `--name` (tool keys are `NAME/tool`): letters, digits, `_`, `-`
+/// and `.` kept, anything else `-`.
+#[must_use]
+pub fn gateway_name(server: &str) -> String {
+    let name: String = server
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') { c } else { '-' })
+        .collect();
+    if name.trim_matches('-').is_empty() { "server".into() } else { name }
+}
+
+/// The launch of the stdio server `name` (`command`, `args`) behind the gateway: `exe` (this
+/// binary, absolute) with `--spool SPOOL mcp-gateway --name NAME -- COMMAND ARGS…`.
+#[must_use]
+pub fn wrap(name: &str, command: &str, args: &[String], exe: &Path, spool: &Path) -> (String, Vec<String>) {
+    let mut wrapped = vec![
+        "--spool".to_owned(),
+        spool.display().to_string(),
+        "mcp-gateway".to_owned(),
+        "--name".to_owned(),
+        gateway_name(name),
+        "--".to_owned(),
+        command.to_owned(),
+    ];
+    wrapped.extend(args.iter().cloned());
+    (exe.display().to_string(), wrapped)
+}
+
+/// The server's own launch when (`command`, `args`) is a wrapped one ([`wrap`]): a program named
+/// `warrant` running `mcp-gateway` with a `--` after it; `None` otherwise.
+#[must_use]
+pub fn unwrap(command: &str, args: &[String]) -> Option<(String, Vec<String>)> {
+    if Path::new(command).file_name().and_then(|n| n.to_str()) != Some("warrant") {
+        return None;
+    }
+    let gateway = args.iter().position(|a| a == "mcp-gateway")?;
+    let dash = gateway + 1 + args[gateway + 1..].iter().position(|a| a == "--")?;
+    let (server, rest) = args[dash + 1..].split_first()?;
+    Some((server.clone(), rest.to_vec()))
+}
+
+/// What happened to one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The server's name in the configuration.
+    pub name: String,
+    /// Its launch before, as one line (or its URL).
+    pub before: String,
+    /// Its launch after, or why it is left as it is.
+    pub after: Result<String, String>,
+}
+
+fn line(command: &str, args: &[String]) -> String {
+    std::iter::once(command).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
+}
+
+/// `action` on the servers of a JSON configuration `doc` (an object holding `key`): the new
+/// document and what changed. `Check` changes nothing and lists the servers not behind warrant.
+///
+/// # Errors
+/// `doc` is not an object, or `key` is not an object of objects.
+pub fn apply_json(
+    doc: &Value,
+    key: &str,
+    action: McpAction,
+    exe: &Path,
+    spool: &Path,
+) -> Result<(Value, Vec<Change>), String> {
+    let mut out = if doc.is_null() { json!({}) } else { doc.clone() };
+    let root = out.as_object_mut().ok_or("the configuration is not a JSON object")?;
+    let Some(servers) = root.get_mut(key) else { return Ok((out, Vec::new())) };
+    let servers = servers.as_object_mut().ok_or_else(|| format!("`{key}` is not an object"))?;
+    let mut changes = Vec::new();
+    for (name, server) in servers.iter_mut() {
+        let server = server.as_object_mut().ok_or_else(|| format!("`{key}.{name}` is not an object"))?;
+        let Some(command) = server.get("command").and_then(Value::as_str).map(str::to_owned) else {
+            let url = server.get("url").and_then(Value::as_str).unwrap_or("no command");
+            changes.push(Change {
+                name: name.clone(),
+                before: url.to_owned(),
+                after: Err("left as it is: the gateway reaches local (stdio) servers only".into()),
+            });
+            continue;
+        };
+        let args: Vec<String> = match server.get("args") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| format!("`{key}.{name}.args` holds a non-string")))
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(format!("`{key}.{name}.args` is not a list")),
+        };
+        let next = match (action, unwrap(&command, &args)) {
+            (McpAction::Wrap, None) => Some(wrap(name, &command, &args, exe, spool)),
+            (McpAction::Undo, Some(own)) => Some(own),
+            (McpAction::Check, None) => {
+                changes.push(Change {
+                    name: name.clone(),
+                    before: line(&command, &args),
+                    after: Err("not behind warrant".into()),
+                });
+                None
+            }
+            _ => None,
+        };
+        if let Some((c, a)) = next {
+            changes.push(Change { name: name.clone(), before: line(&command, &args), after: Ok(line(&c, &a)) });
+            server.insert("command".into(), json!(c));
+            server.insert("args".into(), json!(a));
+        }
+    }
+    Ok((out, changes))
+}
+
+/// [`apply_json`] on Codex's `config.toml` text: its `[mcp_servers.NAME]` tables, edited in place
+/// (comments, order and every other key kept).
+///
+/// # Errors
+/// Text that is not TOML, or a server whose `command` or `args` has the wrong type.
+pub fn apply_toml(text: &str, action: McpAction, exe: &Path, spool: &Path) -> Result<(String, Vec<Change>), String> {
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| e.to_string())?;
+    let mut changes = Vec::new();
+    if let Some(servers) = doc.get_mut("mcp_servers").and_then(toml_edit::Item::as_table_like_mut) {
+        for (name, server) in servers.iter_mut() {
+            let name = name.get().to_owned();
+            let Some(server) = server.as_table_like_mut() else { continue };
+            let Some(command) = server.get("command").and_then(toml_edit::Item::as_str).map(str::to_owned) else {
+                let url = server.get("url").and_then(toml_edit::Item::as_str).unwrap_or("no command").to_owned();
+                changes.push(Change {
+                    name,
+                    before: url,
+                    after: Err("left as it is: the gateway reaches local (stdio) servers only".into()),
+                });
+                continue;
+            };
+            let args: Vec<String> = match server.get("args") {
+                None => Vec::new(),
+                Some(item) => item
+                    .as_array()
+                    .ok_or_else(|| format!("mcp_servers.{name}.args is not a list"))?
+                    .iter()
+                    .map(|v| {
+                        v.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| format!("mcp_servers.{name}.args holds a non-string"))
+                    })
+                    .collect::<Result<_, _>>()?,
+            };
+            let next = match (action, unwrap(&command, &args)) {
+                (McpAction::Wrap, None) => Some(wrap(&name, &command, &args, exe, spool)),
+                (McpAction::Undo, Some(own)) => Some(own),
+                (McpAction::Check, None) => {
+                    changes.push(Change {
+                        name: name.clone(),
+                        before: line(&command, &args),
+                        after: Err("not behind warrant".into()),
+                    });
+                    None
+                }
+                _ => None,
+            };
+            if let Some((c, a)) = next {
+                changes.push(Change { name: name.clone(), before: line(&command, &args), after: Ok(line(&c, &a)) });
+                server.insert("command", toml_edit::value(c));
+                server.insert("args", toml_edit::value(a.iter().map(String::as_str).collect::<toml_edit::Array>()));
+            }
+        }
+    }
+    Ok((doc.to_string(), changes))
+}
+
+/// `warrant setup HOST --mcp [--undo|--check]`: reads `host`'s configuration, applies `action`,
+/// shows every change, and (unless `print` or `Check`) writes the file, its old bytes kept as
+/// `FILE.warrant-backup`. Returns the exit code: 0; 1 for a `Check` that found a server not
+/// behind warrant.
+///
+/// # Errors
+/// The file cannot be read, parsed or written; no home directory for `--user`.
+pub fn setup_mcp(
+    host: McpHost,
+    user: bool,
+    dir: Option<&Path>,
+    print: bool,
+    action: McpAction,
+    spool: &Path,
+) -> Result<u8, String> {
+    let home = directories::BaseDirs::new().map(|b| b.home_dir().to_owned());
+    let dir = match dir {
+        Some(d) => d.to_owned(),
+        None => std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?,
+    };
+    let home = match (user, home) {
+        (true, None) => return Err("no home directory for --user".into()),
+        (_, h) => h.unwrap_or_default(),
+    };
+    let path = config_path(host, user, &dir, &home)?;
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let spool = std::path::absolute(spool).map_err(|e| format!("{}: {e}", spool.display()))?;
+    let old = match std::fs::read(&path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let shown = path.display();
+    let (text, changes) = match host {
+        McpHost::Codex => {
+            let text = old.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+            let (new, changes) = apply_toml(&text, action, &exe, &spool).map_err(|e| format!("{shown}: {e}"))?;
+            (new, changes)
+        }
+        _ => {
+            let doc = match &old {
+                Some(bytes) => serde_json::from_slice(bytes).map_err(|e| format!("{shown}: not JSON: {e}"))?,
+                None => Value::Null,
+            };
+            let (new, changes) =
+                apply_json(&doc, host.json_key(), action, &exe, &spool).map_err(|e| format!("{shown}: {e}"))?;
+            (serde_json::to_string_pretty(&new).map_err(|e| e.to_string())? + "\n", changes)
+        }
+    };
+    if action == McpAction::Check {
+        let missing: Vec<&Change> = changes.iter().filter(|c| c.after.is_err()).collect();
+        for c in &missing {
+            let why = c.after.as_ref().err().map_or("", String::as_str);
+            println!("{}: {} ({}) — {why}", shown, c.name, c.before);
+        }
+        let stdio_missing = missing.iter().any(|c| c.after.as_ref().is_err_and(|e| e == "not behind warrant"));
+        if !stdio_missing {
+            println!("{shown}: every local MCP server runs behind warrant");
+        }
+        return Ok(u8::from(stdio_missing));
+    }
+    if print {
+        print!("{text}");
+        return Ok(0);
+    }
+    let wrapped = changes.iter().filter(|c| c.after.is_ok()).count();
+    for c in &changes {
+        match &c.after {
+            Ok(after) => println!("  {}: {}\n    → {after}", c.name, c.before),
+            Err(why) => println!("  {} ({}): {why}", c.name, c.before),
+        }
+    }
+    if wrapped == 0 {
+        println!("{shown}: unchanged");
+        return Ok(0);
+    }
+    if let Some(bytes) = &old {
+        let backup = PathBuf::from(format!("{}.warrant-backup", path.display()));
+        crate::store::atomic::write_atomic(&backup, bytes, 0o600).map_err(|e| format!("{}: {e}", backup.display()))?;
+        println!("{shown}: the old file is kept as {}", backup.display());
+    }
+    let mode =
+        std::fs::metadata(&path).map_or(0o644, |m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    crate::store::atomic::write_atomic(&path, text.as_bytes(), mode).map_err(|e| format!("{shown}: {e}"))?;
+    let verb = if action == McpAction::Undo { "back to their own commands" } else { "behind warrant" };
+    println!("{shown}: {wrapped} {} {verb}", if wrapped == 1 { "server" } else { "servers" });
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_is_idempotent_and_undo_gives_the_original_back() {
+        let exe = Path::new("/opt/bin/warrant");
+        let spool = Path::new("/s");
+        let doc = json!({
+            "theme": "dark",
+            "mcpServers": {
+                "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me"], "env": {"A": "1"}},
+                "notion tools": {"command": "notion-mcp"},
+                "docs": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer x"}},
+            }
+        });
+        let (once, changes) = apply_json(&doc, "mcpServers", McpAction::Wrap, exe, spool).expect("wrap");
+        assert_eq!(changes.iter().filter(|c| c.after.is_ok()).count(), 2, "{changes:?}");
+        let files = &once["mcpServers"]["files"];
+        assert_eq!(files["command"], json!("/opt/bin/warrant"));
+        assert_eq!(
+            files["args"],
+            json!([
+                "--spool",
+                "/s",
+                "mcp-gateway",
+                "--name",
+                "files",
+                "--",
+                "npx",
+                "-y",
+                "@modelcontextprotocol/server-filesystem",
+                "/home/me"
+            ])
+        );
+        assert_eq!(files["env"], json!({"A": "1"}), "the environment is kept");
+        assert_eq!(once["mcpServers"]["notion tools"]["args"][4], json!("notion-tools"), "a usable --name");
+        assert_eq!(once["mcpServers"]["docs"], doc["mcpServers"]["docs"], "a URL server is left as it is");
+        assert_eq!(once["theme"], json!("dark"));
+        let (twice, changes) = apply_json(&once, "mcpServers", McpAction::Wrap, exe, spool).expect("again");
+        assert_eq!(twice, once, "idempotent");
+        assert!(changes.iter().all(|c| c.after.is_err()), "{changes:?}");
+        let (check, _) = apply_json(&once, "mcpServers", McpAction::Check, exe, spool).expect("check");
+        assert_eq!(check, once);
+        let (undone, _) = apply_json(&once, "mcpServers", McpAction::Undo, exe, spool).expect("undo");
+        assert_eq!(undone["mcpServers"]["files"]["args"], doc["mcpServers"]["files"]["args"]);
+        assert_eq!(undone["mcpServers"]["notion tools"]["args"], json!([]));
+        assert!(apply_json(&json!([1]), "mcpServers", McpAction::Wrap, exe, spool).is_err());
+    }
+
+    #[test]
+    fn codex_toml_is_edited_in_place() {
+        let text = "# my servers\nmodel = \"o4\"\n\n[mcp_servers.git]\ncommand = \"uvx\"\nargs = [\"mcp-server-git\"]\nenv = { GIT_DIR = \"/r\" }\n";
+        let (wrapped, changes) =
+            apply_toml(text, McpAction::Wrap, Path::new("/opt/bin/warrant"), Path::new("/s")).expect("wrap");
+        assert_eq!(changes.len(), 1);
+        assert!(wrapped.starts_with("# my servers\nmodel = \"o4\""), "{wrapped}");
+        assert!(wrapped.contains("command = \"/opt/bin/warrant\""), "{wrapped}");
+        assert!(wrapped.contains("\"--\", \"uvx\", \"mcp-server-git\"]"), "{wrapped}");
+        assert!(wrapped.contains("env = { GIT_DIR = \"/r\" }"), "{wrapped}");
+        let (undone, _) = apply_toml(&wrapped, McpAction::Undo, Path::new("/x"), Path::new("/s")).expect("undo");
+        assert!(undone.contains("command = \"uvx\"") && undone.contains("args = [\"mcp-server-git\"]"), "{undone}");
+    }
+}
