@@ -89,16 +89,46 @@ pub fn gateway_name(server: &str) -> String {
     if name.trim_matches('-').is_empty() { "server".into() } else { name }
 }
 
+/// The servers the built-in tool table has presets for (`assets/host-tools.toml`), by the base
+/// name of their package or program, with the name their tool keys use there.
+const PRESET_SERVERS: [(&str, &str); 10] = [
+    ("server-filesystem", "filesystem"),
+    ("mcp-server-filesystem", "filesystem"),
+    ("mcp-server-git", "git"),
+    ("mcp_server_git", "git"),
+    ("mcp-server-fetch", "fetch"),
+    ("mcp_server_fetch", "fetch"),
+    ("server-memory", "memory"),
+    ("mcp-server-memory", "memory"),
+    ("mcp-server-time", "time"),
+    ("mcp_server_time", "time"),
+];
+
+/// The name the built-in presets give the server (`command`, `args`) when it is one of theirs:
+/// a word of its launch whose last `/` segment, without a version (`@1.2`, `==1.2`), is the
+/// package (`npx -y @modelcontextprotocol/server-filesystem DIR`, `uvx mcp-server-git==2026.10.19`,
+/// `python -m mcp_server_time`).
+#[must_use]
+pub fn preset_name(command: &str, args: &[String]) -> Option<&'static str> {
+    std::iter::once(command).chain(args.iter().map(String::as_str)).find_map(|word| {
+        let base = word.rsplit('/').next()?.split(['@', '=']).next()?;
+        PRESET_SERVERS.iter().find(|(package, _)| *package == base).map(|(_, name)| *name)
+    })
+}
+
 /// The launch of the stdio server `name` (`command`, `args`) behind the gateway: `exe` (this
-/// binary, absolute) with `--spool SPOOL mcp-gateway --name NAME -- COMMAND ARGS…`.
+/// binary, absolute) with `--spool SPOOL mcp-gateway --name NAME -- COMMAND ARGS…`, NAME being
+/// the presets' name for a server they know ([`preset_name`]), else the configuration's
+/// ([`gateway_name`]).
 #[must_use]
 pub fn wrap(name: &str, command: &str, args: &[String], exe: &Path, spool: &Path) -> (String, Vec<String>) {
+    let name = preset_name(command, args).map_or_else(|| gateway_name(name), str::to_owned);
     let mut wrapped = vec![
         "--spool".to_owned(),
         spool.display().to_string(),
         "mcp-gateway".to_owned(),
         "--name".to_owned(),
-        gateway_name(name),
+        name,
         "--".to_owned(),
         command.to_owned(),
     ];
@@ -368,13 +398,14 @@ mod tests {
                 "/s",
                 "mcp-gateway",
                 "--name",
-                "files",
+                "filesystem",
                 "--",
                 "npx",
                 "-y",
                 "@modelcontextprotocol/server-filesystem",
                 "/home/me"
-            ])
+            ]),
+            "a server the presets know is named as they name it"
         );
         assert_eq!(files["env"], json!({"A": "1"}), "the environment is kept");
         assert_eq!(once["mcpServers"]["notion tools"]["args"][4], json!("notion-tools"), "a usable --name");
@@ -389,6 +420,17 @@ mod tests {
         assert_eq!(undone["mcpServers"]["files"]["args"], doc["mcpServers"]["files"]["args"]);
         assert_eq!(undone["mcpServers"]["notion tools"]["args"], json!([]));
         assert!(apply_json(&json!([1]), "mcpServers", McpAction::Wrap, exe, spool).is_err());
+    }
+
+    #[test]
+    fn the_presets_servers_are_known_by_their_package() {
+        let w = |s: &[&str]| s.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+        let npx = w(&["-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "/d"]);
+        assert_eq!(preset_name("npx", &npx), Some("filesystem"));
+        assert_eq!(preset_name("uvx", &w(&["mcp-server-git==2026.10.19"])), Some("git"));
+        assert_eq!(preset_name("python3", &w(&["-m", "mcp_server_time"])), Some("time"));
+        assert_eq!(preset_name("/usr/local/bin/mcp-server-fetch", &[]), Some("fetch"));
+        assert_eq!(preset_name("node", &w(&["server.js"])), None);
     }
 
     #[test]

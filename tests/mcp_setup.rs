@@ -1,7 +1,8 @@
 //! `warrant setup HOST --mcp` (issue 33, §4): every local MCP server a host has configured is put
 //! behind `warrant mcp-gateway`, its command, arguments and environment kept; idempotent, with a
 //! backup, `--undo` and `--check`; and the wrapped launch works: the Python SDK's client runs it
-//! as the host would, and a write through it is held as a packet while a read runs.
+//! as the host would, and with no policy.toml (the built-in presets for the filesystem server) a
+//! read runs at once while a write is held as a packet.
 
 use crate::cli_env;
 use crate::real_parts;
@@ -25,8 +26,7 @@ fn setup(e: &Env, dir: &std::path::Path, args: &[&str]) -> std::process::Output 
 #[test]
 fn claude_codes_servers_go_behind_the_gateway_and_come_back_with_undo() {
     let e = Env::new();
-    // The principal's tool table for this server's tools (the gateway names them `files/…`).
-    e.policy("[tools.\"files/read_*\"]\ntier = \"safe\"\nclass = \"read.context\"\nlevel = 1\n\n[tools.\"files/write_file\"]\ntier = \"mutating\"\nclass = \"file.write\"\nlevel = 2\n");
+    // No policy.toml: the built-in presets for the filesystem server govern it.
     let project = e.dir.path().join("project");
     std::fs::create_dir_all(&project).expect("project");
     let root = e.dir.path().join("files");
@@ -45,7 +45,7 @@ fn claude_codes_servers_go_behind_the_gateway_and_come_back_with_undo() {
     let o = setup(&e, &project, &["claude-code", "--mcp"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = text(&o);
-    assert!(out.contains("mcp-gateway --name files -- mcp-server-filesystem"), "the change is shown: {out}");
+    assert!(out.contains("mcp-gateway --name filesystem -- mcp-server-filesystem"), "the change is shown: {out}");
     assert!(out.contains("docs") && out.contains("left as it is"), "{out}");
     let backup = project.join(".mcp.json.warrant-backup");
     assert_eq!(
@@ -101,7 +101,7 @@ fn claude_codes_servers_go_behind_the_gateway_and_come_back_with_undo() {
             let o = e.run(&["list", "--json"]);
             let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
             if let Some(p) = v["packets"].as_array().and_then(|ps| {
-                ps.iter().find(|p| p["summary"].as_str().is_some_and(|s| s.starts_with("files/write_file")))
+                ps.iter().find(|p| p["summary"].as_str().is_some_and(|s| s.starts_with("filesystem/write_file")))
             }) {
                 break p["packet_id"].as_str().expect("id").to_owned();
             }
