@@ -164,6 +164,43 @@ fn line(command: &str, args: &[String]) -> String {
     std::iter::once(command).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
 }
 
+/// What `action` makes of the stdio server `name` (`command`, `args`): its new launch, if it
+/// changes, with the change (or, for `Check`, a server not behind warrant) added to `changes`.
+fn decide(
+    action: McpAction,
+    name: &str,
+    command: &str,
+    args: &[String],
+    exe: &Path,
+    spool: &Path,
+    changes: &mut Vec<Change>,
+) -> Option<(String, Vec<String>)> {
+    let next = match (action, unwrap(command, args)) {
+        (McpAction::Wrap, None) => wrap(name, command, args, exe, spool),
+        (McpAction::Undo, Some(own)) => own,
+        (McpAction::Check, None) => {
+            changes.push(Change {
+                name: name.to_owned(),
+                before: line(command, args),
+                after: Err("not behind warrant".into()),
+            });
+            return None;
+        }
+        _ => return None,
+    };
+    changes.push(Change { name: name.to_owned(), before: line(command, args), after: Ok(line(&next.0, &next.1)) });
+    Some(next)
+}
+
+/// A server reached by URL (or with no command), left as it is.
+fn url_server(name: &str, url: Option<&str>) -> Change {
+    Change {
+        name: name.to_owned(),
+        before: url.unwrap_or("no command").to_owned(),
+        after: Err("left as it is: the gateway reaches local (stdio) servers only".into()),
+    }
+}
+
 /// `action` on the servers of a JSON configuration `doc` (an object holding `key`): the new
 /// document and what changed. `Check` changes nothing and lists the servers not behind warrant.
 ///
@@ -184,12 +221,7 @@ pub fn apply_json(
     for (name, server) in servers.iter_mut() {
         let server = server.as_object_mut().ok_or_else(|| format!("`{key}.{name}` is not an object"))?;
         let Some(command) = server.get("command").and_then(Value::as_str).map(str::to_owned) else {
-            let url = server.get("url").and_then(Value::as_str).unwrap_or("no command");
-            changes.push(Change {
-                name: name.clone(),
-                before: url.to_owned(),
-                after: Err("left as it is: the gateway reaches local (stdio) servers only".into()),
-            });
+            changes.push(url_server(name, server.get("url").and_then(Value::as_str)));
             continue;
         };
         let args: Vec<String> = match server.get("args") {
@@ -200,21 +232,7 @@ pub fn apply_json(
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(format!("`{key}.{name}.args` is not a list")),
         };
-        let next = match (action, unwrap(&command, &args)) {
-            (McpAction::Wrap, None) => Some(wrap(name, &command, &args, exe, spool)),
-            (McpAction::Undo, Some(own)) => Some(own),
-            (McpAction::Check, None) => {
-                changes.push(Change {
-                    name: name.clone(),
-                    before: line(&command, &args),
-                    after: Err("not behind warrant".into()),
-                });
-                None
-            }
-            _ => None,
-        };
-        if let Some((c, a)) = next {
-            changes.push(Change { name: name.clone(), before: line(&command, &args), after: Ok(line(&c, &a)) });
+        if let Some((c, a)) = decide(action, name, &command, &args, exe, spool, &mut changes) {
             server.insert("command".into(), json!(c));
             server.insert("args".into(), json!(a));
         }
@@ -235,12 +253,7 @@ pub fn apply_toml(text: &str, action: McpAction, exe: &Path, spool: &Path) -> Re
             let name = name.get().to_owned();
             let Some(server) = server.as_table_like_mut() else { continue };
             let Some(command) = server.get("command").and_then(toml_edit::Item::as_str).map(str::to_owned) else {
-                let url = server.get("url").and_then(toml_edit::Item::as_str).unwrap_or("no command").to_owned();
-                changes.push(Change {
-                    name,
-                    before: url,
-                    after: Err("left as it is: the gateway reaches local (stdio) servers only".into()),
-                });
+                changes.push(url_server(&name, server.get("url").and_then(toml_edit::Item::as_str)));
                 continue;
             };
             let args: Vec<String> = match server.get("args") {
@@ -256,21 +269,7 @@ pub fn apply_toml(text: &str, action: McpAction, exe: &Path, spool: &Path) -> Re
                     })
                     .collect::<Result<_, _>>()?,
             };
-            let next = match (action, unwrap(&command, &args)) {
-                (McpAction::Wrap, None) => Some(wrap(&name, &command, &args, exe, spool)),
-                (McpAction::Undo, Some(own)) => Some(own),
-                (McpAction::Check, None) => {
-                    changes.push(Change {
-                        name: name.clone(),
-                        before: line(&command, &args),
-                        after: Err("not behind warrant".into()),
-                    });
-                    None
-                }
-                _ => None,
-            };
-            if let Some((c, a)) = next {
-                changes.push(Change { name: name.clone(), before: line(&command, &args), after: Ok(line(&c, &a)) });
+            if let Some((c, a)) = decide(action, &name, &command, &args, exe, spool, &mut changes) {
                 server.insert("command", toml_edit::value(c));
                 server.insert("args", toml_edit::value(a.iter().map(String::as_str).collect::<toml_edit::Array>()));
             }

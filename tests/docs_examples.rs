@@ -539,6 +539,30 @@ fn toml_examples_are_accepted_by_warrant() {
             let dir = tempfile::tempdir().expect("tempdir");
             let config = dir.path().join("config");
             std::fs::create_dir_all(&config).expect("config dir");
+            if body.contains("[mcp_servers.") {
+                // Codex's config.toml with its servers behind warrant: `setup codex --mcp --check`
+                // reads it as Codex keeps it and finds every server wrapped.
+                let codex = dir.path().join("project").join(".codex");
+                std::fs::create_dir_all(&codex).expect(".codex");
+                std::fs::write(codex.join("config.toml"), &body).expect("write the example");
+                std::fs::create_dir_all(dir.path().join("spool")).expect("spool");
+                let project = dir.path().join("project").display().to_string();
+                let o = Command::new(BIN)
+                    .args(["setup", "codex", "--mcp", "--check", "--dir", &project])
+                    .env("WARRANT_CONFIG", &config)
+                    .env("WARRANT_SPOOL", dir.path().join("spool"))
+                    .output()
+                    .expect("run warrant");
+                assert_eq!(
+                    o.status.code(),
+                    Some(0),
+                    "{at}: {}{}",
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                seen.push("codex config.toml");
+                continue;
+            }
             let (name, args, expect): (&str, &[&str], String) = if body.contains("[[key]]") {
                 let fp = body.split("fingerprint = \"").nth(1).and_then(|r| r.split('"').next()).expect("fingerprint");
                 ("pinned_keys.toml", &["keys", "show"], fp.to_string())

@@ -426,17 +426,9 @@ fn a_vendor_method_is_not_found_and_a_malformed_call_is_invalid() {
         return;
     }
     let s = setup();
-    let mut child = Command::new(BIN)
-        .args(["mcp-gateway", "--wait", "1", "--", "mcp-server-everything"])
-        .envs(s.vars())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("gateway");
-    let mut stdin = child.stdin.take().expect("stdin");
+    let (mut child, mut stdin) = raw_gateway(&s, &["--wait", "1", "--", "mcp-server-everything"]);
     for line in [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        initialize(),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "vendor/frobnicate", "params": {}}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": 5}}),
@@ -459,6 +451,28 @@ fn a_vendor_method_is_not_found_and_a_malformed_call_is_invalid() {
     let _ = child.wait();
 }
 
+/// A client's `initialize` request (id 1), as a raw JSON-RPC message.
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+           "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+}
+
+/// `warrant mcp-gateway ARGS` with the test's environment, spoken to in raw JSON-RPC lines on
+/// its stdin (returned), its stdout piped.
+fn raw_gateway(s: &Setup, args: &[&str]) -> (Child, ChildStdin) {
+    let mut child = Command::new(BIN)
+        .arg("mcp-gateway")
+        .args(args)
+        .envs(s.vars())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gateway");
+    let stdin = child.stdin.take().expect("stdin");
+    (child, stdin)
+}
+
 /// Whether process `pid` runs (a zombie, dead but not yet reaped, does not).
 fn running(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -473,19 +487,11 @@ fn running(pid: i32) -> bool {
 fn silent_server(s: &Setup, extra: &[&str]) -> (Child, mpsc::Receiver<Value>, ChildStdin, [i32; 2]) {
     let pidfile = s.path("server.pids");
     let script = format!("echo $$ > '{0}'; sleep 300 & echo $! >> '{0}'; wait", pidfile.display());
-    let mut args = vec!["mcp-gateway", "--wait", "1"];
+    let mut args = vec!["--wait", "1"];
     args.extend_from_slice(extra);
     args.extend(["--", "sh", "-c", &script]);
-    let mut child = Command::new(BIN)
-        .args(&args)
-        .envs(s.vars())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("gateway");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (mut child, mut stdin) = raw_gateway(s, &args);
+    let init = initialize();
     writeln!(stdin, "{init}").and_then(|()| stdin.flush()).expect("initialize");
     let rx = lines(&mut child);
     let start = Instant::now();
@@ -554,16 +560,8 @@ fn the_servers_traffic_waits_for_the_clients_initialized() {
         return;
     }
     let s = setup();
-    let mut child = Command::new(BIN)
-        .args(["mcp-gateway", "--wait", "1", "--", "mcp-server-everything"])
-        .envs(s.vars())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("gateway");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (mut child, mut stdin) = raw_gateway(&s, &["--wait", "1", "--", "mcp-server-everything"]);
+    let init = initialize();
     writeln!(stdin, "{init}").and_then(|()| stdin.flush()).expect("initialize");
     let rx = lines(&mut child);
     let v = rx.recv_timeout(Duration::from_secs(30)).expect("the initialize result");
