@@ -463,7 +463,9 @@ mod tests {
         assert!(a.verdicts.values().any(|v| {
             v.models.iter().any(|m| m.model == warrant_protocol::verdict::Model::RateLimit && m.verdict == "exceeded")
         }));
-        assert!(a.preconditions.contains_key("demo-report-publish"));
+        // Its precondition, observed by nobody here, fails closed (and is not kept as observed).
+        assert_eq!(a.unobserved, 1);
+        assert!(!a.preconditions.contains_key("demo-report-publish"));
         // The opening mix: most decidable, one human only, one blocked with its reason.
         // (demo-report-publish is decidable until the demo changes its world file, at tick 18.)
         let report = &a.verdicts["demo-report-publish"];
