@@ -270,19 +270,11 @@ pub(super) fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         "sort" => {
             // The packet under the cursor stays under it: `refresh` keeps the selection by id.
             state.sort = state.sort.next();
-            state.refresh();
-            state.flash = Some(Flash {
-                text: format!("pending sorted by {}", sort_words(state.sort, state.sort_reverse)),
-                error: false,
-            });
+            resorted(state);
         }
         "sort_reverse" => {
             state.sort_reverse = !state.sort_reverse;
-            state.refresh();
-            state.flash = Some(Flash {
-                text: format!("pending sorted by {}", sort_words(state.sort, state.sort_reverse)),
-                error: false,
-            });
+            resorted(state);
         }
         "mark" => {
             if let Some(id) = state.selected_packet().map(|p| p.id.clone()) {
@@ -329,10 +321,17 @@ pub(super) fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
     vec![]
 }
 
+/// The pending list in its new order, said in the status line.
+fn resorted(state: &mut State) {
+    state.refresh();
+    state.flash =
+        Some(Flash { text: format!("pending sorted by {}", sort_words(state.sort, state.sort_reverse)), error: false });
+}
+
 /// `y` / `Y`: the selected packet's id or content hash (or the audit entry's packet id or
 /// entry_hash) to the clipboard, whole.
 fn copy_selected(state: &mut State, hash: bool) -> Vec<Effect> {
-    let what = if hash { "hash" } else { "id" };
+    let (what, a) = if hash { ("hash", "a hash") } else { ("id", "an id") };
     let text = match (state.pane, state.selected_packet()) {
         (_, Some(p)) => Some(if hash { p.content_hash.clone() } else { p.id.clone() }),
         (Pane::Audit, None) => state.selected_audit().and_then(|e| {
@@ -341,11 +340,14 @@ fn copy_selected(state: &mut State, hash: bool) -> Vec<Effect> {
         _ => None,
     };
     let Some(text) = text else {
-        state.flash = Some(Flash { text: format!("nothing selected here has an {what} to copy"), error: true });
+        state.flash = Some(Flash { text: format!("nothing selected here has {a} to copy"), error: true });
         return vec![];
     };
     state.flash = Some(Flash {
-        text: format!("copied {what} {} to the clipboard (OSC 52)", warrant_protocol::text::inert(&text, 80)),
+        text: format!(
+            "copied {what} {} (sent to the terminal's clipboard, OSC 52)",
+            warrant_protocol::text::inert(&text, 80)
+        ),
         error: false,
     });
     vec![Effect::Copy(text)]
@@ -362,7 +364,7 @@ fn page_selected(state: &mut State) -> Vec<Effect> {
 
 /// A packet as the pager shows it: its id, content hash and file's fields, pretty-printed, each
 /// line made inert (escapes and bidi overrides shown as placeholders, as on the screen).
-pub(crate) fn packet_text(p: &warrant_protocol::packet::Packet) -> String {
+fn packet_text(p: &warrant_protocol::packet::Packet) -> String {
     let body = if p.raw.is_null() {
         "(the packet's body was not loaded)".to_owned()
     } else {
