@@ -521,9 +521,9 @@ fn all_gone(pids: &[i32], what: &str) {
 
 // Issue 33, §1: a server that never finishes `initialize` no longer holds the gateway: past
 // `--handshake-timeout` the agent gets an error naming the server, and the server and the
-// process it started are stopped (its whole process group); SIGTERM during the handshake ends
-// the gateway at once, the server's processes with it (they were orphaned, the gateway killable
-// only by SIGKILL).
+// process it started are stopped (its whole process group); SIGTERM, or the agent closing its
+// end, during the handshake ends the gateway at once, the server's processes with it (they were
+// orphaned, the gateway killable only by SIGKILL).
 #[test]
 fn a_server_that_never_answers_initialize_is_timed_out_and_stopped_whole() {
     let s = setup();
@@ -548,6 +548,16 @@ fn a_server_that_never_answers_initialize_is_timed_out_and_stopped_whole() {
         std::thread::sleep(Duration::from_millis(20));
     }
     all_gone(&pids, "after SIGTERM during the handshake");
+
+    // The agent closing its end during the handshake ends the gateway too, the server with it.
+    let (mut child, _rx, stdin, pids) = silent_server(&s, &[]);
+    drop(stdin);
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        assert!(start.elapsed() < Duration::from_secs(5), "stdin's end during the handshake did not end the gateway");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    all_gone(&pids, "after the agent closed its end during the handshake");
 }
 
 // Issue 33, §1: the server's own traffic reaches the client only after the client's

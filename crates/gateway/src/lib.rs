@@ -162,6 +162,7 @@ async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::
     });
     let gateway = Gateway { shared: shared.clone() };
     let mut shutdown = shutdown;
+    let on_stdio = matches!(io, AgentIo::Stdio);
     let handshake = async {
         match io {
             AgentIo::Stdio => match fifo_stdio() {
@@ -173,10 +174,17 @@ async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::
     };
     // A stop (SIGTERM, SIGINT, `--listen` shutting down) is honoured during the handshake too:
     // a server that never answers `initialize` left the gateway killable only by SIGKILL.
+    // And so is the agent closing its end: while the handshake waits for the server, nothing
+    // reads standard input to see its end.
+    let handshaking = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let running = tokio::select! {
         r = handshake => r.map_err(|e| format!("MCP handshake with the agent failed: {e}")),
         () = stop_requested(&mut shutdown) => Err("stopped during the MCP handshake".to_owned()),
+        () = stdin_hung_up(on_stdio, Arc::clone(&handshaking)) => {
+            Err("the agent closed its end during the MCP handshake".to_owned())
+        }
     };
+    handshaking.store(false, std::sync::atomic::Ordering::Relaxed);
     let running = match running {
         Ok(r) => r,
         Err(e) => {
@@ -205,6 +213,31 @@ async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::
     shared.clone().flush_receipts().await;
     shared.stop_server().await;
     Ok(0)
+}
+
+/// Resolves when standard input (`on_stdio`) is a pipe or socket whose other end has closed,
+/// checked every 100 ms (a `poll` that reads nothing) while `watching` holds; never otherwise.
+async fn stdin_hung_up(on_stdio: bool, watching: Arc<std::sync::atomic::AtomicBool>) {
+    use std::os::fd::AsFd as _;
+    let Some(fd) = on_stdio.then(|| std::io::stdin().as_fd().try_clone_to_owned().ok()).flatten() else {
+        return std::future::pending().await;
+    };
+    let hung_up = tokio::task::spawn_blocking(move || {
+        let timeout = rustix::event::Timespec { tv_sec: 0, tv_nsec: 100_000_000 };
+        while watching.load(std::sync::atomic::Ordering::Relaxed) {
+            let mut fds = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::RDHUP)];
+            if rustix::event::poll(&mut fds, Some(&timeout)).is_ok()
+                && fds[0].revents().intersects(rustix::event::PollFlags::HUP | rustix::event::PollFlags::RDHUP)
+            {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    if !matches!(hung_up, Ok(true)) {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Resolves when `shutdown` turns true (never without one).
