@@ -14,8 +14,9 @@
 //! A stdio server `{"command": C, "args": A}` becomes `{"command": WARRANT, "args": ["--spool",
 //! SPOOL, "mcp-gateway", "--name", NAME, "--", C, A…]}` ([`wrap`]); its `env` (and every other
 //! field) is kept, and reaches the server through the gateway, which passes its environment on.
-//! A wrapped entry is recognised by its arguments, so wrapping is idempotent and `--undo`
-//! ([`unwrap`]) gives the original back. A server reached by URL is left as it is and said so:
+//! A wrapped entry is recognised by its program being this binary ([`runs_this`]: the file it
+//! resolves to) and its arguments, so wrapping is idempotent and `--undo` ([`unwrap`]) gives the
+//! original back. A server reached by URL is left as it is and said so:
 //! the gateway reaches local servers only. Before a file is rewritten its old bytes are kept
 //! beside it (`NAME.warrant-backup`). JSON files are rewritten by a JSON library (their keys
 //! re-sorted); Codex's TOML is edited in place (`toml_edit`), comments and order kept.
@@ -136,8 +137,9 @@ pub fn wrap(name: &str, command: &str, args: &[String], exe: &Path, spool: &Path
     (exe.display().to_string(), wrapped)
 }
 
-/// The server's own launch when (`command`, `args`) is a wrapped one ([`wrap`]): a program named
-/// `warrant` running `mcp-gateway` with a `--` after it; `None` otherwise.
+/// The server's own launch when (`command`, `args`) has the shape of a wrapped one ([`wrap`]): a
+/// program named `warrant` running `mcp-gateway` with a `--` after it; `None` otherwise. Whether
+/// that program is this warrant is [`runs_this`]'s to say.
 #[must_use]
 pub fn unwrap(command: &str, args: &[String]) -> Option<(String, Vec<String>)> {
     if Path::new(command).file_name().and_then(|n| n.to_str()) != Some("warrant") {
@@ -149,6 +151,24 @@ pub fn unwrap(command: &str, args: &[String]) -> Option<(String, Vec<String>)> {
     Some((server.clone(), rest.to_vec()))
 }
 
+/// Whether the program `command` of a launch is this binary `exe`: the same file once resolved
+/// (a bare name through `PATH`, symlinks followed), or the very path `exe` names. A program
+/// merely named `warrant` (another install, or anything called so) is not this warrant.
+#[must_use]
+pub fn runs_this(command: &str, exe: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    if Path::new(command) == exe {
+        return true;
+    }
+    let resolved = if command.contains('/') {
+        Some(PathBuf::from(command))
+    } else {
+        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(command)).find(|f| f.is_file()))
+    };
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    resolved.and_then(|r| id(&r)).is_some_and(|r| id(exe) == Some(r))
+}
+
 /// What happened to one server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
@@ -158,6 +178,8 @@ pub struct Change {
     pub before: String,
     /// Its launch after, or why it is left as it is.
     pub after: Result<String, String>,
+    /// A local (stdio) server, which the gateway can govern; `false` for one reached by URL.
+    pub stdio: bool,
 }
 
 fn line(command: &str, args: &[String]) -> String {
@@ -165,7 +187,10 @@ fn line(command: &str, args: &[String]) -> String {
 }
 
 /// What `action` makes of the stdio server `name` (`command`, `args`): its new launch, if it
-/// changes, with the change (or, for `Check`, a server not behind warrant) added to `changes`.
+/// changes, with the change (or, for `Check`, a server not behind this warrant) added to
+/// `changes`. A launch counts as wrapped only when its program is this binary ([`runs_this`]);
+/// one behind another program named `warrant` is wrapped again, around its own server, by
+/// `Wrap`, and reported by `Check`.
 fn decide(
     action: McpAction,
     name: &str,
@@ -175,20 +200,31 @@ fn decide(
     spool: &Path,
     changes: &mut Vec<Change>,
 ) -> Option<(String, Vec<String>)> {
-    let next = match (action, unwrap(command, args)) {
+    let wrapped = unwrap(command, args);
+    let ours = wrapped.is_some() && runs_this(command, exe);
+    let next = match (action, wrapped) {
+        (McpAction::Wrap, _) if ours => return None,
+        (McpAction::Wrap, Some((own, own_args))) => wrap(name, &own, &own_args, exe, spool),
         (McpAction::Wrap, None) => wrap(name, command, args, exe, spool),
         (McpAction::Undo, Some(own)) => own,
-        (McpAction::Check, None) => {
+        (McpAction::Check, wrapped) if !ours => {
+            let why = if wrapped.is_some() { "behind another program named warrant" } else { "not behind warrant" };
             changes.push(Change {
                 name: name.to_owned(),
                 before: line(command, args),
-                after: Err("not behind warrant".into()),
+                after: Err(why.into()),
+                stdio: true,
             });
             return None;
         }
         _ => return None,
     };
-    changes.push(Change { name: name.to_owned(), before: line(command, args), after: Ok(line(&next.0, &next.1)) });
+    changes.push(Change {
+        name: name.to_owned(),
+        before: line(command, args),
+        after: Ok(line(&next.0, &next.1)),
+        stdio: true,
+    });
     Some(next)
 }
 
@@ -198,6 +234,7 @@ fn url_server(name: &str, url: Option<&str>) -> Change {
         name: name.to_owned(),
         before: url.unwrap_or("no command").to_owned(),
         after: Err("left as it is: the gateway reaches local (stdio) servers only".into()),
+        stdio: false,
     }
 }
 
@@ -333,7 +370,7 @@ pub fn setup_mcp(
             let why = c.after.as_ref().err().map_or("", String::as_str);
             println!("{}: {} ({}) — {why}", shown, c.name, c.before);
         }
-        let stdio_missing = missing.iter().any(|c| c.after.as_ref().is_err_and(|e| e == "not behind warrant"));
+        let stdio_missing = missing.iter().any(|c| c.stdio);
         if !stdio_missing {
             println!("{shown}: every local MCP server runs behind warrant");
         }
@@ -419,6 +456,38 @@ mod tests {
         assert_eq!(undone["mcpServers"]["files"]["args"], doc["mcpServers"]["files"]["args"]);
         assert_eq!(undone["mcpServers"]["notion tools"]["args"], json!([]));
         assert!(apply_json(&json!([1]), "mcpServers", McpAction::Wrap, exe, spool).is_err());
+    }
+
+    // A launch is behind warrant when its program is this binary, not when it is named so: a
+    // wrapper around another `warrant` is reported by --check and wrapped again by this one.
+    #[test]
+    fn only_this_binary_counts_as_behind_warrant() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let exe = dir.path().join("warrant");
+        std::fs::write(&exe, "").expect("exe");
+        let link = dir.path().join("bin");
+        std::fs::create_dir(&link).expect("bin");
+        std::os::unix::fs::symlink(&exe, link.join("warrant")).expect("symlink");
+        assert!(runs_this(&link.join("warrant").display().to_string(), &exe), "the file a symlink resolves to");
+        let other = dir.path().join("other");
+        std::fs::create_dir(&other).expect("other");
+        std::fs::write(other.join("warrant"), "").expect("another warrant");
+        let other = other.join("warrant").display().to_string();
+        assert!(!runs_this(&other, &exe), "another file named warrant");
+        let args: Vec<String> = ["mcp-gateway", "--", "mcp-server-git"].iter().map(|s| (*s).to_owned()).collect();
+        let doc = json!({"mcpServers": {"git": {"command": other, "args": args}}});
+        let (_, changes) = apply_json(&doc, "mcpServers", McpAction::Check, &exe, Path::new("/s")).expect("check");
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!(changes[0].after, Err("behind another program named warrant".to_owned()));
+        let (wrapped, _) = apply_json(&doc, "mcpServers", McpAction::Wrap, &exe, Path::new("/s")).expect("wrap");
+        assert_eq!(wrapped["mcpServers"]["git"]["command"], json!(exe.display().to_string()));
+        assert_eq!(
+            wrapped["mcpServers"]["git"]["args"][6],
+            json!("mcp-server-git"),
+            "around its own server: {wrapped}"
+        );
+        let (_, changes) = apply_json(&wrapped, "mcpServers", McpAction::Check, &exe, Path::new("/s")).expect("check");
+        assert!(changes.is_empty(), "{changes:?}");
     }
 
     #[test]

@@ -541,10 +541,13 @@ fn toml_examples_are_accepted_by_warrant() {
             std::fs::create_dir_all(&config).expect("config dir");
             if body.contains("[mcp_servers.") {
                 // Codex's config.toml with its servers behind warrant: `setup codex --mcp --check`
-                // reads it as Codex keeps it and finds every server wrapped.
+                // reads it as Codex keeps it and finds every server wrapped (by this binary, put
+                // where the example names the user's install).
                 let codex = dir.path().join("project").join(".codex");
                 std::fs::create_dir_all(&codex).expect(".codex");
-                std::fs::write(codex.join("config.toml"), &body).expect("write the example");
+                assert!(body.contains("/home/me/.cargo/bin/warrant"), "{at}: the example names warrant's install");
+                std::fs::write(codex.join("config.toml"), body.replace("/home/me/.cargo/bin/warrant", BIN))
+                    .expect("write the example");
                 std::fs::create_dir_all(dir.path().join("spool")).expect("spool");
                 let project = dir.path().join("project").display().to_string();
                 let o = Command::new(BIN)

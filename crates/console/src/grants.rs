@@ -186,12 +186,8 @@ pub fn render_revoke_confirm(
     c: &crate::app::RevokeConfirm,
 ) {
     let words = state.grants.get(&c.grant_id).map_or_else(String::new, |g| g.describe());
-    let button = |label: &str, b: crate::app::Button| {
-        let style = if c.focus == b { theme.get("button_focus") } else { theme.get("button") };
-        Span::styled(format!("[ {label} ]"), style)
-    };
     let kv = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<10} "), theme.get("muted")), Span::raw(v)]);
-    let lines = vec![
+    let mut lines = vec![
         Line::from(Span::styled("Sign the revocation of this grant?", theme.get("refuse"))),
         Line::from(""),
         kv("grant", inert(&c.grant_id, 80)),
@@ -205,15 +201,8 @@ pub fn render_revoke_confirm(
             theme.get("refuse"),
         )),
         Line::from(""),
-        Line::from(vec![
-            button("Cancel", crate::app::Button::Cancel),
-            Span::raw("   "),
-            button("Sign revocation", crate::app::Button::Sign),
-        ])
-        .alignment(ratatui::layout::Alignment::Center),
-        Line::from(Span::styled("y sign · n/esc cancel · tab move · enter press", theme.get("muted")))
-            .alignment(ratatui::layout::Alignment::Center),
     ];
+    lines.extend(crate::ui::sign_buttons(theme, c.focus, "Sign revocation"));
     let para = Paragraph::new(lines).wrap(Wrap { trim: false });
     let w = area.width.saturating_sub(4).min(96);
     let height = u16::try_from(para.line_count(w.saturating_sub(2)) + 2).unwrap_or(u16::MAX).min(area.height);

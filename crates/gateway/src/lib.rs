@@ -226,10 +226,15 @@ async fn stdin_hung_up(on_stdio: bool, watching: Arc<std::sync::atomic::AtomicBo
         let timeout = rustix::event::Timespec { tv_sec: 0, tv_nsec: 100_000_000 };
         while watching.load(std::sync::atomic::Ordering::Relaxed) {
             let mut fds = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::RDHUP)];
-            if rustix::event::poll(&mut fds, Some(&timeout)).is_ok()
-                && fds[0].revents().intersects(rustix::event::PollFlags::HUP | rustix::event::PollFlags::RDHUP)
-            {
-                return true;
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(_)
+                    if fds[0].revents().intersects(rustix::event::PollFlags::HUP | rustix::event::PollFlags::RDHUP) =>
+                {
+                    return true;
+                }
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                // Standard input cannot be watched: stop (the handshake timeout still bounds the wait).
+                Err(_) => return false,
             }
         }
         false

@@ -393,11 +393,10 @@ impl Service<RoleServer> for Gateway {
                 }
                 Ok(answer)
             }
-            // A request the SDK could not read as one it knows — a `tools/call` with fields it
-            // does not accept, or a method it does not know — is never forwarded: it could run a
-            // tool without being governed.
-            // A method MCP does not define (a vendor's, or a typo) is not found, as JSON-RPC says
-            // (-32601); one it defines that the SDK could not read is an invalid request.
+            // A request the SDK could not read as one it knows is never forwarded: it could run a
+            // tool without being governed. A method MCP does not define (a vendor's, or a typo)
+            // is not found, as JSON-RPC says (-32601); one it defines that the SDK could not read
+            // (a `tools/call` with fields it does not accept) is an invalid request (-32600).
             ClientRequest::CustomRequest(r) if !MCP_METHODS.contains(&r.method.as_str()) => Err(McpError::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 format!("method not found: {:?} (warrant mcp-gateway forwards the methods MCP defines)", r.method),

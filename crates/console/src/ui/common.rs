@@ -180,6 +180,21 @@ pub(super) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
 }
 
+/// The two centred lines closing a signed control's dialog: `[ Cancel ]   [ SIGN ]` (the
+/// `focus`ed one highlighted) and the keys that answer it.
+pub(crate) fn sign_buttons(theme: &Theme, focus: crate::app::Button, sign: &str) -> [Line<'static>; 2] {
+    use crate::app::Button;
+    let button = |label: &str, b: Button| {
+        Span::styled(format!("[ {label} ]"), theme.get(if focus == b { "button_focus" } else { "button" }))
+    };
+    [
+        Line::from(vec![button("Cancel", Button::Cancel), Span::raw("   "), button(sign, Button::Sign)])
+            .alignment(ratatui::layout::Alignment::Center),
+        Line::from(Span::styled("y sign · n/esc cancel · tab move · enter press", theme.get("muted")))
+            .alignment(ratatui::layout::Alignment::Center),
+    ]
+}
+
 /// Clears `rect` and one cell around it (within `area`) before a dialog or overlay is drawn
 /// there, so no lone character of the view below shows beside its border (at 120 columns the
 /// confirmation dialog left one column of the detail, a stray "s", on its right).

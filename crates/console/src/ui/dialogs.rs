@@ -279,22 +279,7 @@ pub(super) fn render_control_confirm(
             );
         }
         (None, focus) => {
-            let button = |label: &str, b: Button| {
-                let style = if focus == Some(b) { theme.get("button_focus") } else { theme.get("button") };
-                Span::styled(format!("[ {label} ]"), style)
-            };
-            lines.push(
-                Line::from(vec![
-                    button("Cancel", Button::Cancel),
-                    Span::raw("   "),
-                    button("Sign control", Button::Sign),
-                ])
-                .alignment(Alignment::Center),
-            );
-            lines.push(
-                Line::from(Span::styled("y sign · n/esc cancel · tab move · enter press", theme.get("muted")))
-                    .alignment(Alignment::Center),
-            );
+            lines.extend(super::common::sign_buttons(theme, focus.unwrap_or(Button::Cancel), "Sign control"))
         }
     }
     // Tall enough for the wrapped text, so the buttons are never cut off.

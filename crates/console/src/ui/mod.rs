@@ -48,6 +48,7 @@ use ratatui::widgets::{Block, Paragraph, Wrap};
 pub use warrant_protocol::text::inert;
 
 pub(crate) use bars::tabs_line;
+pub(crate) use common::sign_buttons;
 pub(crate) use common::window;
 pub use common::{clear_around, plural, state_label};
 pub use mouse::{Hit, hit};
