@@ -14,6 +14,7 @@ use real_parts::have;
 
 use cli_env::{BIN, Env, text};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -418,8 +419,8 @@ fn progress_only_increases_and_summaries_name_every_argument() {
 }
 
 // Issue 33, §1: a method MCP does not define (a vendor's) is answered `-32601 Method not found`,
-// as JSON-RPC says, not `-32600`; a `tools/call` the SDK cannot read stays an invalid request,
-// never forwarded. Raw JSON-RPC lines on the gateway's stdin, the real server behind it.
+// as JSON-RPC says, not `-32600`; a `tools/call` whose parameters cannot be read is invalid
+// params (`-32602`), never forwarded. Raw JSON-RPC lines on the gateway's stdin, the real server behind it.
 #[test]
 fn a_vendor_method_is_not_found_and_a_malformed_call_is_invalid() {
     if !have(&["mcp-server-everything"]) {
@@ -446,7 +447,201 @@ fn a_vendor_method_is_not_found_and_a_malformed_call_is_invalid() {
         }
     }
     assert_eq!(errors[&2], -32601, "a vendor method");
-    assert_eq!(errors[&3], -32600, "a tools/call the SDK cannot read");
+    assert_eq!(errors[&3], -32602, "a tools/call whose parameters cannot be read");
+    drop(stdin);
+    let _ = child.wait();
+}
+
+/// The lines a process writes on stdout, as written.
+fn raw_lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    let out = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Writes `messages` as lines and returns the lines answering the requests among them, by id, as
+/// written (waiting up to 30 s for all of them).
+fn exchange(stdin: &mut ChildStdin, rx: &mpsc::Receiver<String>, messages: &[String]) -> HashMap<i64, String> {
+    let mut wanted = std::collections::HashSet::new();
+    for m in messages {
+        let v: Value = serde_json::from_str(m).expect("a message");
+        if let (Some(id), Some(_)) = (v["id"].as_i64(), v.get("method")) {
+            wanted.insert(id);
+        }
+        writeln!(stdin, "{m}").expect("write");
+    }
+    stdin.flush().expect("flush");
+    let mut got = HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while got.len() < wanted.len() {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|e| panic!("answers to {wanted:?}, have {:?}: {e}", got.keys()));
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}"));
+        if let Some(id) = v["id"].as_i64().filter(|id| wanted.contains(id) && v.get("method").is_none()) {
+            got.insert(id, line);
+        }
+    }
+    got
+}
+
+// Issue 33, §1: what warrant does not govern passes through exactly — the server's answers to
+// `initialize`, `tools/list` (input schemas' properties in the server's order, `execution`,
+// `outputSchema`), `prompts/list`, `resources/templates/list` and `tasks/list` are the very lines
+// the server writes when a client speaks to it directly (keys, order, numbers, unknown fields:
+// the SDK's models had alphabetised, turned integers into floats, dropped unknown fields and
+// stripped `capabilities.tasks` and every tool's `execution`). A request before `initialize` gets
+// a plain error (and `ping` its answer), and the client's request ids come back as it wrote them.
+#[test]
+fn what_warrant_does_not_govern_passes_through_byte_for_byte() {
+    if !have(&["mcp-server-everything"]) {
+        return;
+    }
+    let s = setup();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tasks": {"list": {}, "cancel": {}}, "elicitation": {"form": {}}},
+        "clientInfo": {"name": "exact", "version": "1"}}});
+    let messages: Vec<String> = [
+        init,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/list", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "resources/templates/list"}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/list"}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect();
+    let mut direct = Command::new("mcp-server-everything")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the server");
+    let mut direct_in = direct.stdin.take().expect("stdin");
+    let direct_rx = raw_lines(&mut direct);
+    let expected = exchange(&mut direct_in, &direct_rx, &messages);
+    drop(direct_in);
+    let _ = direct.wait();
+
+    let (mut child, mut stdin) = raw_gateway(&s, &["--wait", "1", "--", "mcp-server-everything"]);
+    let rx = raw_lines(&mut child);
+    // Before `initialize`: a plain error, and `ping` answered.
+    let early = exchange(
+        &mut stdin,
+        &rx,
+        &[
+            json!({"jsonrpc": "2.0", "id": 90, "method": "tools/list"}).to_string(),
+            json!({"jsonrpc": "2.0", "id": 91, "method": "ping"}).to_string(),
+        ],
+    );
+    let v: Value = serde_json::from_str(&early[&90]).expect("json");
+    assert_eq!(v["error"]["code"], json!(-32600), "{v}");
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.contains("before initialize")), "{v}");
+    assert_eq!(serde_json::from_str::<Value>(&early[&91]).expect("json")["result"], json!({}));
+    let through = exchange(&mut stdin, &rx, &messages);
+    for id in 1..=5 {
+        assert_eq!(through[&id], expected[&id], "answer {id} differs through the gateway");
+    }
+    let tools: Value = serde_json::from_str(&through[&2]).expect("json");
+    assert!(
+        tools["result"]["tools"].as_array().is_some_and(|t| t.iter().all(|t| t["execution"].is_object())),
+        "{tools}"
+    );
+    let init: Value = serde_json::from_str(&through[&1]).expect("json");
+    assert!(init["result"]["capabilities"]["tasks"].is_object(), "{init}");
+    drop(stdin);
+    let _ = child.wait();
+}
+
+// Issue 33, §2: a task-augmented `tools/call` (`simulate-research-query`, `taskSupport:
+// "required"`) is governed exactly like a plain one — held for the principal, its packet naming
+// the call — and once approved reaches the server with its `task` parameter, so the client gets
+// the server's task and reads its result with `tasks/get` and `tasks/result`; one the principal
+// refuses never reaches the server (the SDK had dropped `task`, and refused `tasks/result`).
+#[test]
+fn a_task_augmented_call_is_governed_then_runs_as_the_servers_task() {
+    if !have(&["mcp-server-everything"]) {
+        return;
+    }
+    let s = setup();
+    let (mut child, mut stdin) = raw_gateway(&s, &["--wait", "60", "--", "mcp-server-everything"]);
+    let rx = raw_lines(&mut child);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"tasks": {"list": {}, "cancel": {}}},
+        "clientInfo": {"name": "tasks", "version": "1"}}});
+    let _ = exchange(&mut stdin, &rx, &[init.to_string()]);
+    let call = |id: i64, topic: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "simulate-research-query", "arguments": {"topic": topic}, "task": {"ttl": 60000}}})
+        .to_string()
+    };
+    for line in [json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(), call(2, "warrant")] {
+        writeln!(stdin, "{line}").expect("write");
+    }
+    stdin.flush().expect("flush");
+    let id = s.held("everything/simulate-research-query");
+    let packet = s.packets().into_iter().find(|p| p["packet_id"] == json!(id)).expect("the packet");
+    assert!(packet["summary"].as_str().is_some_and(|t| t.contains("topic: warrant")), "{packet}");
+    assert_eq!(s.env.run(&["approve", "--yes", &id]).status.code(), Some(0));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let created = loop {
+        let line = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("the task");
+        let v: Value = serde_json::from_str(&line).expect("json");
+        if v["id"] == json!(2) {
+            break v;
+        }
+    };
+    let task = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    // The task runs on the server; its result comes through `tasks/result` once it is done.
+    let result = exchange(
+        &mut stdin,
+        &rx,
+        &[json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": task}}).to_string()],
+    );
+    let v: Value = serde_json::from_str(&result[&3]).expect("json");
+    assert!(v["result"]["content"].is_array() && v.get("error").is_none(), "{v}");
+    let got = exchange(
+        &mut stdin,
+        &rx,
+        &[json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"taskId": task}}).to_string()],
+    );
+    let v: Value = serde_json::from_str(&got[&4]).expect("json");
+    assert_eq!(v["result"]["status"], json!("completed"), "{v}");
+    let receipts = s.receipts();
+    assert!(
+        receipts.iter().any(|r| r["packet_id"] == json!(id) && r["note"].as_str().is_some_and(|n| n.contains("task"))),
+        "{receipts:?}"
+    );
+
+    // Refused: a tool result saying so, and no task on the server.
+    writeln!(stdin, "{}", call(5, "refused")).and_then(|()| stdin.flush()).expect("write");
+    let refused_id = loop {
+        let waiting: Vec<Value> = s
+            .packets()
+            .into_iter()
+            .filter(|p| is_waiting(p) && p["summary"].as_str().is_some_and(|t| t.contains("topic: refused")))
+            .collect();
+        if let [p] = waiting.as_slice() {
+            break p["packet_id"].as_str().expect("id").to_owned();
+        }
+        assert!(Instant::now() < deadline + Duration::from_secs(30), "no packet for the second call");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let o = s.env.run(&["refuse", "--yes", &refused_id, "--reason", "not now"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let answers = exchange(&mut stdin, &rx, &[json!({"jsonrpc": "2.0", "id": 6, "method": "tasks/list"}).to_string()]);
+    let listed: Value = serde_json::from_str(&answers[&6]).expect("json");
+    let tasks = listed["result"]["tasks"].as_array().expect("tasks");
+    assert_eq!(tasks.len(), 1, "only the approved call became a task: {listed}");
     drop(stdin);
     let _ = child.wait();
 }

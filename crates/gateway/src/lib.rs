@@ -1,9 +1,9 @@
 //! `warrant mcp-gateway`: an MCP server to the agent, over stdio, that runs the real
-//! MCP server as a child process and forwards everything to it — `initialize` (the server's
-//! capabilities and instructions pass through), `tools/list`, resources, prompts, completions,
-//! notifications both ways, and the server's own requests to the client (roots, sampling,
-//! elicitation) — except `tools/call`, which it governs first (`docs/integrations.md`, "MCP gateway",
-//! Lodestar's MCP proxy).
+//! MCP server as a child process and relays everything between them exactly as written —
+//! `initialize` (the server's capabilities, instructions and protocol version), `tools/list`,
+//! resources, prompts, completions, tasks, notifications both ways, and the server's own requests
+//! to the client (roots, sampling, elicitation) — except `tools/call`, which it governs first
+//! (`docs/integrations.md`, "MCP gateway", Lodestar's MCP proxy).
 //!
 //! A call is a packet ([`warrant_protocol::calls::call_packet`], tool key `<name>/<tool>`, the server's
 //! annotations from `tools/list`) judged by [`Governor`]: allowed calls are forwarded, once the
@@ -14,8 +14,12 @@
 //! `isError: true`, a text the model can act on and `_meta._warrant` ([`warrant_object`]), never a
 //! transport error and never a forwarded call. Every forwarded call leaves a receipt.
 //!
-//! The MCP protocol (JSON-RPC framing, the handshake, request ids, cancellation) is the official
-//! Rust SDK's, `rmcp` (pinned in `Cargo.toml`); nothing here writes JSON-RPC by hand.
+//! What it does not govern passes through byte for byte: the relay reads only the fields it routes
+//! by (a message's `id` and `method`, a call's parameters), so keys keep their order, numbers
+//! their form, and fields it does not know reach the other side; it adds nothing but the
+//! progress and refusals of the calls it governs. Lines are framed by `tokio-util`'s codec, JSON
+//! parsed by `serde_json`, and the messages the gateway writes itself are built from the official
+//! Rust SDK's types (`rmcp`, pinned in `Cargo.toml`).
 //!
 //! Fail closed: a missing spool, no pinned key, a policy error, a panic or any other internal
 //! error refuses the call; the gateway itself still starts, so the agent reads why.
@@ -26,28 +30,31 @@
 //! carries the gateway's own signature; a receipt signed by a key the principal pinned as a
 //! gateway's is an observed outcome (`docs/integrations.md`, "A gateway under its own Unix user").
 
+mod call;
 mod naming;
 mod receipts;
+mod relay;
 mod result;
-mod server;
 mod socket;
-mod upstream;
+mod wire;
 
 pub use naming::default_name;
 pub use receipts::RECEIPTS_EVERY;
 pub use socket::connect;
 
+use bytes::Bytes;
 use receipts::Unpacketed;
-use rmcp::model::{ProgressToken, ProtocolVersion};
-use rmcp::service::{Peer, RoleClient, RunningServiceCancellationToken, ServiceExt as _};
+use relay::serve;
 use serde_json::Value;
-use server::Gateway;
-use socket::{AgentIo, fifo_stdio, listen};
+use serde_json::value::RawValue;
+use socket::{AgentIo, listen};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
 use warrant_engine::govern::Live;
 #[cfg(doc)]
 use warrant_engine::govern::{Governor, warrant_object};
@@ -138,147 +145,6 @@ async fn serve_stdio(opts: Options) -> Result<u8, String> {
     result
 }
 
-/// One MCP session with one agent: its own [`Shared`] (connection id, server child, receipts),
-/// until the agent closes the connection, the server exits, or `shutdown` turns true (`--listen`
-/// shutting down).
-async fn serve(opts: Options, io: AgentIo, shutdown: Option<tokio::sync::watch::Receiver<bool>>) -> Result<u8, String> {
-    let live = opts.spool.as_ref().ok().map(|spool| Arc::new(Live::new(spool.clone(), &opts.config_dir)));
-    let shared = Arc::new(Shared {
-        connection: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
-        live,
-        unpacketed: Mutex::new(HashMap::new()),
-        receipts_behind: std::sync::atomic::AtomicBool::new(false),
-        opts,
-        upstream: OnceLock::new(),
-        upstream_stop: Mutex::new(None),
-        server_group: Mutex::new(None),
-        client_ready: tokio::sync::watch::Sender::new(false),
-        protocol: OnceLock::new(),
-        tools: tokio::sync::Mutex::new(None),
-        progress: Mutex::new(HashMap::new()),
-        held_progress: Mutex::new(HashMap::new()),
-        calls: std::sync::atomic::AtomicU64::new(0),
-        server_gone: tokio::sync::Notify::new(),
-    });
-    let gateway = Gateway { shared: shared.clone() };
-    let mut shutdown = shutdown;
-    let on_stdio = matches!(io, AgentIo::Stdio);
-    let handshake = async {
-        match io {
-            AgentIo::Stdio => match fifo_stdio() {
-                Some(pipes) => gateway.serve(pipes).await,
-                None => gateway.serve(rmcp::transport::stdio()).await,
-            },
-            AgentIo::Unix(stream) => gateway.serve(stream.into_split()).await,
-        }
-    };
-    // A stop (SIGTERM, SIGINT, `--listen` shutting down) is honoured during the handshake too:
-    // a server that never answers `initialize` left the gateway killable only by SIGKILL.
-    // And so is the agent closing its end: while the handshake waits for the server, nothing
-    // reads standard input to see its end.
-    let handshaking = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let running = tokio::select! {
-        r = handshake => r.map_err(|e| format!("MCP handshake with the agent failed: {e}")),
-        () = stop_requested(&mut shutdown) => Err("stopped during the MCP handshake".to_owned()),
-        () = stdin_hung_up(on_stdio, Arc::clone(&handshaking)) => {
-            Err("the agent closed its end during the MCP handshake".to_owned())
-        }
-    };
-    handshaking.store(false, std::sync::atomic::Ordering::Relaxed);
-    let running = match running {
-        Ok(r) => r,
-        Err(e) => {
-            shared.stop_server().await;
-            return Err(e);
-        }
-    };
-    let stop = running.cancellation_token();
-    let flusher = shared.clone();
-    let receipts = tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(RECEIPTS_EVERY).await;
-            flusher.clone().flush_receipts().await;
-        }
-    });
-    let stopped = stop_requested(&mut shutdown);
-    tokio::select! {
-        _ = running.waiting() => {}
-        () = shared.server_gone.notified() => {
-            eprintln!("warrant mcp-gateway: the MCP server exited; closing the connection");
-            stop.cancel();
-        }
-        () = stopped => stop.cancel(),
-    }
-    receipts.abort();
-    shared.clone().flush_receipts().await;
-    shared.stop_server().await;
-    Ok(0)
-}
-
-/// Resolves when standard input (`on_stdio`) is a pipe or socket whose other end has closed,
-/// checked every 100 ms (a `poll` that reads nothing) while `watching` holds; never otherwise.
-async fn stdin_hung_up(on_stdio: bool, watching: Arc<std::sync::atomic::AtomicBool>) {
-    use std::os::fd::AsFd as _;
-    let Some(fd) = on_stdio.then(|| std::io::stdin().as_fd().try_clone_to_owned().ok()).flatten() else {
-        return std::future::pending().await;
-    };
-    let hung_up = tokio::task::spawn_blocking(move || {
-        let timeout = rustix::event::Timespec { tv_sec: 0, tv_nsec: 100_000_000 };
-        while watching.load(std::sync::atomic::Ordering::Relaxed) {
-            let mut fds = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::RDHUP)];
-            match rustix::event::poll(&mut fds, Some(&timeout)) {
-                Ok(_)
-                    if fds[0].revents().intersects(rustix::event::PollFlags::HUP | rustix::event::PollFlags::RDHUP) =>
-                {
-                    return true;
-                }
-                Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                // Standard input cannot be watched: stop (the handshake timeout still bounds the wait).
-                Err(_) => return false,
-            }
-        }
-        false
-    })
-    .await;
-    if !matches!(hung_up, Ok(true)) {
-        std::future::pending::<()>().await;
-    }
-}
-
-/// Resolves when `shutdown` turns true (never without one).
-async fn stop_requested(shutdown: &mut Option<tokio::sync::watch::Receiver<bool>>) {
-    match shutdown {
-        Some(rx) => {
-            let _ = rx.wait_for(|s| *s).await;
-        }
-        None => std::future::pending().await,
-    }
-}
-
-impl Shared {
-    /// Stops the real server with the gateway: its MCP session, then its whole process group
-    /// (the server runs in a group of its own, so the processes it started go with it): SIGTERM,
-    /// and SIGKILL to what is left after a grace period. Idempotent.
-    async fn stop_server(&self) {
-        let upstream = self.upstream_stop.lock().ok().and_then(|mut g| g.take());
-        if let Some(ct) = upstream {
-            ct.cancel();
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let Some(pid) = self.server_group.lock().ok().and_then(|mut g| g.take()) else { return };
-        let Some(group) = rustix::process::Pid::from_raw(pid) else { return };
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
-        for _ in 0..20 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            // Signal 0: is anyone left in the group?
-            if rustix::process::test_kill_process_group(group).is_err() {
-                return;
-            }
-        }
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-    }
-}
-
 /// What the two sides of one connection share.
 struct Shared {
     opts: Options,
@@ -292,27 +158,81 @@ struct Shared {
     receipts_behind: std::sync::atomic::AtomicBool,
     /// This connection's id: the packets' session, and the prefix of their call ids.
     connection: String,
-    /// The real server, once the agent's `initialize` started it.
-    upstream: OnceLock<Peer<RoleClient>>,
-    upstream_stop: Mutex<Option<RunningServiceCancellationToken>>,
-    /// Whether the agent has sent `notifications/initialized` ([`Shared::client_initialized`]).
-    client_ready: tokio::sync::watch::Sender<bool>,
+    /// Messages to the agent, one per line.
+    to_agent: UnboundedSender<Bytes>,
+    /// Messages to the server, once it runs (taken when it is stopped: its input closes).
+    to_server: Mutex<Option<UnboundedSender<Bytes>>>,
+    /// The agent's requests the server has, by id ([`wire::key`]).
+    forwarded: Mutex<HashMap<String, Forwarded>>,
+    /// The gateway's own requests to the server (reading its tool list), by id.
+    own: Mutex<HashMap<String, tokio::sync::oneshot::Sender<Box<RawValue>>>>,
+    /// Counts the gateway's own requests.
+    own_ids: std::sync::atomic::AtomicU64,
+    /// The `tools/call`s being governed or run, by the agent's request id: the id as written and
+    /// what the agent's `notifications/cancelled` triggers.
+    governing: Mutex<HashMap<String, (Box<RawValue>, CancellationToken)>>,
     /// The real server's process group (its pid: it leads a group of its own), to stop it and
     /// every process it started.
     server_group: Mutex<Option<i32>>,
-    /// The protocol version the real server agreed to.
-    protocol: OnceLock<ProtocolVersion>,
     /// The server's tools by name (`None` until listed, and again after `tools/list_changed`).
-    tools: tokio::sync::Mutex<Option<HashMap<String, ToolInfo>>>,
-    /// The gateway's progress tokens on forwarded requests → the agent's, and what to add to the
-    /// server's progress (and total) so the agent's progress keeps increasing after a hold.
-    progress: Mutex<HashMap<ProgressToken, (ProgressToken, f64)>>,
-    /// The last progress told to the agent, by the agent's token, while its call was held.
-    held_progress: Mutex<HashMap<ProgressToken, f64>>,
+    tools: Mutex<Option<HashMap<String, ToolInfo>>>,
+    /// What to add to the server's progress (and total) on a call that was held, by the agent's
+    /// progress token (its JSON text), so the agent's progress keeps increasing.
+    progress_base: Mutex<HashMap<String, f64>>,
+    /// The last progress told to the agent while its call was held, by its progress token.
+    held_progress: Mutex<HashMap<String, f64>>,
     /// Calls governed on this connection (each one's packet id counts them).
     calls: std::sync::atomic::AtomicU64,
-    /// Notified when the server's connection ends.
-    server_gone: tokio::sync::Notify,
+}
+
+/// One of the agent's requests the server has.
+struct Forwarded {
+    /// Its id, as the agent wrote it.
+    id: Box<RawValue>,
+    /// Where the answer goes: a call's task, or (`None`) straight to the agent.
+    answer: Option<tokio::sync::oneshot::Sender<Box<RawValue>>>,
+    /// A `tools/list`: its tools are read on the way.
+    tools_list: bool,
+}
+
+impl Shared {
+    fn new(opts: Options, live: Option<Arc<Live>>, to_agent: UnboundedSender<Bytes>) -> Self {
+        Self {
+            connection: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
+            live,
+            unpacketed: Mutex::new(HashMap::new()),
+            receipts_behind: std::sync::atomic::AtomicBool::new(false),
+            opts,
+            to_agent,
+            to_server: Mutex::new(None),
+            forwarded: Mutex::new(HashMap::new()),
+            own: Mutex::new(HashMap::new()),
+            own_ids: std::sync::atomic::AtomicU64::new(0),
+            governing: Mutex::new(HashMap::new()),
+            server_group: Mutex::new(None),
+            tools: Mutex::new(None),
+            progress_base: Mutex::new(HashMap::new()),
+            held_progress: Mutex::new(HashMap::new()),
+            calls: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Sends the agent one message.
+    fn send_agent(&self, message: Bytes) {
+        let _ = self.to_agent.send(message);
+    }
+
+    /// Sends the server one message (dropped when it is not running).
+    fn send_server(&self, message: Bytes) {
+        if let Some(tx) = self.to_server.lock().ok().and_then(|t| t.clone()) {
+            let _ = tx.send(message);
+        }
+    }
+
+    /// The server's command line, as shown in messages.
+    fn shown_command(&self) -> String {
+        self.opts.command.iter().map(|w| w.to_string_lossy()).collect::<Vec<_>>().join(" ")
+    }
 }
 
 /// What `tools/list` said about one tool.

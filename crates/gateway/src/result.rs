@@ -1,19 +1,9 @@
 //! Shaping tool results: a refusal as a normal tool result with `_meta._warrant`, and the
 //! server's answers without a `_warrant` of their own.
 
-use rmcp::model::{CallToolResult, ContentBlock, MetaObject, ServerResult};
+use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
 use serde_json::{Value, json};
 use warrant_engine::govern::{Outcome, warrant_object};
-
-/// The server's answer without a `_warrant` in its `_meta`: only the gateway speaks for warrant.
-pub(super) fn without_warrant(mut r: ServerResult) -> ServerResult {
-    if let ServerResult::CallToolResult(r) = &mut r
-        && let Some(meta) = &mut r.meta
-    {
-        meta.0.remove("_warrant");
-    }
-    r
-}
 
 /// The tool result of a call warrant did not run: `isError: true`, a text for the model, and
 /// `_meta._warrant` ([`warrant_object`]); `structuredContent: {"_warrant": …}` too when the tool

@@ -13,6 +13,26 @@ pub(super) enum AgentIo {
     Unix(tokio::net::UnixStream),
 }
 
+/// The agent's side of a session: what it writes, and where the gateway writes to it.
+pub(super) type Halves = (Box<dyn tokio::io::AsyncRead + Unpin + Send>, Box<dyn tokio::io::AsyncWrite + Unpin + Send>);
+
+impl AgentIo {
+    /// Its two directions: standard input and output as non-blocking pipes when they are pipes
+    /// ([`fifo_stdio`]), tokio's otherwise; a socket's two halves.
+    pub(super) fn halves(self) -> Halves {
+        match self {
+            AgentIo::Stdio => match fifo_stdio() {
+                Some((r, w)) => (Box::new(r), Box::new(w)),
+                None => (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout())),
+            },
+            AgentIo::Unix(stream) => {
+                let (r, w) = stream.into_split();
+                (Box::new(r), Box::new(w))
+            }
+        }
+    }
+}
+
 /// The `--listen` socket: removed when the gateway stops (if it is still the one it bound).
 struct SocketFile {
     path: PathBuf,
@@ -115,13 +135,7 @@ pub fn connect(path: &std::path::Path) -> Result<u8, String> {
             .await
             .map_err(|e| format!("cannot reach the MCP gateway at {}: {e}", path.display()))?;
         let (mut from_gateway, mut to_gateway) = stream.into_split();
-        let (mut input, mut output): (
-            Box<dyn tokio::io::AsyncRead + Unpin + Send>,
-            Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
-        ) = match fifo_stdio() {
-            Some((r, w)) => (Box::new(r), Box::new(w)),
-            None => (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout())),
-        };
+        let (mut input, mut output) = AgentIo::Stdio.halves();
         // The agent's end of input ends the gateway's: it closes the session, then the socket.
         tokio::spawn(async move {
             let _ = tokio::io::copy(&mut input, &mut to_gateway).await;
@@ -139,7 +153,7 @@ pub fn connect(path: &std::path::Path) -> Result<u8, String> {
 /// thread, when both are pipes (as an MCP client that spawns the gateway makes them): the SDK's
 /// `stdio()` reads standard input on a blocking thread, and the hand-offs between threads cost
 /// more than the rest of an allowed call. `None` otherwise (a socket, a terminal, a file): then
-/// the SDK's `stdio()`.
+/// tokio's.
 pub(super) fn fifo_stdio() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
     use std::os::fd::AsFd as _;
     let input = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
