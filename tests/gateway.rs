@@ -563,12 +563,15 @@ fn what_warrant_does_not_govern_passes_through_byte_for_byte() {
 }
 
 // Issue 33, §2: a task-augmented `tools/call` (`simulate-research-query`, `taskSupport:
-// "required"`) is governed exactly like a plain one — held for the principal, its packet naming
-// the call — and once approved reaches the server with its `task` parameter, so the client gets
-// the server's task and reads its result with `tasks/get` and `tasks/result`; one the principal
-// refuses never reaches the server (the SDK had dropped `task`, and refused `tasks/result`).
+// "required"`) is governed exactly like a plain one, and waiting for the principal needs no
+// client timeout: held, it is answered at once with a task of the gateway's own (`working`, the
+// packet named in its status message); approved, it reaches the server with its `task` parameter
+// and the server's task takes over under the same task id (`tasks/get`, `tasks/result`,
+// `tasks/list` and the server's status notifications all speak of the id the client knows);
+// refused, its task is `failed` and `tasks/result` gives the refusal — and the server never saw
+// it. (The SDK had dropped `task` and refused `tasks/result`.)
 #[test]
-fn a_task_augmented_call_is_governed_then_runs_as_the_servers_task() {
+fn a_held_task_augmented_call_is_a_task_until_the_principal_decides() {
     if !have(&["mcp-server-everything"]) {
         return;
     }
@@ -579,51 +582,45 @@ fn a_task_augmented_call_is_governed_then_runs_as_the_servers_task() {
         "protocolVersion": "2025-11-25", "capabilities": {"tasks": {"list": {}, "cancel": {}}},
         "clientInfo": {"name": "tasks", "version": "1"}}});
     let _ = exchange(&mut stdin, &rx, &[init.to_string()]);
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).expect("write");
     let call = |id: i64, topic: &str| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": "simulate-research-query", "arguments": {"topic": topic}, "task": {"ttl": 60000}}})
         .to_string()
     };
-    for line in [json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(), call(2, "warrant")] {
-        writeln!(stdin, "{line}").expect("write");
-    }
-    stdin.flush().expect("flush");
+    let ask = |stdin: &mut ChildStdin, id: i64, method: &str, task: &str| -> Value {
+        let m = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"taskId": task}}).to_string();
+        serde_json::from_str(&exchange(stdin, &rx, &[m])[&id]).expect("json")
+    };
+    // Held: a task at once, naming the packet.
+    let created: Value = serde_json::from_str(&exchange(&mut stdin, &rx, &[call(2, "warrant")])[&2]).expect("json");
+    let task = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    assert_eq!(created["result"]["task"]["status"], json!("working"), "{created}");
     let id = s.held("everything/simulate-research-query");
+    let message = created["result"]["task"]["statusMessage"].as_str().expect("a status message");
+    assert!(message.contains(&id), "{message}");
+    assert_eq!(ask(&mut stdin, 3, "tasks/get", &task)["result"]["status"], json!("working"));
     let packet = s.packets().into_iter().find(|p| p["packet_id"] == json!(id)).expect("the packet");
     assert!(packet["summary"].as_str().is_some_and(|t| t.contains("topic: warrant")), "{packet}");
+    // Approved: the server's task takes over; its result comes through the client's task id.
     assert_eq!(s.env.run(&["approve", "--yes", &id]).status.code(), Some(0));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let created = loop {
-        let line = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("the task");
-        let v: Value = serde_json::from_str(&line).expect("json");
-        if v["id"] == json!(2) {
-            break v;
-        }
-    };
-    let task = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
-    // The task runs on the server; its result comes through `tasks/result` once it is done.
-    let result = exchange(
-        &mut stdin,
-        &rx,
-        &[json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": task}}).to_string()],
-    );
-    let v: Value = serde_json::from_str(&result[&3]).expect("json");
+    let v = ask(&mut stdin, 4, "tasks/result", &task);
     assert!(v["result"]["content"].is_array() && v.get("error").is_none(), "{v}");
-    let got = exchange(
-        &mut stdin,
-        &rx,
-        &[json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"taskId": task}}).to_string()],
-    );
-    let v: Value = serde_json::from_str(&got[&4]).expect("json");
+    let related = &v["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"];
+    assert!(related.is_null() || *related == json!(task), "{v}");
+    let v = ask(&mut stdin, 5, "tasks/get", &task);
     assert_eq!(v["result"]["status"], json!("completed"), "{v}");
+    assert_eq!(v["result"]["taskId"], json!(task), "{v}");
     let receipts = s.receipts();
     assert!(
         receipts.iter().any(|r| r["packet_id"] == json!(id) && r["note"].as_str().is_some_and(|n| n.contains("task"))),
         "{receipts:?}"
     );
 
-    // Refused: a tool result saying so, and no task on the server.
-    writeln!(stdin, "{}", call(5, "refused")).and_then(|()| stdin.flush()).expect("write");
+    // Refused: the task fails with the refusal, and the server has no task for it.
+    let created: Value = serde_json::from_str(&exchange(&mut stdin, &rx, &[call(6, "refused")])[&6]).expect("json");
+    let refused_task = created["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
     let refused_id = loop {
         let waiting: Vec<Value> = s
             .packets()
@@ -633,15 +630,25 @@ fn a_task_augmented_call_is_governed_then_runs_as_the_servers_task() {
         if let [p] = waiting.as_slice() {
             break p["packet_id"].as_str().expect("id").to_owned();
         }
-        assert!(Instant::now() < deadline + Duration::from_secs(30), "no packet for the second call");
+        assert!(Instant::now() < deadline, "no packet for the second call");
         std::thread::sleep(Duration::from_millis(100));
     };
     let o = s.env.run(&["refuse", "--yes", &refused_id, "--reason", "not now"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let answers = exchange(&mut stdin, &rx, &[json!({"jsonrpc": "2.0", "id": 6, "method": "tasks/list"}).to_string()]);
-    let listed: Value = serde_json::from_str(&answers[&6]).expect("json");
-    let tasks = listed["result"]["tasks"].as_array().expect("tasks");
-    assert_eq!(tasks.len(), 1, "only the approved call became a task: {listed}");
+    let v = ask(&mut stdin, 7, "tasks/result", &refused_task);
+    assert_eq!(v["result"]["isError"], json!(true), "{v}");
+    assert_eq!(v["result"]["_meta"]["_warrant"]["status"], json!("refused"), "{v}");
+    assert_eq!(ask(&mut stdin, 8, "tasks/get", &refused_task)["result"]["status"], json!("failed"));
+    let listed: Value = serde_json::from_str(
+        &exchange(&mut stdin, &rx, &[json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/list"}).to_string()])[&9],
+    )
+    .expect("json");
+    let mut ids: Vec<&str> =
+        listed["result"]["tasks"].as_array().expect("tasks").iter().filter_map(|t| t["taskId"].as_str()).collect();
+    ids.sort_unstable();
+    let mut expected = vec![task.as_str(), refused_task.as_str()];
+    expected.sort_unstable();
+    assert_eq!(ids, expected, "the server's task under the client's id, and the refused one: {listed}");
     drop(stdin);
     let _ = child.wait();
 }
@@ -1525,4 +1532,222 @@ fn on_a_jetstream_store_a_held_write_runs_once_the_principal_approves_it() {
         .filter_map(|b| serde_json::from_slice(&b).ok())
         .collect();
     assert!(receipts.iter().any(|r| r["packet_id"] == json!(id)), "{receipts:?}");
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released for the server to take).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// Waits until something accepts on `port`.
+fn accepting(port: u16) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(20), "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `@modelcontextprotocol/server-everything` in its Streamable HTTP mode on `port` (its own
+/// process group, so the test can stop it whole).
+fn everything_over_http(port: u16) -> Child {
+    use std::os::unix::process::CommandExt as _;
+    let child = Command::new("mcp-server-everything")
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("server-everything");
+    accepting(port);
+    child
+}
+
+/// `warrant mcp-gateway ARGS` with the test's environment and `extra` variables, stdin and
+/// stdout piped, its stderr kept in a file (returned).
+fn gateway_with(s: &Setup, args: &[&str], extra: &[(&str, &str)]) -> (Child, ChildStdin, PathBuf) {
+    let log = s.path(&format!("gateway-{}.stderr", uuid_like()));
+    let mut child = Command::new(BIN)
+        .arg("mcp-gateway")
+        .args(args)
+        .envs(s.vars())
+        .envs(extra.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("gateway");
+    let stdin = child.stdin.take().expect("stdin");
+    (child, stdin, log)
+}
+
+fn uuid_like() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+    )
+}
+
+/// Every file under `dir`, as text (lossy), with its path.
+fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(b) = std::fs::read(&p) {
+                out.push((p, String::from_utf8_lossy(&b).into_owned()));
+            }
+        }
+    }
+    out
+}
+
+// Issue 33, §3: a remote server over Streamable HTTP (server-everything in its HTTP mode, with
+// sessions and SSE answers) is governed as a local one: `--url` with a credential from the
+// environment; a held call is approved with the CLI and then runs on the remote server; the
+// credential appears in no packet, receipt, chain record or log. When the server goes away while
+// a call is held, the gateway ends the session and the call is withdrawn, never left approvable.
+#[test]
+fn a_remote_server_over_streamable_http_is_governed_and_its_credentials_never_shown() {
+    if !have(&["mcp-server-everything"]) {
+        return;
+    }
+    let s = setup();
+    let port = free_port();
+    let mut server = everything_over_http(port);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let secret = "Bearer s3cret-token-for-the-test";
+    let (mut child, mut stdin, log) = gateway_with(
+        &s,
+        &[
+            "--wait",
+            "60",
+            "--name",
+            "everything",
+            "--url",
+            &url,
+            "--header-from-env",
+            "Authorization=WARRANT_TEST_AUTH",
+        ],
+        &[("WARRANT_TEST_AUTH", secret)],
+    );
+    let rx = raw_lines(&mut child);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "http", "version": "1"}}});
+    let v: Value = serde_json::from_str(&exchange(&mut stdin, &rx, &[init.to_string()])[&1]).expect("json");
+    assert_eq!(v["result"]["serverInfo"]["name"], json!("mcp-servers/everything"), "{v}");
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).expect("write");
+    let listed = exchange(&mut stdin, &rx, &[json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string()]);
+    assert!(listed[&2].contains("\"echo\""), "{}", listed[&2]);
+    let echo = |id: i64, text: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"message": text}}})
+        .to_string()
+    };
+    writeln!(stdin, "{}", echo(3, "over http")).and_then(|()| stdin.flush()).expect("write");
+    let id = s.held("everything/echo");
+    assert_eq!(s.env.run(&["approve", "--yes", &id]).status.code(), Some(0));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let answer = loop {
+        let line = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("the answer");
+        let v: Value = serde_json::from_str(&line).expect("json");
+        if v["id"] == json!(3) {
+            break v;
+        }
+    };
+    assert_eq!(answer["result"]["isError"], Value::Null, "{answer}");
+    assert!(result_text(&answer).contains("over http"), "{answer}");
+    assert!(s.receipts().iter().any(|r| r["packet_id"] == json!(id)), "{:?}", s.receipts());
+
+    // The server goes away while a call is held: the call is withdrawn and the gateway ends.
+    writeln!(stdin, "{}", echo(4, "never")).and_then(|()| stdin.flush()).expect("write");
+    let held = s.held("everything/echo");
+    let group = rustix::process::Pid::from_child(&server);
+    rustix::process::kill_process_group(group, rustix::process::Signal::KILL).expect("kill the server");
+    let _ = server.wait();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "the gateway did not notice its server was gone");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let answer = loop {
+        let v: Value =
+            serde_json::from_str(&rx.recv_timeout(Duration::from_secs(5)).expect("an answer")).expect("json");
+        if v["id"] == json!(4) {
+            break v;
+        }
+    };
+    let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("an error: {answer}"));
+    assert!(message.contains(&url) && message.contains("withdrawn"), "{message}");
+    let o = s.env.run(&["approve", "--yes", &held]);
+    assert_ne!(o.status.code(), Some(0), "a call whose server is gone was approved: {}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("withdrawn"), "{}", text(&o));
+
+    let mut seen = files_under(s.env.dir.path());
+    seen.push((log.clone(), std::fs::read_to_string(&log).unwrap_or_default()));
+    for (path, content) in seen {
+        assert!(!content.contains("s3cret"), "the credential is in {}", path.display());
+    }
+}
+
+// Issue 33, §3: an upstream that refuses (401), fails (503) or never answers gives the client's
+// `initialize` a clear error naming the server (its URL without credentials) within the timeout;
+// the gateway never hangs. (The upstream is a small HTTP server that answers every POST with the
+// status its path names, and never answers on `/hang`.)
+#[test]
+fn an_upstream_that_refuses_fails_or_hangs_is_a_clear_error_naming_it() {
+    if !have(&["python3"]) {
+        return;
+    }
+    let s = setup();
+    let port = free_port();
+    let script = r#"
+import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        if self.path == "/hang":
+            time.sleep(120)
+            return
+        self.send_response(int(self.path.strip("/")))
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"#;
+    let mut upstream = Command::new("python3")
+        .args(["-c", script, &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3");
+    accepting(port);
+    for (path, expect) in
+        [("401", "refused the request: 401"), ("503", "failed: 503"), ("hang", "did not answer initialize within 2s")]
+    {
+        let url = format!("http://user:pw@127.0.0.1:{port}/{path}");
+        let started = Instant::now();
+        let (mut child, mut stdin, _log) = gateway_with(
+            &s,
+            &["--handshake-timeout", "2", "--url", &url, "--header", "Authorization: Bearer hunter2"],
+            &[],
+        );
+        let rx = raw_lines(&mut child);
+        let v: Value = serde_json::from_str(&exchange(&mut stdin, &rx, &[initialize().to_string()])[&1]).expect("json");
+        let message = v["error"]["message"].as_str().unwrap_or_else(|| panic!("an error: {v}"));
+        assert!(message.contains(expect), "{path}: {message}");
+        assert!(message.contains(&format!("http://127.0.0.1:{port}/{path}")), "names the server: {message}");
+        assert!(!message.contains("hunter2") && !message.contains("pw@"), "{message}");
+        assert!(started.elapsed() < Duration::from_secs(15), "{path}: took {:?}", started.elapsed());
+        drop(stdin);
+        let _ = child.wait();
+    }
+    let _ = upstream.kill();
+    let _ = upstream.wait();
 }

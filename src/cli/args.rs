@@ -281,7 +281,7 @@ pub enum Command {
         action: AgentAction,
     },
     /// Run an MCP server behind warrant: forward everything between the agent (stdio) and
-    /// COMMAND, the real server, governing each tools/call first (docs/integrations.md).
+    /// COMMAND (or the server at --url), governing each tools/call first (docs/integrations.md).
     McpGateway {
         /// The agent id its packets name [default: mcp-gateway].
         #[arg(long, value_name = "ID")]
@@ -315,8 +315,19 @@ pub enum Command {
         /// `warrant keys pin --gateway`.
         #[arg(long, requires = "listen")]
         sign_receipts: bool,
-        /// The real MCP server's command line (none with --connect).
-        #[arg(last = true, required_unless_present = "connect", value_name = "COMMAND")]
+        /// A remote MCP server over Streamable HTTP (`https://HOST/mcp`) instead of COMMAND.
+        #[arg(long, value_name = "URL", conflicts_with = "connect")]
+        url: Option<String>,
+        /// A header every request to the --url server carries ('Authorization: Bearer …');
+        /// repeatable. Seen by anyone who can list processes: prefer --header-from-env.
+        #[arg(long, value_name = "'NAME: VALUE'", requires = "url")]
+        header: Vec<String>,
+        /// A header whose value is read from an environment variable (Authorization=GITHUB_AUTH);
+        /// repeatable; the gateway does not start when the variable is not set.
+        #[arg(long, value_name = "NAME=VAR", requires = "url")]
+        header_from_env: Vec<String>,
+        /// The real MCP server's command line (none with --connect or --url).
+        #[arg(last = true, required_unless_present_any = ["connect", "url"], value_name = "COMMAND")]
         command: Vec<std::ffi::OsString>,
     },
     /// Generate a spool for the scale runs: a chain of N records (mostly receipts, one signed

@@ -27,6 +27,39 @@ pub(super) struct McpGatewayArgs {
     pub(super) listen: Option<PathBuf>,
     pub(super) signer: Option<Principal>,
     pub(super) command: Vec<std::ffi::OsString>,
+    pub(super) http: Option<RemoteServer>,
+}
+
+/// `--url` with its headers (`--header 'NAME: VALUE'`, `--header-from-env NAME=VAR`).
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
+pub(super) struct RemoteServer {
+    pub(super) url: String,
+    pub(super) headers: Vec<(String, String)>,
+}
+
+/// Reads `--url` and its headers.
+///
+/// # Errors
+/// A usage failure: a header that is not `NAME: VALUE` or `NAME=VAR`, or a variable that is not
+/// set (the gateway does not start without the credentials it was told to send). No value is
+/// ever shown.
+pub(super) fn http_server(url: String, header: &[String], from_env: &[String]) -> Result<RemoteServer, Failure> {
+    let mut headers = Vec::new();
+    for h in header {
+        let Some((name, value)) = h.split_once(':') else {
+            return Err(Failure::usage("--header takes 'NAME: VALUE'"));
+        };
+        headers.push((name.trim().to_owned(), value.trim().to_owned()));
+    }
+    for h in from_env {
+        let Some((name, var)) = h.split_once('=') else {
+            return Err(Failure::usage(format!("--header-from-env takes NAME=VAR, not {h:?}")));
+        };
+        let value = std::env::var(var)
+            .map_err(|_| Failure::usage(format!("--header-from-env {name}={var}: {var} is not set (or not UTF-8)")))?;
+        headers.push((name.trim().to_owned(), value));
+    }
+    Ok(RemoteServer { url, headers })
 }
 
 /// `--sign-receipts`: the gateway user's own key from its configuration directory, loaded as the
@@ -89,10 +122,17 @@ pub(super) fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Re
         agent: check("--agent", a.agent.unwrap_or_else(|| "mcp-gateway".into()))?,
         notebook,
         cwd,
-        name: check("--name", a.name.unwrap_or_else(|| crate::gateway::default_name(&a.command)))?,
+        name: check(
+            "--name",
+            a.name.unwrap_or_else(|| match &a.http {
+                Some(h) => crate::gateway::default_name_for_url(&h.url),
+                None => crate::gateway::default_name(&a.command),
+            }),
+        )?,
         wait: std::time::Duration::from_secs_f64(a.wait.min(1e9)),
         handshake: std::time::Duration::from_secs_f64(a.handshake_timeout.min(1e9)),
         command: a.command,
+        http: a.http.map(|h| crate::gateway::HttpServer { url: h.url, headers: h.headers }),
         listen: a.listen,
         signer: a.signer.map(std::sync::Arc::new),
     };

@@ -36,7 +36,7 @@ use self::console::{DemoRun, run_console};
 use self::controls::{agent_cmd, trust_cmd};
 use self::decide::{decide_batch_cli, decide_cli, list};
 use self::grants::grants_cmd;
-use self::hosts::{McpGatewayArgs, gateway_key, governed_spool, hook_cmd, mcp_connect, mcp_gateway};
+use self::hosts::{McpGatewayArgs, gateway_key, governed_spool, hook_cmd, http_server, mcp_connect, mcp_gateway};
 use self::keys::keys_cmd;
 use self::propose::{ProposeOptions, ProposeTo, check_preconditions, propose};
 #[cfg(feature = "jetstream")]
@@ -210,9 +210,17 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         listen,
         connect,
         sign_receipts,
+        url,
+        header,
+        header_from_env,
         command,
     }) = cli.command
     {
+        let http = match url {
+            Some(url) if command.is_empty() => Some(http_server(url, &header, &header_from_env)?),
+            Some(_) => return Err(Failure::usage("--url takes no COMMAND: the server is the one at URL")),
+            None => None,
+        };
         if let Some(path) = connect {
             if !command.is_empty() {
                 return Err(Failure::usage("--connect takes no COMMAND: the gateway at PATH runs the server"));
@@ -232,7 +240,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         };
         return mcp_gateway(
             spool,
-            McpGatewayArgs { agent, notebook, name, wait, handshake_timeout, listen, signer, command },
+            McpGatewayArgs { agent, notebook, name, wait, handshake_timeout, listen, signer, command, http },
         );
     }
     if let Some(Command::Demo { read_only, theme, interval }) = cli.command {

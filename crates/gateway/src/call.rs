@@ -31,7 +31,6 @@ pub(super) struct CallParams {
     /// A task-augmented call (MCP 2025-11-25, "Tasks"): governed as any other, the server
     /// answers with its task.
     #[serde(default)]
-    #[allow(dead_code)]
     task: Option<Map<String, Value>>,
     /// A retry after an incomplete result (MCP 2026-07-28): governed again as a new call.
     #[serde(rename = "requestState", default)]
@@ -56,6 +55,16 @@ impl CallParams {
     fn progress_token(&self) -> Option<Value> {
         self.meta.as_ref()?.get("progressToken").filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned()
     }
+}
+
+/// How a call is forwarded.
+struct Via {
+    /// The agent's progress token.
+    token: Option<Value>,
+    /// What to add to the server's progress.
+    base: f64,
+    /// Under an id of the gateway's own ([`Shared::forward_call`]).
+    own_id: bool,
 }
 
 /// How the slow path judged a call.
@@ -157,11 +166,26 @@ impl Shared {
                 return refuse(blocked(format!("warrant failed while governing this call: {e}")), !info.output_schema);
             }
         };
-        let token = call.params.progress_token();
+        let mut token = call.params.progress_token();
         let mut graduation = None;
+        // A held call the client asked to run as a task becomes one at once (`tasks`).
+        let mut task = None;
         let outcome = match &submitted.outcome {
             Outcome::Hold { graduation: g, .. } => {
                 graduation = g.clone();
+                if let Some(params) = &call.params.task {
+                    let id = format!("warrant-{call_id}");
+                    let message = format!(
+                        "held: waiting for the principal to decide {} in warrant ({})",
+                        submitted.packet_id,
+                        submitted.outcome.message()
+                    );
+                    let created = self.open_task(&id, params, message, call.cancel.clone());
+                    self.send_agent(wire::result(&call.id, &created));
+                    task = Some(id);
+                    // The request is answered: its progress ends with it.
+                    token = None;
+                }
                 self.hold(&governor, &submitted, token.as_ref(), &call.cancel).await
             }
             other => other.clone(),
@@ -186,9 +210,11 @@ impl Shared {
             .as_ref()
             .and_then(|t| self.held_progress.lock().ok()?.remove(&t.to_string()))
             .map_or(0.0, |last| last + 1.0);
-        match outcome {
+        let ran = matches!(outcome, Outcome::Allow { .. });
+        let answer = match outcome {
             Outcome::Allow { grant, .. } => {
-                self.forward_and_record(&call, &governor, &submitted, &key, grant, token, base).await
+                let via = Via { token, base, own_id: task.is_some() };
+                self.forward_and_record(&call, &governor, &submitted, &key, grant, via).await
             }
             Outcome::Hold { .. } => {
                 refuse(blocked("internal error: still held after the wait".into()), !info.output_schema)
@@ -196,23 +222,49 @@ impl Shared {
             // The agent cancelled it: a cancelled request gets no answer (MCP "Cancellation").
             Outcome::Deny { status: "cancelled", .. } => None,
             deny => Some(wire::result(&call.id, &refusal(&key, &deny, graduation, !info.output_schema))),
+        };
+        match task {
+            // The task answers from now on.
+            Some(task) => {
+                self.settle_task(&task, answer.as_deref(), !ran);
+                None
+            }
+            None => answer,
         }
     }
 
     /// Sends the call to the server exactly as the agent wrote it and waits for the answer; the
-    /// server's progress on it is told `base` higher. `None` when there is no answer (the agent
+    /// server's progress on it is told `via.base` higher. With `via.own_id` (a call whose request
+    /// the gateway answered already, with a task) the request carries an id of the gateway's own
+    /// instead, as the agent may use its id again. `None` when there is no answer (the agent
     /// cancelled the call, or the server is gone).
-    async fn forward_call(&self, call: &Call, token: Option<Value>, base: f64) -> Option<Box<RawValue>> {
+    async fn forward_call(&self, call: &Call, via: Via) -> Option<Box<RawValue>> {
+        let Via { token, base, own_id } = via;
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let k = key(&call.id);
-        if let Ok(mut f) = self.forwarded.lock() {
-            f.insert(k.clone(), Forwarded { id: call.id.clone(), answer: Some(tx), tools_list: false });
+        let mut message = call.message.clone();
+        if own_id {
+            let n = self.own_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let id = Value::String(format!("warrant-gateway-{}-{n}", self.connection));
+            let edited = wire::edit(&call.message, &[], &mut |m| {
+                m.insert("id".into(), wire::raw(&id));
+                true
+            });
+            match (edited, self.own.lock()) {
+                (Ok(Some(m)), Ok(mut own)) => {
+                    own.insert(id.to_string(), tx);
+                    message = m;
+                }
+                _ => return None,
+            }
+        } else if let Ok(mut f) = self.forwarded.lock() {
+            let tasks = super::tasks::TaskAnswer::AsIs;
+            f.insert(key(&call.id), Forwarded { id: call.id.clone(), answer: Some(tx), tools_list: false, tasks });
         }
         let token = token.map(|t| t.to_string()).filter(|_| base > 0.0);
         if let (Some(t), Ok(mut bases)) = (&token, self.progress_base.lock()) {
             bases.insert(t.clone(), base);
         }
-        self.send_server(wire::bytes(&call.message));
+        self.send_server(wire::bytes(&message));
         let answer = rx.await.ok();
         if let (Some(t), Ok(mut bases)) = (&token, self.progress_base.lock()) {
             bases.remove(t);
@@ -222,7 +274,6 @@ impl Shared {
 
     /// Forwards a call the gate allowed (on `grant`, if one did) and publishes its receipt, signed
     /// when the tool reported a success.
-    #[allow(clippy::too_many_arguments)]
     async fn forward_and_record(
         &self,
         call: &Call,
@@ -230,10 +281,9 @@ impl Shared {
         submitted: &Submitted,
         key: &str,
         grant: Option<String>,
-        token: Option<Value>,
-        base: f64,
+        via: Via,
     ) -> Option<Bytes> {
-        let answer = self.forward_call(call, token, base).await;
+        let answer = self.forward_call(call, via).await;
         let read = answer.as_deref().map(Answer::read);
         let note = match &read {
             None => "forwarded; no answer (the client cancelled the call, or the server is gone)".to_owned(),
@@ -282,7 +332,7 @@ impl Shared {
     /// Forwards a call the gate allows on its own with no packet, and counts it towards its
     /// receipt ([`Shared::flush_receipts`]).
     async fn run_unpacketed(&self, call: &Call, class: String, key: String, call_id: &str) -> Option<Bytes> {
-        let answer = self.forward_call(call, None, 0.0).await?;
+        let answer = self.forward_call(call, Via { token: None, base: 0.0, own_id: false }).await?;
         let is_error = !Answer::read(&answer).succeeded();
         self.ran_unpacketed(class, key, call_id, is_error);
         Some(without_warrant(&answer))

@@ -31,14 +31,17 @@
 //! gateway's is an observed outcome (`docs/integrations.md`, "A gateway under its own Unix user").
 
 mod call;
+mod http;
 mod naming;
 mod receipts;
 mod relay;
 mod result;
 mod socket;
+mod tasks;
 mod wire;
 
-pub use naming::default_name;
+pub use http::HttpServer;
+pub use naming::{default_name, default_name_for_url};
 pub use receipts::RECEIPTS_EVERY;
 pub use socket::connect;
 
@@ -87,8 +90,10 @@ pub struct Options {
     /// How long the real server has to answer `initialize` (`--handshake-timeout`, 30 s by
     /// default): past it the agent gets an error naming the server, and the server is stopped.
     pub handshake: Duration,
-    /// The real server's command line (program and arguments).
+    /// The real server's command line (program and arguments); empty for a remote server.
     pub command: Vec<OsString>,
+    /// `--url`: a remote server over Streamable HTTP instead of a command.
+    pub http: Option<HttpServer>,
     /// `--listen`: the Unix socket agents connect to (each connection one MCP session, with its
     /// own server child); `None` serves one agent on stdio.
     pub listen: Option<PathBuf>,
@@ -104,8 +109,8 @@ pub struct Options {
 /// The runtime could not start, the server could not be started, or the agent never completed
 /// the MCP handshake.
 pub fn run(opts: Options) -> Result<u8, String> {
-    if opts.command.is_empty() {
-        return Err("no server command: warrant mcp-gateway [OPTIONS] -- COMMAND [ARGS…]".into());
+    if opts.command.is_empty() && opts.http.is_none() {
+        return Err("no server: warrant mcp-gateway [OPTIONS] (--url URL | -- COMMAND [ARGS…])".into());
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -183,6 +188,8 @@ struct Shared {
     held_progress: Mutex<HashMap<String, f64>>,
     /// Calls governed on this connection (each one's packet id counts them).
     calls: std::sync::atomic::AtomicU64,
+    /// The tasks of held calls, by task id ([`tasks`]).
+    tasks: Mutex<HashMap<String, tasks::HeldTask>>,
 }
 
 /// One of the agent's requests the server has.
@@ -193,6 +200,8 @@ struct Forwarded {
     answer: Option<tokio::sync::oneshot::Sender<Box<RawValue>>>,
     /// A `tools/list`: its tools are read on the way.
     tools_list: bool,
+    /// A `tasks/…` request: how its answer is read.
+    tasks: tasks::TaskAnswer,
 }
 
 impl Shared {
@@ -214,6 +223,7 @@ impl Shared {
             progress_base: Mutex::new(HashMap::new()),
             held_progress: Mutex::new(HashMap::new()),
             calls: std::sync::atomic::AtomicU64::new(0),
+            tasks: Mutex::new(HashMap::new()),
         }
     }
 
@@ -229,9 +239,12 @@ impl Shared {
         }
     }
 
-    /// The server's command line, as shown in messages.
+    /// The server's command line (or URL, without credentials), as shown in messages.
     fn shown_command(&self) -> String {
-        self.opts.command.iter().map(|w| w.to_string_lossy()).collect::<Vec<_>>().join(" ")
+        match &self.opts.http {
+            Some(h) => h.shown(),
+            None => self.opts.command.iter().map(|w| w.to_string_lossy()).collect::<Vec<_>>().join(" "),
+        }
     }
 }
 

@@ -69,6 +69,29 @@ pub fn default_name(command: &[OsString]) -> String {
         .find_map(|p| name.strip_prefix(p).filter(|rest| !rest.is_empty()))
         .unwrap_or(&name)
         .to_owned();
+    sanitized(&name)
+}
+
+/// The default `--name` for a remote server (`--url`): its host without a leading `mcp.`, `api.`
+/// or `www.`, up to the next dot (`https://mcp.linear.app/mcp` → `linear`,
+/// `https://api.githubcopilot.com/mcp/` → `githubcopilot`), sanitized as [`default_name`]'s; an IP
+/// address or `localhost` is `server`.
+#[must_use]
+pub fn default_name_for_url(url: &str) -> String {
+    let host = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let host = host.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    let host = host.split(':').next().unwrap_or("").to_ascii_lowercase();
+    if host == "localhost" || host.starts_with('[') || host.parse::<std::net::Ipv4Addr>().is_ok() {
+        return "server".to_owned();
+    }
+    let host = ["mcp.", "api.", "www."].iter().find_map(|p| host.strip_prefix(p)).unwrap_or(&host);
+    sanitized(host.split('.').next().unwrap_or(""))
+}
+
+/// Every character other than a letter, a digit, `.`, `_` and `-` becomes `-`, leading dots are
+/// dropped, 64 characters at most; `server` when nothing is left.
+fn sanitized(name: &str) -> String {
     let name: String = name
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
@@ -104,6 +127,11 @@ mod tests {
         assert_eq!(name(&["npx"]), "npx");
         assert_eq!(name(&["..."]), "server");
         assert_eq!(name(&["mcp-server-"]), "mcp-server-");
+        assert_eq!(default_name_for_url("https://mcp.linear.app/mcp"), "linear");
+        assert_eq!(default_name_for_url("https://api.githubcopilot.com/mcp/"), "githubcopilot");
+        assert_eq!(default_name_for_url("https://user:pw@mcp.example.com:8443/mcp?x=1"), "example");
+        assert_eq!(default_name_for_url("http://127.0.0.1:3001/mcp"), "server");
+        assert_eq!(default_name_for_url("http://localhost/mcp"), "server");
         for n in ["filesystem", "git", "my-server", "server"] {
             assert!(warrant_protocol::calls::is_tool_key(&format!("{n}/read_file")));
         }

@@ -7,6 +7,7 @@
 
 use super::call::{Call, CallParams, ToolsPage};
 use super::socket::AgentIo;
+use super::tasks::{TaskAnswer, TaskRequest};
 use super::wire::{self, Envelope, Frame, Kind, key};
 use super::{Forwarded, Options, RECEIPTS_EVERY, Shared};
 use bytes::Bytes;
@@ -73,8 +74,12 @@ struct Relay {
     handshake: Option<(Box<RawValue>, Instant)>,
     /// The calls being governed or run.
     calls: tokio::task::JoinSet<()>,
-    /// The real server, once started.
+    /// Whether the real server was started (or, over HTTP, its session begun).
+    started: bool,
+    /// The real server, once started as a child process.
     child: Option<tokio::process::Child>,
+    /// The task that speaks to a remote server (`--url`).
+    http: Option<tokio::task::JoinHandle<()>>,
     /// Where the server's reader puts what it reads (`None`: its output ended).
     from_server: UnboundedSender<Option<Frame>>,
 }
@@ -103,7 +108,9 @@ pub(super) async fn serve(
         deferred: Vec::new(),
         handshake: None,
         calls: tokio::task::JoinSet::new(),
+        started: false,
         child: None,
+        http: None,
         from_server,
     };
     let flusher = Arc::clone(&shared);
@@ -128,8 +135,9 @@ pub(super) async fn serve(
             },
             () = sleep_until(deadline) => {
                 let shown = relay.shared.shown_command();
+                let stopped = if relay.shared.opts.http.is_some() { "" } else { "; it was stopped" };
                 let message = format!(
-                    "warrant mcp-gateway: `{shown}` did not answer initialize within {}s; it was stopped",
+                    "warrant mcp-gateway: `{shown}` did not answer initialize within {}s{stopped}",
                     relay.shared.opts.handshake.as_secs_f64()
                 );
                 if let Some((id, _)) = relay.handshake.take() {
@@ -218,7 +226,7 @@ impl Relay {
             Ok(k) => k,
             Err(e) => return s.send_agent(wire::error(envelope.id, -32600, &e)),
         };
-        let started = self.child.is_some();
+        let started = self.started;
         match kind {
             Kind::Request(id, "initialize") => {
                 if started {
@@ -246,6 +254,18 @@ impl Relay {
                 Ok(params) => self.spawn_call(message.clone(), id, params),
                 Err(e) => s.send_agent(wire::error(Some(id), -32602, &e)),
             },
+            Kind::Request(id, "tasks/list") => s.forward_renamed(id, &message, TaskAnswer::List),
+            Kind::Request(id, method @ ("tasks/get" | "tasks/result" | "tasks/cancel")) => {
+                match s.task_request(method, id, &message, envelope.params) {
+                    None => s.forward_renamed(id, &message, TaskAnswer::Rename),
+                    Some(TaskRequest::Answer(a)) => s.send_agent(a),
+                    Some(TaskRequest::Forward(m)) => s.forward_renamed(id, &m, TaskAnswer::Rename),
+                    Some(TaskRequest::Wait(task, done)) => {
+                        let (id, message) = (id.to_owned(), message.clone());
+                        self.calls.spawn(async move { s.task_result(id, message, task, done).await });
+                    }
+                }
+            }
             Kind::Request(id, method) => {
                 s.forward_request(id, method == "tools/list");
                 s.send_server(wire::bytes(&message));
@@ -341,12 +361,14 @@ impl Relay {
                     Some(tx) => {
                         let _ = tx.send(message.clone());
                     }
+                    None if f.tasks != TaskAnswer::AsIs => s.send_agent(s.renamed(&message, f.tasks)),
                     None => s.send_agent(wire::bytes(&message)),
                 }
             }
             Ok(Kind::Notification(method)) => {
                 let out = match method {
                     "notifications/progress" => s.progress_after_hold(&message, envelope.params),
+                    "notifications/tasks/status" if s.has_server_tasks() => s.renamed(&message, TaskAnswer::Rename),
                     "notifications/tools/list_changed" => {
                         if let Ok(mut tools) = s.tools.lock() {
                             *tools = None;
@@ -398,6 +420,15 @@ impl Relay {
     /// standard error the gateway's.
     fn start_server(&mut self) -> Result<(), String> {
         let s = &self.shared;
+        if let Some(server) = &s.opts.http {
+            let (tx, task) = super::http::start(server, s.opts.handshake, self.from_server.clone())?;
+            if let Ok(mut to_server) = s.to_server.lock() {
+                *to_server = Some(tx);
+            }
+            self.http = Some(task);
+            self.started = true;
+            return Ok(());
+        }
         let shown = s.shown_command();
         let mut cmd = tokio::process::Command::new(&s.opts.command[0]);
         cmd.args(&s.opts.command[1..])
@@ -429,17 +460,22 @@ impl Relay {
             let _ = from_server.send(None);
         });
         self.child = Some(child);
+        self.started = true;
         Ok(())
     }
 
-    /// Stops the real server with the session: its standard input closed, then its whole process
+    /// Stops the real server with the session (a remote one: its session ended): its standard input closed, then its whole process
     /// group (the processes it started go with it) sent SIGTERM, and SIGKILL what is left after a
     /// grace period; the server is reaped.
     async fn stop_server(&mut self) {
-        let Some(mut child) = self.child.take() else { return };
         if let Ok(mut to_server) = self.shared.to_server.lock() {
             to_server.take();
         }
+        // A remote server's session ends with a DELETE once its sender is gone.
+        if let Some(task) = self.http.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
+        }
+        let Some(mut child) = self.child.take() else { return };
         if tokio::time::timeout(Duration::from_millis(100), child.wait()).await.is_err() {
             let group = self.shared.server_group.lock().ok().and_then(|g| *g).and_then(rustix::process::Pid::from_raw);
             if let Some(group) = group {
@@ -472,7 +508,7 @@ impl Shared {
     /// Records an agent's request forwarded to the server, so its answer goes back.
     fn forward_request(&self, id: &RawValue, tools_list: bool) {
         if let Ok(mut m) = self.forwarded.lock() {
-            m.insert(key(id), Forwarded { id: id.to_owned(), answer: None, tools_list });
+            m.insert(key(id), Forwarded { id: id.to_owned(), answer: None, tools_list, tasks: TaskAnswer::AsIs });
         }
     }
 

@@ -1,0 +1,387 @@
+//! The real server over Streamable HTTP (MCP 2025-11-25, "Transports"): each message the relay
+//! sends is POSTed to the server's URL; its answer — one JSON message, or a stream of
+//! server-sent events — comes back to the relay as the server wrote it. The session id the
+//! server gives at `initialize` (`Mcp-Session-Id`) and the protocol version it agreed to
+//! (`MCP-Protocol-Version`) go on every later request; a stream that ends before its answer is
+//! resumed (`Last-Event-ID`); the server's own messages come on a GET stream when it offers one;
+//! the session is ended (DELETE) when the agent's is.
+//!
+//! HTTP and TLS are `reqwest`'s (rustls, the web PKI's roots), the events' framing
+//! `sse-stream`'s, as the official Rust SDK uses them. The user's headers (`--header`,
+//! `--header-from-env`: credentials) are marked sensitive and never shown: messages name the
+//! server by its URL's scheme, host, port and path only.
+//!
+//! Fail closed: an answer the server refuses (401, 403), fails (5xx) or never gives (no headers
+//! within the handshake timeout, a stream that ends and cannot be resumed) is an error response
+//! to the agent's request naming the server; a session the server dropped (404) ends the
+//! gateway's session, so held calls are withdrawn, never left approvable.
+
+use super::wire::{self, Envelope, Frame, Kind, key};
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::value::RawValue;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// A remote MCP server (`--url`, with the headers every request carries).
+#[derive(Debug, Clone)]
+pub struct HttpServer {
+    /// Its endpoint (`https://HOST/mcp`).
+    pub url: String,
+    /// Headers for every request (`Authorization: Bearer …`), name and value.
+    pub headers: Vec<(String, String)>,
+}
+
+impl HttpServer {
+    /// Its URL as shown in messages: scheme, host, port and path, never user, password or query.
+    pub fn shown(&self) -> String {
+        match reqwest::Url::parse(&self.url) {
+            Ok(u) => format!(
+                "{}://{}{}{}",
+                u.scheme(),
+                u.host_str().unwrap_or(""),
+                u.port().map(|p| format!(":{p}")).unwrap_or_default(),
+                u.path()
+            ),
+            Err(_) => "the configured URL".to_owned(),
+        }
+    }
+}
+
+/// How often a stream that ended before its answer is resumed.
+const RESUME_TRIES: u32 = 3;
+
+/// One session with the remote server.
+struct Session {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    shown: String,
+    headers: HeaderMap,
+    /// `Mcp-Session-Id`, once the server gave one.
+    session: Mutex<Option<HeaderValue>>,
+    /// `MCP-Protocol-Version`, once the server agreed to one.
+    protocol: Mutex<Option<HeaderValue>>,
+    /// How long the server has to answer a request's headers.
+    timeout: Duration,
+    /// Where the server's messages go (`None`: the session is gone).
+    out: UnboundedSender<Option<Frame>>,
+}
+
+/// Starts a session with `server`: returns where the relay sends messages, and the task that
+/// sends them (it ends the session, with a DELETE, once the sender is dropped).
+///
+/// # Errors
+/// The URL or a header cannot be used.
+pub(super) fn start(
+    server: &HttpServer,
+    timeout: Duration,
+    out: UnboundedSender<Option<Frame>>,
+) -> Result<(UnboundedSender<Bytes>, tokio::task::JoinHandle<()>), String> {
+    let shown = server.shown();
+    let url = reqwest::Url::parse(&server.url).map_err(|e| format!("--url {shown}: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("--url {shown}: not an http or https URL"));
+    }
+    let mut headers = HeaderMap::new();
+    for (name, value) in &server.headers {
+        let n = HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("--header {name:?}: {e}"))?;
+        let mut v = HeaderValue::from_str(value)
+            .map_err(|_| format!("--header {name}: the value is not a valid header value"))?;
+        v.set_sensitive(true);
+        headers.append(n, v);
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .build()
+        .map_err(|e| format!("could not start an HTTP client: {e}"))?;
+    let session = Arc::new(Session {
+        client,
+        url,
+        shown,
+        headers,
+        session: Mutex::new(None),
+        protocol: Mutex::new(None),
+        timeout,
+        out,
+    });
+    let (tx, rx) = unbounded_channel();
+    Ok((tx, tokio::spawn(session.run(rx))))
+}
+
+/// A GET stream, or why there is none.
+enum Stream {
+    Open(reqwest::Response),
+    /// The server offers none (405, or another refusal).
+    NotOffered,
+    /// The server no longer knows the session (404).
+    SessionGone,
+}
+
+/// Why a request got no answer.
+enum Failed {
+    /// An error response to the request, with this message.
+    Answer(String),
+    /// The server dropped the session: the gateway's ends.
+    Gone(String),
+}
+
+impl Session {
+    /// Sends the relay's messages in order (each POST's headers awaited before the next is sent,
+    /// its body read on a task of its own), until the relay is done; then ends the session.
+    async fn run(self: Arc<Self>, mut rx: UnboundedReceiver<Bytes>) {
+        let mut streams = tokio::task::JoinSet::new();
+        while let Some(message) = rx.recv().await {
+            let Ok(raw) = serde_json::from_slice::<Box<RawValue>>(&message) else { continue };
+            let (id, method) = match Envelope::read(&raw).as_ref().map(Envelope::kind) {
+                Ok(Ok(Kind::Request(id, m))) => (Some(id.to_owned()), Some(m.to_owned())),
+                Ok(Ok(Kind::Notification(m))) => (None, Some(m.to_owned())),
+                _ => (None, None),
+            };
+            match self.post(message, id.as_deref(), method.as_deref()).await {
+                Ok(Some(response)) => {
+                    let s = Arc::clone(&self);
+                    streams.spawn(async move { s.read_answer(response, id).await });
+                }
+                Ok(None) => {
+                    if method.as_deref() == Some("notifications/initialized") {
+                        let s = Arc::clone(&self);
+                        streams.spawn(async move { s.listen().await });
+                    }
+                }
+                Err(Failed::Answer(why)) => self.answer_error(id.as_deref(), &why),
+                Err(Failed::Gone(why)) => {
+                    self.answer_error(id.as_deref(), &why);
+                    self.gone(&why);
+                    break;
+                }
+            }
+            while streams.try_join_next().is_some() {}
+        }
+        streams.shutdown().await;
+        self.end().await;
+    }
+
+    /// The headers every request carries: the user's, the session's and the protocol version.
+    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+        let mut r = self.client.request(method, self.url.clone()).headers(self.headers.clone());
+        if let Some(s) = self.session.lock().ok().and_then(|s| s.clone()) {
+            r = r.header("mcp-session-id", s);
+        }
+        if let Some(p) = self.protocol.lock().ok().and_then(|p| p.clone()) {
+            r = r.header("mcp-protocol-version", p);
+        }
+        r
+    }
+
+    /// POSTs one message; `Some(response)` when it has a body to read (a request's answer).
+    async fn post(
+        &self,
+        message: Bytes,
+        id: Option<&RawValue>,
+        method: Option<&str>,
+    ) -> Result<Option<reqwest::Response>, Failed> {
+        let r = self
+            .request(reqwest::Method::POST)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream")
+            .body(message);
+        let shown = &self.shown;
+        let response = match tokio::time::timeout(self.timeout, r.send()).await {
+            Err(_) => {
+                return Err(Failed::Answer(format!(
+                    "the MCP server at {shown} did not answer within {}s",
+                    self.timeout.as_secs_f64()
+                )));
+            }
+            Ok(Err(e)) => {
+                return Err(Failed::Answer(format!("could not reach the MCP server at {shown}: {}", e.without_url())));
+            }
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status();
+        if status.is_success() {
+            if method == Some("initialize")
+                && let Some(s) = response.headers().get("mcp-session-id")
+                && let Ok(mut session) = self.session.lock()
+            {
+                *session = Some(s.clone());
+            }
+            // A notification's or a response's POST is accepted with no body.
+            return Ok(id.is_some().then_some(response));
+        }
+        let has_session = self.session.lock().is_ok_and(|s| s.is_some());
+        Err(match status.as_u16() {
+            404 if has_session => Failed::Gone(format!(
+                "the MCP server at {shown} ended the session (404 Not Found); warrant mcp-gateway ends the agent's"
+            )),
+            401 | 403 => Failed::Answer(format!(
+                "the MCP server at {shown} refused the request: {status} (the credentials given with --header or --header-from-env were refused or are missing)"
+            )),
+            _ => Failed::Answer(format!("the MCP server at {shown} failed: {status}")),
+        })
+    }
+
+    /// Reads the answer to the request `id`: one JSON message, or a stream of events (resumed
+    /// when it ends before the answer).
+    async fn read_answer(&self, response: reqwest::Response, id: Option<Box<RawValue>>) {
+        let sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let wanted = id.as_deref().map(key);
+        if !sse {
+            match response.bytes().await {
+                Ok(body) => {
+                    if !self.deliver(&body, wanted.as_deref()) {
+                        self.answer_error(id.as_deref(), &format!("the MCP server at {} sent no answer", self.shown));
+                    }
+                }
+                Err(e) => {
+                    self.answer_error(id.as_deref(), &format!("the MCP server at {}: {}", self.shown, e.without_url()))
+                }
+            }
+            return;
+        }
+        let mut response = response;
+        let mut last_event = None;
+        for attempt in 0..=RESUME_TRIES {
+            let mut events = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
+            while let Some(event) = events.next().await {
+                let Ok(event) = event else { break };
+                if let Some(eid) = event.id {
+                    last_event = Some(eid);
+                }
+                if let Some(data) = event.data.filter(|d| !d.trim().is_empty())
+                    && self.deliver(data.as_bytes(), wanted.as_deref())
+                {
+                    return;
+                }
+            }
+            // The stream ended before the answer: resume it where it ended.
+            let Some(from) = last_event.clone().filter(|_| attempt < RESUME_TRIES) else { break };
+            match self.get_stream(Some(&from)).await {
+                Ok(Stream::Open(r)) => response = r,
+                _ => break,
+            }
+        }
+        self.answer_error(
+            id.as_deref(),
+            &format!("the MCP server at {} closed its stream before answering", self.shown),
+        );
+    }
+
+    /// Passes the server's message(s) in `body` (one, or a batch) to the relay; whether one of
+    /// them is the answer to `wanted` (always false without one). The protocol version of an
+    /// `initialize` answer goes on every later request.
+    fn deliver(&self, body: &[u8], wanted: Option<&str>) -> bool {
+        let messages: Vec<Box<RawValue>> = match serde_json::from_slice::<Box<RawValue>>(body) {
+            Ok(one) if one.get().starts_with('[') => serde_json::from_str(one.get()).unwrap_or_default(),
+            Ok(one) => vec![one],
+            Err(e) => {
+                let _ = self.out.send(Some(Err(format!("not JSON: {e}"))));
+                return false;
+            }
+        };
+        let mut answered = false;
+        for m in messages {
+            if let Ok(e) = Envelope::read(&m)
+                && let Ok(Kind::Response(id)) = e.kind()
+                && Some(key(id).as_str()) == wanted
+            {
+                answered = true;
+                if let Some(v) = e.result.and_then(|r| serde_json::from_str::<serde_json::Value>(r.get()).ok())
+                    && let Some(p) = v.get("protocolVersion").and_then(|p| p.as_str())
+                    && let (Ok(h), Ok(mut protocol)) = (HeaderValue::from_str(p), self.protocol.lock())
+                {
+                    *protocol = Some(h);
+                }
+            }
+            let _ = self.out.send(Some(Ok(m)));
+        }
+        answered
+    }
+
+    /// A GET stream of the server's events, from `last_event` when resuming.
+    ///
+    /// # Errors
+    /// The server could not be reached, or did not answer within the timeout.
+    async fn get_stream(&self, last_event: Option<&str>) -> Result<Stream, String> {
+        let mut r = self.request(reqwest::Method::GET).header(ACCEPT, "text/event-stream");
+        if let Some(id) = last_event {
+            r = r.header("last-event-id", id);
+        }
+        match tokio::time::timeout(self.timeout, r.send()).await {
+            Ok(Ok(resp)) if resp.status().is_success() => Ok(Stream::Open(resp)),
+            Ok(Ok(resp)) if resp.status() == reqwest::StatusCode::NOT_FOUND => Ok(Stream::SessionGone),
+            Ok(Ok(_)) => Ok(Stream::NotOffered),
+            Ok(Err(e)) => Err(e.without_url().to_string()),
+            Err(_) => Err("no answer".into()),
+        }
+    }
+
+    /// The server's own messages (requests, notifications) on the GET stream, reopened where it
+    /// ended. It also tells the gateway the server is gone: a session the server no longer knows
+    /// (404), or a server that cannot be reached three times in a row, ends the agent's session,
+    /// so held calls are withdrawn rather than left approvable.
+    async fn listen(&self) {
+        let mut last_event: Option<String> = None;
+        let mut failures = 0;
+        loop {
+            match self.get_stream(last_event.as_deref()).await {
+                Ok(Stream::Open(response)) => {
+                    failures = 0;
+                    let mut events = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
+                    while let Some(Ok(event)) = events.next().await {
+                        if let Some(eid) = event.id {
+                            last_event = Some(eid);
+                        }
+                        if let Some(data) = event.data.filter(|d| !d.trim().is_empty()) {
+                            self.deliver(data.as_bytes(), None);
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Ok(Stream::NotOffered) => return,
+                Ok(Stream::SessionGone) => {
+                    return self.gone(&format!("the MCP server at {} ended the session (404 Not Found)", self.shown));
+                }
+                Err(e) => {
+                    failures += 1;
+                    if failures >= RESUME_TRIES {
+                        return self.gone(&format!("the MCP server at {} stopped answering: {e}", self.shown));
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+
+    /// The server is gone: the gateway's session ends.
+    fn gone(&self, why: &str) {
+        eprintln!("warrant mcp-gateway: {why}; closing the connection");
+        let _ = self.out.send(None);
+    }
+
+    /// An error response to the agent's request `id` (nothing for a notification: logged).
+    fn answer_error(&self, id: Option<&RawValue>, why: &str) {
+        match id {
+            Some(id) => {
+                let e = wire::error(Some(id), -32603, &format!("warrant mcp-gateway: {why}"));
+                if let Ok(raw) = serde_json::from_slice::<Box<RawValue>>(&e) {
+                    let _ = self.out.send(Some(Ok(raw)));
+                }
+            }
+            None => eprintln!("warrant mcp-gateway: {why}"),
+        }
+    }
+
+    /// Ends the session on the server (DELETE), when it gave one.
+    async fn end(&self) {
+        if self.session.lock().is_ok_and(|s| s.is_some()) {
+            let _ = tokio::time::timeout(Duration::from_secs(2), self.request(reqwest::Method::DELETE).send()).await;
+        }
+    }
+}

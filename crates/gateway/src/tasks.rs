@@ -1,0 +1,270 @@
+//! Held calls as MCP tasks (MCP 2025-11-25, "Tasks"): a task-augmented `tools/call` the principal
+//! must decide is answered at once with a task of the gateway's own — `working` while held, its
+//! status message naming the packet — so the client waits by polling, with no request timeout.
+//! Once the principal decides, the task is `failed` with the refusal, or the call runs: a plain
+//! result completes the task; the server's own task takes over (the client keeps the gateway's
+//! task id, which the gateway translates both ways).
+
+use super::wire::{self, Envelope, key};
+use super::{Forwarded, Shared};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// How often a client should poll a held call's task, in milliseconds.
+const POLL_INTERVAL_MS: u64 = 2000;
+
+/// The `_meta` key that ties a task's result to its task.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// One task of the gateway's own.
+pub(super) struct HeldTask {
+    /// `working`, `completed`, `failed` or `cancelled`.
+    status: &'static str,
+    message: String,
+    created: String,
+    updated: String,
+    /// The retention the client asked for, in milliseconds.
+    ttl: Option<u64>,
+    /// The server's task that took over, once the call ran as one.
+    server: Option<String>,
+    /// The answer once finished: `{"result": …}` or `{"error": …}`.
+    answer: Option<Value>,
+    /// Turns true when the task is finished.
+    done: tokio::sync::watch::Sender<bool>,
+    /// Cancels the hold.
+    cancel: CancellationToken,
+}
+
+impl HeldTask {
+    fn view(&self, id: &str) -> Value {
+        json!({
+            "taskId": id,
+            "status": self.status,
+            "statusMessage": self.message,
+            "createdAt": self.created,
+            "lastUpdatedAt": self.updated,
+            "ttl": self.ttl,
+            "pollInterval": POLL_INTERVAL_MS,
+        })
+    }
+}
+
+/// What the relay does with the answer to a `tasks/…` request it forwarded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum TaskAnswer {
+    /// Nothing: as the server wrote it.
+    AsIs,
+    /// The server's ids of tasks that took over a held call become the gateway's.
+    Rename,
+    /// `tasks/list`: renamed, and the held calls' tasks added.
+    List,
+}
+
+impl Shared {
+    /// Opens the task of a held call (`task`: the request's `task` parameter) and returns its
+    /// `CreateTaskResult`.
+    pub(super) fn open_task(
+        &self,
+        id: &str,
+        task: &serde_json::Map<String, Value>,
+        message: String,
+        cancel: CancellationToken,
+    ) -> Value {
+        let now = warrant_protocol::clock::now_rfc3339();
+        let held = HeldTask {
+            status: "working",
+            message,
+            created: now.clone(),
+            updated: now,
+            ttl: task.get("ttl").and_then(Value::as_u64),
+            server: None,
+            answer: None,
+            done: tokio::sync::watch::Sender::new(false),
+            cancel,
+        };
+        let view = held.view(id);
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.insert(id.to_owned(), held);
+        }
+        json!({ "task": view })
+    }
+
+    /// Settles a held call's task with the call's answer (a JSON-RPC response, `None` when it was
+    /// cancelled); `refused`: the answer is warrant's refusal. The client is told the new status.
+    pub(super) fn settle_task(&self, id: &str, answer: Option<&[u8]>, refused: bool) {
+        let v: Option<Value> = answer.and_then(|a| serde_json::from_slice(a).ok());
+        let server = v.as_ref().and_then(|v| v["result"]["task"]["taskId"].as_str()).map(str::to_owned);
+        let view = {
+            let Ok(mut tasks) = self.tasks.lock() else { return };
+            let Some(t) = tasks.get_mut(id) else { return };
+            t.updated = warrant_protocol::clock::now_rfc3339();
+            match (v, server) {
+                (_, Some(s)) => {
+                    t.message = format!("approved by the principal; running as the server's task {s}");
+                    t.server = Some(s);
+                    // Whoever waits for the result asks the server's task now.
+                    t.done.send_replace(true);
+                }
+                (None, None) => {
+                    t.status = "cancelled";
+                    t.message = "cancelled while held; it was not run".into();
+                    t.done.send_replace(true);
+                }
+                (Some(v), None) => {
+                    let error = v.get("error").cloned();
+                    t.status = if refused || error.is_some() { "failed" } else { "completed" };
+                    t.message = match (&error, refused) {
+                        (Some(e), _) => format!("the server answered with an error: {}", e["message"]),
+                        (None, true) => {
+                            v["result"]["_meta"]["_warrant"]["reason"].as_str().unwrap_or("refused").to_owned()
+                        }
+                        (None, false) => "approved by the principal and run".into(),
+                    };
+                    t.answer = Some(match error {
+                        Some(e) => json!({ "error": e }),
+                        None => json!({ "result": v.get("result").cloned().unwrap_or(Value::Null) }),
+                    });
+                    t.done.send_replace(true);
+                }
+            }
+            t.view(id)
+        };
+        self.send_agent(wire::notification("notifications/tasks/status", view));
+    }
+
+    /// The agent's `tasks/get`, `tasks/result` or `tasks/cancel` on a task of the gateway's own:
+    /// answered here (`Some`: the answer now, or a future that answers once the task is done), or
+    /// forwarded with the server's task id when the server's task took over. `None`: not the
+    /// gateway's task.
+    pub(super) fn task_request(
+        &self,
+        method: &str,
+        id: &RawValue,
+        message: &RawValue,
+        params: Option<&RawValue>,
+    ) -> Option<TaskRequest> {
+        let task_id = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok())?["taskId"].as_str()?.to_owned();
+        let tasks = self.tasks.lock().ok()?;
+        let t = tasks.get(&task_id)?;
+        if let Some(server) = &t.server {
+            let s = server.clone();
+            let edited = wire::edit(message, &["params"], &mut |p| {
+                p.insert("taskId".into(), wire::raw(&json!(s)));
+                true
+            });
+            return Some(match edited {
+                Ok(Some(m)) => TaskRequest::Forward(m),
+                _ => TaskRequest::Answer(wire::error(Some(id), -32603, "could not forward the task request")),
+            });
+        }
+        Some(match method {
+            "tasks/get" => TaskRequest::Answer(wire::result(id, &t.view(&task_id))),
+            "tasks/cancel" if t.status == "working" => {
+                t.cancel.cancel();
+                let mut view = t.view(&task_id);
+                view["status"] = json!("cancelled");
+                TaskRequest::Answer(wire::result(id, &view))
+            }
+            "tasks/cancel" => TaskRequest::Answer(wire::error(
+                Some(id),
+                -32602,
+                &format!("task {task_id} is already {}; it cannot be cancelled", t.status),
+            )),
+            _ => TaskRequest::Wait(task_id, t.done.subscribe()),
+        })
+    }
+
+    /// Answers the agent's `tasks/result` on a held call's task once it is finished (or forwards it
+    /// when the server's task took over meanwhile).
+    pub(super) async fn task_result(
+        &self,
+        id: Box<RawValue>,
+        message: Box<RawValue>,
+        task_id: String,
+        mut done: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let _ = done.wait_for(|d| *d).await;
+        let answer = {
+            let Ok(tasks) = self.tasks.lock() else { return };
+            let Some(t) = tasks.get(&task_id) else { return };
+            match (&t.server, &t.answer) {
+                (Some(_), _) => None,
+                (None, Some(answer)) => Some(answer.clone()),
+                (None, None) => Some(json!({
+                    "error": {"code": -32603, "message": format!("task {task_id} is {}: {}", t.status, t.message)}
+                })),
+            }
+        };
+        let Some(mut answer) = answer else {
+            // The server's task took over while the client waited: it answers.
+            let params = Envelope::read(&message).ok().and_then(|e| e.params);
+            if let Some(TaskRequest::Forward(m)) = self.task_request("tasks/result", &id, &message, params) {
+                self.forward_renamed(&id, &m, TaskAnswer::Rename);
+            }
+            return;
+        };
+        if let Some(result) = answer.get_mut("result").and_then(Value::as_object_mut) {
+            let meta = result.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(m) = meta.as_object_mut() {
+                m.insert(RELATED_TASK.into(), json!({ "taskId": task_id }));
+            }
+            return self.send_agent(wire::result(&id, &Value::Object(result.clone())));
+        }
+        let e = &answer["error"];
+        let (code, text) = (e["code"].as_i64().unwrap_or(-32603), e["message"].as_str().unwrap_or("failed"));
+        self.send_agent(wire::error(Some(&id), i32::try_from(code).unwrap_or(-32603), text));
+    }
+
+    /// Forwards `message` (the agent's request `id`), its answer read by `tasks`.
+    pub(super) fn forward_renamed(&self, id: &RawValue, message: &RawValue, tasks: TaskAnswer) {
+        if let Ok(mut m) = self.forwarded.lock() {
+            m.insert(key(id), Forwarded { id: id.to_owned(), answer: None, tools_list: false, tasks });
+        }
+        self.send_server(wire::bytes(message));
+    }
+
+    /// A message from the server with the ids of tasks that took over held calls replaced by the
+    /// gateway's (the client knows only those); for `tasks/list`, the held calls' tasks added.
+    pub(super) fn renamed(&self, message: &RawValue, tasks: TaskAnswer) -> bytes::Bytes {
+        let Ok(held) = self.tasks.lock() else { return wire::bytes(message) };
+        let mut text = message.get().to_owned();
+        for (id, t) in held.iter() {
+            if let Some(s) = &t.server {
+                text = text.replace(&Value::String(s.clone()).to_string(), &Value::String(id.clone()).to_string());
+            }
+        }
+        let local: Vec<Value> = held.iter().filter(|(_, t)| t.server.is_none()).map(|(id, t)| t.view(id)).collect();
+        drop(held);
+        let Ok(renamed) = serde_json::from_str::<Box<RawValue>>(&text) else { return wire::bytes(message) };
+        if tasks == TaskAnswer::List && !local.is_empty() {
+            let edited = wire::edit(&renamed, &["result"], &mut |r| {
+                let mut listed: Vec<Value> =
+                    r.get("tasks").and_then(|t| serde_json::from_str(t.get()).ok()).unwrap_or_default();
+                listed.extend(local.iter().cloned());
+                r.insert("tasks".into(), wire::raw(&Value::Array(listed)));
+                true
+            });
+            if let Ok(Some(m)) = edited {
+                return wire::bytes(&m);
+            }
+        }
+        wire::bytes(&renamed)
+    }
+
+    /// Whether any held call's task was taken over by a server task (then the server's task
+    /// traffic is renamed on its way to the agent).
+    pub(super) fn has_server_tasks(&self) -> bool {
+        self.tasks.lock().is_ok_and(|t| t.values().any(|t| t.server.is_some()))
+    }
+}
+
+/// What to do with the agent's request on a task of the gateway's own.
+pub(super) enum TaskRequest {
+    /// Answer it now.
+    Answer(bytes::Bytes),
+    /// Forward this (the server's task took over).
+    Forward(Box<RawValue>),
+    /// `tasks/result` of a task still working: answer once it is done.
+    Wait(String, tokio::sync::watch::Receiver<bool>),
+}
