@@ -178,8 +178,9 @@ pub struct Change {
     pub before: String,
     /// Its launch after, or why it is left as it is.
     pub after: Result<String, String>,
-    /// A local (stdio) server, which the gateway can govern; `false` for one reached by URL.
-    pub stdio: bool,
+    /// A server the gateway can govern (a local one, or one reached by Streamable HTTP); `false`
+    /// for one it cannot (the SSE transport, a Codex URL server).
+    pub governable: bool,
 }
 
 fn line(command: &str, args: &[String]) -> String {
@@ -213,7 +214,7 @@ fn decide(
                 name: name.to_owned(),
                 before: line(command, args),
                 after: Err(why.into()),
-                stdio: true,
+                governable: true,
             });
             return None;
         }
@@ -223,19 +224,178 @@ fn decide(
         name: name.to_owned(),
         before: line(command, args),
         after: Ok(line(&next.0, &next.1)),
-        stdio: true,
+        governable: true,
     });
     Some(next)
 }
 
-/// A server reached by URL (or with no command), left as it is.
-fn url_server(name: &str, url: Option<&str>) -> Change {
+/// A server warrant leaves as it is (`why`): one with no command and no Streamable HTTP URL, or
+/// one in a configuration whose URL servers are not wrapped.
+fn left(name: &str, url: Option<&str>, why: &str) -> Change {
     Change {
         name: name.to_owned(),
         before: url.unwrap_or("no command").to_owned(),
-        after: Err("left as it is: the gateway reaches local (stdio) servers only".into()),
-        stdio: false,
+        after: Err(why.into()),
+        governable: false,
     }
+}
+
+/// The environment variable that carries header `i` (from 1) of a wrapped URL server.
+fn header_var(i: usize) -> String {
+    format!("WARRANT_MCP_HEADER_{i}")
+}
+
+/// The launch of the URL server `name` (`url`, its headers by variable: `--header-from-env
+/// NAME=VAR`) behind the gateway: `exe --spool SPOOL mcp-gateway --name NAME --url URL
+/// [--header-from-env HEADER=VAR]…`.
+fn wrap_url(name: &str, url: &str, headers: &[(String, String)], exe: &Path, spool: &Path) -> (String, Vec<String>) {
+    let mut args = vec![
+        "--spool".to_owned(),
+        spool.display().to_string(),
+        "mcp-gateway".to_owned(),
+        "--name".to_owned(),
+        gateway_name(name),
+        "--url".to_owned(),
+        url.to_owned(),
+    ];
+    for (header, var) in headers {
+        args.push("--header-from-env".to_owned());
+        args.push(format!("{header}={var}"));
+    }
+    (exe.display().to_string(), args)
+}
+
+/// The URL and headers (header, variable) of a launch shaped as [`wrap_url`] makes it; `None`
+/// otherwise.
+fn unwrap_url(command: &str, args: &[String]) -> Option<(String, Vec<(String, String)>)> {
+    if Path::new(command).file_name().and_then(|n| n.to_str()) != Some("warrant") || args.iter().any(|a| a == "--") {
+        return None;
+    }
+    let gateway = args.iter().position(|a| a == "mcp-gateway")?;
+    let rest = &args[gateway + 1..];
+    let url = rest.windows(2).find(|w| w[0] == "--url").map(|w| w[1].clone())?;
+    let headers = rest
+        .windows(2)
+        .filter(|w| w[0] == "--header-from-env")
+        .filter_map(|w| w[1].split_once('=').map(|(h, v)| (h.to_owned(), v.to_owned())))
+        .collect();
+    Some((url, headers))
+}
+
+/// What `action` makes of the JSON server `name` with no command: a Streamable HTTP one (`url`,
+/// `type` absent or `http`) goes behind the gateway with `--url`, its headers moved into its
+/// environment (`WARRANT_MCP_HEADER_n`, read with `--header-from-env`, so no value is on a
+/// command line) and `type` set to `stdio` when it had one; anything else is left as it is.
+fn decide_url(
+    action: McpAction,
+    name: &str,
+    server: &mut serde_json::Map<String, Value>,
+    exe: &Path,
+    spool: &Path,
+    changes: &mut Vec<Change>,
+) -> Result<(), String> {
+    let url = server.get("url").and_then(Value::as_str).map(str::to_owned);
+    let kind = server.get("type").and_then(Value::as_str).map(str::to_owned);
+    let (Some(url), None | Some("http" | "streamable-http" | "streamableHttp")) = (url.as_deref(), kind.as_deref())
+    else {
+        let why = if kind.as_deref() == Some("sse") {
+            "left as it is: the gateway speaks Streamable HTTP, not the older SSE transport"
+        } else {
+            "left as it is: no command and no Streamable HTTP url"
+        };
+        changes.push(left(name, url.as_deref(), why));
+        return Ok(());
+    };
+    match action {
+        McpAction::Undo => return Ok(()),
+        McpAction::Check => {
+            changes.push(Change {
+                name: name.to_owned(),
+                before: url.to_owned(),
+                after: Err("not behind warrant".into()),
+                governable: true,
+            });
+            return Ok(());
+        }
+        McpAction::Wrap => {}
+    }
+    let mut env = match server.remove("env") {
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(format!("`{name}.env` is not an object")),
+    };
+    let mut headers = Vec::new();
+    match server.remove("headers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(h)) => {
+            for (i, (header, value)) in h.into_iter().enumerate() {
+                let var = header_var(i + 1);
+                env.insert(var.clone(), value);
+                headers.push((header, var));
+            }
+        }
+        Some(_) => return Err(format!("`{name}.headers` is not an object")),
+    }
+    let (command, args) = wrap_url(name, url, &headers, exe, spool);
+    changes.push(Change {
+        name: name.to_owned(),
+        before: url.to_owned(),
+        after: Ok(line(&command, &args)),
+        governable: true,
+    });
+    server.remove("url");
+    if kind.is_some() {
+        server.insert("type".into(), json!("stdio"));
+    }
+    server.insert("command".into(), json!(command));
+    server.insert("args".into(), json!(args));
+    if !env.is_empty() {
+        server.insert("env".into(), Value::Object(env));
+    }
+    Ok(())
+}
+
+/// `--undo` of a URL server [`decide_url`] wrapped: its `url` and `headers` back (the values from
+/// its environment), `type` back to `http` when it had one.
+fn undo_url(
+    name: &str,
+    server: &mut serde_json::Map<String, Value>,
+    url: String,
+    headers: &[(String, String)],
+    changes: &mut Vec<Change>,
+) {
+    let before = server
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "));
+    let mut env = match server.remove("env") {
+        Some(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let mut restored = serde_json::Map::new();
+    for (header, var) in headers {
+        if let Some(v) = env.remove(var) {
+            restored.insert(header.clone(), v);
+        }
+    }
+    server.remove("command");
+    server.remove("args");
+    if server.get("type").and_then(Value::as_str) == Some("stdio") {
+        server.insert("type".into(), json!("http"));
+    }
+    server.insert("url".into(), json!(url.clone()));
+    if !restored.is_empty() {
+        server.insert("headers".into(), Value::Object(restored));
+    }
+    if !env.is_empty() {
+        server.insert("env".into(), Value::Object(env));
+    }
+    changes.push(Change {
+        name: name.to_owned(),
+        before: before.unwrap_or_default(),
+        after: Ok(url),
+        governable: true,
+    });
 }
 
 /// `action` on the servers of a JSON configuration `doc` (an object holding `key`): the new
@@ -258,7 +418,7 @@ pub fn apply_json(
     for (name, server) in servers.iter_mut() {
         let server = server.as_object_mut().ok_or_else(|| format!("`{key}.{name}` is not an object"))?;
         let Some(command) = server.get("command").and_then(Value::as_str).map(str::to_owned) else {
-            changes.push(url_server(name, server.get("url").and_then(Value::as_str)));
+            decide_url(action, name, server, exe, spool, &mut changes)?;
             continue;
         };
         let args: Vec<String> = match server.get("args") {
@@ -269,6 +429,13 @@ pub fn apply_json(
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(format!("`{key}.{name}.args` is not a list")),
         };
+        // A URL server this warrant wrapped: back with --undo, as it is otherwise.
+        if let Some((url, headers)) = unwrap_url(&command, &args).filter(|_| runs_this(&command, exe)) {
+            if action == McpAction::Undo {
+                undo_url(name, server, url, &headers, &mut changes);
+            }
+            continue;
+        }
         if let Some((c, a)) = decide(action, name, &command, &args, exe, spool, &mut changes) {
             server.insert("command".into(), json!(c));
             server.insert("args".into(), json!(a));
@@ -290,7 +457,8 @@ pub fn apply_toml(text: &str, action: McpAction, exe: &Path, spool: &Path) -> Re
             let name = name.get().to_owned();
             let Some(server) = server.as_table_like_mut() else { continue };
             let Some(command) = server.get("command").and_then(toml_edit::Item::as_str).map(str::to_owned) else {
-                changes.push(url_server(&name, server.get("url").and_then(toml_edit::Item::as_str)));
+                let why = "left as it is: Codex's URL servers (bearer_token_env_var, env_http_headers, OAuth) are not wrapped yet";
+                changes.push(left(&name, server.get("url").and_then(toml_edit::Item::as_str), why));
                 continue;
             };
             let args: Vec<String> = match server.get("args") {
@@ -370,11 +538,11 @@ pub fn setup_mcp(
             let why = c.after.as_ref().err().map_or("", String::as_str);
             println!("{}: {} ({}) — {why}", shown, c.name, c.before);
         }
-        let stdio_missing = missing.iter().any(|c| c.stdio);
-        if !stdio_missing {
-            println!("{shown}: every local MCP server runs behind warrant");
+        let governable_missing = missing.iter().any(|c| c.governable);
+        if !governable_missing {
+            println!("{shown}: every MCP server warrant can govern runs behind it");
         }
-        return Ok(u8::from(stdio_missing));
+        return Ok(u8::from(governable_missing));
     }
     if print {
         print!("{text}");
@@ -424,7 +592,7 @@ mod tests {
             }
         });
         let (once, changes) = apply_json(&doc, "mcpServers", McpAction::Wrap, exe, spool).expect("wrap");
-        assert_eq!(changes.iter().filter(|c| c.after.is_ok()).count(), 2, "{changes:?}");
+        assert_eq!(changes.iter().filter(|c| c.after.is_ok()).count(), 3, "{changes:?}");
         let files = &once["mcpServers"]["files"];
         assert_eq!(files["command"], json!("/opt/bin/warrant"));
         assert_eq!(
@@ -445,7 +613,14 @@ mod tests {
         );
         assert_eq!(files["env"], json!({"A": "1"}), "the environment is kept");
         assert_eq!(once["mcpServers"]["notion tools"]["args"][4], json!("notion-tools"), "a usable --name");
-        assert_eq!(once["mcpServers"]["docs"], doc["mcpServers"]["docs"], "a URL server is left as it is");
+        assert_eq!(
+            once["mcpServers"]["docs"],
+            json!({"type": "stdio", "command": "/opt/bin/warrant",
+                   "args": ["--spool", "/s", "mcp-gateway", "--name", "docs", "--url", "https://example.com/mcp",
+                            "--header-from-env", "Authorization=WARRANT_MCP_HEADER_1"],
+                   "env": {"WARRANT_MCP_HEADER_1": "Bearer x"}}),
+            "a URL server goes behind the gateway, its header's value in its environment"
+        );
         assert_eq!(once["theme"], json!("dark"));
         let (twice, changes) = apply_json(&once, "mcpServers", McpAction::Wrap, exe, spool).expect("again");
         assert_eq!(twice, once, "idempotent");
@@ -455,6 +630,11 @@ mod tests {
         let (undone, _) = apply_json(&once, "mcpServers", McpAction::Undo, exe, spool).expect("undo");
         assert_eq!(undone["mcpServers"]["files"]["args"], doc["mcpServers"]["files"]["args"]);
         assert_eq!(undone["mcpServers"]["notion tools"]["args"], json!([]));
+        assert_eq!(undone["mcpServers"]["docs"], doc["mcpServers"]["docs"], "the URL server is back as it was");
+        let sse = json!({"mcpServers": {"old": {"type": "sse", "url": "https://example.com/sse"}}});
+        let (same, changes) = apply_json(&sse, "mcpServers", McpAction::Wrap, exe, spool).expect("sse");
+        assert_eq!(same, sse, "an SSE server is left as it is");
+        assert!(changes[0].after.as_ref().is_err_and(|e| e.contains("SSE")), "{changes:?}");
         assert!(apply_json(&json!([1]), "mcpServers", McpAction::Wrap, exe, spool).is_err());
     }
 

@@ -34,7 +34,7 @@ fn claude_codes_servers_go_behind_the_gateway_and_come_back_with_undo() {
     std::fs::write(root.join("notes.txt"), "hello\n").expect("a file");
     let original = json!({"mcpServers": {
         "files": {"command": "mcp-server-filesystem", "args": [root.display().to_string()], "env": {"NODE_NO_WARNINGS": "1"}},
-        "docs": {"type": "http", "url": "https://docs.example.com/mcp"},
+        "docs": {"type": "http", "url": "https://docs.example.com/mcp", "headers": {"X-Api-Key": "k-123"}},
     }});
     let config = project.join(".mcp.json");
     std::fs::write(&config, serde_json::to_vec_pretty(&original).expect("json")).expect(".mcp.json");
@@ -46,7 +46,11 @@ fn claude_codes_servers_go_behind_the_gateway_and_come_back_with_undo() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = text(&o);
     assert!(out.contains("mcp-gateway --name filesystem -- mcp-server-filesystem"), "the change is shown: {out}");
-    assert!(out.contains("docs") && out.contains("left as it is"), "{out}");
+    assert!(
+        out.contains("--url https://docs.example.com/mcp --header-from-env X-Api-Key=WARRANT_MCP_HEADER_1"),
+        "{out}"
+    );
+    assert!(!out.contains("k-123"), "a header's value is not shown: {out}");
     let backup = project.join(".mcp.json.warrant-backup");
     assert_eq!(
         serde_json::from_slice::<Value>(&std::fs::read(&backup).expect("backup")).expect("json"),
@@ -57,7 +61,11 @@ fn claude_codes_servers_go_behind_the_gateway_and_come_back_with_undo() {
     let files = &wrapped["mcpServers"]["files"];
     assert!(files["command"].as_str().is_some_and(|c| c.ends_with("/warrant")), "{files}");
     assert_eq!(files["env"], original["mcpServers"]["files"]["env"], "the environment is kept");
-    assert_eq!(wrapped["mcpServers"]["docs"], original["mcpServers"]["docs"]);
+    // The URL server runs behind the gateway's --url, its header's value in its environment.
+    let docs = &wrapped["mcpServers"]["docs"];
+    assert_eq!(docs["type"], json!("stdio"), "{docs}");
+    assert!(docs.get("url").is_none() && docs.get("headers").is_none(), "{docs}");
+    assert_eq!(docs["env"], json!({"WARRANT_MCP_HEADER_1": "k-123"}), "{docs}");
     // Idempotent; and --check is content.
     let o = setup(&e, &project, &["claude-code", "--mcp"]);
     assert!(text(&o).contains("unchanged"), "{}", text(&o));
@@ -127,6 +135,7 @@ fn claude_codes_servers_go_behind_the_gateway_and_come_back_with_undo() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let undone: Value = serde_json::from_slice(&std::fs::read(&config).expect("config")).expect("json");
     assert_eq!(undone["mcpServers"]["files"], original["mcpServers"]["files"], "its own launch back");
+    assert_eq!(undone["mcpServers"]["docs"], original["mcpServers"]["docs"], "its URL and headers back");
     assert_eq!(undone["mcpServers"]["git"], added["mcpServers"]["git"]);
 }
 

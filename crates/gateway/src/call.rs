@@ -174,7 +174,7 @@ impl Shared {
             Outcome::Hold { graduation: g, .. } => {
                 graduation = g.clone();
                 if let Some(params) = &call.params.task {
-                    let id = format!("warrant-{call_id}");
+                    let id = format!("warrant-gw-{call_id}");
                     let message = format!(
                         "held: waiting for the principal to decide {} in warrant ({})",
                         submitted.packet_id,

@@ -5,10 +5,11 @@
 //! result completes the task; the server's own task takes over (the client keeps the gateway's
 //! task id, which the gateway translates both ways).
 
-use super::wire::{self, Envelope, key};
+use super::wire::{self, Envelope, Members, key};
 use super::{Forwarded, Shared};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use tokio_util::sync::CancellationToken;
 
 /// How often a client should poll a held call's task, in milliseconds.
@@ -225,31 +226,60 @@ impl Shared {
     }
 
     /// A message from the server with the ids of tasks that took over held calls replaced by the
-    /// gateway's (the client knows only those); for `tasks/list`, the held calls' tasks added.
+    /// gateway's (the client knows only those) where a task id stands — a task's `taskId` in a
+    /// result, in `tasks/list`'s tasks, in a status notification's params, and in a result's
+    /// related-task `_meta` — every other member as written; for `tasks/list`, the held calls' own
+    /// tasks added.
     pub(super) fn renamed(&self, message: &RawValue, tasks: TaskAnswer) -> bytes::Bytes {
-        let Ok(held) = self.tasks.lock() else { return wire::bytes(message) };
-        let mut text = message.get().to_owned();
-        for (id, t) in held.iter() {
-            if let Some(s) = &t.server {
-                text = text.replace(&Value::String(s.clone()).to_string(), &Value::String(id.clone()).to_string());
+        let (names, local) = {
+            let Ok(held) = self.tasks.lock() else { return wire::bytes(message) };
+            let names: HashMap<String, String> =
+                held.iter().filter_map(|(id, t)| Some((t.server.clone()?, id.clone()))).collect();
+            let local: Vec<Value> = held.iter().filter(|(_, t)| t.server.is_none()).map(|(id, t)| t.view(id)).collect();
+            (names, local)
+        };
+        let rename = |m: &mut Members| -> bool {
+            let Some(server) = m.get("taskId").and_then(|v| serde_json::from_str::<String>(v.get()).ok()) else {
+                return false;
+            };
+            let Some(ours) = names.get(&server) else { return false };
+            m.insert("taskId".into(), wire::raw(&json!(ours)));
+            true
+        };
+        let mut current = message.to_owned();
+        let mut apply = |path: &[&str], change: &mut dyn FnMut(&mut Members) -> bool| {
+            if let Ok(Some(m)) = wire::edit(&current, path, change) {
+                current = m;
             }
+        };
+        if !names.is_empty() {
+            apply(&["result"], &mut |r| rename(r));
+            apply(&["params"], &mut |p| rename(p));
+            apply(&["result", "_meta", RELATED_TASK], &mut |m| rename(m));
         }
-        let local: Vec<Value> = held.iter().filter(|(_, t)| t.server.is_none()).map(|(id, t)| t.view(id)).collect();
-        drop(held);
-        let Ok(renamed) = serde_json::from_str::<Box<RawValue>>(&text) else { return wire::bytes(message) };
-        if tasks == TaskAnswer::List && !local.is_empty() {
-            let edited = wire::edit(&renamed, &["result"], &mut |r| {
-                let mut listed: Vec<Value> =
+        if tasks == TaskAnswer::List {
+            apply(&["result"], &mut |r| {
+                let mut listed: Vec<Members> =
                     r.get("tasks").and_then(|t| serde_json::from_str(t.get()).ok()).unwrap_or_default();
-                listed.extend(local.iter().cloned());
-                r.insert("tasks".into(), wire::raw(&Value::Array(listed)));
+                // Every task is renamed (no short-circuit).
+                let mut renamed = false;
+                for t in &mut listed {
+                    renamed |= rename(t);
+                }
+                if local.is_empty() && !renamed {
+                    return false;
+                }
+                let mut all: Vec<Box<RawValue>> =
+                    listed.iter().filter_map(|t| serde_json::value::to_raw_value(t).ok()).collect();
+                all.extend(local.iter().map(wire::raw));
+                r.insert(
+                    "tasks".into(),
+                    serde_json::value::to_raw_value(&all).unwrap_or_else(|_| RawValue::NULL.to_owned()),
+                );
                 true
             });
-            if let Ok(Some(m)) = edited {
-                return wire::bytes(&m);
-            }
         }
-        wire::bytes(&renamed)
+        wire::bytes(&current)
     }
 
     /// Whether any held call's task was taken over by a server task (then the server's task

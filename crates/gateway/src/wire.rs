@@ -182,7 +182,7 @@ pub(super) fn request(id: &str, method: &str, params: Option<Value>) -> Bytes {
 }
 
 /// One JSON object's members, in their order, each value as written.
-type Members = IndexMap<String, Box<RawValue>>;
+pub(super) type Members = IndexMap<String, Box<RawValue>>;
 
 /// Changes the object at `path` (keys from the top) inside `message` with `change`, leaving every
 /// other member, at every level, as written; `Ok(None)` when a level is missing or not an object
