@@ -1751,3 +1751,110 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
     let _ = upstream.kill();
     let _ = upstream.wait();
 }
+
+/// The HTTP status of one raw request to `127.0.0.1:port` (a test probing the gateway's guards).
+fn http_status(port: u16, request: &str) -> u16 {
+    use std::io::Read as _;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.write_all(request.as_bytes()).expect("send");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).expect("read");
+    let line = String::from_utf8_lossy(&buf[..n]).into_owned();
+    line.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {line}"))
+}
+
+// Issue 33, §3: the gateway serves MCP clients over Streamable HTTP (`--listen
+// http://127.0.0.1:PORT/mcp`): the Python SDK's and the TypeScript SDK's HTTP clients each get a
+// session of their own (their own connection id, so their own packets), a held call waits for the
+// principal on the client's stream and answers once approved; a request without the bearer token
+// is 401, one from a foreign Origin 403 (DNS rebinding), and a non-loopback address without a
+// token is refused at start.
+#[test]
+fn clients_over_streamable_http_get_their_own_sessions_behind_a_token_and_an_origin_check() {
+    if !have(&["mcp-server-everything"]) {
+        return;
+    }
+    let Some(node_path) = typescript_sdk() else { return };
+    let s = setup();
+    let token = "t0ken-for-the-http-test-0123456789";
+    let token_file = s.path("token");
+    std::fs::write(&token_file, format!("{token}\n")).expect("token");
+    let o = s.env.run(&["mcp-gateway", "--listen", "http://0.0.0.0:1/mcp", "--", "mcp-server-everything"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--token-file"), "{}", text(&o));
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let token_path = token_file.display().to_string();
+    let mut gateway = Command::new(BIN)
+        .args(["mcp-gateway", "--wait", "60", "--listen", &url, "--token-file", &token_path, "--"])
+        .arg("mcp-server-everything")
+        .envs(s.vars())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gateway");
+    accepting(port);
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
+    let post = |headers: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{init}",
+            init.len()
+        )
+    };
+    assert_eq!(http_status(port, &post("")), 401, "no token");
+    assert_eq!(http_status(port, &post("Authorization: Bearer wrong-token-0123456789\r\n")), 401, "a wrong token");
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+    assert_eq!(http_status(port, &post(&format!("{bearer}Origin: http://evil.example\r\n"))), 403, "a foreign Origin");
+
+    // The two SDKs' clients, each calling echo, held until the principal approves.
+    let python = Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_client.py"))
+        .arg(json!([{"call": "echo", "args": {"message": "from python"}, "progress": true}]).to_string())
+        .args(["--", &url])
+        .env("MCP_TEST_BEARER", token)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let node = Command::new("node")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_client_ts.cjs"))
+        .arg("echo")
+        .arg(json!({"message": "from typescript"}).to_string())
+        .args(["--", &url])
+        .env("NODE_PATH", node_path)
+        .env("MCP_TEST_BEARER", token)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let held = loop {
+        let waiting: Vec<Value> =
+            s.packets().into_iter().filter(|p| is_waiting(p) && summary_is(p, "everything/echo")).collect();
+        if waiting.len() == 2 {
+            break waiting;
+        }
+        assert!(Instant::now() < deadline, "two held calls: {waiting:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let connection = |p: &Value| p["packet_id"].as_str().and_then(|id| id.rsplit_once('-')).map(|(c, _)| c.to_owned());
+    assert_ne!(connection(&held[0]), connection(&held[1]), "each client is its own session: {held:?}");
+    for p in &held {
+        let id = p["packet_id"].as_str().expect("id");
+        assert_eq!(s.env.run(&["approve", "--yes", id]).status.code(), Some(0));
+    }
+    let o = python.wait_with_output().expect("python");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("from python") && out.contains("\"result\""), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    let o = node.wait_with_output().expect("node");
+    let line: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    assert!(line["result"].to_string().contains("from typescript"), "{line}");
+    rustix::process::kill_process(rustix::process::Pid::from_child(&gateway), rustix::process::Signal::TERM)
+        .expect("TERM");
+    let status = gateway.wait().expect("wait");
+    assert_eq!(status.code(), Some(0), "SIGTERM ends it cleanly");
+}

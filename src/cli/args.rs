@@ -303,8 +303,14 @@ pub enum Command {
         /// Listen on a Unix socket at PATH (created mode 0660, removed on exit) instead of stdio:
         /// each connection is one MCP session with its own COMMAND; SIGINT/SIGTERM stop it. For a
         /// gateway run under its own Unix user; agents connect with `--connect PATH`.
-        #[arg(long, value_name = "PATH", conflicts_with = "connect")]
+        /// Or `http://127.0.0.1:PORT/mcp`: serve MCP clients over Streamable HTTP, each client
+        /// session its own agent session; loopback only unless --token-file is given.
+        #[arg(long, value_name = "PATH|URL", conflicts_with = "connect")]
         listen: Option<PathBuf>,
+        /// With --listen http://…: the bearer token every client must present, read from FILE
+        /// (its first line).
+        #[arg(long, value_name = "FILE", requires = "listen")]
+        token_file: Option<PathBuf>,
         /// Relay stdin/stdout to the gateway listening at PATH, byte for byte (what the agent's
         /// MCP client runs); exits non-zero when it cannot be reached.
         #[arg(long, value_name = "PATH", conflicts_with_all = ["agent", "notebook", "name", "sign_receipts"])]

@@ -25,6 +25,7 @@ pub(super) struct McpGatewayArgs {
     pub(super) wait: f64,
     pub(super) handshake_timeout: f64,
     pub(super) listen: Option<PathBuf>,
+    pub(super) token_file: Option<PathBuf>,
     pub(super) signer: Option<Principal>,
     pub(super) command: Vec<std::ffi::OsString>,
     pub(super) http: Option<RemoteServer>,
@@ -116,6 +117,28 @@ pub(super) fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Re
         Some(n) => check("--notebook", n)?,
         None => crate::protocol::calls::notebook_for_dir(cwd.as_deref().unwrap_or("/")),
     };
+    // `--listen http://…` serves Streamable HTTP; any other value is a Unix socket's path.
+    let listen_url = a.listen.as_ref().and_then(|l| l.to_str()).filter(|l| l.starts_with("http://")).map(str::to_owned);
+    let token = match &a.token_file {
+        Some(f) => {
+            let text =
+                std::fs::read_to_string(f).map_err(|e| Failure::usage(format!("--token-file {}: {e}", f.display())))?;
+            let token = text.lines().next().unwrap_or("").trim().to_owned();
+            if token.len() < 16 {
+                return Err(Failure::usage(format!(
+                    "--token-file {}: the token must be at least 16 characters",
+                    f.display()
+                )));
+            }
+            Some(token)
+        }
+        None => None,
+    };
+    let listen_http = match listen_url {
+        Some(url) => Some(crate::gateway::HttpListen::parse(&url, token).map_err(Failure::usage)?),
+        None if token.is_some() => return Err(Failure::usage("--token-file is for --listen http://…")),
+        None => None,
+    };
     let opts = crate::gateway::Options {
         spool,
         config_dir: config::config_dir(),
@@ -133,7 +156,8 @@ pub(super) fn mcp_gateway(spool: Result<Spool, String>, a: McpGatewayArgs) -> Re
         handshake: std::time::Duration::from_secs_f64(a.handshake_timeout.min(1e9)),
         command: a.command,
         http: a.http.map(|h| crate::gateway::HttpServer { url: h.url, headers: h.headers }),
-        listen: a.listen,
+        listen: a.listen.filter(|_| listen_http.is_none()),
+        listen_http,
         signer: a.signer.map(std::sync::Arc::new),
     };
     crate::gateway::run(opts).map_err(Failure::usage)

@@ -208,6 +208,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         wait,
         handshake_timeout,
         listen,
+        token_file,
         connect,
         sign_receipts,
         url,
@@ -240,7 +241,18 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         };
         return mcp_gateway(
             spool,
-            McpGatewayArgs { agent, notebook, name, wait, handshake_timeout, listen, signer, command, http },
+            McpGatewayArgs {
+                agent,
+                notebook,
+                name,
+                wait,
+                handshake_timeout,
+                listen,
+                token_file,
+                signer,
+                command,
+                http,
+            },
         );
     }
     if let Some(Command::Demo { read_only, theme, interval }) = cli.command {

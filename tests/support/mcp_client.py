@@ -54,9 +54,21 @@ async def listed_steps(steps):
         yield step
 
 
-async def main(steps, command):
+def transport(command):
+    """stdio to COMMAND, or Streamable HTTP when COMMAND is one URL (a bearer token from
+    MCP_TEST_BEARER, when set)."""
+    if len(command) == 1 and command[0].startswith("http"):
+        from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+        token = os.environ.get("MCP_TEST_BEARER")
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        return streamable_http_client(command[0], http_client=create_mcp_http_client(headers=headers))
     params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
-    async with stdio_client(params) as streams:
+    return stdio_client(params)
+
+
+async def main(steps, command):
+    async with transport(command) as streams:
         read, write = streams[0], streams[1]
         async with ClientSession(read, write) as session:
             init = await session.initialize()
@@ -105,6 +117,6 @@ async def main(steps, command):
 
 if __name__ == "__main__":
     if len(sys.argv) < 4 or sys.argv[2] != "--":
-        sys.exit("usage: mcp_client.py STEPS_JSON -- COMMAND [ARGS...]")
+        sys.exit("usage: mcp_client.py STEPS_JSON -- (COMMAND [ARGS...] | URL)")
     steps = stdin_steps() if sys.argv[1] == "-" else listed_steps(json.loads(sys.argv[1]))
     anyio.run(main, steps, sys.argv[3:])

@@ -2,6 +2,8 @@
 // npm; `.ci/run` installs it globally and the test sets NODE_PATH to npm's global root).
 //
 // usage: node mcp_client_ts.cjs TOOL ARGUMENTS_JSON -- COMMAND [ARG...]
+//        node mcp_client_ts.cjs TOOL ARGUMENTS_JSON -- URL    (Streamable HTTP; a bearer token
+//                                                              from MCP_TEST_BEARER when set)
 //
 // Starts COMMAND as an MCP server over stdio, lists its tools as a client does (the SDK keeps
 // each tool's outputSchema and validates structured results against it), calls TOOL once and
@@ -9,6 +11,7 @@
 // when the SDK threw instead.
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
 
 async function main() {
   const argv = process.argv.slice(2);
@@ -18,7 +21,13 @@ async function main() {
   }
   const [tool, args] = argv;
   const [command, ...rest] = argv.slice(3);
-  const transport = new StdioClientTransport({ command, args: rest, env: process.env, stderr: "inherit" });
+  const token = process.env.MCP_TEST_BEARER;
+  const transport =
+    rest.length === 0 && /^https?:/.test(command)
+      ? new StreamableHTTPClientTransport(new URL(command), {
+          requestInit: token ? { headers: { Authorization: `Bearer ${token}` } } : {},
+        })
+      : new StdioClientTransport({ command, args: rest, env: process.env, stderr: "inherit" });
   const client = new Client({ name: "warrant-test-ts", version: "1.0.0" });
   await client.connect(transport);
   try {

@@ -32,6 +32,7 @@
 
 mod call;
 mod http;
+mod listen_http;
 mod naming;
 mod receipts;
 mod relay;
@@ -41,6 +42,7 @@ mod tasks;
 mod wire;
 
 pub use http::HttpServer;
+pub use listen_http::HttpListen;
 pub use naming::{default_name, default_name_for_url};
 pub use receipts::RECEIPTS_EVERY;
 pub use socket::connect;
@@ -97,6 +99,9 @@ pub struct Options {
     /// `--listen`: the Unix socket agents connect to (each connection one MCP session, with its
     /// own server child); `None` serves one agent on stdio.
     pub listen: Option<PathBuf>,
+    /// `--listen http://HOST:PORT/PATH`: serve clients over Streamable HTTP, each client session
+    /// one agent session.
+    pub listen_http: Option<HttpListen>,
     /// `--sign-receipts`: the gateway's own key, which signs every receipt it publishes
     /// ([`warrant_store::spool::publish_signed_receipt`]).
     pub signer: Option<Arc<warrant_protocol::keys::Principal>>,
@@ -116,9 +121,10 @@ pub fn run(opts: Options) -> Result<u8, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("could not start the runtime: {e}"))?;
-    let result = match opts.listen.clone() {
-        Some(path) => rt.block_on(listen(opts, path)),
-        None => rt.block_on(serve_stdio(opts)),
+    let result = match (opts.listen_http.clone(), opts.listen.clone()) {
+        (Some(http), _) => rt.block_on(listen_http::listen_http(opts, http)),
+        (None, Some(path)) => rt.block_on(listen(opts, path)),
+        (None, None) => rt.block_on(serve_stdio(opts)),
     };
     // Standard input is read on a blocking thread that cannot be interrupted: do not wait for it.
     rt.shutdown_timeout(Duration::from_secs(2));

@@ -11,6 +11,8 @@ pub(super) enum AgentIo {
     Stdio,
     /// A connection accepted on the `--listen` socket.
     Unix(tokio::net::UnixStream),
+    /// A Streamable HTTP client session's pipe (`--listen http://…`).
+    Duplex(tokio::io::DuplexStream),
 }
 
 /// The agent's side of a session: what it writes, and where the gateway writes to it.
@@ -27,6 +29,10 @@ impl AgentIo {
             },
             AgentIo::Unix(stream) => {
                 let (r, w) = stream.into_split();
+                (Box::new(r), Box::new(w))
+            }
+            AgentIo::Duplex(stream) => {
+                let (r, w) = tokio::io::split(stream);
                 (Box::new(r), Box::new(w))
             }
         }
