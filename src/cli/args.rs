@@ -301,10 +301,10 @@ pub enum Command {
         #[arg(long, value_name = "SECS", default_value_t = 30.0)]
         handshake_timeout: f64,
         /// Listen on a Unix socket at PATH (created mode 0660, removed on exit) instead of stdio:
-        /// each connection is one MCP session with its own COMMAND; SIGINT/SIGTERM stop it. For a
-        /// gateway run under its own Unix user; agents connect with `--connect PATH`.
-        /// Or `http://127.0.0.1:PORT/mcp`: serve MCP clients over Streamable HTTP, each client
-        /// session its own agent session; loopback only unless --token-file is given.
+        /// each connection is one MCP session with its own COMMAND; SIGINT/SIGTERM stop it (a
+        /// gateway under its own Unix user; agents connect with `--connect PATH`). Or, with
+        /// http://127.0.0.1:PORT/mcp, serve MCP clients over Streamable HTTP, each client session
+        /// its own (loopback only unless --token-file is given).
         #[arg(long, value_name = "PATH|URL", conflicts_with = "connect")]
         listen: Option<PathBuf>,
         /// With --listen http://…: the bearer token every client must present, read from FILE

@@ -19,7 +19,7 @@ use super::socket::AgentIo;
 use super::wire::{self, Envelope, Kind, key};
 use bytes::Bytes;
 use futures_util::StreamExt as _;
-use http_body_util::{Full, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::value::RawValue;
 use std::collections::HashMap;
@@ -30,6 +30,10 @@ use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 /// The largest request body accepted (64 MiB).
 const MAX_BODY: usize = 64 << 20;
+
+/// A session with no stream open and no request for this long is ended (its server stopped), as
+/// a client that went away without a DELETE leaves it.
+const IDLE: Duration = Duration::from_secs(600);
 
 /// Where to serve: `http://HOST:PORT/PATH`.
 #[derive(Debug, Clone)]
@@ -77,6 +81,23 @@ struct Session {
     listener: Mutex<Option<UnboundedSender<Bytes>>>,
     /// The server's messages no stream could take yet.
     backlog: Mutex<Vec<Bytes>>,
+    /// When the client last sent a request or opened a stream.
+    last: Mutex<std::time::Instant>,
+}
+
+impl Session {
+    /// No stream open and nothing asked for [`IDLE`].
+    fn idle(&self) -> bool {
+        let open = self.waiting.lock().is_ok_and(|w| w.values().any(|t| !t.is_closed()))
+            || self.listener.lock().is_ok_and(|l| l.as_ref().is_some_and(|t| !t.is_closed()));
+        !open && self.last.lock().is_ok_and(|l| l.elapsed() > IDLE)
+    }
+
+    fn touch(&self) {
+        if let Ok(mut l) = self.last.lock() {
+            *l = std::time::Instant::now();
+        }
+    }
 }
 
 struct State {
@@ -101,8 +122,22 @@ pub(super) async fn listen_http(opts: Options, listen: HttpListen) -> Result<u8,
     eprintln!("warrant mcp-gateway: serving MCP at http://{}{}", listen.addr, listen.path);
     let state = Arc::new(State { opts, listen, sessions: Mutex::new(HashMap::new()), stop });
     let mut connections = tokio::task::JoinSet::new();
+    let mut sweep = tokio::time::interval(Duration::from_secs(30));
     loop {
         tokio::select! {
+            _ = sweep.tick() => {
+                let idle: Vec<Arc<Session>> = state
+                    .sessions
+                    .lock()
+                    .map(|mut m| {
+                        let ids: Vec<String> = m.iter().filter(|(_, s)| s.idle()).map(|(id, _)| id.clone()).collect();
+                        ids.iter().filter_map(|id| m.remove(id)).collect()
+                    })
+                    .unwrap_or_default();
+                for s in idle {
+                    s.input.lock().await.take();
+                }
+            }
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let state = Arc::clone(&state);
@@ -236,6 +271,7 @@ async fn post(
         (None, _) if session_id.is_some() => return plain(StatusCode::NOT_FOUND, "no such session"),
         (None, _) => return rpc_error(StatusCode::BAD_REQUEST, envelope.id, -32600, "Mcp-Session-Id is required"),
     };
+    session.touch();
     let Kind::Request(id, _) = kind else {
         // A notification or a response: accepted.
         return if session.send(&message).await {
@@ -281,6 +317,7 @@ fn tokio_stream_of(
 }
 
 fn get(session: &Arc<Session>) -> Response<Body> {
+    session.touch();
     let (tx, rx) = unbounded_channel::<Bytes>();
     {
         let Ok(mut l) = session.listener.lock() else { return plain(StatusCode::INTERNAL_SERVER_ERROR, "") };
@@ -300,8 +337,6 @@ fn get(session: &Arc<Session>) -> Response<Body> {
     r
 }
 
-use http_body_util::BodyExt;
-
 /// Starts a client session: its relay (an agent session as stdio's), and the task that routes
 /// the relay's messages to the client's streams.
 fn open_session(state: &Arc<State>) -> (String, Arc<Session>) {
@@ -314,6 +349,7 @@ fn open_session(state: &Arc<State>) -> (String, Arc<Session>) {
         progress: Mutex::new(HashMap::new()),
         listener: Mutex::new(None),
         backlog: Mutex::new(Vec::new()),
+        last: Mutex::new(std::time::Instant::now()),
     });
     if let Ok(mut m) = state.sessions.lock() {
         m.insert(id.clone(), Arc::clone(&session));
