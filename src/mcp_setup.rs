@@ -92,7 +92,9 @@ pub fn gateway_name(server: &str) -> String {
 
 /// The servers the built-in tool table has presets for (`assets/host-tools.toml`), by the base
 /// name of their package or program, with the name their tool keys use there.
-const PRESET_SERVERS: [(&str, &str); 10] = [
+const PRESET_SERVERS: [(&str, &str); 12] = [
+    ("github-mcp-server", "github"),
+    ("server-github", "github"),
     ("server-filesystem", "filesystem"),
     ("mcp-server-filesystem", "filesystem"),
     ("mcp-server-git", "git"),
@@ -254,7 +256,8 @@ fn wrap_url(name: &str, url: &str, headers: &[(String, String)], exe: &Path, spo
         spool.display().to_string(),
         "mcp-gateway".to_owned(),
         "--name".to_owned(),
-        gateway_name(name),
+        // A hosted server the presets know is named as they name it (by its host).
+        crate::protocol::calls::hosted_preset(url).map_or_else(|| gateway_name(name), str::to_owned),
         "--url".to_owned(),
         url.to_owned(),
     ];
@@ -672,6 +675,10 @@ mod tests {
 
     #[test]
     fn the_presets_servers_are_known_by_their_package() {
+        let (_, args) = wrap_url("gh", "https://api.githubcopilot.com/mcp/", &[], Path::new("/w"), Path::new("/s"));
+        assert_eq!(args[4], "github", "a hosted server the presets know: {args:?}");
+        let (_, args) = wrap_url("docs", "https://docs.example.com/mcp", &[], Path::new("/w"), Path::new("/s"));
+        assert_eq!(args[4], "docs");
         let w = |s: &[&str]| s.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
         let npx = w(&["-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "/d"]);
         assert_eq!(preset_name("npx", &npx), Some("filesystem"));

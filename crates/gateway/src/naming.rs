@@ -72,12 +72,15 @@ pub fn default_name(command: &[OsString]) -> String {
     sanitized(&name)
 }
 
-/// The default `--name` for a remote server (`--url`): its host without a leading `mcp.`, `api.`
-/// or `www.`, up to the next dot (`https://mcp.linear.app/mcp` → `linear`,
-/// `https://api.githubcopilot.com/mcp/` → `githubcopilot`), sanitized as [`default_name`]'s; an IP
-/// address or `localhost` is `server`.
+/// The default `--name` for a remote server (`--url`): the presets' name for a host they know
+/// ([`warrant_protocol::calls::hosted_preset`]: `api.githubcopilot.com` → `github`), else its host without a leading `mcp.`, `api.` or
+/// `www.`, up to the next dot (`https://mcp.notion.com/mcp` → `notion`), sanitized as
+/// [`default_name`]'s; an IP address or `localhost` is `server`.
 #[must_use]
 pub fn default_name_for_url(url: &str) -> String {
+    if let Some(name) = warrant_protocol::calls::hosted_preset(url) {
+        return name.to_owned();
+    }
     let host = url.split_once("://").map_or(url, |(_, rest)| rest);
     let host = host.split(['/', '?', '#']).next().unwrap_or("");
     let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
@@ -128,7 +131,8 @@ mod tests {
         assert_eq!(name(&["..."]), "server");
         assert_eq!(name(&["mcp-server-"]), "mcp-server-");
         assert_eq!(default_name_for_url("https://mcp.linear.app/mcp"), "linear");
-        assert_eq!(default_name_for_url("https://api.githubcopilot.com/mcp/"), "githubcopilot");
+        assert_eq!(default_name_for_url("https://api.githubcopilot.com/mcp/"), "github", "a preset's host");
+        assert_eq!(default_name_for_url("https://mcp.notion.com/mcp"), "notion");
         assert_eq!(default_name_for_url("https://user:pw@mcp.example.com:8443/mcp?x=1"), "example");
         assert_eq!(default_name_for_url("http://127.0.0.1:3001/mcp"), "server");
         assert_eq!(default_name_for_url("http://localhost/mcp"), "server");

@@ -581,6 +581,22 @@ pub fn call_key(call: &ToolCall) -> String {
     crate::canonical::canonical_hash(&basis).trim_start_matches("sha256:")[..32].to_owned()
 }
 
+/// Hosted MCP servers the built-in tool table has presets for (`assets/host-tools.toml`), by the
+/// host of their URL, with the server name the presets use.
+const PRESET_HOSTS: [(&str, &str); 3] =
+    [("api.githubcopilot.com", "github"), ("mcp.linear.app", "linear"), ("mcp.sentry.dev", "sentry")];
+
+/// The presets' server name for a remote MCP server's `url` (`https://api.githubcopilot.com/mcp/`
+/// → `github`), `None` for a host they do not know. The host is compared whole, lowercased.
+#[must_use]
+pub fn hosted_preset(url: &str) -> Option<&'static str> {
+    let host = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let host = host.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    let host = host.split(':').next().unwrap_or("").to_ascii_lowercase();
+    PRESET_HOSTS.iter().find(|(h, _)| *h == host).map(|(_, name)| *name)
+}
+
 /// A notebook id for a workspace directory: its base name (made a safe id) and six hex digits of
 /// the whole path's digest, so two projects with one name do not share their trust
 /// (`warrant-1a2b3c`).

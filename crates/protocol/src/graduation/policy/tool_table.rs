@@ -434,4 +434,24 @@ mod tests {
             assert!(t.class.as_deref().is_some_and(|c| c.starts_with("web.")), "{tool}: {:?}", t.class);
         }
     }
+
+    // The hosted servers' presets: reads run on their own, what others see or what changes code
+    // on the forge is held, under the class the principal decides by; a tool no preset names
+    // stays unregistered (the conservative default).
+    #[test]
+    fn hosted_servers_presets_read_freely_and_hold_posts_and_pushes() {
+        let p = PolicySet::builtin();
+        let t = |k: &str| p.tool(k).unwrap_or_else(|| panic!("{k}: no entry"));
+        for read in ["github/get_file_contents", "github/search_code", "linear/list_issues", "sentry/get_issue_details"]
+        {
+            assert_eq!(t(read).tier, crate::tiers::ToolTier::Safe, "{read}");
+        }
+        assert_eq!(t("github/add_issue_comment").class.as_deref(), Some("social.post.public"));
+        assert_eq!(t("github/push_files").class.as_deref(), Some("code.push"));
+        assert_eq!(t("github/merge_pull_request").tier, crate::tiers::ToolTier::Destructive);
+        assert_eq!(t("linear/create_issue").tier, crate::tiers::ToolTier::Mutating);
+        assert!(p.tool("github/fork_repository").is_none(), "not named: held as unknown");
+        assert_eq!(crate::calls::hosted_preset("https://API.githubcopilot.com/mcp/"), Some("github"));
+        assert_eq!(crate::calls::hosted_preset("https://evil.example/api.githubcopilot.com"), None);
+    }
 }
