@@ -140,6 +140,8 @@ pub(super) async fn listen_http(opts: Options, listen: HttpListen) -> Result<u8,
             }
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
+                // An answer is a few small writes (headers, then events): no waiting to coalesce them.
+                let _ = stream.set_nodelay(true);
                 let state = Arc::clone(&state);
                 connections.spawn(async move {
                     let service = hyper::service::service_fn(move |req| {
