@@ -128,8 +128,10 @@ enum Failed {
 }
 
 impl Session {
-    /// Sends the relay's messages in order (each POST's headers awaited before the next is sent,
-    /// its body read on a task of its own), until the relay is done; then ends the session.
+    /// Sends the relay's messages: `initialize`, notifications and responses in order (each POST
+    /// answered before the next is sent: the session id comes with `initialize`'s answer, and
+    /// `initialized` must follow it), every other request on a task of its own, its answer read
+    /// there, so one slow call holds up no other; until the relay is done, then ends the session.
     async fn run(self: Arc<Self>, mut rx: UnboundedReceiver<Bytes>) {
         let mut streams = tokio::task::JoinSet::new();
         while let Some(message) = rx.recv().await {
@@ -139,28 +141,59 @@ impl Session {
                 Ok(Ok(Kind::Notification(m))) => (None, Some(m.to_owned())),
                 _ => (None, None),
             };
-            match self.post(message, id.as_deref(), method.as_deref()).await {
-                Ok(Some(response)) => {
-                    let s = Arc::clone(&self);
-                    streams.spawn(async move { s.read_answer(response, id).await });
-                }
-                Ok(None) => {
-                    if method.as_deref() == Some("notifications/initialized") {
-                        let s = Arc::clone(&self);
-                        streams.spawn(async move { s.listen().await });
-                    }
-                }
-                Err(Failed::Answer(why)) => self.answer_error(id.as_deref(), &why),
-                Err(Failed::Gone(why)) => {
-                    self.answer_error(id.as_deref(), &why);
-                    self.gone(&why);
-                    break;
-                }
+            if id.is_some() && method.as_deref() != Some("initialize") {
+                let s = Arc::clone(&self);
+                streams.spawn(async move { s.exchange(message, id, method).await });
+            } else if !self.exchange_in_order(message, id, method, &mut streams).await {
+                break;
             }
             while streams.try_join_next().is_some() {}
         }
         streams.shutdown().await;
         self.end().await;
+    }
+
+    /// One request's POST and its answer, on its own task.
+    async fn exchange(self: Arc<Self>, message: Bytes, id: Option<Box<RawValue>>, method: Option<String>) {
+        match self.post(message, id.as_deref(), method.as_deref()).await {
+            Ok(Some(response)) => self.read_answer(response, id).await,
+            Ok(None) => {}
+            Err(Failed::Answer(why)) => self.answer_error(id.as_deref(), &why),
+            Err(Failed::Gone(why)) => {
+                self.answer_error(id.as_deref(), &why);
+                self.gone(&why);
+            }
+        }
+    }
+
+    /// A message sent in order: its POST answered before the next is sent (its body, if any, read
+    /// on a task of its own); `false` when the session is gone.
+    async fn exchange_in_order(
+        self: &Arc<Self>,
+        message: Bytes,
+        id: Option<Box<RawValue>>,
+        method: Option<String>,
+        streams: &mut tokio::task::JoinSet<()>,
+    ) -> bool {
+        match self.post(message, id.as_deref(), method.as_deref()).await {
+            Ok(Some(response)) => {
+                let s = Arc::clone(self);
+                streams.spawn(async move { s.read_answer(response, id).await });
+            }
+            Ok(None) => {
+                if method.as_deref() == Some("notifications/initialized") {
+                    let s = Arc::clone(self);
+                    streams.spawn(async move { s.listen().await });
+                }
+            }
+            Err(Failed::Answer(why)) => self.answer_error(id.as_deref(), &why),
+            Err(Failed::Gone(why)) => {
+                self.answer_error(id.as_deref(), &why);
+                self.gone(&why);
+                return false;
+            }
+        }
+        true
     }
 
     /// The headers every request carries: the user's, the session's and the protocol version.
