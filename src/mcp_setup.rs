@@ -242,6 +242,9 @@ fn left(name: &str, url: Option<&str>, why: &str) -> Change {
     }
 }
 
+/// Why a URL server with no credentials in its configuration is left as it is.
+const OAUTH: &str = "left as it is: no credentials in its configuration, so it may sign in with OAuth through the host, which the gateway does not do; wrap it by hand if it needs no sign-in";
+
 /// The environment variable that carries header `i` (from 1) of a wrapped URL server.
 fn header_var(i: usize) -> String {
     format!("WARRANT_MCP_HEADER_{i}")
@@ -251,6 +254,19 @@ fn header_var(i: usize) -> String {
 /// NAME=VAR`) behind the gateway: `exe --spool SPOOL mcp-gateway --name NAME --url URL
 /// [--header-from-env HEADER=VAR]…`.
 fn wrap_url(name: &str, url: &str, headers: &[(String, String)], exe: &Path, spool: &Path) -> (String, Vec<String>) {
+    wrap_url_with(name, url, headers, None, exe, spool)
+}
+
+/// [`wrap_url`], with `--bearer-from-env VAR` when `bearer` names one (Codex's
+/// `bearer_token_env_var`).
+fn wrap_url_with(
+    name: &str,
+    url: &str,
+    headers: &[(String, String)],
+    bearer: Option<&str>,
+    exe: &Path,
+    spool: &Path,
+) -> (String, Vec<String>) {
     let mut args = vec![
         "--spool".to_owned(),
         spool.display().to_string(),
@@ -261,6 +277,10 @@ fn wrap_url(name: &str, url: &str, headers: &[(String, String)], exe: &Path, spo
         "--url".to_owned(),
         url.to_owned(),
     ];
+    if let Some(var) = bearer {
+        args.push("--bearer-from-env".to_owned());
+        args.push(var.to_owned());
+    }
     for (header, var) in headers {
         args.push("--header-from-env".to_owned());
         args.push(format!("{header}={var}"));
@@ -271,6 +291,15 @@ fn wrap_url(name: &str, url: &str, headers: &[(String, String)], exe: &Path, spo
 /// The URL and headers (header, variable) of a launch shaped as [`wrap_url`] makes it; `None`
 /// otherwise.
 fn unwrap_url(command: &str, args: &[String]) -> Option<(String, Vec<(String, String)>)> {
+    unwrap_url_with(command, args).map(|(url, headers, _)| (url, headers))
+}
+
+/// A wrapped URL server's launch read back: its URL, its headers (header, variable) and its
+/// `--bearer-from-env` variable.
+type UrlLaunch = (String, Vec<(String, String)>, Option<String>);
+
+/// [`unwrap_url`] with the `--bearer-from-env` variable, if any.
+fn unwrap_url_with(command: &str, args: &[String]) -> Option<UrlLaunch> {
     if Path::new(command).file_name().and_then(|n| n.to_str()) != Some("warrant") || args.iter().any(|a| a == "--") {
         return None;
     }
@@ -282,7 +311,8 @@ fn unwrap_url(command: &str, args: &[String]) -> Option<(String, Vec<(String, St
         .filter(|w| w[0] == "--header-from-env")
         .filter_map(|w| w[1].split_once('=').map(|(h, v)| (h.to_owned(), v.to_owned())))
         .collect();
-    Some((url, headers))
+    let bearer = rest.windows(2).find(|w| w[0] == "--bearer-from-env").map(|w| w[1].clone());
+    Some((url, headers, bearer))
 }
 
 /// What `action` makes of the JSON server `name` with no command: a Streamable HTTP one (`url`,
@@ -309,6 +339,10 @@ fn decide_url(
         changes.push(left(name, url.as_deref(), why));
         return Ok(());
     };
+    if server.get("headers").and_then(Value::as_object).is_none_or(serde_json::Map::is_empty) {
+        changes.push(left(name, Some(url), OAUTH));
+        return Ok(());
+    }
     match action {
         McpAction::Undo => return Ok(()),
         McpAction::Check => {
@@ -433,7 +467,9 @@ pub fn apply_json(
             Some(_) => return Err(format!("`{key}.{name}.args` is not a list")),
         };
         // A URL server this warrant wrapped: back with --undo, as it is otherwise.
-        if let Some((url, headers)) = unwrap_url(&command, &args).filter(|_| runs_this(&command, exe)) {
+        if let Some((url, headers)) =
+            unwrap_url(&command, &args).filter(|_| action == McpAction::Undo || runs_this(&command, exe))
+        {
             if action == McpAction::Undo {
                 undo_url(name, server, url, &headers, &mut changes);
             }
@@ -460,8 +496,7 @@ pub fn apply_toml(text: &str, action: McpAction, exe: &Path, spool: &Path) -> Re
             let name = name.get().to_owned();
             let Some(server) = server.as_table_like_mut() else { continue };
             let Some(command) = server.get("command").and_then(toml_edit::Item::as_str).map(str::to_owned) else {
-                let why = "left as it is: Codex's URL servers (bearer_token_env_var, env_http_headers, OAuth) are not wrapped yet";
-                changes.push(left(&name, server.get("url").and_then(toml_edit::Item::as_str), why));
+                codex_url(action, &name, server, exe, spool, &mut changes)?;
                 continue;
             };
             let args: Vec<String> = match server.get("args") {
@@ -477,6 +512,14 @@ pub fn apply_toml(text: &str, action: McpAction, exe: &Path, spool: &Path) -> Re
                     })
                     .collect::<Result<_, _>>()?,
             };
+            if let Some((url, headers, bearer)) =
+                unwrap_url_with(&command, &args).filter(|_| action == McpAction::Undo || runs_this(&command, exe))
+            {
+                if action == McpAction::Undo {
+                    codex_undo_url(&name, server, &url, &headers, bearer.as_deref(), &mut changes);
+                }
+                continue;
+            }
             if let Some((c, a)) = decide(action, &name, &command, &args, exe, spool, &mut changes) {
                 server.insert("command", toml_edit::value(c));
                 server.insert("args", toml_edit::value(a.iter().map(String::as_str).collect::<toml_edit::Array>()));
@@ -484,6 +527,124 @@ pub fn apply_toml(text: &str, action: McpAction, exe: &Path, spool: &Path) -> Re
         }
     }
     Ok((doc.to_string(), changes))
+}
+
+/// The string values of a TOML table item (`http_headers`, `env_http_headers`), in order.
+fn toml_strings(item: Option<&toml_edit::Item>) -> Vec<(String, String)> {
+    item.and_then(toml_edit::Item::as_table_like)
+        .map(|t| t.iter().filter_map(|(k, v)| Some((k.to_owned(), v.as_str()?.to_owned()))).collect())
+        .unwrap_or_default()
+}
+
+/// What `action` makes of a Codex URL server (`url`, with `bearer_token_env_var`, `http_headers`
+/// and `env_http_headers`): behind `mcp-gateway --url`, the bearer's variable read with
+/// `--bearer-from-env`, each `env_http_headers` variable with `--header-from-env`, each literal
+/// header moved into `env` (`WARRANT_MCP_HEADER_n`); the variables Codex must pass on listed in
+/// `env_vars` (Codex gives a stdio server a short list of variables of its own). One with no
+/// credentials is left as it is (it may sign in with `codex mcp login`).
+fn codex_url(
+    action: McpAction,
+    name: &str,
+    server: &mut dyn toml_edit::TableLike,
+    exe: &Path,
+    spool: &Path,
+    changes: &mut Vec<Change>,
+) -> Result<(), String> {
+    let Some(url) = server.get("url").and_then(toml_edit::Item::as_str).map(str::to_owned) else {
+        changes.push(left(name, None, "left as it is: no command and no url"));
+        return Ok(());
+    };
+    let bearer = server.get("bearer_token_env_var").and_then(toml_edit::Item::as_str).map(str::to_owned);
+    let literal = toml_strings(server.get("http_headers"));
+    let from_env = toml_strings(server.get("env_http_headers"));
+    if bearer.is_none() && literal.is_empty() && from_env.is_empty() {
+        changes.push(left(name, Some(&url), OAUTH));
+        return Ok(());
+    }
+    match action {
+        McpAction::Undo => return Ok(()),
+        McpAction::Check => {
+            changes.push(Change {
+                name: name.to_owned(),
+                before: url,
+                after: Err("not behind warrant".into()),
+                governable: true,
+            });
+            return Ok(());
+        }
+        McpAction::Wrap => {}
+    }
+    let mut env = toml_edit::InlineTable::new();
+    let mut headers = Vec::new();
+    for (i, (header, value)) in literal.iter().enumerate() {
+        let var = header_var(i + 1);
+        env.insert(&var, value.as_str().into());
+        headers.push((header.clone(), var));
+    }
+    let mut pass: Vec<String> = bearer.iter().cloned().collect();
+    for (header, var) in &from_env {
+        headers.push((header.clone(), var.clone()));
+        pass.push(var.clone());
+    }
+    let (command, args) = wrap_url_with(name, &url, &headers, bearer.as_deref(), exe, spool);
+    changes.push(Change { name: name.to_owned(), before: url, after: Ok(line(&command, &args)), governable: true });
+    for key in ["url", "bearer_token_env_var", "http_headers", "env_http_headers"] {
+        server.remove(key);
+    }
+    server.insert("command", toml_edit::value(command));
+    server.insert("args", toml_edit::value(args.iter().map(String::as_str).collect::<toml_edit::Array>()));
+    if !env.is_empty() {
+        server.insert("env", toml_edit::value(env));
+    }
+    if !pass.is_empty() {
+        server.insert("env_vars", toml_edit::value(pass.iter().map(String::as_str).collect::<toml_edit::Array>()));
+    }
+    Ok(())
+}
+
+/// `--undo` of a Codex URL server [`codex_url`] wrapped: `url`, `bearer_token_env_var`,
+/// `http_headers` (their values from `env`) and `env_http_headers` back; `command`, `args`, the
+/// header variables in `env` and `env_vars` gone.
+fn codex_undo_url(
+    name: &str,
+    server: &mut dyn toml_edit::TableLike,
+    url: &str,
+    headers: &[(String, String)],
+    bearer: Option<&str>,
+    changes: &mut Vec<Change>,
+) {
+    let env = toml_strings(server.get("env"));
+    let mut literal = toml_edit::InlineTable::new();
+    let mut from_env = toml_edit::InlineTable::new();
+    for (header, var) in headers {
+        match env.iter().find(|(k, _)| k == var).filter(|_| var.starts_with("WARRANT_MCP_HEADER_")) {
+            Some((_, value)) => {
+                literal.insert(header, value.as_str().into());
+            }
+            None => {
+                from_env.insert(header, var.as_str().into());
+            }
+        }
+    }
+    for key in ["command", "args", "env", "env_vars"] {
+        server.remove(key);
+    }
+    server.insert("url", toml_edit::value(url));
+    if let Some(b) = bearer {
+        server.insert("bearer_token_env_var", toml_edit::value(b));
+    }
+    if !literal.is_empty() {
+        server.insert("http_headers", toml_edit::value(literal));
+    }
+    if !from_env.is_empty() {
+        server.insert("env_http_headers", toml_edit::value(from_env));
+    }
+    changes.push(Change {
+        name: name.to_owned(),
+        before: "behind warrant".into(),
+        after: Ok(url.to_owned()),
+        governable: true,
+    });
 }
 
 /// `warrant setup HOST --mcp [--undo|--check]`: reads `host`'s configuration, applies `action`,
@@ -592,6 +753,7 @@ mod tests {
                 "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me"], "env": {"A": "1"}},
                 "notion tools": {"command": "notion-mcp"},
                 "docs": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer x"}},
+                "notion": {"type": "http", "url": "https://mcp.notion.com/mcp"},
             }
         });
         let (once, changes) = apply_json(&doc, "mcpServers", McpAction::Wrap, exe, spool).expect("wrap");
@@ -624,6 +786,8 @@ mod tests {
                    "env": {"WARRANT_MCP_HEADER_1": "Bearer x"}}),
             "a URL server goes behind the gateway, its header's value in its environment"
         );
+        assert_eq!(once["mcpServers"]["notion"], doc["mcpServers"]["notion"], "no credentials: maybe OAuth, left");
+        assert!(changes.iter().any(|c| c.name == "notion" && c.after.as_ref().is_err_and(|e| e.contains("OAuth"))));
         assert_eq!(once["theme"], json!("dark"));
         let (twice, changes) = apply_json(&once, "mcpServers", McpAction::Wrap, exe, spool).expect("again");
         assert_eq!(twice, once, "idempotent");
@@ -700,5 +864,49 @@ mod tests {
         assert!(wrapped.contains("env = { GIT_DIR = \"/r\" }"), "{wrapped}");
         let (undone, _) = apply_toml(&wrapped, McpAction::Undo, Path::new("/x"), Path::new("/s")).expect("undo");
         assert!(undone.contains("command = \"uvx\"") && undone.contains("args = [\"mcp-server-git\"]"), "{undone}");
+    }
+
+    // A Codex URL server with its credentials goes behind `mcp-gateway --url` (the bearer's and
+    // the headers' variables passed on by Codex with env_vars, a literal header's value in env),
+    // and --undo gives it back; one with none is left (it may sign in with OAuth).
+    #[test]
+    fn codex_url_servers_are_wrapped_with_their_credentials_and_come_back() {
+        let text = "[mcp_servers.linear]\nurl = \"https://mcp.linear.app/mcp\"\nbearer_token_env_var = \"LINEAR_TOKEN\"\nhttp_headers = { \"X-Team\" = \"eng\" }\nenv_http_headers = { \"X-Org\" = \"ORG_ID\" }\ntool_timeout_sec = 600\n\n[mcp_servers.figma]\nurl = \"https://mcp.figma.com/mcp\"\n";
+        let exe = Path::new("/opt/bin/warrant");
+        let (wrapped, changes) = apply_toml(text, McpAction::Wrap, exe, Path::new("/s")).expect("wrap");
+        assert!(
+            changes.iter().any(|c| c.name == "figma" && c.after.as_ref().is_err_and(|e| e.contains("OAuth"))),
+            "{changes:?}"
+        );
+        let doc: toml::Value = toml::from_str(&wrapped).expect("toml");
+        let linear = &doc["mcp_servers"]["linear"];
+        let args: Vec<&str> = linear["args"].as_array().expect("args").iter().filter_map(|a| a.as_str()).collect();
+        assert_eq!(
+            args,
+            [
+                "--spool",
+                "/s",
+                "mcp-gateway",
+                "--name",
+                "linear",
+                "--url",
+                "https://mcp.linear.app/mcp",
+                "--bearer-from-env",
+                "LINEAR_TOKEN",
+                "--header-from-env",
+                "X-Team=WARRANT_MCP_HEADER_1",
+                "--header-from-env",
+                "X-Org=ORG_ID"
+            ]
+        );
+        assert_eq!(linear["env"]["WARRANT_MCP_HEADER_1"].as_str(), Some("eng"));
+        assert_eq!(linear["env_vars"].as_array().map(Vec::len), Some(2), "{linear}");
+        assert!(linear.get("url").is_none() && linear.get("bearer_token_env_var").is_none(), "{linear}");
+        assert_eq!(linear["tool_timeout_sec"].as_integer(), Some(600), "other keys kept");
+        assert!(doc["mcp_servers"]["figma"].get("command").is_none(), "left as it is");
+        let (undone, _) = apply_toml(&wrapped, McpAction::Undo, exe, Path::new("/s")).expect("undo");
+        let back: toml::Value = toml::from_str(&undone).expect("toml");
+        let before: toml::Value = toml::from_str(text).expect("toml");
+        assert_eq!(back, before, "{undone}");
     }
 }

@@ -1750,6 +1750,11 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
     }
     let _ = upstream.kill();
     let _ = upstream.wait();
+    // A credential the gateway was told to send but cannot read stops it before anything is sent.
+    let o =
+        s.env.run(&["mcp-gateway", "--url", "http://127.0.0.1:1/mcp", "--bearer-from-env", "WARRANT_TEST_UNSET_TOKEN"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("WARRANT_TEST_UNSET_TOKEN is not set"), "{}", text(&o));
 }
 
 /// The HTTP status of one raw request to `127.0.0.1:port` (a test probing the gateway's guards).
@@ -1810,7 +1815,7 @@ fn clients_over_streamable_http_get_their_own_sessions_behind_a_token_and_an_ori
 
     // The two SDKs' clients, each calling echo, held until the principal approves.
     let python = Command::new("python3")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_client.py"))
+        .arg(CLIENT)
         .arg(json!([{"call": "echo", "args": {"message": "from python"}, "progress": true}]).to_string())
         .args(["--", &url])
         .env("MCP_TEST_BEARER", token)
@@ -1857,4 +1862,62 @@ fn clients_over_streamable_http_get_their_own_sessions_behind_a_token_and_an_ori
         .expect("TERM");
     let status = gateway.wait().expect("wait");
     assert_eq!(status.code(), Some(0), "SIGTERM ends it cleanly");
+}
+
+// Found by review: with `--listen`, an agent that disconnects while its call is held left the
+// call's task running (a detached task held the packet): the principal could still approve it,
+// and the session never ended. Now the session's end withdraws it at once, and the listening
+// gateway goes on serving.
+#[test]
+fn an_agent_that_disconnects_from_a_listening_gateway_while_held_leaves_nothing_approvable() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    let root = s.root.path().to_string_lossy().into_owned();
+    let socket = s.path("gw.sock");
+    let sock = socket.display().to_string();
+    let mut gateway = Command::new(BIN)
+        .args(["mcp-gateway", "--wait", "60", "--listen", &sock, "--", "mcp-server-filesystem", &root])
+        .envs(s.vars())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gateway");
+    let start = Instant::now();
+    while !socket.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "the gateway never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let target = s.path("never.txt");
+    let steps = json!([call("write_file", json!({"path": target, "content": "never\n"}))]);
+    let mut client = Command::new("python3")
+        .arg(CLIENT)
+        .arg(steps.to_string())
+        .args(["--", BIN, "mcp-gateway", "--connect", &sock])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3");
+    let id = s.held("filesystem/write_file");
+    let _ = client.kill();
+    let _ = client.wait();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let p = s.packets().into_iter().find(|p| p["packet_id"] == json!(id)).expect("the packet stays listed");
+        if p["withdrawn"].is_string() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the disconnected agent's call is still approvable: {p}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = s.env.run(&["approve", "--yes", &id]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(gateway.try_wait().expect("wait").is_none(), "the listening gateway goes on");
+    rustix::process::kill_process(rustix::process::Pid::from_child(&gateway), rustix::process::Signal::TERM)
+        .expect("TERM");
+    let _ = gateway.wait();
+    assert!(!target.exists(), "nothing ran");
 }

@@ -144,7 +144,7 @@ fn codex_cursor_vscode_and_claude_desktop_configurations_are_wrapped_where_they_
     let e = Env::new();
     let project = e.dir.path().join("project");
     std::fs::create_dir_all(project.join(".codex")).expect("project");
-    let toml = "# my Codex servers\n[mcp_servers.git]\ncommand = \"mcp-server-git\"\nargs = [\"--repository\", \"/r\"]\nenv = { GIT_AUTHOR_NAME = \"me\" }\n";
+    let toml = "# my Codex servers\n[mcp_servers.git]\ncommand = \"mcp-server-git\"\nargs = [\"--repository\", \"/r\"]\nenv = { GIT_AUTHOR_NAME = \"me\" }\n\n[mcp_servers.linear]\nurl = \"https://mcp.linear.app/mcp\"\nbearer_token_env_var = \"LINEAR_TOKEN\"\n";
     std::fs::write(project.join(".codex/config.toml"), toml).expect("config.toml");
     let o = setup(&e, &project, &["codex", "--mcp"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -155,6 +155,24 @@ fn codex_cursor_vscode_and_claude_desktop_configurations_are_wrapped_where_they_
         "{after}"
     );
     assert!(after.contains("env = { GIT_AUTHOR_NAME = \"me\" }"), "{after}");
+    // The real Codex reads the wrapped URL server as a stdio server that gets the bearer's
+    // variable (Codex passes a stdio server only the variables it lists in env_vars).
+    if have(&["codex"]) {
+        let o = Command::new("codex")
+            .args(["mcp", "get", "linear", "--json"])
+            .env("CODEX_HOME", project.join(".codex"))
+            .output()
+            .expect("codex");
+        assert!(o.status.success(), "{}", text(&o));
+        let got: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+        let t = &got["transport"];
+        assert_eq!(t["type"], json!("stdio"), "{got}");
+        assert!(t["command"].as_str().is_some_and(|c| c.ends_with("warrant")), "{got}");
+        assert_eq!(t["env_vars"], json!(["LINEAR_TOKEN"]), "{got}");
+        let args: Vec<&str> = t["args"].as_array().expect("args").iter().filter_map(Value::as_str).collect();
+        assert!(args.windows(2).any(|w| w == ["--bearer-from-env", "LINEAR_TOKEN"]), "{got}");
+        assert!(args.windows(2).any(|w| w == ["--name", "linear"]), "{got}");
+    }
     for (host, file, key) in [("cursor", ".cursor/mcp.json", "mcpServers"), ("vscode", ".vscode/mcp.json", "servers")] {
         let path = project.join(file);
         std::fs::create_dir_all(path.parent().expect("dir")).expect("dir");

@@ -332,6 +332,10 @@ pub enum Command {
         /// repeatable; the gateway does not start when the variable is not set.
         #[arg(long, value_name = "NAME=VAR", requires = "url")]
         header_from_env: Vec<String>,
+        /// An `Authorization: Bearer …` header whose token is read from an environment variable
+        /// (Codex's bearer_token_env_var); the gateway does not start when it is not set.
+        #[arg(long, value_name = "VAR", requires = "url")]
+        bearer_from_env: Option<String>,
         /// The real MCP server's command line (none with --connect or --url).
         #[arg(last = true, required_unless_present_any = ["connect", "url"], value_name = "COMMAND")]
         command: Vec<std::ffi::OsString>,

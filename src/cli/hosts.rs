@@ -31,7 +31,8 @@ pub(super) struct McpGatewayArgs {
     pub(super) http: Option<RemoteServer>,
 }
 
-/// `--url` with its headers (`--header 'NAME: VALUE'`, `--header-from-env NAME=VAR`).
+/// `--url` with its headers (`--header 'NAME: VALUE'`, `--header-from-env NAME=VAR`,
+/// `--bearer-from-env VAR`).
 #[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub(super) struct RemoteServer {
     pub(super) url: String,
@@ -44,8 +45,18 @@ pub(super) struct RemoteServer {
 /// A usage failure: a header that is not `NAME: VALUE` or `NAME=VAR`, or a variable that is not
 /// set (the gateway does not start without the credentials it was told to send). No value is
 /// ever shown.
-pub(super) fn http_server(url: String, header: &[String], from_env: &[String]) -> Result<RemoteServer, Failure> {
+pub(super) fn http_server(
+    url: String,
+    header: &[String],
+    from_env: &[String],
+    bearer: Option<&str>,
+) -> Result<RemoteServer, Failure> {
     let mut headers = Vec::new();
+    if let Some(var) = bearer {
+        let token = std::env::var(var)
+            .map_err(|_| Failure::usage(format!("--bearer-from-env {var}: {var} is not set (or not UTF-8)")))?;
+        headers.push(("Authorization".to_owned(), format!("Bearer {}", token.trim())));
+    }
     for h in header {
         let Some((name, value)) = h.split_once(':') else {
             return Err(Failure::usage("--header takes 'NAME: VALUE'"));

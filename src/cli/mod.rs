@@ -214,11 +214,14 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         url,
         header,
         header_from_env,
+        bearer_from_env,
         command,
     }) = cli.command
     {
         let http = match url {
-            Some(url) if command.is_empty() => Some(http_server(url, &header, &header_from_env)?),
+            Some(url) if command.is_empty() => {
+                Some(http_server(url, &header, &header_from_env, bearer_from_env.as_deref())?)
+            }
             Some(_) => return Err(Failure::usage("--url takes no COMMAND: the server is the one at URL")),
             None => None,
         };

@@ -182,6 +182,11 @@ impl Shared {
                     );
                     let created = self.open_task(&id, params, message, call.cancel.clone());
                     self.send_agent(wire::result(&call.id, &created));
+                    // The request is answered: the agent may use its id again, and the task's
+                    // own cancel (`tasks/cancel`) is the call's from now on.
+                    if let Ok(mut g) = self.governing.lock() {
+                        g.remove(&wire::key(&call.id));
+                    }
                     task = Some(id);
                     // The request is answered: its progress ends with it.
                     token = None;
@@ -199,6 +204,16 @@ impl Shared {
                     Err(e) => blocked(format!("warrant failed while re-checking the preconditions: {e}")),
                 }
             }
+            other => other,
+        };
+        // Cancelled by the client (or the session ending) while it was judged: it does not run.
+        let outcome = match outcome {
+            Outcome::Allow { .. } if call.cancel.is_cancelled() => Outcome::Deny {
+                packet_id: Some(submitted.packet_id.clone()),
+                status: "cancelled",
+                reason: "the client cancelled the call before it ran; it was not run".into(),
+                remedy: None,
+            },
             other => other,
         };
         // Answered: refused, timed out or cancelled by the client (no later decision runs it),
@@ -240,6 +255,11 @@ impl Shared {
     /// cancelled the call, or the server is gone).
     async fn forward_call(&self, call: &Call, via: Via) -> Option<Box<RawValue>> {
         let Via { token, base, own_id } = via;
+        // Checked with no await before the send below: a call cancelled by now never reaches the
+        // server.
+        if call.cancel.is_cancelled() {
+            return None;
+        }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let mut message = call.message.clone();
         if own_id {

@@ -92,7 +92,10 @@ pub(super) fn start(
         v.set_sensitive(true);
         headers.append(n, v);
     }
+    // A redirect is not followed: it would carry the headers (credentials) and the body to
+    // another address; it is an error naming the server instead.
     let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(timeout)
         .build()
         .map_err(|e| format!("could not start an HTTP client: {e}"))?;
@@ -221,7 +224,12 @@ impl Session {
             .header(ACCEPT, "application/json, text/event-stream")
             .body(message);
         let shown = &self.shown;
-        let response = match tokio::time::timeout(self.timeout, r.send()).await {
+        // `initialize`, notifications and responses must be answered within the timeout; a tool
+        // call's answer may take as long as the tool (the server's death is seen on its GET
+        // stream, the agent's patience is the agent's).
+        let limit =
+            if id.is_none() || method == Some("initialize") { self.timeout } else { Duration::from_secs(86_400) };
+        let response = match tokio::time::timeout(limit, r.send()).await {
             Err(_) => {
                 return Err(Failed::Answer(format!(
                     "the MCP server at {shown} did not answer within {}s",
@@ -246,6 +254,9 @@ impl Session {
         }
         let has_session = self.session.lock().is_ok_and(|s| s.is_some());
         Err(match status.as_u16() {
+            300..=399 => Failed::Answer(format!(
+                "the MCP server at {shown} answered with a redirect ({status}); it is not followed (the request would carry its headers elsewhere): give --url the address it redirects to"
+            )),
             404 if has_session => Failed::Gone(format!(
                 "the MCP server at {shown} ended the session (404 Not Found); warrant mcp-gateway ends the agent's"
             )),
@@ -319,7 +330,7 @@ impl Session {
             }
         };
         let mut answered = false;
-        for m in messages {
+        for m in messages.into_iter().map(wire::one_line) {
             if let Ok(e) = Envelope::read(&m)
                 && let Ok(Kind::Response(id)) = e.kind()
                 && Some(key(id).as_str()) == wanted

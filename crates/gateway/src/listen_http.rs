@@ -253,7 +253,7 @@ async fn post(
         Ok(b) => b.to_bytes(),
         Err(e) => return rpc_error(StatusCode::BAD_REQUEST, None, -32700, &format!("could not read the body: {e}")),
     };
-    let Ok(message) = serde_json::from_slice::<Box<RawValue>>(&body) else {
+    let Ok(message) = serde_json::from_slice::<Box<RawValue>>(&body).map(wire::one_line) else {
         return rpc_error(StatusCode::BAD_REQUEST, None, -32700, "parse error: not JSON");
     };
     let envelope = match Envelope::read(&message) {

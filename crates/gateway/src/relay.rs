@@ -11,7 +11,7 @@ use super::tasks::{TaskAnswer, TaskRequest};
 use super::wire::{self, Envelope, Frame, Kind, key};
 use super::{Forwarded, Options, RECEIPTS_EVERY, Shared};
 use bytes::Bytes;
-use futures_util::{Sink, SinkExt as _, StreamExt as _};
+use futures_util::{FutureExt as _, Sink, SinkExt as _, StreamExt as _};
 use serde_json::value::RawValue;
 use std::sync::Arc;
 use std::time::Duration;
@@ -153,7 +153,12 @@ pub(super) async fn serve(
         eprintln!("warrant mcp-gateway: the MCP server exited; closing the connection");
         relay.answer_all_pending("the MCP server exited");
     }
-    // Held calls end with their tasks: each one's packet is withdrawn, and nothing runs later.
+    // Nothing reaches the server from now on; every call still waiting for it gets no answer,
+    // and every held call is withdrawn (its wait cancelled): their tasks record that and end,
+    // and those that do not within 2 s are aborted (a hold ends with its task).
+    relay.shared.close_upstream();
+    let _ =
+        tokio::time::timeout(Duration::from_secs(2), async { while relay.calls.join_next().await.is_some() {} }).await;
     relay.calls.shutdown().await;
     receipts.abort();
     let _ = receipts.await;
@@ -227,6 +232,16 @@ impl Relay {
             Err(e) => return s.send_agent(wire::error(envelope.id, -32600, &e)),
         };
         let started = self.started;
+        // The gateway's own request ids are its own: an agent's request may not take one.
+        if let Kind::Request(id, _) = kind
+            && id.get().starts_with("\"warrant-gateway-")
+        {
+            return s.send_agent(wire::error(
+                Some(id),
+                -32600,
+                "request ids starting with warrant-gateway- are the gateway's own",
+            ));
+        }
         match kind {
             Kind::Request(id, "initialize") => {
                 if started {
@@ -306,14 +321,14 @@ impl Relay {
         let call = Call { message, id: id.to_owned(), params, cancel };
         let id = id.to_owned();
         self.calls.spawn(async move {
-            let inner = tokio::spawn(Arc::clone(&s).call_tool(call)).await;
-            if let Err(e) = inner
-                && e.is_panic()
-            {
+            // In the set's own task (aborting the set ends it, and its hold with it); a panic is a
+            // refusal, never the end of the session.
+            let ran = std::panic::AssertUnwindSafe(Arc::clone(&s).call_tool(call)).catch_unwind().await;
+            if ran.is_err() {
                 let o = warrant_engine::govern::Outcome::Deny {
                     packet_id: None,
                     status: "blocked",
-                    reason: format!("internal error: {e}"),
+                    reason: "internal error: the gateway panicked while governing this call".into(),
                     remedy: None,
                 };
                 s.send_agent(wire::result(&id, &super::result::refusal("the tool", &o, None, false)));
@@ -505,6 +520,31 @@ impl Relay {
 }
 
 impl Shared {
+    /// Ends the session's traffic to the server: nothing more is sent, the calls waiting for an
+    /// answer get none (they record that), the gateway's own requests fail, and every call being
+    /// governed is cancelled (a held one is withdrawn).
+    fn close_upstream(&self) {
+        if let Ok(mut t) = self.to_server.lock() {
+            t.take();
+        }
+        if let Ok(mut f) = self.forwarded.lock() {
+            f.clear();
+        }
+        if let Ok(mut o) = self.own.lock() {
+            o.clear();
+        }
+        if let Ok(g) = self.governing.lock() {
+            for (_, token) in g.values() {
+                token.cancel();
+            }
+        }
+        if let Ok(t) = self.tasks.lock() {
+            for task in t.values() {
+                task.cancel_hold();
+            }
+        }
+    }
+
     /// Records an agent's request forwarded to the server, so its answer goes back.
     fn forward_request(&self, id: &RawValue, tools_list: bool) {
         if let Ok(mut m) = self.forwarded.lock() {

@@ -38,6 +38,11 @@ pub(super) struct HeldTask {
 }
 
 impl HeldTask {
+    /// Cancels the hold of its call, if it is still held.
+    pub(super) fn cancel_hold(&self) {
+        self.cancel.cancel();
+    }
+
     fn view(&self, id: &str) -> Value {
         json!({
             "taskId": id,

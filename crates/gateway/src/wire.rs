@@ -210,6 +210,36 @@ pub(super) fn edit(
     serde_json::value::to_raw_value(&members).map(Some).map_err(|e| e.to_string())
 }
 
+/// `message` on one line: the whitespace outside its strings removed when it has a line break
+/// (a server over HTTP may pretty-print; a stdio line must hold no newline). Every key, value and
+/// number stays as written; JSON strings hold no raw line break, so none is touched.
+pub(super) fn one_line(message: Box<RawValue>) -> Box<RawValue> {
+    let text = message.get();
+    if !text.contains(['\n', '\r']) {
+        return message;
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !matches!(c, ' ' | '\n' | '\r' | '\t') {
+            out.push(c);
+        }
+    }
+    serde_json::from_str(&out).unwrap_or(message)
+}
+
 /// A JSON value as a raw value.
 pub(super) fn raw(v: &Value) -> Box<RawValue> {
     serde_json::value::to_raw_value(v).unwrap_or_else(|_| RawValue::NULL.to_owned())
@@ -267,6 +297,14 @@ mod tests {
         assert!(kinds(r#"[{"jsonrpc":"2.0","id":3,"method":"a"}]"#).is_err(), "a batch");
         assert!(kinds(r#"{"jsonrpc":"2.0","id":3,"method":5}"#).is_err());
         assert_eq!(key(&raw_of(r#""\u0061""#)), key(&raw_of(r#""a""#)));
+    }
+
+    #[test]
+    fn a_pretty_printed_message_is_put_on_one_line_as_written() {
+        let m = raw_of("{\n  \"b\": 1.50,\n  \"a\": \"x y\\n\\\"z\\\"\",\r\n\t\"c\": [1, 2]\n}");
+        assert_eq!(one_line(m).get(), r#"{"b":1.50,"a":"x y\n\"z\"","c":[1,2]}"#);
+        let flat = raw_of(r#"{"a": 1}"#);
+        assert_eq!(one_line(flat).get(), r#"{"a": 1}"#, "a message with no line break is left as written");
     }
 
     #[test]
