@@ -245,6 +245,20 @@ fn left(name: &str, url: Option<&str>, why: &str) -> Change {
 /// Why a URL server with no credentials in its configuration is left as it is.
 const OAUTH: &str = "left as it is: no credentials in its configuration, so it may sign in with OAuth through the host, which the gateway does not do; wrap it by hand if it needs no sign-in";
 
+/// Whether `action` wraps a URL server that is not behind warrant (`Wrap`); `Check` reports it,
+/// `Undo` leaves it.
+fn wraps_url(action: McpAction, name: &str, url: &str, changes: &mut Vec<Change>) -> bool {
+    if action == McpAction::Check {
+        changes.push(Change {
+            name: name.to_owned(),
+            before: url.to_owned(),
+            after: Err("not behind warrant".into()),
+            governable: true,
+        });
+    }
+    action == McpAction::Wrap
+}
+
 /// The environment variable that carries header `i` (from 1) of a wrapped URL server.
 fn header_var(i: usize) -> String {
     format!("WARRANT_MCP_HEADER_{i}")
@@ -343,18 +357,8 @@ fn decide_url(
         changes.push(left(name, Some(url), OAUTH));
         return Ok(());
     }
-    match action {
-        McpAction::Undo => return Ok(()),
-        McpAction::Check => {
-            changes.push(Change {
-                name: name.to_owned(),
-                before: url.to_owned(),
-                after: Err("not behind warrant".into()),
-                governable: true,
-            });
-            return Ok(());
-        }
-        McpAction::Wrap => {}
+    if !wraps_url(action, name, url, changes) {
+        return Ok(());
     }
     let mut env = match server.remove("env") {
         None | Some(Value::Null) => serde_json::Map::new(),
@@ -561,18 +565,8 @@ fn codex_url(
         changes.push(left(name, Some(&url), OAUTH));
         return Ok(());
     }
-    match action {
-        McpAction::Undo => return Ok(()),
-        McpAction::Check => {
-            changes.push(Change {
-                name: name.to_owned(),
-                before: url,
-                after: Err("not behind warrant".into()),
-                governable: true,
-            });
-            return Ok(());
-        }
-        McpAction::Wrap => {}
+    if !wraps_url(action, name, &url, changes) {
+        return Ok(());
     }
     let mut env = toml_edit::InlineTable::new();
     let mut headers = Vec::new();
