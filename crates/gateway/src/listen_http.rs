@@ -396,8 +396,13 @@ impl Session {
         let Ok(e) = Envelope::read(m) else { return };
         let target = match e.kind() {
             Ok(Kind::Response(id)) => {
-                if let Some(tx) = self.waiting.lock().ok().and_then(|mut w| w.remove(&key(id))) {
+                let k = key(id);
+                if let Some(tx) = self.waiting.lock().ok().and_then(|mut w| w.remove(&k)) {
                     let _ = tx.send(text);
+                }
+                // The request is answered: its progress token goes with it.
+                if let Ok(mut p) = self.progress.lock() {
+                    p.retain(|_, request| *request != k);
                 }
                 return;
             }
