@@ -328,6 +328,20 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
         Outcome::Allow { by_principal: false, .. } if kind == Event::PermissionRequest => {
             Answer { stdout: String::new(), stderr: String::new(), code: 0 }
         }
+        // Approved as corrected: Claude Code runs the corrected input (`updatedInput`); a host or
+        // event that cannot change a call's input is refused with the correction, for the model.
+        Outcome::Allow { packet_id, reason, corrected: Some(input), .. } => match (opts.host, kind) {
+            (Host::ClaudeCode, Event::PreToolUse) => allow_corrected(&format!("warrant: {packet_id} {reason}"), input),
+            _ => deny(
+                opts.host,
+                kind,
+                &format!(
+                    "{packet_id} was {reason}; this host cannot run a call with a corrected input, so the call \
+                     as proposed does not run. The principal approved this input instead: {}",
+                    crate::protocol::text::inert(&input.to_string(), usize::MAX)
+                ),
+            ),
+        },
         Outcome::Allow { packet_id, reason, .. } => allow(opts.host, kind, &format!("warrant: {packet_id} {reason}")),
         Outcome::Deny { packet_id, status, .. } => {
             let id = packet_id.as_deref().unwrap_or("-");
@@ -495,6 +509,16 @@ fn allow(host: Host, event: Event, reason: &str) -> Answer {
             "hookEventName": event.as_str(), "decision": {"behavior": "allow"},
         }})),
     };
+    Answer { stdout, stderr: String::new(), code: 0 }
+}
+
+/// Claude Code's allow of a PreToolUse call approved as corrected: the tool runs with `input`
+/// (`hookSpecificOutput.updatedInput`, the whole corrected input) instead of the model's.
+fn allow_corrected(reason: &str, input: &Value) -> Answer {
+    let stdout = output(json!({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": reason,
+        "updatedInput": input,
+    }}));
     Answer { stdout, stderr: String::new(), code: 0 }
 }
 

@@ -132,6 +132,7 @@ required_trust_level = 3
     let row = warrant::store::spool::decision_evidence(
         "draft.compose",
         Verdict::Approve,
+        None,
         "2026-11-21T09:00:00Z",
         Some("p-1"),
     )
@@ -153,6 +154,7 @@ required_trust_level = 3
             agent: String::new(),
             action_class: String::new(),
             system: None,
+            corrected: None,
         },
     );
     a = step(&w, &a, "decision");

@@ -109,6 +109,7 @@ fn decided_post() -> HashMap<String, ChainDecision> {
             agent: "agent-herald".into(),
             action_class: "social.post.public".into(),
             system: None,
+            corrected: None,
         },
     )])
 }
@@ -637,6 +638,7 @@ fn signed_result_flashes_and_rescans() {
             agent: String::new(),
             action_class: String::new(),
             system: None,
+            corrected: None,
         },
     );
     app::update(&mut s, Action::ChainVerified(view(*valid_report(8), decided)));
@@ -861,6 +863,7 @@ fn an_approval_the_chain_view_already_holds_is_counted_once() {
         agent: "agent".into(),
         action_class: class.into(),
         system: None,
+        corrected: None,
     };
     let summary = |id: &str, index: u64| app::SignedSummary {
         cosigned: None,
@@ -875,7 +878,8 @@ fn an_approval_the_chain_view_already_holds_is_counted_once() {
         let mut evidence = ChainEvidence::default();
         for (id, index, class) in signed {
             decisions.insert((*id).to_owned(), decided(*index, class));
-            evidence.push(decision_evidence(class, Verdict::Approve, "2026-11-21T09:00:00Z", Some(id)).expect("row"));
+            evidence
+                .push(decision_evidence(class, Verdict::Approve, None, "2026-11-21T09:00:00Z", Some(id)).expect("row"));
         }
         let total = 7 + signed.len();
         app::update(
@@ -2678,6 +2682,7 @@ fn the_detail_shows_the_agents_record_the_posterior_and_the_contract_in_words() 
         agent: "agent-scribe".into(),
         action_class: "email.send.external".into(),
         system: None,
+        corrected: None,
     };
     let mut decisions = decided_post();
     decisions.insert("old-1".into(), d(1, Verdict::Approve, None));

@@ -305,6 +305,7 @@ fn a_timed_out_packet_of_a_sign_refusal_class_is_refused_once_as_a_system_decisi
         agent: "agent-scribe".into(),
         action_class: "email.send.external".into(),
         system: Some(warrant::protocol::decision::SystemCause::Timeout),
+        corrected: None,
     };
     let report = VerifyReport { total: 4, root_hash: None, signatures_verified: 4, findings: vec![], torn_tail: None };
     let decisions = HashMap::from([("p-quote".to_owned(), decision)]);

@@ -1439,3 +1439,117 @@ fn a_codex_patch_to_a_protected_file_waits_even_in_a_trusted_notebook() {
     let packet = std::fs::read_to_string(e.spool().join("packets/cx-call_policy.json")).expect("a packet");
     assert!(packet.contains(&e.config().join("policy.toml").display().to_string()), "the resolved file: {packet}");
 }
+
+/// The proposed action of the packet `id` in `e`'s spool, with its `input` changed by `edit`,
+/// written to a file for `approve --correct`.
+fn corrected_action(e: &Env, id: &str, edit: impl FnOnce(&mut Value)) -> std::path::PathBuf {
+    let bytes = std::fs::read(e.spool().join("packets").join(format!("{id}.json"))).expect("the packet");
+    let packet: Value = serde_json::from_slice(&bytes).expect("JSON");
+    let mut action = packet["proposed_action"].clone();
+    edit(&mut action["input"]);
+    let path = e.dir.path().join(format!("{id}.corrected.json"));
+    std::fs::write(&path, serde_json::to_vec_pretty(&action).expect("JSON")).expect("write the correction");
+    path
+}
+
+// Issue 35: the principal corrects a held `git push` (the branch) and approves the correction.
+// Claude Code's hook allows the call with the corrected input as `updatedInput` (the host runs
+// that); Codex's hooks cannot change a call's input, so its call is refused with the corrected
+// input in the reason for the model, in exactly the three documented fields.
+#[test]
+fn a_held_call_approved_as_corrected_runs_as_corrected_in_claude_code_and_is_told_to_codex() {
+    let e = env();
+    let child = spawn_hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-bash-git-push.json"), &[]);
+    wait_for_packet(&e, "cc-toolu_01PushMain");
+    let file = corrected_action(&e, "cc-toolu_01PushMain", |input| {
+        input["command"] = json!("git push origin release-2026-11");
+    });
+    let o = e.run(&["approve", "--yes", "cc-toolu_01PushMain", "--correct", file.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("-     \"command\": \"git push origin main\","), "the difference is printed: {out}");
+    assert!(out.contains("+     \"command\": \"git push origin release-2026-11\","), "{out}");
+    assert!(out.contains("approved as corrected (minor_edit"), "{out}");
+    let o = child.wait_with_output().expect("hook");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = stdout_json(&o);
+    let out = &v["hookSpecificOutput"];
+    assert_eq!(out["permissionDecision"], json!("allow"), "{v}");
+    assert_eq!(
+        out["updatedInput"],
+        json!({"command": "git push origin release-2026-11", "description": "Push the branch"}),
+        "the whole corrected input, which the host runs: {v}"
+    );
+    assert!(out["permissionDecisionReason"].as_str().is_some_and(|r| r.contains("approved as corrected by alice")));
+
+    let child = spawn_hook(&e, "codex", &fixture("codex-pre-tool-use-bash-git-push.json"), &[]);
+    wait_for_packet(&e, "cx-call_push01");
+    let file = corrected_action(&e, "cx-call_push01", |input| {
+        input["command"] = json!("git push origin release-2026-11");
+    });
+    let o = e.run(&["approve", "--yes", "cx-call_push01", "--correct", file.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = child.wait_with_output().expect("hook");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = stdout_json(&o);
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_owned();
+    assert_eq!(
+        v,
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}}),
+        "only the documented fields: Codex runs a call whose hook answered anything else"
+    );
+    assert!(reason.contains(r#"{"command":"git push origin release-2026-11"}"#), "{reason}");
+
+    // Both are in the chain as the principal's corrections: `minor_edit` evidence for code.push.
+    let chain = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");
+    let labels: Vec<String> = chain
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("record"))
+        .filter_map(|r| r["metadata"]["tg_receipt"]["label"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(labels, ["minor_edit", "minor_edit"], "{chain}");
+    let o = e.run(&["verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+// A correction that is not JSON, is empty, names another tool or another working directory, or
+// turns the call into another action class is refused before anything is signed: the chain is
+// unchanged and the packet still waits.
+#[test]
+fn a_correction_that_is_not_json_empty_or_another_action_signs_nothing() {
+    let e = env();
+    let child =
+        spawn_hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-bash-git-push.json"), &["--wait", "60"]);
+    let id = "cc-toolu_01PushMain";
+    wait_for_packet(&e, id);
+    let bad = e.dir.path().join("bad.json");
+    let tries: Vec<(String, &str)> = vec![
+        ("{\"tool\": \"Bash\",".into(), "not valid JSON"),
+        ("{}".into(), "the correction is empty"),
+        (std::fs::read_to_string(corrected_action(&e, id, |i| *i = json!({}))).expect("read"), "empty"),
+        (
+            std::fs::read_to_string(corrected_action(&e, id, |i| i["command"] = json!("git status"))).expect("read"),
+            "changes the action's class from `code.push`",
+        ),
+    ];
+    let mut other_tool: Value = serde_json::from_str(&tries[3].0).expect("JSON");
+    other_tool["tool"] = json!("Write");
+    other_tool["input"]["command"] = json!("git push origin main");
+    let mut other_dir = other_tool.clone();
+    other_dir["tool"] = json!("Bash");
+    other_dir["cwd"] = json!("/");
+    let tries =
+        tries.into_iter().chain([(other_tool.to_string(), "not its `tool`"), (other_dir.to_string(), "not its `cwd`")]);
+    for (correction, why) in tries {
+        std::fs::write(&bad, &correction).expect("write");
+        let o = e.run(&["approve", "--yes", id, "--correct", bad.to_str().expect("utf-8")]);
+        assert_eq!(o.status.code(), Some(1), "{correction}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(why) && err.contains("nothing was signed"), "{correction}: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(e.spool().join("chain.jsonl")).unwrap_or_default(), "", "nothing signed");
+    let o = e.run(&["refuse", "--yes", id, "--reason", "done testing"]);
+    assert_eq!(o.status.code(), Some(0), "still pending: {}", text(&o));
+    let o = child.wait_with_output().expect("hook");
+    assert_eq!(pre_tool_use(&o).0, "deny");
+}

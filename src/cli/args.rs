@@ -144,6 +144,12 @@ pub enum Command {
         /// Why.
         #[arg(long)]
         reason: Option<String>,
+        /// Approve as corrected: the corrected proposed action, as JSON, in FILE (`-`: standard
+        /// input). For a tool call only its `input` may change. The difference is printed before
+        /// anything is signed; the agent runs the corrected action (`docs/cli.md`, Approve as
+        /// corrected).
+        #[arg(long, value_name = "FILE|-")]
+        correct: Option<std::path::PathBuf>,
         #[allow(missing_docs)]
         #[command(flatten)]
         review: Review,

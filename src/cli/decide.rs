@@ -4,6 +4,7 @@
 use super::common::{confirmed, load_pinned, load_policies, load_principal, print_json, write_json_inert};
 use super::grants::show_grant_preview;
 use super::{EXIT_INVALID, EXIT_USAGE, Failure, Review};
+use crate::protocol::correction::{self, Correction, EditSize};
 use crate::protocol::decision::Verdict;
 use crate::protocol::packet::{self, DecisionState};
 use crate::store::config::{self, Config};
@@ -37,6 +38,52 @@ fn show_for_review(entry: &spool::PacketEntry, verdict: Verdict) -> Result<(), F
     writeln!(out)?;
     out.flush()?;
     Ok(())
+}
+
+/// The difference between the proposed action of `packet` and the principal's correction `c`,
+/// every line of both (made inert), `-` removed and `+` added, and what it will count as.
+fn show_correction(packet: &packet::Packet, c: &Correction) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Approve {} as corrected: {} of the action changed ({}‰), recorded as `{}`:",
+        crate::protocol::text::inert(&packet.id, 200),
+        if c.size == EditSize::MinorEdit { "a little" } else { "much" },
+        c.changed_permille,
+        c.size.label()
+    )?;
+    for line in correction::diff_lines(&packet.proposed_action, &c.action) {
+        let (mark, text) = match &line {
+            correction::DiffLine::Same(t) => (' ', t),
+            correction::DiffLine::Removed(t) => ('-', t),
+            correction::DiffLine::Added(t) => ('+', t),
+        };
+        writeln!(out, "{mark} {}", crate::protocol::text::inert(text, usize::MAX))?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The corrected action `--correct FILE` names (`-`: standard input), as JSON (at most 1 MiB).
+///
+/// # Errors
+/// A usage error when it cannot be read; invalid (exit 1) when it is not JSON. Nothing is signed.
+pub(super) fn read_correction(path: &std::path::Path) -> Result<Value, Failure> {
+    use std::io::Read as _;
+    let limit = packet::MAX_FILE_BYTES;
+    let mut bytes = Vec::new();
+    let read = if path == std::path::Path::new("-") {
+        std::io::stdin().lock().take(limit + 1).read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+    };
+    read.map_err(|e| Failure::usage(format!("--correct {}: {e}; nothing was signed", path.display())))?;
+    if bytes.len() as u64 > limit {
+        return Err(Failure::invalid(format!("--correct {}: larger than 1 MiB; nothing was signed", path.display())));
+    }
+    crate::protocol::canonical::parse_untrusted(&bytes).map_err(|e| {
+        Failure::invalid(format!("--correct {}: not valid JSON ({e}); nothing was signed", path.display()))
+    })
 }
 
 /// What an approval of `id` stands in for, or why the composed verdict of assessment `a` forbids
@@ -220,6 +267,7 @@ pub(super) fn decide_cli(
     reason: Option<&str>,
     review: &Review,
     grant: Option<&(crate::protocol::grant::ScopeRequest, crate::protocol::grant::GrantOptions)>,
+    correct: Option<Value>,
 ) -> Result<u8, Failure> {
     use std::io::IsTerminal as _;
     let interactive = std::io::stdin().is_terminal() && !review.yes;
@@ -242,6 +290,19 @@ pub(super) fn decide_cli(
             crate::protocol::text::inert(want, 80)
         )));
     }
+    // A correction is checked against the packet before anything is signed; one equal to the
+    // proposed action is an ordinary approval.
+    let correction = match correct {
+        Some(v) => {
+            let c = Correction::new(&entry.packet, &policies, v)
+                .map_err(|e| Failure::invalid(format!("--correct: {e}; nothing was signed")))?;
+            if c.is_none() {
+                eprintln!("warrant: the correction equals the proposed action of {id}: an ordinary approval");
+            }
+            c
+        }
+        None => None,
+    };
     // A grant asked for is checked before anything is signed, and shown with the packet.
     let decided_at = crate::protocol::clock::now_rfc3339();
     let grant_input = match grant {
@@ -256,7 +317,14 @@ pub(super) fn decide_cli(
         if let Some(g) = &grant_input {
             show_grant_preview(g, &snap, &policies, &principal)?;
         }
-        if !confirmed(&format!("sign {} {id}?", verdict.as_str()))? {
+    }
+    // The difference is printed before anything is signed, with or without a terminal.
+    if let Some(c) = &correction {
+        show_correction(&entry.packet, c)?;
+    }
+    if interactive {
+        let what = if correction.is_some() { "approve as corrected" } else { verdict.as_str() };
+        if !confirmed(&format!("sign {what} {id}?"))? {
             eprintln!("warrant: nothing was signed");
             return Ok(EXIT_INVALID);
         }
@@ -264,8 +332,9 @@ pub(super) fn decide_cli(
         // refused, not signed in its new form.
         let (now_snap, now) = scanned_packet(spool, id)?;
         if now.packet.content_hash != entry.packet.content_hash {
+            let doing = if correction.is_some() { "correcting" } else { "reviewing" };
             return Err(Failure::invalid(format!(
-                "packet {id:?} changed while you were reviewing it; nothing was signed: review it again"
+                "packet {id:?} changed while you were {doing} it; nothing was signed: review it again"
             )));
         }
         (snap, entry) = (now_snap, now);
@@ -286,26 +355,46 @@ pub(super) fn decide_cli(
         let a = crate::assess::assess_view(&policies, &snap, view, &revalidations, &principal.name);
         approvable(&a, id)
     };
-    let decided = spool::decide_with(
-        spool,
-        &principal,
-        &pinned,
-        &entry.packet,
-        Some(entry.owner),
-        verdict,
-        reason,
-        &decided_at,
-        &observer,
-        policies.cosign(&entry.packet.action_class),
-        admit,
-    )
+    let quorum = policies.cosign(&entry.packet.action_class);
+    let decided = match &correction {
+        None => spool::decide_with(
+            spool,
+            &principal,
+            &pinned,
+            &entry.packet,
+            Some(entry.owner),
+            verdict,
+            reason,
+            &decided_at,
+            &observer,
+            quorum,
+            admit,
+        ),
+        Some(c) => spool::decide_corrected(
+            spool,
+            &principal,
+            &pinned,
+            &entry.packet,
+            Some(entry.owner),
+            c,
+            reason,
+            &decided_at,
+            &observer,
+            quorum,
+            admit,
+        ),
+    }
     .map_err(|e| match e {
         spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
         _ => Failure::invalid(e.to_string()),
     })?;
+    let word = match (&correction, verdict) {
+        (Some(c), _) => format!("approved as corrected ({}, {}‰ changed)", c.size.label(), c.changed_permille),
+        (None, Verdict::Approve) => "approved".to_owned(),
+        (None, Verdict::Refuse) => "refused".to_owned(),
+    };
     println!(
-        "{} {id}{}: record {} {} signed by {} ({})",
-        if verdict == Verdict::Approve { "approved" } else { "refused" },
+        "{word} {id}{}: record {} {} signed by {} ({})",
         decided.cosigned.as_ref().map(|c| format!(" ({})", c.describe())).unwrap_or_default(),
         decided.appended.chain_index,
         decided.appended.entry_hash,

@@ -77,6 +77,9 @@ pub const EXIT_STOPPED: u8 = 7;
 /// `propose --wait`: the agent is quarantined (`agent quarantine`); its packets are blocked until
 /// it is released.
 pub const EXIT_QUARANTINED: u8 = 8;
+/// `propose --wait`: approved as corrected: the corrected action is printed on stdout (one line
+/// of JSON), and that is what may run, not what was proposed.
+pub const EXIT_CORRECTED: u8 = 9;
 /// Standard output was closed before the command wrote everything (`warrant export | head`): the
 /// command ends quietly with the code a shell gives a process ended by `SIGPIPE` (128 + 13),
 /// never 0: a reader that stopped early did not see the answer, and `check-preconditions` that
@@ -393,16 +396,18 @@ fn run_command(
             let opts = ProposeOptions { payload: payload.as_deref(), id, wait, expires: expires.as_deref() };
             propose(ProposeTo::Directory(&spool), &class, &agent, &summary, &opts)
         }
-        Command::Approve { ids, reason, review, grant } => {
+        Command::Approve { ids, reason, correct, review, grant } => {
+            // The correction is read (and must be JSON) before anything else.
+            let correction = correct.as_deref().map(decide::read_correction).transpose()?;
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;
-            approve_cmd(&spool, &config, ids, reason, review, grant)
+            approve_cmd(&spool, &config, ids, reason, correction, review, grant)
         }
         Command::Refuse { ids, reason, review } => {
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;
             match ids.as_slice() {
-                [id] => decide_cli(&spool, &config, id, Verdict::Refuse, Some(&reason), &review, None),
+                [id] => decide_cli(&spool, &config, id, Verdict::Refuse, Some(&reason), &review, None, None),
                 _ => decide_batch_cli(&spool, &config, &ids, Verdict::Refuse, Some(&reason), &review),
             }
         }
@@ -550,6 +555,7 @@ fn approve_cmd(
     config: &Config,
     ids: Vec<String>,
     reason: Option<String>,
+    correction: Option<serde_json::Value>,
     review: Review,
     grant: GrantArgs,
 ) -> Result<u8, Failure> {
@@ -567,8 +573,21 @@ fn approve_cmd(
         reason: reason.clone(),
     };
     let grant = (scope != crate::protocol::grant::ScopeRequest::Once).then_some((scope, options));
+    if let Some(corrected) = correction {
+        return match (ids.as_slice(), grant) {
+            ([id], None) => {
+                decide_cli(spool, config, id, Verdict::Approve, reason.as_deref(), &review, None, Some(corrected))
+            }
+            ([_], Some(_)) => Err(Failure::usage(
+                "--correct approves the corrected call once: a grant (--scope) covers calls as proposed; nothing was signed",
+            )),
+            _ => Err(Failure::usage("--correct approves one packet: give one id; nothing was signed")),
+        };
+    }
     match (ids.as_slice(), grant) {
-        ([id], grant) => decide_cli(spool, config, id, Verdict::Approve, reason.as_deref(), &review, grant.as_ref()),
+        ([id], grant) => {
+            decide_cli(spool, config, id, Verdict::Approve, reason.as_deref(), &review, grant.as_ref(), None)
+        }
         (_, Some(_)) => Err(Failure::usage(
             "--scope grants with one packet's approval: approve the others without it, or one at a time",
         )),

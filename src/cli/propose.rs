@@ -3,7 +3,8 @@
 
 use super::common::{load_pinned, load_policies, print_json};
 use super::{
-    EXIT_EXPIRED, EXIT_INVALID, EXIT_PENDING, EXIT_QUARANTINED, EXIT_REFUSED, EXIT_STOPPED, EXIT_TIMEOUT, Failure,
+    EXIT_CORRECTED, EXIT_EXPIRED, EXIT_INVALID, EXIT_PENDING, EXIT_QUARANTINED, EXIT_REFUSED, EXIT_STOPPED,
+    EXIT_TIMEOUT, Failure,
 };
 use crate::govern::Waited;
 use crate::protocol::decision::{self, Verdict};
@@ -226,8 +227,27 @@ fn exit_code(waited: Waited, id: &str, agent: &str, seconds: f64, doc: &Value) -
         Waited::Decided(d) => {
             let reason = d.reason.map(|r| format!(": {}", crate::protocol::text::inert(&r, 2000))).unwrap_or_default();
             let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
-            eprintln!("{} by {}{reason}", d.verdict.as_str(), crate::protocol::text::inert(&by, 400));
-            if d.verdict == Verdict::Approve { 0 } else { EXIT_REFUSED }
+            let by = crate::protocol::text::inert(&by, 400);
+            match (d.verdict, d.correction) {
+                // What may run is the corrected action: printed whole, as one line of JSON.
+                (Verdict::Approve, Some(c)) => {
+                    eprintln!(
+                        "approve as corrected by {by}{reason} ({}, {}‰ changed)",
+                        c.size.label(),
+                        c.changed_permille
+                    );
+                    println!("{}", c.action);
+                    EXIT_CORRECTED
+                }
+                (Verdict::Approve, None) => {
+                    eprintln!("approve by {by}{reason}");
+                    0
+                }
+                (Verdict::Refuse, _) => {
+                    eprintln!("refuse by {by}{reason}");
+                    EXIT_REFUSED
+                }
+            }
         }
         Waited::Expired => {
             eprintln!("warrant: {id} expired undecided at {}; it can no longer be approved", doc["expires_at"]);

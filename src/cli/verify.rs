@@ -196,6 +196,9 @@ fn audit_text_line(e: &crate::audit::AuditEntry) -> String {
     if let Some(r) = &e.reason {
         line.push_str(&format!("  reason \"{}\"", inert(r, 200)));
     }
+    if let Some(c) = e.corrected_words() {
+        line.push_str(&format!("  {c}"));
+    }
     if let Some(h) = &e.entry_hash {
         line.push_str(&format!("  {}", inert(h, 80)));
     }

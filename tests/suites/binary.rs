@@ -16,6 +16,8 @@ mod batch;
 mod cli;
 #[path = "../concurrency.rs"]
 mod concurrency;
+#[path = "../correction.rs"]
+mod correction;
 #[path = "../cosign.rs"]
 mod cosign;
 #[path = "../daily.rs"]

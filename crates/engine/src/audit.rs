@@ -194,6 +194,9 @@ pub struct AuditEntry {
     /// For a call off the chain: the pinned gateway whose signature on the receipt verified, else
     /// `None` (the agent's own word).
     pub observed_by: Option<String>,
+    /// An approval as corrected: the signed correction (`{action, changed_permille, label}`,
+    /// [`warrant_protocol::correction::Correction::to_json`]), the action that was approved.
+    pub corrected: Option<Value>,
 }
 
 fn s<'a>(v: Option<&'a Value>, k: &str) -> Option<&'a str> {
@@ -277,6 +280,7 @@ pub fn entry_of_record(index: usize, rec: &Map<String, Value>) -> AuditEntry {
         tool: s(body.and_then(|b| b.get("tool_call")), "tool").map(str::to_owned),
         calls: 1,
         observed_by: None,
+        corrected: body.filter(|_| kind == EntryKind::Decision).and_then(|b| b.get("correction")).cloned(),
     }
 }
 
@@ -331,6 +335,7 @@ pub fn entry_of_receipt(
         tool: s(call, "tool").map(str::to_owned),
         calls: call.and_then(|c| c.get("calls")).and_then(Value::as_u64).unwrap_or(1).clamp(1, 1_000_000_000),
         observed_by: r.observed_by.clone(),
+        corrected: None,
     })
 }
 
@@ -444,7 +449,21 @@ impl AuditEntry {
             "tool": self.tool,
             "calls": self.calls,
             "observed_by": self.observed_by,
+            "corrected": self.corrected,
         })
+    }
+
+    /// An approval as corrected, in words: `as corrected (minor_edit, 8‰ changed) to {…}` with
+    /// the corrected action whole as one line of JSON (made inert); `None` for any other entry.
+    #[must_use]
+    pub fn corrected_words(&self) -> Option<String> {
+        let c = self.corrected.as_ref()?;
+        Some(format!(
+            "as corrected ({}, {}‰ changed) to {}",
+            warrant_protocol::text::inert(c.get("label").and_then(Value::as_str).unwrap_or("?"), 40),
+            c.get("changed_permille").and_then(Value::as_u64).unwrap_or(0),
+            warrant_protocol::text::inert(&c.get("action").map(Value::to_string).unwrap_or_default(), usize::MAX)
+        ))
     }
 
     /// Who signed, in words: `alice SHA256:…`, or `—`.

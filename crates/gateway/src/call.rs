@@ -65,6 +65,8 @@ struct Via {
     base: f64,
     /// Under an id of the gateway's own ([`Shared::forward_call`]).
     own_id: bool,
+    /// Approved as corrected: the arguments the server gets instead of the agent's.
+    arguments: Option<Box<Value>>,
 }
 
 /// How the slow path judged a call.
@@ -227,8 +229,8 @@ impl Shared {
             .map_or(0.0, |last| last + 1.0);
         let ran = matches!(outcome, Outcome::Allow { .. });
         let answer = match outcome {
-            Outcome::Allow { grant, .. } => {
-                let via = Via { token, base, own_id: task.is_some() };
+            Outcome::Allow { grant, corrected, .. } => {
+                let via = Via { token, base, own_id: task.is_some(), arguments: corrected };
                 self.forward_and_record(&call, &governor, &submitted, &key, grant, via).await
             }
             Outcome::Hold { .. } => {
@@ -254,7 +256,7 @@ impl Shared {
     /// instead, as the agent may use its id again. `None` when there is no answer (the agent
     /// cancelled the call, or the server is gone).
     async fn forward_call(&self, call: &Call, via: Via) -> Option<Box<RawValue>> {
-        let Via { token, base, own_id } = via;
+        let Via { token, base, own_id, arguments } = via;
         // Checked with no await before the send below: a call cancelled by now never reaches the
         // server.
         if call.cancel.is_cancelled() {
@@ -262,6 +264,18 @@ impl Shared {
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let mut message = call.message.clone();
+        // Approved as corrected: the server runs the principal's arguments, nothing else of the
+        // request changed. A request that cannot be edited is not sent.
+        if let Some(arguments) = &arguments {
+            let edited = wire::edit(&message, &["params"], &mut |params| {
+                params.insert("arguments".into(), wire::raw(arguments));
+                true
+            });
+            match edited {
+                Ok(Some(m)) => message = m,
+                _ => return None,
+            }
+        }
         if own_id {
             let n = self.own_ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let id = Value::String(format!("warrant-gateway-{}-{n}", self.connection));
@@ -303,6 +317,7 @@ impl Shared {
         grant: Option<String>,
         via: Via,
     ) -> Option<Bytes> {
+        let corrected = via.arguments.clone();
         let answer = self.forward_call(call, via).await;
         let read = answer.as_deref().map(Answer::read);
         let note = match &read {
@@ -346,13 +361,17 @@ impl Shared {
                 eprintln!("warrant mcp-gateway: could not record the receipt of {}: {e}", submitted.packet_id)
             }
         }
-        answer.map(|a| without_warrant(&a))
+        match corrected {
+            // The client learns that what ran is the principal's correction, and what it was.
+            Some(arguments) => answer.map(|a| with_correction_note(&a, &submitted.packet_id, &arguments)),
+            None => answer.map(|a| without_warrant(&a)),
+        }
     }
 
     /// Forwards a call the gate allows on its own with no packet, and counts it towards its
     /// receipt ([`Shared::flush_receipts`]).
     async fn run_unpacketed(&self, call: &Call, class: String, key: String, call_id: &str) -> Option<Bytes> {
-        let answer = self.forward_call(call, Via { token: None, base: 0.0, own_id: false }).await?;
+        let answer = self.forward_call(call, Via { token: None, base: 0.0, own_id: false, arguments: None }).await?;
         let is_error = !Answer::read(&answer).succeeded();
         self.ran_unpacketed(class, key, call_id, is_error);
         Some(without_warrant(&answer))
@@ -580,6 +599,25 @@ fn without_warrant(answer: &RawValue) -> Bytes {
         }
     }
     wire::bytes(answer)
+}
+
+/// The server's answer to a call approved as corrected, its `result._meta._warrant` the
+/// gateway's note `{"status": "corrected", "packet_id", "arguments"}` (the arguments the server
+/// ran instead of the agent's), whatever `_warrant` the server wrote. An answer without a
+/// `result` object (an error) goes as it came, without a `_warrant` of the server's.
+fn with_correction_note(answer: &RawValue, packet_id: &str, arguments: &Value) -> Bytes {
+    let note = json!({"status": "corrected", "packet_id": packet_id, "arguments": arguments});
+    let edited = wire::edit(answer, &["result"], &mut |result| {
+        let mut meta: serde_json::Map<String, Value> =
+            result.get("_meta").and_then(|m| serde_json::from_str(m.get()).ok()).unwrap_or_default();
+        meta.insert("_warrant".into(), note.clone());
+        result.insert("_meta".into(), wire::raw(&Value::Object(meta)));
+        true
+    });
+    match edited {
+        Ok(Some(m)) => wire::bytes(&m),
+        _ => without_warrant(answer),
+    }
 }
 
 /// One page of `tools/list`.

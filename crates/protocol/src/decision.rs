@@ -14,6 +14,7 @@
 
 use crate::canonical;
 use crate::chain::{self, Appended};
+use crate::correction::Correction;
 use crate::keys::{PinnedKey, PinnedKeys, Principal};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -406,22 +407,29 @@ pub fn sign_decision_with_preconditions(
     input: &DecisionInput<'_>,
     preconditions: Option<Value>,
 ) -> SignedDecision {
-    sign_decision_with(principal, input, preconditions, None)
+    sign_decision_with(principal, input, preconditions, None, None)
 }
 
 /// [`sign_decision_with_preconditions`], and for an approval of a class that needs several
 /// principals, the co-signing terms signed into the document: `quorum` (the `k` of `n` the
 /// signer approves under) and, on the signature that meets it, `cosigners` (every principal
-/// whose approval makes up the quorum, this one included; [`Cosign`]).
+/// whose approval makes up the quorum, this one included; [`Cosign`]); and for an approval as
+/// corrected, the principal's [`Correction`] as the document's `correction` member
+/// ([`Correction::to_json`]: the corrected action, its size and label), so the chain proves which
+/// action was approved beside the packet's hash as published.
 #[must_use]
 pub fn sign_decision_with(
     principal: &Principal,
     input: &DecisionInput<'_>,
     preconditions: Option<Value>,
     cosign: Option<&Cosign>,
+    correction: Option<&Correction>,
 ) -> SignedDecision {
     let mut document = decision_document(input, &principal.name, &principal.fingerprint());
     if let Value::Object(m) = &mut document {
+        if let Some(c) = correction.filter(|_| input.verdict == Verdict::Approve) {
+            m.insert("correction".into(), c.to_json());
+        }
         if let Some(p) = preconditions {
             m.insert("preconditions".into(), p);
         }
@@ -828,7 +836,25 @@ fn check_decision_record(
     ];
     record_agrees(&mismatches, "decision")?;
     cosign_terms(doc)?;
+    correction_of(doc)?;
     Ok(())
+}
+
+/// The principal's correction a signed decision document carries ([`sign_decision_with`]), if
+/// any: only on an approval, never under co-signing terms, in exactly the form
+/// [`Correction::to_json`] writes.
+///
+/// # Errors
+/// A [`DocumentError`] naming the rule broken.
+pub fn correction_of(doc: &Value) -> Result<Option<Correction>, DocumentError> {
+    let Some(c) = doc.get("correction") else { return Ok(None) };
+    if doc.get("decision").and_then(Value::as_str) != Some(Verdict::Approve.as_str()) {
+        return Err("only an approval is corrected: a refusal carries no `correction`".into());
+    }
+    if doc.get("quorum").is_some() {
+        return Err("an approval under co-signing terms carries no `correction`".into());
+    }
+    Correction::from_json(c).map(Some).map_err(DocumentError)
 }
 
 /// The co-signing terms a signed decision document carries ([`sign_decision_with`]), if any.
@@ -997,6 +1023,9 @@ pub struct VerifiedDecision {
     /// Set for a system decision (a refusal signed because the packet timed out): the agent is
     /// told `timeout`, not that a person refused.
     pub system: Option<SystemCause>,
+    /// For an approval as corrected: the action the principal approved instead of the one
+    /// proposed ([`correction_of`]).
+    pub correction: Option<Correction>,
 }
 
 /// Why a decision file was rejected.
@@ -1158,6 +1187,7 @@ fn verify_one_decision(
         .and_then(Verdict::parse)
         .ok_or_else(|| DecisionError::Malformed("decision is neither approve nor refuse".into()))?;
     let system = system_of(doc).map_err(|e| DecisionError::Malformed(e.0))?;
+    let correction = correction_of(doc).map_err(|e| DecisionError::Malformed(e.0))?;
     // The unsigned summary fields must agree with the signed document.
     if file.get("decision").and_then(Value::as_str) != Some(verdict.as_str())
         || file.get("packet_id").and_then(Value::as_str) != Some(packet_id)
@@ -1174,5 +1204,6 @@ fn verify_one_decision(
         preconditions: doc.get("preconditions").and_then(Value::as_array).cloned().unwrap_or_default(),
         cosigners: Vec::new(),
         system,
+        correction,
     })
 }

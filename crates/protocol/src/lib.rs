@@ -8,6 +8,7 @@
 //! - [`keys`]: Ed25519 keys, fingerprints and the pinned public keys verification trusts;
 //! - [`decision`]: signed approve/refuse decisions (and co-signatures) and their chain records;
 //! - [`control`]: the principal's signed controls (notebook trust, quarantine, kill, elevation);
+//! - [`correction`]: approve as corrected: the principal's edit of a proposed action, and its size;
 //! - [`grant`]: scoped grants, their signed documents and the live set;
 //! - [`key_event`]: key rotations and renames recorded in the chain;
 //! - [`chain_evidence`]: evidence rows read from chain records;
@@ -31,6 +32,7 @@ pub mod chain_evidence;
 pub mod checkpoint;
 pub mod clock;
 pub mod control;
+pub mod correction;
 pub mod decision;
 pub mod glob;
 pub mod graduation;

@@ -194,7 +194,7 @@ fn take_signed(state: &mut State, result: Result<SignedSummary, String>) -> Vec<
             let known = in_the_chain_view(state, &s);
             if let Some(row) = state.snapshot.packet(&s.packet_id).filter(|_| !partial && !known).and_then(|e| {
                 let class = state.policies.normalize(&e.packet.action_class);
-                warrant_store::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
+                warrant_store::spool::decision_evidence(&class, s.verdict, None, &decided_at, Some(&s.packet_id))
             }) {
                 state.chain_evidence.push(row);
                 state.recompute_graduation();
@@ -244,7 +244,7 @@ fn take_signed_batch(state: &mut State, result: Result<Vec<SignedSummary>, Strin
                 }
                 if let Some(row) = state.snapshot.packet(&s.packet_id).and_then(|e| {
                     let class = state.policies.normalize(&e.packet.action_class);
-                    warrant_store::spool::decision_evidence(&class, s.verdict, &decided_at, Some(&s.packet_id))
+                    warrant_store::spool::decision_evidence(&class, s.verdict, None, &decided_at, Some(&s.packet_id))
                 }) {
                     state.chain_evidence.push(row);
                     moved = true;

@@ -592,6 +592,9 @@ fn audit_lines(theme: &Theme, e: &warrant_engine::audit::AuditEntry) -> Vec<Line
         kv(theme, "how", e.how.words()),
         kv(theme, "signer", e.signer_words()),
     ];
+    if let Some(c) = e.corrected_words() {
+        lines.push(kv(theme, "approved", c));
+    }
     let optional = [
         ("packet", e.packet_id.as_deref()),
         ("grant", e.grant_id.as_deref()),

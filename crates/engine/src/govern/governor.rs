@@ -412,6 +412,7 @@ impl Governor {
                 reason: format!("the gate allows it ({reason})"),
                 by_principal: false,
                 grant: None,
+                corrected: None,
             },
             DecisionState::Blocked => Outcome::Deny {
                 packet_id: Some(id.to_owned()),
@@ -478,7 +479,13 @@ impl Governor {
                 // leaves the approval unused.
                 let quorum = self.policies.cosign(&entry.packet.action_class);
                 match self.verify_decision_file(id, &entry.packet.content_hash, quorum) {
-                    Ok(()) => self.use_approval(id, format!("approved by {by}{why}")),
+                    Ok(correction) => match corrected_call(id, correction) {
+                        Ok(corrected) => {
+                            let how = if corrected.is_some() { "approved as corrected" } else { "approved" };
+                            self.use_approval(id, format!("{how} by {by}{why}"), corrected)
+                        }
+                        Err(denied) => denied,
+                    },
                     Err(reason) => Outcome::Deny {
                         packet_id: Some(id.to_owned()),
                         status: "blocked",
@@ -556,6 +563,7 @@ impl Governor {
                 reason: format!("the gate allows it within its constraints ({}: they hold)", keys.join(", ")),
                 by_principal: false,
                 grant: None,
+                corrected: None,
             }
         } else {
             Outcome::Hold {
@@ -612,6 +620,7 @@ impl Governor {
                     ),
                     by_principal: true,
                     grant: Some(g.grant_id.clone()),
+                    corrected: None,
                 }));
             }
         }
@@ -630,7 +639,7 @@ impl Governor {
         id: &str,
         content_hash: &str,
         quorum: Option<&warrant_protocol::decision::Quorum>,
-    ) -> Result<(), String> {
+    ) -> Result<Option<warrant_protocol::correction::Correction>, String> {
         let path = self.spool.decision_path(id);
         let until = Instant::now() + DECISION_FILE_GRACE;
         let missing = || matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound);
@@ -650,7 +659,7 @@ impl Governor {
             &self.pinned,
             quorum,
         ) {
-            Ok(d) if d.verdict == Verdict::Approve => Ok(()),
+            Ok(d) if d.verdict == Verdict::Approve => Ok(d.correction),
             Ok(_) => Err(format!("the decision file on {id} is not an approval")),
             Err(e) => Err(format!("the decision on {id} does not verify: {e}")),
         }
@@ -659,9 +668,9 @@ impl Governor {
     /// The principal's approval of `id`, used once ([`spool::claim_approval`]): `Allow` with
     /// `reason` for the first caller, a refusal (`consumed`) for any later one, and a block when
     /// the use cannot be recorded.
-    fn use_approval(&self, id: &str, reason: String) -> Outcome {
+    fn use_approval(&self, id: &str, reason: String, corrected: Option<Box<Value>>) -> Outcome {
         match spool::claim_approval(&self.spool, id) {
-            Ok(true) => Outcome::Allow { packet_id: id.to_owned(), reason, by_principal: true, grant: None },
+            Ok(true) => Outcome::Allow { packet_id: id.to_owned(), reason, by_principal: true, grant: None, corrected },
             Ok(false) => Outcome::Deny {
                 packet_id: Some(id.to_owned()),
                 status: "consumed",
@@ -842,7 +851,13 @@ impl Governor {
                 let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
                 let by = warrant_protocol::text::inert(&by, 400);
                 match d.verdict {
-                    Verdict::Approve => self.use_approval(&id, format!("approved by {by}{why}")),
+                    Verdict::Approve => match corrected_call(&id, d.correction) {
+                        Ok(corrected) => {
+                            let how = if corrected.is_some() { "approved as corrected" } else { "approved" };
+                            self.use_approval(&id, format!("{how} by {by}{why}"), corrected)
+                        }
+                        Err(denied) => denied,
+                    },
                     Verdict::Refuse if d.system.is_some() => timed_out(&id, &why),
                     Verdict::Refuse => Outcome::Deny {
                         packet_id: Some(id),
@@ -955,6 +970,25 @@ fn recent_or_foreign(metas: &[std::fs::Metadata]) -> Vec<bool> {
 /// The answer for a packet the principal's console refused as a system decision when its class's
 /// wait ran out (`[timeouts] sign_refusal`): `timeout`, not a person's refusal. `why` is `": "`
 /// and the signed reason, or empty.
+/// The input a tool call approved as corrected runs with: the `input` of the corrected action a
+/// verified decision signed (a governed call is always a tool call, [`warrant_protocol::calls::call_packet`]);
+/// `Ok(None)` for a plain approval. A correction without an object `input` runs nothing.
+fn corrected_call(
+    id: &str,
+    correction: Option<warrant_protocol::correction::Correction>,
+) -> Result<Option<Box<Value>>, Outcome> {
+    let Some(c) = correction else { return Ok(None) };
+    match c.action.get("input") {
+        Some(input @ Value::Object(_)) => Ok(Some(Box::new(input.clone()))),
+        _ => Err(Outcome::Deny {
+            packet_id: Some(id.to_owned()),
+            status: "blocked",
+            reason: format!("the principal's correction of {id} is not a tool call's input; the approval was not used"),
+            remedy: None,
+        }),
+    }
+}
+
 fn timed_out(id: &str, why: &str) -> Outcome {
     Outcome::Deny {
         packet_id: Some(id.to_owned()),

@@ -123,6 +123,14 @@ pub fn content_hash(receipt: &Map<String, Value>) -> String {
 /// Builds a portable v0.1 receipt with its `content_hash`.
 #[must_use]
 pub fn build_receipt(r: &ReceiptInput<'_>) -> Value {
+    build_receipt_labelled(r, r.outcome.label())
+}
+
+/// [`build_receipt`] with the evidence `label` given rather than the outcome's own: a
+/// `correct` receipt of an approval as corrected is `minor_edit` or `heavy_rewrite` by the
+/// edit's size ([`crate::correction::EditSize`]).
+#[must_use]
+pub fn build_receipt_labelled(r: &ReceiptInput<'_>, label: &str) -> Value {
     let mut m = Map::new();
     m.insert("type".into(), json!("trust_graduation_receipt"));
     m.insert("receipt_id".into(), json!(r.receipt_id));
@@ -136,7 +144,7 @@ pub fn build_receipt(r: &ReceiptInput<'_>) -> Value {
     };
     m.insert("created_at".into(), json!(r.created_at));
     m.insert("agent".into(), json!(r.agent));
-    m.insert("label".into(), json!(r.outcome.label()));
+    m.insert("label".into(), json!(label));
     if let Some(p) = r.packet_id {
         m.insert("packet_id".into(), json!(p));
     }

@@ -10,9 +10,10 @@ use serde_json::{Map, Value};
 use std::io;
 use std::path::PathBuf;
 use warrant_protocol::chain;
+use warrant_protocol::correction::{Correction, EditSize};
 use warrant_protocol::decision::{self, DecisionInput, SignedDecision, Verdict};
 use warrant_protocol::graduation::evidence::SourceType;
-use warrant_protocol::graduation::receipt::{ReceiptInput, build_receipt};
+use warrant_protocol::graduation::receipt::{ReceiptInput, ReceiptOutcome, build_receipt_labelled};
 use warrant_protocol::keys::{PinnedKeys, Principal};
 use warrant_protocol::ladder::ActionPrecondition;
 use warrant_protocol::packet::{DecisionState, Packet};
@@ -161,18 +162,24 @@ pub fn decision_record_body(
 ) -> Map<String, Value> {
     let mut body = decision::record_body(input, signed);
     let receipt_id = format!("decision:{}", input.packet_id);
-    let receipt = build_receipt(&ReceiptInput {
-        receipt_id: &receipt_id,
-        action_class: input.action_class,
-        outcome: input.verdict.into(),
-        agent: input.agent,
-        packet_id: Some(input.packet_id),
-        source_type: Some(SourceType::Principal),
-        created_at: input.decided_at,
-        prev_hash: prev_receipt,
-        note: None,
-        tool_call: None,
-    });
+    // An approval as corrected is the principal's `correct` receipt, labelled by the edit's size.
+    let corrected = decision::correction_of(&signed.document).ok().flatten().map(|c| c.size);
+    let outcome = if corrected.is_some() { ReceiptOutcome::Correct } else { input.verdict.into() };
+    let receipt = build_receipt_labelled(
+        &ReceiptInput {
+            receipt_id: &receipt_id,
+            action_class: input.action_class,
+            outcome,
+            agent: input.agent,
+            packet_id: Some(input.packet_id),
+            source_type: Some(SourceType::Principal),
+            created_at: input.decided_at,
+            prev_hash: prev_receipt,
+            note: None,
+            tool_call: None,
+        },
+        corrected.map_or_else(|| outcome.label(), EditSize::label),
+    );
     if let Some(Value::Object(meta)) = body.get_mut("metadata") {
         meta.insert("tg_receipt".into(), receipt);
         if let Some(uid) = publisher {
@@ -263,7 +270,49 @@ pub fn decide_with(
     quorum: Option<&warrant_protocol::decision::Quorum>,
     admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
 ) -> Result<Decided, DecideError> {
-    decide_as(spool, principal, pinned, packet, publisher, verdict, reason, decided_at, observer, quorum, None, admit)
+    let signs = Signs { quorum, system: None, correction: None };
+    decide_as(spool, principal, pinned, packet, publisher, verdict, reason, decided_at, observer, signs, admit)
+}
+
+/// Approves `packet` as corrected: as [`decide_with`] an approval, its signed document carrying
+/// the principal's `correction` (the corrected action, its size and evidence label,
+/// [`decision::sign_decision_with`]). The agent runs the corrected action; the chain's evidence
+/// for the class is `minor_edit` or `heavy_rewrite`, not `approved`.
+///
+/// # Errors
+/// As [`decide_with`]; and [`DecideError::Refused`] for a class that needs several principals
+/// (each would have to sign the same correction: refuse it and let the agent propose again).
+#[allow(clippy::too_many_arguments)]
+pub fn decide_corrected(
+    spool: &Spool,
+    principal: &Principal,
+    pinned: &PinnedKeys,
+    packet: &Packet,
+    publisher: Option<u32>,
+    correction: &Correction,
+    reason: Option<&str>,
+    decided_at: &str,
+    observer: &dyn PreconditionRecorder,
+    quorum: Option<&warrant_protocol::decision::Quorum>,
+    admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
+) -> Result<Decided, DecideError> {
+    if quorum.is_some() {
+        return Err(DecideError::Refused(format!(
+            "{} is of a class that needs several principals' approval: it cannot be approved as corrected \
+             (refuse it with the correction as the reason, and the agent proposes again)",
+            packet.id
+        )));
+    }
+    let signs = Signs { quorum: None, system: None, correction: Some(correction) };
+    decide_as(spool, principal, pinned, packet, publisher, Verdict::Approve, reason, decided_at, observer, signs, admit)
+}
+
+/// What a decision signs besides its verdict: co-signing terms, a system cause, a correction.
+#[derive(Clone, Copy)]
+struct Signs<'a> {
+    quorum: Option<&'a warrant_protocol::decision::Quorum>,
+    system: Option<decision::SystemCause>,
+    correction: Option<&'a Correction>,
 }
 
 /// Signs and records a *system decision* on `packet` ([`decision::SystemCause`]): a refusal,
@@ -296,8 +345,7 @@ pub fn decide_system(
         reason,
         decided_at,
         &Unobserved,
-        None,
-        Some(cause),
+        Signs { quorum: None, system: Some(cause), correction: None },
         |_| Ok(Vec::new()),
     )
 }
@@ -315,10 +363,10 @@ fn decide_as(
     reason: Option<&str>,
     decided_at: &str,
     observer: &dyn PreconditionRecorder,
-    quorum: Option<&warrant_protocol::decision::Quorum>,
-    system: Option<decision::SystemCause>,
+    signs: Signs<'_>,
     admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
 ) -> Result<Decided, DecideError> {
+    let Signs { quorum, system, correction } = signs;
     may_decide(spool, packet, verdict, reason, decided_at)?;
     let trace = packet.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", packet.id));
     let action_class = warrant_protocol::registry::normalize(&packet.action_class);
@@ -395,14 +443,20 @@ fn decide_as(
                 }
             }
             let input = DecisionInput { stands_in_for: &stands_in_for, ..input.clone() };
-            let now_signed =
-                match sign_as(principal, &input, system, &mut preconditions, cosign.as_ref().map(|(c, _)| c)) {
-                    Ok(signed) => signed,
-                    Err(why) => {
-                        refusal = Some(DecideError::Refused(why.to_string()));
-                        return Err("refused".into());
-                    }
-                };
+            let now_signed = match sign_as(
+                principal,
+                &input,
+                system,
+                &mut preconditions,
+                cosign.as_ref().map(|(c, _)| c),
+                correction,
+            ) {
+                Ok(signed) => signed,
+                Err(why) => {
+                    refusal = Some(DecideError::Refused(why.to_string()));
+                    return Err("refused".into());
+                }
+            };
             let publisher = publisher.filter(|_| verdict == Verdict::Approve);
             let body = decision_record_body(&input, &now_signed, view.last_receipt_hash.as_deref(), publisher);
             signed = Some(now_signed);
@@ -485,9 +539,10 @@ fn sign_as(
     system: Option<decision::SystemCause>,
     preconditions: &mut Option<Value>,
     cosign: Option<&decision::Cosign>,
+    correction: Option<&Correction>,
 ) -> Result<SignedDecision, decision::NotARefusal> {
     match system {
-        None => Ok(decision::sign_decision_with(principal, input, preconditions.take(), cosign)),
+        None => Ok(decision::sign_decision_with(principal, input, preconditions.take(), cosign, correction)),
         // Only ever a refusal: anything else signs nothing.
         Some(cause) => decision::sign_system_decision(principal, input, cause),
     }

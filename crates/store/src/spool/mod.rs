@@ -35,8 +35,8 @@ mod view;
 
 pub use batch::{BatchError, BatchItem, decide_many};
 pub use decide::{
-    CosignProgress, DecideError, Decided, KillRefusalError, PreconditionRecorder, Unobserved, decide, decide_system,
-    decide_with, decision_record_body, record_preconditions, refuse_pending_of,
+    CosignProgress, DecideError, Decided, KillRefusalError, PreconditionRecorder, Unobserved, decide, decide_corrected,
+    decide_system, decide_with, decision_record_body, record_preconditions, refuse_pending_of,
 };
 pub use decision_files::{
     ids_without_decision_files, listing_view, restore_decision_file, restore_decision_files, verify_chain_restoring,

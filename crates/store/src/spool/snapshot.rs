@@ -609,6 +609,7 @@ mod tests {
             quorum: None,
             signed: None,
             system: None,
+            corrected: None,
         }
     }
 

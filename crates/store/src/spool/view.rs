@@ -52,6 +52,10 @@ pub struct ChainDecision {
     /// out, [`decision::SystemCause`]): it decides the packet, and is never evidence nor part
     /// of the agent's record. `None` for a person's decision.
     pub system: Option<decision::SystemCause>,
+    /// For an approval as corrected: how large the principal's edit was (its evidence label);
+    /// the corrected action itself is in the signed document ([`decision::correction_of`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<warrant_protocol::correction::EditSize>,
 }
 
 impl ChainDecision {
@@ -218,6 +222,7 @@ pub fn chain_decision_of(rec: &Map<String, Value>) -> Option<(String, ChainDecis
             agent: s(doc, "agent").unwrap_or_default(),
             action_class: s(doc, "action_class").unwrap_or_default(),
             system: decision::system_of(doc).ok().flatten(),
+            corrected: decision::correction_of(doc).ok().flatten().map(|c| c.size),
         },
     ))
 }
@@ -262,9 +267,11 @@ pub fn chain_evidence_of(rec: &Map<String, Value>) -> Option<EvidenceRow> {
             return None;
         }
         let s = |k: &str| doc.get(k).and_then(Value::as_str);
+        let corrected = decision::correction_of(doc).ok().flatten().map(|c| c.size);
         return decision_evidence(
             s("action_class")?,
             Verdict::parse(s("decision")?)?,
+            corrected,
             s("decided_at")?,
             s("packet_id"),
         );
@@ -272,17 +279,22 @@ pub fn chain_evidence_of(rec: &Map<String, Value>) -> Option<EvidenceRow> {
     receipt_evidence(meta.get("tg_receipt")?, None)
 }
 
-/// The evidence row of one principal decision: approve → `approved`, refuse → `rejected`,
+/// The evidence row of one principal decision: approve → `approved`, approve as corrected →
+/// `minor_edit` or `heavy_rewrite` (`corrected`, the edit's size), refuse → `rejected`,
 /// provenance `principal`, dated by `decided_at` (RFC 3339). `None` when `decided_at` has no date.
 #[must_use]
 pub fn decision_evidence(
     class: &str,
     verdict: Verdict,
+    corrected: Option<warrant_protocol::correction::EditSize>,
     decided_at: &str,
     packet_id: Option<&str>,
 ) -> Option<EvidenceRow> {
     let date = decided_at.get(..10).filter(|d| warrant_protocol::graduation::evidence::is_date(d))?;
-    let label = ReceiptOutcome::from(verdict).label();
+    let label = match corrected.filter(|_| verdict == Verdict::Approve) {
+        Some(size) => size.label(),
+        None => ReceiptOutcome::from(verdict).label(),
+    };
     let mut row = EvidenceRow::new(class, label, Some(SourceType::Principal), Some(date.to_owned()));
     row.receipt_id = packet_id.map(|p| format!("decision:{p}"));
     row.recorded_at = Some(decided_at.to_owned());
