@@ -285,6 +285,17 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
             Err(e) => return deny(opts.host, kind, &e.to_string()),
         }
     }
+    // The call the principal approved as corrected for an earlier one its host could not
+    // change, made again by the agent exactly as corrected: it runs once.
+    if kind == Event::PreToolUse {
+        match governor.corrected_rerun(&call) {
+            Ok(Some(Outcome::Allow { reason, .. })) => {
+                return allow(opts.host, kind, &format!("warrant: this call {reason}"));
+            }
+            Ok(_) => {}
+            Err(e) => return deny(opts.host, kind, &e.to_string()),
+        }
+    }
     let outcome = match governor.submit(&call, call_id, Some(opts.wait)) {
         Ok(s) => {
             let o = match &s.outcome {
@@ -332,15 +343,31 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
         // event that cannot change a call's input is refused with the correction, for the model.
         Outcome::Allow { packet_id, reason, corrected: Some(input), .. } => match (opts.host, kind) {
             (Host::ClaudeCode, Event::PreToolUse) => allow_corrected(&format!("warrant: {packet_id} {reason}"), input),
-            _ => deny(
-                opts.host,
-                kind,
-                &format!(
-                    "{packet_id} was {reason}; this host cannot run a call with a corrected input, so the call \
-                     as proposed does not run. The principal approved this input instead: {}",
-                    crate::protocol::text::inert(&input.to_string(), usize::MAX)
-                ),
-            ),
+            _ => {
+                // The agent's next call with exactly the corrected input runs once
+                // (`Governor::corrected_rerun`, checked against the principal's decision).
+                let corrected = crate::protocol::calls::ToolCall { input: (**input).clone(), ..call.clone() };
+                let key = crate::protocol::calls::call_key(&corrected);
+                let next = match crate::store::spool::record_corrected_call(&opts.spool, &key, packet_id) {
+                    Ok(()) => format!(
+                        "make the call again with exactly this input and it runs (once, within {} minutes): {}",
+                        crate::govern::CORRECTED_RUN_WITHIN.whole_minutes(),
+                        crate::protocol::text::inert(&input.to_string(), usize::MAX)
+                    ),
+                    Err(e) => format!(
+                        "the principal approved this input instead ({e}: a call with it is a new request): {}",
+                        crate::protocol::text::inert(&input.to_string(), usize::MAX)
+                    ),
+                };
+                deny(
+                    opts.host,
+                    kind,
+                    &format!(
+                        "{packet_id} was {reason}; this host cannot run a call with a corrected input, so the \
+                         call as proposed does not run: {next}"
+                    ),
+                )
+            }
         },
         Outcome::Allow { packet_id, reason, .. } => allow(opts.host, kind, &format!("warrant: {packet_id} {reason}")),
         Outcome::Deny { packet_id, status, .. } => {

@@ -1499,6 +1499,24 @@ fn a_held_call_approved_as_corrected_runs_as_corrected_in_claude_code_and_is_tol
         "only the documented fields: Codex runs a call whose hook answered anything else"
     );
     assert!(reason.contains(r#"{"command":"git push origin release-2026-11"}"#), "{reason}");
+    assert!(reason.contains("make the call again with exactly this input"), "{reason}");
+    // The model's next call with exactly the corrected input runs (Codex: empty stdout, exit 0),
+    // once; the same call again is a new request, held for the principal.
+    let mut again: Value = serde_json::from_slice(&fixture("codex-pre-tool-use-bash-git-push.json")).expect("JSON");
+    again["tool_input"]["command"] = json!("git push origin release-2026-11");
+    again["tool_use_id"] = json!("call_push02");
+    let o = hook(&e, "codex", again.to_string().as_bytes(), &[]);
+    assert_eq!((o.status.code(), o.stdout.is_empty()), (Some(0), true), "the corrected call runs: {}", text(&o));
+    again["tool_use_id"] = json!("call_push03");
+    pace(&e);
+    let o = hook(&e, "codex", again.to_string().as_bytes(), &["--wait", "1"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\"deny\""), "once only: {}", text(&o));
+    // Another agent's call (another session) with the same input is not the correction.
+    again["tool_use_id"] = json!("call_push04");
+    again["session_id"] = json!("another-session");
+    pace(&e);
+    let o = hook(&e, "codex", again.to_string().as_bytes(), &["--wait", "1"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\"deny\""), "{}", text(&o));
 
     // Both are in the chain as the principal's corrections: `minor_edit` evidence for code.push.
     let chain = std::fs::read_to_string(e.spool().join("chain.jsonl")).expect("chain");

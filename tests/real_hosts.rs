@@ -93,12 +93,16 @@ impl Host {
     }
     /// The model's call that writes `new.txt` in the project (a mutating tool: the principal decides).
     fn write(self, project: &Path) -> Value {
+        self.write_text(project, "written")
+    }
+    /// The model's call that writes `new.txt` holding the line `text`.
+    fn write_text(self, project: &Path, text: &str) -> Value {
         match self {
             Host::ClaudeCode => {
-                json!({"name": "Write", "input": {"file_path": project.join("new.txt"), "content": "written\n"}})
+                json!({"name": "Write", "input": {"file_path": project.join("new.txt"), "content": format!("{text}\n")}})
             }
             Host::Codex => json!({"name": "apply_patch", "custom": true,
-                "input": "*** Begin Patch\n*** Add File: new.txt\n+written\n*** End Patch\n"}),
+                "input": format!("*** Begin Patch\n*** Add File: new.txt\n+{text}\n*** End Patch\n")}),
         }
     }
 }
@@ -431,6 +435,50 @@ fn a_write_waits_for_the_principal_and_runs_once_approved(host: Host) {
     let written = std::fs::read_to_string(s.project.join("new.txt"));
     assert_eq!(written.ok().as_deref(), Some("written\n"), "the write ran: {}\n{}", s.model_saw(), text(&o));
     assert!(s.receipts().iter().any(|r| r["note"] == "the tool ran"), "{:#?}", s.receipts());
+}
+
+// Issue 35: the principal corrects a held write (the text written) and approves the correction.
+// Claude Code runs the corrected input its hook answered (`updatedInput`). Codex's hooks cannot
+// change a call's input: the call is refused with the corrected input in the reason, and the
+// model's next call with exactly that input (scripted here) runs once, with no new packet.
+on_both_hosts!(a_write_approved_as_corrected_writes_what_the_principal_corrected);
+fn a_write_approved_as_corrected_writes_what_the_principal_corrected(host: Host) {
+    let s = Scene::new(
+        host,
+        |p| match host {
+            Host::ClaudeCode => vec![host.write(p)],
+            Host::Codex => vec![host.write(p), host.write_text(p, "corrected")],
+        },
+        "90",
+    );
+    let child = s.spawn();
+    let id = s.first_packet();
+    let packet: Value =
+        serde_json::from_slice(&std::fs::read(s.e.spool().join("packets").join(format!("{id}.json"))).expect("packet"))
+            .expect("JSON");
+    fn correct(v: &mut Value) {
+        match v {
+            Value::String(t) => *t = t.replace("written", "corrected"),
+            Value::Array(a) => a.iter_mut().for_each(correct),
+            Value::Object(m) => m.values_mut().for_each(correct),
+            _ => {}
+        }
+    }
+    let mut action = packet["proposed_action"].clone();
+    correct(&mut action["input"]);
+    let file = s.e.dir.path().join("corrected.json");
+    std::fs::write(&file, action.to_string()).expect("write the correction");
+    let o = s.e.run(&["approve", "--yes", &id, "--correct", file.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = finish(child);
+    assert!(o.status.success(), "{}", text(&o));
+    let written = std::fs::read_to_string(s.project.join("new.txt"));
+    assert_eq!(written.ok().as_deref(), Some("corrected\n"), "the correction ran: {}\n{}", s.model_saw(), text(&o));
+    if host == Host::Codex {
+        let saw = s.model_saw();
+        assert!(saw.contains("make the call again with exactly this input"), "the model was told: {saw}");
+    }
+    assert_eq!(s.packet_count(), 1, "the corrected call made no packet of its own");
 }
 
 on_both_hosts!(a_refusal_stops_the_call_and_reaches_the_model_with_its_reason);

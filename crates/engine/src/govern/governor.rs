@@ -83,6 +83,60 @@ impl Governor {
         c
     }
 
+    /// The agent's call that is exactly the correction the principal approved for an earlier
+    /// call its host could not change (the hook refused that one with the corrected input, and
+    /// left its packet id under the corrected call's key, [`spool::record_corrected_call`]): it
+    /// runs once, with no packet, within [`CORRECTED_RUN_WITHIN`] of the approval. `None` (the
+    /// call is judged as any other) unless the principal's decision file on that packet verifies,
+    /// is an approval as corrected of this agent's packet, and its corrected action is this
+    /// call's proposed action in every member (tool, host, session, working directory, input),
+    /// and its one run is not taken ([`spool::claim_corrected_run`]). What the agent may write
+    /// (the pointer, the packet) decides nothing the principal did not sign.
+    ///
+    /// # Errors
+    /// The run could not be claimed (an I/O error): the call must not run.
+    pub fn corrected_rerun(&self, call: &ToolCall) -> Result<Option<Outcome>, GovernError> {
+        let key = warrant_protocol::calls::call_key(call);
+        let Some(id) = spool::corrected_call_of(&self.spool, &key) else { return Ok(None) };
+        let Some(packet) = spool::read_limited(&self.spool.packets_dir().join(format!("{id}.json")))
+            .ok()
+            .and_then(|b| warrant_protocol::packet::parse_packet(&b, &id).ok())
+            .filter(|p| p.agent == call.agent)
+        else {
+            return Ok(None);
+        };
+        let Ok(Some(correction)) = self.verify_decision_file(&id, &packet.content_hash, None) else { return Ok(None) };
+        let classification = self.classify(call);
+        let doc = warrant_protocol::calls::call_packet(call, &classification, &self.policies, &id, "");
+        let same = warrant_protocol::canonical::canonical_digest(&doc["proposed_action"])
+            == warrant_protocol::canonical::canonical_digest(&correction.action);
+        let decided = self.decided_at(&id);
+        let recent = decided.is_some_and(|at| self.clock.now() - at <= CORRECTED_RUN_WITHIN);
+        if !same || !recent {
+            return Ok(None);
+        }
+        match spool::claim_corrected_run(&self.spool, &id) {
+            Ok(true) => Ok(Some(Outcome::Allow {
+                packet_id: id.clone(),
+                reason: format!("is the correction the principal approved for {id}, run once"),
+                by_principal: true,
+                grant: None,
+                corrected: None,
+            })),
+            Ok(false) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// When the decision file on `id` says it was decided, if it verifies (as
+    /// [`Self::verify_decision_file`] read it).
+    fn decided_at(&self, id: &str) -> Option<time::OffsetDateTime> {
+        let bytes = spool::read_limited(&self.spool.decision_path(id)).ok()?;
+        let file = warrant_protocol::canonical::parse_untrusted(&bytes).ok()?;
+        let at = file.get("document")?.get("decided_at")?.as_str()?;
+        time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339).ok()
+    }
+
     /// Classifies `call`, publishes its packet (or finds the one a retry of the same call made:
     /// same id, same call) and judges it.
     ///
@@ -970,6 +1024,11 @@ fn recent_or_foreign(metas: &[std::fs::Metadata]) -> Vec<bool> {
 /// The answer for a packet the principal's console refused as a system decision when its class's
 /// wait ran out (`[timeouts] sign_refusal`): `timeout`, not a person's refusal. `why` is `": "`
 /// and the signed reason, or empty.
+/// How long after the principal approves a call as corrected the agent's call with exactly the
+/// corrected input may run ([`Governor::corrected_rerun`]), for a host that could not run the
+/// correction itself: the model is told at once, and retries at once.
+pub const CORRECTED_RUN_WITHIN: time::Duration = time::Duration::minutes(10);
+
 /// The input a tool call approved as corrected runs with: the `input` of the corrected action a
 /// verified decision signed (a governed call is always a tool call, [`warrant_protocol::calls::call_packet`]);
 /// `Ok(None)` for a plain approval. A correction without an object `input` runs nothing.

@@ -27,7 +27,7 @@ mod owners;
 pub mod paths;
 mod wait;
 
-pub use governor::Governor;
+pub use governor::{CORRECTED_RUN_WITHIN, Governor};
 pub use live::Live;
 #[cfg(feature = "jetstream")]
 pub use wait::wait_for_store_decision;

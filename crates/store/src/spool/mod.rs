@@ -51,8 +51,9 @@ pub(crate) use scan::is_publication;
 pub use scan::{FileKind, InvalidFile, PacketEntry, Recheck, Scanner, Snapshot, publisher_label, user_name};
 pub use snapshot::{AgentView, SNAPSHOT_FILE, agent_view, agent_view_for_class};
 pub use uses::{
-    ALLOWED, PERMISSION_AFTER, USE_SUFFIX, Uses, WITHDRAW_MARGIN, WaitHold, Withdrawn, claim_approval, claim_grant_use,
-    gate_runs, permission_answered_by, read_uses, record_answer, record_call, record_gate_run, record_wait, withdrawn,
+    ALLOWED, PERMISSION_AFTER, USE_SUFFIX, Uses, WITHDRAW_MARGIN, WaitHold, Withdrawn, claim_approval,
+    claim_corrected_run, claim_grant_use, corrected_call_of, corrected_call_path, gate_runs, permission_answered_by,
+    read_uses, record_answer, record_call, record_corrected_call, record_gate_run, record_wait, withdrawn,
 };
 pub use view::{
     ChainDecision, ChainView, Cosigning, VerifiedView, chain_decision_of, chain_evidence_of, decision_evidence,

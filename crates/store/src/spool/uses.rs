@@ -79,16 +79,66 @@ pub fn claim_grant_use(
 /// An unsafe id; both names held by other owners (the call must not run, and the principal is
 /// told who planted them); other I/O errors.
 pub fn claim_approval(spool: &Spool, packet_id: &str) -> io::Result<bool> {
+    claim_once(spool, "approval", packet_id)
+}
+
+/// Claims the one run of the corrected call of the principal's approval-as-corrected of
+/// `packet_id`, for a host that could not run the correction in place of the agent's call (the
+/// call was refused with the corrected input, and the agent's next call with exactly that input
+/// runs once): as [`claim_approval`], under `uses/correction+<id>.use`. `Ok(false)` when it ran.
+///
+/// # Errors
+/// As [`claim_approval`].
+pub fn claim_corrected_run(spool: &Spool, packet_id: &str) -> io::Result<bool> {
+    claim_once(spool, "correction", packet_id)
+}
+
+/// Where a hook that refused a call approved as corrected (its host cannot change a call's
+/// input) leaves the packet id for the agent's next call with exactly the corrected input:
+/// `uses/corrected+<key>.json`, `key` being [`warrant_protocol::calls::call_key`] of the
+/// corrected call. What it says is never trusted: the call runs only when the principal's
+/// verified decision on that packet names exactly that call ([`claim_corrected_run`] once).
+#[must_use]
+pub fn corrected_call_path(spool: &Spool, key: &str) -> std::path::PathBuf {
+    spool.uses_dir().join(format!("corrected+{key}.json"))
+}
+
+/// Records that the call whose [`warrant_protocol::calls::call_key`] is `key` is the correction
+/// the principal approved for `packet_id` ([`corrected_call_path`]), synced.
+///
+/// # Errors
+/// An unsafe id or key; I/O errors.
+pub fn record_corrected_call(spool: &Spool, key: &str, packet_id: &str) -> io::Result<()> {
+    if !packet::is_safe_id(packet_id) || !packet::is_safe_id(key) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe packet id or call key"));
+    }
+    fs::create_dir_all(spool.uses_dir())?;
+    let body = serde_json::json!({"type": "warrant_corrected_call", "packet_id": packet_id,
+        "at": warrant_protocol::clock::now_rfc3339()});
+    crate::atomic::write_atomic(&corrected_call_path(spool, key), &serde_json::to_vec(&body)?, 0o644)
+}
+
+/// The packet id [`record_corrected_call`] left for the call `key`, if any (an agent may write
+/// it: the caller checks it against the principal's signed decision).
+#[must_use]
+pub fn corrected_call_of(spool: &Spool, key: &str) -> Option<String> {
+    let bytes = read_limited(&corrected_call_path(spool, key)).ok()?;
+    let v: Value = serde_json::from_slice(&bytes).ok()?;
+    v.get("packet_id").and_then(Value::as_str).filter(|id| packet::is_safe_id(id)).map(str::to_owned)
+}
+
+/// One use named `<kind>+<id>` for this process's user ([`claim_approval`]'s rules).
+fn claim_once(spool: &Spool, kind: &str, packet_id: &str) -> io::Result<bool> {
     if !packet::is_safe_id(packet_id) {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "unsafe packet id"));
     }
     let dir = spool.uses_dir();
     fs::create_dir_all(&dir)?;
     let me = rustix::process::geteuid().as_raw();
-    let primary = dir.join(format!("approval+{packet_id}{USE_SUFFIX}"));
-    let own = dir.join(format!("approval+{packet_id}+u{me}{USE_SUFFIX}"));
+    let primary = dir.join(format!("{kind}+{packet_id}{USE_SUFFIX}"));
+    let own = dir.join(format!("{kind}+{packet_id}+u{me}{USE_SUFFIX}"));
     let body = serde_json::json!({
-        "type": "warrant_approval_use", "packet_id": packet_id, "uid": me,
+        "type": format!("warrant_{kind}_use"), "packet_id": packet_id, "uid": me,
         "at": warrant_protocol::clock::now_rfc3339(),
     });
     // Who holds a claim's name: `Some(uid)`, `None` when no file has it here (in a replica, the
