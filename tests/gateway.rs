@@ -378,6 +378,46 @@ fn a_held_write_runs_once_the_principal_approves_it() {
     assert!(mine[0]["note"].as_str().is_some_and(|n| n.contains("isError false")), "{:?}", mine[0]);
 }
 
+// Issue 35: a held write approved as corrected (the text changed) reaches the real filesystem
+// server with the principal's arguments, not the agent's; the client gets the server's result
+// with `_meta._warrant` saying it was corrected, and with what. A correction naming another tool
+// is refused before anything is signed.
+#[test]
+fn a_held_write_approved_as_corrected_runs_with_the_principals_arguments() {
+    if !have(&["mcp-server-filesystem"]) {
+        return;
+    }
+    let s = setup();
+    let target = s.path("corrected.txt");
+    let mut child =
+        s.fs_client(&json!([call("write_file", json!({"path": target, "content": "draft\n"}))]), &["--wait", "60"]);
+    let rx = lines(&mut child);
+    let id = s.held("filesystem/write_file");
+    let packet: Value = serde_json::from_slice(
+        &std::fs::read(s.env.spool().join("packets").join(format!("{id}.json"))).expect("packet"),
+    )
+    .expect("JSON");
+    let mut action = packet["proposed_action"].clone();
+    action["tool"] = json!("filesystem/read_file");
+    let file = s.env.dir.path().join("correction.json");
+    std::fs::write(&file, action.to_string()).expect("write");
+    let o = s.env.run(&["approve", "--yes", &id, "--correct", file.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(1), "another tool is refused: {}", text(&o));
+    let mut action = packet["proposed_action"].clone();
+    action["input"]["content"] = json!("final\n");
+    std::fs::write(&file, action.to_string()).expect("write");
+    let o = s.env.run(&["approve", "--yes", &id, "--correct", file.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let a = answer(&rx, 40);
+    let stderr = finish(child);
+    assert_eq!(a["result"]["isError"], json!(false), "{a}\n{stderr}");
+    assert_eq!(std::fs::read_to_string(&target).expect("written"), "final\n", "the server ran the correction");
+    let note = &a["result"]["_meta"]["_warrant"];
+    assert_eq!(note["status"], json!("corrected"), "{a}");
+    assert_eq!(note["packet_id"], json!(id), "{a}");
+    assert_eq!(note["arguments"], json!({"path": target, "content": "final\n"}), "{a}");
+}
+
 // Issue 33, §1, against `@modelcontextprotocol/server-everything`: a held call's progress keeps
 // increasing once the server reports its own (it went `(0,60),(5,60),(1,4),(2,4)`: the server's
 // steps now count on from the hold's last value, totals too), and a packet's summary names
