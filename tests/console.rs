@@ -610,6 +610,7 @@ fn signed_result_flashes_and_rescans() {
     let fx = app::update(
         &mut s,
         Action::Signed(Ok(app::SignedSummary {
+            corrected: None,
             cosigned: None,
             packet_id: "p-quote".into(),
             verdict: Verdict::Approve,
@@ -828,6 +829,7 @@ fn a_signed_approval_moves_the_posterior_at_once() {
     app::update(
         &mut s,
         Action::Signed(Ok(app::SignedSummary {
+            corrected: None,
             cosigned: None,
             packet_id: "p-quote".into(),
             verdict: Verdict::Approve,
@@ -866,6 +868,7 @@ fn an_approval_the_chain_view_already_holds_is_counted_once() {
         corrected: None,
     };
     let summary = |id: &str, index: u64| app::SignedSummary {
+        corrected: None,
         cosigned: None,
         packet_id: id.into(),
         verdict: Verdict::Approve,
@@ -2314,6 +2317,7 @@ fn approving_a_selection_opens_one_dialog_listing_every_packet() {
         .iter()
         .enumerate()
         .map(|(i, it)| app::SignedSummary {
+            corrected: None,
             cosigned: None,
             packet_id: it.packet.id.clone(),
             verdict: Verdict::Approve,
@@ -2875,4 +2879,75 @@ fn unobserved_preconditions_keep_the_assessment_due_until_observed() {
     app::update(&mut s, Action::Assess);
     assert!(!why(&s).contains("not observed"), "{}", why(&s));
     assert!(!s.assessment_due());
+}
+
+// Issue 35: `e` opens the selected packet's proposed action in the principal's editor (sorted,
+// indented JSON); what the editor leaves is checked, then the approval dialog shows the whole
+// difference, starts on Cancel, and signs (with the correction) only once every line of it was
+// on screen. A packet that changed meanwhile, text that is not JSON, or an edit that changes
+// nothing signs nothing; `:correct ID` opens the editor on that packet.
+#[test]
+fn e_corrects_the_proposed_action_and_the_dialog_shows_the_whole_difference() {
+    let mut s = state(false);
+    let fx = press(&mut s, &["e"]);
+    let [Effect::Edit { packet, text }] = fx.as_slice() else { panic!("{fx:?}") };
+    assert_eq!(packet.id, "p-quote");
+    assert_eq!(serde_json::from_str::<Value>(text).expect("JSON"), packet.proposed_action);
+    assert!(text.starts_with("{\n  \"body\""), "sorted, indented: {text}");
+    let (id, hash) = (packet.id.clone(), packet.content_hash.clone());
+    let edited = |text: &str, hash: &str| Action::Edited {
+        packet_id: id.clone(),
+        content_hash: hash.to_owned(),
+        text: Ok(text.to_owned()),
+    };
+    let corrected = text.replace("dana@northwind.example", "dana.lee@northwind.example");
+
+    for (why, action) in [
+        ("it changed while you were correcting it", edited(&corrected, "sha256:other")),
+        ("not valid JSON", edited("{\"to\": ", &hash)),
+        ("changes nothing", edited(text, &hash)),
+        ("the correction is empty", edited("{}", &hash)),
+    ] {
+        assert!(app::update(&mut s, action).is_empty());
+        assert_eq!(s.mode, Mode::Normal, "{why}");
+        assert!(
+            s.flash.as_ref().is_some_and(|f| f.error && f.text.contains(why) && f.text.contains("nothing was signed")),
+            "{why}: {:?}",
+            s.flash
+        );
+    }
+
+    app::update(&mut s, edited(&corrected, &hash));
+    if let Some((width, height)) = s.viewport {
+        app::update(&mut s, Action::Drawn { width, height });
+    }
+    let Mode::Confirm(c) = &s.mode else { panic!("no dialog: {:?} {:?}", s.mode, s.flash) };
+    assert_eq!(c.focus, Button::Cancel);
+    assert!(c.correction.as_ref().is_some_and(|c| c.action["to"] == "dana.lee@northwind.example"));
+    let shown = screen(&s, 100, 40);
+    assert!(shown.contains("APPROVAL AS CORRECTED"), "{shown}");
+    assert!(shown.contains(r#"-   "to": "dana@northwind.example""#), "{shown}");
+    assert!(shown.contains(r#"+   "to": "dana.lee@northwind.example""#), "{shown}");
+    assert!(shown.contains("minor_edit"), "{shown}");
+    // Read to the end, then sign: the correction goes with the approval.
+    for _ in 0..10 {
+        if matches!(&s.mode, Mode::Confirm(c) if c.read) {
+            break;
+        }
+        press(&mut s, &["pagedown"]);
+    }
+    let fx = press(&mut s, &["y"]);
+    assert!(
+        matches!(fx.as_slice(), [Effect::Sign { verdict: Verdict::Approve, correction: Some(c), grant: None, .. }]
+            if c.action["to"] == "dana.lee@northwind.example"),
+        "{fx:?}"
+    );
+
+    // `:correct ID` selects that pending packet first.
+    let mut s = state(false);
+    let fx = press(
+        &mut s,
+        &[":", "c", "o", "r", "r", "e", "c", "t", " ", "p", "-", "k", "i", "c", "k", "o", "f", "f", "enter"],
+    );
+    assert!(matches!(fx.as_slice(), [Effect::Edit { packet, .. }] if packet.id == "p-kickoff"), "{fx:?} {:?}", s.flash);
 }

@@ -371,6 +371,7 @@ fn s_in_the_approval_dialog_chooses_a_grant_shown_in_words_and_signed_with_the_a
     app::update(
         &mut s,
         Action::Signed(Ok(app::SignedSummary {
+            corrected: None,
             cosigned: None,
             packet_id: "cc-main".into(),
             verdict: warrant::protocol::decision::Verdict::Approve,

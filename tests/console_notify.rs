@@ -241,6 +241,7 @@ fn refused(id: &str, result: Result<Option<app::SignedSummary>, String>) -> Acti
 
 fn summary(id: &str, index: u64) -> app::SignedSummary {
     app::SignedSummary {
+        corrected: None,
         cosigned: None,
         packet_id: id.into(),
         verdict: warrant::protocol::decision::Verdict::Refuse,

@@ -11,6 +11,9 @@ pub enum Command {
     /// `:approve [ID]`: the approval dialog for the packet under the cursor (as `a`), or for the
     /// pending packet `ID` (selected first).
     Approve(Option<String>),
+    /// `:correct [ID]`: the proposed action of the packet under the cursor (as `e`), or of the
+    /// pending packet `ID`, in the principal's editor, then the approval as corrected.
+    Correct(Option<String>),
     /// `:refuse [REASON]`: with a reason, the refusal dialog at once; without, the reason line
     /// (as `r`).
     Refuse(Option<String>),
@@ -43,8 +46,9 @@ pub const VIEWS: [(&str, Pane); 8] = [
 ];
 
 /// Every command name, for completion (`q` is `quit`'s short form), every view's included.
-pub const NAMES: [&str; 17] = [
+pub const NAMES: [&str; 18] = [
     "approve",
+    "correct",
     "refuse",
     "filter",
     "sort",
@@ -65,8 +69,9 @@ pub const NAMES: [&str; 17] = [
 
 /// The commands as `?` lists them: how each is typed, and what it does (with the usage, at most
 /// 36 characters: one help column).
-pub const HELP: [(&str, &str); 8] = [
+pub const HELP: [(&str, &str); 9] = [
     (":approve [ID]", "approve (this or ID)"),
+    (":correct [ID]", "edit, approve as corrected"),
     (":refuse [WHY]", "refuse, with reason"),
     (":grant SCOPE", "approve with a grant"),
     (":filter [TEXT]", "filter (alone: clear)"),
@@ -105,6 +110,8 @@ pub fn parse(line: &str) -> Result<Command, String> {
         "" => Err("empty command (:help lists them)".into()),
         "approve" if rest.contains(char::is_whitespace) => Err(":approve takes one packet id".into()),
         "approve" => Ok(Command::Approve((!rest.is_empty()).then(|| rest.to_owned()))),
+        "correct" if rest.contains(char::is_whitespace) => Err(":correct takes one packet id".into()),
+        "correct" => Ok(Command::Correct((!rest.is_empty()).then(|| rest.to_owned()))),
         "refuse" => Ok(Command::Refuse((!rest.is_empty()).then(|| rest.to_owned()))),
         "filter" => Ok(Command::Filter(rest.to_owned())),
         "sort" => sort_key(rest).map(Command::Sort).ok_or_else(|| {
@@ -155,7 +162,7 @@ pub fn complete(line: &str, themes: &[String]) -> (String, Vec<String>) {
         [] => (line.to_owned(), fits),
         [one] => {
             let space = if head.is_empty()
-                && !matches!(one.as_str(), "approve" | "q" | "quit" | "help")
+                && !matches!(one.as_str(), "approve" | "correct" | "q" | "quit" | "help")
                 && !VIEWS.iter().any(|(v, _)| v == one)
             {
                 " "

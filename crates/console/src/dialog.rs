@@ -90,10 +90,10 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
     }
     let p = &c.packet;
     let role = if c.verdict == Verdict::Approve { "approve" } else { "refuse" };
-    let what = if c.verdict == Verdict::Approve {
-        "✓ Sign an APPROVAL of this packet?"
-    } else {
-        "✗ Sign a REFUSAL of this packet?"
+    let what = match (c.verdict, &c.correction) {
+        (Verdict::Approve, Some(_)) => "✓ Sign an APPROVAL AS CORRECTED of this packet?",
+        (Verdict::Approve, None) => "✓ Sign an APPROVAL of this packet?",
+        (Verdict::Refuse, _) => "✗ Sign a REFUSAL of this packet?",
     };
     let mut out = vec![Row(vec![(what.to_owned(), role)]), Row(vec![])];
     let any = usize::MAX;
@@ -131,9 +131,15 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
             let text = format!("needs {} · {signed} · {then}", q.describe());
             labelled(&mut out, "co-sign", &inert(&text, any), "warn", width);
         }
-        grant_rows(state, c, &mut out, width);
+        if c.correction.is_none() {
+            grant_rows(state, c, &mut out, width);
+        }
     }
     out.push(Row(vec![]));
+    if let Some(correction) = c.correction.as_deref().filter(|_| c.verdict == Verdict::Approve) {
+        correction_rows(p, correction, &mut out, width);
+        return out;
+    }
     let fields = field_lines(&p.proposed_action, width.saturating_sub(2), usize::MAX, true);
     let n = match &p.proposed_action {
         serde_json::Value::Object(m) => m.len(),
@@ -145,6 +151,37 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
     )]));
     out.extend(fields.into_iter().map(|l| field_row(l, 2)));
     out
+}
+
+/// An approval as corrected: the evidence it is, then the whole difference between the proposed
+/// action and the correction, every line of both (`-` removed, `+` added), wrapped, never cut.
+fn correction_rows(
+    p: &warrant_protocol::packet::Packet,
+    c: &warrant_protocol::correction::Correction,
+    out: &mut Vec<Row>,
+    width: usize,
+) {
+    use warrant_protocol::correction::DiffLine;
+    let evidence = format!(
+        "{} ({}‰ of the action changed): the agent runs the corrected action",
+        c.size.label(),
+        c.changed_permille
+    );
+    labelled(out, "corrected", &evidence, "warn", width);
+    out.push(Row(vec![]));
+    out.push(Row(vec![("the difference, every line of both (- proposed, + corrected):".to_owned(), "header")]));
+    for line in warrant_protocol::correction::diff_lines(&p.proposed_action, &c.action) {
+        let (mark, text, role) = match &line {
+            DiffLine::Same(t) => ("  ", t, "muted"),
+            DiffLine::Removed(t) => ("- ", t, "refuse"),
+            DiffLine::Added(t) => ("+ ", t, "approve"),
+        };
+        for (i, piece) in super::fields::wrap(&inert(text, usize::MAX), width.saturating_sub(4)).into_iter().enumerate()
+        {
+            let lead = if i == 0 { mark } else { "  " };
+            out.push(Row(vec![(format!("  {lead}"), role), (piece, role)]));
+        }
+    }
 }
 
 /// The scope of an approval of one packet: once, or the grant signed with it in words

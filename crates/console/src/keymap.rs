@@ -158,6 +158,7 @@ pub fn known_commands(mode: &str) -> &'static [&'static str] {
             "grants",
             "audit",
             "approve",
+            "correct",
             "refuse",
             "raise",
             "lower",

@@ -373,8 +373,8 @@ impl Runner {
             Effect::Theme(_) => {}
             Effect::Scan => self.start_scan(),
             Effect::VerifyChain { force } => self.start_verification(force),
-            Effect::Sign { packet, publisher, verdict, reason, stands_in_for, grant } => {
-                self.start_signing(packet, publisher, verdict, reason, stands_in_for, grant)
+            Effect::Sign { packet, publisher, verdict, reason, stands_in_for, grant, correction } => {
+                self.start_signing(packet, publisher, verdict, reason, stands_in_for, grant, correction)
             }
             Effect::RefuseTimedOut { packet, after, reason } => self.start_timeout_refusal(packet, after, reason),
             Effect::RevokeGrant { grant_id, reason } => self.start_revocation(grant_id, reason),
@@ -393,7 +393,7 @@ impl Runner {
                 );
             }
             // Handled by the event loop, which owns the terminal.
-            Effect::Pager(_) | Effect::Quit => {}
+            Effect::Pager(_) | Effect::Edit { .. } | Effect::Quit => {}
         }
     }
 
@@ -525,6 +525,7 @@ impl Runner {
 
     /// Signs the principal's decision on `packet` (and records the grant after an approval) on a
     /// blocking thread.
+    #[allow(clippy::too_many_arguments)]
     fn start_signing(
         &self,
         packet: Arc<warrant_protocol::packet::Packet>,
@@ -533,6 +534,7 @@ impl Runner {
         reason: Option<String>,
         stands_in_for: Vec<String>,
         grant: Option<Box<warrant_protocol::grant::GrantInput>>,
+        correction: Option<Box<warrant_protocol::correction::Correction>>,
     ) {
         let Some(principal) = self.principal.clone() else {
             let _ = self.tx.send(Action::Signed(Err("read-only: no key".into())));
@@ -543,33 +545,51 @@ impl Runner {
         let quorum = self.policies.cosign(&packet.action_class).cloned();
         spawn_job(tx, Action::Signed(Err("internal error while signing (see the log)".into())), move || {
             let at = warrant_protocol::clock::now_rfc3339();
-            let result = spool::decide_with(
-                &spool,
-                &principal,
-                &pinned,
-                &packet,
-                publisher,
-                verdict,
-                reason.as_deref(),
-                &at,
-                &*observer,
-                quorum.as_ref(),
-                |_| Ok(stands_in_for),
-            )
-            .map(|d| SignedSummary {
-                cosigned: d.cosigned,
-                packet_id: packet.id.clone(),
-                verdict,
-                chain_index: d.appended.chain_index,
-                entry_hash: d.appended.entry_hash,
-                // The approval stands even if the grant after it cannot be recorded.
-                grant: grant.map(|g| {
-                    spool::append_grant(&spool, &principal, &pinned, &g)
-                        .map(|(g, _)| g.grant_id)
-                        .map_err(|e| e.to_string())
-                }),
-            })
-            .map_err(|e| e.to_string());
+            let admit = |_: &spool::ChainView| Ok(stands_in_for);
+            let decided = match &correction {
+                None => spool::decide_with(
+                    &spool,
+                    &principal,
+                    &pinned,
+                    &packet,
+                    publisher,
+                    verdict,
+                    reason.as_deref(),
+                    &at,
+                    &*observer,
+                    quorum.as_ref(),
+                    admit,
+                ),
+                Some(c) => spool::decide_corrected(
+                    &spool,
+                    &principal,
+                    &pinned,
+                    &packet,
+                    publisher,
+                    c,
+                    reason.as_deref(),
+                    &at,
+                    &*observer,
+                    quorum.as_ref(),
+                    admit,
+                ),
+            };
+            let result = decided
+                .map(|d| SignedSummary {
+                    corrected: correction.as_ref().map(|c| c.size),
+                    cosigned: d.cosigned,
+                    packet_id: packet.id.clone(),
+                    verdict,
+                    chain_index: d.appended.chain_index,
+                    entry_hash: d.appended.entry_hash,
+                    // The approval stands even if the grant after it cannot be recorded.
+                    grant: grant.map(|g| {
+                        spool::append_grant(&spool, &principal, &pinned, &g)
+                            .map(|(g, _)| g.grant_id)
+                            .map_err(|e| e.to_string())
+                    }),
+                })
+                .map_err(|e| e.to_string());
             match &result {
                 Ok(s) => {
                     tracing::info!(packet = %s.packet_id, verdict = verdict.as_str(), index = s.chain_index, "signed")
@@ -596,6 +616,7 @@ impl Runner {
             let cause = warrant_protocol::decision::SystemCause::Timeout;
             let result = match spool::decide_system(&spool, &principal, &pinned, &packet, cause, &reason, &at) {
                 Ok(d) => Ok(Some(SignedSummary {
+                    corrected: None,
                     packet_id: packet_id.clone(),
                     verdict: warrant_protocol::decision::Verdict::Refuse,
                     chain_index: d.appended.chain_index,
@@ -685,6 +706,7 @@ impl Runner {
                     .iter()
                     .zip(done)
                     .map(|(i, d)| SignedSummary {
+                        corrected: None,
                         packet_id: i.packet.id.clone(),
                         verdict,
                         chain_index: d.appended.chain_index,
@@ -927,26 +949,54 @@ fn start_runner(
 ///
 /// # Errors
 /// The pager cannot be started, or the terminal cannot be given back or taken again.
-fn page<B: ratatui::backend::Backend>(terminal: &mut ratatui::Terminal<B>, text: &str) -> Result<()>
+/// Runs the principal's editor on `text` with the terminal handed over ([`Effect::Edit`]):
+/// `$VISUAL`, else `$EDITOR`, else `vi`, run by `sh` on a file in a directory of the principal's
+/// own (0700; the file 0600; both removed after). Returns the file's text when the editor exits
+/// (whatever its status: the correction is checked before anything is signed).
+fn edit<B: ratatui::backend::Backend>(terminal: &mut ratatui::Terminal<B>, text: &str) -> Result<String>
 where
     B::Error: Send + Sync + 'static,
 {
-    use std::io::Write as _;
-    let pager = std::env::var("PAGER").ok().filter(|p| !p.trim().is_empty()).unwrap_or_else(|| "less".into());
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|e| !e.trim().is_empty()))
+        .unwrap_or_else(|| "vi".into());
+    let dir =
+        tempfile::Builder::new().prefix("warrant-correct-").tempdir().wrap_err("making the editor's directory")?;
+    let path = dir.path().join("action.json");
+    {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .wrap_err("writing the proposed action for the editor")?;
+        f.write_all(text.as_bytes()).wrap_err("writing the proposed action for the editor")?;
+    }
+    take_terminal(terminal, || {
+        let status = std::process::Command::new("sh")
+            .args(["-c", &format!("{editor} \"$1\""), "sh"])
+            .arg(&path)
+            .status()
+            .wrap_err_with(|| format!("starting {editor:?}"))?;
+        tracing::info!(editor = %editor, status = %status, "the editor of a correction exited");
+        std::fs::read_to_string(&path).wrap_err("reading the correction back")
+    })
+}
+
+/// Gives the terminal to `run` (a pager, an editor) and takes it again after, whatever `run`
+/// returned; the next frame is drawn whole.
+fn take_terminal<B: ratatui::backend::Backend, T>(
+    terminal: &mut ratatui::Terminal<B>,
+    run: impl FnOnce() -> Result<T>,
+) -> Result<T>
+where
+    B::Error: Send + Sync + 'static,
+{
     restore_terminal();
-    let shown = (|| -> Result<()> {
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", &pager])
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .wrap_err_with(|| format!("starting {pager:?}"))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            // A pager that quits early closes its end: not an error.
-            let _ = stdin.write_all(text.as_bytes());
-        }
-        child.wait().wrap_err_with(|| format!("waiting for {pager:?}"))?;
-        Ok(())
-    })();
+    let done = run();
     terminal::enable_raw_mode().wrap_err("enabling raw mode again")?;
     execute!(std::io::stdout(), terminal::EnterAlternateScreen, ratatui::crossterm::event::EnableBracketedPaste)?;
     if MOUSE.load(std::sync::atomic::Ordering::Relaxed) {
@@ -958,7 +1008,28 @@ where
     execute!(std::io::stdout(), terminal::Clear(terminal::ClearType::All))?;
     terminal.swap_buffers();
     terminal.swap_buffers();
-    shown
+    done
+}
+
+fn page<B: ratatui::backend::Backend>(terminal: &mut ratatui::Terminal<B>, text: &str) -> Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
+    use std::io::Write as _;
+    let pager = std::env::var("PAGER").ok().filter(|p| !p.trim().is_empty()).unwrap_or_else(|| "less".into());
+    take_terminal(terminal, || {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &pager])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .wrap_err_with(|| format!("starting {pager:?}"))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // A pager that quits early closes its end: not an error.
+            let _ = stdin.write_all(text.as_bytes());
+        }
+        child.wait().wrap_err_with(|| format!("waiting for {pager:?}"))?;
+        Ok(())
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1076,6 +1147,21 @@ where
                 if let Effect::Theme(name) = &effect {
                     switch_theme(&mut theme, name, &tx);
                     dirty = true;
+                }
+                if let Effect::Edit { packet, text } = &effect {
+                    // The event stream stops reading the terminal while the editor has it.
+                    drop(events);
+                    let text = edit(terminal, text).map_err(|e| format!("{e:#}"));
+                    events = EventStream::new();
+                    dirty = true;
+                    let edited = Action::Edited {
+                        packet_id: packet.id.clone(),
+                        content_hash: packet.content_hash.clone(),
+                        text,
+                    };
+                    for effect in app::update(&mut state, edited) {
+                        runner.run(effect);
+                    }
                 }
                 if let Effect::Pager(text) = &effect {
                     // The event stream stops reading the terminal while the pager has it.

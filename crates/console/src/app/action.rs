@@ -67,6 +67,16 @@ pub enum Action {
     },
     /// A signing effect finished.
     Signed(Result<SignedSummary, String>),
+    /// The editor of a correction ([`Effect::Edit`]) exited: the packet (its id and content hash
+    /// when the editor opened) and what the file held then, or why it could not be read.
+    Edited {
+        /// The packet's id.
+        packet_id: String,
+        /// Its content hash when the editor opened.
+        content_hash: String,
+        /// The file's text.
+        text: Result<String, String>,
+    },
     /// A batch signing effect finished ([`Effect::SignBatch`]): a summary per packet signed, or
     /// why nothing was signed.
     SignedBatch(Result<Vec<SignedSummary>, String>),
@@ -140,6 +150,8 @@ pub struct SignedSummary {
     pub grant: Option<Result<String, String>>,
     /// For an approval under a quorum (`[cosign]`): who has signed so far.
     pub cosigned: Option<warrant_store::spool::CosignProgress>,
+    /// An approval as corrected: the size of the edit (the evidence it is).
+    pub corrected: Option<warrant_protocol::correction::EditSize>,
 }
 
 /// One packet of [`Effect::SignBatch`].
@@ -194,6 +206,9 @@ pub enum Effect {
         stands_in_for: Vec<String>,
         /// The grant signed after the approval, if the principal chose a scope.
         grant: Option<Box<warrant_protocol::grant::GrantInput>>,
+        /// Approve as corrected: the principal's correction of the proposed action, signed into
+        /// the approval ([`warrant_store::spool::decide_corrected`]).
+        correction: Option<Box<warrant_protocol::correction::Correction>>,
     },
     /// Sign and append the refusal of a timed-out packet as a system decision
     /// ([`warrant_store::spool::decide_system`], `"system": "timeout"`): its class has `[timeouts]
@@ -254,6 +269,16 @@ pub enum Effect {
     /// standard input, there is no file to edit; the console gives the terminal back to it and
     /// takes it again when it exits (`p`).
     Pager(String),
+    /// Open `text` (a pending packet's proposed action, as JSON) in `$VISUAL`, else `$EDITOR`,
+    /// else `vi`, in a file of the principal's own (0600, removed after); the console gives the
+    /// terminal to the editor and takes it again when it exits, then reports
+    /// [`Action::Edited`] (`e`, `:correct`).
+    Edit {
+        /// The packet as it was when the editor opened.
+        packet: Arc<Packet>,
+        /// What the editor starts with.
+        text: String,
+    },
     /// Leave.
     Quit,
 }

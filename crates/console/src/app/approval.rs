@@ -196,8 +196,89 @@ pub(super) fn sign(state: &mut State, c: Confirm) -> Vec<Effect> {
         Verdict::Approve => state.verdict(&c.packet.id).map(PacketVerdict::stands_in_for).unwrap_or_default(),
         Verdict::Refuse => Vec::new(),
     };
-    let grant = c.grant.filter(|_| c.verdict == Verdict::Approve);
-    vec![Effect::Sign { packet: c.packet, publisher, verdict: c.verdict, reason: c.reason, stands_in_for, grant }]
+    let grant = c.grant.filter(|_| c.verdict == Verdict::Approve && c.correction.is_none());
+    let correction = c.correction.filter(|_| c.verdict == Verdict::Approve);
+    vec![Effect::Sign {
+        packet: c.packet,
+        publisher,
+        verdict: c.verdict,
+        reason: c.reason,
+        stands_in_for,
+        grant,
+        correction,
+    }]
+}
+
+/// `e` (or `:correct`) on a pending packet: every check an approval makes first, then the
+/// packet's proposed action in the principal's editor ([`Effect::Edit`], sorted indented JSON).
+pub(super) fn start_correction(state: &mut State) -> Vec<Effect> {
+    if !state.marked.is_empty() {
+        state.flash =
+            Some(Flash { text: "a correction is of one packet: clear the selection (V)".into(), error: true });
+        return vec![];
+    }
+    // The checks of an approval, through its own path: a packet it refuses is not corrected.
+    let fx = start_decision(state, true);
+    let Mode::Confirm(c) = std::mem::replace(&mut state.mode, Mode::Normal) else { return fx };
+    if state.policies.cosign(&c.packet.action_class).is_some() {
+        state.flash = Some(Flash {
+            text: format!(
+                "{} needs several principals' approval: it cannot be approved as corrected (refuse it, saying why)",
+                c.packet.id
+            ),
+            error: true,
+        });
+        return fx;
+    }
+    let text = warrant_protocol::correction::sorted_pretty(&c.packet.proposed_action) + "\n";
+    state.flash = Some(Flash { text: format!("correcting {} in your editor…", c.packet.id), error: false });
+    vec![Effect::Edit { packet: c.packet, text }]
+}
+
+/// The editor of a correction exited: the approval dialog opens on the difference between the
+/// packet's proposed action and the correction, or the status line says why nothing will be
+/// signed (the packet changed meanwhile, the text is not JSON, the correction is refused, or it
+/// changes nothing).
+pub(super) fn edited(
+    state: &mut State,
+    packet_id: &str,
+    content_hash: &str,
+    text: Result<String, String>,
+) -> Vec<Effect> {
+    let refuse = |state: &mut State, why: String| {
+        state.flash = Some(Flash { text: format!("{packet_id}: {why}; nothing was signed"), error: true });
+        vec![]
+    };
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => return refuse(state, format!("the editor's file could not be read ({e})")),
+    };
+    let Some(entry) = state.snapshot.packet(packet_id) else {
+        return refuse(state, "it is no longer pending".into());
+    };
+    if entry.packet.content_hash != content_hash {
+        return refuse(state, "it changed while you were correcting it".into());
+    }
+    let packet = Arc::clone(&entry.packet);
+    let value = match warrant_protocol::canonical::parse_untrusted(text.as_bytes()) {
+        Ok(v) => v,
+        Err(e) => return refuse(state, format!("the correction is not valid JSON ({e})")),
+    };
+    let correction = match warrant_protocol::correction::Correction::new(&packet, &state.policies, value) {
+        Ok(Some(c)) => c,
+        Ok(None) => return refuse(state, "the correction changes nothing (a approves it as proposed)".into()),
+        Err(e) => return refuse(state, e.to_string()),
+    };
+    // Selected again, so the approval's checks run on this packet now.
+    if !state.select_pending(packet_id) {
+        return refuse(state, "it is no longer in the pending list (a filter may hide it)".into());
+    }
+    let fx = start_decision(state, true);
+    if let Mode::Confirm(mut c) = std::mem::replace(&mut state.mode, Mode::Normal) {
+        c.correction = Some(Box::new(correction));
+        state.mode = confirm_mode(state, c);
+    }
+    fx
 }
 
 /// *Sign* in a batch dialog: every approval checked again at the moment of signing (all or
@@ -335,6 +416,11 @@ fn scope_choices(state: &State, p: &Packet) -> Vec<warrant_protocol::grant::Gran
 /// `s` in an approval dialog of one packet: the next scope ([`scope_choices`]), back to once
 /// after the last. The dialog must then be read again before it can be signed.
 pub(super) fn cycle_scope(state: &mut State, c: &mut Confirm) {
+    if c.correction.is_some() {
+        state.flash =
+            Some(Flash { text: "an approval as corrected is of this call once: no grant".into(), error: true });
+        return;
+    }
     if c.verdict != Verdict::Approve || !c.batch.is_empty() {
         state.flash = Some(Flash { text: "a grant comes with the approval of one packet".into(), error: true });
         return;

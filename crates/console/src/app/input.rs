@@ -47,6 +47,24 @@ pub(super) fn command_key(state: &mut State, key: &Key, text: &mut String) -> Op
 
 /// Runs a `:` command: the same work as its key. An unknown command or a bad argument does
 /// nothing and says why in the status line.
+/// `:approve ID`, `:correct ID`: the pending packet `id` is selected first, so what opens is what
+/// the key (`a`, `e`) opens on it; else the status line says why it is not there.
+fn named_packet(state: &mut State, id: &str, cmd: &str) -> Vec<Effect> {
+    if state.select_pending(id) {
+        return on_normal_command(state, cmd);
+    }
+    let shown = warrant_protocol::text::inert(id, 80);
+    let text = if state.decisions.contains_key(id) {
+        format!("{shown} is already decided (2 lists the decisions)")
+    } else if !state.filter.is_empty() && state.snapshot.packets.iter().any(|e| e.packet.id == id) {
+        format!("{shown} is hidden by the filter (esc clears it)")
+    } else {
+        format!("no pending packet {shown}")
+    };
+    state.flash = Some(Flash { text, error: true });
+    vec![]
+}
+
 fn run_command(state: &mut State, line: &str) -> Vec<Effect> {
     use crate::command::Command;
     state.completions.clear();
@@ -61,26 +79,9 @@ fn run_command(state: &mut State, line: &str) -> Vec<Effect> {
     let before = (state.pane, state.selection(state.pane));
     let fx = match command {
         Command::Approve(None) => on_normal_command(state, "approve"),
-        Command::Approve(Some(id)) => {
-            // The packet is selected first, so the dialog is the one `a` opens on it.
-            let shown = warrant_protocol::text::inert(&id, 80);
-            if let Some(i) = state.pending().iter().position(|e| e.packet.id == id) {
-                state.pane = super::Pane::Pending;
-                state.zoomed = false;
-                state.selected[super::Pane::Pending as usize] = i;
-                on_normal_command(state, "approve")
-            } else {
-                let text = if state.decisions.contains_key(&id) {
-                    format!("{shown} is already decided (2 lists the decisions)")
-                } else if !state.filter.is_empty() && state.snapshot.packets.iter().any(|e| e.packet.id == id) {
-                    format!("{shown} is hidden by the filter (esc clears it)")
-                } else {
-                    format!("no pending packet {shown}")
-                };
-                state.flash = Some(Flash { text, error: true });
-                vec![]
-            }
-        }
+        Command::Approve(Some(id)) => named_packet(state, &id, "approve"),
+        Command::Correct(None) => on_normal_command(state, "correct"),
+        Command::Correct(Some(id)) => named_packet(state, &id, "correct"),
         Command::Refuse(reason) => {
             let fx = on_normal_command(state, "refuse");
             // With a reason, straight to the same dialog `r` and a typed reason open.

@@ -310,6 +310,7 @@ pub(super) fn on_normal_command(state: &mut State, cmd: &str) -> Vec<Effect> {
         }
         "copy_id" | "copy_hash" => return copy_selected(state, cmd == "copy_hash"),
         "pager" => return page_selected(state),
+        "correct" => return super::approval::start_correction(state),
         "help" => state.mode = Mode::Help,
         "log" => state.mode = Mode::Log,
         "quit" => {

@@ -115,6 +115,9 @@ pub struct Confirm {
     /// expiry, which is computed from the clock at each press); `None` for once, or a grant
     /// `:grant` named.
     pub grant_choice: Option<usize>,
+    /// Approve as corrected: the principal's correction, shown as its difference with the
+    /// proposed action and signed with the approval; `None` for a plain decision.
+    pub correction: Option<Box<warrant_protocol::correction::Correction>>,
 }
 
 impl Confirm {
@@ -133,6 +136,7 @@ impl Confirm {
             batch: Vec::new(),
             grant: None,
             grant_choice: None,
+            correction: None,
         }
     }
 

@@ -637,6 +637,16 @@ impl State {
         self.selected[pane as usize].min(self.len(pane).saturating_sub(1))
     }
 
+    /// Selects the pending packet `id` in the Pending view (shown whole, not zoomed); `false`
+    /// when no pending packet the filter shows has that id.
+    pub fn select_pending(&mut self, id: &str) -> bool {
+        let Some(i) = self.pending().iter().position(|e| e.packet.id == id) else { return false };
+        self.pane = Pane::Pending;
+        self.zoomed = false;
+        self.selected[Pane::Pending as usize] = i;
+        true
+    }
+
     /// The packet under the cursor, if the focused pane shows packets.
     #[must_use]
     pub fn selected_packet(&self) -> Option<Arc<Packet>> {

@@ -93,6 +93,9 @@ pub(super) fn apply(state: &mut State, action: Action) -> Vec<Effect> {
             if state.audit_wanted { vec![Effect::Audit] } else { vec![] }
         }
         Action::Signed(result) => take_signed(state, result),
+        Action::Edited { packet_id, content_hash, text } => {
+            super::approval::edited(state, &packet_id, &content_hash, text)
+        }
         Action::SignedBatch(result) => take_signed_batch(state, result),
         Action::TimeoutRefused { packet_id, after, result } => take_timeout_refusal(state, &packet_id, after, result),
         Action::ControlSigned(result) => take_control_signed(state, result),
@@ -194,12 +197,16 @@ fn take_signed(state: &mut State, result: Result<SignedSummary, String>) -> Vec<
             let known = in_the_chain_view(state, &s);
             if let Some(row) = state.snapshot.packet(&s.packet_id).filter(|_| !partial && !known).and_then(|e| {
                 let class = state.policies.normalize(&e.packet.action_class);
-                warrant_store::spool::decision_evidence(&class, s.verdict, None, &decided_at, Some(&s.packet_id))
+                warrant_store::spool::decision_evidence(&class, s.verdict, s.corrected, &decided_at, Some(&s.packet_id))
             }) {
                 state.chain_evidence.push(row);
                 state.recompute_graduation();
             }
-            let word = if s.verdict == Verdict::Approve { "✓ approved" } else { "✗ refused" };
+            let word = match (s.verdict, s.corrected) {
+                (Verdict::Approve, Some(size)) => format!("✓ approved as corrected ({})", size.label()),
+                (Verdict::Approve, None) => "✓ approved".to_owned(),
+                (Verdict::Refuse, _) => "✗ refused".to_owned(),
+            };
             let (grant, error) = match &s.grant {
                 None => (String::new(), false),
                 Some(Ok(id)) => (format!(" · granted {id}"), false),
