@@ -1571,3 +1571,47 @@ fn a_correction_that_is_not_json_empty_or_another_action_signs_nothing() {
     let o = child.wait_with_output().expect("hook");
     assert_eq!(pre_tool_use(&o).0, "deny");
 }
+
+// Issue 35: the preconditions an approval as corrected records are the corrected call's: a write
+// corrected to another file re-checks that file (and one outside the precondition roots cannot be
+// observed, so that correction is refused and nothing is signed).
+#[test]
+fn an_approval_as_corrected_records_the_preconditions_of_the_corrected_call() {
+    let e = env();
+    let project = e.dir.path().join("project");
+    pin_writes(&e, &project);
+    let notes = project.join("notes.txt");
+    std::fs::write(&notes, "v1\n").expect("write");
+    let event = write_event("toolu_fix", &project, notes.to_str().expect("utf-8"), "v2\n");
+    let child = spawn_hook(&e, "claude-code", &event, &["--wait", "30"]);
+    wait_for_packet(&e, "cc-toolu_fix");
+    let outside = e.dir.path().join("elsewhere.txt");
+    let file = corrected_action(&e, "cc-toolu_fix", |input| input["file_path"] = json!(outside));
+    let o = e.run(&["approve", "--yes", "cc-toolu_fix", "--correct", file.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(1), "the corrected file cannot be observed: {}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("outside the precondition roots"), "{}", text(&o));
+    let other = project.join("other.txt");
+    let file = corrected_action(&e, "cc-toolu_fix", |input| input["file_path"] = json!(other));
+    let o = e.run(&["approve", "--yes", "cc-toolu_fix", "--correct", file.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let decision: Value =
+        serde_json::from_slice(&std::fs::read(e.spool().join("decisions/cc-toolu_fix.json")).expect("decision"))
+            .expect("JSON");
+    let recorded = &decision["document"]["preconditions"];
+    let paths: Vec<&Value> =
+        recorded.as_array().expect("preconditions").iter().map(|p| &p["parameters"]["path"]).collect();
+    assert!(!paths.is_empty() && paths.iter().all(|p| **p == json!(other)), "the corrected file: {recorded}");
+    let (decision, reason) = pre_tool_use_corrected(&child.wait_with_output().expect("hook"));
+    assert_eq!(decision, "allow", "{reason}");
+}
+
+/// Claude Code's PreToolUse answer to a call approved as corrected: its decision and reason
+/// (with `updatedInput` beside them), exit 0.
+fn pre_tool_use_corrected(o: &Output) -> (String, String) {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+    let v = stdout_json(o);
+    let out = &v["hookSpecificOutput"];
+    assert!(out["updatedInput"].is_object(), "{v}");
+    let reason = out["permissionDecisionReason"].as_str().expect("reason").to_owned();
+    (out["permissionDecision"].as_str().expect("decision").to_owned(), reason)
+}

@@ -377,6 +377,7 @@ pub(super) fn decide_cli(
             &entry.packet,
             Some(entry.owner),
             c,
+            c.preconditions(&entry.packet, &policies).as_deref(),
             reason,
             &decided_at,
             &observer,

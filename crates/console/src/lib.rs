@@ -543,6 +543,7 @@ impl Runner {
         let (spool, pinned, tx) = (self.spool.clone(), Arc::clone(&self.pinned), self.tx.clone());
         let observer = Arc::clone(&self.observer);
         let quorum = self.policies.cosign(&packet.action_class).cloned();
+        let corrected_preconditions = correction.as_ref().and_then(|c| c.preconditions(&packet, &self.policies));
         spawn_job(tx, Action::Signed(Err("internal error while signing (see the log)".into())), move || {
             let at = warrant_protocol::clock::now_rfc3339();
             let admit = |_: &spool::ChainView| Ok(stands_in_for);
@@ -567,6 +568,7 @@ impl Runner {
                     &packet,
                     publisher,
                     c,
+                    corrected_preconditions.as_deref(),
                     reason.as_deref(),
                     &at,
                     &*observer,

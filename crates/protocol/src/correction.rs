@@ -213,6 +213,27 @@ impl Correction {
         Ok(Correction { action: action.clone(), changed_permille, size })
     }
 
+    /// The preconditions an approval of this correction of `packet` records and the agent's
+    /// side re-checks before the call runs (lodestar-and-tiers.md §A3): for a tool call, the
+    /// tool's declared preconditions over the corrected input, in the call's working directory,
+    /// exactly as [`crate::calls::call_packet`] derives them for a proposed call (a corrected
+    /// path is the file checked); `None` for any other packet, whose contract stands.
+    #[must_use]
+    pub fn preconditions(
+        &self,
+        packet: &Packet,
+        policies: &PolicySet,
+    ) -> Option<Vec<crate::ladder::ActionPrecondition>> {
+        let tool = call_tool(packet)?;
+        let c = crate::calls::classify_proposed(policies, &self.action, &tool)?;
+        let cwd = self.action.get("cwd").and_then(Value::as_str);
+        Some(crate::calls::action_preconditions(
+            &c.preconditions,
+            self.action.get("input").unwrap_or(&Value::Null),
+            cwd,
+        ))
+    }
+
     /// What the agent runs: the corrected call's `input` when `packet` is a tool call, else the
     /// whole corrected action.
     #[must_use]

@@ -290,6 +290,7 @@ pub fn decide_corrected(
     packet: &Packet,
     publisher: Option<u32>,
     correction: &Correction,
+    preconditions: Option<&[ActionPrecondition]>,
     reason: Option<&str>,
     decided_at: &str,
     observer: &dyn PreconditionRecorder,
@@ -303,16 +304,18 @@ pub fn decide_corrected(
             packet.id
         )));
     }
-    let signs = Signs { quorum: None, system: None, correction: Some(correction) };
+    let signs = Signs { quorum: None, system: None, correction: Some((correction, preconditions)) };
     decide_as(spool, principal, pinned, packet, publisher, Verdict::Approve, reason, decided_at, observer, signs, admit)
 }
 
-/// What a decision signs besides its verdict: co-signing terms, a system cause, a correction.
+/// What a decision signs besides its verdict: co-signing terms, a system cause, a correction
+/// (with the preconditions of the corrected call, when it is a tool call: recorded instead of the
+/// packet's).
 #[derive(Clone, Copy)]
 struct Signs<'a> {
     quorum: Option<&'a warrant_protocol::decision::Quorum>,
     system: Option<decision::SystemCause>,
-    correction: Option<&'a Correction>,
+    correction: Option<(&'a Correction, Option<&'a [ActionPrecondition]>)>,
 }
 
 /// Signs and records a *system decision* on `packet` ([`decision::SystemCause`]): a refusal,
@@ -367,6 +370,7 @@ fn decide_as(
     admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
 ) -> Result<Decided, DecideError> {
     let Signs { quorum, system, correction } = signs;
+    let (correction, corrected_preconditions) = correction.map_or((None, None), |(c, p)| (Some(c), p));
     may_decide(spool, packet, verdict, reason, decided_at)?;
     let trace = packet.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", packet.id));
     let action_class = warrant_protocol::registry::normalize(&packet.action_class);
@@ -381,8 +385,12 @@ fn decide_as(
         decided_at,
         stands_in_for: &[],
     };
-    let mut preconditions =
-        if verdict == Verdict::Approve { record_preconditions(observer, packet, publisher)? } else { None };
+    // An approval as corrected re-checks the corrected call's preconditions, not the proposed one's.
+    let mut preconditions = match (verdict, corrected_preconditions) {
+        (Verdict::Approve, Some(p)) => observer.record(p, publisher).map_err(DecideError::PreconditionFailed)?,
+        (Verdict::Approve, None) => record_preconditions(observer, packet, publisher)?,
+        (Verdict::Refuse, _) => None,
+    };
     // Signed under the lock, once `admit` has said what the approval stands in for on the
     // verified chain: what is signed is what was checked.
     let mut signed: Option<SignedDecision> = None;
