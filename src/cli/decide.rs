@@ -259,6 +259,17 @@ fn similar_ids<'a>(id: &str, ids: impl Iterator<Item = &'a str>) -> Vec<&'a str>
     near.into_iter().take(3).map(|(_, c)| c).collect()
 }
 
+/// What an approval carries besides itself: a grant (`--scope`) or a correction (`--correct`),
+/// never both.
+pub(super) enum With<'a> {
+    /// A plain decision.
+    Nothing,
+    /// A grant signed after the approval.
+    Grant(&'a (crate::protocol::grant::ScopeRequest, crate::protocol::grant::GrantOptions)),
+    /// The corrected proposed action, as read from `--correct`.
+    Correction(Value),
+}
+
 pub(super) fn decide_cli(
     spool: &Spool,
     config: &Config,
@@ -266,9 +277,13 @@ pub(super) fn decide_cli(
     verdict: Verdict,
     reason: Option<&str>,
     review: &Review,
-    grant: Option<&(crate::protocol::grant::ScopeRequest, crate::protocol::grant::GrantOptions)>,
-    correct: Option<Value>,
+    with: With<'_>,
 ) -> Result<u8, Failure> {
+    let (grant, correct) = match with {
+        With::Nothing => (None, None),
+        With::Grant(g) => (Some(g), None),
+        With::Correction(v) => (None, Some(v)),
+    };
     use std::io::IsTerminal as _;
     let interactive = std::io::stdin().is_terminal() && !review.yes;
     if !interactive && review.hash.is_none() && !review.yes {

@@ -407,7 +407,7 @@ fn run_command(
             let spool = resolve_spool(spool_arg, &config)?;
             set_aside_torn_tail(&spool)?;
             match ids.as_slice() {
-                [id] => decide_cli(&spool, &config, id, Verdict::Refuse, Some(&reason), &review, None, None),
+                [id] => decide_cli(&spool, &config, id, Verdict::Refuse, Some(&reason), &review, decide::With::Nothing),
                 _ => decide_batch_cli(&spool, &config, &ids, Verdict::Refuse, Some(&reason), &review),
             }
         }
@@ -576,7 +576,8 @@ fn approve_cmd(
     if let Some(corrected) = correction {
         return match (ids.as_slice(), grant) {
             ([id], None) => {
-                decide_cli(spool, config, id, Verdict::Approve, reason.as_deref(), &review, None, Some(corrected))
+                let with = decide::With::Correction(corrected);
+                decide_cli(spool, config, id, Verdict::Approve, reason.as_deref(), &review, with)
             }
             ([_], Some(_)) => Err(Failure::usage(
                 "--correct approves the corrected call once: a grant (--scope) covers calls as proposed; nothing was signed",
@@ -586,7 +587,8 @@ fn approve_cmd(
     }
     match (ids.as_slice(), grant) {
         ([id], grant) => {
-            decide_cli(spool, config, id, Verdict::Approve, reason.as_deref(), &review, grant.as_ref(), None)
+            let with = grant.as_ref().map_or(decide::With::Nothing, decide::With::Grant);
+            decide_cli(spool, config, id, Verdict::Approve, reason.as_deref(), &review, with)
         }
         (_, Some(_)) => Err(Failure::usage(
             "--scope grants with one packet's approval: approve the others without it, or one at a time",
