@@ -322,7 +322,9 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
     // an approval signed after the answer); the wait is let go after the answer is recorded.
     governor.answered(&outcome);
     drop(hold);
-    if let (Event::PreToolUse, Outcome::Allow { packet_id, by_principal, .. }) = (kind, &outcome)
+    // A call approved as corrected is not this call: the host's PermissionRequest for it (with
+    // either input) is its own packet.
+    if let (Event::PreToolUse, Outcome::Allow { packet_id, by_principal, corrected: None, .. }) = (kind, &outcome)
         && let Err(e) = crate::store::spool::record_call(
             &opts.spool,
             &crate::protocol::calls::call_key(&call),

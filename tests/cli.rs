@@ -927,6 +927,12 @@ fn every_documented_exit_code_is_what_the_binary_gives() {
         &e.propose("email.send.external", "agent-q", "x-8", &["--wait", "20"]),
         8,
     );
+    let child = wait("x-9", "agent-a", &["--wait", "20"]);
+    let corrected = e.dir.path().join("x-9.corrected.json");
+    std::fs::write(&corrected, r#"{"to": "someone.else@example.com"}"#).expect("write");
+    let o = e.run(&["approve", "--yes", "x-9", "--correct", corrected.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    expect("propose --wait, approved as corrected", &child.wait_with_output().expect("wait"), 9);
     // 141 (stdout closed mid-write) needs output beyond a pipe's 64 KiB: exercised by
     // `daily::a_closed_pipe_ends_every_command_quietly_never_with_0` on a generated spool.
     seen.insert(141, "a closed pipe (tests/daily.rs)");
