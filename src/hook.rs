@@ -292,7 +292,8 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
             Ok(Some(Outcome::Allow { reason, .. })) => {
                 return allow(opts.host, kind, &format!("warrant: this call {reason}"));
             }
-            Ok(_) => {}
+            Ok(Some(refused)) => return deny(opts.host, kind, &refusal_text(&refused)),
+            Ok(None) => {}
             Err(e) => return deny(opts.host, kind, &e.to_string()),
         }
     }
@@ -344,13 +345,31 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
         // Approved as corrected: Claude Code runs the corrected input (`updatedInput`); a host or
         // event that cannot change a call's input is refused with the correction, for the model.
         Outcome::Allow { packet_id, reason, corrected: Some(input), .. } => match (opts.host, kind) {
-            (Host::ClaudeCode, Event::PreToolUse) => allow_corrected(&format!("warrant: {packet_id} {reason}"), input),
+            // The correction runs once, whichever way it runs.
+            (Host::ClaudeCode, Event::PreToolUse) => match governor.claim_correction(packet_id) {
+                None => allow_corrected(&format!("warrant: {packet_id} {reason}"), input),
+                Some(refused) => deny(opts.host, kind, &refusal_text(&refused)),
+            },
             _ => {
                 // The agent's next call with exactly the corrected input runs once
                 // (`Governor::corrected_rerun`, checked against the principal's decision).
                 let corrected = crate::protocol::calls::ToolCall { input: (**input).clone(), ..call.clone() };
                 let key = crate::protocol::calls::call_key(&corrected);
-                let next = match crate::store::spool::record_corrected_call(&opts.spool, &key, packet_id) {
+                let text = input.to_string();
+                // The reason is cut at 4,000 characters, and a model can only repeat what it read
+                // whole and as written.
+                let repeatable =
+                    text.chars().count() <= CORRECTION_IN_REASON && !text.chars().any(crate::protocol::text::is_unsafe);
+                let recorded = if repeatable {
+                    crate::store::spool::record_corrected_call(&opts.spool, &key, packet_id)
+                } else {
+                    Err(std::io::Error::other("too long to repeat"))
+                };
+                let next = match recorded {
+                    _ if !repeatable => format!(
+                        "the corrected input is too long or holds characters a terminal would hide, so it \
+                         cannot be repeated here: ask the principal for it (`warrant list --json` shows {packet_id})"
+                    ),
                     Ok(()) => format!(
                         "make the call again with exactly this input and it runs (once, within {} minutes): {}",
                         crate::govern::CORRECTED_RUN_WITHIN.whole_minutes(),
@@ -372,10 +391,7 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
             }
         },
         Outcome::Allow { packet_id, reason, .. } => allow(opts.host, kind, &format!("warrant: {packet_id} {reason}")),
-        Outcome::Deny { packet_id, status, .. } => {
-            let id = packet_id.as_deref().unwrap_or("-");
-            deny(opts.host, kind, &format!("{status} ({id}): {}", outcome.message()))
-        }
+        Outcome::Deny { .. } => deny(opts.host, kind, &refusal_text(&outcome)),
         // `wait` never answers Hold.
         Outcome::Hold { .. } => deny(opts.host, kind, "internal error: still held after the wait"),
     }
@@ -540,6 +556,18 @@ fn allow(host: Host, event: Event, reason: &str) -> Answer {
     };
     Answer { stdout, stderr: String::new(), code: 0 }
 }
+
+/// A refusal in the words the model reads: `STATUS (PACKET): why (remedy)`.
+fn refusal_text(outcome: &Outcome) -> String {
+    let (id, status) = match outcome {
+        Outcome::Deny { packet_id, status, .. } => (packet_id.as_deref().unwrap_or("-"), *status),
+        _ => (outcome.packet_id().unwrap_or("-"), "blocked"),
+    };
+    format!("{status} ({id}): {}", outcome.message())
+}
+
+/// The longest corrected input (in characters) a refusal carries for the model to repeat.
+const CORRECTION_IN_REASON: usize = 3000;
 
 /// Claude Code's allow of a PreToolUse call approved as corrected: the tool runs with `input`
 /// (`hookSpecificOutput.updatedInput`, the whole corrected input) instead of the model's.

@@ -75,6 +75,10 @@ fn the_agent_waiting_gets_the_corrected_action_and_the_correction_is_evidence_an
     let printed: Vec<&str> = std::str::from_utf8(&o.stdout).expect("utf-8").lines().collect();
     assert_eq!(printed.len(), 2, "the id, then the corrected action: {printed:?}");
     assert_eq!(serde_json::from_str::<Value>(printed[1]).expect("JSON"), fixed, "what may run is the correction");
+    // `check-preconditions q-1 && run` never runs the proposal the principal corrected.
+    let o = e.run(&["check-preconditions", "q-1"]);
+    assert_eq!(o.status.code(), Some(9), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("rob@example.com"), "{}", text(&o));
 
     // A rewrite of most of the message is a heavy one.
     let waiting = propose_waiting(&e, "q-2", &proposed);

@@ -1481,6 +1481,34 @@ fn a_held_call_approved_as_corrected_runs_as_corrected_in_claude_code_and_is_tol
         "the whole corrected input, which the host runs: {v}"
     );
     assert!(out["permissionDecisionReason"].as_str().is_some_and(|r| r.contains("approved as corrected by alice")));
+    // Found by review: the correction ran there; a pointer the agent writes for the same
+    // corrected call does not make it run again.
+    let corrected = warrant::protocol::calls::ToolCall {
+        host: "claude-code".into(),
+        agent: "claude-code".into(),
+        session: Some("abc123-session".into()),
+        tool: "Bash".into(),
+        input: json!({"command": "git push origin release-2026-11", "description": "Push the branch"}),
+        notebook: String::new(),
+        cwd: None,
+        workdir: None,
+        annotations: Value::Null,
+    };
+    let key = warrant::protocol::calls::call_key(&corrected);
+    warrant::store::spool::record_corrected_call(
+        &warrant::store::spool::Spool::new(e.spool()),
+        &key,
+        "cc-toolu_01PushMain",
+    )
+    .expect("the agent's pointer");
+    let mut again: Value =
+        serde_json::from_slice(&fixture("claude-code-pre-tool-use-bash-git-push.json")).expect("JSON");
+    again["tool_input"] = corrected.input.clone();
+    again["tool_use_id"] = json!("toolu_02Again");
+    pace(&e);
+    let (decision, reason) = pre_tool_use(&hook(&e, "claude-code", again.to_string().as_bytes(), &["--wait", "1"]));
+    assert_eq!(decision, "deny", "a correction runs once: {reason}");
+    assert!(reason.contains("consumed") && reason.contains("already ran"), "{reason}");
 
     let child = spawn_hook(&e, "codex", &fixture("codex-pre-tool-use-bash-git-push.json"), &[]);
     wait_for_packet(&e, "cx-call_push01");

@@ -313,6 +313,8 @@ pub(super) fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Res
         _ => Ok(spool::read_limited(&decision_path)
             .map_err(|e| Failure::invalid(format!("{}: {e}", decision_path.display())))?),
     };
+    // An approval as corrected: what may run is the correction, said once the checks hold.
+    let mut corrected: Option<Value> = None;
     let (phase, preconditions): (&str, Vec<ActionPrecondition>) = match read {
         Ok(bytes) => {
             let file: Value = crate::protocol::canonical::parse_untrusted(&bytes)
@@ -330,6 +332,7 @@ pub(super) fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Res
                 println!("{id} was refused by {}; nothing may execute", d.principal);
                 return Ok(EXIT_REFUSED);
             }
+            corrected = d.correction.map(|c| c.action);
             let recorded = d
                 .preconditions
                 .iter()
@@ -367,7 +370,11 @@ pub(super) fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Res
         observer.recheck(&preconditions)
     };
     if as_json {
-        print_json(&json!({"packet_id": id, "phase": phase, "revalidation": rv}))?;
+        let mut report = json!({"packet_id": id, "phase": phase, "revalidation": rv});
+        if let Some(c) = &corrected {
+            report["corrected_action"] = c.clone();
+        }
+        print_json(&report)?;
     } else {
         println!("{id} ({phase}): {} precondition(s) to re-check", rv.checks.len());
         for c in &rv.checks {
@@ -383,11 +390,16 @@ pub(super) fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Res
         if let Some(f) = &rv.failure {
             println!("precondition_failed: {}", crate::protocol::text::inert(&f.detail, 400));
         }
+        if let (Some(c), true) = (&corrected, rv.ok) {
+            println!("approved as corrected: run this instead of what was proposed: {c}");
+        }
     }
     // 0 only for a packet approved by a verified decision whose preconditions all hold: an
-    // agent written as `check-preconditions X && run` never runs a pending packet.
+    // agent written as `check-preconditions X && run` never runs a pending packet, nor the
+    // proposal of one the principal corrected (9: run the correction).
     Ok(match (phase, rv.ok) {
         ("pending", _) => EXIT_PENDING,
+        (_, true) if corrected.is_some() => EXIT_CORRECTED,
         (_, true) => 0,
         (_, false) => EXIT_INVALID,
     })

@@ -945,16 +945,14 @@ fn start_runner(
     (_watcher, runner)
 }
 
-/// Shows `text` in `$PAGER` (`less` when unset or empty), run by `sh -c` as git and man run it,
-/// with the text on its standard input: the terminal is given back (raw mode off, the main
-/// screen) until the pager exits, then taken again and redrawn whole.
-///
-/// # Errors
-/// The pager cannot be started, or the terminal cannot be given back or taken again.
 /// Runs the principal's editor on `text` with the terminal handed over ([`Effect::Edit`]):
 /// `$VISUAL`, else `$EDITOR`, else `vi`, run by `sh` on a file in a directory of the principal's
 /// own (0700; the file 0600; both removed after). Returns the file's text when the editor exits
 /// (whatever its status: the correction is checked before anything is signed).
+///
+/// # Errors
+/// The directory or file cannot be made or read back, the editor cannot be started, or the
+/// terminal cannot be given back or taken again.
 fn edit<B: ratatui::backend::Backend>(terminal: &mut ratatui::Terminal<B>, text: &str) -> Result<String>
 where
     B::Error: Send + Sync + 'static,
@@ -1013,6 +1011,12 @@ where
     done
 }
 
+/// Shows `text` in `$PAGER` (`less` when unset or empty), run by `sh -c` as git and man run it,
+/// with the text on its standard input: the terminal is given back (raw mode off, the main
+/// screen) until the pager exits, then taken again and redrawn whole.
+///
+/// # Errors
+/// The pager cannot be started, or the terminal cannot be given back or taken again.
 fn page<B: ratatui::backend::Backend>(terminal: &mut ratatui::Terminal<B>, text: &str) -> Result<()>
 where
     B::Error: Send + Sync + 'static,

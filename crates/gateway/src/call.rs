@@ -218,6 +218,33 @@ impl Shared {
             },
             other => other,
         };
+        // Approved as corrected: the request must take the corrected arguments, and the
+        // correction runs once, whichever surface runs it.
+        let outcome = match outcome {
+            Outcome::Allow { corrected: Some(arguments), packet_id, .. }
+                if !wire::edit(&call.message, &["params"], &mut |p| {
+                    p.insert("arguments".into(), wire::raw(&arguments));
+                    true
+                })
+                .is_ok_and(|m| m.is_some()) =>
+            {
+                Outcome::Deny {
+                    packet_id: Some(packet_id),
+                    status: "blocked",
+                    reason: "the corrected arguments could not be put in the request; it was not run".into(),
+                    remedy: None,
+                }
+            }
+            allowed @ Outcome::Allow { corrected: Some(_), .. } => {
+                let (g, id) = (governor.clone(), submitted.packet_id.clone());
+                match tokio::task::spawn_blocking(move || g.claim_correction(&id)).await {
+                    Ok(None) => allowed,
+                    Ok(Some(refused)) => refused,
+                    Err(e) => blocked(format!("warrant failed while recording the correction's run: {e}")),
+                }
+            }
+            other => other,
+        };
         // Answered: refused, timed out or cancelled by the client (no later decision runs it),
         // or let run (it leaves the principal's Pending).
         let (g, o) = (governor.clone(), outcome.clone());

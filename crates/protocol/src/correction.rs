@@ -26,7 +26,7 @@ pub const MINOR_EDIT_MAX_PERMILLE: u32 = 250;
 
 /// Texts (before and after, together) up to this many bytes are compared character by
 /// character; longer ones line by line (a character diff is quadratic at worst).
-pub const CHAR_DIFF_BYTES: usize = 64 * 1024;
+pub const CHAR_DIFF_BYTES: usize = 16 * 1024;
 
 /// How large an edit is: the evidence label a correction records (§4.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -156,6 +156,13 @@ impl Correction {
                 let input = &corrected["input"];
                 if is_empty(input) && !is_empty(&proposed["input"]) {
                     return Err(CorrectionError::Empty);
+                }
+                // A call's input is what the host runs with: of the type it was (an object).
+                if std::mem::discriminant(input) != std::mem::discriminant(&proposed["input"]) {
+                    return Err(CorrectionError::Shape {
+                        expected: type_name(&proposed["input"]),
+                        found: type_name(input),
+                    });
                 }
                 let class = |action: &Value| {
                     crate::calls::classify_proposed(policies, action, &tool)

@@ -217,8 +217,12 @@ pub(super) fn start_correction(state: &mut State) -> Vec<Effect> {
             Some(Flash { text: "a correction is of one packet: clear the selection (V)".into(), error: true });
         return vec![];
     }
-    // The checks of an approval, through its own path: a packet it refuses is not corrected.
+    // The checks of an approval, through its own path: a packet it refuses is not corrected
+    // (and the mode it set, a broken chain's alert, stays).
     let fx = start_decision(state, true);
+    if !matches!(state.mode, Mode::Confirm(_)) {
+        return fx;
+    }
     let Mode::Confirm(c) = std::mem::replace(&mut state.mode, Mode::Normal) else { return fx };
     if state.policies.cosign(&c.packet.action_class).is_some() {
         state.flash = Some(Flash {
@@ -274,9 +278,11 @@ pub(super) fn edited(
         return refuse(state, "it is no longer in the pending list (a filter may hide it)".into());
     }
     let fx = start_decision(state, true);
-    if let Mode::Confirm(mut c) = std::mem::replace(&mut state.mode, Mode::Normal) {
+    if let Mode::Confirm(c) = &mut state.mode {
         c.correction = Some(Box::new(correction));
-        state.mode = confirm_mode(state, c);
+        let mut c = c.clone();
+        measure_confirm(state, &mut c);
+        state.mode = Mode::Confirm(c);
     }
     fx
 }

@@ -90,23 +90,32 @@ impl Governor {
     /// call is judged as any other) unless the principal's decision file on that packet verifies,
     /// is an approval as corrected of this agent's packet, and its corrected action is this
     /// call's proposed action in every member (tool, host, session, working directory, input),
-    /// and its one run is not taken ([`spool::claim_corrected_run`]). What the agent may write
-    /// (the pointer, the packet) decides nothing the principal did not sign.
+    /// and its preconditions hold; then its one run is claimed ([`Self::claim_correction`]: a
+    /// refusal `consumed` when it ran already, `blocked` when the claim cannot be recorded). What
+    /// the agent may write (the pointer, the packet) decides nothing the principal did not sign.
     ///
     /// # Errors
-    /// The run could not be claimed (an I/O error): the call must not run.
+    /// The chain cannot be read: the call must not run.
     pub fn corrected_rerun(&self, call: &ToolCall) -> Result<Option<Outcome>, GovernError> {
         let key = warrant_protocol::calls::call_key(call);
         let Some(id) = spool::corrected_call_of(&self.spool, &key) else { return Ok(None) };
+        let classification = self.classify(call);
+        let class = self.policies.normalize(&classification.class);
+        // The packet is a hook's or the gateway's call packet of this agent, tool and class (one
+        // needing several principals is never approved as corrected).
         let Some(packet) = spool::read_limited(&self.spool.packets_dir().join(format!("{id}.json")))
             .ok()
             .and_then(|b| warrant_protocol::packet::parse_packet(&b, &id).ok())
-            .filter(|p| p.agent == call.agent)
+            .filter(|p| p.agent == call.agent && warrant_protocol::calls::is_call_packet(p))
+            .filter(|p| {
+                warrant_protocol::verdict::Governance::of_packet(p).and_then(|g| g.tool.clone()).as_deref()
+                    == Some(call.tool.as_str())
+            })
+            .filter(|p| self.policies.normalize(&p.action_class) == class && self.policies.cosign(&class).is_none())
         else {
             return Ok(None);
         };
         let Ok(Some(correction)) = self.verify_decision_file(&id, &packet.content_hash, None) else { return Ok(None) };
-        let classification = self.classify(call);
         let doc = warrant_protocol::calls::call_packet(call, &classification, &self.policies, &id, "");
         let same = warrant_protocol::canonical::canonical_digest(&doc["proposed_action"])
             == warrant_protocol::canonical::canonical_digest(&correction.action);
@@ -115,16 +124,56 @@ impl Governor {
         if !same || !recent {
             return Ok(None);
         }
-        match spool::claim_corrected_run(&self.spool, &id) {
-            Ok(true) => Ok(Some(Outcome::Allow {
-                packet_id: id.clone(),
-                reason: format!("is the correction the principal approved for {id}, run once"),
-                by_principal: true,
-                grant: None,
-                corrected: None,
-            })),
-            Ok(false) => Ok(None),
-            Err(e) => Err(e.into()),
+        // The chain verifies and the agent stands as it did: otherwise the call is judged anew
+        // (and refused there with the reason).
+        let agent = spool::agent_view(&self.spool, &self.pinned)?;
+        let view = &agent.chain.view;
+        if !view.report.is_valid()
+            || view.controls.standing(&call.agent) != warrant_protocol::graduation::gate::AgentStanding::Active
+        {
+            return Ok(None);
+        }
+        let allowed = Outcome::Allow {
+            packet_id: id.clone(),
+            reason: format!("is the correction the principal approved for {id}, run once"),
+            by_principal: true,
+            grant: None,
+            corrected: None,
+        };
+        // The preconditions the approval recorded (the corrected call's) are re-checked now.
+        let submitted = Submitted {
+            packet_id: id.clone(),
+            content_hash: packet.content_hash.clone(),
+            agent: call.agent.clone(),
+            at: self.clock.now(),
+            classification,
+            preconditions: Vec::new(),
+            outcome: allowed.clone(),
+            timeout: None,
+            quorum: None,
+        };
+        if let Some(failed) = self.recheck_before_run(&submitted, &allowed) {
+            return Ok(Some(failed));
+        }
+        match self.claim_correction(&id) {
+            None => Ok(Some(allowed)),
+            refused => Ok(refused),
+        }
+    }
+
+    /// Claims the one run of the correction the principal approved for `id`, for a surface about
+    /// to run it itself (Claude Code's `updatedInput`, the gateway's corrected arguments): a
+    /// correction runs once, whichever surface runs it ([`Self::corrected_rerun`] claims the
+    /// same). `None` when the claim is taken; else the refusal.
+    #[must_use]
+    pub fn claim_correction(&self, id: &str) -> Option<Outcome> {
+        let refused = |status: &'static str, reason: String| {
+            Some(Outcome::Deny { packet_id: Some(id.to_owned()), status, reason, remedy: None })
+        };
+        match spool::claim_corrected_run(&self.spool, id) {
+            Ok(true) => None,
+            Ok(false) => refused("consumed", format!("the correction of {id} already ran (a correction runs once)")),
+            Err(e) => refused("blocked", format!("could not record the run of the correction of {id}: {e}")),
         }
     }
 
@@ -533,7 +582,7 @@ impl Governor {
                 // leaves the approval unused.
                 let quorum = self.policies.cosign(&entry.packet.action_class);
                 match self.verify_decision_file(id, &entry.packet.content_hash, quorum) {
-                    Ok(correction) => match corrected_call(id, correction) {
+                    Ok(correction) => match corrected_call(id, &entry.packet.proposed_action, correction) {
                         Ok(corrected) => {
                             let how = if corrected.is_some() { "approved as corrected" } else { "approved" };
                             self.use_approval(id, format!("{how} by {by}{why}"), corrected)
@@ -895,6 +944,16 @@ impl Governor {
         }
     }
 
+    /// The proposed action of the packet `s` submitted, as submitted (its content hash): `null`
+    /// when the file is gone or changed, which no correction matches.
+    fn proposed_action(&self, s: &Submitted) -> Value {
+        spool::read_limited(&self.spool.packets_dir().join(format!("{}.json", s.packet_id)))
+            .ok()
+            .and_then(|b| warrant_protocol::packet::parse_packet(&b, &s.packet_id).ok())
+            .filter(|p| p.content_hash == s.content_hash)
+            .map_or(Value::Null, |p| p.proposed_action)
+    }
+
     /// The answer for a held call whose wait (of `timeout` in all) ended with `waited`.
     fn outcome_of(&self, s: &Submitted, waited: Waited, timeout: Duration) -> Outcome {
         let id = s.packet_id.clone();
@@ -905,7 +964,7 @@ impl Governor {
                 let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
                 let by = warrant_protocol::text::inert(&by, 400);
                 match d.verdict {
-                    Verdict::Approve => match corrected_call(&id, d.correction) {
+                    Verdict::Approve => match corrected_call(&id, &self.proposed_action(s), d.correction) {
                         Ok(corrected) => {
                             let how = if corrected.is_some() { "approved as corrected" } else { "approved" };
                             self.use_approval(&id, format!("{how} by {by}{why}"), corrected)
@@ -1021,9 +1080,6 @@ fn recent_or_foreign(metas: &[std::fs::Metadata]) -> Vec<bool> {
     metas.iter().map(|m| ctime(m) >= from).collect()
 }
 
-/// The answer for a packet the principal's console refused as a system decision when its class's
-/// wait ran out (`[timeouts] sign_refusal`): `timeout`, not a person's refusal. `why` is `": "`
-/// and the signed reason, or empty.
 /// How long after the principal approves a call as corrected the agent's call with exactly the
 /// corrected input may run ([`Governor::corrected_rerun`]), for a host that could not run the
 /// correction itself: the model is told at once, and retries at once.
@@ -1034,20 +1090,30 @@ pub const CORRECTED_RUN_WITHIN: time::Duration = time::Duration::minutes(10);
 /// `Ok(None)` for a plain approval. A correction without an object `input` runs nothing.
 fn corrected_call(
     id: &str,
+    proposed: &Value,
     correction: Option<warrant_protocol::correction::Correction>,
 ) -> Result<Option<Box<Value>>, Outcome> {
     let Some(c) = correction else { return Ok(None) };
+    // Every member but the input is the call's as proposed (the tool, host, session, directory).
+    fn others(v: &Value) -> Option<std::collections::BTreeMap<&String, &Value>> {
+        v.as_object().map(|m| m.iter().filter(|(k, _)| *k != "input").collect())
+    }
     match c.action.get("input") {
-        Some(input @ Value::Object(_)) => Ok(Some(Box::new(input.clone()))),
+        Some(input @ Value::Object(_)) if others(&c.action) == others(proposed) => Ok(Some(Box::new(input.clone()))),
         _ => Err(Outcome::Deny {
             packet_id: Some(id.to_owned()),
             status: "blocked",
-            reason: format!("the principal's correction of {id} is not a tool call's input; the approval was not used"),
+            reason: format!(
+                "the principal's correction of {id} is not this call with another input; the approval was not used"
+            ),
             remedy: None,
         }),
     }
 }
 
+/// The answer for a packet the principal's console refused as a system decision when its class's
+/// wait ran out (`[timeouts] sign_refusal`): `timeout`, not a person's refusal. `why` is `": "`
+/// and the signed reason, or empty.
 fn timed_out(id: &str, why: &str) -> Outcome {
     Outcome::Deny {
         packet_id: Some(id.to_owned()),
