@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use std::io::Write as _;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use warrant::store::prelude::*;
 
 /// A portable packet `id` proposing `action` for `email.send.external`, with an agent waiting on
 /// it (`propose --wait 60`); returns the waiting process.
@@ -104,6 +105,18 @@ fn the_agent_waiting_gets_the_corrected_action_and_the_correction_is_evidence_an
         .filter_map(|r| r["metadata"]["tg_receipt"]["label"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(labels, ["minor_edit", "heavy_rewrite", "approved"], "{chain}");
+
+    // The posterior moves by the spec's weights: +0.35 and −0.55 for the corrections, +0.85
+    // for the approval, from Beta(2,2) (positive evidence adds to α, negative to β).
+    let pinned = warrant::protocol::keys::PinnedKeys::load(&e.config()).expect("pins");
+    let view =
+        warrant::store::spool::verify_chain(&warrant::store::spool::Spool::new(e.spool()), &pinned).expect("verify");
+    let class = "email.send.external";
+    let today = time::OffsetDateTime::now_utc().date();
+    let threshold = warrant::protocol::graduation::policy::DEFAULT_THRESHOLD;
+    let p = warrant::protocol::graduation::Posterior::of(class, view.evidence.rows_of(class), threshold, today);
+    assert!((p.alpha - (2.0 + 0.35 + 0.85)).abs() < 1e-9, "α {}", p.alpha);
+    assert!((p.beta - (2.0 + 0.55)).abs() < 1e-9, "β {}", p.beta);
 
     // The audit names the corrections and what was approved, in text and as JSON.
     let o = e.run(&["audit"]);
