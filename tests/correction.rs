@@ -123,6 +123,9 @@ fn the_agent_waiting_gets_the_corrected_action_and_the_correction_is_evidence_an
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let audit = String::from_utf8_lossy(&o.stdout);
     assert!(audit.contains(r#"as corrected (minor_edit, "#) && audit.contains("rob@example.com"), "{audit}");
+    // With the difference, as the packet proposed it (still in the spool).
+    assert!(audit.lines().any(|l| l == r#"    -   "to": "bob@example.com""#), "{audit}");
+    assert!(audit.lines().any(|l| l == r#"    +   "to": "rob@example.com""#), "{audit}");
     let o = e.run(&["audit", "--json"]);
     let entries: Vec<Value> =
         String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();

@@ -149,6 +149,27 @@ pub(super) fn audit_cmd(
             writeln!(out, "{}", json_line_inert(&e.to_json()))?;
         } else {
             writeln!(out, "{}", audit_text_line(e))?;
+            if e.corrected.is_some() {
+                // The difference, when the packet this approval signed is still in the spool.
+                let proposed = e
+                    .packet_id
+                    .as_deref()
+                    .and_then(|id| snap.packet(id))
+                    .filter(|p| Some(&p.packet.content_hash) == e.packet_hash.as_ref());
+                match proposed {
+                    Some(p) => {
+                        for line in e.corrected_difference(&p.packet.proposed_action) {
+                            let (mark, text) = match &line {
+                                crate::protocol::correction::DiffLine::Same(t) => (' ', t),
+                                crate::protocol::correction::DiffLine::Removed(t) => ('-', t),
+                                crate::protocol::correction::DiffLine::Added(t) => ('+', t),
+                            };
+                            writeln!(out, "    {mark} {}", crate::protocol::text::inert(text, usize::MAX))?;
+                        }
+                    }
+                    None => writeln!(out, "    (the packet as proposed is no longer in the spool)")?,
+                }
+            }
         }
     }
     out.flush()?;

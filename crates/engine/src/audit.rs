@@ -197,6 +197,9 @@ pub struct AuditEntry {
     /// An approval as corrected: the signed correction (`{action, changed_permille, label}`,
     /// [`warrant_protocol::correction::Correction::to_json`]), the action that was approved.
     pub corrected: Option<Value>,
+    /// For a decision: the content hash of the packet it decided (what a difference with the
+    /// packet as proposed is shown against).
+    pub packet_hash: Option<String>,
 }
 
 fn s<'a>(v: Option<&'a Value>, k: &str) -> Option<&'a str> {
@@ -281,6 +284,7 @@ pub fn entry_of_record(index: usize, rec: &Map<String, Value>) -> AuditEntry {
         calls: 1,
         observed_by: None,
         corrected: body.filter(|_| kind == EntryKind::Decision).and_then(|b| b.get("correction")).cloned(),
+        packet_hash: s(body, "packet_hash").filter(|_| kind == EntryKind::Decision).map(str::to_owned),
     }
 }
 
@@ -336,6 +340,7 @@ pub fn entry_of_receipt(
         calls: call.and_then(|c| c.get("calls")).and_then(Value::as_u64).unwrap_or(1).clamp(1, 1_000_000_000),
         observed_by: r.observed_by.clone(),
         corrected: None,
+        packet_hash: None,
     })
 }
 
@@ -464,6 +469,17 @@ impl AuditEntry {
             c.get("changed_permille").and_then(Value::as_u64).unwrap_or(0),
             warrant_protocol::text::inert(&c.get("action").map(Value::to_string).unwrap_or_default(), usize::MAX)
         ))
+    }
+
+    /// For an approval as corrected: the whole difference between `proposed` (the packet's
+    /// proposed action, when the caller still has the packet this decision signed: its content
+    /// hash is [`Self::packet_hash`]) and the corrected action, every line of both.
+    #[must_use]
+    pub fn corrected_difference(&self, proposed: &Value) -> Vec<warrant_protocol::correction::DiffLine> {
+        match self.corrected.as_ref().and_then(|c| c.get("action")) {
+            Some(action) => warrant_protocol::correction::diff_lines(proposed, action),
+            None => Vec::new(),
+        }
     }
 
     /// Who signed, in words: `alice SHA256:…`, or `—`.

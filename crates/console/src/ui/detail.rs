@@ -56,7 +56,7 @@ pub(super) fn render_detail(state: &State, theme: &Theme, frame: &mut Frame<'_>,
             Some(p) => posterior_lines(state, theme, p, zoomed),
             None => vec![],
         },
-        Pane::Audit => state.selected_audit().map_or_else(Vec::new, |e| audit_lines(theme, e)),
+        Pane::Audit => state.selected_audit().map_or_else(Vec::new, |e| audit_lines(theme, state, e)),
         _ => match state.selected_packet() {
             Some(p) => packet_lines(state, theme, &p, width, zoomed).into_iter().map(own_line).collect(),
             None => match state.decided().get(state.selection(Pane::Decided)) {
@@ -577,7 +577,7 @@ fn gate_lines(theme: &Theme, d: &warrant_protocol::graduation::Decision, width: 
 }
 
 /// The detail of an audit entry: every field, agent text inert.
-fn audit_lines(theme: &Theme, e: &warrant_engine::audit::AuditEntry) -> Vec<Line<'static>> {
+fn audit_lines(theme: &Theme, state: &State, e: &warrant_engine::audit::AuditEntry) -> Vec<Line<'static>> {
     let place = match e.record {
         Some(r) => Span::raw(format!("record {r} of the verified chain")),
         None => Span::styled("not in the chain: a receipt file (the writer's word)", theme.get("warn")),
@@ -594,6 +594,22 @@ fn audit_lines(theme: &Theme, e: &warrant_engine::audit::AuditEntry) -> Vec<Line
     ];
     if let Some(c) = e.corrected_words() {
         lines.push(kv(theme, "approved", c));
+        // The difference, when the packet this approval signed is still in the spool.
+        let proposed = e
+            .packet_id
+            .as_deref()
+            .and_then(|id| state.snapshot.packet(id))
+            .filter(|p| Some(&p.packet.content_hash) == e.packet_hash.as_ref());
+        if let Some(p) = proposed {
+            for line in e.corrected_difference(&p.packet.proposed_action) {
+                let (mark, text, role) = match &line {
+                    warrant_protocol::correction::DiffLine::Same(t) => ("  ", t, "muted"),
+                    warrant_protocol::correction::DiffLine::Removed(t) => ("- ", t, "refuse"),
+                    warrant_protocol::correction::DiffLine::Added(t) => ("+ ", t, "approve"),
+                };
+                lines.push(Line::from(Span::styled(format!("  {mark}{}", inert(text, usize::MAX)), theme.get(role))));
+            }
+        }
     }
     let optional = [
         ("packet", e.packet_id.as_deref()),
