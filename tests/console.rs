@@ -2917,6 +2917,7 @@ fn e_corrects_the_proposed_action_and_the_dialog_shows_the_whole_difference() {
         );
     }
 
+    app::update(&mut s, Action::Resize { width: 80, height: 24 });
     app::update(&mut s, edited(&corrected, &hash));
     if let Some((width, height)) = s.viewport {
         app::update(&mut s, Action::Drawn { width, height });
@@ -2929,6 +2930,10 @@ fn e_corrects_the_proposed_action_and_the_dialog_shows_the_whole_difference() {
     assert!(shown.contains(r#"-   "to": "dana@northwind.example""#), "{shown}");
     assert!(shown.contains(r#"+   "to": "dana.lee@northwind.example""#), "{shown}");
     assert!(shown.contains("minor_edit"), "{shown}");
+    // At 80×24 the difference does not fit: nothing is signed before all of it was on screen.
+    assert!(matches!(&s.mode, Mode::Confirm(c) if !c.read), "{:?}", s.mode);
+    assert!(press(&mut s, &["y"]).is_empty(), "signed before the whole difference was read");
+    assert!(matches!(&s.mode, Mode::Confirm(c) if c.correction.is_some()), "{:?}", s.mode);
     // Read to the end, then sign: the correction goes with the approval.
     for _ in 0..10 {
         if matches!(&s.mode, Mode::Confirm(c) if c.read) {
