@@ -350,45 +350,7 @@ fn handle(host: Host, opts: Result<&HookOptions, &str>, input: &[u8]) -> Answer 
                 None => allow_corrected(&format!("warrant: {packet_id} {reason}"), input),
                 Some(refused) => deny(opts.host, kind, &refusal_text(&refused)),
             },
-            _ => {
-                // The agent's next call with exactly the corrected input runs once
-                // (`Governor::corrected_rerun`, checked against the principal's decision).
-                let corrected = crate::protocol::calls::ToolCall { input: (**input).clone(), ..call.clone() };
-                let key = crate::protocol::calls::call_key(&corrected);
-                let text = input.to_string();
-                // The reason is cut at 4,000 characters, and a model can only repeat what it read
-                // whole and as written.
-                let repeatable =
-                    text.chars().count() <= CORRECTION_IN_REASON && !text.chars().any(crate::protocol::text::is_unsafe);
-                let recorded = if repeatable {
-                    crate::store::spool::record_corrected_call(&opts.spool, &key, packet_id)
-                } else {
-                    Err(std::io::Error::other("too long to repeat"))
-                };
-                let next = match recorded {
-                    _ if !repeatable => format!(
-                        "the corrected input is too long or holds characters a terminal would hide, so it \
-                         cannot be repeated here: ask the principal for it (`warrant list --json` shows {packet_id})"
-                    ),
-                    Ok(()) => format!(
-                        "make the call again with exactly this input and it runs (once, within {} minutes): {}",
-                        crate::govern::CORRECTED_RUN_WITHIN.whole_minutes(),
-                        crate::protocol::text::inert(&input.to_string(), usize::MAX)
-                    ),
-                    Err(e) => format!(
-                        "the principal approved this input instead ({e}: a call with it is a new request): {}",
-                        crate::protocol::text::inert(&input.to_string(), usize::MAX)
-                    ),
-                };
-                deny(
-                    opts.host,
-                    kind,
-                    &format!(
-                        "{packet_id} was {reason}; this host cannot run a call with a corrected input, so the \
-                         call as proposed does not run: {next}"
-                    ),
-                )
-            }
+            _ => deny(opts.host, kind, &corrected_elsewhere(opts, &call, packet_id, reason, input)),
         },
         Outcome::Allow { packet_id, reason, .. } => allow(opts.host, kind, &format!("warrant: {packet_id} {reason}")),
         Outcome::Deny { .. } => deny(opts.host, kind, &refusal_text(&outcome)),
@@ -564,6 +526,38 @@ fn refusal_text(outcome: &Outcome) -> String {
         _ => (outcome.packet_id().unwrap_or("-"), "blocked"),
     };
     format!("{status} ({id}): {}", outcome.message())
+}
+
+/// Why a call approved as corrected is refused on a host (or event) that cannot change a call's
+/// input, for the model: the corrected input, whole, and that the agent's next call with exactly
+/// that input runs once (`Governor::corrected_rerun`, checked against the principal's decision;
+/// the packet id is left under that call's key). An input too long to repeat whole within the
+/// reason, or holding characters a terminal would hide, is not offered.
+fn corrected_elsewhere(opts: &HookOptions, call: &ToolCall, packet_id: &str, reason: &str, input: &Value) -> String {
+    let text = input.to_string();
+    let repeatable =
+        text.chars().count() <= CORRECTION_IN_REASON && !text.chars().any(crate::protocol::text::is_unsafe);
+    let next = if repeatable {
+        let corrected = ToolCall { input: input.clone(), ..call.clone() };
+        let key = crate::protocol::calls::call_key(&corrected);
+        match crate::store::spool::record_corrected_call(&opts.spool, &key, packet_id) {
+            Ok(()) => format!(
+                "make the call again with exactly this input and it runs (once, within {} minutes): {text}",
+                crate::govern::CORRECTED_RUN_WITHIN.whole_minutes()
+            ),
+            Err(e) => {
+                format!("the principal approved this input instead ({e}: a call with it is a new request): {text}")
+            }
+        }
+    } else {
+        format!(
+            "the corrected input is too long or holds characters a terminal would hide, so it cannot be repeated \
+             here: ask the principal for it (`warrant list --json` shows {packet_id})"
+        )
+    };
+    format!(
+        "{packet_id} was {reason}; this host cannot run a call with a corrected input, so the call as proposed does not run: {next}"
+    )
 }
 
 /// The longest corrected input (in characters) a refusal carries for the model to repeat.

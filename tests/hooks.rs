@@ -1452,6 +1452,19 @@ fn corrected_action(e: &Env, id: &str, edit: impl FnOnce(&mut Value)) -> std::pa
     path
 }
 
+/// The held `git push` of `host`'s fixture (packet `id`), approved as corrected to push
+/// `release-2026-11`: `approve`'s output and the hook's answer, both exit 0.
+fn push_corrected_to_release(e: &Env, host: &str, id: &str) -> (Output, Output) {
+    let child = spawn_hook(e, host, &fixture(&format!("{host}-pre-tool-use-bash-git-push.json")), &[]);
+    wait_for_packet(e, id);
+    let file = corrected_action(e, id, |input| input["command"] = json!("git push origin release-2026-11"));
+    let approved = e.run(&["approve", "--yes", id, "--correct", file.to_str().expect("utf-8")]);
+    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    let answered = child.wait_with_output().expect("hook");
+    assert_eq!(answered.status.code(), Some(0), "{}", text(&answered));
+    (approved, answered)
+}
+
 // Issue 35: the principal corrects a held `git push` (the branch) and approves the correction.
 // Claude Code's hook allows the call with the corrected input as `updatedInput` (the host runs
 // that); Codex's hooks cannot change a call's input, so its call is refused with the corrected
@@ -1459,19 +1472,11 @@ fn corrected_action(e: &Env, id: &str, edit: impl FnOnce(&mut Value)) -> std::pa
 #[test]
 fn a_held_call_approved_as_corrected_runs_as_corrected_in_claude_code_and_is_told_to_codex() {
     let e = env();
-    let child = spawn_hook(&e, "claude-code", &fixture("claude-code-pre-tool-use-bash-git-push.json"), &[]);
-    wait_for_packet(&e, "cc-toolu_01PushMain");
-    let file = corrected_action(&e, "cc-toolu_01PushMain", |input| {
-        input["command"] = json!("git push origin release-2026-11");
-    });
-    let o = e.run(&["approve", "--yes", "cc-toolu_01PushMain", "--correct", file.to_str().expect("utf-8")]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
+    let (approved, o) = push_corrected_to_release(&e, "claude-code", "cc-toolu_01PushMain");
+    let out = String::from_utf8_lossy(&approved.stdout);
     assert!(out.contains("-     \"command\": \"git push origin main\","), "the difference is printed: {out}");
     assert!(out.contains("+     \"command\": \"git push origin release-2026-11\","), "{out}");
     assert!(out.contains("approved as corrected (minor_edit"), "{out}");
-    let o = child.wait_with_output().expect("hook");
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v = stdout_json(&o);
     let out = &v["hookSpecificOutput"];
     assert_eq!(out["permissionDecision"], json!("allow"), "{v}");
@@ -1510,15 +1515,7 @@ fn a_held_call_approved_as_corrected_runs_as_corrected_in_claude_code_and_is_tol
     assert_eq!(decision, "deny", "a correction runs once: {reason}");
     assert!(reason.contains("consumed") && reason.contains("already ran"), "{reason}");
 
-    let child = spawn_hook(&e, "codex", &fixture("codex-pre-tool-use-bash-git-push.json"), &[]);
-    wait_for_packet(&e, "cx-call_push01");
-    let file = corrected_action(&e, "cx-call_push01", |input| {
-        input["command"] = json!("git push origin release-2026-11");
-    });
-    let o = e.run(&["approve", "--yes", "cx-call_push01", "--correct", file.to_str().expect("utf-8")]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = child.wait_with_output().expect("hook");
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (_, o) = push_corrected_to_release(&e, "codex", "cx-call_push01");
     let v = stdout_json(&o);
     let reason = v["hookSpecificOutput"]["permissionDecisionReason"].as_str().expect("reason").to_owned();
     assert_eq!(

@@ -62,6 +62,7 @@ impl Helpers for Fixture {
             None,
             Verdict::Approve,
             None,
+            None,
             AT,
             &observer,
             None,

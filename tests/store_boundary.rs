@@ -91,6 +91,7 @@ fn an_approval_records_the_preconditions_its_observer_gives_and_fails_closed_wit
         None,
         Verdict::Approve,
         None,
+        None,
         at,
         &Seen,
         None,

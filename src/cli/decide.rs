@@ -53,12 +53,7 @@ fn show_correction(packet: &packet::Packet, c: &Correction) -> Result<(), Failur
         c.size.label()
     )?;
     for line in correction::diff_lines(&packet.proposed_action, &c.action) {
-        let (mark, text) = match &line {
-            correction::DiffLine::Same(t) => (' ', t),
-            correction::DiffLine::Removed(t) => ('-', t),
-            correction::DiffLine::Added(t) => ('+', t),
-        };
-        writeln!(out, "{mark} {}", crate::protocol::text::inert(text, usize::MAX))?;
+        writeln!(out, "{} {}", line.mark(), crate::protocol::text::inert(line.text(), usize::MAX))?;
     }
     out.flush()?;
     Ok(())
@@ -279,12 +274,12 @@ pub(super) fn decide_cli(
     review: &Review,
     with: With<'_>,
 ) -> Result<u8, Failure> {
+    use std::io::IsTerminal as _;
     let (grant, correct) = match with {
         With::Nothing => (None, None),
         With::Grant(g) => (Some(g), None),
         With::Correction(v) => (None, Some(v)),
     };
-    use std::io::IsTerminal as _;
     let interactive = std::io::stdin().is_terminal() && !review.yes;
     if !interactive && review.hash.is_none() && !review.yes {
         return Err(Failure::usage(format!(
@@ -370,36 +365,23 @@ pub(super) fn decide_cli(
         let a = crate::assess::assess_view(&policies, &snap, view, &revalidations, &principal.name);
         approvable(&a, id)
     };
-    let quorum = policies.cosign(&entry.packet.action_class);
-    let decided = match &correction {
-        None => spool::decide_with(
-            spool,
-            &principal,
-            &pinned,
-            &entry.packet,
-            Some(entry.owner),
-            verdict,
-            reason,
-            &decided_at,
-            &observer,
-            quorum,
-            admit,
-        ),
-        Some(c) => spool::decide_corrected(
-            spool,
-            &principal,
-            &pinned,
-            &entry.packet,
-            Some(entry.owner),
-            c,
-            c.preconditions(&entry.packet, &policies).as_deref(),
-            reason,
-            &decided_at,
-            &observer,
-            quorum,
-            admit,
-        ),
-    }
+    let preconditions = correction.as_ref().and_then(|c| c.preconditions(&entry.packet, &policies));
+    let corrected =
+        correction.as_ref().map(|c| spool::Corrected { correction: c, preconditions: preconditions.as_deref() });
+    let decided = spool::decide_with(
+        spool,
+        &principal,
+        &pinned,
+        &entry.packet,
+        Some(entry.owner),
+        verdict,
+        reason,
+        corrected,
+        &decided_at,
+        &observer,
+        policies.cosign(&entry.packet.action_class),
+        admit,
+    )
     .map_err(|e| match e {
         spool::DecideError::Io(_) | spool::DecideError::Chain(_) => Failure::usage(e.to_string()),
         _ => Failure::invalid(e.to_string()),

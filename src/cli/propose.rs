@@ -391,6 +391,7 @@ pub(super) fn check_preconditions(spool: &Spool, id: &str, as_json: bool) -> Res
             println!("precondition_failed: {}", crate::protocol::text::inert(&f.detail, 400));
         }
         if let (Some(c), true) = (&corrected, rv.ok) {
+            let c = crate::protocol::text::inert(&c.to_string(), usize::MAX);
             println!("approved as corrected: run this instead of what was proposed: {c}");
         }
     }

@@ -159,12 +159,8 @@ pub(super) fn audit_cmd(
                 match proposed {
                     Some(p) => {
                         for line in e.corrected_difference(&p.packet.proposed_action) {
-                            let (mark, text) = match &line {
-                                crate::protocol::correction::DiffLine::Same(t) => (' ', t),
-                                crate::protocol::correction::DiffLine::Removed(t) => ('-', t),
-                                crate::protocol::correction::DiffLine::Added(t) => ('+', t),
-                            };
-                            writeln!(out, "    {mark} {}", crate::protocol::text::inert(text, usize::MAX))?;
+                            let text = crate::protocol::text::inert(line.text(), usize::MAX);
+                            writeln!(out, "    {} {text}", line.mark())?;
                         }
                     }
                     None => writeln!(out, "    (the packet as proposed is no longer in the spool)")?,

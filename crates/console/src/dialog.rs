@@ -161,7 +161,6 @@ fn correction_rows(
     out: &mut Vec<Row>,
     width: usize,
 ) {
-    use warrant_protocol::correction::DiffLine;
     let evidence = format!(
         "{} ({}‰ of the action changed): the agent runs the corrected action",
         c.size.label(),
@@ -171,16 +170,22 @@ fn correction_rows(
     out.push(Row(vec![]));
     out.push(Row(vec![("the difference, every line of both (- proposed, + corrected):".to_owned(), "header")]));
     for line in warrant_protocol::correction::diff_lines(&p.proposed_action, &c.action) {
-        let (mark, text, role) = match &line {
-            DiffLine::Same(t) => ("  ", t, "muted"),
-            DiffLine::Removed(t) => ("- ", t, "refuse"),
-            DiffLine::Added(t) => ("+ ", t, "approve"),
-        };
-        for (i, piece) in super::fields::wrap(&inert(text, usize::MAX), width.saturating_sub(4)).into_iter().enumerate()
-        {
-            let lead = if i == 0 { mark } else { "  " };
-            out.push(Row(vec![(format!("  {lead}"), role), (piece, role)]));
+        let role = diff_role(&line);
+        let pieces = super::fields::wrap(&inert(line.text(), usize::MAX), width.saturating_sub(4));
+        for (i, piece) in pieces.into_iter().enumerate() {
+            let lead = if i == 0 { line.mark() } else { ' ' };
+            out.push(Row(vec![(format!("  {lead} "), role), (piece, role)]));
         }
+    }
+}
+
+/// The theme role a line of a correction's difference is drawn in.
+#[must_use]
+pub fn diff_role(line: &warrant_protocol::correction::DiffLine) -> &'static str {
+    match line {
+        warrant_protocol::correction::DiffLine::Same(_) => "muted",
+        warrant_protocol::correction::DiffLine::Removed(_) => "refuse",
+        warrant_protocol::correction::DiffLine::Added(_) => "approve",
     }
 }
 

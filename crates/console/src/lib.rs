@@ -546,36 +546,23 @@ impl Runner {
         let corrected_preconditions = correction.as_ref().and_then(|c| c.preconditions(&packet, &self.policies));
         spawn_job(tx, Action::Signed(Err("internal error while signing (see the log)".into())), move || {
             let at = warrant_protocol::clock::now_rfc3339();
-            let admit = |_: &spool::ChainView| Ok(stands_in_for);
-            let decided = match &correction {
-                None => spool::decide_with(
-                    &spool,
-                    &principal,
-                    &pinned,
-                    &packet,
-                    publisher,
-                    verdict,
-                    reason.as_deref(),
-                    &at,
-                    &*observer,
-                    quorum.as_ref(),
-                    admit,
-                ),
-                Some(c) => spool::decide_corrected(
-                    &spool,
-                    &principal,
-                    &pinned,
-                    &packet,
-                    publisher,
-                    c,
-                    corrected_preconditions.as_deref(),
-                    reason.as_deref(),
-                    &at,
-                    &*observer,
-                    quorum.as_ref(),
-                    admit,
-                ),
-            };
+            let corrected = correction
+                .as_deref()
+                .map(|c| spool::Corrected { correction: c, preconditions: corrected_preconditions.as_deref() });
+            let decided = spool::decide_with(
+                &spool,
+                &principal,
+                &pinned,
+                &packet,
+                publisher,
+                verdict,
+                reason.as_deref(),
+                corrected,
+                &at,
+                &*observer,
+                quorum.as_ref(),
+                |_| Ok(stands_in_for),
+            );
             let result = decided
                 .map(|d| SignedSummary {
                     corrected: correction.as_ref().map(|c| c.size),

@@ -240,16 +240,6 @@ impl Correction {
             cwd,
         ))
     }
-
-    /// What the agent runs: the corrected call's `input` when `packet` is a tool call, else the
-    /// whole corrected action.
-    #[must_use]
-    pub fn runnable(&self, packet: &Packet) -> &Value {
-        match call_tool(packet) {
-            Some(_) => self.action.get("input").unwrap_or(&Value::Null),
-            None => &self.action,
-        }
-    }
 }
 
 /// `v` as indented JSON with its object members sorted: the text corrections are sized and
@@ -298,6 +288,26 @@ pub enum DiffLine {
     Removed(String),
     /// Only in the correction.
     Added(String),
+}
+
+impl DiffLine {
+    /// The mark a difference is shown with: ` ` in both, `-` proposed only, `+` corrected only.
+    #[must_use]
+    pub fn mark(&self) -> char {
+        match self {
+            DiffLine::Same(_) => ' ',
+            DiffLine::Removed(_) => '-',
+            DiffLine::Added(_) => '+',
+        }
+    }
+
+    /// The line's text (as [`sorted_pretty`] wrote it, not made inert).
+    #[must_use]
+    pub fn text(&self) -> &str {
+        match self {
+            DiffLine::Same(t) | DiffLine::Removed(t) | DiffLine::Added(t) => t,
+        }
+    }
 }
 
 /// The whole difference between `before` and `after` as lines of [`sorted_pretty`], every line
@@ -376,7 +386,7 @@ mod tests {
         let c = Correction::new(&p, &policies, call(json!({"command": "git push origin fix"})))
             .expect("ok")
             .expect("a correction");
-        assert_eq!(c.runnable(&p), &json!({"command": "git push origin fix"}));
+        assert_eq!(c.action["input"], json!({"command": "git push origin fix"}));
         let mut moved = call(json!({"command": "git push origin feature"}));
         moved["cwd"] = json!("/elsewhere");
         assert_eq!(Correction::new(&p, &policies, moved), Err(CorrectionError::Fixed("cwd".into())));

@@ -207,7 +207,7 @@ pub enum Effect {
         /// The grant signed after the approval, if the principal chose a scope.
         grant: Option<Box<warrant_protocol::grant::GrantInput>>,
         /// Approve as corrected: the principal's correction of the proposed action, signed into
-        /// the approval ([`warrant_store::spool::decide_corrected`]).
+        /// the approval ([`warrant_store::spool::Corrected`]).
         correction: Option<Box<warrant_protocol::correction::Correction>>,
     },
     /// Sign and append the refusal of a timed-out packet as a system decision

@@ -602,12 +602,8 @@ fn audit_lines(theme: &Theme, state: &State, e: &warrant_engine::audit::AuditEnt
             .filter(|p| Some(&p.packet.content_hash) == e.packet_hash.as_ref());
         if let Some(p) = proposed {
             for line in e.corrected_difference(&p.packet.proposed_action) {
-                let (mark, text, role) = match &line {
-                    warrant_protocol::correction::DiffLine::Same(t) => ("  ", t, "muted"),
-                    warrant_protocol::correction::DiffLine::Removed(t) => ("- ", t, "refuse"),
-                    warrant_protocol::correction::DiffLine::Added(t) => ("+ ", t, "approve"),
-                };
-                lines.push(Line::from(Span::styled(format!("  {mark}{}", inert(text, usize::MAX)), theme.get(role))));
+                let text = format!("  {} {}", line.mark(), inert(line.text(), usize::MAX));
+                lines.push(Line::from(Span::styled(text, theme.get(crate::dialog::diff_role(&line)))));
             }
         }
     }

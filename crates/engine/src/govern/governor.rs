@@ -115,12 +115,13 @@ impl Governor {
         else {
             return Ok(None);
         };
-        let Ok(Some(correction)) = self.verify_decision_file(&id, &packet.content_hash, None) else { return Ok(None) };
+        let Ok(decision) = self.verify_decision_file(&id, &packet.content_hash, None) else { return Ok(None) };
+        let Some(correction) = decision.correction else { return Ok(None) };
         let doc = warrant_protocol::calls::call_packet(call, &classification, &self.policies, &id, "");
         let same = warrant_protocol::canonical::canonical_digest(&doc["proposed_action"])
             == warrant_protocol::canonical::canonical_digest(&correction.action);
-        let decided = self.decided_at(&id);
-        let recent = decided.is_some_and(|at| self.clock.now() - at <= CORRECTED_RUN_WITHIN);
+        let recent = warrant_protocol::clock::parse_rfc3339(&decision.decided_at)
+            .is_some_and(|at| self.clock.now() - at <= CORRECTED_RUN_WITHIN);
         if !same || !recent {
             return Ok(None);
         }
@@ -175,15 +176,6 @@ impl Governor {
             Ok(false) => refused("consumed", format!("the correction of {id} already ran (a correction runs once)")),
             Err(e) => refused("blocked", format!("could not record the run of the correction of {id}: {e}")),
         }
-    }
-
-    /// When the decision file on `id` says it was decided, if it verifies (as
-    /// [`Self::verify_decision_file`] read it).
-    fn decided_at(&self, id: &str) -> Option<time::OffsetDateTime> {
-        let bytes = spool::read_limited(&self.spool.decision_path(id)).ok()?;
-        let file = warrant_protocol::canonical::parse_untrusted(&bytes).ok()?;
-        let at = file.get("document")?.get("decided_at")?.as_str()?;
-        time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339).ok()
     }
 
     /// Classifies `call`, publishes its packet (or finds the one a retry of the same call made:
@@ -582,13 +574,7 @@ impl Governor {
                 // leaves the approval unused.
                 let quorum = self.policies.cosign(&entry.packet.action_class);
                 match self.verify_decision_file(id, &entry.packet.content_hash, quorum) {
-                    Ok(correction) => match corrected_call(id, &entry.packet.proposed_action, correction) {
-                        Ok(corrected) => {
-                            let how = if corrected.is_some() { "approved as corrected" } else { "approved" };
-                            self.use_approval(id, format!("{how} by {by}{why}"), corrected)
-                        }
-                        Err(denied) => denied,
-                    },
+                    Ok(d) => self.use_approval(id, &entry.packet.proposed_action, d.correction, &format!("{by}{why}")),
                     Err(reason) => Outcome::Deny {
                         packet_id: Some(id.to_owned()),
                         status: "blocked",
@@ -742,7 +728,7 @@ impl Governor {
         id: &str,
         content_hash: &str,
         quorum: Option<&warrant_protocol::decision::Quorum>,
-    ) -> Result<Option<warrant_protocol::correction::Correction>, String> {
+    ) -> Result<warrant_protocol::decision::VerifiedDecision, String> {
         let path = self.spool.decision_path(id);
         let until = Instant::now() + DECISION_FILE_GRACE;
         let missing = || matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound);
@@ -762,16 +748,30 @@ impl Governor {
             &self.pinned,
             quorum,
         ) {
-            Ok(d) if d.verdict == Verdict::Approve => Ok(d.correction),
+            Ok(d) if d.verdict == Verdict::Approve => Ok(d),
             Ok(_) => Err(format!("the decision file on {id} is not an approval")),
             Err(e) => Err(format!("the decision on {id} does not verify: {e}")),
         }
     }
 
-    /// The principal's approval of `id`, used once ([`spool::claim_approval`]): `Allow` with
-    /// `reason` for the first caller, a refusal (`consumed`) for any later one, and a block when
-    /// the use cannot be recorded.
-    fn use_approval(&self, id: &str, reason: String, corrected: Option<Box<Value>>) -> Outcome {
+    /// The principal's approval of `id` (signed by `by`, its reason included), used once
+    /// ([`spool::claim_approval`]): `Allow` for the first caller, with the corrected input when it
+    /// is an approval as corrected of the call `proposed` ([`corrected_call`]); a refusal
+    /// (`consumed`) for any later one, and a block when the use cannot be recorded or the
+    /// correction is not of this call.
+    fn use_approval(
+        &self,
+        id: &str,
+        proposed: &Value,
+        correction: Option<warrant_protocol::correction::Correction>,
+        by: &str,
+    ) -> Outcome {
+        let corrected = match corrected_call(id, proposed, correction) {
+            Ok(c) => c,
+            Err(denied) => return denied,
+        };
+        let how = if corrected.is_some() { "approved as corrected" } else { "approved" };
+        let reason = format!("{how} by {by}");
         match spool::claim_approval(&self.spool, id) {
             Ok(true) => Outcome::Allow { packet_id: id.to_owned(), reason, by_principal: true, grant: None, corrected },
             Ok(false) => Outcome::Deny {
@@ -964,13 +964,9 @@ impl Governor {
                 let by = if d.cosigners.is_empty() { d.principal } else { d.cosigners.join(" + ") };
                 let by = warrant_protocol::text::inert(&by, 400);
                 match d.verdict {
-                    Verdict::Approve => match corrected_call(&id, &self.proposed_action(s), d.correction) {
-                        Ok(corrected) => {
-                            let how = if corrected.is_some() { "approved as corrected" } else { "approved" };
-                            self.use_approval(&id, format!("{how} by {by}{why}"), corrected)
-                        }
-                        Err(denied) => denied,
-                    },
+                    Verdict::Approve => {
+                        self.use_approval(&id, &self.proposed_action(s), d.correction, &format!("{by}{why}"))
+                    }
                     Verdict::Refuse if d.system.is_some() => timed_out(&id, &why),
                     Verdict::Refuse => Outcome::Deny {
                         packet_id: Some(id),

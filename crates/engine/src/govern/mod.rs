@@ -80,10 +80,9 @@ pub enum Outcome {
         by_principal: bool,
         /// The principal's grant that allowed it ([`warrant_protocol::grant`]), if one did.
         grant: Option<String>,
-        /// Approved as corrected: what runs instead of what was proposed (the corrected call's
-        /// input for a tool call, else the whole corrected action,
-        /// [`warrant_protocol::correction::Correction::runnable`]), from the decision file that
-        /// verified. `None`: the call runs as proposed.
+        /// Approved as corrected: the input the call runs with instead of the one proposed (the
+        /// corrected action's `input`, from the decision file that verified). `None`: the call
+        /// runs as proposed.
         corrected: Option<Box<Value>>,
     },
     /// A person must decide: the packet waits in the console.

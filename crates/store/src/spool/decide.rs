@@ -239,7 +239,7 @@ pub fn decide(
     reason: Option<&str>,
     decided_at: &str,
 ) -> Result<Decided, DecideError> {
-    decide_with(spool, principal, pinned, packet, None, verdict, reason, decided_at, &Unobserved, None, |_| {
+    decide_with(spool, principal, pinned, packet, None, verdict, reason, None, decided_at, &Unobserved, None, |_| {
         Ok(Vec::new())
     })
 }
@@ -265,57 +265,46 @@ pub fn decide_with(
     publisher: Option<u32>,
     verdict: Verdict,
     reason: Option<&str>,
+    corrected: Option<Corrected<'_>>,
     decided_at: &str,
     observer: &dyn PreconditionRecorder,
     quorum: Option<&warrant_protocol::decision::Quorum>,
     admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
 ) -> Result<Decided, DecideError> {
-    let signs = Signs { quorum, system: None, correction: None };
-    decide_as(spool, principal, pinned, packet, publisher, verdict, reason, decided_at, observer, signs, admit)
-}
-
-/// Approves `packet` as corrected: as [`decide_with`] an approval, its signed document carrying
-/// the principal's `correction` (the corrected action, its size and evidence label,
-/// [`decision::sign_decision_with`]). The agent runs the corrected action; the chain's evidence
-/// for the class is `minor_edit` or `heavy_rewrite`, not `approved`.
-///
-/// # Errors
-/// As [`decide_with`]; and [`DecideError::Refused`] for a class that needs several principals
-/// (each would have to sign the same correction: refuse it and let the agent propose again).
-#[allow(clippy::too_many_arguments)]
-pub fn decide_corrected(
-    spool: &Spool,
-    principal: &Principal,
-    pinned: &PinnedKeys,
-    packet: &Packet,
-    publisher: Option<u32>,
-    correction: &Correction,
-    preconditions: Option<&[ActionPrecondition]>,
-    reason: Option<&str>,
-    decided_at: &str,
-    observer: &dyn PreconditionRecorder,
-    quorum: Option<&warrant_protocol::decision::Quorum>,
-    admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
-) -> Result<Decided, DecideError> {
-    if quorum.is_some() {
+    if corrected.is_some() && verdict != Verdict::Approve {
+        return Err(DecideError::Refused("only an approval is corrected".into()));
+    }
+    if corrected.is_some() && quorum.is_some() {
         return Err(DecideError::Refused(format!(
             "{} is of a class that needs several principals' approval: it cannot be approved as corrected \
              (refuse it with the correction as the reason, and the agent proposes again)",
             packet.id
         )));
     }
-    let signs = Signs { quorum: None, system: None, correction: Some((correction, preconditions)) };
-    decide_as(spool, principal, pinned, packet, publisher, Verdict::Approve, reason, decided_at, observer, signs, admit)
+    let signs = Signs { quorum, system: None, corrected };
+    decide_as(spool, principal, pinned, packet, publisher, verdict, reason, decided_at, observer, signs, admit)
 }
 
-/// What a decision signs besides its verdict: co-signing terms, a system cause, a correction
-/// (with the preconditions of the corrected call, when it is a tool call: recorded instead of the
-/// packet's).
+/// An approval as corrected ([`decide_with`]): its signed document carries the principal's
+/// `correction` (the corrected action, its size and evidence label,
+/// [`decision::sign_decision_with`]), so the agent runs the corrected action and the chain's
+/// evidence for the class is `minor_edit` or `heavy_rewrite`, not `approved`.
+#[derive(Debug, Clone, Copy)]
+pub struct Corrected<'a> {
+    /// The correction.
+    pub correction: &'a Correction,
+    /// For a tool call, the corrected call's preconditions
+    /// ([`Correction::preconditions`]): recorded with the approval instead of the packet's, so
+    /// what is re-checked before the call runs is what the correction names.
+    pub preconditions: Option<&'a [ActionPrecondition]>,
+}
+
+/// What a decision signs besides its verdict: co-signing terms, a system cause, a correction.
 #[derive(Clone, Copy)]
 struct Signs<'a> {
     quorum: Option<&'a warrant_protocol::decision::Quorum>,
     system: Option<decision::SystemCause>,
-    correction: Option<(&'a Correction, Option<&'a [ActionPrecondition]>)>,
+    corrected: Option<Corrected<'a>>,
 }
 
 /// Signs and records a *system decision* on `packet` ([`decision::SystemCause`]): a refusal,
@@ -348,7 +337,7 @@ pub fn decide_system(
         reason,
         decided_at,
         &Unobserved,
-        Signs { quorum: None, system: Some(cause), correction: None },
+        Signs { quorum: None, system: Some(cause), corrected: None },
         |_| Ok(Vec::new()),
     )
 }
@@ -369,8 +358,9 @@ fn decide_as(
     signs: Signs<'_>,
     admit: impl FnOnce(&ChainView) -> Result<Vec<String>, String>,
 ) -> Result<Decided, DecideError> {
-    let Signs { quorum, system, correction } = signs;
-    let (correction, corrected_preconditions) = correction.map_or((None, None), |(c, p)| (Some(c), p));
+    let Signs { quorum, system, corrected } = signs;
+    let correction = corrected.map(|c| c.correction);
+    let corrected_preconditions = corrected.and_then(|c| c.preconditions);
     may_decide(spool, packet, verdict, reason, decided_at)?;
     let trace = packet.trace_id.clone().unwrap_or_else(|| format!("warrant:{}", packet.id));
     let action_class = warrant_protocol::registry::normalize(&packet.action_class);

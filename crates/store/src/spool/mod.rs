@@ -35,7 +35,7 @@ mod view;
 
 pub use batch::{BatchError, BatchItem, decide_many};
 pub use decide::{
-    CosignProgress, DecideError, Decided, KillRefusalError, PreconditionRecorder, Unobserved, decide, decide_corrected,
+    Corrected, CosignProgress, DecideError, Decided, KillRefusalError, PreconditionRecorder, Unobserved, decide,
     decide_system, decide_with, decision_record_body, record_preconditions, refuse_pending_of,
 };
 pub use decision_files::{
@@ -52,8 +52,8 @@ pub use scan::{FileKind, InvalidFile, PacketEntry, Recheck, Scanner, Snapshot, p
 pub use snapshot::{AgentView, SNAPSHOT_FILE, agent_view, agent_view_for_class};
 pub use uses::{
     ALLOWED, PERMISSION_AFTER, USE_SUFFIX, Uses, WITHDRAW_MARGIN, WaitHold, Withdrawn, claim_approval,
-    claim_corrected_run, claim_grant_use, corrected_call_of, corrected_call_path, gate_runs, permission_answered_by,
-    read_uses, record_answer, record_call, record_corrected_call, record_gate_run, record_wait, withdrawn,
+    claim_corrected_run, claim_grant_use, corrected_call_of, gate_runs, permission_answered_by, read_uses,
+    record_answer, record_call, record_corrected_call, record_gate_run, record_wait, withdrawn,
 };
 pub use view::{
     ChainDecision, ChainView, Cosigning, VerifiedView, chain_decision_of, chain_evidence_of, decision_evidence,

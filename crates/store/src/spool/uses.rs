@@ -99,12 +99,12 @@ pub fn claim_corrected_run(spool: &Spool, packet_id: &str) -> io::Result<bool> {
 /// corrected call. What it says is never trusted: the call runs only when the principal's
 /// verified decision on that packet names exactly that call ([`claim_corrected_run`] once).
 #[must_use]
-pub fn corrected_call_path(spool: &Spool, key: &str) -> std::path::PathBuf {
+fn corrected_call_path(spool: &Spool, key: &str) -> std::path::PathBuf {
     spool.uses_dir().join(format!("corrected+{key}.json"))
 }
 
 /// Records that the call whose [`warrant_protocol::calls::call_key`] is `key` is the correction
-/// the principal approved for `packet_id` ([`corrected_call_path`]), synced.
+/// the principal approved for `packet_id` (`uses/corrected+<key>.json`), synced.
 ///
 /// # Errors
 /// An unsafe id or key; I/O errors.
