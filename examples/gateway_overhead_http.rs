@@ -3,15 +3,20 @@
 //! HTTP, in one run (docs/performance.md "MCP gateway over Streamable HTTP").
 //!
 //! ```text
-//! cargo build --release --bin warrant --example gateway_overhead_http
-//! target/release/examples/gateway_overhead_http --calls 5000 --concurrency 16 --seconds 5
+//! cargo build --release --bin warrant --example mcp_echo --example gateway_overhead_http
+//! target/release/examples/gateway_overhead_http --calls 20000 --concurrency 64 --seconds 5
+//! target/release/examples/gateway_overhead_http --server everything --calls 5000 --concurrency 16 --seconds 5
 //! ```
 //! Options: `--calls N` (default 5000) sequential calls timed on each side, `--concurrency K`
 //! (default 16) calls in flight for the throughput, `--seconds S` (default 5) each throughput run
-//! lasts, `--bin PATH` (default `target/release/warrant`).
+//! lasts, `--bin PATH` (default `target/release/warrant`), `--server rmcp|everything` (default
+//! `rmcp`), `--echo PATH` (default `target/release/examples/mcp_echo`).
 //!
-//! Method. The server is `@modelcontextprotocol/server-everything` in its Streamable HTTP mode
-//! (`mcp-server-everything streamableHttp`, from npm), its `echo` tool. The gateway serves
+//! Method. The server is `examples/mcp_echo.rs --http` (the official Rust SDK's Streamable HTTP
+//! service, stateless, answering with JSON bodies: a server fast enough not to hide the
+//! gateway), or with `--server everything` `@modelcontextprotocol/server-everything` in its
+//! Streamable HTTP mode (`mcp-server-everything streamableHttp`, from npm: sessions, answers on
+//! event streams), its `echo` tool either way. The gateway serves
 //! clients over Streamable HTTP (`--listen http://127.0.0.1:PORT/mcp`) and reaches the server
 //! over Streamable HTTP (`--url`), with a tool table that makes `everything/echo` safe, so each
 //! call is judged in memory and forwarded with no packet. The client (reqwest and sse-stream, one
@@ -30,7 +35,10 @@ use std::time::{Duration, Instant};
 struct Client {
     http: reqwest::Client,
     url: String,
-    session: String,
+    /// `Mcp-Session-Id`, when the server keeps sessions.
+    session: Option<String>,
+    /// The name of `echo`'s argument on this server.
+    arg: &'static str,
     ids: std::sync::atomic::AtomicU64,
 }
 
@@ -63,35 +71,42 @@ impl Client {
         if !sse {
             return (session, Some(serde_json::from_slice(&resp.bytes().await.expect("body")).expect("json")));
         }
+        // Read to the end of the stream (the server ends it after the answer), as the SDKs'
+        // clients do: the connection then goes back to the pool instead of being closed.
         let mut events = sse_stream::SseStream::from_bytes_stream(resp.bytes_stream());
+        let mut answer = None;
         while let Some(Ok(e)) = events.next().await {
             let Some(data) = e.data else { continue };
             let Ok(v) = serde_json::from_str::<Value>(&data) else { continue };
             if v.get("id") == Some(&id) {
-                return (session, Some(v));
+                answer = Some(v);
             }
         }
-        panic!("no answer to {id}");
+        assert!(answer.is_some(), "no answer to {id}");
+        (session, answer)
     }
 
-    async fn connect(url: &str) -> Self {
+    async fn connect(url: &str, arg: &'static str) -> Self {
         let http = reqwest::Client::new();
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
         let (session, answer) = Self::post(&http, url, None, &init).await;
         assert!(answer.is_some_and(|a| a.get("result").is_some()), "initialize");
-        let session = session.expect("a session id");
-        let _ =
-            Self::post(&http, url, Some(&session), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-                .await;
-        Self { http, url: url.to_owned(), session, ids: std::sync::atomic::AtomicU64::new(1) }
+        let _ = Self::post(
+            &http,
+            url,
+            session.as_deref(),
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+        Self { http, url: url.to_owned(), session, arg, ids: std::sync::atomic::AtomicU64::new(1) }
     }
 
     async fn echo(&self, text: &str) {
         let id = self.ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                          "params": {"name": "echo", "arguments": {"message": text}}});
-        let (_, answer) = Self::post(&self.http, &self.url, Some(&self.session), &call).await;
+                          "params": {"name": "echo", "arguments": {self.arg: text}}});
+        let (_, answer) = Self::post(&self.http, &self.url, self.session.as_deref(), &call).await;
         let answer = answer.expect("an answer");
         assert_ne!(answer["result"]["isError"], json!(true), "the call was not run: {answer}");
         let got = answer["result"]["content"][0]["text"].as_str().unwrap_or_default();
@@ -141,6 +156,7 @@ fn wait_for(port: u16) {
 fn main() {
     let (mut calls, mut k, mut secs) = (5_000usize, 16usize, 5.0f64);
     let mut bin = "target/release/warrant".to_owned();
+    let (mut server_kind, mut echo) = ("rmcp".to_owned(), "target/release/examples/mcp_echo".to_owned());
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
@@ -149,6 +165,8 @@ fn main() {
             "--concurrency" => k = value().parse().expect("--concurrency K"),
             "--seconds" => secs = value().parse().expect("--seconds S"),
             "--bin" => bin = value(),
+            "--server" => server_kind = value(),
+            "--echo" => echo = value(),
             other => panic!("unknown option {other}"),
         }
     }
@@ -172,13 +190,27 @@ fn main() {
     )
     .expect("policy");
     let (server_port, gateway_port) = (free_port(), free_port());
-    let mut server = std::process::Command::new("mcp-server-everything")
-        .arg("streamableHttp")
-        .env("PORT", server_port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("mcp-server-everything (npm install -g @modelcontextprotocol/server-everything)");
+    let (mut server, arg) = match server_kind.as_str() {
+        "rmcp" => (
+            std::process::Command::new(&echo)
+                .args(["--http", &format!("127.0.0.1:{server_port}")])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{echo}: {e} (cargo build --release --example mcp_echo)")),
+            "text",
+        ),
+        "everything" => (
+            std::process::Command::new("mcp-server-everything")
+                .arg("streamableHttp")
+                .env("PORT", server_port.to_string())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("mcp-server-everything (npm install -g @modelcontextprotocol/server-everything)"),
+            "message",
+        ),
+        other => panic!("--server {other}: rmcp or everything"),
+    };
     wait_for(server_port);
     let server_url = format!("http://127.0.0.1:{server_port}/mcp");
     let gateway_url = format!("http://127.0.0.1:{gateway_port}/mcp");
@@ -193,8 +225,8 @@ fn main() {
 
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     rt.block_on(async {
-        let d = Arc::new(Client::connect(&server_url).await);
-        let g = Arc::new(Client::connect(&gateway_url).await);
+        let d = Arc::new(Client::connect(&server_url, arg).await);
+        let g = Arc::new(Client::connect(&gateway_url, arg).await);
         for i in 0..200 {
             d.echo(&format!("warm {i}")).await;
             g.echo(&format!("warm {i}")).await;
@@ -212,7 +244,7 @@ fn main() {
         ds.sort();
         gs.sort();
         let us = |d: Duration| d.as_secs_f64() * 1e6;
-        println!("sequential calls over Streamable HTTP: {calls} on each side (µs)");
+        println!("sequential calls over Streamable HTTP to {server_kind}: {calls} on each side (µs)");
         println!("{:>8} {:>10} {:>10} {:>10}", "", "direct", "gateway", "added");
         for (name, p) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)] {
             let (a, b) = (percentile(&ds, p), percentile(&gs, p));

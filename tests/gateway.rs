@@ -18,7 +18,8 @@ use std::collections::HashMap;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_client.py");
@@ -644,6 +645,7 @@ fn a_held_task_augmented_call_is_a_task_until_the_principal_decides() {
     let created: Value = serde_json::from_str(&exchange(&mut stdin, &rx, &[call(2, "warrant")])[&2]).expect("json");
     let task = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
     assert_eq!(created["result"]["task"]["status"], json!("working"), "{created}");
+    assert_eq!(created["result"]["task"]["ttl"], json!(60000), "the client's retention, under the gateway's hour");
     let id = s.held("everything/simulate-research-query");
     let message = created["result"]["task"]["statusMessage"].as_str().expect("a status message");
     assert!(message.contains(&id), "{message}");
@@ -781,7 +783,10 @@ fn a_server_that_never_answers_initialize_is_timed_out_and_stopped_whole() {
     let v = rx.recv_timeout(Duration::from_secs(15)).expect("an answer to initialize");
     assert_eq!(v["id"], json!(1), "{v}");
     let message = v["error"]["message"].as_str().unwrap_or_else(|| panic!("an error: {v}"));
-    assert!(message.contains("did not answer initialize within 1s") && message.contains("sleep 300"), "{message}");
+    assert!(message.contains("did not answer initialize within 1s") && message.contains("(sh)"), "{message}");
+    // The agent is told the server's name and program, never its arguments (they may carry
+    // secrets); the command line is in the gateway's own log.
+    assert!(!message.contains("sleep 300"), "{message}");
     all_gone(&pids, "after the handshake timed out");
     let _ = child.kill();
     let _ = child.wait();
@@ -1968,4 +1973,128 @@ fn an_agent_that_disconnects_from_a_listening_gateway_while_held_leaves_nothing_
         .expect("TERM");
     let _ = gateway.wait();
     assert!(!target.exists(), "nothing ran");
+}
+
+/// A TCP proxy to `127.0.0.1:upstream` that cuts once, mid-answer, the event stream of the first
+/// request whose bytes contain `marker`: it passes the answer's headers and its first event (the
+/// server's priming event, an id with no data) and then closes the connection. Returns its port,
+/// whether it cut, and whether a later request carried a `Last-Event-ID` header.
+fn cutting_proxy(upstream: u16, marker: &'static str) -> (u16, Arc<AtomicBool>, Arc<AtomicBool>) {
+    use std::io::Read as _;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (cut, resumed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (cut2, resumed2) = (Arc::clone(&cut), Arc::clone(&resumed));
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else { continue };
+            let armed = Arc::new(AtomicBool::new(false));
+            let (mut c_in, mut s_out) = (client.try_clone().expect("clone"), server.try_clone().expect("clone"));
+            let (armed_up, resumed) = (Arc::clone(&armed), Arc::clone(&resumed2));
+            // The requests, as sent; the request that names `marker` arms this connection's cut.
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 16 * 1024];
+                while let Ok(n @ 1..) = c_in.read(&mut buf) {
+                    let text = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+                    if text.contains(marker) {
+                        armed_up.store(true, Ordering::SeqCst);
+                    }
+                    if text.contains("\r\nlast-event-id:") {
+                        resumed.store(true, Ordering::SeqCst);
+                    }
+                    if s_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = s_out.shutdown(std::net::Shutdown::Write);
+            });
+            let cut = Arc::clone(&cut2);
+            let (mut s_in, mut c_out) = (server, client);
+            // The answers: passed as they come but for the armed one, held until its first event.
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 16 * 1024];
+                let mut held = Vec::new();
+                while let Ok(n @ 1..) = s_in.read(&mut buf) {
+                    if armed.load(Ordering::SeqCst) && !cut.load(Ordering::SeqCst) {
+                        held.extend_from_slice(&buf[..n]);
+                        let text = String::from_utf8_lossy(&held).into_owned();
+                        if let Some(at) = text.find("data: \n\n") {
+                            let _ = c_out.write_all(&held[..at + "data: \n\n".len()]);
+                            cut.store(true, Ordering::SeqCst);
+                            let _ = c_out.shutdown(std::net::Shutdown::Both);
+                            let _ = s_in.shutdown(std::net::Shutdown::Both);
+                            return;
+                        }
+                        continue;
+                    }
+                    if !held.is_empty() && c_out.write_all(&std::mem::take(&mut held)).is_err() {
+                        break;
+                    }
+                    if c_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = c_out.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    (port, cut, resumed)
+}
+
+// Issue 33, §3 (resumption): the answer to a call comes on an event stream that breaks after its
+// first event; the gateway resumes it with a GET carrying `Last-Event-ID` and the client gets the
+// server's answer, not an error. The server is the TypeScript SDK's own Streamable HTTP example
+// server (`simpleStreamableHttp`, resumable: an event store), reached through a proxy that cuts
+// the stream once.
+#[test]
+fn an_answer_stream_that_breaks_is_resumed_where_it_broke() {
+    let Some(root) = typescript_sdk() else { return };
+    let s = setup();
+    let port = free_port();
+    let mut server = {
+        use std::os::unix::process::CommandExt as _;
+        Command::new("node")
+            .arg(Path::new(&root).join("@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js"))
+            .env("MCP_PORT", port.to_string())
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the SDK's example server")
+    };
+    accepting(port);
+    let (proxy, cut, resumed) = cutting_proxy(port, "start-notification-stream");
+    let url = format!("http://127.0.0.1:{proxy}/mcp");
+    let (mut child, mut stdin, log) = gateway_with(&s, &["--wait", "60", "--name", "example", "--url", &url], &[]);
+    let rx = raw_lines(&mut child);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "http", "version": "1"}}});
+    let v: Value = serde_json::from_str(&exchange(&mut stdin, &rx, &[init.to_string()])[&1]).expect("json");
+    assert_eq!(v["result"]["serverInfo"]["name"], json!("simple-streamable-http-server"), "{v}");
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).expect("write");
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "start-notification-stream", "arguments": {"interval": 100, "count": 5}}});
+    writeln!(stdin, "{call}").and_then(|()| stdin.flush()).expect("write");
+    let id = s.held("example/start-notification-stream");
+    assert_eq!(s.env.run(&["approve", "--yes", &id]).status.code(), Some(0));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let answer = loop {
+        let line = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap_or_else(|_| {
+            panic!("no answer; the gateway said: {}", std::fs::read_to_string(&log).unwrap_or_default())
+        });
+        let v: Value = serde_json::from_str(&line).expect("json");
+        if v["id"] == json!(3) {
+            break v;
+        }
+    };
+    assert!(cut.load(Ordering::SeqCst), "the proxy never cut the answer's stream");
+    assert!(resumed.load(Ordering::SeqCst), "no request carried Last-Event-ID");
+    assert!(answer.get("error").is_none(), "{answer}");
+    assert!(result_text(&answer).contains("Started sending periodic notifications every 100ms"), "{answer}");
+    drop(stdin);
+    let _ = child.wait();
+    let group = rustix::process::Pid::from_child(&server);
+    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    let _ = server.wait();
 }

@@ -50,6 +50,9 @@ impl HttpServer {
     }
 }
 
+/// How long the rest of an answer's stream is read after the answer (see `Session::drain`).
+const DRAIN_WITHIN: Duration = Duration::from_secs(5);
+
 /// How often a stream that ended before its answer is resumed.
 const RESUME_TRIES: u32 = 3;
 
@@ -131,12 +134,15 @@ enum Failed {
 }
 
 impl Session {
-    /// Sends the relay's messages: `initialize`, notifications and responses in order (each POST
-    /// answered before the next is sent: the session id comes with `initialize`'s answer, and
-    /// `initialized` must follow it), every other request on a task of its own, its answer read
-    /// there, so one slow call holds up no other; until the relay is done, then ends the session.
+    /// Sends the relay's messages: until the client's `initialized` has been POSTed, in order
+    /// (each POST answered before the next is sent: the session id comes with `initialize`'s
+    /// answer, and `initialized` must follow it); then, and for every request but `initialize`,
+    /// each message on a task of its own, its answer read there, so one slow call or
+    /// notification holds up no other (HTTP orders no two POSTs anyway); until the relay is
+    /// done, then ends the session.
     async fn run(self: Arc<Self>, mut rx: UnboundedReceiver<Bytes>) {
         let mut streams = tokio::task::JoinSet::new();
+        let mut initialized = false;
         while let Some(message) = rx.recv().await {
             let Ok(raw) = serde_json::from_slice::<Box<RawValue>>(&message) else { continue };
             let (id, method) = match Envelope::read(&raw).as_ref().map(Envelope::kind) {
@@ -144,7 +150,12 @@ impl Session {
                 Ok(Ok(Kind::Notification(m))) => (None, Some(m.to_owned())),
                 _ => (None, None),
             };
-            if id.is_some() && method.as_deref() != Some("initialize") {
+            let in_order = match method.as_deref() {
+                Some("initialize") => true,
+                Some("notifications/initialized") => !std::mem::replace(&mut initialized, true),
+                _ => id.is_none() && !initialized,
+            };
+            if !in_order {
                 let s = Arc::clone(&self);
                 streams.spawn(async move { s.exchange(message, id, method).await });
             } else if !self.exchange_in_order(message, id, method, &mut streams).await {
@@ -301,7 +312,7 @@ impl Session {
                 if let Some(data) = event.data.filter(|d| !d.trim().is_empty())
                     && self.deliver(data.as_bytes(), wanted.as_deref())
                 {
-                    return;
+                    return self.drain(events).await;
                 }
             }
             // The stream ended before the answer: resume it where it ended.
@@ -315,6 +326,22 @@ impl Session {
             id.as_deref(),
             &format!("the MCP server at {} closed its stream before answering", self.shown),
         );
+    }
+
+    /// The rest of a stream whose answer came: its messages passed on as they come, until the
+    /// server ends it (as it should right after the answer) or [`DRAIN_WITHIN`] passes. Read to
+    /// its end, the connection goes back to the client's pool; dropped mid-stream, it would be
+    /// closed and the next request would wait for a new one.
+    async fn drain(
+        &self,
+        mut events: impl futures_util::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Unpin,
+    ) {
+        let until = tokio::time::Instant::now() + DRAIN_WITHIN;
+        while let Ok(Some(Ok(event))) = tokio::time::timeout_at(until, events.next()).await {
+            if let Some(data) = event.data.filter(|d| !d.trim().is_empty()) {
+                self.deliver(data.as_bytes(), None);
+            }
+        }
     }
 
     /// Passes the server's message(s) in `body` (one, or a batch) to the relay; whether one of

@@ -245,7 +245,22 @@ impl Shared {
         }
     }
 
-    /// The server's command line (or URL, without credentials), as shown in messages.
+    /// The server as the agent is told of it: its `--name` and program (the command's first
+    /// word, without its directory), or its URL without credentials; never the command's
+    /// arguments, which may carry secrets (tokens, connection strings).
+    fn shown_to_agent(&self) -> String {
+        match &self.opts.http {
+            Some(h) => h.shown(),
+            None => {
+                let program = self.opts.command.first().map(std::path::Path::new);
+                let program = program.and_then(|p| p.file_name()).map(|p| p.to_string_lossy()).unwrap_or_default();
+                format!("{} ({program})", self.opts.name)
+            }
+        }
+    }
+
+    /// The server's command line (or URL, without credentials), as shown in the gateway's own
+    /// log (its standard error, the principal's), never to the agent.
     fn shown_command(&self) -> String {
         match &self.opts.http {
             Some(h) => h.shown(),

@@ -3,8 +3,9 @@
 //! its own agent session — its own relay, server and connection id — exactly as a stdio
 //! session: the HTTP side only carries its messages.
 //!
-//! A POSTed request is answered on a stream of server-sent events that carries the answer and
-//! what belongs to it (its progress), then ends; a POSTed notification or response is accepted
+//! A POSTed request is answered with one JSON body when its answer comes first and at once (an
+//! allowed call's), else on a stream of server-sent events that carries the answer and what
+//! belongs to it (its progress), then ends; a POSTed notification or response is accepted
 //! (202). The server's own messages go on the session's GET stream when the client opened one,
 //! else on a POST stream still open, else wait for the next. DELETE ends the session.
 //!
@@ -27,6 +28,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt as _;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+
+/// How long a POSTed request's answer is waited for before its event stream's headers are sent:
+/// an answer within it is sent alone, as a JSON body (see `post`).
+const JSON_WITHIN: Duration = Duration::from_millis(100);
 
 /// The largest request body accepted (64 MiB).
 const MAX_BODY: usize = 64 << 20;
@@ -298,7 +303,30 @@ async fn post(
     if !session.send(&message).await {
         return rpc_error(StatusCode::NOT_FOUND, Some(id), -32600, "the session ended");
     }
-    let events = tokio_stream_of(rx).map(|m| {
+    let mut rx = rx;
+    // An answer that is the first message and comes within `JSON_WITHIN` (an allowed call's) is
+    // the whole body, as JSON: one write, and MCP lets a server answer either way. Anything else
+    // goes on an event stream whose headers go at once (a held call may wait for minutes, and a
+    // client may give up waiting for headers), its events as they come.
+    let first = match tokio::time::timeout(JSON_WITHIN, rx.recv()).await {
+        Ok(Some(m)) => {
+            let answer = serde_json::from_slice::<Box<RawValue>>(&m)
+                .is_ok_and(|r| Envelope::read(&r).is_ok_and(|e| matches!(e.kind(), Ok(Kind::Response(_)))));
+            if answer {
+                let mut r = Response::new(BodyExt::boxed(Full::new(m)));
+                let h = r.headers_mut();
+                h.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+                if let Some(id) = created.and_then(|id| hyper::header::HeaderValue::from_str(&id).ok()) {
+                    h.insert("mcp-session-id", id);
+                }
+                return r;
+            }
+            Some(m)
+        }
+        Ok(None) => return rpc_error(StatusCode::NOT_FOUND, Some(id), -32600, "the session ended"),
+        Err(_) => None,
+    };
+    let events = futures_util::stream::iter(first).chain(tokio_stream_of(rx)).map(|m| {
         Ok::<_, std::convert::Infallible>(sse_stream::Sse::default().data(String::from_utf8_lossy(&m).into_owned()))
     });
     let mut r = Response::new(BodyExt::boxed(sse_stream::SseBody::new(events)));

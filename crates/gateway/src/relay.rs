@@ -134,16 +134,16 @@ pub(super) async fn serve(
                 _ => break End::ServerGone,
             },
             () = sleep_until(deadline) => {
-                let shown = relay.shared.shown_command();
                 let stopped = if relay.shared.opts.http.is_some() { "" } else { "; it was stopped" };
-                let message = format!(
+                let said = |shown: String| format!(
                     "warrant mcp-gateway: `{shown}` did not answer initialize within {}s{stopped}",
                     relay.shared.opts.handshake.as_secs_f64()
                 );
                 if let Some((id, _)) = relay.handshake.take() {
+                    let message = said(relay.shared.shown_to_agent());
                     relay.shared.send_agent(wire::error(Some(&id), -32603, &message));
                 }
-                break End::Handshake(message);
+                break End::Handshake(said(relay.shared.shown_command()));
             }
             () = stop_requested(&mut shutdown) => break End::Stopped,
             Some(_) = relay.calls.join_next(), if !relay.calls.is_empty() => {}
@@ -248,6 +248,7 @@ impl Relay {
                     return s.send_agent(wire::error(Some(id), -32600, "already initialized"));
                 }
                 if let Err(e) = self.start_server() {
+                    eprintln!("{e}; its command line: {}", s.shown_command());
                     return s.send_agent(wire::error(Some(id), -32603, &e));
                 }
                 s.forward_request(id, false);
@@ -412,7 +413,7 @@ impl Relay {
     /// call being governed.
     fn answer_all_pending(&mut self, reason: &str) {
         let s = &self.shared;
-        let shown = s.shown_command();
+        let shown = s.shown_to_agent();
         let message = format!("warrant mcp-gateway: {reason} (`{shown}`)");
         let forwarded: Vec<Forwarded> =
             s.forwarded.lock().map(|mut m| m.drain().map(|(_, f)| f).collect()).unwrap_or_default();
@@ -444,7 +445,7 @@ impl Relay {
             self.started = true;
             return Ok(());
         }
-        let shown = s.shown_command();
+        let shown = s.shown_to_agent();
         let mut cmd = tokio::process::Command::new(&s.opts.command[0]);
         cmd.args(&s.opts.command[1..])
             .process_group(0)

@@ -15,6 +15,12 @@ use tokio_util::sync::CancellationToken;
 /// How often a client should poll a held call's task, in milliseconds.
 const POLL_INTERVAL_MS: u64 = 2000;
 
+/// The longest the gateway keeps a task, in milliseconds from its creation: the `ttl` it gives a
+/// client that asked for longer or for no limit (a receiver's choice, MCP 2025-11-25 "Tasks").
+/// A finished task is forgotten once its `ttl` has passed; a call still held for the principal
+/// is kept until it is decided (its hold has its own limit, `--wait`).
+pub const MAX_TTL_MS: u64 = 3_600_000;
+
 /// The `_meta` key that ties a task's result to its task.
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
@@ -25,8 +31,10 @@ pub(super) struct HeldTask {
     message: String,
     created: String,
     updated: String,
-    /// The retention the client asked for, in milliseconds.
-    ttl: Option<u64>,
+    /// When it was created, to forget it `ttl` later.
+    born: std::time::Instant,
+    /// Its retention from creation, in milliseconds: the client's, at most [`MAX_TTL_MS`].
+    ttl: u64,
     /// The server's task that took over, once the call ran as one.
     server: Option<String>,
     /// The answer once finished: `{"result": …}` or `{"error": …}`.
@@ -41,6 +49,13 @@ impl HeldTask {
     /// Cancels the hold of its call, if it is still held.
     pub(super) fn cancel_hold(&self) {
         self.cancel.cancel();
+    }
+
+    /// Whether it may be forgotten at `now`: its `ttl` has passed and it is no longer held (it
+    /// finished, or the server's task took over).
+    fn expired(&self, now: std::time::Instant) -> bool {
+        let held = self.status == "working" && self.server.is_none();
+        !held && now.saturating_duration_since(self.born).as_millis() > u128::from(self.ttl)
     }
 
     fn view(&self, id: &str) -> Value {
@@ -83,7 +98,8 @@ impl Shared {
             message,
             created: now.clone(),
             updated: now,
-            ttl: task.get("ttl").and_then(Value::as_u64),
+            born: std::time::Instant::now(),
+            ttl: task.get("ttl").and_then(Value::as_u64).map_or(MAX_TTL_MS, |t| t.min(MAX_TTL_MS)),
             server: None,
             answer: None,
             done: tokio::sync::watch::Sender::new(false),
@@ -91,6 +107,7 @@ impl Shared {
         };
         let view = held.view(id);
         if let Ok(mut tasks) = self.tasks.lock() {
+            forget_expired(&mut tasks, std::time::Instant::now());
             tasks.insert(id.to_owned(), held);
         }
         json!({ "task": view })
@@ -151,7 +168,8 @@ impl Shared {
         params: Option<&RawValue>,
     ) -> Option<TaskRequest> {
         let task_id = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok())?["taskId"].as_str()?.to_owned();
-        let tasks = self.tasks.lock().ok()?;
+        let mut tasks = self.tasks.lock().ok()?;
+        forget_expired(&mut tasks, std::time::Instant::now());
         let t = tasks.get(&task_id)?;
         if let Some(server) = &t.server {
             let s = server.clone();
@@ -294,6 +312,12 @@ impl Shared {
     }
 }
 
+/// Forgets the tasks whose `ttl` has passed at `now` ([`HeldTask::expired`]): the table of a
+/// long-lived session does not grow with every task it ever had.
+fn forget_expired(tasks: &mut HashMap<String, HeldTask>, now: std::time::Instant) {
+    tasks.retain(|_, t| !t.expired(now));
+}
+
 /// What to do with the agent's request on a task of the gateway's own.
 pub(super) enum TaskRequest {
     /// Answer it now.
@@ -302,4 +326,47 @@ pub(super) enum TaskRequest {
     Forward(Box<RawValue>),
     /// `tasks/result` of a task still working: answer once it is done.
     Wait(String, tokio::sync::watch::Receiver<bool>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn task(status: &'static str, server: Option<&str>, ttl: u64, born: Instant) -> HeldTask {
+        HeldTask {
+            status,
+            message: String::new(),
+            created: String::new(),
+            updated: String::new(),
+            born,
+            ttl,
+            server: server.map(str::to_owned),
+            answer: None,
+            done: tokio::sync::watch::Sender::new(false),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    #[test]
+    fn finished_tasks_are_forgotten_after_their_ttl_and_held_ones_kept() {
+        let born = Instant::now();
+        let later = born + Duration::from_millis(1_001);
+        let mut tasks: HashMap<String, HeldTask> = [
+            ("held", task("working", None, 1_000, born)),
+            ("done-old", task("completed", None, 1_000, born)),
+            ("failed-old", task("failed", None, 1_000, born)),
+            ("done-young", task("completed", None, 5_000, born)),
+            ("server-old", task("working", Some("s-1"), 1_000, born)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        forget_expired(&mut tasks, born + Duration::from_millis(1_000));
+        assert_eq!(tasks.len(), 5, "nothing expires before its ttl has passed");
+        forget_expired(&mut tasks, later);
+        let mut left: Vec<&str> = tasks.keys().map(String::as_str).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["done-young", "held"]);
+    }
 }

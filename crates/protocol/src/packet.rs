@@ -355,8 +355,50 @@ fn summary_from(v: &Value, keys: &[&str]) -> Option<String> {
 /// # Errors
 /// [`InvalidReason`] naming the first rule the file breaks.
 pub fn parse_packet(bytes: &[u8], file_stem: &str) -> Result<Packet, InvalidReason> {
-    let map = parse_object(bytes)?;
-    let raw = Value::Object(map);
+    packet_of(Value::Object(parse_object(bytes)?), file_stem)
+}
+
+/// [`parse_packet`] of a packet already held as a value (one warrant built, such as
+/// [`crate::calls::call_packet`]'s), without writing it out and reading it back: the same
+/// packet, or the same error, as `parse_packet` gives for its JSON text (`serde_json::to_vec`).
+/// A value cannot hold a duplicate key, a non-finite number or an integer out of the 64-bit
+/// range; nesting is checked as the text reader checks it (128 levels or more refused).
+///
+/// # Errors
+/// [`InvalidReason::NotJson`] (nested too deep), [`InvalidReason::NotObject`], or the rule the
+/// packet breaks, as [`parse_packet`].
+pub fn packet_from_value(raw: Value, file_stem: &str) -> Result<Packet, InvalidReason> {
+    if nesting(&raw) > MAX_NESTING {
+        return Err(InvalidReason::NotJson("recursion limit exceeded".into()));
+    }
+    if !raw.is_object() {
+        return Err(InvalidReason::NotObject);
+    }
+    packet_of(raw, file_stem)
+}
+
+/// The deepest nesting of arrays and objects the JSON reader accepts (serde_json's limit: 128
+/// levels or more are refused).
+const MAX_NESTING: usize = 127;
+
+/// How many arrays and objects deep `v` is (a scalar 0), counting no further than one past
+/// [`MAX_NESTING`].
+fn nesting(v: &Value) -> usize {
+    fn walk(v: &Value, depth: usize) -> usize {
+        if depth > MAX_NESTING {
+            return depth;
+        }
+        match v {
+            Value::Array(a) => a.iter().map(|x| walk(x, depth + 1)).max().unwrap_or(depth + 1),
+            Value::Object(m) => m.values().map(|x| walk(x, depth + 1)).max().unwrap_or(depth + 1),
+            _ => depth,
+        }
+    }
+    walk(v, 0)
+}
+
+/// The packet of a parsed JSON object `raw`.
+fn packet_of(raw: Value, file_stem: &str) -> Result<Packet, InvalidReason> {
     let Value::Object(map) = &raw else { unreachable!("constructed as an object") };
     let mut packet = if map.get("type").and_then(Value::as_str) == Some("trust_graduation_approval_packet") {
         parse_portable(map, file_stem)?
@@ -740,6 +782,39 @@ mod tests {
 
     fn bytes(v: &Value) -> Vec<u8> {
         serde_json::to_vec(v).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_packet_from_its_value_is_the_packet_its_text_parses_to() {
+        let nested = |depth: usize| (0..depth).fold(json!(1), |v, _| json!([v]));
+        let mut cases = vec![portable(), json!([1]), json!("text")];
+        let mut odd = portable();
+        odd["agent"] = json!("../x");
+        cases.push(odd);
+        let mut runtime = portable();
+        runtime["decision"] = json!(null);
+        cases.push(runtime);
+        // Around the reader's nesting limit: the packet is one level, `proposed_action` two.
+        for depth in 123..=128 {
+            let mut p = portable();
+            p["proposed_action"]["deep"] = nested(depth);
+            cases.push(p);
+        }
+        let (mut accepted, mut too_deep) = (0, 0);
+        for v in cases {
+            let from_text = parse_packet(&bytes(&v), "p-0");
+            accepted += usize::from(from_text.is_ok());
+            too_deep += usize::from(matches!(&from_text, Err(InvalidReason::NotJson(_))));
+            match (packet_from_value(v.clone(), "p-0"), from_text) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{v}"),
+                (Err(a), Err(b)) => assert_eq!(std::mem::discriminant(&a), std::mem::discriminant(&b), "{a} / {b}"),
+                (a, b) => panic!("{a:?} / {b:?}"),
+            }
+        }
+        assert!(
+            accepted >= 4 && too_deep >= 1,
+            "the cases straddle the limit: {accepted} accepted, {too_deep} too deep"
+        );
     }
 
     #[test]

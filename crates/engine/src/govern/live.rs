@@ -241,8 +241,7 @@ impl Live {
             &id,
             &warrant_protocol::clock::format_rfc3339(now),
         );
-        let bytes = serde_json::to_vec(&doc).ok()?;
-        let packet = warrant_protocol::packet::parse_packet(&bytes, &id).ok()?;
+        let packet = warrant_protocol::packet::packet_from_value(doc, &id).ok()?;
         // Only the class whose evidence was read is judged here (as the view says it was read):
         // the gate reads the summary of the packet's class as the policies name it.
         if state.evidence_only.as_deref().is_some_and(|only| policies.normalize_cow(&packet.action_class) != only) {
