@@ -20,7 +20,8 @@
 //! clients over Streamable HTTP (`--listen http://127.0.0.1:PORT/mcp`) and reaches the server
 //! over Streamable HTTP (`--url`), with a tool table that makes `everything/echo` safe, so each
 //! call is judged in memory and forwarded with no packet. The client (reqwest and sse-stream, one
-//! session on each side) POSTs each `tools/call` and reads the answer from its event stream.
+//! session on each side) POSTs each `tools/call` and reads the answer: a JSON body, or an event
+//! stream read to its end.
 //! Latency: after 200 warm-up calls on each, `--calls` calls alternate between the two; the
 //! added latency at a percentile is the difference. Throughput: `--concurrency` tasks call as fast
 //! as they can for `--seconds` on one side, then on the other. Every answer is checked to be the

@@ -53,6 +53,18 @@ impl HttpServer {
 /// How long the rest of an answer's stream is read after the answer (see `Session::drain`).
 const DRAIN_WITHIN: Duration = Duration::from_secs(5);
 
+/// Notifications and responses being POSTed at once, at most.
+const MAX_POSTS: usize = 64;
+
+/// How long the notifications and responses still being POSTed when the session ends have to go
+/// out (an agent's last `notifications/cancelled`, say).
+const POSTS_GRACE: Duration = Duration::from_secs(2);
+
+/// How long to wait before trying again to resume a stream, when the server set no `retry`; and
+/// the longest wait it may set.
+const RESUME_WAIT: Duration = Duration::from_secs(1);
+const RESUME_WAIT_MAX: Duration = Duration::from_secs(5);
+
 /// How often a stream that ended before its answer is resumed.
 const RESUME_TRIES: u32 = 3;
 
@@ -142,6 +154,10 @@ impl Session {
     /// done, then ends the session.
     async fn run(self: Arc<Self>, mut rx: UnboundedReceiver<Bytes>) {
         let mut streams = tokio::task::JoinSet::new();
+        // Notifications and responses POSTed on their own: at most `MAX_POSTS` at once (an agent
+        // cannot open connections without bound), given `POSTS_GRACE` to go out at the end.
+        let mut posts = tokio::task::JoinSet::new();
+        let permits = Arc::new(tokio::sync::Semaphore::new(MAX_POSTS));
         let mut initialized = false;
         while let Some(message) = rx.recv().await {
             let Ok(raw) = serde_json::from_slice::<Box<RawValue>>(&message) else { continue };
@@ -155,14 +171,26 @@ impl Session {
                 Some("notifications/initialized") => !std::mem::replace(&mut initialized, true),
                 _ => id.is_none() && !initialized,
             };
-            if !in_order {
+            if in_order {
+                if !self.exchange_in_order(message, id, method, &mut streams).await {
+                    break;
+                }
+            } else if id.is_some() {
                 let s = Arc::clone(&self);
                 streams.spawn(async move { s.exchange(message, id, method).await });
-            } else if !self.exchange_in_order(message, id, method, &mut streams).await {
-                break;
+            } else {
+                let Ok(permit) = Arc::clone(&permits).acquire_owned().await else { break };
+                let s = Arc::clone(&self);
+                posts.spawn(async move {
+                    s.exchange(message, id, method).await;
+                    drop(permit);
+                });
             }
             while streams.try_join_next().is_some() {}
+            while posts.try_join_next().is_some() {}
         }
+        let _ = tokio::time::timeout(POSTS_GRACE, async { while posts.join_next().await.is_some() {} }).await;
+        posts.shutdown().await;
         streams.shutdown().await;
         self.end().await;
     }
@@ -301,13 +329,16 @@ impl Session {
             return;
         }
         let mut response = response;
-        let mut last_event = None;
-        for attempt in 0..=RESUME_TRIES {
+        let (mut last_event, mut wait, mut tries) = (None, RESUME_WAIT, 0);
+        'streams: loop {
             let mut events = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
             while let Some(event) = events.next().await {
                 let Ok(event) = event else { break };
                 if let Some(eid) = event.id {
                     last_event = Some(eid);
+                }
+                if let Some(ms) = event.retry {
+                    wait = Duration::from_millis(ms).min(RESUME_WAIT_MAX);
                 }
                 if let Some(data) = event.data.filter(|d| !d.trim().is_empty())
                     && self.deliver(data.as_bytes(), wanted.as_deref())
@@ -315,11 +346,23 @@ impl Session {
                     return self.drain(events).await;
                 }
             }
-            // The stream ended before the answer: resume it where it ended.
-            let Some(from) = last_event.clone().filter(|_| attempt < RESUME_TRIES) else { break };
-            match self.get_stream(Some(&from)).await {
-                Ok(Stream::Open(r)) => response = r,
-                _ => break,
+            // The stream ended before the answer: resume it where it ended, trying again after
+            // the server's `retry` (a refusal such as 409 while the server has not yet seen the
+            // old stream close, an error, no answer), `RESUME_TRIES` times in all.
+            let Some(from) = last_event.clone() else { break };
+            loop {
+                if tries >= RESUME_TRIES {
+                    break 'streams;
+                }
+                tries += 1;
+                match self.get_stream(Some(&from)).await {
+                    Ok(Stream::Open(r)) => {
+                        response = r;
+                        continue 'streams;
+                    }
+                    Ok(Stream::SessionGone) => break 'streams,
+                    Ok(Stream::NotOffered) | Err(_) => tokio::time::sleep(wait).await,
+                }
             }
         }
         self.answer_error(
@@ -331,7 +374,8 @@ impl Session {
     /// The rest of a stream whose answer came: its messages passed on as they come, until the
     /// server ends it (as it should right after the answer) or [`DRAIN_WITHIN`] passes. Read to
     /// its end, the connection goes back to the client's pool; dropped mid-stream, it would be
-    /// closed and the next request would wait for a new one.
+    /// closed and the next request would wait for a new one. A break here is not resumed: the
+    /// answer came, and what the server sends later for this request has no one waiting.
     async fn drain(
         &self,
         mut events: impl futures_util::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Unpin,

@@ -306,8 +306,8 @@ async fn post(
     let mut rx = rx;
     // An answer that is the first message and comes within `JSON_WITHIN` (an allowed call's) is
     // the whole body, as JSON: one write, and MCP lets a server answer either way. Anything else
-    // goes on an event stream whose headers go at once (a held call may wait for minutes, and a
-    // client may give up waiting for headers), its events as they come.
+    // goes on an event stream whose headers go after `JSON_WITHIN` at most (a held call may wait
+    // for minutes, and a client may give up waiting for headers), its events as they come.
     let first = match tokio::time::timeout(JSON_WITHIN, rx.recv()).await {
         Ok(Some(m)) => {
             let answer = serde_json::from_slice::<Box<RawValue>>(&m)
@@ -323,8 +323,9 @@ async fn post(
             }
             Some(m)
         }
-        Ok(None) => return rpc_error(StatusCode::NOT_FOUND, Some(id), -32600, "the session ended"),
-        Err(_) => None,
+        // Nothing came and nothing will (the session ended, or the request's stream was replaced
+        // by another request under the same id): the stream ends at once, as it always did.
+        Ok(None) | Err(_) => None,
     };
     let events = futures_util::stream::iter(first).chain(tokio_stream_of(rx)).map(|m| {
         Ok::<_, std::convert::Infallible>(sse_stream::Sse::default().data(String::from_utf8_lossy(&m).into_owned()))

@@ -15,10 +15,13 @@ use tokio_util::sync::CancellationToken;
 /// How often a client should poll a held call's task, in milliseconds.
 const POLL_INTERVAL_MS: u64 = 2000;
 
-/// The longest the gateway keeps a task, in milliseconds from its creation: the `ttl` it gives a
-/// client that asked for longer or for no limit (a receiver's choice, MCP 2025-11-25 "Tasks").
-/// A finished task is forgotten once its `ttl` has passed; a call still held for the principal
-/// is kept until it is decided (its hold has its own limit, `--wait`).
+/// The longest the gateway keeps a task, in milliseconds: the `ttl` it gives a client that asked
+/// for longer or for no limit (a receiver's choice, MCP 2025-11-25 "Tasks"). A call held for the
+/// principal is kept until it is decided (its hold has its own limit, `--wait`); from then on its
+/// task is kept for its `ttl` — counted from the decision, not the creation, so time spent held
+/// does not use up the client's time to read the result — and then forgotten. A task the
+/// server's took over is kept as long (the server's own task, created at the decision with the
+/// same `ttl`, is kept by the server as long).
 pub const MAX_TTL_MS: u64 = 3_600_000;
 
 /// The `_meta` key that ties a task's result to its task.
@@ -31,9 +34,9 @@ pub(super) struct HeldTask {
     message: String,
     created: String,
     updated: String,
-    /// When it was created, to forget it `ttl` later.
-    born: std::time::Instant,
-    /// Its retention from creation, in milliseconds: the client's, at most [`MAX_TTL_MS`].
+    /// When the principal's decision settled it (`None` while held): it is forgotten `ttl` later.
+    settled: Option<std::time::Instant>,
+    /// Its retention once settled, in milliseconds: the client's, at most [`MAX_TTL_MS`].
     ttl: u64,
     /// The server's task that took over, once the call ran as one.
     server: Option<String>,
@@ -51,11 +54,10 @@ impl HeldTask {
         self.cancel.cancel();
     }
 
-    /// Whether it may be forgotten at `now`: its `ttl` has passed and it is no longer held (it
-    /// finished, or the server's task took over).
+    /// Whether it may be forgotten at `now`: settled (finished, or taken over by the server's
+    /// task) more than its `ttl` ago.
     fn expired(&self, now: std::time::Instant) -> bool {
-        let held = self.status == "working" && self.server.is_none();
-        !held && now.saturating_duration_since(self.born).as_millis() > u128::from(self.ttl)
+        self.settled.is_some_and(|at| now.saturating_duration_since(at).as_millis() > u128::from(self.ttl))
     }
 
     fn view(&self, id: &str) -> Value {
@@ -98,7 +100,7 @@ impl Shared {
             message,
             created: now.clone(),
             updated: now,
-            born: std::time::Instant::now(),
+            settled: None,
             ttl: task.get("ttl").and_then(Value::as_u64).map_or(MAX_TTL_MS, |t| t.min(MAX_TTL_MS)),
             server: None,
             answer: None,
@@ -122,6 +124,7 @@ impl Shared {
             let Ok(mut tasks) = self.tasks.lock() else { return };
             let Some(t) = tasks.get_mut(id) else { return };
             t.updated = warrant_protocol::clock::now_rfc3339();
+            t.settled = Some(std::time::Instant::now());
             match (v, server) {
                 (_, Some(s)) => {
                     t.message = format!("approved by the principal; running as the server's task {s}");
@@ -211,7 +214,12 @@ impl Shared {
         let _ = done.wait_for(|d| *d).await;
         let answer = {
             let Ok(tasks) = self.tasks.lock() else { return };
-            let Some(t) = tasks.get(&task_id) else { return };
+            let Some(t) = tasks.get(&task_id) else {
+                // Forgotten while the client waited (its `ttl` passed): said, never left unanswered.
+                let gone = format!("task {task_id} is no longer kept: its ttl passed");
+                drop(tasks);
+                return self.send_agent(wire::error(Some(&id), -32602, &gone));
+            };
             match (&t.server, &t.answer) {
                 (Some(_), _) => None,
                 (None, Some(answer)) => Some(answer.clone()),
@@ -255,7 +263,10 @@ impl Shared {
     /// tasks added.
     pub(super) fn renamed(&self, message: &RawValue, tasks: TaskAnswer) -> bytes::Bytes {
         let (names, local) = {
-            let Ok(held) = self.tasks.lock() else { return wire::bytes(message) };
+            let Ok(mut held) = self.tasks.lock() else { return wire::bytes(message) };
+            if tasks == TaskAnswer::List {
+                forget_expired(&mut held, std::time::Instant::now());
+            }
             let names: HashMap<String, String> =
                 held.iter().filter_map(|(id, t)| Some((t.server.clone()?, id.clone()))).collect();
             let local: Vec<Value> = held.iter().filter(|(_, t)| t.server.is_none()).map(|(id, t)| t.view(id)).collect();
@@ -333,13 +344,13 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
-    fn task(status: &'static str, server: Option<&str>, ttl: u64, born: Instant) -> HeldTask {
+    fn task(status: &'static str, server: Option<&str>, ttl: u64, settled: Option<Instant>) -> HeldTask {
         HeldTask {
             status,
             message: String::new(),
             created: String::new(),
             updated: String::new(),
-            born,
+            settled,
             ttl,
             server: server.map(str::to_owned),
             answer: None,
@@ -349,24 +360,25 @@ mod tests {
     }
 
     #[test]
-    fn finished_tasks_are_forgotten_after_their_ttl_and_held_ones_kept() {
-        let born = Instant::now();
-        let later = born + Duration::from_millis(1_001);
+    fn settled_tasks_are_forgotten_their_ttl_after_the_decision_and_held_ones_kept() {
+        let at = Instant::now();
+        let later = at + Duration::from_millis(1_001);
         let mut tasks: HashMap<String, HeldTask> = [
-            ("held", task("working", None, 1_000, born)),
-            ("done-old", task("completed", None, 1_000, born)),
-            ("failed-old", task("failed", None, 1_000, born)),
-            ("done-young", task("completed", None, 5_000, born)),
-            ("server-old", task("working", Some("s-1"), 1_000, born)),
+            ("held", task("working", None, 1_000, None)),
+            ("done-old", task("completed", None, 1_000, Some(at))),
+            ("failed-old", task("failed", None, 1_000, Some(at))),
+            ("done-young", task("completed", None, 5_000, Some(at))),
+            ("server-old", task("working", Some("s-1"), 1_000, Some(at))),
+            ("server-young", task("working", Some("s-2"), 1_000, Some(at + Duration::from_millis(500)))),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-        forget_expired(&mut tasks, born + Duration::from_millis(1_000));
-        assert_eq!(tasks.len(), 5, "nothing expires before its ttl has passed");
+        forget_expired(&mut tasks, at + Duration::from_millis(1_000));
+        assert_eq!(tasks.len(), 6, "nothing expires before its ttl has passed");
         forget_expired(&mut tasks, later);
         let mut left: Vec<&str> = tasks.keys().map(String::as_str).collect();
         left.sort_unstable();
-        assert_eq!(left, ["done-young", "held"]);
+        assert_eq!(left, ["done-young", "held", "server-young"]);
     }
 }

@@ -362,7 +362,9 @@ pub fn parse_packet(bytes: &[u8], file_stem: &str) -> Result<Packet, InvalidReas
 /// [`crate::calls::call_packet`]'s), without writing it out and reading it back: the same
 /// packet, or the same error, as `parse_packet` gives for its JSON text (`serde_json::to_vec`).
 /// A value cannot hold a duplicate key, a non-finite number or an integer out of the 64-bit
-/// range; nesting is checked as the text reader checks it (128 levels or more refused).
+/// range, and its floats read back exactly (serde_json's `float_roundtrip`; the workspace does
+/// not enable `arbitrary_precision`); nesting is checked as the text reader checks it (128
+/// levels or more refused).
 ///
 /// # Errors
 /// [`InvalidReason::NotJson`] (nested too deep), [`InvalidReason::NotObject`], or the rule the
@@ -794,6 +796,13 @@ mod tests {
         let mut runtime = portable();
         runtime["decision"] = json!(null);
         cases.push(runtime);
+        // Numbers: floats round-trip exactly (serde_json's `float_roundtrip`, and no
+        // `arbitrary_precision`), integers at the 64-bit edges.
+        for n in [json!(0.1), json!(5e-324), json!(2f64.powi(70)), json!(-0.0), json!(u64::MAX), json!(i64::MIN)] {
+            let mut p = portable();
+            p["proposed_action"]["n"] = n;
+            cases.push(p);
+        }
         // Around the reader's nesting limit: the packet is one level, `proposed_action` two.
         for depth in 123..=128 {
             let mut p = portable();
