@@ -1737,7 +1737,9 @@ fn a_remote_server_over_streamable_http_is_governed_and_its_credentials_never_sh
         }
     };
     let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("an error: {answer}"));
-    assert!(message.contains(&url) && message.contains("withdrawn"), "{message}");
+    // The agent is told the server's scheme, host and port, not its path (it may carry a secret).
+    let shown = format!("http://127.0.0.1:{port}");
+    assert!(message.contains(&shown) && !message.contains(&url) && message.contains("withdrawn"), "{message}");
     let o = s.env.run(&["approve", "--yes", &held]);
     assert_ne!(o.status.code(), Some(0), "a call whose server is gone was approved: {}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("withdrawn"), "{}", text(&o));
@@ -1795,7 +1797,8 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
         let v: Value = serde_json::from_str(&exchange(&mut stdin, &rx, &[initialize().to_string()])[&1]).expect("json");
         let message = v["error"]["message"].as_str().unwrap_or_else(|| panic!("an error: {v}"));
         assert!(message.contains(expect), "{path}: {message}");
-        assert!(message.contains(&format!("http://127.0.0.1:{port}/{path}")), "names the server: {message}");
+        assert!(message.contains(&format!("http://127.0.0.1:{port}")), "names the server: {message}");
+        assert!(!message.contains(&format!("{port}/{path}")), "never the URL's path: {message}");
         assert!(!message.contains("hunter2") && !message.contains("pw@"), "{message}");
         assert!(started.elapsed() < Duration::from_secs(15), "{path}: took {:?}", started.elapsed());
         drop(stdin);

@@ -8,8 +8,9 @@
 //!
 //! HTTP and TLS are `reqwest`'s (rustls, the web PKI's roots), the events' framing
 //! `sse-stream`'s, as the official Rust SDK uses them. The user's headers (`--header`,
-//! `--header-from-env`: credentials) are marked sensitive and never shown: messages name the
-//! server by its URL's scheme, host, port and path only.
+//! `--header-from-env`: credentials) are marked sensitive and never shown: messages to the agent
+//! name the server by its URL's scheme, host and port only, the gateway's log (standard error)
+//! with its path.
 //!
 //! Fail closed: an answer the server refuses (401, 403), fails (5xx) or never gives (no headers
 //! within the handshake timeout, a stream that ends and cannot be resumed) is an error response
@@ -35,15 +36,26 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Its URL as shown in messages: scheme, host, port and path, never user, password or query.
+    /// Its URL as the agent is told of it: scheme, host and port only — never user, password,
+    /// query, or path (some hosted servers carry a secret in the path).
     pub fn shown(&self) -> String {
+        self.shown_as(false)
+    }
+
+    /// Its URL as the gateway's own log (standard error, the principal's) names it: scheme, host,
+    /// port and path, never user, password or query.
+    pub fn shown_with_path(&self) -> String {
+        self.shown_as(true)
+    }
+
+    fn shown_as(&self, path: bool) -> String {
         match reqwest::Url::parse(&self.url) {
             Ok(u) => format!(
                 "{}://{}{}{}",
                 u.scheme(),
                 u.host_str().unwrap_or(""),
                 u.port().map(|p| format!(":{p}")).unwrap_or_default(),
-                u.path()
+                if path { u.path() } else { "" }
             ),
             Err(_) => "the configured URL".to_owned(),
         }
@@ -72,7 +84,10 @@ const RESUME_TRIES: u32 = 3;
 struct Session {
     client: reqwest::Client,
     url: reqwest::Url,
+    /// The server as the agent is told of it ([`HttpServer::shown`]).
     shown: String,
+    /// The server as the gateway's log names it ([`HttpServer::shown_with_path`]).
+    logged: String,
     headers: HeaderMap,
     /// `Mcp-Session-Id`, once the server gave one.
     session: Mutex<Option<HeaderValue>>,
@@ -118,6 +133,7 @@ pub(super) fn start(
         client,
         url,
         shown,
+        logged: server.shown_with_path(),
         headers,
         session: Mutex::new(None),
         protocol: Mutex::new(None),
@@ -461,12 +477,12 @@ impl Session {
                 }
                 Ok(Stream::NotOffered) => return,
                 Ok(Stream::SessionGone) => {
-                    return self.gone(&format!("the MCP server at {} ended the session (404 Not Found)", self.shown));
+                    return self.gone(&format!("the MCP server at {} ended the session (404 Not Found)", self.logged));
                 }
                 Err(e) => {
                     failures += 1;
                     if failures >= RESUME_TRIES {
-                        return self.gone(&format!("the MCP server at {} stopped answering: {e}", self.shown));
+                        return self.gone(&format!("the MCP server at {} stopped answering: {e}", self.logged));
                     }
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }

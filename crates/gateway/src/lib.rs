@@ -246,8 +246,8 @@ impl Shared {
     }
 
     /// The server as the agent is told of it: its `--name` and program (the command's first
-    /// word, without its directory), or its URL without credentials; never the command's
-    /// arguments, which may carry secrets (tokens, connection strings).
+    /// word, without its directory), or its URL's scheme, host and port; never the command's
+    /// arguments or the URL's path, which may carry secrets (tokens, connection strings).
     fn shown_to_agent(&self) -> String {
         match &self.opts.http {
             Some(h) => h.shown(),
@@ -263,7 +263,7 @@ impl Shared {
     /// log (its standard error, the principal's), never to the agent.
     fn shown_command(&self) -> String {
         match &self.opts.http {
-            Some(h) => h.shown(),
+            Some(h) => h.shown_with_path(),
             None => self.opts.command.iter().map(|w| w.to_string_lossy()).collect::<Vec<_>>().join(" "),
         }
     }

@@ -494,8 +494,10 @@ pub fn gate_runs(spool: &Spool) -> io::Result<HashSet<String>> {
     Ok(runs)
 }
 
-/// Creates `path` with `O_EXCL` (never following a symlink), writes `body`, syncs it and its
-/// directory. In a replica of a JetStream store, the claim is first created in the store's uses
+/// Creates `path` whole, once: `body` written and synced under a private name in its directory
+/// (never following a symlink), then hard-linked into place — `AlreadyExists`, as `O_EXCL`,
+/// when the record exists, and a reader never sees it empty or half written — and the directory
+/// synced. In a replica of a JetStream store, the claim is first created in the store's uses
 /// bucket ([`crate::replica::claim`]): `AlreadyExists` when another host made it.
 fn create_claim(spool: &Spool, path: &Path, body: &Value) -> io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt as _;
@@ -510,21 +512,27 @@ fn create_claim(spool: &Spool, path: &Path, body: &Value) -> io::Result<()> {
         let _ = spool;
         false
     };
-    let opened = fs::OpenOptions::new()
+    // Written and synced under a private name, then linked into place (which fails, as
+    // `O_EXCL` would, when the record exists): a reader never sees it empty or half written.
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "a record path names a file in a directory"));
+    };
+    let tmp =
+        dir.join(format!(".{}.{}.{}.tmp", name.to_string_lossy(), std::process::id(), uuid::Uuid::now_v7().simple()));
+    let mut f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o644)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path);
-    let mut f = match opened {
+        .open(&tmp)?;
+    let made =
+        io::Write::write_all(&mut f, &bytes).and_then(|()| f.sync_all()).and_then(|()| fs::hard_link(&tmp, path));
+    let _ = fs::remove_file(&tmp);
+    match made {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists && made_in_store => return Ok(()),
         other => other?,
-    };
-    io::Write::write_all(&mut f, &bytes)?;
-    f.sync_all()?;
-    if let Some(dir) = path.parent() {
-        fs::File::open(dir)?.sync_all()?;
     }
+    fs::File::open(dir)?.sync_all()?;
     Ok(())
 }
 
@@ -627,4 +635,44 @@ pub fn read_uses(spool: &Spool, known: &mut HashMap<String, Option<String>>) -> 
     }
     known.retain(|n, _| live.contains(n.as_str()));
     uses
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record is never seen empty or half written: readers racing its writers find no record
+    /// or the whole one (an empty `answered` record read as "unreadable" withdrew calls with a
+    /// reason that named no answer).
+    #[test]
+    fn a_record_is_seen_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::new(dir.path());
+        let now = time::OffsetDateTime::now_utc();
+        for round in 0..40 {
+            let id = format!("race-{round}");
+            std::thread::scope(|s| {
+                for _ in 0..4 {
+                    s.spawn(|| record_answer(&spool, &id, "consumed").expect("record"));
+                }
+                for _ in 0..4 {
+                    s.spawn(|| {
+                        for _ in 0..200 {
+                            if let Some(w) = withdrawn(&spool, &id, None, now) {
+                                assert_eq!(w.status, "consumed", "seen half written: {w:?}");
+                            }
+                        }
+                    });
+                }
+            });
+            assert_eq!(withdrawn(&spool, &id, None, now).map(|w| w.status).as_deref(), Some("consumed"));
+        }
+        let left: Vec<_> = fs::read_dir(spool.uses_dir())
+            .expect("uses/")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.ends_with(USE_SUFFIX))
+            .collect();
+        assert!(left.is_empty(), "no private file is left behind: {left:?}");
+    }
 }
