@@ -1030,6 +1030,14 @@ fn killing_the_gateway_while_a_call_is_held_runs_nothing() {
     let steps = json!([call("write_file", json!({"path": target, "content": "never\n"}))]);
     let child = s.client(&steps, &["--wait", "60"], &["mcp-server-filesystem", &root], Some(&pidfile));
     let id = s.held("filesystem/write_file");
+    // The gateway holds the call once it has recorded how long it waits (just after publishing
+    // the packet: a gateway killed between the two leaves the packet to its `expires_at`).
+    let until = s.env.spool().join(format!("uses/until+{id}.use"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !until.exists() {
+        assert!(Instant::now() < deadline, "the gateway never recorded its wait: {}", until.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let pid = std::fs::read_to_string(&pidfile).expect("pid file").trim().to_owned();
     let o = Command::new("kill").args(["-KILL", &pid]).output().expect("kill");
     assert!(o.status.success(), "{}", text(&o));
@@ -1602,19 +1610,24 @@ fn accepting(port: u16) {
     }
 }
 
-/// `@modelcontextprotocol/server-everything` in its Streamable HTTP mode on `port` (its own
-/// process group, so the test can stop it whole).
+/// `@modelcontextprotocol/server-everything` in its Streamable HTTP mode on `port`.
 fn everything_over_http(port: u16) -> Child {
+    let mut cmd = Command::new("mcp-server-everything");
+    cmd.arg("streamableHttp").env("PORT", port.to_string());
+    http_server(cmd, port)
+}
+
+/// An HTTP server started by `cmd`, once it accepts on `port`: its own process group (so the
+/// test can stop it whole), its output discarded.
+fn http_server(mut cmd: Command, port: u16) -> Child {
     use std::os::unix::process::CommandExt as _;
-    let child = Command::new("mcp-server-everything")
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
+    let child = cmd
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("server-everything");
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     accepting(port);
     child
 }
@@ -2054,19 +2067,10 @@ fn an_answer_stream_that_breaks_is_resumed_where_it_broke() {
     let Some(root) = typescript_sdk() else { return };
     let s = setup();
     let port = free_port();
-    let mut server = {
-        use std::os::unix::process::CommandExt as _;
-        Command::new("node")
-            .arg(Path::new(&root).join("@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js"))
-            .env("MCP_PORT", port.to_string())
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the SDK's example server")
-    };
-    accepting(port);
+    let mut cmd = Command::new("node");
+    cmd.arg(Path::new(&root).join("@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js"))
+        .env("MCP_PORT", port.to_string());
+    let mut server = http_server(cmd, port);
     let (proxy, cut, resumed) = cutting_proxy(port, "start-notification-stream");
     let url = format!("http://127.0.0.1:{proxy}/mcp");
     let (mut child, mut stdin, log) = gateway_with(&s, &["--wait", "60", "--name", "example", "--url", &url], &[]);

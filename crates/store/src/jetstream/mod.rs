@@ -50,7 +50,7 @@ pub use async_spool::{AsyncJetStreamSpool, MAX_BATCH};
 pub use blocking::{CHAIN_READ_PART, ChainReader, ChainWatch, JetStreamSpool, Watch};
 pub use buckets::{Awaited, decision_key, is_claim_name, signal_key, use_key, use_name};
 pub use connect::{ConnectOptions, DEFAULT_PORT, StoreUrl, UrlError, is_token};
-pub use streams::{CONSUMER_IDLE_LIMIT, SetupOptions};
+pub use streams::{CONSUMER_IDLE_LIMIT, SETUP_SETTLE, SetupOptions};
 
 /// The de-duplication window of both streams: a repeated `Nats-Msg-Id` within it is answered
 /// with the first sequence and `duplicate: true`.

@@ -17,6 +17,10 @@ pub struct SetupOptions {
     pub replicas: usize,
 }
 
+/// How long [`AsyncJetStreamSpool::setup`] keeps trying a replicated store's setup while a new
+/// cluster settles.
+pub const SETUP_SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Default for SetupOptions {
     fn default() -> Self {
         SetupOptions { replicas: 1 }
@@ -53,8 +57,28 @@ impl AsyncJetStreamSpool {
     /// # Errors
     /// [`JsError::WeakerStream`] when one exists with weaker settings (delete, purge or rollup
     /// allowed; a limit that drops messages; memory storage; fewer replicas; other subjects);
-    /// [`JsError::Server`] when the server refuses or does not answer.
+    /// [`JsError::Server`] when the server refuses or does not answer. A replicated store's
+    /// request that times out or finds no peers to place it on is tried again for up to
+    /// [`SETUP_SETTLE`]: a cluster just started answers nothing while it elects its meta leader
+    /// and places nothing until every peer has joined (setting up again is harmless: what exists
+    /// is kept).
     pub async fn setup(&self, opts: SetupOptions) -> Result<(), JsError> {
+        let deadline = tokio::time::Instant::now() + SETUP_SETTLE;
+        loop {
+            match self.setup_once(opts).await {
+                Err(e)
+                    if opts.replicas > 1
+                        && tokio::time::Instant::now() < deadline
+                        && ["timed out", "no suitable peers"].iter().any(|m| e.to_string().contains(m)) =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn setup_once(&self, opts: SetupOptions) -> Result<(), JsError> {
         let replicas = opts.replicas.max(1);
         let mut chain = self.stream_config(self.url.chain_stream(), vec![self.url.chain_subject()], replicas);
         // A principal's several records (a decision and its checkpoint, a migration) and a
