@@ -275,9 +275,8 @@ pub fn record_wait(spool: &Spool, packet_id: &str, until: time::OffsetDateTime) 
     }
     // Made under a private name, locked, written and synced, then linked into place: no reader
     // ever sees the record unlocked while its maker lives.
-    let tmp = dir.join(format!(".until+{packet_id}.{}.{}.tmp", std::process::id(), uuid::Uuid::now_v7().simple()));
     let open_flags = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
-    let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(0o644).custom_flags(open_flags).open(&tmp)?;
+    let (tmp, mut f) = private_twin(&path)?;
     let made = (|| {
         f.lock_shared()?;
         io::Write::write_all(&mut f, &bytes)?;
@@ -500,7 +499,6 @@ pub fn gate_runs(spool: &Spool) -> io::Result<HashSet<String>> {
 /// synced. In a replica of a JetStream store, the claim is first created in the store's uses
 /// bucket ([`crate::replica::claim`]): `AlreadyExists` when another host made it.
 fn create_claim(spool: &Spool, path: &Path, body: &Value) -> io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt as _;
     let mut bytes = serde_json::to_vec(body).map_err(io::Error::other)?;
     bytes.push(b'\n');
     // In a replica, the claim is the store's (one use across every host), then this file's
@@ -514,17 +512,7 @@ fn create_claim(spool: &Spool, path: &Path, body: &Value) -> io::Result<()> {
     };
     // Written and synced under a private name, then linked into place (which fails, as
     // `O_EXCL` would, when the record exists): a reader never sees it empty or half written.
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "a record path names a file in a directory"));
-    };
-    let tmp =
-        dir.join(format!(".{}.{}.{}.tmp", name.to_string_lossy(), std::process::id(), uuid::Uuid::now_v7().simple()));
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(&tmp)?;
+    let (tmp, mut f) = private_twin(path)?;
     let made =
         io::Write::write_all(&mut f, &bytes).and_then(|()| f.sync_all()).and_then(|()| fs::hard_link(&tmp, path));
     let _ = fs::remove_file(&tmp);
@@ -532,8 +520,32 @@ fn create_claim(spool: &Spool, path: &Path, body: &Value) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists && made_in_store => return Ok(()),
         other => other?,
     }
-    fs::File::open(dir)?.sync_all()?;
+    if let Some(dir) = path.parent() {
+        fs::File::open(dir)?.sync_all()?;
+    }
     Ok(())
+}
+
+/// A new file beside `path` under a private name (`.<name>.<pid>.<uuid>.tmp`: no scan of
+/// `uses/` reads it), created with `O_EXCL` and mode 0644, never following a symlink, in which a
+/// record is written whole before it is hard-linked into place as `path`.
+///
+/// # Errors
+/// `path` names no file in a directory; I/O errors creating it.
+fn private_twin(path: &Path) -> io::Result<(std::path::PathBuf, fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "a record path names a file in a directory"));
+    };
+    let tmp =
+        dir.join(format!(".{}.{}.{}.tmp", name.to_string_lossy(), std::process::id(), uuid::Uuid::now_v7().simple()));
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&tmp)?;
+    Ok((tmp, f))
 }
 
 /// The claims in `uses/` ([`claim_grant_use`], [`claim_approval`]): how many uses of each grant
