@@ -199,11 +199,33 @@ fn graduation(c: &mut Criterion) {
     let line40 = serde_json::to_vec(&serde_json::json!({"op": "tg.can_execute", "id": 1,
         "action_class": "draft.response", "now": "2026-11-21T09:00:00Z", "evidence": inline}))
     .expect("json");
+    // The same rows with one date changed: alternating with `line40`, every line's rows differ
+    // from the previous line's, so each is read and weighted (no kept evidence serves).
+    let mut other: Vec<serde_json::Value> = rows[..40].iter().map(|r| r.to_json("2026-11-21")).collect();
+    other[0]["date"] = serde_json::json!("2026-11-02");
+    let line40b = serde_json::to_vec(&serde_json::json!({"op": "tg.can_execute", "id": 1,
+        "action_class": "draft.response", "now": "2026-11-21T09:00:00Z", "evidence": other}))
+    .expect("json");
+    for l in [&line40, &line40b] {
+        out.clear();
+        eval.respond(l, &mut out);
+        let answer: serde_json::Value = serde_json::from_slice(&out).expect("an answer");
+        assert_eq!(answer["observed"]["evidence"]["positive"], 40, "{answer}");
+    }
     g.throughput(Throughput::Bytes(line40.len() as u64));
-    g.bench_function("eval respond tg.can_execute, 40 inline evidence rows", |b| {
+    g.bench_function("eval respond tg.can_execute, 40 inline evidence rows, repeated", |b| {
         b.iter(|| {
             out.clear();
             eval.respond(black_box(&line40), &mut out);
+            out.len()
+        })
+    });
+    let mut flip = false;
+    g.bench_function("eval respond tg.can_execute, 40 inline evidence rows, read each time", |b| {
+        b.iter(|| {
+            out.clear();
+            flip = !flip;
+            eval.respond(black_box(if flip { &line40 } else { &line40b }), &mut out);
             out.len()
         })
     });

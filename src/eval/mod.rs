@@ -77,6 +77,10 @@ pub struct Evaluator {
     /// Lines whose answer failed with an internal error (a panic caught by [`run`]); after one,
     /// the stateful ring ops refuse to answer, since their state may be half-updated.
     internal_errors: std::cell::Cell<usize>,
+    /// The inline evidence of the last `tg.can_execute` that carried some, indexed: a client
+    /// that sends its ledger with every request has it read and weighted once
+    /// ([`fast_gate::InlineEvidence`]).
+    inline: RefCell<Option<fast_gate::InlineEvidence>>,
 }
 
 impl std::fmt::Debug for Evaluator {
@@ -89,7 +93,13 @@ impl Evaluator {
     /// An evaluator over `policies`.
     #[must_use]
     pub fn new(policies: PolicySet) -> Self {
-        Self { policies, spool: None, rings: RefCell::default(), internal_errors: std::cell::Cell::new(0) }
+        Self {
+            policies,
+            spool: None,
+            rings: RefCell::default(),
+            internal_errors: std::cell::Cell::new(0),
+            inline: RefCell::default(),
+        }
     }
 
     /// How many lines [`run`] answered with `internal_error` (a bug caught, never an answer

@@ -46,13 +46,32 @@ pub fn write_canonical<W: Write + ?Sized>(value: &Value, out: &mut W) -> io::Res
 /// (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other C0 controls as lower-case `\u00xx`,
 /// everything else raw).
 pub(crate) fn write_str<W: Write + ?Sized>(text: &str, out: &mut W) -> io::Result<()> {
-    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if !needs_escape(text.as_bytes()) {
         out.write_all(b"\"")?;
         out.write_all(text.as_bytes())?;
         out.write_all(b"\"")
     } else {
         serde_json::to_writer(&mut *out, text).map_err(io::Error::other)
     }
+}
+
+/// True when `b` holds a byte JSON escapes in a string: a control byte (< 0x20), `"` or `\\`.
+/// Eight bytes at a time (a word has a byte below 0x20, or equal to `"` or `\\`, exactly when
+/// the bit tricks below set its high bit; bytes ≥ 0x80 set none).
+fn needs_escape(b: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let below = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGHS;
+    let mut words = b.chunks_exact(8);
+    for chunk in &mut words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(chunk);
+        let v = u64::from_le_bytes(w);
+        if below(v, 0x20) | below(v ^ (ONES * u64::from(b'"')), 1) | below(v ^ (ONES * u64::from(b'\\')), 1) != 0 {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\')
 }
 
 /// Writes an object as canonical JSON (what [`write_canonical`] writes for `Value::Object`).
@@ -296,12 +315,21 @@ pub fn check_integer_literals(bytes: &[u8]) -> Result<(), JsonError> {
     while i < bytes.len() {
         match bytes[i] {
             b'"' => {
-                // Skip the string, honouring backslash escapes.
+                // Skip the string, honouring backslash escapes (eight bytes at a time).
                 i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                loop {
+                    match scan::find_quote_or_backslash(bytes, i) {
+                        Some(k) if bytes[k] == b'\\' => i = k + 2,
+                        Some(k) => {
+                            i = k + 1;
+                            break;
+                        }
+                        None => return Ok(()),
+                    }
+                    if i >= bytes.len() {
+                        return Ok(());
+                    }
                 }
-                i += 1;
             }
             b'-' | b'0'..=b'9' => {
                 let start = i;
@@ -413,7 +441,8 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
 /// `"sha256:" + lower-case hex` of a 32-byte digest.
 #[must_use]
 pub fn prefixed(digest: &[u8; 32]) -> String {
-    String::from_utf8_lossy(&prefixed_bytes(digest)).into_owned()
+    // The prefix and hex digits are ASCII.
+    prefixed_bytes(digest).iter().map(|&b| char::from(b)).collect()
 }
 
 /// `"sha256:" + hex(SHA-256(canonical(value)))`: the digest string used for content hashes.
@@ -453,6 +482,44 @@ pub fn is_sha256_string(s: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The word-at-a-time escape test agrees with the byte-by-byte one for every byte value at
+    /// every position of texts of 0 to 24 bytes (whole words and the remainder alike).
+    #[test]
+    fn needs_escape_is_the_byte_test() {
+        let plain = |b: &[u8]| b.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\');
+        for len in 0..25 {
+            for at in 0..len {
+                for c in 0..=255u8 {
+                    let mut text = vec![b'a'; len];
+                    text[at] = c;
+                    assert_eq!(needs_escape(&text), plain(&text), "{c:#x} at {at} of {len}");
+                }
+            }
+        }
+        assert!(!needs_escape("é€ x\u{7f}".as_bytes()));
+    }
+
+    /// Integer literals are found outside strings only, whatever the strings hold: escaped
+    /// quotes and backslashes, digits, long runs (the skip goes eight bytes at a time).
+    #[test]
+    fn integer_literals_are_checked_outside_strings_only() {
+        let big = "123456789012345678901234";
+        let long = "x".repeat(40);
+        for (text, ok) in [
+            (format!(r#"{{"a":"{big}","b":1}}"#), true),
+            (format!(r#"{{"a":"q\"{big}\"","b":-9223372036854775808}}"#), true),
+            (format!(r#"{{"a":"\\","b":{big}}}"#), false),
+            (format!(r#"{{"a":"{long}\\\"{long}","b":[1,{big}]}}"#), false),
+            (format!(r#"{{"{long}{big}":"{long}\\"}}"#), true),
+            (format!(r#"{{"a":18446744073709551615,"b":"{long}"}}"#), true),
+            (format!(r#"{{"a":-{big}}}"#), false),
+            (format!(r#"{{"a":1.5e300,"b":"{big}"}}"#), true),
+            (r#"{"a":"unterminated \"#.to_owned(), true),
+        ] {
+            assert_eq!(check_integer_literals(text.as_bytes()).is_ok(), ok, "{text}");
+        }
+    }
 
     #[test]
     fn sorts_keys_at_every_depth_and_keeps_array_order() {

@@ -864,13 +864,6 @@ impl EvidenceSummary {
         })
     }
 
-    /// A serializable view of [`EvidenceSummary::to_json`]: the same members in the same
-    /// (sorted) order, written without building the object.
-    #[must_use]
-    pub fn wire(&self) -> impl serde::Serialize + '_ {
-        SummaryWire(self)
-    }
-
     /// The summary as JSON (snake_case), for a decision's `observed.evidence`.
     #[must_use]
     pub fn to_json(&self) -> Value {
@@ -880,33 +873,59 @@ impl EvidenceSummary {
         }
         v
     }
-}
 
-struct SummaryWire<'s>(&'s EvidenceSummary);
-
-impl serde::Serialize for SummaryWire<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let x = self.0;
-        let mut m = s.serialize_map(Some(17))?;
-        m.serialize_entry("approvals", &x.approvals)?;
-        m.serialize_entry("decisions", &x.decisions)?;
-        m.serialize_entry("edits", &x.edits)?;
-        m.serialize_entry("graduation_approvals", &x.graduation_approvals)?;
-        m.serialize_entry("graduation_positive", &x.graduation_positive)?;
-        m.serialize_entry("held", &x.held)?;
-        m.serialize_entry("max_edit_distance", &x.max_edit_distance)?;
-        m.serialize_entry("negative", &x.negative)?;
-        m.serialize_entry("outcomes", &x.outcomes)?;
-        m.serialize_entry("positive", &x.positive)?;
-        m.serialize_entry("receipts", &x.receipts)?;
-        m.serialize_entry("rejection_rate", &((x.rejection_rate() * 1000.0).round() / 1000.0))?;
-        m.serialize_entry("rejections", &x.rejections)?;
-        m.serialize_entry("rollbacks", &x.rollbacks)?;
-        m.serialize_entry("trust_issues", &x.trust_issues)?;
-        m.serialize_entry("weighted_negative", &x.weighted_negative)?;
-        m.serialize_entry("weighted_positive", &x.weighted_positive)?;
-        m.end()
+    /// Appends [`EvidenceSummary::to_json`]'s compact serialization to `out` without building
+    /// it: the same bytes (members in sorted order, `rejection_rate` rounded to 3 decimals).
+    ///
+    /// # Errors
+    /// Only those of serde_json writing a float into `out` (none for a `Vec`).
+    pub fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        use crate::graduation::gate::write_u32;
+        let x = self;
+        let counts = |out: &mut Vec<u8>, fields: &[(&[u8], u32)]| {
+            for (key, n) in fields {
+                out.extend_from_slice(key);
+                write_u32(*n, out);
+            }
+        };
+        counts(
+            out,
+            &[
+                (b"{\"approvals\":", x.approvals),
+                (b",\"decisions\":", x.decisions),
+                (b",\"edits\":", x.edits),
+                (b",\"graduation_approvals\":", x.graduation_approvals),
+                (b",\"graduation_positive\":", x.graduation_positive),
+                (b",\"held\":", x.held),
+            ],
+        );
+        out.extend_from_slice(b",\"max_edit_distance\":");
+        serde_json::to_writer(&mut *out, &x.max_edit_distance)?;
+        counts(
+            out,
+            &[
+                (b",\"negative\":", x.negative),
+                (b",\"outcomes\":", x.outcomes),
+                (b",\"positive\":", x.positive),
+                (b",\"receipts\":", x.receipts),
+            ],
+        );
+        out.extend_from_slice(b",\"rejection_rate\":");
+        serde_json::to_writer(&mut *out, &((x.rejection_rate() * 1000.0).round() / 1000.0))?;
+        counts(
+            out,
+            &[
+                (b",\"rejections\":", x.rejections),
+                (b",\"rollbacks\":", x.rollbacks),
+                (b",\"trust_issues\":", x.trust_issues),
+            ],
+        );
+        out.extend_from_slice(b",\"weighted_negative\":");
+        serde_json::to_writer(&mut *out, &x.weighted_negative)?;
+        out.extend_from_slice(b",\"weighted_positive\":");
+        serde_json::to_writer(&mut *out, &x.weighted_positive)?;
+        out.push(b'}');
+        Ok(())
     }
 }
 

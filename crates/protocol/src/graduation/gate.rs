@@ -410,7 +410,13 @@ impl Decision<'_> {
 
     /// [`Decision::decision_id`] from an already formatted `created_at`.
     fn decision_id_at(&self, created_at: &str) -> String {
-        format!("tgd_{}_{}", stamp14(created_at), slug(&self.requested_class))
+        let slug = slug(&self.requested_class);
+        let mut id = String::with_capacity(4 + 14 + 1 + slug.len());
+        id.push_str("tgd_");
+        id.extend(created_at.bytes().filter(u8::is_ascii_digit).take(14).map(char::from));
+        id.push('_');
+        id.push_str(&slug);
+        id
     }
 
     /// The exact-action binding (`ActionBinding`, §3.5) for classes that need approval, built on
@@ -515,100 +521,100 @@ impl Decision<'_> {
     /// # Errors
     /// Only those of writing into `out` through serde_json (none for a `Vec`).
     pub fn write_json(&self, id: Option<&Value>, out: &mut Vec<u8>) -> serde_json::Result<()> {
-        let Some(b) = &self.binding else {
-            return serde_json::to_writer(out, &DecisionWire { d: self, id });
-        };
-        // `action_binding` sorts first: write it straight from its members (the bytes its
-        // `actionHash` covers, plus that hash), then the other members without their map's `{`.
-        out.extend_from_slice(b"{\"action_binding\":");
-        b.write_json(&self.action_class, &self.constraints, self.now, out);
-        out.push(b',');
-        let rest = out.len();
-        serde_json::to_writer(&mut *out, &DecisionWire { d: self, id })?;
-        out.remove(rest);
-        Ok(())
-    }
-}
-
-/// The wire form of a decision, members in `BTreeMap` order (as `to_json` serializes), but for
-/// `action_binding`, which [`Decision::write_json`] writes before it.
-struct DecisionWire<'d, 'a> {
-    d: &'d Decision<'a>,
-    id: Option<&'d Value>,
-}
-
-impl serde::Serialize for DecisionWire<'_, '_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let d = self.d;
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("action_class", d.action_class.as_ref())?;
-        m.serialize_entry("allowed", &d.allowed)?;
-        m.serialize_entry("approval_packet_required", &d.approval_packet_required)?;
-        m.serialize_entry("autonomy_level", &d.autonomy_level)?;
-        m.serialize_entry("constraints", d.constraints.as_ref())?;
-        let created_at = d.created_at();
-        m.serialize_entry("created_at", &created_at)?;
-        m.serialize_entry("decision_id", &d.decision_id_at(&created_at))?;
-        if let Some(g) = &d.graduation_path {
-            m.serialize_entry("graduationPath", &PathWire(g))?;
+        // Keys and the fixed texts (states, modes, reasons) need no escaping: they are written
+        // as bytes; strings from the request go through `canonical::write_str` (serde_json's
+        // escapes), JSON values from the request through serde_json.
+        use crate::canonical::write_str;
+        out.push(b'{');
+        if let Some(b) = &self.binding {
+            // `action_binding` sorts first: written straight from its members (the bytes its
+            // `actionHash` covers, plus that hash).
+            out.extend_from_slice(b"\"action_binding\":");
+            b.write_json(&self.action_class, &self.constraints, self.now, out);
+            out.push(b',');
         }
-        if let Some(id) = self.id {
-            m.serialize_entry("id", id)?;
+        out.extend_from_slice(b"\"action_class\":");
+        write_str(&self.action_class, out).map_err(serde_json::Error::io)?;
+        out.extend_from_slice(if self.allowed { b",\"allowed\":true" } else { b",\"allowed\":false" });
+        out.extend_from_slice(if self.approval_packet_required {
+            b",\"approval_packet_required\":true"
+        } else {
+            b",\"approval_packet_required\":false"
+        });
+        out.extend_from_slice(b",\"autonomy_level\":");
+        write_u32(u32::from(self.autonomy_level), out);
+        out.extend_from_slice(b",\"constraints\":");
+        serde_json::to_writer(&mut *out, self.constraints.as_ref())?;
+        let created_at = self.created_at();
+        out.extend_from_slice(b",\"created_at\":");
+        write_str(&created_at, out).map_err(serde_json::Error::io)?;
+        out.extend_from_slice(b",\"decision_id\":");
+        write_str(&self.decision_id_at(&created_at), out).map_err(serde_json::Error::io)?;
+        if let Some(g) = &self.graduation_path {
+            out.extend_from_slice(b",\"graduationPath\":{\"current\":");
+            write_u32(u32::from(g.current), out);
+            out.extend_from_slice(b",\"needed\":");
+            write_u32(u32::from(g.needed), out);
+            out.extend_from_slice(b",\"next_best_action\":\"");
+            out.extend_from_slice(g.next_best_action.as_str().as_bytes());
+            out.extend_from_slice(b"\",\"required_evidence\":");
+            serde_json::to_writer(&mut *out, g.required_evidence)?;
+            out.extend_from_slice(b",\"safe_fallback_action_class\":");
+            write_str(g.safe_fallback_action_class, out).map_err(serde_json::Error::io)?;
+            out.push(b'}');
         }
-        m.serialize_entry("mode", d.mode.as_str())?;
-        m.serialize_entry("needs_approval", &d.needs_approval)?;
-        m.serialize_entry("observed", &ObservedWire(d))?;
-        m.serialize_entry("reason", d.reason.as_ref())?;
-        if d.requires_atomic_consumption {
-            m.serialize_entry("requires_atomic_consumption", &true)?;
+        if let Some(id) = id {
+            out.extend_from_slice(b",\"id\":");
+            serde_json::to_writer(&mut *out, id)?;
         }
-        m.serialize_entry("status", d.status.as_str())?;
-        m.serialize_entry("tier", d.tier.as_str())?;
-        m.end()
-    }
-}
-
-struct PathWire<'g>(&'g GraduationPath);
-
-impl serde::Serialize for PathWire<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let g = self.0;
-        let mut m = s.serialize_map(Some(5))?;
-        m.serialize_entry("current", &g.current)?;
-        m.serialize_entry("needed", &g.needed)?;
-        m.serialize_entry("next_best_action", g.next_best_action.as_str())?;
-        m.serialize_entry("required_evidence", g.required_evidence)?;
-        m.serialize_entry("safe_fallback_action_class", g.safe_fallback_action_class)?;
-        m.end()
-    }
-}
-
-struct ObservedWire<'d, 'a>(&'d Decision<'a>);
-
-impl serde::Serialize for ObservedWire<'_, '_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let d = self.0;
-        let mut m = s.serialize_map(None)?;
-        if let Some(check) = d.approval_check {
+        out.extend_from_slice(b",\"mode\":\"");
+        out.extend_from_slice(self.mode.as_str().as_bytes());
+        out.extend_from_slice(if self.needs_approval {
+            b"\",\"needs_approval\":true,\"observed\":{"
+        } else {
+            b"\",\"needs_approval\":false,\"observed\":{"
+        });
+        if let Some(check) = self.approval_check {
             let (valid, code) = match check {
                 Ok(code) => (true, code),
                 Err(code) => (false, code),
             };
-            m.serialize_entry("approval", &ApprovalWire { valid, code })?;
+            out.extend_from_slice(b"\"approval\":{\"code\":");
+            write_str(code, out).map_err(serde_json::Error::io)?;
+            out.extend_from_slice(if valid { b",\"valid\":true}," } else { b",\"valid\":false}," });
         }
-        m.serialize_entry("evidence", &d.summary.wire())?;
-        m.serialize_entry("requested_action_class", d.requested_class.as_ref())?;
-        m.end()
+        out.extend_from_slice(b"\"evidence\":");
+        self.summary.write_json(out)?;
+        out.extend_from_slice(b",\"requested_action_class\":");
+        write_str(&self.requested_class, out).map_err(serde_json::Error::io)?;
+        out.extend_from_slice(b"},\"reason\":");
+        write_str(&self.reason, out).map_err(serde_json::Error::io)?;
+        if self.requires_atomic_consumption {
+            out.extend_from_slice(b",\"requires_atomic_consumption\":true");
+        }
+        out.extend_from_slice(b",\"status\":\"");
+        out.extend_from_slice(self.status.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"tier\":\"");
+        out.extend_from_slice(self.tier.as_str().as_bytes());
+        out.extend_from_slice(b"\"}");
+        Ok(())
     }
 }
 
-#[derive(serde::Serialize)]
-struct ApprovalWire {
-    code: &'static str,
-    valid: bool,
+/// Appends `n` in decimal.
+pub(crate) fn write_u32(n: u32, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// The constraint vocabulary of `decision.schema.json` (ten keys).
@@ -681,10 +687,6 @@ fn slug_chars(s: &str) -> String {
     }
     let t: String = out.trim_matches('-').chars().take(60).collect();
     if t.is_empty() { "action".into() } else { t }
-}
-
-fn stamp14(created_at: &str) -> String {
-    created_at.bytes().filter(u8::is_ascii_digit).take(14).map(char::from).collect()
 }
 
 /// The safe fallback class for `insufficient_evidence` (§3.4).
@@ -1148,6 +1150,67 @@ fn allowed_outcome(tier: Tier, constraints: &Map<String, Value>) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graduation::evidence::{EvidenceRow, SourceType};
+
+    /// `write_json` (bytes written member by member) gives exactly serde_json's serialization of
+    /// `to_json` with the id added, for every state and optional member: allowed, review with a
+    /// graduation path, human-only, an exact binding, a checked approval, escapes in the
+    /// request's strings, and no id.
+    #[test]
+    fn write_json_is_to_json_byte_for_byte() {
+        let policies = PolicySet::default();
+        let rows: Vec<EvidenceRow> = (0..12)
+            .map(|i| {
+                let label = ["approved", "rejected", "minor edit", "trust_issue"][i % 4];
+                EvidenceRow::new("draft.response", label, Some(SourceType::Receipt), None)
+            })
+            .collect();
+        let evidence = EvidenceIndex::new(&rows);
+        let now = time::macros::datetime!(2026-11-21 09:00:00.25 UTC);
+        let contexts = [
+            json!({}),
+            json!({"requestedBy": "scr\"ibe\n", "target": "a@b.c", "nonce": "n-1", "constraints": {"max_amount": 5}}),
+            json!({"approvalState": "approved", "asynchronousApproval": true}),
+        ];
+        let approvals = [None, Some(json!({"state": "approved"})), Some(json!({"grantId": "g", "state": "approved"}))];
+        let mut seen = std::collections::BTreeSet::new();
+        for class in ["draft.response", "email.send.external", "payment.spend", "Draft_Response", "widget.thing"] {
+            for context in &contexts {
+                for approval in &approvals {
+                    for agent in [AgentStanding::Active, AgentStanding::Quarantined] {
+                        for id in [None, Some(json!(7)), Some(json!({"a": ["é\u{1}"]}))] {
+                            let req = GateRequest {
+                                action_class: class,
+                                context,
+                                approval: approval.as_ref(),
+                                evidence: &evidence,
+                                workspace: "w\\s",
+                                now,
+                                agent,
+                                chain_intact: true,
+                            };
+                            let d = can_execute(&policies, &req);
+                            seen.insert((d.status.as_str(), d.graduation_path.is_some(), d.binding.is_some()));
+                            let mut want = d.to_json();
+                            if let (Some(id), Value::Object(m)) = (&id, &mut want) {
+                                m.insert("id".into(), id.clone());
+                            }
+                            let mut got = Vec::new();
+                            d.write_json(id.as_ref(), &mut got).expect("write");
+                            assert_eq!(
+                                String::from_utf8_lossy(&got),
+                                serde_json::to_string(&want).expect("json"),
+                                "{class} {context} {approval:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // The cases are not vacuous: several states, with and without a path and a binding.
+        assert!(seen.len() >= 5, "{seen:?}");
+        assert!(seen.iter().any(|s| s.1) && seen.iter().any(|s| s.2), "{seen:?}");
+    }
 
     #[test]
     fn slugs_like_the_reference() {
