@@ -441,8 +441,8 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
 /// `"sha256:" + lower-case hex` of a 32-byte digest.
 #[must_use]
 pub fn prefixed(digest: &[u8; 32]) -> String {
-    // The prefix and hex digits are ASCII.
-    prefixed_bytes(digest).iter().map(|&b| char::from(b)).collect()
+    // The prefix and hex digits are ASCII: the check cannot fail.
+    String::from_utf8(prefixed_bytes(digest).to_vec()).unwrap_or_default()
 }
 
 /// `"sha256:" + hex(SHA-256(canonical(value)))`: the digest string used for content hashes.

@@ -41,7 +41,8 @@ pub fn js_iso(t: OffsetDateTime) -> String {
         put(14, 2, u32::from(t.minute()));
         put(17, 2, u32::from(t.second()));
         put(20, 3, u32::from(t.millisecond()));
-        return b.iter().map(|&c| char::from(c)).collect();
+        // ASCII digits and punctuation: the check cannot fail.
+        return String::from_utf8(b.to_vec()).unwrap_or_default();
     }
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
