@@ -132,8 +132,20 @@ pub(crate) struct ToolGlob {
 }
 
 /// The tools of Claude Code and Codex and the command rules warrant applies when `policy.toml`
-/// does not name them (`assets/host-tools.toml`).
+/// does not name them (`assets/host-tools.toml`), as written: the processes read
+/// [`HOST_TOOLS_JSON`], made from it at build time.
+#[cfg(any(test, doc))]
 pub(super) const HOST_TOOLS: &str = include_str!("../../../../../assets/host-tools.toml");
+
+/// [`HOST_TOOLS`] as compact JSON, made from it at build time (`build.rs`): what the processes
+/// read (serde_json reads it in a fraction of the time a TOML parse takes).
+const HOST_TOOLS_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/host-tools.json"));
+
+/// The built-in table's file, read from [`HOST_TOOLS_JSON`].
+fn host_tools_file() -> HostToolsFile {
+    // The file is part of the binary and checked by a test: a failure here is a build defect.
+    serde_json::from_str(HOST_TOOLS_JSON).unwrap_or_else(|e| panic!("assets/host-tools.toml (as JSON): {e}"))
+}
 
 impl PolicySet {
     /// Registers (or replaces) a tool from JSON `{"tier", "required_trust_level"?}` (the
@@ -297,16 +309,14 @@ pub struct HostOffers {
 /// really sends its model service.
 #[must_use]
 pub fn host_offers() -> BTreeMap<String, HostOffers> {
-    let file: HostToolsFile = toml::from_str(HOST_TOOLS).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}"));
-    file.hosts
+    host_tools_file().hosts
 }
 
 /// The built-in table ([`HOST_TOOLS`]), parsed once.
 pub(super) fn host_table() -> Arc<HostTable> {
     static TABLE: std::sync::OnceLock<Arc<HostTable>> = std::sync::OnceLock::new();
     Arc::clone(TABLE.get_or_init(|| {
-        // The file is part of the binary and checked by a test: a failure here is a build defect.
-        let file: HostToolsFile = toml::from_str(HOST_TOOLS).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}"));
+        let file = host_tools_file();
         Arc::new(parse_tool_table(file.tools, file.commands).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}")))
     }))
 }
@@ -409,6 +419,16 @@ pub(super) fn parse_tool_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The JSON the processes read holds exactly the values of `assets/host-tools.toml`.
+    #[test]
+    fn the_built_in_json_is_the_toml() {
+        let toml: toml::Value = toml::from_str(HOST_TOOLS).expect("assets/host-tools.toml");
+        let json: Value = serde_json::from_str(HOST_TOOLS_JSON).expect("the JSON");
+        assert_eq!(serde_json::to_value(&toml).expect("as JSON"), json);
+        assert!(json["tools"].as_object().is_some_and(|t| t.len() > 10), "{json}");
+        let _: HostToolsFile = toml::from_str(HOST_TOOLS).expect("the file's shape");
+    }
 
     #[test]
     fn every_tool_of_todays_hosts_has_an_entry_and_none_reaching_the_network_is_safe() {
