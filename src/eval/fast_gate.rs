@@ -50,22 +50,20 @@ impl Evaluator {
         if de.end().is_err() || !g.op {
             return refuse;
         }
+        // The inline evidence's text and where it starts (a slice of `line`: its offset).
+        let evidence =
+            g.evidence.map(|raw| (raw.get(), (raw.get().as_ptr() as usize).wrapping_sub(line.as_ptr() as usize)));
         if let Some(at) = spliced_at
-            && !g.evidence.is_some_and(|raw| {
-                raw.get() == "null" && (raw.get().as_ptr() as usize).wrapping_sub(line.as_ptr() as usize) == at
-            })
+            && evidence != Some(("null", at))
         {
             return None;
         }
         // An integer outside 64 bits is refused by `parse_untrusted` on the general path; the
         // inline evidence's text is checked when it is read (below), the rest of the line here.
-        let rest_ok = match g.evidence {
+        let rest_ok = match evidence {
             None => crate::protocol::canonical::check_integer_literals(line).is_ok(),
-            Some(raw) => {
-                // The raw value is a slice of `line`: its offset is where it starts.
-                let start = (raw.get().as_ptr() as usize).wrapping_sub(line.as_ptr() as usize);
-                let end = start + raw.get().len();
-                line.get(..start).zip(line.get(end..)).is_some_and(|(before, after)| {
+            Some((text, start)) => {
+                line.get(..start).zip(line.get(start + text.len()..)).is_some_and(|(before, after)| {
                     crate::protocol::canonical::check_integer_literals(before).is_ok()
                         && crate::protocol::canonical::check_integer_literals(after).is_ok()
                 })
@@ -80,22 +78,20 @@ impl Evaluator {
         }
         let chain = self.chain_evidence();
         let inline;
-        let index = match g.evidence {
+        let read = match evidence {
+            // No rows: the chain's alone, borrowed.
+            Some(("null" | "[]", _)) if spliced_at.is_none() => None,
+            None => None,
+            Some(_) if spliced_at.is_some() => Some(self.kept_inline_index(chain.as_ref())),
+            Some((text, _)) => Some(self.inline_index(text, chain.as_ref())),
+        };
+        let index = match read {
             None => combined_index(chain.as_deref(), None),
-            Some(raw) => {
-                let read = if spliced_at.is_some() {
-                    self.kept_inline_index(chain.as_ref())
-                } else {
-                    self.inline_index(raw.get(), chain.as_ref())
-                };
-                match read {
-                    Some(i) => {
-                        inline = i;
-                        Cow::Borrowed(&*inline)
-                    }
-                    None => return refuse,
-                }
+            Some(Some(i)) => {
+                inline = i;
+                Cow::Borrowed(&*inline)
             }
+            Some(None) => return refuse,
         };
         let empty = Value::Object(Map::new());
         let context = match &g.context {
@@ -142,11 +138,7 @@ impl Evaluator {
         let mut cache = self.inline.borrow_mut();
         if let Some(c) = cache.as_mut()
             && c.text == text
-            && match (&c.chain, chain) {
-                (None, None) => true,
-                (Some(a), Some(b)) => Rc::ptr_eq(a, b),
-                _ => false,
-            }
+            && same_snapshot(c.chain.as_ref(), chain)
         {
             // The text came twice: it is searched for in the next lines from now on (short
             // texts are read quickly anyway, and could be found where they are not the
@@ -168,10 +160,17 @@ impl Evaluator {
         Some(index)
     }
 
-    /// The kept inline evidence's index against `chain` (read again when the chain snapshot
-    /// changed since).
+    /// The kept inline evidence's index against `chain` (its text read again when the chain
+    /// snapshot changed since).
     fn kept_inline_index(&self, chain: Option<&Rc<ChainSnapshot>>) -> Option<Rc<EvidenceIndex>> {
-        let text = self.inline.borrow().as_ref()?.text.clone();
+        let text = {
+            let cache = self.inline.borrow();
+            let kept = cache.as_ref()?;
+            if same_snapshot(kept.chain.as_ref(), chain) {
+                return Some(Rc::clone(&kept.index));
+            }
+            kept.text.clone()
+        };
         self.inline_index(&text, chain)
     }
 }
@@ -185,6 +184,15 @@ pub(super) struct InlineEvidence {
     finder: Option<memchr::memmem::Finder<'static>>,
     chain: Option<Rc<ChainSnapshot>>,
     index: Rc<EvidenceIndex>,
+}
+
+/// Whether two chain snapshots are the same one (or both absent).
+fn same_snapshot(a: Option<&Rc<ChainSnapshot>>, b: Option<&Rc<ChainSnapshot>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Rc::ptr_eq(a, b),
+        _ => false,
+    }
 }
 
 /// The shortest inline evidence text searched for in the next lines, and how much of it is

@@ -55,19 +55,15 @@ pub(crate) fn write_str<W: Write + ?Sized>(text: &str, out: &mut W) -> io::Resul
     }
 }
 
-/// True when `b` holds a byte JSON escapes in a string: a control byte (< 0x20), `"` or `\\`.
-/// Eight bytes at a time (a word has a byte below 0x20, or equal to `"` or `\\`, exactly when
-/// the bit tricks below set its high bit; bytes ≥ 0x80 set none).
+/// True when `b` holds a byte JSON escapes in a string: a control byte (< 0x20), `"` or `\\`;
+/// eight bytes at a time ([`scan::bytes_below`], [`scan::quotes_or_backslashes`]).
 fn needs_escape(b: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let below = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGHS;
     let mut words = b.chunks_exact(8);
     for chunk in &mut words {
         let mut w = [0u8; 8];
         w.copy_from_slice(chunk);
         let v = u64::from_le_bytes(w);
-        if below(v, 0x20) | below(v ^ (ONES * u64::from(b'"')), 1) | below(v ^ (ONES * u64::from(b'\\')), 1) != 0 {
+        if scan::bytes_below(v, 0x20) | scan::quotes_or_backslashes(v) != 0 {
             return true;
         }
     }

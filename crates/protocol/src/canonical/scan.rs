@@ -106,20 +106,34 @@ pub fn scan_object_str(text: &str, out: &mut Scan) -> bool {
     s.object(1, Some(out), None) == Some(()) && s.i == text.len()
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The word `w` (eight bytes, little-endian) with the high bit set of its bytes below `n`
+/// (`n` ≤ 0x80): non-zero exactly when some byte is, and its lowest set bit is the first such
+/// byte's (a borrow only runs upwards, past that byte).
+#[inline(always)]
+pub(crate) fn bytes_below(w: u64, n: u8) -> u64 {
+    w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS
+}
+
+/// [`bytes_below`] for the bytes of `w` equal to `"` or `\\`.
+#[inline(always)]
+pub(crate) fn quotes_or_backslashes(w: u64) -> u64 {
+    bytes_below(w ^ (ONES * u64::from(b'"')), 1) | bytes_below(w ^ (ONES * u64::from(b'\\')), 1)
+}
+
 /// The position of the first `"` or `\\` in `b` at or after `from`. Most strings in a record
 /// are short (keys, ids, hashes, timestamps), so the first 32 bytes are searched eight at a time
 /// inline (a word with a zero byte where `"` or `\\` is: exact for the lowest such byte, which
 /// is the one taken), and only longer strings go to `memchr2`.
 #[inline(always)]
 pub(crate) fn find_quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
     let mut i = from;
     for _ in 0..4 {
         let Some(chunk) = b.get(i..i + 8) else { break };
         let w = u64::from_le_bytes(chunk.try_into().ok()?);
-        let hits = zero_bytes(w ^ (ONES * u64::from(b'"'))) | zero_bytes(w ^ (ONES * u64::from(b'\\')));
+        let hits = quotes_or_backslashes(w);
         if hits != 0 {
             return Some(i + (hits.trailing_zeros() / 8) as usize);
         }
