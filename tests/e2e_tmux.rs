@@ -27,6 +27,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_warrant");
 /// Directory only (`directory_only`), each inherently about a directory spool:
 /// - `the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind`: `warrant demo` makes and
 ///   removes its own temporary directory spool (on a store it exits 2, docs/distributed.md).
+/// - `the_console_verifies_the_chain_once_at_start`: the chain is made by `generate-spool` in the
+///   directory; a replica's console starts the same way.
 ///
 /// Within `malformed_files_are_listed_and_valid_packets_still_show`, the symlink planted in
 /// `packets/` is the directory's only: a store's messages are bytes.
@@ -70,6 +72,7 @@ per_store! {
         the_demo_signs_with_a_throwaway_key_and_leaves_nothing_behind,
         copy_to_the_clipboard_and_read_in_the_pager,
         the_readme_screen_is_the_demo_as_it_opens,
+        the_console_verifies_the_chain_once_at_start,
     ],
 }
 
@@ -982,4 +985,28 @@ fn a_timed_out_packet_is_refused_as_a_system_decision_by_the_running_console(sto
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("a system decision (timeout): signed by the console, no person decided"), "{text}");
     tmux.send(&["q"]);
+}
+
+// At start the console lists the packets first, then verifies the chain once, in the background:
+// not a second time because a rescan or the first scan asked while the first verification ran
+// (a million-record chain took twice as long to show `chain ok`).
+fn the_console_verifies_the_chain_once_at_start(store: Store) {
+    let w = World::new(store);
+    // Enough packets that the first scan takes longer than the event loop's first turn.
+    let out = w.cli(&["generate-spool", "--records", "20000", "--pending", "2000", "--decision-every", "100"]);
+    assert!(out.status.success(), "generate-spool: {}", String::from_utf8_lossy(&out.stderr));
+    let tmux = Tmux::start("verify-once", &w.env(), &["console"]);
+    tmux.wait_for("the verified chain", |s| s.contains("chain ok") && s.contains("2000 pending"));
+    // Past the first rescan (every 5 s by default): an unchanged chain is not verified again.
+    std::thread::sleep(Duration::from_secs(6));
+    tmux.send(&["q"]);
+    let start = Instant::now();
+    while tmux.alive() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!tmux.alive(), "q did not quit the console");
+    let log = std::fs::read_to_string(w.dir.path().join("data/warrant/warrant.log")).expect("the console's log");
+    let verified: Vec<&str> = log.lines().filter(|l| l.contains("chain verified")).collect();
+    assert_eq!(verified.len(), 1, "the chain was verified {} times:\n{log}", verified.len());
+    assert!(verified[0].contains("records=20000") && verified[0].contains("findings=0"), "{}", verified[0]);
 }

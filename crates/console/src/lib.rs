@@ -510,9 +510,16 @@ impl Runner {
             {
                 let _ = job_tx.send(Action::ChainCheckpointed(Box::new(view)));
             }
+            let started = Instant::now();
             match spool::verify_chain_from(&spool, &pinned, previous.as_ref(), &progress) {
                 Ok(verified) => {
                     let view = verified.view.clone();
+                    tracing::info!(
+                        records = view.report.total,
+                        findings = view.report.findings.len(),
+                        ms = started.elapsed().as_millis(),
+                        "chain verified"
+                    );
                     if let Ok(mut c) = cache.lock() {
                         *c = Some(verified);
                     }
@@ -1050,7 +1057,9 @@ where
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut rescan_timer = tokio::time::interval(rescan);
+    // The first rescan is one period away (an interval's first tick is at once, which would
+    // start the chain's verification before the first scan, and then again after it).
+    let mut rescan_timer = tokio::time::interval_at(tokio::time::Instant::now() + rescan, rescan);
     rescan_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
@@ -1120,7 +1129,9 @@ where
             runner.finished(&action);
             if first_verify && matches!(action, Action::Scanned(_) | Action::ScanFailed(_)) {
                 first_verify = false;
-                runner.run(Effect::VerifyChain { force: true });
+                // Not forced: a verification of this same chain already under way is not
+                // queued again.
+                runner.run(Effect::VerifyChain { force: false });
             }
             let assessed = matches!(action, Action::Assessed(_) | Action::AssessFailed(_));
             let is_tick = matches!(action, Action::Tick(_));

@@ -583,15 +583,26 @@ pub fn audit_chain(
     let opts = warrant_protocol::chain::VerifyOptions { pinned: Some(pinned), strict_signatures: true };
     let mut entries = Vec::new();
     let keep = ["tg_receipt", "warrant_grant", "approval", "reason"];
+    // Each entry is made on the verifier's worker that checked its record.
+    let extract = |i: usize, rec: warrant_protocol::chain::SinkRecord<'_>| match rec {
+        warrant_protocol::chain::SinkRecord::Whole(rec) => Some(entry_of_record(i, rec)),
+        // Read as the whole record would be, but for metadata the entry does not show. A kept
+        // member the strict reader refuses (an integer beyond 64 bits, which no check reads) is
+        // left out of the entry, never the record.
+        warrant_protocol::chain::SinkRecord::Raw(rec) => {
+            rec.to_map(None, &keep).or_else(|_| rec.to_map(None, &[])).ok().map(|m| entry_of_record(i, &m))
+        }
+    };
+    let sink = warrant_protocol::chain::RecordSink {
+        extract: &extract,
+        on_record: |_, entry: Option<AuditEntry>| entries.extend(entry),
+    };
     let tail = warrant_store::chain_file::verify_tail_with(
         &spool.chain_path(),
         &warrant_protocol::chain::Verified::default(),
         opts,
-        &keep,
         &progress,
-        |i, rec| {
-            entries.push(entry_of_record(i, rec));
-        },
+        sink,
     )?;
     let mut report = tail.map(|t| t.report).unwrap_or_default();
     let (checkpoint, _) = warrant_store::checkpoint_files::latest(spool, pinned);

@@ -497,7 +497,18 @@ pub fn assess(
     chain_intact: bool,
     workspace: &str,
 ) -> Assessment {
-    assess_with(None, None, ctx, packets, receipts, decisions, chain_evidence, revalidations, chain_intact, workspace)
+    assess_with(
+        Prev::Borrowed(None),
+        None,
+        ctx,
+        packets,
+        receipts,
+        decisions,
+        chain_evidence,
+        revalidations,
+        chain_intact,
+        workspace,
+    )
 }
 
 /// [`assess`], reusing `prev`'s results where they cannot differ: the same answer as [`assess`]
@@ -530,7 +541,7 @@ pub fn assess_incremental(
 ) -> Assessment {
     let policies = Some(policies).filter(|p| std::ptr::eq(Arc::as_ptr(p), ctx.policies));
     assess_with(
-        prev,
+        Prev::Borrowed(prev),
         policies,
         ctx,
         packets,
@@ -543,9 +554,49 @@ pub fn assess_incremental(
     )
 }
 
+/// [`assess_incremental`] taking the previous assessment itself: when none of its results can
+/// be reused (the evidence, controls or policies changed), it is dropped before the new one is
+/// made (unless another holder keeps it), so the two are not in memory together. The same
+/// answer as [`assess_incremental`] with `Some(&prev)`.
+#[must_use]
+#[allow(clippy::too_many_arguments)]
+pub fn assess_replacing(
+    prev: Arc<Assessment>,
+    policies: &Arc<warrant_protocol::graduation::policy::PolicySet>,
+    ctx: &VerdictContext<'_>,
+    packets: &[PacketEntry],
+    receipts: &[Arc<Receipt>],
+    decisions: &HashMap<String, ChainDecision>,
+    chain_evidence: &warrant_store::spool::ChainEvidence,
+    revalidations: &Revalidations,
+    chain_intact: bool,
+    workspace: &str,
+) -> Assessment {
+    let policies = Some(policies).filter(|p| std::ptr::eq(Arc::as_ptr(p), ctx.policies));
+    assess_with(
+        Prev::Owned(prev),
+        policies,
+        ctx,
+        packets,
+        receipts,
+        decisions,
+        chain_evidence,
+        revalidations,
+        chain_intact,
+        workspace,
+    )
+}
+
+/// The previous assessment [`assess_with`] may reuse results from.
+enum Prev<'a> {
+    Borrowed(Option<&'a Assessment>),
+    /// Dropped before the new assessment is made when nothing of it can be reused.
+    Owned(Arc<Assessment>),
+}
+
 #[allow(clippy::too_many_arguments)]
 fn assess_with(
-    prev: Option<&Assessment>,
+    prev: Prev<'_>,
     policies: Option<&Arc<warrant_protocol::graduation::policy::PolicySet>>,
     ctx: &VerdictContext<'_>,
     packets: &[PacketEntry],
@@ -573,7 +624,7 @@ fn assess_with(
     ));
     // Whether `prev`'s per-packet results were made from the same inputs (fail closed: any doubt
     // and everything is assessed again).
-    let base = prev.filter(|b| {
+    let reusable = |b: &Assessment| {
         b.inputs.as_ref().is_some_and(|i| {
             policies.is_some_and(|p| Arc::ptr_eq(p, &i.policies))
                 && i.chain_intact == chain_intact
@@ -584,7 +635,16 @@ fn assess_with(
                 && b.evidence == evidence
                 && i.chain_evidence.same_rows(chain_evidence)
         })
-    });
+    };
+    let kept: Option<Arc<Assessment>>;
+    let base = match prev {
+        Prev::Borrowed(prev) => prev.filter(|b| reusable(b)),
+        Prev::Owned(prev) => {
+            // Not reusable: released here, before the new results are made.
+            kept = reusable(&prev).then_some(prev);
+            kept.as_deref()
+        }
+    };
     let mut index = None;
     let monitor = observe(ctx, packets, receipts, decisions);
     let n = packets.len();

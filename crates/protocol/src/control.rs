@@ -305,10 +305,16 @@ pub struct ControlState {
 pub const PUBLISHER_KEY: &str = "warrant_publisher";
 
 /// The publisher a chain record names (`metadata.warrant_publisher`: `{"agent": "<safe id>",
-/// "uid": <u32>}`), if any.
+/// "uid": <u32>}`), if any. Only a principal's decision or control record (`warrant_decision` or
+/// `warrant_control` beside it: signed, and checked by the verifier) binds a publisher: an agent's
+/// receipt that names one names none.
 #[must_use]
 pub fn publisher_of(rec: &Map<String, Value>) -> Option<(&str, u32)> {
-    let p = rec.get("metadata")?.get(PUBLISHER_KEY)?;
+    let meta = rec.get("metadata")?;
+    if meta.get("warrant_decision").is_none() && meta.get("warrant_control").is_none() {
+        return None;
+    }
+    let p = meta.get(PUBLISHER_KEY)?;
     let agent = p.get("agent")?.as_str().filter(|a| crate::packet::is_safe_id(a))?;
     let uid = u32::try_from(p.get("uid")?.as_u64()?).ok()?;
     Some((agent, uid))
@@ -486,6 +492,26 @@ mod tests {
     use super::*;
     use crate::decision::SignatureError;
     use crate::keys::PinnedKeys;
+
+    // The prefix fold (after a checkpoint) and the whole chain's view bind the same publishers:
+    // those of the principal's records only, never of an agent's receipt.
+    #[test]
+    fn only_a_decision_or_a_control_binds_a_publisher() {
+        let rec = |meta: serde_json::Value| -> Map<String, Value> {
+            serde_json::from_value(serde_json::json!({"metadata": meta})).expect("record")
+        };
+        let named = serde_json::json!({"agent": "agent-a", "uid": 1234});
+        assert_eq!(
+            publisher_of(&rec(serde_json::json!({"warrant_decision": {}, PUBLISHER_KEY: named}))),
+            Some(("agent-a", 1234))
+        );
+        assert_eq!(
+            publisher_of(&rec(serde_json::json!({"warrant_control": {}, PUBLISHER_KEY: named}))),
+            Some(("agent-a", 1234))
+        );
+        assert_eq!(publisher_of(&rec(serde_json::json!({"tg_receipt": {}, PUBLISHER_KEY: named}))), None);
+        assert_eq!(publisher_of(&rec(serde_json::json!({PUBLISHER_KEY: named}))), None);
+    }
 
     fn principal() -> (Principal, PinnedKeys) {
         let p = Principal::from_seed("alice", &[7; 32]);

@@ -12,8 +12,8 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use warrant_protocol::canonical::{self, is_sha256_string};
 use warrant_protocol::chain::{
-    Appended, ChainHead, Check, Finding, Line, MAX_LINE_BYTES, Tail, Verified, VerifyOptions, VerifyReport, seal,
-    verify_blocks, verify_reader, verify_stream,
+    Appended, ChainHead, Check, Finding, Line, MAX_LINE_BYTES, RecordSink, Tail, Verified, VerifyOptions, VerifyReport,
+    seal, verify_blocks, verify_reader, verify_stream,
 };
 
 /// Errors of reading or appending to `chain.jsonl`.
@@ -303,8 +303,9 @@ pub fn line_ending_at(file: &mut File, end: u64) -> io::Result<Option<Value>> {
 /// Verifies only the records of a spool's own chain (`path`, never a symlink) that follow
 /// `prefix`, with the checks of [`verify_reader`]: the first line after `prefix.bytes` must
 /// be record `prefix.records + 1` linking to `prefix.head_hash`, and every finding carries its
-/// global record index, as a full verification would report it. `on_record` sees the tail's
-/// records only (global indexes). The file is read up to its length when verification starts,
+/// global record index, as a full verification would report it. `sink` receives the tail's
+/// records only (global indexes; [`RecordSink`]: what it keeps of each is made on the
+/// verifier's workers). The file is read up to its length when verification starts,
 /// so lines appended meanwhile wait for the next call. With the empty prefix this is a full
 /// verification.
 ///
@@ -318,16 +319,16 @@ pub fn line_ending_at(file: &mut File, end: u64) -> io::Result<Option<Value>> {
 ///
 /// # Errors
 /// I/O errors; [`ChainError::NotRegular`].
-pub fn verify_tail_with<F>(
+pub fn verify_tail_with<T, F>(
     path: &Path,
     prefix: &Verified,
     opts: VerifyOptions<'_>,
-    keep: &[&str],
     progress: &std::sync::atomic::AtomicU64,
-    on_record: F,
+    sink: RecordSink<'_, T, F>,
 ) -> Result<Option<Tail>, ChainError>
 where
-    F: FnMut(usize, &Map<String, Value>),
+    T: Send,
+    F: FnMut(usize, T),
 {
     let io_err = |source| ChainError::Io { path: path.to_owned(), source };
     let mut file = match open_regular(path, true) {
@@ -342,9 +343,8 @@ where
         return Ok(None);
     }
     file.seek(SeekFrom::Start(prefix.bytes)).map_err(io_err)?;
-    let (report, keys) =
-        verify_blocks(file.take(len.saturating_sub(prefix.bytes)), opts, progress, Some((keep, on_record)), prefix)
-            .map_err(io_err)?;
+    let (report, keys) = verify_blocks(file.take(len.saturating_sub(prefix.bytes)), opts, progress, Some(sink), prefix)
+        .map_err(io_err)?;
     let bytes = len - report.torn_tail.unwrap_or(0);
     Ok(Some(Tail { report, bytes, keys }))
 }

@@ -133,16 +133,20 @@ impl State {
         let chain_intact = matches!(self.chain, ChainState::Valid { .. });
         let ctx = VerdictContext { policies: &self.policies, controls: &self.controls, now: self.now };
         let workspace = self.principal.as_deref().unwrap_or("local");
-        self.assessment = Arc::new(warrant_engine::monitor::assess_incremental(
-            Some(&self.assessment),
+        // The last job's observations: this runs on the UI thread and observes nothing.
+        let observed = self.assessment.preconditions.clone();
+        // Handed over, not borrowed: when nothing of it can be reused it is freed before the
+        // new one is made (10,000 pending packets' results are tens of megabytes).
+        let prev = std::mem::take(&mut self.assessment);
+        self.assessment = Arc::new(warrant_engine::monitor::assess_replacing(
+            prev,
             &self.policies,
             &ctx,
             &self.snapshot.packets,
             &self.snapshot.receipts,
             &self.decisions,
             &self.chain_evidence,
-            // The last job's observations: this runs on the UI thread and observes nothing.
-            &self.assessment.preconditions.clone(),
+            &observed,
             chain_intact,
             workspace,
         ));

@@ -22,7 +22,9 @@ mod verify;
 
 pub use append::{Appended, ChainHead, check_new_record, new_record_body, seal};
 pub use envelope::{export, verify_export};
-pub use verify::{Tail, Verified, verify_blocks, verify_reader, verify_records, verify_stream};
+pub use verify::{
+    RawRecord, RecordSink, SinkRecord, Tail, Verified, verify_blocks, verify_reader, verify_records, verify_stream,
+};
 
 /// The record discriminator warrant writes (§1).
 pub const RECORD_SCHEMA: &str = "opentrustgraph/v0.1";

@@ -223,30 +223,86 @@ struct Block {
     lines: Vec<RawLine>,
 }
 
-/// A record checked on a worker.
-enum Checked {
-    /// A parsed record: the whole record when its metadata matters or it is not canonical,
-    /// else (when the caller wants records) its top-level fields and the kept metadata members;
-    /// the key of its `record_id` ([`IdKeys::key`]).
-    Parsed { map: Map<String, Value>, full: bool, local: Local, key: Option<u128> },
+/// A record checked on a worker, with what the caller's [`RecordSink::extract`] made of it.
+enum Checked<T> {
+    /// A record parsed whole (its metadata matters to the checks, or it is not canonical); the
+    /// key of its `record_id` ([`IdKeys::key`]).
+    Parsed { map: Map<String, Value>, local: Local, key: Option<u128>, extra: Option<T> },
     /// A canonical record checked from its bytes: where the string values of its
     /// `previous_hash`, `entry_hash` and `record_id` (what the sequential checks read; `None`
     /// when missing or not a string) were copied in the block's id text, and its id's key.
-    Raw { ids: [Option<std::ops::Range<usize>>; 3], local: Local, key: Option<u128> },
+    Raw { ids: [Option<std::ops::Range<usize>>; 3], local: Local, key: Option<u128>, extra: Option<T> },
     /// Why the line is not a record.
     Unparsable(String),
 }
 
-/// A partial record from a canonical line: every top-level field, with only the `keep`
-/// members of its metadata.
+/// What a caller of [`verify_blocks`] wants of each record besides the verification: `extract`
+/// runs on the worker that checked the record (in parallel, in no particular order) and turns
+/// the record into a `T`; `on_record` receives each record's `T` in chain order, with the
+/// record's global index (0-based), on the calling thread. Records that fail a check are handed
+/// over too: the report's findings say which (by index). What `extract` does never changes the
+/// report.
+pub struct RecordSink<'k, T, F> {
+    /// Runs on a worker: what the caller keeps of record `index`.
+    pub extract: &'k (dyn Fn(usize, SinkRecord<'_>) -> T + Sync),
+    /// Receives what `extract` made of each record, in chain order.
+    pub on_record: F,
+}
+
+/// A record as [`RecordSink::extract`] sees it.
+#[derive(Clone, Copy)]
+pub enum SinkRecord<'a> {
+    /// A record the verifier parsed whole: its metadata has a member the checks read
+    /// (a decision, a control, a grant, a key event, lineage or effects), or it is not canonical.
+    Whole(&'a Map<String, Value>),
+    /// A canonical record whose metadata the checks do not read (an agent's receipt, most of a
+    /// chain), checked from its bytes and not parsed.
+    Raw(RawRecord<'a>),
+}
+
+/// A canonical record checked from its bytes ([`SinkRecord::Raw`]): its members' JSON text,
+/// found by the scanner, parsed only when asked.
+#[derive(Clone, Copy)]
+pub struct RawRecord<'a> {
+    text: &'a str,
+    scan: &'a canonical::scan::Scan,
+    metadata: Option<usize>,
+}
+
+impl<'a> RawRecord<'a> {
+    /// The JSON text of the metadata member `name`, if the record has one.
+    #[must_use]
+    pub fn metadata_member(&self, name: &str) -> Option<&'a str> {
+        let m = self.metadata?;
+        let text = self.text;
+        self.scan.children(m).find(|c| &text[c.key.clone()] == name).map(|c| &text[c.value.clone()])
+    }
+
+    /// The record parsed ([`canonical::parse_strict`]): its top-level fields (all of them when
+    /// `fields` is `None`) and `metadata` with only the `keep` members.
+    ///
+    /// # Errors
+    /// A member the strict reader refuses (an integer outside the 64-bit range).
+    pub fn to_map(&self, fields: Option<&[&str]>, keep: &[&str]) -> Result<Map<String, Value>, canonical::JsonError> {
+        partial_map(self.text.as_bytes(), self.scan, fields, keep)
+    }
+}
+
+/// A partial record from a canonical line: its top-level `fields` (every one when `None`) and
+/// `metadata` with only the `keep` members.
 fn partial_map(
     line: &[u8],
     scan: &canonical::scan::Scan,
+    fields: Option<&[&str]>,
     keep: &[&str],
 ) -> Result<Map<String, Value>, canonical::JsonError> {
     let mut map = Map::new();
     for (k, m) in scan.members.iter().enumerate() {
-        let key = String::from_utf8_lossy(&line[m.key.clone()]).into_owned();
+        let name = &line[m.key.clone()];
+        if name != b"metadata" && fields.is_some_and(|f| !f.iter().any(|w| w.as_bytes() == name)) {
+            continue;
+        }
+        let key = String::from_utf8_lossy(name).into_owned();
         let value = if key == "metadata" {
             let mut meta = Map::new();
             for c in scan.children(k) {
@@ -267,18 +323,23 @@ fn partial_map(
 
 /// Checks line `i`. A canonical line (warrant's own) is hashed from its bytes, and unless its
 /// metadata has a member the checks read, it is checked without being parsed (its ids are
-/// copied to `ids`, the block's id text); with `keep`, its top-level fields and the `keep`
-/// members of its metadata are parsed for the caller. Anything else is parsed whole and
-/// re-serialised (§4.1).
-fn check_line(
+/// copied to `ids`, the block's id text), and handed to `extract` unparsed ([`SinkRecord::Raw`]).
+/// Anything else is parsed whole and re-serialised (§4.1).
+fn check_line<T>(
     i: usize,
     line: &[u8],
     ids: &mut String,
     scan: &mut canonical::scan::Scan,
-    keep: Option<&[&str]>,
+    extract: Option<Extract<'_, T>>,
     keys: &IdKeys,
     opts: VerifyOptions<'_>,
-) -> Checked {
+) -> Checked<T> {
+    let parsed = |map: Map<String, Value>, local: Local| Checked::Parsed {
+        key: keys.of(&map),
+        extra: extract.map(|extract| extract(i, SinkRecord::Whole(&map))),
+        map,
+        local,
+    };
     if let Ok(text) = simdutf8::basic::from_utf8(line)
         && canonical::scan::scan_object_str(text, scan)
     {
@@ -294,30 +355,24 @@ fn check_line(
         if plain_metadata {
             let refs = fields.field_refs();
             let local = check_local(i, &refs, fields.unknown, None, &digest, opts);
-            return match keep {
-                None => {
-                    let mut at = |k: usize| match &refs[k] {
-                        Some(FieldRef::Str(v)) => {
-                            let start = ids.len();
-                            ids.push_str(v);
-                            Some(start..ids.len())
-                        }
-                        _ => None,
-                    };
-                    let found = [at(KEY_PREVIOUS_HASH), at(KEY_ENTRY_HASH), at(KEY_RECORD_ID)];
-                    let key = found[2].clone().map(|r| keys.key(&ids[r]));
-                    Checked::Raw { ids: found, local, key }
+            let raw = RawRecord { text, scan, metadata: fields.metadata };
+            let extra = extract.map(|extract| extract(i, SinkRecord::Raw(raw)));
+            let mut at = |k: usize| match &refs[k] {
+                Some(FieldRef::Str(v)) => {
+                    let start = ids.len();
+                    ids.push_str(v);
+                    Some(start..ids.len())
                 }
-                Some(keep) => match partial_map(line, scan, keep) {
-                    Ok(map) => Checked::Parsed { key: keys.of(&map), map, full: false, local },
-                    Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
-                },
+                _ => None,
             };
+            let found = [at(KEY_PREVIOUS_HASH), at(KEY_ENTRY_HASH), at(KEY_RECORD_ID)];
+            let key = found[2].clone().map(|r| keys.key(&ids[r]));
+            return Checked::Raw { ids: found, local, key, extra };
         }
         return match canonical::parse_strict(line) {
             Ok(Value::Object(map)) => {
                 let local = check_local(i, &map.field_refs(), map.unknown_keys(), Some(&map), &digest, opts);
-                Checked::Parsed { key: keys.of(&map), map, full: true, local }
+                parsed(map, local)
             }
             Ok(_) => Checked::Unparsable("line is not a JSON object".into()),
             Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
@@ -327,12 +382,15 @@ fn check_line(
         Ok(Value::Object(map)) => {
             let digest = canonical::canonical_digest_without(&map, "entry_hash");
             let local = check_local(i, &map.field_refs(), map.unknown_keys(), Some(&map), &digest, opts);
-            Checked::Parsed { key: keys.of(&map), map, full: true, local }
+            parsed(map, local)
         }
         Ok(_) => Checked::Unparsable("line is not a JSON object".into()),
         Err(e) => Checked::Unparsable(format!("line is not JSON: {e}")),
     }
 }
+
+/// A sink's `extract`, as the workers use it.
+type Extract<'k, T> = &'k (dyn Fn(usize, SinkRecord<'_>) -> T + Sync);
 
 /// Bytes read per block handed to a worker.
 const BLOCK_BYTES: usize = 1 << 20;
@@ -366,13 +424,13 @@ fn split_lines(data: &[u8], skipping: &mut bool) -> (Vec<RawLine>, usize) {
 }
 
 /// Checks the lines of one block, as a worker does: record `first_index + k` for line `k`.
-fn check_block(
+fn check_block<T>(
     block: &Block,
     scan: &mut canonical::scan::Scan,
-    keep: Option<&[&str]>,
+    extract: Option<Extract<'_, T>>,
     keys: &IdKeys,
     opts: VerifyOptions<'_>,
-) -> (String, Vec<Checked>) {
+) -> (String, Vec<Checked<T>>) {
     let mut ids = String::new();
     let checked = block
         .lines
@@ -381,7 +439,7 @@ fn check_block(
         .map(|(k, line)| match line {
             RawLine::TooLong => Checked::Unparsable(format!("line longer than {MAX_LINE_BYTES} bytes")),
             RawLine::Bytes(r) => {
-                check_line(block.first_index + k, &block.data[r.clone()], &mut ids, scan, keep, keys, opts)
+                check_line(block.first_index + k, &block.data[r.clone()], &mut ids, scan, extract, keys, opts)
             }
         })
         .collect();
@@ -441,8 +499,8 @@ fn read_blocks<R: Read>(
 /// (canonical lines are hashed straight from their bytes, see [`canonical::scan`]), and this
 /// thread runs the sequential checks in order. `progress` counts the bytes read so far (for a
 /// progress bar). `warrant_store::chain_file::verify_tail_with` runs the same verifier on a spool's chain after a
-/// verified prefix, handing each record (with only the `keep` members of metadata the checks do
-/// not read) to a callback.
+/// verified prefix, with a [`RecordSink`]: what the caller keeps of each record is made on the
+/// workers.
 ///
 /// A final line without a newline is a torn append, not a record: its length is returned in
 /// [`VerifyReport::torn_tail`] and it makes no finding.
@@ -454,25 +512,30 @@ pub fn verify_reader<R: Read + Send>(
     opts: VerifyOptions<'_>,
     progress: &std::sync::atomic::AtomicU64,
 ) -> io::Result<VerifyReport> {
-    verify_blocks::<R, fn(usize, &Map<String, Value>)>(reader, opts, progress, None, &Verified::default())
-        .map(|(report, _)| report)
+    verify_blocks::<R, (), fn(usize, ())>(reader, opts, progress, None, &Verified::default()).map(|(report, _)| report)
 }
 
 /// Verifies the lines `reader` yields as the records that follow `prefix` (starting from its key
 /// events; returned with those of the lines): the first line is
-/// record `prefix.records` (0-based) and must link to `prefix.head_hash`.
-pub fn verify_blocks<R, F>(
+/// record `prefix.records` (0-based) and must link to `prefix.head_hash`. `sink` (see
+/// [`RecordSink`]) receives what the caller keeps of each record, in chain order.
+///
+/// # Errors
+/// I/O errors of `reader`.
+pub fn verify_blocks<R, T, F>(
     reader: R,
     opts: VerifyOptions<'_>,
     progress: &std::sync::atomic::AtomicU64,
-    mut sink: Option<(&[&str], F)>,
+    sink: Option<RecordSink<'_, T, F>>,
     prefix: &Verified,
 ) -> io::Result<(VerifyReport, crate::key_event::ChainKeys)>
 where
     R: Read + Send,
-    F: FnMut(usize, &Map<String, Value>),
+    T: Send,
+    F: FnMut(usize, T),
 {
-    let keep = sink.as_ref().map(|(k, _)| *k);
+    let extract = sink.as_ref().map(|s| s.extract);
+    let mut on_record = sink.map(|s| s.on_record);
     let first = usize::try_from(prefix.records).unwrap_or(usize::MAX);
     let mut seq = Sequencer {
         previous: prefix.head_hash.clone(),
@@ -492,8 +555,8 @@ where
         let torn = (!skipping && line_start < head.len()).then_some((head.len() - line_start) as u64);
         let block = Block { seq: 0, first_index: first, data: head, lines };
         let keys = seq.lineage.keys.clone();
-        let (id_text, checked) = check_block(&block, &mut canonical::scan::Scan::default(), keep, &keys, opts);
-        sequence(&mut seq, &mut sink, first, &id_text, checked);
+        let (id_text, checked) = check_block(&block, &mut canonical::scan::Scan::default(), extract, &keys, opts);
+        sequence(&mut seq, &mut on_record, first, &id_text, checked);
         let keys = std::mem::take(&mut seq.chain_keys);
         let mut report = seq.finish();
         report.torn_tail = torn;
@@ -504,7 +567,7 @@ where
     let torn = std::thread::scope(|scope| {
         let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
         let block_rx = std::sync::Arc::new(std::sync::Mutex::new(block_rx));
-        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<(usize, String, Vec<Checked>)>(workers * 2);
+        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<(usize, String, Vec<Checked<T>>)>(workers * 2);
         let (recycle_tx, recycle_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(workers * 2 + 2);
         for _ in 0..workers {
             let (rx, tx, recycle_tx) = (std::sync::Arc::clone(&block_rx), done_tx.clone(), recycle_tx.clone());
@@ -517,7 +580,7 @@ where
                         Err(_) => return,
                     };
                     let Ok(block) = block else { return };
-                    let (ids, checked) = check_block(&block, &mut scan, keep, &keys, opts);
+                    let (ids, checked) = check_block(&block, &mut scan, extract, &keys, opts);
                     // The reader reuses the buffer (or it is dropped when enough wait).
                     let _ = recycle_tx.try_send(block.data);
                     if tx.send((block.seq, ids, checked)).is_err() {
@@ -542,7 +605,7 @@ where
         for (block_seq, id_text, checked) in done_rx {
             pending.insert(block_seq, (id_text, checked));
             while let Some((id_text, checked)) = pending.remove(&next) {
-                index = sequence(&mut seq, &mut sink, index, &id_text, checked);
+                index = sequence(&mut seq, &mut on_record, index, &id_text, checked);
                 next += 1;
                 let _ = window_tx.send(());
             }
@@ -557,26 +620,32 @@ where
 }
 
 /// Runs the in-order checks on one block's checked lines, the first being record `index`, and
-/// hands each parsed record to the sink; returns the index after the block.
-fn sequence<F: FnMut(usize, &Map<String, Value>)>(
+/// hands what the sink's `extract` made of each record to `on_record`; returns the index after
+/// the block.
+fn sequence<T, F: FnMut(usize, T)>(
     seq: &mut Sequencer<'_>,
-    sink: &mut Option<(&[&str], F)>,
+    on_record: &mut Option<F>,
     mut index: usize,
     id_text: &str,
-    checked: Vec<Checked>,
+    checked: Vec<Checked<T>>,
 ) -> usize {
     for c in checked {
-        match c {
-            Checked::Unparsable(message) => seq.unparsable(index, message),
-            Checked::Parsed { map, full, local, key } => {
-                seq.record(index, &map, full.then_some(&map), local, key);
-                if let Some((_, on_record)) = sink {
-                    on_record(index, &map);
-                }
+        let extra = match c {
+            Checked::Unparsable(message) => {
+                seq.unparsable(index, message);
+                None
             }
-            Checked::Raw { ids, local, key } => {
+            Checked::Parsed { map, local, key, extra } => {
+                seq.record(index, &map, Some(&map), local, key);
+                extra
+            }
+            Checked::Raw { ids, local, key, extra } => {
                 seq.record(index, &IdFields { text: id_text, ids }, None, local, key);
+                extra
             }
+        };
+        if let (Some(on_record), Some(extra)) = (on_record.as_mut(), extra) {
+            on_record(index, extra);
         }
         index += 1;
     }

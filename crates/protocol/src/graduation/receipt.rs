@@ -172,26 +172,149 @@ pub fn build_receipt_labelled(r: &ReceiptInput<'_>, label: &str) -> Value {
 /// `created_at` only when that is RFC 3339, so the row is one [`EvidenceRow::from_json`] accepts.
 #[must_use]
 pub fn receipt_evidence(receipt: &Value, max_provenance: Option<SourceType>) -> Option<EvidenceRow> {
-    fn first<'v>(receipt: &'v Value, keys: &[&str]) -> Option<&'v str> {
-        keys.iter().find_map(|k| receipt.get(*k).and_then(Value::as_str))
-    }
-    let class = first(receipt, &["action_class", "actionClass"])
+    evidence_of_fields(|k| receipt.get(k).and_then(Value::as_str), max_provenance)
+}
+
+/// [`receipt_evidence`] of a receipt's JSON text, and its `content_hash` (when a string), read
+/// without building a [`Value`]: only the members the row needs, as borrowed text. The same
+/// row as [`receipt_evidence`] of the parsed text (test
+/// `receipt_evidence_of_text_is_of_the_value`); `(None, None)` when the text is not a JSON
+/// object.
+#[must_use]
+pub fn receipt_evidence_of_text(
+    text: &str,
+    max_provenance: Option<SourceType>,
+) -> (Option<EvidenceRow>, Option<String>) {
+    let Ok(fields) = serde_json::from_str::<ReceiptFields<'_>>(text) else { return (None, None) };
+    let hash = fields.get("content_hash").map(str::to_owned);
+    (evidence_of_fields(|k| fields.get(k), max_provenance), hash)
+}
+
+/// The row of [`receipt_evidence`] from a receipt's string members (`get`: the member's value
+/// when it is a string).
+fn evidence_of_fields<'v>(
+    get: impl Fn(&str) -> Option<&'v str>,
+    max_provenance: Option<SourceType>,
+) -> Option<EvidenceRow> {
+    let first = |keys: &[&str]| keys.iter().find_map(|k| get(k));
+    let class = first(&["action_class", "actionClass"])
         .filter(|c| crate::packet::is_class_id(&crate::registry::normalize(c)))?;
-    let outcome = first(receipt, &["outcome"])?;
+    let outcome = first(&["outcome"])?;
     let label = ReceiptOutcome::parse(outcome).map_or(outcome, |o| o.label());
-    let declared = first(receipt, &["source_type", "sourceType"]).and_then(SourceType::parse);
+    let declared = first(&["source_type", "sourceType"]).and_then(SourceType::parse);
     let source_type = match (declared, max_provenance) {
         (Some(d), Some(cap)) if d.weight() > cap.weight() => Some(cap),
         (None, Some(_)) => None,
         (d, _) => d,
     };
-    let created = first(receipt, &["created_at", "createdAt"]);
+    let created = first(&["created_at", "createdAt"]);
     let date = created.and_then(|c| c.get(..10)).filter(|d| super::evidence::is_date(d)).map(str::to_owned);
     let mut row = EvidenceRow::new(class, label, source_type, date);
-    row.receipt_id = first(receipt, &["receipt_id", "receiptId"]).map(str::to_owned);
+    row.receipt_id = first(&["receipt_id", "receiptId"]).map(str::to_owned);
     row.recorded_at = created.filter(|c| crate::clock::parse_rfc3339(c).is_some()).map(str::to_owned);
     row.source = Some(if max_provenance.is_some() { "spool" } else { "chain" }.to_owned());
     Some(row)
+}
+
+/// The members of a receipt [`receipt_evidence_of_text`] reads, each `Some` only when it is a
+/// string (as `Value::as_str` reads it); any other member is skipped unread. A member named twice
+/// keeps its last value, as serde_json's `Value` does.
+#[derive(Default)]
+struct ReceiptFields<'a> {
+    values: [Option<std::borrow::Cow<'a, str>>; RECEIPT_FIELDS.len()],
+}
+
+/// The receipt members [`ReceiptFields`] keeps.
+const RECEIPT_FIELDS: [&str; 10] = [
+    "action_class",
+    "actionClass",
+    "outcome",
+    "source_type",
+    "sourceType",
+    "created_at",
+    "createdAt",
+    "receipt_id",
+    "receiptId",
+    "content_hash",
+];
+
+impl ReceiptFields<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        let k = RECEIPT_FIELDS.iter().position(|f| *f == key)?;
+        self.values[k].as_deref()
+    }
+}
+
+/// A member's value: its text when it is a string, else `None` (read and dropped).
+struct MaybeStr<'a>(Option<std::borrow::Cow<'a, str>>);
+impl<'de> serde::Deserialize<'de> for MaybeStr<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = MaybeStr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(MaybeStr(Some(std::borrow::Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(MaybeStr(Some(std::borrow::Cow::Owned(v.to_owned()))))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(MaybeStr(Some(std::borrow::Cow::Owned(v))))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(MaybeStr(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(MaybeStr(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(MaybeStr(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(MaybeStr(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(MaybeStr(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(MaybeStr(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                while a.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+                Ok(MaybeStr(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReceiptFields<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = ReceiptFields<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a receipt object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                let mut out = ReceiptFields::default();
+                while let Some(MaybeStr(key)) = a.next_key::<MaybeStr<'de>>()? {
+                    match key.and_then(|key| RECEIPT_FIELDS.iter().position(|f| *f == key)) {
+                        Some(k) => out.values[k] = a.next_value::<MaybeStr<'de>>()?.0,
+                        None => {
+                            a.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(Members)
+    }
 }
 
 /// The `domain` of the document a gateway signs for a receipt ([`sign_receipt`]).
@@ -347,6 +470,38 @@ pub fn prepare_approval_packet(decision: &Decision<'_>, evidence: &[EvidenceRow]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The chain's receipts are read from their text (the console's verification of a long
+    // chain): the same row and hash as from the parsed value, whatever the receipt holds.
+    #[test]
+    fn receipt_evidence_of_text_is_of_the_value() {
+        let texts = [
+            r#"{"action_class":"draft.compose","content_hash":"sha256:ab","created_at":"2026-09-30T12:05:30.574Z","label":"approved","outcome":"approve","receipt_id":"r-1","source_type":"receipt"}"#,
+            r#"{"actionClass":"email.send.external","createdAt":"2026-09-30","outcome":"execute","receiptId":"r-2","sourceType":"principal"}"#,
+            r#"{"action_class":7,"actionClass":"draft.compose","outcome":"reject","created_at":null,"createdAt":"2026-01-02T03:04:05Z"}"#,
+            r#"{"action_class":"draft.compose","outcome":"caf\u00e9 \"quoted\"","receipt_id":"r\n3","tool_call":{"a":[1,{"b":2}]},"content_hash":{"x":1}}"#,
+            r#"{"action_class":"Draft Compose","outcome":"approve"}"#,
+            r#"{"action_class":"draft.compose","outcome":"approve","outcome":"reject","source_type":"spool"}"#,
+            r#"{"action_class":"draft.compose"}"#,
+            r#"{"action_class":"draft.compose","outcome":["approve"],"big":123456789012345678901234567890}"#,
+            r#""draft.compose""#,
+            r#"[{"action_class":"draft.compose","outcome":"approve"}]"#,
+            r#"{}"#,
+        ];
+        for text in texts {
+            let value: Value = serde_json::from_str(text).expect("json");
+            for cap in [None, Some(SourceType::Connector), Some(SourceType::Principal)] {
+                let hash = value.get("content_hash").and_then(Value::as_str).map(str::to_owned);
+                let hash = hash.filter(|_| value.is_object());
+                assert_eq!(
+                    receipt_evidence_of_text(text, cap),
+                    (receipt_evidence(&value, cap), hash),
+                    "{text} {cap:?}"
+                );
+            }
+        }
+        assert!(receipt_evidence_of_text(texts[0], None).0.is_some(), "a receipt is read at all");
+    }
 
     #[test]
     fn receipts_chain_by_content_hash() {

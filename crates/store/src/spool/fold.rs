@@ -309,7 +309,7 @@ fn extend_fold(
     path: &Path,
     fold: &mut PrefixFold,
     to: u64,
-    keep: &dyn Fn(&str) -> bool,
+    keep: &(dyn Fn(&str) -> bool + Sync),
     tail_ids: Option<&std::collections::HashSet<String>>,
     hash: bool,
     pinned: &PinnedKeys,
@@ -467,7 +467,7 @@ pub type Wanted<'a> = &'a dyn Fn() -> Option<HashSet<String>>;
 /// decisions `wanted` asks for decoded; the others are skimmed as JSON and dropped. `None` when
 /// the file does not parse, or a prefix decision's id is one `keep` asks to restore (its record
 /// must then be read: the caller takes a slower path).
-fn read_fold_selected(bytes: &[u8], keep: &dyn Fn(&str) -> bool, wanted: Wanted<'_>) -> Option<PrefixFold> {
+fn read_fold_selected(bytes: &[u8], keep: &(dyn Fn(&str) -> bool + Sync), wanted: Wanted<'_>) -> Option<PrefixFold> {
     use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
     /// The decisions of a fold's JSON object, decoded for the ids in `wanted` (all for `None`);
     /// `Err` when an id is one to restore.
@@ -548,7 +548,7 @@ fn read_fold_selected(bytes: &[u8], keep: &dyn Fn(&str) -> bool, wanted: Wanted<
 pub(super) fn folded_view(
     spool: &Spool,
     pinned: &PinnedKeys,
-    keep: &dyn Fn(&str) -> bool,
+    keep: &(dyn Fn(&str) -> bool + Sync),
     wanted: Wanted<'_>,
 ) -> Option<Checkpointed> {
     let cp = local_checkpoint(spool, pinned)?;
@@ -595,7 +595,7 @@ pub(super) fn folded_view(
 fn checkpointed_view(
     spool: &Spool,
     pinned: &PinnedKeys,
-    keep: &dyn Fn(&str) -> bool,
+    keep: &(dyn Fn(&str) -> bool + Sync),
     prove_prefix: bool,
 ) -> Option<Checkpointed> {
     let cp = local_checkpoint(spool, pinned)?;
@@ -644,7 +644,7 @@ fn checkpointed_view(
 pub(super) fn verified_view(
     spool: &Spool,
     pinned: &PinnedKeys,
-    keep: impl Fn(&str) -> bool,
+    keep: impl Fn(&str) -> bool + Sync,
 ) -> Result<Checkpointed, DecideError> {
     if let Some(c) =
         folded_view(spool, pinned, &keep, &|| None).or_else(|| checkpointed_view(spool, pinned, &keep, true))
@@ -666,7 +666,7 @@ pub(super) fn verified_view(
 fn whole_view_for_signing(
     spool: &Spool,
     pinned: &PinnedKeys,
-    keep: &dyn Fn(&str) -> bool,
+    keep: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<Checkpointed, DecideError> {
     let path = spool.chain_path();
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };

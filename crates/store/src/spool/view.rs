@@ -357,6 +357,47 @@ pub fn verify_chain_from(
     Ok(VerifiedView { verified: tail.verified().filter(|_| view.report.is_valid()), view })
 }
 
+/// A decision found in a record: the packet id, the decision, and the whole record when the
+/// caller keeps it (to restore a decision file from it).
+type DecisionFact = (String, ChainDecision, Option<Map<String, Value>>);
+
+/// What one chain record says to a [`ChainView`], made on the verifier's workers: its decision
+/// (with the whole record when the caller keeps it), evidence row, receipt `content_hash`,
+/// control, grant event and publisher binding. What most records lack is boxed: a million
+/// receipts' facts are moved from worker to sequencer without their decision's bytes.
+struct RecordFacts {
+    decision: Option<Box<DecisionFact>>,
+    evidence: Option<EvidenceRow>,
+    receipt_hash: Option<String>,
+    control: Option<Box<ControlEvent>>,
+    grant: Option<Box<warrant_protocol::grant::GrantEvent>>,
+    publisher: Option<(String, u32)>,
+}
+
+impl RecordFacts {
+    fn of(rec: &Map<String, Value>, keep: &(dyn Fn(&str) -> bool + Sync)) -> Self {
+        Self {
+            decision: chain_decision_of(rec).map(|(id, d)| {
+                let kept = keep(&id).then(|| rec.clone());
+                Box::new((id, d, kept))
+            }),
+            evidence: chain_evidence_of(rec),
+            receipt_hash: receipt_hash_of(rec),
+            control: ControlEvent::of_record(rec).map(Box::new),
+            grant: warrant_protocol::grant::GrantEvent::of_record(rec).map(Box::new),
+            publisher: warrant_protocol::control::publisher_of(rec).map(|(a, uid)| (a.to_owned(), uid)),
+        }
+    }
+
+    /// What a record that is only a receipt says: [`RecordFacts::of`] of a record whose
+    /// metadata holds `tg_receipt` (its JSON text) and nothing the checks read.
+    fn of_receipt(receipt: Option<&str>) -> Self {
+        let (evidence, receipt_hash) = receipt
+            .map_or((None, None), |text| warrant_protocol::graduation::receipt::receipt_evidence_of_text(text, None));
+        Self { decision: None, evidence, receipt_hash, control: None, grant: None, publisher: None }
+    }
+}
+
 /// A chain view, the decision records kept for restoring their files, and the tail verified.
 type ViewAfter = (ChainView, Vec<Map<String, Value>>, chain::Tail);
 
@@ -369,7 +410,7 @@ type FoundDecision = (usize, String, ChainDecision, Option<Map<String, Value>>);
 pub(super) fn verify_chain_records(
     spool: &Spool,
     pinned: &PinnedKeys,
-    keep: impl Fn(&str) -> bool,
+    keep: impl Fn(&str) -> bool + Sync,
 ) -> Result<(ChainView, Vec<Map<String, Value>>), ChainError> {
     let progress = std::sync::atomic::AtomicU64::new(0);
     let full = view_after(spool, pinned, &chain::Verified::default(), None, &keep, &progress)?;
@@ -387,7 +428,7 @@ pub(super) fn view_after(
     pinned: &PinnedKeys,
     prefix: &chain::Verified,
     base: Option<ChainView>,
-    keep: &dyn Fn(&str) -> bool,
+    keep: &(dyn Fn(&str) -> bool + Sync),
     progress: &std::sync::atomic::AtomicU64,
 ) -> Result<Option<ViewAfter>, ChainError> {
     // The checkpoint is read before the chain: the chain only grows, so it holds at least what a
@@ -405,7 +446,7 @@ pub(super) fn view_after_checkpoint(
     checkpoint: Option<warrant_protocol::checkpoint::Checkpoint>,
     prefix: &chain::Verified,
     base: Option<ChainView>,
-    keep: &dyn Fn(&str) -> bool,
+    keep: &(dyn Fn(&str) -> bool + Sync),
     progress: &std::sync::atomic::AtomicU64,
 ) -> Result<Option<ViewAfter>, ChainError> {
     let mut found: Vec<FoundDecision> = Vec::new();
@@ -418,28 +459,39 @@ pub(super) fn view_after_checkpoint(
     let mut publishers: Vec<(usize, String, u32)> = Vec::new();
     let mut last_receipt_hash = None;
     let opts = VerifyOptions { pinned: Some(pinned), strict_signatures: true };
-    let tail = chain_file::verify_tail_with(&spool.chain_path(), prefix, opts, &["tg_receipt"], progress, |i, rec| {
-        if let Some((id, d)) = chain_decision_of(rec) {
-            let kept = keep(&id).then(|| rec.clone());
-            found.push((i, id, d, kept));
-        }
-        if let Some(row) = chain_evidence_of(rec) {
-            let pos = view.evidence.push_at(i, row);
-            evidence.push((u32::try_from(i).unwrap_or(u32::MAX), u32::try_from(pos).unwrap_or(u32::MAX)));
-        }
-        if let Some(h) = receipt_hash_of(rec) {
-            last_receipt_hash = Some(h);
-        }
-        if let Some(c) = ControlEvent::of_record(rec) {
-            controls.push((i, c));
-        }
-        if let Some(g) = warrant_protocol::grant::GrantEvent::of_record(rec) {
-            grants.push((i, g));
-        }
-        if let Some((agent, uid)) = warrant_protocol::control::publisher_of(rec) {
-            publishers.push((i, agent.to_owned(), uid));
-        }
-    })?;
+    // What each record says is read on the verifier's workers; only the folding is in order.
+    let extract = |_: usize, rec: warrant_protocol::chain::SinkRecord<'_>| match rec {
+        warrant_protocol::chain::SinkRecord::Whole(rec) => RecordFacts::of(rec, keep),
+        // A record whose metadata the checks do not read (no decision, control, grant or key
+        // event) says nothing to the view but its receipt.
+        warrant_protocol::chain::SinkRecord::Raw(rec) => RecordFacts::of_receipt(rec.metadata_member("tg_receipt")),
+    };
+    let sink = warrant_protocol::chain::RecordSink {
+        extract: &extract,
+        on_record: |i, facts: RecordFacts| {
+            if let Some(decision) = facts.decision {
+                let (id, d, kept) = *decision;
+                found.push((i, id, d, kept));
+            }
+            if let Some(row) = facts.evidence {
+                let pos = view.evidence.push_at(i, row);
+                evidence.push((u32::try_from(i).unwrap_or(u32::MAX), u32::try_from(pos).unwrap_or(u32::MAX)));
+            }
+            if facts.receipt_hash.is_some() {
+                last_receipt_hash = facts.receipt_hash;
+            }
+            if let Some(c) = facts.control {
+                controls.push((i, *c));
+            }
+            if let Some(g) = facts.grant {
+                grants.push((i, *g));
+            }
+            if let Some((agent, uid)) = facts.publisher {
+                publishers.push((i, agent, uid));
+            }
+        },
+    };
+    let tail = chain_file::verify_tail_with(&spool.chain_path(), prefix, opts, progress, sink)?;
     let Some(tail) = tail else { return Ok(None) };
     let mut report = tail.report.clone();
     if let Some(f) = checkpoint.and_then(|cp| crate::checkpoint_files::check(&spool.chain_path(), &cp, &report)) {
