@@ -25,12 +25,16 @@ use std::sync::OnceLock;
 #[derive(Debug, Clone)]
 pub struct Glob {
     source: String,
+    /// The text globset reads (escaped or lowered from `source`).
+    pattern: String,
     /// The literal text every match starts with (compared without compiling).
     prefix: String,
     /// Names are lowered before they are matched ([`Glob::case_insensitive`]).
     lower: bool,
-    glob: globset::Glob,
-    matcher: OnceLock<globset::GlobMatcher>,
+    /// `pattern` as globset read it: when the glob is made, or for [`Glob::deferred`] when a
+    /// name first gets past the prefix (`None`: globset refused it, and the glob matches nothing).
+    glob: OnceLock<Option<globset::Glob>>,
+    matcher: OnceLock<Option<globset::GlobMatcher>>,
 }
 
 /// A pattern that is not a glob: globset's reason (an unclosed `[` or `{`, a dangling `\`, …).
@@ -75,13 +79,37 @@ impl Glob {
         Self::build(pattern, &escaped, false).expect("an escaped pattern is a glob")
     }
 
+    /// [`Glob::new`] of a pattern known to be a glob (the built-in table of the hosts' tools,
+    /// every pattern of which a test reads): globset reads it only once a name gets past its
+    /// literal prefix, so a process that matches one tool reads one tool's globs. A pattern
+    /// globset refuses after all matches nothing.
+    #[must_use]
+    pub(crate) fn deferred(pattern: &str) -> Self {
+        Self::unread(pattern, pattern, false)
+    }
+
+    fn unread(source: &str, pattern: &str, lower: bool) -> Self {
+        Self {
+            source: source.to_owned(),
+            pattern: pattern.to_owned(),
+            prefix: literal_prefix(pattern),
+            lower,
+            glob: OnceLock::new(),
+            matcher: OnceLock::new(),
+        }
+    }
+
     fn build(source: &str, pattern: &str, lower: bool) -> Result<Self, GlobError> {
-        let glob = globset::GlobBuilder::new(pattern)
-            .literal_separator(false)
-            .backslash_escape(true)
-            .build()
-            .map_err(|e| GlobError { pattern: source.to_owned(), reason: e.kind().to_string() })?;
-        Ok(Self { source: source.to_owned(), prefix: literal_prefix(pattern), lower, glob, matcher: OnceLock::new() })
+        let glob = Self::unread(source, pattern, lower);
+        let read =
+            read_glob(pattern).map_err(|e| GlobError { pattern: source.to_owned(), reason: e.kind().to_string() })?;
+        let _ = glob.glob.set(Some(read));
+        Ok(glob)
+    }
+
+    /// globset's reading of the pattern (`None` when it refuses it).
+    pub(crate) fn globset(&self) -> Option<&globset::Glob> {
+        self.glob.get_or_init(|| read_glob(&self.pattern).ok()).as_ref()
     }
 
     /// Whether the whole of `name` matches.
@@ -94,7 +122,12 @@ impl Glob {
         } else {
             name
         };
-        name.starts_with(&self.prefix) && self.matcher.get_or_init(|| self.glob.compile_matcher()).is_match(name)
+        name.starts_with(&self.prefix)
+            && self
+                .matcher
+                .get_or_init(|| self.globset().map(globset::Glob::compile_matcher))
+                .as_ref()
+                .is_some_and(|m| m.is_match(name))
     }
 
     /// The pattern as written.
@@ -102,6 +135,11 @@ impl Glob {
     pub fn as_str(&self) -> &str {
         &self.source
     }
+}
+
+/// `pattern` read by globset in the module's dialect.
+fn read_glob(pattern: &str) -> Result<globset::Glob, globset::Error> {
+    globset::GlobBuilder::new(pattern).literal_separator(false).backslash_escape(true).build()
 }
 
 /// The literal text before `pattern`'s first wildcard, escapes undone.
@@ -123,8 +161,8 @@ fn literal_prefix(pattern: &str) -> String {
 
 impl PartialEq for Glob {
     fn eq(&self, other: &Self) -> bool {
-        // The compiled pattern too: `star_only("a?")` and `new("a?")` read one text two ways.
-        self.source == other.source && self.lower == other.lower && self.glob == other.glob
+        // The text globset reads too: `star_only("a?")` and `new("a?")` read one text two ways.
+        self.source == other.source && self.lower == other.lower && self.pattern == other.pattern
     }
 }
 
@@ -202,7 +240,7 @@ mod tests {
     fn the_prefix_shortcut_never_changes_an_answer() {
         for (p, t) in [(r"a\*b*", "a*bc"), (r"a\*b*", "axbc"), ("ab*", "ab"), ("ab*", "a"), (r"\\x*", r"\xy")] {
             let g = Glob::new(p).expect("glob");
-            assert_eq!(g.is_match(t), g.glob.compile_matcher().is_match(t), "{p} {t}");
+            assert_eq!(g.is_match(t), read_glob(&g.pattern).expect("a glob").compile_matcher().is_match(t), "{p} {t}");
         }
     }
 

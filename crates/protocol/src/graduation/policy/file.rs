@@ -2,7 +2,7 @@
 
 use super::class::{ClassDef, Threshold, class_from_def};
 use super::timeouts::{TimeoutDef, timeout_rule};
-use super::tool_table::{CommandDef, ToolDef, parse_tool_table};
+use super::tool_table::{CommandDef, Globs, ToolDef, parse_tool_table};
 use super::{PolicyError, PolicySet, length_bit};
 use crate::packet::is_class_id;
 use std::collections::BTreeMap;
@@ -146,7 +146,7 @@ impl PolicySet {
             }
             self.thresholds.entry(class).or_insert(t);
         }
-        let table = parse_tool_table(file.tools, file.commands)?;
+        let table = parse_tool_table(file.tools, file.commands, Globs::Checked)?;
         for (key, policy) in table.tools {
             self.tools.entry(key).or_insert(policy);
         }

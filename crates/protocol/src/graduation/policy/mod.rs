@@ -56,7 +56,7 @@ use std::sync::Arc;
 use timeouts::TimeoutRule;
 #[cfg(doc)]
 use tool_table::HOST_TOOLS;
-use tool_table::{HostTable, ToolGlob, host_table};
+use tool_table::{BuiltinTable, ToolGlob, host_table};
 
 /// Why a policy file or a custom policy was refused.
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +107,7 @@ pub struct PolicySet {
     commands: Vec<CommandRule>,
     /// The built-in table of the hosts' own tools and commands ([`HOST_TOOLS`]), consulted after
     /// `policy.toml`'s.
-    host: Arc<HostTable>,
+    host: Arc<BuiltinTable>,
     /// `auto_approve_up_to` of the trust ladder's ceiling policy (0..=3).
     pub ladder_ceiling: u8,
     /// Caps on the effective score an agent's packets may claim (`[agents."<id>"] max_score`).

@@ -142,6 +142,7 @@ pub(super) const HOST_TOOLS: &str = include_str!("../../../../../assets/host-too
 const HOST_TOOLS_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/host-tools.json"));
 
 /// The built-in table's file, read from [`HOST_TOOLS_JSON`].
+#[cfg(test)]
 fn host_tools_file() -> HostToolsFile {
     // The file is part of the binary and checked by a test: a failure here is a build defect.
     serde_json::from_str(HOST_TOOLS_JSON).unwrap_or_else(|e| panic!("assets/host-tools.toml (as JSON): {e}"))
@@ -175,8 +176,8 @@ impl PolicySet {
         self.tools
             .get(key)
             .or_else(|| best_glob(&self.tool_globs, key))
-            .or_else(|| self.host.tools.get(key))
-            .or_else(|| best_glob(&self.host.globs, key))
+            .or_else(|| self.host.tool(key))
+            .or_else(|| best_glob(&self.host.rules().globs, key))
     }
 
     /// The input field holding the command of `key` in the built-in table of the hosts' tools,
@@ -184,7 +185,7 @@ impl PolicySet {
     /// that names the tool without `command` keeps it, so its command rules still apply.
     #[must_use]
     pub fn host_command_field(&self, key: &str) -> Option<&str> {
-        self.host.tools.get(key).and_then(|p| p.command.as_deref())
+        self.host.tool(key).and_then(|p| p.command.as_deref())
     }
 
     /// The field of `tool`'s input that holds its command line, when it is a command-running
@@ -197,7 +198,7 @@ impl PolicySet {
 
     /// The `[commands]` rules: `policy.toml`'s, then the built-in ones.
     pub fn command_rules(&self) -> impl Iterator<Item = &CommandRule> {
-        self.commands.iter().chain(self.host.commands.iter())
+        self.commands.iter().chain(self.host.rules().commands.iter())
     }
 
     /// Whether `policy.toml` has its own `[commands]` rules (the built-in ones then still apply,
@@ -282,12 +283,16 @@ pub(crate) struct HostTable {
     pub(super) commands: Vec<CommandRule>,
 }
 
-/// `assets/host-tools.toml` as written.
+/// `assets/host-tools.toml` as written, read whole (by the tests; the processes read it as
+/// used, [`BuiltinTable`]).
+#[cfg(test)]
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HostToolsFile {
     tools: BTreeMap<String, ToolDef>,
     commands: BTreeMap<String, CommandDef>,
+    /// Read for its shape (the processes read it with [`host_offers`]).
+    #[allow(dead_code)]
     hosts: BTreeMap<String, HostOffers>,
 }
 
@@ -309,15 +314,87 @@ pub struct HostOffers {
 /// really sends its model service.
 #[must_use]
 pub fn host_offers() -> BTreeMap<String, HostOffers> {
-    host_tools_file().hosts
+    /// The file's `[hosts]`, the rest skipped.
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Hosts {
+        #[allow(dead_code)]
+        tools: serde::de::IgnoredAny,
+        #[allow(dead_code)]
+        commands: serde::de::IgnoredAny,
+        hosts: BTreeMap<String, HostOffers>,
+    }
+    // The file is part of the binary and checked by a test: a failure here is a build defect.
+    let file: Hosts =
+        serde_json::from_str(HOST_TOOLS_JSON).unwrap_or_else(|e| panic!("assets/host-tools.toml (as JSON): {e}"));
+    file.hosts
 }
 
-/// The built-in table ([`HOST_TOOLS`]), parsed once.
-pub(super) fn host_table() -> Arc<HostTable> {
-    static TABLE: std::sync::OnceLock<Arc<HostTable>> = std::sync::OnceLock::new();
+// `HOST_TOOL_ENTRIES` and `HOST_COMMAND_ENTRIES`: the table's entries as JSON, sorted by key
+// (made by `build.rs`).
+include!(concat!(env!("OUT_DIR"), "/host-tools-entries.rs"));
+
+/// The built-in table of the hosts' tools (`assets/host-tools.toml`), read as it is used: a
+/// tool named exactly is read from its entry's JSON text ([`HOST_TOOL_ENTRIES`], made at build
+/// time) the first time it is looked up, and the glob keys and `[commands]` rules together the
+/// first time either is needed. A hook that governs one `Read` reads one entry. The same
+/// policies as [`parse_tool_table`] of the whole file (test
+/// `the_built_in_table_read_as_used_is_the_whole_table`).
+#[derive(Debug)]
+pub(crate) struct BuiltinTable {
+    /// The policy of each [`HOST_TOOL_ENTRIES`] entry (by position), once read.
+    tools: Box<[std::sync::OnceLock<ToolPolicy>]>,
+    /// The glob keys and the command rules, once read (`tools` is empty).
+    rules: std::sync::OnceLock<HostTable>,
+}
+
+impl BuiltinTable {
+    /// The policy of the tool named exactly `key` (never a glob key), if the table has it.
+    pub(super) fn tool(&self, key: &str) -> Option<&ToolPolicy> {
+        if is_glob(key) {
+            return None;
+        }
+        let at = HOST_TOOL_ENTRIES.binary_search_by(|(k, _)| (*k).cmp(key)).ok()?;
+        Some(self.tools[at].get_or_init(|| {
+            let def = built_in_entry::<ToolDef>(key, HOST_TOOL_ENTRIES[at].1);
+            let mut one = parse_tool_table(BTreeMap::from([(key.to_owned(), def)]), BTreeMap::new(), Globs::Deferred)
+                .unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}"));
+            one.tools.remove(key).unwrap_or_else(|| panic!("assets/host-tools.toml: tools.{key} is not read"))
+        }))
+    }
+
+    /// The glob keys and the command rules, read on first use.
+    pub(super) fn rules(&self) -> &HostTable {
+        self.rules.get_or_init(|| {
+            let tools = HOST_TOOL_ENTRIES
+                .iter()
+                .filter(|(k, _)| is_glob(k))
+                .map(|(k, t)| ((*k).to_owned(), built_in_entry::<ToolDef>(k, t)))
+                .collect();
+            let commands = HOST_COMMAND_ENTRIES
+                .iter()
+                .map(|(k, t)| ((*k).to_owned(), built_in_entry::<CommandDef>(k, t)))
+                .collect();
+            // Their globs are read by globset when first matched (test `the_built_in_globs_are_globs`).
+            parse_tool_table(tools, commands, Globs::Deferred).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}"))
+        })
+    }
+}
+
+/// One entry of the built-in table read (the file is part of the binary and every entry is read
+/// by a test: a failure here is a build defect).
+fn built_in_entry<T: serde::de::DeserializeOwned>(key: &str, text: &str) -> T {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("assets/host-tools.toml, {key}: {e}"))
+}
+
+/// The built-in table ([`BuiltinTable`]), nothing of it read yet.
+pub(super) fn host_table() -> Arc<BuiltinTable> {
+    static TABLE: std::sync::OnceLock<Arc<BuiltinTable>> = std::sync::OnceLock::new();
     Arc::clone(TABLE.get_or_init(|| {
-        let file = host_tools_file();
-        Arc::new(parse_tool_table(file.tools, file.commands).unwrap_or_else(|e| panic!("assets/host-tools.toml: {e}")))
+        Arc::new(BuiltinTable {
+            tools: HOST_TOOL_ENTRIES.iter().map(|_| std::sync::OnceLock::new()).collect(),
+            rules: std::sync::OnceLock::new(),
+        })
     }))
 }
 
@@ -332,10 +409,27 @@ fn best_glob<'a>(globs: &'a [ToolGlob], key: &str) -> Option<&'a ToolPolicy> {
 }
 
 /// Parses `[tools]` and `[commands]`.
+/// How [`parse_tool_table`] reads its globs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Globs {
+    /// Each pattern is read now, and one globset refuses is an error (`policy.toml`).
+    Checked,
+    /// Each pattern is read when a name first gets past its literal prefix ([`Glob::deferred`]):
+    /// the built-in table, whose every pattern a test reads.
+    Deferred,
+}
+
 pub(super) fn parse_tool_table(
     tools: BTreeMap<String, ToolDef>,
     commands: BTreeMap<String, CommandDef>,
+    globs: Globs,
 ) -> Result<HostTable, PolicyError> {
+    let read = |id: &str, pattern: &str| match globs {
+        Globs::Checked => {
+            Glob::new(pattern).map_err(|e| PolicyError::Class { id: id.to_owned(), message: e.to_string() })
+        }
+        Globs::Deferred => Ok(Glob::deferred(pattern)),
+    };
     let mut table = HostTable::default();
     let policy = |id: String, tier: &str, required: Option<u8>, class: Option<String>, level: Option<u8>, command| {
         let bad = |message: String| PolicyError::Class { id: id.clone(), message };
@@ -399,7 +493,7 @@ pub(super) fn parse_tool_table(
         p.amount = def.amount;
         p.recipients = def.recipients;
         if is_glob(&key) {
-            let glob = Glob::new(&key).map_err(|e| PolicyError::Class { id, message: e.to_string() })?;
+            let glob = read(&id, &key)?;
             table.globs.push(ToolGlob { pattern: key, glob, policy: p });
         } else {
             table.tools.insert(key, p);
@@ -410,7 +504,7 @@ pub(super) fn parse_tool_table(
         let normal = crate::calls::normalize_command_pattern(&pattern)
             .ok_or_else(|| PolicyError::Class { id: id.clone(), message: "an empty command pattern".into() })?;
         let p = policy(id.clone(), &def.tier, None, def.class, def.level, None)?;
-        let glob = Glob::new(&normal).map_err(|e| PolicyError::Class { id, message: e.to_string() })?;
+        let glob = read(&id, &normal)?;
         table.commands.push(CommandRule { pattern, glob, policy: p });
     }
     Ok(table)
@@ -420,6 +514,22 @@ pub(super) fn parse_tool_table(
 mod tests {
     use super::*;
 
+    /// The entries the processes read one by one are the JSON's, sorted by key (a binary search
+    /// finds every one).
+    #[test]
+    fn the_built_in_entries_are_the_json() {
+        let json: Value = serde_json::from_str(HOST_TOOLS_JSON).expect("the JSON");
+        for (table, entries) in [("tools", HOST_TOOL_ENTRIES), ("commands", HOST_COMMAND_ENTRIES)] {
+            let members = json[table].as_object().expect("a table");
+            assert_eq!(entries.len(), members.len(), "{table}");
+            assert!(entries.windows(2).all(|w| w[0].0 < w[1].0), "{table} sorted");
+            for (key, text) in entries {
+                let entry: Value = serde_json::from_str(text).expect("an entry");
+                assert_eq!(Some(&entry), members.get(*key), "{table}.{key}");
+            }
+        }
+    }
+
     /// The JSON the processes read holds exactly the values of `assets/host-tools.toml`.
     #[test]
     fn the_built_in_json_is_the_toml() {
@@ -428,6 +538,49 @@ mod tests {
         assert_eq!(serde_json::to_value(&toml).expect("as JSON"), json);
         assert!(json["tools"].as_object().is_some_and(|t| t.len() > 10), "{json}");
         let _: HostToolsFile = toml::from_str(HOST_TOOLS).expect("the file's shape");
+    }
+
+    /// The built-in table's globs are read only when first matched ([`Globs::Deferred`]): every
+    /// one must be a glob, or it would silently match nothing.
+    #[test]
+    fn the_built_in_globs_are_globs() {
+        let file = host_tools_file();
+        let checked = parse_tool_table(file.tools, file.commands, Globs::Checked).expect("every pattern reads");
+        let table = host_table();
+        let deferred = table.rules();
+        assert!(!checked.globs.is_empty() && !checked.commands.is_empty());
+        assert_eq!(checked.globs.len(), deferred.globs.len());
+        assert_eq!(checked.commands.len(), deferred.commands.len());
+        for (c, d) in checked.globs.iter().zip(&deferred.globs) {
+            assert!(c.glob == d.glob && d.glob.globset().is_some(), "{}", c.pattern);
+        }
+        for (c, d) in checked.commands.iter().zip(&deferred.commands) {
+            assert!(c.glob == d.glob && d.glob.globset().is_some(), "{}", c.pattern);
+        }
+    }
+
+    /// Read entry by entry as it is used, the built-in table gives the policies the whole file
+    /// read at once gives: every tool named exactly, every glob key, every command rule.
+    #[test]
+    fn the_built_in_table_read_as_used_is_the_whole_table() {
+        let file = host_tools_file();
+        let whole = parse_tool_table(file.tools, file.commands, Globs::Checked).expect("the file reads");
+        let table = host_table();
+        assert!(whole.tools.len() > 10, "{}", whole.tools.len());
+        assert_eq!(table.tools.len(), whole.tools.len() + whole.globs.len());
+        for (name, policy) in &whole.tools {
+            assert_eq!(table.tool(name), Some(policy), "{name}");
+        }
+        assert_eq!(table.tool("no-such-tool"), None);
+        for g in &whole.globs {
+            assert_eq!(table.tool(&g.pattern), None, "a glob key is no tool's name: {}", g.pattern);
+        }
+        let rules = table.rules();
+        assert!(rules.tools.is_empty());
+        let pairs = |g: &[ToolGlob]| g.iter().map(|g| (g.pattern.clone(), g.policy.clone())).collect::<Vec<_>>();
+        assert_eq!(pairs(&rules.globs), pairs(&whole.globs));
+        let rules_of = |c: &[CommandRule]| c.iter().map(|c| (c.pattern.clone(), c.policy.clone())).collect::<Vec<_>>();
+        assert_eq!(rules_of(&rules.commands), rules_of(&whole.commands));
     }
 
     #[test]
