@@ -5,7 +5,7 @@
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
-use warrant::monitor::{Assessment, assess, assess_incremental, assess_replacing};
+use warrant::monitor::{Assessment, assess, assess_incremental};
 use warrant::protocol::control::{ControlState, Elevation, NotebookLevel};
 use warrant::protocol::decision::Verdict;
 use warrant::protocol::graduation::PolicySet;
@@ -86,12 +86,13 @@ fn assert_same(a: &Assessment, b: &Assessment, step: &str) {
 }
 
 /// Reassesses incrementally from `prev`, checks it against a full assessment, returns it. The
-/// console's form, which hands the previous assessment over (`assess_replacing`), gives the same.
+/// console's form, which hands the previous assessment over (`monitor::Previous::Owned`), gives
+/// the same.
 fn step(w: &World, prev: &Assessment, name: &str) -> Assessment {
     let inc = w.incremental(prev);
     assert_same(&inc, &w.full(), name);
     let ctx = VerdictContext { policies: &w.policies, controls: &w.controls, now: w.now };
-    let handed = assess_replacing(
+    let handed = assess_incremental(
         std::sync::Arc::new(prev.clone()),
         &w.policies,
         &ctx,

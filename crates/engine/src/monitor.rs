@@ -498,7 +498,7 @@ pub fn assess(
     workspace: &str,
 ) -> Assessment {
     assess_with(
-        Prev::Borrowed(None),
+        Previous::Borrowed(None),
         None,
         ctx,
         packets,
@@ -512,7 +512,8 @@ pub fn assess(
 }
 
 /// [`assess`], reusing `prev`'s results where they cannot differ: the same answer as [`assess`]
-/// with the same arguments, cheaper when few packets are new.
+/// with the same arguments, cheaper when few packets are new. `prev` is borrowed or handed over
+/// ([`Previous`]).
 ///
 /// `policies` must be the policy set `ctx.policies` borrows (otherwise nothing is reused). A
 /// pending packet's gate decision and verdict are taken from `prev` only when `prev` was computed
@@ -527,8 +528,8 @@ pub fn assess(
 /// The monitor (rates, agents) is always recomputed.
 #[must_use]
 #[allow(clippy::too_many_arguments)]
-pub fn assess_incremental(
-    prev: Option<&Assessment>,
+pub fn assess_incremental<'a>(
+    prev: impl Into<Previous<'a>>,
     policies: &Arc<warrant_protocol::graduation::policy::PolicySet>,
     ctx: &VerdictContext<'_>,
     packets: &[PacketEntry],
@@ -541,7 +542,7 @@ pub fn assess_incremental(
 ) -> Assessment {
     let policies = Some(policies).filter(|p| std::ptr::eq(Arc::as_ptr(p), ctx.policies));
     assess_with(
-        Prev::Borrowed(prev),
+        prev.into(),
         policies,
         ctx,
         packets,
@@ -554,49 +555,33 @@ pub fn assess_incremental(
     )
 }
 
-/// [`assess_incremental`] taking the previous assessment itself: when none of its results can
-/// be reused (the evidence, controls or policies changed), it is dropped before the new one is
-/// made (unless another holder keeps it), so the two are not in memory together. The same
-/// answer as [`assess_incremental`] with `Some(&prev)`.
-#[must_use]
-#[allow(clippy::too_many_arguments)]
-pub fn assess_replacing(
-    prev: Arc<Assessment>,
-    policies: &Arc<warrant_protocol::graduation::policy::PolicySet>,
-    ctx: &VerdictContext<'_>,
-    packets: &[PacketEntry],
-    receipts: &[Arc<Receipt>],
-    decisions: &HashMap<String, ChainDecision>,
-    chain_evidence: &warrant_store::spool::ChainEvidence,
-    revalidations: &Revalidations,
-    chain_intact: bool,
-    workspace: &str,
-) -> Assessment {
-    let policies = Some(policies).filter(|p| std::ptr::eq(Arc::as_ptr(p), ctx.policies));
-    assess_with(
-        Prev::Owned(prev),
-        policies,
-        ctx,
-        packets,
-        receipts,
-        decisions,
-        chain_evidence,
-        revalidations,
-        chain_intact,
-        workspace,
-    )
-}
-
-/// The previous assessment [`assess_with`] may reuse results from.
-enum Prev<'a> {
+/// The previous assessment [`assess_incremental`] may reuse results from: borrowed
+/// (`Option<&Assessment>`), or handed over (`Arc<Assessment>`): then, when none of its results
+/// can be reused (the evidence, controls or policies changed), it is dropped before the new one
+/// is made (unless another holder keeps it), so the two are not in memory together (the
+/// console's 10,000 pending packets' results are tens of megabytes). The answer is the same.
+pub enum Previous<'a> {
+    /// Borrowed (`None`: there is none).
     Borrowed(Option<&'a Assessment>),
-    /// Dropped before the new assessment is made when nothing of it can be reused.
+    /// Handed over.
     Owned(Arc<Assessment>),
+}
+
+impl<'a> From<Option<&'a Assessment>> for Previous<'a> {
+    fn from(prev: Option<&'a Assessment>) -> Self {
+        Previous::Borrowed(prev)
+    }
+}
+
+impl From<Arc<Assessment>> for Previous<'_> {
+    fn from(prev: Arc<Assessment>) -> Self {
+        Previous::Owned(prev)
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
 fn assess_with(
-    prev: Prev<'_>,
+    prev: Previous<'_>,
     policies: Option<&Arc<warrant_protocol::graduation::policy::PolicySet>>,
     ctx: &VerdictContext<'_>,
     packets: &[PacketEntry],
@@ -638,8 +623,8 @@ fn assess_with(
     };
     let kept: Option<Arc<Assessment>>;
     let base = match prev {
-        Prev::Borrowed(prev) => prev.filter(|b| reusable(b)),
-        Prev::Owned(prev) => {
+        Previous::Borrowed(prev) => prev.filter(|b| reusable(b)),
+        Previous::Owned(prev) => {
             // Not reusable: released here, before the new results are made.
             kept = reusable(&prev).then_some(prev);
             kept.as_deref()

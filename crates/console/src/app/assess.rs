@@ -40,7 +40,7 @@ impl AssessJob {
             warrant_engine::preconditions::observe_pending(&self.observer, &self.packets, &self.decisions);
         let ctx = VerdictContext { policies: &self.policies, controls: &self.controls, now: self.now };
         let assessment = warrant_engine::monitor::assess_incremental(
-            Some(&self.prev),
+            Some(&*self.prev),
             &self.policies,
             &ctx,
             &self.packets,
@@ -138,7 +138,7 @@ impl State {
         // Handed over, not borrowed: when nothing of it can be reused it is freed before the
         // new one is made (10,000 pending packets' results are tens of megabytes).
         let prev = std::mem::take(&mut self.assessment);
-        self.assessment = Arc::new(warrant_engine::monitor::assess_replacing(
+        self.assessment = Arc::new(warrant_engine::monitor::assess_incremental(
             prev,
             &self.policies,
             &ctx,
