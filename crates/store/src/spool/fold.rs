@@ -334,6 +334,8 @@ fn extend_fold(
     if hash {
         finders.push(Finder::new("tg_receipt"));
     }
+    let receipt_needle = finders.len() - 1;
+    let mut scan = warrant_protocol::canonical::scan::Scan::default();
     let id_finder = Finder::new(RECORD_ID_NEEDLE);
     let tail_ids = tail_ids.filter(|t| !t.is_empty());
     let mut bound: HashSet<String> = fold.publishers.iter().map(|(a, _)| a.clone()).collect();
@@ -372,18 +374,28 @@ fn extend_fold(
             });
             start = nl + 1;
         }
-        let mut hits: Vec<usize> = finders.iter().flat_map(|f| f.find_iter(block)).collect();
+        // Every needle's hits, with which needle it was (the receipts' is the last one).
+        let mut hits: Vec<(usize, usize)> =
+            finders.iter().enumerate().flat_map(|(k, f)| f.find_iter(block).map(move |h| (h, k))).collect();
         hits.sort_unstable();
-        let mut done_until = 0;
-        for h in hits {
-            if h < done_until {
-                continue;
-            }
+        let mut next = 0;
+        while let Some(&(h, _)) = hits.get(next) {
             let start = memchr::memrchr(b'\n', &block[..h]).map_or(0, |p| p + 1);
             let stop = h + memchr::memchr(b'\n', &block[h..]).unwrap_or(block.len() - h);
-            done_until = stop + 1;
+            let on_line = hits[next..].iter().take_while(|(at, _)| *at < stop).count();
+            let only_receipt = hash && hits[next..next + on_line].iter().all(|(_, k)| *k == receipt_needle);
+            next += on_line;
+            let line = &block[start..stop];
+            // A receipt and nothing else the fold reads (no control, grant, key, decision or
+            // publisher, no `\u` escape): its canonical line's receipt is read from its text.
+            if only_receipt && let Some(row) = receipt_row_of_line(line, &mut scan) {
+                if let Some(row) = row {
+                    evidence.get_or_insert_with(|| fold.chain_evidence()).push_run(row, 1);
+                }
+                continue;
+            }
             // Lines verified under the chain's lock: parsed as they are.
-            let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(&block[start..stop]) else { continue };
+            let Ok(rec) = serde_json::from_slice::<Map<String, Value>>(line) else { continue };
             if hash && let Some(row) = super::chain_evidence_of(&rec) {
                 evidence.get_or_insert_with(|| fold.chain_evidence()).push_run(row, 1);
             }
@@ -419,6 +431,27 @@ fn extend_fold(
     }
     fold.bytes = to;
     Ok(out)
+}
+
+/// The evidence row of a chain record that is a receipt and nothing else a fold reads, read from
+/// its canonical line's `metadata.tg_receipt` text (`Some(None)`: the record is no evidence):
+/// the row [`super::chain_evidence_of`] gives of the parsed line (test
+/// `a_receipts_row_read_from_its_line_is_the_parsed_records`). `None` when the line is not
+/// canonical: the caller parses it.
+fn receipt_row_of_line(
+    line: &[u8],
+    scan: &mut warrant_protocol::canonical::scan::Scan,
+) -> Option<Option<warrant_protocol::graduation::evidence::EvidenceRow>> {
+    let text = std::str::from_utf8(line).ok()?;
+    if !warrant_protocol::canonical::scan::scan_object_str(text, scan) {
+        return None;
+    }
+    let Some((m, meta)) = scan.member(line, "metadata") else { return Some(None) };
+    if meta.first() != Some(&b'{') {
+        return Some(None);
+    }
+    let receipt = scan.children(m).find(|c| &line[c.key.clone()] == b"tg_receipt").map(|c| &text[c.value.clone()]);
+    Some(receipt.and_then(|t| warrant_protocol::graduation::receipt::receipt_evidence_of_text(t, None).0))
 }
 
 /// The principal's own checkpoint copy ([`crate::checkpoint_files::local_copy`]),
@@ -759,4 +792,41 @@ pub(super) fn sign_checkpoint(
         tracing::warn!(error = %e, "could not write the checkpoint");
     }
     cp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // A fold reads a receipt-only line's row from its text: the same row as the parsed record's,
+    // whatever the receipt holds, and no row where the record is no evidence.
+    #[test]
+    fn a_receipts_row_read_from_its_line_is_the_parsed_records() {
+        let receipt = json!({"action_class": "draft.compose", "outcome": "approve", "source_type": "receipt",
+            "created_at": "2026-09-30T12:05:30.574Z", "receipt_id": "r-1", "content_hash": "sha256:ab"});
+        let records = [
+            json!({"agent": "a", "metadata": {"tg_receipt": receipt}, "outcome": "success"}),
+            json!({"metadata": {"note": "caf\u{e9}", "tg_receipt": {"actionClass": "email.send.external", "outcome": "reject"}}}),
+            json!({"metadata": {"tg_receipt": {"action_class": 3, "outcome": "approve"}}}),
+            json!({"metadata": {"tg_receipt": "draft.compose"}}),
+            json!({"metadata": {"other": {"tg_receipt": receipt}}}),
+            json!({"metadata": "tg_receipt"}),
+            json!({"note": "tg_receipt"}),
+        ];
+        let mut scan = warrant_protocol::canonical::scan::Scan::default();
+        for rec in records {
+            let line = warrant_protocol::canonical::to_canonical_vec(&rec);
+            let parsed: Map<String, Value> = serde_json::from_slice(&line).expect("a record");
+            let read = receipt_row_of_line(&line, &mut scan).expect("a canonical line");
+            assert_eq!(read, super::super::chain_evidence_of(&parsed), "{rec}");
+        }
+        let first = warrant_protocol::canonical::to_canonical_vec(&json!({"metadata": {"tg_receipt": receipt}}));
+        assert!(receipt_row_of_line(&first, &mut scan).is_some_and(|r| r.is_some()), "a receipt is read at all");
+        assert_eq!(
+            receipt_row_of_line(b"{ \"metadata\": {} }", &mut scan),
+            None,
+            "not canonical: parsed by the caller"
+        );
+    }
 }
