@@ -590,7 +590,7 @@ pub fn audit_chain(
         // member the strict reader refuses (an integer beyond 64 bits, which no check reads) is
         // left out of the entry, never the record.
         warrant_protocol::chain::SinkRecord::Raw(rec) => {
-            rec.to_map(None, &keep).or_else(|_| rec.to_map(None, &[])).ok().map(|m| entry_of_record(i, &m))
+            rec.to_map(&keep).or_else(|_| rec.to_map(&[])).ok().map(|m| entry_of_record(i, &m))
         }
     };
     let sink = warrant_protocol::chain::RecordSink {

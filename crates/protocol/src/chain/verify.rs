@@ -270,7 +270,22 @@ pub struct RawRecord<'a> {
 }
 
 impl<'a> RawRecord<'a> {
-    /// The JSON text of the metadata member `name`, if the record has one.
+    /// `text` as a canonical record read by `scan` (`None` when it is not canonical JSON of an
+    /// object): a line a caller reads outside a verification, such as a fold of a verified prefix.
+    #[must_use]
+    pub fn scan(text: &'a str, scan: &'a mut canonical::scan::Scan) -> Option<Self> {
+        if !canonical::scan::scan_object_str(text, scan) {
+            return None;
+        }
+        let metadata = scan
+            .members
+            .iter()
+            .position(|m| &text[m.key.clone()] == "metadata" && text.as_bytes()[m.value.start] == b'{');
+        Some(Self { text, scan, metadata })
+    }
+
+    /// The JSON text of the metadata member `name`, if the record has one (and its metadata is
+    /// an object).
     #[must_use]
     pub fn metadata_member(&self, name: &str) -> Option<&'a str> {
         let m = self.metadata?;
@@ -278,31 +293,26 @@ impl<'a> RawRecord<'a> {
         self.scan.children(m).find(|c| &text[c.key.clone()] == name).map(|c| &text[c.value.clone()])
     }
 
-    /// The record parsed ([`canonical::parse_strict`]): its top-level fields (all of them when
-    /// `fields` is `None`) and `metadata` with only the `keep` members.
+    /// The record parsed ([`canonical::parse_strict`]): its top-level fields, with only the
+    /// `keep` members of `metadata`.
     ///
     /// # Errors
     /// A member the strict reader refuses (an integer outside the 64-bit range).
-    pub fn to_map(&self, fields: Option<&[&str]>, keep: &[&str]) -> Result<Map<String, Value>, canonical::JsonError> {
-        partial_map(self.text.as_bytes(), self.scan, fields, keep)
+    pub fn to_map(&self, keep: &[&str]) -> Result<Map<String, Value>, canonical::JsonError> {
+        partial_map(self.text.as_bytes(), self.scan, keep)
     }
 }
 
-/// A partial record from a canonical line: its top-level `fields` (every one when `None`) and
-/// `metadata` with only the `keep` members.
+/// A partial record from a canonical line: every top-level field, with only the `keep`
+/// members of its metadata.
 fn partial_map(
     line: &[u8],
     scan: &canonical::scan::Scan,
-    fields: Option<&[&str]>,
     keep: &[&str],
 ) -> Result<Map<String, Value>, canonical::JsonError> {
     let mut map = Map::new();
     for (k, m) in scan.members.iter().enumerate() {
-        let name = &line[m.key.clone()];
-        if name != b"metadata" && fields.is_some_and(|f| !f.iter().any(|w| w.as_bytes() == name)) {
-            continue;
-        }
-        let key = String::from_utf8_lossy(name).into_owned();
+        let key = String::from_utf8_lossy(&line[m.key.clone()]).into_owned();
         let value = if key == "metadata" {
             let mut meta = Map::new();
             for c in scan.children(k) {

@@ -302,8 +302,8 @@ impl<'de> serde::Deserialize<'de> for ReceiptFields<'de> {
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
                 let mut out = ReceiptFields::default();
-                while let Some(MaybeStr(key)) = a.next_key::<MaybeStr<'de>>()? {
-                    match key.and_then(|key| RECEIPT_FIELDS.iter().position(|f| *f == key)) {
+                while let Some(crate::canonical::Text(key)) = a.next_key()? {
+                    match RECEIPT_FIELDS.iter().position(|f| *f == key) {
                         Some(k) => out.values[k] = a.next_value::<MaybeStr<'de>>()?.0,
                         None => {
                             a.next_value::<serde::de::IgnoredAny>()?;

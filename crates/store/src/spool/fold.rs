@@ -442,15 +442,8 @@ fn receipt_row_of_line(
     line: &[u8],
     scan: &mut warrant_protocol::canonical::scan::Scan,
 ) -> Option<Option<warrant_protocol::graduation::evidence::EvidenceRow>> {
-    let text = std::str::from_utf8(line).ok()?;
-    if !warrant_protocol::canonical::scan::scan_object_str(text, scan) {
-        return None;
-    }
-    let Some((m, meta)) = scan.member(line, "metadata") else { return Some(None) };
-    if meta.first() != Some(&b'{') {
-        return Some(None);
-    }
-    let receipt = scan.children(m).find(|c| &line[c.key.clone()] == b"tg_receipt").map(|c| &text[c.value.clone()]);
+    let record = chain::RawRecord::scan(std::str::from_utf8(line).ok()?, scan)?;
+    let receipt = record.metadata_member("tg_receipt");
     Some(receipt.and_then(|t| warrant_protocol::graduation::receipt::receipt_evidence_of_text(t, None).0))
 }
 
