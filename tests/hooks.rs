@@ -401,8 +401,8 @@ fn setup_writes_the_hooks_once_and_says_what_changed() {
 /// `warrant-hook`, which `warrant setup` writes, answers every event as `warrant hook` does (the
 /// same stdout, stderr and exit code): allowed calls in both hosts' formats, input that is not an
 /// event, options and spools it cannot use, a held call. What it does not run itself it hands to
-/// the `warrant` beside it (another command, `--version`, a JetStream store), and when there is
-/// none the call is denied (exit 2), never "proceed".
+/// the `warrant` beside it (another command, `--version`, a JetStream store, a replica's
+/// directory), and when there is none the call is denied (exit 2), never "proceed".
 #[test]
 fn the_hooks_own_binary_answers_as_warrant_hook_does_and_hands_the_rest_to_warrant() {
     let e = env();
@@ -434,6 +434,17 @@ fn the_hooks_own_binary_answers_as_warrant_hook_does_and_hands_the_rest_to_warra
         assert_eq!(lean, full, "{global:?} hook {host} {args:?}");
         assert!(matches!(full.0, Some(0 | 2)), "{full:?}");
     }
+    // A replica's directory (its marker names a store nobody serves): `warrant-hook` never opens
+    // one itself (it links no store client) and hands it to `warrant`, which answers as it does.
+    let replica = e.dir.path().join("replica");
+    std::fs::create_dir_all(&replica).expect("replica");
+    std::fs::write(replica.join(".store"), "nats://127.0.0.1:9/team\n").expect("marker");
+    let global = ["--spool", replica.to_str().expect("utf-8")];
+    let full = answer(cli_env::BIN, &global, "claude-code", &read, &[]);
+    let lean = answer(cli_env::HOOK_BIN, &global, "claude-code", &read, &[]);
+    assert_eq!(lean, full, "a replica's directory");
+    assert_eq!(full.0, Some(0), "{full:?}");
+    assert!(full.1.contains("\"deny\"") && full.1.contains("127.0.0.1:9"), "denied, naming the store: {full:?}");
     // A held call: published by either, denied at the timeout in the same words.
     let push = |id: &str| {
         let mut v: Value =
@@ -471,6 +482,38 @@ fn the_hooks_own_binary_answers_as_warrant_hook_does_and_hands_the_rest_to_warra
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(o.stdout.is_empty(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("could not hand this to warrant"), "{}", text(&o));
+}
+
+/// The hooks' own binary, which a host starts once a tool call, links none of what it never runs
+/// (`docs/performance.md`, "Hooks"): no store client (async-nats, tokio, rustls: a replica is
+/// handed to `warrant`), no console and no gateway, read from the symbols the linker kept. The
+/// same check finds them in `warrant`, so it reads the names it looks for.
+#[test]
+fn the_hooks_own_binary_links_no_store_client_console_or_gateway() {
+    use object::{Object as _, ObjectSymbol as _};
+    let crates = |path: &str| -> std::collections::BTreeSet<&'static str> {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let file = object::File::parse(&*bytes).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // Code and data the linker kept (not the names of the object files it opened).
+        let names: Vec<&str> = file
+            .symbols()
+            .filter(|s| s.is_definition() && matches!(s.kind(), object::SymbolKind::Text | object::SymbolKind::Data))
+            .filter_map(|s| s.name().ok())
+            .collect();
+        assert!(names.len() > 1000, "{path}: {} symbols: not a binary with its symbol table", names.len());
+        ["async_nats", "tokio", "rustls", "ratatui", "crossterm", "rmcp", "warrant_console", "warrant_gateway"]
+            .into_iter()
+            .filter(|c| names.iter().any(|n| n.contains(c)))
+            .collect()
+    };
+    assert_eq!(crates(cli_env::HOOK_BIN), Default::default(), "linked into {}", cli_env::HOOK_BIN);
+    let full = crates(cli_env::BIN);
+    #[cfg(feature = "console")]
+    assert!(full.contains("warrant_console") && full.contains("tokio"), "{full:?}");
+    #[cfg(feature = "jetstream")]
+    assert!(full.contains("async_nats"), "{full:?}");
+    #[cfg(not(any(feature = "console", feature = "jetstream")))]
+    assert!(full.is_empty(), "{full:?}");
 }
 
 /// Runs a PreToolUse of `tool` with `input` as call `id` waiting `wait` seconds, approving or

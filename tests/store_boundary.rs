@@ -199,8 +199,17 @@ fn a_directory_spool_never_reaches_for_a_store_and_a_replica_is_opened_as_one() 
     assert!(published.is_file());
     let err = Spool::open(spool.root()).expect_err("a replica of a store that cannot be reached");
     assert!(!err.to_string().is_empty());
-    // Without the marker, the same directory opens as a directory spool.
+    // Where only a directory may be opened (the hooks' binary), a replica is refused as one,
+    // without reaching for its store.
+    let err = Spool::open_directory(spool.root()).expect_err("a replica is not a directory spool");
+    assert!(matches!(&err, warrant::store::StoreError::Replica { root, .. } if root == spool.root()), "{err}");
+    // Without the marker, the same directory opens as a directory spool, either way.
     std::fs::remove_file(spool.root().join(REPLICA_MARKER)).expect("remove the marker");
     let opened = Spool::open(spool.root()).expect("a directory spool");
     assert!(!opened.is_replica() && opened == spool);
+    let opened = Spool::open_directory(spool.root()).expect("a directory spool");
+    assert!(!opened.is_replica() && opened == spool);
+    // A marker that is a directory (it cannot be read as one) is no directory spool either.
+    std::fs::create_dir(spool.root().join(REPLICA_MARKER)).expect("a directory as the marker");
+    assert!(Spool::open_directory(spool.root()).is_err());
 }

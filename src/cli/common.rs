@@ -27,18 +27,22 @@ pub(super) fn directory_at(root: PathBuf) -> Spool {
     with_principal_copies(Spool::new(root))
 }
 
-/// The spool at `root` as what it is ([`Spool::open`]: a directory spool, or the replica of the
-/// store its marker names, connected now), with the principal's copies of its checkpoints in
-/// `<config dir>/checkpoints`.
+/// The spool at `root` as `open` opens it — [`Spool::open`]: a directory spool, or the replica of
+/// the store its marker names, connected now; [`Spool::open_directory`] where no replica may be
+/// opened — with the principal's copies of its checkpoints in `<config dir>/checkpoints`.
 ///
 /// # Errors
-/// A replica whose marker cannot be read or whose store cannot be reached (never worked on as a
-/// directory), as a usage error naming the spool.
-pub(super) fn spool_at(root: PathBuf) -> Result<Spool, Failure> {
+/// A path that is not a directory; `open`'s errors (a replica whose marker cannot be read or
+/// whose store cannot be reached is never worked on as a directory), as usage errors naming the
+/// spool.
+pub(super) fn spool_opened(
+    root: PathBuf,
+    open: impl FnOnce(PathBuf) -> Result<Spool, crate::store::StoreError>,
+) -> Result<Spool, Failure> {
     if std::fs::metadata(&root).is_ok_and(|m| !m.is_dir()) {
         return Err(Failure::usage(format!("{} is not a directory, so it cannot be a spool", root.display())));
     }
-    let spool = Spool::open(&root).map_err(|e| Failure::usage(format!("{}: {e}", root.display())))?;
+    let spool = open(root.clone()).map_err(|e| Failure::usage(format!("{}: {e}", root.display())))?;
     Ok(with_principal_copies(spool))
 }
 
@@ -65,12 +69,24 @@ pub(super) fn set_aside_torn_tail(spool: &Spool) -> Result<(), Failure> {
 /// A usage error naming the path and how to create a spool there; those of
 /// [`resolve_new_spool`].
 pub(super) fn resolve_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spool, Failure> {
-    let spool = resolve_new_spool(arg, config)?;
+    resolve_spool_with(arg, config, Spool::open)
+}
+
+/// [`resolve_spool`], the spool opened by `open` ([`spool_opened`]).
+///
+/// # Errors
+/// As [`resolve_spool`], and `open`'s.
+pub(super) fn resolve_spool_with(
+    arg: Option<PathBuf>,
+    config: &Config,
+    open: impl FnOnce(PathBuf) -> Result<Spool, crate::store::StoreError>,
+) -> Result<Spool, Failure> {
+    let spool = resolve_new_spool_with(arg, config, open)?;
     require_spool(&spool)?;
     Ok(spool)
 }
 
-/// A usage error unless something is at `spool`'s path ([`spool_at`] has refused a path that
+/// A usage error unless something is at `spool`'s path ([`spool_opened`] has refused a path that
 /// is not a directory).
 ///
 /// # Errors
@@ -91,13 +107,22 @@ fn require_spool(spool: &Spool) -> Result<(), Failure> {
 /// The resolved spool, existing or not (for the commands that create one): `--spool`/`WARRANT_SPOOL`, else `spool` in config.toml, else the default.
 ///
 /// # Errors
-/// No spool named, a JetStream store (opened by the caller as a replica), or [`spool_at`]'s.
+/// No spool named, a JetStream store (opened by the caller as a replica), or [`spool_opened`]'s.
 pub(super) fn resolve_new_spool(arg: Option<PathBuf>, config: &Config) -> Result<Spool, Failure> {
+    resolve_new_spool_with(arg, config, Spool::open)
+}
+
+/// [`resolve_new_spool`], the spool opened by `open` ([`spool_opened`]).
+fn resolve_new_spool_with(
+    arg: Option<PathBuf>,
+    config: &Config,
+    open: impl FnOnce(PathBuf) -> Result<Spool, crate::store::StoreError>,
+) -> Result<Spool, Failure> {
     if arg.is_none()
         && let Some(text) = &config.store
     {
         return match text.parse::<StoreLocation>().map_err(Failure::usage)? {
-            StoreLocation::Directory(root) => spool_at(root),
+            StoreLocation::Directory(root) => spool_opened(root, open),
             #[cfg(feature = "jetstream")]
             at @ StoreLocation::JetStream(_) => Err(jetstream_not_yet(&at)),
         };
@@ -106,7 +131,7 @@ pub(super) fn resolve_new_spool(arg: Option<PathBuf>, config: &Config) -> Result
         .or_else(|| config.spool.clone())
         .or_else(Spool::default_root)
         .ok_or_else(|| Failure::usage("no spool directory: pass --spool or set WARRANT_SPOOL"))?;
-    spool_at(root)
+    spool_opened(root, open)
 }
 
 /// Loads (creating on first use) the principal's key, telling the user when it was created, and

@@ -249,11 +249,12 @@ pub(super) fn hook_cmd(
 
 /// `warrant-hook`, the hooks' own binary (`docs/integrations.md`, The hooks' binary): the command
 /// line of `warrant`, of which it runs only `hook HOST` on a directory spool, in a process whose
-/// code reaches neither the console, the gateway nor the other commands (the store's JetStream
-/// client is linked, the store being built with it, and never started), so it starts like a
-/// small program. Anything else — another command, `--help`,
-/// `--version`, a command line clap refuses, a JetStream store (whose replica needs the store's
-/// client) — is handed to the `warrant` beside it, with the same arguments and stdin (`exec`).
+/// code reaches neither the console, the gateway, the other commands nor the store's JetStream
+/// client (the spool is opened with [`Spool::open_directory`], so nothing here reaches a
+/// replica's store: `warrant_store::upstream`), so it starts like a small program. Anything
+/// else — another command, `--help`, `--version`, a command line clap refuses, a JetStream
+/// store or a replica's directory (which need the store's client) — is handed to the `warrant`
+/// beside it, with the same arguments and stdin (`exec`).
 /// When that cannot run, the call is denied: exit 2, the reason on stderr.
 #[must_use]
 pub fn hook_main() -> std::process::ExitCode {
@@ -272,7 +273,16 @@ pub fn hook_main() -> std::process::ExitCode {
         {
             return Ok(None);
         }
-        let spool = resolve_spool(spool_arg, &config).map_err(|f| f.message)?;
+        // Opened as a directory only: a replica (whose store's client this binary does not link)
+        // is handed to `warrant`.
+        let mut replica = false;
+        let spool = super::common::resolve_spool_with(spool_arg, &config, |root| {
+            Spool::open_directory(root).inspect_err(|e| replica = matches!(e, crate::store::StoreError::Replica { .. }))
+        });
+        if replica {
+            return Ok(None);
+        }
+        let spool = spool.map_err(|f| f.message)?;
         crate::hook::HookOptions::new(host, spool, agent, notebook, wait).map(Some)
     })();
     let Some(opts) = opts.transpose() else { return exec_warrant() };

@@ -453,12 +453,7 @@ where
 /// The store a chain file's appends go to first: `None` for a directory spool's chain (an
 /// append is the file's alone, and never touches the network), the replica's store for a
 /// replica's ([`crate::spool::Spool::chain_upstream`]).
-#[cfg(feature = "jetstream")]
-pub type Upstream<'a> = Option<&'a crate::jetstream::JetStreamSpool>;
-
-/// The store a chain file's appends go to first: without the `jetstream` feature, always `None`.
-#[cfg(not(feature = "jetstream"))]
-pub type Upstream<'a> = Option<&'a std::convert::Infallible>;
+pub type Upstream<'a> = Option<&'a dyn crate::upstream::Upstream>;
 
 /// As [`append`], on the chain of a spool that may be a replica: with an `upstream`, the
 /// replica is first brought up to its store's head and the record goes to the store first
@@ -627,15 +622,11 @@ where
         let (mut file, meta) = open_locked_for_append(path)?;
         // A replica's chain is first brought up to its store's head: what is built is built on
         // the chain as the store holds it.
-        #[cfg(feature = "jetstream")]
         if let Some(remote) = upstream {
-            catch_up_locked(path, &mut file, remote)?;
+            remote.catch_up_locked(path, &mut file)?;
         }
-        #[cfg(not(feature = "jetstream"))]
-        let _ = upstream;
         let mut head = read_head(path, &mut file)?;
-        #[cfg(feature = "jetstream")]
-        let built_on = head.clone();
+        let built_on = upstream.is_some().then(|| head.clone());
         let recs = build(&head).map_err(ChainError::Build)?;
         if recs.is_empty() {
             return Err(ChainError::Build("no record to append".into()));
@@ -656,9 +647,8 @@ where
         }
         // A replica's records go to its store first, with compare-and-set on the head they
         // were built on; only what the store acknowledged is written here.
-        #[cfg(feature = "jetstream")]
-        if let Some(remote) = upstream {
-            push_to_store(path, remote, &built_on, &appended)?;
+        if let (Some(remote), Some(built_on)) = (upstream, &built_on) {
+            remote.push(path, built_on, &appended)?;
         }
         let start = file.metadata().map_err(io_err)?.len();
         if let Err(e) = file.write_all(&line) {
@@ -711,7 +701,7 @@ pub fn catch_up(path: &Path, remote: &crate::jetstream::JetStreamSpool) -> Resul
 
 /// [`catch_up`]'s work, under the lock, on the open chain.
 #[cfg(feature = "jetstream")]
-fn catch_up_locked(
+pub(crate) fn catch_up_locked(
     path: &Path,
     file: &mut File,
     remote: &crate::jetstream::JetStreamSpool,
@@ -804,7 +794,7 @@ fn catch_up_locked(
 
 /// Publishes `appended` (sealed on `built_on`) to the replica's store, compare-and-set.
 #[cfg(feature = "jetstream")]
-fn push_to_store(
+pub(crate) fn push_to_store(
     path: &Path,
     remote: &crate::jetstream::JetStreamSpool,
     built_on: &ChainHead,

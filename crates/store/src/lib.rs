@@ -15,7 +15,9 @@
 //! - [`termination`]: running a kill switch's termination callback on its own thread;
 //! - `jetstream` (feature `jetstream`): the spool on NATS JetStream (`docs/distributed.md`);
 //! - `replica` (feature `jetstream`): a JetStream spool worked on through a directory on this
-//!   host that the store keeps equal to the streams.
+//!   host that the store keeps equal to the streams;
+//! - [`upstream`]: the store a replica works through, as the directory code calls it (a trait
+//!   object, so a program that opens no replica links no store client).
 
 pub mod atomic;
 pub mod chain_file;
@@ -30,6 +32,7 @@ pub mod publications;
 pub mod replica;
 pub mod spool;
 pub mod termination;
+pub mod upstream;
 
 /// The traits that read and write the protocol's key and policy values as files
 /// (`Principal::load`, `PinnedKeys::load`, `GatewayKeys::load`, `PolicySet::load`): `use
@@ -67,6 +70,15 @@ pub enum StoreError {
     /// The directory store's chain file.
     #[error(transparent)]
     Directory(#[from] chain_file::ChainError),
+    /// A directory that is the replica of a store (it holds the replica's marker), opened
+    /// where only a directory spool can be ([`spool::Spool::open_directory`]).
+    #[error("{} is the replica of a JetStream store: {why}", root.display())]
+    Replica {
+        /// The replica's root.
+        root: std::path::PathBuf,
+        /// What to do instead.
+        why: String,
+    },
     /// Any other failure of the store (the network, the server, a malformed stored record).
     #[error("{0}")]
     Other(String),

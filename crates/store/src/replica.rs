@@ -26,11 +26,11 @@
 //!   the file. A refusal (another principal's host appended first) writes nothing and is
 //!   reported; the replica never holds a record the store does not.
 //! - **decisions**: a decision file written into a replica is also written to the decisions
-//!   bucket under `AGENT.PACKET_ID` ([`publish_decision`]), where `propose --wait` reads it.
+//!   bucket under `AGENT.PACKET_ID` ([`Upstream::publish_decision`]), where `propose --wait` reads it.
 //! - **packets and receipts** published into a replica (the hooks' and the gateway's governor,
-//!   on an agent's host) go to the spool stream on their agent's subject first ([`publish`]).
+//!   on an agent's host) go to the spool stream on their agent's subject first ([`Upstream::publish`]).
 //! - **claims** (`uses/`: an approval's one use, a grant's uses, the gate's rate-limited runs)
-//!   are created in the store's uses bucket first ([`claim`]), so a use is taken once across
+//!   are created in the store's uses bucket first ([`Upstream::claim`]), so a use is taken once across
 //!   every host.
 //!
 //! Reads come from the replica after [`pull`] (the CLI pulls before each command) or while a
@@ -44,6 +44,7 @@ use crate::StoreError;
 use crate::atomic::write_atomic;
 use crate::jetstream::{ConnectOptions, JetStreamSpool, Kind, SpoolMessage, StoreUrl};
 use crate::spool::{Spool, sequence_name};
+use crate::upstream::Upstream;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -189,11 +190,9 @@ pub struct Pulled {
 /// `spool` is not a replica; the store's errors; a record that does not link to the replica's
 /// head (the replica holds another chain); I/O errors of the replica.
 pub fn pull(spool: &Spool) -> Result<Pulled, StoreError> {
-    let remote = Arc::clone(
-        spool
-            .upstream()
-            .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?,
-    );
+    let remote = spool
+        .upstream()
+        .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?;
     let records = catch_up(spool, &remote)?;
     let messages = pull_spool(spool, &remote)?;
     pull_uses(spool, &remote).map_err(|e| {
@@ -251,67 +250,6 @@ fn write_claim(spool: &Spool, name: &str, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
-/// In a replica, creates the claim whose file is `path` (`<replica>/uses/<name>`) in the store's
-/// uses bucket. `Ok(true)` when it was made there (the file is then this process's claim, even
-/// if a follower wrote it first), `Ok(false)` for a directory spool.
-///
-/// # Errors
-/// `AlreadyExists` when the store holds the claim (another process or host took the use); the
-/// store's errors (the claim is then not made, and the use must not be taken).
-pub fn claim(spool: &Spool, path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    let Some(remote) = spool.upstream() else { return Ok(false) };
-    let name =
-        path.file_name().and_then(|n| n.to_str()).ok_or_else(|| io::Error::other("a claim's name is not UTF-8"))?;
-    match off_runtime(|| remote.claim_use(name, bytes)) {
-        Ok(true) => Ok(true),
-        Ok(false) => {
-            Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{name} is claimed in {}", remote.inner().url())))
-        }
-        Err(e) => Err(io::Error::other(format!("{}: {e}", remote.inner().url()))),
-    }
-}
-
-/// In a replica, publishes the packet or receipt `doc` (to be `<dir>/<id>.json`) to the store on
-/// its agent's subject, then writes it into the replica as [`materialise`] does; returns where.
-/// `None` outside a replica. With `new`, a packet whose id the replica holds, or whose content
-/// the store holds already (a retried publication), is `AlreadyExists` (written into the replica
-/// first, so the caller finds it).
-///
-/// # Errors
-/// A directory that is neither `packets/` nor `receipts/`; a document naming no agent, or one
-/// that is no subject token; the store's errors.
-pub fn publish(spool: &Spool, dir: &Path, id: &str, doc: &serde_json::Value, new: bool) -> io::Result<Option<PathBuf>> {
-    let Some(remote) = spool.upstream() else { return Ok(None) };
-    let kind = if dir == spool.packets_dir() {
-        Kind::Packets
-    } else if dir == spool.receipts_dir() {
-        Kind::Receipts
-    } else {
-        return Err(io::Error::other(format!("{}: only packets and receipts are published to a store", dir.display())));
-    };
-    let agent = ["agent", "requested_by", "requestedBy"]
-        .iter()
-        .find_map(|k| doc.get(*k).and_then(serde_json::Value::as_str))
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{id} names no agent")))?;
-    let exists = || io::Error::new(io::ErrorKind::AlreadyExists, format!("{id} was published before"));
-    if new && kind == Kind::Packets && dir.join(format!("{id}.json")).exists() {
-        return Err(exists());
-    }
-    let bytes = crate::spool::spool_json(doc)?;
-    let hash = warrant_protocol::canonical::canonical_hash(doc);
-    let ack = off_runtime(|| match kind {
-        Kind::Packets => remote.publish_packet(agent, &bytes, &hash),
-        Kind::Receipts => remote.publish_receipt(agent, &bytes, &hash),
-    })
-    .map_err(|e| io::Error::other(format!("{}: {e}", remote.inner().url())))?;
-    let msg = SpoolMessage { seq: ack.seq, agent: agent.to_owned(), msg_id: Some(hash), bytes };
-    let path = materialise(spool, kind, &msg)?;
-    if new && ack.duplicate {
-        return Err(exists());
-    }
-    Ok(Some(path))
-}
-
 /// In a replica, marks the decision file of `id`, rebuilt from its chain record, as one whose
 /// place in the bucket is not confirmed: the principal's host that signed it writes it to the
 /// bucket before its file, but may have died between the chain and the bucket. A host with the
@@ -349,7 +287,7 @@ pub fn publish_rebuilt(spool: &Spool) -> Result<u64, StoreError> {
         if !held {
             let bytes = crate::spool::read_limited(&spool.decision_path(id))
                 .map_err(|e| StoreError::Other(format!("{}: {e}", spool.decision_path(id).display())))?;
-            match put_decision(spool, remote, id, &bytes) {
+            match put_decision(spool, &remote, id, &bytes) {
                 Ok(()) => written += 1,
                 Err(Put::Another(message)) => tracing::warn!(%message, "a rebuilt decision not in the store's bucket"),
                 Err(Put::Failed(e)) => return Err(e),
@@ -465,34 +403,103 @@ pub fn materialise_new(spool: &Spool, kind: Kind, msg: &SpoolMessage) -> io::Res
     Err(io::Error::other(format!("message {} could not be written to {}", msg.seq, dir.display())))
 }
 
-/// After a decision file `bytes` of packet `id` was written into a replica: writes it to the
-/// decisions bucket under `AGENT.ID` (the agent of its signed document), once, and marks it in
-/// `published/`. A bucket that holds the same decision under the key already counts as written
-/// (another of the principal's hosts wrote it: the key is written once).
-///
-/// # Errors
-/// The store's errors (the next pull writes it); a bucket holding *another* decision under the
-/// key (one that is not this file's document), which agents waiting on the packet read instead
-/// of this one, and which the bucket will never replace; an agent or id the bucket cannot key
-/// (`[A-Za-z0-9_-]+`).
-pub fn publish_decision(spool: &Spool, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
-    let Some(remote) = spool.upstream() else { return Ok(()) };
-    put_decision(spool, remote, id, bytes).map_err(|e| match e {
-        Put::Another(message) => StoreError::Other(message),
-        Put::Failed(e) => StoreError::Other(format!("{e}; the next pull writes it there")),
-    })
-}
+/// The JetStream store as a replica's directory code calls it ([`crate::upstream`]): the chain's
+/// catch-up and compare-and-set append ([`crate::chain_file`]), packets and receipts on their
+/// agent's subject, claims in the uses bucket, decision files in the decisions bucket, signals.
+/// The coercion to `dyn Upstream` happens only where a replica is opened ([`open`],
+/// [`Spool::open`]).
+impl Upstream for JetStreamSpool {
+    fn location(&self) -> String {
+        self.inner().url().to_string()
+    }
 
-/// After the principal's signal `bytes` to `agent` (`signals/<agent>.json`: a stop, a
-/// quarantine, a release) was written into a replica: puts it in the store
-/// ([`JetStreamSpool::put_signal`]), where an agent waiting on another host sees it. Nothing for
-/// a directory spool.
-///
-/// # Errors
-/// The store's errors; an agent id the bucket cannot key (`[A-Za-z0-9_-]+`).
-pub fn publish_signal(spool: &Spool, agent: &str, bytes: &[u8]) -> Result<(), StoreError> {
-    let Some(remote) = spool.upstream() else { return Ok(()) };
-    off_runtime(|| remote.put_signal(agent, bytes)).map(|_| ()).map_err(StoreError::from)
+    fn catch_up_locked(&self, path: &Path, file: &mut fs::File) -> Result<(), crate::chain_file::ChainError> {
+        crate::chain_file::catch_up_locked(path, file, self).map(drop)
+    }
+
+    fn push(
+        &self,
+        path: &Path,
+        built_on: &warrant_protocol::chain::ChainHead,
+        appended: &[warrant_protocol::chain::Appended],
+    ) -> Result<(), crate::chain_file::ChainError> {
+        crate::chain_file::push_to_store(path, self, built_on, appended)
+    }
+
+    /// The claim `<replica>/uses/<name>` is made in the uses bucket (the file is then this
+    /// process's claim, even if a follower wrote it first).
+    fn claim(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let name =
+            path.file_name().and_then(|n| n.to_str()).ok_or_else(|| io::Error::other("a claim's name is not UTF-8"))?;
+        match off_runtime(|| self.claim_use(name, bytes)) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{name} is claimed in {}", self.inner().url()),
+            )),
+            Err(e) => Err(io::Error::other(format!("{}: {e}", self.inner().url()))),
+        }
+    }
+
+    /// Published on the agent's subject (`agent`, `requested_by` or `requestedBy`), then written
+    /// into the replica as [`materialise`] does. With `new`, a packet whose id the replica holds,
+    /// or whose content the store holds already (a retried publication), is `AlreadyExists`
+    /// (written into the replica first, so the caller finds it).
+    fn publish(&self, spool: &Spool, dir: &Path, id: &str, doc: &serde_json::Value, new: bool) -> io::Result<PathBuf> {
+        let kind = if dir == spool.packets_dir() {
+            Kind::Packets
+        } else if dir == spool.receipts_dir() {
+            Kind::Receipts
+        } else {
+            return Err(io::Error::other(format!(
+                "{}: only packets and receipts are published to a store",
+                dir.display()
+            )));
+        };
+        let agent = ["agent", "requested_by", "requestedBy"]
+            .iter()
+            .find_map(|k| doc.get(*k).and_then(serde_json::Value::as_str))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{id} names no agent")))?;
+        let exists = || io::Error::new(io::ErrorKind::AlreadyExists, format!("{id} was published before"));
+        if new && kind == Kind::Packets && dir.join(format!("{id}.json")).exists() {
+            return Err(exists());
+        }
+        let bytes = crate::spool::spool_json(doc)?;
+        let hash = warrant_protocol::canonical::canonical_hash(doc);
+        let ack = off_runtime(|| match kind {
+            Kind::Packets => self.publish_packet(agent, &bytes, &hash),
+            Kind::Receipts => self.publish_receipt(agent, &bytes, &hash),
+        })
+        .map_err(|e| io::Error::other(format!("{}: {e}", self.inner().url())))?;
+        let msg = SpoolMessage { seq: ack.seq, agent: agent.to_owned(), msg_id: Some(hash), bytes };
+        let path = materialise(spool, kind, &msg)?;
+        if new && ack.duplicate {
+            return Err(exists());
+        }
+        Ok(path)
+    }
+
+    /// Written under `AGENT.ID` (the agent of its signed document), once, and marked in
+    /// `published/`. A bucket that holds the same decision under the key already counts as
+    /// written (another of the principal's hosts wrote it: the key is written once); one holding
+    /// *another* decision (which agents waiting on the packet read instead, and which the bucket
+    /// will never replace) is an error, as is an agent or id the bucket cannot key
+    /// (`[A-Za-z0-9_-]+`). On the store's other errors the next pull writes it.
+    fn publish_decision(&self, spool: &Spool, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        put_decision(spool, self, id, bytes).map_err(|e| match e {
+            Put::Another(message) => StoreError::Other(message),
+            Put::Failed(e) => StoreError::Other(format!("{e}; the next pull writes it there")),
+        })
+    }
+
+    /// [`JetStreamSpool::put_signal`].
+    fn publish_signal(&self, agent: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        off_runtime(|| self.put_signal(agent, bytes)).map(|_| ()).map_err(StoreError::from)
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
 }
 
 /// Why [`put_decision`] did not write a decision file to the bucket.
@@ -595,11 +602,9 @@ impl Drop for Follower {
 /// # Errors
 /// `spool` is not a replica; the store's errors.
 pub fn follow(spool: &Spool, on_error: impl Fn(String) + Send + Sync + 'static) -> Result<Follower, StoreError> {
-    let remote = Arc::clone(
-        spool
-            .upstream()
-            .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?,
-    );
+    let remote = spool
+        .upstream()
+        .ok_or_else(|| StoreError::Other(format!("{} is not a replica of a store", spool.root().display())))?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let on_error = Arc::new(on_error);
     for what in [Followed::Chain, Followed::Spool, Followed::Uses] {

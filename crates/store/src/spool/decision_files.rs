@@ -160,7 +160,7 @@ enum Written {
 }
 
 /// Writes `decisions/<id>.json` of a decision just signed; in a replica, also to its store's
-/// decisions bucket ([`crate::replica::publish_decision`]), which is where agents on
+/// decisions bucket ([`crate::upstream::Upstream::publish_decision`]), which is where agents on
 /// other hosts read it.
 pub(super) fn write_decision_file(spool: &Spool, id: &str, file: &Value) -> io::Result<PathBuf> {
     write_decision_file_as(spool, id, file, Written::Signed)
@@ -179,10 +179,9 @@ fn write_decision_file_as(spool: &Spool, id: &str, file: &Value, how: Written) -
     let path = spool.decision_path(id);
     let mut bytes = serde_json::to_vec_pretty(file).map_err(io::Error::other)?;
     bytes.push(b'\n');
-    #[cfg(feature = "jetstream")]
-    let to_store = match how {
-        Written::Signed => crate::replica::publish_decision(spool, id, &bytes),
-        Written::FromChain => Ok(()),
+    let to_store = match (how, spool.store()) {
+        (Written::Signed, Some(store)) => store.publish_decision(spool, id, &bytes),
+        _ => Ok(()),
     };
     // Marked before the file is there: no pull ever finds a rebuilt file it would take for one
     // whose write to the bucket failed here.
@@ -192,13 +191,7 @@ fn write_decision_file_as(spool: &Spool, id: &str, file: &Value, how: Written) -
     }
     fs::create_dir_all(spool.decisions_dir())?;
     write_atomic(&path, &bytes, 0o644)?;
-    #[cfg(feature = "jetstream")]
-    {
-        to_store
-            .map_err(|e| io::Error::other(format!("written here, but not to the store's decisions bucket: {e}")))?;
-    }
-    #[cfg(not(feature = "jetstream"))]
-    let _ = how;
+    to_store.map_err(|e| io::Error::other(format!("written here, but not to the store's decisions bucket: {e}")))?;
     Ok(path)
 }
 

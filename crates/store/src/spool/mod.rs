@@ -70,17 +70,16 @@ pub const SPOOL_ENV: &str = "WARRANT_SPOOL";
 pub struct Spool {
     root: PathBuf,
     checkpoint_copies: Option<PathBuf>,
-    /// The store this directory replicates (`None`: a directory spool).
-    #[cfg(feature = "jetstream")]
-    upstream: Option<std::sync::Arc<crate::jetstream::JetStreamSpool>>,
+    /// The store this directory replicates (`None`: a directory spool), only ever as the trait
+    /// object ([`crate::upstream`]).
+    upstream: Option<std::sync::Arc<dyn crate::upstream::Upstream>>,
 }
 
 impl std::fmt::Debug for Spool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut d = f.debug_struct("Spool");
         d.field("root", &self.root).field("checkpoint_copies", &self.checkpoint_copies);
-        #[cfg(feature = "jetstream")]
-        d.field("upstream", &self.upstream.as_ref().map(|u| u.inner().url().to_string()));
+        d.field("upstream", &self.upstream.as_ref().map(|u| u.location()));
         d.finish()
     }
 }
@@ -89,14 +88,11 @@ impl std::fmt::Debug for Spool {
 /// both directories or both replicas of the same store.
 impl PartialEq for Spool {
     fn eq(&self, other: &Self) -> bool {
-        #[cfg(feature = "jetstream")]
         let same_store = match (&self.upstream, &other.upstream) {
             (None, None) => true,
-            (Some(a), Some(b)) => a.inner().url() == b.inner().url(),
+            (Some(a), Some(b)) => a.location() == b.location(),
             _ => false,
         };
-        #[cfg(not(feature = "jetstream"))]
-        let same_store = true;
         self.root == other.root && self.checkpoint_copies == other.checkpoint_copies && same_store
     }
 }
@@ -122,12 +118,7 @@ impl Spool {
     /// appends and publications are files only: for a replica of a store, use [`Spool::open`].
     #[must_use]
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self {
-            root: root.into(),
-            checkpoint_copies: None,
-            #[cfg(feature = "jetstream")]
-            upstream: None,
-        }
+        Self { root: root.into(), checkpoint_copies: None, upstream: None }
     }
 
     /// The spool at `root` as what it is: a directory spool, or, when `root` holds a replica's
@@ -146,42 +137,55 @@ impl Spool {
             Ok(spool.with_upstream(upstream))
         }
         #[cfg(not(feature = "jetstream"))]
-        match fs::symlink_metadata(spool.root.join(REPLICA_MARKER)) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(spool),
-            _ => Err(crate::StoreError::Other(format!(
-                "{} is the replica of a JetStream store, and this build of warrant has no JetStream support",
-                spool.root.display()
-            ))),
+        spool.refuse_replica("this build of warrant has no JetStream support")
+    }
+
+    /// The directory spool at `root`, never a replica: what a program that works on directory
+    /// spools alone opens (the hooks' binary, which hands a replica to `warrant`). Unlike
+    /// [`Spool::open`] it reaches no store's client, so a program that opens its spools only
+    /// with it links none ([`crate::upstream`]).
+    ///
+    /// # Errors
+    /// [`crate::StoreError::Replica`] when `root` holds a replica's marker ([`REPLICA_MARKER`]),
+    /// or a marker that cannot be examined (a replica is never worked on as a directory).
+    pub fn open_directory(root: impl Into<PathBuf>) -> Result<Self, crate::StoreError> {
+        Self::new(root).refuse_replica("open it as a replica")
+    }
+
+    /// `self` unless its root holds a replica's marker (or one that cannot be examined): then
+    /// [`crate::StoreError::Replica`] with `why`.
+    fn refuse_replica(self, why: &str) -> Result<Self, crate::StoreError> {
+        match fs::symlink_metadata(self.root.join(REPLICA_MARKER)) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(self),
+            _ => Err(crate::StoreError::Replica { root: self.root, why: why.to_owned() }),
         }
     }
 
     /// The same directory as the replica of `upstream`: appends, publications, claims and
     /// decision files go to that store first.
-    #[cfg(feature = "jetstream")]
     #[must_use]
-    pub fn with_upstream(mut self, upstream: std::sync::Arc<crate::jetstream::JetStreamSpool>) -> Self {
+    pub fn with_upstream(mut self, upstream: std::sync::Arc<dyn crate::upstream::Upstream>) -> Self {
         self.upstream = Some(upstream);
         self
     }
 
-    /// The store this spool replicates, or `None` for a directory spool.
+    /// The JetStream store this spool replicates, or `None` for a directory spool.
     #[cfg(feature = "jetstream")]
     #[must_use]
-    pub fn upstream(&self) -> Option<&std::sync::Arc<crate::jetstream::JetStreamSpool>> {
-        self.upstream.as_ref()
+    pub fn upstream(&self) -> Option<std::sync::Arc<crate::jetstream::JetStreamSpool>> {
+        std::sync::Arc::clone(self.upstream.as_ref()?).into_any().downcast().ok()
     }
 
     /// Where the chain file's appends go first ([`crate::chain_file::Upstream`]).
     #[must_use]
     pub fn chain_upstream(&self) -> crate::chain_file::Upstream<'_> {
-        #[cfg(feature = "jetstream")]
-        {
-            self.upstream.as_deref()
-        }
-        #[cfg(not(feature = "jetstream"))]
-        {
-            None
-        }
+        self.upstream.as_deref()
+    }
+
+    /// The store this spool replicates, as the directory code calls it (`None`: a directory
+    /// spool).
+    pub(crate) fn store(&self) -> Option<&dyn crate::upstream::Upstream> {
+        self.upstream.as_deref()
     }
 
     /// Whether this spool is the replica of a store.
@@ -329,9 +333,8 @@ impl Spool {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unsafe id {id:?}")));
         }
         let bytes = spool_json(doc)?;
-        #[cfg(feature = "jetstream")]
-        if let Some(path) = crate::replica::publish(self, dir, id, doc, true)? {
-            return Ok(path);
+        if let Some(store) = self.store() {
+            return store.publish(self, dir, id, doc, true);
         }
         fs::create_dir_all(dir)?;
         let path = dir.join(format!("{id}.json"));
@@ -342,7 +345,7 @@ impl Spool {
     /// Publishes a JSON document as `<dir>/<id>.json` the way agents must: written to a
     /// temporary dot-file in the same directory, synced, then renamed into place. In a replica
     /// of a JetStream store, a packet or receipt is published to the store first, on its
-    /// agent's subject ([`crate::replica::publish`]).
+    /// agent's subject ([`crate::upstream::Upstream::publish`]).
     ///
     /// # Errors
     /// An unsafe id, or I/O errors.
@@ -351,9 +354,8 @@ impl Spool {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unsafe id {id:?}")));
         }
         let bytes = spool_json(doc)?;
-        #[cfg(feature = "jetstream")]
-        if let Some(path) = crate::replica::publish(self, dir, id, doc, false)? {
-            return Ok(path);
+        if let Some(store) = self.store() {
+            return store.publish(self, dir, id, doc, false);
         }
         fs::create_dir_all(dir)?;
         let path = dir.join(format!("{id}.json"));

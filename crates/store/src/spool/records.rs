@@ -96,7 +96,7 @@ fn standing_signal(spool: &Spool, input: &ControlInput) {
 
 /// Writes the principal's `signal` to `agent` as `signals/<agent>.json` (atomically) and, in a
 /// replica of a JetStream store, to the store, where an agent waiting on another host sees it
-/// ([`crate::replica::publish_signal`]; `docs/distributed.md`).
+/// ([`crate::upstream::Upstream::publish_signal`]; `docs/distributed.md`).
 ///
 /// # Errors
 /// `PermissionDenied` for an unsafe agent id or spool, other I/O errors, the store's errors.
@@ -110,8 +110,9 @@ fn write_signal(spool: &Spool, agent: &str, signal: &Value) -> io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(signal)?;
     bytes.push(b'\n');
     write_atomic(&dir.join(format!("{agent}.json")), &bytes, 0o644)?;
-    #[cfg(feature = "jetstream")]
-    crate::replica::publish_signal(spool, agent, &bytes).map_err(io::Error::other)?;
+    if let Some(store) = spool.store() {
+        store.publish_signal(agent, &bytes).map_err(io::Error::other)?;
+    }
     Ok(())
 }
 

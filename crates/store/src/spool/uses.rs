@@ -266,12 +266,13 @@ pub fn record_wait(spool: &Spool, packet_id: &str, until: time::OffsetDateTime) 
     });
     let mut bytes = serde_json::to_vec(&body).map_err(io::Error::other)?;
     bytes.push(b'\n');
-    #[cfg(feature = "jetstream")]
-    match crate::replica::claim(spool, &path, &bytes) {
-        Ok(_) => {}
-        // Another host waits for it: its record stands.
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(WaitHold { _locked: None }),
-        Err(e) => return Err(e),
+    if let Some(store) = spool.store() {
+        match store.claim(&path, &bytes) {
+            Ok(()) => {}
+            // Another host waits for it: its record stands.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(WaitHold { _locked: None }),
+            Err(e) => return Err(e),
+        }
     }
     // Made under a private name, locked, written and synced, then linked into place: no reader
     // ever sees the record unlocked while its maker lives.
@@ -497,18 +498,15 @@ pub fn gate_runs(spool: &Spool) -> io::Result<HashSet<String>> {
 /// (never following a symlink), then hard-linked into place — `AlreadyExists`, as `O_EXCL`,
 /// when the record exists, and a reader never sees it empty or half written — and the directory
 /// synced. In a replica of a JetStream store, the claim is first created in the store's uses
-/// bucket ([`crate::replica::claim`]): `AlreadyExists` when another host made it.
+/// bucket ([`crate::upstream::Upstream::claim`]): `AlreadyExists` when another host made it.
 fn create_claim(spool: &Spool, path: &Path, body: &Value) -> io::Result<()> {
     let mut bytes = serde_json::to_vec(body).map_err(io::Error::other)?;
     bytes.push(b'\n');
     // In a replica, the claim is the store's (one use across every host), then this file's
     // (which a follower may have written from the store already).
-    #[cfg(feature = "jetstream")]
-    let made_in_store = crate::replica::claim(spool, path, &bytes)?;
-    #[cfg(not(feature = "jetstream"))]
-    let made_in_store = {
-        let _ = spool;
-        false
+    let made_in_store = match spool.store() {
+        Some(store) => store.claim(path, &bytes).map(|()| true)?,
+        None => false,
     };
     // Written and synced under a private name, then linked into place (which fails, as
     // `O_EXCL` would, when the record exists): a reader never sees it empty or half written.
