@@ -77,6 +77,7 @@ fn assert_same(a: &Assessment, b: &Assessment, step: &str) {
     assert_eq!(a.monitor.agents, b.monitor.agents, "{step}: agents");
     assert_eq!(a.preconditions, b.preconditions, "{step}: preconditions");
     assert_eq!(a.verdicts, b.verdicts, "{step}: verdicts");
+    assert_eq!(a.ran_on_its_own, b.ran_on_its_own, "{step}: calls that ran on their own");
     assert_eq!(a.gate.len(), b.gate.len(), "{step}: gate");
     for (id, d) in &a.gate {
         let e = &b.gate[id];

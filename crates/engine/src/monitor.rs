@@ -93,10 +93,19 @@ pub struct ToolCalls {
 /// ran it, so nothing about it waits for the principal (the console's Pending pane leaves it out;
 /// the Agents view counts it). Only `allowed`: a call `allowed_with_constraints` is held for the
 /// principal, who alone can check the constraints on a tool call (`warrant_engine::govern`).
+///
+/// Read from [`Assessment::ran_on_its_own`], which the assessment fills once: a console asks this
+/// of every packet on every scan, and a spool rarely holds any such packet, so the answer is
+/// usually that the set is empty, with no lookup.
 #[must_use]
 pub fn ran_on_its_own(a: &Assessment, p: &warrant_protocol::packet::Packet) -> bool {
-    a.verdicts.get(&p.id).is_some_and(|v| v.state == warrant_protocol::packet::DecisionState::Allowed)
-        && warrant_protocol::calls::is_call_packet(p)
+    !a.ran_on_its_own.is_empty() && a.ran_on_its_own.contains(p.id.as_str())
+}
+
+/// Whether the composed verdict `v` of `p` lets the tool call `p` run with no prompt
+/// ([`ran_on_its_own`]'s test, made once per assessment).
+fn runs_on_its_own(v: &warrant_protocol::verdict::PacketVerdict, p: &warrant_protocol::packet::Packet) -> bool {
+    v.state == warrant_protocol::packet::DecisionState::Allowed && warrant_protocol::calls::is_call_packet(p)
 }
 
 /// Counts each agent's tool calls into its summary, from the verdicts just computed, and the
@@ -429,6 +438,9 @@ pub struct Assessment {
     pub preconditions: ByPacket<Arc<warrant_protocol::ladder::Revalidation>>,
     /// The composed verdict per pending packet.
     pub verdicts: ByPacket<Arc<warrant_protocol::verdict::PacketVerdict>>,
+    /// The ids of the pending packets that are tool calls the gate lets run with no prompt
+    /// ([`ran_on_its_own`]).
+    pub ran_on_its_own: std::collections::HashSet<String, foldhash::fast::RandomState>,
     /// What the per-packet results were computed from, when [`assess_incremental`] made them
     /// (`None` from [`assess`]: nothing is reused from it).
     pub inputs: Option<AssessInputs>,
@@ -708,6 +720,9 @@ fn assess_with(
         a.gate.insert(p.id.clone(), gate);
         if let Some(rv) = rv.filter(|_| observed.is_some()) {
             a.preconditions.insert(p.id.clone(), rv);
+        }
+        if runs_on_its_own(&verdict, p) {
+            a.ran_on_its_own.insert(p.id.clone());
         }
         a.verdicts.insert(p.id.clone(), verdict);
         assessed.insert(p.id.clone(), Arc::clone(p));

@@ -5,7 +5,7 @@
 use super::{DecidedRow, Pane, State};
 use crate::filter::{Field, Filter, SortKey};
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use warrant_protocol::graduation::policy::PolicySet;
 use warrant_protocol::packet::Packet;
@@ -19,9 +19,16 @@ impl State {
         // The Grants view's rows change with the claimed uses (the scanner shares them while
         // they are the same), not with every scan.
         let uses_changed = !Arc::ptr_eq(&self.snapshot.uses, &snapshot.uses);
-        self.snapshot = snapshot;
-        for e in &self.snapshot.packets {
+        // The scanner hands back the same `Arc` for a file it did not parse again: those packets
+        // are unchanged, found by address (the previous snapshot holds them, so no address is
+        // reused meanwhile), and only the new or re-parsed ones are looked up by id.
+        let before: HashSet<*const Packet, foldhash::fast::RandomState> =
+            self.snapshot.packets.iter().map(|e| Arc::as_ptr(&e.packet)).collect();
+        for e in &snapshot.packets {
             let p = &e.packet;
+            if before.contains(&Arc::as_ptr(p)) {
+                continue;
+            }
             // Allocates only for a packet that is new or changed, not for every packet per scan.
             match self.last_hash.get(&p.id) {
                 Some(old) if *old == p.content_hash => {}
@@ -34,6 +41,8 @@ impl State {
                 }
             }
         }
+        drop(before);
+        self.snapshot = snapshot;
         self.receipts_by_class.clear();
         for r in &self.snapshot.receipts {
             *self.receipts_by_class.entry(r.action_class.clone()).or_default() += 1;
@@ -137,9 +146,9 @@ impl State {
             pending.reverse();
         }
         // Expired packets (which can only be refused) apart, after the live ones, each group in
-        // the chosen order.
+        // the chosen order (a stable sort; each packet's expiry is read once, not per comparison).
         let now = self.now;
-        pending.sort_by_key(|e| super::state::seconds_to_expiry(&e.packet, now).is_some_and(|s| s <= 0.0));
+        pending.sort_by_cached_key(|e| super::state::seconds_to_expiry(&e.packet, now).is_some_and(|s| s <= 0.0));
         let decided = self.decided_rows(&filter, &policies, &decided_packets);
         let invalid: Vec<InvalidFile> = self
             .snapshot
