@@ -95,11 +95,11 @@ pub struct ToolCalls {
 /// principal, who alone can check the constraints on a tool call (`warrant_engine::govern`).
 ///
 /// Read from [`Assessment::ran_on_its_own`], which the assessment fills once: a console asks this
-/// of every packet on every scan, and a spool rarely holds any such packet, so the answer is
-/// usually that the set is empty, with no lookup.
+/// of every packet on every scan, and a spool rarely holds any such packet (an empty set answers
+/// without hashing the id).
 #[must_use]
 pub fn ran_on_its_own(a: &Assessment, p: &warrant_protocol::packet::Packet) -> bool {
-    !a.ran_on_its_own.is_empty() && a.ran_on_its_own.contains(p.id.as_str())
+    a.ran_on_its_own.contains(p.id.as_str())
 }
 
 /// Whether the composed verdict `v` of `p` lets the tool call `p` run with no prompt

@@ -26,12 +26,14 @@
 //!   the file. A refusal (another principal's host appended first) writes nothing and is
 //!   reported; the replica never holds a record the store does not.
 //! - **decisions**: a decision file written into a replica is also written to the decisions
-//!   bucket under `AGENT.PACKET_ID` ([`Upstream::publish_decision`]), where `propose --wait` reads it.
+//!   bucket under `AGENT.PACKET_ID` ([`Upstream::publish_decision`]), where `propose --wait`
+//!   reads it.
 //! - **packets and receipts** published into a replica (the hooks' and the gateway's governor,
-//!   on an agent's host) go to the spool stream on their agent's subject first ([`Upstream::publish`]).
+//!   on an agent's host) go to the spool stream on their agent's subject first
+//!   ([`Upstream::publish`]).
 //! - **claims** (`uses/`: an approval's one use, a grant's uses, the gate's rate-limited runs)
-//!   are created in the store's uses bucket first ([`Upstream::claim`]), so a use is taken once across
-//!   every host.
+//!   are created in the store's uses bucket first ([`Upstream::claim`]), so a use is taken once
+//!   across every host.
 //!
 //! Reads come from the replica after [`pull`] (the CLI pulls before each command) or while a
 //! [`Follower`] keeps it live (the console): packets and receipts from the spool stream, the

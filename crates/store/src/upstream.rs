@@ -3,7 +3,7 @@
 //! signals — asks of it, as one trait object.
 //!
 //! The directory code calls the store only through [`Upstream`], and the one implementation
-//! (the JetStream store, feature `jetstream`, in [`crate::replica`]) becomes an `Upstream` only
+//! (the JetStream store, feature `jetstream`, in `replica`) becomes an `Upstream` only
 //! where a replica is opened ([`crate::spool::Spool::open`], `replica::open`). A program that
 //! never opens one — the hooks' binary, which opens its spool with
 //! [`crate::spool::Spool::open_directory`] — links none of the store's client (its runtime, TLS
