@@ -941,3 +941,41 @@ fn every_documented_exit_code_is_what_the_binary_gives() {
     let undocumented: Vec<_> = seen.keys().filter(|c| !documented.contains(c)).collect();
     assert!(undocumented.is_empty(), "exit codes given but not documented: {undocumented:?}");
 }
+
+/// `examples/verify_vs_openssl.sh`, the benchmark `docs/performance.md` gives for `warrant
+/// verify`, run small with this build: it prints both sides and their ratio, and it fails when
+/// the chain it times does not verify (a benchmark that timed a refusal would report its speed).
+#[test]
+fn the_verify_benchmark_prints_both_sides_and_refuses_a_chain_that_does_not_verify() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/verify_vs_openssl.sh");
+    let o = Command::new("sh").args([script, "2", "300", BIN]).output().expect("sh");
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for line in ["warrant verify   median", "openssl dgst     median", "warrant / openssl (medians): "] {
+        assert!(out.contains(line), "{line:?} missing from {out}");
+    }
+    // A spool of its own with one record rewritten: the script refuses to time it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spool = dir.path().join("spool");
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env("WARRANT_CONFIG", dir.path().join("cfg"))
+            .env("WARRANT_PRINCIPAL", "alice")
+            .env("WARRANT_SPOOL", &spool)
+            .output()
+            .expect("warrant")
+    };
+    assert!(run(&["keys", "init", "--no-passphrase"]).status.success());
+    let generated = run(&["generate-spool", "--records", "40", "--pending", "0", "--decision-every", "0"]);
+    assert!(generated.status.success(), "{}", text(&generated));
+    let chain = spool.join("chain.jsonl");
+    let original = std::fs::read_to_string(&chain).expect("chain");
+    let rewritten = original.replacen("\"agent\":\"agent-0", "\"agent\":\"agent-9", 1);
+    assert_ne!(original, rewritten, "the chain names agent-0");
+    std::fs::write(&chain, rewritten).expect("rewrite");
+    let spool_arg = spool.to_str().expect("utf-8");
+    let o = Command::new("sh").args([script, "1", "40", BIN, spool_arg]).output().expect("sh");
+    assert!(!o.status.success(), "the benchmark timed a chain that does not verify: {}", text(&o));
+    assert!(text(&o).contains("warrant verify failed"), "{}", text(&o));
+}

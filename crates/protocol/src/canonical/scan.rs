@@ -37,6 +37,12 @@ pub struct Scan {
     pub members: Vec<Member>,
     /// Members of top-level members' object values: `(index into members, member)`.
     pub nested: Vec<(usize, Member)>,
+    /// Some string in the text (a key or a value, at any depth) holds an escape. When false,
+    /// every string value's text is its quotes around its content, which readers take as is.
+    pub escapes: bool,
+    /// Where the text's `"` and `\\` are: bit `k % 64` of word `k / 64` for byte `k`
+    /// ([`mark_quotes`]), kept to reuse its allocation from line to line.
+    marks: Vec<u64>,
 }
 
 impl Scan {
@@ -95,16 +101,77 @@ pub fn scan_object(text: &[u8], out: &mut Scan) -> bool {
 pub fn scan_object_str(text: &str, out: &mut Scan) -> bool {
     out.members.clear();
     out.nested.clear();
+    out.escapes = false;
     let text = text.as_bytes();
     // Canonical text has no raw control byte anywhere (no whitespace between tokens, controls
-    // escaped inside strings): one vectorised pass rules them out for the string scanner.
-    let controls = text.iter().fold(0u8, |acc, &c| acc | u8::from(c < 0x20));
-    if text.first() != Some(&b'{') || controls != 0 {
-        return false;
-    }
-    let mut s = Scanner { b: text, i: 0 };
-    s.object(1, Some(out), None) == Some(()) && s.i == text.len()
+    // escaped inside strings): the pass that marks the quotes rules them out too.
+    let mut marks = std::mem::take(&mut out.marks);
+    let controls = mark_quotes(text, &mut marks);
+    let whole = text.first() == Some(&b'{') && !controls && {
+        let mut s = Scanner { b: text, marks: &marks, i: 0, escapes: false };
+        let whole = s.object(1, Some(out), None) == Some(()) && s.i == text.len();
+        out.escapes = s.escapes;
+        whole
+    };
+    out.marks = marks;
+    whole
 }
+
+/// Fills `marks` with where `text`'s `"` and `\\` bytes are (bit `k % 64` of word `k / 64` set
+/// for byte `k`, no bit past the text's end) and returns whether `text` holds a raw control byte
+/// (below 0x20). One pass, sixteen bytes a step where SSE2 is there.
+fn mark_quotes(text: &[u8], marks: &mut Vec<u64>) -> bool {
+    marks.clear();
+    let mut controls = false;
+    let mut chunks = text.chunks_exact(64);
+    for chunk in &mut chunks {
+        let (m, c) = chunk_marks(chunk.try_into().unwrap_or(&[b' '; 64]));
+        marks.push(m);
+        controls |= c;
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        // Padded with spaces: neither marked nor a control.
+        let mut last = [b' '; 64];
+        last[..rest.len()].copy_from_slice(rest);
+        let (m, c) = chunk_marks(&last);
+        marks.push(m);
+        controls |= c;
+    }
+    controls
+}
+
+/// The `"`/`\\` bitmap of 64 bytes, and whether one of them is a raw control byte.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn chunk_marks(chunk: &[u8; 64]) -> (u64, bool) {
+    use safe_arch::{bitor_m128i, cmp_eq_mask_i8_m128i, m128i, min_u8_m128i, move_mask_i8_m128i, set_splat_i8_m128i};
+    let (quote, backslash, space) =
+        (set_splat_i8_m128i(b'"' as i8), set_splat_i8_m128i(b'\\' as i8), set_splat_i8_m128i(0x1f));
+    let (mut marks, mut controls) = (0u64, 0i32);
+    for (k, lane) in chunk.chunks_exact(16).enumerate() {
+        let v = m128i::from(<[u8; 16]>::try_from(lane).unwrap_or([b' '; 16]));
+        let hits = bitor_m128i(cmp_eq_mask_i8_m128i(v, quote), cmp_eq_mask_i8_m128i(v, backslash));
+        // min(v, 0x1f) == v exactly where v <= 0x1f (unsigned).
+        controls |= move_mask_i8_m128i(cmp_eq_mask_i8_m128i(min_u8_m128i(v, space), v));
+        marks |= u64::from(move_mask_i8_m128i(hits) as u16) << (16 * k);
+    }
+    (marks, controls != 0)
+}
+
+/// The `"`/`\\` bitmap of 64 bytes, and whether one of them is a raw control byte.
+#[cfg(any(test, not(all(target_arch = "x86_64", target_feature = "sse2"))))]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
+fn chunk_marks_portable(chunk: &[u8; 64]) -> (u64, bool) {
+    let mut marks = 0u64;
+    for (k, &c) in chunk.iter().enumerate() {
+        marks |= u64::from(c == b'"' || c == b'\\') << k;
+    }
+    (marks, chunk.iter().any(|&c| c < 0x20))
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+use chunk_marks_portable as chunk_marks;
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -144,7 +211,11 @@ pub(crate) fn find_quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
 
 struct Scanner<'a> {
     b: &'a [u8],
+    /// [`mark_quotes`]'s bitmap of `b`.
+    marks: &'a [u64],
     i: usize,
+    /// A string so far held an escape.
+    escapes: bool,
 }
 
 impl Scanner<'_> {
@@ -154,6 +225,18 @@ impl Scanner<'_> {
 
     fn eat(&mut self, c: u8) -> Option<()> {
         (self.peek()? == c).then(|| self.i += 1)
+    }
+
+    /// The position of the first `"` or `\\` at or after `from`, read off the bitmap.
+    #[inline(always)]
+    fn next_mark(&self, from: usize) -> Option<usize> {
+        let mut word = from / 64;
+        let mut bits = self.marks.get(word)? & (u64::MAX << (from % 64));
+        while bits == 0 {
+            word += 1;
+            bits = *self.marks.get(word)?;
+        }
+        Some(word * 64 + bits.trailing_zeros() as usize)
     }
 
     fn value(&mut self, depth: usize) -> Option<()> {
@@ -265,8 +348,8 @@ impl Scanner<'_> {
         let start = self.i;
         let mut escaped = false;
         loop {
-            // Skip plain bytes quickly (raw controls were ruled out for the whole text).
-            self.i = find_quote_or_backslash(self.b, self.i)?;
+            // Skip plain bytes (raw controls were ruled out for the whole text).
+            self.i = self.next_mark(self.i)?;
             match self.b[self.i] {
                 b'"' => {
                     self.i += 1;
@@ -274,6 +357,7 @@ impl Scanner<'_> {
                 }
                 b'\\' => {
                     escaped = true;
+                    self.escapes = true;
                     let esc = *self.b.get(self.i + 1)?;
                     match esc {
                         b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 2,
@@ -392,6 +476,34 @@ mod tests {
         }
     }
 
+    /// The SSE2 bitmap and the portable one agree on every byte value at every lane position,
+    /// and [`mark_quotes`] marks exactly the quotes and backslashes of texts of every length.
+    #[test]
+    fn the_quote_bitmap_marks_exactly_the_quotes_and_backslashes() {
+        for c in 0..=255u8 {
+            for at in [0, 7, 15, 16, 31, 47, 63] {
+                let mut chunk = [b'a'; 64];
+                chunk[at] = c;
+                assert_eq!(chunk_marks(&chunk), chunk_marks_portable(&chunk), "byte {c:#04x} at {at}");
+            }
+        }
+        let mut marks = Vec::new();
+        for len in 0..200 {
+            let text: Vec<u8> = (0..len).map(|k| [b'x', b'"', b'\\', 0xc3, b'#', b']'][(k * 7 + len) % 6]).collect();
+            assert!(!mark_quotes(&text, &mut marks));
+            for (k, &c) in text.iter().enumerate() {
+                assert_eq!(marks[k / 64] >> (k % 64) & 1 == 1, c == b'"' || c == b'\\', "len {len} at {k}");
+            }
+            assert_eq!(marks.len(), len.div_ceil(64));
+            if len % 64 != 0 {
+                assert_eq!(marks[len / 64] >> (len % 64), 0, "len {len}: no mark past the end");
+            }
+            let mut with_control = text.clone();
+            with_control.push(0x1f);
+            assert!(mark_quotes(&with_control, &mut marks), "len {len}");
+        }
+    }
+
     #[test]
     fn records_top_level_and_nested_members() {
         let (text, scan) = scanned(&json!({"a": 1, "metadata": {"tg_receipt": {"x": [1]}, "b": "c"}, "z": null}));
@@ -433,8 +545,15 @@ mod tests {
         ] {
             assert!(!scan_object(text, &mut Scan::default()), "{}", String::from_utf8_lossy(text));
         }
-        for text in [&br#"{"a":1.5,"b":-3,"c":"\u0001\n","d":[],"e":{}}"#[..], br#"{}"#] {
-            assert!(scan_object(text, &mut Scan::default()), "{}", String::from_utf8_lossy(text));
+        for (text, escapes) in [
+            (&br#"{"a":1.5,"b":-3,"c":"\u0001\n","d":[],"e":{}}"#[..], true),
+            (br#"{}"#, false),
+            (br#"{"a":{"b":["x\"y"]},"c":"z"}"#, true),
+            (br#"{"a":{"b":["x"]},"c":"z"}"#, false),
+        ] {
+            let mut scan = Scan::default();
+            assert!(scan_object(text, &mut scan), "{}", String::from_utf8_lossy(text));
+            assert_eq!(scan.escapes, escapes, "{}", String::from_utf8_lossy(text));
         }
         let deep = format!("{{\"a\":{}1{}}}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
         assert!(!scan_object(deep.as_bytes(), &mut Scan::default()));

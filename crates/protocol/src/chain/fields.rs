@@ -84,6 +84,9 @@ pub(super) struct RawFields<'a> {
     pub(super) entry_hash: Option<usize>,
     pub(super) metadata: Option<usize>,
     pub(super) unknown: Vec<String>,
+    /// The line holds an escape somewhere ([`canonical::scan::Scan::escapes`]): only then are
+    /// string values searched for one.
+    escapes: bool,
 }
 
 /// Positions in [`RECORD_KEYS`].
@@ -142,23 +145,25 @@ impl<'a> RawFields<'a> {
                 None => unknown.push(String::from_utf8_lossy(key).into_owned()),
             }
         }
-        Self { line, at, entry_hash, metadata, unknown }
+        Self { line, at, entry_hash, metadata, unknown, escapes: scan.escapes }
     }
 
     /// Every one of [`RECORD_KEYS`], each read once from its value's text.
     pub(super) fn field_refs(&self) -> FieldRefs<'a> {
-        let line = self.line;
-        std::array::from_fn(|k| self.at[k].clone().map(|r| raw_field(&line[r])))
+        let (line, escapes) = (self.line, self.escapes);
+        std::array::from_fn(|k| self.at[k].clone().map(|r| raw_field(&line[r], escapes)))
     }
 }
 
-/// A field's value from its canonical JSON text.
-fn raw_field(text: &str) -> FieldRef<'_> {
+/// A field's value from its canonical JSON text; `escapes` says whether the line it is part of
+/// holds any escape (when not, a string's content is what its quotes enclose).
+fn raw_field(text: &str, escapes: bool) -> FieldRef<'_> {
     let bytes = text.as_bytes();
     match bytes.first() {
         // The delimiters are ASCII, so the slice is on character boundaries.
-        // The first `"` or `\\` after the opening quote is the closing one: no escapes.
-        Some(b'"') if canonical::scan::find_quote_or_backslash(bytes, 1) == Some(bytes.len() - 1) => {
+        // No escape in the line, or the first `"` or `\\` after the opening quote is the
+        // closing one: the content is what the quotes enclose.
+        Some(b'"') if !escapes || canonical::scan::find_quote_or_backslash(bytes, 1) == Some(bytes.len() - 1) => {
             FieldRef::Str(std::borrow::Cow::Borrowed(&text[1..text.len() - 1]))
         }
         Some(b'"') => match canonical::parse_strict(bytes) {

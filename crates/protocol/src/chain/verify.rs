@@ -739,13 +739,19 @@ mod tests {
 
     /// `n` records of about 1 KB each, as JSON lines.
     fn chain_bytes(n: usize) -> Vec<u8> {
+        let pad = "x".repeat(900);
+        chain_of(&vec![("a", pad.as_str()); n])
+    }
+
+    /// A chain of one record per `(agent, pad)`, its metadata `{"pad": pad}`, as JSON lines.
+    fn chain_of(records: &[(&str, &str)]) -> Vec<u8> {
         let mut head = ChainHead { last_index: 0, last_hash: None };
         let mut out = Vec::new();
-        for i in 0..n {
+        for (i, (agent, pad)) in records.iter().enumerate() {
             let mut meta = Map::new();
-            meta.insert("pad".into(), json!("x".repeat(900)));
+            meta.insert("pad".into(), json!(pad));
             let body = new_record_body(
-                "a",
+                agent,
                 "draft.compose",
                 None,
                 "success",
@@ -788,6 +794,19 @@ mod tests {
             parsed.findings.iter().map(|f| f.index).collect::<Vec<_>>()
         );
         fast
+    }
+
+    /// Records whose strings hold escapes (in a top-level field the checks read, or only in
+    /// their metadata) verify from their bytes as they do parsed: the fields read from a line
+    /// with an escape are unescaped, those of a line without one taken as they are.
+    #[test]
+    fn records_with_escaped_strings_verify_from_their_bytes_as_parsed() {
+        let out = chain_of(&[("a\"q", "x"), ("plain", "tab\there"), ("back\\slash\u{1}", "é\n"), ("plain", "plain")]);
+        let r = both_ways(&out);
+        assert!(r.is_valid() && r.total == 4, "{:?}", r.findings);
+        // The same lines with one agent's escaped quote rewritten: found either way.
+        let tampered = String::from_utf8(out).expect("utf-8").replacen("a\\\"q", "a\\\"r", 1);
+        assert!(!both_ways(tampered.as_bytes()).is_valid());
     }
 
     /// A short input is checked on the calling thread, a long one by the threads: both give the
