@@ -1,5 +1,5 @@
-//! Whether the real parts the MCP gateway's tests drive are installed: the registries' MCP
-//! servers and the Python `mcp` SDK. In CI their absence fails the test (`.ci/run` installs
+//! Whether the real parts some tests drive are installed: the registries' MCP servers and the
+//! Python `mcp` SDK for the MCP gateway's, other programs (`openssl`, GNU time) for others. In CI their absence fails the test (`.ci/run` installs
 //! them); elsewhere the test is skipped with the reason.
 
 use std::process::{Command, Stdio};
@@ -21,6 +21,20 @@ pub fn have(servers: &[&str]) -> bool {
     if !sdk {
         missing.push("the Python `mcp` SDK (python3 -c 'import mcp')".into());
     }
+    present_or_skip(&missing)
+}
+
+/// Whether `programs` (names found on `PATH`, or absolute paths) are all here; under `CI=true` a
+/// missing one panics.
+pub fn have_programs(programs: &[&str]) -> bool {
+    let found = |p: &str| if p.starts_with('/') { std::path::Path::new(p).is_file() } else { on_path(p) };
+    let missing: Vec<String> = programs.iter().filter(|p| !found(p)).map(|p| (*p).to_owned()).collect();
+    present_or_skip(&missing)
+}
+
+/// True when nothing is `missing`; else, under `CI=true`, a panic naming it, and elsewhere false
+/// with the reason on stderr (the caller skips).
+fn present_or_skip(missing: &[String]) -> bool {
     if missing.is_empty() {
         return true;
     }

@@ -179,7 +179,7 @@ fn write_decision_file_as(spool: &Spool, id: &str, file: &Value, how: Written) -
     let path = spool.decision_path(id);
     let mut bytes = serde_json::to_vec_pretty(file).map_err(io::Error::other)?;
     bytes.push(b'\n');
-    let to_store = match (how, spool.store()) {
+    let to_store = match (how, spool.chain_upstream()) {
         (Written::Signed, Some(store)) => store.publish_decision(spool, id, &bytes),
         _ => Ok(()),
     };

@@ -176,15 +176,11 @@ impl Spool {
         std::sync::Arc::clone(self.upstream.as_ref()?).into_any().downcast().ok()
     }
 
-    /// Where the chain file's appends go first ([`crate::chain_file::Upstream`]).
+    /// The store this spool replicates, as the directory code calls it (`None`: a directory
+    /// spool): where the chain file's appends go first ([`crate::chain_file::Upstream`]), and
+    /// publications, claims, decision files and signals too.
     #[must_use]
     pub fn chain_upstream(&self) -> crate::chain_file::Upstream<'_> {
-        self.upstream.as_deref()
-    }
-
-    /// The store this spool replicates, as the directory code calls it (`None`: a directory
-    /// spool).
-    pub(crate) fn store(&self) -> Option<&dyn crate::upstream::Upstream> {
         self.upstream.as_deref()
     }
 
@@ -333,7 +329,7 @@ impl Spool {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unsafe id {id:?}")));
         }
         let bytes = spool_json(doc)?;
-        if let Some(store) = self.store() {
+        if let Some(store) = self.chain_upstream() {
             return store.publish(self, dir, id, doc, true);
         }
         fs::create_dir_all(dir)?;
@@ -354,7 +350,7 @@ impl Spool {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("unsafe id {id:?}")));
         }
         let bytes = spool_json(doc)?;
-        if let Some(store) = self.store() {
+        if let Some(store) = self.chain_upstream() {
             return store.publish(self, dir, id, doc, false);
         }
         fs::create_dir_all(dir)?;

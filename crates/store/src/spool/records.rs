@@ -110,7 +110,7 @@ fn write_signal(spool: &Spool, agent: &str, signal: &Value) -> io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(signal)?;
     bytes.push(b'\n');
     write_atomic(&dir.join(format!("{agent}.json")), &bytes, 0o644)?;
-    if let Some(store) = spool.store() {
+    if let Some(store) = spool.chain_upstream() {
         store.publish_signal(agent, &bytes).map_err(io::Error::other)?;
     }
     Ok(())

@@ -266,7 +266,7 @@ pub fn record_wait(spool: &Spool, packet_id: &str, until: time::OffsetDateTime) 
     });
     let mut bytes = serde_json::to_vec(&body).map_err(io::Error::other)?;
     bytes.push(b'\n');
-    if let Some(store) = spool.store() {
+    if let Some(store) = spool.chain_upstream() {
         match store.claim(&path, &bytes) {
             Ok(()) => {}
             // Another host waits for it: its record stands.
@@ -504,7 +504,7 @@ fn create_claim(spool: &Spool, path: &Path, body: &Value) -> io::Result<()> {
     bytes.push(b'\n');
     // In a replica, the claim is the store's (one use across every host), then this file's
     // (which a follower may have written from the store already).
-    let made_in_store = match spool.store() {
+    let made_in_store = match spool.chain_upstream() {
         Some(store) => store.claim(path, &bytes).map(|()| true)?,
         None => false,
     };
