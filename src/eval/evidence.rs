@@ -91,7 +91,7 @@ pub(super) struct ChainSnapshot {
     /// The evidence rows of the records that passed every check (what the console sums).
     pub(super) evidence: ChainEvidence,
     /// Those rows, indexed for the gate.
-    index: EvidenceIndex,
+    pub(super) index: EvidenceIndex,
     /// Why the chain does not verify (its first finding, an I/O error, unreadable pinned keys);
     /// `None` when it verifies.
     pub(super) broken: Option<String>,
@@ -164,7 +164,14 @@ pub(super) fn combined_index<'a>(
     match (chain, inline) {
         (Some(c), None) => Cow::Borrowed(&c.index),
         (Some(c), Some([])) => Cow::Borrowed(&c.index),
-        (Some(c), Some(rows)) => Cow::Owned(EvidenceIndex::new(c.evidence.rows().chain(rows))),
+        (Some(c), Some(rows)) => {
+            // The chain's index is of its rows in order: the inline rows count after them.
+            let mut index = c.index.clone();
+            for row in rows {
+                index.add(row);
+            }
+            Cow::Owned(index)
+        }
         (None, rows) => Cow::Owned(rows.map(EvidenceIndex::new).unwrap_or_default()),
     }
 }

@@ -3,9 +3,9 @@
 
 use super::Evaluator;
 use super::evidence::{ChainSnapshot, combined_index};
-use crate::protocol::graduation::evidence::{EvidenceIndex, WireRows};
+use crate::protocol::graduation::evidence::{EvidenceIndex, WireIndex};
 use crate::protocol::graduation::gate::{AgentStanding, GateRequest, can_execute};
-use serde_json::value::RawValue;
+use serde::de::DeserializeSeed;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::rc::Rc;
@@ -42,56 +42,55 @@ impl Evaluator {
     /// [`Evaluator::fast_can_execute`] on `line`, or on a line whose inline evidence was
     /// replaced by `null` at `spliced_at`: `None` when that `null` is not the `evidence` member
     /// (or that line is refused: the original is then read whole).
+    ///
+    /// The line is read once: its inline evidence rows are counted into (a copy of) the chain's
+    /// index as they are read ([`WireIndex`]), and the evidence's text is found from where the
+    /// members around it are ([`evidence_span`]), to be kept for the next lines.
     fn fast_gate(&self, line: &[u8], spliced_at: Option<usize>, out: &mut Vec<u8>) -> Option<bool> {
         use serde::Deserializer as _;
         let refuse = if spliced_at.is_some() { None } else { Some(false) };
-        let mut de = serde_json::Deserializer::from_slice(line);
-        let Ok(g) = (&mut de).deserialize_map(FastGateVisitor) else { return refuse };
+        let chain = self.chain_evidence();
+        let base = chain.as_ref().map(|c| &c.index);
+        // UTF-8 checked once for the line, not string by string as the reader of bytes does.
+        let Ok(text) = std::str::from_utf8(line) else { return refuse };
+        let mut de = serde_json::Deserializer::from_str(text);
+        let Ok(g) = (&mut de).deserialize_map(FastGateVisitor { base }) else { return refuse };
         if de.end().is_err() || !g.op {
             return refuse;
         }
-        // The inline evidence's text and where it starts (a slice of `line`: its offset).
-        let evidence =
-            g.evidence.map(|raw| (raw.get(), (raw.get().as_ptr() as usize).wrapping_sub(line.as_ptr() as usize)));
+        // The inline evidence's text and where it starts in `line`, when the members around it
+        // say where it is.
+        let span = g.evidence.as_ref().and_then(|e| evidence_span(line, e.after_key, e.next_key));
         if let Some(at) = spliced_at
-            && evidence != Some(("null", at))
+            && span.map(|(start, text)| (text, start)) != Some((&b"null"[..], at))
         {
             return None;
         }
         // An integer outside 64 bits is refused by `parse_untrusted` on the general path; the
-        // inline evidence's text is checked when it is read (below), the rest of the line here.
-        let rest_ok = match evidence {
-            None => crate::protocol::canonical::check_integer_literals(line).is_ok(),
-            Some((text, start)) => {
-                line.get(..start).zip(line.get(start + text.len()..)).is_some_and(|(before, after)| {
-                    crate::protocol::canonical::check_integer_literals(before).is_ok()
-                        && crate::protocol::canonical::check_integer_literals(after).is_ok()
-                })
-            }
-        };
-        if !rest_ok {
+        // kept evidence's text (spliced out) was checked when it was first read.
+        if crate::protocol::canonical::check_integer_literals(line).is_err() {
             return refuse;
         }
         let Some(class) = g.action_class.as_deref().or(g.action_class_camel.as_deref()) else { return refuse };
         if !request_class_ok(class) || g.policies || (g.strict == Some(true) && !self.policies.strict) {
             return refuse;
         }
-        let chain = self.chain_evidence();
-        let inline;
-        let read = match evidence {
-            // No rows: the chain's alone, borrowed.
-            Some(("null" | "[]", _)) if spliced_at.is_none() => None,
-            None => None,
-            Some(_) if spliced_at.is_some() => Some(self.kept_inline_index(chain.as_ref())),
-            Some((text, _)) => Some(self.inline_index(text, chain.as_ref())),
-        };
-        let index = match read {
-            None => combined_index(chain.as_deref(), None),
-            Some(Some(i)) => {
-                inline = i;
-                Cow::Borrowed(&*inline)
+        let kept;
+        let index = match (spliced_at, g.evidence) {
+            (Some(_), _) => {
+                kept = self.kept_inline_index(chain.as_ref())?;
+                Cow::Borrowed(&*kept)
             }
-            Some(None) => return refuse,
+            (None, Some(InlineRead { index: Some(index), .. })) if index.len() > base.map_or(0, EvidenceIndex::len) => {
+                let index = Rc::new(index);
+                if let Some((_, text)) = span {
+                    self.keep_inline(text, chain.as_ref(), &index);
+                }
+                kept = index;
+                Cow::Borrowed(&*kept)
+            }
+            // No rows: the chain's alone, borrowed.
+            (None, _) => combined_index(chain.as_deref(), None),
         };
         let empty = Value::Object(Map::new());
         let context = match &g.context {
@@ -129,34 +128,54 @@ impl Evaluator {
         Some(can_execute(&self.policies, &req).write_json(g.id.as_ref(), out).is_ok())
     }
 
-    /// The index of a request's inline evidence `text` (its JSON text: `null` or an array of
-    /// rows) added to the chain's: the last one again when `text` is byte for byte the last
-    /// text read against the same chain snapshot (the same rows, read and checked the same way),
-    /// else read strictly ([`WireRows`]: any row the general path would refuse, a duplicate key
-    /// or an integer outside 64 bits gives `None`, and the general path answers) and kept.
-    fn inline_index(&self, text: &str, chain: Option<&Rc<ChainSnapshot>>) -> Option<Rc<EvidenceIndex>> {
+    /// Keeps `index`, the index of the inline evidence `text` (JSON, read strictly and checked)
+    /// added to `chain`'s, for the next lines: when `text` is the one kept already, it came
+    /// twice and is searched for in the next lines from now on (short texts are read quickly
+    /// anyway, and could be found where they are not the evidence, a `[]` in the context).
+    fn keep_inline(&self, text: &[u8], chain: Option<&Rc<ChainSnapshot>>, index: &Rc<EvidenceIndex>) {
         let mut cache = self.inline.borrow_mut();
         if let Some(c) = cache.as_mut()
-            && c.text == text
+            && c.text.as_bytes() == text
             && same_snapshot(c.chain.as_ref(), chain)
         {
-            // The text came twice: it is searched for in the next lines from now on (short
-            // texts are read quickly anyway, and could be found where they are not the
-            // evidence, a `[]` in the context).
             if c.finder.is_none() && c.text.len() >= SEARCHED_TEXT {
                 c.finder = Some(memchr::memmem::Finder::new(&c.text.as_bytes()[..SEARCHED_TEXT]).into_owned());
             }
-            return Some(Rc::clone(&c.index));
+            return;
         }
-        crate::protocol::canonical::check_integer_literals(text.as_bytes()).ok()?;
-        let WireRows(rows) = serde_json::from_str(text).ok()?;
-        let index = Rc::new(combined_index(chain.map(Rc::as_ref), Some(&rows)).into_owned());
+        // The text is a slice of a line read as UTF-8 JSON (serde_json checked every byte).
+        let Ok(text) = std::str::from_utf8(text) else { return };
         *cache = Some(InlineEvidence {
             text: text.to_owned(),
             finder: None,
             chain: chain.cloned(),
-            index: Rc::clone(&index),
+            index: Rc::clone(index),
         });
+    }
+
+    /// The index of a request's inline evidence `text` (its JSON text: `null` or an array of
+    /// rows) added to the chain's: the last one again when `text` is byte for byte the last
+    /// text kept against the same chain snapshot, else read strictly ([`WireIndex`]: any row the
+    /// general path would refuse, a duplicate key or an integer outside 64 bits gives `None`)
+    /// and kept.
+    fn inline_index(&self, text: &str, chain: Option<&Rc<ChainSnapshot>>) -> Option<Rc<EvidenceIndex>> {
+        {
+            let cache = self.inline.borrow();
+            if let Some(c) = cache.as_ref()
+                && c.text == text
+                && same_snapshot(c.chain.as_ref(), chain)
+            {
+                return Some(Rc::clone(&c.index));
+            }
+        }
+        crate::protocol::canonical::check_integer_literals(text.as_bytes()).ok()?;
+        // The rows are counted into (a copy of) the chain's index as they are read.
+        let mut index = combined_index(chain.map(Rc::as_ref), None).into_owned();
+        let mut de = serde_json::Deserializer::from_str(text);
+        WireIndex(&mut index).deserialize(&mut de).ok()?;
+        de.end().ok()?;
+        let index = Rc::new(index);
+        self.keep_inline(text.as_bytes(), chain, &index);
         Some(index)
     }
 
@@ -173,6 +192,45 @@ impl Evaluator {
         };
         self.inline_index(&text, chain)
     }
+}
+
+/// Where the `evidence` member's value is in `line`, and its text: found from the address just
+/// past the member's key (its closing quote) and the address of the next member's key (its
+/// opening quote), or `None` for the next when it is the last member. JSON puts only
+/// whitespace and a `:` between a key and its value, and only whitespace and a `,` (or the
+/// object's closing `}`, the line's last byte but whitespace) after it, so the value is what is
+/// left between them. `None` when an address is not in `line`.
+fn evidence_span(line: &[u8], after_key: usize, next_key: Option<usize>) -> Option<(usize, &[u8])> {
+    let base = line.as_ptr() as usize;
+    let is_ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let mut start = after_key.checked_sub(base).filter(|&s| s <= line.len())?;
+    let mut end = match next_key {
+        Some(at) => at.checked_sub(base).filter(|&e| e <= line.len() && e >= start)?,
+        None => line.iter().rposition(|b| !is_ws(b)).filter(|&e| line[e] == b'}' && e >= start)?,
+    };
+    while start < end && is_ws(&line[start]) {
+        start += 1;
+    }
+    if line.get(start) != Some(&b':') {
+        return None;
+    }
+    start += 1;
+    while start < end && is_ws(&line[start]) {
+        start += 1;
+    }
+    while end > start && is_ws(&line[end - 1]) {
+        end -= 1;
+    }
+    if next_key.is_some() {
+        if end == start || line[end - 1] != b',' {
+            return None;
+        }
+        end -= 1;
+        while end > start && is_ws(&line[end - 1]) {
+            end -= 1;
+        }
+    }
+    (end > start).then(|| (start, &line[start..end]))
 }
 
 /// The last inline evidence an [`Evaluator`] read: its JSON text, the chain snapshot it was
@@ -221,8 +279,7 @@ struct FastGate<'de> {
     action_class_camel: Option<Cow<'de, str>>,
     context: Option<Value>,
     approval: Option<Value>,
-    /// The inline evidence's JSON text, read into rows by [`Evaluator::inline_index`].
-    evidence: Option<&'de RawValue>,
+    evidence: Option<InlineRead>,
     agent_status: Option<Cow<'de, str>>,
     chain_intact: Option<bool>,
     workspace: Option<Cow<'de, str>>,
@@ -231,9 +288,64 @@ struct FastGate<'de> {
     strict: Option<bool>,
 }
 
-struct FastGateVisitor;
+/// The `evidence` member as read: its rows counted into a copy of the chain's index (`None`
+/// for `null`), and the addresses that say where its text is ([`evidence_span`]).
+struct InlineRead {
+    index: Option<EvidenceIndex>,
+    /// The address just past the member's key (its closing quote); 0 when the key had escapes
+    /// (a copy, not in the line).
+    after_key: usize,
+    /// The address of the next member's key (its opening quote), `None` when this is the last
+    /// member; `Some(0)` when that key had escapes.
+    next_key: Option<usize>,
+}
 
-impl<'de> serde::de::Visitor<'de> for FastGateVisitor {
+/// Reads a [`FastGate`]; the `evidence` rows are counted into a copy of `base` (the chain's
+/// index, or none).
+struct FastGateVisitor<'b> {
+    base: Option<&'b EvidenceIndex>,
+}
+
+/// The `evidence` member read into `index`: nothing for `null`; for an array, its rows counted
+/// into a copy of `base` ([`WireIndex`]), made only then.
+struct InlineRows<'b, 'i> {
+    base: Option<&'b EvidenceIndex>,
+    index: &'i mut Option<EvidenceIndex>,
+}
+
+impl<'de> DeserializeSeed<'de> for InlineRows<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for InlineRows<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("null or an array of evidence rows")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        let index = self.index.insert(self.base.cloned().unwrap_or_default());
+        serde::de::Visitor::visit_seq(WireIndex(index), seq)
+    }
+}
+
+/// The address just past a key borrowed from the line (its closing quote), or of its opening
+/// quote; 0 for a key with escapes, which was copied out of the line.
+#[expect(clippy::ptr_arg, reason = "whether the key was borrowed from the line is what is asked")]
+fn key_address(key: &Cow<'_, str>, past: bool) -> usize {
+    match key {
+        Cow::Borrowed(k) if past => k.as_ptr() as usize + k.len() + 1,
+        Cow::Borrowed(k) => (k.as_ptr() as usize).wrapping_sub(1),
+        Cow::Owned(_) => 0,
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for FastGateVisitor<'_> {
     type Value = FastGate<'de>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -246,7 +358,13 @@ impl<'de> serde::de::Visitor<'de> for FastGateVisitor {
         let mut g = FastGate::default();
         let mut seen = 0u32;
         let mut others: Vec<Cow<'de, str>> = Vec::new();
+        // The member after `evidence` says where its text ends.
+        let mut evidence_just_read = false;
         while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            if evidence_just_read && let Some(e) = g.evidence.as_mut() {
+                e.next_key = Some(key_address(&key, false));
+            }
+            evidence_just_read = false;
             let bit = match key.as_ref() {
                 "op" => 1,
                 "id" => 1 << 1,
@@ -288,7 +406,13 @@ impl<'de> serde::de::Visitor<'de> for FastGateVisitor {
                 "actionClass" => g.action_class_camel = Some(map.next_value::<Text<'de>>()?.0),
                 "context" => g.context = Some(map.next_value::<StrictValue>()?.0),
                 "approval" => g.approval = Some(map.next_value::<StrictValue>()?.0),
-                "evidence" => g.evidence = Some(map.next_value::<&'de RawValue>()?),
+                "evidence" => {
+                    // Rows the general path would refuse make this an error: it answers them.
+                    let mut index = None;
+                    map.next_value_seed(InlineRows { base: self.base, index: &mut index })?;
+                    g.evidence = Some(InlineRead { index, after_key: key_address(&key, true), next_key: None });
+                    evidence_just_read = true;
+                }
                 "agent_status" => g.agent_status = Some(map.next_value::<Text<'de>>()?.0),
                 "chain_intact" => g.chain_intact = Some(map.next_value()?),
                 "workspace" => g.workspace = Some(map.next_value::<Text<'de>>()?.0),
@@ -395,6 +519,11 @@ mod tests {
             format!(r#"{{"op":"tg.can_execute","id":32,"action_class":"draft.response","context":{{"x":{rows}}},"now":"2026-11-21T09:00:00Z","evidence":{rows}}}"#),
             format!(r#"{{"op":"tg.can_execute","id":33,"evidence":{rows},"action_class":"draft.response","context":{{"x":{rows}}},"now":"2026-11-21T09:00:00Z"}}"#),
             format!(r#"{{"op":"tg.can_execute","id":34,"evidence":{rows},"action_class":"draft.response","now":"2026-11-21T09:00:00Z","evidence":{rows}}}"#),
+            // Whitespace around the evidence, escaped keys around it, and the evidence last.
+            format!("{{ \"op\" : \"tg.can_execute\" ,\t\"evidence\" :\r\n {rows} \n, \"id\":35, \"action_class\":\"draft.response\",\"now\":\"2026-11-21T09:00:00Z\"}}"),
+            format!(r#"{{"op":"tg.can_execute","id":36,"evid\u0065nce":{rows},"action_class":"draft.response","now":"2026-11-21T09:00:00Z"}}"#),
+            format!(r#"{{"op":"tg.can_execute","id":37,"evidence":{rows},"acti\u006fn_class":"draft.response","now":"2026-11-21T09:00:00Z"}}"#),
+            format!("{{\"op\":\"tg.can_execute\",\"id\":38,\"action_class\":\"draft.response\",\"now\":\"2026-11-21T09:00:00Z\",\"evidence\": {rows} }}  "),
         ];
         for e in [Evaluator::default(), strict] {
             for line in &lines {
@@ -413,14 +542,69 @@ mod tests {
         // (read through the line with it replaced by `null`), elsewhere, or both.
         let e = Evaluator::default();
         let n = lines.len();
-        for line in &lines[n - 5..n - 1] {
+        for line in &lines[n - 9..n - 5] {
             assert!(e.fast_can_execute(line.as_bytes(), &mut out), "{line}");
         }
         // A duplicate `evidence` member is refused even when it is the kept text.
+        let n = n - 4;
         assert!(!e.fast_can_execute(lines[n - 1].as_bytes(), &mut out));
         // …and declined every request with a duplicate key, which only the general path reports.
         for line in lines.iter().filter(|l| l.contains("\"action_class\":\"a.b\"")).chain(&lines[8..12]) {
             assert!(!Evaluator::default().fast_can_execute(line.as_bytes(), &mut out), "{line}");
         }
+    }
+
+    /// The evidence's text is found exactly, wherever the member is and whatever whitespace is
+    /// around it, and not at all when a key next to it had escapes (it was copied out of the
+    /// line): that line is read, its evidence not kept.
+    #[test]
+    fn the_evidence_text_is_found_between_its_neighbours() {
+        use serde::Deserializer as _;
+        let rows = r#"[{"action_class":"draft.response","label":"approved"}, {"action_class":"a.b","label":"sent"}]"#;
+        let span_of = |line: &str| {
+            let mut de = serde_json::Deserializer::from_slice(line.as_bytes());
+            let g = (&mut de).deserialize_map(FastGateVisitor { base: None }).expect("a request");
+            de.end().expect("one object");
+            let e = g.evidence.expect("evidence");
+            assert_eq!(e.index.map(|i| i.len()), (!line.contains("null")).then_some(2), "{line}");
+            evidence_span(line.as_bytes(), e.after_key, e.next_key).map(|(at, text)| {
+                assert_eq!(&line.as_bytes()[at..at + text.len()], text);
+                String::from_utf8(text.to_vec()).expect("UTF-8")
+            })
+        };
+        for line in [
+            format!(r#"{{"evidence":{rows}}}"#),
+            format!("{{\"evidence\"\t:\n{rows}\r\n}} \n"),
+            format!(r#"{{"op":"tg.can_execute","evidence" : {rows} , "id":1}}"#),
+            format!(r#"{{"evidence":{rows},"x":{{"evidence":[]}}}}"#),
+            format!(r#"{{"a":"b","evidence":{rows}  }}"#),
+        ] {
+            assert_eq!(span_of(&line).as_deref(), Some(rows), "{line}");
+        }
+        assert_eq!(span_of(r#"{"evidence":null,"a":1}"#).as_deref(), Some("null"));
+        for line in [format!(r#"{{"evid\u0065nce":{rows},"a":1}}"#), format!(r#"{{"evidence":{rows},"\u0061":1}}"#)] {
+            assert_eq!(span_of(&line), None, "{line}");
+        }
+        // A line whose evidence has whitespace around it keeps the evidence's text alone; the
+        // second line carrying it makes it searched for, and the third is answered from what was
+        // kept (through the line with the text replaced by `null`).
+        let e = Evaluator::default();
+        let mut out = Vec::new();
+        // Long enough to be searched for (`SEARCHED_TEXT`).
+        let rows = format!("[{}]", [r#"{"action_class":"draft.response","label":"approved"}"#; 4].join(","));
+        let line = |id: u32| {
+            format!(
+                r#"{{"op":"tg.can_execute","id":{id},"evidence" :  {rows}  ,"action_class":"draft.response","now":"2026-11-21T09:00:00Z"}}"#
+            )
+        };
+        assert!(e.fast_can_execute(line(1).as_bytes(), &mut out));
+        assert_eq!(e.inline.borrow().as_ref().map(|c| c.text.clone()), Some(rows.clone()));
+        let kept = Rc::clone(&e.inline.borrow().as_ref().expect("kept").index);
+        assert_eq!(kept.len(), 4);
+        assert!(e.fast_can_execute(line(2).as_bytes(), &mut out));
+        assert!(e.inline.borrow().as_ref().is_some_and(|c| c.finder.is_some()), "not searched for");
+        let spliced = line(3).replace(&rows, "null");
+        assert_eq!(e.fast_gate(spliced.as_bytes(), spliced.find("null"), &mut out), Some(true));
+        assert!(Rc::ptr_eq(&kept, &e.inline.borrow().as_ref().expect("kept").index));
     }
 }

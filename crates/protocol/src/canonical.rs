@@ -307,6 +307,12 @@ pub fn parse_untrusted(bytes: &[u8]) -> Result<Value, JsonError> {
 /// # Errors
 /// [`JsonError::IntegerOutOfRange`] for the first that does not.
 pub fn check_integer_literals(bytes: &[u8]) -> Result<(), JsonError> {
+    // In JSON that parsed, an integer literal is an optional `-` and its digits, and one of 18
+    // digits or fewer fits `i64`: a text without 19 digits in a row (strings included) has none
+    // out of range, and most texts are known so eight bytes a step.
+    if !has_digit_run(bytes, 19) {
+        return Ok(());
+    }
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
@@ -347,6 +353,43 @@ pub fn check_integer_literals(bytes: &[u8]) -> Result<(), JsonError> {
         }
     }
     Ok(())
+}
+
+/// Whether `bytes` holds `n` (at least 9) ASCII digits in a row, read eight bytes a step: a run
+/// that long spans a whole word, so only runs meeting at word edges are counted.
+fn has_digit_run(bytes: &[u8], n: usize) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut run = 0;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        // Each byte minus `0`, below 10 exactly at a digit: the high bit of a byte of
+        // `low + 0x76` is clear exactly when that byte of `low` is below 10 (no carry between
+        // bytes, each below 0x80), and a byte with its own high bit set is no digit.
+        let x = w ^ (ONES * u64::from(b'0'));
+        let not_digits = (((x & !HIGHS) + ONES * 0x76) | x) & HIGHS;
+        if not_digits == 0 {
+            run += 8;
+            if run >= n {
+                return true;
+            }
+            continue;
+        }
+        // The digits before the word's first non-digit end the run so far; those after its
+        // last begin the next.
+        if run + (not_digits.trailing_zeros() / 8) as usize >= n {
+            return true;
+        }
+        run = (not_digits.leading_zeros() / 8) as usize;
+    }
+    for &b in words.remainder() {
+        run = if b.is_ascii_digit() { run + 1 } else { 0 };
+        if run >= n {
+            return true;
+        }
+    }
+    false
 }
 
 /// A JSON string, borrowed from the input when it has no escapes (serde's own `Cow<str>`
@@ -514,6 +557,31 @@ mod tests {
             (r#"{"a":"unterminated \"#.to_owned(), true),
         ] {
             assert_eq!(check_integer_literals(text.as_bytes()).is_ok(), ok, "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        // Eight bytes a step, a run of digits is found exactly where a byte-by-byte count finds
+        // it: any bytes, any run lengths, at every offset in the word.
+        #[test]
+        fn digit_runs_are_found_as_counted_byte_by_byte(
+            parts in proptest::collection::vec((0usize..24, proptest::num::u8::ANY), 0..12),
+            n in 9usize..24,
+        ) {
+            let mut bytes = Vec::new();
+            for (digits, other) in parts {
+                bytes.extend(std::iter::repeat_n(b'7', digits));
+                bytes.push(other);
+            }
+            for start in 0..8.min(bytes.len() + 1) {
+                let b = &bytes[start..];
+                let mut run = 0;
+                let counted = b.iter().any(|c| {
+                    run = if c.is_ascii_digit() { run + 1 } else { 0 };
+                    run >= n
+                });
+                proptest::prop_assert_eq!(has_digit_run(b, n), counted);
+            }
         }
     }
 

@@ -72,17 +72,44 @@ pub const ALIASES: [(&str, &str); 15] = [
 /// alias table on the raw string and on the dotted form.
 #[must_use]
 pub fn normalize(id: &str) -> String {
+    normalize_cow(id).into_owned()
+}
+
+/// [`normalize`], borrowing `id` when it is already its own normal form (made of `[a-z0-9.]`
+/// and not an alias) or the alias table's canonical spelling: no allocation on that path, the
+/// one a row read off the wire takes.
+#[must_use]
+pub fn normalize_cow(id: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
     if id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.') {
-        // Already trimmed, lower-case and dotted: only the alias table can change it.
-        return ALIASES.iter().find(|(alias, _)| *alias == id).map_or(id, |(_, canonical)| canonical).to_owned();
+        // Already trimmed, lower-case and dotted: only the alias table can change it, and only
+        // an id as long as some alias is looked up.
+        if ALIAS_LENGTHS & (1 << id.len().min(63)) == 0 {
+            return Cow::Borrowed(id);
+        }
+        return Cow::Borrowed(ALIASES.iter().find(|(alias, _)| *alias == id).map_or(id, |(_, canonical)| canonical));
     }
     let raw = id.trim().to_lowercase();
     let dotted = raw.replace('_', ".");
-    ALIASES
-        .iter()
-        .find(|(alias, _)| *alias == raw || *alias == dotted)
-        .map_or(dotted, |(_, canonical)| (*canonical).to_owned())
+    Cow::Owned(
+        ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == raw || *alias == dotted)
+            .map_or(dotted, |(_, canonical)| (*canonical).to_owned()),
+    )
 }
+
+/// Bit `n` set when some alias in [`ALIASES`] is `n` bytes long (every alias is shorter than 63).
+const ALIAS_LENGTHS: u64 = {
+    let mut bits = 0u64;
+    let mut i = 0;
+    while i < ALIASES.len() {
+        assert!(ALIASES[i].0.len() < 63);
+        bits |= 1 << ALIASES[i].0.len();
+        i += 1;
+    }
+    bits
+};
 
 /// The canonical class for `id` (after normalization), if it is one of the ten.
 #[must_use]
@@ -135,6 +162,15 @@ mod tests {
         assert_eq!(normalize("calendar.create.external"), "calendar.create");
         assert_eq!(normalize("relationship_followup_drafting"), "draft.response");
         assert_eq!(normalize(" Email_Send_External "), "email.send.external");
+        // Every alias, whatever its length, and ids of an alias's length that are none.
+        for (alias, canonical) in ALIASES {
+            assert_eq!(normalize_cow(alias), canonical, "{alias}");
+            assert_eq!(normalize_cow(&alias.to_uppercase()), canonical, "{alias}");
+            let other = format!("x{}", &alias[1..]).replace('_', ".");
+            assert_eq!(normalize_cow(&other), other);
+        }
+        assert!(matches!(normalize_cow("draft.response"), std::borrow::Cow::Borrowed("draft.response")));
+        assert_eq!(normalize_cow(&"a.".repeat(40)), "a.".repeat(40));
     }
 
     #[test]

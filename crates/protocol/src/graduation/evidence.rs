@@ -164,19 +164,32 @@ const TRUST_VIOLATION: [&str; 7] =
 /// misfiled negatives mapped to the canonical label (`refused` → `rejected`, `execute` → `sent`).
 #[must_use]
 pub fn normalize_label(label: &str) -> String {
+    normalized_label(label).0.into_owned()
+}
+
+/// [`normalize_label`] and [`label_info`] of the result in one step, borrowing the label (from
+/// `label` or the table) when no character changes: what a row read off the wire costs no
+/// allocation for.
+fn normalized_label(label: &str) -> (std::borrow::Cow<'_, str>, LabelInfo) {
+    use std::borrow::Cow;
     // A label already made of `[a-z0-9_]` is its own normal form: skip the per-character pass.
-    let lower: std::borrow::Cow<'_, str> = if label
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-    {
-        std::borrow::Cow::Borrowed(label)
+    let lower: Cow<'_, str> = if label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+        Cow::Borrowed(label)
     } else {
         label.trim().chars().map(|c| if matches!(c, ' ' | '-' | '.') { '_' } else { c.to_ascii_lowercase() }).collect()
     };
-    LABELS
-        .iter()
-        .find(|(l, ..)| *l == lower)
-        .map_or_else(|| lower.into_owned(), |(_, canonical, ..)| (*canonical).to_owned())
+    match LABELS.iter().find(|(l, ..)| *l == lower) {
+        // A table label's canonical spelling is in the table too, and the only ones holding a
+        // trust-violation word are the trust issues (`table_labels_are_trust_violations_exactly_when_trust_issues`).
+        Some((_, canonical, weight, bucket)) => (
+            Cow::Borrowed(*canonical),
+            LabelInfo { weight: *weight, bucket: *bucket, trust_violation: *bucket == Bucket::TrustIssue },
+        ),
+        None => {
+            let info = label_info(&lower);
+            (lower, info)
+        }
+    }
 }
 
 /// Weight, bucket and trust-violation flag of a normalized label. Labels outside the table are
@@ -290,15 +303,16 @@ pub(crate) enum Field<'v> {
 }
 
 /// Where a row's members come from: a parsed JSON object, or members read straight off the
-/// wire (`warrant eval`). `field` is `None` for a missing or `null` member.
+/// wire (`warrant eval`). Members are named by their slot in [`ROW_KEY_NAMES`]; `slot` is `None`
+/// for a missing or `null` member.
 pub(crate) trait RowSource {
-    /// The member `key`, unless missing or `null`.
-    fn field(&self, key: &str) -> Option<Field<'_>>;
+    /// The member named `ROW_KEY_NAMES[i]`, unless missing or `null`.
+    fn slot(&self, i: usize) -> Option<Field<'_>>;
 }
 
 impl RowSource for Map<String, Value> {
-    fn field(&self, key: &str) -> Option<Field<'_>> {
-        self.get(key).and_then(|v| match v {
+    fn slot(&self, i: usize) -> Option<Field<'_>> {
+        self.get(ROW_KEY_NAMES[i]).and_then(|v| match v {
             Value::Null => None,
             Value::String(s) => Some(Field::Str(s)),
             Value::Number(n) => Some(Field::Num(n.as_f64().unwrap_or(f64::NAN))),
@@ -307,25 +321,29 @@ impl RowSource for Map<String, Value> {
     }
 }
 
-/// The first of `keys` present with a non-null value.
-fn first<'a, S: RowSource + ?Sized>(m: &'a S, keys: &[&str]) -> Option<Field<'a>> {
-    keys.iter().find_map(|k| m.field(k))
+/// The first of the members in `slots` present with a non-null value.
+fn first<S: RowSource + ?Sized>(m: &S, slots: std::ops::Range<usize>) -> Option<Field<'_>> {
+    slots.into_iter().find_map(|i| m.slot(i))
 }
 
 fn str_field<'a, S: RowSource + ?Sized>(
     m: &'a S,
-    keys: &[&str],
+    slots: std::ops::Range<usize>,
     field: &'static str,
 ) -> Result<Option<&'a str>, EvidenceError> {
-    match first(m, keys) {
+    match first(m, slots) {
         None => Ok(None),
         Some(Field::Str(s)) => Ok(Some(s)),
         Some(_) => Err(EvidenceError::Invalid { field, message: "must be a string".into() }),
     }
 }
 
-fn num_field<S: RowSource + ?Sized>(m: &S, keys: &[&str], field: &'static str) -> Result<Option<f64>, EvidenceError> {
-    match first(m, keys) {
+fn num_field<S: RowSource + ?Sized>(
+    m: &S,
+    slots: std::ops::Range<usize>,
+    field: &'static str,
+) -> Result<Option<f64>, EvidenceError> {
+    match first(m, slots) {
         None => Ok(None),
         Some(Field::Num(x)) if x.is_finite() => Ok(Some(x)),
         Some(_) => Err(EvidenceError::Invalid { field, message: "must be a finite number".into() }),
@@ -350,6 +368,109 @@ pub fn is_date(s: &str) -> bool {
         }
 }
 
+/// A row read and weighted ([`read_row`]), its strings borrowed from where they were read (or
+/// from the tables) whenever no character of them changes: [`RowRead::into_row`] owns them as
+/// an [`EvidenceRow`], [`EvidenceIndex::add_read`] counts it without.
+pub(crate) struct RowRead<'a> {
+    action_class: std::borrow::Cow<'a, str>,
+    label: std::borrow::Cow<'a, str>,
+    date: Option<&'a str>,
+    source: Option<&'a str>,
+    source_type: Option<SourceType>,
+    decision_weight: f64,
+    provenance_weight: f64,
+    evidence_weight: f64,
+    edit_distance: Option<f64>,
+    bucket: Bucket,
+    trust_violation: bool,
+    receipt_id: Option<&'a str>,
+    recorded_at: Option<&'a str>,
+}
+
+impl RowRead<'_> {
+    /// The row, owning its strings.
+    fn into_row(self) -> EvidenceRow {
+        EvidenceRow {
+            action_class: self.action_class.into_owned(),
+            label: self.label.into_owned(),
+            date: self.date.map(str::to_owned),
+            source: self.source.map(str::to_owned),
+            source_type: self.source_type,
+            decision_weight: self.decision_weight,
+            provenance_weight: self.provenance_weight,
+            evidence_weight: self.evidence_weight,
+            edit_distance: self.edit_distance,
+            bucket: self.bucket,
+            trust_violation: self.trust_violation,
+            receipt_id: self.receipt_id.map(str::to_owned),
+            recorded_at: self.recorded_at.map(str::to_owned),
+        }
+    }
+}
+
+/// Reads and weights one row ([`EvidenceRow::from_json`] says how): the one definition of it,
+/// whether the row is a parsed object or members read off the wire.
+fn read_row<S: RowSource + ?Sized>(m: &S) -> Result<RowRead<'_>, EvidenceError> {
+    use slots::*;
+    let class = str_field(m, ACTION_CLASS, "action_class")?.ok_or(EvidenceError::Missing("action_class"))?;
+    let action_class = crate::registry::normalize_cow(class);
+    if !crate::packet::is_class_id(&action_class) {
+        return Err(EvidenceError::Invalid {
+            field: "action_class",
+            message: format!("{class:?} is not an action class"),
+        });
+    }
+    let label = str_field(m, LABEL, "label")?.ok_or(EvidenceError::Missing("label"))?;
+    let source_type = str_field(m, SOURCE_TYPE, "source_type")?.and_then(|s| SourceType::parse(s.trim()));
+    let date = match str_field(m, DATE, "date")? {
+        Some(d) if is_date(d) => Some(d),
+        Some(d) => return Err(EvidenceError::Invalid { field: "date", message: format!("{d:?} is not YYYY-MM-DD") }),
+        None => None,
+    };
+    let recorded_at = str_field(m, RECORDED_AT, "recorded_at")?;
+    if let Some(r) = recorded_at
+        && crate::clock::parse_rfc3339(r).is_none()
+    {
+        return Err(EvidenceError::Invalid {
+            field: "recorded_at",
+            message: format!("{r:?} is not an RFC 3339 date-time"),
+        });
+    }
+    let edit_distance = num_field(m, EDIT_DISTANCE, "edit_distance")?;
+    if let Some(e) = edit_distance
+        && e < 0.0
+    {
+        return Err(EvidenceError::Invalid { field: "edit_distance", message: "must be >= 0".into() });
+    }
+    let (label, info) = normalized_label(label);
+    let cap = match source_type {
+        None | Some(SourceType::ModelInferred) => UNKNOWN_PROVENANCE_WEIGHT,
+        Some(_) => 1.0,
+    };
+    let decision_weight = num_field(m, DECISION_WEIGHT, "decision_weight")?.map_or(info.weight, |d| d.clamp(-1.0, 1.0));
+    let provenance_weight = num_field(m, PROVENANCE_WEIGHT, "provenance_weight")?
+        .map_or(source_type.map_or(UNKNOWN_PROVENANCE_WEIGHT, SourceType::weight), |p| p.clamp(0.0, cap));
+    let evidence_weight = match num_field(m, EVIDENCE_WEIGHT, "evidence_weight")? {
+        Some(e) => e.clamp(-cap, cap),
+        None => round4(decision_weight * provenance_weight),
+    };
+    Ok(RowRead {
+        action_class,
+        label,
+        date: date.or_else(|| recorded_at.and_then(|r| r.get(..10)).filter(|d| is_date(d))),
+        source: str_field(m, SOURCE, "source")?,
+        source_type,
+        decision_weight,
+        provenance_weight,
+        evidence_weight,
+        edit_distance,
+        bucket: info.bucket,
+        trust_violation: info.trust_violation,
+        receipt_id: str_field(m, RECEIPT_ID, "receipt_id")?,
+        recorded_at,
+    })
+}
+
 impl EvidenceRow {
     /// Builds a row from a label and a source type, with the weights of the tables.
     #[must_use]
@@ -359,12 +480,11 @@ impl EvidenceRow {
 
     /// [`EvidenceRow::new`] for a class already normalized.
     fn with_class(action_class: String, label: &str, source_type: Option<SourceType>, date: Option<String>) -> Self {
-        let label = normalize_label(label);
-        let info = label_info(&label);
+        let (label, info) = normalized_label(label);
         let provenance = source_type.map_or(UNKNOWN_PROVENANCE_WEIGHT, SourceType::weight);
         EvidenceRow {
             action_class,
-            label,
+            label: label.into_owned(),
             date,
             source: None,
             source_type,
@@ -397,67 +517,7 @@ impl EvidenceRow {
     /// [`EvidenceRow::from_json`] over any source of members (the one definition of how a row
     /// is read and weighted).
     pub(crate) fn from_source<S: RowSource + ?Sized>(m: &S) -> Result<Self, EvidenceError> {
-        let class = str_field(m, &["action_class", "actionClass"], "action_class")?
-            .ok_or(EvidenceError::Missing("action_class"))?;
-        let normalized = crate::registry::normalize(class);
-        if !crate::packet::is_class_id(&normalized) {
-            return Err(EvidenceError::Invalid {
-                field: "action_class",
-                message: format!("{class:?} is not an action class"),
-            });
-        }
-        let label = str_field(m, &["label", "type", "eventType", "event_type", "decision"], "label")?
-            .ok_or(EvidenceError::Missing("label"))?;
-        let source_type =
-            match str_field(m, &["source_type", "sourceType", "provenance_type", "provenanceType"], "source_type")? {
-                None => None,
-                Some(s) => SourceType::parse(s.trim()),
-            };
-        let date = match str_field(m, &["date"], "date")? {
-            Some(d) if is_date(d) => Some(d.to_owned()),
-            Some(d) => {
-                return Err(EvidenceError::Invalid { field: "date", message: format!("{d:?} is not YYYY-MM-DD") });
-            }
-            None => None,
-        };
-        let recorded_at = str_field(m, &["recorded_at", "recordedAt", "createdAt", "created_at"], "recorded_at")?;
-        if let Some(r) = recorded_at
-            && crate::clock::parse_rfc3339(r).is_none()
-        {
-            return Err(EvidenceError::Invalid {
-                field: "recorded_at",
-                message: format!("{r:?} is not an RFC 3339 date-time"),
-            });
-        }
-        let edit_distance = num_field(m, &["edit_distance", "editDistance"], "edit_distance")?;
-        if let Some(e) = edit_distance
-            && e < 0.0
-        {
-            return Err(EvidenceError::Invalid { field: "edit_distance", message: "must be >= 0".into() });
-        }
-        let mut row = EvidenceRow::with_class(normalized, label, source_type, date);
-        let cap = match source_type {
-            None | Some(SourceType::ModelInferred) => UNKNOWN_PROVENANCE_WEIGHT,
-            Some(_) => 1.0,
-        };
-        if let Some(d) = num_field(m, &["decision_weight", "decisionWeight"], "decision_weight")? {
-            row.decision_weight = d.clamp(-1.0, 1.0);
-        }
-        if let Some(p) = num_field(m, &["provenance_weight", "provenanceWeight"], "provenance_weight")? {
-            row.provenance_weight = p.clamp(0.0, cap);
-        }
-        row.evidence_weight = match num_field(m, &["evidence_weight", "evidenceWeight"], "evidence_weight")? {
-            Some(e) => e.clamp(-cap, cap),
-            None => round4(row.decision_weight * row.provenance_weight),
-        };
-        if row.date.is_none() {
-            row.date = recorded_at.and_then(|r| r.get(..10)).filter(|d| is_date(d)).map(str::to_owned);
-        }
-        row.recorded_at = recorded_at.map(str::to_owned);
-        row.edit_distance = edit_distance;
-        row.source = str_field(m, &["source", "evidenceSource", "evidence_source"], "source")?.map(str::to_owned);
-        row.receipt_id = str_field(m, &["receipt_id", "receiptId"], "receipt_id")?.map(str::to_owned);
-        Ok(row)
+        read_row(m).map(RowRead::into_row)
     }
 
     /// The row as a portable v0.1 evidence row (`evidence-row.schema.json`). `date` is required
@@ -504,9 +564,60 @@ pub fn rows_from_json(v: &Value) -> Result<Vec<EvidenceRow>, (usize, EvidenceErr
     }
 }
 
-/// The members [`EvidenceRow::from_json`] reads, each with its own slot in [`WireRow`].
-const ROW_KEYS: usize = 29;
+/// The members [`EvidenceRow::from_json`] reads, each with its own slot (its index here; the
+/// aliases of one field are neighbours, in the order they are tried: [`slots`]).
+const ROW_KEY_NAMES: [&str; 29] = [
+    "action_class",
+    "actionClass",
+    "label",
+    "type",
+    "eventType",
+    "event_type",
+    "decision",
+    "source_type",
+    "sourceType",
+    "provenance_type",
+    "provenanceType",
+    "date",
+    "recorded_at",
+    "recordedAt",
+    "createdAt",
+    "created_at",
+    "edit_distance",
+    "editDistance",
+    "decision_weight",
+    "decisionWeight",
+    "provenance_weight",
+    "provenanceWeight",
+    "evidence_weight",
+    "evidenceWeight",
+    "source",
+    "evidenceSource",
+    "evidence_source",
+    "receipt_id",
+    "receiptId",
+];
 
+/// How many members a row is read from ([`ROW_KEY_NAMES`]).
+const ROW_KEYS: usize = ROW_KEY_NAMES.len();
+
+/// Each field's slots in [`ROW_KEY_NAMES`], its aliases in the order they are tried.
+mod slots {
+    use std::ops::Range;
+    pub(super) const ACTION_CLASS: Range<usize> = 0..2;
+    pub(super) const LABEL: Range<usize> = 2..7;
+    pub(super) const SOURCE_TYPE: Range<usize> = 7..11;
+    pub(super) const DATE: Range<usize> = 11..12;
+    pub(super) const RECORDED_AT: Range<usize> = 12..16;
+    pub(super) const EDIT_DISTANCE: Range<usize> = 16..18;
+    pub(super) const DECISION_WEIGHT: Range<usize> = 18..20;
+    pub(super) const PROVENANCE_WEIGHT: Range<usize> = 20..22;
+    pub(super) const EVIDENCE_WEIGHT: Range<usize> = 22..24;
+    pub(super) const SOURCE: Range<usize> = 24..27;
+    pub(super) const RECEIPT_ID: Range<usize> = 27..29;
+}
+
+/// The slot of a member's name in [`ROW_KEY_NAMES`], if a row reads it.
 fn row_key(key: &str) -> Option<usize> {
     Some(match key {
         "action_class" => 0,
@@ -542,9 +653,16 @@ fn row_key(key: &str) -> Option<usize> {
     })
 }
 
-/// One member of a row read off the wire.
+/// One member of a row read off the wire (plain data: a row of them costs no drop).
+#[derive(Clone, Copy, Default)]
 enum Slot<'de> {
-    Str(std::borrow::Cow<'de, str>),
+    /// Missing or `null`.
+    #[default]
+    Missing,
+    /// A string without escapes, borrowed from the text.
+    Str(&'de str),
+    /// A string with escapes: its index in [`WireRow::escaped`].
+    Escaped(usize),
     Num(f64),
     Other,
 }
@@ -553,22 +671,34 @@ enum Slot<'de> {
 /// error, as in [`crate::canonical::parse_strict`]), without building a `Value`.
 #[derive(Default)]
 struct WireRow<'de> {
-    slots: [Option<Slot<'de>>; ROW_KEYS],
+    slots: [Slot<'de>; ROW_KEYS],
+    /// The strings that had escapes, unescaped (most rows have none: no allocation).
+    escaped: Vec<String>,
 }
 
 impl RowSource for WireRow<'_> {
-    fn field(&self, key: &str) -> Option<Field<'_>> {
-        self.slots[row_key(key)?].as_ref().map(|s| match s {
-            Slot::Str(s) => Field::Str(s),
-            Slot::Num(x) => Field::Num(*x),
-            Slot::Other => Field::Other,
-        })
+    fn slot(&self, i: usize) -> Option<Field<'_>> {
+        match self.slots[i] {
+            Slot::Missing => None,
+            Slot::Str(s) => Some(Field::Str(s)),
+            Slot::Escaped(k) => Some(Field::Str(&self.escaped[k])),
+            Slot::Num(x) => Some(Field::Num(x)),
+            Slot::Other => Some(Field::Other),
+        }
     }
 }
 
+/// A member's value as read: a string (borrowed when it has no escapes), a number, or anything
+/// else.
+enum ReadValue<'de> {
+    Str(std::borrow::Cow<'de, str>),
+    Num(f64),
+    Other,
+}
+
 /// A slot's value: strings and numbers kept, `null` dropped, anything else read strictly and
-/// kept as [`Slot::Other`].
-struct SlotValue<'de>(Option<Slot<'de>>);
+/// kept as [`ReadValue::Other`].
+struct SlotValue<'de>(Option<ReadValue<'de>>);
 
 impl<'de> serde::Deserialize<'de> for SlotValue<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -582,104 +712,128 @@ impl<'de> serde::Deserialize<'de> for SlotValue<'de> {
                 Ok(SlotValue(None))
             }
             fn visit_bool<E>(self, _: bool) -> Result<SlotValue<'de>, E> {
-                Ok(SlotValue(Some(Slot::Other)))
+                Ok(SlotValue(Some(ReadValue::Other)))
             }
             fn visit_i64<E>(self, v: i64) -> Result<SlotValue<'de>, E> {
-                Ok(SlotValue(Some(Slot::Num(v as f64))))
+                Ok(SlotValue(Some(ReadValue::Num(v as f64))))
             }
             fn visit_u64<E>(self, v: u64) -> Result<SlotValue<'de>, E> {
-                Ok(SlotValue(Some(Slot::Num(v as f64))))
+                Ok(SlotValue(Some(ReadValue::Num(v as f64))))
             }
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<SlotValue<'de>, E> {
-                crate::canonical::StrictVisitor.visit_f64(v).map(|_| SlotValue(Some(Slot::Num(v))))
+                crate::canonical::StrictVisitor.visit_f64(v).map(|_| SlotValue(Some(ReadValue::Num(v))))
             }
             fn visit_borrowed_str<E>(self, v: &'de str) -> Result<SlotValue<'de>, E> {
-                Ok(SlotValue(Some(Slot::Str(std::borrow::Cow::Borrowed(v)))))
+                Ok(SlotValue(Some(ReadValue::Str(std::borrow::Cow::Borrowed(v)))))
             }
             fn visit_str<E>(self, v: &str) -> Result<SlotValue<'de>, E> {
-                Ok(SlotValue(Some(Slot::Str(std::borrow::Cow::Owned(v.to_owned())))))
+                Ok(SlotValue(Some(ReadValue::Str(std::borrow::Cow::Owned(v.to_owned())))))
             }
             fn visit_string<E>(self, v: String) -> Result<SlotValue<'de>, E> {
-                Ok(SlotValue(Some(Slot::Str(std::borrow::Cow::Owned(v)))))
+                Ok(SlotValue(Some(ReadValue::Str(std::borrow::Cow::Owned(v)))))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<SlotValue<'de>, A::Error> {
-                crate::canonical::StrictVisitor.visit_seq(seq).map(|_| SlotValue(Some(Slot::Other)))
+                crate::canonical::StrictVisitor.visit_seq(seq).map(|_| SlotValue(Some(ReadValue::Other)))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<SlotValue<'de>, A::Error> {
-                crate::canonical::StrictVisitor.visit_map(map).map(|_| SlotValue(Some(Slot::Other)))
+                crate::canonical::StrictVisitor.visit_map(map).map(|_| SlotValue(Some(ReadValue::Other)))
             }
         }
         d.deserialize_any(V)
     }
 }
 
-/// One row read off the wire and weighted ([`EvidenceRow::from_source`]); a row that is not an
-/// object or that [`EvidenceRow::from_json`] would refuse is a deserialization error.
-struct WireEvidenceRow(EvidenceRow);
+/// One row read off the wire, weighted ([`read_row`]) and counted into an index
+/// ([`EvidenceIndex::add_read`]) without being kept; a row that is not an object or that
+/// [`EvidenceRow::from_json`] would refuse is a deserialization error.
+struct WireRowInto<'i>(&'i mut EvidenceIndex);
 
-impl<'de> serde::Deserialize<'de> for WireEvidenceRow {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = WireEvidenceRow;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an evidence row object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<WireEvidenceRow, A::Error> {
-                use serde::de::Error as _;
-                let mut row = WireRow::default();
-                let mut seen = 0u32;
-                let mut others: Vec<std::borrow::Cow<'de, str>> = Vec::new();
-                while let Some(crate::canonical::Text(key)) = map.next_key()? {
-                    match row_key(&key) {
-                        Some(i) => {
-                            if seen & (1 << i) != 0 {
-                                return Err(A::Error::custom("duplicate key"));
-                            }
-                            seen |= 1 << i;
-                            row.slots[i] = map.next_value::<SlotValue<'de>>()?.0;
-                        }
-                        None => {
-                            if others.contains(&key) {
-                                return Err(A::Error::custom("duplicate key"));
-                            }
-                            let crate::canonical::StrictValue(_) = map.next_value()?;
-                            others.push(key);
-                        }
+impl<'de> serde::de::DeserializeSeed<'de> for WireRowInto<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for WireRowInto<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an evidence row object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::Error as _;
+        let mut row = WireRow::default();
+        let mut seen = 0u32;
+        let mut others: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+        while let Some(crate::canonical::Text(key)) = map.next_key()? {
+            match row_key(&key) {
+                Some(i) => {
+                    if seen & (1 << i) != 0 {
+                        return Err(A::Error::custom("duplicate key"));
                     }
+                    seen |= 1 << i;
+                    row.slots[i] = match map.next_value::<SlotValue<'de>>()?.0 {
+                        None => Slot::Missing,
+                        Some(ReadValue::Str(std::borrow::Cow::Borrowed(s))) => Slot::Str(s),
+                        Some(ReadValue::Str(std::borrow::Cow::Owned(s))) => {
+                            row.escaped.push(s);
+                            Slot::Escaped(row.escaped.len() - 1)
+                        }
+                        Some(ReadValue::Num(x)) => Slot::Num(x),
+                        Some(ReadValue::Other) => Slot::Other,
+                    };
                 }
-                EvidenceRow::from_source(&row).map(WireEvidenceRow).map_err(A::Error::custom)
+                None => {
+                    if others.contains(&key) {
+                        return Err(A::Error::custom("duplicate key"));
+                    }
+                    let crate::canonical::StrictValue(_) = map.next_value()?;
+                    others.push(key);
+                }
             }
         }
-        d.deserialize_map(V)
+        let read = read_row(&row).map_err(A::Error::custom)?;
+        self.0.add_read(&read);
+        Ok(())
     }
 }
 
-/// The `evidence` member of a request read straight from JSON text: `null` or an array of rows,
-/// each read and weighted as [`rows_from_json`] does. Any row it would refuse, and any duplicate
-/// key, is a deserialization error (callers then take the general path, which reports it).
-pub struct WireRows(pub Vec<EvidenceRow>);
+/// The `evidence` member of a request read straight from JSON text into an index: `null` or an
+/// array of rows, each read and weighted as [`rows_from_json`] does and counted into the index
+/// after what it holds, in order (the index is then the [`EvidenceIndex::new`] of its rows and
+/// these, sums included). No row is kept. Any row [`rows_from_json`] would refuse, and any
+/// duplicate key, is a deserialization error, after which the index holds some of the rows:
+/// callers drop it (and take the general path, which reports the error).
+///
+/// ```
+/// use serde::de::DeserializeSeed as _;
+/// use warrant_protocol::graduation::evidence::{EvidenceIndex, WireIndex, rows_from_json};
+/// let text = r#"[{"action_class":"draft.response","label":"approved","source_type":"receipt"}]"#;
+/// let mut index = EvidenceIndex::default();
+/// WireIndex(&mut index).deserialize(&mut serde_json::Deserializer::from_str(text)).unwrap();
+/// let rows = rows_from_json(&serde_json::from_str(text).unwrap()).unwrap();
+/// assert_eq!(index, EvidenceIndex::new(&rows));
+/// ```
+pub struct WireIndex<'i>(pub &'i mut EvidenceIndex);
 
-impl<'de> serde::Deserialize<'de> for WireRows {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = WireRows;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("null or an array of evidence rows")
-            }
-            fn visit_unit<E>(self) -> Result<WireRows, E> {
-                Ok(WireRows(Vec::new()))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<WireRows, A::Error> {
-                let mut rows = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-                while let Some(WireEvidenceRow(row)) = seq.next_element()? {
-                    rows.push(row);
-                }
-                Ok(WireRows(rows))
-            }
-        }
-        d.deserialize_any(V)
+impl<'de> serde::de::DeserializeSeed<'de> for WireIndex<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for WireIndex<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("null or an array of evidence rows")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(WireRowInto(&mut *self.0))?.is_some() {}
+        Ok(())
     }
 }
 
@@ -732,7 +886,12 @@ impl EvidenceSummary {
     /// evidence is summed in one step a distinct row. With `n` = 1 it is [`EvidenceSummary::add`]
     /// exactly; with more, the weighted sums may differ from `n` additions in the last bits.
     pub fn add_n(&mut self, row: &EvidenceRow, n: u32) {
-        let w = row.evidence_weight;
+        self.count(row.evidence_weight, row.bucket, row.edit_distance, n);
+    }
+
+    /// Counts `n` rows of evidence weight `w`, summary bucket `bucket` and edit distance
+    /// `edit_distance` (what [`EvidenceSummary::add_n`] reads of a row).
+    fn count(&mut self, w: f64, bucket: Bucket, edit_distance: Option<f64>, n: u32) {
         let times = f64::from(n);
         if w > 0.0 {
             self.weighted_positive += w * times;
@@ -746,7 +905,7 @@ impl EvidenceSummary {
                 self.graduation_positive += n;
             }
         };
-        match row.bucket {
+        match bucket {
             Bucket::Approval => {
                 positive();
                 self.approvals += n;
@@ -791,7 +950,7 @@ impl EvidenceSummary {
             }
             Bucket::Uncounted => {}
         }
-        if let Some(e) = row.edit_distance
+        if let Some(e) = edit_distance
             && e > self.max_edit_distance
         {
             self.max_edit_distance = e;
@@ -985,21 +1144,31 @@ impl EvidenceIndex {
     /// Adds `n` rows equal to `row` to its class's summary ([`EvidenceSummary::add_n`]).
     pub fn add_n(&mut self, row: &EvidenceRow, n: u32) {
         self.rows += n as usize;
-        if let Some((class, s)) = self.classes.last_mut()
-            && *class == row.action_class
-        {
-            s.add_n(row, n);
-            return;
-        }
-        match self.positions.get(row.action_class.as_str()) {
-            Some(&i) => self.classes[i].1.add_n(row, n),
-            None => {
-                let mut s = EvidenceSummary::default();
-                s.add_n(row, n);
-                self.positions.insert(row.action_class.clone(), self.classes.len());
-                self.classes.push((row.action_class.clone(), s));
-            }
-        }
+        self.summary_mut(&row.action_class).add_n(row, n);
+    }
+
+    /// Adds a row as read ([`read_row`]), without making it an [`EvidenceRow`]: the same counts
+    /// as [`EvidenceIndex::add`] of [`RowRead::into_row`].
+    pub(crate) fn add_read(&mut self, row: &RowRead<'_>) {
+        self.rows += 1;
+        self.summary_mut(&row.action_class).count(row.evidence_weight, row.bucket, row.edit_distance, 1);
+    }
+
+    /// The summary of `action_class`, added (empty) when the index has none yet; the last class
+    /// added is found without a hash lookup (rows of one class come in runs).
+    fn summary_mut(&mut self, action_class: &str) -> &mut EvidenceSummary {
+        let at = match self.classes.last() {
+            Some((class, _)) if class == action_class => self.classes.len() - 1,
+            _ => match self.positions.get(action_class) {
+                Some(&i) => i,
+                None => {
+                    self.positions.insert(action_class.to_owned(), self.classes.len());
+                    self.classes.push((action_class.to_owned(), EvidenceSummary::default()));
+                    self.classes.len() - 1
+                }
+            },
+        };
+        &mut self.classes[at].1
     }
 
     /// The summary of a canonical class: all zero when no row names it.
@@ -1183,5 +1352,122 @@ mod tests {
         assert!(EvidenceRow::from_json(&json!({"action_class": "a.b", "label": "x", "date": "2026-13-01"})).is_err());
         assert!(EvidenceRow::from_json(&json!({"action_class": "a.b"})).is_err());
         assert!(EvidenceRow::from_json(&json!([])).is_err());
+    }
+
+    /// Each member a row is read from has one slot, named by its place in the table, and the
+    /// fields' alias ranges cover every slot once, in order.
+    #[test]
+    fn row_slots_name_each_member_once() {
+        for (i, name) in ROW_KEY_NAMES.iter().enumerate() {
+            assert_eq!(row_key(name), Some(i), "{name}");
+        }
+        let ranges = [
+            slots::ACTION_CLASS,
+            slots::LABEL,
+            slots::SOURCE_TYPE,
+            slots::DATE,
+            slots::RECORDED_AT,
+            slots::EDIT_DISTANCE,
+            slots::DECISION_WEIGHT,
+            slots::PROVENANCE_WEIGHT,
+            slots::EVIDENCE_WEIGHT,
+            slots::SOURCE,
+            slots::RECEIPT_ID,
+        ];
+        assert_eq!(ranges.iter().flat_map(Clone::clone).collect::<Vec<_>>(), (0..ROW_KEYS).collect::<Vec<_>>());
+    }
+
+    /// A label is weighted as its normal form is ([`label_info`] of [`normalize_label`]),
+    /// whether or not the table renames it, and a table label is a trust violation exactly
+    /// when it is a trust issue (what [`normalized_label`] relies on).
+    #[test]
+    fn table_labels_are_trust_violations_exactly_when_trust_issues() {
+        let odd =
+            ["Approved", " minor-edit ", "trust.issue", "customer_complaint", "data_leak", "Refused", "HOLD", "x y"];
+        for label in LABELS.iter().map(|(l, ..)| *l).chain(odd) {
+            let (normal, info) = normalized_label(label);
+            assert_eq!(info, label_info(&normal), "{label}");
+            assert_eq!(normal, normalize_label(label), "{label}");
+            if LABELS.iter().any(|(l, ..)| *l == normal) {
+                assert_eq!(info.trust_violation, info.bucket == Bucket::TrustIssue, "{label}");
+            }
+        }
+        assert_eq!(normalized_label("Refused").0, "rejected");
+        assert_eq!(normalized_label("execute").0, "sent");
+    }
+
+    /// A member's value for the generated rows: strings of the shapes the fields take (classes,
+    /// aliases, labels, dates, date-times, provenance types, nonsense), numbers, and others.
+    fn member_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        prop_oneof![
+            proptest::sample::select(vec![
+                "draft.response",
+                "email.send.external",
+                "Draft_Response",
+                "draft_email",
+                "nope",
+                "approved",
+                "Sent",
+                "minor edit",
+                "trust_issue",
+                "receipt",
+                "connector",
+                "model_inferred",
+                " principal ",
+                "2026-11-01",
+                "2026-02-30",
+                "2026-11-02T10:00:00Z",
+                "2026-11-02T10:00:00",
+                "",
+            ])
+            .prop_map(Value::from),
+            (-2.0f64..2.0).prop_map(Value::from),
+            Just(Value::Null),
+            Just(json!(true)),
+            Just(json!({"edit_distance": 1})),
+        ]
+    }
+
+    proptest::proptest! {
+        // Rows read off the wire into an index count exactly what the rows read as `Value`s
+        // count, and are refused exactly when those are: any members, any values, any order.
+        #[test]
+        fn rows_read_off_the_wire_index_as_rows_read_as_values(
+            rows in proptest::collection::vec(
+                proptest::collection::vec(
+                    (proptest::sample::select(ROW_KEY_NAMES.iter().copied().chain(["other", "metadata"]).collect::<Vec<_>>()),
+                     member_value()),
+                    0..8,
+                ),
+                0..6,
+            ),
+            base_rows in 0usize..3,
+        ) {
+            use serde::de::DeserializeSeed as _;
+            let rows: Vec<Value> = rows
+                .into_iter()
+                .map(|members| {
+                    let mut m: Map<String, Value> = members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+                    // Most rows get a class and a label, so that most are read, not refused.
+                    m.entry("action_class").or_insert_with(|| json!("draft.response"));
+                    m.entry("label").or_insert_with(|| json!("approved"));
+                    Value::Object(m)
+                })
+                .collect();
+            let text = serde_json::to_string(&rows).expect("JSON");
+            let base: Vec<EvidenceRow> =
+                (0..base_rows).map(|_| EvidenceRow::new("draft.response", "rejected", Some(SourceType::Principal), None)).collect();
+            let mut index = EvidenceIndex::new(&base);
+            let mut de = serde_json::Deserializer::from_str(&text);
+            let wire = WireIndex(&mut index).deserialize(&mut de).and_then(|()| de.end());
+            match rows_from_json(&Value::Array(rows)) {
+                Ok(read) => {
+                    proptest::prop_assert!(wire.is_ok(), "{text}: {wire:?}");
+                    proptest::prop_assert_eq!(index, EvidenceIndex::new(base.iter().chain(&read)));
+                }
+                Err(e) => proptest::prop_assert!(wire.is_err(), "{text}: read off the wire, refused as values ({e:?})"),
+            }
+        }
     }
 }
