@@ -5,7 +5,7 @@ use super::Evaluator;
 use super::evidence::{ChainSnapshot, combined_index};
 use crate::protocol::graduation::evidence::{EvidenceIndex, WireIndex};
 use crate::protocol::graduation::gate::{AgentStanding, GateRequest, can_execute};
-use serde::de::DeserializeSeed;
+use serde::de::DeserializeSeed as _;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::rc::Rc;
@@ -170,11 +170,11 @@ impl Evaluator {
         }
         crate::protocol::canonical::check_integer_literals(text.as_bytes()).ok()?;
         // The rows are counted into (a copy of) the chain's index as they are read.
-        let mut index = combined_index(chain.map(Rc::as_ref), None).into_owned();
+        let mut index = None;
         let mut de = serde_json::Deserializer::from_str(text);
-        WireIndex(&mut index).deserialize(&mut de).ok()?;
+        WireIndex { base: chain.map(|c| &c.index), index: &mut index }.deserialize(&mut de).ok()?;
         de.end().ok()?;
-        let index = Rc::new(index);
+        let index = Rc::new(index.unwrap_or_else(|| combined_index(chain.map(Rc::as_ref), None).into_owned()));
         self.keep_inline(text.as_bytes(), chain, &index);
         Some(index)
     }
@@ -306,34 +306,6 @@ struct FastGateVisitor<'b> {
     base: Option<&'b EvidenceIndex>,
 }
 
-/// The `evidence` member read into `index`: nothing for `null`; for an array, its rows counted
-/// into a copy of `base` ([`WireIndex`]), made only then.
-struct InlineRows<'b, 'i> {
-    base: Option<&'b EvidenceIndex>,
-    index: &'i mut Option<EvidenceIndex>,
-}
-
-impl<'de> DeserializeSeed<'de> for InlineRows<'_, '_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for InlineRows<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("null or an array of evidence rows")
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        let index = self.index.insert(self.base.cloned().unwrap_or_default());
-        serde::de::Visitor::visit_seq(WireIndex(index), seq)
-    }
-}
-
 /// The address just past a key borrowed from the line (its closing quote), or of its opening
 /// quote; 0 for a key with escapes, which was copied out of the line.
 #[expect(clippy::ptr_arg, reason = "whether the key was borrowed from the line is what is asked")]
@@ -409,7 +381,7 @@ impl<'de> serde::de::Visitor<'de> for FastGateVisitor<'_> {
                 "evidence" => {
                     // Rows the general path would refuse make this an error: it answers them.
                     let mut index = None;
-                    map.next_value_seed(InlineRows { base: self.base, index: &mut index })?;
+                    map.next_value_seed(WireIndex { base: self.base, index: &mut index })?;
                     g.evidence = Some(InlineRead { index, after_key: key_address(&key, true), next_key: None });
                     evidence_just_read = true;
                 }

@@ -798,32 +798,40 @@ impl<'de> serde::de::Visitor<'de> for WireRowInto<'_> {
     }
 }
 
-/// The `evidence` member of a request read straight from JSON text into an index: `null` or an
-/// array of rows, each read and weighted as [`rows_from_json`] does and counted into the index
-/// after what it holds, in order (the index is then the [`EvidenceIndex::new`] of its rows and
-/// these, sums included). No row is kept. Any row [`rows_from_json`] would refuse, and any
-/// duplicate key, is a deserialization error, after which the index holds some of the rows:
-/// callers drop it (and take the general path, which reports the error).
+/// The `evidence` member of a request read straight from JSON text into an index: `null` leaves
+/// `index` as it is (`None` when nothing was read); an array makes it a copy of `base` (the
+/// chain's index, or empty), made only then, with each row read and weighted as
+/// [`rows_from_json`] does counted after what `base` holds, in order (the index is then the
+/// [`EvidenceIndex::new`] of `base`'s rows and these, sums included). No row is kept. Any row
+/// [`rows_from_json`] would refuse, and any duplicate key, is a deserialization error, after
+/// which the index holds some of the rows: callers drop it (and take the general path, which
+/// reports the error).
 ///
 /// ```
 /// use serde::de::DeserializeSeed as _;
 /// use warrant_protocol::graduation::evidence::{EvidenceIndex, WireIndex, rows_from_json};
 /// let text = r#"[{"action_class":"draft.response","label":"approved","source_type":"receipt"}]"#;
-/// let mut index = EvidenceIndex::default();
-/// WireIndex(&mut index).deserialize(&mut serde_json::Deserializer::from_str(text)).unwrap();
+/// let mut index = None;
+/// let seed = WireIndex { base: None, index: &mut index };
+/// seed.deserialize(&mut serde_json::Deserializer::from_str(text)).unwrap();
 /// let rows = rows_from_json(&serde_json::from_str(text).unwrap()).unwrap();
-/// assert_eq!(index, EvidenceIndex::new(&rows));
+/// assert_eq!(index, Some(EvidenceIndex::new(&rows)));
 /// ```
-pub struct WireIndex<'i>(pub &'i mut EvidenceIndex);
+pub struct WireIndex<'b, 'i> {
+    /// The index the rows count after (a copy of it is made for them).
+    pub base: Option<&'b EvidenceIndex>,
+    /// Where the copy of `base` with the rows goes.
+    pub index: &'i mut Option<EvidenceIndex>,
+}
 
-impl<'de> serde::de::DeserializeSeed<'de> for WireIndex<'_> {
+impl<'de> serde::de::DeserializeSeed<'de> for WireIndex<'_, '_> {
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for WireIndex<'_> {
+impl<'de> serde::de::Visitor<'de> for WireIndex<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("null or an array of evidence rows")
@@ -832,7 +840,8 @@ impl<'de> serde::de::Visitor<'de> for WireIndex<'_> {
         Ok(())
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(WireRowInto(&mut *self.0))?.is_some() {}
+        let index = self.index.insert(self.base.cloned().unwrap_or_default());
+        while seq.next_element_seed(WireRowInto(&mut *index))?.is_some() {}
         Ok(())
     }
 }
@@ -1458,13 +1467,14 @@ mod tests {
             let text = serde_json::to_string(&rows).expect("JSON");
             let base: Vec<EvidenceRow> =
                 (0..base_rows).map(|_| EvidenceRow::new("draft.response", "rejected", Some(SourceType::Principal), None)).collect();
-            let mut index = EvidenceIndex::new(&base);
+            let base_index = EvidenceIndex::new(&base);
+            let mut index = None;
             let mut de = serde_json::Deserializer::from_str(&text);
-            let wire = WireIndex(&mut index).deserialize(&mut de).and_then(|()| de.end());
+            let wire = WireIndex { base: Some(&base_index), index: &mut index }.deserialize(&mut de).and_then(|()| de.end());
             match rows_from_json(&Value::Array(rows)) {
                 Ok(read) => {
                     proptest::prop_assert!(wire.is_ok(), "{text}: {wire:?}");
-                    proptest::prop_assert_eq!(index, EvidenceIndex::new(base.iter().chain(&read)));
+                    proptest::prop_assert_eq!(index, Some(EvidenceIndex::new(base.iter().chain(&read))));
                 }
                 Err(e) => proptest::prop_assert!(wire.is_err(), "{text}: read off the wire, refused as values ({e:?})"),
             }
