@@ -6,6 +6,7 @@ use super::lists::FilterMemo;
 use super::{Mode, Pane};
 use crate::filter::SortKey;
 use crate::keymap::Keymap;
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use warrant_engine::monitor::{AgentSummary, Assessment};
@@ -489,13 +490,15 @@ impl State {
         &self.posteriors
     }
 
-    /// Evidence rows of a canonical class, in chain order then spool receipts: of the chain's,
+    /// Evidence rows of a canonical class, in chain order then spool receipts (the chain's copied
+    /// out of their packed form, the receipts' borrowed): of the chain's,
     /// the last [`warrant_protocol::chain_evidence::RECENT_ROWS`] (a long chain's are counted, not kept;
     /// [`State::evidence_count`] counts them all).
-    pub fn evidence_for<'a>(&'a self, class: &'a str) -> impl Iterator<Item = &'a EvidenceRow> + 'a {
+    pub fn evidence_for<'a>(&'a self, class: &'a str) -> impl Iterator<Item = Cow<'a, EvidenceRow>> + 'a {
         self.chain_evidence
             .recent(class)
-            .chain(self.assessment.evidence.iter().filter(move |r| r.action_class == class))
+            .map(Cow::Owned)
+            .chain(self.assessment.evidence.iter().filter(move |r| r.action_class == class).map(Cow::Borrowed))
     }
 
     /// How many evidence rows a canonical class has, the chain's and the spool receipts'.

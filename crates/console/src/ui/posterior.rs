@@ -28,7 +28,8 @@ pub(super) fn interval_bar(theme: &Theme, mean: f64, low: f64, high: f64, width:
 
 /// Evidence rows as lines: date, label, provenance, weight, where from. The last `max` rows.
 pub(super) fn evidence_lines(state: &State, theme: &Theme, class: &str, max: usize) -> Vec<Line<'static>> {
-    let rows: Vec<&warrant_protocol::graduation::EvidenceRow> = state.evidence_for(class).collect();
+    let rows: Vec<std::borrow::Cow<'_, warrant_protocol::graduation::EvidenceRow>> =
+        state.evidence_for(class).collect();
     let count = state.evidence_count(class);
     let mut out = vec![Line::from(Span::styled(
         format!("evidence rows for {} ({count})", inert(class, 60)),

@@ -372,24 +372,51 @@ pub fn is_date(s: &str) -> bool {
 /// from the tables) whenever no character of them changes: [`RowRead::into_row`] owns them as
 /// an [`EvidenceRow`], [`EvidenceIndex::add_read`] counts it without.
 pub(crate) struct RowRead<'a> {
-    action_class: std::borrow::Cow<'a, str>,
-    label: std::borrow::Cow<'a, str>,
-    date: Option<&'a str>,
-    source: Option<&'a str>,
-    source_type: Option<SourceType>,
-    decision_weight: f64,
-    provenance_weight: f64,
-    evidence_weight: f64,
-    edit_distance: Option<f64>,
-    bucket: Bucket,
-    trust_violation: bool,
-    receipt_id: Option<&'a str>,
-    recorded_at: Option<&'a str>,
+    pub(crate) action_class: std::borrow::Cow<'a, str>,
+    pub(crate) label: std::borrow::Cow<'a, str>,
+    pub(crate) date: Option<&'a str>,
+    pub(crate) source: Option<&'a str>,
+    pub(crate) source_type: Option<SourceType>,
+    pub(crate) decision_weight: f64,
+    pub(crate) provenance_weight: f64,
+    pub(crate) evidence_weight: f64,
+    pub(crate) edit_distance: Option<f64>,
+    pub(crate) bucket: Bucket,
+    pub(crate) trust_violation: bool,
+    pub(crate) receipt_id: Option<&'a str>,
+    pub(crate) recorded_at: Option<&'a str>,
 }
 
-impl RowRead<'_> {
+impl<'a> RowRead<'a> {
+    /// A row of a label and a source type, weighted by the tables, of a class already
+    /// normalized (what [`EvidenceRow::new`] makes, borrowing).
+    pub(crate) fn new(
+        action_class: std::borrow::Cow<'a, str>,
+        label: &'a str,
+        source_type: Option<SourceType>,
+        date: Option<&'a str>,
+    ) -> Self {
+        let (label, info) = normalized_label(label);
+        let provenance = source_type.map_or(UNKNOWN_PROVENANCE_WEIGHT, SourceType::weight);
+        RowRead {
+            action_class,
+            label,
+            date,
+            source: None,
+            source_type,
+            decision_weight: info.weight,
+            provenance_weight: provenance,
+            evidence_weight: round4(info.weight * provenance),
+            edit_distance: None,
+            bucket: info.bucket,
+            trust_violation: info.trust_violation,
+            receipt_id: None,
+            recorded_at: None,
+        }
+    }
+
     /// The row, owning its strings.
-    fn into_row(self) -> EvidenceRow {
+    pub(crate) fn into_row(self) -> EvidenceRow {
         EvidenceRow {
             action_class: self.action_class.into_owned(),
             label: self.label.into_owned(),
@@ -475,28 +502,9 @@ impl EvidenceRow {
     /// Builds a row from a label and a source type, with the weights of the tables.
     #[must_use]
     pub fn new(action_class: &str, label: &str, source_type: Option<SourceType>, date: Option<String>) -> Self {
-        Self::with_class(crate::registry::normalize(action_class), label, source_type, date)
-    }
-
-    /// [`EvidenceRow::new`] for a class already normalized.
-    fn with_class(action_class: String, label: &str, source_type: Option<SourceType>, date: Option<String>) -> Self {
-        let (label, info) = normalized_label(label);
-        let provenance = source_type.map_or(UNKNOWN_PROVENANCE_WEIGHT, SourceType::weight);
-        EvidenceRow {
-            action_class,
-            label: label.into_owned(),
-            date,
-            source: None,
-            source_type,
-            decision_weight: info.weight,
-            provenance_weight: provenance,
-            evidence_weight: round4(info.weight * provenance),
-            edit_distance: None,
-            bucket: info.bucket,
-            trust_violation: info.trust_violation,
-            receipt_id: None,
-            recorded_at: None,
-        }
+        let mut row = RowRead::new(crate::registry::normalize_cow(action_class), label, source_type, None).into_row();
+        row.date = date;
+        row
     }
 
     /// Parses a row in the portable snake_case form or the reference runtime's camelCase form

@@ -6,9 +6,10 @@
 //! `content_hash` and `signature`; `prev_hash` is the `content_hash` of the previous receipt in
 //! the same chain, absent on the first.
 
-use super::evidence::{EvidenceRow, SourceType};
+use super::evidence::{EvidenceRow, RowRead, SourceType};
 use super::gate::Decision;
 use crate::canonical;
+use crate::chain_evidence::PackedRow;
 use serde_json::{Map, Value, json};
 use std::fmt;
 
@@ -172,7 +173,7 @@ pub fn build_receipt_labelled(r: &ReceiptInput<'_>, label: &str) -> Value {
 /// `created_at` only when that is RFC 3339, so the row is one [`EvidenceRow::from_json`] accepts.
 #[must_use]
 pub fn receipt_evidence(receipt: &Value, max_provenance: Option<SourceType>) -> Option<EvidenceRow> {
-    evidence_of_fields(|k| receipt.get(k).and_then(Value::as_str), max_provenance)
+    read_of_fields(|k| receipt.get(k).and_then(Value::as_str), max_provenance).map(RowRead::into_row)
 }
 
 /// [`receipt_evidence`] of a receipt's JSON text, and its `content_hash` (when a string), read
@@ -187,18 +188,35 @@ pub fn receipt_evidence_of_text(
 ) -> (Option<EvidenceRow>, Option<String>) {
     let Ok(fields) = serde_json::from_str::<ReceiptFields<'_>>(text) else { return (None, None) };
     let hash = fields.get("content_hash").map(str::to_owned);
-    (evidence_of_fields(|k| fields.get(k), max_provenance), hash)
+    (read_of_fields(|k| fields.get(k), max_provenance).map(RowRead::into_row), hash)
+}
+
+/// [`receipt_evidence_of_text`] packed into one allocation, for a verifier's worker to hand to
+/// the thread that folds the chain: the row as a [`PackedRow`] whose
+/// [`PackedRow::extra`] is the receipt's `content_hash`; the hash on its own (`.1`) only when
+/// the receipt stands for no row. `(None, None)` when the text is not a JSON object. The same
+/// row and hash as [`receipt_evidence_of_text`] (test `receipt_evidence_of_text_is_of_the_value`).
+#[must_use]
+pub fn receipt_evidence_packed(text: &str, max_provenance: Option<SourceType>) -> (Option<PackedRow>, Option<String>) {
+    let Ok(fields) = serde_json::from_str::<ReceiptFields<'_>>(text) else { return (None, None) };
+    let hash = fields.get("content_hash");
+    match read_of_fields(|k| fields.get(k), max_provenance).and_then(|row| PackedRow::of_read(&row, hash)) {
+        Some(row) => (Some(row), None),
+        None => (None, hash.map(str::to_owned)),
+    }
 }
 
 /// The row of [`receipt_evidence`] from a receipt's string members (`get`: the member's value
-/// when it is a string).
-fn evidence_of_fields<'v>(
+/// when it is a string), borrowing them.
+fn read_of_fields<'v>(
     get: impl Fn(&str) -> Option<&'v str>,
     max_provenance: Option<SourceType>,
-) -> Option<EvidenceRow> {
+) -> Option<RowRead<'v>> {
     let first = |keys: &[&str]| keys.iter().find_map(|k| get(k));
-    let class = first(&["action_class", "actionClass"])
-        .filter(|c| crate::packet::is_class_id(&crate::registry::normalize(c)))?;
+    let class = crate::registry::normalize_cow(first(&["action_class", "actionClass"])?);
+    if !crate::packet::is_class_id(&class) {
+        return None;
+    }
     let outcome = first(&["outcome"])?;
     let label = ReceiptOutcome::parse(outcome).map_or(outcome, |o| o.label());
     let declared = first(&["source_type", "sourceType"]).and_then(SourceType::parse);
@@ -208,11 +226,11 @@ fn evidence_of_fields<'v>(
         (d, _) => d,
     };
     let created = first(&["created_at", "createdAt"]);
-    let date = created.and_then(|c| c.get(..10)).filter(|d| super::evidence::is_date(d)).map(str::to_owned);
-    let mut row = EvidenceRow::new(class, label, source_type, date);
-    row.receipt_id = first(&["receipt_id", "receiptId"]).map(str::to_owned);
-    row.recorded_at = created.filter(|c| crate::clock::parse_rfc3339(c).is_some()).map(str::to_owned);
-    row.source = Some(if max_provenance.is_some() { "spool" } else { "chain" }.to_owned());
+    let date = created.and_then(|c| c.get(..10)).filter(|d| super::evidence::is_date(d));
+    let mut row = RowRead::new(class, label, source_type, date);
+    row.receipt_id = first(&["receipt_id", "receiptId"]);
+    row.recorded_at = created.filter(|c| crate::clock::parse_rfc3339(c).is_some());
+    row.source = Some(if max_provenance.is_some() { "spool" } else { "chain" });
     Some(row)
 }
 
@@ -472,7 +490,8 @@ mod tests {
     use super::*;
 
     // The chain's receipts are read from their text (the console's verification of a long
-    // chain): the same row and hash as from the parsed value, whatever the receipt holds.
+    // chain), packed or not: the same row and hash as from the parsed value, whatever the
+    // receipt holds.
     #[test]
     fn receipt_evidence_of_text_is_of_the_value() {
         let texts = [
@@ -493,6 +512,11 @@ mod tests {
             for cap in [None, Some(SourceType::Connector), Some(SourceType::Principal)] {
                 let hash = value.get("content_hash").and_then(Value::as_str).map(str::to_owned);
                 let hash = hash.filter(|_| value.is_object());
+                let (packed, alone) = receipt_evidence_packed(text, cap);
+                assert_eq!(packed.as_ref().map(PackedRow::to_row), receipt_evidence(&value, cap), "{text} {cap:?}");
+                let packed_hash = packed.as_ref().map_or_else(|| alone.clone(), |p| p.extra().map(str::to_owned));
+                assert_eq!(packed_hash, hash, "the hash packed beside the row, or alone: {text} {cap:?}");
+                assert!(packed.is_none() || alone.is_none(), "the hash is given once: {text}");
                 assert_eq!(
                     receipt_evidence_of_text(text, cap),
                     (receipt_evidence(&value, cap), hash),

@@ -368,6 +368,9 @@ type DecisionFact = (String, ChainDecision, Option<Map<String, Value>>);
 struct RecordFacts {
     decision: Option<Box<DecisionFact>>,
     evidence: Option<EvidenceRow>,
+    /// A receipt's row in one allocation, its `content_hash` packed beside it
+    /// ([`warrant_protocol::graduation::receipt::receipt_evidence_packed`]).
+    packed: Option<warrant_protocol::chain_evidence::PackedRow>,
     receipt_hash: Option<String>,
     control: Option<Box<ControlEvent>>,
     grant: Option<Box<warrant_protocol::grant::GrantEvent>>,
@@ -382,6 +385,7 @@ impl RecordFacts {
                 Box::new((id, d, kept))
             }),
             evidence: chain_evidence_of(rec),
+            packed: None,
             receipt_hash: receipt_hash_of(rec),
             control: ControlEvent::of_record(rec).map(Box::new),
             grant: warrant_protocol::grant::GrantEvent::of_record(rec).map(Box::new),
@@ -390,11 +394,12 @@ impl RecordFacts {
     }
 
     /// What a record that is only a receipt says: [`RecordFacts::of`] of a record whose
-    /// metadata holds `tg_receipt` (its JSON text) and nothing the checks read.
+    /// metadata holds `tg_receipt` (its JSON text) and nothing the checks read, its row packed
+    /// (one allocation a receipt, made on the worker and freed on the sequencer).
     fn of_receipt(receipt: Option<&str>) -> Self {
-        let (evidence, receipt_hash) = receipt
-            .map_or((None, None), |text| warrant_protocol::graduation::receipt::receipt_evidence_of_text(text, None));
-        Self { decision: None, evidence, receipt_hash, control: None, grant: None, publisher: None }
+        let (packed, receipt_hash) = receipt
+            .map_or((None, None), |text| warrant_protocol::graduation::receipt::receipt_evidence_packed(text, None));
+        Self { decision: None, evidence: None, packed, receipt_hash, control: None, grant: None, publisher: None }
     }
 }
 
@@ -473,12 +478,18 @@ pub(super) fn view_after_checkpoint(
                 let (id, d, kept) = *decision;
                 found.push((i, id, d, kept));
             }
+            let at = |pos: usize| (u32::try_from(i).unwrap_or(u32::MAX), u32::try_from(pos).unwrap_or(u32::MAX));
             if let Some(row) = facts.evidence {
-                let pos = view.evidence.push_at(i, row);
-                evidence.push((u32::try_from(i).unwrap_or(u32::MAX), u32::try_from(pos).unwrap_or(u32::MAX)));
+                evidence.push(at(view.evidence.push_at(i, row)));
             }
-            if facts.receipt_hash.is_some() {
-                last_receipt_hash = facts.receipt_hash;
+            if let Some(hash) = facts.packed.as_ref().and_then(|p| p.extra()).or(facts.receipt_hash.as_deref()) {
+                // The last receipt's hash, copied into one buffer rather than allocated per receipt.
+                let last = last_receipt_hash.get_or_insert_with(String::new);
+                last.clear();
+                last.push_str(hash);
+            }
+            if let Some(row) = facts.packed {
+                evidence.push(at(view.evidence.push_packed(i, row)));
             }
             if let Some(c) = facts.control {
                 controls.push((i, *c));
