@@ -9,10 +9,19 @@ use super::*;
 /// `None` for one that does not exist.
 type Stamp = [Option<(u64, u64, u64, i64, i64, i64, i64)>; 2];
 
+///
+/// One `lstat` when the path is not a symbolic link: then the file it names is itself (`stat`
+/// resolves what `lstat` does, and follows only a link in the last component), and a path
+/// `lstat` cannot resolve `stat` cannot either. A link costs a second call, a `stat`. The same
+/// stamp as the two calls give (test `a_stamp_is_what_lstat_and_stat_say`).
 fn stamp(path: &Path) -> Stamp {
     use std::os::unix::fs::MetadataExt as _;
-    let of = |m: std::fs::Metadata| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
-    [std::fs::symlink_metadata(path).ok().map(of), std::fs::metadata(path).ok().map(of)]
+    let of = |m: &std::fs::Metadata| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => [Some(of(&m)), std::fs::metadata(path).ok().as_ref().map(of)],
+        Ok(m) => [Some(of(&m)); 2],
+        Err(_) => [None; 2],
+    }
 }
 
 /// What [`Live`] last read, and the stamps of the files it read it from.
@@ -266,5 +275,38 @@ impl Live {
         let tg = warrant_protocol::verdict::packet_gate(&ctx, &packet, &state.index, "local", true);
         let v = warrant_protocol::verdict::evaluate(&ctx, &packet, &tg, None, None);
         (v.state == DecisionState::Allowed).then_some(c.class)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stamp read with one `lstat` where it can be is the stamp of an `lstat` and a `stat`:
+    /// for a file, a directory, a missing path, a path under a file, a link to a file, a link to
+    /// a directory, a dangling link and a link to a link; and an edit of a link's target moves
+    /// the link's stamp.
+    #[test]
+    fn a_stamp_is_what_lstat_and_stat_say() {
+        use std::os::unix::fs::{MetadataExt as _, symlink};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        std::fs::write(d.join("file"), "a").expect("write");
+        std::fs::create_dir(d.join("dir")).expect("mkdir");
+        symlink(d.join("file"), d.join("to-file")).expect("link");
+        symlink(d.join("dir"), d.join("to-dir")).expect("link");
+        symlink(d.join("gone"), d.join("dangling")).expect("link");
+        symlink(d.join("to-file"), d.join("to-link")).expect("link");
+        let of =
+            |m: std::fs::Metadata| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
+        let both = |p: &Path| [std::fs::symlink_metadata(p).ok().map(of), std::fs::metadata(p).ok().map(of)];
+        for name in ["file", "dir", "missing", "file/under", "to-file", "to-dir", "dangling", "to-link"] {
+            let path = d.join(name);
+            assert_eq!(stamp(&path), both(&path), "{name}");
+        }
+        let before = stamp(&d.join("to-file"));
+        std::fs::write(d.join("file"), "longer").expect("write");
+        assert_ne!(stamp(&d.join("to-file")), before, "the target's edit is the link's change");
+        assert!(stamp(&d.join("dangling"))[0].is_some() && stamp(&d.join("dangling"))[1].is_none());
     }
 }
