@@ -110,7 +110,7 @@ impl PackedRow {
         })
     }
 
-    /// Packs `row` (no extra text). `None` as for [`PackedRow::of_read`].
+    /// Packs `row` (no extra text). `None` when its texts are longer than 4 GiB together.
     #[must_use]
     pub fn of_row(row: &EvidenceRow) -> Option<Self> {
         let read = RowRead {

@@ -137,7 +137,7 @@ impl Live {
         self.paths().map(|p| stamp(&p))
     }
 
-    /// What was read, when none of its files changed since (ten `stat`s: [`stamp`]); `None` when one
+    /// What was read, when none of its files changed since (five `lstat`s, and a `stat` for each path that is a link: [`stamp`]); `None` when one
     /// did, or nothing was read yet: then [`Live::refresh`].
     fn fresh(&self) -> Option<Arc<LiveState>> {
         let state = self.state.read().ok()?.clone()?;
