@@ -33,13 +33,33 @@ struct RowKey<'a> {
     trust_violation: bool,
 }
 
-impl EvidenceRow {
-    fn key(&self) -> RowKey<'_> {
+impl<'a> RowRead<'a> {
+    /// `row`'s fields, borrowed.
+    fn of_row(row: &'a EvidenceRow) -> Self {
+        RowRead {
+            action_class: std::borrow::Cow::Borrowed(&row.action_class),
+            label: std::borrow::Cow::Borrowed(&row.label),
+            date: row.date.as_deref(),
+            source: row.source.as_deref(),
+            source_type: row.source_type,
+            decision_weight: row.decision_weight,
+            provenance_weight: row.provenance_weight,
+            evidence_weight: row.evidence_weight,
+            edit_distance: row.edit_distance,
+            bucket: row.bucket,
+            trust_violation: row.trust_violation,
+            receipt_id: row.receipt_id.as_deref(),
+            recorded_at: row.recorded_at.as_deref(),
+        }
+    }
+
+    /// What the row counts as (its fields but the receipt id and time, borrowed).
+    fn key(&'a self) -> RowKey<'a> {
         RowKey {
             action_class: &self.action_class,
             label: &self.label,
-            date: self.date.as_deref(),
-            source: self.source.as_deref(),
+            date: self.date,
+            source: self.source,
             source_type: self.source_type,
             weights: [self.decision_weight.to_bits(), self.provenance_weight.to_bits(), self.evidence_weight.to_bits()],
             edit_distance: self.edit_distance.map(f64::to_bits),
@@ -113,22 +133,7 @@ impl PackedRow {
     /// Packs `row` (no extra text). `None` when its texts are longer than 4 GiB together.
     #[must_use]
     pub fn of_row(row: &EvidenceRow) -> Option<Self> {
-        let read = RowRead {
-            action_class: std::borrow::Cow::Borrowed(&row.action_class),
-            label: std::borrow::Cow::Borrowed(&row.label),
-            date: row.date.as_deref(),
-            source: row.source.as_deref(),
-            source_type: row.source_type,
-            decision_weight: row.decision_weight,
-            provenance_weight: row.provenance_weight,
-            evidence_weight: row.evidence_weight,
-            edit_distance: row.edit_distance,
-            bucket: row.bucket,
-            trust_violation: row.trust_violation,
-            receipt_id: row.receipt_id.as_deref(),
-            recorded_at: row.recorded_at.as_deref(),
-        };
-        Self::of_read(&read, None)
+        Self::of_read(&RowRead::of_row(row), None)
     }
 
     /// Text `k`, when present.
@@ -149,29 +154,13 @@ impl PackedRow {
         self.text(EXTRA)
     }
 
-    fn key(&self) -> RowKey<'_> {
-        RowKey {
-            action_class: self.action_class(),
-            label: self.text(LABEL).unwrap_or_default(),
+    /// The row's fields, its texts borrowed.
+    fn read(&self) -> RowRead<'_> {
+        RowRead {
+            action_class: std::borrow::Cow::Borrowed(self.action_class()),
+            label: std::borrow::Cow::Borrowed(self.text(LABEL).unwrap_or_default()),
             date: self.text(DATE),
             source: self.text(SOURCE),
-            source_type: self.source_type,
-            weights: [self.decision_weight.to_bits(), self.provenance_weight.to_bits(), self.evidence_weight.to_bits()],
-            edit_distance: self.edit_distance.map(f64::to_bits),
-            bucket: self.bucket,
-            trust_violation: self.trust_violation,
-        }
-    }
-
-    /// The row, owning its texts.
-    #[must_use]
-    pub fn to_row(&self) -> EvidenceRow {
-        let owned = |k| self.text(k).map(str::to_owned);
-        EvidenceRow {
-            action_class: self.action_class().to_owned(),
-            label: self.text(LABEL).unwrap_or_default().to_owned(),
-            date: owned(DATE),
-            source: owned(SOURCE),
             source_type: self.source_type,
             decision_weight: self.decision_weight,
             provenance_weight: self.provenance_weight,
@@ -179,9 +168,15 @@ impl PackedRow {
             edit_distance: self.edit_distance,
             bucket: self.bucket,
             trust_violation: self.trust_violation,
-            receipt_id: owned(RECEIPT_ID),
-            recorded_at: owned(RECORDED_AT),
+            receipt_id: self.text(RECEIPT_ID),
+            recorded_at: self.text(RECORDED_AT),
         }
+    }
+
+    /// The row, owning its texts.
+    #[must_use]
+    pub fn to_row(&self) -> EvidenceRow {
+        self.read().into_row()
     }
 }
 
@@ -210,7 +205,7 @@ impl ChainEvidence {
     /// Adds a row (of record `index`, for [`ChainEvidence::remove`]); returns the position of
     /// its distinct row.
     pub fn push_at(&mut self, index: usize, row: EvidenceRow) -> usize {
-        let pos = self.count_run(row.key(), 1, || row.clone());
+        let pos = self.count_run(RowRead::of_row(&row).key(), 1, || row.clone());
         if let Some(packed) = PackedRow::of_row(&row) {
             self.keep_recent(index, packed);
         }
@@ -220,7 +215,7 @@ impl ChainEvidence {
     /// [`ChainEvidence::push_at`] of a packed row: the row is copied into an [`EvidenceRow`]
     /// only when it is the first of its run.
     pub fn push_packed(&mut self, index: usize, row: PackedRow) -> usize {
-        let pos = self.count_run(row.key(), 1, || row.to_row());
+        let pos = self.count_run(row.read().key(), 1, || row.to_row());
         self.keep_recent(index, row);
         pos
     }
@@ -242,7 +237,7 @@ impl ChainEvidence {
     /// chain's records were read for.
     pub fn push_run(&mut self, row: EvidenceRow, n: u64) {
         if n > 0 {
-            self.count_run(row.key(), n, || row.clone());
+            self.count_run(RowRead::of_row(&row).key(), n, || row.clone());
         }
     }
 
@@ -262,14 +257,15 @@ impl ChainEvidence {
         self.len += n;
         let hash = std::hash::BuildHasher::hash_one(&self.hasher, key);
         let runs = &self.runs;
-        if let Some(&p) = self.at.find(hash, |&p| runs[p].0.key() == key) {
+        if let Some(&p) = self.at.find(hash, |&p| RowRead::of_row(&runs[p].0).key() == key) {
             self.runs[p].1 += n;
             return p;
         }
         self.runs.push((owned(), n));
         let p = self.runs.len() - 1;
         let (runs, hasher) = (&self.runs, &self.hasher);
-        self.at.insert_unique(hash, p, |&q| std::hash::BuildHasher::hash_one(hasher, runs[q].0.key()));
+        self.at
+            .insert_unique(hash, p, |&q| std::hash::BuildHasher::hash_one(hasher, RowRead::of_row(&runs[q].0).key()));
         p
     }
 
@@ -285,7 +281,7 @@ impl ChainEvidence {
     pub fn reserve(&mut self, additional: usize) {
         self.runs.reserve(additional);
         let (runs, hasher) = (&self.runs, &self.hasher);
-        self.at.reserve(additional, |&q| std::hash::BuildHasher::hash_one(hasher, runs[q].0.key()));
+        self.at.reserve(additional, |&q| std::hash::BuildHasher::hash_one(hasher, RowRead::of_row(&runs[q].0).key()));
     }
 
     /// Adds a row whose record index is not known.
