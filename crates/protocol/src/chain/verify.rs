@@ -578,7 +578,9 @@ where
         let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
         let block_rx = std::sync::Arc::new(std::sync::Mutex::new(block_rx));
         let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<(usize, String, Vec<Checked<T>>)>(workers * 2);
-        let (recycle_tx, recycle_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(workers * 2 + 2);
+        // Spare buffers for the reader: two, so a block's 1 MiB is reused, not kept idle (the
+        // window below bounds the blocks in use; a buffer that finds the queue full is freed).
+        let (recycle_tx, recycle_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
         for _ in 0..workers {
             let (rx, tx, recycle_tx) = (std::sync::Arc::clone(&block_rx), done_tx.clone(), recycle_tx.clone());
             let keys = seq.lineage.keys.clone();

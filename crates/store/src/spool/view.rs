@@ -443,6 +443,48 @@ pub(super) fn view_after(
     view_after_checkpoint(spool, pinned, checkpoint, prefix, base, keep, progress)
 }
 
+/// Where the tail's records' evidence rows went in [`ChainEvidence`] (their run positions), by
+/// record index: 4 bytes a record (a million receipts: 4 MB, where pairs of index and position
+/// took 8), the rare second row of a record (a decision that carries a receipt) kept beside.
+#[derive(Default)]
+struct RowPositions {
+    /// The first record's index.
+    first: Option<usize>,
+    /// The first row's position of each record from `first` on; [`RowPositions::NONE`] for a
+    /// record with none.
+    firsts: Vec<u32>,
+    /// (record index, position) of each record's rows after its first.
+    more: Vec<(usize, usize)>,
+}
+
+impl RowPositions {
+    const NONE: u32 = u32::MAX;
+
+    /// Records that record `index` (not before the first recorded) put a row at `pos`.
+    fn push(&mut self, index: usize, pos: usize) {
+        let first = *self.first.get_or_insert(index);
+        let Some(k) = index.checked_sub(first) else { return self.more.push((index, pos)) };
+        match u32::try_from(pos) {
+            Ok(p) if p != Self::NONE && k >= self.firsts.len() => {
+                self.firsts.resize(k, Self::NONE);
+                self.firsts.push(p);
+            }
+            _ => self.more.push((index, pos)),
+        }
+    }
+
+    /// The positions of record `index`'s rows.
+    fn of(&self, index: usize) -> impl Iterator<Item = usize> + '_ {
+        let first = self
+            .first
+            .and_then(|f| index.checked_sub(f))
+            .and_then(|k| self.firsts.get(k))
+            .filter(|&&p| p != Self::NONE)
+            .map(|&p| p as usize);
+        first.into_iter().chain(self.more.iter().filter(move |(i, _)| *i == index).map(|&(_, p)| p))
+    }
+}
+
 /// [`view_after`] with the principal's latest checkpoint already read (before the chain) by the
 /// caller: `checkpoint` is checked against the whole report.
 pub(super) fn view_after_checkpoint(
@@ -456,9 +498,8 @@ pub(super) fn view_after_checkpoint(
 ) -> Result<Option<ViewAfter>, ChainError> {
     let mut found: Vec<FoundDecision> = Vec::new();
     let mut view = base.unwrap_or_default();
-    // Where each tail record's evidence row went, to take it back if the record fails a check
-    // (32-bit halves: 8 bytes a record).
-    let mut evidence: Vec<(u32, u32)> = Vec::new();
+    // Where each tail record's evidence row went, to take it back if the record fails a check.
+    let mut evidence = RowPositions::default();
     let mut controls: Vec<(usize, ControlEvent)> = Vec::new();
     let mut grants: Vec<(usize, warrant_protocol::grant::GrantEvent)> = Vec::new();
     let mut publishers: Vec<(usize, String, u32)> = Vec::new();
@@ -478,9 +519,8 @@ pub(super) fn view_after_checkpoint(
                 let (id, d, kept) = *decision;
                 found.push((i, id, d, kept));
             }
-            let at = |pos: usize| (u32::try_from(i).unwrap_or(u32::MAX), u32::try_from(pos).unwrap_or(u32::MAX));
             if let Some(row) = facts.evidence {
-                evidence.push(at(view.evidence.push_at(i, row)));
+                evidence.push(i, view.evidence.push_at(i, row));
             }
             if let Some(hash) = facts.packed.as_ref().and_then(|p| p.extra()).or(facts.receipt_hash.as_deref()) {
                 // The last receipt's hash, copied into one buffer rather than allocated per receipt.
@@ -489,7 +529,7 @@ pub(super) fn view_after_checkpoint(
                 last.push_str(hash);
             }
             if let Some(row) = facts.packed {
-                evidence.push(at(view.evidence.push_packed(i, row)));
+                evidence.push(i, view.evidence.push_packed(i, row));
             }
             if let Some(c) = facts.control {
                 controls.push((i, *c));
@@ -523,8 +563,10 @@ pub(super) fn view_after_checkpoint(
             fold_decision(&mut view.decisions, &mut view.cosigning, id, d, effective);
         }
     }
-    for (i, pos) in evidence.into_iter().map(|(i, p)| (i as usize, p as usize)).filter(|(i, _)| bad.contains(i)) {
-        view.evidence.remove(pos, i);
+    for &i in &bad {
+        for pos in evidence.of(i) {
+            view.evidence.remove(pos, i);
+        }
     }
     for (_, c) in controls.iter().filter(|(i, _)| !bad.contains(i)) {
         view.controls.apply(c);
@@ -536,4 +578,28 @@ pub(super) fn view_after_checkpoint(
         view.controls.bind_publisher(agent, *uid);
     }
     Ok(Some((view, kept, tail)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RowPositions;
+
+    /// Every row pushed is found at its record, and only there: records with none, a gap in the
+    /// indices, a record's second row, a position too large for the compact form.
+    #[test]
+    fn row_positions_are_found_by_record() {
+        let mut at = RowPositions::default();
+        let pushed = [(10, 0), (11, 1), (11, 7), (13, 1), (14, u32::MAX as usize), (15, 2), (20, 3)];
+        for (i, pos) in pushed {
+            at.push(i, pos);
+        }
+        for i in 0..25 {
+            let mut want: Vec<usize> = pushed.iter().filter(|(j, _)| *j == i).map(|(_, p)| *p).collect();
+            let mut got: Vec<usize> = at.of(i).collect();
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!(got, want, "record {i}");
+        }
+        assert_eq!(at.firsts.len(), 11, "one slot a record from the first to the last");
+    }
 }
