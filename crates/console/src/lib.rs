@@ -1032,6 +1032,17 @@ where
     })
 }
 
+/// Where the console is on its way to the chain's first verification ([`event_loop`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FirstVerify {
+    /// The first scan is not in.
+    AfterScan,
+    /// The first scan is in; the verification starts once no frame is waiting to be drawn.
+    AfterDraw,
+    /// Started (later verifications are asked for by the spool's changes).
+    Started,
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn event_loop<B: ratatui::backend::Backend>(
     terminal: &mut ratatui::Terminal<B>,
@@ -1050,9 +1061,10 @@ where
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
     let (_watcher, mut runner) = start_runner(&mut state, spool, principal, pinned, gateways, rescan, notify, &tx);
     runner.run(Effect::Scan);
-    // The chain is verified once the first scan is in: the first frame with the packet list
-    // does not wait behind a long chain's verification for the cores.
-    let mut first_verify = true;
+    // The chain is verified once the first scan is in and drawn: the first frame with the
+    // packet list does not wait behind a long chain's verification for the cores (its threads
+    // would take both while the scan's result is folded in and drawn).
+    let mut first_verify = FirstVerify::AfterScan;
 
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -1086,6 +1098,12 @@ where
             let before = state.mode.clone();
             app::update(&mut state, Action::Drawn { width: area.width, height: area.height });
             dirty = state.mode != before;
+        }
+        if first_verify == FirstVerify::AfterDraw && !dirty {
+            first_verify = FirstVerify::Started;
+            // Not forced: a verification of this same chain already under way is not queued
+            // again.
+            runner.run(Effect::VerifyChain { force: false });
         }
         runner.scan_if_due();
         // A scan's packets are drawn first; the models' assessment follows off the UI thread, at
@@ -1127,11 +1145,8 @@ where
         }
         for action in batch {
             runner.finished(&action);
-            if first_verify && matches!(action, Action::Scanned(_) | Action::ScanFailed(_)) {
-                first_verify = false;
-                // Not forced: a verification of this same chain already under way is not
-                // queued again.
-                runner.run(Effect::VerifyChain { force: false });
+            if first_verify == FirstVerify::AfterScan && matches!(action, Action::Scanned(_) | Action::ScanFailed(_)) {
+                first_verify = FirstVerify::AfterDraw;
             }
             let assessed = matches!(action, Action::Assessed(_) | Action::AssessFailed(_));
             let is_tick = matches!(action, Action::Tick(_));

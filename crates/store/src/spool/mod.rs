@@ -397,33 +397,53 @@ pub fn spool_json(doc: &Value) -> io::Result<Vec<u8>> {
     Ok(out.0)
 }
 
-/// Reads a spool file safely: regular files only (symlinks refused, and `O_NOFOLLOW` against a
-/// swap between the check and the open), at most [`MAX_FILE_BYTES`].
+/// Reads a spool file safely: regular files only (symlinks refused: opened with `O_NOFOLLOW`,
+/// and with `O_NONBLOCK`, so a FIFO never blocks; what was opened is checked by `fstat`), at most
+/// [`MAX_FILE_BYTES`].
 ///
 /// # Errors
 /// [`InvalidReason::NotRegular`], [`InvalidReason::TooLarge`] or [`InvalidReason::Io`].
 pub fn read_limited(path: &Path) -> Result<Vec<u8>, InvalidReason> {
-    let meta = fs::symlink_metadata(path).map_err(|e| InvalidReason::Io(e.to_string()))?;
+    read_limited_meta(path).map(|(bytes, _)| bytes)
+}
+
+/// [`read_limited`], with the metadata of the file read (its `fstat`, taken before the read): an
+/// `open`, an `fstat`, the reads and a `close`, and no path lookup but the `open`'s.
+///
+/// # Errors
+/// As [`read_limited`]: a path that cannot be opened is [`InvalidReason::NotRegular`] when its
+/// `lstat` shows something other than a regular file (a symbolic link, which `O_NOFOLLOW`
+/// refuses), else [`InvalidReason::Io`].
+pub fn read_limited_meta(path: &Path) -> Result<(Vec<u8>, fs::Metadata), InvalidReason> {
+    let io = |e: io::Error| InvalidReason::Io(e.to_string());
+    let file = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(crate::open_flags::NOFOLLOW | crate::open_flags::NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) => {
+            return Err(match fs::symlink_metadata(path) {
+                Ok(meta) if !meta.file_type().is_file() => InvalidReason::NotRegular,
+                _ => io(e),
+            });
+        }
+    };
+    let meta = file.metadata().map_err(io)?;
     if !meta.file_type().is_file() {
         return Err(InvalidReason::NotRegular);
     }
     if meta.len() > MAX_FILE_BYTES {
         return Err(InvalidReason::TooLarge(meta.len()));
     }
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(crate::open_flags::NOFOLLOW | crate::open_flags::NONBLOCK)
-        .open(path)
-        .map_err(|e| InvalidReason::Io(e.to_string()))?;
-    if !file.metadata().map_err(|e| InvalidReason::Io(e.to_string()))?.file_type().is_file() {
-        return Err(InvalidReason::NotRegular);
-    }
-    let mut buf = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf).map_err(|e| InvalidReason::Io(e.to_string()))?;
+    // One byte more than the file holds: a file that has not grown since the `fstat` is read to
+    // its end without the buffer growing.
+    let mut buf = Vec::with_capacity(meta.len() as usize + 1);
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf).map_err(io)?;
     if buf.len() as u64 > MAX_FILE_BYTES {
         return Err(InvalidReason::TooLarge(buf.len() as u64));
     }
-    Ok(buf)
+    Ok((buf, meta))
 }
 
 /// The file name a spool message gets in a replica that names it by its stream sequence:

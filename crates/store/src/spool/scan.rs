@@ -1,6 +1,6 @@
 //! Scanning a spool's `packets/` and `receipts/`: the incremental [`Scanner`] and the [`Snapshot`] it finds.
 
-use super::{Spool, Uses, agent_of_name, read_limited, read_uses};
+use super::{Spool, Uses, agent_of_name, read_limited_meta, read_uses};
 use crate::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -240,24 +240,35 @@ type Probe = (Stamp, Option<Parsed>);
 /// The read-only half of [`look`] (the cache is only read, so many files can be probed at once):
 /// `None` when the file cannot be `lstat`ed.
 fn probe(cache: &FileCache, kind: FileKind, name: &str, path: &Path, how: Reading<'_>) -> Option<Probe> {
-    let meta = fs::symlink_metadata(path).ok()?;
-    let stamp = Stamp {
+    let stamp_of = |meta: &fs::Metadata| Stamp {
         len: meta.len(),
-        mtime_ns: mtime_ns(&meta),
+        mtime_ns: mtime_ns(meta),
         ctime: (meta.ctime(), meta.ctime_nsec()),
         ino: meta.ino(),
         uid: meta.uid(),
     };
-    if cache.get(name).is_some_and(|(s, _, _)| *s == stamp) {
-        return Some((stamp, None));
+    if let Some((cached, _, _)) = cache.get(name) {
+        let stamp = stamp_of(&fs::symlink_metadata(path).ok()?);
+        if *cached == stamp {
+            return Some((stamp, None));
+        }
     }
-    Some((stamp, Some(parse_file(kind, name, path, how))))
+    // New or changed: opened and read first, its stamp the file's that was read (`fstat`), with
+    // no `lstat` before (a scan of 10,000 new packets makes 20,000 fewer path lookups). A file
+    // that could not be read is stamped by its `lstat`; one that cannot be `lstat`ed is gone.
+    match read_limited_meta(path) {
+        Ok((bytes, meta)) => Some((stamp_of(&meta), Some(parse_file(kind, name, Ok(bytes), how)))),
+        Err(reason) => {
+            let stamp = stamp_of(&fs::symlink_metadata(path).ok()?);
+            Some((stamp, Some(parse_file(kind, name, Err(reason), how))))
+        }
+    }
 }
 
-/// The file `name` of `kind` at `path`, read (at most the size limit) and parsed.
-fn parse_file(kind: FileKind, name: &str, path: &Path, how: Reading<'_>) -> Parsed {
+/// The file `name` of `kind`, as read (at most the size limit), parsed.
+fn parse_file(kind: FileKind, name: &str, read: Result<Vec<u8>, InvalidReason>, how: Reading<'_>) -> Parsed {
     let stem = name.strip_suffix(".json").unwrap_or(name);
-    match read_limited(path) {
+    match read {
         Err(reason) => Parsed::Invalid(reason),
         Ok(bytes) => match kind {
             FileKind::Packet => match packet::parse_packet(&bytes, stem) {
@@ -311,6 +322,8 @@ fn apply(cache: &mut FileCache, name: &str, (stamp, parsed): Probe) -> (Arc<str>
 }
 
 /// Probes `todo` (kind, name, path), on every core when there are many: [`probe`] of each, in order.
+/// The threads (the caller's among them) take the files in blocks of [`PROBE_BLOCK`] as they
+/// go, so a thread the scheduler holds back does not leave half the files waiting for it.
 fn probe_all(
     cache: &FileCache,
     todo: &[(FileKind, String, std::path::PathBuf)],
@@ -321,13 +334,33 @@ fn probe_all(
     if todo.len() < PARALLEL_PROBES || cores < 2 {
         return todo.iter().map(one).collect();
     }
-    let chunk = todo.len().div_ceil(cores);
-    std::thread::scope(|s| {
-        let parts: Vec<_> =
-            todo.chunks(chunk).map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<_>>())).collect();
-        parts.into_iter().flat_map(|p| p.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    })
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done: Vec<(usize, Option<Probe>)> = Vec::new();
+        loop {
+            let start = next.fetch_add(PROBE_BLOCK, std::sync::atomic::Ordering::Relaxed);
+            if start >= todo.len() {
+                return done;
+            }
+            let end = (start + PROBE_BLOCK).min(todo.len());
+            done.extend((start..end).map(|i| (i, one(&todo[i]))));
+        }
+    };
+    let parts = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..cores).map(|_| s.spawn(work)).collect();
+        let mut parts = vec![work()];
+        parts.extend(helpers.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
+        parts
+    });
+    let mut probes: Vec<Option<Probe>> = std::iter::repeat_with(|| None).take(todo.len()).collect();
+    for (i, probed) in parts.into_iter().flatten() {
+        probes[i] = probed;
+    }
+    probes
 }
+
+/// Files a scanning thread takes at a time ([`probe_all`]).
+const PROBE_BLOCK: usize = 64;
 
 /// From this many files to read, a full scan reads and parses them on every core.
 const PARALLEL_PROBES: usize = 512;
