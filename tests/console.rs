@@ -2892,7 +2892,7 @@ fn e_corrects_the_proposed_action_and_the_dialog_shows_the_whole_difference() {
     let fx = press(&mut s, &["e"]);
     let [Effect::Edit { packet, text }] = fx.as_slice() else { panic!("{fx:?}") };
     assert_eq!(packet.id, "p-quote");
-    assert_eq!(serde_json::from_str::<Value>(text).expect("JSON"), packet.proposed_action);
+    assert_eq!(serde_json::from_str::<Value>(text).expect("JSON"), *packet.proposed_action());
     assert!(text.starts_with("{\n  \"body\""), "sorted, indented: {text}");
     let (id, hash) = (packet.id.clone(), packet.content_hash.clone());
     let edited = |text: &str, hash: &str| Action::Edited {

@@ -231,8 +231,10 @@ fn a_headers_only_scan_keeps_every_header_and_hash_and_no_body() {
         let (l, w) = (&l.packet, &w.packet);
         assert_eq!((&l.id, &l.agent, &l.action_class, &l.summary), (&w.id, &w.agent, &w.action_class, &w.summary));
         assert_eq!((&l.content_hash, l.state, &l.created_at), (&w.content_hash, w.state, &w.created_at));
-        assert!(!w.raw.is_null() && !w.proposed_action.is_null() && !w.context.is_null() && !w.evidence.is_null());
-        assert!(l.raw.is_null() && l.proposed_action.is_null() && l.context.is_null() && l.evidence.is_null());
+        assert!(
+            !w.raw.is_null() && !w.proposed_action().is_null() && !w.context().is_null() && !w.evidence().is_null()
+        );
+        assert!(l.raw.is_null() && l.proposed_action().is_null() && l.context().is_null() && l.evidence().is_null());
     }
 }
 

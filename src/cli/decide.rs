@@ -52,7 +52,7 @@ fn show_correction(packet: &packet::Packet, c: &Correction) -> Result<(), Failur
         c.changed_permille,
         c.size.label()
     )?;
-    for line in correction::diff_lines(&packet.proposed_action, &c.action) {
+    for line in correction::diff_lines(packet.proposed_action(), &c.action) {
         writeln!(out, "{} {}", line.mark(), crate::protocol::text::inert(line.text(), usize::MAX))?;
     }
     out.flush()?;

@@ -158,7 +158,7 @@ pub(super) fn audit_cmd(
                     .filter(|p| Some(&p.packet.content_hash) == e.packet_hash.as_ref());
                 match proposed {
                     Some(p) => {
-                        for line in e.corrected_difference(&p.packet.proposed_action) {
+                        for line in e.corrected_difference(p.packet.proposed_action()) {
                             let text = crate::protocol::text::inert(line.text(), usize::MAX);
                             writeln!(out, "    {} {text}", line.mark())?;
                         }

@@ -140,8 +140,8 @@ pub fn confirm_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
         correction_rows(p, correction, &mut out, width);
         return out;
     }
-    let fields = field_lines(&p.proposed_action, width.saturating_sub(2), usize::MAX, true);
-    let n = match &p.proposed_action {
+    let fields = field_lines(p.proposed_action(), width.saturating_sub(2), usize::MAX, true);
+    let n = match p.proposed_action() {
         serde_json::Value::Object(m) => m.len(),
         _ => 1,
     };
@@ -169,7 +169,7 @@ fn correction_rows(
     labelled(out, "corrected", &evidence, "warn", width);
     out.push(Row(vec![]));
     out.push(Row(vec![("the difference, every line of both (- proposed, + corrected):".to_owned(), "header")]));
-    for line in warrant_protocol::correction::diff_lines(&p.proposed_action, &c.action) {
+    for line in warrant_protocol::correction::diff_lines(p.proposed_action(), &c.action) {
         let role = diff_role(&line);
         let pieces = super::fields::wrap(&inert(line.text(), usize::MAX), width.saturating_sub(4));
         for (i, piece) in pieces.into_iter().enumerate() {
@@ -281,7 +281,7 @@ fn batch_rows(state: &State, c: &Confirm, width: usize) -> Vec<Row> {
                 labelled(&mut out, "stands in", &format!("for {}", inert(&what, any)), "warn", width);
             }
         }
-        let fields = field_lines(&p.proposed_action, width.saturating_sub(2), usize::MAX, true);
+        let fields = field_lines(p.proposed_action(), width.saturating_sub(2), usize::MAX, true);
         out.extend(fields.into_iter().map(|l| field_row(l, 2)));
     }
     out

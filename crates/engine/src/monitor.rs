@@ -185,7 +185,7 @@ fn count_packeted(a: &mut Assessment, packets: &[PacketEntry], decisions: &HashM
             S::Blocked => c.refused += 1,
             _ => c.held += 1,
         }
-        let proposed = &p.proposed_action;
+        let proposed = p.proposed_action();
         if let Some(s) = proposed.get("session").and_then(serde_json::Value::as_str) {
             let seen = sessions.entry(p.agent.as_str()).or_default();
             seen.insert(s);

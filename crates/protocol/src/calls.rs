@@ -731,7 +731,7 @@ pub fn classify_proposed(policies: &PolicySet, proposed: &Value, governance_tool
 pub fn is_call_packet(p: &crate::packet::Packet) -> bool {
     crate::verdict::Governance::of_packet(p)
         .and_then(|g| g.tool.clone())
-        .is_some_and(|t| call_of_packet(&p.proposed_action, &t).is_some())
+        .is_some_and(|t| call_of_packet(p.proposed_action(), &t).is_some())
 }
 
 /// Why the constraints of a call the gate allows `allowed_with_constraints` do not hold, or

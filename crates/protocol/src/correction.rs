@@ -123,7 +123,7 @@ fn is_empty(v: &Value) -> bool {
 /// The tool a call packet names (`governance.tool`), when the packet is one.
 fn call_tool(packet: &Packet) -> Option<String> {
     let tool = crate::verdict::Governance::of_packet(packet).and_then(|g| g.tool.clone())?;
-    crate::calls::call_of_packet(&packet.proposed_action, &tool).map(|_| tool)
+    crate::calls::call_of_packet(packet.proposed_action(), &tool).map(|_| tool)
 }
 
 impl Correction {
@@ -134,7 +134,7 @@ impl Correction {
     /// [`CorrectionError`]: empty, another JSON type, a tool call's member other than `input`
     /// changed, or its input classified (by `policies`) to another action class.
     pub fn new(packet: &Packet, policies: &PolicySet, corrected: Value) -> Result<Option<Self>, CorrectionError> {
-        let proposed = &packet.proposed_action;
+        let proposed = packet.proposed_action();
         if is_empty(&corrected) {
             return Err(CorrectionError::Empty);
         }

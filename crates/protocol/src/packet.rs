@@ -140,12 +140,6 @@ pub struct Packet {
     pub state: Option<DecisionState>,
     /// The gate's reason, when the packet carries one.
     pub reason: Option<String>,
-    /// The exact proposed action (`proposed_action` / `requestedAction`).
-    pub proposed_action: Value,
-    /// The request context (`context`), or `null`.
-    pub context: Value,
-    /// The evidence (array of rows, or the runtime's summary object), or `null`.
-    pub evidence: Value,
     /// Creation time as written, if any.
     pub created_at: Option<String>,
     /// Expiry as written, if any.
@@ -154,7 +148,8 @@ pub struct Packet {
     pub trace_id: Option<String>,
     /// `sha256:<hex>` of the packet's canonical JSON: what a decision signs.
     pub content_hash: String,
-    /// The packet as published.
+    /// The packet as published. Its bodies are read from it, not copied out
+    /// ([`Packet::proposed_action`], [`Packet::context`], [`Packet::evidence`]).
     pub raw: Value,
     /// Its `governance` object, parsed on first use ([`crate::verdict::Governance::of_packet`]).
     pub(crate) governance: crate::verdict::GovernanceCache,
@@ -163,6 +158,30 @@ pub struct Packet {
 }
 
 impl Packet {
+    /// The exact proposed action: the portable packet's `proposed_action`, the runtime packet's
+    /// `requestedAction`, else its `context`; `null` for a packet kept without its bodies
+    /// ([`Packet::from_headers`]).
+    #[must_use]
+    pub fn proposed_action(&self) -> &Value {
+        let member = match self.form {
+            PacketForm::Portable => self.raw.get("proposed_action"),
+            PacketForm::Runtime => self.raw.get("requestedAction").or_else(|| self.raw.get("context")),
+        };
+        member.unwrap_or(&Value::Null)
+    }
+
+    /// The request context (`context`), or `null`.
+    #[must_use]
+    pub fn context(&self) -> &Value {
+        self.raw.get("context").unwrap_or(&Value::Null)
+    }
+
+    /// The evidence (`evidence`: an array of rows, or the runtime's summary object), or `null`.
+    #[must_use]
+    pub fn evidence(&self) -> &Value {
+        self.raw.get("evidence").unwrap_or(&Value::Null)
+    }
+
     /// `created_at` in seconds since the epoch (`None` when absent or not a timestamp), parsed
     /// once when the packet was.
     #[must_use]
@@ -189,8 +208,8 @@ impl Packet {
         }
     }
 
-    /// A packet without its bodies (`raw`, `proposed_action`, `context` and `evidence` are
-    /// `null`) made from the headers [`Packet::headers`] took of a packet that parsed: for a
+    /// A packet without its bodies (`raw` is `null`, and with it `proposed_action`, `context`
+    /// and `evidence`) made from the headers [`Packet::headers`] took of a packet that parsed: for a
     /// listing that keeps them between runs. Nothing that judges, shows or signs a packet may
     /// use one; `created_unix` is parsed again from `created_at`.
     #[must_use]
@@ -205,9 +224,6 @@ impl Packet {
             risk: h.risk,
             state: h.state,
             reason: h.reason,
-            proposed_action: Value::Null,
-            context: Value::Null,
-            evidence: Value::Null,
             created_at: h.created_at,
             expires_at: h.expires_at,
             trace_id: h.trace_id,
@@ -482,9 +498,6 @@ fn parse_portable(m: &Map<String, Value>, stem: &str) -> Result<Packet, InvalidR
         risk,
         state: Some(state),
         reason: Some(reason.to_owned()),
-        proposed_action: proposed.clone(),
-        context: m.get("context").cloned().unwrap_or(Value::Null),
-        evidence: m.get("evidence").cloned().unwrap_or(Value::Null),
         created_at: check_datetime(m, "created_at")?,
         expires_at: check_datetime(m, "expires_at")?,
         trace_id: opt_str(m, "trace_id")?.filter(|t| !t.trim().is_empty()).map(str::to_owned),
@@ -608,9 +621,9 @@ fn parse_runtime(m: &Map<String, Value>) -> Result<Packet, InvalidReason> {
     for k in ["requestedAction", "constraints", "actionBinding", "evidence"] {
         check_type(m, k, Value::is_object, "an object")?;
     }
-    let proposed = m.get("requestedAction").cloned().unwrap_or_else(|| context.clone());
+    let proposed = m.get("requestedAction").unwrap_or(context);
     let reason = opt_str(m, "reason")?.map(str::to_owned);
-    let summary = summary_from(&proposed, &["summary", "subject", "title", "description"])
+    let summary = summary_from(proposed, &["summary", "subject", "title", "description"])
         .or_else(|| summary_from(context, &["summary", "subject", "title", "description"]))
         .or_else(|| reason.as_deref().map(|r| first_line(r, 200)))
         .unwrap_or_default();
@@ -626,9 +639,6 @@ fn parse_runtime(m: &Map<String, Value>) -> Result<Packet, InvalidReason> {
         // e, f); the packet itself carries no status.
         state: Some(if approval_required { DecisionState::ReviewRequired } else { DecisionState::Deferred }),
         reason,
-        proposed_action: proposed,
-        context: context.clone(),
-        evidence: m.get("evidence").cloned().unwrap_or(Value::Null),
         created_at: check_datetime(m, "createdAt")?,
         expires_at: check_datetime(m, "expiresAt")?,
         trace_id: opt_str(m, "decisionId")?.filter(|t| !t.trim().is_empty()).map(str::to_owned),

@@ -407,7 +407,7 @@ impl Governance {
         p.governance
             .0
             .get_or_init(|| {
-                let raw = p.raw.get("governance").or_else(|| p.context.get("governance"))?;
+                let raw = p.raw.get("governance").or_else(|| p.context().get("governance"))?;
                 Some(Arc::new(Self::from_json(raw)))
             })
             .clone()
@@ -537,9 +537,9 @@ pub fn evaluate(
     // table: what the packet declares about itself is never what gates it.
     let mut wanted_preconditions = Vec::new();
     let call = g.tool.as_deref().and_then(|t| {
-        let c = crate::calls::classify_proposed(ctx.policies, &packet.proposed_action, t)?;
-        let (input, _) = crate::calls::call_of_packet(&packet.proposed_action, t)?;
-        let cwd = packet.proposed_action.get("cwd").and_then(Value::as_str);
+        let c = crate::calls::classify_proposed(ctx.policies, packet.proposed_action(), t)?;
+        let (input, _) = crate::calls::call_of_packet(packet.proposed_action(), t)?;
+        let cwd = packet.proposed_action().get("cwd").and_then(Value::as_str);
         wanted_preconditions = crate::calls::action_preconditions(&c.preconditions, input, cwd);
         Some(c)
     });
@@ -760,10 +760,10 @@ pub fn packet_gate<'a>(
 ) -> Decision<'a> {
     let now = time::OffsetDateTime::from_unix_timestamp(ctx.now as i64).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     let agent = ctx.controls.standing(&packet.agent);
-    if packet.context.is_object() {
+    if packet.context().is_object() {
         let req = GateRequest {
             action_class: &packet.action_class,
-            context: &packet.context,
+            context: packet.context(),
             approval: None,
             evidence,
             workspace,
@@ -773,7 +773,7 @@ pub fn packet_gate<'a>(
         };
         return can_execute(ctx.policies, &req);
     }
-    let context = json!({"requestedBy": packet.agent, "requestedAction": packet.proposed_action});
+    let context = json!({"requestedBy": packet.agent, "requestedAction": packet.proposed_action()});
     let req = GateRequest {
         action_class: &packet.action_class,
         context: &context,

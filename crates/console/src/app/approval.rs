@@ -234,7 +234,7 @@ pub(super) fn start_correction(state: &mut State) -> Vec<Effect> {
         });
         return fx;
     }
-    let text = warrant_protocol::correction::sorted_pretty(&c.packet.proposed_action) + "\n";
+    let text = warrant_protocol::correction::sorted_pretty(c.packet.proposed_action()) + "\n";
     state.flash = Some(Flash { text: format!("correcting {} in your editor…", c.packet.id), error: false });
     vec![Effect::Edit { packet: c.packet, text }]
 }

@@ -176,7 +176,7 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
         "evidence",
         format!(
             "{} · {} agent receipts (not evidence)",
-            evidence_summary(&p.evidence),
+            evidence_summary(p.evidence()),
             state.receipts_for(&p.action_class)
         ),
     ));
@@ -185,10 +185,10 @@ fn packet_lines<'a>(state: &State, theme: &Theme, p: &'a Packet, width: usize, z
     // Zoomed, nothing is cut: every field of the packet, every character, wrapped and scrolled.
     let budget = if zoomed { usize::MAX } else { 60 };
     lines.push(Line::from(Span::styled("proposed action (where it goes first)", theme.get("header"))));
-    lines.extend(value_lines(theme, &p.proposed_action, row, budget, true));
-    if !p.context.is_null() && p.context != p.proposed_action {
+    lines.extend(value_lines(theme, p.proposed_action(), row, budget, true));
+    if !p.context().is_null() && p.context() != p.proposed_action() {
         lines.push(Line::from(Span::styled("context", theme.get("header"))));
-        lines.extend(value_lines(theme, &p.context, row, budget, false));
+        lines.extend(value_lines(theme, p.context(), row, budget, false));
     }
     lines.extend(verdict_lines(state, theme, &p.id, row, if zoomed { usize::MAX } else { row * 2 }));
     if let Some(d) = state.gate_decision(&p.id) {
@@ -601,7 +601,7 @@ fn audit_lines(theme: &Theme, state: &State, e: &warrant_engine::audit::AuditEnt
             .and_then(|id| state.snapshot.packet(id))
             .filter(|p| Some(&p.packet.content_hash) == e.packet_hash.as_ref());
         if let Some(p) = proposed {
-            for line in e.corrected_difference(&p.packet.proposed_action) {
+            for line in e.corrected_difference(p.packet.proposed_action()) {
                 let text = format!("  {} {}", line.mark(), inert(line.text(), usize::MAX));
                 lines.push(Line::from(Span::styled(text, theme.get(crate::dialog::diff_role(&line)))));
             }

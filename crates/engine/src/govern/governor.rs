@@ -574,7 +574,7 @@ impl Governor {
                 // leaves the approval unused.
                 let quorum = self.policies.cosign(&entry.packet.action_class);
                 match self.verify_decision_file(id, &entry.packet.content_hash, quorum) {
-                    Ok(d) => self.use_approval(id, &entry.packet.proposed_action, d.correction, &format!("{by}{why}")),
+                    Ok(d) => self.use_approval(id, entry.packet.proposed_action(), d.correction, &format!("{by}{why}")),
                     Err(reason) => Outcome::Deny {
                         packet_id: Some(id.to_owned()),
                         status: "blocked",
@@ -951,7 +951,7 @@ impl Governor {
             .ok()
             .and_then(|b| warrant_protocol::packet::parse_packet(&b, &s.packet_id).ok())
             .filter(|p| p.content_hash == s.content_hash)
-            .map_or(Value::Null, |p| p.proposed_action)
+            .map_or(Value::Null, |p| p.proposed_action().clone())
     }
 
     /// The answer for a held call whose wait (of `timeout` in all) ended with `waited`.

@@ -88,7 +88,7 @@ impl CallFacts {
     pub fn of_packet(p: &crate::packet::Packet, policies: &crate::graduation::PolicySet) -> Option<Self> {
         let g = crate::verdict::Governance::of_packet(p)?;
         let tool = g.tool.clone()?;
-        let (input, annotations) = crate::calls::call_of_packet(&p.proposed_action, &tool)?;
+        let (input, annotations) = crate::calls::call_of_packet(p.proposed_action(), &tool)?;
         let entry = policies.tool(&tool);
         let command_field = policies.command_field(&tool);
         Some(Self {
@@ -97,16 +97,16 @@ impl CallFacts {
                 .filter(|t| !t.recipients.is_empty())
                 .and_then(|t| recipient_domains(input, &t.recipients)),
             workdir: command_field.and_then(|_| {
-                let at = |k: &str| p.proposed_action.get(k).and_then(Value::as_str);
+                let at = |k: &str| p.proposed_action().get(k).and_then(Value::as_str);
                 at("workdir").or_else(|| at("cwd")).map(str::to_owned)
             }),
             agent: p.agent.clone(),
             notebook: g.notebook.clone()?,
             action_class: policies.normalize(&p.action_class),
             argument: call_argument(input, command_field),
-            tier: crate::calls::classify_proposed(policies, &p.proposed_action, &tool)
+            tier: crate::calls::classify_proposed(policies, p.proposed_action(), &tool)
                 .map_or_else(|| crate::calls::classify(policies, &tool, input, annotations).tier, |c| c.tier),
-            session: p.proposed_action.get("session").and_then(Value::as_str).map(str::to_owned),
+            session: p.proposed_action().get("session").and_then(Value::as_str).map(str::to_owned),
             tool,
         })
     }

@@ -228,9 +228,8 @@ struct Reading<'a> {
 /// `evidence` become `null` (and with `raw`, the `governance` object read from it on first use).
 /// Every other field, `content_hash` among them, is the packet's as parsed.
 fn drop_bodies(p: &mut Packet) {
-    for body in [&mut p.raw, &mut p.proposed_action, &mut p.context, &mut p.evidence] {
-        *body = serde_json::Value::Null;
-    }
+    // The bodies are read from `raw` ([`Packet::proposed_action`]): nulled with it.
+    p.raw = serde_json::Value::Null;
 }
 
 /// What [`probe`] found of a file: its stamp, and the file parsed when the cache does not hold
