@@ -33,7 +33,7 @@ struct World {
     controls: ControlState,
     packets: Vec<PacketEntry>,
     receipts: Vec<Arc<Receipt>>,
-    decisions: HashMap<String, ChainDecision>,
+    decisions: warrant::store::spool::Decisions,
     evidence: ChainEvidence,
     chain_intact: bool,
     now: f64,
@@ -70,7 +70,8 @@ impl World {
     }
 }
 
-/// Same gate decisions (with their JSON, binding included), preconditions, verdicts and rates.
+/// Same gate decisions (with their JSON; an assessment keeps no binding,
+/// `Decision::into_verdict_only`), preconditions, verdicts and rates.
 fn assert_same(a: &Assessment, b: &Assessment, step: &str) {
     assert_eq!(a.evidence, b.evidence, "{step}: evidence");
     assert_eq!(a.monitor.rates, b.monitor.rates, "{step}: rates");
@@ -157,7 +158,7 @@ required_trust_level = 3
     w.evidence.push(row);
     w.decisions.insert(
         "p-1".into(),
-        ChainDecision {
+        Arc::new(ChainDecision {
             cosigners: Vec::new(),
             quorum: None,
             signed: None,
@@ -172,7 +173,7 @@ required_trust_level = 3
             action_class: String::new(),
             system: None,
             corrected: None,
-        },
+        }),
     );
     a = step(&w, &a, "decision");
     assert!(!a.gate.contains_key("p-1"));

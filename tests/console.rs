@@ -92,10 +92,10 @@ fn snapshot() -> Snapshot {
     }
 }
 
-fn decided_post() -> HashMap<String, ChainDecision> {
+fn decided_post() -> warrant::store::spool::Decisions {
     HashMap::from([(
         "p-post".to_owned(),
-        ChainDecision {
+        std::sync::Arc::new(ChainDecision {
             cosigners: Vec::new(),
             quorum: None,
             signed: None,
@@ -110,11 +110,11 @@ fn decided_post() -> HashMap<String, ChainDecision> {
             action_class: "social.post.public".into(),
             system: None,
             corrected: None,
-        },
+        }),
     )])
 }
 
-fn view(report: VerifyReport, decisions: HashMap<String, ChainDecision>) -> Box<ChainView> {
+fn view(report: VerifyReport, decisions: warrant::store::spool::Decisions) -> Box<ChainView> {
     Box::new(ChainView { report, decisions, ..ChainView::default() })
 }
 
@@ -625,7 +625,7 @@ fn signed_result_flashes_and_rescans() {
     let mut decided = decided_post();
     decided.insert(
         "p-quote".into(),
-        ChainDecision {
+        std::sync::Arc::new(ChainDecision {
             cosigners: Vec::new(),
             quorum: None,
             signed: None,
@@ -640,7 +640,7 @@ fn signed_result_flashes_and_rescans() {
             action_class: String::new(),
             system: None,
             corrected: None,
-        },
+        }),
     );
     app::update(&mut s, Action::ChainVerified(view(*valid_report(8), decided)));
     assert!(s.pending().iter().all(|e| e.packet.id != "p-quote"));
@@ -880,7 +880,7 @@ fn an_approval_the_chain_view_already_holds_is_counted_once() {
         let mut decisions = decided_post();
         let mut evidence = ChainEvidence::default();
         for (id, index, class) in signed {
-            decisions.insert((*id).to_owned(), decided(*index, class));
+            decisions.insert((*id).to_owned(), std::sync::Arc::new(decided(*index, class)));
             evidence
                 .push(decision_evidence(class, Verdict::Approve, None, "2026-11-21T09:00:00Z", Some(id)).expect("row"));
         }
@@ -1660,7 +1660,7 @@ fn hostile_state() -> State {
     scanned(&mut s, snap);
     let mut decided = decided_post();
     if let Some(d) = decided.get_mut("p-post") {
-        d.reason = Some(format!("refused{EVIL}"));
+        std::sync::Arc::make_mut(d).reason = Some(format!("refused{EVIL}"));
     }
     let mut controls = ControlState::default();
     controls.apply(&control_event(
@@ -2234,9 +2234,9 @@ fn space_v_and_shift_v_select_packets_for_batch_triage() {
     assert_eq!(s.marked.len(), 2);
     // A decided packet leaves the selection.
     let mut decisions = decided_post();
-    let mut d = decisions["p-post"].clone();
+    let mut d = (*decisions["p-post"]).clone();
     d.chain_index = 8;
-    decisions.insert("p-quote".into(), d);
+    decisions.insert("p-quote".into(), std::sync::Arc::new(d));
     app::update(&mut s, Action::ChainVerified(view(*valid_report(8), decisions)));
     assert_eq!(s.marked.iter().collect::<Vec<_>>(), ["p-kickoff"]);
     // In a packet read whole, space selects it and stays on it.
@@ -2689,9 +2689,9 @@ fn the_detail_shows_the_agents_record_the_posterior_and_the_contract_in_words() 
         corrected: None,
     };
     let mut decisions = decided_post();
-    decisions.insert("old-1".into(), d(1, Verdict::Approve, None));
-    decisions.insert("old-2".into(), d(2, Verdict::Refuse, Some("wrong price")));
-    decisions.insert("old-3".into(), d(3, Verdict::Approve, None));
+    decisions.insert("old-1".into(), std::sync::Arc::new(d(1, Verdict::Approve, None)));
+    decisions.insert("old-2".into(), std::sync::Arc::new(d(2, Verdict::Refuse, Some("wrong price"))));
+    decisions.insert("old-3".into(), std::sync::Arc::new(d(3, Verdict::Approve, None)));
     app::update(&mut s, Action::ChainVerified(view(*valid_report(9), decisions)));
     let rec = s.agent_record("agent-scribe", "email.send.external").expect("record");
     assert_eq!((rec.approved, rec.refused), (2, 1));

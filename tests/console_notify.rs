@@ -309,7 +309,7 @@ fn a_timed_out_packet_of_a_sign_refusal_class_is_refused_once_as_a_system_decisi
         corrected: None,
     };
     let report = VerifyReport { total: 4, root_hash: None, signatures_verified: 4, findings: vec![], torn_tail: None };
-    let decisions = HashMap::from([("p-quote".to_owned(), decision)]);
+    let decisions = HashMap::from([("p-quote".to_owned(), std::sync::Arc::new(decision))]);
     let fx =
         app::update(&mut s, Action::ChainVerified(Box::new(ChainView { report, decisions, ..ChainView::default() })));
     assert!(ids(&fx).is_empty(), "{fx:?}");

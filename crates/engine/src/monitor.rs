@@ -14,7 +14,7 @@ use warrant_protocol::graduation::gate::AgentStanding;
 use warrant_protocol::packet::Receipt;
 use warrant_protocol::rings::{RateLimiter, Ring};
 use warrant_protocol::verdict::{Governance, RateOutcome, VerdictContext, packet_ring};
-use warrant_store::spool::{ChainDecision, PacketEntry};
+use warrant_store::spool::PacketEntry;
 
 /// A map keyed by packet id, hashed with foldhash (seeded per map): the console rebuilds these
 /// for every pending packet on every assessment, where SipHash was a tenth of its time.
@@ -114,7 +114,7 @@ fn count_calls(
     a: &mut Assessment,
     packets: &[PacketEntry],
     receipts: &[Arc<Receipt>],
-    decisions: &HashMap<String, ChainDecision>,
+    decisions: &warrant_store::spool::Decisions,
     now: f64,
 ) {
     count_packeted(a, packets, decisions, now);
@@ -154,7 +154,7 @@ fn count_unpacketed(a: &mut Assessment, packets: &[PacketEntry], receipts: &[Arc
 }
 
 /// Counts each agent's call packets into its summary, from the verdicts just computed.
-fn count_packeted(a: &mut Assessment, packets: &[PacketEntry], decisions: &HashMap<String, ChainDecision>, now: f64) {
+fn count_packeted(a: &mut Assessment, packets: &[PacketEntry], decisions: &warrant_store::spool::Decisions, now: f64) {
     use warrant_protocol::packet::DecisionState as S;
     let mut sessions: HashMap<&str, std::collections::HashSet<&str>> = HashMap::new();
     for e in packets.iter().filter(|e| warrant_protocol::calls::is_call_packet(&e.packet)) {
@@ -288,7 +288,7 @@ pub fn observe(
     ctx: &VerdictContext<'_>,
     packets: &[PacketEntry],
     receipts: &[Arc<Receipt>],
-    decisions: &HashMap<String, ChainDecision>,
+    decisions: &warrant_store::spool::Decisions,
 ) -> Monitor {
     let mut order: Vec<&PacketEntry> = packets.iter().collect();
     order.sort_by(|a, b| a.arrived.total_cmp(&b.arrived).then_with(|| a.packet.id.cmp(&b.packet.id)));
@@ -432,7 +432,11 @@ pub struct Assessment {
     pub evidence: Vec<warrant_protocol::graduation::evidence::EvidenceRow>,
     /// Rates and agent summaries.
     pub monitor: Monitor,
-    /// The Trust Graduation gate's decision per pending packet.
+    /// The Trust Graduation gate's decision per pending packet, without the requested action and
+    /// its exact-action binding ([`Decision::into_verdict_only`]: the packet holds the action,
+    /// and 10,000 pending packets' two copies of it were 9 MB of the console's heap).
+    ///
+    /// [`Decision::into_verdict_only`]: warrant_protocol::graduation::gate::Decision::into_verdict_only
     pub gate: ByPacket<Arc<warrant_protocol::graduation::gate::Decision<'static>>>,
     /// The precondition re-check per pending packet that has a contract with any.
     pub preconditions: ByPacket<Arc<warrant_protocol::ladder::Revalidation>>,
@@ -503,7 +507,7 @@ pub fn assess(
     ctx: &VerdictContext<'_>,
     packets: &[PacketEntry],
     receipts: &[Arc<Receipt>],
-    decisions: &HashMap<String, ChainDecision>,
+    decisions: &warrant_store::spool::Decisions,
     chain_evidence: &warrant_store::spool::ChainEvidence,
     revalidations: &Revalidations,
     chain_intact: bool,
@@ -546,7 +550,7 @@ pub fn assess_incremental<'a>(
     ctx: &VerdictContext<'_>,
     packets: &[PacketEntry],
     receipts: &[Arc<Receipt>],
-    decisions: &HashMap<String, ChainDecision>,
+    decisions: &warrant_store::spool::Decisions,
     chain_evidence: &warrant_store::spool::ChainEvidence,
     revalidations: &Revalidations,
     chain_intact: bool,
@@ -598,7 +602,7 @@ fn assess_with(
     ctx: &VerdictContext<'_>,
     packets: &[PacketEntry],
     receipts: &[Arc<Receipt>],
-    decisions: &HashMap<String, ChainDecision>,
+    decisions: &warrant_store::spool::Decisions,
     chain_evidence: &warrant_store::spool::ChainEvidence,
     revalidations: &Revalidations,
     chain_intact: bool,
@@ -698,7 +702,7 @@ fn assess_with(
                 });
                 let tg = warrant_protocol::verdict::packet_gate(ctx, p, index, workspace, chain_intact);
                 let verdict = warrant_protocol::verdict::evaluate(ctx, p, &tg, rate, rv.as_deref());
-                (Arc::new(tg.into_owned()), Arc::new(verdict))
+                (Arc::new(tg.into_verdict_only()), Arc::new(verdict))
             }
         };
         // Who published it: another user than the agent's (an impersonation), or the publisher

@@ -3,7 +3,7 @@
 //! recomputed from it (gate decisions and verdicts, notebooks, posteriors).
 
 use super::{ChainState, ClassPosterior, NotebookRow, State};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use warrant_engine::monitor::Assessment;
 use warrant_protocol::control::ControlState;
@@ -11,7 +11,7 @@ use warrant_protocol::graduation::policy::PolicySet;
 use warrant_protocol::graduation::posterior::Posterior;
 use warrant_protocol::packet::Receipt;
 use warrant_protocol::verdict::{Governance, VerdictContext};
-use warrant_store::spool::{ChainDecision, PacketEntry};
+use warrant_store::spool::PacketEntry;
 
 /// One assessment's inputs, copied out of the [`State`] ([`State::assess_job`]) to run off the
 /// UI thread.
@@ -24,7 +24,7 @@ pub struct AssessJob {
     now: f64,
     packets: Vec<PacketEntry>,
     receipts: Vec<Arc<Receipt>>,
-    decisions: HashMap<String, ChainDecision>,
+    decisions: Arc<warrant_store::spool::Decisions>,
     chain_evidence: warrant_store::spool::ChainEvidence,
     chain_intact: bool,
     workspace: String,

@@ -195,7 +195,7 @@ pub(super) fn submit(state: &mut State, purpose: InputPurpose, text: String) -> 
             // The Agent Hypervisor's rules, checked now against what the console shows; the
             // runner checks again against the spool and chain when it signs.
             let view = ChainView {
-                decisions: state.decisions.clone(),
+                decisions: (*state.decisions).clone(),
                 controls: state.controls.clone(),
                 ..ChainView::default()
             };

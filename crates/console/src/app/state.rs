@@ -74,8 +74,8 @@ pub struct Flash {
 pub struct DecidedRow {
     /// The packet id.
     pub id: String,
-    /// The decision.
-    pub decision: ChainDecision,
+    /// The decision (the chain view's, shared).
+    pub decision: Arc<ChainDecision>,
     /// The packet, if its file is still in the spool.
     pub packet: Option<Arc<Packet>>,
 }
@@ -88,7 +88,7 @@ pub struct AgentClassRecord {
     /// Refusals signed.
     pub refused: usize,
     /// The last refusal: its record, when, and the reason given.
-    pub last_refusal: Option<ChainDecision>,
+    pub last_refusal: Option<Arc<ChainDecision>>,
 }
 
 /// A notebook as the matrices view lists it.
@@ -123,8 +123,9 @@ pub struct State {
     pub keymap: Keymap,
     /// The last scan.
     pub snapshot: Snapshot,
-    /// Decisions recorded in the chain, by packet id.
-    pub decisions: HashMap<String, ChainDecision>,
+    /// Decisions recorded in the chain, by packet id: the verified chain view's, shared with
+    /// the assessments made from them.
+    pub decisions: Arc<warrant_store::spool::Decisions>,
     /// Approvals gathered towards a quorum (`[cosign]`), by packet id, for packets not decided.
     pub cosigning: HashMap<String, warrant_store::spool::Cosigning>,
     /// The chain's verification state.
@@ -306,7 +307,7 @@ impl State {
             now,
             keymap,
             snapshot: Snapshot::default(),
-            decisions: HashMap::new(),
+            decisions: Arc::default(),
             cosigning: HashMap::new(),
             chain: ChainState::Unknown,
             chain_alert_seen: false,

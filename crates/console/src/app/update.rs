@@ -11,6 +11,7 @@ use super::{
 };
 use crate::filter::SortKey;
 use std::collections::HashMap;
+use std::sync::Arc;
 use warrant_protocol::decision::Verdict;
 use warrant_store::spool::{ChainView, Snapshot};
 
@@ -378,7 +379,7 @@ fn apply_chain_view(state: &mut State, view: ChainView) {
         }
         ChainState::Broken { total: report.total, first, count: report.findings.len() }
     };
-    state.decisions = decisions;
+    state.decisions = Arc::new(decisions);
     let mut records: HashMap<(String, String), AgentClassRecord> = HashMap::new();
     // A system decision (a timeout) is nobody's judgement of the agent: not in its record.
     for d in state.decisions.values().filter(|d| d.system.is_none()) {

@@ -386,7 +386,10 @@ pub struct Decision<'a> {
     pub now: OffsetDateTime,
     /// What the exact-action binding commits to, for classes that need approval
     /// ([`Decision::action_binding`] gives the object).
-    pub binding: Option<ActionBinding<'a>>,
+    ///
+    /// Boxed: most decisions kept (an assessment's, [`Decision::into_verdict_only`]) have none,
+    /// and it is over half a decision's size inline.
+    pub binding: Option<Box<ActionBinding<'a>>>,
     /// The presented approval's check result, when one was presented.
     pub approval_check: Option<Result<&'static str, &'static str>>,
     /// The evidence summary of the class.
@@ -449,7 +452,21 @@ impl Decision<'_> {
 
     /// Detaches the decision from the request and policy set it borrows from.
     #[must_use]
-    pub fn into_owned(self) -> Decision<'static> {
+    pub fn into_owned(mut self) -> Decision<'static> {
+        let binding = self.binding.take().map(|b| Box::new(b.into_owned()));
+        let requested_action = std::mem::replace(&mut self.requested_action, Cow::Owned(Value::Null)).into_owned();
+        Decision { binding, requested_action: Cow::Owned(requested_action), ..self.into_verdict_only() }
+    }
+
+    /// [`Decision::into_owned`] without the two copies of the requested action: `binding` is
+    /// `None` and `requested_action` is `null`. For a caller that keeps many decisions beside
+    /// the requests they were made from (the console's assessment of every pending packet, whose
+    /// packets hold the action): the state, mode, tier, constraints, graduation path and evidence
+    /// summary are kept, and [`Decision::action_binding`], [`Decision::to_json`] and
+    /// `prepare_approval_packet` of the result do not describe the request — recompute the
+    /// decision for those.
+    #[must_use]
+    pub fn into_verdict_only(self) -> Decision<'static> {
         Decision {
             status: self.status,
             action_class: Cow::Owned(self.action_class.into_owned()),
@@ -465,10 +482,10 @@ impl Decision<'_> {
             requires_atomic_consumption: self.requires_atomic_consumption,
             approval_packet_required: self.approval_packet_required,
             now: self.now,
-            binding: self.binding.map(ActionBinding::into_owned),
+            binding: None,
             approval_check: self.approval_check,
             summary: self.summary,
-            requested_action: Cow::Owned(self.requested_action.into_owned()),
+            requested_action: Cow::Owned(Value::Null),
         }
     }
 
@@ -941,7 +958,7 @@ pub fn can_execute<'a>(policies: &'a PolicySet, req: &GateRequest<'a>) -> Decisi
 
     let (binding, approval_check) = if approval_required && !policy.is_human_only() && class_ok {
         let (b, check) = approval_binding(req, &view, &canonical, &constraints, &requested_action, approval_presented);
-        (Some(b), check)
+        (Some(Box::new(b)), check)
     } else {
         (None, None)
     };
@@ -1210,6 +1227,32 @@ mod tests {
         // The cases are not vacuous: several states, with and without a path and a binding.
         assert!(seen.len() >= 5, "{seen:?}");
         assert!(seen.iter().any(|s| s.1) && seen.iter().any(|s| s.2), "{seen:?}");
+    }
+
+    /// `into_owned` keeps every field; `into_verdict_only` keeps every field but the requested
+    /// action and its binding, on a decision that has both.
+    #[test]
+    fn the_verdict_only_decision_is_the_decision_without_the_action() {
+        let policies = PolicySet::default();
+        let evidence = EvidenceIndex::new(&[]);
+        let context = json!({"requestedBy": "scribe", "target": "a@b.c", "input": {"to": "a@b.c", "body": "hi"}});
+        let req = GateRequest {
+            action_class: "email.send.external",
+            context: &context,
+            approval: None,
+            evidence: &evidence,
+            workspace: "w",
+            now: time::macros::datetime!(2026-11-21 09:00:00 UTC),
+            agent: AgentStanding::Active,
+            chain_intact: true,
+        };
+        let d = can_execute(&policies, &req);
+        assert!(d.binding.is_some() && !d.requested_action.is_null(), "{d:?}");
+        assert_eq!(d.clone().into_owned(), d);
+        let slim = d.clone().into_verdict_only();
+        assert!(slim.binding.is_none() && slim.requested_action.is_null() && slim.action_binding().is_none());
+        let full = Decision { binding: None, requested_action: Cow::Owned(Value::Null), ..d };
+        assert_eq!(slim, full);
     }
 
     #[test]

@@ -502,12 +502,12 @@ fn may_decide(
 
 /// [`DecideError::AlreadyDecided`] when the verified chain `view` has a decision on the packet `id`.
 pub(super) fn already_decided(view: &ChainView, id: &str) -> Option<DecideError> {
-    let prior = view.decisions.get(id).cloned()?;
+    let prior = view.decisions.get(id)?;
     Some(DecideError::AlreadyDecided {
         id: id.to_owned(),
         verdict: prior.verdict.as_str(),
-        principal: prior.principal,
-        at: prior.decided_at,
+        principal: prior.principal.clone(),
+        at: prior.decided_at.clone(),
     })
 }
 

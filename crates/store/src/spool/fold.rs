@@ -37,7 +37,7 @@ const FOLD_VERSION: u32 = 3;
 /// file, left as the JSON text they are ([`read_fold_selected`]), so only those asked for are
 /// decoded.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub(super) struct PrefixFold<D = HashMap<String, ChainDecision>> {
+pub(super) struct PrefixFold<D = super::Decisions> {
     /// [`FOLD_VERSION`].
     pub(super) version: u32,
     /// Records in the prefix (the checkpoint's `records`).
@@ -506,13 +506,13 @@ fn read_fold_selected(bytes: &[u8], keep: &(dyn Fn(&str) -> bool + Sync), wanted
         wanted: Option<&'f HashSet<String>>,
     }
     impl<'de> DeserializeSeed<'de> for Select<'_> {
-        type Value = HashMap<String, ChainDecision>;
+        type Value = super::Decisions;
         fn deserialize<De: serde::Deserializer<'de>>(self, d: De) -> Result<Self::Value, De::Error> {
             d.deserialize_map(self)
         }
     }
     impl<'de> Visitor<'de> for Select<'_> {
-        type Value = HashMap<String, ChainDecision>;
+        type Value = super::Decisions;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("decisions by packet id")
         }
@@ -523,7 +523,7 @@ fn read_fold_selected(bytes: &[u8], keep: &(dyn Fn(&str) -> bool + Sync), wanted
                     return Err(serde::de::Error::custom("a prefix decision to restore"));
                 }
                 if self.wanted.is_none_or(|w| w.contains(&id)) {
-                    out.insert(id, map.next_value::<ChainDecision>()?);
+                    out.insert(id, std::sync::Arc::new(map.next_value::<ChainDecision>()?));
                 } else {
                     map.next_value::<IgnoredAny>()?;
                 }

@@ -56,8 +56,8 @@ pub use uses::{
     record_answer, record_call, record_corrected_call, record_gate_run, record_wait, withdrawn,
 };
 pub use view::{
-    ChainDecision, ChainView, Cosigning, VerifiedView, chain_decision_of, chain_evidence_of, decision_evidence,
-    fold_decision, verify_chain, verify_chain_from,
+    ChainDecision, ChainView, Cosigning, Decisions, VerifiedView, chain_decision_of, chain_evidence_of,
+    decision_evidence, fold_decision, verify_chain, verify_chain_from,
 };
 /// Environment variable that overrides the default spool directory.
 pub const SPOOL_ENV: &str = "WARRANT_SPOOL";

@@ -365,8 +365,8 @@ impl AgentSnapshot {
 
 /// The [`RECENT_DECISIONS`] latest of `decisions` (by `chain_index`), as JSON: an object by
 /// packet id.
-fn recent_decisions(decisions: &HashMap<String, ChainDecision>) -> io::Result<Vec<u8>> {
-    let mut latest: Vec<(&String, &ChainDecision)> = decisions.iter().collect();
+fn recent_decisions(decisions: &super::Decisions) -> io::Result<Vec<u8>> {
+    let mut latest: Vec<(&String, &ChainDecision)> = decisions.iter().map(|(id, d)| (id, &**d)).collect();
     if latest.len() > RECENT_DECISIONS {
         latest.select_nth_unstable_by_key(RECENT_DECISIONS, |(_, d)| std::cmp::Reverse(d.chain_index));
         latest.truncate(RECENT_DECISIONS);
@@ -483,7 +483,7 @@ impl AgentView {
             }
             match self.recent().get(id).cloned() {
                 Some(d) => {
-                    self.chain.view.decisions.insert(id.to_owned(), d);
+                    self.chain.view.decisions.insert(id.to_owned(), std::sync::Arc::new(d));
                 }
                 None => exact = false,
             }
@@ -616,8 +616,8 @@ mod tests {
     #[test]
     fn the_latest_decisions_are_kept_exactly_and_no_more() {
         let n = RECENT_DECISIONS as u64 + 10;
-        let all: HashMap<String, ChainDecision> =
-            (1..=n).map(|i| (format!("p-{i}"), decision(i, Verdict::Approve))).collect();
+        let all: crate::spool::Decisions =
+            (1..=n).map(|i| (format!("p-{i}"), std::sync::Arc::new(decision(i, Verdict::Approve)))).collect();
         let kept: HashMap<String, ChainDecision> =
             serde_json::from_slice(&recent_decisions(&all).expect("json")).expect("recent");
         assert_eq!(kept.len(), RECENT_DECISIONS);
@@ -684,7 +684,7 @@ mod tests {
         let mut fold: PrefixFold = PrefixFold::default();
         (fold.records, fold.bytes, fold.head_hash) = (2, 10, Some("h".into()));
         fold.publishers.push(("agent-1".into(), 1000));
-        fold.decisions.insert("p-2".into(), decision(2, Verdict::Refuse));
+        fold.decisions.insert("p-2".into(), std::sync::Arc::new(decision(2, Verdict::Refuse)));
         let approved =
             EvidenceRow::new("email.send", "approved", Some(SourceType::Principal), Some("2026-11-28".into()));
         let mut reweighed = approved.clone();

@@ -5,6 +5,7 @@ use crate::chain_file::{self, ChainError};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fs;
+use std::sync::Arc;
 use warrant_protocol::chain::{self, VerifyOptions};
 use warrant_protocol::control::{ControlEvent, ControlState};
 use warrant_protocol::decision::{self, SignedDecision, Verdict};
@@ -17,6 +18,11 @@ use warrant_protocol::keys::PinnedKeys;
 use super::fold::PrefixFold;
 #[cfg(doc)]
 use super::record_receipt;
+
+/// Decisions by packet id, each shared: a chain view, its clones and what is made of it (the
+/// console's assessments and decided list) hold the same decisions, not copies of them (20,000
+/// decisions are about 9 MB).
+pub type Decisions = HashMap<String, Arc<ChainDecision>>;
 
 /// A decision as the chain records it (serialized in the principal's fold of a checkpointed
 /// prefix, `PrefixFold`).
@@ -142,7 +148,7 @@ pub(super) fn signed_so_far<S: AsRef<str>>(signers: &[S], required: usize) -> St
 ///
 /// [`Quorum::count`]: warrant_protocol::decision::Quorum::count
 pub fn fold_decision(
-    decisions: &mut HashMap<String, ChainDecision>,
+    decisions: &mut Decisions,
     cosigning: &mut HashMap<String, Cosigning>,
     id: String,
     mut d: ChainDecision,
@@ -150,7 +156,7 @@ pub fn fold_decision(
 ) {
     let Some(q) = d.quorum.clone().filter(|_| d.verdict == Verdict::Approve) else {
         cosigning.remove(&id);
-        decisions.insert(id, d);
+        decisions.insert(id, Arc::new(d));
         return;
     };
     if decisions.contains_key(&id) {
@@ -182,7 +188,7 @@ pub fn fold_decision(
     if counted.signers.len() >= q.required {
         cosigning.remove(&id);
         d.cosigners = counted.signers;
-        decisions.insert(id, d);
+        decisions.insert(id, Arc::new(d));
     } else {
         entry.count = counted.signers;
         entry.not_counted = counted.uncounted.into_iter().map(|(n, _, why)| (n, why)).collect();
@@ -234,7 +240,7 @@ pub struct ChainView {
     /// The verification report.
     pub report: chain::VerifyReport,
     /// Decisions by packet id.
-    pub decisions: HashMap<String, ChainDecision>,
+    pub decisions: Decisions,
     /// Evidence rows, in chain order: the principal's signed decisions (`principal`) and the
     /// receipts recorded in the chain (their declared `source_type`), kept compactly
     /// ([`ChainEvidence`]: distinct rows with counts, and the last rows of each class).
