@@ -402,12 +402,15 @@ fn check_line<T>(
 /// A sink's `extract`, as the workers use it.
 type Extract<'k, T> = &'k (dyn Fn(usize, SinkRecord<'_>) -> T + Sync);
 
-/// Bytes read per block handed to a worker.
-const BLOCK_BYTES: usize = 1 << 20;
+/// Bytes read per block handed to a worker: 256 KiB, about 470 of warrant's records. The
+/// blocks between the reader and the sequencer and their checked records are most of a
+/// verification's memory (a window of them, [`verify_blocks`]); at 1 MiB a block they were
+/// 23 MB of the console's peak heap at a million records, and a smaller block is no slower.
+const BLOCK_BYTES: usize = 256 << 10;
 
 /// Reads `reader` into blocks of whole lines. Returns the length of a torn final line (bytes
 /// after the last newline), if any. Blocks are read into buffers the workers hand back through
-/// `recycled` when there is one (a fresh megabyte per block costs page faults that take longer
+/// `recycled` when there is one (a fresh buffer per block costs page faults that take longer
 /// than hashing it), and are not zeroed first.
 /// The lines of `data` (up to its last newline) and where the rest begins. `skipping` says
 /// that `data` starts inside an over-long line already reported (its end is skipped); on return
@@ -434,26 +437,28 @@ fn split_lines(data: &[u8], skipping: &mut bool) -> (Vec<RawLine>, usize) {
 }
 
 /// Checks the lines of one block, as a worker does: record `first_index + k` for line `k`.
+/// The id text and checked lines of one block, which the sequencer hands back to the workers
+/// emptied: about 0.2 and 0.5 MB a block, allocated once per worker rather than once per
+/// block (a million records are 500 blocks; the allocator kept freed blocks' memory resident).
+type BlockResult<T> = (String, Vec<Checked<T>>);
+
+/// Checks every line of `block` into `out` (emptied first): the block's id text and each line's
+/// [`Checked`].
 fn check_block<T>(
     block: &Block,
     scan: &mut canonical::scan::Scan,
     extract: Option<Extract<'_, T>>,
     keys: &IdKeys,
     opts: VerifyOptions<'_>,
-) -> (String, Vec<Checked<T>>) {
-    let mut ids = String::new();
-    let checked = block
-        .lines
-        .iter()
-        .enumerate()
-        .map(|(k, line)| match line {
-            RawLine::TooLong => Checked::Unparsable(format!("line longer than {MAX_LINE_BYTES} bytes")),
-            RawLine::Bytes(r) => {
-                check_line(block.first_index + k, &block.data[r.clone()], &mut ids, scan, extract, keys, opts)
-            }
-        })
-        .collect();
-    (ids, checked)
+    out: &mut BlockResult<T>,
+) {
+    let (ids, checked) = out;
+    ids.clear();
+    checked.clear();
+    checked.extend(block.lines.iter().enumerate().map(|(k, line)| match line {
+        RawLine::TooLong => Checked::Unparsable(format!("line longer than {MAX_LINE_BYTES} bytes")),
+        RawLine::Bytes(r) => check_line(block.first_index + k, &block.data[r.clone()], ids, scan, extract, keys, opts),
+    }));
 }
 
 /// Input at most this long is verified on the calling thread ([`verify_blocks`]): starting
@@ -565,8 +570,9 @@ where
         let torn = (!skipping && line_start < head.len()).then_some((head.len() - line_start) as u64);
         let block = Block { seq: 0, first_index: first, data: head, lines };
         let keys = seq.lineage.keys.clone();
-        let (id_text, checked) = check_block(&block, &mut canonical::scan::Scan::default(), extract, &keys, opts);
-        sequence(&mut seq, &mut on_record, first, &id_text, checked);
+        let mut out = (String::new(), Vec::new());
+        check_block(&block, &mut canonical::scan::Scan::default(), extract, &keys, opts, &mut out);
+        sequence(&mut seq, &mut on_record, first, &out.0, &mut out.1);
         let keys = std::mem::take(&mut seq.chain_keys);
         let mut report = seq.finish();
         report.torn_tail = torn;
@@ -577,13 +583,17 @@ where
     let torn = std::thread::scope(|scope| {
         let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Block>(workers * 2);
         let block_rx = std::sync::Arc::new(std::sync::Mutex::new(block_rx));
-        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<(usize, String, Vec<Checked<T>>)>(workers * 2);
-        // Spare buffers for the reader: two, so a block's 1 MiB is reused, not kept idle (the
+        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<(usize, BlockResult<T>)>(workers * 2);
+        // Spare buffers for the reader: two, so a block's buffer is reused, not kept idle (the
         // window below bounds the blocks in use; a buffer that finds the queue full is freed).
         let (recycle_tx, recycle_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+        // The blocks' results, emptied by the sequencer, go back to the workers the same way.
+        let (results_tx, results_rx) = std::sync::mpsc::sync_channel::<BlockResult<T>>(workers);
+        let results_rx = std::sync::Arc::new(std::sync::Mutex::new(results_rx));
         for _ in 0..workers {
             let (rx, tx, recycle_tx) = (std::sync::Arc::clone(&block_rx), done_tx.clone(), recycle_tx.clone());
             let keys = seq.lineage.keys.clone();
+            let results_rx = std::sync::Arc::clone(&results_rx);
             scope.spawn(move || {
                 let mut scan = canonical::scan::Scan::default();
                 loop {
@@ -592,10 +602,12 @@ where
                         Err(_) => return,
                     };
                     let Ok(block) = block else { return };
-                    let (ids, checked) = check_block(&block, &mut scan, extract, &keys, opts);
+                    let spare = results_rx.lock().ok().and_then(|r| r.try_recv().ok());
+                    let mut out = spare.unwrap_or_default();
+                    check_block(&block, &mut scan, extract, &keys, opts, &mut out);
                     // The reader reuses the buffer (or it is dropped when enough wait).
                     let _ = recycle_tx.try_send(block.data);
-                    if tx.send((block.seq, ids, checked)).is_err() {
+                    if tx.send((block.seq, out)).is_err() {
                         return;
                     }
                 }
@@ -603,8 +615,8 @@ where
         }
         drop(done_tx);
         // One block per worker being checked, one more queued for each, and two for the reader
-        // and the sequencer: each block is 1 MiB of lines and, when the caller keeps metadata,
-        // about as much again of parsed records, so the window bounds the verifier's memory.
+        // and the sequencer: each block is `BLOCK_BYTES` of lines and about as much again of
+        // checked records, so the window bounds the verifier's memory.
         let window = workers * 2 + 2;
         let (window_tx, window_rx) = std::sync::mpsc::sync_channel::<()>(window);
         for _ in 0..window {
@@ -614,15 +626,18 @@ where
             scope.spawn(move || read_blocks(reader, first, &block_tx, &window_rx, &recycle_rx, progress));
         let mut pending = std::collections::BTreeMap::new();
         let (mut next, mut index) = (0, first);
-        for (block_seq, id_text, checked) in done_rx {
-            pending.insert(block_seq, (id_text, checked));
-            while let Some((id_text, checked)) = pending.remove(&next) {
-                index = sequence(&mut seq, &mut on_record, index, &id_text, checked);
+        for (block_seq, out) in done_rx {
+            pending.insert(block_seq, out);
+            while let Some(mut out) = pending.remove(&next) {
+                index = sequence(&mut seq, &mut on_record, index, &out.0, &mut out.1);
                 next += 1;
                 let _ = window_tx.send(());
+                // Back to a worker (or freed when enough wait).
+                let _ = results_tx.try_send(out);
             }
         }
         drop(window_tx);
+        drop(results_tx);
         reader_thread.join().unwrap_or_else(|_| Err(io::Error::other("the chain reader panicked")))
     })?;
     let keys = std::mem::take(&mut seq.chain_keys);
@@ -633,15 +648,15 @@ where
 
 /// Runs the in-order checks on one block's checked lines, the first being record `index`, and
 /// hands what the sink's `extract` made of each record to `on_record`; returns the index after
-/// the block.
+/// the block. The lines are drained: the vector goes back to a worker.
 fn sequence<T, F: FnMut(usize, T)>(
     seq: &mut Sequencer<'_>,
     on_record: &mut Option<F>,
     mut index: usize,
     id_text: &str,
-    checked: Vec<Checked<T>>,
+    checked: &mut Vec<Checked<T>>,
 ) -> usize {
-    for c in checked {
+    for c in checked.drain(..) {
         let extra = match c {
             Checked::Unparsable(message) => {
                 seq.unparsable(index, message);
