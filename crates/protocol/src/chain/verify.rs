@@ -402,16 +402,12 @@ fn check_line<T>(
 /// A sink's `extract`, as the workers use it.
 type Extract<'k, T> = &'k (dyn Fn(usize, SinkRecord<'_>) -> T + Sync);
 
-/// Bytes read per block handed to a worker: 256 KiB, about 470 of warrant's records. The
+/// Bytes read per block handed to a worker: 256 KiB, about 270 of warrant's records. The
 /// blocks between the reader and the sequencer and their checked records are most of a
 /// verification's memory (a window of them, [`verify_blocks`]); at 1 MiB a block they were
 /// 23 MB of the console's peak heap at a million records, and a smaller block is no slower.
 const BLOCK_BYTES: usize = 256 << 10;
 
-/// Reads `reader` into blocks of whole lines. Returns the length of a torn final line (bytes
-/// after the last newline), if any. Blocks are read into buffers the workers hand back through
-/// `recycled` when there is one (a fresh buffer per block costs page faults that take longer
-/// than hashing it), and are not zeroed first.
 /// The lines of `data` (up to its last newline) and where the rest begins. `skipping` says
 /// that `data` starts inside an over-long line already reported (its end is skipped); on return
 /// it says whether the rest is one (reported here as [`RawLine::TooLong`], to be skipped), else
@@ -436,14 +432,13 @@ fn split_lines(data: &[u8], skipping: &mut bool) -> (Vec<RawLine>, usize) {
     (lines, line_start)
 }
 
-/// Checks the lines of one block, as a worker does: record `first_index + k` for line `k`.
 /// The id text and checked lines of one block, which the sequencer hands back to the workers
-/// emptied: about 0.2 and 0.5 MB a block, allocated once per worker rather than once per
-/// block (a million records are 500 blocks; the allocator kept freed blocks' memory resident).
+/// emptied, so they are allocated about once per worker rather than once per block (a million
+/// records are some 3,700 blocks; the allocator keeps freed memory resident for a while).
 type BlockResult<T> = (String, Vec<Checked<T>>);
 
-/// Checks every line of `block` into `out` (emptied first): the block's id text and each line's
-/// [`Checked`].
+/// Checks the lines of one block, as a worker does (record `first_index + k` for line `k`),
+/// into `out`, emptied first: the block's id text and each line's [`Checked`].
 fn check_block<T>(
     block: &Block,
     scan: &mut canonical::scan::Scan,
@@ -465,6 +460,10 @@ fn check_block<T>(
 /// threads costs more than checking a short tail (a hook's, after the principal's checkpoint).
 const INLINE_BYTES: usize = 64 * 1024;
 
+/// Reads `reader` into blocks of whole lines. Returns the length of a torn final line (bytes
+/// after the last newline), if any. Blocks are read into buffers the workers hand back through
+/// `recycled` when there is one (a fresh buffer per block costs page faults that take longer
+/// than hashing it), and are not zeroed first.
 fn read_blocks<R: Read>(
     mut reader: R,
     first_index: usize,
