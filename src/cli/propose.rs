@@ -130,17 +130,9 @@ pub(super) fn propose(
     let pinned = load_pinned()?;
     let quorum = policies.cosign(&class);
     let waited = match spool {
-        Some(spool) => crate::govern::wait_for_decision(
-            spool,
-            &id,
-            &content_hash,
-            &pinned,
-            agent,
-            now,
-            expires_at,
-            wait_for,
-            quorum,
-        ),
+        Some(spool) => {
+            crate::govern::wait_for_decision(spool, &id, &content_hash, &pinned, agent, expires_at, wait_for, quorum)
+        }
         #[cfg(feature = "jetstream")]
         None => {
             let remote = remote.ok_or_else(|| Failure::usage("internal error: no store to wait on"))?;
@@ -150,7 +142,6 @@ pub(super) fn propose(
                 &content_hash,
                 &pinned,
                 agent,
-                now,
                 expires_at,
                 wait_for,
                 quorum,

@@ -889,17 +889,7 @@ impl Governor {
         let deadline = Instant::now() + timeout;
         let id = s.packet_id.clone();
         let decision_within = |wait: Duration| {
-            wait_for_decision(
-                &self.spool,
-                &id,
-                &s.content_hash,
-                &self.pinned,
-                &s.agent,
-                s.at,
-                None,
-                wait,
-                s.quorum.as_ref(),
-            )
+            wait_for_decision(&self.spool, &id, &s.content_hash, &self.pinned, &s.agent, None, wait, s.quorum.as_ref())
         };
         loop {
             let left = deadline.saturating_duration_since(Instant::now());

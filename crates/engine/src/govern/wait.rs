@@ -23,8 +23,8 @@ pub enum Waited {
 
 /// Waits for `decisions/<id>.json` to hold a decision that verifies against `pinned` for the
 /// packet content `content_hash`, polling every 50 ms, until `timeout`, the packet's expiry
-/// (`expires_at`), or a kill or quarantine signal for `agent` (a kill counts only when given at
-/// or after `since`). A decision file that does not verify is reported once on stderr and
+/// (`expires_at`), or a kill or quarantine signal for `agent` (one in force: a kill or a
+/// quarantine the principal has not released, whenever it was given). A decision file that does not verify is reported once on stderr and
 /// ignored: it is not a decision. A refusal that comes with the agent's stop signal (a kill
 /// refuses its agent's pending packets) is [`Waited::Stopped`].
 #[allow(clippy::too_many_arguments)]
@@ -35,7 +35,6 @@ pub fn wait_for_decision(
     content_hash: &str,
     pinned: &PinnedKeys,
     agent: &str,
-    since: time::OffsetDateTime,
     expires_at: Option<time::OffsetDateTime>,
     timeout: Duration,
     quorum: Option<&warrant_protocol::decision::Quorum>,
@@ -66,7 +65,7 @@ pub fn wait_for_decision(
                     // A kill refuses its agent's pending packets after raising the stop signal:
                     // the waiting agent hears that it was killed (exit 7), not a plain refusal.
                     Ok(d) if d.verdict == warrant_protocol::decision::Verdict::Refuse => {
-                        return match standing_signal(spool, agent, since) {
+                        return match standing_signal(spool, agent) {
                             Some(Signal::Stopped(why)) => Waited::Stopped(why),
                             _ => Waited::Decided(d),
                         };
@@ -86,7 +85,7 @@ pub fn wait_for_decision(
         if expires_at.is_some_and(|t| time::OffsetDateTime::now_utc() >= t) {
             return Waited::Expired;
         }
-        match standing_signal(spool, agent, since) {
+        match standing_signal(spool, agent) {
             Some(Signal::Stopped(why)) => return Waited::Stopped(why),
             Some(Signal::Quarantined(why)) => return Waited::Quarantined(why),
             None => {}
@@ -100,7 +99,7 @@ pub fn wait_for_decision(
 
 /// [`wait_for_decision`] on a JetStream store (`docs/distributed.md`): waits for the decision
 /// on `agent`'s packet `id` in the store's decisions bucket, or for the principal's signal to
-/// `agent` there (a stop given since `since`, a quarantine in force: the signals of
+/// `agent` there (a stop or a quarantine in force: the signals of
 /// `signals/<agent>.json`, which the principal's replica puts in the store), with a watch of
 /// each key (no polling), at most `timeout` and never past `expires_at`, and verifies a decision
 /// as a decision file. The bucket is written once per key, so a decision that does not verify
@@ -116,7 +115,6 @@ pub fn wait_for_store_decision(
     content_hash: &str,
     pinned: &PinnedKeys,
     agent: &str,
-    since: time::OffsetDateTime,
     expires_at: Option<time::OffsetDateTime>,
     timeout: Duration,
     quorum: Option<&warrant_protocol::decision::Quorum>,
@@ -131,11 +129,11 @@ pub fn wait_for_store_decision(
         _ => (timeout, false),
     };
     let ran_out = if expiry_first { Waited::Expired } else { Waited::Timeout };
-    let applies = |bytes: &[u8]| signal_of(bytes, agent, since).is_some();
+    let applies = |bytes: &[u8]| signal_of(bytes, agent).is_some();
     let decision = match remote.wait_decision_or_signal(agent, id, wait, applies) {
         Ok(Awaited::Decision(d)) => d,
         Ok(Awaited::Signal(bytes)) => {
-            return Ok(match signal_of(&bytes, agent, since) {
+            return Ok(match signal_of(&bytes, agent) {
                 Some(Signal::Stopped(why)) => Waited::Stopped(why),
                 Some(Signal::Quarantined(why)) => Waited::Quarantined(why),
                 None => ran_out,
@@ -169,7 +167,7 @@ enum Signal {
 /// ([`warrant_protocol::control::agent_skeleton`]: a quarantine of `ag1` stops `AG1` too, as the
 /// principal's controls hold it); `None` when there is none that applies. A stop wins over a
 /// quarantine.
-fn standing_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> Option<Signal> {
+fn standing_signal(spool: &Spool, agent: &str) -> Option<Signal> {
     use warrant_protocol::control::agent_skeleton;
     if !warrant_protocol::packet::is_safe_id(agent) {
         return None;
@@ -183,7 +181,7 @@ fn standing_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> O
             continue;
         }
         let Ok(bytes) = spool::read_limited(&e.path()) else { continue };
-        match signal_of(&bytes, id, since) {
+        match signal_of(&bytes, id) {
             Some(stop @ Signal::Stopped(_)) => return Some(stop),
             Some(q) => found = Some(q),
             None => {}
@@ -192,12 +190,13 @@ fn standing_signal(spool: &Spool, agent: &str, since: time::OffsetDateTime) -> O
     found
 }
 
-/// The signal `bytes` (a `signals/<agent>.json`, or its copy in a store) tell `agent`, waiting
-/// since `since`: a stop given since then (a second's leeway), or a quarantine in force. `None`
-/// for anything else (a release, another agent's, an older stop, a malformed one).
-fn signal_of(bytes: &[u8], agent: &str, since: time::OffsetDateTime) -> Option<Signal> {
+/// The signal `bytes` (a `signals/<agent>.json`, or its copy in a store) tell `agent`: a stop or
+/// a quarantine, which stays in force until the principal releases the agent (the release
+/// replaces the signal), whenever it was given: a killed agent's packets are blocked by its
+/// standing in the chain, so a wait that began after the kill ends with it at once, not at its
+/// timeout. `None` for anything else (a release, another agent's, a malformed one).
+fn signal_of(bytes: &[u8], agent: &str) -> Option<Signal> {
     let v = warrant_protocol::canonical::parse_untrusted(bytes).ok()?;
-    let at = v.get("at").and_then(Value::as_str).and_then(warrant_protocol::clock::parse_rfc3339)?;
     if v.get("agent").and_then(Value::as_str) != Some(agent) {
         return None;
     }
@@ -207,7 +206,7 @@ fn signal_of(bytes: &[u8], agent: &str, since: time::OffsetDateTime) -> Option<S
         .map(|r| format!(": {}", warrant_protocol::text::inert(r, 400)))
         .unwrap_or_default();
     match v.get("type").and_then(Value::as_str) {
-        Some("warrant_stop") if at >= since - time::Duration::seconds(1) => Some(Signal::Stopped(reason)),
+        Some("warrant_stop") => Some(Signal::Stopped(reason)),
         Some("warrant_quarantine") => Some(Signal::Quarantined(reason)),
         _ => None,
     }
