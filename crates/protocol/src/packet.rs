@@ -209,9 +209,9 @@ impl Packet {
     }
 
     /// A packet without its bodies (`raw` is `null`, and with it `proposed_action`, `context`
-    /// and `evidence`) made from the headers [`Packet::headers`] took of a packet that parsed: for a
-    /// listing that keeps them between runs. Nothing that judges, shows or signs a packet may
-    /// use one; `created_unix` is parsed again from `created_at`.
+    /// and `evidence`) made from the headers [`Packet::headers`] took of a packet that parsed:
+    /// for a listing that keeps them between runs. Nothing that judges, shows or signs a packet
+    /// may use one; `created_unix` is parsed again from `created_at`.
     #[must_use]
     pub fn from_headers(h: PacketHeaders) -> Self {
         let created_unix = h.created_at.as_deref().and_then(crate::clock::unix_seconds);

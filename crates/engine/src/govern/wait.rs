@@ -24,9 +24,10 @@ pub enum Waited {
 /// Waits for `decisions/<id>.json` to hold a decision that verifies against `pinned` for the
 /// packet content `content_hash`, polling every 50 ms, until `timeout`, the packet's expiry
 /// (`expires_at`), or a kill or quarantine signal for `agent` (one in force: a kill or a
-/// quarantine the principal has not released, whenever it was given). A decision file that does not verify is reported once on stderr and
-/// ignored: it is not a decision. A refusal that comes with the agent's stop signal (a kill
-/// refuses its agent's pending packets) is [`Waited::Stopped`].
+/// quarantine the principal has not released, whenever it was given). A decision file that
+/// does not verify is reported once on stderr and ignored: it is not a decision. A refusal that
+/// comes with the agent's stop signal (a kill refuses its agent's pending packets) is
+/// [`Waited::Stopped`].
 #[allow(clippy::too_many_arguments)]
 #[must_use]
 pub fn wait_for_decision(
